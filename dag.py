@@ -1,0 +1,183 @@
+"""SummaryDAG: summary nodes, their lineage, the visible frontier and carried-over nodes.
+
+A depth-0 node summarises raw messages (``node_messages``); a depth-d node condenses
+depth-(d-1) nodes (``node_children``). A session sees the nodes it owns plus the nodes
+carried into it after ``/new``; its *frontier* is the visible nodes no visible parent
+condenses. Lineage is never truncated: every read that feeds lineage is unbounded or
+paged. This module does not decide what to summarise.
+"""
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from .db import Database
+
+_VISIBLE = "(n.session_id = :s OR n.node_id IN (SELECT node_id FROM carried_nodes WHERE session_id = :s))"
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    node_id: int
+    session_id: str
+    depth: int
+    summary: str
+    token_count: int
+    source_token_count: int
+    earliest_at: float | None
+    latest_at: float | None
+    level: str
+    model: str
+    expand_hint: str
+    created_at: float
+
+
+def _node(r: sqlite3.Row | dict) -> NodeRow:
+    return NodeRow(**{k: r[k] for k in NodeRow.__dataclass_fields__})
+
+
+class SummaryDAG:
+    def __init__(self, db: Database):
+        self.db = db
+
+    # -- writes ------------------------------------------------------------
+    def add_leaf(self, session_id: str, summary: str, store_ids: Sequence[int], *, token_count: int,
+                 source_token_count: int, earliest_at: float | None, latest_at: float | None,
+                 level: str = "normal", model: str = "", expand_hint: str = "",
+                 conn: sqlite3.Connection | None = None) -> int:
+        return self._add(session_id, 0, summary, "node_messages", "store_id", store_ids, token_count,
+                         source_token_count, earliest_at, latest_at, level, model, expand_hint, conn)
+
+    def add_condensed(self, session_id: str, depth: int, summary: str, child_ids: Sequence[int], *,
+                      token_count: int, source_token_count: int, earliest_at: float | None,
+                      latest_at: float | None, level: str = "normal", model: str = "",
+                      expand_hint: str = "", conn: sqlite3.Connection | None = None) -> int:
+        if depth < 1:
+            raise ValueError("condensed nodes have depth >= 1")
+        return self._add(session_id, depth, summary, "node_children", "child_id", child_ids, token_count,
+                         source_token_count, earliest_at, latest_at, level, model, expand_hint, conn)
+
+    def _add(self, session_id: str, depth: int, summary: str, table: str, column: str, ids: Sequence[int],
+             token_count: int, source_token_count: int, earliest_at: float | None, latest_at: float | None,
+             level: str, model: str, expand_hint: str, conn: sqlite3.Connection | None) -> int:
+        if not ids:
+            raise ValueError("a summary node needs at least one source")
+
+        def write(c: sqlite3.Connection) -> int:
+            cur = c.execute(
+                "INSERT INTO summary_nodes(session_id, depth, summary, token_count, source_token_count, earliest_at,"
+                " latest_at, level, model, expand_hint, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (session_id, depth, summary, token_count, source_token_count, earliest_at, latest_at, level,
+                 model, expand_hint, time.time()))
+            node_id = int(cur.lastrowid or 0)
+            c.executemany(f"INSERT INTO {table}(node_id, ordinal, {column}) VALUES (?,?,?)",
+                          [(node_id, i, int(x)) for i, x in enumerate(ids)])
+            return node_id
+
+        if conn is not None:
+            return write(conn)
+        with self.db.transaction() as c:
+            return write(c)
+
+    def carry_over(self, from_session: str, to_session: str, min_depth: int) -> list[int]:
+        """Make ``from_session``'s frontier nodes of depth >= ``min_depth`` visible in ``to_session``.
+
+        ``min_depth`` < 0 carries nothing; 0 carries every frontier node. Returns node ids.
+        """
+        if min_depth < 0 or from_session == to_session:
+            return []
+        nodes = [n for n in self.frontier(from_session) if n.depth >= min_depth]
+        now = time.time()
+        with self.db.transaction() as conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO carried_nodes(session_id, node_id, from_session_id, carried_at) VALUES (?,?,?,?)",
+                [(to_session, n.node_id, from_session, now) for n in nodes])
+        return [n.node_id for n in nodes]
+
+    # -- reads -------------------------------------------------------------
+    def get(self, node_id: int) -> NodeRow | None:
+        r = self.db.read().execute("SELECT * FROM summary_nodes WHERE node_id=?", (int(node_id),)).fetchone()
+        return None if r is None else _node(r)
+
+    def is_visible(self, session_id: str, node_id: int) -> bool:
+        r = self.db.read().execute(f"SELECT 1 FROM summary_nodes n WHERE n.node_id=:n AND {_VISIBLE}",
+                                   {"n": int(node_id), "s": session_id}).fetchone()
+        return r is not None
+
+    def frontier(self, session_id: str) -> list[NodeRow]:
+        """Visible nodes that no visible node condenses: highest depth first, then oldest."""
+        sql = (f"SELECT n.* FROM summary_nodes n WHERE {_VISIBLE} AND NOT EXISTS ("
+               " SELECT 1 FROM node_children c JOIN summary_nodes p ON p.node_id = c.node_id"
+               " WHERE c.child_id = n.node_id AND (p.session_id = :s OR p.node_id IN"
+               " (SELECT node_id FROM carried_nodes WHERE session_id = :s)))"
+               " ORDER BY n.depth DESC, COALESCE(n.earliest_at, n.created_at), n.node_id")
+        return [_node(r) for r in self.db.read().execute(sql, {"s": session_id})]
+
+    def visible(self, session_id: str) -> list[NodeRow]:
+        sql = f"SELECT n.* FROM summary_nodes n WHERE {_VISIBLE} ORDER BY n.depth, n.node_id"
+        return [_node(r) for r in self.db.read().execute(sql, {"s": session_id})]
+
+    def is_carried(self, session_id: str, node_id: int) -> bool:
+        r = self.db.read().execute("SELECT 1 FROM carried_nodes WHERE session_id=? AND node_id=?",
+                                   (session_id, int(node_id))).fetchone()
+        return r is not None
+
+    def source_count(self, node: NodeRow) -> int:
+        table = "node_messages" if node.depth == 0 else "node_children"
+        r = self.db.read().execute(f"SELECT COUNT(*) FROM {table} WHERE node_id=?", (node.node_id,)).fetchone()
+        return int(r[0])
+
+    def source_ids(self, node: NodeRow, offset: int = 0, limit: int | None = None) -> list[int]:
+        """Immediate sources in order: store ids (depth 0) or child node ids."""
+        table, col = ("node_messages", "store_id") if node.depth == 0 else ("node_children", "child_id")
+        sql = f"SELECT {col} FROM {table} WHERE node_id=? ORDER BY ordinal LIMIT ? OFFSET ?"
+        rows = self.db.read().execute(sql, (node.node_id, -1 if limit is None else int(limit), int(offset)))
+        return [int(r[0]) for r in rows]
+
+    def parent_of(self, node_id: int, session_id: str) -> int | None:
+        r = self.db.read().execute(
+            f"SELECT c.node_id FROM node_children c JOIN summary_nodes n ON n.node_id=c.node_id"
+            f" WHERE c.child_id=:c AND {_VISIBLE} LIMIT 1", {"c": int(node_id), "s": session_id}).fetchone()
+        return None if r is None else int(r[0])
+
+    def descendant_store_ids(self, node_id: int) -> list[int]:
+        """Every raw message beneath a node, in store order (unbounded by design)."""
+        sql = ("WITH RECURSIVE sub(id) AS (SELECT ? UNION ALL SELECT c.child_id FROM node_children c"
+               " JOIN sub ON c.node_id = sub.id)"
+               " SELECT DISTINCT nm.store_id FROM node_messages nm JOIN sub ON nm.node_id = sub.id ORDER BY nm.store_id")
+        return [int(r[0]) for r in self.db.read().execute(sql, (int(node_id),))]
+
+    def has_descendant_source(self, node_id: int, source: str) -> bool:
+        sql = ("WITH RECURSIVE sub(id) AS (SELECT ? UNION ALL SELECT c.child_id FROM node_children c"
+               " JOIN sub ON c.node_id = sub.id)"
+               " SELECT 1 FROM node_messages nm JOIN sub ON nm.node_id = sub.id JOIN messages m ON m.store_id = nm.store_id"
+               " WHERE m.source = ? OR (? = 'unknown' AND m.source = '') LIMIT 1")
+        return self.db.read().execute(sql, (int(node_id), source, source)).fetchone() is not None
+
+    def depth_stats(self, session_id: str) -> dict[int, dict[str, int]]:
+        sql = (f"SELECT n.depth AS depth, COUNT(*) AS c, SUM(n.token_count) AS t, SUM(n.source_token_count) AS st"
+               f" FROM summary_nodes n WHERE {_VISIBLE} GROUP BY n.depth ORDER BY n.depth")
+        return {int(r["depth"]): {"count": int(r["c"]), "tokens": int(r["t"] or 0), "source_tokens": int(r["st"] or 0)}
+                for r in self.db.read().execute(sql, {"s": session_id})}
+
+    def highest_covered_store_id(self, session_id: str) -> int:
+        r = self.db.read().execute(
+            "SELECT MAX(nm.store_id) FROM node_messages nm JOIN summary_nodes n ON n.node_id = nm.node_id"
+            " WHERE n.session_id = ?", (session_id,)).fetchone()
+        return int(r[0] or 0)
+
+    def search(self, match: str, session_id: str, limit: int = 10) -> list[tuple[NodeRow, float, str]]:
+        """BM25-ranked summary hits among the session's visible nodes."""
+        if not match:
+            return []
+        sql = ("SELECT n.*, bm25(nodes_fts) AS _rank, snippet(nodes_fts, 0, '>>>', '<<<', '…', 40) AS _snippet"
+               f" FROM nodes_fts JOIN summary_nodes n ON n.node_id = nodes_fts.rowid WHERE nodes_fts MATCH :m"
+               f" AND {_VISIBLE} ORDER BY _rank LIMIT :l")
+        rows = self.db.read().execute(sql, {"m": match, "s": session_id, "l": int(limit)})
+        return [(_node(r), float(r["_rank"]), str(r["_snippet"] or "")) for r in rows]
+
+    def all_for(self, session_id: str) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.db.read().execute(
+            "SELECT * FROM summary_nodes WHERE session_id=? ORDER BY node_id", (session_id,))]

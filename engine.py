@@ -1,0 +1,342 @@
+"""TroveEngine: the Hermes context engine. A thin orchestrator with no SQL of its own.
+
+It binds a session (from the host's lifecycle calls), ingests what the host shows it,
+answers the host's compaction questions, and hands compaction to ``compaction.py`` and
+tool calls to ``tools.py``. All durable state lives in the database keyed by session,
+because the host deep-copies the engine for every agent it builds.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .hostbase import ContextEngine
+from .runtime import Runtime, build_runtime
+from .store import SessionKey
+
+log = logging.getLogger("hermes_trove.engine")
+
+# When a compress made no progress, the trigger stays quiet until the prompt grows by this.
+_NO_PROGRESS_REGROWTH = 0.05
+
+
+@dataclass
+class SessionState:
+    """What one engine copy knows about the session it serves (small, rebuilt from disk)."""
+
+    key: SessionKey | None = None
+    mode: str = "unbound"  # unbound | active | ignored | stateless
+    matched_pattern: str = ""
+    pending_reset_from: str = ""
+    last_status: str = "idle"
+    last_reason: str = ""
+    last_result: dict[str, Any] = field(default_factory=dict)
+    no_progress_tokens: int = 0
+
+
+class TroveEngine(ContextEngine):
+    """Lossless context engine ``trove``."""
+
+    # Ask the host to run preflight on nearly every turn; the engine decides itself.
+    protect_first_n = 0
+    protect_last_n = 1
+
+    def __init__(self, runtime: Runtime | None = None, config: Any = None):
+        self.runtime = runtime if runtime is not None else build_runtime(config)
+        self.state = SessionState()
+        self.model = self.base_url = self.provider = self.api_mode = ""
+        self.api_key: Any = ""
+        self.context_length = 0
+        self.threshold_tokens = 0
+        self.threshold_percent = float(self.runtime.config.context_threshold)
+        self.compression_count = 0
+        self.last_prompt_tokens = self.last_completion_tokens = self.last_total_tokens = 0
+        self.last_usage: dict[str, Any] = {}
+        self._last_compress_aborted = False
+        self._last_compression_made_progress = False
+        self._last_summary_error: str | None = None
+        self._last_summary_fallback_used = False
+        self._native: Any = None  # host ContextCompressor for ignored/stateless sessions
+
+    # -- identity ------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return "trove"
+
+    @property
+    def config(self) -> Any:
+        return self.runtime.config
+
+    @property
+    def session_id(self) -> str:
+        return self.state.key.session_id if self.state.key else ""
+
+    def __deepcopy__(self, memo: dict) -> "TroveEngine":
+        clone = copy.copy(self)
+        clone.state = replace(self.state, last_result=dict(self.state.last_result))
+        clone.last_usage = dict(self.last_usage)
+        clone._native = None
+        memo[id(self)] = clone
+        return clone
+
+    # -- model and thresholds -----------------------------------------------
+    def update_model(self, model: str, context_length: int, base_url: str = "", api_key: Any = "",
+                     provider: str = "", api_mode: str = "") -> None:
+        self.model, self.base_url, self.api_key = model or "", base_url or "", api_key
+        self.provider, self.api_mode = provider or "", api_mode or ""
+        self.context_length = int(context_length or 0)
+        self.threshold_tokens = self._compute_threshold()
+
+    def _compute_threshold(self) -> int:
+        cfg = self.config
+        threshold = int(self.context_length * float(cfg.context_threshold))
+        caps = [threshold]
+        if cfg.max_assembly_tokens:
+            caps.append(int(cfg.max_assembly_tokens))
+        if cfg.reserve_tokens_floor and self.context_length:
+            caps.append(max(1, self.context_length - int(cfg.reserve_tokens_floor)))
+        return max(0, min(caps))
+
+    def runtime_info(self) -> dict[str, Any]:
+        """Main-model runtime for the host's auxiliary client."""
+        return {"model": self.model, "provider": self.provider, "base_url": self.base_url,
+                "api_key": self.api_key, "api_mode": self.api_mode}
+
+    def update_from_response(self, usage: dict[str, Any]) -> None:
+        usage = usage or {}
+        self.last_usage = dict(usage)
+        self.last_prompt_tokens = int(usage.get("prompt_tokens") or 0)
+        self.last_completion_tokens = int(usage.get("completion_tokens") or 0)
+        self.last_total_tokens = int(usage.get("total_tokens") or 0)
+
+    def should_compress(self, prompt_tokens: int | None = None) -> bool:
+        if self._bypassed():
+            native = self._native_compressor()
+            return bool(native and native.should_compress(prompt_tokens))
+        tokens = self.last_prompt_tokens if prompt_tokens is None else int(prompt_tokens or 0)
+        if self.threshold_tokens <= 0 or tokens < self.threshold_tokens:
+            return False
+        stuck = self.state.no_progress_tokens
+        if stuck and tokens < stuck * (1 + _NO_PROGRESS_REGROWTH):
+            return False  # the last compress could not shrink this; do not thrash
+        return True
+
+    def should_defer_preflight_to_real_usage(self, rough_tokens: int) -> bool:
+        return False
+
+    def has_content_to_compress(self, messages: list[dict[str, Any]]) -> bool:
+        if self._bypassed():
+            native = self._native_compressor()
+            return bool(native is None or native.has_content_to_compress(messages))
+        return len(messages) > 1
+
+    # -- lifecycle -----------------------------------------------------------
+    def on_session_start(self, session_id: str, **kwargs: Any) -> None:
+        if kwargs.get("context_length") and not self.context_length:
+            self.context_length = int(kwargs["context_length"])
+            self.threshold_tokens = self._compute_threshold()
+        old = kwargs.get("old_session_id") or ""
+        key = SessionKey(session_id=session_id or "", conversation_id=str(kwargs.get("conversation_id") or ""),
+                         platform=str(kwargs.get("platform") or ""))
+        self._bind(key)
+        if (kwargs.get("boundary_reason") == "compression" and old and old != session_id
+                and self.state.mode == "active"):
+            # Legacy rotation to a child id: the summaries follow the conversation.
+            self.runtime.dag.carry_over(old, session_id, 0)
+
+    def bind_session_state(self, session_db: Any = None, session_id: str = "", *args: Any, **kwargs: Any) -> None:
+        if not session_id:
+            return
+        previous = self.state.pending_reset_from
+        base = self.state.key or SessionKey("")
+        self._bind(SessionKey(session_id, base.conversation_id, base.platform, base.source))
+        if previous and previous != session_id and self.state.mode == "active":
+            self._carry_after_new(previous, session_id)
+        self.state.pending_reset_from = ""
+
+    def on_session_reset(self) -> None:
+        super().on_session_reset()
+        self.state.pending_reset_from = self.session_id
+        self.state.no_progress_tokens = 0
+        self.state.last_status, self.state.last_reason = "idle", ""
+
+    def on_session_end(self, session_id: str, messages: list[dict[str, Any]]) -> None:
+        """Flush the transcript; idempotent, tolerant of ``[]`` and of foreign ids."""
+        try:
+            if messages and session_id:
+                key = self.state.key if self.state.key and self.state.key.session_id == session_id \
+                    else SessionKey(session_id)
+                self._ingest(key, messages)
+        except Exception:  # never let a flush failure reach the host
+            log.exception("trove: on_session_end flush failed for %s", session_id)
+
+    def _bind(self, key: SessionKey) -> None:
+        filters = self.runtime.filters
+        ignored = filters.ignored_by(key.session_id, key.platform)
+        stateless = None if ignored else filters.stateless_by(key.session_id, key.platform)
+        self.state.key = key
+        self.state.mode = "ignored" if ignored else "stateless" if stateless else "active"
+        self.state.matched_pattern = ignored or stateless or ""
+        self.state.no_progress_tokens = 0
+        if key.session_id:
+            self.runtime.bound_sessions[key.session_id] = self.state.mode
+        if self.state.mode == "active":
+            try:
+                self.runtime.store.ensure_session(key)
+            except Exception:
+                log.exception("trove: could not record session %s", key.session_id)
+
+    def _carry_after_new(self, old: str, new: str) -> None:
+        depth = int(self.config.new_session_retain_depth)
+        if depth == 0:
+            return
+        try:
+            if self.runtime.store.count(new) == 0:
+                self.runtime.dag.carry_over(old, new, 0 if depth < 0 else depth)
+        except Exception:
+            log.exception("trove: carry-over from %s to %s failed", old, new)
+
+    def _bypassed(self) -> bool:
+        return self.state.mode in ("ignored", "stateless")
+
+    # -- ingest --------------------------------------------------------------
+    def ingest(self, messages: list[dict[str, Any]]) -> int:
+        """Store what is new in ``messages`` for the bound session; returns rows added."""
+        if self.state.key is None or self._bypassed():
+            return 0
+        return self._ingest(self.state.key, messages)
+
+    def _ingest(self, key: SessionKey, messages: list[dict[str, Any]]) -> int:
+        filters = self.runtime.filters
+        if filters.ignored_by(key.session_id, key.platform) or filters.stateless_by(key.session_id, key.platform):
+            return 0
+        result = self.runtime.store.ingest(key, messages, skip=self._skip_message)
+        return len(result.store_ids)
+
+    def _skip_message(self, message: dict[str, Any]) -> bool:
+        if self.runtime.filters.skip_message(message):
+            self.runtime.bump("ignored_message_count")
+            return True
+        return False
+
+    # -- compaction ----------------------------------------------------------
+    def compress(self, messages: list[dict[str, Any]], current_tokens: int | None = None,
+                 focus_topic: str | None = None, force: bool = False, memory_context: str = "") -> list[dict[str, Any]]:
+        self._last_compress_aborted = False
+        self._last_summary_error = None
+        if self._bypassed():
+            return self._compress_bypassed(messages, current_tokens, focus_topic, force)
+        if self.state.key is None:
+            self._last_compression_made_progress = False
+            return messages
+        from .compaction import Compactor
+
+        try:
+            self._ingest(self.state.key, messages)
+            result = Compactor(self).run(messages, current_tokens=current_tokens, focus_topic=focus_topic,
+                                         force=force, memory_context=memory_context)
+        except Exception as exc:  # the host must never crash because of us
+            log.exception("trove: compress failed; transcript left unchanged")
+            self._last_summary_error = str(exc)
+            self._last_compression_made_progress = False
+            self.state.last_status, self.state.last_reason = "error", str(exc)[:300]
+            return messages
+        self.state.last_result = result.report
+        self.state.last_status, self.state.last_reason = result.status, result.reason
+        self._last_compression_made_progress = result.progress
+        self._last_summary_fallback_used = result.fallback_used
+        if not result.progress:
+            self.state.no_progress_tokens = int(current_tokens or self.last_prompt_tokens or 0) or 1
+            return messages
+        self.state.no_progress_tokens = 0
+        self.compression_count += 1
+        return result.messages
+
+    def _native_compressor(self) -> Any:
+        if self._native is None:
+            try:
+                from agent.context_compressor import ContextCompressor  # type: ignore[import-not-found]
+
+                self._native = ContextCompressor(
+                    self.model, threshold_percent=max(0.5, float(self.config.context_threshold)),
+                    base_url=self.base_url, api_key=self.api_key, provider=self.provider,
+                    api_mode=self.api_mode, config_context_length=self.context_length or None, quiet_mode=True)
+            except Exception:
+                self._native = False
+        return self._native or None
+
+    def _compress_bypassed(self, messages: list[dict[str, Any]], current_tokens: int | None,
+                           focus_topic: str | None, force: bool) -> list[dict[str, Any]]:
+        """Ignored/stateless sessions: store nothing; let the host's compressor bound the prompt."""
+        native = self._native_compressor()
+        if native is not None:
+            for attr in ("last_prompt_tokens", "last_completion_tokens", "last_total_tokens"):
+                setattr(native, attr, getattr(self, attr))
+            out = native.compress(messages, current_tokens=current_tokens, focus_topic=focus_topic)
+            for attr in ("_last_compress_aborted", "_last_summary_error", "_last_compression_made_progress",
+                         "_last_summary_fallback_used"):
+                if hasattr(native, attr):
+                    setattr(self, attr, getattr(native, attr))
+            if out != messages:
+                self.compression_count += 1
+            return out
+        from .policy import trim_head_tail
+
+        out = trim_head_tail(messages, budget=max(1, int(self.threshold_tokens * 0.6)))
+        self._last_compression_made_progress = out != messages
+        if self._last_compression_made_progress:
+            self.compression_count += 1
+        return out
+
+    # -- tools ---------------------------------------------------------------
+    def get_tool_schemas(self) -> list[dict[str, Any]]:
+        from .schemas import TOOL_SCHEMAS
+
+        return [dict(s) for s in TOOL_SCHEMAS]
+
+    def handle_tool_call(self, name: str, args: dict[str, Any], **kwargs: Any) -> str:
+        from .tools import dispatch
+
+        try:
+            live = kwargs.get("messages")
+            if isinstance(live, list) and name != "trove_inspect":
+                self.ingest(live)
+        except Exception:
+            log.exception("trove: ingest before %s failed", name)
+        try:
+            return dispatch(self, name, args)
+        except Exception as exc:
+            log.exception("trove: tool %s failed", name)
+            return json.dumps({"error": f"{name} failed: {type(exc).__name__}: {exc}"})
+
+    # -- status --------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """The engine-side facts tools and commands report (no storage reads)."""
+        key = self.state.key
+        return {
+            "session_id": key.session_id if key else "(unbound)",
+            "conversation_id": key.conversation_id if key else "",
+            "platform": key.platform if key else "",
+            "session_mode": self.state.mode,
+            "matched_pattern": self.state.matched_pattern,
+            "model": self.model, "provider": self.provider,
+            "context_length": self.context_length,
+            "threshold_tokens": self.threshold_tokens if self.threshold_tokens else "(uninitialized)",
+            "context_threshold": float(self.config.context_threshold),
+            "last_prompt_tokens": self.last_prompt_tokens,
+            "last_usage": dict(self.last_usage),
+            "compression_count": self.compression_count,
+            "last_compression_status": self.state.last_status,
+            "last_compression_reason": self.state.last_reason,
+            "last_compression": dict(self.state.last_result),
+            "snapshot_at": time.time(),
+        }
+
+    def get_status(self) -> dict[str, Any]:
+        status = super().get_status()
+        status.update(self.snapshot())
+        return status

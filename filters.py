@@ -1,0 +1,121 @@
+"""Session and message filters: which sessions trove owns, and which messages it skips.
+
+Session globs match the session id, the platform and ``platform:session_id``; ``*``
+stays within one colon-separated segment, ``**`` spans segments. Message patterns are
+regexes compiled once; with the optional ``regex`` package each match has a 50 ms
+timeout, without it message filtering is disabled with a warning (never unbounded).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+log = logging.getLogger("hermes_trove.filters")
+MATCH_TIMEOUT_S = 0.05
+
+
+def glob_to_regex(pattern: str) -> re.Pattern[str]:
+    out = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        if ch == "*":
+            out.append("[^:]*")
+        elif ch == "?":
+            out.append("[^:]")
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return re.compile("^" + "".join(out) + "$")
+
+
+def _keys(session_id: str, platform: str) -> list[str]:
+    keys = [session_id] if session_id else []
+    if platform:
+        keys += [platform, f"{platform}:{session_id}"]
+    return keys
+
+
+@dataclass(frozen=True)
+class SessionFilters:
+    ignore: tuple[str, ...] = ()
+    stateless: tuple[str, ...] = ()
+    message_patterns: tuple[str, ...] = ()
+    _ignore_re: tuple[re.Pattern[str], ...] = field(default=(), repr=False, compare=False)
+    _stateless_re: tuple[re.Pattern[str], ...] = field(default=(), repr=False, compare=False)
+    _message_re: tuple[Any, ...] = field(default=(), repr=False, compare=False)
+    message_filter_state: str = "off"  # off | on | disabled (no regex package)
+    invalid_patterns: tuple[str, ...] = ()
+
+    @classmethod
+    def from_config(cls, config: Any) -> "SessionFilters":
+        return cls.build(config.ignore_session_patterns, config.stateless_session_patterns,
+                         config.ignore_message_patterns)
+
+    @classmethod
+    def build(cls, ignore: Sequence[str] = (), stateless: Sequence[str] = (),
+              messages: Sequence[str] = ()) -> "SessionFilters":
+        compiled, invalid, state = [], [], "off"
+        if messages:
+            try:
+                import regex  # type: ignore[import-not-found]
+            except ImportError:
+                log.warning("TROVE_IGNORE_MESSAGE_PATTERNS is set but the 'regex' package is missing;"
+                            " message filtering is disabled (pip install regex)")
+                state = "disabled"
+            else:
+                state = "on"
+                for p in messages:
+                    try:
+                        compiled.append(regex.compile(p))
+                    except Exception as exc:  # regex.error and friends
+                        log.warning("TROVE_IGNORE_MESSAGE_PATTERNS: dropping invalid pattern %r: %s", p, exc)
+                        invalid.append(p)
+        return cls(tuple(ignore), tuple(stateless), tuple(messages),
+                   tuple(glob_to_regex(p) for p in ignore), tuple(glob_to_regex(p) for p in stateless),
+                   tuple(compiled), state, tuple(invalid))
+
+    def _match(self, regs: Sequence[re.Pattern[str]], pats: Sequence[str], session_id: str,
+               platform: str) -> str | None:
+        for rx, pat in zip(regs, pats):
+            if any(rx.match(k) for k in _keys(session_id, platform)):
+                return pat
+        return None
+
+    def ignored_by(self, session_id: str, platform: str = "") -> str | None:
+        return self._match(self._ignore_re, self.ignore, session_id, platform)
+
+    def stateless_by(self, session_id: str, platform: str = "") -> str | None:
+        return self._match(self._stateless_re, self.stateless, session_id, platform)
+
+    def skip_message(self, message: dict[str, Any]) -> bool:
+        """True when a message matches an ignore-message pattern (timeouts count as no match)."""
+        if not self._message_re:
+            return False
+        text = message_filter_text(message)
+        for rx in self._message_re:
+            try:
+                if rx.search(text, timeout=MATCH_TIMEOUT_S):
+                    return True
+            except TimeoutError:
+                log.warning("TROVE_IGNORE_MESSAGE_PATTERNS: pattern %r timed out; message kept", rx.pattern)
+        return False
+
+
+def message_filter_text(message: dict[str, Any]) -> str:
+    """Plain text first; multimodal lists use their text parts, else normalized JSON."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [p.get("text") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        if texts:
+            return "\n".join(texts)
+    return json.dumps(content, sort_keys=True, ensure_ascii=False, default=str) if content is not None else ""

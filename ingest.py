@@ -1,0 +1,93 @@
+"""Pure ingest planning: which messages of a host transcript are new.
+
+The host shows the engine the same transcript many times (preflight, tool calls, the
+per-turn hook, retries, restarts, ``/resume``) and rewrites it after compaction. A
+message's *identity* is a digest of what the model saw (role, content, tool calls, tool
+call id); the per-session cursor remembers the transcript length and the identity of
+the last message at the previous ingest. Planning costs O(new messages) on the normal
+path; only an unrecognised transcript falls back to aligning against stored identities.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+# Keys the host adds for its own bookkeeping; never part of identity or stored content.
+HOST_INTERNAL_KEYS = frozenset({
+    "api_content", "_db_persisted", "_compressed_summary", "_todo_snapshot_synthetic",
+    "finish_reason", "_trove_summary",
+})
+SUMMARY_MARKER = "[trove summary"
+
+
+def message_identity(message: dict[str, Any]) -> str:
+    """Stable digest of what a message says; survives host-internal key changes."""
+    payload = [
+        message.get("role") or "",
+        message.get("content") if message.get("content") is not None else "",
+        message.get("tool_calls") or None,
+        message.get("tool_call_id") or "",
+    ]
+    raw = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))
+    return hashlib.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+
+def is_synthetic(message: dict[str, Any]) -> bool:
+    """Messages this engine or the host fabricated: never stored as conversation."""
+    if message.get("_trove_summary") or message.get("_todo_snapshot_synthetic") or message.get("_compressed_summary"):
+        return True
+    content = message.get("content")
+    return isinstance(content, str) and content.startswith(SUMMARY_MARKER)
+
+
+@dataclass(frozen=True)
+class IngestCursor:
+    length: int = 0
+    identity: str = ""
+
+
+@dataclass(frozen=True)
+class IngestPlan:
+    start: int  # messages[start:] are candidates to store
+    fast_path: bool
+    reason: str
+
+
+def plan_fast(messages: Sequence[dict[str, Any]], cursor: IngestCursor) -> IngestPlan | None:
+    """The O(new) path: the transcript still holds the cursor's message at its place."""
+    if cursor.length == 0 and not cursor.identity:
+        return IngestPlan(0, True, "first ingest")
+    n = len(messages)
+    if n >= cursor.length > 0 and message_identity(messages[cursor.length - 1]) == cursor.identity:
+        return IngestPlan(cursor.length, True, "cursor matched")
+    return None
+
+
+def plan_aligned(messages: Sequence[dict[str, Any]], stored_tail: Sequence[str]) -> IngestPlan:
+    """Align the transcript against the newest stored identities (oldest first).
+
+    Walks the transcript from its end for the newest stored identity; a match counts only
+    if the messages before it agree with the stored identities before it (a window), so
+    repeated short messages ("ok") do not align at the wrong place.
+    """
+    if not stored_tail:
+        return IngestPlan(0, False, "nothing stored")
+    ids = [message_identity(m) for m in messages]
+    last = stored_tail[-1]
+    window = min(8, len(stored_tail))
+    best_partial = -1
+    for i in range(len(ids) - 1, -1, -1):
+        if ids[i] != last:
+            continue
+        k = 1
+        while k < window and i - k >= 0 and ids[i - k] == stored_tail[-1 - k]:
+            k += 1
+        if k == window or i - k < 0:
+            return IngestPlan(i + 1, False, "aligned on stored tail")
+        if best_partial < 0:
+            best_partial = i
+    if best_partial >= 0:
+        return IngestPlan(best_partial + 1, False, "aligned on newest stored message")
+    return IngestPlan(-1, False, "no alignment; filter by known identities")

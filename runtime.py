@@ -1,0 +1,58 @@
+"""Runtime: the shared objects one plugin load builds once (config, database, store, DAG).
+
+Engine copies, tools, hooks and commands all reach storage through one ``Runtime``; it
+holds no live handle (``Database`` is a path), so deep copies share it unchanged.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .config import database_path, load_config, payload_dir
+from .dag import SummaryDAG
+from .db import Database
+from .filters import SessionFilters
+from .store import MessageStore
+
+
+@dataclass
+class Runtime:
+    config: Any
+    db: Database
+    store: MessageStore
+    dag: SummaryDAG
+    filters: SessionFilters
+    llm: Any = None  # ctx.llm captured at register(); optional
+    plugin_path: str = str(Path(__file__).resolve().parent)
+    counters: dict[str, int] = field(default_factory=dict)
+    # session id -> mode ("active", "ignored", "stateless") for sessions a trove engine serves here
+    bound_sessions: dict[str, str] = field(default_factory=dict)
+
+    def __deepcopy__(self, memo: dict) -> "Runtime":
+        return self
+
+    @property
+    def payload_dir(self) -> Path:
+        return payload_dir(self.config)
+
+    def bump(self, name: str, n: int = 1) -> None:
+        self.counters[name] = self.counters.get(name, 0) + n
+
+
+def build_runtime(config: Any = None, llm: Any = None) -> Runtime:
+    """Build the runtime from a config (default: the environment)."""
+    config = config if config is not None else load_config()
+    db = Database(database_path(config))
+    store = MessageStore(db, transform=_storage_transform(config))
+    return Runtime(config=config, db=db, store=store, dag=SummaryDAG(db),
+                   filters=SessionFilters.from_config(config), llm=llm)
+
+
+def _storage_transform(config: Any) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+    """The storage-boundary guard (payload externalization, redaction) when available."""
+    try:
+        from .payloads import storage_transform
+    except ImportError:
+        return None
+    return storage_transform(config)

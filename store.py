@@ -1,0 +1,379 @@
+"""MessageStore: raw messages, the per-session ingest cursor and lifecycle frontier.
+
+Owns the ``messages`` and ``sessions`` tables: idempotent ingest of host transcripts,
+reads by id and by cursor-paged session order, and full-text search over raw rows.
+It does not summarise, assemble prompts, or know about the host beyond message dicts.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+from . import tokens
+from .db import Database
+from .ingest import (HOST_INTERNAL_KEYS, IngestCursor, is_synthetic, message_identity,
+                     plan_aligned, plan_fast)
+
+_KNOWN_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "tool_name", "timestamp"})
+_STORED_TAIL_WINDOW = 64
+
+
+@dataclass(frozen=True)
+class MessageRow:
+    store_id: int
+    session_id: str
+    conversation_id: str
+    platform: str
+    source: str
+    role: str
+    content: str
+    content_is_json: bool
+    tool_calls: str | None
+    tool_call_id: str | None
+    tool_name: str | None
+    extra: str | None
+    token_count: int
+    identity: str
+    pinned: bool
+    created_at: float
+    ingested_at: float
+
+    def content_value(self) -> Any:
+        """Content as the host had it: text, or the decoded multimodal list."""
+        if self.content_is_json:
+            try:
+                return json.loads(self.content)
+            except ValueError:
+                return self.content
+        return self.content
+
+    def to_message(self) -> dict[str, Any]:
+        """Rebuild an OpenAI-style message dict from the stored row."""
+        msg: dict[str, Any] = {"role": self.role, "content": self.content_value()}
+        if self.tool_calls:
+            try:
+                msg["tool_calls"] = json.loads(self.tool_calls)
+            except ValueError:
+                msg["tool_calls"] = self.tool_calls
+        if self.tool_call_id:
+            msg["tool_call_id"] = self.tool_call_id
+        if self.tool_name:
+            msg["name"] = self.tool_name
+        if self.extra:
+            try:
+                msg.update({k: v for k, v in json.loads(self.extra).items() if k not in msg})
+            except ValueError:
+                pass
+        return msg
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    session_id: str
+    conversation_id: str
+    platform: str
+    ingest_len: int
+    ingest_identity: str
+    frontier_store_id: int
+    last_rotate_at: float | None
+    last_rotate_backup: str | None
+    previous_session_id: str | None
+    created_at: float
+    updated_at: float
+    ended_at: float | None
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    store_ids: tuple[int, ...]
+    skipped: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class SessionKey:
+    session_id: str
+    conversation_id: str = ""
+    platform: str = ""
+    source: str = ""
+
+    @property
+    def effective_source(self) -> str:
+        return self.source or self.platform or "unknown"
+
+
+def _row(cls: type, r: sqlite3.Row | None) -> Any:
+    return None if r is None else cls(**{k: r[k] for k in r.keys()})
+
+
+def _message_row(r: sqlite3.Row) -> MessageRow:
+    return _message_row_from({k: r[k] for k in r.keys()})
+
+
+def normalize_message(message: dict[str, Any]) -> dict[str, Any]:
+    """Host message → column values (no identity, no session)."""
+    content = message.get("content")
+    if content is None:
+        text, is_json = "", False
+    elif isinstance(content, str):
+        text, is_json = content, False
+    else:
+        text, is_json = json.dumps(content, ensure_ascii=False, default=str), True
+    calls = message.get("tool_calls")
+    extra = {k: v for k, v in message.items()
+             if k not in _KNOWN_KEYS and k not in HOST_INTERNAL_KEYS and not k.startswith("_")}
+    ts = message.get("timestamp")
+    return {
+        "role": str(message.get("role") or "unknown"),
+        "content": text,
+        "content_is_json": int(is_json),
+        "tool_calls": json.dumps(calls, ensure_ascii=False, default=str) if calls else None,
+        "tool_call_id": message.get("tool_call_id") or None,
+        "tool_name": message.get("tool_name") or message.get("name") or None,
+        "extra": json.dumps(extra, ensure_ascii=False, default=str) if extra else None,
+        "token_count": tokens.count_message(message),
+        "created_at": float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else None,
+    }
+
+
+def _upsert_session(conn: sqlite3.Connection, key: SessionKey, previous_session_id: str | None) -> None:
+    now = time.time()
+    conn.execute(
+        "INSERT INTO sessions(session_id, conversation_id, platform, previous_session_id, created_at, updated_at)"
+        " VALUES (?,?,?,?,?,?) ON CONFLICT(session_id) DO UPDATE SET"
+        " conversation_id=CASE WHEN excluded.conversation_id!='' THEN excluded.conversation_id ELSE conversation_id END,"
+        " platform=CASE WHEN excluded.platform!='' THEN excluded.platform ELSE platform END,"
+        " previous_session_id=COALESCE(previous_session_id, excluded.previous_session_id),"
+        " updated_at=excluded.updated_at",
+        (key.session_id, key.conversation_id or "", key.platform or "", previous_session_id, now, now))
+
+
+Transform = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class MessageStore:
+    """Raw message rows and per-session cursors in one ``Database``."""
+
+    def __init__(self, db: Database, transform: Transform | None = None):
+        self.db = db
+        # Storage-boundary hook (payload guard, redaction): column values in, column values out.
+        self.transform = transform
+
+    # -- sessions ----------------------------------------------------------
+    def session(self, session_id: str) -> SessionRow | None:
+        r = self.db.read().execute("SELECT * FROM sessions WHERE session_id=?", (session_id,)).fetchone()
+        return _row(SessionRow, r)
+
+    def ensure_session(self, key: SessionKey, previous_session_id: str | None = None) -> SessionRow:
+        with self.db.transaction() as conn:
+            _upsert_session(conn, key, previous_session_id)
+        row = self.session(key.session_id)
+        assert row is not None
+        return row
+
+    def advance_frontier(self, session_id: str, store_id: int) -> int:
+        """Move the compaction frontier forward (never back); returns the new frontier."""
+        with self.db.transaction() as conn:
+            conn.execute("UPDATE sessions SET frontier_store_id=MAX(frontier_store_id, ?), updated_at=?"
+                         " WHERE session_id=?", (int(store_id), time.time(), session_id))
+            r = conn.execute("SELECT frontier_store_id FROM sessions WHERE session_id=?", (session_id,)).fetchone()
+        return int(r[0]) if r else 0
+
+    def set_ingest_cursor(self, session_id: str, cursor: IngestCursor) -> None:
+        with self.db.transaction() as conn:
+            conn.execute("UPDATE sessions SET ingest_len=?, ingest_identity=?, updated_at=? WHERE session_id=?",
+                         (cursor.length, cursor.identity, time.time(), session_id))
+
+    def mark_ended(self, session_id: str) -> None:
+        with self.db.transaction() as conn:
+            conn.execute("UPDATE sessions SET ended_at=? WHERE session_id=?", (time.time(), session_id))
+
+    def record_rotate(self, session_id: str, frontier: int, backup_path: str) -> None:
+        now = time.time()
+        with self.db.transaction() as conn:
+            conn.execute("UPDATE sessions SET frontier_store_id=MAX(frontier_store_id, ?), last_rotate_at=?,"
+                         " last_rotate_backup=?, updated_at=? WHERE session_id=?",
+                         (frontier, now, backup_path, now, session_id))
+
+    def sessions(self, limit: int = 1000) -> list[SessionRow]:
+        rows = self.db.read().execute("SELECT * FROM sessions ORDER BY updated_at DESC LIMIT ?", (limit,))
+        return [_row(SessionRow, r) for r in rows]
+
+    # -- ingest ------------------------------------------------------------
+    def ingest(self, key: SessionKey, messages: Sequence[dict[str, Any]],
+               skip: Callable[[dict[str, Any]], bool] | None = None) -> IngestResult:
+        """Store the messages of ``messages`` not stored yet, in order, exactly once.
+
+        Safe to call with the same or a grown transcript any number of times, from any
+        engine copy or process: the cursor lives in the ``sessions`` row and the whole
+        decision plus insert runs in one write transaction.
+        """
+        if not key.session_id:
+            return IngestResult((), 0, "no session")
+        srow = self.db.read().execute("SELECT ingest_len, ingest_identity FROM sessions WHERE session_id=?",
+                                      (key.session_id,)).fetchone()
+        if srow is not None and len(messages) == int(srow[0]):
+            quick = plan_fast(messages, IngestCursor(int(srow[0]), str(srow[1])))
+            if quick is not None and quick.start == len(messages):
+                return IngestResult((), 0, "up to date")  # nothing new: no write at all
+        now = time.time()
+        with self.db.transaction() as conn:
+            _upsert_session(conn, key, None)
+            srow = conn.execute("SELECT ingest_len, ingest_identity FROM sessions WHERE session_id=?",
+                                (key.session_id,)).fetchone()
+            cursor = IngestCursor(int(srow[0]), str(srow[1])) if srow else IngestCursor()
+            plan = plan_fast(messages, cursor)
+            if plan is None:
+                tail = [r[0] for r in conn.execute(
+                    "SELECT identity FROM messages WHERE session_id=? ORDER BY store_id DESC LIMIT ?",
+                    (key.session_id, _STORED_TAIL_WINDOW))][::-1]
+                plan = plan_aligned(messages, tail)
+            candidates = list(enumerate(messages))[max(plan.start, 0):]
+            ids: list[int] = []
+            skipped = 0
+            for _, msg in candidates:
+                if not isinstance(msg, dict) or is_synthetic(msg) or (skip is not None and skip(msg)):
+                    skipped += 1
+                    continue
+                identity = message_identity(msg)
+                if plan.start < 0 and conn.execute(
+                        "SELECT 1 FROM messages WHERE session_id=? AND identity=? LIMIT 1",
+                        (key.session_id, identity)).fetchone():
+                    continue
+                ids.append(self._insert(conn, key, msg, identity, now))
+            if messages:
+                last = messages[-1]
+                ident = message_identity(last) if isinstance(last, dict) else ""
+                conn.execute("UPDATE sessions SET ingest_len=?, ingest_identity=?, updated_at=? WHERE session_id=?",
+                             (len(messages), ident, now, key.session_id))
+        return IngestResult(tuple(ids), skipped, plan.reason)
+
+    def append(self, key: SessionKey, messages: Iterable[dict[str, Any]],
+               conn: sqlite3.Connection | None = None) -> list[int]:
+        """Insert messages unconditionally (importers, tests); returns their store ids."""
+        now = time.time()
+        if conn is not None:
+            _upsert_session(conn, key, None)
+            return [self._insert(conn, key, m, message_identity(m), now) for m in messages]
+        with self.db.transaction() as c:
+            _upsert_session(c, key, None)
+            return [self._insert(c, key, m, message_identity(m), now) for m in messages]
+
+    def _insert(self, conn: sqlite3.Connection, key: SessionKey, msg: dict[str, Any], identity: str,
+                now: float) -> int:
+        cols = normalize_message(msg)
+        if self.transform is not None:
+            cols = self.transform(cols)
+        cur = conn.execute(
+            "INSERT INTO messages(session_id, conversation_id, platform, source, role, content, content_is_json,"
+            " tool_calls, tool_call_id, tool_name, extra, token_count, identity, created_at, ingested_at)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (key.session_id, key.conversation_id or "", key.platform or "", key.effective_source,
+             cols["role"], cols["content"], cols["content_is_json"], cols["tool_calls"], cols["tool_call_id"],
+             cols["tool_name"], cols["extra"], cols["token_count"], identity,
+             cols["created_at"] if cols["created_at"] is not None else now, now))
+        return int(cur.lastrowid or 0)
+
+    # -- reads -------------------------------------------------------------
+    def get(self, store_id: int) -> MessageRow | None:
+        r = self.db.read().execute("SELECT * FROM messages WHERE store_id=?", (int(store_id),)).fetchone()
+        return None if r is None else _message_row(r)
+
+    def get_many(self, store_ids: Sequence[int]) -> list[MessageRow]:
+        out: list[MessageRow] = []
+        ids = [int(i) for i in store_ids]
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self.db.read().execute(f"SELECT * FROM messages WHERE store_id IN ({marks})", chunk)
+            out.extend(_message_row(r) for r in rows)
+        order = {sid: n for n, sid in enumerate(ids)}
+        return sorted(out, key=lambda m: order.get(m.store_id, 0))
+
+    def page(self, session_id: str, after_store_id: int = 0, limit: int = 100,
+             roles: Sequence[str] | None = None, time_from: float | None = None,
+             time_to: float | None = None) -> list[MessageRow]:
+        """Messages of one session in store order, strictly after ``after_store_id``."""
+        sql = "SELECT * FROM messages WHERE session_id=? AND store_id>?"
+        args: list[Any] = [session_id, int(after_store_id)]
+        if roles:
+            sql += f" AND role IN ({','.join('?' * len(roles))})"
+            args += list(roles)
+        if time_from is not None:
+            sql += " AND created_at>=?"
+            args.append(time_from)
+        if time_to is not None:
+            sql += " AND created_at<=?"
+            args.append(time_to)
+        sql += " ORDER BY store_id LIMIT ?"
+        args.append(int(limit))
+        return [_message_row(r) for r in self.db.read().execute(sql, args)]
+
+    def backlog(self, session_id: str, after_store_id: int) -> list[MessageRow]:
+        """Every raw message of the session past the frontier (the live, uncompacted part)."""
+        rows = self.db.read().execute(
+            "SELECT * FROM messages WHERE session_id=? AND store_id>? ORDER BY store_id",
+            (session_id, int(after_store_id)))
+        return [_message_row(r) for r in rows]
+
+    def last_store_id(self, session_id: str) -> int:
+        r = self.db.read().execute("SELECT MAX(store_id) FROM messages WHERE session_id=?", (session_id,)).fetchone()
+        return int(r[0] or 0)
+
+    def count(self, session_id: str | None = None) -> int:
+        if session_id is None:
+            r = self.db.read().execute("SELECT COUNT(*) FROM messages").fetchone()
+        else:
+            r = self.db.read().execute("SELECT COUNT(*) FROM messages WHERE session_id=?", (session_id,)).fetchone()
+        return int(r[0])
+
+    def stats(self, session_id: str) -> dict[str, int]:
+        r = self.db.read().execute(
+            "SELECT COUNT(*), COALESCE(SUM(token_count),0), COALESCE(MIN(store_id),0), COALESCE(MAX(store_id),0)"
+            " FROM messages WHERE session_id=?", (session_id,)).fetchone()
+        return {"messages": int(r[0]), "tokens": int(r[1]), "min_store_id": int(r[2]), "max_store_id": int(r[3])}
+
+    # -- search ------------------------------------------------------------
+    def search(self, match: str, session_ids: Sequence[str] | None = None, role: str | None = None,
+               source: str | None = None, time_from: float | None = None, time_to: float | None = None,
+               limit: int = 10) -> list[tuple[MessageRow, float, str]]:
+        """BM25-ranked raw hits ``(row, rank, snippet)``; ``match`` comes from ``search.build_match``."""
+        if not match:
+            return []
+        sql = ("SELECT m.*, bm25(messages_fts, 1.0, 0.6) AS _rank,"
+               " snippet(messages_fts, -1, '>>>', '<<<', '…', 40) AS _snippet"
+               " FROM messages_fts JOIN messages m ON m.store_id = messages_fts.rowid"
+               " WHERE messages_fts MATCH ?")
+        args: list[Any] = [match]
+        if session_ids is not None:
+            sql += f" AND m.session_id IN ({','.join('?' * len(session_ids))})"
+            args += list(session_ids)
+        if role:
+            sql += " AND m.role=?"
+            args.append(role)
+        if source:
+            sql += " AND (m.source=? OR (?='unknown' AND m.source=''))"
+            args += [source, source]
+        if time_from is not None:
+            sql += " AND m.created_at>=?"
+            args.append(time_from)
+        if time_to is not None:
+            sql += " AND m.created_at<=?"
+            args.append(time_to)
+        sql += " ORDER BY _rank LIMIT ?"
+        args.append(int(limit))
+        out = []
+        for r in self.db.read().execute(sql, args):
+            d = {k: r[k] for k in r.keys() if not k.startswith("_")}
+            out.append((_message_row_from(d), float(r["_rank"]), str(r["_snippet"] or "")))
+        return out
+
+
+def _message_row_from(d: dict[str, Any]) -> MessageRow:
+    d["content_is_json"] = bool(d["content_is_json"])
+    d["pinned"] = bool(d["pinned"])
+    d["source"] = d["source"] or "unknown"
+    return MessageRow(**d)

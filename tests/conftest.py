@@ -1,0 +1,68 @@
+"""Test setup: import the checkout as ``hermes_trove`` and build engines on temp databases."""
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+
+if "hermes_trove" not in sys.modules:
+    _spec = importlib.util.spec_from_file_location("hermes_trove", ROOT / "__init__.py",
+                                                   submodule_search_locations=[str(ROOT)])
+    assert _spec and _spec.loader
+    _mod = importlib.util.module_from_spec(_spec)
+    sys.modules["hermes_trove"] = _mod
+    _spec.loader.exec_module(_mod)
+
+from hermes_trove.config import load_config  # noqa: E402
+from hermes_trove.runtime import build_runtime  # noqa: E402
+
+
+def make_config(tmp_path: Path, **overrides):
+    cfg = load_config({}, hermes_home=str(tmp_path))
+    cfg = dataclasses.replace(cfg, database_path=str(tmp_path / "trove.db"))
+    return dataclasses.replace(cfg, **overrides) if overrides else cfg
+
+
+@pytest.fixture
+def config(tmp_path):
+    return make_config(tmp_path)
+
+
+@pytest.fixture
+def runtime(config):
+    return build_runtime(config)
+
+
+@pytest.fixture
+def engine(runtime):
+    from hermes_trove.engine import TroveEngine
+
+    eng = TroveEngine(runtime)
+    eng.update_model("fake-model", 128000)
+    eng.on_session_start("s1", platform="cli", conversation_id=None)
+    return eng
+
+
+def user(text: str) -> dict:
+    return {"role": "user", "content": text}
+
+
+def assistant(text: str, calls: list | None = None) -> dict:
+    msg = {"role": "assistant", "content": text}
+    if calls:
+        msg["tool_calls"] = calls
+    return msg
+
+
+def tool_call(call_id: str, name: str, args: str = "{}") -> dict:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+
+
+def tool_result(call_id: str, text: str, name: str = "terminal") -> dict:
+    return {"role": "tool", "tool_call_id": call_id, "name": name, "content": text}

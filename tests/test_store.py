@@ -1,0 +1,130 @@
+from __future__ import annotations
+
+import copy
+import sqlite3
+
+import pytest
+from conftest import assistant, tool_call, tool_result, user
+
+from hermes_trove.db import Database, SchemaTooNewError
+from hermes_trove.store import SessionKey
+
+
+def transcript(n: int) -> list[dict]:
+    out = []
+    for i in range(n):
+        out.append(user(f"question {i}") if i % 2 == 0 else assistant(f"answer {i}"))
+    return out
+
+
+def contents(runtime, session_id="s1"):
+    return [r.content for r in runtime.store.page(session_id, 0, 10000)]
+
+
+def test_ingest_stores_each_message_once_when_transcript_is_shown_again(runtime):
+    key = SessionKey("s1", platform="cli")
+    msgs = transcript(6)
+    runtime.store.ingest(key, msgs)
+    runtime.store.ingest(key, msgs)
+    runtime.store.ingest(key, copy.deepcopy(msgs) + [user("next")])
+    runtime.store.ingest(key, msgs + [user("next")])
+    assert contents(runtime) == [m["content"] for m in msgs] + ["next"]
+
+
+def test_ingest_keeps_repeated_identical_messages_that_are_new(runtime):
+    key = SessionKey("s1")
+    msgs = [user("continue"), assistant("ok")]
+    runtime.store.ingest(key, msgs)
+    msgs = msgs + [user("continue"), assistant("ok")]
+    runtime.store.ingest(key, msgs)
+    assert contents(runtime) == ["continue", "ok", "continue", "ok"]
+
+
+def test_ingest_after_rewrite_aligns_on_stored_tail(runtime):
+    key = SessionKey("s1")
+    msgs = transcript(10)
+    runtime.store.ingest(key, msgs)
+    rewritten = [{"role": "user", "content": "[trove summary] ...", "_trove_summary": True}] + msgs[-4:]
+    runtime.store.ingest(key, rewritten + [user("fresh")])
+    assert contents(runtime)[-2:] == ["answer 9", "fresh"]
+    assert runtime.store.count("s1") == 11
+
+
+def test_ingest_survives_a_new_runtime_on_the_same_file(config):
+    from hermes_trove.runtime import build_runtime
+
+    key = SessionKey("s1")
+    msgs = transcript(4)
+    build_runtime(config).store.ingest(key, msgs)
+    fresh = build_runtime(config)
+    fresh.store.ingest(key, msgs + [user("after restart")])
+    assert fresh.store.count("s1") == 5
+
+
+def test_host_internal_keys_are_not_stored(runtime):
+    key = SessionKey("s1")
+    msg = {"role": "user", "content": "hi", "api_content": "hi + injected", "_db_persisted": True,
+           "reasoning": "kept as extra"}
+    runtime.store.ingest(key, [msg])
+    row = runtime.store.page("s1")[0]
+    assert row.content == "hi"
+    assert "api_content" not in (row.extra or "") and "_db_persisted" not in (row.extra or "")
+    assert row.to_message()["reasoning"] == "kept as extra"
+
+
+def test_tool_calls_and_results_round_trip(runtime):
+    key = SessionKey("s1")
+    call = tool_call("c1", "read_file", '{"path": "/etc/hosts"}')
+    msgs = [user("read it"), assistant("", [call]), tool_result("c1", "127.0.0.1 localhost", "read_file")]
+    runtime.store.ingest(key, msgs)
+    rows = runtime.store.page("s1")
+    assert rows[1].to_message()["tool_calls"] == [call]
+    assert rows[2].tool_call_id == "c1" and rows[2].tool_name == "read_file"
+
+
+def test_multimodal_content_is_stored_as_json_and_restored(runtime):
+    parts = [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "https://x/y.png"}}]
+    runtime.store.ingest(SessionKey("s1"), [{"role": "user", "content": parts}])
+    row = runtime.store.page("s1")[0]
+    assert row.content_is_json and row.content_value() == parts
+
+
+def test_blank_source_reads_as_unknown(runtime):
+    runtime.store.ingest(SessionKey("s1"), [user("x")])
+    with runtime.db.transaction() as conn:
+        conn.execute("UPDATE messages SET source=''")
+    assert runtime.store.page("s1")[0].source == "unknown"
+
+
+def test_fts_index_follows_inserts_and_searches_tool_arguments(runtime):
+    from hermes_trove.search import build_match
+
+    call = tool_call("c1", "terminal", '{"command": "grep -r zebrafish /srv/data"}')
+    runtime.store.ingest(SessionKey("s1"), [user("find it"), assistant("", [call])])
+    hits = runtime.store.search(build_match("zebrafish").expression, ["s1"])
+    assert [h[0].role for h in hits] == ["assistant"]
+
+
+def test_database_refuses_a_newer_schema(tmp_path):
+    path = tmp_path / "t.db"
+    db = Database(path)
+    db.connect()
+    db.close()
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE meta SET value='999' WHERE key='schema_version'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(SchemaTooNewError, match="newer"):
+        Database(path).connect()
+
+
+def test_migrations_are_recorded_by_name(runtime):
+    runtime.db.connect()
+    assert runtime.db.applied_migrations() == ["0001_core"]
+
+
+def test_page_is_cursor_ordered(runtime):
+    runtime.store.ingest(SessionKey("s1"), transcript(7))
+    first = runtime.store.page("s1", 0, 3)
+    second = runtime.store.page("s1", first[-1].store_id, 3)
+    assert [r.content for r in first + second] == [m["content"] for m in transcript(6)]

@@ -1,0 +1,106 @@
+"""Token counting: tiktoken when its encoding loads offline, else a character estimate.
+
+tiktoken downloads encodings on first use, so it is tried once, lazily, and only counts
+as available when ``cl100k_base`` loads from its cache (``TIKTOKEN_CACHE_DIR``) without
+network. The fallback estimate is ``ceil(chars / 4)`` for mostly-ASCII text and
+``ceil(chars / 1.5)`` for text that is mostly non-ASCII (CJK and similar pack more
+tokens per character). No network call happens at import.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+from typing import Any, Callable
+
+_lock = threading.Lock()
+_encoder: Callable[[str], int] | None = None
+_backend = ""
+
+
+def _estimate(text: str) -> int:
+    if not text:
+        return 0
+    n = len(text)
+    sample = text[:2000]
+    non_ascii = sum(1 for ch in sample if ord(ch) > 127)
+    if non_ascii * 2 > len(sample):
+        return -(-n * 2 // 3)
+    return -(-n // 4)
+
+
+def _load() -> None:
+    global _encoder, _backend
+    with _lock:
+        if _backend:
+            return
+        if os.environ.get("TROVE_TOKENIZER", "").lower() != "estimate":
+            try:
+                import tiktoken  # type: ignore[import-not-found]
+                from tiktoken import load as _tk_load  # type: ignore[import-not-found]
+
+                # Refuse the network: only a cached encoding counts as available.
+                original = _tk_load.read_file
+
+                def _no_network(blobpath: str) -> bytes:
+                    if blobpath.startswith(("http://", "https://")):
+                        raise OSError("tiktoken encoding not cached; network disabled")
+                    return original(blobpath)
+
+                _tk_load.read_file = _no_network
+                try:
+                    enc = tiktoken.get_encoding("cl100k_base")
+                finally:
+                    _tk_load.read_file = original
+                _encoder = lambda s: len(enc.encode(s, disallowed_special=()))  # noqa: E731
+                _backend = "tiktoken:cl100k_base"
+                return
+            except Exception:
+                pass
+        _encoder = _estimate
+        _backend = "estimate:chars/4"
+
+
+def backend() -> str:
+    """Which counter is in use: ``tiktoken:cl100k_base`` or ``estimate:chars/4``."""
+    _load()
+    return _backend
+
+
+def count(text: str) -> int:
+    if not text:
+        return 0
+    if _encoder is None:
+        _load()
+    assert _encoder is not None
+    return _encoder(text)
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """The text of a host message that costs prompt tokens (content plus tool calls)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        text = content
+    elif content is None:
+        text = ""
+    else:
+        parts = []
+        for part in content if isinstance(content, list) else [content]:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            else:
+                parts.append(json.dumps(part, ensure_ascii=False, default=str)[:4000])
+        text = "\n".join(parts)
+    calls = message.get("tool_calls")
+    if calls:
+        text += "\n" + json.dumps(calls, ensure_ascii=False, default=str)
+    return text
+
+
+def count_message(message: dict[str, Any]) -> int:
+    """Tokens of one message, with a small per-message overhead as providers charge."""
+    return count(message_text(message)) + 4
+
+
+def count_messages(messages: list[dict[str, Any]]) -> int:
+    return sum(count_message(m) for m in messages)
