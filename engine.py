@@ -106,6 +106,20 @@ class TroveEngine(ContextEngine):
         return {"model": self.model, "provider": self.provider, "base_url": self.base_url,
                 "api_key": self.api_key, "api_mode": self.api_mode}
 
+    def aux_complete(self, task: str = "compression") -> Any:
+        """The host auxiliary completion function, or None when no host is present."""
+        from .summarize import host_complete
+
+        return host_complete(self.runtime_info, self.runtime.llm, task=task)
+
+    def complete_aux(self, messages: list[dict[str, Any]], model: str = "", timeout_s: float = 60.0,
+                     max_tokens: int = 2000) -> str:
+        """One auxiliary-model completion (used by trove_expand_query); raises when unavailable."""
+        complete = self.aux_complete()
+        if complete is None:
+            raise RuntimeError("no auxiliary model available (Hermes host not present)")
+        return complete(messages, model, timeout_s, max_tokens)
+
     def update_from_response(self, usage: dict[str, Any]) -> None:
         usage = usage or {}
         self.last_usage = dict(usage)

@@ -1,0 +1,231 @@
+"""Summaries: depth-aware prompts, the escalation ladder, model routes and circuit breakers.
+
+``Summarizer.summarize(text, depth, budget)`` tries the normal prompt, then aggressive
+bullets, on each configured route (summary model, then fallbacks), and finally a
+deterministic truncation that needs no model. Each level is accepted only if it is
+smaller than its input, so compaction always converges, with or without a host.
+The breaker state is per process and shared by every engine copy.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from . import tokens
+
+log = logging.getLogger("hermes_trove.summarize")
+
+# A completion function: (messages, model, timeout_s, max_tokens) -> text. Raises on failure.
+Complete = Callable[[list[dict[str, Any]], str, float, int], str]
+
+DEPTH_GUIDANCE = {
+    0: ("Keep every decision and its reason, constraints, facts the user stated, names, identifiers, "
+        "file paths, commands and their outcomes, error messages, numbers, and open tasks."),
+    1: ("Distil the arc: what changed, what was decided and why, the current state, what remains open. "
+        "Keep identifiers, paths and values that later work depends on; drop turn-by-turn detail."),
+    2: ("Write a durable record: decisions still in force, finished milestones with dates, standing facts "
+        "about the user and the project, unresolved work. Drop process detail."),
+}
+_REASONING = re.compile(r"<(think|thinking|reasoning|thought)>.*?</\1>", re.S | re.I)
+_OPEN_REASONING = re.compile(r"<(think|thinking|reasoning|thought)>", re.I)
+TRUNCATION_MARKER = "\n[... deterministic truncation; exact text available through trove_expand ...]\n"
+
+
+@dataclass(frozen=True)
+class SummaryResult:
+    text: str
+    level: str  # normal | aggressive | deterministic
+    model: str
+    tokens: int
+    calls: int
+    input_tokens: int
+    errors: tuple[str, ...] = ()
+
+
+class _Breakers:
+    """Per-route consecutive-failure counters, shared by all engine copies in a process."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._fails: dict[str, int] = {}
+        self._open_until: dict[str, float] = {}
+
+    def is_open(self, route: str, now: float) -> bool:
+        with self._lock:
+            return self._open_until.get(route, 0.0) > now
+
+    def record(self, route: str, ok: bool, threshold: int, cooldown: float, now: float) -> None:
+        with self._lock:
+            if ok:
+                self._fails.pop(route, None)
+                self._open_until.pop(route, None)
+                return
+            n = self._fails.get(route, 0) + 1
+            self._fails[route] = n
+            if n >= threshold:
+                self._open_until[route] = now + cooldown
+                self._fails[route] = 0
+
+    def snapshot(self, now: float) -> dict[str, float]:
+        with self._lock:
+            return {r: round(t - now, 1) for r, t in self._open_until.items() if t > now}
+
+
+BREAKERS = _Breakers()
+
+
+def build_prompt(text: str, depth: int, budget: int, *, aggressive: bool = False, focus: str = "",
+                 custom: str = "") -> str:
+    """One user-message prompt for a summary of ``text`` at ``depth``."""
+    if aggressive:
+        head = (f"Compress the conversation record below into terse bullet points, at most {budget} tokens. "
+                "Keep only decisions, facts, identifiers, file paths, commands, errors and the current state "
+                "of open work. No preamble.")
+    else:
+        guidance = DEPTH_GUIDANCE[min(depth, 2)]
+        kind = "conversation segment" if depth == 0 else f"set of depth-{depth - 1} summaries"
+        head = (f"Summarise this {kind} so an assistant can continue the work later without the original. "
+                f"{guidance} Drop repetition and filler. Aim for about {budget} tokens. End with one line "
+                "'Expand for details about: <topics covered>'.")
+    parts = [head]
+    if focus:
+        parts.append(f"Give most of the budget to what concerns: {focus.strip()[:300]}")
+    if custom:
+        parts.append(custom.strip())
+    parts.append("<record>\n" + text + "\n</record>")
+    return "\n\n".join(parts)
+
+
+def clean_output(text: str) -> str | None:
+    """Strip closed reasoning blocks; reject output that is only (or unfinished) reasoning."""
+    text = _REASONING.sub("", text or "").strip()
+    if not text or _OPEN_REASONING.search(text):
+        return None
+    return text
+
+
+def truncate_deterministic(text: str, max_tokens: int) -> str:
+    """Head and tail of ``text`` around a marker, shrunk until it fits ``max_tokens``."""
+    if tokens.count(text) <= max_tokens:
+        return text
+    lo, hi = 0, len(text)
+    best = TRUNCATION_MARKER.strip()
+    while lo <= hi:  # binary search on kept characters
+        mid = (lo + hi) // 2
+        head, tail = text[: mid // 2 + mid % 2], text[len(text) - mid // 2:] if mid // 2 else ""
+        cand = head + TRUNCATION_MARKER + tail
+        if tokens.count(cand) <= max_tokens:
+            best, lo = cand, mid + 1
+        else:
+            hi = mid - 1
+    return best
+
+
+def expand_hint(summary: str) -> str:
+    idx = summary.rfind("Expand for details about:")
+    return summary[idx + len("Expand for details about:"):].strip()[:300] if idx >= 0 else ""
+
+
+class Summarizer:
+    """Runs the escalation ladder over the configured routes."""
+
+    def __init__(self, config: Any, complete: Complete | None, clock: Callable[[], float] = time.time):
+        self.config = config
+        self.complete = complete
+        self.clock = clock
+
+    def routes(self) -> list[str]:
+        out: list[str] = []
+        for r in [self.config.summary_model, *self.config.summary_fallback_models]:
+            if r not in out:
+                out.append(r)
+        return out or [""]
+
+    def summarize(self, text: str, depth: int, budget: int, focus: str = "") -> SummaryResult:
+        source_tokens = tokens.count(text)
+        budget = max(32, min(budget, max(32, source_tokens - 1)))
+        errors: list[str] = []
+        calls = 0
+        input_tokens = 0
+        cfg = self.config
+        if self.complete is not None:
+            for level, aggressive, level_budget in (("normal", False, budget),
+                                                    ("aggressive", True, max(32, int(budget * cfg.l2_budget_ratio)))):
+                prompt = build_prompt(text, depth, level_budget, aggressive=aggressive, focus=focus,
+                                      custom=cfg.custom_instructions)
+                for route in self.routes():
+                    now = self.clock()
+                    if BREAKERS.is_open(route, now):
+                        errors.append(f"{route or 'auxiliary'}: circuit open")
+                        continue
+                    calls += 1
+                    input_tokens += tokens.count(prompt)
+                    try:
+                        raw = self.complete([{"role": "user", "content": prompt}], route,
+                                            cfg.summary_timeout_ms / 1000.0, level_budget * 2)
+                        out = clean_output(raw)
+                        if out is None:
+                            raise ValueError("empty or reasoning-only output")
+                        n = tokens.count(out)
+                        if n >= source_tokens:
+                            raise ValueError(f"summary not smaller than its input ({n} >= {source_tokens})")
+                    except Exception as exc:  # any model failure escalates
+                        errors.append(f"{route or 'auxiliary'}/{level}: {type(exc).__name__}: {str(exc)[:200]}")
+                        BREAKERS.record(route, False, cfg.summary_circuit_breaker_failure_threshold,
+                                        cfg.summary_circuit_breaker_cooldown_seconds, self.clock())
+                        continue
+                    BREAKERS.record(route, True, 1, 0, self.clock())
+                    return SummaryResult(out, level, route or "auxiliary", n, calls, input_tokens, tuple(errors))
+        limit = max(16, min(int(cfg.l3_truncate_tokens), budget, max(16, source_tokens - 1)))
+        out = truncate_deterministic(text, limit)
+        return SummaryResult(out, "deterministic", "", tokens.count(out), calls, input_tokens, tuple(errors))
+
+
+def host_complete(runtime_info: Callable[[], dict[str, Any]], plugin_llm: Any = None,
+                  task: str = "compression") -> Complete | None:
+    """A completion function over the host's auxiliary client (or ``ctx.llm``); None offline."""
+    try:
+        from agent.auxiliary_client import call_llm, extract_content_or_reasoning  # type: ignore[import-not-found]
+    except ImportError:
+        call_llm = None
+    if call_llm is None and plugin_llm is None:
+        return None
+
+    def complete(messages: list[dict[str, Any]], model: str, timeout_s: float, max_tokens: int) -> str:
+        if call_llm is not None:
+            kwargs: dict[str, Any] = {"task": task, "main_runtime": runtime_info(), "messages": messages,
+                                      "timeout": timeout_s}
+            if model:
+                kwargs["model"] = model
+            resp = call_llm(**kwargs)
+            return extract_content_or_reasoning(resp)
+        res = plugin_llm.complete(messages, timeout=timeout_s, purpose="trove-summary")
+        return str(getattr(res, "text", "") or "")
+
+    return complete
+
+
+def serialize_messages(rows: Sequence[Any], per_message_chars: int = 6000) -> str:
+    """Render stored rows as the summarizer's record: ``[ROLE]: text`` blocks."""
+    blocks = []
+    for r in rows:
+        msg = r.to_message() if hasattr(r, "to_message") else r
+        role = str(msg.get("role", "?")).upper()
+        text = tokens.message_text({"content": msg.get("content")})
+        if len(text) > per_message_chars:
+            keep = per_message_chars // 2
+            text = text[:keep] + f"\n...[{len(text) - 2 * keep} chars omitted]...\n" + text[-keep:]
+        label = role
+        if msg.get("role") == "tool":
+            label = f"TOOL RESULT {msg.get('name') or ''} {msg.get('tool_call_id') or ''}".strip()
+        line = f"[{label}]: {text}"
+        for call in msg.get("tool_calls") or []:
+            fn = call.get("function", {}) if isinstance(call, dict) else {}
+            args = str(fn.get("arguments", ""))[:600]
+            line += f"\n[TOOL CALL {fn.get('name', '?')}]: {args}"
+        blocks.append(line)
+    return "\n\n".join(blocks)
