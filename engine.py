@@ -198,6 +198,7 @@ class TroveEngine(ContextEngine):
         self.state.no_progress_tokens = 0
         if key.session_id:
             self.runtime.bound_sessions[key.session_id] = self.state.mode
+            self.runtime.set_foreground(self)
         if self.state.mode == "active":
             try:
                 self.runtime.store.ensure_session(key)

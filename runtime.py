@@ -5,6 +5,7 @@ holds no live handle (``Database`` is a path), so deep copies share it unchanged
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -29,8 +30,18 @@ class Runtime:
     # session id -> mode ("active", "ignored", "stateless") for sessions a trove engine serves here
     bound_sessions: dict[str, str] = field(default_factory=dict)
 
+    _foreground: Any = field(default=None, repr=False)
+
     def __deepcopy__(self, memo: dict) -> "Runtime":
         return self
+
+    def set_foreground(self, engine: Any) -> None:
+        """Remember the engine copy that bound a session most recently (for /trove commands)."""
+        self._foreground = weakref.ref(engine)
+
+    def foreground_engine(self) -> Any:
+        """The most recently bound engine copy still alive, or None before any session binds."""
+        return self._foreground() if self._foreground is not None else None
 
     @property
     def payload_dir(self) -> Path:

@@ -266,7 +266,8 @@ class MessageStore:
                 now: float) -> int:
         cols = normalize_message(msg)
         if self.transform is not None:
-            cols = self.transform(cols)
+            # The transform sees session_id/tool fields for ownership; it returns column values.
+            cols = self.transform({**cols, "session_id": key.session_id})
         cur = conn.execute(
             "INSERT INTO messages(session_id, conversation_id, platform, source, role, content, content_is_json,"
             " tool_calls, tool_call_id, tool_name, extra, token_count, identity, created_at, ingested_at)"
