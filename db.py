@@ -141,6 +141,32 @@ CREATE TABLE IF NOT EXISTS sessions (
     ended_at        REAL
 );
 """),
+    ("0002_imports", """
+CREATE TABLE IF NOT EXISTS imports (
+    import_id  TEXT PRIMARY KEY,
+    kind       TEXT NOT NULL,
+    sources    TEXT NOT NULL,
+    options    TEXT NOT NULL DEFAULT '{}',
+    first_at   REAL NOT NULL,
+    last_at    REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS imported_messages (
+    import_id  TEXT NOT NULL,
+    source_key TEXT NOT NULL,
+    store_id   INTEGER NOT NULL,
+    meta       TEXT,
+    imported_at REAL NOT NULL,
+    PRIMARY KEY (import_id, source_key)
+);
+CREATE INDEX IF NOT EXISTS imported_messages_store ON imported_messages(store_id);
+CREATE TABLE IF NOT EXISTS imported_nodes (
+    import_id  TEXT NOT NULL,
+    source_key TEXT NOT NULL,
+    node_id    INTEGER NOT NULL,
+    imported_at REAL NOT NULL,
+    PRIMARY KEY (import_id, source_key)
+);
+"""),
 ]
 
 
