@@ -229,3 +229,23 @@ def serialize_messages(rows: Sequence[Any], per_message_chars: int = 6000) -> st
             line += f"\n[TOOL CALL {fn.get('name', '?')}]: {args}"
         blocks.append(line)
     return "\n\n".join(blocks)
+
+
+SUMMARY_HEADER = ("[trove summary] Earlier conversation, compacted. Nothing is lost: exact messages are "
+                  "recoverable with trove_grep, trove_describe and trove_expand(node_id=N).")
+SUMMARY_FOOTER = "[end of trove summary]"
+
+
+def _when(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(ts)) if ts else "?"
+
+
+def render_summary_message(nodes: Sequence[Any], omitted: Sequence[int] = ()) -> dict[str, Any]:
+    """One user-role message holding the visible summary nodes, each labelled with its id."""
+    parts = [SUMMARY_HEADER]
+    if omitted:
+        parts.append(f"({len(omitted)} older summary nodes are not shown to save space; trove_describe lists them.)")
+    for n in nodes:
+        parts.append(f"[d{n.depth} node {n.node_id} | {_when(n.earliest_at)} to {_when(n.latest_at)} UTC]\n{n.summary}")
+    parts.append(SUMMARY_FOOTER)
+    return {"role": "user", "content": "\n\n".join(parts), "_trove_summary": True, "_compressed_summary": True}

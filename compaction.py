@@ -1,0 +1,256 @@
+"""Compactor: one ``compress()`` call — map, plan, summarise, persist, condense, assemble.
+
+Raw messages are committed before any summary that covers them; each summary node and
+the frontier move commit together, so a crash between a model call and its commit only
+loses that call. Planning lives in ``policy.py``; model calls in ``summarize.py``.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import policy, tokens
+from .dag import NodeRow
+from .ingest import is_synthetic, message_identity
+from .summarize import Summarizer, expand_hint, render_summary_message, serialize_messages
+
+log = logging.getLogger("hermes_trove.compaction")
+
+TARGET_RATIO = 0.7          # after compaction the prompt aims at this share of the threshold
+TAIL_SHARE = 0.6            # the protected tail may use at most this share of that target
+MAX_CALLS = 12              # model calls per compress() (leaf + condensation)
+SWEEP_SECONDS = 120.0       # wall-clock bound between calls of one compress()
+
+
+@dataclass
+class CompactionResult:
+    messages: list[dict[str, Any]]
+    progress: bool
+    status: str
+    reason: str
+    report: dict[str, Any] = field(default_factory=dict)
+    fallback_used: bool = False
+
+
+def leaf_budget(source_tokens: int) -> int:
+    return max(256, min(4000, source_tokens // 5))
+
+
+def condense_budget(children_tokens: int) -> int:
+    return max(256, min(4000, int(children_tokens * 0.4)))
+
+
+class Compactor:
+    def __init__(self, engine: Any):
+        self.engine = engine
+        self.runtime = engine.runtime
+        self.config = engine.config
+        self.key = engine.state.key
+        self.summarizer = Summarizer(self.config, engine.aux_complete())
+        self.calls = 0
+        self.aux_input_tokens = 0
+        self.levels: list[str] = []
+        self.errors: list[str] = []
+        self.started = time.monotonic()
+
+    # -- entry ---------------------------------------------------------------
+    def run(self, messages: list[dict[str, Any]], current_tokens: int | None = None,
+            focus_topic: str | None = None, force: bool = False, memory_context: str = "") -> CompactionResult:
+        store, sid = self.runtime.store, self.key.session_id
+        session = store.session(sid)
+        frontier = session.frontier_store_id if session else 0
+        backlog = store.backlog(sid, frontier)
+        live, live_ids = self._map_live(messages, backlog)
+        overhead = max(0, int(current_tokens or 0) - tokens.count_messages(messages))
+        threshold = int(self.engine.threshold_tokens or 0) or 10 ** 9
+        target = max(512, int(threshold * TARGET_RATIO) - overhead)
+
+        count = tokens.count_message
+        tail_start = policy.select_fresh_tail(live, self.config.fresh_tail_count,
+                                              self.config.fresh_tail_max_tokens, count)
+        tail_start = policy.enforce_budget(live, tail_start, int(target * TAIL_SHARE), count)
+        candidates = [(m, live_ids[i]) for i, m in enumerate(live[:tail_start]) if live_ids[i]]
+        rows_by_id = {r.store_id: r for r in backlog}
+        sweep = bool(self.config.threshold_full_sweep_enabled)
+        focus = (focus_topic or "").strip()
+
+        # 1. leaf passes over the oldest candidates, as many as the budget needs
+        cand_msgs = [m for m, _ in candidates]
+        sizes = [count(m) for m in cand_msgs]
+        chunk = policy.chunk_target(sum(sizes), self.config.leaf_chunk_tokens,
+                                    self.config.dynamic_leaf_chunk_max, self.config.dynamic_leaf_chunk_enabled)
+        chunks = policy.plan_leaf_chunks(cand_msgs, sizes, chunk)
+        tail_tokens = sum(count(m) for m in live[tail_start:])
+        compacted_upto = 0  # number of candidates folded into leaves
+        leaves = 0
+        for ch in chunks:
+            raw_left = sum(sizes[ch.start:])
+            prefix = self._frontier_tokens(sid)
+            if not (force or sweep) and prefix + raw_left + tail_tokens <= target and leaves:
+                break
+            store_ids = [sid_ for _, sid_ in candidates[ch.start:ch.end]]
+            rows = [rows_by_id[s] for s in store_ids if s in rows_by_id]
+            if not rows or not self._leaf(rows, focus):
+                break
+            compacted_upto = ch.end
+            leaves += 1
+
+        # 2. condensation while the frontier has full groups (or is too big for its share)
+        if sweep:
+            prefix_budget = self.config.summary_prefix_target_tokens or self.config.leaf_chunk_tokens
+        else:
+            prefix_budget = target - tail_tokens - sum(sizes[compacted_upto:])
+        condensed = self._condense(sid, prefix_budget, sweep or force or self._critical(current_tokens))
+
+        # 3. assembly
+        raw_keep = [m for m, _ in candidates[compacted_upto:]]
+        # Unstored live messages before the tail (filtered out by ignore patterns) are dropped with
+        # the compacted part; those after the last compacted candidate stay in place.
+        out, omitted = self._assemble(sid, raw_keep, live[tail_start:], target)
+        progress = out != messages
+        status = "compacted" if leaves or condensed else ("sanitized" if progress else "noop")
+        reason = "" if progress else ("nothing outside the protected tail to compact" if not candidates
+                                      else "summaries could not shrink the prompt")
+        report = {
+            "status": status, "reason": reason, "leaf_passes": leaves, "condensation_passes": condensed,
+            "summary_calls": self.calls, "aux_input_tokens": self.aux_input_tokens,
+            "levels": self.levels, "errors": self.errors[-5:], "tokens_before": tokens.count_messages(messages),
+            "tokens_after": tokens.count_messages(out), "overhead_tokens": overhead, "target_tokens": target,
+            "threshold_tokens": threshold, "fresh_tail_messages": len(live) - tail_start,
+            "omitted_summary_nodes": len(omitted), "focus_topic": focus, "forced": bool(force),
+            "seconds": round(time.monotonic() - self.started, 3), "at": time.time(),
+        }
+        return CompactionResult(out, progress, status, reason, report,
+                                fallback_used=any(lv != "normal" for lv in self.levels))
+
+    def _critical(self, current_tokens: int | None) -> bool:
+        """Pressure at or above TROVE_CRITICAL_BUDGET_PRESSURE_RATIO of the window (0 disables)."""
+        ratio = float(self.config.critical_budget_pressure_ratio or 0)
+        window = int(self.engine.context_length or 0)
+        return bool(ratio and window and int(current_tokens or 0) >= ratio * window)
+
+    # -- mapping -------------------------------------------------------------
+    @staticmethod
+    def _map_live(messages: list[dict[str, Any]], backlog: list[Any]) -> tuple[list[dict[str, Any]], list[int]]:
+        """The live raw part of the host list (past the frontier) with store ids (0 = unstored).
+
+        Walks both lists from the end pairing equal identities; host messages older than the
+        oldest backlog row are already summarised (or rotated away) and leave the prompt.
+        """
+        raw = [m for m in messages if isinstance(m, dict) and not is_synthetic(m)]
+        ids = [0] * len(raw)
+        j = len(backlog) - 1
+        first = len(raw)
+        for i in range(len(raw) - 1, -1, -1):
+            if j < 0:
+                break
+            if message_identity(raw[i]) == backlog[j].identity:
+                ids[i] = backlog[j].store_id
+                j -= 1
+                first = i
+        if not backlog:
+            first = len(raw)
+        elif j >= 0 and first == len(raw):
+            first = 0  # nothing aligned: keep the whole list rather than drop unknown content
+        start = policy._forward_to_group_start(raw, first) if first < len(raw) and raw[first].get("role") == "tool" \
+            else first
+        # keep unstored messages that sit between matched ones (ignored by filters)
+        return raw[start:], ids[start:]
+
+    # -- passes --------------------------------------------------------------
+    def _budget_left(self) -> bool:
+        return self.calls < MAX_CALLS and time.monotonic() - self.started < SWEEP_SECONDS
+
+    def _summarize(self, text: str, depth: int, budget: int, focus: str) -> Any:
+        if not self._budget_left():
+            saved, self.summarizer.complete = self.summarizer.complete, None
+            try:
+                return self.summarizer.summarize(text, depth, budget, focus)
+            finally:
+                self.summarizer.complete = saved
+        res = self.summarizer.summarize(text, depth, budget, focus)
+        self.calls += res.calls
+        self.aux_input_tokens += res.input_tokens
+        self.errors.extend(res.errors)
+        return res
+
+    def _leaf(self, rows: list[Any], focus: str) -> bool:
+        text = serialize_messages(rows)
+        source_tokens = sum(r.token_count for r in rows)
+        res = self._summarize(text, 0, leaf_budget(source_tokens), focus)
+        self.levels.append(res.level)
+        store, dag, sid = self.runtime.store, self.runtime.dag, self.key.session_id
+        with self.runtime.db.transaction() as conn:
+            row = conn.execute("SELECT frontier_store_id FROM sessions WHERE session_id=?", (sid,)).fetchone()
+            if row and int(row[0]) >= rows[0].store_id:
+                return False  # another engine copy compacted these meanwhile
+            dag.add_leaf(sid, res.text, [r.store_id for r in rows], token_count=res.tokens,
+                         source_token_count=source_tokens, earliest_at=min(r.created_at for r in rows),
+                         latest_at=max(r.created_at for r in rows), level=res.level, model=res.model,
+                         expand_hint=expand_hint(res.text), conn=conn)
+            store.advance_frontier(sid, rows[-1].store_id)
+        self._gc_transcript([r.store_id for r in rows])
+        return True
+
+    def _condense(self, sid: str, prefix_budget: int, eager: bool) -> int:
+        dag = self.runtime.dag
+        cfg = self.config
+        done = 0
+        while True:
+            frontier = dag.frontier(sid)
+            infos = [_info(n) for n in frontier]
+            over = sum(n.tokens for n in infos) > max(0, prefix_budget)
+            group = policy.plan_condensation(infos, cfg.condensation_fanin, cfg.incremental_max_depth,
+                                             allow_partial=over and eager)
+            if group is None or (done >= MAX_CALLS):
+                return done
+            children = [n for n in frontier if n.node_id in set(group.node_ids)]
+            children.sort(key=lambda n: group.node_ids.index(n.node_id))
+            text = "\n\n---\n\n".join(f"[d{c.depth} node {c.node_id}]\n{c.summary}" for c in children)
+            res = self._summarize(text, group.depth + 1, condense_budget(group.tokens), "")
+            self.levels.append(res.level)
+            with self.runtime.db.transaction() as conn:
+                dag.add_condensed(sid, group.depth + 1, res.text, list(group.node_ids), token_count=res.tokens,
+                                  source_token_count=sum(c.source_token_count for c in children),
+                                  earliest_at=min((c.earliest_at or c.created_at) for c in children),
+                                  latest_at=max((c.latest_at or c.created_at) for c in children),
+                                  level=res.level, model=res.model, expand_hint=expand_hint(res.text), conn=conn)
+            done += 1
+
+    def _gc_transcript(self, store_ids: list[int]) -> None:
+        if not self.config.large_output_transcript_gc_enabled:
+            return
+        try:
+            from .payloads import transcript_gc
+        except ImportError:
+            return
+        try:
+            transcript_gc(self.runtime, self.key.session_id, store_ids)
+        except Exception:
+            log.exception("trove: transcript GC failed (rows left as they were)")
+
+    def _frontier_tokens(self, sid: str) -> int:
+        nodes = self.runtime.dag.frontier(sid)
+        return sum(_info(n).tokens for n in nodes) + (60 if nodes else 0)
+
+    # -- assembly ------------------------------------------------------------
+    def _assemble(self, sid: str, raw_keep: list[dict[str, Any]], tail: list[dict[str, Any]],
+                  target: int) -> tuple[list[dict[str, Any]], list[int]]:
+        frontier = self.runtime.dag.frontier(sid)
+        live_tokens = tokens.count_messages(raw_keep) + tokens.count_messages(tail)
+        kept_ids, omitted = policy.select_summary_nodes([_info(n) for n in frontier],
+                                                        max(0, target - live_tokens - 120))
+        by_id = {n.node_id: n for n in frontier}
+        out: list[dict[str, Any]] = []
+        if kept_ids or omitted:
+            out.append(render_summary_message([by_id[i] for i in kept_ids], omitted))
+        for m in raw_keep + tail:
+            out.append({k: v for k, v in m.items() if k != "_db_persisted"})
+        return policy.drop_orphan_tool_results(out), omitted
+
+
+def _info(n: NodeRow) -> policy.NodeInfo:
+    return policy.NodeInfo(n.node_id, n.depth, n.token_count + 30, n.earliest_at or n.created_at)
+

@@ -1,0 +1,194 @@
+"""Pure compaction policy: fresh tail, hard budget, leaf chunks, condensation groups, assembly.
+
+Every function takes plain values (message dicts, token counts, node summaries) and
+returns indices or frozen plans; nothing here reads the database or calls a model.
+Tool-call groups (an assistant message with ``tool_calls`` and the tool results that
+follow it) are never split by any boundary chosen here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+CountFn = Callable[[dict[str, Any]], int]
+
+
+def is_group_start(messages: Sequence[dict[str, Any]], i: int) -> bool:
+    """True when a boundary may sit before ``messages[i]`` (it is not a tool result)."""
+    return i >= len(messages) or messages[i].get("role") != "tool"
+
+
+def _back_to_group_start(messages: Sequence[dict[str, Any]], i: int) -> int:
+    while i > 0 and not is_group_start(messages, i):
+        i -= 1
+    return i
+
+
+def _forward_to_group_start(messages: Sequence[dict[str, Any]], i: int) -> int:
+    while i < len(messages) and not is_group_start(messages, i):
+        i += 1
+    return i
+
+
+def select_fresh_tail(messages: Sequence[dict[str, Any]], count: int, max_tokens: int,
+                      count_tokens: CountFn) -> int:
+    """Start index of the protected tail.
+
+    At most ``count`` messages and (when ``max_tokens`` > 0) at most ``max_tokens``;
+    the newest message is always kept, and a boundary inside a tool group moves back to
+    the group's assistant message even when that exceeds a bound.
+    """
+    n = len(messages)
+    if n == 0:
+        return 0
+    start = max(0, n - max(1, count))
+    if max_tokens > 0:
+        total, i = 0, n
+        while i > start:
+            t = count_tokens(messages[i - 1])
+            if total + t > max_tokens and i < n:
+                break
+            total += t
+            i -= 1
+        start = i
+    return _back_to_group_start(messages, start)
+
+
+def enforce_budget(messages: Sequence[dict[str, Any]], start: int, budget: int, count_tokens: CountFn) -> int:
+    """Move a tail start forward until the tail fits ``budget`` (a hard ceiling).
+
+    Unlike the configured bounds this never moves back: when the protected tail alone is
+    too big for the prompt, older groups leave the tail (they will be compacted). The
+    newest group is always kept even if it alone exceeds the budget.
+    """
+    n = len(messages)
+    sizes = [count_tokens(m) for m in messages]
+    total = sum(sizes[start:])
+    last_group = _back_to_group_start(messages, n - 1) if n else 0
+    while total > budget and start < last_group:
+        nxt = _forward_to_group_start(messages, start + 1)
+        nxt = min(nxt, last_group)
+        total -= sum(sizes[start:nxt])
+        start = nxt
+    return start
+
+
+@dataclass(frozen=True)
+class Chunk:
+    start: int  # index into the candidate list
+    end: int    # exclusive
+    tokens: int
+
+
+def chunk_target(backlog_tokens: int, base: int, maximum: int, dynamic: bool) -> int:
+    """Leaf chunk size: the base, or (dynamic) doubled while the backlog is over twice it."""
+    if not dynamic:
+        return base
+    size = base
+    while backlog_tokens > 2 * size and size * 2 <= maximum:
+        size *= 2
+    return min(max(size, base), max(maximum, base))
+
+
+def plan_leaf_chunks(messages: Sequence[dict[str, Any]], sizes: Sequence[int], target: int) -> list[Chunk]:
+    """Split candidates, oldest first, into chunks of about ``target`` tokens at group boundaries."""
+    chunks: list[Chunk] = []
+    n = len(messages)
+    i = 0
+    while i < n:
+        j, total = i, 0
+        while j < n:
+            k = _forward_to_group_start(messages, j + 1)  # the whole group starting at j
+            group = sum(sizes[j:k])
+            if total and total + group > target:
+                break
+            total += group
+            j = k
+        chunks.append(Chunk(i, j, total))
+        i = j
+    return chunks
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    node_id: int
+    depth: int
+    tokens: int
+    order: float  # chronological key (earliest_at)
+
+
+@dataclass(frozen=True)
+class CondensationGroup:
+    depth: int  # depth of the children; the new node has depth + 1
+    node_ids: tuple[int, ...]
+    tokens: int
+
+
+def plan_condensation(frontier: Sequence[NodeInfo], fanin: int, max_depth: int,
+                      allow_partial: bool = False) -> CondensationGroup | None:
+    """The next group to condense: the oldest ``fanin`` frontier nodes of the lowest full depth.
+
+    ``max_depth`` -1 is unlimited, 0 disables condensation. ``allow_partial`` (pressure or
+    sweep) also accepts a group of two or more at the lowest depth that has them.
+    """
+    if max_depth == 0:
+        return None
+    by_depth: dict[int, list[NodeInfo]] = {}
+    for node in frontier:
+        by_depth.setdefault(node.depth, []).append(node)
+    for depth in sorted(by_depth):
+        if max_depth > 0 and depth + 1 > max_depth:
+            continue
+        nodes = sorted(by_depth[depth], key=lambda n: (n.order, n.node_id))
+        if len(nodes) >= fanin or (allow_partial and len(nodes) >= 2):
+            group = nodes[:fanin]
+            return CondensationGroup(depth, tuple(n.node_id for n in group), sum(n.tokens for n in group))
+    return None
+
+
+def select_summary_nodes(frontier: Sequence[NodeInfo], budget: int) -> tuple[list[int], list[int]]:
+    """Frontier nodes that fit ``budget`` tokens, newest kept first; returns (kept, omitted).
+
+    The kept ids come back in display order: highest depth first, then chronological.
+    """
+    newest_first = sorted(frontier, key=lambda n: (n.order, n.node_id), reverse=True)
+    kept, omitted, used = [], [], 0
+    for node in newest_first:
+        if used + node.tokens <= budget:
+            kept.append(node)
+            used += node.tokens
+        else:
+            omitted.append(node.node_id)
+    kept.sort(key=lambda n: (-n.depth, n.order, n.node_id))
+    return [n.node_id for n in kept], omitted
+
+
+def drop_orphan_tool_results(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Remove tool results whose call is not in an earlier assistant message of the list."""
+    seen: set[str] = set()
+    out = []
+    for m in messages:
+        if m.get("role") == "assistant":
+            for call in m.get("tool_calls") or []:
+                if isinstance(call, dict) and call.get("id"):
+                    seen.add(str(call["id"]))
+        if m.get("role") == "tool" and str(m.get("tool_call_id") or "") not in seen:
+            continue
+        out.append(m)
+    return out
+
+
+def trim_head_tail(messages: list[dict[str, Any]], budget: int,
+                   count_tokens: CountFn | None = None) -> list[dict[str, Any]]:
+    """Last-resort bound for sessions trove does not own: first user turn plus a fitting tail."""
+    if count_tokens is None:
+        from .tokens import count_message as count_tokens  # noqa: N813
+    if sum(count_tokens(m) for m in messages) <= budget or len(messages) < 3:
+        return messages
+    head = [dict(messages[0])] if messages and messages[0].get("role") == "user" else []
+    start = select_fresh_tail(messages, len(messages), max(1, budget - sum(count_tokens(m) for m in head)),
+                              count_tokens)
+    start = enforce_budget(messages, max(start, len(head)), budget, count_tokens)
+    note = {"role": "user", "content": f"[{start - len(head)} earlier messages trimmed to fit the context window]"}
+    tail = [{k: v for k, v in m.items() if k != "_db_persisted"} for m in messages[start:]]
+    return drop_orphan_tool_results(head + [note] + tail)
