@@ -120,7 +120,10 @@ def test_database_refuses_a_newer_schema(tmp_path):
 
 def test_migrations_are_recorded_by_name(runtime):
     runtime.db.connect()
-    assert runtime.db.applied_migrations() == ["0001_core"]
+    from hermes_trove.db import MIGRATIONS
+
+    assert runtime.db.applied_migrations() == sorted(name for name, _ in MIGRATIONS)
+    assert "0001_core" in runtime.db.applied_migrations()
 
 
 def test_page_is_cursor_ordered(runtime):
