@@ -1,0 +1,139 @@
+"""Named sensitive-pattern redaction, applied before anything reaches storage.
+
+``Redactor.from_config(config)`` compiles the configured catalog entries once;
+``redact(text)`` replaces matched secret values with metadata-only placeholders. It is
+deliberately lossy for the matched values and forward-only: it never rewrites rows that
+were stored before it was enabled. ``describe()`` reports the setup without any secret.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+DIGEST_CHARS = 8
+PLACEHOLDER_FORMAT = "[REDACTED:<pattern>:sha256=<8 hex digits>]; password_assignment uses [REDACTED:password]"
+
+# A key name may carry prefixes such as OPENAI_API_KEY or x-api-key.
+_PREFIX = r"(?<![A-Za-z0-9])(?:[A-Za-z0-9]+[_.-])*"
+# Quote around a key or value: plain, or backslash-escaped when JSON sits inside a string.
+_Q = r"(?:\\?[\"'])"
+# Values: a quoted string (spaces allowed), an escaped-quoted string, or a bare token.
+_VALUE = (r"(?:\\\"(?P<ev>(?:(?!\\\").){1,4096}?)\\\""
+          r"|\"(?P<dv>(?:[^\"\\\n]|\\.){1,4096})\""
+          r"|'(?P<sv>[^'\n]{1,4096})'"
+          r"|(?P<bv>[^\s\"',;&}\])]{1,4096}))")
+
+
+def _assignment(keys: str) -> re.Pattern[str]:
+    return re.compile(
+        rf"(?P<head>{_Q}?{_PREFIX}(?:{keys}){_Q}?\s*(?:=>|:=|[:=])\s*)" + _VALUE,
+        re.IGNORECASE)
+
+
+_API_KEY = _assignment(r"api[_-]?key|api[_-]?token|access[_-]?token|secret[_-]?key|client[_-]?secret")
+_PASSWORD = _assignment(r"password|passwd|passphrase|pwd")
+# Token-like JSON keys ("token", "id_token", "refresh_token", "authorization", ...).
+_TOKEN_KEY = re.compile(
+    r"(?P<head>\\?\"(?:[A-Za-z0-9]+[_.-])*(?:[A-Za-z0-9]*token|authorization|bearer)\\?\"\s*:\s*)" + _VALUE,
+    re.IGNORECASE)
+_BEARER = re.compile(r"(?P<head>\bBearer\s+)(?P<bv>[A-Za-z0-9\-._~+/]{8,}=*)", re.IGNORECASE)
+_PEM = re.compile(
+    r"-----BEGIN (?P<label>[A-Z0-9 ]*?)PRIVATE KEY-----"
+    r"(?:.*?-----END (?P=label)PRIVATE KEY-----"
+    r"|[A-Za-z0-9+/=:,\-\s\\n]*)",  # a block cut off before its END line is still redacted
+    re.DOTALL)
+
+# Cheap pre-check: text without any of these words cannot match any pattern.
+_TRIGGER = re.compile(r"key|token|secret|bearer|pass|pwd|authorization|PRIVATE KEY", re.IGNORECASE)
+
+
+def _digest(value: str) -> str:
+    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST_CHARS]
+
+
+def _placeholder(name: str, value: str) -> str:
+    if name == "password_assignment":
+        return "[REDACTED:password]"
+    return f"[REDACTED:{name}:sha256={_digest(value)}]"
+
+
+def _looks_like_token(value: str) -> bool:
+    # "Bearer authentication" is prose; real tokens carry digits or token punctuation.
+    return any(ch.isdigit() or ch in "-._~+/=" for ch in value)
+
+
+_NOT_SECRETS = frozenset({"null", "none", "nil", "true", "false", "undefined"})
+
+
+def _value_sub(name: str, bearer: bool = False) -> Callable[[re.Match[str]], str]:
+    def sub(m: re.Match[str]) -> str:
+        groups = m.groupdict()
+        for group, (left, right) in (("ev", ('\\"', '\\"')), ("dv", ('"', '"')),
+                                     ("sv", ("'", "'")), ("bv", ("", ""))):
+            value = groups.get(group)
+            if value is None:
+                continue
+            if value.startswith("[REDACTED:") or (bearer and not _looks_like_token(value)):
+                return m.group(0)
+            if group == "bv" and value.lower() in _NOT_SECRETS:
+                return m.group(0)
+            if group == "bv" and m.group("head").lstrip("\\").startswith('"') and not bearer:
+                left = right = '"'  # a bare JSON value (number) becomes a string: the JSON stays valid
+            return f"{m.group('head')}{left}{_placeholder(name, value)}{right}"
+        return m.group(0)
+    return sub
+
+
+def _pem_sub(m: re.Match[str]) -> str:
+    return _placeholder("private_key", m.group(0))
+
+
+Rule = Callable[[str], str]
+
+CATALOG: dict[str, tuple[Rule, ...]] = {
+    "private_key": (lambda t: _PEM.sub(_pem_sub, t),),
+    "api_key": (lambda t: _API_KEY.sub(_value_sub("api_key"), t),),
+    "bearer_token": (lambda t: _BEARER.sub(_value_sub("bearer_token", bearer=True), t),
+                     lambda t: _TOKEN_KEY.sub(_value_sub("bearer_token"), t)),
+    "password_assignment": (lambda t: _PASSWORD.sub(_value_sub("password_assignment"), t),),
+}
+# Order matters: whole PEM blocks first, then specific key names before generic token keys.
+_ORDER = ("private_key", "api_key", "bearer_token", "password_assignment")
+
+
+@dataclass(frozen=True)
+class Redactor:
+    """The configured redaction catalog; ``enabled=False`` makes ``redact`` the identity."""
+
+    enabled: bool
+    patterns: tuple[str, ...]
+    unknown_patterns: tuple[str, ...] = ()
+    source: str = "default"
+
+    @classmethod
+    def from_config(cls, config: Any) -> "Redactor":
+        names = tuple(dict.fromkeys(str(n).strip().lower() for n in config.sensitive_patterns if str(n).strip()))
+        sources = dict(getattr(config, "sources", ()) or ())
+        src = {sources.get("sensitive_patterns_enabled", "default"), sources.get("sensitive_patterns", "default")}
+        return cls(enabled=bool(config.sensitive_patterns_enabled),
+                   patterns=tuple(n for n in _ORDER if n in names),
+                   unknown_patterns=tuple(n for n in names if n not in CATALOG),
+                   source="env" if "env" in src else "default")
+
+    def redact(self, text: str) -> str:
+        """``text`` with every configured secret value replaced by its placeholder."""
+        if not self.enabled or not self.patterns or not isinstance(text, str) or not text:
+            return text
+        if _TRIGGER.search(text) is None:
+            return text
+        for name in self.patterns:
+            for rule in CATALOG[name]:
+                text = rule(text)
+        return text
+
+    def describe(self) -> dict[str, Any]:
+        return {"enabled": self.enabled, "patterns": list(self.patterns),
+                "unknown_patterns": list(self.unknown_patterns), "source": self.source,
+                "placeholder_format": PLACEHOLDER_FORMAT}
