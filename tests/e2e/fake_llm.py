@@ -1,0 +1,200 @@
+"""A fake OpenAI-compatible chat server for end-to-end runs of the real Hermes host.
+
+Standard library only. It listens on 127.0.0.1 (a free port by default), answers
+``POST .../chat/completions`` with or without streaming (SSE with tool-call deltas and a
+final usage chunk), logs every request body as one JSON line, and follows a small,
+deterministic script driven by markers in the conversation (see ``decide``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+MODEL = "fake-model"
+# ``<<tool:NAME {json args}>>`` in the newest user message: answer with that tool call.
+TOOL_MARKER = re.compile(r"<<tool:(?P<name>[A-Za-z0-9_\-]+)\s*(?P<args>\{.*?\})?>>", re.S)
+SUMMARY_REPLY = "FAKE-SUMMARY #{n}: the earlier turns discussed numbered topics."
+
+
+def text_of(content: Any) -> str:
+    """Plain text of a message ``content`` (string or list of parts)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return "" if content is None else str(content)
+
+
+def estimate_prompt_tokens(body: dict[str, Any]) -> int:
+    """The usage figure the server reports: about four characters per token."""
+    size = len(json.dumps(body.get("messages") or [])) + len(json.dumps(body.get("tools") or []))
+    return max(1, size // 4)
+
+
+def decide(body: dict[str, Any], n: int) -> dict[str, Any]:
+    """The scripted answer for one request: ``{"text": str}`` or ``{"tool": (name, args_json)}``.
+
+    * No ``tools`` in the request: an auxiliary call (summaries); reply with a short summary.
+    * Last message is a tool result: acknowledge it, quoting its start.
+    * Newest user message has a tool marker and the request offers that tool: call it.
+    * Otherwise: a short acknowledgement naming the request number.
+    """
+    msgs = body.get("messages") or []
+    if not body.get("tools"):
+        return {"text": SUMMARY_REPLY.format(n=n)}
+    last = msgs[-1] if msgs else {}
+    if last.get("role") == "tool":
+        return {"text": "TOOL-RESULT-SEEN #%d: %s" % (n, text_of(last.get("content"))[:200])}
+    if last.get("role") == "user":
+        match = TOOL_MARKER.search(text_of(last.get("content")))
+        offered = {(t.get("function") or {}).get("name") for t in body.get("tools") or []}
+        if match and match.group("name") in offered:
+            return {"tool": (match.group("name"), match.group("args") or "{}")}
+    return {"text": "ack #%d" % n}
+
+
+class FakeLLM:
+    """The server object: ``start()``, ``url``, ``requests()``, ``stop()``."""
+
+    def __init__(self, log_path: str | Path, port: int = 0):
+        self.log_path = Path(log_path)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.log_path.touch()
+        self._lock = threading.Lock()
+        self._count = 0
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
+        self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return "http://127.0.0.1:%d/v1" % self.port
+
+    def start(self) -> "FakeLLM":
+        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-llm", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def record(self, path: str, body: dict[str, Any]) -> int:
+        with self._lock:
+            self._count += 1
+            with self.log_path.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"n": self._count, "path": path, "at": time.time(), "body": body}) + "\n")
+            return self._count
+
+    def requests(self) -> list[dict[str, Any]]:
+        """Every logged request, oldest first: ``{"n", "path", "at", "body"}``."""
+        with self._lock:
+            lines = self.log_path.read_text(encoding="utf-8").splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+
+
+def _handler_for(server: FakeLLM) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:  # keep test output clean
+            pass
+
+        def _json(self, code: int, obj: Any) -> None:
+            data = json.dumps(obj).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            if self.path.rstrip("/").endswith("/models"):
+                self._json(200, {"object": "list", "data": [{"id": MODEL, "object": "model"}]})
+            else:
+                self._json(404, {"error": {"message": "not found: " + self.path}})
+
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            try:
+                body = json.loads(raw or b"{}")
+            except ValueError:
+                body = {"_unparsed": raw.decode("utf-8", "replace")}
+            n = server.record(self.path, body)
+            if not self.path.rstrip("/").endswith("/chat/completions"):
+                self._json(404, {"error": {"message": "unsupported: " + self.path}})
+                return
+            self._answer(body, n)
+
+        def _answer(self, body: dict[str, Any], n: int) -> None:
+            plan = decide(body, n)
+            prompt = estimate_prompt_tokens(body)
+            usage = {"prompt_tokens": prompt, "completion_tokens": 7, "total_tokens": prompt + 7}
+            base = {"id": "chatcmpl-%d" % n, "created": int(time.time()), "model": MODEL}
+            call = None
+            if "tool" in plan:
+                call = {"id": "call_%d" % n, "type": "function",
+                        "function": {"name": plan["tool"][0], "arguments": plan["tool"][1]}}
+                message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
+                finish = "tool_calls"
+            else:
+                message, finish = {"role": "assistant", "content": plan["text"]}, "stop"
+            if not body.get("stream"):
+                self._json(200, dict(base, object="chat.completion", usage=usage,
+                                     choices=[{"index": 0, "message": message, "finish_reason": finish}]))
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            events = [{"role": "assistant", "content": ""}]
+            if call is not None:
+                events.append({"tool_calls": [{"index": 0, "id": call["id"], "type": "function",
+                                               "function": {"name": call["function"]["name"], "arguments": ""}}]})
+                args = call["function"]["arguments"]
+                half = len(args) // 2  # arguments arrive in two deltas, like a real stream
+                events.append({"tool_calls": [{"index": 0, "function": {"arguments": args[:half]}}]})
+                events.append({"tool_calls": [{"index": 0, "function": {"arguments": args[half:]}}]})
+            else:
+                events.append({"content": plan["text"]})
+            chunks = [dict(base, object="chat.completion.chunk",
+                           choices=[{"index": 0, "delta": d, "finish_reason": None}]) for d in events]
+            chunks.append(dict(base, object="chat.completion.chunk",
+                               choices=[{"index": 0, "delta": {}, "finish_reason": finish}]))
+            chunks.append(dict(base, object="chat.completion.chunk", choices=[], usage=usage))
+            for chunk in chunks:
+                self.wfile.write(("data: " + json.dumps(chunk) + "\n\n").encode())
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+
+    return Handler
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Run the fake chat server in the foreground.")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--log", default="fake_llm_requests.jsonl")
+    args = parser.parse_args(argv)
+    srv = FakeLLM(args.log, port=args.port).start()
+    print("fake LLM listening on %s (log: %s)" % (srv.url, args.log), flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        srv.stop()
+
+
+if __name__ == "__main__":
+    main()
