@@ -70,6 +70,11 @@ class _Breakers:
                 self._open_until[route] = now + cooldown
                 self._fails[route] = 0
 
+    def reset(self) -> None:
+        with self._lock:
+            self._fails.clear()
+            self._open_until.clear()
+
     def snapshot(self, now: float) -> dict[str, float]:
         with self._lock:
             return {r: round(t - now, 1) for r, t in self._open_until.items() if t > now}

@@ -29,6 +29,16 @@ def make_config(tmp_path: Path, **overrides):
     return dataclasses.replace(cfg, **overrides) if overrides else cfg
 
 
+@pytest.fixture(autouse=True)
+def _fresh_circuit_breakers():
+    """Breakers are per process; each test starts with every summary route closed."""
+    from hermes_trove.summarize import BREAKERS
+
+    BREAKERS.reset()
+    yield
+    BREAKERS.reset()
+
+
 @pytest.fixture
 def config(tmp_path):
     return make_config(tmp_path)

@@ -1,0 +1,337 @@
+from __future__ import annotations
+
+import collections
+import copy
+import dataclasses
+import random
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from conftest import ROOT, assistant, make_config, tool_call, tool_result, user
+
+from hermes_trove import tokens
+from hermes_trove.engine import TroveEngine
+from hermes_trove.runtime import build_runtime
+from hermes_trove.simulate import HostLoop, build_conversation
+
+
+def fake_model(behaviour="good", log=None):
+    """A completion function standing in for the host's auxiliary model."""
+    rng = random.Random(1)
+
+    def complete(messages, model, timeout_s, max_tokens):
+        prompt = messages[0]["content"]
+        if log is not None:
+            log.append(prompt)
+        mode = behaviour if behaviour != "random" else rng.choice(["good", "fail", "bloat", "think"])
+        if mode == "fail":
+            raise TimeoutError("aux timed out")
+        if mode == "bloat":
+            return prompt + prompt
+        if mode == "think":
+            return "<think>only reasoning</think>"
+        return f"Summary: {prompt[-200:]}\nExpand for details about: the segment"
+
+    return complete
+
+
+def make_engine(tmp_path, context=64000, behaviour="good", log=None, session="s1", **cfg):
+    rt = build_runtime(make_config(tmp_path, **cfg))
+    eng = TroveEngine(rt)
+    eng.update_model("m", context)
+    eng.on_session_start(session, platform="cli")
+    eng.aux_complete = lambda task="compression": fake_model(behaviour, log)  # type: ignore[method-assign]
+    return eng
+
+
+def assert_lossless(eng, session="s1"):
+    """Every stored raw message is past the frontier or beneath a node; none stored twice."""
+    rt = eng.runtime
+    rows = rt.store.page(session, 0, 10 ** 6)
+    dupes = collections.Counter((r.role, r.content, r.tool_calls, r.tool_call_id) for r in rows)
+    assert max(dupes.values(), default=1) == 1
+    frontier = rt.store.session(session).frontier_store_id
+    covered = set()
+    for node in rt.dag.frontier(session):
+        covered.update(rt.dag.descendant_store_ids(node.node_id))
+    for r in rows:
+        assert r.store_id > frontier or r.store_id in covered, f"store_id {r.store_id} unreachable"
+
+
+@pytest.mark.parametrize("behaviour", ["good", "fail", "bloat", "think", "random"])
+def test_long_conversation_stays_under_threshold_and_loses_nothing(tmp_path, behaviour):
+    eng = make_engine(tmp_path, behaviour=behaviour, leaf_chunk_tokens=4000)
+    loop = HostLoop(eng)
+    for turn in build_conversation(120, seed=11):
+        loop.run_turn(turn)
+    assert loop.stats.compactions > 0
+    assert max(loop.stats.prompts) < eng.threshold_tokens
+    assert_lossless(eng)
+    assert eng.runtime.dag.depth_stats("s1").get(1)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_compaction_converges_under_random_configs(tmp_path, seed):
+    rng = random.Random(seed)
+    eng = make_engine(tmp_path, behaviour="random", fresh_tail_count=rng.choice([2, 8, 32, 64]),
+                      fresh_tail_max_tokens=rng.choice([0, 3000]), leaf_chunk_tokens=rng.choice([800, 3000, 20000]),
+                      dynamic_leaf_chunk_enabled=rng.choice([True, False]),
+                      incremental_max_depth=rng.choice([-1, 0, 1, 3]), condensation_fanin=rng.choice([2, 4]),
+                      threshold_full_sweep_enabled=rng.choice([True, False]))
+    loop = HostLoop(eng)
+    for turn in build_conversation(60, seed=seed, big_output_chars=rng.choice([5000, 30000])):
+        loop.run_turn(turn)
+    assert max(loop.stats.prompts) < eng.threshold_tokens
+    assert_lossless(eng)
+
+
+def test_compress_returns_new_valid_dicts_without_host_markers(tmp_path):
+    eng = make_engine(tmp_path, fresh_tail_count=4)
+    msgs = []
+    for i in range(30):
+        msgs += [dict(user(f"q{i} " + "w" * 400), _db_persisted=True, api_content="x"),
+                 assistant("", [tool_call(f"c{i}", "terminal")]), tool_result(f"c{i}", "r" * 800),
+                 assistant(f"a{i}")]
+    original = copy.deepcopy(msgs)
+    out = eng.compress(msgs, current_tokens=30000, force=True)
+    assert msgs == original  # input untouched
+    assert out[0]["role"] == "user" and out[0]["content"].startswith("[trove summary")
+    assert all("_db_persisted" not in m for m in out)
+    assert all(m["role"] != "system" for m in out)
+    ids = set()
+    for m in out:
+        for c in m.get("tool_calls") or []:
+            ids.add(c["id"])
+        if m["role"] == "tool":
+            assert m["tool_call_id"] in ids
+    assert eng.compression_count == 1
+    assert "node" in out[0]["content"]
+
+
+def test_compress_with_nothing_to_compact_is_a_no_op_and_does_not_thrash(tmp_path):
+    eng = make_engine(tmp_path)
+    msgs = [user("hello"), assistant("hi")]
+    out = eng.compress(msgs, current_tokens=eng.threshold_tokens + 10)
+    assert out == msgs and eng._last_compression_made_progress is False
+    assert eng.compression_count == 0
+    assert eng.should_compress(eng.threshold_tokens + 10) is False
+    assert eng.should_compress(int((eng.threshold_tokens + 10) * 1.2)) is True
+
+
+def test_focus_topic_reaches_the_summary_prompt(tmp_path):
+    log = []
+    eng = make_engine(tmp_path, log=log, fresh_tail_count=2)
+    msgs = [user("m" * 2000) if i % 2 == 0 else assistant("n" * 2000) for i in range(12)]
+    eng.compress(msgs, current_tokens=25000, focus_topic="keep the invoice ids", force=True)
+    assert log and any("keep the invoice ids" in p for p in log)
+
+
+def test_summary_model_and_fallbacks_are_tried_in_order_then_deterministic(tmp_path):
+    seen = []
+    eng = make_engine(tmp_path, fresh_tail_count=2, summary_model="primary", summary_fallback_models=("backup",))
+
+    def complete(messages, model, timeout_s, max_tokens):
+        seen.append(model)
+        raise RuntimeError("down")
+
+    eng.aux_complete = lambda task="compression": complete
+    from hermes_trove.summarize import BREAKERS
+
+    msgs = [user("m" * 3000) if i % 2 == 0 else assistant("n" * 3000) for i in range(10)]
+    out = eng.compress(msgs, current_tokens=30000, force=True)
+    assert seen[:2] == ["primary", "backup"]
+    assert out != msgs and eng.state.last_result["levels"][0] == "deterministic"
+    # two failures each: both routes' breakers are now open and skipped
+    assert BREAKERS.is_open("primary", __import__("time").time())
+
+
+def test_engine_survives_deepcopy_and_copies_share_the_database(tmp_path):
+    eng = make_engine(tmp_path)
+    clone = copy.deepcopy(eng)
+    clone.ingest([user("from the clone")])
+    assert eng.runtime.store.count("s1") == 1
+    assert clone.runtime is eng.runtime and clone.state is not eng.state
+
+
+def test_new_session_carries_deep_nodes_and_they_expand_to_original_messages(tmp_path):
+    eng = make_engine(tmp_path, leaf_chunk_tokens=600, condensation_fanin=2, fresh_tail_count=2)
+    loop = HostLoop(eng)
+    for turn in build_conversation(40, seed=2):
+        loop.run_turn(turn)
+    old_frontier = eng.runtime.dag.frontier("s1")
+    assert any(n.depth >= 2 for n in old_frontier)
+    eng.on_session_end("s1", loop.messages)
+    eng.on_session_reset()
+    eng.bind_session_state(None, "s2")
+    carried = eng.runtime.dag.frontier("s2")
+    assert carried and all(n.depth >= 2 for n in carried)
+    assert {n.node_id for n in carried} == {n.node_id for n in old_frontier if n.depth >= 2}
+    raw = eng.runtime.dag.descendant_store_ids(carried[0].node_id)
+    assert raw and all(eng.runtime.store.get(i).session_id == "s1" for i in raw)
+
+
+def test_retain_depth_zero_carries_nothing(tmp_path):
+    eng = make_engine(tmp_path, leaf_chunk_tokens=600, new_session_retain_depth=0, fresh_tail_count=2)
+    loop = HostLoop(eng)
+    for turn in build_conversation(20, seed=2):
+        loop.run_turn(turn)
+    eng.on_session_reset()
+    eng.bind_session_state(None, "s2")
+    assert eng.runtime.dag.frontier("s2") == []
+
+
+def test_on_session_end_is_idempotent_and_tolerates_empty_lists(tmp_path):
+    eng = make_engine(tmp_path)
+    msgs = [user("a"), assistant("b")]
+    eng.on_session_end("s1", msgs)
+    eng.on_session_end("s1", msgs)
+    eng.on_session_end("s1", [])
+    eng.on_session_end("other", [])
+    assert eng.runtime.store.count("s1") == 2
+
+
+def test_restart_resumes_the_session_from_the_database(tmp_path):
+    eng = make_engine(tmp_path, fresh_tail_count=4, leaf_chunk_tokens=1500)
+    loop = HostLoop(eng)
+    turns = list(build_conversation(60, seed=4))
+    for turn in turns[:30]:
+        loop.run_turn(turn)
+    frontier = eng.runtime.store.session("s1").frontier_store_id
+    assert frontier > 0
+    rt2 = build_runtime(eng.runtime.config)
+    eng2 = TroveEngine(rt2)
+    eng2.update_model("m", 64000)
+    eng2.on_session_start("s1", platform="cli")
+    eng2.aux_complete = eng.aux_complete
+    loop.engine = eng2
+    for turn in turns[30:]:
+        loop.run_turn(turn)
+    assert rt2.store.session("s1").frontier_store_id > frontier
+    assert max(loop.stats.prompts) < eng2.threshold_tokens
+    assert_lossless(eng2)
+
+
+def test_two_engine_copies_never_summarise_the_same_messages_twice(tmp_path):
+    eng = make_engine(tmp_path, fresh_tail_count=2)
+    other = copy.deepcopy(eng)
+    msgs = [user("m" * 3000) if i % 2 == 0 else assistant("n" * 3000) for i in range(10)]
+    eng.compress(msgs, current_tokens=30000, force=True)
+    other.compress(msgs, current_tokens=30000, force=True)
+    covered = collections.Counter()
+    for node in eng.runtime.dag.visible("s1"):
+        if node.depth == 0:
+            covered.update(eng.runtime.dag.source_ids(node))
+    assert covered and max(covered.values()) == 1
+
+
+def test_ignored_sessions_store_nothing_and_still_get_bounded(tmp_path):
+    eng = make_engine(tmp_path, session="cron_1", ignore_session_patterns=("cron_*",))
+    rt = build_runtime(make_config(tmp_path, ignore_session_patterns=("cron_*",)))
+    eng = TroveEngine(rt)
+    eng.update_model("m", 64000)
+    eng.on_session_start("cron_1", platform="cron")
+    msgs = [user("x" * 4000) for _ in range(40)]
+    eng.ingest(msgs)
+    out = eng.compress(msgs, current_tokens=50000)
+    assert rt.store.count() == 0
+    assert tokens.count_messages(out) < eng.threshold_tokens
+
+
+def test_stateless_sessions_are_read_only(tmp_path):
+    rt = build_runtime(make_config(tmp_path, stateless_session_patterns=("telegram:*",)))
+    eng = TroveEngine(rt)
+    eng.update_model("m", 64000)
+    eng.on_session_start("chat9", platform="telegram")
+    assert eng.snapshot()["session_mode"] == "stateless"
+    eng.ingest([user("hello")])
+    eng.on_session_end("chat9", [user("hello")])
+    assert rt.store.count() == 0
+
+
+def test_ignore_message_patterns_skip_and_count(tmp_path):
+    pytest.importorskip("regex")
+    eng = make_engine(tmp_path, ignore_message_patterns=("^Cronjob Response:", "([unclosed"))
+    assert eng.runtime.filters.invalid_patterns == ("([unclosed",)
+    eng.ingest([user("Cronjob Response: disk 91%"), user("real question")])
+    assert [r.content for r in eng.runtime.store.page("s1")] == ["real question"]
+    assert eng.runtime.counters["ignored_message_count"] == 1
+
+
+def test_session_globs_match_id_platform_and_both():
+    from hermes_trove.filters import SessionFilters
+
+    f = SessionFilters.build(ignore=("cron:*",), stateless=("**:secret*",))
+    assert f.ignored_by("abc", "cron") == "cron:*"
+    assert f.ignored_by("abc", "cli") is None
+    assert f.stateless_by("secret-1", "telegram") == "**:secret*"
+    assert SessionFilters.build(ignore=("a*",)).ignored_by("a:b", "") is None
+
+
+def test_threshold_follows_update_model_and_assembly_caps(tmp_path):
+    eng = make_engine(tmp_path, context=100000, max_assembly_tokens=20000)
+    assert eng.threshold_tokens == 20000
+    eng.update_model("m", 200000)
+    assert eng.threshold_tokens == 20000
+    eng2 = make_engine(tmp_path / "b", context=100000)
+    assert eng2.threshold_tokens == 35000
+
+
+def test_crash_between_summary_call_and_commit_loses_nothing(tmp_path):
+    """A process killed inside the summary call leaves raw rows intact; the next run continues."""
+    script = textwrap.dedent(f"""
+        import os, sys
+        sys.path.insert(0, {str(ROOT / 'tests')!r})
+        import conftest
+        from conftest import make_config, user, assistant
+        from pathlib import Path
+        from hermes_trove.runtime import build_runtime
+        from hermes_trove.engine import TroveEngine
+        rt = build_runtime(make_config(Path({str(tmp_path)!r}), fresh_tail_count=2, leaf_chunk_tokens=800))
+        eng = TroveEngine(rt); eng.update_model("m", 64000); eng.on_session_start("s1")
+        calls = []
+        def complete(messages, model, timeout_s, max_tokens):
+            calls.append(1)
+            if len(calls) == 3:
+                os._exit(9)  # killed mid-compaction, after two committed leaves
+            return "short summary"
+        eng.aux_complete = lambda task="compression": complete
+        msgs = [user(f"m{{i}} " + "m" * 3000) if i % 2 == 0 else assistant(f"n{{i}} " + "n" * 3000)
+                for i in range(12)]
+        eng.compress(msgs, current_tokens=40000, force=True)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 9, proc.stderr
+    rt = build_runtime(make_config(tmp_path, fresh_tail_count=2, leaf_chunk_tokens=800))
+    assert rt.store.count("s1") == 12
+    leaves = [n for n in rt.dag.visible("s1") if n.depth == 0]
+    assert len(leaves) == 2
+    frontier = rt.store.session("s1").frontier_store_id
+    assert frontier == max(max(rt.dag.source_ids(n)) for n in leaves)
+    eng = TroveEngine(rt)
+    eng.update_model("m", 64000)
+    eng.on_session_start("s1")
+    eng.aux_complete = lambda task="compression": fake_model()
+    msgs = [user(f"m{i} " + "m" * 3000) if i % 2 == 0 else assistant(f"n{i} " + "n" * 3000) for i in range(12)]
+    out = eng.compress(msgs, current_tokens=40000, force=True)
+    assert out != msgs
+    assert_lossless(eng)
+    with rt.db.transaction() as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_rotate_style_frontier_drops_pre_frontier_messages_from_the_prompt(tmp_path):
+    eng = make_engine(tmp_path, fresh_tail_count=4)
+    msgs = [user(f"q{i}") if i % 2 == 0 else assistant(f"a{i}") for i in range(20)]
+    eng.ingest(msgs)
+    rows = eng.runtime.store.page("s1", 0, 100)
+    eng.runtime.store.advance_frontier("s1", rows[15].store_id)
+    out = eng.compress(msgs, current_tokens=eng.threshold_tokens + 1, force=True)
+    assert [m["content"] for m in out if not m.get("_trove_summary")] == [m["content"] for m in msgs[16:]]
+
+
+def test_config_replace_keeps_frozen_contract(tmp_path):
+    cfg = make_config(tmp_path)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.fresh_tail_count = 3  # type: ignore[misc]
