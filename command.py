@@ -1,0 +1,181 @@
+"""The ``/trove`` operator command and the ``hermes trove`` CLI command.
+
+Subcommands are one table of handlers keyed by their words; each handler returns plain
+data and ``render`` turns it into text. Read-only forms never write; every ``apply`` form
+is narrow and takes a backup first. Nothing here raises into the host.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from . import doctor, hygiene, maintenance, rotate, status
+
+log = logging.getLogger("hermes_trove.command")
+MAX_TEXT = 12000
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a subcommand acts on: the runtime, the live engine (or None), the session."""
+
+    runtime: Any
+    engine: Any = None
+    session_id: str = ""
+
+    @property
+    def mode(self) -> str:
+        state = getattr(self.engine, "state", None)
+        if state is not None and state.key is not None and state.key.session_id == self.session_id:
+            return str(state.mode)
+        return str(self.runtime.bound_sessions.get(self.session_id, "active"))
+
+
+def resolve(runtime: Any, session_id: str | None = None, engine: Any = None) -> Target:
+    """The foreground engine's session unless a session is named explicitly."""
+    engine = engine if engine is not None else runtime.foreground_engine()
+    bound = ""
+    if engine is not None and getattr(engine, "state", None) is not None and engine.state.key is not None:
+        bound = engine.state.key.session_id
+    return Target(runtime, engine, session_id or bound)
+
+
+def _status(t: Target) -> dict[str, Any]:
+    return status.build_status(t.engine, t.runtime, session_id=t.session_id or None)
+
+
+def _doctor(t: Target) -> dict[str, Any]:
+    return doctor.run_doctor(t.engine, t.runtime)
+
+
+def _protected(t: Target) -> list[str]:
+    return [t.session_id] if t.session_id else []
+
+
+def _rotate_preview(t: Target) -> dict[str, Any]:
+    return rotate.as_dict(rotate.preview(t.runtime, t.session_id, t.mode))
+
+
+HANDLERS: dict[tuple[str, ...], tuple[Callable[[Target], dict[str, Any]], str]] = {
+    ("status",): (_status, "runtime, session, store, DAG and config status"),
+    ("doctor",): (_doctor, "read-only health checks"),
+    ("doctor", "clean"): (lambda t: hygiene.scan_clean(t.runtime, _protected(t)),
+                          "read-only scan for junk/noise sessions (pattern-matched or empty)"),
+    ("doctor", "clean", "apply"): (lambda t: hygiene.apply_clean(t.runtime, _protected(t)),
+                                   "backup-first delete of those sessions (needs TROVE_DOCTOR_CLEAN_APPLY_ENABLED)"),
+    ("doctor", "repair"): (lambda t: maintenance.diagnose_fts(t.runtime.db.read()),
+                           "read-only SQLite/FTS diagnostics"),
+    ("doctor", "repair", "apply"): (lambda t: maintenance.repair_fts(t.runtime),
+                                    "backup-first FTS rebuild and missing-trigger repair"),
+    ("doctor", "source"): (lambda t: hygiene.scan_source(t.runtime), "read-only scan for blank-source rows"),
+    ("doctor", "source", "apply"): (lambda t: hygiene.apply_source(t.runtime),
+                                    "backup-first normalization of blank source to 'unknown'"),
+    ("doctor", "retention"): (lambda t: hygiene.retention_report(t.runtime),
+                              "read-only per-session footprint and age"),
+    ("backup",): (lambda t: {"status": "ok", **vars(maintenance.take_backup(t.runtime))},
+                  "timestamped online SQLite backup"),
+    ("rotate",): (_rotate_preview, "read-only preview of an in-place, tail-keeping rotate"),
+    ("rotate", "apply"): (lambda t: rotate.apply(t.runtime, t.session_id, t.mode),
+                          "backup-first rotate: advance the frontier past the pre-tail"),
+}
+ARGS_HINT = "status | doctor [clean|repair|source|retention] [apply] | backup | rotate [apply] | help"
+
+
+def help_text(prefix: str = "/trove") -> str:
+    lines = [f"{prefix} {' '.join(words)} - {doc}" for words, (_, doc) in HANDLERS.items()]
+    return "\n".join([f"{prefix} commands:", *lines, f"{prefix} help - this help",
+                      "Read-only forms never write; apply forms take a backup first."])
+
+
+def run(runtime: Any, words: list[str], session_id: str | None = None, engine: Any = None) -> tuple[str, dict[str, Any]]:
+    """Dispatch ``words`` (lower-cased) to a handler; returns ``(name, result)``. Never raises."""
+    key = tuple(w.lower() for w in words) or ("status",)
+    if key not in HANDLERS:
+        unknown = "" if key == ("help",) else f"unknown subcommand: {' '.join(words)}"
+        return "help", {"help": True, "error": unknown} if unknown else {"help": True}
+    try:
+        return " ".join(key), HANDLERS[key][0](resolve(runtime, session_id, engine))
+    except Exception as exc:
+        log.exception("trove: %s failed", " ".join(key))
+        return " ".join(key), {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+
+
+def render(name: str, result: dict[str, Any], prefix: str = "/trove") -> str:
+    """Human text: nested keys indented, long lists and the whole text bounded."""
+    if result.get("help"):
+        head = f"{result['error']}\n\n" if result.get("error") else ""
+        return head + help_text(prefix)
+    if name == "doctor":
+        lines = [f"trove doctor: {result.get('overall')}  (session {result.get('session_id')})"]
+        marks = {"pass": "ok  ", "warn": "WARN", "fail": "FAIL"}
+        lines += [f"  [{marks.get(c['status'], c['status'])}] {c['check']}: {c['detail']}" for c in result["checks"]]
+        if result.get("guidance"):
+            lines += ["guidance:"] + [f"  - {g}" for g in result["guidance"]]
+        return _bound("\n".join(lines))
+    lines = [f"trove {name}:"]
+    _lines(result, 1, lines)
+    return _bound("\n".join(lines))
+
+
+def _lines(value: Any, depth: int, out: list[str]) -> None:
+    pad = "  " * depth
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(v, dict) and set(v) == {"value", "source"}:  # config entries: one line each
+                out.append(f"{pad}{k} = {_scalar(v['value'])}  [{v['source']}]")
+            elif isinstance(v, (dict, list)) and v:
+                out.append(f"{pad}{k}:")
+                _lines(v, depth + 1, out)
+            else:
+                out.append(f"{pad}{k}: {_scalar(v)}")
+    elif isinstance(value, list):
+        for item in value[:30]:
+            if isinstance(item, dict):
+                out.append(f"{pad}- " + ", ".join(f"{k}={_scalar(v)}" for k, v in item.items()))
+            else:
+                out.append(f"{pad}- {_scalar(item)}")
+        if len(value) > 30:
+            out.append(f"{pad}... {len(value) - 30} more")
+
+
+def _scalar(v: Any) -> str:
+    if isinstance(v, (dict, list)):
+        return json.dumps(v, default=str)[:300]
+    return "null" if v is None else str(v)
+
+
+def _bound(text: str) -> str:
+    if len(text) <= MAX_TEXT:
+        return text
+    return text[:MAX_TEXT] + f"\n... truncated ({len(text) - MAX_TEXT} more chars; use the CLI with --json)"
+
+
+def make_handler(runtime: Any) -> Callable[[str], str]:
+    def handle(raw_args: str = "") -> str:
+        try:
+            name, result = run(runtime, str(raw_args or "").split())
+            return render(name, result)
+        except Exception as exc:  # last line of defence: the host must never see an exception
+            log.exception("trove: /trove failed")
+            return f"trove: command failed: {type(exc).__name__}: {exc}"
+    return handle
+
+
+def register(ctx: Any, runtime: Any) -> None:
+    """``/trove`` when ``TROVE_ENABLE_SLASH_COMMAND`` is on; ``hermes trove`` always. Never raises."""
+    try:
+        if runtime.config.enable_slash_command and hasattr(ctx, "register_command"):
+            ctx.register_command("trove", make_handler(runtime),
+                                 description="hermes-trove status, diagnostics and upkeep", args_hint=ARGS_HINT)
+    except Exception:
+        log.exception("trove: /trove registration failed")
+    try:
+        if hasattr(ctx, "register_cli_command"):
+            from .__main__ import cli_handler, setup_parser
+
+            ctx.register_cli_command("trove", "hermes-trove status, doctor, backup and rotate", setup_parser,
+                                     cli_handler(runtime))
+    except Exception:
+        log.exception("trove: `hermes trove` registration failed")

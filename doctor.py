@@ -1,0 +1,221 @@
+"""Doctor: read-only health checks over the database, the indexes, lineage and config.
+
+``run_doctor`` returns ``{overall, checks[{check, status, detail}], guidance[]}``. Each check
+is isolated (one failing check never hides the others) and none of them changes a row;
+repairs live behind ``/trove doctor repair apply`` and friends.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+from typing import Any, Callable
+
+from .maintenance import (FTS_TABLES, META_FAILED, REPAIR_HINT, check_structure, empty_lifecycle_rows,
+                          fts_integrity, fts_sync, meta_get)
+
+WAL_WARN_BYTES = 256 * 1024 * 1024
+Check = tuple[str, str, str]  # (status, detail, guidance or "")
+
+
+def _quick_check(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
+    rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check(20)")]
+    if rows == ["ok"]:
+        return "pass", "quick_check ok", ""
+    return "fail", "; ".join(rows[:5]), "the file is damaged: stop writers, take /trove backup, restore a known-good backup"
+
+
+def _journal(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
+    mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+    if mode == "wal":
+        return "pass", "journal_mode=wal", ""
+    return "warn", f"journal_mode={mode} (expected wal)", "another tool switched the journal mode; restart Hermes"
+
+
+def _sizes(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
+    path = runtime.db.path
+    db = os.path.getsize(path) if os.path.exists(path) else 0
+    wal = os.path.getsize(path + "-wal") if os.path.exists(path + "-wal") else 0
+    detail = f"database {db} bytes, WAL {wal} bytes"
+    if wal > max(WAL_WARN_BYTES, db):
+        return "warn", detail + " (WAL larger than the database)", \
+            "a long-lived reader is blocking checkpoints; close idle Hermes processes"
+    return "pass", detail, ""
+
+
+def _tables(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
+    s = check_structure(conn)
+    ctx["structure"] = s
+    if s.ok:
+        return "pass", "core tables, FTS tables and triggers present", ""
+    missing = list(s.missing_tables) + list(s.missing_fts) + [f"trigger {t}" for t in s.missing_triggers]
+    status = "fail" if s.missing_tables or s.missing_fts else "warn"
+    return status, "missing: " + ", ".join(missing), f"run {REPAIR_HINT} (backup-first)"
+
+
+def _fts_sync(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
+    missing = ctx["structure"].missing_fts if "structure" in ctx else ()
+    parts, bad = [], False
+    for fts in FTS_TABLES:
+        if fts in missing:
+            continue
+        s = fts_sync(conn, fts)
+        bad = bad or not s.ok
+        parts.append(f"{fts}: {s.indexed_rows}/{s.content_rows} indexed, {s.unindexed} unindexed, {s.ghosts} ghost")
+    return ("warn" if bad else "pass"), "; ".join(parts) or "no FTS tables", \
+        (f"search disagrees with stored rows; run {REPAIR_HINT}" if bad else "")
+
+
+def _fts_integrity(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
+    missing = ctx["structure"].missing_fts if "structure" in ctx else ()
+    errors = {fts: err for fts in FTS_TABLES if fts not in missing and (err := fts_integrity(conn, fts))}
+    recorded = meta_get(conn, META_FAILED)
+    if errors:
+        return "fail", "; ".join(f"{k}: {v}" for k, v in errors.items()), f"run {REPAIR_HINT} (backup-first)"
+    if recorded:
+        return "pass", "integrity-check ok now (an earlier startup check recorded a failure)", ""
+    return "pass", "integrity-check ok for " + ", ".join(t for t in FTS_TABLES if t not in missing), ""
+
+
+def _lineage(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
+    q = {
+        "node_messages -> missing messages": "SELECT COUNT(*) FROM node_messages nm WHERE NOT EXISTS"
+                                             " (SELECT 1 FROM messages m WHERE m.store_id = nm.store_id)",
+        "node_children -> missing nodes": "SELECT COUNT(*) FROM node_children c WHERE NOT EXISTS"
+                                          " (SELECT 1 FROM summary_nodes n WHERE n.node_id = c.child_id)",
+        "nodes without sources": "SELECT COUNT(*) FROM summary_nodes n WHERE NOT EXISTS"
+                                 " (SELECT 1 FROM node_messages nm WHERE nm.node_id = n.node_id) AND NOT EXISTS"
+                                 " (SELECT 1 FROM node_children c WHERE c.node_id = n.node_id)",
+    }
+    counts = {k: int(conn.execute(sql).fetchone()[0]) for k, sql in q.items()}
+    bad = {k: v for k, v in counts.items() if v}
+    if not bad:
+        return "pass", "every summary node reaches its sources", ""
+    return "warn", ", ".join(f"{k}: {v}" for k, v in bad.items()), \
+        "inspect: some summaries point at rows that were deleted outside trove; raw search still works"
+
+
+def _lifecycle(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
+    rows = int(conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0])
+    beyond = int(conn.execute(
+        "SELECT COUNT(*) FROM sessions s WHERE s.frontier_store_id > COALESCE("
+        "(SELECT MAX(store_id) FROM messages m WHERE m.session_id = s.session_id), 0)").fetchone()[0])
+    empty = empty_lifecycle_rows(conn)
+    detail = f"{rows} session rows, {empty} empty, {beyond} with a frontier beyond their last message"
+    if beyond:
+        return "warn", detail, "inspect: a frontier past the last stored message hides nothing but suggests lost rows"
+    if empty > int(runtime.config.empty_lifecycle_gc_threshold) and not runtime.config.empty_lifecycle_gc_enabled:
+        return "warn", detail, "many empty lifecycle rows: enable TROVE_EMPTY_LIFECYCLE_GC_ENABLED or /trove doctor clean"
+    return "pass", detail, ""
+
+
+def _config(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
+    cfg, issues = runtime.config, list(runtime.config.warnings)
+    if int(cfg.fresh_tail_count) < 2:
+        issues.append(f"TROVE_FRESH_TAIL_COUNT={cfg.fresh_tail_count}: a tail under 2 loses the live exchange")
+    if float(cfg.context_threshold) > 0.9:
+        issues.append(f"TROVE_CONTEXT_THRESHOLD={cfg.context_threshold}: above 0.9 leaves no room to compact")
+    if int(cfg.incremental_max_depth) == 0:
+        issues.append("TROVE_INCREMENTAL_MAX_DEPTH=0: leaves never condense, the summary prefix grows")
+    for p in runtime.filters.invalid_patterns:
+        issues.append(f"TROVE_IGNORE_MESSAGE_PATTERNS: invalid pattern {p!r} dropped")
+    if runtime.filters.message_filter_state == "disabled":
+        issues.append("message patterns set but the 'regex' package is missing: message filtering is off")
+    if cfg.doctor_clean_apply_enabled:
+        issues.append("TROVE_DOCTOR_CLEAN_APPLY_ENABLED=true: destructive clean apply is allowed")
+    if not issues:
+        return "pass", "configuration values look sane", ""
+    return "warn", "; ".join(issues), "inspect: fix the named TROVE_* variables and restart Hermes"
+
+
+def _pressure(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
+    engine = ctx.get("engine")
+    if engine is None:
+        return "pass", "(unbound): no live engine in this process", ""
+    snap = engine.snapshot()
+    threshold, last = snap.get("threshold_tokens"), int(snap.get("last_prompt_tokens") or 0)
+    if not isinstance(threshold, int) or threshold <= 0:
+        return "pass", f"session {snap.get('session_id')}: threshold not initialized yet", ""
+    ratio = last / threshold
+    detail = f"session {snap.get('session_id')}: {last}/{threshold} tokens ({ratio:.0%} of threshold)"
+    if ratio > 1.5:
+        return "warn", detail, "compaction is not keeping up: check last_compression_status in /trove status"
+    return "pass", detail, ""
+
+
+def _largest(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
+    rows = conn.execute("SELECT store_id, session_id, role, token_count, length(content) FROM messages"
+                        " ORDER BY token_count DESC LIMIT 5").fetchall()
+    if not rows:
+        return "pass", "no messages stored", ""
+    return "pass", "; ".join(f"#{r[0]} {r[2]} in {r[1]}: {r[3]} tokens, {r[4]} chars" for r in rows), ""
+
+
+def _payloads(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
+    try:
+        from . import payloads  # type: ignore[attr-defined]
+    except ImportError:
+        return "pass", "payload module not installed; skipped", ""
+    report = getattr(payloads, "doctor_report", None)
+    if report is None:
+        return "pass", "payload report unavailable; skipped", ""
+    result = report(runtime)
+    if not isinstance(result, dict):
+        return "pass", str(result)[:2000], ""
+    ctx["payload_report"] = result
+    pdir = result.get("payload_dir") or {}
+    inline, missing = int(result.get("suspicious_inline_rows") or 0), int(pdir.get("missing_refs") or 0)
+    detail = (f"{inline} suspicious inline payload rows; payload dir {pdir.get('files', 0)} files,"
+              f" {pdir.get('bytes', 0)} bytes; {missing} missing and {pdir.get('unreadable_refs', 0)} unreadable refs")
+    if missing or pdir.get("unreadable_refs"):
+        return "warn", detail, "inspect: externalized payload files are missing; their rows keep only the stub"
+    if inline:
+        return "warn", detail, "inspect: enable TROVE_LARGE_OUTPUT_EXTERNALIZATION_ENABLED to keep media out of SQLite"
+    return "pass", detail, ""
+
+
+CHECKS: tuple[tuple[str, Callable[[Any, sqlite3.Connection, dict], Check]], ...] = (
+    ("database_integrity", _quick_check),
+    ("journal_mode", _journal),
+    ("storage_size", _sizes),
+    ("schema_core_tables", _tables),
+    ("fts_index_sync", _fts_sync),
+    ("fts_integrity", _fts_integrity),
+    ("orphaned_lineage", _lineage),
+    ("lifecycle", _lifecycle),
+    ("config_validation", _config),
+    ("context_pressure", _pressure),
+    ("largest_rows", _largest),
+    ("payload_storage", _payloads),
+)
+
+
+def run_doctor(engine: Any = None, runtime: Any = None) -> dict[str, Any]:
+    """Run every check; never raises. ``overall`` is the worst status seen."""
+    runtime = runtime if runtime is not None else getattr(engine, "runtime", None)
+    if runtime is None:
+        return {"overall": "unhealthy", "checks": [{"check": "runtime", "status": "fail", "detail": "no runtime"}],
+                "guidance": []}
+    checks, guidance = [], []
+    ctx: dict[str, Any] = {"engine": engine}
+    try:
+        conn = runtime.db.read()
+    except Exception as exc:
+        return {"overall": "unhealthy", "database_path": runtime.db.path,
+                "checks": [{"check": "database_open", "status": "fail", "detail": f"{type(exc).__name__}: {exc}"}],
+                "guidance": ["the database cannot be opened: restore a backup or point TROVE_DATABASE_PATH elsewhere"]}
+    for name, fn in CHECKS:
+        try:
+            status, detail, advice = fn(runtime, conn, ctx)
+        except Exception as exc:
+            status, detail, advice = "fail", f"check crashed: {type(exc).__name__}: {exc}", "inspect"
+        checks.append({"check": name, "status": status, "detail": detail})
+        if advice and status != "pass":
+            guidance.append(f"{name}: {advice}")
+    worst = {c["status"] for c in checks}
+    overall = "unhealthy" if "fail" in worst else "warnings" if "warn" in worst else "healthy"
+    session = engine.snapshot().get("session_id") if engine is not None else "(unbound)"
+    out = {"overall": overall, "database_path": runtime.db.path, "session_id": session,
+           "checks": checks, "guidance": guidance}
+    if "payload_report" in ctx:
+        out["payloads"] = ctx["payload_report"]
+    return out

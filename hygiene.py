@@ -1,0 +1,199 @@
+"""Session hygiene for operators: junk-session clean-up, legacy source normalization, retention.
+
+Every scan is read-only and returns plain data; ``apply_clean`` and ``apply_source`` take a
+backup first and then change only the rows the scan named, in one transaction. Deciding
+what is junk is a pure function over per-session footprints (``plan_clean``).
+"""
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable
+
+from .maintenance import take_backup
+
+DAY = 86400.0
+LIST_LIMIT = 50
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What one session holds in the database."""
+
+    session_id: str
+    platform: str
+    messages: int
+    tokens: int
+    nodes: int
+    carried: int
+    first_at: float | None
+    last_at: float | None
+    has_lifecycle_row: bool
+
+    @property
+    def empty(self) -> bool:
+        return not (self.messages or self.nodes or self.carried)
+
+
+@dataclass(frozen=True)
+class CleanCandidate:
+    session_id: str
+    reason: str
+    messages: int
+    tokens: int
+    nodes: int
+
+
+@dataclass(frozen=True)
+class CleanPlan:
+    candidates: tuple[CleanCandidate, ...]
+    kept: tuple[tuple[str, str], ...]  # (session_id, why it is kept although it matched)
+
+
+def footprints(conn: sqlite3.Connection) -> list[Footprint]:
+    """One footprint per session known to any table (aggregate queries, read-only)."""
+    msgs = {r[0]: r for r in conn.execute(
+        "SELECT session_id, COUNT(*), COALESCE(SUM(token_count),0), MIN(created_at), MAX(created_at), MAX(platform)"
+        " FROM messages GROUP BY session_id")}
+    nodes = dict(conn.execute("SELECT session_id, COUNT(*) FROM summary_nodes GROUP BY session_id").fetchall())
+    carried = dict(conn.execute("SELECT session_id, COUNT(*) FROM carried_nodes GROUP BY session_id").fetchall())
+    rows = {r[0]: r for r in conn.execute("SELECT session_id, platform, created_at, updated_at FROM sessions")}
+    out = []
+    for sid in sorted(set(msgs) | set(nodes) | set(carried) | set(rows)):
+        m, s = msgs.get(sid), rows.get(sid)
+        times = [t for t in ((m[3], m[4]) if m else ()) + ((s[2], s[3]) if s else ()) if t is not None]
+        out.append(Footprint(sid, (s[1] if s and s[1] else (m[5] if m else "")) or "",
+                             int(m[1]) if m else 0, int(m[2]) if m else 0, int(nodes.get(sid, 0)),
+                             int(carried.get(sid, 0)), min(times) if times else None,
+                             max(times) if times else None, s is not None))
+    return out
+
+
+def plan_clean(prints: Iterable[Footprint], filters: Any, protected: Iterable[str], carried_out: dict[str, set[str]],
+               empty_min_age_s: float, now: float) -> CleanPlan:
+    """Pure: which sessions are junk (pattern-matched, or empty and old) and safe to delete.
+
+    ``carried_out`` maps a session to the sessions its summaries were carried into; a
+    candidate whose summaries live on in a kept session is kept, so nothing loses lineage.
+    """
+    protected = set(protected)
+    matched: list[tuple[Footprint, str]] = []
+    for fp in prints:
+        pattern = filters.ignored_by(fp.session_id, fp.platform)
+        reason = f"matches ignore pattern {pattern!r}" if pattern else ""
+        if not reason:
+            pattern = filters.stateless_by(fp.session_id, fp.platform)
+            reason = f"matches stateless pattern {pattern!r}" if pattern else ""
+        if not reason and fp.empty and fp.last_at is not None and now - fp.last_at >= empty_min_age_s:
+            reason = "empty lifecycle row (no messages, no summaries)"
+        if reason:
+            matched.append((fp, reason))
+    kept: list[tuple[str, str]] = []
+    names = {fp.session_id for fp, _ in matched} - protected
+    candidates = []
+    for fp, reason in matched:
+        if fp.session_id in protected:
+            kept.append((fp.session_id, "bound to a live engine"))
+            continue
+        outside = sorted(carried_out.get(fp.session_id, set()) - names)
+        if outside:
+            kept.append((fp.session_id, f"its summaries are carried into {', '.join(outside[:3])}"))
+            continue
+        candidates.append(CleanCandidate(fp.session_id, reason, fp.messages, fp.tokens, fp.nodes))
+    return CleanPlan(tuple(candidates), tuple(kept))
+
+
+def _carried_out(conn: sqlite3.Connection) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for owner, into in conn.execute("SELECT DISTINCT n.session_id, c.session_id FROM carried_nodes c"
+                                    " JOIN summary_nodes n ON n.node_id = c.node_id WHERE c.session_id != n.session_id"):
+        out.setdefault(owner, set()).add(into)
+    return out
+
+
+def _plan_clean(runtime: Any, conn: sqlite3.Connection, protected: Iterable[str], now: float) -> CleanPlan:
+    age = float(runtime.config.empty_lifecycle_gc_max_age_hours) * 3600
+    return plan_clean(footprints(conn), runtime.filters, protected, _carried_out(conn), age, now)
+
+
+def scan_clean(runtime: Any, protected: Iterable[str] = (), now: float | None = None) -> dict[str, Any]:
+    """Read-only: the junk/noise sessions ``apply_clean`` would delete."""
+    plan = _plan_clean(runtime, runtime.db.read(), _protect(runtime, protected), time.time() if now is None else now)
+    return {"read_only": True, "candidate_count": len(plan.candidates),
+            "candidate_messages": sum(c.messages for c in plan.candidates),
+            "candidates": [asdict(c) for c in plan.candidates[:LIST_LIMIT]],
+            "listed": min(len(plan.candidates), LIST_LIMIT),
+            "kept": [{"session_id": s, "reason": r} for s, r in plan.kept[:LIST_LIMIT]],
+            "apply_enabled": bool(runtime.config.doctor_clean_apply_enabled)}
+
+
+def apply_clean(runtime: Any, protected: Iterable[str] = (), now: float | None = None) -> dict[str, Any]:
+    """Backup first, then delete the candidate sessions' rows in one transaction."""
+    if not runtime.config.doctor_clean_apply_enabled:
+        return {"status": "refused", "reason": "set TROVE_DOCTOR_CLEAN_APPLY_ENABLED=true to allow clean apply"}
+    now = time.time() if now is None else now
+    guard = _protect(runtime, protected)
+    preview = _plan_clean(runtime, runtime.db.read(), guard, now)
+    if not preview.candidates:
+        return {"status": "noop", "reason": "no junk sessions found", "deleted_sessions": 0}
+    backup = take_backup(runtime)
+    counts = {"messages": 0, "summary_nodes": 0, "carried_nodes": 0, "sessions": 0}
+    with runtime.db.transaction() as conn:
+        plan = _plan_clean(runtime, conn, guard, now)  # re-decided under the write lock
+        allowed = {c.session_id for c in preview.candidates}
+        doomed = [c.session_id for c in plan.candidates if c.session_id in allowed]
+        for sid in doomed:
+            counts["carried_nodes"] += conn.execute("DELETE FROM carried_nodes WHERE session_id=?", (sid,)).rowcount
+            counts["summary_nodes"] += conn.execute("DELETE FROM summary_nodes WHERE session_id=?", (sid,)).rowcount
+            counts["messages"] += conn.execute("DELETE FROM messages WHERE session_id=?", (sid,)).rowcount
+            counts["sessions"] += conn.execute("DELETE FROM sessions WHERE session_id=?", (sid,)).rowcount
+    return {"status": "applied", "backup": backup.path, "deleted_sessions": len(doomed),
+            "sessions": doomed[:LIST_LIMIT], "deleted_rows": counts}
+
+
+def _protect(runtime: Any, extra: Iterable[str]) -> set[str]:
+    return {s for s in set(runtime.bound_sessions) | set(extra) if s}
+
+
+# -- legacy blank source -------------------------------------------------------------------
+
+def scan_source(runtime: Any) -> dict[str, Any]:
+    rows = runtime.db.read().execute(
+        "SELECT session_id, COUNT(*) FROM messages WHERE source = '' OR source IS NULL GROUP BY session_id"
+        " ORDER BY COUNT(*) DESC").fetchall()
+    return {"read_only": True, "blank_source_rows": sum(int(r[1]) for r in rows), "sessions": len(rows),
+            "by_session": [{"session_id": r[0], "rows": int(r[1])} for r in rows[:LIST_LIMIT]]}
+
+
+def apply_source(runtime: Any) -> dict[str, Any]:
+    """Backup first, then set blank ``messages.source`` to ``unknown`` (content and FTS untouched)."""
+    if not scan_source(runtime)["blank_source_rows"]:
+        return {"status": "noop", "reason": "no blank-source rows", "updated_rows": 0}
+    backup = take_backup(runtime)
+    with runtime.db.transaction() as conn:
+        n = conn.execute("UPDATE messages SET source='unknown' WHERE source = '' OR source IS NULL").rowcount
+    return {"status": "applied", "backup": backup.path, "updated_rows": int(n)}
+
+
+# -- retention ---------------------------------------------------------------------------------
+
+def retention_report(runtime: Any, now: float | None = None, limit: int = 20) -> dict[str, Any]:
+    """Read-only per-session footprint and age, with stale (≥30 d, ≥90 d) token totals."""
+    now = time.time() if now is None else now
+    prints = footprints(runtime.db.read())
+
+    def age_days(fp: Footprint) -> float | None:
+        return None if fp.last_at is None else max(0.0, (now - fp.last_at) / DAY)
+
+    def stale(days: float) -> dict[str, int]:
+        hit = [fp for fp in prints if (a := age_days(fp)) is not None and a >= days]
+        return {"sessions": len(hit), "messages": sum(f.messages for f in hit), "tokens": sum(f.tokens for f in hit)}
+
+    biggest = sorted(prints, key=lambda f: (-f.tokens, f.session_id))[:limit]
+    return {"read_only": True, "sessions": len(prints), "messages": sum(f.messages for f in prints),
+            "tokens": sum(f.tokens for f in prints), "stale_30d": stale(30), "stale_90d": stale(90),
+            "largest_sessions": [{"session_id": f.session_id, "platform": f.platform, "messages": f.messages,
+                                  "tokens": f.tokens, "nodes": f.nodes,
+                                  "age_days": None if (a := age_days(f)) is None else round(a, 1)}
+                                 for f in biggest]}

@@ -1,0 +1,120 @@
+"""Rotate: compact a long session in place by advancing its lifecycle frontier past the pre-tail.
+
+The live tail (``TROVE_FRESH_TAIL_COUNT`` newest raw messages, widened so it never starts
+inside a tool-call group) stays; nothing is deleted, no model is called, and the session
+and conversation ids never change. Apply writes a rolling ``<dbstem>-rotate-latest.sqlite3``
+backup first; a rotate that would not move the frontier is a ``noop`` and touches nothing.
+"""
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from .maintenance import backup_dir, backup_to
+
+
+@dataclass(frozen=True)
+class RotatePlan:
+    session_id: str
+    status: str  # ready | noop | refused
+    reason: str
+    current_frontier: int
+    target_frontier: int
+    tail_count: int
+    tail_first_store_id: int
+    pre_tail_messages: int  # raw rows the frontier moves past (after the current frontier)
+
+
+def plan_rotate(session_id: str, newest_first: Sequence[tuple[int, str]], frontier: int, tail_count: int,
+                total_messages: int) -> RotatePlan:
+    """Pure: ``newest_first`` holds ``(store_id, role)`` of the newest raw rows, newest first.
+
+    The tail is the ``tail_count`` newest rows; while its oldest row is a tool result it
+    grows back to the assistant turn that made the call.
+    """
+    rows = list(newest_first)
+    if not rows:
+        return RotatePlan(session_id, "noop", "the session has no stored messages", frontier, frontier, 0, 0, 0)
+    if total_messages <= tail_count:
+        return RotatePlan(session_id, "noop", f"only {total_messages} messages; all are inside the live tail",
+                          frontier, frontier, total_messages, rows[-1][0], 0)
+    n = min(tail_count, len(rows))
+    while n < len(rows) and rows[n - 1][1] == "tool":
+        n += 1
+    first = rows[n - 1][0]
+    target = first - 1
+    if frontier >= target:
+        return RotatePlan(session_id, "noop", f"frontier {frontier} is already at or past the target {target}",
+                          frontier, frontier, n, first, 0)
+    return RotatePlan(session_id, "ready", "", frontier, target, n, first, -1)
+
+
+def _newest(conn: sqlite3.Connection, session_id: str, limit: int) -> list[tuple[int, str]]:
+    return [(int(r[0]), str(r[1])) for r in conn.execute(
+        "SELECT store_id, role FROM messages WHERE session_id=? ORDER BY store_id DESC LIMIT ?", (session_id, limit))]
+
+
+def _refusal(runtime: Any, session_id: str, mode: str) -> str:
+    if not session_id:
+        return "no session is bound yet (send a message first, or pass --session)"
+    if mode in ("ignored", "stateless"):
+        return f"session {session_id} is {mode}; trove does not own its history"
+    row = runtime.store.session(session_id)
+    platform = row.platform if row else ""
+    if (p := runtime.filters.ignored_by(session_id, platform)):
+        return f"session {session_id} matches ignore pattern {p!r}"
+    if (p := runtime.filters.stateless_by(session_id, platform)):
+        return f"session {session_id} matches stateless pattern {p!r}"
+    if row is None:
+        return f"session {session_id} has no lifecycle row in this database"
+    return ""
+
+
+def preview(runtime: Any, session_id: str, mode: str = "active") -> RotatePlan:
+    """Read-only: what ``apply`` would do for ``session_id`` right now."""
+    reason = _refusal(runtime, session_id, mode)
+    if reason:
+        return RotatePlan(session_id or "(unbound)", "refused", reason, 0, 0, 0, 0, 0)
+    conn = runtime.db.read()
+    tail = int(runtime.config.fresh_tail_count)
+    row = runtime.store.session(session_id)
+    frontier = int(row.frontier_store_id) if row else 0
+    limit = tail + 1
+    newest = _newest(conn, session_id, limit)
+    # A tail that would start inside a long run of tool results needs a wider window.
+    while len(newest) == limit and all(role == "tool" for _, role in newest[tail - 1:]):
+        limit *= 2
+        newest = _newest(conn, session_id, limit)
+    total = runtime.store.count(session_id)
+    plan = plan_rotate(session_id, newest, frontier, tail, total)
+    if plan.status == "ready":
+        moved = int(conn.execute("SELECT COUNT(*) FROM messages WHERE session_id=? AND store_id>? AND store_id<=?",
+                                 (session_id, frontier, plan.target_frontier)).fetchone()[0])
+        plan = RotatePlan(**{**asdict(plan), "pre_tail_messages": moved})
+        if not moved:
+            plan = RotatePlan(**{**asdict(plan), "status": "noop", "target_frontier": frontier,
+                                 "reason": "no raw messages lie between the frontier and the live tail"})
+    return plan
+
+
+def rolling_backup_path(runtime: Any) -> Path:
+    return backup_dir(runtime.config) / f"{Path(runtime.db.path).stem}-rotate-latest.sqlite3"
+
+
+def apply(runtime: Any, session_id: str, mode: str = "active") -> dict[str, Any]:
+    """Backup to the rolling slot, then advance the frontier (never back, never deleting)."""
+    plan = preview(runtime, session_id, mode)
+    if plan.status != "ready":
+        return {**asdict(plan), "applied": False}
+    backup = backup_to(runtime, rolling_backup_path(runtime))
+    runtime.store.record_rotate(session_id, plan.target_frontier, backup.path)
+    row = runtime.store.session(session_id)
+    return {**asdict(plan), "status": "rotated", "applied": True, "backup": backup.path, "backup_bytes": backup.bytes,
+            "frontier": int(row.frontier_store_id) if row else plan.target_frontier,
+            "last_rotate_at": row.last_rotate_at if row else None}
+
+
+def as_dict(plan: RotatePlan) -> dict[str, Any]:
+    return {**asdict(plan), "read_only": True}
