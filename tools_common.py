@@ -1,0 +1,281 @@
+"""Shared plumbing for the ``trove_*`` tools: argument parsing, time values, slices, bounds.
+
+Everything here is pure. Bad arguments raise ``ToolError`` with a message written for the
+model that made the call; ``tools.dispatch`` turns it into ``{"error": ...}``. Responses
+are fitted under a hard character cap by dropping trailing items, never by cutting JSON.
+"""
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime, timezone
+from typing import Any, Callable, Mapping, Sequence
+
+from . import tokens
+
+RESPONSE_CHAR_LIMIT = 32000
+ROLES = ("system", "user", "assistant", "tool", "unknown")
+
+
+class ToolError(ValueError):
+    """A tool call the handler refuses, with a message that says how to fix it."""
+
+
+# -- arguments ---------------------------------------------------------------
+def int_arg(args: Mapping[str, Any], name: str, default: int | None, *, minimum: int = 0,
+            cap: int | None = None, clamped: dict[str, Any] | None = None) -> int | None:
+    """An integer argument; above ``cap`` it is clamped and the original is recorded."""
+    raw = args.get(name)
+    if raw is None or raw == "":
+        return default
+    if isinstance(raw, bool):
+        raise ToolError(f"{name} must be an integer, got a boolean")
+    value: float
+    if isinstance(raw, (int, float)):
+        value = raw
+    elif isinstance(raw, str):
+        try:
+            value = float(raw.strip())
+        except ValueError:
+            raise ToolError(f"{name} must be an integer, got {raw[:40]!r}") from None
+    else:
+        raise ToolError(f"{name} must be an integer, got {type(raw).__name__}")
+    if not math.isfinite(value) or value != int(value):
+        raise ToolError(f"{name} must be a whole number, got {raw!r}")
+    out = int(value)
+    if out < minimum:
+        raise ToolError(f"{name} must be >= {minimum}, got {out}")
+    if cap is not None and out > cap:
+        if clamped is not None:
+            clamped[f"{name}_clamped_from"] = out
+        out = cap
+    return out
+
+
+def bool_arg(args: Mapping[str, Any], name: str, default: bool = False) -> bool:
+    raw = args.get(name)
+    if raw is None:
+        return default
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, (int, float)) and raw in (0, 1):
+        return bool(raw)
+    if isinstance(raw, str) and raw.strip().lower() in ("true", "false", "1", "0", "yes", "no"):
+        return raw.strip().lower() in ("true", "1", "yes")
+    raise ToolError(f"{name} must be true or false, got {raw!r}")
+
+
+def str_arg(args: Mapping[str, Any], name: str, *, required: bool = False, allow_empty: bool = True) -> str | None:
+    raw = args.get(name)
+    if raw is None:
+        if required:
+            raise ToolError(f"{name} is required")
+        return None
+    if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
+        raise ToolError(f"{name} must be a string, got {type(raw).__name__}")
+    text = str(raw)
+    if not allow_empty and not text.strip():
+        raise ToolError(f"{name} must not be empty")
+    return text
+
+
+def enum_arg(args: Mapping[str, Any], name: str, choices: Sequence[str], default: str | None) -> str | None:
+    raw = args.get(name)
+    if raw is None or raw == "":
+        return default
+    value = str(raw).strip().lower()
+    if value not in choices:
+        raise ToolError(f"{name} must be one of {', '.join(choices)}; got {str(raw)[:40]!r}")
+    return value
+
+
+def str_list_arg(args: Mapping[str, Any], name: str, *, max_items: int = 256) -> list[str] | None:
+    raw = args.get(name)
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        raw = [p for p in (s.strip() for s in raw.split(",")) if p]
+    if not isinstance(raw, (list, tuple)) or not all(isinstance(x, str) for x in raw):
+        raise ToolError(f"{name} must be a list of strings")
+    if len(raw) > max_items:
+        raise ToolError(f"{name} accepts at most {max_items} items, got {len(raw)}")
+    return list(raw)
+
+
+def int_list_arg(args: Mapping[str, Any], name: str, *, max_items: int = 50) -> list[int] | None:
+    raw = args.get(name)
+    if raw is None:
+        return None
+    if not isinstance(raw, (list, tuple)):
+        raw = [raw]
+    if len(raw) > max_items:
+        raise ToolError(f"{name} accepts at most {max_items} items, got {len(raw)}")
+    return [int_arg({name: x}, name, None, minimum=1) or 0 for x in raw]
+
+
+# -- time --------------------------------------------------------------------
+def parse_time(value: Any, name: str) -> float | None:
+    """Unix seconds or a timezone-aware ISO 8601 string; naive ISO strings are refused."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise ToolError(f"{name} must be unix seconds or an ISO 8601 time with a timezone")
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise ToolError(f"{name} must be a finite number of unix seconds")
+        return float(value)
+    if not isinstance(value, str):
+        raise ToolError(f"{name} must be unix seconds or an ISO 8601 time with a timezone")
+    text = value.strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        parsed = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+    except ValueError:
+        raise ToolError(f"{name}={text[:60]!r} is not unix seconds or an ISO 8601 time "
+                        "(example: 2025-03-01T09:00:00Z)") from None
+    if parsed.tzinfo is None:
+        raise ToolError(f"{name}={text[:60]!r} has no timezone; add one, e.g. {text[:19]}Z or {text[:19]}+02:00")
+    return parsed.timestamp()
+
+
+def iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    try:
+        return datetime.fromtimestamp(float(ts), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+# -- content slices ------------------------------------------------------------
+def chars_within(text: str, offset: int, max_tokens: int) -> int:
+    """How many characters of ``text`` from ``offset`` fit in ``max_tokens`` (at least one)."""
+    remaining = len(text) - offset
+    if remaining <= 0:
+        return 0
+    n = min(remaining, max(1, max_tokens) * 4)
+    for _ in range(6):
+        used = tokens.count(text[offset:offset + n])
+        if used <= max_tokens or n <= 1:
+            break
+        n = max(1, int(n * max_tokens / used * 0.95))
+    return max(1, n)
+
+
+def content_slice(text: str, offset: int, max_chars: int) -> dict[str, Any]:
+    """One page of ``text``: always at least one character when any remain."""
+    total = len(text)
+    if offset > total:
+        raise ToolError(f"content_offset {offset} is past the end of the content ({total} chars)")
+    end = min(total, offset + max(1, max_chars)) if offset < total else total
+    more = end < total
+    return {"content": text[offset:end], "content_chars": total, "content_offset": offset,
+            "content_returned_chars": end - offset, "content_truncated": more,
+            "next_content_offset": end if more else None, "has_more": more}
+
+
+def exact_ref(store_id: int, start: int, end: int) -> str:
+    """A citable reference to characters ``[start, end)`` of one stored message."""
+    return f"trove:{store_id}:{start}-{end}"
+
+
+# -- bounded responses ----------------------------------------------------------
+def dumps(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, default=str, separators=(",", ":"))
+
+
+def fit_items(build: Callable[[int], dict[str, Any]], count: int, cap: int) -> tuple[dict[str, Any], int]:
+    """The payload with the most leading items (of ``count``) whose JSON fits in ``cap``."""
+    full = build(count)
+    if count == 0 or len(dumps(full)) <= cap:
+        return full, count
+    lo, hi = 0, count - 1  # invariant: build(lo) fits or lo == 0
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if len(dumps(build(mid))) <= cap:
+            lo = mid
+        else:
+            hi = mid - 1
+    return build(lo), lo
+
+
+def bound_json(payload: dict[str, Any], cap: int = RESPONSE_CHAR_LIMIT) -> str:
+    """Serialize, shrinking the largest fields until the text fits ``cap`` characters."""
+    text = dumps(payload)
+    if len(text) <= cap:
+        return text
+    obj = dict(payload)
+    obj["response_truncated"] = True
+    for _ in range(64):
+        text = dumps(obj)
+        if len(text) <= cap:
+            return text
+        key = max((k for k in obj if k != "response_truncated"), key=lambda k: len(dumps(obj[k])), default=None)
+        if key is None:
+            break
+        value = obj[key]
+        if isinstance(value, list) and len(value) > 1:
+            obj[key] = value[: len(value) // 2]
+        elif isinstance(value, dict) and len(value) > 1:
+            obj[key] = _shrink_dict(value)
+        else:
+            size = len(dumps(value))
+            obj[key] = {"omitted": True, "chars": size} if size > 200 else str(value)[:100]
+    return dumps({"response_truncated": True, "error": "response too large to return within its bound"})
+
+
+def _shrink_dict(value: dict[str, Any]) -> dict[str, Any]:
+    key = max(value, key=lambda k: len(dumps(value[k])))
+    inner = value[key]
+    out = dict(value)
+    if isinstance(inner, list) and len(inner) > 1:
+        out[key] = inner[: len(inner) // 2]
+    elif isinstance(inner, dict) and len(inner) > 1:
+        out[key] = _shrink_dict(inner)
+    else:
+        out[key] = {"omitted": True, "chars": len(dumps(inner))}
+    return out
+
+
+# -- rendering rows ---------------------------------------------------------------
+TOOL_CALLS_PREVIEW_CHARS = 2000
+
+
+def message_meta(row: Any, current_session: str | None) -> dict[str, Any]:
+    """Identity and provenance of one stored message (no content)."""
+    out: dict[str, Any] = {"store_id": row.store_id, "session_id": row.session_id, "source": row.source,
+                           "role": row.role, "timestamp": iso(row.created_at),
+                           "from_current_session": bool(current_session) and row.session_id == current_session}
+    if row.tool_call_id:
+        out["tool_call_id"] = row.tool_call_id
+    if row.tool_name:
+        out["tool_name"] = row.tool_name
+    return out
+
+
+def message_item(row: Any, current_session: str | None, *, offset: int = 0, max_chars: int = 4000,
+                 include_exact_ref: bool = False) -> dict[str, Any]:
+    """A stored message with one content page; long tool-call arguments become a preview."""
+    out = message_meta(row, current_session)
+    if row.tool_calls:
+        calls = row.tool_calls
+        if len(calls) <= TOOL_CALLS_PREVIEW_CHARS:
+            try:
+                out["tool_calls"] = json.loads(calls)
+            except ValueError:
+                out["tool_calls"] = calls
+        else:
+            out["tool_calls_preview"] = calls[:TOOL_CALLS_PREVIEW_CHARS]
+            out["tool_calls_chars"] = len(calls)
+            out["tool_calls_truncated"] = True
+            out["tool_calls_expand_args"] = {"store_id": row.store_id, "part": "tool_calls"}
+    if row.content_is_json:
+        out["content_format"] = "json"
+    page = content_slice(row.content, offset, max_chars)
+    out.update(page)
+    if include_exact_ref:
+        out["exact_ref"] = exact_ref(row.store_id, offset, offset + page["content_returned_chars"])
+    return out
