@@ -1,0 +1,47 @@
+"""Frozen rows every source reader yields and the import loop consumes.
+
+A ``SourceMessage`` is one source row already converted to a host message dict (or
+marked skipped with the reason); a ``SourceSummary`` is one lossless-claw DAG node with
+its ordered lineage. A ``Unit`` is one source conversation: SQLite conversation or JSONL file.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+SKIP_EMPTY = "empty"
+SKIP_SYNTHETIC = "synthetic"
+SKIP_BRANCH = "branch"
+SKIP_INVALID = "invalid"
+
+
+@dataclass(frozen=True)
+class SourceMessage:
+    key: str                      # idempotency key inside one import id
+    source_id: int | str          # lossless-claw message_id, or the JSONL entry id / line
+    message: dict[str, Any] | None
+    skip: str = ""                # "" or one of the SKIP_* reasons
+    meta: str | None = None       # compact provenance JSON for the import ledger
+    note: str = ""                # operator warning about this row
+
+
+@dataclass(frozen=True)
+class SourceSummary:
+    key: str
+    summary_id: str
+    depth: int
+    content: str
+    earliest_at: float | None
+    latest_at: float | None
+    model: str
+    message_ids: tuple[int, ...]  # leaf sources, in ordinal order
+    child_ids: tuple[str, ...]    # condensed sources (lossless-claw's summary_parents), in order
+
+
+@dataclass(frozen=True)
+class Unit:
+    label: str                    # for warnings: "conversation 3" or a file path
+    session: str                  # source session identity before namespacing
+    messages: Callable[[], Iterable[SourceMessage]]
+    summaries: Callable[[], list[SourceSummary]] | None = None
+    notes: tuple[str, ...] = ()

@@ -1,0 +1,274 @@
+"""One import run: plan (dry run) or apply, over SQLite or JSONL sources.
+
+Every run walks the source once per pass and counts the same way; an apply first makes
+a cheap pass that stops at the first new row (nothing new: no backup, no write), then
+backs up an existing target and writes everything inside ONE transaction, so the target
+ends up either untouched or fully imported. Summary nodes follow their sources.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+from ..config import load_config
+from ..runtime import build_runtime
+from ..store import SessionKey
+from . import jsonl
+from .claw_db import ClawSource, Conversation
+from .report import ImportFailure, ImportReport
+from .rows import SKIP_BRANCH, SKIP_EMPTY, SKIP_INVALID, SKIP_SYNTHETIC, SourceMessage, SourceSummary, Unit
+from .target import ReadOnlyLedger, Writer, backup, default_import_id
+
+DRY = -1      # "would be stored" marker for dry runs
+SKIPPED = 0   # a deliberately skipped source message (empty, synthetic): summaries may ignore it
+IDENTITIES = ("session_id", "session_key")
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    target_db: str
+    source_db: str | None = None
+    source_jsonl: tuple[str, ...] = ()
+    source_jsonl_dirs: tuple[str, ...] = ()
+    agent: str = "unknown"
+    namespace: str | None = None
+    session_identity: str = "session_id"
+    import_id: str | None = None
+    include_summaries: bool = False
+    apply: bool = False
+    remaps: tuple[tuple[str, str], ...] = ()
+    busy_timeout_s: float = 2.0
+    batch_size: int = 500
+
+
+def validate(opts: ImportOptions) -> None:
+    """Reject contradictory options before anything is opened."""
+    has_jsonl = bool(opts.source_jsonl or opts.source_jsonl_dirs)
+    if not opts.target_db:
+        raise ImportFailure("--target-db is required")
+    if bool(opts.source_db) == has_jsonl:
+        raise ImportFailure("give exactly one kind of source: --source-db, or --source-jsonl/--source-jsonl-dir")
+    if opts.session_identity not in IDENTITIES:
+        raise ImportFailure(f"--session-identity must be one of {', '.join(IDENTITIES)}")
+    if has_jsonl and opts.include_summaries:
+        raise ImportFailure("--include-summaries needs --source-db: JSONL exports carry no summary DAG")
+    if has_jsonl and opts.session_identity != "session_id":
+        raise ImportFailure("--session-identity applies to --source-db only")
+    if not opts.agent or ":" in opts.agent:
+        raise ImportFailure("--agent must be a non-empty label without ':'")
+
+
+def target_session(namespace: str, agent: str, session: str) -> str:
+    return f"{namespace}:agent:{agent}:{session}"
+
+
+def run_import(opts: ImportOptions, env: Mapping[str, str] | None = None) -> ImportReport:
+    """Run one import and return its report; raises ImportFailure when nothing could run."""
+    validate(opts)
+    target = Path(opts.target_db).expanduser().resolve()
+    report = ImportReport(mode="apply" if opts.apply else "dry-run", target_db=str(target), agent=opts.agent,
+                          session_identity=opts.session_identity)
+    source: ClawSource | None = None
+    try:
+        if opts.source_db:
+            source = ClawSource(opts.source_db, opts.remaps, opts.busy_timeout_s)
+            for note in source.notes:
+                report.warn(note)
+            report.source_kind, report.source_db = "sqlite", str(source.path)
+            report.namespace = opts.namespace or "openclaw-trove"
+            paths: Sequence[Path] = [source.path]
+            units = _sqlite_units(source, opts.session_identity)
+        else:
+            files, problems = jsonl.expand_sources(opts.source_jsonl, opts.source_jsonl_dirs)
+            for p in problems:
+                report.warn(p)
+            if not files:
+                raise ImportFailure("no readable JSONL source: " + "; ".join(problems))
+            report.source_kind, report.source_jsonl = "jsonl", [str(p) for p in files]
+            report.namespace = opts.namespace or "openclaw-jsonl"
+            paths = files
+            units = _jsonl_units(files)
+        report.import_id = opts.import_id or default_import_id(paths)
+        if not opts.apply:
+            _pass(units, ReadOnlyLedger(target), None, report, opts)
+            return report
+        probe = dataclasses.replace(report, warnings=[])
+        if not _pass(units, ReadOnlyLedger(target), None, probe, opts, stop_early=True):
+            probe.warnings = report.warnings + probe.warnings
+            return probe  # nothing new: no backup, no write
+        if target.exists():
+            report.backup_path = backup(target)
+        _apply(units, target, report, opts, env)
+        return report
+    finally:
+        if source is not None:
+            source.close()
+
+
+def _apply(units: Callable[[], Iterator[Unit]], target: Path, report: ImportReport, opts: ImportOptions,
+           env: Mapping[str, str] | None) -> None:
+    config = dataclasses.replace(load_config(os.environ if env is None else env), database_path=str(target))
+    runtime = build_runtime(config)
+    try:
+        with runtime.db.transaction() as conn:
+            writer = Writer(runtime, conn, report.import_id)
+            writer.record_import(report.source_kind, [report.source_db] if report.source_db else report.source_jsonl,
+                                 {"agent": opts.agent, "namespace": report.namespace,
+                                  "session_identity": opts.session_identity,
+                                  "include_summaries": opts.include_summaries})
+            _pass(units, writer, writer, report, opts)
+    finally:
+        runtime.db.close()
+
+
+def _sqlite_units(source: ClawSource, identity: str) -> Callable[[], Iterator[Unit]]:
+    def unit(conv: Conversation) -> Unit:
+        session = (conv.session_key if identity == "session_key" else None) or conv.session_id \
+            or f"conversation:{conv.conversation_id}"
+        return Unit(label=f"conversation {conv.conversation_id}", session=session,
+                    messages=lambda: source.messages(conv), summaries=lambda: source.summaries(conv))
+    return lambda: (unit(c) for c in source.conversations())
+
+
+def _jsonl_units(files: Sequence[Path]) -> Callable[[], Iterator[Unit]]:
+    def gen() -> Iterator[Unit]:
+        for path in files:
+            try:
+                yield jsonl.read_file(path)
+            except OSError as exc:
+                yield Unit(label=str(path), session=path.stem, messages=lambda: (), notes=(f"{path}: unreadable: {exc}",))
+    return gen
+
+
+def _batches(rows: Iterable[SourceMessage], size: int) -> Iterator[list[SourceMessage]]:
+    batch: list[SourceMessage] = []
+    for row in rows:
+        batch.append(row)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+_SKIP_COUNTER = {SKIP_EMPTY: "skipped_empty", SKIP_SYNTHETIC: "skipped_synthetic", SKIP_BRANCH: "skipped_branch",
+                 SKIP_INVALID: "invalid_rows"}
+
+
+def _pass(units: Callable[[], Iterator[Unit]], ledger: Any, writer: Writer | None, report: ImportReport,
+          opts: ImportOptions, stop_early: bool = False) -> bool:
+    """Walk every unit once, counting (and writing when ``writer`` is set). True if anything is new."""
+    import_id = report.import_id
+    sessions: set[str] = set()
+    try:
+        for unit in units():
+            report.conversations += 1
+            for note in unit.notes:
+                report.warn(note)
+            sid = target_session(report.namespace, opts.agent, unit.session)
+            key = SessionKey(sid, platform="openclaw", source=sid)
+            states: dict[Any, int] | None = {} if opts.include_summaries and unit.summaries else None
+            lossy = 0
+            for batch in _batches(unit.messages(), opts.batch_size):
+                live: list[SourceMessage] = []
+                for m in batch:
+                    report.scanned += 1
+                    if m.note:
+                        report.warn(m.note)
+                    if m.skip:
+                        setattr(report, _SKIP_COUNTER[m.skip], getattr(report, _SKIP_COUNTER[m.skip]) + 1)
+                        if states is not None and m.skip in (SKIP_EMPTY, SKIP_SYNTHETIC):
+                            states[m.source_id] = SKIPPED
+                        continue
+                    if m.meta and '"lossy"' in m.meta:
+                        lossy += 1
+                    if m.meta and '"externalized_file"' in m.meta:
+                        report.files_resolved += 1
+                    elif m.meta and '"unresolved_file"' in m.meta:
+                        report.files_unresolved += 1
+                    live.append(m)
+                if not live:
+                    continue
+                existing = ledger.messages(import_id, [m.key for m in live])
+                new = [m for m in live if m.key not in existing]
+                report.eligible += len(live)
+                report.skipped_existing += len(live) - len(new)
+                report.would_import += len(new)
+                sessions.add(sid)
+                if stop_early and new:
+                    return True
+                ids = writer.append(key, new) if writer is not None and new else [DRY] * len(new)
+                if writer is not None:
+                    report.imported += len(ids)
+                if states is not None:
+                    states.update({m.source_id: existing[m.key] for m in live if m.key in existing})
+                    states.update({m.source_id: i for m, i in zip(new, ids)})
+            if lossy:
+                report.warn(f"{unit.label}: {lossy} tool result(s) without a tool call id (the source kept no "
+                            "message_parts for them; their calls were not recorded)")
+            if states is not None and unit.summaries is not None:
+                if _summaries(unit.summaries(), sid, states, ledger, writer, report, unit.label) and stop_early:
+                    return True
+    finally:
+        ledger_close = getattr(ledger, "close", None)
+        if writer is None and callable(ledger_close):
+            ledger_close()
+    report.sessions = len(sessions)
+    return report.would_import + report.summaries_would_import > 0
+
+
+def _summaries(nodes: list[SourceSummary], sid: str, states: dict[Any, int], ledger: Any, writer: Writer | None,
+               report: ImportReport, label: str) -> bool:
+    """Import a conversation's DAG bottom-up; a node waits until all its sources exist."""
+    report.summaries_scanned += len(nodes)
+    existing = ledger.nodes(report.import_id, [s.key for s in nodes])
+    resolved: dict[str, tuple[int, int]] = {}
+    pending: list[SourceSummary] = []
+    for s in nodes:
+        if s.key in existing:
+            resolved[s.summary_id] = (existing[s.key], s.depth)
+            report.summaries_skipped_existing += 1
+        else:
+            pending.append(s)
+    found = False
+    progress = True
+    while pending and progress:
+        progress, waiting = False, []
+        for s in pending:
+            plan = _resolve(s, states, resolved)
+            if plan is None:
+                waiting.append(s)
+                continue
+            depth, sources = plan
+            node = writer.add_node(sid, s, depth, sources) if writer is not None else DRY
+            resolved[s.summary_id] = (node, depth)
+            report.summaries_would_import += 1
+            report.summaries_imported += writer is not None
+            progress = found = True
+        pending = waiting
+    for s in pending:
+        report.summaries_skipped_unresolved += 1
+        report.warn(f"{label}: summary {s.summary_id} not imported: some of its sources were not imported")
+    return found
+
+
+def _resolve(s: SourceSummary, states: dict[Any, int], resolved: dict[str, tuple[int, int]]
+             ) -> tuple[int, list[int]] | None:
+    """(depth, source ids) once every source of ``s`` exists in the target, else None."""
+    if s.child_ids:
+        if not all(c in resolved for c in s.child_ids):
+            return None
+        return max(resolved[c][1] for c in s.child_ids) + 1, [resolved[c][0] for c in s.child_ids]
+    if not s.message_ids:
+        return None
+    mapped: list[int] = []
+    for mid in s.message_ids:
+        state = states.get(mid)
+        if state is None:
+            return None
+        if state != SKIPPED:
+            mapped.append(state)
+    return (0, mapped) if mapped else None

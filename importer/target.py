@@ -1,0 +1,146 @@
+"""The target side of an import: ledger look-ups, the backup, and the writes.
+
+A dry run reads the target's import ledger through a ``mode=ro`` connection (or not at
+all when the file does not exist) and never creates or migrates it. An apply writes
+messages through ``MessageStore.append`` and nodes through ``SummaryDAG`` on the one
+connection of the caller's transaction, recording each source key in the ledger.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+from .. import tokens
+from ..store import SessionKey
+from .convert import expand_hint, summary_level
+from .report import ImportFailure
+from .rows import SourceMessage, SourceSummary
+
+CHUNK = 500
+
+
+def default_import_id(paths: Sequence[Path]) -> str:
+    """Derived from the resolved source path(s): same files, same import."""
+    digest = hashlib.sha256("\n".join(sorted(str(p) for p in paths)).encode("utf-8")).hexdigest()
+    return digest[:16]
+
+
+def backup(target: Path) -> str:
+    """Copy an existing target with SQLite's online backup API; returns the backup path."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d%H%M%S")
+    dest = target.with_name(f"{target.name}.backup-{stamp}")
+    n = 1
+    while dest.exists():
+        dest = target.with_name(f"{target.name}.backup-{stamp}-{n}")
+        n += 1
+    src = sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+    try:
+        dst = sqlite3.connect(str(dest))
+        try:
+            src.backup(dst)
+        finally:
+            dst.close()
+    except sqlite3.DatabaseError as exc:
+        raise ImportFailure(f"cannot back up target {target}: {exc}") from exc
+    finally:
+        src.close()
+    return str(dest)
+
+
+def _lookup(conn: sqlite3.Connection | None, table: str, column: str, import_id: str,
+            keys: Sequence[str]) -> dict[str, int]:
+    if conn is None or not keys:
+        return {}
+    out: dict[str, int] = {}
+    for i in range(0, len(keys), CHUNK):
+        chunk = list(keys[i:i + CHUNK])
+        sql = (f"SELECT source_key, {column} FROM {table} WHERE import_id=? AND source_key IN"
+               f" ({','.join('?' * len(chunk))})")
+        out.update({str(k): int(v) for k, v in conn.execute(sql, [import_id, *chunk])})
+    return out
+
+
+class ReadOnlyLedger:
+    """What a target already holds for an import id, read without writing anything."""
+
+    def __init__(self, target: Path):
+        self.conn: sqlite3.Connection | None = None
+        if not target.exists():
+            return
+        try:
+            conn = sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+            names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        except sqlite3.DatabaseError as exc:
+            raise ImportFailure(f"target is not a readable SQLite database: {target} ({exc})") from exc
+        if {"imported_messages", "imported_nodes"} <= names:
+            self.conn = conn
+        else:
+            conn.close()
+
+    def messages(self, import_id: str, keys: Sequence[str]) -> dict[str, int]:
+        return _lookup(self.conn, "imported_messages", "store_id", import_id, keys)
+
+    def nodes(self, import_id: str, keys: Sequence[str]) -> dict[str, int]:
+        return _lookup(self.conn, "imported_nodes", "node_id", import_id, keys)
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+
+
+class Writer:
+    """Writes on the caller's transaction connection; also the ledger it writes to."""
+
+    def __init__(self, runtime: Any, conn: sqlite3.Connection, import_id: str):
+        self.store = runtime.store
+        self.dag = runtime.dag
+        self.conn = conn
+        self.import_id = import_id
+
+    def record_import(self, kind: str, sources: Sequence[str], options: dict[str, Any]) -> None:
+        now = time.time()
+        self.conn.execute(
+            "INSERT INTO imports(import_id, kind, sources, options, first_at, last_at) VALUES (?,?,?,?,?,?)"
+            " ON CONFLICT(import_id) DO UPDATE SET last_at=excluded.last_at",
+            (self.import_id, kind, json.dumps(list(sources)), json.dumps(options, sort_keys=True), now, now))
+
+    def messages(self, import_id: str, keys: Sequence[str]) -> dict[str, int]:
+        return _lookup(self.conn, "imported_messages", "store_id", import_id, keys)
+
+    def nodes(self, import_id: str, keys: Sequence[str]) -> dict[str, int]:
+        return _lookup(self.conn, "imported_nodes", "node_id", import_id, keys)
+
+    def append(self, key: SessionKey, rows: Sequence[SourceMessage]) -> list[int]:
+        ids = self.store.append(key, [r.message for r in rows], conn=self.conn)
+        now = time.time()
+        self.conn.executemany(
+            "INSERT INTO imported_messages(import_id, source_key, store_id, meta, imported_at) VALUES (?,?,?,?,?)",
+            [(self.import_id, r.key, sid, r.meta, now) for r, sid in zip(rows, ids)])
+        return ids
+
+    def add_node(self, session_id: str, s: SourceSummary, depth: int, sources: Sequence[int]) -> int:
+        """A leaf over store ids (depth 0) or a condensed node over child node ids."""
+        marks = ",".join("?" * len(sources))
+        if depth == 0:
+            r = self.conn.execute(f"SELECT COALESCE(SUM(token_count),0), MIN(created_at), MAX(created_at)"
+                                  f" FROM messages WHERE store_id IN ({marks})", list(sources)).fetchone()
+        else:
+            r = self.conn.execute(f"SELECT COALESCE(SUM(source_token_count),0), MIN(earliest_at), MAX(latest_at)"
+                                  f" FROM summary_nodes WHERE node_id IN ({marks})", list(sources)).fetchone()
+        common = dict(token_count=tokens.count(s.content), source_token_count=int(r[0] or 0),
+                      earliest_at=s.earliest_at if s.earliest_at is not None else r[1],
+                      latest_at=s.latest_at if s.latest_at is not None else r[2],
+                      level=summary_level(s.content), model=s.model, expand_hint=expand_hint(s.content),
+                      conn=self.conn)
+        if depth == 0:
+            node = self.dag.add_leaf(session_id, s.content, sources, **common)
+        else:
+            node = self.dag.add_condensed(session_id, depth, s.content, sources, **common)
+        self.conn.execute("INSERT INTO imported_nodes(import_id, source_key, node_id, imported_at) VALUES (?,?,?,?)",
+                          (self.import_id, s.key, node, time.time()))
+        return node
