@@ -261,8 +261,23 @@ def repair_fts(runtime: Any) -> dict[str, Any]:
             "actions": actions, "before": before, "after": after}
 
 
+def _fts5_version(conn: sqlite3.Connection) -> int:
+    """The FTS5 file-format version this SQLite writes (read from a throwaway temp table)."""
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.trove_fts_probe USING fts5(x)")
+    try:
+        row = conn.execute("SELECT v FROM temp.trove_fts_probe_config WHERE k='version'").fetchone()
+    finally:
+        conn.execute("DROP TABLE temp.trove_fts_probe")
+    return int(row[0]) if row else 4
+
+
 def _drop_fts(conn: sqlite3.Connection, fts: str) -> None:
-    conn.execute(f"DROP TABLE IF EXISTS {fts}")
+    try:
+        conn.execute(f"DROP TABLE IF EXISTS {fts}")
+    except sqlite3.DatabaseError:
+        # A damaged config row stops SQLite from even loading the table to drop it.
+        conn.execute(f"INSERT OR REPLACE INTO {fts}_config(k, v) VALUES ('version', ?)", (_fts5_version(conn),))
+        conn.execute(f"DROP TABLE IF EXISTS {fts}")
     for shadow in ("data", "idx", "docsize", "config", "content"):
         conn.execute(f"DROP TABLE IF EXISTS {fts}_{shadow}")
 

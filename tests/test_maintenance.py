@@ -1,0 +1,315 @@
+"""Backups, FTS diagnosis and repair, startup checks and empty lifecycle-row GC on real files."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from conftest import assistant, make_config, user
+
+from hermes_trove import maintenance
+from hermes_trove.runtime import build_runtime
+from hermes_trove.store import SessionKey
+
+
+def fingerprint(path: str) -> tuple[str, str]:
+    def digest(p: Path) -> str:
+        return hashlib.sha256(p.read_bytes()).hexdigest() if p.exists() else "-"
+    return digest(Path(path)), digest(Path(path + "-wal"))
+
+
+def seed(runtime, session_id: str = "s1", n: int = 10, platform: str = "cli") -> list[int]:
+    msgs = [user(f"question {i} about pelicans") if i % 2 == 0 else assistant(f"answer {i} about herons")
+            for i in range(n)]
+    return runtime.store.append(SessionKey(session_id, platform=platform), msgs)
+
+
+def raw(runtime) -> sqlite3.Connection:
+    return runtime.db.read()
+
+
+# -- backups --------------------------------------------------------------------------
+
+def test_backup_is_a_timestamped_single_file_copy_that_opens_and_matches(runtime):
+    seed(runtime, n=12)
+    b = maintenance.take_backup(runtime)
+    path = Path(b.path)
+    assert path.parent == Path(runtime.config.hermes_home) / "backups" / "trove"
+    assert path.name.startswith("trove-") and path.suffix == ".sqlite3"
+    assert b.bytes == path.stat().st_size > 0
+    assert not list(path.parent.glob("*.partial"))
+    copy = sqlite3.connect(path)
+    assert copy.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    assert copy.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert copy.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 12
+    assert copy.execute("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'pelicans'").fetchone()[0] == 6
+    copy.close()
+
+
+def test_two_backups_in_the_same_second_keep_both(runtime):
+    seed(runtime, n=2)
+    a = maintenance.backup_to(runtime, maintenance.timestamped_backup_path(runtime, now=1_700_000_000))
+    b = maintenance.backup_to(runtime, maintenance.timestamped_backup_path(runtime, now=1_700_000_000))
+    assert a.path != b.path and Path(a.path).exists() and Path(b.path).exists()
+
+
+WRITER = textwrap.dedent("""
+    import sqlite3, sys, time
+    conn = sqlite3.connect(sys.argv[1], timeout=30, isolation_level=None)
+    conn.execute("PRAGMA busy_timeout=30000")
+    deadline = time.time() + float(sys.argv[2])
+    i = 0
+    print("started", flush=True)
+    while time.time() < deadline:
+        conn.execute("BEGIN IMMEDIATE")
+        for _ in range(5):
+            conn.execute("INSERT INTO messages(session_id, role, content, identity, created_at, ingested_at)"
+                         " VALUES ('w', 'user', ?, ?, ?, ?)", (f"seq {i:08d} writer row", str(i), time.time(), time.time()))
+            i += 1
+        conn.execute("COMMIT")
+    print(i, flush=True)
+""")
+
+
+def test_backup_taken_while_another_process_writes_is_consistent(runtime, tmp_path):
+    seed(runtime, n=4)
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER)
+    proc = subprocess.Popen([sys.executable, str(script), runtime.db.path, "3"], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "started"
+    backups = []
+    try:
+        for _ in range(4):
+            time.sleep(0.3)
+            backups.append(maintenance.take_backup(runtime))
+    finally:
+        written = int(proc.communicate(timeout=60)[0].strip())
+    assert proc.returncode == 0 and written > 0
+    seen = []
+    for b in backups:
+        conn = sqlite3.connect(b.path)
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES('integrity-check', 1)")  # raises if torn
+        seqs = [int(r[0].split()[1]) for r in conn.execute(
+            "SELECT content FROM messages WHERE session_id='w' ORDER BY store_id")]
+        # Whole transactions only: a gap-free prefix whose length is a multiple of the batch size.
+        assert seqs == list(range(len(seqs))) and len(seqs) % 5 == 0
+        seen.append(len(seqs))
+        conn.close()
+    assert seen == sorted(seen) and seen[-1] > 0
+
+
+# -- FTS diagnosis and repair ----------------------------------------------------------
+
+def corrupt_with_ghost(runtime) -> None:
+    """An FTS document with no content row: search would point at a message that does not exist."""
+    with runtime.db.transaction() as c:
+        c.execute("INSERT INTO messages_fts(rowid, content, tool_calls) VALUES (999999, 'ghost words', NULL)")
+
+
+def test_diagnosis_of_a_sound_database_needs_no_repair_and_writes_nothing(runtime):
+    seed(runtime)
+    before = fingerprint(runtime.db.path)
+    report = maintenance.diagnose_fts(raw(runtime))
+    assert report["needs_repair"] is False
+    assert report["fts"]["messages_fts"] == {"present": True, "content_rows": 10, "indexed_rows": 10,
+                                             "unindexed_rows": 0, "ghost_rows": 0, "in_sync": True, "integrity": "ok"}
+    assert fingerprint(runtime.db.path) == before
+
+
+def test_ghost_fts_rows_are_detected_and_repair_apply_removes_them_after_a_backup(runtime):
+    seed(runtime)
+    corrupt_with_ghost(runtime)
+    report = maintenance.diagnose_fts(raw(runtime))
+    assert report["needs_repair"] and report["fts"]["messages_fts"]["ghost_rows"] == 1
+    assert "malformed" in report["fts"]["messages_fts"]["integrity"]
+    result = maintenance.repair_fts(runtime)
+    assert result["status"] == "repaired" and Path(result["backup"]).exists()
+    assert "rebuilt messages_fts" in result["actions"]
+    assert result["after"]["needs_repair"] is False
+    assert maintenance.fts_integrity(raw(runtime), "messages_fts") is None
+    assert raw(runtime).execute("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'ghost'").fetchone()[0] == 0
+    # The backup preserved the pre-repair state, ghost included.
+    copy = sqlite3.connect(result["backup"])
+    assert copy.execute("SELECT COUNT(*) FROM messages_fts_docsize").fetchone()[0] == 11
+
+
+def test_lost_docsize_rows_and_content_drift_are_found_by_the_deep_check_and_fixed(runtime):
+    ids = seed(runtime)
+    with runtime.db.transaction() as c:
+        c.execute("DELETE FROM messages_fts_docsize WHERE id=?", (ids[0],))
+        c.execute("DROP TRIGGER messages_fts_update")
+        c.execute("UPDATE messages SET content='flamingo' WHERE store_id=?", (ids[1],))
+    report = maintenance.diagnose_fts(raw(runtime))
+    assert report["missing_triggers"] == ["messages_fts_update"]
+    assert report["fts"]["messages_fts"]["unindexed_rows"] == 1
+    assert report["fts"]["messages_fts"]["integrity"] != "ok"
+    result = maintenance.repair_fts(runtime)
+    assert "created trigger messages_fts_update" in result["actions"]
+    assert result["status"] == "repaired"
+    hits = runtime.store.search("flamingo")
+    assert [h[0].store_id for h in hits] == [ids[1]]
+    runtime.store.db.read().execute("SELECT 1")
+    with runtime.db.transaction() as c:  # the recreated trigger keeps the index current again
+        c.execute("UPDATE messages SET content='albatross' WHERE store_id=?", (ids[2],))
+    assert [h[0].store_id for h in runtime.store.search("albatross")] == [ids[2]]
+
+
+def test_repair_recreates_a_dropped_fts_table_and_reindexes_every_row(runtime):
+    seed(runtime, n=6)
+    with runtime.db.transaction() as c:
+        c.execute("DROP TABLE messages_fts")
+    assert maintenance.check_structure(raw(runtime)).missing_fts == ("messages_fts",)
+    result = maintenance.repair_fts(runtime)
+    assert result["status"] == "repaired"
+    assert len(runtime.store.search("pelicans", limit=50)) == 3
+
+
+def test_repair_recreates_an_index_whose_shadow_tables_are_too_damaged_to_rebuild(runtime):
+    seed(runtime, n=6)
+    with runtime.db.transaction() as c:
+        c.execute("UPDATE messages_fts_config SET v=99 WHERE k='version'")
+    runtime.db.close()  # a fresh connection reads the damaged config
+    assert "fts5" in (maintenance.diagnose_fts(raw(runtime))["fts"]["messages_fts"]["integrity"])
+    result = maintenance.repair_fts(runtime)
+    assert "recreated and rebuilt messages_fts" in result["actions"]
+    assert result["status"] == "repaired"
+    assert len(runtime.store.search("herons", limit=50)) == 3
+
+
+# -- startup ---------------------------------------------------------------------------
+
+def runtime_with(tmp_path, **overrides):
+    return build_runtime(make_config(tmp_path, **overrides))
+
+
+def test_startup_runs_the_deep_check_once_per_interval_and_remembers_when(tmp_path):
+    rt = runtime_with(tmp_path)
+    seed(rt)
+    first = maintenance.startup(rt, background=False, now=1000.0)
+    assert first is not None and first.deep_check == "ok" and first.structure.ok and first.counts_in_sync
+    stamp = maintenance.meta_get(raw(rt), maintenance.META_CHECKED_AT)
+    assert stamp is not None
+    later = float(stamp) + 3600
+    assert maintenance.startup(rt, background=False, now=later).deep_check == "not_due"
+    assert maintenance.startup(rt, background=False, now=float(stamp) + 24 * 3600 + 1).deep_check == "ok"
+
+
+def test_interval_zero_checks_every_startup_and_negative_never_checks(tmp_path):
+    always = runtime_with(tmp_path / "a", fts_integrity_check_interval_hours=0.0)
+    assert maintenance.startup(always, background=False).deep_check == "ok"
+    assert maintenance.startup(always, background=False).deep_check == "ok"
+    never = runtime_with(tmp_path / "b", fts_integrity_check_interval_hours=-1.0)
+    assert maintenance.startup(never, background=False).deep_check == "skipped"
+    assert maintenance.meta_get(raw(never), maintenance.META_CHECKED_AT) is None
+
+
+def test_startup_records_corruption_and_warns_with_the_repair_command(tmp_path, caplog):
+    rt = runtime_with(tmp_path)
+    seed(rt)
+    corrupt_with_ghost(rt)
+    with caplog.at_level(logging.WARNING, logger="hermes_trove.maintenance"):
+        report = maintenance.startup(rt, background=False)
+    assert report is not None and report.deep_check == "failed" and not report.counts_in_sync
+    assert "/trove doctor repair apply" in caplog.text
+    recorded = maintenance.fts_health(raw(rt))["recorded_failure"]
+    assert "messages_fts" in recorded["tables"]
+    maintenance.repair_fts(rt)
+    assert maintenance.fts_health(raw(rt))["recorded_failure"] is None
+
+
+def test_startup_notices_a_missing_trigger_without_changing_the_schema(tmp_path, caplog):
+    rt = runtime_with(tmp_path, fts_integrity_check_interval_hours=-1.0)
+    with rt.db.transaction() as c:
+        c.execute("DROP TRIGGER nodes_fts_insert")
+    with caplog.at_level(logging.WARNING, logger="hermes_trove.maintenance"):
+        report = maintenance.startup(rt, background=False)
+    assert report is not None and report.structure.missing_triggers == ("nodes_fts_insert",)
+    assert "nodes_fts_insert" in caplog.text and "repair apply" in caplog.text
+    assert maintenance.check_structure(raw(rt)).missing_triggers == ("nodes_fts_insert",)
+
+
+def test_background_deep_check_finishes_and_stamps_meta(tmp_path):
+    rt = runtime_with(tmp_path)
+    seed(rt)
+    assert maintenance.startup(rt).deep_check == "started"
+    deadline = time.time() + 10
+    while maintenance.meta_get(raw(rt), maintenance.META_CHECKED_AT) is None and time.time() < deadline:
+        time.sleep(0.02)
+    assert maintenance.meta_get(raw(rt), maintenance.META_CHECKED_AT) is not None
+
+
+def test_startup_never_raises_even_when_the_database_cannot_open(tmp_path):
+    blocker = tmp_path / "not-a-db"
+    blocker.mkdir()
+    cfg = dataclasses.replace(make_config(tmp_path), database_path=str(blocker))
+    assert maintenance.startup(build_runtime(cfg), background=False) is None
+
+
+# -- empty lifecycle-row GC -------------------------------------------------------------
+
+def add_empty_sessions(runtime, n: int, age_s: float, prefix: str = "empty") -> None:
+    stamp = time.time() - age_s
+    with runtime.db.transaction() as c:
+        c.executemany("INSERT INTO sessions(session_id, created_at, updated_at) VALUES (?,?,?)",
+                      [(f"{prefix}-{i}", stamp, stamp) for i in range(n)])
+
+
+def count_sessions(runtime) -> int:
+    return raw(runtime).execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
+
+
+def test_gc_prunes_only_old_empty_rows_once_the_table_passes_the_threshold(tmp_path):
+    rt = runtime_with(tmp_path, empty_lifecycle_gc_threshold=10, empty_lifecycle_gc_max_age_hours=24.0)
+    seed(rt, "real-old")
+    with rt.db.transaction() as c:
+        c.execute("UPDATE sessions SET created_at=0, updated_at=0 WHERE session_id='real-old'")
+    add_empty_sessions(rt, 6, age_s=48 * 3600, prefix="old")
+    add_empty_sessions(rt, 3, age_s=60, prefix="young")
+    assert maintenance.gc_empty_lifecycle(rt) == 0  # 10 rows: not above the threshold
+    add_empty_sessions(rt, 2, age_s=48 * 3600, prefix="older")
+    rt.bound_sessions["old-0"] = "active"
+    assert maintenance.gc_empty_lifecycle(rt) == 7  # old-1..5 and older-0..1; old-0 is bound
+    left = {r[0] for r in raw(rt).execute("SELECT session_id FROM sessions")}
+    assert left == {"real-old", "old-0", "young-0", "young-1", "young-2"}
+
+
+def test_gc_keeps_empty_rows_that_received_carried_summaries(tmp_path):
+    rt = runtime_with(tmp_path, empty_lifecycle_gc_threshold=1, empty_lifecycle_gc_max_age_hours=0.0)
+    ids = seed(rt, "parent")
+    node = rt.dag.add_leaf("parent", "summary of birds", ids, token_count=5, source_token_count=50,
+                           earliest_at=None, latest_at=None)
+    add_empty_sessions(rt, 2, age_s=10, prefix="child")
+    with rt.db.transaction() as c:
+        c.execute("INSERT INTO carried_nodes VALUES ('child-0', ?, 'parent', 0)", (node,))
+    assert maintenance.gc_empty_lifecycle(rt) == 1
+    assert {r[0] for r in raw(rt).execute("SELECT session_id FROM sessions")} == {"parent", "child-0"}
+
+
+def test_gc_does_nothing_when_disabled(tmp_path):
+    rt = runtime_with(tmp_path, empty_lifecycle_gc_enabled=False, empty_lifecycle_gc_threshold=1,
+                      empty_lifecycle_gc_max_age_hours=0.0)
+    add_empty_sessions(rt, 5, age_s=10)
+    assert maintenance.gc_empty_lifecycle(rt) == 0 and count_sessions(rt) == 5
+
+
+def test_startup_runs_the_gc(tmp_path):
+    rt = runtime_with(tmp_path, empty_lifecycle_gc_threshold=2, empty_lifecycle_gc_max_age_hours=1.0,
+                      fts_integrity_check_interval_hours=-1.0)
+    add_empty_sessions(rt, 4, age_s=7200)
+    report = maintenance.startup(rt, background=False)
+    assert report is not None and report.gc_deleted == 4 and count_sessions(rt) == 0
+
+
+def test_deep_check_schedule_is_a_pure_decision():
+    assert maintenance.deep_check_due(24, None, 100.0)
+    assert maintenance.deep_check_due(0, 99.0, 100.0)
+    assert not maintenance.deep_check_due(-1, None, 100.0)
+    assert not maintenance.deep_check_due(24, 100.0, 100.0 + 23 * 3600)
+    assert maintenance.deep_check_due(24, 100.0, 100.0 + 24 * 3600)
