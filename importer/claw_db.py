@@ -164,8 +164,10 @@ class ClawSource:
             meta.update(extra)
         else:
             msg = {"role": role, "content": text}
-            if role == "tool":
-                meta["lossy"] = "no message_parts: tool call id not recorded by the source"
+            if role == "tool" or not text:
+                # Old bulk bootstraps kept no parts: tool calls and call ids are gone. The row is
+                # still kept (even empty) so summaries over it keep their full lineage.
+                meta["lossy"] = "no message_parts"
         note = ""
         file_id = whole_reference(msg.get("content")) or (r["large_content"] or None) or meta.pop("file_id", None)
         if file_id:
@@ -178,7 +180,7 @@ class ClawSource:
                 meta["unresolved_file"] = file_id
         if when is not None:
             msg["timestamp"] = when
-        if is_empty(msg):
+        if parts and is_empty(msg):
             return SourceMessage(key, mid, None, SKIP_EMPTY, note=note)
         return SourceMessage(key, mid, msg, "", compact_meta(meta), note)
 

@@ -207,8 +207,8 @@ def _pass(units: Callable[[], Iterator[Unit]], ledger: Any, writer: Writer | Non
                     states.update({m.source_id: existing[m.key] for m in live if m.key in existing})
                     states.update({m.source_id: i for m, i in zip(new, ids)})
             if lossy:
-                report.warn(f"{unit.label}: {lossy} tool result(s) without a tool call id (the source kept no "
-                            "message_parts for them; their calls were not recorded)")
+                report.warn(f"{unit.label}: {lossy} row(s) rebuilt from plain text only (the source kept no "
+                            "message_parts for them: tool calls and tool call ids were never recorded)")
             if states is not None and unit.summaries is not None:
                 if _summaries(unit.summaries(), sid, states, ledger, writer, report, unit.label) and stop_early:
                     return True
