@@ -1,0 +1,160 @@
+"""``/trove doctor clean|source|retention``: read-only scans and backup-first, narrow applies."""
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import time
+from pathlib import Path
+
+from conftest import assistant, make_config, user
+
+from hermes_trove import command, hygiene, maintenance
+from hermes_trove.engine import TroveEngine
+from hermes_trove.runtime import build_runtime
+from hermes_trove.store import SessionKey
+
+DAY = 86400
+
+
+def fingerprint(path: str) -> tuple[str, str]:
+    def digest(p: Path) -> str:
+        return hashlib.sha256(p.read_bytes()).hexdigest() if p.exists() else "-"
+    return digest(Path(path)), digest(Path(path + "-wal"))
+
+
+def seed(rt, sid: str, n: int = 4, platform: str = "cli") -> list[int]:
+    return rt.store.append(SessionKey(sid, platform=platform),
+                           [user(f"{sid} asks about kestrels {i}") if i % 2 == 0 else assistant(f"{sid} reply {i}")
+                            for i in range(n)])
+
+
+def junk_runtime(tmp_path, **overrides):
+    """Patterns added after some junk was already stored (the usual reason to clean)."""
+    rt = build_runtime(make_config(tmp_path))
+    seed(rt, "cron_nightly", 6)
+    seed(rt, "probe_1", 2)
+    seed(rt, "real", 8)
+    seed(rt, "other", 2, platform="telegram")
+    stamp = time.time() - 3 * DAY
+    with rt.db.transaction() as c:
+        c.execute("INSERT INTO sessions(session_id, created_at, updated_at) VALUES ('empty_old', ?, ?)", (stamp, stamp))
+        c.execute("INSERT INTO sessions(session_id, created_at, updated_at) VALUES ('empty_new', ?, ?)",
+                  (time.time(), time.time()))
+    cfg = make_config(tmp_path, ignore_session_patterns=("cron_*",), stateless_session_patterns=("probe_*",),
+                      **overrides)
+    return build_runtime(cfg)
+
+
+def sessions_in(rt) -> set[str]:
+    conn = rt.db.read()
+    return {r[0] for r in conn.execute("SELECT session_id FROM sessions UNION SELECT session_id FROM messages")}
+
+
+def test_clean_scan_lists_pattern_matched_and_old_empty_sessions_and_writes_nothing(tmp_path):
+    rt = junk_runtime(tmp_path)
+    before = fingerprint(rt.db.path)
+    result = command.run(rt, ["doctor", "clean"])[1]
+    assert result["read_only"] and result["apply_enabled"] is False
+    reasons = {c["session_id"]: c["reason"] for c in result["candidates"]}
+    assert set(reasons) == {"cron_nightly", "probe_1", "empty_old"}
+    assert "ignore pattern 'cron_*'" in reasons["cron_nightly"]
+    assert "stateless pattern 'probe_*'" in reasons["probe_1"]
+    assert result["candidate_messages"] == 8
+    assert fingerprint(rt.db.path) == before
+
+
+def test_clean_never_offers_the_bound_session(tmp_path):
+    rt = junk_runtime(tmp_path)
+    eng = TroveEngine(rt)
+    eng.on_session_start("cron_nightly", platform="cli")
+    result = command.run(rt, ["doctor", "clean"])[1]
+    assert "cron_nightly" not in {c["session_id"] for c in result["candidates"]}
+    assert {"session_id": "cron_nightly", "reason": "bound to a live engine"} in result["kept"]
+
+
+def test_clean_apply_is_refused_without_the_flag_and_changes_nothing(tmp_path):
+    rt = junk_runtime(tmp_path)
+    before = fingerprint(rt.db.path)
+    result = command.run(rt, ["doctor", "clean", "apply"])[1]
+    assert result["status"] == "refused" and "TROVE_DOCTOR_CLEAN_APPLY_ENABLED" in result["reason"]
+    assert fingerprint(rt.db.path) == before
+    assert not (Path(rt.config.hermes_home) / "backups").exists()
+
+
+def test_clean_apply_backs_up_then_deletes_only_the_candidates(tmp_path):
+    rt = junk_runtime(tmp_path, doctor_clean_apply_enabled=True)
+    ids = [r[0] for r in rt.db.read().execute("SELECT store_id FROM messages WHERE session_id='cron_nightly'")]
+    rt.dag.add_leaf("cron_nightly", "nightly job summary", ids, token_count=4, source_token_count=40,
+                    earliest_at=None, latest_at=None)
+    result = command.run(rt, ["doctor", "clean", "apply"])[1]
+    assert result["status"] == "applied" and result["deleted_sessions"] == 3
+    assert result["deleted_rows"] == {"messages": 8, "summary_nodes": 1, "carried_nodes": 0, "sessions": 3}
+    assert sessions_in(rt) == {"real", "other", "empty_new"}
+    assert maintenance.diagnose_fts(rt.db.read())["needs_repair"] is False
+    assert rt.db.read().execute("SELECT COUNT(*) FROM node_messages").fetchone()[0] == 0
+    copy = sqlite3.connect(result["backup"])
+    assert copy.execute("SELECT COUNT(*) FROM messages WHERE session_id='cron_nightly'").fetchone()[0] == 6
+    assert command.run(rt, ["doctor", "clean", "apply"])[1]["status"] == "noop"
+
+
+def test_clean_keeps_a_junk_session_whose_summaries_live_on_elsewhere(tmp_path):
+    rt = junk_runtime(tmp_path, doctor_clean_apply_enabled=True)
+    ids = [r[0] for r in rt.db.read().execute("SELECT store_id FROM messages WHERE session_id='cron_nightly'")]
+    node = rt.dag.add_leaf("cron_nightly", "summary", ids, token_count=4, source_token_count=40,
+                           earliest_at=None, latest_at=None)
+    with rt.db.transaction() as c:
+        c.execute("INSERT INTO carried_nodes VALUES ('real', ?, 'cron_nightly', 0)", (node,))
+    result = command.run(rt, ["doctor", "clean", "apply"])[1]
+    assert "cron_nightly" in sessions_in(rt)
+    assert result["deleted_sessions"] == 2
+    assert rt.dag.is_visible("real", node)
+
+
+def test_plan_clean_is_pure_over_footprints():
+    from hermes_trove.filters import SessionFilters
+
+    fp = hygiene.Footprint
+    prints = [fp("cron_a", "", 3, 30, 0, 0, 1.0, 2.0, True), fp("keep", "", 3, 30, 0, 0, 1.0, 2.0, True),
+              fp("ghost", "", 0, 0, 0, 0, 1.0, 1.0, True), fp("fresh", "", 0, 0, 0, 0, 99.0, 99.0, True)]
+    plan = hygiene.plan_clean(prints, SessionFilters.build(ignore=["cron_*"]), protected=[], carried_out={},
+                              empty_min_age_s=10, now=100.0)
+    assert [c.session_id for c in plan.candidates] == ["cron_a", "ghost"]
+
+
+def test_source_scan_and_apply_normalize_blank_rows_to_unknown(runtime):
+    ids = seed(runtime, "legacy", 4)
+    seed(runtime, "modern", 2)
+    with runtime.db.transaction() as c:
+        c.execute("UPDATE messages SET source='' WHERE store_id IN (?, ?)", (ids[0], ids[1]))
+    before = fingerprint(runtime.db.path)
+    scan = command.run(runtime, ["doctor", "source"])[1]
+    assert scan["blank_source_rows"] == 2 and scan["by_session"] == [{"session_id": "legacy", "rows": 2}]
+    assert fingerprint(runtime.db.path) == before
+    applied = command.run(runtime, ["doctor", "source", "apply"])[1]
+    assert applied["status"] == "applied" and applied["updated_rows"] == 2 and Path(applied["backup"]).exists()
+    assert {r[0] for r in runtime.db.read().execute("SELECT source FROM messages")} == {"cli"} | {"unknown"}
+    assert maintenance.diagnose_fts(runtime.db.read())["needs_repair"] is False
+    assert command.run(runtime, ["doctor", "source", "apply"])[1]["status"] == "noop"
+
+
+def test_retention_reports_footprints_and_stale_totals_without_writing(runtime):
+    seed(runtime, "ancient", 4)
+    seed(runtime, "oldish", 2)
+    seed(runtime, "today", 6)
+    now = time.time()
+    with runtime.db.transaction() as c:
+        c.execute("UPDATE messages SET created_at=? WHERE session_id='ancient'", (now - 120 * DAY,))
+        c.execute("UPDATE sessions SET created_at=?, updated_at=? WHERE session_id='ancient'",
+                  (now - 120 * DAY, now - 120 * DAY))
+        c.execute("UPDATE messages SET created_at=? WHERE session_id='oldish'", (now - 45 * DAY,))
+        c.execute("UPDATE sessions SET created_at=?, updated_at=? WHERE session_id='oldish'",
+                  (now - 45 * DAY, now - 45 * DAY))
+    before = fingerprint(runtime.db.path)
+    report = command.run(runtime, ["doctor", "retention"])[1]
+    tokens = {s["session_id"]: s["tokens"] for s in report["largest_sessions"]}
+    assert report["sessions"] == 3 and report["messages"] == 12
+    assert report["stale_30d"] == {"sessions": 2, "messages": 6, "tokens": tokens["ancient"] + tokens["oldish"]}
+    assert report["stale_90d"] == {"sessions": 1, "messages": 4, "tokens": tokens["ancient"]}
+    ages = {s["session_id"]: s["age_days"] for s in report["largest_sessions"]}
+    assert ages["ancient"] >= 119 and ages["today"] < 1
+    assert fingerprint(runtime.db.path) == before
