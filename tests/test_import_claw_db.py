@@ -25,8 +25,7 @@ S5 = "openclaw-trove:agent:main:d00dfeed-2222-4333-8444-555566667777"
 def copy_fixture(tmp_path: Path, name: str) -> Path:
     dest = tmp_path / name
     if name == "head":
-        shutil.copytree(FIXTURES / "head", dest, ignore=shutil.ignore_patterns("*.sql", "*.txt", "*.log"))
-        shutil.copytree(FIXTURES / "head" / "lcm-files", dest / "lcm-files", dirs_exist_ok=True)
+        shutil.copytree(FIXTURES / "head", dest, ignore=shutil.ignore_patterns("*.sql", "generator*"))
     else:
         dest.mkdir()
         shutil.copy2(FIXTURES / name / "lcm.db", dest / "lcm.db")
