@@ -107,7 +107,7 @@ def render(name: str, result: dict[str, Any], prefix: str = "/trove") -> str:
     if result.get("help"):
         head = f"{result['error']}\n\n" if result.get("error") else ""
         return head + help_text(prefix)
-    if name == "doctor":
+    if name == "doctor" and isinstance(result.get("checks"), list):
         lines = [f"trove doctor: {result.get('overall')}  (session {result.get('session_id')})"]
         marks = {"pass": "ok  ", "warn": "WARN", "fail": "FAIL"}
         lines += [f"  [{marks.get(c['status'], c['status'])}] {c['check']}: {c['detail']}" for c in result["checks"]]

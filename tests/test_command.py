@@ -1,0 +1,140 @@
+"""``/trove`` registration, parsing, rendering, and the promise that read-only forms write nothing."""
+from __future__ import annotations
+
+import argparse
+import hashlib
+from pathlib import Path
+
+import pytest
+from conftest import assistant, make_config, user
+
+from hermes_trove import command
+from hermes_trove.engine import TroveEngine
+from hermes_trove.runtime import build_runtime
+from hermes_trove.store import SessionKey
+
+
+def fingerprint(path: str) -> tuple[str, str]:
+    def digest(p: Path) -> str:
+        return hashlib.sha256(p.read_bytes()).hexdigest() if p.exists() else "-"
+    return digest(Path(path)), digest(Path(path + "-wal"))
+
+
+class FakeCtx:
+    """Records what a plugin registers, with the real host's method signatures."""
+
+    def __init__(self) -> None:
+        self.commands: dict[str, dict] = {}
+        self.cli: dict[str, dict] = {}
+
+    def register_command(self, name, handler, description="", args_hint=""):
+        self.commands[name] = {"handler": handler, "description": description, "args_hint": args_hint}
+
+    def register_cli_command(self, name, help, setup_fn, handler_fn=None, description=""):
+        self.cli[name] = {"help": help, "setup_fn": setup_fn, "handler_fn": handler_fn}
+
+
+def test_slash_command_is_registered_only_when_enabled(tmp_path):
+    off = FakeCtx()
+    command.register(off, build_runtime(make_config(tmp_path / "a")))
+    assert off.commands == {} and "trove" in off.cli
+    on = FakeCtx()
+    command.register(on, build_runtime(make_config(tmp_path / "b", enable_slash_command=True)))
+    entry = on.commands["trove"]
+    assert "doctor" in entry["args_hint"] and entry["description"]
+    assert entry["handler"]("status").startswith("trove status:")
+
+
+def test_registration_survives_a_host_that_rejects_commands(tmp_path):
+    class Grumpy(FakeCtx):
+        def register_command(self, *a, **k):
+            raise RuntimeError("no commands here")
+
+    ctx = Grumpy()
+    command.register(ctx, build_runtime(make_config(tmp_path, enable_slash_command=True)))
+    assert "trove" in ctx.cli
+
+
+def test_the_hermes_cli_entry_parses_and_runs_like_the_host_does(runtime, capsys):
+    ctx = FakeCtx()
+    command.register(ctx, runtime)
+    entry = ctx.cli["trove"]
+    parser = argparse.ArgumentParser(prog="hermes")
+    sub = parser.add_subparsers(dest="command")
+    plugin_parser = sub.add_parser("trove", help=entry["help"])
+    entry["setup_fn"](plugin_parser)
+    plugin_parser.set_defaults(func=entry["handler_fn"])
+    args = parser.parse_args(["trove", "doctor", "--json"])
+    assert args.func(args) == 0
+    assert '"overall": "healthy"' in capsys.readouterr().out
+
+
+def test_status_is_the_default_and_says_unbound_before_any_session(runtime):
+    text = command.make_handler(runtime)("")
+    assert text.startswith("trove status:") and "session_id: (unbound)" in text
+
+
+def test_words_are_case_insensitive_and_extra_whitespace_is_ignored(engine):
+    handler = command.make_handler(engine.runtime)
+    assert handler("  DOCTOR   ").startswith("trove doctor: healthy")
+    assert handler("Status").startswith("trove status:")
+
+
+def test_unknown_subcommands_print_help_naming_the_mistake(runtime):
+    text = command.make_handler(runtime)("doctor frobnicate")
+    assert text.startswith("unknown subcommand: doctor frobnicate")
+    assert "/trove rotate apply" in text and "/trove doctor clean apply" in text
+    assert command.make_handler(runtime)("help").startswith("/trove commands:")
+
+
+def test_the_handler_never_raises_into_the_host(runtime, monkeypatch):
+    def boom(*a, **k):
+        raise OSError("disk on fire")
+
+    monkeypatch.setattr(command.doctor, "run_doctor", boom)
+    text = command.make_handler(runtime)("doctor")
+    assert "error: OSError: disk on fire" in text
+    monkeypatch.setattr(command, "run", boom)
+    assert command.make_handler(runtime)("status") == "trove: command failed: OSError: disk on fire"
+
+
+def test_status_follows_the_foreground_engine(runtime):
+    first = TroveEngine(runtime)
+    first.on_session_start("alpha", platform="cli")
+    second = TroveEngine(runtime)
+    second.on_session_start("beta", platform="cli")
+    assert "session_id: beta" in command.make_handler(runtime)("status")
+
+
+def test_long_output_is_bounded(runtime):
+    big = {"rows": [{"n": i, "text": "x" * 500} for i in range(100)]}
+    text = command.render("status", {"nested": big, **{f"k{i}": "y" * 200 for i in range(200)}})
+    assert len(text) < command.MAX_TEXT + 200 and "truncated" in text
+
+
+READ_ONLY = [["status"], ["doctor"], ["doctor", "clean"], ["doctor", "repair"], ["doctor", "source"],
+             ["doctor", "retention"], ["rotate"], ["help"], ["bogus", "words"],
+             ["doctor", "clean", "apply"]]  # refused without the flag
+
+
+@pytest.mark.parametrize("words", READ_ONLY, ids=lambda w: "-".join(w))
+def test_read_only_forms_write_nothing(tmp_path, words):
+    rt = build_runtime(make_config(tmp_path, ignore_session_patterns=("cron_*",), fresh_tail_count=2))
+    rt.store.append(SessionKey("cron_1"), [user("noise")])
+    eng = TroveEngine(rt)
+    eng.on_session_start("s1", platform="cli")
+    eng.ingest([user(f"q{i}") if i % 2 == 0 else assistant(f"a{i}") for i in range(8)])
+    with rt.db.transaction() as c:
+        c.execute("UPDATE messages SET source='' WHERE store_id=1")
+    before, dump = fingerprint(rt.db.path), list(rt.db.read().iterdump())
+    text = command.make_handler(rt)(" ".join(words))
+    assert text
+    assert fingerprint(rt.db.path) == before
+    assert list(rt.db.read().iterdump()) == dump
+    assert not (tmp_path / "backups").exists()
+
+
+def test_backup_subcommand_writes_a_timestamped_copy(engine):
+    name, result = command.run(engine.runtime, ["backup"])
+    assert name == "backup" and result["status"] == "ok"
+    assert Path(result["path"]).parent.name == "trove" and result["bytes"] > 0
