@@ -241,6 +241,11 @@ def _looks_random(run: str) -> bool:
     return classes >= 3 and len(set(sample)) >= 24
 
 
+def _after_data_uri_header(m: re.Match[str]) -> bool:
+    """True for the body of a data URI that stayed inline (its own write already failed)."""
+    return m.string[max(0, m.start() - 8):m.start()].lower() == ";base64,"
+
+
 def _guard_text(text: str, write: Callable[..., str | None]) -> str:
     """Replace data URIs and long base64-looking runs in ``text`` with payload placeholders."""
     if not _might_hold_base64(text):
@@ -252,7 +257,7 @@ def _guard_text(text: str, write: Callable[..., str | None]) -> str:
         return payload_placeholder(ref, "data_uri", mime, len(m.group(0))) if ref else m.group(0)
 
     def run(m: re.Match[str]) -> str:
-        if not _looks_random(m.group(0).replace("\n", "").replace("\r", "")):
+        if _after_data_uri_header(m) or not _looks_random(m.group(0).replace("\n", "").replace("\r", "")):
             return m.group(0)
         ref = write(m.group(0), kind="base64", mime="application/octet-stream")
         return payload_placeholder(ref, "base64", "application/octet-stream", len(m.group(0))) if ref else m.group(0)
@@ -604,7 +609,7 @@ def doctor_report(runtime: Any, largest: int = 10, sample: int = 50) -> dict[str
         reasons = []
         if ";base64," in text.lower() and _DATA_URI.search(text):
             reasons.append("data_uri")
-        if any(_looks_random(m.group(0)) for m in _B64_RUN.finditer(text)):
+        if any(_looks_random(m.group(0)) and not _after_data_uri_header(m) for m in _B64_RUN.finditer(text)):
             reasons.append("base64_run")
         if reasons:
             count += 1
