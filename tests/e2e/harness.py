@@ -89,8 +89,9 @@ class HermesHome:
         return self
 
     def config_yaml(self) -> str:
-        # context_length values skip the host's model-window discovery probes; tirith and
-        # the nudges are off so the run makes no downloads and forks no review agents.
+        # context_length values skip the host's model-window discovery probes; tirith, lazy
+        # dependency installs (the CLI pip-installs a TTS backend otherwise) and the nudges
+        # are off, so a run downloads nothing and forks no review agents.
         return "\n".join([
             "model:",
             "  default: fake-model",
@@ -107,6 +108,7 @@ class HermesHome:
             "    context_length: %d" % self.context_length,
             "security:",
             "  tirith_enabled: false",
+            "  allow_lazy_installs: false",
             "memory:",
             "  nudge_interval: 0",
             "skills:",
@@ -120,6 +122,7 @@ class HermesHome:
             "HOME": str(self.root),
             "HERMES_HOME": str(self.home),
             "TIRITH_ENABLED": "0",
+            "HERMES_DISABLE_LAZY_INSTALLS": "1",
             "TROVE_E2E_NETLOG": str(self.netlog),
             "PYTHONPATH": os.pathsep.join([str(NETGUARD)] + [p for p in [os.environ.get("PYTHONPATH", "")] if p]),
             "PYTHONDONTWRITEBYTECODE": "1",

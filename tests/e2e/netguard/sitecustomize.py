@@ -9,6 +9,8 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+import sys
+import traceback
 
 _LOG = os.environ.get("TROVE_E2E_NETLOG", "")
 _LOCAL_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", ""}
@@ -30,7 +32,9 @@ def _is_local_host(host: object) -> bool:
 def _note(kind: str, where: object) -> None:
     try:
         with open(_LOG, "a", encoding="utf-8") as fh:
-            fh.write("%s %r pid=%d\n" % (kind, where, os.getpid()))
+            frames = traceback.extract_stack()[:-3][-8:]  # who asked, for diagnosing the leak
+            where_from = " < ".join("%s:%d" % (f.filename.rsplit("/", 2)[-1], f.lineno) for f in reversed(frames))
+            fh.write("%s %r pid=%d argv=%r from %s\n" % (kind, where, os.getpid(), sys.argv[:6], where_from))
     except OSError:
         pass
 
