@@ -6,6 +6,7 @@ repairs live behind ``/trove doctor repair apply`` and friends.
 """
 from __future__ import annotations
 
+import importlib
 import os
 import sqlite3
 from typing import Any, Callable
@@ -152,7 +153,7 @@ def _largest(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
 
 def _payloads(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
     try:
-        from . import payloads  # type: ignore[attr-defined]
+        payloads = importlib.import_module(f"{__package__}.payloads")  # optional sibling module
     except ImportError:
         return "pass", "payload module not installed; skipped", ""
     report = getattr(payloads, "doctor_report", None)

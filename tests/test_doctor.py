@@ -1,0 +1,160 @@
+"""``run_doctor``: every check on real databases, healthy and damaged, and that it never writes."""
+from __future__ import annotations
+
+import hashlib
+import sys
+import types
+from pathlib import Path
+
+import pytest
+from conftest import assistant, make_config, user
+
+from hermes_trove import command, doctor, maintenance
+from hermes_trove.runtime import build_runtime
+from hermes_trove.store import SessionKey
+
+
+def fingerprint(path: str) -> tuple[str, str]:
+    def digest(p: Path) -> str:
+        return hashlib.sha256(p.read_bytes()).hexdigest() if p.exists() else "-"
+    return digest(Path(path)), digest(Path(path + "-wal"))
+
+
+def seed(rt, sid: str = "s1", n: int = 6) -> list[int]:
+    return rt.store.append(SessionKey(sid, platform="cli"),
+                           [user(f"ask {i} about ospreys") if i % 2 == 0 else assistant(f"say {i}") for i in range(n)])
+
+
+def by_check(report: dict) -> dict[str, dict]:
+    return {c["check"]: c for c in report["checks"]}
+
+
+def test_a_sound_database_is_healthy_and_every_check_reports(engine):
+    seed(engine.runtime)
+    report = doctor.run_doctor(engine)
+    assert report["overall"] == "healthy" and report["guidance"] == []
+    assert [c["check"] for c in report["checks"]] == [name for name, _ in doctor.CHECKS]
+    assert all(c["status"] == "pass" for c in report["checks"])
+    checks = by_check(report)
+    assert checks["journal_mode"]["detail"] == "journal_mode=wal"
+    assert "messages_fts: 6/6 indexed" in checks["fts_index_sync"]["detail"]
+    assert "session s1" in checks["context_pressure"]["detail"]
+    assert report["session_id"] == "s1"
+
+
+def test_the_doctor_writes_nothing(engine):
+    seed(engine.runtime)
+    before = fingerprint(engine.runtime.db.path)
+    doctor.run_doctor(engine)
+    assert fingerprint(engine.runtime.db.path) == before
+
+
+def test_corrupted_fts_is_unhealthy_and_guidance_names_the_repair(runtime):
+    seed(runtime)
+    with runtime.db.transaction() as c:
+        c.execute("INSERT INTO messages_fts(rowid, content, tool_calls) VALUES (424242, 'phantom', NULL)")
+    report = doctor.run_doctor(runtime=runtime)
+    checks = by_check(report)
+    assert report["overall"] == "unhealthy"
+    assert checks["fts_integrity"]["status"] == "fail" and "messages_fts" in checks["fts_integrity"]["detail"]
+    assert checks["fts_index_sync"]["status"] == "warn" and "1 ghost" in checks["fts_index_sync"]["detail"]
+    assert any("/trove doctor repair apply" in g for g in report["guidance"])
+    maintenance.repair_fts(runtime)
+    assert doctor.run_doctor(runtime=runtime)["overall"] == "healthy"
+
+
+def test_a_missing_trigger_is_reported(runtime):
+    with runtime.db.transaction() as c:
+        c.execute("DROP TRIGGER messages_fts_delete")
+    check = by_check(doctor.run_doctor(runtime=runtime))["schema_core_tables"]
+    assert check["status"] == "warn" and "trigger messages_fts_delete" in check["detail"]
+
+
+def test_a_missing_core_table_fails_without_hiding_the_other_checks(runtime):
+    with runtime.db.transaction() as c:
+        c.execute("DROP TABLE carried_nodes")
+    report = doctor.run_doctor(runtime=runtime)
+    checks = by_check(report)
+    assert checks["schema_core_tables"]["status"] == "fail" and "carried_nodes" in checks["schema_core_tables"]["detail"]
+    assert checks["lifecycle"]["status"] == "fail" and "check crashed" in checks["lifecycle"]["detail"]
+    assert checks["database_integrity"]["status"] == "pass"
+    assert report["overall"] == "unhealthy"
+
+
+def test_orphaned_lineage_is_found(runtime):
+    ids = seed(runtime)
+    leaf = runtime.dag.add_leaf("s1", "leaf", ids[:2], token_count=2, source_token_count=8,
+                                earliest_at=None, latest_at=None)
+    runtime.dag.add_condensed("s1", 1, "parent", [leaf, 99999], token_count=2, source_token_count=4,
+                              earliest_at=None, latest_at=None)
+    with runtime.db.transaction() as c:
+        c.execute("DELETE FROM messages WHERE store_id=?", (ids[0],))
+    check = by_check(doctor.run_doctor(runtime=runtime))["orphaned_lineage"]
+    assert check["status"] == "warn"
+    assert "node_messages -> missing messages: 1" in check["detail"]
+    assert "node_children -> missing nodes: 1" in check["detail"]
+
+
+def test_a_frontier_beyond_the_last_message_is_a_lifecycle_warning(runtime):
+    seed(runtime)
+    runtime.store.advance_frontier("s1", 10_000)
+    check = by_check(doctor.run_doctor(runtime=runtime))["lifecycle"]
+    assert check["status"] == "warn" and "1 with a frontier beyond" in check["detail"]
+
+
+@pytest.mark.parametrize("overrides,needle", [
+    ({"fresh_tail_count": 1}, "TROVE_FRESH_TAIL_COUNT=1"),
+    ({"context_threshold": 0.95}, "TROVE_CONTEXT_THRESHOLD=0.95"),
+    ({"incremental_max_depth": 0}, "TROVE_INCREMENTAL_MAX_DEPTH=0"),
+    ({"doctor_clean_apply_enabled": True}, "destructive clean apply"),
+    ({"warnings": ("TROVE_CONTEXT_THRESHOLD='lots' is invalid",)}, "'lots' is invalid"),
+])
+def test_odd_configuration_values_are_warnings(tmp_path, overrides, needle):
+    check = by_check(doctor.run_doctor(runtime=build_runtime(make_config(tmp_path, **overrides))))["config_validation"]
+    assert check["status"] == "warn" and needle in check["detail"]
+
+
+def test_context_pressure_far_past_the_threshold_warns(engine):
+    engine.update_from_response({"prompt_tokens": 100_000})
+    check = by_check(doctor.run_doctor(engine))["context_pressure"]
+    assert check["status"] == "warn" and "100000/44800" in check["detail"]
+
+
+def test_without_an_engine_pressure_says_unbound(runtime):
+    check = by_check(doctor.run_doctor(runtime=runtime))["context_pressure"]
+    assert check["status"] == "pass" and check["detail"].startswith("(unbound)")
+
+
+def test_largest_rows_are_metadata_only(runtime):
+    runtime.store.append(SessionKey("big"), [user("secret-ish " * 400)])
+    detail = by_check(doctor.run_doctor(runtime=runtime))["largest_rows"]["detail"]
+    assert detail.startswith("#1 user in big:") and "secret-ish" not in detail
+
+
+def test_payload_report_is_used_when_present_and_skipped_when_absent(runtime, monkeypatch):
+    fake = types.ModuleType("hermes_trove.payloads")
+    fake.doctor_report = lambda rt: {"suspicious_inline_rows": 2,  # type: ignore[attr-defined]
+                                     "payload_dir": {"files": 1, "bytes": 9, "missing_refs": 0, "unreadable_refs": 0}}
+    monkeypatch.setitem(sys.modules, "hermes_trove.payloads", fake)
+    report = doctor.run_doctor(runtime=runtime)
+    check = by_check(report)["payload_storage"]
+    assert check["status"] == "warn" and "2 suspicious inline" in check["detail"]
+    assert report["payloads"]["suspicious_inline_rows"] == 2
+    monkeypatch.setitem(sys.modules, "hermes_trove.payloads", None)  # import now fails
+    assert by_check(doctor.run_doctor(runtime=runtime))["payload_storage"]["detail"].endswith("skipped")
+
+
+def test_an_unopenable_database_is_unhealthy_not_an_exception(tmp_path):
+    blocker = tmp_path / "dir.db"
+    blocker.mkdir()
+    report = doctor.run_doctor(runtime=build_runtime(make_config(tmp_path, database_path=str(blocker))))
+    assert report["overall"] == "unhealthy" and report["checks"][0]["check"] == "database_open"
+    assert doctor.run_doctor()["overall"] == "unhealthy"
+
+
+def test_doctor_text_marks_failures(runtime):
+    with runtime.db.transaction() as c:
+        c.execute("DROP TRIGGER nodes_fts_insert")
+    text = command.make_handler(runtime)("doctor")
+    assert text.startswith("trove doctor: warnings") and "[WARN] schema_core_tables" in text
+    assert "guidance:" in text

@@ -1,0 +1,114 @@
+"""``build_status``: engine facts, store and DAG counts, filters, lifecycle, identity, config."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+from conftest import assistant, make_config, user
+
+from hermes_trove import status
+from hermes_trove.config import SPEC
+from hermes_trove.engine import TroveEngine
+from hermes_trove.runtime import build_runtime
+from hermes_trove.store import SessionKey
+
+
+def test_status_without_an_engine_says_unbound_plainly_and_still_counts_the_database(runtime):
+    runtime.store.append(SessionKey("old"), [user("hello"), assistant("hi")])
+    s = status.build_status(runtime=runtime)
+    assert s["session_id"] == "(unbound)" and s["bound"] is False
+    assert s["engine"]["session_id"] == "(unbound)"
+    assert s["store"]["total_messages"] == 2 and s["store"]["total_sessions"] == 1
+    assert "session" not in s["store"] and "lifecycle" not in s
+    assert s["runtime"]["healthy"] is True and s["runtime"]["database_path"] == runtime.db.path
+
+
+def test_status_with_no_runtime_at_all_does_not_raise():
+    assert status.build_status() == {"session_id": "(unbound)", "error": "no runtime"}
+
+
+def test_status_of_a_bound_session_reports_counts_pressure_dag_and_lifecycle(engine):
+    ids = engine.runtime.store.ingest(engine.state.key, [user("one"), assistant("two"), user("three")]).store_ids
+    engine.runtime.dag.add_leaf("s1", "a summary", ids[:2], token_count=3, source_token_count=12,
+                                earliest_at=None, latest_at=None)
+    engine.update_from_response({"prompt_tokens": 22400, "completion_tokens": 10})
+    s = status.build_status(engine)
+    assert s["session_id"] == "s1" and s["bound"] is True
+    assert s["engine"]["threshold_tokens"] == 44800
+    assert s["context_pressure"] == {"last_prompt_tokens": 22400, "threshold_tokens": 44800, "ratio": 0.5}
+    assert s["store"]["session"]["messages"] == 3
+    assert s["dag"]["nodes"] == 1 and s["dag"]["depths"]["d0"]["source_tokens"] == 12
+    assert s["lifecycle"]["recorded"] and s["lifecycle"]["frontier_store_id"] == 0
+    assert s["lifecycle"]["last_rotate_at"] is None
+
+
+def test_a_named_session_is_reported_without_an_engine(runtime):
+    runtime.store.append(SessionKey("cli-7", platform="cli"), [user("x")])
+    s = status.build_status(runtime=runtime, session_id="cli-7")
+    assert s["session_id"] == "cli-7" and s["store"]["session"]["messages"] == 1
+
+
+def test_filters_show_an_ignored_session_and_the_ignored_message_count(tmp_path):
+    rt = build_runtime(make_config(tmp_path, ignore_session_patterns=("cron_*",),
+                                   ignore_message_patterns=("^HEARTBEAT",)))
+    eng = TroveEngine(rt)
+    eng.on_session_start("cron_1", platform="cli")
+    f = status.build_status(eng)["session_filters"]
+    assert f["current_session_ignored"] and f["matched_pattern"] == "cron_*"
+    live = TroveEngine(rt)
+    live.on_session_start("chat", platform="cli")
+    live.ingest([user("HEARTBEAT ok"), user("real question")])
+    f = status.build_status(live)["session_filters"]
+    assert not f["current_session_ignored"] and f["ignored_message_count"] == 1
+    assert f["ignore_message_patterns"] == ["^HEARTBEAT"] and f["message_filter_state"] in ("on", "disabled")
+
+
+def test_config_lists_every_variable_with_its_source(tmp_path):
+    s = status.build_status(runtime=build_runtime(make_config(tmp_path)))
+    assert set(s["config"]) == {v.name for v in SPEC}
+    assert s["config"]["TROVE_FRESH_TAIL_COUNT"] == {"value": 32, "source": "default"}
+    assert s["runtime"]["token_counter"].startswith(("tiktoken", "estimate"))
+
+
+def test_git_identity_is_null_outside_a_checkout(tmp_path):
+    status.git_identity.cache_clear()
+    assert status.git_identity(str(tmp_path)) == {"plugin_git_commit": None, "plugin_git_branch": None,
+                                                  "plugin_git_dirty": None}
+
+
+def test_git_identity_names_commit_branch_and_dirtiness_of_a_checkout(tmp_path):
+    repo = tmp_path / "plugin"
+    repo.mkdir()
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                              env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+                                   "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid",
+                                   "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}).stdout.strip()
+
+    try:
+        git("init", "-q", "-b", "feature")
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("git is not available")
+    (repo / "f.txt").write_text("1")
+    git("add", "f.txt")
+    git("commit", "-q", "-m", "one")
+    status.git_identity.cache_clear()
+    ident = status.git_identity(str(repo))
+    assert ident == {"plugin_git_commit": git("rev-parse", "HEAD"), "plugin_git_branch": "feature",
+                     "plugin_git_dirty": False}
+    (repo / "f.txt").write_text("2")
+    status.git_identity.cache_clear()
+    assert status.git_identity(str(repo))["plugin_git_dirty"] is True
+    sub = repo / "nested"
+    sub.mkdir()
+    assert status.git_identity(str(sub))["plugin_git_commit"] is None  # inside, but not the checkout root
+
+
+def test_status_reports_a_broken_database_instead_of_raising(tmp_path):
+    blocker = tmp_path / "db-is-a-directory"
+    blocker.mkdir()
+    rt = build_runtime(make_config(tmp_path, database_path=str(blocker)))
+    s = status.build_status(runtime=rt)
+    assert s["runtime"]["healthy"] is False and "error" in s["runtime"]
+    assert "store_error" in s
