@@ -1,6 +1,6 @@
 """The target side of an import: ledger look-ups, the backup, and the writes.
 
-A dry run reads the target's import ledger through a ``mode=ro`` connection (or not at
+A dry run reads the target's import ledger read-only (immutable when checkpointed; not at
 all when the file does not exist) and never creates or migrates it. An apply writes
 messages through ``MessageStore.append`` and nodes through ``SummaryDAG`` on the one
 connection of the caller's transaction, recording each source key in the ledger.
@@ -72,8 +72,12 @@ class ReadOnlyLedger:
         self.conn: sqlite3.Connection | None = None
         if not target.exists():
             return
+        # A checkpointed file (no -wal beside it) is read as immutable so that not even -wal/-shm
+        # files appear; a live one (Hermes running) is read through its WAL with mode=ro.
+        live = target.with_name(target.name + "-wal").exists()
         try:
-            conn = sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+            conn = sqlite3.connect(f"{target.resolve().as_uri()}?{'mode=ro' if live else 'immutable=1'}",
+                                   uri=True, timeout=30)
             names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         except sqlite3.DatabaseError as exc:
             raise ImportFailure(f"target is not a readable SQLite database: {target} ({exc})") from exc
