@@ -44,6 +44,7 @@ def _register(ctx: Any) -> None:
         except Exception:
             log.debug("hermes-trove: skill registration skipped", exc_info=True)
     _register_commands(ctx, runtime)
+    from .maintenance import startup; startup(runtime)  # noqa: E702 - cheap checks; never raises
 
 
 def _register_commands(ctx: Any, runtime: Any) -> None:
