@@ -174,6 +174,11 @@ def _load(directory: Path, ref: str) -> dict[str, Any]:
     return record
 
 
+def load_record(directory: Path, ref: str) -> dict[str, Any]:
+    """The verified sidecar record of ``ref`` (metadata and payload); raises ``PayloadError``."""
+    return _load(Path(directory), ref)
+
+
 def _owned(record: dict[str, Any], ref: str, session_id: str | None) -> dict[str, Any]:
     if session_id is not None and record.get("session_id") != session_id:
         raise PayloadError(f"externalized_ref {ref} belongs to another session")
