@@ -138,3 +138,31 @@ def test_backup_subcommand_writes_a_timestamped_copy(engine):
     name, result = command.run(engine.runtime, ["backup"])
     assert name == "backup" and result["status"] == "ok"
     assert Path(result["path"]).parent.name == "trove" and result["bytes"] > 0
+
+
+def test_plugin_load_registers_the_command_and_runs_startup_maintenance(tmp_path, monkeypatch):
+    import time
+
+    import hermes_trove
+    from hermes_trove import maintenance
+
+    for name in [k for k in __import__("os").environ if k.startswith("TROVE_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path))
+    monkeypatch.setenv("TROVE_ENABLE_SLASH_COMMAND", "true")
+
+    class HostCtx(FakeCtx):
+        engine = None
+
+        def register_context_engine(self, engine):
+            self.engine = engine
+
+    ctx = HostCtx()
+    hermes_trove.register(ctx)
+    assert ctx.engine is not None and "trove" in ctx.commands and "trove" in ctx.cli
+    conn = ctx.engine.runtime.db.read()
+    deadline = time.time() + 10
+    while maintenance.meta_get(conn, maintenance.META_CHECKED_AT) is None and time.time() < deadline:
+        time.sleep(0.02)
+    assert maintenance.meta_get(conn, maintenance.META_CHECKED_AT) is not None
+    assert ctx.commands["trove"]["handler"]("").startswith("trove status:")
