@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 from pathlib import Path
 
@@ -166,3 +167,19 @@ def test_plugin_load_registers_the_command_and_runs_startup_maintenance(tmp_path
         time.sleep(0.02)
     assert maintenance.meta_get(conn, maintenance.META_CHECKED_AT) is not None
     assert ctx.commands["trove"]["handler"]("").startswith("trove status:")
+
+
+def test_the_real_host_plugin_context_accepts_both_commands(runtime):
+    plugins = pytest.importorskip("hermes_cli.plugins", reason="hermes-agent is not installed in this interpreter")
+    manager = plugins.PluginManager()
+    ctx = plugins.PluginContext(plugins.PluginManifest(name="hermes-trove"), manager)
+    enabled = build_runtime(dataclasses.replace(runtime.config, enable_slash_command=True))
+    command.register(ctx, enabled)
+    entry = manager._plugin_commands["trove"]
+    assert entry["plugin"] == "hermes-trove" and entry["args_hint"] == command.ARGS_HINT
+    assert plugins.resolve_plugin_command_result(entry["handler"]("help")).startswith("/trove commands:")
+    cli = manager._cli_commands["trove"]
+    parser = argparse.ArgumentParser()
+    cli["setup_fn"](parser)
+    args = parser.parse_args(["status", "--json"])
+    assert cli["handler_fn"](args) == 0
