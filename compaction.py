@@ -52,6 +52,7 @@ class Compactor:
         self.calls = 0
         self.aux_input_tokens = 0
         self.levels: list[str] = []
+        self.source_tokens = 0
         self.errors: list[str] = []
         self.started = time.monotonic()
 
@@ -113,6 +114,9 @@ class Compactor:
         status = "compacted" if leaves or condensed else ("sanitized" if progress else "noop")
         reason = "" if progress else ("nothing outside the protected tail to compact" if not candidates
                                       else "summaries could not shrink the prompt")
+        for name, value in (("summary_calls", self.calls), ("aux_input_tokens", self.aux_input_tokens),
+                            ("compacted_source_tokens", self.source_tokens)):
+            self.runtime.bump(name, value)
         report = {
             "status": status, "reason": reason, "leaf_passes": leaves, "condensation_passes": condensed,
             "summary_calls": self.calls, "aux_input_tokens": self.aux_input_tokens,
@@ -191,6 +195,7 @@ class Compactor:
                          latest_at=max(r.created_at for r in rows), level=res.level, model=res.model,
                          expand_hint=expand_hint(res.text), conn=conn)
             store.advance_frontier(sid, rows[-1].store_id)
+        self.source_tokens += source_tokens
         self._gc_transcript([r.store_id for r in rows])
         return True
 

@@ -74,6 +74,11 @@ class SummaryDAG:
             node_id = int(cur.lastrowid or 0)
             c.executemany(f"INSERT INTO {table}(node_id, ordinal, {column}) VALUES (?,?,?)",
                           [(node_id, i, int(x)) for i, x in enumerate(ids)])
+            # keep the session's frontier current: the new node joins, condensed children leave
+            c.execute("INSERT OR IGNORE INTO session_frontier(session_id, node_id) VALUES (?,?)", (session_id, node_id))
+            if depth > 0:
+                c.executemany("DELETE FROM session_frontier WHERE session_id=? AND node_id=?",
+                              [(session_id, int(x)) for x in ids])
             return node_id
 
         if conn is not None:
@@ -94,6 +99,8 @@ class SummaryDAG:
             conn.executemany(
                 "INSERT OR IGNORE INTO carried_nodes(session_id, node_id, from_session_id, carried_at) VALUES (?,?,?,?)",
                 [(to_session, n.node_id, from_session, now) for n in nodes])
+            conn.executemany("INSERT OR IGNORE INTO session_frontier(session_id, node_id) VALUES (?,?)",
+                             [(to_session, n.node_id) for n in nodes])
         return [n.node_id for n in nodes]
 
     # -- reads -------------------------------------------------------------
@@ -107,13 +114,14 @@ class SummaryDAG:
         return r is not None
 
     def frontier(self, session_id: str) -> list[NodeRow]:
-        """Visible nodes that no visible node condenses: highest depth first, then oldest."""
-        sql = (f"SELECT n.* FROM summary_nodes n WHERE {_VISIBLE} AND NOT EXISTS ("
-               " SELECT 1 FROM node_children c JOIN summary_nodes p ON p.node_id = c.node_id"
-               " WHERE c.child_id = n.node_id AND (p.session_id = :s OR p.node_id IN"
-               " (SELECT node_id FROM carried_nodes WHERE session_id = :s)))"
-               " ORDER BY n.depth DESC, COALESCE(n.earliest_at, n.created_at), n.node_id")
-        return [_node(r) for r in self.db.read().execute(sql, {"s": session_id})]
+        """Visible nodes that no visible node condenses: highest depth first, then oldest.
+
+        Read from ``session_frontier``, which node writes keep current, so the cost follows
+        the frontier's size, not the session's history.
+        """
+        sql = ("SELECT n.* FROM session_frontier f JOIN summary_nodes n ON n.node_id = f.node_id"
+               " WHERE f.session_id = ? ORDER BY n.depth DESC, COALESCE(n.earliest_at, n.created_at), n.node_id")
+        return [_node(r) for r in self.db.read().execute(sql, (session_id,))]
 
     def visible(self, session_id: str) -> list[NodeRow]:
         sql = f"SELECT n.* FROM summary_nodes n WHERE {_VISIBLE} ORDER BY n.depth, n.node_id"

@@ -167,6 +167,22 @@ CREATE TABLE IF NOT EXISTS imported_nodes (
     PRIMARY KEY (import_id, source_key)
 );
 """),
+    ("0003_session_frontier", """
+CREATE TABLE IF NOT EXISTS session_frontier (
+    session_id TEXT NOT NULL,
+    node_id    INTEGER NOT NULL REFERENCES summary_nodes(node_id) ON DELETE CASCADE,
+    PRIMARY KEY (session_id, node_id)
+);
+CREATE INDEX IF NOT EXISTS session_frontier_node ON session_frontier(node_id);
+INSERT OR IGNORE INTO session_frontier(session_id, node_id)
+SELECT v.session_id, v.node_id FROM (
+    SELECT session_id, node_id FROM summary_nodes
+    UNION SELECT session_id, node_id FROM carried_nodes) v
+WHERE NOT EXISTS (
+    SELECT 1 FROM node_children c JOIN summary_nodes p ON p.node_id = c.node_id
+    WHERE c.child_id = v.node_id AND (p.session_id = v.session_id OR p.node_id IN
+        (SELECT node_id FROM carried_nodes WHERE session_id = v.session_id)));
+"""),
 ]
 
 

@@ -32,6 +32,7 @@ DEPTH_GUIDANCE = {
 }
 _REASONING = re.compile(r"<(think|thinking|reasoning|thought)>.*?</\1>", re.S | re.I)
 _OPEN_REASONING = re.compile(r"<(think|thinking|reasoning|thought)>", re.I)
+MIN_MODEL_INPUT_TOKENS = 300  # smaller inputs are shortened deterministically; a model call cannot pay off
 TRUNCATION_MARKER = "\n[... deterministic truncation; exact text available through trove_expand ...]\n"
 
 
@@ -157,7 +158,7 @@ class Summarizer:
         calls = 0
         input_tokens = 0
         cfg = self.config
-        if self.complete is not None:
+        if self.complete is not None and source_tokens >= MIN_MODEL_INPUT_TOKENS:
             for level, aggressive, level_budget in (("normal", False, budget),
                                                     ("aggressive", True, max(32, int(budget * cfg.l2_budget_ratio)))):
                 prompt = build_prompt(text, depth, level_budget, aggressive=aggressive, focus=focus,
