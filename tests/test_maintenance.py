@@ -102,7 +102,7 @@ def test_backup_taken_while_another_process_writes_is_consistent(runtime, tmp_pa
         assert seqs == list(range(len(seqs))) and len(seqs) % 5 == 0
         seen.append(len(seqs))
         conn.close()
-    assert seen == sorted(seen) and seen[-1] > 0
+    assert seen == sorted(seen) and len(set(seen)) > 1  # the writer really ran between backups
 
 
 # -- FTS diagnosis and repair ----------------------------------------------------------
