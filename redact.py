@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import re
+import string
 from dataclasses import dataclass
 from typing import Any, Callable
 
 DIGEST_CHARS = 8
 PLACEHOLDER_FORMAT = "[REDACTED:<pattern>:sha256=<8 hex digits>]; password_assignment uses [REDACTED:password]"
 
-# A key name may carry prefixes such as OPENAI_API_KEY or x-api-key.
-_PREFIX = r"(?<![A-Za-z0-9])(?:[A-Za-z0-9]+[_.-])*"
-# Quote around a key or value: plain, or backslash-escaped when JSON sits inside a string.
+# Quote closing a JSON key: plain, or backslash-escaped when JSON sits inside a string.
 _Q = r"(?:\\?[\"'])"
 # Values: a quoted string (spaces allowed), an escaped-quoted string, or a bare token.
 _VALUE = (r"(?:\\\"(?P<ev>(?:(?!\\\").){1,4096}?)\\\""
@@ -27,26 +26,24 @@ _VALUE = (r"(?:\\\"(?P<ev>(?:(?!\\\").){1,4096}?)\\\""
 
 
 def _assignment(keys: str) -> re.Pattern[str]:
-    return re.compile(
-        rf"(?P<head>{_Q}?{_PREFIX}(?:{keys}){_Q}?\s*(?:=>|:=|[:=])\s*)" + _VALUE,
-        re.IGNORECASE)
+    # The match starts at the key name (prefixes such as OPENAI_ or x- stay outside it), which
+    # lets the regex engine skip quickly to candidate positions on long text.
+    return re.compile(rf"(?P<head>(?<![A-Za-z0-9])(?:{keys}){_Q}?\s*(?:=>|:=|[:=])\s*)" + _VALUE, re.IGNORECASE)
 
 
 _API_KEY = _assignment(r"api[_-]?key|api[_-]?token|access[_-]?token|secret[_-]?key|client[_-]?secret")
 _PASSWORD = _assignment(r"password|passwd|passphrase|pwd")
-# Token-like JSON keys ("token", "id_token", "refresh_token", "authorization", ...).
-_TOKEN_KEY = re.compile(
-    r"(?P<head>\\?\"(?:[A-Za-z0-9]+[_.-])*(?:[A-Za-z0-9]*token|authorization|bearer)\\?\"\s*:\s*)" + _VALUE,
-    re.IGNORECASE)
+# Token-like JSON keys ("token", "id_token", "refresh_token", "authorization", ...); the match
+# starts at the word and _json_key_before checks the opening quote and any prefix.
+_TOKEN_KEY = re.compile(r"(?P<head>(?:token|authorization|bearer)\\?\"\s*:\s*)" + _VALUE, re.IGNORECASE)
 _BEARER = re.compile(r"(?P<head>\bBearer\s+)(?P<bv>[A-Za-z0-9\-._~+/]{8,}=*)", re.IGNORECASE)
 _PEM = re.compile(
     r"-----BEGIN (?P<label>[A-Z0-9 ]*?)PRIVATE KEY-----"
     r"(?:.*?-----END (?P=label)PRIVATE KEY-----"
     r"|[A-Za-z0-9+/=:,\-\s\\n]*)",  # a block cut off before its END line is still redacted
     re.DOTALL)
-
-# Cheap pre-check: text without any of these words cannot match any pattern.
-_TRIGGER = re.compile(r"key|token|secret|bearer|pass|pwd|authorization|PRIVATE KEY", re.IGNORECASE)
+_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)  # keeps every index
 
 
 def _digest(value: str) -> str:
@@ -64,6 +61,13 @@ def _looks_like_token(value: str) -> bool:
     return any(ch.isdigit() or ch in "-._~+/=" for ch in value)
 
 
+def _json_key_before(text: str, pos: int) -> bool:
+    i = pos
+    while i > 0 and pos - i < 64 and text[i - 1] in _KEY_CHARS:
+        i -= 1
+    return i > 0 and text[i - 1] == '"'
+
+
 _NOT_SECRETS = frozenset({"null", "none", "nil", "true", "false", "undefined"})
 
 
@@ -79,7 +83,7 @@ def _value_sub(name: str, bearer: bool = False) -> Callable[[re.Match[str]], str
                 return m.group(0)
             if group == "bv" and value.lower() in _NOT_SECRETS:
                 return m.group(0)
-            if group == "bv" and m.group("head").lstrip("\\").startswith('"') and not bearer:
+            if group == "bv" and not bearer and _json_key_before(m.string, m.start()):
                 left = right = '"'  # a bare JSON value (number) becomes a string: the JSON stays valid
             return f"{m.group('head')}{left}{_placeholder(name, value)}{right}"
         return m.group(0)
@@ -90,14 +94,42 @@ def _pem_sub(m: re.Match[str]) -> str:
     return _placeholder("private_key", m.group(0))
 
 
-Rule = Callable[[str], str]
+@dataclass(frozen=True)
+class _Rule:
+    """One regex tried only where one of its lowercase ``anchors`` occurs (fast on long text)."""
 
-CATALOG: dict[str, tuple[Rule, ...]] = {
-    "private_key": (lambda t: _PEM.sub(_pem_sub, t),),
-    "api_key": (lambda t: _API_KEY.sub(_value_sub("api_key"), t),),
-    "bearer_token": (lambda t: _BEARER.sub(_value_sub("bearer_token", bearer=True), t),
-                     lambda t: _TOKEN_KEY.sub(_value_sub("bearer_token"), t)),
-    "password_assignment": (lambda t: _PASSWORD.sub(_value_sub("password_assignment"), t),),
+    pattern: re.Pattern[str]
+    anchors: tuple[str, ...]
+    repl: Callable[[re.Match[str]], str]
+    accept: Callable[[str, int], bool] | None = None
+
+    def apply(self, text: str, low: str) -> str:
+        starts: set[int] = set()
+        for anchor in self.anchors:
+            i = low.find(anchor)
+            while i != -1:
+                starts.add(i)
+                i = low.find(anchor, i + 1)
+        out: list[str] = []
+        last = 0
+        for pos in sorted(starts):
+            if pos < last or (self.accept is not None and not self.accept(text, pos)):
+                continue
+            m = self.pattern.match(text, pos)
+            if m is None:
+                continue
+            out += [text[last:pos], self.repl(m)]
+            last = m.end()
+        return "".join(out) + text[last:] if out else text
+
+
+CATALOG: dict[str, tuple[_Rule, ...]] = {
+    "private_key": (_Rule(_PEM, ("-----begin ",), _pem_sub),),
+    "api_key": (_Rule(_API_KEY, ("api", "access", "secret", "client"), _value_sub("api_key")),),
+    "bearer_token": (_Rule(_BEARER, ("bearer",), _value_sub("bearer_token", bearer=True)),
+                     _Rule(_TOKEN_KEY, ("token", "authorization", "bearer"), _value_sub("bearer_token"),
+                           accept=_json_key_before)),
+    "password_assignment": (_Rule(_PASSWORD, ("pass", "pwd"), _value_sub("password_assignment")),),
 }
 # Order matters: whole PEM blocks first, then specific key names before generic token keys.
 _ORDER = ("private_key", "api_key", "bearer_token", "password_assignment")
@@ -126,11 +158,12 @@ class Redactor:
         """``text`` with every configured secret value replaced by its placeholder."""
         if not self.enabled or not self.patterns or not isinstance(text, str) or not text:
             return text
-        if _TRIGGER.search(text) is None:
-            return text
+        low = text.translate(_ASCII_LOWER)
         for name in self.patterns:
             for rule in CATALOG[name]:
-                text = rule(text)
+                new = rule.apply(text, low)
+                if new is not text:
+                    text, low = new, new.translate(_ASCII_LOWER)
         return text
 
     def describe(self) -> dict[str, Any]:
