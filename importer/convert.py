@@ -34,16 +34,20 @@ def to_epoch(value: Any) -> float | None:
     if not isinstance(value, str) or not value.strip():
         return None
     text = value.strip()
+    if text[0].isdigit() and "-" not in text[1:] and ":" not in text:
+        try:
+            return to_epoch(float(text))
+        except ValueError:
+            return None
     try:
-        return to_epoch(float(text))
+        dt = datetime.fromisoformat(text)  # 3.11+: "Z", offsets and "YYYY-MM-DD HH:MM:SS"
     except ValueError:
-        pass
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    try:
-        dt = datetime.fromisoformat(text)
-    except ValueError:
-        return None
+        if not text.endswith(("Z", "z")):
+            return None
+        try:
+            dt = datetime.fromisoformat(text[:-1] + "+00:00")
+        except ValueError:
+            return None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
     return dt.timestamp()

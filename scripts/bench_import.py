@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""Benchmark the lossless-claw importer: throughput (median of runs) and peak memory by size.
+
+Generates lossless-claw-shaped source databases (current-schema DDL from
+../shared/fixtures/lossless-claw/schemas when present, else a minimal equivalent) with
+user / assistant+toolCall / toolResult / assistant turns and their message_parts, then
+imports each into a fresh target in a child process, reporting messages/second and peak
+RSS / traced Python memory per size, so flat memory shows as the size grows.
+
+    python scripts/bench_import.py                    # 25k, 50k, 100k messages, 3 runs each
+    python scripts/bench_import.py --sizes 10000 --runs 1
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = ROOT.parent / "shared" / "fixtures" / "lossless-claw" / "schemas" / "HEAD-4214b480.sql"
+MINIMAL_DDL = """
+CREATE TABLE conversations (conversation_id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL,
+  session_key TEXT, active INTEGER NOT NULL DEFAULT 1, created_at TEXT NOT NULL DEFAULT (datetime('now')));
+CREATE TABLE messages (message_id INTEGER PRIMARY KEY AUTOINCREMENT, conversation_id INTEGER NOT NULL, seq INTEGER NOT NULL,
+  role TEXT NOT NULL, content TEXT NOT NULL, token_count INTEGER NOT NULL, identity_hash TEXT,
+  openclaw_sender_metadata TEXT, transcript_entry_id TEXT, created_at TEXT NOT NULL DEFAULT (datetime('now')),
+  large_content TEXT, stable_event_key TEXT, UNIQUE (conversation_id, seq));
+CREATE TABLE message_parts (part_id TEXT PRIMARY KEY, message_id INTEGER NOT NULL, session_id TEXT NOT NULL,
+  part_type TEXT NOT NULL, ordinal INTEGER NOT NULL, text_content TEXT, is_ignored INTEGER, is_synthetic INTEGER,
+  tool_call_id TEXT, tool_name TEXT, tool_input TEXT, tool_output TEXT, tool_error TEXT, metadata TEXT,
+  UNIQUE (message_id, ordinal));
+CREATE INDEX message_parts_message_idx ON message_parts (message_id);
+"""
+SHADOW = re.compile(r"_fts\w*_(data|idx|content|docsize|config)'?\s*$")
+WORDS = ("invoice rounding decimal refund deploy staging cluster kubeconfig worker batch latency ingestion "
+         "pytest changelog module function quantize assertion failure window credentials rollout history").split()
+
+
+def _text(i: int, n: int) -> str:
+    return " ".join(WORDS[(i * 7 + k * 3) % len(WORDS)] for k in range(n)) + f" #{i}"
+
+
+def _statements(ddl: str) -> list[str]:
+    """DDL statements minus what SQLite creates itself (sqlite_sequence, FTS5 shadow tables)."""
+    out, buf = [], ""
+    for line in ddl.splitlines(keepends=True):
+        if not buf and line.startswith("--"):
+            continue
+        buf += line
+        if sqlite3.complete_statement(buf):
+            head = buf.strip().split("(")[0]
+            if not (head.startswith("CREATE TABLE sqlite_") or SHADOW.search(head)):
+                out.append(buf.strip())
+            buf = ""
+    return out
+
+
+def generate(path: Path, messages: int, per_conversation: int = 400) -> None:
+    """Write a lossless-claw-shaped database with ``messages`` rows and their parts."""
+    conn = sqlite3.connect(path)
+    for statement in _statements(SCHEMA.read_text() if SCHEMA.is_file() else MINIMAL_DDL):
+        conn.execute(statement)
+    conn.execute("BEGIN")
+    mid = 0
+    conv = 0
+    while mid < messages:
+        conv += 1
+        session = f"{conv:08x}-0000-4000-8000-000000000000"
+        conn.execute("INSERT INTO conversations(conversation_id, session_id, session_key) VALUES (?,?,?)",
+                     (conv, session, f"agent:main:bench:{conv}"))
+        rows, parts = [], []
+        for seq in range(1, min(per_conversation, messages - mid) + 1):
+            mid += 1
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(1772442000 + mid * 15))
+            kind = seq % 4
+            call = f"toolu_{mid - 1 if kind == 2 else mid:08d}"
+            if kind == 1:
+                role, content = "user", _text(mid, 30)
+                parts.append((f"p{mid}", mid, session, "text", 0, content, None, None, None,
+                              json.dumps({"originalRole": "user", "rawType": "text",
+                                          "raw": {"type": "text", "text": content}})))
+            elif kind == 2:
+                role, content = "assistant", ""
+                args = {"command": f"pytest tests/test_{mid % 97}.py -q"}
+                parts.append((f"p{mid}", mid, session, "tool", 0, None, call, "exec", json.dumps(args),
+                              json.dumps({"originalRole": "assistant", "rawType": "toolCall",
+                                          "raw": {"type": "toolCall", "id": call, "name": "exec", "arguments": args}})))
+            elif kind == 3:
+                role, content = "tool", _text(mid, 60)
+                parts.append((f"p{mid}", mid, session, "text", 0, content, call, "exec", None,
+                              json.dumps({"originalRole": "toolResult", "toolCallId": call, "toolName": "exec",
+                                          "isError": False, "rawType": "text", "raw": {"type": "text", "text": content}})))
+            else:
+                role, content = "assistant", _text(mid, 40)
+                parts.append((f"p{mid}", mid, session, "text", 0, content, None, None, None,
+                              json.dumps({"originalRole": "assistant", "rawType": "text",
+                                          "raw": {"type": "text", "text": content}})))
+            rows.append((mid, conv, seq, role, content, len(content) // 4, f"{mid:08x}", stamp))
+        conn.executemany("INSERT INTO messages(message_id, conversation_id, seq, role, content, token_count,"
+                         " transcript_entry_id, created_at) VALUES (?,?,?,?,?,?,?,?)", rows)
+        conn.executemany("INSERT INTO message_parts(part_id, message_id, session_id, part_type, ordinal, text_content,"
+                         " tool_call_id, tool_name, tool_input, metadata) VALUES (?,?,?,?,?,?,?,?,?,?)", parts)
+    conn.commit()
+    conn.close()
+
+
+def child(source: str, target: str, trace: bool) -> None:
+    """One import in this process; prints a JSON line of figures."""
+    sys.path.insert(0, str(ROOT))
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("hermes_trove", ROOT / "__init__.py",
+                                                  submodule_search_locations=[str(ROOT)])
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["hermes_trove"] = mod
+    spec.loader.exec_module(mod)
+    from hermes_trove.importer import ImportOptions, run_import
+
+    if trace:
+        tracemalloc.start()
+    t0 = time.perf_counter()
+    report = run_import(ImportOptions(target_db=target, source_db=source, apply=True), env={})
+    seconds = time.perf_counter() - t0
+    traced = tracemalloc.get_traced_memory()[1] if trace else 0
+    print(json.dumps({"seconds": seconds, "imported": report.imported,
+                      "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "traced_peak": traced}))
+
+
+def run_child(source: Path, target: Path, trace: bool = False) -> dict:
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(target) + suffix).unlink(missing_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TROVE_")}
+    out = subprocess.run([sys.executable, __file__, "--child", str(source), str(target)] + (["--trace"] if trace else []),
+                         capture_output=True, text=True, check=True, env=env)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[25000, 50000, 100000])
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--child", nargs=2, metavar=("SOURCE", "TARGET"), help=argparse.SUPPRESS)
+    ap.add_argument("--trace", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args.child[0], args.child[1], args.trace)
+        return
+    print(f"schema: {'fixture HEAD DDL' if SCHEMA.is_file() else 'minimal built-in DDL'}; runs per size: {args.runs}")
+    print(f"{'messages':>9} {'median s':>9} {'msgs/s':>9} {'peak RSS MiB':>13} {'traced peak MiB':>16}")
+    with tempfile.TemporaryDirectory(prefix="trove-bench-import-") as tmp:
+        for size in args.sizes:
+            source = Path(tmp) / f"lcm-{size}.db"
+            generate(source, size)
+            runs = [run_child(source, Path(tmp) / "trove.db") for _ in range(args.runs)]
+            traced = run_child(source, Path(tmp) / "trove.db", trace=True)
+            assert all(r["imported"] == size for r in runs), runs
+            secs = statistics.median(r["seconds"] for r in runs)
+            rss = statistics.median(r["maxrss_kb"] for r in runs) / 1024
+            print(f"{size:>9} {secs:>9.2f} {size / secs:>9.0f} {rss:>13.1f} {traced['traced_peak'] / 2**20:>16.1f}",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
