@@ -264,7 +264,7 @@ def test_redaction_happens_before_sidecars_and_sqlite_see_the_secret(tmp_path):
                                    sensitive_patterns_enabled=True))
     secret = "sk-live-0123456789abcdef"
     big = f"config dump\nOPENAI_API_KEY={secret}\n" + "filler line\n" * 200
-    rt.store.ingest(KEY, [tool_result("c1", big), user(f'password = "hunter two"')])
+    rt.store.ingest(KEY, [tool_result("c1", big), user('password = "hunter two"')])
     rows = rt.store.page("s1")
     recovered = read_all(rt, only_ref(rows[0].content))
     assert secret not in recovered and "OPENAI_API_KEY=[REDACTED:api_key:sha256=" in recovered
