@@ -13,10 +13,9 @@ from typing import Callable, Iterator
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fake_llm import FakeLLM  # noqa: E402
-from harness import HermesHome, candidate_pythons, find_host_python  # noqa: E402
+from .fake_llm import FakeLLM
+from .harness import HermesHome, candidate_pythons, find_host_python
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

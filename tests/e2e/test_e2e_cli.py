@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from harness import FALLBACK_WARNING, chat_requests, query, tool_names
+from .harness import FALLBACK_WARNING, chat_requests, query, tool_names
 
 TODO_ARGS = json.dumps({"todos": [{"id": "1", "content": "sort the mail", "status": "pending"}]})
 CHAT_TURNS = [

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from harness import FALLBACK_WARNING, chat_requests, query, tool_names
+from .harness import FALLBACK_WARNING, chat_requests, query, tool_names
 
 TODO_ARGS = json.dumps({"todos": [{"id": "1", "content": "water the ferns", "status": "pending"}]})
 GREP_ARGS = json.dumps({"query": "zebra17"})
