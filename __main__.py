@@ -42,7 +42,8 @@ def _runtime_for(db: str | None, fallback: Any = None) -> Any:
     return build_runtime(config)
 
 
-def execute(args: argparse.Namespace, runtime: Any = None, out: Any = None) -> int:
+def execute(args: argparse.Namespace, runtime: Any = None, out: Any = None,
+            prog: str = "python -m hermes_trove") -> int:
     """Run one parsed command line and print the result; returns the exit code."""
     from .command import render, run
 
@@ -57,7 +58,7 @@ def execute(args: argparse.Namespace, runtime: Any = None, out: Any = None) -> i
     if getattr(args, "trove_json", False):
         print(json.dumps(result, indent=2, default=str), file=out)
     else:
-        print(render(name, result, prefix="python -m hermes_trove"), file=out)
+        print(render(name, result, prefix=prog), file=out)
     if result.get("help"):
         return EXIT_USAGE if result.get("error") else EXIT_OK
     if result.get("status") in ("error", "refused", "still_unhealthy") or result.get("overall") == "unhealthy":
@@ -67,7 +68,7 @@ def execute(args: argparse.Namespace, runtime: Any = None, out: Any = None) -> i
 
 def cli_handler(runtime: Any) -> Callable[[argparse.Namespace], int]:
     """``handler_fn`` for ``ctx.register_cli_command``: the plugin's runtime unless --db is given."""
-    return lambda args: execute(args, runtime)
+    return lambda args: execute(args, runtime, prog="hermes trove")
 
 
 def main(argv: Sequence[str] | None = None, out: Any = None) -> int:

@@ -89,7 +89,8 @@ def help_text(prefix: str = "/trove") -> str:
                       "Read-only forms never write; apply forms take a backup first."])
 
 
-def run(runtime: Any, words: list[str], session_id: str | None = None, engine: Any = None) -> tuple[str, dict[str, Any]]:
+def run(runtime: Any, words: list[str], session_id: str | None = None,
+        engine: Any = None) -> tuple[str, dict[str, Any]]:
     """Dispatch ``words`` (lower-cased) to a handler; returns ``(name, result)``. Never raises."""
     key = tuple(w.lower() for w in words) or ("status",)
     if key not in HANDLERS:

@@ -22,7 +22,8 @@ def _quick_check(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
     rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check(20)")]
     if rows == ["ok"]:
         return "pass", "quick_check ok", ""
-    return "fail", "; ".join(rows[:5]), "the file is damaged: stop writers, take /trove backup, restore a known-good backup"
+    return "fail", "; ".join(rows[:5]), \
+        "the file is damaged: stop writers, take /trove backup, restore a known-good backup"
 
 
 def _journal(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
@@ -105,7 +106,8 @@ def _lifecycle(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
     if beyond:
         return "warn", detail, "inspect: a frontier past the last stored message hides nothing but suggests lost rows"
     if empty > int(runtime.config.empty_lifecycle_gc_threshold) and not runtime.config.empty_lifecycle_gc_enabled:
-        return "warn", detail, "many empty lifecycle rows: enable TROVE_EMPTY_LIFECYCLE_GC_ENABLED or /trove doctor clean"
+        return "warn", detail, \
+            "many empty lifecycle rows: enable TROVE_EMPTY_LIFECYCLE_GC_ENABLED or /trove doctor clean"
     return "pass", detail, ""
 
 

@@ -106,8 +106,9 @@ def plan_clean(prints: Iterable[Footprint], filters: Any, protected: Iterable[st
 
 def _carried_out(conn: sqlite3.Connection) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
-    for owner, into in conn.execute("SELECT DISTINCT n.session_id, c.session_id FROM carried_nodes c"
-                                    " JOIN summary_nodes n ON n.node_id = c.node_id WHERE c.session_id != n.session_id"):
+    rows = conn.execute("SELECT DISTINCT n.session_id, c.session_id FROM carried_nodes c"
+                        " JOIN summary_nodes n ON n.node_id = c.node_id WHERE c.session_id != n.session_id")
+    for owner, into in rows:
         out.setdefault(owner, set()).add(into)
     return out
 

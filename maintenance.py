@@ -361,7 +361,8 @@ def _startup(runtime: Any, background: bool, now: float) -> StartupReport:
     structure = check_structure(conn)
     problems: list[str] = []
     if not structure.ok:
-        problems.append(f"missing schema objects: {', '.join(structure.missing_tables + structure.missing_fts + structure.missing_triggers)}")
+        missing = structure.missing_tables + structure.missing_fts + structure.missing_triggers
+        problems.append(f"missing schema objects: {', '.join(missing)}")
     synced = True
     for fts in FTS_TABLES:
         if fts in structure.missing_fts:

@@ -37,7 +37,8 @@ def git_identity(path: str) -> dict[str, Any]:
     if not top or Path(top).resolve() != Path(path).resolve():
         return none  # not a checkout, or a folder inside some unrelated repository
     dirty = git("status", "--porcelain", "--untracked-files=no")
-    return {"plugin_git_commit": git("rev-parse", "HEAD"), "plugin_git_branch": git("rev-parse", "--abbrev-ref", "HEAD"),
+    return {"plugin_git_commit": git("rev-parse", "HEAD"),
+            "plugin_git_branch": git("rev-parse", "--abbrev-ref", "HEAD"),
             "plugin_git_dirty": None if dirty is None else bool(dirty)}
 
 

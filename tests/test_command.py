@@ -68,6 +68,9 @@ def test_the_hermes_cli_entry_parses_and_runs_like_the_host_does(runtime, capsys
     args = parser.parse_args(["trove", "doctor", "--json"])
     assert args.func(args) == 0
     assert '"overall": "healthy"' in capsys.readouterr().out
+    args = parser.parse_args(["trove", "help"])
+    assert args.func(args) == 0
+    assert "hermes trove rotate apply" in capsys.readouterr().out
 
 
 def test_status_is_the_default_and_says_unbound_before_any_session(runtime):

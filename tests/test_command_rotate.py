@@ -35,7 +35,8 @@ def small_tail(tmp_path):
 
 
 def store_ids(rt, sid: str = "s1") -> list[int]:
-    return [r[0] for r in rt.db.read().execute("SELECT store_id FROM messages WHERE session_id=? ORDER BY store_id", (sid,))]
+    rows = rt.db.read().execute("SELECT store_id FROM messages WHERE session_id=? ORDER BY store_id", (sid,))
+    return [r[0] for r in rows]
 
 
 def test_preview_reports_the_plan_and_writes_nothing(small_tail):

@@ -70,7 +70,8 @@ WRITER = textwrap.dedent("""
         conn.execute("BEGIN IMMEDIATE")
         for _ in range(5):
             conn.execute("INSERT INTO messages(session_id, role, content, identity, created_at, ingested_at)"
-                         " VALUES ('w', 'user', ?, ?, ?, ?)", (f"seq {i:08d} writer row", str(i), time.time(), time.time()))
+                         " VALUES ('w', 'user', ?, ?, ?, ?)",
+                         (f"seq {i:08d} writer row", str(i), time.time(), time.time()))
             i += 1
         conn.execute("COMMIT")
     print(i, flush=True)
