@@ -55,6 +55,7 @@ class Compactor:
         self.source_tokens = 0
         self.errors: list[str] = []
         self.started = time.monotonic()
+        self.extra = ""
 
     # -- entry ---------------------------------------------------------------
     def run(self, messages: list[dict[str, Any]], current_tokens: int | None = None,
@@ -76,6 +77,9 @@ class Compactor:
         rows_by_id = {r.store_id: r for r in backlog}
         sweep = bool(self.config.threshold_full_sweep_enabled)
         focus = (focus_topic or "").strip()
+        if memory_context.strip():
+            self.extra = ("Notes from the agent's memory providers (keep the summary consistent with them):\n"
+                          + memory_context.strip()[:4000])
 
         # 1. leaf passes over the oldest candidates, as many as the budget needs
         cand_msgs = [m for m, _ in candidates]
@@ -174,7 +178,7 @@ class Compactor:
                 return self.summarizer.summarize(text, depth, budget, focus)
             finally:
                 self.summarizer.complete = saved
-        res = self.summarizer.summarize(text, depth, budget, focus)
+        res = self.summarizer.summarize(text, depth, budget, focus, self.extra if depth == 0 else "")
         self.calls += res.calls
         self.aux_input_tokens += res.input_tokens
         self.errors.extend(res.errors)

@@ -146,7 +146,10 @@ class TroveEngine(ContextEngine):
         if self._bypassed():
             native = self._native_compressor()
             return bool(native is None or native.has_content_to_compress(messages))
-        return len(messages) > 1
+        from .ingest import is_synthetic
+
+        raw = [m for m in messages if isinstance(m, dict) and not is_synthetic(m)]
+        return len(raw) > 1
 
     # -- lifecycle -----------------------------------------------------------
     def on_session_start(self, session_id: str, **kwargs: Any) -> None:

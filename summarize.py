@@ -151,7 +151,8 @@ class Summarizer:
                 out.append(r)
         return out or [""]
 
-    def summarize(self, text: str, depth: int, budget: int, focus: str = "") -> SummaryResult:
+    def summarize(self, text: str, depth: int, budget: int, focus: str = "", extra: str = "") -> SummaryResult:
+        """Summarise ``text``; ``extra`` is added context (e.g. memory-provider notes)."""
         source_tokens = tokens.count(text)
         budget = max(32, min(budget, max(32, source_tokens - 1)))
         errors: list[str] = []
@@ -161,8 +162,8 @@ class Summarizer:
         if self.complete is not None and source_tokens >= MIN_MODEL_INPUT_TOKENS:
             for level, aggressive, level_budget in (("normal", False, budget),
                                                     ("aggressive", True, max(32, int(budget * cfg.l2_budget_ratio)))):
-                prompt = build_prompt(text, depth, level_budget, aggressive=aggressive, focus=focus,
-                                      custom=cfg.custom_instructions)
+                custom = "\n\n".join(p for p in (cfg.custom_instructions, extra) if p)
+                prompt = build_prompt(text, depth, level_budget, aggressive=aggressive, focus=focus, custom=custom)
                 for route in self.routes():
                     now = self.clock()
                     if BREAKERS.is_open(route, now):
