@@ -32,6 +32,7 @@ class SessionState:
     mode: str = "unbound"  # unbound | active | ignored | stateless
     matched_pattern: str = ""
     pending_reset_from: str = ""
+    just_ended: str = ""  # /new ends the session before the reset; /resume and /branch do not
     last_status: str = "idle"
     last_reason: str = ""
     last_result: dict[str, Any] = field(default_factory=dict)
@@ -177,12 +178,16 @@ class TroveEngine(ContextEngine):
 
     def on_session_reset(self) -> None:
         super().on_session_reset()
-        self.state.pending_reset_from = self.session_id
+        ended = self.state.just_ended
+        self.state.pending_reset_from = self.session_id if ended and ended == self.session_id else ""
+        self.state.just_ended = ""
         self.state.no_progress_tokens = 0
         self.state.last_status, self.state.last_reason = "idle", ""
 
     def on_session_end(self, session_id: str, messages: list[dict[str, Any]]) -> None:
         """Flush the transcript; idempotent, tolerant of ``[]`` and of foreign ids."""
+        if session_id and session_id == self.session_id:
+            self.state.just_ended = session_id
         try:
             if messages and session_id:
                 key = self.state.key if self.state.key and self.state.key.session_id == session_id \

@@ -1,0 +1,98 @@
+"""The engine under the exact call orders of the 0.19 host (HOST.md §10)."""
+from __future__ import annotations
+
+from conftest import assistant, user
+
+from hermes_trove.engine import TroveEngine
+from hermes_trove.simulate import HostLoop, build_conversation
+
+
+def boot(runtime, session="20261130_101010_abcdef"):
+    eng = TroveEngine(runtime)
+    eng.update_model(model="m", context_length=64000, base_url="http://127.0.0.1:1/v1", api_key="k",
+                     provider="custom", api_mode="")
+    eng.bind_session_state(session_db=object(), session_id=session)
+    eng.on_session_start(session, hermes_home="/tmp", platform="cli", model="m", context_length=64000,
+                         conversation_id=None)
+    return eng
+
+
+def compacted_engine(runtime, turns=30):
+    eng = boot(runtime)
+    eng.aux_complete = lambda task="compression": None
+    loop = HostLoop(eng)
+    for turn in build_conversation(turns, seed=9):
+        loop.run_turn(turn)
+    return eng, loop
+
+
+def test_init_order_binds_the_session_and_records_it(runtime):
+    eng = boot(runtime)
+    assert eng.snapshot()["session_id"] == "20261130_101010_abcdef"
+    assert runtime.store.session("20261130_101010_abcdef").platform == "cli"
+    assert runtime.bound_sessions["20261130_101010_abcdef"] == "active"
+
+
+def test_in_place_compaction_boundary_adds_no_duplicates(runtime):
+    eng = boot(runtime)
+    sid = eng.session_id
+    msgs = [user("a"), assistant("b"), user("c")]
+    eng.ingest(msgs)
+    out = eng.compress(msgs, current_tokens=10, force=True)
+    eng.on_session_end(sid, msgs)
+    eng.on_session_start(sid, boundary_reason="compression", old_session_id=sid, platform="cli",
+                         conversation_id=None)
+    eng.ingest(out + [assistant("d")])
+    assert [r.content for r in runtime.store.page(sid)] == ["a", "b", "c", "d"]
+
+
+def test_new_carries_nodes_but_resume_and_branch_do_not(runtime):
+    eng, loop = compacted_engine(runtime, turns=60)
+    old = eng.session_id
+    assert any(n.depth >= 2 for n in runtime.dag.frontier(old)) or runtime.dag.frontier(old)
+    # /resume: reset + bind, no on_session_end
+    eng.on_session_reset()
+    eng.bind_session_state(None, "resumed_session")
+    assert runtime.dag.frontier("resumed_session") == []
+    # /new: end + reset + bind
+    eng.bind_session_state(None, old)
+    eng.on_session_end(old, loop.messages)
+    eng.on_session_reset()
+    eng.bind_session_state(None, "fresh_session")
+    carried = runtime.dag.frontier("fresh_session")
+    assert [n.node_id for n in carried] == [n.node_id for n in runtime.dag.frontier(old) if n.depth >= 2]
+
+
+def test_background_review_fork_end_with_empty_list_is_harmless(runtime):
+    eng, loop = compacted_engine(runtime, turns=10)
+    before = runtime.store.count(eng.session_id)
+    import copy
+
+    fork = copy.deepcopy(eng)
+    fork.on_session_start("throwaway", platform="cli")
+    fork.bind_session_state(None, eng.session_id)
+    fork.on_session_end(eng.session_id, [])
+    assert runtime.store.count(eng.session_id) == before
+    assert runtime.store.count("throwaway") == 0
+
+
+def test_provider_overflow_update_model_lowers_threshold(runtime):
+    eng = boot(runtime)
+    before = eng.threshold_tokens
+    eng.update_model("m", 32000)
+    assert eng.threshold_tokens < before
+
+
+def test_usage_after_compaction_may_be_empty(runtime):
+    eng = boot(runtime)
+    eng.update_from_response({})
+    eng.last_prompt_tokens = -1  # the host's "awaiting real usage" sentinel
+    assert eng.should_compress() is False
+
+
+def test_unbound_engine_never_raises(runtime):
+    eng = TroveEngine(runtime)
+    assert eng.compress([user("x")], current_tokens=5) == [user("x")]
+    assert eng.should_compress(10 ** 9) is False
+    eng.on_session_end("", [])
+    assert eng.snapshot()["session_id"] == "(unbound)"
