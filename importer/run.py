@@ -221,7 +221,7 @@ def _pass(units: Callable[[], Iterator[Unit]], ledger: Any, writer: Writer | Non
             key = SessionKey(sid, platform="openclaw", source=sid)
             states: dict[Any, int] | None = {} if opts.include_summaries and unit.summaries else None
             lossy = 0
-            for batch in _prefetch(unit.messages(), opts.batch_size):
+            for batch in (_prefetch if writer is not None else _batches)(unit.messages(), opts.batch_size):
                 live: list[SourceMessage] = []
                 for m in batch:
                     report.scanned += 1

@@ -9,6 +9,7 @@ RSS / traced Python memory per size, so flat memory shows as the size grows.
 
     python scripts/bench_import.py                    # 25k, 50k, 100k messages, 3 runs each
     python scripts/bench_import.py --sizes 10000 --runs 1
+    python scripts/bench_import.py --breakdown 20000   # µs per message, stage by stage
 """
 from __future__ import annotations
 
@@ -116,14 +117,7 @@ def generate(path: Path, messages: int, per_conversation: int = 400) -> None:
 
 def child(source: str, target: str, trace: bool) -> None:
     """One import in this process; prints a JSON line of figures."""
-    sys.path.insert(0, str(ROOT))
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("hermes_trove", ROOT / "__init__.py",
-                                                  submodule_search_locations=[str(ROOT)])
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["hermes_trove"] = mod
-    spec.loader.exec_module(mod)
+    child_setup()
     from hermes_trove.importer import ImportOptions, run_import
 
     if trace:
@@ -134,6 +128,71 @@ def child(source: str, target: str, trace: bool) -> None:
     traced = tracemalloc.get_traced_memory()[1] if trace else 0
     print(json.dumps({"seconds": seconds, "imported": report.imported,
                       "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "traced_peak": traced}))
+
+
+def breakdown(size: int) -> None:
+    """Where one imported message's time goes (µs per message, median of 3), in one process."""
+    child_setup()
+    from hermes_trove import tokens
+    from hermes_trove.importer import ImportOptions, run_import
+    from hermes_trove.importer.claw_db import ClawSource
+    from hermes_trove.ingest import message_identity
+    from hermes_trove.runtime import build_runtime
+    from hermes_trove.config import load_config
+    from hermes_trove.store import SessionKey, normalize_message
+    import dataclasses
+
+    with tempfile.TemporaryDirectory(prefix="trove-bench-import-") as tmp:
+        source = Path(tmp) / "lcm.db"
+        generate(source, size)
+        src = ClawSource(str(source))
+        msgs = [m.message for c in src.conversations() for m in src.messages(c)]
+        src.close()
+
+        def timed(fn) -> float:
+            runs = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                fn()
+                runs.append(time.perf_counter() - t0)
+            return statistics.median(runs) / len(msgs) * 1e6
+
+        def store_append() -> None:
+            target = Path(tmp) / f"t{time.perf_counter_ns()}.db"
+            cfg = dataclasses.replace(load_config({}), database_path=str(target))
+            rt = build_runtime(cfg)
+            with rt.db.transaction() as conn:
+                for i in range(0, len(msgs), 500):
+                    rt.store.append(SessionKey("bench", source="bench"), msgs[i:i + 500], conn=conn)
+            rt.db.close()
+
+        transform = build_runtime(dataclasses.replace(load_config({}), database_path=str(Path(tmp) / "x.db"))).store.transform
+        rows = {
+            "source read + convert (dry run, no target)": timed(
+                lambda: run_import(ImportOptions(target_db=str(Path(tmp) / "none.db"), source_db=str(source)), env={})),
+            "store: normalize_message (incl. tokens)": timed(lambda: [normalize_message(m) for m in msgs]),
+            "store: tokens.count_message alone": timed(lambda: [tokens.count_message(m) for m in msgs]),
+            "store: message_identity": timed(lambda: [message_identity(m) for m in msgs]),
+            "store: storage transform": timed(lambda: [transform({**normalize_message(m), "session_id": "b"})
+                                                      for m in msgs]) if transform else 0.0,
+            "store.append total (one transaction)": timed(store_append),
+            "full import, apply": timed(lambda: run_child(source, Path(tmp) / "trove.db")),
+        }
+        print(f"per-message cost over {len(msgs)} messages (µs, median of 3; tokens backend {tokens.backend()}):")
+        for name, us in rows.items():
+            print(f"  {name:<45} {us:>8.1f}")
+
+
+def child_setup() -> None:
+    import importlib.util
+    if "hermes_trove" in sys.modules:
+        return
+    spec = importlib.util.spec_from_file_location("hermes_trove", ROOT / "__init__.py",
+                                                  submodule_search_locations=[str(ROOT)])
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["hermes_trove"] = mod
+    spec.loader.exec_module(mod)
 
 
 def run_child(source: Path, target: Path, trace: bool = False) -> dict:
@@ -149,11 +208,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[25000, 50000, 100000])
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--breakdown", type=int, metavar="N", help="time each stage of the per-message path over N messages")
     ap.add_argument("--child", nargs=2, metavar=("SOURCE", "TARGET"), help=argparse.SUPPRESS)
     ap.add_argument("--trace", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         child(args.child[0], args.child[1], args.trace)
+        return
+    if args.breakdown:
+        breakdown(args.breakdown)
         return
     print(f"schema: {'fixture HEAD DDL' if SCHEMA.is_file() else 'minimal built-in DDL'}; runs per size: {args.runs}")
     print(f"{'messages':>9} {'median s':>9} {'msgs/s':>9} {'peak RSS MiB':>13} {'traced peak MiB':>16}")
