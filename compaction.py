@@ -53,6 +53,7 @@ class Compactor:
         self.aux_input_tokens = 0
         self.levels: list[str] = []
         self.source_tokens = 0
+        self.stubbed = 0
         self.errors: list[str] = []
         self.started = time.monotonic()
         self.extra = ""
@@ -72,6 +73,7 @@ class Compactor:
         count = tokens.count_message
         tail_start = policy.select_fresh_tail(live, self.config.fresh_tail_count,
                                               self.config.fresh_tail_max_tokens, count)
+        live = self._stub_history(live, tail_start)
         tail_start = policy.enforce_budget(live, tail_start, int(target * TAIL_SHARE), count)
         candidates = [(m, live_ids[i]) for i, m in enumerate(live[:tail_start]) if live_ids[i]]
         rows_by_id = {r.store_id: r for r in backlog}
@@ -93,8 +95,8 @@ class Compactor:
         for ch in chunks:
             raw_left = sum(sizes[ch.start:])
             prefix = self._frontier_tokens(sid)
-            if not (force or sweep) and prefix + raw_left + tail_tokens <= target and leaves:
-                break
+            if not (force or sweep) and prefix + raw_left + tail_tokens <= target:
+                break  # already fits (e.g. after stubbing): no summary call needed
             store_ids = [sid_ for _, sid_ in candidates[ch.start:ch.end]]
             rows = [rows_by_id[s] for s in store_ids if s in rows_by_id]
             if not rows or not self._leaf(rows, focus):
@@ -115,7 +117,8 @@ class Compactor:
         # the compacted part; those after the last compacted candidate stay in place.
         out, omitted = self._assemble(sid, raw_keep, live[tail_start:], target)
         progress = out != messages
-        status = "compacted" if leaves or condensed else ("sanitized" if progress else "noop")
+        status = "compacted" if leaves or condensed else ("stubbed" if self.stubbed else
+                                                          "sanitized" if progress else "noop")
         reason = "" if progress else ("nothing outside the protected tail to compact" if not candidates
                                       else "summaries could not shrink the prompt")
         for name, value in (("summary_calls", self.calls), ("aux_input_tokens", self.aux_input_tokens),
@@ -127,7 +130,7 @@ class Compactor:
             "levels": self.levels, "errors": self.errors[-5:], "tokens_before": tokens.count_messages(messages),
             "tokens_after": tokens.count_messages(out), "overhead_tokens": overhead, "target_tokens": target,
             "threshold_tokens": threshold, "fresh_tail_messages": len(live) - tail_start,
-            "omitted_summary_nodes": len(omitted), "focus_topic": focus, "forced": bool(force),
+            "omitted_summary_nodes": len(omitted), "stubbed_tool_results": self.stubbed, "focus_topic": focus, "forced": bool(force),
             "seconds": round(time.monotonic() - self.started, 3), "at": time.time(),
         }
         return CompactionResult(out, progress, status, reason, report,
@@ -138,6 +141,21 @@ class Compactor:
         ratio = float(self.config.critical_budget_pressure_ratio or 0)
         window = int(self.engine.context_length or 0)
         return bool(ratio and window and int(current_tokens or 0) >= ratio * window)
+
+    def _stub_history(self, live: list[dict[str, Any]], protect_from: int) -> list[dict[str, Any]]:
+        """Active-replay stubbing of big tool results before the tail (opt-in; rows untouched)."""
+        cfg = self.config
+        if not (cfg.large_output_externalization_enabled and cfg.large_output_active_replay_stubbing_enabled):
+            return live
+        try:
+            from .payloads import apply_replay_stubs
+
+            out, done = apply_replay_stubs(self.runtime, self.key.session_id, live, protect_from=protect_from)
+        except Exception:
+            log.exception("trove: replay stubbing failed; payloads stay inline")
+            return live
+        self.stubbed = done
+        return out
 
     # -- mapping -------------------------------------------------------------
     @staticmethod

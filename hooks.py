@@ -52,5 +52,34 @@ def make_hooks(runtime: Any) -> dict[str, Callable[..., Any]]:
             return None
         return {"context": policy}
 
-    return {"post_llm_call": post_llm_call, "pre_llm_call": pre_llm_call}
+    def transform_tool_result(**kw: Any) -> Any:
+        """Stub a giant textual tool result before it enters the transcript (opt-in).
+
+        The full text goes to a verified sidecar first; if that cannot be confirmed the
+        result stays inline. Recovery tools are never stubbed.
+        """
+        cfg = runtime.config
+        if not (cfg.large_output_externalization_enabled and cfg.large_output_active_replay_stubbing_enabled):
+            return None
+        session_id = str(kw.get("session_id") or "")
+        result = kw.get("result")
+        if runtime.bound_sessions.get(session_id) != "active" or not isinstance(result, str):
+            return None
+        try:
+            from . import payloads, replay, tokens
+
+            if kw.get("tool_name") in replay.NEVER_STUB_TOOLS:
+                return None
+            if tokens.count(result) <= int(cfg.large_output_active_replay_stub_threshold_tokens):
+                return None
+            ref = payloads.externalize_text(runtime, session_id, result)
+            if ref is None:
+                return None
+            return payloads.externalized_placeholder(ref, "tool_result", result, payloads.PREVIEW_CHARS)
+        except Exception:
+            log.exception("trove: tool-result stubbing failed; result kept inline")
+            return None
+
+    return {"post_llm_call": post_llm_call, "pre_llm_call": pre_llm_call,
+            "transform_tool_result": transform_tool_result}
 

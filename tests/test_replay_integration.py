@@ -1,0 +1,79 @@
+"""Active-replay stubbing wired into compaction and the tool-result hook."""
+from __future__ import annotations
+
+import json
+
+from conftest import assistant, make_config, tool_call, tool_result, user
+
+from hermes_trove import payloads, tokens
+from hermes_trove.engine import TroveEngine
+from hermes_trove.hooks import make_hooks
+from hermes_trove.runtime import build_runtime
+
+ON = dict(large_output_externalization_enabled=True, large_output_active_replay_stubbing_enabled=True,
+          large_output_active_replay_stub_threshold_tokens=2000)
+
+
+def session_with_big_results(tmp_path, **cfg):
+    rt = build_runtime(make_config(tmp_path, fresh_tail_count=4, **cfg))
+    eng = TroveEngine(rt)
+    eng.update_model("m", 200000)
+    eng.on_session_start("s1", platform="cli")
+    eng.aux_complete = lambda task="compression": None
+    msgs = []
+    for i in range(6):
+        body = f"result {i}\n" + ("line of build output " * 2000)
+        msgs += [user(f"run step {i}"), assistant("", [tool_call(f"c{i}", "terminal")]), tool_result(f"c{i}", body),
+                 assistant(f"step {i} done")]
+    return eng, msgs
+
+
+def test_historical_results_outside_the_tail_are_stubbed_and_rows_stay_raw(tmp_path):
+    eng, msgs = session_with_big_results(tmp_path, **ON)
+    eng.ingest(msgs)
+    out = eng.compress(msgs, current_tokens=tokens.count_messages(msgs), force=False)
+    stubs = [m for m in out if m.get("role") == "tool" and str(m["content"]).startswith("[trove:externalized")]
+    assert stubs, "big tool results before the tail are replaced by refs"
+    assert tokens.count_messages(out) < tokens.count_messages(msgs) // 2
+    ref = payloads.refs_in(stubs[0]["content"])[0]
+    got = payloads.read_ref(eng.runtime, ref, 0, 10 ** 6, session_id="s1")
+    assert got["content"].startswith("result ") and "line of build output" in got["content"]
+    rows = [r for r in eng.runtime.store.page("s1", 0, 100) if r.role == "tool"]
+    assert all("line of build output" in r.content for r in rows)  # raw rows not rewritten
+
+
+def test_stubbing_off_keeps_everything_inline(tmp_path):
+    eng, msgs = session_with_big_results(tmp_path)
+    eng.ingest(msgs)
+    out = eng.compress(msgs, current_tokens=tokens.count_messages(msgs))
+    assert not any(str(m.get("content")).startswith("[trove:externalized") for m in out)
+
+
+def test_tool_result_hook_stubs_new_giant_results_immediately(tmp_path):
+    eng, _ = session_with_big_results(tmp_path, **ON)
+    hook = make_hooks(eng.runtime)["transform_tool_result"]
+    big = "x" * 40000
+    stub = hook(tool_name="terminal", result=big, session_id="s1", tool_call_id="c9")
+    assert stub.startswith("[trove:externalized") and len(stub) < 2000
+    ref = payloads.refs_in(stub)[0]
+    assert payloads.read_ref(eng.runtime, ref, 0, 10 ** 6)["content"] == big
+    assert hook(tool_name="trove_expand", result=big, session_id="s1") is None
+    assert hook(tool_name="terminal", result="small", session_id="s1") is None
+    assert hook(tool_name="terminal", result=big, session_id="not-ours") is None
+
+
+def test_tool_result_hook_is_inert_when_disabled(tmp_path):
+    eng, _ = session_with_big_results(tmp_path)
+    hook = make_hooks(eng.runtime)["transform_tool_result"]
+    assert hook(tool_name="terminal", result="x" * 40000, session_id="s1") is None
+
+
+def test_recall_policy_is_injected_once_while_it_rides_in_the_transcript(tmp_path):
+    eng, _ = session_with_big_results(tmp_path)
+    pre = make_hooks(eng.runtime)["pre_llm_call"]
+    first = pre(session_id="s1", conversation_history=[user("hi")])
+    assert first and first["context"]
+    again = pre(session_id="s1", conversation_history=[dict(user("hi"), api_content="hi\n\n" + first["context"])])
+    assert again is None
+    assert pre(session_id="someone-else", conversation_history=[]) is None
+    json.dumps(first)
