@@ -139,18 +139,27 @@ def apply_clean(runtime: Any, protected: Iterable[str] = (), now: float | None =
     if not preview.candidates:
         return {"status": "noop", "reason": "no junk sessions found", "deleted_sessions": 0}
     backup = take_backup(runtime)
-    counts = {"messages": 0, "summary_nodes": 0, "carried_nodes": 0, "sessions": 0}
     with runtime.db.transaction() as conn:
         plan = _plan_clean(runtime, conn, guard, now)  # re-decided under the write lock
         allowed = {c.session_id for c in preview.candidates}
         doomed = [c.session_id for c in plan.candidates if c.session_id in allowed]
+        tables = _session_tables(conn)
+        counts = {t: 0 for t in tables}
         for sid in doomed:
-            counts["carried_nodes"] += conn.execute("DELETE FROM carried_nodes WHERE session_id=?", (sid,)).rowcount
-            counts["summary_nodes"] += conn.execute("DELETE FROM summary_nodes WHERE session_id=?", (sid,)).rowcount
-            counts["messages"] += conn.execute("DELETE FROM messages WHERE session_id=?", (sid,)).rowcount
-            counts["sessions"] += conn.execute("DELETE FROM sessions WHERE session_id=?", (sid,)).rowcount
+            for table in tables:
+                counts[table] += conn.execute(f"DELETE FROM {table} WHERE session_id=?", (sid,)).rowcount
     return {"status": "applied", "backup": backup.path, "deleted_sessions": len(doomed),
             "sessions": doomed[:LIST_LIMIT], "deleted_rows": counts}
+
+
+def _session_tables(conn: sqlite3.Connection) -> list[str]:
+    """Core per-session tables first, then any other plain table keyed by ``session_id``."""
+    core = ["carried_nodes", "summary_nodes", "messages", "sessions"]
+    names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND sql NOT LIKE"
+                                        " 'CREATE VIRTUAL%' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+    extra = [n for n in names if n not in core and any(
+        c[1] == "session_id" for c in conn.execute(f"PRAGMA table_info({n})"))]
+    return core + extra
 
 
 def _protect(runtime: Any, extra: Iterable[str]) -> set[str]:

@@ -88,7 +88,12 @@ def test_clean_apply_backs_up_then_deletes_only_the_candidates(tmp_path):
                     earliest_at=None, latest_at=None)
     result = command.run(rt, ["doctor", "clean", "apply"])[1]
     assert result["status"] == "applied" and result["deleted_sessions"] == 3
-    assert result["deleted_rows"] == {"messages": 8, "summary_nodes": 1, "carried_nodes": 0, "sessions": 3}
+    rows = result["deleted_rows"]
+    assert (rows["messages"], rows["summary_nodes"], rows["carried_nodes"], rows["sessions"]) == (8, 1, 0, 3)
+    for table in rows:  # every per-session table (e.g. a session frontier) is clean of the junk sessions
+        left = rt.db.read().execute(f"SELECT COUNT(*) FROM {table} WHERE session_id IN"
+                                    " ('cron_nightly', 'probe_1', 'empty_old')").fetchone()[0]
+        assert left == 0, table
     assert sessions_in(rt) == {"real", "other", "empty_new"}
     assert maintenance.diagnose_fts(rt.db.read())["needs_repair"] is False
     assert rt.db.read().execute("SELECT COUNT(*) FROM node_messages").fetchone()[0] == 0
