@@ -275,7 +275,7 @@ class Database:
                 for name, sql in MIGRATIONS:
                     if name in done:
                         continue
-                    for statement in _split_sql(sql):
+                    for statement in split_sql(sql):
                         conn.execute(statement)
                     conn.execute("INSERT INTO schema_migrations(name, applied_at) VALUES (?, ?)", (name, time.time()))
                 conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
@@ -288,7 +288,7 @@ class Database:
         return [r[0] for r in self.read().execute("SELECT name FROM schema_migrations ORDER BY name")]
 
 
-def _split_sql(script: str) -> list[str]:
+def split_sql(script: str) -> list[str]:
     """Split a migration script into statements, keeping trigger bodies whole."""
     out, buf = [], ""
     for line in script.splitlines(keepends=True):
@@ -300,6 +300,44 @@ def _split_sql(script: str) -> list[str]:
     if buf.strip():
         out.append(buf.strip())
     return out
+
+
+def open_readonly(path: str | os.PathLike[str], immutable: bool = False,
+                  timeout_s: float = BUSY_TIMEOUT_MS / 1000) -> sqlite3.Connection:
+    """A read-only connection to any SQLite file (ours or a foreign source database).
+
+    ``immutable`` reads a file nobody writes without creating -wal/-shm beside it.
+    """
+    uri = Path(path).resolve().as_uri() + ("?immutable=1" if immutable else "?mode=ro")
+    conn = sqlite3.connect(uri, uri=True, timeout=timeout_s, check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def backup_file(source: sqlite3.Connection, dest: str | os.PathLike[str]) -> int:
+    """Copy ``source`` to ``dest`` with the online backup API, atomically; returns bytes.
+
+    The copy is made in a temporary file beside ``dest`` (one consistent snapshot even
+    while other processes write), switched to a rollback journal, checked with
+    ``quick_check`` and only then renamed into place.
+    """
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.{threading.get_ident()}.partial")
+    target = sqlite3.connect(str(tmp), isolation_level=None)
+    try:
+        source.backup(target)
+        target.execute("PRAGMA journal_mode=DELETE")
+        verdict = target.execute("PRAGMA quick_check").fetchone()[0]
+        if verdict != "ok":
+            raise sqlite3.DatabaseError(f"backup copy failed quick_check: {verdict}")
+    except BaseException:
+        target.close()
+        tmp.unlink(missing_ok=True)
+        raise
+    target.close()
+    os.replace(tmp, dest)
+    return dest.stat().st_size
 
 
 def _retry(fn: Callable[[], object], attempts: int = 5) -> object:

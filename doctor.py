@@ -172,7 +172,8 @@ def _payloads(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
     if missing or pdir.get("unreadable_refs"):
         return "warn", detail, "inspect: externalized payload files are missing; their rows keep only the stub"
     if inline:
-        return "warn", detail, "inspect: enable TROVE_LARGE_OUTPUT_EXTERNALIZATION_ENABLED to keep media out of SQLite"
+        return "warn", detail, ("inspect: these rows predate the storage guard or their sidecar write failed; run"
+                              " scripts/backfill_externalized_tool_outputs.py and check the payload dir is writable")
     return "pass", detail, ""
 
 
@@ -221,4 +222,15 @@ def run_doctor(engine: Any = None, runtime: Any = None) -> dict[str, Any]:
            "checks": checks, "guidance": guidance}
     if "payload_report" in ctx:
         out["payloads"] = ctx["payload_report"]
+    out["sensitive_patterns"] = _redaction(runtime)
     return out
+
+
+def _redaction(runtime: Any) -> dict[str, Any]:
+    """Redaction setup (names, unknown names, placeholder format); never a secret."""
+    try:
+        from .redact import Redactor
+
+        return Redactor.from_config(runtime.config).describe()
+    except Exception as exc:  # a broken pattern catalog must not break the doctor
+        return {"error": f"{type(exc).__name__}: {exc}"}

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .db import MIGRATIONS, _split_sql
+from .db import MIGRATIONS, backup_file, split_sql
 
 log = logging.getLogger("hermes_trove.maintenance")
 
@@ -35,7 +35,7 @@ def _schema_statements() -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {"table": {}, "fts": {}, "trigger": {}}
     pattern = re.compile(r"CREATE\s+(VIRTUAL\s+TABLE|TABLE|TRIGGER)\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.I)
     for _, script in MIGRATIONS:
-        for stmt in _split_sql(script):
+        for stmt in split_sql(script):
             m = pattern.match(stmt)
             if not m:
                 continue
@@ -180,23 +180,8 @@ def backup_to(runtime: Any, dest: Path) -> Backup:
     renamed into place, so ``dest`` never holds a partial copy.
     """
     started = time.perf_counter()
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.{threading.get_ident()}.partial")
-    source = runtime.db.read()
-    target = sqlite3.connect(str(tmp), isolation_level=None)
-    try:
-        source.backup(target)
-        target.execute("PRAGMA journal_mode=DELETE")
-        verdict = target.execute("PRAGMA quick_check").fetchone()[0]
-        if verdict != "ok":
-            raise RuntimeError(f"backup copy failed quick_check: {verdict}")
-    except BaseException:
-        target.close()
-        tmp.unlink(missing_ok=True)
-        raise
-    target.close()
-    os.replace(tmp, dest)
-    return Backup(str(dest), dest.stat().st_size, time.perf_counter() - started)
+    size = backup_file(runtime.db.read(), dest)
+    return Backup(str(dest), size, time.perf_counter() - started)
 
 
 def take_backup(runtime: Any) -> Backup:

@@ -132,6 +132,9 @@ def build_status(engine: Any = None, runtime: Any = None, session_id: str | None
     except Exception as exc:
         status["store_error"] = f"{type(exc).__name__}: {exc}"
     status["session_filters"] = _filters_section(runtime, sid, platform)
+    from .doctor import _redaction
+
+    status["sensitive_patterns"] = _redaction(runtime)
     status["config"] = public_view(runtime.config)
     status["config_warnings"] = list(runtime.config.warnings)
     return status

@@ -268,6 +268,18 @@ class MessageStore:
         if self.transform is not None:
             # The transform sees session_id/tool fields for ownership; it returns column values.
             cols = self.transform({**cols, "session_id": key.session_id})
+        try:
+            return self._write_row(conn, key, cols, identity, now)
+        except UnicodeEncodeError:
+            # Lone surrogates cannot be stored as UTF-8: keep them as visible escapes, flagged.
+            cols = {k: _escape_surrogates(v) for k, v in cols.items()}
+            extra = json.loads(cols["extra"]) if cols.get("extra") else {}
+            cols["extra"] = json.dumps({**extra, "_trove_escaped_surrogates": True})
+            return self._write_row(conn, key, cols, identity, now)
+
+    @staticmethod
+    def _write_row(conn: sqlite3.Connection, key: SessionKey, cols: dict[str, Any], identity: str,
+                   now: float) -> int:
         cur = conn.execute(
             "INSERT INTO messages(session_id, conversation_id, platform, source, role, content, content_is_json,"
             " tool_calls, tool_call_id, tool_name, extra, token_count, identity, created_at, ingested_at)"
@@ -340,37 +352,74 @@ class MessageStore:
     # -- search ------------------------------------------------------------
     def search(self, match: str, session_ids: Sequence[str] | None = None, role: str | None = None,
                source: str | None = None, time_from: float | None = None, time_to: float | None = None,
-               limit: int = 10) -> list[tuple[MessageRow, float, str]]:
-        """BM25-ranked raw hits ``(row, rank, snippet)``; ``match`` comes from ``search.build_match``."""
+               limit: int = 10, *, snippets: bool = True, store_ids: Sequence[int] | None = None,
+               max_candidates: int | None = None) -> list[tuple[MessageRow, float, str]]:
+        """BM25-ranked raw hits ``(row, rank, snippet)``; ``match`` comes from ``search.build_match``.
+
+        Session-scoped searches restrict the full-text scan to the sessions' store-id range,
+        so their cost follows the session, not the archive. ``max_candidates`` bounds an
+        archive search to the newest N matching rows before ranking; ``store_ids`` limits
+        the search to given rows (snippets for an already ranked page); ``snippets=False``
+        skips snippet building for candidate pools.
+        """
         if not match:
             return []
-        sql = ("SELECT m.*, bm25(messages_fts, 1.0, 0.6) AS _rank,"
-               " snippet(messages_fts, -1, '>>>', '<<<', '…', 40) AS _snippet"
-               " FROM messages_fts JOIN messages m ON m.store_id = messages_fts.rowid"
-               " WHERE messages_fts MATCH ?")
+        conn = self.db.read()
+        where = ["messages_fts MATCH ?"]
         args: list[Any] = [match]
         if session_ids is not None:
-            sql += f" AND m.session_id IN ({','.join('?' * len(session_ids))})"
+            if not session_ids:
+                return []
+            marks = ",".join("?" * len(session_ids))
+            lo, hi = conn.execute(f"SELECT MIN(store_id), MAX(store_id) FROM messages WHERE session_id IN ({marks})",
+                                  list(session_ids)).fetchone()
+            if lo is None:
+                return []
+            where.append("messages_fts.rowid BETWEEN ? AND ?")
+            args += [int(lo), int(hi)]
+        if store_ids is not None:
+            ids = [int(i) for i in store_ids][:500]
+            if not ids:
+                return []
+            where.append(f"messages_fts.rowid IN ({','.join('?' * len(ids))})")
+            args += ids
+        if max_candidates is not None:
+            bound = conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid DESC"
+                                 " LIMIT 1 OFFSET ?", (match, max(0, int(max_candidates) - 1))).fetchone()
+            if bound is not None:
+                where.append("messages_fts.rowid >= ?")
+                args.append(int(bound[0]))
+        if session_ids is not None:
+            where.append(f"m.session_id IN ({','.join('?' * len(session_ids))})")
             args += list(session_ids)
         if role:
-            sql += " AND m.role=?"
+            where.append("m.role=?")
             args.append(role)
         if source:
-            sql += " AND (m.source=? OR (?='unknown' AND m.source=''))"
+            where.append("(m.source=? OR (?='unknown' AND m.source=''))")
             args += [source, source]
         if time_from is not None:
-            sql += " AND m.created_at>=?"
+            where.append("m.created_at>=?")
             args.append(time_from)
         if time_to is not None:
-            sql += " AND m.created_at<=?"
+            where.append("m.created_at<=?")
             args.append(time_to)
-        sql += " ORDER BY _rank LIMIT ?"
+        snippet = "snippet(messages_fts, -1, '>>>', '<<<', '…', 40)" if snippets else "''"
+        sql = (f"SELECT m.*, bm25(messages_fts, 1.0, 0.6) AS _rank, {snippet} AS _snippet"
+               " FROM messages_fts JOIN messages m ON m.store_id = messages_fts.rowid"
+               f" WHERE {' AND '.join(where)} ORDER BY _rank LIMIT ?")
         args.append(int(limit))
         out = []
-        for r in self.db.read().execute(sql, args):
+        for r in conn.execute(sql, args):
             d = {k: r[k] for k in r.keys() if not k.startswith("_")}
             out.append((_message_row_from(d), float(r["_rank"]), str(r["_snippet"] or "")))
         return out
+
+
+def _escape_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value
 
 
 def _message_row_from(d: dict[str, Any]) -> MessageRow:

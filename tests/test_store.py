@@ -131,3 +131,10 @@ def test_page_is_cursor_ordered(runtime):
     first = runtime.store.page("s1", 0, 3)
     second = runtime.store.page("s1", first[-1].store_id, 3)
     assert [r.content for r in first + second] == [m["content"] for m in transcript(6)]
+
+
+def test_text_that_utf8_cannot_hold_is_stored_escaped_not_lost(runtime):
+    runtime.store.transform = None  # the raw store path, without the payload guard
+    runtime.store.ingest(SessionKey("s1"), [user("broken \udcff surrogate")])
+    row = runtime.store.page("s1")[0]
+    assert "\\udcff" in row.content and "_trove_escaped_surrogates" in row.extra
