@@ -210,6 +210,9 @@ class TroveEngine(ContextEngine):
         if self.state.mode == "active":
             try:
                 self.runtime.store.ensure_session(key)
+                from .maintenance import gc_empty_lifecycle
+
+                gc_empty_lifecycle(self.runtime)  # cheap unless the table passed its threshold
             except Exception:
                 log.exception("trove: could not record session %s", key.session_id)
 
