@@ -1,8 +1,9 @@
 """Pure full-text query building: any input string becomes a valid FTS5 MATCH expression.
 
 Natural-language questions become an OR of their content terms (BM25 ranks the rows
-that match most, rarest terms weigh most); ``"quoted phrases"`` stay phrases and
-``term*`` stays a prefix query. Nothing here touches SQLite.
+that match most, rarest terms weigh most); ``"quoted phrases"`` stay phrases, ``term*``
+stays a prefix query and paths or ids become phrases. ``rerank`` refines a BM25 candidate
+pool by term coverage and adjacent-turn context. Nothing here touches SQLite.
 """
 from __future__ import annotations
 
@@ -22,7 +23,10 @@ make made many much one really said say says tell told thing things think way we
 """.split())
 
 _PHRASE = re.compile(r'"([^"]+)"')
-_WORD = re.compile(r"[^\W_]+(?:[_'][^\W_]+)*\*?", re.UNICODE)
+_RUN = re.compile(r"[^\W_]+", re.UNICODE)
+_POSSESSIVE = re.compile(r"(?<=[^\W_])['’][sS]$")
+_CONTRACTION = re.compile(r"^[^\W_]+(?:['’][^\W_]+)+$", re.UNICODE)
+_TRAILING = re.compile(r"[^\w*]+$", re.UNICODE)
 
 
 @dataclass(frozen=True)
@@ -36,33 +40,120 @@ def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def _term(token: str) -> str:
-    prefix = token.endswith("*")
-    core = token.rstrip("*").replace("'", " ").replace("_", " ")
-    return _quote(core) + ("*" if prefix and core else "")
+def _phrase(runs: list[str], prefix: bool = False) -> str:
+    return _quote(" ".join(runs)) + ("*" if prefix else "")
+
+
+def _chunks(text: str) -> list[tuple[list[str], bool, bool]]:
+    """Whitespace chunks as (word runs, is_prefix, is_compound); possessive 's dropped."""
+    out = []
+    for chunk in text.split():
+        chunk = _TRAILING.sub("", chunk)
+        prefix = chunk.endswith("*")
+        chunk = _POSSESSIVE.sub("", chunk.rstrip("*"))
+        runs = _RUN.findall(chunk)
+        if runs:
+            # "don't" stays one phrase; "src/app.py" or "deploy-key" is a compound identifier
+            compound = len(runs) > 1 and not _CONTRACTION.match(chunk)
+            out.append((runs, prefix, compound))
+    return out
 
 
 def build_match(query: str, max_terms: int = 32) -> Match:
-    """Turn free text into an OR query over its terms and phrases."""
+    """Turn free text into an OR query over its terms and phrases.
+
+    Compound tokens such as paths, ids and hyphenated words (``src/app.py``, ``ING-7731``)
+    become a phrase of their parts (matching exactly how the tokenizer split the stored
+    text) plus their distinctive parts as plain terms, so exact identifiers rank first.
+    """
     text = query if isinstance(query, str) else str(query)
     phrases = tuple(p.strip() for p in _PHRASE.findall(text) if p.strip())
     rest = _PHRASE.sub(" ", text)
-    words = [w for w in _WORD.findall(rest)]
+    parts: list[str] = []
     terms: list[str] = []
     seen: set[str] = set()
-    for w in words:
-        low = w.lower()
-        if low.rstrip("*") in STOPWORDS and len(words) > 1:
+
+    def add(expr: str, term: str | None = None) -> None:
+        key = expr.lower()
+        if key in seen or expr in ('""', '""*'):
+            return
+        seen.add(key)
+        parts.append(expr)
+        if term is not None:
+            terms.append(term)
+
+    for p in phrases:
+        add(_phrase(_RUN.findall(p)) if _RUN.findall(p) else _quote(p))
+    chunks = _chunks(rest)
+    single = [c for c in chunks if len(c[0]) == 1 or not c[2]]
+    for runs, prefix, compound in chunks:
+        if compound:
+            add(_phrase(runs, prefix))
+            for i, run in enumerate(runs):
+                last_prefix = prefix and i == len(runs) - 1
+                if len(run) > 1 and run.lower() not in STOPWORDS:
+                    add(_quote(run) + ("*" if last_prefix else ""), run + ("*" if last_prefix else ""))
             continue
-        if low in seen:
+        word = "'".join(runs)
+        if word.lower() in STOPWORDS and len(chunks) > 1:
             continue
-        seen.add(low)
-        terms.append(w)
-    if not terms and not phrases:  # a query of stopwords only still searches its words
-        terms = list(dict.fromkeys(w for w in words))
-    parts = [_quote(" ".join(_WORD.findall(p)) or p) for p in phrases] + [_term(t) for t in terms[:max_terms]]
-    parts = [p for p in parts if p not in ('""', '""*')]
-    return Match(" OR ".join(parts), tuple(terms[:max_terms]), phrases)
+        add(_phrase(runs, prefix), word + ("*" if prefix else ""))
+    if not parts and single:  # a query of stopwords only still searches its words
+        for runs, prefix, _ in single:
+            add(_phrase(runs, prefix), "'".join(runs))
+    return Match(" OR ".join(parts[:max_terms]), tuple(terms[:max_terms]), phrases)
+
+
+def rough_stem(term: str) -> str:
+    """A crude prefix stem for containment checks: 'joined' and 'joins' share 'join'."""
+    core = term.rstrip("*").lower()
+    return core[: max(4, len(core) - 2)] if len(core) > 4 else core
+
+
+def term_present(term: str, lowered_text: str) -> bool:
+    """Rough stem-aware containment: 'joined' counts for 'join', 'volunteering' for 'volunteer'."""
+    stem = rough_stem(term)
+    return bool(stem) and stem in lowered_text
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One full-text hit to re-rank: ``score`` is higher-is-better (negated BM25)."""
+
+    key: int
+    group: str
+    score: float
+    text: str
+
+
+# Re-ranking weights: fixed, documented defaults (not fitted to any benchmark's questions).
+COVERAGE_WEIGHT = 0.5  # boost rows that contain more of the distinct query terms
+NEIGHBOR_WEIGHT = 0.25  # share of the best adjacent hit's score (same session, next/previous row)
+
+
+def rerank(candidates: list[Candidate], terms: tuple[str, ...], coverage_weight: float = COVERAGE_WEIGHT,
+           neighbor_weight: float = NEIGHBOR_WEIGHT) -> list[tuple[int, float]]:
+    """Order BM25 candidates by term coverage and conversational context.
+
+    BM25 over an OR query rewards one rare term repeated; a row that mentions more of the
+    question's terms is usually the better answer. Turns adjacent to a strong hit share
+    its topic (question and answer, tool call and result), so each row gains a fraction of
+    its best neighbour's score. Returns ``(key, score)`` best first; ties keep input order.
+    """
+    stems = [s for s in dict.fromkeys(rough_stem(t) for t in terms) if s]
+    scored: dict[int, float] = {}
+    groups: dict[int, str] = {}
+    for c in candidates:
+        coverage = (sum(1 for s in stems if s in c.text) / len(stems)) if stems else 0.0
+        scored[c.key] = c.score * (1.0 + coverage_weight * coverage)
+        groups[c.key] = c.group
+    out = []
+    for c in candidates:
+        best = max((scored[k] for k in (c.key - 1, c.key + 1) if k in scored and groups[k] == c.group),
+                   default=0.0)
+        out.append((c.key, scored[c.key] + neighbor_weight * max(0.0, best)))
+    order = {c.key: i for i, c in enumerate(candidates)}
+    return sorted(out, key=lambda kv: (-kv[1], order[kv[0]]))
 
 
 def highlight_window(text: str, terms: tuple[str, ...], width: int = 240) -> str:

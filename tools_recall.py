@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any, Mapping
 
-from .search import build_match
+from .search import Candidate, build_match, rerank
 from .tools_common import (ROLES, ToolError, bool_arg, dumps, enum_arg, fit_items, int_arg, iso,
                            message_item, parse_time, str_arg, str_list_arg)
 
@@ -19,6 +19,8 @@ SORTS = ("relevance", "recency", "hybrid")
 SCOPES = ("current", "all", "session")
 CONTENT_SCOPES = ("history", "externalized", "both")
 _RRF_K = 60
+RERANK_POOL = 100
+ARCHIVE_CANDIDATES = 20000  # session_scope='all' ranks at most the newest N matching rows
 _HYBRID_DECAY_PER_HOUR = 0.001
 
 
@@ -75,18 +77,23 @@ def trove_grep(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
     want_raw = content_scope != "externalized"
     want_external = content_scope != "history" and scope == "current"
     need = offset + limit + 1
-    pool = min(1000, max(50, 4 * need)) if sort != "relevance" else need
+    # BM25 picks a candidate pool; rerank (coverage + adjacent turns) orders it.
+    pool = min(1000, max(RERANK_POOL, 4 * need))
     session_ids = [current] if scope == "current" else [scope_session] if scope == "session" else None
 
     lists: list[list[dict[str, Any]]] = []
     if want_raw and match.expression:
         hits = runtime.store.search(match.expression, session_ids=session_ids, role=role, source=source,
-                                    time_from=time_from, time_to=time_to, limit=pool)
-        lists.append(_order([_raw_hit(r, rank, snip, current) for r, rank, snip in hits], sort))
+                                    time_from=time_from, time_to=time_to, limit=pool, snippets=False,
+                                    max_candidates=ARCHIVE_CANDIDATES if scope == "all" else None)
+        lists.append(_order(_ranked_raw(hits, match.terms), sort))
+        if scope == "all":
+            extra["archive_candidate_limit"] = ARCHIVE_CANDIDATES
     if want_summaries and match.expression:
         lists.append(_order(_summary_hits(runtime, match.expression, current or "", source, pool), sort))
     if want_external:
-        lists.append(_external_hits(runtime, current or "", query, need, refs, extra))
+        lists.append([{"_kind": "external", "_hit": h, "_score": 0.0, "_time": 0.0}
+                      for h in _external_hits(runtime, current or "", query, need, refs, extra)])
     merged = _merge(lists, sort)
 
     if scope != "current" or raw_filter:
@@ -95,8 +102,8 @@ def trove_grep(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
         extra["externalized_results_omitted"] = True
     if not match.expression:
         extra["note"] = "the query has no searchable words; use words, \"phrases\" or prefix* terms"
-    window = merged[offset:offset + limit]
     more = len(merged) > offset + limit
+    window = _materialize(runtime, match.expression, merged[offset:offset + limit], current)
 
     def build(n: int) -> dict[str, Any]:
         truncated = n < len(window)
@@ -136,6 +143,14 @@ def _raw_hit(row: Any, rank: float, snippet: str, current: str | None) -> dict[s
     return hit
 
 
+def _ranked_raw(hits: list[tuple[Any, float, str]], terms: tuple[str, ...]) -> list[dict[str, Any]]:
+    by_id = {row.store_id: row for row, _, _ in hits}
+    candidates = [Candidate(row.store_id, row.session_id, -float(rank),
+                            (row.content + " " + (row.tool_calls or "")).lower()) for row, rank, _ in hits]
+    return [{"_kind": "message", "_row": by_id[store_id], "_score": score,
+             "_time": float(by_id[store_id].created_at or 0.0)} for store_id, score in rerank(candidates, terms)]
+
+
 def _summary_hits(runtime: Any, expression: str, session_id: str, source: str | None,
                   pool: int) -> list[dict[str, Any]]:
     fetch = pool * 4 if source else pool
@@ -143,18 +158,15 @@ def _summary_hits(runtime: Any, expression: str, session_id: str, source: str | 
     for node, rank, snippet in runtime.dag.search(expression, session_id, limit=fetch):
         if source and not runtime.dag.has_descendant_source(node.node_id, source):
             continue
-        out.append({"type": "summary", "node_id": node.node_id, "depth": node.depth,
-                    "snippet": snippet or node.summary[:300], "token_count": node.token_count,
-                    "earliest_at": iso(node.earliest_at), "latest_at": iso(node.latest_at),
-                    "expand_hint": node.expand_hint or f"trove_expand(node_id={node.node_id})",
-                    "_score": -float(rank), "_time": float(node.latest_at or node.created_at or 0.0)})
+        out.append({"_kind": "summary", "_node": node, "_snippet": snippet, "_score": -float(rank),
+                    "_time": float(node.latest_at or node.created_at or 0.0)})
         if len(out) >= pool:
             break
     return out
 
 
 def _order(hits: list[dict[str, Any]], sort: str) -> list[dict[str, Any]]:
-    """Order one list: relevance keeps BM25 order; recency by time; hybrid decays by age."""
+    """Order one list: relevance keeps ranked order; recency by time; hybrid decays by age."""
     if sort == "recency":
         return sorted(hits, key=lambda h: h["_time"], reverse=True)
     if sort == "hybrid":
@@ -172,14 +184,40 @@ def _merge(lists: list[list[dict[str, Any]]], sort: str) -> list[dict[str, Any]]
     """One ranked list: newest first for recency, else reciprocal-rank interleaving."""
     lists = [lst for lst in lists if lst]
     if len(lists) == 1:
-        merged = lists[0]
-    elif sort == "recency":
-        merged = sorted((h for lst in lists for h in lst), key=lambda h: h.get("_time", 0.0), reverse=True)
-    else:
-        scored = [(1.0 / (_RRF_K + pos + 1), n, pos, h) for n, lst in enumerate(lists) for pos, h in enumerate(lst)]
-        scored.sort(key=lambda t: (-t[0], t[1], t[2]))
-        merged = [t[3] for t in scored]
-    return [{k: v for k, v in h.items() if not k.startswith("_")} for h in merged]
+        return lists[0]
+    if sort == "recency":
+        return sorted((h for lst in lists for h in lst), key=lambda h: h["_time"], reverse=True)
+    scored = [(1.0 / (_RRF_K + pos + 1), n, pos, h) for n, lst in enumerate(lists) for pos, h in enumerate(lst)]
+    scored.sort(key=lambda t: (-t[0], t[1], t[2]))
+    return [t[3] for t in scored]
+
+
+def _materialize(runtime: Any, expression: str, entries: list[dict[str, Any]],
+                 current: str | None) -> list[dict[str, Any]]:
+    """Result dicts for one page; snippets are built only for the rows shown."""
+    raw_ids = [e["_row"].store_id for e in entries if e["_kind"] == "message"]
+    snippets = {row.store_id: snip for row, _, snip in
+                runtime.store.search(expression, store_ids=raw_ids, limit=len(raw_ids))} if raw_ids else {}
+    out = []
+    for e in entries:
+        if e["_kind"] == "message":
+            row = e["_row"]
+            hit: dict[str, Any] = {"type": "message", "store_id": row.store_id, "session_id": row.session_id,
+                                   "source": row.source, "role": row.role, "timestamp": iso(row.created_at),
+                                   "snippet": snippets.get(row.store_id) or row.content[:240],
+                                   "from_current_session": bool(current) and row.session_id == current}
+            if row.tool_name:
+                hit["tool_name"] = row.tool_name
+            out.append(hit)
+        elif e["_kind"] == "summary":
+            node = e["_node"]
+            out.append({"type": "summary", "node_id": node.node_id, "depth": node.depth,
+                        "snippet": e["_snippet"] or node.summary[:300], "token_count": node.token_count,
+                        "earliest_at": iso(node.earliest_at), "latest_at": iso(node.latest_at),
+                        "expand_hint": node.expand_hint or f"trove_expand(node_id={node.node_id})"})
+        else:
+            out.append(e["_hit"])
+    return out
 
 
 def _external_hits(runtime: Any, session_id: str, query: str, need: int, refs: list[str] | None,

@@ -1,0 +1,151 @@
+"""Retrieval quality of trove_grep on LoCoMo questions (turn-level recall, no LLM).
+
+Each conversation is ingested as one session (one stored message per turn, text
+"Speaker: text"); each question of categories 1-4 goes verbatim to trove_grep through
+``tools.dispatch`` on a real engine with limit 10. A question counts as found at k when
+any of its evidence turns is among the top k raw-message hits. Prints R@5, R@10 and
+query latency (p50/p95).
+
+    python scripts/bench_retrieval.py [--data ../shared/data/locomo-dev.json] [--sort relevance]
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.util
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
+_DIA = re.compile(r"D\d+:\d+")
+
+
+def load_package():
+    if "hermes_trove" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("hermes_trove", ROOT / "__init__.py",
+                                                      submodule_search_locations=[str(ROOT)])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["hermes_trove"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["hermes_trove"]
+
+
+def session_time(text: str) -> float | None:
+    """LoCoMo session stamps look like '1:56 pm on 8 May, 2023'."""
+    try:
+        return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc).timestamp()
+    except (ValueError, AttributeError):
+        return None
+
+
+def turns(conversation: dict) -> list[tuple[str, dict, float | None]]:
+    """(speaker role, turn, timestamp) in conversation order."""
+    speaker_a = conversation.get("speaker_a")
+    keys = sorted((k for k in conversation if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k.split("_")[1]))
+    out = []
+    for key in keys:
+        base = session_time(conversation.get(f"{key}_date_time", ""))
+        for i, turn in enumerate(conversation[key]):
+            role = "user" if turn.get("speaker") == speaker_a else "assistant"
+            out.append((role, turn, None if base is None else base + i * 30))
+    return out
+
+
+def evidence_ids(raw: list) -> set[str]:
+    """Evidence dialog ids; malformed entries like 'D8:6; D9:17' are split into their ids."""
+    out: set[str] = set()
+    for item in raw or []:
+        out.update(_DIA.findall(str(item)))
+    return out
+
+
+def run(data_path: Path, sort: str, limit: int) -> dict:
+    load_package()
+    from hermes_trove.config import load_config
+    from hermes_trove.engine import TroveEngine
+    from hermes_trove.runtime import build_runtime
+    from hermes_trove.store import SessionKey
+    from hermes_trove.tools import dispatch
+
+    data = json.loads(data_path.read_text(encoding="utf-8"))
+    tmp = tempfile.mkdtemp(prefix="trove-bench-")
+    cfg = dataclasses.replace(load_config({}, hermes_home=tmp), database_path=f"{tmp}/trove.db")
+    runtime = build_runtime(cfg)
+    hits5 = hits10 = total = skipped = 0
+    latencies: list[float] = []
+    per_category: dict[int, list[int]] = {}
+    for sample in data:
+        sid = f"locomo-{sample['sample_id']}"
+        rows = turns(sample["conversation"])
+        msgs = []
+        for role, turn, ts in rows:
+            msg = {"role": role, "content": f"{turn['speaker']}: {turn['text']}"}
+            if ts is not None:
+                msg["timestamp"] = ts
+            msgs.append(msg)
+        ids = runtime.store.append(SessionKey(sid, platform="bench"), msgs)
+        store_to_dia = {store_id: turn["dia_id"] for store_id, (_, turn, _) in zip(ids, rows)}
+        engine = TroveEngine(runtime)
+        engine.on_session_start(sid, platform="bench")
+        for qa in sample["qa"]:
+            if qa.get("category") not in (1, 2, 3, 4):
+                continue
+            gold = evidence_ids(qa.get("evidence"))
+            if not gold:
+                skipped += 1
+                continue
+            start = time.perf_counter()
+            out = json.loads(dispatch(engine, "trove_grep", {"query": qa["question"], "limit": limit, "sort": sort}))
+            latencies.append((time.perf_counter() - start) * 1000)
+            ranked = [store_to_dia.get(h["store_id"]) for h in out.get("results", []) if h.get("type") == "message"]
+            h5 = int(bool(gold & set(ranked[:5])))
+            h10 = int(bool(gold & set(ranked[:10])))
+            hits5 += h5
+            hits10 += h10
+            total += 1
+            per_category.setdefault(qa["category"], [0, 0, 0])
+            per_category[qa["category"]][0] += h5
+            per_category[qa["category"]][1] += h10
+            per_category[qa["category"]][2] += 1
+    latencies.sort()
+    return {"questions": total, "skipped_without_evidence": skipped,
+            "R@5": hits5 / total if total else 0.0, "R@10": hits10 / total if total else 0.0,
+            "latency_ms_p50": statistics.median(latencies) if latencies else 0.0,
+            "latency_ms_p95": latencies[int(0.95 * (len(latencies) - 1))] if latencies else 0.0,
+            "by_category": {c: {"R@5": v[0] / v[2], "R@10": v[1] / v[2], "n": v[2]}
+                            for c, v in sorted(per_category.items())}}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--sort", default="relevance", choices=["relevance", "recency", "hybrid"])
+    parser.add_argument("--limit", type=int, default=10)
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    args = parser.parse_args()
+    if not args.data.exists():
+        print(f"skipped: {args.data} not found (LoCoMo dev split lives in ../shared/data)")
+        return 0
+    result = run(args.data, args.sort, args.limit)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"LoCoMo dev ({args.data.name}), categories 1-4, n={result['questions']} "
+          f"(skipped {result['skipped_without_evidence']} without evidence), sort={args.sort}")
+    print(f"turn-level R@5  {result['R@5']:.3f}")
+    print(f"turn-level R@10 {result['R@10']:.3f}")
+    print(f"query latency   p50 {result['latency_ms_p50']:.2f} ms   p95 {result['latency_ms_p95']:.2f} ms")
+    for cat, v in result["by_category"].items():
+        print(f"  category {cat}: R@5 {v['R@5']:.3f}  R@10 {v['R@10']:.3f}  (n={v['n']})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
