@@ -81,7 +81,8 @@ class FakeLLM:
         return "http://127.0.0.1:%d/v1" % self.port
 
     def start(self) -> "FakeLLM":
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-llm", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="fake-llm", daemon=True)
         self._thread.start()
         return self
 

@@ -73,6 +73,12 @@ class HermesHome:
         return self.root / "netlog.txt"
 
     @property
+    def guarded_processes(self) -> list[str]:
+        """One line per host process in which the network guard was active."""
+        active = Path(str(self.netlog) + ".active")
+        return active.read_text(encoding="utf-8").splitlines() if active.exists() else []
+
+    @property
     def db_path(self) -> Path:
         return self.home / "trove.db"
 
@@ -125,6 +131,8 @@ class HermesHome:
             "HERMES_DISABLE_LAZY_INSTALLS": "1",
             "TROVE_E2E_NETLOG": str(self.netlog),
             "PYTHONPATH": os.pathsep.join([str(NETGUARD)] + [p for p in [os.environ.get("PYTHONPATH", "")] if p]),
+            # The host probes python3/pip on PATH for its system prompt: find the venv's first.
+            "PATH": os.pathsep.join([str(Path(self.python).parent), os.environ.get("PATH", "/usr/bin:/bin")]),
             "PYTHONDONTWRITEBYTECODE": "1",
             "NO_COLOR": "1",
             "TERM": "dumb",

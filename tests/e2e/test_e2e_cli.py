@@ -90,4 +90,5 @@ def test_every_cli_request_offers_the_trove_tools(cli_runs):
 
 
 def test_the_cli_runs_touch_only_loopback(cli_runs):
+    assert len(cli_runs["home"].guarded_processes) >= len(cli_runs["outputs"]) + 1
     assert cli_runs["home"].netlog.read_text(encoding="utf-8") == ""

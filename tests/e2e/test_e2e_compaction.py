@@ -93,4 +93,5 @@ def test_a_forced_compaction_sends_its_focus_topic_to_the_summarizer(long_run):
 def test_the_conversation_continues_after_the_forced_compaction(long_run):
     last = long_run["result"]["turns"][-1]
     assert last["final"].startswith("ack #")
+    assert long_run["home"].guarded_processes
     assert long_run["home"].netlog.read_text(encoding="utf-8") == ""

@@ -118,7 +118,7 @@ def test_every_message_is_stored_exactly_once_after_resuming_the_session(convers
 
 def test_nothing_reached_the_network_beyond_loopback(conversation):
     home = conversation["home"]
-    assert home.netlog.exists()
+    assert len(home.guarded_processes) >= 2  # both host runs had the loopback guard installed
     assert home.netlog.read_text(encoding="utf-8") == ""
 
 

@@ -2,7 +2,8 @@
 
 Put this directory on PYTHONPATH with ``TROVE_E2E_NETLOG`` set: every connect, sendto or
 name lookup that would leave the machine is written to that file and refused, so a test
-can assert the file stays empty. Loopback and Unix sockets pass untouched.
+can assert the file stays empty; each guarded process also appends its pid to
+``$TROVE_E2E_NETLOG.active``. Loopback and Unix sockets pass untouched.
 """
 from __future__ import annotations
 
@@ -72,6 +73,11 @@ def _install() -> None:
 
     base.connect, base.connect_ex, base.sendto = connect, connect_ex, sendto
     socket.getaddrinfo = getaddrinfo
+    try:  # proof for the tests that the guard ran in this process
+        with open(_LOG + ".active", "a", encoding="utf-8") as fh:
+            fh.write("%d %s\n" % (os.getpid(), sys.argv[0] if sys.argv else ""))
+    except OSError:
+        pass
 
 
 if _LOG:
