@@ -104,10 +104,17 @@ def build_match(query: str, max_terms: int = 32) -> Match:
     return Match(" OR ".join(parts[:max_terms]), tuple(terms[:max_terms]), phrases)
 
 
+_SUFFIXES = ("ingly", "edly", "ing", "ies", "ied", "ed", "es", "ly", "s")
+
+
 def rough_stem(term: str) -> str:
-    """A crude prefix stem for containment checks: 'joined' and 'joins' share 'join'."""
+    """A crude prefix stem for containment checks: 'joined', 'joins' and 'joining' share 'join'."""
     core = term.rstrip("*").lower()
-    return core[: max(4, len(core) - 2)] if len(core) > 4 else core
+    for suffix in _SUFFIXES:
+        if core.endswith(suffix) and len(core) - len(suffix) >= 3:
+            core = core[: -len(suffix)]
+            break
+    return core[: len(core) - 1] if len(core) > 5 else core
 
 
 def term_present(term: str, lowered_text: str) -> bool:

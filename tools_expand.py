@@ -26,11 +26,29 @@ DESCENDANTS_RANKED = 2000
 
 
 def _payloads(func: str) -> Any:
+    """A ``payloads`` function whose refusals (bad, missing or foreign refs) become ToolErrors."""
     try:
         from . import payloads
-        return getattr(payloads, func)
+        target = getattr(payloads, func)
     except (ImportError, AttributeError):
         raise ToolError("externalized payloads are not available in this installation") from None
+    refusal = getattr(payloads, "PayloadError", ToolError)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return target(*args, **kwargs)
+        except refusal as exc:
+            raise ToolError(f"externalized_ref: {exc}") from None
+
+    return call
+
+
+def _refs_in(text: str) -> list[str]:
+    try:
+        from .payloads import refs_in
+    except ImportError:
+        return []
+    return list(refs_in(text))[:20]
 
 
 def _visible_node(engine: Any, session_id: str, node_id: int) -> Any:
@@ -146,6 +164,11 @@ def _expand_store(engine: Any, args: Mapping[str, Any], max_tokens: int, offset:
         out = message_item(row, current, offset=offset, max_chars=chars_within(row.content, offset, max_tokens),
                            include_exact_ref=exact)
         out["part"] = "content"
+    refs = _refs_in(row.content)
+    if refs:
+        out["externalized_refs"] = refs
+        if row.session_id != current:
+            out["externalized_note"] = "refs of another session's rows are readable only from that session"
     if out["has_more"]:
         out["expand_args"] = {"store_id": store_id, "part": part, "content_offset": out["next_content_offset"]}
     return out

@@ -235,7 +235,8 @@ def _external_hits(runtime: Any, session_id: str, query: str, need: int, refs: l
         return []
     hits = found.get("results", []) if isinstance(found, dict) else list(found or [])
     if isinstance(found, dict):
-        scan = {k: v for k, v in found.items() if k != "results"}
+        scan = found.get("scan") if isinstance(found.get("scan"), dict) else \
+            {k: v for k, v in found.items() if k != "results"}
         if scan:
             extra["externalized_scan"] = scan
     return [dict(h, type=h.get("type", "externalized")) for h in hits if isinstance(h, dict)]
