@@ -46,7 +46,8 @@ ensure_venv() {
         return
     fi
     say "installing hermes-trove (editable, [test,regex]) and $HOST_PIN into $VENV"
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$ROOT[test,regex]" "$HOST_PIN"
+    local pip=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$ROOT[test,regex]" "$HOST_PIN")
+    "${pip[@]}" || { say "pip install failed; retrying once in 10s"; sleep 10; "${pip[@]}"; }
     # The checkout root is the package: prove the editable mapping works from elsewhere.
     (cd / && "$VENV/bin/python" -c 'import hermes_trove, sys; sys.exit(0 if hasattr(hermes_trove, "register") else 1)') || {
         say "import hermes_trove failed in $VENV after the editable install"; exit 2; }
