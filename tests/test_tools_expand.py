@@ -288,3 +288,21 @@ def test_expand_query_uses_the_configured_expansion_model(engine, tree):
     fake_aux(engine, seen=seen)
     call(engine, "trove_expand_query", prompt="topic 3?", max_tokens=300)
     assert seen[0]["model"] == "big-model" and seen[0]["max_tokens"] == 300
+
+
+def test_children_of_a_carried_node_are_reachable_but_unrelated_nodes_are_not(runtime):
+    ids = runtime.store.append(SessionKey("old"), [user(f"old fact {i}") for i in range(4)])
+    a = leaf(runtime, "old", ids[:2], "first half")
+    b = leaf(runtime, "old", ids[2:], "second half")
+    top = runtime.dag.add_condensed("old", 1, "both halves", [a, b], token_count=3, source_token_count=8,
+                                    earliest_at=None, latest_at=None)
+    stray_ids = runtime.store.append(SessionKey("stray"), [user("unrelated")])
+    stray = leaf(runtime, "stray", stray_ids, "unrelated")
+    eng = TroveEngine(runtime)
+    eng.on_session_start("new", platform="cli")
+    runtime.dag.carry_over("old", "new", 1)
+    assert [c["node_id"] for c in call(eng, "trove_expand", node_id=top)["expanded"]] == [a, b]
+    child = call(eng, "trove_expand", node_id=b)
+    assert [m["content"] for m in child["expanded"]] == ["old fact 2", "old fact 3"]
+    assert call(eng, "trove_describe", node_id=a)["depth"] == 0
+    assert "not visible" in call(eng, "trove_expand", node_id=stray)["error"]
