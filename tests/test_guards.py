@@ -1,0 +1,121 @@
+"""Guards: plugin.yaml, schemas, the tool table, the skill and the tool docs stay in step."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import ROOT
+
+from hermes_trove.config import SPEC
+from hermes_trove.schemas import SCHEMAS_BY_NAME, TOOL_SCHEMAS
+from hermes_trove.tools import RESPONSE_CAPS, TOOLS
+
+SKILL_DIR = ROOT / "skills" / "hermes-trove"
+DOCS = ROOT / "docs" / "retrieval-tools.md"
+REFERENCES = ("configuration", "architecture", "diagnostics", "recall-routing", "session-lifecycle",
+              "recall-policy")
+
+
+def manifest_tools() -> list[str]:
+    text = (ROOT / "plugin.yaml").read_text(encoding="utf-8")
+    block = re.search(r"^provides_tools:\n((?:\s+-\s+\S+\n?)+)", text, re.M)
+    assert block, "plugin.yaml has no provides_tools list"
+    return re.findall(r"-\s+(\S+)", block.group(1))
+
+
+def doc_sections() -> dict[str, str]:
+    text = DOCS.read_text(encoding="utf-8")
+    parts = re.split(r"^## (trove_\w+)\s*$", text, flags=re.M)
+    return {parts[i]: parts[i + 1] for i in range(1, len(parts), 2)}
+
+
+def test_manifest_schemas_and_tool_table_name_the_same_tools_in_order():
+    names = [s["name"] for s in TOOL_SCHEMAS]
+    assert manifest_tools() == names
+    assert list(TOOLS) == names
+    assert set(RESPONSE_CAPS) == set(names)
+    assert len(set(names)) == len(names)
+
+
+def test_every_schema_is_a_bare_function_schema_the_host_accepts():
+    for schema in TOOL_SCHEMAS:
+        assert set(schema) == {"name", "description", "parameters"}
+        assert schema["name"].startswith("trove_") and 40 <= len(schema["description"]) <= 600
+        params = schema["parameters"]
+        assert params["type"] == "object" and isinstance(params["properties"], dict)
+        assert set(params.get("required", [])) <= set(params["properties"])
+        for name, prop in params["properties"].items():
+            assert re.fullmatch(r"[a-z_]+", name)
+            assert prop.get("description"), f"{schema['name']}.{name} lacks a description"
+            assert isinstance(prop.get("type"), str), f"{schema['name']}.{name} needs one JSON type"
+            if prop["type"] == "array":
+                assert "items" in prop
+
+
+def test_engine_advertises_copies_of_the_schemas(engine):
+    got = engine.get_tool_schemas()
+    assert [s["name"] for s in got] == [s["name"] for s in TOOL_SCHEMAS]
+    got[0]["name"] = "mutated"
+    assert TOOL_SCHEMAS[0]["name"] == "trove_grep"
+
+
+def test_docs_have_one_section_per_tool_in_table_order():
+    assert list(doc_sections()) == [s["name"] for s in TOOL_SCHEMAS]
+
+
+@pytest.mark.parametrize("tool", [s["name"] for s in TOOL_SCHEMAS])
+def test_docs_describe_every_parameter_of_the_tool(tool):
+    section = doc_sections()[tool]
+    for param in SCHEMAS_BY_NAME[tool]["parameters"]["properties"]:
+        assert f"`{param}`" in section, f"docs/retrieval-tools.md: {tool} does not document {param}"
+
+
+def test_docs_name_the_same_caps_as_the_code():
+    text = DOCS.read_text(encoding="utf-8")
+    for tool, cap in RESPONSE_CAPS.items():
+        if tool != "trove_expand":
+            row = next(line for line in text.splitlines() if line.startswith("|") and f"`{tool}`" in line
+                       and "chars" not in line)
+            assert f"{cap:,}" in row, (tool, row)
+
+
+def test_skill_has_front_matter_and_mentions_every_tool():
+    text = (SKILL_DIR / "SKILL.md").read_text(encoding="utf-8")
+    front = re.match(r"^---\n(.*?)\n---\n", text, re.S)
+    assert front, "SKILL.md needs YAML front matter"
+    assert re.search(r"^name: hermes-trove$", front.group(1), re.M)
+    assert re.search(r"^description: .{20,}", front.group(1), re.M)
+    for schema in TOOL_SCHEMAS:
+        assert f"`{schema['name']}`" in text
+
+
+def test_skill_references_exist_and_are_linked_from_the_skill():
+    text = (SKILL_DIR / "SKILL.md").read_text(encoding="utf-8")
+    for name in REFERENCES:
+        assert (SKILL_DIR / "references" / f"{name}.md").is_file()
+        assert f"references/{name}.md" in text
+
+
+def test_recall_policy_is_short_and_names_only_real_tools():
+    policy = (SKILL_DIR / "references" / "recall-policy.md").read_text(encoding="utf-8")
+    assert len(policy) < 900
+    for tool in set(re.findall(r"trove_\w+", policy)):
+        assert tool in TOOLS, f"recall policy names unknown tool {tool}"
+    assert "cue" in policy and "without a tool call" in policy
+
+
+def test_hooks_inject_the_policy_file_byte_for_byte():
+    from hermes_trove.hooks import recall_policy
+
+    assert recall_policy() == (SKILL_DIR / "references" / "recall-policy.md").read_text(encoding="utf-8")
+
+
+def test_skill_and_docs_name_only_real_tools_and_variables():
+    known_vars = {v.name for v in SPEC}
+    files = [DOCS, *SKILL_DIR.rglob("*.md")]
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        for tool in set(re.findall(r"\btrove_[a-z_]+\b", text)):
+            assert tool in TOOLS, f"{path.name} names unknown tool {tool}"
+        for var in set(re.findall(r"\bTROVE_[A-Z0-9_]+\b", text)):
+            assert var in known_vars, f"{path.name} names unknown variable {var}"
