@@ -1,0 +1,65 @@
+"""Recall tools over externalized payloads written by the real storage-boundary guard."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import make_config, tool_result, user
+
+from hermes_trove.engine import TroveEngine
+from hermes_trove.runtime import build_runtime
+from hermes_trove.tools import dispatch
+
+
+def call(engine, name, **args):
+    return json.loads(dispatch(engine, name, args))
+
+
+@pytest.fixture
+def ext_engine(tmp_path):
+    rt = build_runtime(make_config(tmp_path, large_output_externalization_enabled=True,
+                                   large_output_externalization_threshold_chars=256))
+    eng = TroveEngine(rt)
+    eng.update_model("m", 64000)
+    eng.on_session_start("s1", platform="cli")
+    big = "".join(f"row {i}: status ok\n" for i in range(2000)) + "FATAL: disk quota exceeded on /var/data\n"
+    eng.ingest([user("run the report"), tool_result("c1", big)])
+    return eng, big
+
+
+def test_externalized_search_finds_text_inside_a_payload_file(ext_engine):
+    eng, _ = ext_engine
+    out = call(eng, "trove_grep", query="disk quota exceeded", content_scope="externalized")
+    hits = [h for h in out["results"] if h["type"] == "externalized"]
+    assert hits and "disk quota" in hits[0]["snippet"]
+    assert out["externalized_scan"]["scanned_files"] >= 1
+
+
+def test_describe_and_expand_read_a_payload_ref_exactly(ext_engine):
+    eng, big = ext_engine
+    ref = call(eng, "trove_grep", query="disk quota", content_scope="externalized")["results"][0]["ref"]
+    meta = call(eng, "trove_describe", externalized_ref=ref)
+    assert meta["content_preview"] == big[:500]
+    text, offset = "", 0
+    while True:
+        page = call(eng, "trove_expand", externalized_ref=ref, content_offset=offset, max_tokens=4000)
+        text += page["content"]
+        if not page["has_more"]:
+            break
+        offset = page["next_content_offset"]
+    assert text == big
+
+
+def test_stored_placeholder_row_lists_its_ref_when_expanded_by_store_id(ext_engine):
+    eng, _ = ext_engine
+    row = [r for r in eng.runtime.store.page("s1") if r.role == "tool"][0]
+    out = call(eng, "trove_expand", store_id=row.store_id)
+    assert out["externalized_refs"] and out["externalized_refs"][0].startswith("trove-")
+
+
+def test_payload_ref_of_another_session_is_refused(ext_engine, tmp_path):
+    eng, _ = ext_engine
+    ref = call(eng, "trove_grep", query="disk quota", content_scope="externalized")["results"][0]["ref"]
+    other = TroveEngine(eng.runtime)
+    other.on_session_start("s2", platform="cli")
+    assert call(other, "trove_expand", externalized_ref=ref)["error"].startswith("externalized_ref")
