@@ -353,18 +353,56 @@ class MessageStore:
     def search(self, match: str, session_ids: Sequence[str] | None = None, role: str | None = None,
                source: str | None = None, time_from: float | None = None, time_to: float | None = None,
                limit: int = 10, *, snippets: bool = True, store_ids: Sequence[int] | None = None,
-               max_candidates: int | None = None) -> list[tuple[MessageRow, float, str]]:
+               max_candidates: int | None = None, literal: str | None = None) -> list[tuple[MessageRow, float, str]]:
         """BM25-ranked raw hits ``(row, rank, snippet)``; ``match`` comes from ``search.build_match``.
 
         Session-scoped searches restrict the full-text scan to the sessions' store-id range,
         so their cost follows the session, not the archive. ``max_candidates`` bounds an
         archive search to the newest N matching rows before ranking; ``store_ids`` limits
         the search to given rows (snippets for an already ranked page); ``snippets=False``
-        skips snippet building for candidate pools.
+        skips snippet building for candidate pools. ``literal`` replaces the full-text match
+        with a case-insensitive substring scan, newest first (for text the tokenizer cannot
+        split, such as CJK runs or emoji), bounded to ``max_candidates`` newest rows.
         """
+        conn = self.db.read()
+        if literal:
+            lwhere = ["instr(lower(m.content || ' ' || COALESCE(m.tool_calls, '')), lower(?)) > 0"]
+            largs: list[Any] = [literal]
+            if session_ids is not None:
+                if not session_ids:
+                    return []
+                lwhere.append(f"m.session_id IN ({','.join('?' * len(session_ids))})")
+                largs += list(session_ids)
+            if max_candidates is not None:
+                top = conn.execute("SELECT MAX(store_id) FROM messages").fetchone()[0] or 0
+                lwhere.append("m.store_id > ?")
+                largs.append(int(top) - int(max_candidates))
+            if role:
+                lwhere.append("m.role=?")
+                largs.append(role)
+            if source:
+                lwhere.append("(m.source=? OR (?='unknown' AND m.source=''))")
+                largs += [source, source]
+            if time_from is not None:
+                lwhere.append("m.created_at>=?")
+                largs.append(time_from)
+            if time_to is not None:
+                lwhere.append("m.created_at<=?")
+                largs.append(time_to)
+            sql = f"SELECT m.* FROM messages m WHERE {' AND '.join(lwhere)} ORDER BY m.store_id DESC LIMIT ?"
+            largs.append(int(limit))
+            out = []
+            for r in conn.execute(sql, largs):
+                row = _message_row_from({k: r[k] for k in r.keys()})
+                text = row.content
+                pos = text.lower().find(literal.lower())
+                start = max(0, pos - 80)
+                snippet = ("…" if start else "") + text[start:pos] + ">>>" + text[pos:pos + len(literal)] + "<<<" \
+                    + text[pos + len(literal):pos + len(literal) + 160] if pos >= 0 else text[:240]
+                out.append((row, 0.0, snippet))
+            return out
         if not match:
             return []
-        conn = self.db.read()
         where = ["messages_fts MATCH ?"]
         args: list[Any] = [match]
         if session_ids is not None:

@@ -20,6 +20,7 @@ SCOPES = ("current", "all", "session")
 CONTENT_SCOPES = ("history", "externalized", "both")
 _RRF_K = 60
 RERANK_POOL = 100
+LITERAL_MAX_CHARS = 200
 ARCHIVE_CANDIDATES = 20000  # session_scope='all' ranks at most the newest N matching rows
 _HYBRID_DECAY_PER_HOUR = 0.001
 
@@ -82,10 +83,20 @@ def trove_grep(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
     session_ids = [current] if scope == "current" else [scope_session] if scope == "session" else None
 
     lists: list[list[dict[str, Any]]] = []
-    if want_raw and match.expression:
-        hits = runtime.store.search(match.expression, session_ids=session_ids, role=role, source=source,
-                                    time_from=time_from, time_to=time_to, limit=pool, snippets=False,
-                                    max_candidates=ARCHIVE_CANDIDATES if scope == "all" else None)
+    literal_snippets: dict[int, str] = {}
+    if want_raw:
+        bound = ARCHIVE_CANDIDATES if scope == "all" else None
+        filters = {"session_ids": session_ids, "role": role, "source": source, "time_from": time_from,
+                   "time_to": time_to, "max_candidates": bound}
+        hits = runtime.store.search(match.expression, limit=pool, snippets=False, **filters) \
+            if match.expression else []
+        literal = query.strip()
+        if not hits and 0 < len(literal) <= LITERAL_MAX_CHARS:
+            # Text the tokenizer cannot split (CJK runs, emoji, partial ids): substring scan.
+            hits = runtime.store.search("", limit=pool, literal=literal, **filters)
+            literal_snippets = {row.store_id: snip for row, _, snip in hits}
+            if hits:
+                extra["fallback"] = "substring"
         lists.append(_order(_ranked_raw(hits, match.terms), sort))
         if scope == "all":
             extra["archive_candidate_limit"] = ARCHIVE_CANDIDATES
@@ -100,10 +111,10 @@ def trove_grep(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
         extra["summary_results_omitted"] = True
     if content_scope != "history" and scope != "current":
         extra["externalized_results_omitted"] = True
-    if not match.expression:
+    if not match.expression and not merged:
         extra["note"] = "the query has no searchable words; use words, \"phrases\" or prefix* terms"
     more = len(merged) > offset + limit
-    window = _materialize(runtime, match.expression, merged[offset:offset + limit], current)
+    window = _materialize(runtime, match.expression, merged[offset:offset + limit], current, literal_snippets)
 
     def build(n: int) -> dict[str, Any]:
         truncated = n < len(window)
@@ -192,12 +203,14 @@ def _merge(lists: list[list[dict[str, Any]]], sort: str) -> list[dict[str, Any]]
     return [t[3] for t in scored]
 
 
-def _materialize(runtime: Any, expression: str, entries: list[dict[str, Any]],
-                 current: str | None) -> list[dict[str, Any]]:
+def _materialize(runtime: Any, expression: str, entries: list[dict[str, Any]], current: str | None,
+                 known: dict[int, str]) -> list[dict[str, Any]]:
     """Result dicts for one page; snippets are built only for the rows shown."""
-    raw_ids = [e["_row"].store_id for e in entries if e["_kind"] == "message"]
+    raw_ids = [e["_row"].store_id for e in entries if e["_kind"] == "message" and e["_row"].store_id not in known]
     snippets = {row.store_id: snip for row, _, snip in
-                runtime.store.search(expression, store_ids=raw_ids, limit=len(raw_ids))} if raw_ids else {}
+                runtime.store.search(expression, store_ids=raw_ids, limit=len(raw_ids))} \
+        if raw_ids and expression else {}
+    snippets.update(known)
     out = []
     for e in entries:
         if e["_kind"] == "message":

@@ -250,3 +250,26 @@ def test_handle_tool_call_ingests_live_messages_before_searching(engine):
     live = [user("the canary word is periwinkle"), assistant("noted")]
     out = json.loads(engine.handle_tool_call("trove_grep", {"query": "periwinkle"}, messages=live))
     assert out["results"] and out["results"][0]["role"] == "user"
+
+
+def test_cjk_text_inside_a_longer_run_is_found_by_the_substring_fallback(engine):
+    ids = seed(engine.runtime, messages=[user("部署失败:数据库连接错误"), assistant("正在检查")])
+    out = call(engine, "trove_grep", query="数据库")
+    assert [h["store_id"] for h in out["results"]] == [ids[0]]
+    assert out["fallback"] == "substring" and ">>>数据库<<<" in out["results"][0]["snippet"]
+
+
+def test_emoji_and_partial_identifiers_fall_back_to_substring_search(engine):
+    ids = seed(engine.runtime, messages=[user("ship it 🚀 now"), user("ticket ING-77310 is open")])
+    assert [h["store_id"] for h in call(engine, "trove_grep", query="🚀")["results"]] == [ids[0]]
+    out = call(engine, "trove_grep", query="7731")
+    assert [h["store_id"] for h in out["results"]] == [ids[1]] and out["fallback"] == "substring"
+
+
+def test_substring_fallback_respects_scope_and_filters(engine):
+    seed(engine.runtime, messages=[user("日本語のメモ")])
+    other = seed(engine.runtime, session=SessionKey("other"), messages=[user("別の日本語のメモ")])
+    assert all(h["session_id"] == "s1" for h in call(engine, "trove_grep", query="日本語")["results"])
+    out = call(engine, "trove_grep", query="別の", session_scope="all")
+    assert [h["store_id"] for h in out["results"]] == other
+    assert call(engine, "trove_grep", query="日本語", role="assistant")["results"] == []
