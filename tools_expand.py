@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from . import tokens
 from .search import build_match
-from .tools_common import (ToolError, bool_arg, chars_within, content_slice, dumps, enum_arg, exact_ref,
+from .tools_common import (ToolError, bool_arg, chars_within, content_slice, dumps, enum_arg,
                            fit_items, int_arg, int_list_arg, iso, message_item, message_meta, str_arg)
 from .tools_recall import current_session, require_session
 
@@ -282,11 +282,13 @@ def trove_expand_query(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
     max_results = int_arg(args, "max_results", 5, minimum=1, cap=20, clamped=extra) or 5
     max_tokens = int_arg(args, "max_tokens", 2000, minimum=1, cap=8000, clamped=extra) or 2000
     default_ctx = max(max_tokens, int(cfg.expansion_context_tokens))
-    context_max = int_arg(args, "context_max_tokens", default_ctx, minimum=256, cap=200000, clamped=extra) or default_ctx
+    context_max = int_arg(args, "context_max_tokens", default_ctx, minimum=256, cap=200000,
+                          clamped=extra) or default_ctx
     sid = require_session(engine, "trove_expand_query")
 
-    rejected = [n for n in node_ids if runtime.dag.get(n) is None or not _reachable(runtime.dag, sid, runtime.dag.get(n))]
-    nodes = [runtime.dag.get(n) for n in node_ids if n not in rejected]
+    given = {n: runtime.dag.get(n) for n in node_ids}
+    rejected = [n for n, node in given.items() if node is None or not _reachable(runtime.dag, sid, node)]
+    nodes = [node for n, node in given.items() if n not in rejected]
     search_text = query or (prompt if not node_ids else None)
     match = build_match(search_text) if search_text else None
     raw_rows: list[Any] = []

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from .tools_common import ToolError, int_arg, iso
+from .tools_common import int_arg, iso
 from .tools_recall import require_session
 
 TEXT_FIELD_CHARS = 1000
@@ -147,5 +147,3 @@ def _filters(runtime: Any, snap: Mapping[str, Any]) -> dict[str, Any]:
             "invalid_message_patterns": list(filters.invalid_patterns),
             "ignored_message_count": int(runtime.counters.get("ignored_message_count", 0))}
 
-
-__all__ = ["trove_status", "trove_doctor", "trove_inspect", "ToolError"]

@@ -10,7 +10,7 @@ import time
 from typing import Any, Mapping
 
 from .search import Candidate, build_match, rerank
-from .tools_common import (ROLES, ToolError, bool_arg, dumps, enum_arg, fit_items, int_arg, iso,
+from .tools_common import (ROLES, ToolError, bool_arg, enum_arg, fit_items, int_arg, iso,
                            message_item, parse_time, str_arg, str_list_arg)
 
 GREP_CHAR_LIMIT = 32000
@@ -140,18 +140,6 @@ def trove_grep(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
 
     payload, _ = fit_items(build, len(window), GREP_CHAR_LIMIT)
     return payload
-
-
-def _raw_hit(row: Any, rank: float, snippet: str, current: str | None) -> dict[str, Any]:
-    hit: dict[str, Any] = {"type": "message", "store_id": row.store_id, "session_id": row.session_id,
-                           "source": row.source, "role": row.role, "timestamp": iso(row.created_at),
-                           "snippet": snippet or row.content[:240],
-                           "from_current_session": bool(current) and row.session_id == current}
-    if row.tool_name:
-        hit["tool_name"] = row.tool_name
-    hit["_score"] = -float(rank)
-    hit["_time"] = float(row.created_at or 0.0)
-    return hit
 
 
 def _ranked_raw(hits: list[tuple[Any, float, str]], terms: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -284,7 +272,7 @@ def trove_load_session(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {"session_id": session_id, "limit": limit, "max_content_chars": max_chars,
                                "after_store_id": after, "total_messages": total, "returned_messages": n,
                                "messages": items[:n], "has_more": has_more,
-                               "next_cursor": items[n - 1]["store_id"] if has_more and n else (after if has_more else None)}
+                               "next_cursor": _cursor(items[:n], after) if has_more else None}
         if n < len(items):
             out["truncated"] = True
         if roles:
@@ -302,4 +290,6 @@ def trove_load_session(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
     return payload
 
 
-__all__ = ["trove_grep", "trove_load_session", "current_session", "require_session", "time_window", "dumps"]
+def _cursor(items: list[dict[str, Any]], after: int) -> int:
+    """The after_store_id that continues a page: its last row, or the same cursor if empty."""
+    return int(items[-1]["store_id"]) if items else after
