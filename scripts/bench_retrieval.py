@@ -66,6 +66,12 @@ def evidence_ids(raw: list) -> set[str]:
     return out
 
 
+def plain_or(question: str) -> str:
+    """The reference baseline's query: every word of the question, OR-ed, no stopword removal."""
+    words = dict.fromkeys(w.lower() for w in re.findall(r"[^\W_]+", question))
+    return " OR ".join(f'"{w}"' for w in words)
+
+
 def run(data_path: Path, sort: str, limit: int) -> dict:
     load_package()
     from hermes_trove.config import load_config
@@ -79,6 +85,7 @@ def run(data_path: Path, sort: str, limit: int) -> dict:
     cfg = dataclasses.replace(load_config({}, hermes_home=tmp), database_path=f"{tmp}/trove.db")
     runtime = build_runtime(cfg)
     hits5 = hits10 = total = skipped = 0
+    base5 = base10 = 0
     latencies: list[float] = []
     per_category: dict[int, list[int]] = {}
     for sample in data:
@@ -105,6 +112,10 @@ def run(data_path: Path, sort: str, limit: int) -> dict:
             out = json.loads(dispatch(engine, "trove_grep", {"query": qa["question"], "limit": limit, "sort": sort}))
             latencies.append((time.perf_counter() - start) * 1000)
             ranked = [store_to_dia.get(h["store_id"]) for h in out.get("results", []) if h.get("type") == "message"]
+            plain = runtime.store.search(plain_or(qa["question"]), session_ids=[sid], limit=limit, snippets=False)
+            base = [store_to_dia.get(row.store_id) for row, _, _ in plain]
+            base5 += bool(gold & set(base[:5]))
+            base10 += bool(gold & set(base[:10]))
             h5 = int(bool(gold & set(ranked[:5])))
             h10 = int(bool(gold & set(ranked[:10])))
             hits5 += h5
@@ -117,6 +128,7 @@ def run(data_path: Path, sort: str, limit: int) -> dict:
     latencies.sort()
     return {"questions": total, "skipped_without_evidence": skipped,
             "R@5": hits5 / total if total else 0.0, "R@10": hits10 / total if total else 0.0,
+            "baseline_R@5": base5 / total if total else 0.0, "baseline_R@10": base10 / total if total else 0.0,
             "latency_ms_p50": statistics.median(latencies) if latencies else 0.0,
             "latency_ms_p95": latencies[int(0.95 * (len(latencies) - 1))] if latencies else 0.0,
             "by_category": {c: {"R@5": v[0] / v[2], "R@10": v[1] / v[2], "n": v[2]}
@@ -141,6 +153,8 @@ def main() -> int:
           f"(skipped {result['skipped_without_evidence']} without evidence), sort={args.sort}")
     print(f"turn-level R@5  {result['R@5']:.3f}")
     print(f"turn-level R@10 {result['R@10']:.3f}")
+    print(f"plain FTS5 BM25 over OR-ed question words on the same data: R@5 {result['baseline_R@5']:.3f}"
+          f"  R@10 {result['baseline_R@10']:.3f}")
     print(f"query latency   p50 {result['latency_ms_p50']:.2f} ms   p95 {result['latency_ms_p95']:.2f} ms")
     for cat, v in result["by_category"].items():
         print(f"  category {cat}: R@5 {v['R@5']:.3f}  R@10 {v['R@10']:.3f}  (n={v['n']})")
