@@ -140,10 +140,10 @@ def build_message(role: str, blocks: Iterable[dict[str, Any]], *, call_id_prefix
 
 
 def is_empty(message: dict[str, Any]) -> bool:
-    """Nothing worth storing: no text, no parts, no tool calls."""
+    """Nothing worth storing: no text, no parts, no tool calls, no reasoning."""
     content = message.get("content")
     has_content = bool(content.strip()) if isinstance(content, str) else bool(content)
-    return not has_content and not message.get("tool_calls")
+    return not has_content and not message.get("tool_calls") and not message.get("reasoning")
 
 
 def whole_reference(content: Any) -> str | None:

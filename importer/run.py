@@ -116,7 +116,6 @@ def _apply(units: Callable[[], Iterator[Unit]], target: Path, report: ImportRepo
     runtime = build_runtime(config)
     try:
         with runtime.db.transaction() as conn:
-            conn.execute("PRAGMA cache_size=-65536")  # 64 MiB for this one bulk transaction's FTS merges
             writer = Writer(runtime, conn, report.import_id)
             writer.record_import(report.source_kind, [report.source_db] if report.source_db else report.source_jsonl,
                                  {"agent": opts.agent, "namespace": report.namespace,

@@ -14,8 +14,10 @@ RSS / traced Python memory per size, so flat memory shows as the size grows.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
+import random
 import re
 import resource
 import sqlite3
@@ -47,8 +49,25 @@ WORDS = ("invoice rounding decimal refund deploy staging cluster kubeconfig work
          "pytest changelog module function quantize assertion failure window credentials rollout history").split()
 
 
+def _vocabulary(size: int = 20000) -> tuple[list[str], list[float]]:
+    """Real words plus synthetic ones with Zipf-like weights: a realistic FTS workload.
+
+    A tiny vocabulary would make every term's posting list grow with the table and turn
+    FTS merging into the benchmark.
+    """
+    rng = random.Random(7)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    words = WORDS + ["".join(rng.choice(letters) for _ in range(rng.randint(3, 10))) for _ in range(size)]
+    weights = list(itertools.accumulate(1.0 / (rank + 1) for rank in range(len(words))))
+    return words, weights
+
+
+VOCAB, CUM_WEIGHTS = _vocabulary()
+
+
 def _text(i: int, n: int) -> str:
-    return " ".join(WORDS[(i * 7 + k * 3) % len(WORDS)] for k in range(n)) + f" #{i}"
+    rng = random.Random(i)
+    return " ".join(rng.choices(VOCAB, cum_weights=CUM_WEIGHTS, k=n)) + f" #{i}"
 
 
 def _statements(ddl: str) -> list[str]:

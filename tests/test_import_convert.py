@@ -46,6 +46,7 @@ def test_emptiness_counts_tool_calls_and_parts():
     assert is_empty({"role": "assistant", "content": "  "})
     assert not is_empty({"role": "assistant", "content": "", "tool_calls": [{"id": "x"}]})
     assert not is_empty({"role": "user", "content": [{"type": "image_url"}]})
+    assert not is_empty({"role": "assistant", "content": "", "reasoning": "thinking only"})
 
 
 def test_whole_payload_references_are_recognised():
