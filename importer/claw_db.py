@@ -169,7 +169,8 @@ class ClawSource:
                 # still kept (even empty) so summaries over it keep their full lineage.
                 meta["lossy"] = "no message_parts"
         note = ""
-        file_id = whole_reference(msg.get("content")) or (r["large_content"] or None) or meta.pop("file_id", None)
+        hinted = meta.pop("file_id", None)
+        file_id = whole_reference(msg.get("content")) or r["large_content"] or hinted
         if file_id:
             body, why = self.files.read(str(file_id))
             if body is not None:
