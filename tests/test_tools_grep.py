@@ -273,3 +273,12 @@ def test_substring_fallback_respects_scope_and_filters(engine):
     out = call(engine, "trove_grep", query="別の", session_scope="all")
     assert [h["store_id"] for h in out["results"]] == other
     assert call(engine, "trove_grep", query="日本語", role="assistant")["results"] == []
+
+
+def test_archive_search_works_before_any_session_is_bound(runtime):
+    from hermes_trove.engine import TroveEngine
+
+    ids = seed(runtime, session=SessionKey("archived"), messages=[user("the archived canary is heliotrope")])
+    out = call(TroveEngine(runtime), "trove_grep", query="heliotrope", session_scope="all")
+    assert [h["store_id"] for h in out["results"]] == ids
+    assert out["results"][0]["from_current_session"] is False
