@@ -320,9 +320,13 @@ class TroveEngine(ContextEngine):
 
     # -- tools ---------------------------------------------------------------
     def get_tool_schemas(self) -> list[dict[str, Any]]:
-        from .schemas import TOOL_SCHEMAS
+        try:
+            from .schemas import TOOL_SCHEMAS
 
-        return [dict(s) for s in TOOL_SCHEMAS]
+            return [dict(s) for s in TOOL_SCHEMAS]
+        except Exception:  # a broken schema module must not break agent construction
+            log.exception("trove: tool schemas unavailable")
+            return []
 
     def handle_tool_call(self, name: str, args: dict[str, Any], **kwargs: Any) -> str:
         from .tools import dispatch
