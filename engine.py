@@ -141,6 +141,10 @@ class TroveEngine(ContextEngine):
         return True
 
     def should_defer_preflight_to_real_usage(self, rough_tokens: int) -> bool:
+        if self._bypassed():
+            native = self._native_compressor()
+            if native is not None and hasattr(native, "should_defer_preflight_to_real_usage"):
+                return bool(native.should_defer_preflight_to_real_usage(rough_tokens))
         return False
 
     def has_content_to_compress(self, messages: list[dict[str, Any]]) -> bool:

@@ -11,6 +11,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 
+# The checkout root is the package itself; as a plain sys.path entry (``python -m pytest``
+# adds the working directory) its modules (tools.py, config.py, ...) would shadow the
+# host's top-level packages of the same names.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT]
+
 if "hermes_trove" not in sys.modules:
     _spec = importlib.util.spec_from_file_location("hermes_trove", ROOT / "__init__.py",
                                                    submodule_search_locations=[str(ROOT)])
