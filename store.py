@@ -403,8 +403,8 @@ class MessageStore:
             return out
         if not match:
             return []
-        where = ["messages_fts MATCH ?"]
-        args: list[Any] = [match]
+        fts_where = ["messages_fts MATCH ?"]
+        fts_args: list[Any] = [match]
         if session_ids is not None:
             if not session_ids:
                 return []
@@ -413,20 +413,22 @@ class MessageStore:
                                   list(session_ids)).fetchone()
             if lo is None:
                 return []
-            where.append("messages_fts.rowid BETWEEN ? AND ?")
-            args += [int(lo), int(hi)]
+            fts_where.append("rowid BETWEEN ? AND ?")
+            fts_args += [int(lo), int(hi)]
         if store_ids is not None:
             ids = [int(i) for i in store_ids][:500]
             if not ids:
                 return []
-            where.append(f"messages_fts.rowid IN ({','.join('?' * len(ids))})")
-            args += ids
+            fts_where.append(f"rowid IN ({','.join('?' * len(ids))})")
+            fts_args += ids
         if max_candidates is not None:
             bound = conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid DESC"
                                  " LIMIT 1 OFFSET ?", (match, max(0, int(max_candidates) - 1))).fetchone()
             if bound is not None:
-                where.append("messages_fts.rowid >= ?")
-                args.append(int(bound[0]))
+                fts_where.append("rowid >= ?")
+                fts_args.append(int(bound[0]))
+        where: list[str] = []
+        args: list[Any] = []
         if session_ids is not None:
             where.append(f"m.session_id IN ({','.join('?' * len(session_ids))})")
             args += list(session_ids)
@@ -442,13 +444,30 @@ class MessageStore:
         if time_to is not None:
             where.append("m.created_at<=?")
             args.append(time_to)
+        # Rank inside the full-text index first and join only the best rows: joining every
+        # match costs a random row read each. Filters on messages may drop ranked rows, so
+        # the ranked window widens until it holds ``limit`` survivors or every match.
+        # bm25() reads each term's doclist for its statistics; known rows need no ranking.
+        rank = "0.0" if store_ids is not None else "bm25(messages_fts, 1.0, 0.6)"
         snippet = "snippet(messages_fts, -1, '>>>', '<<<', '…', 40)" if snippets else "''"
-        sql = (f"SELECT m.*, bm25(messages_fts, 1.0, 0.6) AS _rank, {snippet} AS _snippet"
-               " FROM messages_fts JOIN messages m ON m.store_id = messages_fts.rowid"
-               f" WHERE {' AND '.join(where)} ORDER BY _rank LIMIT ?")
-        args.append(int(limit))
+        order = "" if store_ids is not None else " ORDER BY r"
+        limit = int(limit)
+        window = limit * 4 if where else limit
+        while True:
+            sql = (f"SELECT m.*, f.r AS _rank, f.s AS _snippet FROM (SELECT rowid AS rid, {rank} AS r, {snippet} AS s"
+                   f" FROM messages_fts WHERE {' AND '.join(fts_where)}{order} LIMIT ?) f"
+                   f" JOIN messages m ON m.store_id = f.rid{' WHERE ' + ' AND '.join(where) if where else ''}"
+                   f" ORDER BY f.r LIMIT ?")
+            rows = conn.execute(sql, fts_args + [window] + args + [limit]).fetchall()
+            if len(rows) >= limit or window < 0 or not where:
+                break
+            total = conn.execute(f"SELECT COUNT(*) FROM messages_fts WHERE {' AND '.join(fts_where)}",
+                                 fts_args).fetchone()[0]
+            if window >= total:
+                break
+            window = window * 8 if window * 8 < total else -1
         out = []
-        for r in conn.execute(sql, args):
+        for r in rows:
             d = {k: r[k] for k in r.keys() if not k.startswith("_")}
             out.append((_message_row_from(d), float(r["_rank"]), str(r["_snippet"] or "")))
         return out
