@@ -282,3 +282,21 @@ def test_archive_search_works_before_any_session_is_bound(runtime):
     out = call(TroveEngine(runtime), "trove_grep", query="heliotrope", session_scope="all")
     assert [h["store_id"] for h in out["results"]] == ids
     assert out["results"][0]["from_current_session"] is False
+
+
+def test_filters_that_drop_most_ranked_rows_still_fill_the_page(engine):
+    loud = [assistant("zircon zircon zircon zircon report") for _ in range(150)]
+    quiet = [user(f"a zircon mention number {i} in a much longer user message about other things") for i in range(5)]
+    ids = seed(engine.runtime, messages=loud + quiet)
+    out = call(engine, "trove_grep", query="zircon", role="user", limit=5)
+    assert sorted(h["store_id"] for h in out["results"]) == ids[150:]
+
+
+def test_session_range_scan_ignores_interleaved_rows_of_other_sessions(engine):
+    rt = engine.runtime
+    mine = []
+    for i in range(30):
+        mine += seed(rt, messages=[user(f"mine basalt {i}")])
+        seed(rt, session=SessionKey("noise"), messages=[user("basalt basalt basalt noise")])
+    out = call(engine, "trove_grep", query="basalt", limit=50)
+    assert sorted(h["store_id"] for h in out["results"]) == mine
