@@ -250,7 +250,7 @@ class Compactor:
         if not self.config.large_output_transcript_gc_enabled:
             return
         try:
-            from .payloads import transcript_gc
+            from .payload_ops import transcript_gc
         except ImportError:
             return
         try:

@@ -155,7 +155,7 @@ def _largest(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
 
 def _payloads(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
     try:
-        payloads = importlib.import_module(f"{__package__}.payloads")  # optional sibling module
+        payloads = importlib.import_module(f"{__package__}.payload_ops")  # optional sibling module
     except ImportError:
         return "pass", "payload module not installed; skipped", ""
     report = getattr(payloads, "doctor_report", None)

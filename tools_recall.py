@@ -224,8 +224,8 @@ def _materialize(runtime: Any, expression: str, entries: list[dict[str, Any]], c
 def _external_hits(runtime: Any, session_id: str, query: str, need: int, refs: list[str] | None,
                    extra: dict[str, Any]) -> list[dict[str, Any]]:
     try:
-        from . import payloads
-        search_payloads = payloads.search_payloads
+        from . import payload_ops
+        search_payloads = payload_ops.search_payloads
     except (ImportError, AttributeError):
         extra["externalized_note"] = "externalized payload search is not available in this installation"
         return []

@@ -10,7 +10,7 @@ import sys
 import pytest
 from conftest import ROOT, assistant, make_config, tool_call, tool_result, user
 
-from hermes_trove import payloads
+from hermes_trove import payload_ops, payloads
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
 
@@ -115,7 +115,7 @@ def test_rollback_keeps_sidecars_a_row_now_depends_on(legacy, tmp_path, capsys):
     run(legacy, "--apply", "--manifest", str(tmp_path / "m.json"))
     gc_rt = build_runtime(make_config(legacy.payload_dir.parent, large_output_transcript_gc_enabled=True))
     row = legacy.store.page("s1")[2]
-    assert payloads.transcript_gc(gc_rt, "s1", [row.store_id]) == 1
+    assert payload_ops.transcript_gc(gc_rt, "s1", [row.store_id]) == 1
     capsys.readouterr()
     assert backfill.main(["--db", legacy.db.path, "--rollback", str(tmp_path / "m.json"), "--apply", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

@@ -133,15 +133,15 @@ def test_largest_rows_are_metadata_only(runtime):
 
 
 def test_payload_report_is_used_when_present_and_skipped_when_absent(runtime, monkeypatch):
-    fake = types.ModuleType("hermes_trove.payloads")
+    fake = types.ModuleType("hermes_trove.payload_ops")
     fake.doctor_report = lambda rt: {"suspicious_inline_rows": 2,  # type: ignore[attr-defined]
                                      "payload_dir": {"files": 1, "bytes": 9, "missing_refs": 0, "unreadable_refs": 0}}
-    monkeypatch.setitem(sys.modules, "hermes_trove.payloads", fake)
+    monkeypatch.setitem(sys.modules, "hermes_trove.payload_ops", fake)
     report = doctor.run_doctor(runtime=runtime)
     check = by_check(report)["payload_storage"]
     assert check["status"] == "warn" and "2 suspicious inline" in check["detail"]
     assert report["payloads"]["suspicious_inline_rows"] == 2
-    monkeypatch.setitem(sys.modules, "hermes_trove.payloads", None)  # import now fails
+    monkeypatch.setitem(sys.modules, "hermes_trove.payload_ops", None)  # import now fails
     assert by_check(doctor.run_doctor(runtime=runtime))["payload_storage"]["detail"].endswith("skipped")
 
 
