@@ -4,16 +4,20 @@ Run with the interpreter that has hermes-agent, ``HERMES_HOME`` already pointing
 scratch home: ``python driver.py SPEC.json RESULT.json``. The spec names the turns to run
 (optionally resuming a saved history under a fixed session id) and an optional forced
 compaction with a focus topic; the result records what the host selected and returned.
+With ``"mode": "cli"`` it instead builds the interactive CLI object (``cli.HermesCLI``)
+and feeds it steps, chat turns or slash commands, through the CLI's own entry points.
 """
 from __future__ import annotations
 
 import json
 import logging
 import os
+import re
 import sys
+import tempfile
 import time
 import traceback
-from typing import Any
+from typing import Any, Callable
 
 
 class _Collect(logging.Handler):
@@ -106,12 +110,86 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
+
+
+def _captured(action: Callable[[], Any]) -> tuple[Any, str]:
+    """Run ``action`` with file descriptor 1 redirected; returns its value and the text printed.
+
+    The CLI prints through prompt_toolkit and rich, which hold their own references to the
+    stream, so the capture happens below them, at the descriptor.
+    """
+    sys.stdout.flush()
+    saved = os.dup(1)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 1)
+        try:
+            value = action()
+        finally:
+            sys.stdout.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
+        sink.seek(0)
+        text = sink.read().decode("utf-8", "replace")
+    return value, _ANSI.sub("", text).replace("\r\n", "\n")
+
+
+def _engine_facts(agent: Any) -> dict[str, Any]:
+    engine = getattr(agent, "context_compressor", None) if agent is not None else None
+    if engine is None:
+        return {}
+    return {"engine_name": getattr(engine, "name", None),
+            "engine_class": "%s.%s" % (type(engine).__module__, type(engine).__qualname__),
+            "engine_session_id": getattr(engine, "session_id", None),
+            "context_length": getattr(engine, "context_length", None),
+            "threshold_tokens": getattr(engine, "threshold_tokens", None),
+            "compression_count": getattr(engine, "compression_count", None)}
+
+
+def run_cli(spec: dict[str, Any]) -> dict[str, Any]:
+    """The interactive CLI object driven step by step: ``{"chat": text}`` runs a turn through
+    ``HermesCLI.chat``; ``{"command": "/x ..."}`` goes through ``HermesCLI.process_command``
+    (built-in commands such as ``/new`` and plugin commands alike). Ends with the CLI's exit
+    cleanup, which hands the transcript to the engine's ``on_session_end``."""
+    collect = _Collect()
+    logging.getLogger().addHandler(collect)
+    if spec.get("directory_plugin_only", True):
+        _skip_entry_points()
+    t0 = time.time()
+    import cli as host_cli  # importing the CLI module writes into $HERMES_HOME, like run_agent
+    from hermes_cli.plugins import get_plugin_commands
+
+    shell = host_cli.HermesCLI(toolsets=spec.get("toolsets", ["todo", "context_engine"]),
+                               max_turns=int(spec.get("max_iterations", 8)))
+    commands = sorted(get_plugin_commands())  # runs the host's plugin discovery if nothing did yet
+    result: dict[str, Any] = {"init_seconds": round(time.time() - t0, 2), "plugin_commands": commands,
+                              "plugin_source": _plugin_source(), "steps": []}
+    for step in spec.get("steps", []):
+        before = shell.session_id
+        if "chat" in step:
+            reply, printed = _captured(lambda: shell.chat(step["chat"]))
+            entry: dict[str, Any] = {"kind": "chat", "input": step["chat"][:200], "reply": str(reply or "")[:400]}
+        else:
+            keep, printed = _captured(lambda: shell.process_command(step["command"]))
+            entry = {"kind": "command", "input": step["command"], "keep_running": keep}
+        entry.update({"output": printed[-20000:], "session_before": before, "session_id": shell.session_id,
+                      "agent_session_id": getattr(shell.agent, "session_id", None),
+                      "history_length": len(shell.conversation_history or [])})
+        entry.update(_engine_facts(shell.agent))
+        result["steps"].append(entry)
+    result.update(_engine_facts(shell.agent))
+    result["final_session_id"] = shell.session_id
+    _, result["cleanup_output"] = _captured(host_cli._run_cleanup)  # the CLI's own exit path
+    result["warnings"] = collect.lines
+    return result
+
+
 def main(argv: list[str]) -> int:
     spec_path, result_path = argv[1], argv[2]
     with open(spec_path, encoding="utf-8") as fh:
         spec = json.load(fh)
     try:
-        result = run(spec)
+        result = run_cli(spec) if spec.get("mode") == "cli" else run(spec)
         code = 0
     except BaseException:
         result = {"error": traceback.format_exc()}
