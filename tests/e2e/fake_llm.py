@@ -19,7 +19,22 @@ from typing import Any
 MODEL = "fake-model"
 # ``<<tool:NAME {json args}>>`` in the newest user message: answer with that tool call.
 TOOL_MARKER = re.compile(r"<<tool:(?P<name>[A-Za-z0-9_\-]+)\s*(?P<args>\{.*?\})?>>", re.S)
+# ``<<then:NAME>>`` in the newest user message: once a tool result arrives, call NAME next,
+# with arguments read from that result (see ``CHAINS``); at most once per user turn.
+THEN_MARKER = re.compile(r"<<then:(?P<name>[A-Za-z0-9_\-]+)>>")
 SUMMARY_REPLY = "FAKE-SUMMARY #{n}: the earlier turns discussed numbered topics."
+
+
+def oldest_message_hit(payload: Any) -> dict[str, Any] | None:
+    """``trove_expand`` arguments for the oldest raw-message hit of a ``trove_grep`` result."""
+    results = payload.get("results") if isinstance(payload, dict) else None
+    hits = [r["store_id"] for r in results or [] if isinstance(r, dict) and r.get("type") == "message"
+            and isinstance(r.get("store_id"), int)]
+    return {"store_id": min(hits)} if hits else None
+
+
+# Follow-up tool name -> how its arguments come from the previous tool result's JSON.
+CHAINS = {"trove_expand": oldest_message_hit}
 
 
 def text_of(content: Any) -> str:
@@ -41,6 +56,8 @@ def decide(body: dict[str, Any], n: int) -> dict[str, Any]:
     """The scripted answer for one request: ``{"text": str}`` or ``{"tool": (name, args_json)}``.
 
     * No ``tools`` in the request: an auxiliary call (summaries); reply with a short summary.
+    * Last message is a tool result and the newest user message asks ``<<then:NAME>>``: call
+      NAME with arguments taken from that result, unless NAME was already called this turn.
     * Last message is a tool result: acknowledge it, quoting its start.
     * Newest user message has a tool marker and the request offers that tool: call it.
     * Otherwise: a short acknowledgement naming the request number.
@@ -50,6 +67,9 @@ def decide(body: dict[str, Any], n: int) -> dict[str, Any]:
         return {"text": SUMMARY_REPLY.format(n=n)}
     last = msgs[-1] if msgs else {}
     if last.get("role") == "tool":
+        follow = _chained_call(msgs, body)
+        if follow is not None:
+            return {"tool": follow}
         return {"text": "TOOL-RESULT-SEEN #%d: %s" % (n, text_of(last.get("content"))[:200])}
     if last.get("role") == "user":
         match = TOOL_MARKER.search(text_of(last.get("content")))
@@ -57,6 +77,28 @@ def decide(body: dict[str, Any], n: int) -> dict[str, Any]:
         if match and match.group("name") in offered:
             return {"tool": (match.group("name"), match.group("args") or "{}")}
     return {"text": "ack #%d" % n}
+
+
+def _chained_call(msgs: list[dict[str, Any]], body: dict[str, Any]) -> tuple[str, str] | None:
+    """The ``<<then:NAME>>`` follow-up for a request ending in a tool result, if one is due."""
+    users = [i for i, m in enumerate(msgs) if m.get("role") == "user"]
+    if not users:
+        return None
+    match = THEN_MARKER.search(text_of(msgs[users[-1]].get("content")))
+    if not match or match.group("name") not in CHAINS:
+        return None
+    name = match.group("name")
+    offered = {(t.get("function") or {}).get("name") for t in body.get("tools") or []}
+    called = {(c.get("function") or {}).get("name") for m in msgs[users[-1]:] if m.get("role") == "assistant"
+              for c in m.get("tool_calls") or []}
+    if name not in offered or name in called:
+        return None
+    try:
+        payload = json.loads(text_of(msgs[-1].get("content")))
+    except ValueError:
+        return None
+    args = CHAINS[name](payload)
+    return None if args is None else (name, json.dumps(args))
 
 
 class FakeLLM:
