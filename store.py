@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 from . import tokens
@@ -331,6 +331,18 @@ class MessageStore:
             "SELECT * FROM messages WHERE session_id=? AND store_id>? ORDER BY store_id",
             (session_id, int(after_store_id)))
         return [_message_row(r) for r in rows]
+
+    def tail(self, session_id: str, n: int, after_store_id: int = 0) -> list[MessageRow]:
+        """The newest ``n`` messages of the session past ``after_store_id``, oldest first."""
+        rows = self.db.read().execute(
+            "SELECT * FROM messages WHERE session_id=? AND store_id>? ORDER BY store_id DESC LIMIT ?",
+            (session_id, int(after_store_id), max(0, int(n))))
+        return [_message_row(r) for r in rows][::-1]
+
+    def count_after(self, session_id: str, after_store_id: int) -> int:
+        r = self.db.read().execute("SELECT COUNT(*) FROM messages WHERE session_id=? AND store_id>?",
+                                   (session_id, int(after_store_id))).fetchone()
+        return int(r[0])
 
     def last_store_id(self, session_id: str) -> int:
         r = self.db.read().execute("SELECT MAX(store_id) FROM messages WHERE session_id=?", (session_id,)).fetchone()

@@ -51,28 +51,10 @@ def _refs_in(text: str) -> list[str]:
     return list(refs_in(text))[:20]
 
 
-def _reachable(dag: Any, session_id: str, node: Any) -> bool:
-    """Visible in the session, or beneath a node carried into it (its lineage came along)."""
-    if dag.is_visible(session_id, node.node_id):
-        return True
-    frontier = [n for n in dag.visible(session_id) if n.session_id != session_id and n.depth > node.depth]
-    seen: set[int] = set()
-    while frontier:
-        parent = frontier.pop()
-        if parent.node_id in seen or parent.depth == 0:
-            continue
-        seen.add(parent.node_id)
-        children = dag.source_ids(parent)
-        if node.node_id in children:
-            return True
-        frontier += [c for c in (dag.get(i) for i in children) if c is not None and c.depth > node.depth]
-    return False
-
-
 def _visible_node(engine: Any, session_id: str, node_id: int) -> Any:
     dag = engine.runtime.dag
     node = dag.get(node_id)
-    if node is None or not _reachable(dag, session_id, node):
+    if node is None or not dag.is_reachable(session_id, node.node_id):
         raise ToolError(f"summary node {node_id} is not visible in the current session; "
                         "trove_describe() lists this session's nodes (use store_id for raw rows of other sessions)")
     return node
@@ -287,7 +269,7 @@ def trove_expand_query(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
     sid = require_session(engine, "trove_expand_query")
 
     given = {n: runtime.dag.get(n) for n in node_ids}
-    rejected = [n for n, node in given.items() if node is None or not _reachable(runtime.dag, sid, node)]
+    rejected = [n for n, node in given.items() if node is None or not runtime.dag.is_reachable(sid, node.node_id)]
     nodes = [node for n, node in given.items() if n not in rejected]
     search_text = query or (prompt if not node_ids else None)
     match = build_match(search_text) if search_text else None

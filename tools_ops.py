@@ -70,9 +70,9 @@ def trove_inspect(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
     session = store.session(sid)
     stats = store.stats(sid)
     frontier_store_id = session.frontier_store_id if session is not None else 0
-    backlog = store.backlog(sid, frontier_store_id)
+    uncompacted = store.count_after(sid, frontier_store_id)
     tail_count = int(cfg.fresh_tail_count)
-    tail = backlog[-tail_count:] if tail_count > 0 else []
+    tail = store.tail(sid, tail_count, frontier_store_id) if tail_count > 0 else []
     visible = dag.visible(sid)
     carried_from: dict[str, int] = {}
     for n in visible:
@@ -100,9 +100,9 @@ def trove_inspect(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
             "total": stats["messages"], "estimated_tokens": stats["tokens"],
             "min_store_id": stats["min_store_id"], "max_store_id": stats["max_store_id"],
             "frontier_store_id": frontier_store_id,
-            "uncompacted_count": len(backlog),
+            "uncompacted_count": uncompacted,
             "fresh_tail_count": tail_count, "fresh_tail_max_tokens": int(cfg.fresh_tail_max_tokens),
-            "pre_tail_message_count": max(0, len(backlog) - len(tail)),
+            "pre_tail_message_count": max(0, uncompacted - len(tail)),
             "fresh_tail": {"messages": len(tail), "tokens": sum(r.token_count for r in tail),
                            "items": [{"store_id": r.store_id, "role": r.role, "token_count": r.token_count,
                                       "content_chars": len(r.content), "timestamp": iso(r.created_at),

@@ -138,3 +138,11 @@ def test_text_that_utf8_cannot_hold_is_stored_escaped_not_lost(runtime):
     runtime.store.ingest(SessionKey("s1"), [user("broken \udcff surrogate")])
     row = runtime.store.page("s1")[0]
     assert "\\udcff" in row.content and "_trove_escaped_surrogates" in row.extra
+
+
+def test_tail_and_count_after_read_only_the_newest_rows(runtime):
+    runtime.store.ingest(SessionKey("s1"), transcript(10))
+    rows = runtime.store.page("s1", 0, 100)
+    assert [r.content for r in runtime.store.tail("s1", 3)] == [r.content for r in rows[-3:]]
+    assert runtime.store.count_after("s1", rows[5].store_id) == 4
+    assert runtime.store.tail("s1", 50, rows[7].store_id) == rows[8:]
