@@ -377,49 +377,16 @@ class MessageStore:
         split, such as CJK runs or emoji), bounded to ``max_candidates`` newest rows.
         """
         conn = self.db.read()
+        if session_ids is not None and not session_ids:
+            return []
+        where, args = _row_filters(session_ids, role, source, time_from, time_to)
         if literal:
-            lwhere = ["instr(lower(m.content || ' ' || COALESCE(m.tool_calls, '')), lower(?)) > 0"]
-            largs: list[Any] = [literal]
-            if session_ids is not None:
-                if not session_ids:
-                    return []
-                lwhere.append(f"m.session_id IN ({','.join('?' * len(session_ids))})")
-                largs += list(session_ids)
-            if max_candidates is not None:
-                top = conn.execute("SELECT MAX(store_id) FROM messages").fetchone()[0] or 0
-                lwhere.append("m.store_id > ?")
-                largs.append(int(top) - int(max_candidates))
-            if role:
-                lwhere.append("m.role=?")
-                largs.append(role)
-            if source:
-                lwhere.append("(m.source=? OR (?='unknown' AND m.source=''))")
-                largs += [source, source]
-            if time_from is not None:
-                lwhere.append("m.created_at>=?")
-                largs.append(time_from)
-            if time_to is not None:
-                lwhere.append("m.created_at<=?")
-                largs.append(time_to)
-            sql = f"SELECT m.* FROM messages m WHERE {' AND '.join(lwhere)} ORDER BY m.store_id DESC LIMIT ?"
-            largs.append(int(limit))
-            out = []
-            for r in conn.execute(sql, largs):
-                row = _message_row_from({k: r[k] for k in r.keys()})
-                text = row.content
-                pos = text.lower().find(literal.lower())
-                start = max(0, pos - 80)
-                snippet = ("…" if start else "") + text[start:pos] + ">>>" + text[pos:pos + len(literal)] + "<<<" \
-                    + text[pos + len(literal):pos + len(literal) + 160] if pos >= 0 else text[:240]
-                out.append((row, 0.0, snippet))
-            return out
+            return self._search_literal(conn, literal, where, args, limit, max_candidates)
         if not match:
             return []
         fts_where = ["messages_fts MATCH ?"]
         fts_args: list[Any] = [match]
         if session_ids is not None:
-            if not session_ids:
-                return []
             marks = ",".join("?" * len(session_ids))
             lo, hi = conn.execute(f"SELECT MIN(store_id), MAX(store_id) FROM messages WHERE session_id IN ({marks})",
                                   list(session_ids)).fetchone()
@@ -439,23 +406,6 @@ class MessageStore:
             if bound is not None:
                 fts_where.append("rowid >= ?")
                 fts_args.append(int(bound[0]))
-        where: list[str] = []
-        args: list[Any] = []
-        if session_ids is not None:
-            where.append(f"m.session_id IN ({','.join('?' * len(session_ids))})")
-            args += list(session_ids)
-        if role:
-            where.append("m.role=?")
-            args.append(role)
-        if source:
-            where.append("(m.source=? OR (?='unknown' AND m.source=''))")
-            args += [source, source]
-        if time_from is not None:
-            where.append("m.created_at>=?")
-            args.append(time_from)
-        if time_to is not None:
-            where.append("m.created_at<=?")
-            args.append(time_to)
         # Rank inside the full-text index first and join only the best rows: joining every
         # match costs a random row read each. Filters on messages may drop ranked rows, so
         # the ranked window widens until it holds ``limit`` survivors or every match.
@@ -483,6 +433,52 @@ class MessageStore:
             d = {k: r[k] for k in r.keys() if not k.startswith("_")}
             out.append((_message_row_from(d), float(r["_rank"]), str(r["_snippet"] or "")))
         return out
+
+
+    @staticmethod
+    def _search_literal(conn: sqlite3.Connection, literal: str, where: list[str], args: list[Any], limit: int,
+                        max_candidates: int | None) -> list[tuple[MessageRow, float, str]]:
+        """Case-insensitive substring scan, newest first, bounded to the newest candidates."""
+        where = ["instr(lower(m.content || ' ' || COALESCE(m.tool_calls, '')), lower(?)) > 0", *where]
+        args = [literal, *args]
+        if max_candidates is not None:
+            top = conn.execute("SELECT MAX(store_id) FROM messages").fetchone()[0] or 0
+            where.append("m.store_id > ?")
+            args.append(int(top) - int(max_candidates))
+        sql = f"SELECT m.* FROM messages m WHERE {' AND '.join(where)} ORDER BY m.store_id DESC LIMIT ?"
+        out = []
+        for r in conn.execute(sql, [*args, int(limit)]):
+            row = _message_row_from({k: r[k] for k in r.keys()})
+            text = row.content
+            pos = text.lower().find(literal.lower())
+            start = max(0, pos - 80)
+            snippet = ("…" if start else "") + text[start:pos] + ">>>" + text[pos:pos + len(literal)] + "<<<" \
+                + text[pos + len(literal):pos + len(literal) + 160] if pos >= 0 else text[:240]
+            out.append((row, 0.0, snippet))
+        return out
+
+
+def _row_filters(session_ids: Sequence[str] | None, role: str | None, source: str | None,
+                 time_from: float | None, time_to: float | None) -> tuple[list[str], list[Any]]:
+    """WHERE clauses (on alias ``m``) for the raw-message search filters."""
+    where: list[str] = []
+    args: list[Any] = []
+    if session_ids is not None:
+        where.append(f"m.session_id IN ({','.join('?' * len(session_ids))})")
+        args += list(session_ids)
+    if role:
+        where.append("m.role=?")
+        args.append(role)
+    if source:  # blank legacy sources count as "unknown"
+        where.append("(m.source=? OR (?='unknown' AND m.source=''))")
+        args += [source, source]
+    if time_from is not None:
+        where.append("m.created_at>=?")
+        args.append(time_from)
+    if time_to is not None:
+        where.append("m.created_at<=?")
+        args.append(time_to)
+    return where, args
 
 
 def _escape_surrogates(value: Any) -> Any:
