@@ -1,7 +1,8 @@
-"""Make ``import hermes_trove`` work when a script runs straight from a checkout.
+"""Make ``import hermes_trove`` mean this checkout when a script runs from it.
 
-If the package is installed (``pip install -e .``) nothing happens; otherwise the
-checkout root (this file's parent's parent) is registered as the package.
+The checkout root (this file's parent's parent) is the package; it is registered under
+that name unless a ``hermes_trove`` module is already loaded, so a script never mixes an
+installed copy with the code beside it.
 """
 from __future__ import annotations
 
@@ -15,11 +16,6 @@ ROOT = Path(__file__).resolve().parents[1]
 def ensure_package() -> None:
     if "hermes_trove" in sys.modules:
         return
-    try:
-        import hermes_trove  # noqa: F401
-        return
-    except ImportError:
-        pass
     spec = importlib.util.spec_from_file_location("hermes_trove", ROOT / "__init__.py",
                                                   submodule_search_locations=[str(ROOT)])
     assert spec and spec.loader

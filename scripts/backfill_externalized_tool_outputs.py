@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import importlib.util
 import json
 import os
 import sqlite3
@@ -18,28 +17,15 @@ import sys
 import time
 from pathlib import Path
 from typing import Any, Iterator
-from urllib.parse import quote
 
 MANIFEST_FORMAT = "trove-backfill-manifest/1"
 
 
-def _load_package() -> None:
-    """Make ``hermes_trove`` importable from this checkout, as tests/conftest.py does."""
-    if "hermes_trove" in sys.modules:
-        return
-    root = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location("hermes_trove", root / "__init__.py",
-                                                  submodule_search_locations=[str(root)])
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["hermes_trove"] = module
-    spec.loader.exec_module(module)
-
-
-_load_package()
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _bootstrap  # noqa: E402,F401  (registers this checkout as the hermes_trove package)
 from hermes_trove import payloads  # noqa: E402
 from hermes_trove.config import load_config, payload_dir  # noqa: E402
-from hermes_trove.db import SCHEMA_VERSION  # noqa: E402
+from hermes_trove.db import SCHEMA_VERSION, open_readonly  # noqa: E402
 
 
 class Refused(Exception):
@@ -50,8 +36,7 @@ def open_read_only(db: Path) -> sqlite3.Connection:
     # Read-only by construction: this script must never write the database it inspects.
     if not db.is_file():
         raise Refused(f"database not found: {db}")
-    conn = sqlite3.connect(f"file:{quote(str(db.resolve()))}?mode=ro", uri=True)
-    conn.row_factory = sqlite3.Row
+    conn = open_readonly(db)
     try:
         row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         conn.execute("SELECT store_id, session_id, role, content, content_is_json, tool_call_id FROM messages LIMIT 0")

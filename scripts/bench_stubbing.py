@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import base64
 import dataclasses
-import importlib.util
 import random
 import statistics
 import sys
@@ -20,19 +19,8 @@ import time
 from pathlib import Path
 
 
-def _load_package() -> None:
-    if "hermes_trove" in sys.modules:
-        return
-    root = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location("hermes_trove", root / "__init__.py",
-                                                  submodule_search_locations=[str(root)])
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["hermes_trove"] = module
-    spec.loader.exec_module(module)
-
-
-_load_package()
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _bootstrap  # noqa: E402,F401  (registers this checkout as the hermes_trove package)
 from hermes_trove import payloads, replay, tokens  # noqa: E402
 from hermes_trove.config import load_config  # noqa: E402
 from hermes_trove.runtime import build_runtime  # noqa: E402
