@@ -14,7 +14,7 @@ from typing import Any
 from . import policy, tokens
 from .dag import NodeRow
 from .ingest import is_synthetic, message_identity
-from .summarize import Summarizer, expand_hint, render_summary_message, serialize_messages
+from .summarize import SUMMARY_HEADER, Summarizer, expand_hint, render_summary_message, serialize_messages
 
 log = logging.getLogger("hermes_trove.compaction")
 
@@ -227,7 +227,7 @@ class Compactor:
         done = 0
         while True:
             frontier = dag.frontier(sid)
-            infos = [_info(n) for n in frontier]
+            infos = [node_info(n) for n in frontier]
             over = sum(n.tokens for n in infos) > max(0, prefix_budget)
             group = policy.plan_condensation(infos, cfg.condensation_fanin, cfg.incremental_max_depth,
                                              allow_partial=over and eager)
@@ -260,24 +260,27 @@ class Compactor:
 
     def _frontier_tokens(self, sid: str) -> int:
         nodes = self.runtime.dag.frontier(sid)
-        return sum(_info(n).tokens for n in nodes) + (60 if nodes else 0)
+        return sum(node_info(n).tokens for n in nodes) + (60 if nodes else 0)
 
     # -- assembly ------------------------------------------------------------
     def _assemble(self, sid: str, raw_keep: list[dict[str, Any]], tail: list[dict[str, Any]],
                   target: int) -> tuple[list[dict[str, Any]], list[int]]:
         frontier = self.runtime.dag.frontier(sid)
         live_tokens = tokens.count_messages(raw_keep) + tokens.count_messages(tail)
-        kept_ids, omitted = policy.select_summary_nodes([_info(n) for n in frontier],
+        kept_ids, omitted = policy.select_summary_nodes([node_info(n) for n in frontier],
                                                         max(0, target - live_tokens - 120))
         by_id = {n.node_id: n for n in frontier}
         out: list[dict[str, Any]] = []
         if kept_ids or omitted:
             out.append(render_summary_message([by_id[i] for i in kept_ids], omitted))
         for m in raw_keep + tail:
-            out.append({k: v for k, v in m.items() if k != "_db_persisted"})
+            kept = {k: v for k, v in m.items() if k != "_db_persisted"}
+            if SUMMARY_HEADER in str(kept.get("api_content") or ""):
+                kept.pop("api_content")  # an injected summary block the summary message now replaces
+            out.append(kept)
         return policy.drop_orphan_tool_results(out), omitted
 
 
-def _info(n: NodeRow) -> policy.NodeInfo:
+def node_info(n: NodeRow) -> policy.NodeInfo:
     return policy.NodeInfo(n.node_id, n.depth, n.token_count + 30, n.earliest_at or n.created_at)
 

@@ -175,9 +175,14 @@ class TroveEngine(ContextEngine):
             return
         previous = self.state.pending_reset_from
         base = self.state.key or SessionKey("")
-        self._bind(SessionKey(session_id, base.conversation_id, base.platform, base.source))
+        key = SessionKey(session_id, base.conversation_id, base.platform, base.source)
+        self._bind(key)
         if previous and previous != session_id and self.state.mode == "active":
             self._carry_after_new(previous, session_id)
+            try:
+                self.runtime.store.ensure_session(key, previous_session_id=previous)
+            except Exception:
+                log.exception("trove: could not link %s to %s", session_id, previous)
         self.state.pending_reset_from = ""
 
     def on_session_reset(self) -> None:
@@ -193,6 +198,8 @@ class TroveEngine(ContextEngine):
         if session_id and session_id == self.session_id:
             self.state.just_ended = session_id
         try:
+            if session_id and self.runtime.store.session(session_id) is not None:
+                self.runtime.store.mark_ended(session_id)  # cleared again if the session binds anew
             if messages and session_id:
                 key = self.state.key if self.state.key and self.state.key.session_id == session_id \
                     else SessionKey(session_id)

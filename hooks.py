@@ -9,6 +9,7 @@ import logging
 from pathlib import Path
 from typing import Any, Callable
 
+from .ingest import SUMMARY_MARKER
 from .store import SessionKey
 
 log = logging.getLogger("hermes_trove.hooks")
@@ -21,6 +22,33 @@ def recall_policy() -> str:
         return POLICY_PATH.read_text(encoding="utf-8")
     except OSError:
         return ""
+
+
+SUMMARY_CONTEXT_TOKENS = 1500  # carried summaries shown before the first compaction of a session
+
+
+def summary_context(runtime: Any, session_id: str, history: list[dict[str, Any]]) -> str:
+    """Summary nodes the session can see but its transcript does not show yet (after /new).
+
+    Compaction puts the summary message into the prompt; a fresh session that inherited
+    summaries has none until then, so the hook brings the newest of them along once.
+    """
+    from .policy import select_summary_nodes
+    from .summarize import SUMMARY_HEADER, render_summary_text
+    from .compaction import node_info
+
+    if any(is_summary_text(m.get("content")) or SUMMARY_HEADER in str(m.get("api_content") or "") for m in history):
+        return ""
+    frontier = runtime.dag.frontier(session_id)
+    if not frontier:
+        return ""
+    kept, omitted = select_summary_nodes([node_info(n) for n in frontier], SUMMARY_CONTEXT_TOKENS)
+    by_id = {n.node_id: n for n in frontier}
+    return render_summary_text([by_id[i] for i in kept], omitted)
+
+
+def is_summary_text(content: Any) -> bool:
+    return isinstance(content, str) and content.startswith(SUMMARY_MARKER)
 
 
 def make_hooks(runtime: Any) -> dict[str, Callable[..., Any]]:
@@ -43,14 +71,22 @@ def make_hooks(runtime: Any) -> dict[str, Callable[..., Any]]:
 
     def pre_llm_call(**kw: Any) -> Any:
         session_id = str(kw.get("session_id") or "")
-        if not policy or runtime.bound_sessions.get(session_id) != "active":
+        if runtime.bound_sessions.get(session_id) != "active":
             return None
         # The host replays injected text with its user message on every later turn, so
-        # inject only while no live message already carries the policy.
-        history = kw.get("conversation_history") or []
-        if any(isinstance(m, dict) and policy in str(m.get("api_content") or "") for m in history):
-            return None
-        return {"context": policy}
+        # each part is injected only while no live message already carries it.
+        history = [m for m in kw.get("conversation_history") or [] if isinstance(m, dict)]
+        parts = []
+        if policy and not any(policy in str(m.get("api_content") or "") for m in history):
+            parts.append(policy)
+        try:
+            summary = summary_context(runtime, session_id, history)
+        except Exception:
+            log.exception("trove: could not build the summary context for %s", session_id)
+            summary = ""
+        if summary:
+            parts.append(summary)
+        return {"context": "\n\n".join(parts)} if parts else None
 
     def transform_tool_result(**kw: Any) -> Any:
         """Stub a giant textual tool result before it enters the transcript (opt-in).

@@ -147,7 +147,7 @@ def _upsert_session(conn: sqlite3.Connection, key: SessionKey, previous_session_
         " conversation_id=CASE WHEN excluded.conversation_id!='' THEN excluded.conversation_id ELSE conversation_id END,"
         " platform=CASE WHEN excluded.platform!='' THEN excluded.platform ELSE platform END,"
         " previous_session_id=COALESCE(previous_session_id, excluded.previous_session_id),"
-        " updated_at=excluded.updated_at",
+        " updated_at=excluded.updated_at, ended_at=NULL",
         (key.session_id, key.conversation_id or "", key.platform or "", previous_session_id, now, now))
 
 

@@ -247,12 +247,18 @@ def _when(ts: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.gmtime(ts)) if ts else "?"
 
 
-def render_summary_message(nodes: Sequence[Any], omitted: Sequence[int] = ()) -> dict[str, Any]:
-    """One user-role message holding the visible summary nodes, each labelled with its id."""
+def render_summary_text(nodes: Sequence[Any], omitted: Sequence[int] = ()) -> str:
+    """The visible summary nodes as one block of text, each labelled with its node id."""
     parts = [SUMMARY_HEADER]
     if omitted:
         parts.append(f"({len(omitted)} older summary nodes are not shown to save space; trove_describe lists them.)")
     for n in nodes:
         parts.append(f"[d{n.depth} node {n.node_id} | {_when(n.earliest_at)} to {_when(n.latest_at)} UTC]\n{n.summary}")
     parts.append(SUMMARY_FOOTER)
-    return {"role": "user", "content": "\n\n".join(parts), "_trove_summary": True, "_compressed_summary": True}
+    return "\n\n".join(parts)
+
+
+def render_summary_message(nodes: Sequence[Any], omitted: Sequence[int] = ()) -> dict[str, Any]:
+    """One user-role message holding the visible summary nodes."""
+    return {"role": "user", "content": render_summary_text(nodes, omitted), "_trove_summary": True,
+            "_compressed_summary": True}

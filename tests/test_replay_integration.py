@@ -77,3 +77,36 @@ def test_recall_policy_is_injected_once_while_it_rides_in_the_transcript(tmp_pat
     assert again is None
     assert pre(session_id="someone-else", conversation_history=[]) is None
     json.dumps(first)
+
+
+def test_new_session_sees_carried_summaries_once_before_its_first_compaction(tmp_path):
+    from conftest import make_config
+    from hermes_trove.simulate import HostLoop, build_conversation
+
+    rt = build_runtime(make_config(tmp_path, leaf_chunk_tokens=600, condensation_fanin=2, fresh_tail_count=2))
+    eng = TroveEngine(rt)
+    eng.update_model("m", 64000)
+    eng.on_session_start("old", platform="cli")
+    eng.aux_complete = lambda task="compression": None
+    loop = HostLoop(eng)
+    for turn in build_conversation(40, seed=2):
+        loop.run_turn(turn)
+    eng.on_session_end("old", loop.messages)
+    eng.on_session_reset()
+    eng.bind_session_state(None, "new")
+    assert rt.store.session("new").previous_session_id == "old"
+    assert rt.store.session("old").ended_at is not None
+    pre = make_hooks(rt)["pre_llm_call"]
+    got = pre(session_id="new", conversation_history=[user("what did we decide?")])
+    carried = [n.node_id for n in rt.dag.frontier("new")]
+    assert carried and "[trove summary]" in got["context"]
+    assert any(f"node {i} " in got["context"] for i in carried)
+    later = pre(session_id="new", conversation_history=[dict(user("what did we decide?"),
+                                                             api_content="q\n\n" + got["context"])])
+    assert later is None  # policy and summaries already ride in the transcript
+    # once compaction writes its own summary message, the injected copy is dropped from the tail
+    msgs = [dict(user("what did we decide?"), api_content="q\n\n" + got["context"]), assistant("ok")]
+    eng.ingest(msgs)
+    out = eng.compress(msgs, current_tokens=eng.threshold_tokens + 1, force=True)
+    assert out[0]["content"].startswith("[trove summary")
+    assert all("api_content" not in m for m in out[1:])
