@@ -33,8 +33,14 @@ def _schema_statements() -> dict[str, dict[str, str]]:
     """Expected tables, FTS tables and triggers by name, read from the migrations."""
     out: dict[str, dict[str, str]] = {"table": {}, "fts": {}, "trigger": {}}
     pattern = re.compile(r"CREATE\s+(VIRTUAL\s+TABLE|TABLE|TRIGGER)\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.I)
+    dropped = re.compile(r"DROP\s+(TABLE|TRIGGER)\s+IF\s+EXISTS\s+(\w+)", re.I)
     for _, script in MIGRATIONS:
         for stmt in split_sql(script):
+            gone = dropped.match(stmt)
+            if gone:  # a later migration retired it
+                for bucket in out.values():
+                    bucket.pop(gone.group(2), None)
+                continue
             m = pattern.match(stmt)
             if not m:
                 continue

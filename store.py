@@ -244,6 +244,7 @@ class MessageStore:
                         (key.session_id, identity)).fetchone():
                     continue
                 ids.append(self._insert(conn, key, msg, identity, now))
+            _index_new_rows(conn, ids)
             if messages:
                 last = messages[-1]
                 ident = message_identity(last) if isinstance(last, dict) else ""
@@ -256,11 +257,16 @@ class MessageStore:
         """Insert messages unconditionally (importers, tests); returns their store ids."""
         now = time.time()
         if conn is not None:
-            _upsert_session(conn, key, None)
-            return [self._insert(conn, key, m, message_identity(m), now) for m in messages]
+            return self._append(conn, key, messages, now)
         with self.db.transaction() as c:
-            _upsert_session(c, key, None)
-            return [self._insert(c, key, m, message_identity(m), now) for m in messages]
+            return self._append(c, key, messages, now)
+
+    def _append(self, conn: sqlite3.Connection, key: SessionKey, messages: Iterable[dict[str, Any]],
+                now: float) -> list[int]:
+        _upsert_session(conn, key, None)
+        ids = [self._insert(conn, key, m, message_identity(m), now) for m in messages]
+        _index_new_rows(conn, ids)
+        return ids
 
     def _insert(self, conn: sqlite3.Connection, key: SessionKey, msg: dict[str, Any], identity: str,
                 now: float) -> int:
@@ -456,6 +462,13 @@ class MessageStore:
                 + text[pos + len(literal):pos + len(literal) + 160] if pos >= 0 else text[:240]
             out.append((row, 0.0, snippet))
         return out
+
+
+def _index_new_rows(conn: sqlite3.Connection, store_ids: Sequence[int]) -> None:
+    """Add rows just inserted in this transaction to the full-text index in one statement."""
+    if store_ids:
+        conn.execute("INSERT INTO messages_fts(rowid, content, tool_calls) SELECT store_id, content, tool_calls"
+                     " FROM messages WHERE store_id BETWEEN ? AND ?", (min(store_ids), max(store_ids)))
 
 
 def _row_filters(session_ids: Sequence[str] | None, role: str | None, source: str | None,

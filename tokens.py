@@ -23,6 +23,8 @@ def _estimate(text: str) -> int:
         return 0
     n = len(text)
     sample = text[:2000]
+    if sample.isascii():
+        return -(-n // 4)
     non_ascii = sum(1 for ch in sample if ord(ch) > 127)
     if non_ascii * 2 > len(sample):
         return -(-n * 2 // 3)

@@ -76,6 +76,9 @@ def build(path: Path, size: int, seed: int = 7) -> float:
             conn.executemany(
                 "INSERT INTO messages(session_id, platform, source, role, content, token_count, identity,"
                 " created_at, ingested_at) VALUES (?,?,?,?,?,?,?,?,?)", rows)
+            last = conn.execute("SELECT MAX(store_id) FROM messages").fetchone()[0]
+            conn.execute("INSERT INTO messages_fts(rowid, content, tool_calls) SELECT store_id, content, tool_calls"
+                         " FROM messages WHERE store_id > ?", (last - len(rows),))
             conn.executemany("INSERT OR IGNORE INTO sessions(session_id, platform, created_at, updated_at)"
                              " VALUES (?,?,?,?)", sorted({(r[0], "bench", t0, t0) for r in rows}))
         made += n

@@ -69,9 +69,11 @@ WRITER = textwrap.dedent("""
     while time.time() < deadline:
         conn.execute("BEGIN IMMEDIATE")
         for _ in range(5):
-            conn.execute("INSERT INTO messages(session_id, role, content, identity, created_at, ingested_at)"
-                         " VALUES ('w', 'user', ?, ?, ?, ?)",
-                         (f"seq {i:08d} writer row", str(i), time.time(), time.time()))
+            cur = conn.execute("INSERT INTO messages(session_id, role, content, identity, created_at, ingested_at)"
+                               " VALUES ('w', 'user', ?, ?, ?, ?)",
+                               (f"seq {i:08d} writer row", str(i), time.time(), time.time()))
+            conn.execute("INSERT INTO messages_fts(rowid, content, tool_calls) VALUES (?, ?, NULL)",
+                         (cur.lastrowid, f"seq {i:08d} writer row"))  # as the store indexes new rows
             i += 1
         conn.execute("COMMIT")
     print(i, flush=True)
