@@ -176,10 +176,8 @@ class Compactor:
                 ids[i] = backlog[j].store_id
                 j -= 1
                 first = i
-        if not backlog:
-            first = len(raw)
-        elif j >= 0 and first == len(raw):
-            first = 0  # nothing aligned: keep the whole list rather than drop unknown content
+        if not backlog or (j >= 0 and first == len(raw)):
+            first = 0  # nothing stored past the frontier, or nothing aligned: drop nothing
         start = policy._forward_to_group_start(raw, first) if first < len(raw) and raw[first].get("role") == "tool" \
             else first
         # keep unstored messages that sit between matched ones (ignored by filters)

@@ -335,3 +335,12 @@ def test_config_replace_keeps_frozen_contract(tmp_path):
     cfg = make_config(tmp_path)
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.fresh_tail_count = 3  # type: ignore[misc]
+
+
+def test_a_session_whose_messages_were_all_filtered_keeps_its_prompt(tmp_path):
+    pytest.importorskip("regex")
+    eng = make_engine(tmp_path, ignore_message_patterns=("^noise",), fresh_tail_count=2)
+    msgs = [user(f"noise {i} " + "x" * 3000) for i in range(12)]
+    out = eng.compress(msgs, current_tokens=40000, force=True)
+    assert eng.runtime.store.count("s1") == 0
+    assert out and out[-1] == msgs[-1]
