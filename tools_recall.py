@@ -127,19 +127,22 @@ def trove_grep(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
         }
         if scope_session:
             out["session_id"] = scope_session
-        if role:
-            out["role"] = role
-        if source:
-            out["source"] = source
-        if time_from is not None:
-            out["time_from"] = iso(time_from)
-        if time_to is not None:
-            out["time_to"] = iso(time_to)
+        out.update(_echo_filters(role=role, source=source, time_from=time_from, time_to=time_to))
         out.update(extra)
         return out
 
     payload, _ = fit_items(build, len(window), GREP_CHAR_LIMIT)
     return payload
+
+
+def _echo_filters(time_from: float | None = None, time_to: float | None = None, **given: Any) -> dict[str, Any]:
+    """The filters a response repeats back: the ones that were set, times as ISO strings."""
+    out = {k: v for k, v in given.items() if v}
+    if time_from is not None:
+        out["time_from"] = iso(time_from)
+    if time_to is not None:
+        out["time_to"] = iso(time_to)
+    return out
 
 
 def _ranked_raw(hits: list[tuple[Any, float, str]], terms: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -275,12 +278,7 @@ def trove_load_session(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
                                "next_cursor": _cursor(items[:n], after) if has_more else None}
         if n < len(items):
             out["truncated"] = True
-        if roles:
-            out["roles"] = roles
-        if time_from is not None:
-            out["time_from"] = iso(time_from)
-        if time_to is not None:
-            out["time_to"] = iso(time_to)
+        out.update(_echo_filters(roles=roles, time_from=time_from, time_to=time_to))
         out.update(extra)
         return out
 

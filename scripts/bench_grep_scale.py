@@ -10,7 +10,6 @@ separately, then median and p95 latency per query kind.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import random
@@ -26,12 +25,9 @@ BATCH = 5000
 
 
 def load_package():
-    if "hermes_trove" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("hermes_trove", ROOT / "__init__.py",
-                                                      submodule_search_locations=[str(ROOT)])
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["hermes_trove"] = module
-        spec.loader.exec_module(module)
+    """Register this checkout as ``hermes_trove`` (scripts/_bootstrap.py)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import _bootstrap  # noqa: F401
     return sys.modules["hermes_trove"]
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import json
 import re
 import statistics
@@ -28,12 +27,9 @@ _DIA = re.compile(r"D\d+:\d+")
 
 
 def load_package():
-    if "hermes_trove" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("hermes_trove", ROOT / "__init__.py",
-                                                      submodule_search_locations=[str(ROOT)])
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["hermes_trove"] = module
-        spec.loader.exec_module(module)
+    """Register this checkout as ``hermes_trove`` (scripts/_bootstrap.py)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import _bootstrap  # noqa: F401
     return sys.modules["hermes_trove"]
 
 
