@@ -22,15 +22,23 @@ HOST_INTERNAL_KEYS = frozenset({
 SUMMARY_MARKER = "[trove summary"
 
 
+# Exactly the encoder ``json.dumps(..., sort_keys=True, ensure_ascii=False, default=str,
+# separators=(",", ":"))`` builds per call: stored digests depend on its output byte for byte.
+_IDENTITY_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))
+_json_str = json.encoder.encode_basestring  # what that encoder writes for a str
+
+
 def message_identity(message: dict[str, Any]) -> str:
     """Stable digest of what a message says; survives host-internal key changes."""
-    payload = [
-        message.get("role") or "",
-        message.get("content") if message.get("content") is not None else "",
-        message.get("tool_calls") or None,
-        message.get("tool_call_id") or "",
-    ]
-    raw = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))
+    role = message.get("role") or ""
+    content = message.get("content")
+    calls = message.get("tool_calls") or None
+    call_id = message.get("tool_call_id") or ""
+    if calls is None and type(role) is str and type(content) is str and type(call_id) is str:
+        # The common shape, written out as the encoder would write this list.
+        raw = f"[{_json_str(role)},{_json_str(content)},null,{_json_str(call_id)}]"
+    else:
+        raw = _IDENTITY_JSON.encode([role, content if content is not None else "", calls, call_id])
     return hashlib.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 

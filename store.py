@@ -113,6 +113,10 @@ def _message_row(r: sqlite3.Row) -> MessageRow:
     return _message_row_from({k: r[k] for k in r.keys()})
 
 
+# What ``json.dumps(value, ensure_ascii=False, default=str)`` builds on every call, built once.
+_COLUMN_JSON = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
 def normalize_message(message: dict[str, Any]) -> dict[str, Any]:
     """Host message → column values (no identity, no session)."""
     content = message.get("content")
@@ -121,7 +125,7 @@ def normalize_message(message: dict[str, Any]) -> dict[str, Any]:
     elif isinstance(content, str):
         text, is_json = content, False
     else:
-        text, is_json = json.dumps(content, ensure_ascii=False, default=str), True
+        text, is_json = _COLUMN_JSON(content), True
     calls = message.get("tool_calls")
     extra = {k: v for k, v in message.items()
              if k not in _KNOWN_KEYS and k not in HOST_INTERNAL_KEYS and not k.startswith("_")}
@@ -130,10 +134,10 @@ def normalize_message(message: dict[str, Any]) -> dict[str, Any]:
         "role": str(message.get("role") or "unknown"),
         "content": text,
         "content_is_json": int(is_json),
-        "tool_calls": json.dumps(calls, ensure_ascii=False, default=str) if calls else None,
+        "tool_calls": _COLUMN_JSON(calls) if calls else None,
         "tool_call_id": message.get("tool_call_id") or None,
         "tool_name": message.get("tool_name") or message.get("name") or None,
-        "extra": json.dumps(extra, ensure_ascii=False, default=str) if extra else None,
+        "extra": _COLUMN_JSON(extra) if extra else None,
         "token_count": tokens.count_message(message),
         "created_at": float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else None,
     }
@@ -268,20 +272,61 @@ class MessageStore:
         _index_new_rows(conn, ids)
         return ids
 
-    def _insert(self, conn: sqlite3.Connection, key: SessionKey, msg: dict[str, Any], identity: str,
-                now: float) -> int:
+    def append_bulk(self, key: SessionKey, messages: Iterable[dict[str, Any]],
+                    conn: sqlite3.Connection | None = None) -> list[int]:
+        """``append`` for large batches (importers): the same rows, written with one executemany.
+
+        Store ids are derived inside the write transaction exactly as AUTOINCREMENT would
+        assign them (past both the sequence and the largest id), so ``conn`` must be in one.
+        """
+        now = time.time()
+        if conn is None:
+            with self.db.transaction() as c:
+                return self._append_bulk(c, key, messages, now)
+        if not conn.in_transaction:
+            raise ValueError("append_bulk needs a connection inside a write transaction")
+        return self._append_bulk(conn, key, messages, now)
+
+    def _append_bulk(self, conn: sqlite3.Connection, key: SessionKey, messages: Iterable[dict[str, Any]],
+                     now: float) -> list[int]:
+        head = (key.session_id, key.conversation_id or "", key.platform or "", key.effective_source)
+        rows = []
+        for msg in messages:
+            cols = self._columns(key, msg)
+            if not _encodable(cols):
+                cols = _escaped(cols)
+            rows.append((*head, cols["role"], cols["content"], cols["content_is_json"], cols["tool_calls"],
+                         cols["tool_call_id"], cols["tool_name"], cols["extra"], cols["token_count"],
+                         message_identity(msg), cols["created_at"] if cols["created_at"] is not None else now, now))
+        _upsert_session(conn, key, None)
+        if not rows:
+            return []
+        seq = conn.execute("SELECT seq FROM sqlite_sequence WHERE name='messages'").fetchone()
+        top = conn.execute("SELECT MAX(store_id) FROM messages").fetchone()
+        first = max(int(seq[0]) if seq else 0, int(top[0] or 0)) + 1
+        ids = list(range(first, first + len(rows)))
+        conn.executemany(
+            "INSERT INTO messages(store_id, session_id, conversation_id, platform, source, role, content,"
+            " content_is_json, tool_calls, tool_call_id, tool_name, extra, token_count, identity, created_at,"
+            " ingested_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            [(i, *row) for i, row in zip(ids, rows)])
+        _index_new_rows(conn, ids)
+        return ids
+
+    def _columns(self, key: SessionKey, msg: dict[str, Any]) -> dict[str, Any]:
         cols = normalize_message(msg)
         if self.transform is not None:
             # The transform sees session_id/tool fields for ownership; it returns column values.
             cols = self.transform({**cols, "session_id": key.session_id})
+        return cols
+
+    def _insert(self, conn: sqlite3.Connection, key: SessionKey, msg: dict[str, Any], identity: str,
+                now: float) -> int:
+        cols = self._columns(key, msg)
         try:
             return self._write_row(conn, key, cols, identity, now)
         except UnicodeEncodeError:
-            # Lone surrogates cannot be stored as UTF-8: keep them as visible escapes, flagged.
-            cols = {k: _escape_surrogates(v) for k, v in cols.items()}
-            extra = json.loads(cols["extra"]) if cols.get("extra") else {}
-            cols["extra"] = json.dumps({**extra, "_trove_escaped_surrogates": True})
-            return self._write_row(conn, key, cols, identity, now)
+            return self._write_row(conn, key, _escaped(cols), identity, now)
 
     @staticmethod
     def _write_row(conn: sqlite3.Connection, key: SessionKey, cols: dict[str, Any], identity: str,
@@ -492,6 +537,26 @@ def _row_filters(session_ids: Sequence[str] | None, role: str | None, source: st
         where.append("m.created_at<=?")
         args.append(time_to)
     return where, args
+
+
+def _encodable(cols: dict[str, Any]) -> bool:
+    """True when every text column value can be written as UTF-8 (no lone surrogates)."""
+    for column in ("role", "content", "tool_calls", "tool_call_id", "tool_name", "extra"):
+        value = cols.get(column)
+        if isinstance(value, str) and not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return False
+    return True
+
+
+def _escaped(cols: dict[str, Any]) -> dict[str, Any]:
+    """Lone surrogates cannot be stored as UTF-8: keep them as visible escapes, flagged."""
+    cols = {k: _escape_surrogates(v) for k, v in cols.items()}
+    extra = json.loads(cols["extra"]) if cols.get("extra") else {}
+    cols["extra"] = json.dumps({**extra, "_trove_escaped_surrogates": True})
+    return cols
 
 
 def _escape_surrogates(value: Any) -> Any:

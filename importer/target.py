@@ -120,7 +120,7 @@ class Writer:
         return _lookup(self.conn, "imported_nodes", "node_id", import_id, keys)
 
     def append(self, key: SessionKey, rows: Sequence[SourceMessage]) -> list[int]:
-        ids = self.store.append(key, [r.message for r in rows], conn=self.conn)
+        ids = self.store.append_bulk(key, [r.message for r in rows], conn=self.conn)
         now = time.time()
         self.conn.executemany(
             "INSERT INTO imported_messages(import_id, source_key, store_id, meta, imported_at) VALUES (?,?,?,?,?)",
