@@ -2,8 +2,8 @@
 
 The shape is detected from the columns present (lossless-claw never sets user_version
 and appends columns in upgrade order), every post-0.1 column is optional, and rows are
-streamed in batches: messages per conversation by ``seq`` with their ``message_parts``
-fetched per batch. Tool calls and results are rebuilt from the parts' raw blocks.
+streamed: one query per conversation joins messages (by ``seq``) to their
+``message_parts``. Tool calls and results are rebuilt from the parts' raw blocks.
 """
 from __future__ import annotations
 
@@ -24,6 +24,9 @@ MESSAGE_COLS = ("message_id", "conversation_id", "seq", "role", "content", "crea
                 "openclaw_sender_metadata", "large_content")
 PART_COLS = ("message_id", "ordinal", "part_type", "text_content", "is_ignored", "is_synthetic", "tool_call_id",
              "tool_name", "tool_input", "tool_output", "tool_error", "metadata")
+_NM = len(MESSAGE_COLS)  # a joined row: the message columns, then the part columns
+(_P_ORDINAL, _P_TYPE, _P_TEXT, _P_IGNORED, _P_SYNTHETIC, _P_CALL_ID, _P_NAME, _P_INPUT, _P_OUTPUT, _P_ERROR,
+ _P_METADATA) = range(1, len(PART_COLS))
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
@@ -124,41 +127,54 @@ class ClawSource:
 
     # -- messages ----------------------------------------------------------
     def messages(self, conv: Conversation, batch_size: int = 500) -> Iterator[SourceMessage]:
-        """Every message of one conversation in ``seq`` order, converted, streamed in batches."""
-        sql = (f"SELECT {_select(MESSAGE_COLS, self.columns['messages'])} FROM messages"
-               " WHERE conversation_id=? ORDER BY seq, message_id")
-        cur = self.conn.execute(sql, (conv.conversation_id,))
+        """Every message of one conversation in ``seq`` order, converted, streamed in batches.
+
+        One query joins each message to its parts (in ``ordinal`` order) and is read as plain
+        tuples; only the rows of the message being rebuilt are held.
+        """
+        cur = self.conn.cursor()
+        cur.row_factory = None
+        cur.execute(self._messages_sql(), (conv.conversation_id,))
+        convert = self._convert
+        head: tuple | None = None
+        parts: list[tuple] = []
         while True:
             rows = cur.fetchmany(batch_size)
             if not rows:
-                return
-            parts = self._parts([int(r["message_id"]) for r in rows])
-            for r in rows:
-                yield self._convert(r, parts.get(int(r["message_id"]), []), conv)
+                break
+            for row in rows:
+                if head is not None and row[0] == head[0]:
+                    parts.append(row[_NM:])
+                    continue
+                if head is not None:
+                    yield convert(head, parts, conv)
+                head = row
+                parts = [row[_NM:]] if len(row) > _NM and row[_NM] is not None else []
+        if head is not None:
+            yield convert(head, parts, conv)
 
-    def _parts(self, message_ids: list[int]) -> dict[int, list[sqlite3.Row]]:
-        if not self.has("message_parts", "message_id") or not message_ids:
-            return {}
+    def _messages_sql(self) -> str:
+        cols = _select(MESSAGE_COLS, self.columns["messages"], "m")
+        if not self.has("message_parts", "message_id"):
+            return f"SELECT {cols} FROM messages m WHERE m.conversation_id=? ORDER BY m.seq, m.message_id"
         c = self.columns["message_parts"]
-        order = "ordinal" if "ordinal" in c else "rowid"
-        sql = (f"SELECT {_select(PART_COLS, c)} FROM message_parts WHERE message_id IN"
-               f" ({','.join('?' * len(message_ids))}) ORDER BY message_id, {order}")
-        out: dict[int, list[sqlite3.Row]] = {}
-        for p in self.conn.execute(sql, message_ids):
-            out.setdefault(int(p["message_id"]), []).append(p)
-        return out
+        order = "p.ordinal" if "ordinal" in c else "p.rowid"
+        return (f"SELECT {cols}, {_select(PART_COLS, c, 'p')} FROM messages m"
+                " LEFT JOIN message_parts p ON p.message_id = m.message_id"
+                f" WHERE m.conversation_id=? ORDER BY m.seq, m.message_id, {order}")
 
-    def _convert(self, r: sqlite3.Row, parts: list[sqlite3.Row], conv: Conversation) -> SourceMessage:
-        mid = int(r["message_id"])
+    def _convert(self, r: tuple, parts: list[tuple], conv: Conversation) -> SourceMessage:
+        """One ``MESSAGE_COLS`` row and its ``PART_COLS`` rows → a converted source message."""
+        mid = int(r[0])
         key = f"sqlite:message:{mid}"
-        role = str(r["role"] or "")
-        text = str(r["content"] or "")
-        if role == "system" and (COMPACTION_ROW.match(text) or any(p["part_type"] == "compaction" for p in parts)):
+        role = str(r[3] or "")
+        text = str(r[4] or "")
+        if role == "system" and (COMPACTION_ROW.match(text) or any(p[_P_TYPE] == "compaction" for p in parts)):
             return SourceMessage(key, mid, None, SKIP_SYNTHETIC)
-        when = to_epoch(r["created_at"]) or conv.created_at
-        meta: dict[str, Any] = {"conversation_id": conv.conversation_id, "seq": r["seq"], "message_id": mid,
-                                "transcript_entry_id": r["transcript_entry_id"], "session_key": conv.session_key,
-                                "sender": loads_object(r["openclaw_sender_metadata"]) or None}
+        when = to_epoch(r[5]) or conv.created_at
+        meta: dict[str, Any] = {"conversation_id": conv.conversation_id, "seq": r[2], "message_id": mid,
+                                "transcript_entry_id": r[6], "session_key": conv.session_key,
+                                "sender": loads_object(r[7]) or None}
         if parts:
             msg, extra = _from_parts(role, parts, text, mid)
             meta.update(extra)
@@ -170,7 +186,7 @@ class ClawSource:
                 meta["lossy"] = "no message_parts"
         note = ""
         hinted = meta.pop("file_id", None)
-        file_id = whole_reference(msg.get("content")) or r["large_content"] or hinted
+        file_id = whole_reference(msg.get("content")) or r[8] or hinted
         if file_id:
             body, why = self.files.read(str(file_id))
             if body is not None:
@@ -229,33 +245,33 @@ class ClawSource:
         return out
 
 
-def _from_parts(role: str, parts: list[sqlite3.Row], content: str, mid: int) -> tuple[dict[str, Any], dict[str, Any]]:
+def _from_parts(role: str, parts: list[tuple], content: str, mid: int) -> tuple[dict[str, Any], dict[str, Any]]:
     """Rebuild one message from its parts (raw blocks first, columns as fallback)."""
     blocks: list[dict[str, Any]] = []
     meta: dict[str, Any] = {}
     call_id = name = None
     for p in parts:
-        if p["is_ignored"] or p["is_synthetic"]:
+        if p[_P_IGNORED] or p[_P_SYNTHETIC]:
             continue
-        md = loads_object(p["metadata"])
+        md = loads_object(p[_P_METADATA])
         raw = md.get("raw") if isinstance(md.get("raw"), dict) else {}
-        kind = p["part_type"]
+        kind = p[_P_TYPE]
         if role == "assistant" and (kind == "tool" or raw.get("type") == "toolCall"):
-            args = raw["arguments"] if "arguments" in raw else (raw.get("input") if "input" in raw else p["tool_input"])
-            blocks.append({"type": "toolCall", "name": p["tool_name"] or md.get("toolName") or raw.get("name") or "",
-                           "id": p["tool_call_id"] or md.get("toolCallId") or raw.get("id") or raw.get("call_id")
-                           or f"openclaw_call_{mid}_{p['ordinal']}", "arguments": args})
+            args = raw["arguments"] if "arguments" in raw else (raw.get("input") if "input" in raw else p[_P_INPUT])
+            blocks.append({"type": "toolCall", "name": p[_P_NAME] or md.get("toolName") or raw.get("name") or "",
+                           "id": p[_P_CALL_ID] or md.get("toolCallId") or raw.get("id") or raw.get("call_id")
+                           or f"openclaw_call_{mid}_{p[_P_ORDINAL]}", "arguments": args})
         elif kind == "reasoning" or raw.get("type") == "thinking":
-            blocks.append({"type": "thinking", "thinking": raw.get("thinking") or p["text_content"] or ""})
+            blocks.append({"type": "thinking", "thinking": raw.get("thinking") or p[_P_TEXT] or ""})
         elif raw.get("type") == "image":
             blocks.append(raw)
         else:
             text = raw.get("text") if isinstance(raw.get("text"), str) else None
-            text = text if text is not None else (p["text_content"] or p["tool_output"] or p["tool_error"] or "")
+            text = text if text is not None else (p[_P_TEXT] or p[_P_OUTPUT] or p[_P_ERROR] or "")
             blocks.append({"type": "text", "text": text})
         if role == "tool":
-            call_id = call_id or p["tool_call_id"] or md.get("toolCallId") or raw.get("tool_use_id")
-            name = name or p["tool_name"] or md.get("toolName") or raw.get("name")
+            call_id = call_id or p[_P_CALL_ID] or md.get("toolCallId") or raw.get("tool_use_id")
+            name = name or p[_P_NAME] or md.get("toolName") or raw.get("name")
             if md.get("isError") is True:
                 meta["is_error"] = True
         if md.get("modelId"):

@@ -166,7 +166,10 @@ def expand_hint(text: str) -> str:
     return m.group(1).strip()[:500] if m else ""
 
 
+_META_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+
+
 def compact_meta(values: dict[str, Any]) -> str | None:
     """Provenance kept beside the import ledger row: only set values, compact JSON."""
     kept = {k: v for k, v in values.items() if v not in (None, "", {}, [])}
-    return json.dumps(kept, ensure_ascii=False, separators=(",", ":"), default=str) if kept else None
+    return _META_JSON(kept) if kept else None

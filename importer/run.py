@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import queue
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
@@ -156,52 +154,6 @@ def _batches(rows: Iterable[SourceMessage], size: int) -> Iterator[list[SourceMe
         yield batch
 
 
-_DONE = object()
-
-
-def _prefetch(rows: Iterable[SourceMessage], size: int, depth: int = 4) -> Iterator[list[SourceMessage]]:
-    """Batches read and converted on a helper thread while the caller writes the previous ones.
-
-    SQLite releases the GIL while it indexes, so reading the source overlaps writing the
-    target; the bounded queue keeps memory flat. Closing the generator stops the helper.
-    """
-    q: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-
-    def produce() -> None:
-        try:
-            for batch in _batches(rows, size):
-                while not stop.is_set():
-                    try:
-                        q.put(batch, timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
-                    return
-            q.put(_DONE)
-        except BaseException as exc:  # handed to the consumer, raised there
-            q.put(exc)
-
-    worker = threading.Thread(target=produce, name="trove-import-reader", daemon=True)
-    worker.start()
-    try:
-        while True:
-            item = q.get()
-            if item is _DONE:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        while worker.is_alive():
-            try:
-                q.get_nowait()
-            except queue.Empty:
-                worker.join(0.05)
-
-
 _SKIP_COUNTER = {SKIP_EMPTY: "skipped_empty", SKIP_SYNTHETIC: "skipped_synthetic", SKIP_BRANCH: "skipped_branch",
                  SKIP_INVALID: "invalid_rows"}
 
@@ -220,7 +172,7 @@ def _pass(units: Callable[[], Iterator[Unit]], ledger: Any, writer: Writer | Non
             key = SessionKey(sid, platform="openclaw", source=sid)
             states: dict[Any, int] | None = {} if opts.include_summaries and unit.summaries else None
             lossy = 0
-            for batch in (_prefetch if writer is not None else _batches)(unit.messages(), opts.batch_size):
+            for batch in _batches(unit.messages(), opts.batch_size):
                 live: list[SourceMessage] = []
                 for m in batch:
                     report.scanned += 1
