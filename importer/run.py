@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from ..config import load_config
 from ..runtime import build_runtime
 from ..store import SessionKey
-from . import jsonl
+from . import jsonl, pipe
 from .claw_db import ClawSource, Conversation
 from .report import ImportFailure, ImportReport
 from .rows import SKIP_BRANCH, SKIP_EMPTY, SKIP_INVALID, SKIP_SYNTHETIC, SourceMessage, SourceSummary, Unit
@@ -42,6 +42,7 @@ class ImportOptions:
     remaps: tuple[tuple[str, str], ...] = ()
     busy_timeout_s: float = 2.0
     batch_size: int = 500
+    reader_process: bool = True   # apply: convert a SQLite source in a forked child while writing
 
 
 def validate(opts: ImportOptions) -> None:
@@ -101,7 +102,14 @@ def run_import(opts: ImportOptions, env: Mapping[str, str] | None = None) -> Imp
             return probe  # nothing new: no backup, no write
         if target.exists():
             report.backup_path = backup(target)
-        _apply(units, target, report, opts, env)
+        reader = _reader(source, opts)
+        try:
+            if reader is not None and source is not None:
+                units = _sqlite_units(source, opts.session_identity, reader)
+            _apply(units, target, report, opts, env)
+        finally:
+            if reader is not None:
+                reader.close()
         return report
     finally:
         if source is not None:
@@ -124,12 +132,23 @@ def _apply(units: Callable[[], Iterator[Unit]], target: Path, report: ImportRepo
         runtime.db.close()
 
 
-def _sqlite_units(source: ClawSource, identity: str) -> Callable[[], Iterator[Unit]]:
+def _reader(source: ClawSource | None, opts: ImportOptions) -> pipe.ForkedReader | None:
+    """A child process converting the source for the writing pass, when one can be forked."""
+    if source is None or not opts.reader_process or not pipe.available():
+        return None
+    ids = [c.conversation_id for c in source.conversations()]
+    return pipe.ForkedReader(str(source.path), ids, opts.remaps, opts.busy_timeout_s, opts.batch_size)
+
+
+def _sqlite_units(source: ClawSource, identity: str,
+                  reader: pipe.ForkedReader | None = None) -> Callable[[], Iterator[Unit]]:
     def unit(conv: Conversation) -> Unit:
         session = (conv.session_key if identity == "session_key" else None) or conv.session_id \
             or f"conversation:{conv.conversation_id}"
+        messages = ((lambda: reader.messages(conv.conversation_id)) if reader is not None
+                    else (lambda: source.messages(conv)))
         return Unit(label=f"conversation {conv.conversation_id}", session=session,
-                    messages=lambda: source.messages(conv), summaries=lambda: source.summaries(conv))
+                    messages=messages, summaries=lambda: source.summaries(conv))
     return lambda: (unit(c) for c in source.conversations())
 
 

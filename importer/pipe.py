@@ -1,0 +1,95 @@
+"""Read and convert a lossless-claw source in a forked child process while this one writes.
+
+Converting a row costs about as much Python as writing it, and threads share one
+interpreter lock, so an apply forks one reader: it opens its own read-only connection to
+the source, converts the given conversations in order and sends their messages in
+batches through a pipe, whose small buffer keeps memory flat. An error in the child is
+raised again here; a child that vanishes is an ``ImportFailure``.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import pickle
+from multiprocessing.connection import Connection
+from typing import Iterator, Sequence
+
+from .report import ImportFailure
+from .rows import SourceMessage
+
+_END = "end"      # (conversation_id, _END): that conversation is complete
+_ERROR = "error"  # (exception, _ERROR): the child failed
+
+
+def available() -> bool:
+    """Forking is how the reader starts (it needs no importable package path)."""
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+class ForkedReader:
+    """The messages of ``conversation_ids``, read and converted by a child process."""
+
+    def __init__(self, path: str, conversation_ids: Sequence[int], remaps: Sequence[tuple[str, str]] = (),
+                 busy_timeout_s: float = 2.0, batch_size: int = 500):
+        ctx = multiprocessing.get_context("fork")
+        self._recv, send = ctx.Pipe(duplex=False)
+        self._proc = ctx.Process(target=_serve, name="trove-import-reader", daemon=True,
+                                 args=(send, path, list(conversation_ids), tuple(remaps), busy_timeout_s, batch_size))
+        self._proc.start()
+        send.close()  # only the child writes; EOF here means the child is gone
+
+    def messages(self, conversation_id: int) -> Iterator[SourceMessage]:
+        """The next conversation's messages; conversations must be asked for in order."""
+        while True:
+            try:
+                conv, rows = self._recv.recv()
+            except EOFError:
+                raise ImportFailure("the source reader process stopped unexpectedly; nothing was written") from None
+            if rows == _ERROR:
+                raise conv
+            if conv != conversation_id:
+                raise ImportFailure(f"source reader out of order: expected conversation {conversation_id}, "
+                                    f"got {conv}")
+            if rows == _END:
+                return
+            yield from rows
+
+    def close(self) -> None:
+        if self._proc.is_alive():
+            self._proc.terminate()
+        self._proc.join(5)
+        self._recv.close()
+
+
+def _serve(out: Connection, path: str, conversation_ids: list[int], remaps: tuple[tuple[str, str], ...],
+           busy_timeout_s: float, batch_size: int) -> None:
+    """The child: convert each conversation's messages and send them in batches."""
+    from .claw_db import ClawSource
+
+    try:
+        source = ClawSource(path, remaps, busy_timeout_s)
+        by_id = {c.conversation_id: c for c in source.conversations()}
+        for cid in conversation_ids:
+            conv = by_id.get(cid)
+            if conv is None:
+                raise ImportFailure(f"conversation {cid} disappeared from {path} while it was being read")
+            batch: list[SourceMessage] = []
+            for row in source.messages(conv, batch_size):
+                batch.append(row)
+                if len(batch) >= batch_size:
+                    out.send((cid, batch))
+                    batch = []
+            if batch:
+                out.send((cid, batch))
+            out.send((cid, _END))
+        source.close()
+    except BaseException as exc:  # handed to the parent, raised there
+        try:
+            pickle.dumps(exc)
+        except Exception:
+            exc = ImportFailure(f"reading the source failed: {type(exc).__name__}: {exc}")
+        try:
+            out.send((exc, _ERROR))
+        except (BrokenPipeError, OSError):
+            pass
+    finally:
+        out.close()
