@@ -3,7 +3,8 @@
 Every run walks the source once per pass and counts the same way; an apply first makes
 a cheap pass that stops at the first new row (nothing new: no backup, no write), then
 backs up an existing target and writes everything inside ONE transaction, so the target
-ends up either untouched or fully imported. Summary nodes follow their sources.
+ends up either untouched or fully imported (a SQLite source is converted meanwhile by a
+forked reader, see ``pipe``). Summary nodes follow their sources.
 """
 from __future__ import annotations
 

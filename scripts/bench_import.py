@@ -4,8 +4,9 @@
 Generates lossless-claw-shaped source databases (current-schema DDL from
 ../shared/fixtures/lossless-claw/schemas when present, else a minimal equivalent) with
 user / assistant+toolCall / toolResult / assistant turns and their message_parts, then
-imports each into a fresh target in a child process, reporting messages/second and peak
-RSS / traced Python memory per size, so flat memory shows as the size grows.
+imports each into a fresh target in a child process, reporting messages/second, the peak
+RSS of the importing process and of its forked source reader, and traced Python memory per
+size, so flat memory shows as the size grows.
 
     python scripts/bench_import.py                    # 25k, 50k, 100k messages, 3 runs each
     python scripts/bench_import.py --sizes 10000 --runs 1
@@ -134,7 +135,7 @@ def generate(path: Path, messages: int, per_conversation: int = 400) -> None:
     conn.close()
 
 
-def child(source: str, target: str, trace: bool) -> None:
+def child(source: str, target: str, trace: bool, inline: bool = False) -> None:
     """One import in this process; prints a JSON line of figures."""
     child_setup()
     from hermes_trove.importer import ImportOptions, run_import
@@ -142,11 +143,14 @@ def child(source: str, target: str, trace: bool) -> None:
     if trace:
         tracemalloc.start()
     t0 = time.perf_counter()
-    report = run_import(ImportOptions(target_db=target, source_db=source, apply=True), env={})
+    report = run_import(ImportOptions(target_db=target, source_db=source, apply=True, reader_process=not inline),
+                        env={})
     seconds = time.perf_counter() - t0
     traced = tracemalloc.get_traced_memory()[1] if trace else 0
     print(json.dumps({"seconds": seconds, "imported": report.imported,
-                      "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "traced_peak": traced}))
+                      "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                      "reader_maxrss_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
+                      "traced_peak": traced}))
 
 
 def breakdown(size: int) -> None:
@@ -176,26 +180,38 @@ def breakdown(size: int) -> None:
                 runs.append(time.perf_counter() - t0)
             return statistics.median(runs) / len(msgs) * 1e6
 
-        def store_append() -> None:
+        def store_append(bulk: bool) -> None:
             target = Path(tmp) / f"t{time.perf_counter_ns()}.db"
             cfg = dataclasses.replace(load_config({}), database_path=str(target))
             rt = build_runtime(cfg)
+            append = rt.store.append_bulk if bulk else rt.store.append
             with rt.db.transaction() as conn:
                 for i in range(0, len(msgs), 500):
-                    rt.store.append(SessionKey("bench", source="bench"), msgs[i:i + 500], conn=conn)
+                    append(SessionKey("bench", source="bench"), msgs[i:i + 500], conn=conn)
             rt.db.close()
+
+        def read_convert() -> None:
+            src = ClawSource(str(source))
+            for conv in src.conversations():
+                for _ in src.messages(conv):
+                    pass
+            src.close()
 
         transform = build_runtime(dataclasses.replace(load_config({}), database_path=str(Path(tmp) / "x.db"))).store.transform
         rows = {
-            "source read + convert (dry run, no target)": timed(
+            "source read + convert (ClawSource alone)": timed(read_convert),
+            "dry run (read + convert + counting, no target)": timed(
                 lambda: run_import(ImportOptions(target_db=str(Path(tmp) / "none.db"), source_db=str(source)), env={})),
             "store: normalize_message (incl. tokens)": timed(lambda: [normalize_message(m) for m in msgs]),
             "store: tokens.count_message alone": timed(lambda: [tokens.count_message(m) for m in msgs]),
             "store: message_identity": timed(lambda: [message_identity(m) for m in msgs]),
             "store: storage transform": timed(lambda: [transform({**normalize_message(m), "session_id": "b"})
                                                       for m in msgs]) if transform else 0.0,
-            "store.append total (one transaction)": timed(store_append),
-            "full import, apply": timed(lambda: run_child(source, Path(tmp) / "trove.db")),
+            "store.append, row by row (one transaction)": timed(lambda: store_append(False)),
+            "store.append_bulk (one transaction)": timed(lambda: store_append(True)),
+            "full import, apply, in-process reader": timed(
+                lambda: run_child(source, Path(tmp) / "trove.db", inline=True)),
+            "full import, apply, forked reader (default)": timed(lambda: run_child(source, Path(tmp) / "trove.db")),
         }
         print(f"per-message cost over {len(msgs)} messages (µs, median of 3; tokens backend {tokens.backend()}):")
         for name, us in rows.items():
@@ -214,11 +230,12 @@ def child_setup() -> None:
     spec.loader.exec_module(mod)
 
 
-def run_child(source: Path, target: Path, trace: bool = False) -> dict:
+def run_child(source: Path, target: Path, trace: bool = False, inline: bool = False) -> dict:
     for suffix in ("", "-wal", "-shm"):
         Path(str(target) + suffix).unlink(missing_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TROVE_")}
-    out = subprocess.run([sys.executable, __file__, "--child", str(source), str(target)] + (["--trace"] if trace else []),
+    flags = (["--trace"] if trace else []) + (["--inline"] if inline else [])
+    out = subprocess.run([sys.executable, __file__, "--child", str(source), str(target)] + flags,
                          capture_output=True, text=True, check=True, env=env)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -230,15 +247,17 @@ def main() -> None:
     ap.add_argument("--breakdown", type=int, metavar="N", help="time each stage of the per-message path over N messages")
     ap.add_argument("--child", nargs=2, metavar=("SOURCE", "TARGET"), help=argparse.SUPPRESS)
     ap.add_argument("--trace", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--inline", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child[0], args.child[1], args.trace)
+        child(args.child[0], args.child[1], args.trace, args.inline)
         return
     if args.breakdown:
         breakdown(args.breakdown)
         return
     print(f"schema: {'fixture HEAD DDL' if SCHEMA.is_file() else 'minimal built-in DDL'}; runs per size: {args.runs}")
-    print(f"{'messages':>9} {'median s':>9} {'msgs/s':>9} {'peak RSS MiB':>13} {'traced peak MiB':>16}")
+    print(f"{'messages':>9} {'median s':>9} {'msgs/s':>9} {'peak RSS MiB':>13} {'reader RSS MiB':>15}"
+          f" {'traced peak MiB':>16}")
     with tempfile.TemporaryDirectory(prefix="trove-bench-import-") as tmp:
         for size in args.sizes:
             source = Path(tmp) / f"lcm-{size}.db"
@@ -248,8 +267,9 @@ def main() -> None:
             assert all(r["imported"] == size for r in runs), runs
             secs = statistics.median(r["seconds"] for r in runs)
             rss = statistics.median(r["maxrss_kb"] for r in runs) / 1024
-            print(f"{size:>9} {secs:>9.2f} {size / secs:>9.0f} {rss:>13.1f} {traced['traced_peak'] / 2**20:>16.1f}",
-                  flush=True)
+            reader = statistics.median(r["reader_maxrss_kb"] for r in runs) / 1024
+            print(f"{size:>9} {secs:>9.2f} {size / secs:>9.0f} {rss:>13.1f} {reader:>15.1f}"
+                  f" {traced['traced_peak'] / 2**20:>16.1f}", flush=True)
 
 
 if __name__ == "__main__":
