@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from ..db import open_readonly
 from .convert import (COMPACTION_ROW, build_message, compact_meta, is_empty, loads_object, to_epoch,
                       whole_reference)
 from .files import FileRef, LargeFiles
@@ -65,9 +66,7 @@ class ClawSource:
         if head != SQLITE_MAGIC:
             raise ImportFailure(f"source is not a SQLite database: {self.path}")
         try:
-            conn = sqlite3.connect(f"{self.path.as_uri()}?mode=ro", uri=True, timeout=busy_timeout_s,
-                                   check_same_thread=False)
-            conn.row_factory = sqlite3.Row
+            conn = open_readonly(self.path, timeout_s=busy_timeout_s)
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
             return conn
         except sqlite3.OperationalError as exc:
@@ -79,8 +78,7 @@ class ClawSource:
                 raise ImportFailure(f"cannot read source database {self.path}: {exc}") from exc
         # A WAL database in a read-only directory cannot create its -shm file: read it as immutable.
         try:
-            conn = sqlite3.connect(f"{self.path.as_uri()}?immutable=1", uri=True, check_same_thread=False)
-            conn.row_factory = sqlite3.Row
+            conn = open_readonly(self.path, immutable=True)
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
         except sqlite3.DatabaseError as exc:
             raise ImportFailure(f"cannot read source database {self.path}: {exc}") from exc

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .. import tokens
+from ..db import backup_file, open_readonly
 from ..store import SessionKey
 from .convert import expand_hint, summary_level
 from .report import ImportFailure
@@ -38,13 +39,9 @@ def backup(target: Path) -> str:
     while dest.exists():
         dest = target.with_name(f"{target.name}.backup-{stamp}-{n}")
         n += 1
-    src = sqlite3.connect(f"{target.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+    src = open_readonly(target)
     try:
-        dst = sqlite3.connect(str(dest))
-        try:
-            src.backup(dst)
-        finally:
-            dst.close()
+        backup_file(src, dest)
     except sqlite3.DatabaseError as exc:
         raise ImportFailure(f"cannot back up target {target}: {exc}") from exc
     finally:
@@ -76,8 +73,7 @@ class ReadOnlyLedger:
         # files appear; a live one (Hermes running) is read through its WAL with mode=ro.
         live = target.with_name(target.name + "-wal").exists()
         try:
-            conn = sqlite3.connect(f"{target.resolve().as_uri()}?{'mode=ro' if live else 'immutable=1'}",
-                                   uri=True, timeout=30)
+            conn = open_readonly(target, immutable=not live)
             names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         except sqlite3.DatabaseError as exc:
             raise ImportFailure(f"target is not a readable SQLite database: {target} ({exc})") from exc
