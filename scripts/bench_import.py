@@ -219,15 +219,8 @@ def breakdown(size: int) -> None:
 
 
 def child_setup() -> None:
-    import importlib.util
-    if "hermes_trove" in sys.modules:
-        return
-    spec = importlib.util.spec_from_file_location("hermes_trove", ROOT / "__init__.py",
-                                                  submodule_search_locations=[str(ROOT)])
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["hermes_trove"] = mod
-    spec.loader.exec_module(mod)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import _bootstrap  # noqa: F401  (this checkout is the hermes_trove package)
 
 
 def run_child(source: Path, target: Path, trace: bool = False, inline: bool = False) -> dict:
