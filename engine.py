@@ -127,6 +127,8 @@ class TroveEngine(ContextEngine):
         self.last_prompt_tokens = int(usage.get("prompt_tokens") or 0)
         self.last_completion_tokens = int(usage.get("completion_tokens") or 0)
         self.last_total_tokens = int(usage.get("total_tokens") or 0)
+        if self._native:  # the delegate of an ignored session tracks usage too
+            self._native.update_from_response(usage)
 
     def should_compress(self, prompt_tokens: int | None = None) -> bool:
         if self._bypassed():
@@ -165,10 +167,13 @@ class TroveEngine(ContextEngine):
         key = SessionKey(session_id=session_id or "", conversation_id=str(kwargs.get("conversation_id") or ""),
                          platform=str(kwargs.get("platform") or ""))
         self._bind(key)
+        self.state.just_ended = ""  # an in-place compaction boundary ends nothing
         if (kwargs.get("boundary_reason") == "compression" and old and old != session_id
                 and self.state.mode == "active"):
-            # Legacy rotation to a child id: the summaries follow the conversation.
-            self.runtime.dag.carry_over(old, session_id, 0)
+            try:  # legacy rotation to a child id: the summaries follow the conversation
+                self.runtime.dag.carry_over(old, session_id, 0)
+            except Exception:
+                log.exception("trove: carry-over from %s to %s failed", old, session_id)
 
     def bind_session_state(self, session_db: Any = None, session_id: str = "", *args: Any, **kwargs: Any) -> None:
         if not session_id:

@@ -96,3 +96,13 @@ def test_unbound_engine_never_raises(runtime):
     assert eng.should_compress(10 ** 9) is False
     eng.on_session_end("", [])
     assert eng.snapshot()["session_id"] == "(unbound)"
+
+
+def test_resume_after_an_in_place_compaction_carries_nothing(runtime):
+    eng, loop = compacted_engine(runtime, turns=60)
+    sid = eng.session_id
+    eng.on_session_end(sid, loop.messages)  # the host's compaction boundary...
+    eng.on_session_start(sid, boundary_reason="compression", old_session_id=sid, platform="cli")
+    eng.on_session_reset()  # ...then /resume of another session: no on_session_end before it
+    eng.bind_session_state(None, "resumed")
+    assert runtime.dag.frontier("resumed") == []
