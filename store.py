@@ -249,7 +249,9 @@ class MessageStore:
                     continue
                 ids.append(self._insert(conn, key, msg, identity, now))
             _index_new_rows(conn, ids)
-            if messages:
+            # A transcript that does not hold the newest stored message (a stale prefix shown by
+            # another engine copy, a gateway /compress head) must not move the cursor back.
+            if messages and (plan.start >= 0 or ids):
                 last = messages[-1]
                 ident = message_identity(last) if isinstance(last, dict) else ""
                 conn.execute("UPDATE sessions SET ingest_len=?, ingest_identity=?, updated_at=? WHERE session_id=?",

@@ -146,3 +146,12 @@ def test_tail_and_count_after_read_only_the_newest_rows(runtime):
     assert [r.content for r in runtime.store.tail("s1", 3)] == [r.content for r in rows[-3:]]
     assert runtime.store.count_after("s1", rows[5].store_id) == 4
     assert runtime.store.tail("s1", 50, rows[7].store_id) == rows[8:]
+
+
+def test_a_stale_prefix_shown_later_does_not_rewind_the_cursor(runtime):
+    key = SessionKey("s1")
+    msgs = transcript(10)
+    runtime.store.ingest(key, msgs)
+    runtime.store.ingest(key, msgs[:4])  # e.g. a gateway /compress head or a lagging engine copy
+    runtime.store.ingest(key, msgs + [user("new")])
+    assert [r.content for r in runtime.store.page("s1", 0, 100)] == [m["content"] for m in msgs] + ["new"]
