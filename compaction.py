@@ -6,6 +6,7 @@ loses that call. Planning lives in ``policy.py``; model calls in ``summarize.py`
 """
 from __future__ import annotations
 
+import bisect
 import logging
 import time
 from dataclasses import dataclass, field
@@ -76,7 +77,6 @@ class Compactor:
         live = self._stub_history(live, tail_start)
         tail_start = policy.enforce_budget(live, tail_start, int(target * TAIL_SHARE), count)
         candidates = [(m, live_ids[i]) for i, m in enumerate(live[:tail_start]) if live_ids[i]]
-        rows_by_id = {r.store_id: r for r in backlog}
         sweep = bool(self.config.threshold_full_sweep_enabled)
         focus = (focus_topic or "").strip()
         if memory_context.strip():
@@ -91,16 +91,19 @@ class Compactor:
         chunks = policy.plan_leaf_chunks(cand_msgs, sizes, chunk)
         tail_tokens = sum(count(m) for m in live[tail_start:])
         compacted_upto = 0  # number of candidates folded into leaves
+        covered = frontier  # every stored row up to here is beneath a leaf
         leaves = 0
         for ch in chunks:
             raw_left = sum(sizes[ch.start:])
             prefix = self._frontier_tokens(sid)
             if not (force or sweep) and prefix + raw_left + tail_tokens <= target:
                 break  # already fits (e.g. after stubbing): no summary call needed
-            store_ids = [sid_ for _, sid_ in candidates[ch.start:ch.end]]
-            rows = [rows_by_id[s] for s in store_ids if s in rows_by_id]
+            last_id = candidates[ch.end - 1][1]
+            # stored rows the host list did not show are folded in too, so lineage has no gaps
+            rows = [r for r in backlog if covered < r.store_id <= last_id]
             if not rows or not self._leaf(rows, focus):
                 break
+            covered = last_id
             compacted_upto = ch.end
             leaves += 1
 
@@ -162,21 +165,28 @@ class Compactor:
     def _map_live(messages: list[dict[str, Any]], backlog: list[Any]) -> tuple[list[dict[str, Any]], list[int]]:
         """The live raw part of the host list (past the frontier) with store ids (0 = unstored).
 
-        Walks both lists from the end pairing equal identities; host messages older than the
-        oldest backlog row are already summarised (or rotated away) and leave the prompt.
+        Pairs equal identities from the end, keeping store order, so a transcript that holds
+        only part of the backlog (a gateway /compress head) still maps. Host messages before
+        the first paired one are already summarised (or rotated away) and leave the prompt.
         """
         raw = [m for m in messages if isinstance(m, dict) and not is_synthetic(m)]
         ids = [0] * len(raw)
-        j = len(backlog) - 1
+        positions: dict[str, list[int]] = {}
+        for pos, row in enumerate(backlog):
+            positions.setdefault(row.identity, []).append(pos)
+        j = len(backlog)  # rows at index >= j are taken; matches must stay in store order
         first = len(raw)
         for i in range(len(raw) - 1, -1, -1):
-            if j < 0:
-                break
-            if message_identity(raw[i]) == backlog[j].identity:
-                ids[i] = backlog[j].store_id
-                j -= 1
-                first = i
-        if not backlog or (j >= 0 and first == len(raw)):
+            found = positions.get(message_identity(raw[i]))
+            if not found:
+                continue  # not stored (filtered out) or already behind the frontier
+            k = bisect.bisect_left(found, j) - 1
+            if k < 0:
+                continue
+            j = found[k]
+            ids[i] = backlog[j].store_id
+            first = i
+        if first == len(raw):
             first = 0  # nothing stored past the frontier, or nothing aligned: drop nothing
         start = policy._forward_to_group_start(raw, first) if first < len(raw) and raw[first].get("role") == "tool" \
             else first

@@ -344,3 +344,20 @@ def test_a_session_whose_messages_were_all_filtered_keeps_its_prompt(tmp_path):
     out = eng.compress(msgs, current_tokens=40000, force=True)
     assert eng.runtime.store.count("s1") == 0
     assert out and out[-1] == msgs[-1]
+
+
+def test_compressing_only_a_head_of_the_transcript_summarises_it_without_gaps(tmp_path):
+    """The gateway's /compress hands a temporary agent only the head of the live transcript."""
+    eng = make_engine(tmp_path, fresh_tail_count=4)
+    msgs = [user(f"q{i} " + "w" * 2000) if i % 2 == 0 else assistant(f"a{i} " + "v" * 2000) for i in range(40)]
+    eng.ingest(msgs)
+    head = msgs[:30]
+    out = eng.compress(head, current_tokens=tokens.count_messages(head) + 1500, force=True)
+    assert out[0]["content"].startswith("[trove summary")
+    assert [m["content"] for m in out[1:]] == [m["content"] for m in head[-4:]]
+    assert_lossless(eng)
+    frontier = eng.runtime.store.session("s1").frontier_store_id
+    rows = eng.runtime.store.page("s1", 0, 100)
+    assert frontier == rows[25].store_id  # everything before the head's tail, nothing after it
+    eng.ingest(msgs + [user("after")])
+    assert eng.runtime.store.count("s1") == 41
