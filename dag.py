@@ -187,12 +187,19 @@ class SummaryDAG:
         return int(r[0] or 0)
 
     def search(self, match: str, session_id: str, limit: int = 10) -> list[tuple[NodeRow, float, str]]:
-        """BM25-ranked summary hits among the session's visible nodes."""
+        """BM25-ranked summary hits among the nodes the session can reach.
+
+        That is its own nodes, the nodes carried into it after /new, and everything beneath
+        those (the lineage came along, so ``trove_expand`` reaches it too).
+        """
         if not match:
             return []
-        sql = ("SELECT n.*, bm25(nodes_fts) AS _rank, snippet(nodes_fts, 0, '>>>', '<<<', '…', 40) AS _snippet"
-               f" FROM nodes_fts JOIN summary_nodes n ON n.node_id = nodes_fts.rowid WHERE nodes_fts MATCH :m"
-               f" AND {_VISIBLE} ORDER BY _rank LIMIT :l")
+        sql = ("WITH RECURSIVE carried(id) AS ("
+               " SELECT node_id FROM carried_nodes WHERE session_id = :s"
+               " UNION SELECT c.child_id FROM node_children c JOIN carried ON c.node_id = carried.id)"
+               " SELECT n.*, bm25(nodes_fts) AS _rank, snippet(nodes_fts, 0, '>>>', '<<<', '…', 40) AS _snippet"
+               " FROM nodes_fts JOIN summary_nodes n ON n.node_id = nodes_fts.rowid WHERE nodes_fts MATCH :m"
+               " AND (n.session_id = :s OR n.node_id IN (SELECT id FROM carried)) ORDER BY _rank LIMIT :l")
         rows = self.db.read().execute(sql, {"m": match, "s": session_id, "l": int(limit)})
         return [(_node(r), float(r["_rank"]), str(r["_snippet"] or "")) for r in rows]
 

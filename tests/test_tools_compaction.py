@@ -114,3 +114,24 @@ def test_after_new_the_carried_summaries_still_expand_to_the_old_raw_messages(co
     assert CANARY in raw["content"] and raw["exact_ref"].startswith(f"trove:{hit['store_id']}:0-")
     page = call(eng, "trove_load_session", session_id=old, limit=2)
     assert CANARY in page["messages"][0]["content"] and page["has_more"] is True
+
+
+def test_summaries_beneath_carried_nodes_are_searchable_after_new(tmp_path):
+    from conftest import make_config
+
+    from hermes_trove.runtime import build_runtime
+    from hermes_trove.store import SessionKey
+
+    rt = build_runtime(make_config(tmp_path))
+    ids = rt.store.append(SessionKey("old"), [{"role": "user", "content": "x"}])
+    leaf = rt.dag.add_leaf("old", "the quokka migration was approved", ids, token_count=5, source_token_count=5,
+                           earliest_at=1.0, latest_at=2.0)
+    parent = rt.dag.add_condensed("old", 1, "infrastructure decisions", [leaf], token_count=3, source_token_count=5,
+                                  earliest_at=1.0, latest_at=2.0)
+    rt.dag.carry_over("old", "new", 1)
+    from hermes_trove.search import build_match
+
+    hits = rt.dag.search(build_match("quokka").expression, "new")
+    assert [h[0].node_id for h in hits] == [leaf]
+    assert rt.dag.search(build_match("quokka").expression, "unrelated") == []
+    assert parent in [n.node_id for n in rt.dag.frontier("new")]
