@@ -18,6 +18,9 @@ from .rows import SourceMessage
 
 _END = "end"      # (conversation_id, _END): that conversation is complete
 _ERROR = "error"  # (exception, _ERROR): the child failed
+# The pipe's kernel buffer. Linux's default, 64 KiB, is less than one batch, so each batch
+# crossed in many small reads, each a wake-up of both processes; 1 MiB holds a few batches.
+PIPE_BYTES = 1 << 20
 
 
 def available() -> bool:
@@ -32,6 +35,7 @@ class ForkedReader:
                  busy_timeout_s: float = 2.0, batch_size: int = 500):
         ctx = multiprocessing.get_context("fork")
         self._recv, send = ctx.Pipe(duplex=False)
+        _widen(send)
         self._proc = ctx.Process(target=_serve, name="trove-import-reader", daemon=True,
                                  args=(send, path, list(conversation_ids), tuple(remaps), busy_timeout_s, batch_size))
         self._proc.start()
@@ -58,6 +62,15 @@ class ForkedReader:
             self._proc.terminate()
         self._proc.join(5)
         self._recv.close()
+
+
+def _widen(conn: Connection) -> None:
+    """Grow the pipe's buffer to ``PIPE_BYTES`` where the platform allows it (best effort)."""
+    try:
+        import fcntl
+        fcntl.fcntl(conn.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_BYTES)
+    except (ImportError, OSError):
+        pass
 
 
 def _serve(out: Connection, path: str, conversation_ids: list[int], remaps: tuple[tuple[str, str], ...],

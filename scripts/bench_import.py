@@ -147,7 +147,9 @@ def child(source: str, target: str, trace: bool, inline: bool = False) -> None:
                         env={})
     seconds = time.perf_counter() - t0
     traced = tracemalloc.get_traced_memory()[1] if trace else 0
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     print(json.dumps({"seconds": seconds, "imported": report.imported,
+                      "cpu_s": me.ru_utime + me.ru_stime, "reader_cpu_s": kids.ru_utime + kids.ru_stime,
                       "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
                       "reader_maxrss_kb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss,
                       "traced_peak": traced}))

@@ -99,3 +99,15 @@ def test_a_conversation_gone_before_the_reader_reached_it_fails_the_import(tmp_p
     with pytest.raises(ImportFailure, match="conversation 2 disappeared"):
         apply(src, tmp_path / "t.db")
     assert written(tmp_path / "t.db") == ([], [])
+
+
+def test_the_pipe_from_the_reader_holds_several_batches(tmp_path):
+    fcntl = pytest.importorskip("fcntl")
+    if not hasattr(fcntl, "F_GETPIPE_SZ"):
+        pytest.skip("pipe buffers cannot be sized on this platform")
+    reader = pipe.ForkedReader(str(two_conversations(tmp_path / "lcm.db")), [1, 2])
+    try:
+        assert fcntl.fcntl(reader._recv.fileno(), fcntl.F_GETPIPE_SZ) >= pipe.PIPE_BYTES
+        assert sum(1 for _ in reader.messages(1)) > 0
+    finally:
+        reader.close()
