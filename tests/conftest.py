@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -16,13 +15,8 @@ SHARED = ROOT.parent / "shared"
 # host's top-level packages of the same names.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT]
 
-if "hermes_trove" not in sys.modules:
-    _spec = importlib.util.spec_from_file_location("hermes_trove", ROOT / "__init__.py",
-                                                   submodule_search_locations=[str(ROOT)])
-    assert _spec and _spec.loader
-    _mod = importlib.util.module_from_spec(_spec)
-    sys.modules["hermes_trove"] = _mod
-    _spec.loader.exec_module(_mod)
+sys.path.insert(0, str(ROOT / "scripts"))
+import _bootstrap  # noqa: E402,F401  (registers this checkout as the hermes_trove package)
 
 from hermes_trove.config import load_config  # noqa: E402
 from hermes_trove.runtime import build_runtime  # noqa: E402
