@@ -188,8 +188,7 @@ class Compactor:
             first = i
         if first == len(raw):
             first = 0  # nothing stored past the frontier, or nothing aligned: drop nothing
-        start = policy._forward_to_group_start(raw, first) if first < len(raw) and raw[first].get("role") == "tool" \
-            else first
+        start = policy.forward_to_group_start(raw, first)  # never begin on an orphan tool result
         # keep unstored messages that sit between matched ones (ignored by filters)
         return raw[start:], ids[start:]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 from .db import Database
 
@@ -137,11 +137,6 @@ class SummaryDAG:
         sql = f"SELECT n.* FROM summary_nodes n WHERE {_VISIBLE} ORDER BY n.depth, n.node_id"
         return [_node(r) for r in self.db.read().execute(sql, {"s": session_id})]
 
-    def is_carried(self, session_id: str, node_id: int) -> bool:
-        r = self.db.read().execute("SELECT 1 FROM carried_nodes WHERE session_id=? AND node_id=?",
-                                   (session_id, int(node_id))).fetchone()
-        return r is not None
-
     def source_count(self, node: NodeRow) -> int:
         table = "node_messages" if node.depth == 0 else "node_children"
         r = self.db.read().execute(f"SELECT COUNT(*) FROM {table} WHERE node_id=?", (node.node_id,)).fetchone()
@@ -202,7 +197,3 @@ class SummaryDAG:
                " AND (n.session_id = :s OR n.node_id IN (SELECT id FROM carried)) ORDER BY _rank LIMIT :l")
         rows = self.db.read().execute(sql, {"m": match, "s": session_id, "l": int(limit)})
         return [(_node(r), float(r["_rank"]), str(r["_snippet"] or "")) for r in rows]
-
-    def all_for(self, session_id: str) -> list[dict[str, Any]]:
-        return [dict(r) for r in self.db.read().execute(
-            "SELECT * FROM summary_nodes WHERE session_id=? ORDER BY node_id", (session_id,))]

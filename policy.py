@@ -24,7 +24,7 @@ def _back_to_group_start(messages: Sequence[dict[str, Any]], i: int) -> int:
     return i
 
 
-def _forward_to_group_start(messages: Sequence[dict[str, Any]], i: int) -> int:
+def forward_to_group_start(messages: Sequence[dict[str, Any]], i: int) -> int:
     while i < len(messages) and not is_group_start(messages, i):
         i += 1
     return i
@@ -66,7 +66,7 @@ def enforce_budget(messages: Sequence[dict[str, Any]], start: int, budget: int, 
     total = sum(sizes[start:])
     last_group = _back_to_group_start(messages, n - 1) if n else 0
     while total > budget and start < last_group:
-        nxt = _forward_to_group_start(messages, start + 1)
+        nxt = forward_to_group_start(messages, start + 1)
         nxt = min(nxt, last_group)
         total -= sum(sizes[start:nxt])
         start = nxt
@@ -98,7 +98,7 @@ def plan_leaf_chunks(messages: Sequence[dict[str, Any]], sizes: Sequence[int], t
     while i < n:
         j, total = i, 0
         while j < n:
-            k = _forward_to_group_start(messages, j + 1)  # the whole group starting at j
+            k = forward_to_group_start(messages, j + 1)  # the whole group starting at j
             group = sum(sizes[j:k])
             if total and total + group > target:
                 break

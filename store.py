@@ -186,11 +186,6 @@ class MessageStore:
             r = conn.execute("SELECT frontier_store_id FROM sessions WHERE session_id=?", (session_id,)).fetchone()
         return int(r[0]) if r else 0
 
-    def set_ingest_cursor(self, session_id: str, cursor: IngestCursor) -> None:
-        with self.db.transaction() as conn:
-            conn.execute("UPDATE sessions SET ingest_len=?, ingest_identity=?, updated_at=? WHERE session_id=?",
-                         (cursor.length, cursor.identity, time.time(), session_id))
-
     def mark_ended(self, session_id: str) -> None:
         with self.db.transaction() as conn:
             conn.execute("UPDATE sessions SET ended_at=? WHERE session_id=?", (time.time(), session_id))
