@@ -19,15 +19,7 @@ case "${1:-}" in
     *) die "unknown argument '$1' (see --help)" ;;
 esac
 
-if [ -n "${HERMES_PROFILE:-}" ]; then
-    case "$HERMES_PROFILE" in
-        *[!A-Za-z0-9._-]*|.|..|-*) die "invalid HERMES_PROFILE '$HERMES_PROFILE' (letters, digits, '.', '_', '-')" ;;
-    esac
-    [ -n "${HOME:-}" ] || die "HOME is not set"
-    TARGET_HOME="$HOME/.hermes/profiles/$HERMES_PROFILE"
-else
-    TARGET_HOME="${HERMES_HOME:-${HOME:?HOME is not set}/.hermes}"
-fi
+. "$(dirname "${BASH_SOURCE[0]}")/_target_home.sh"
 PLUGIN_DST="$TARGET_HOME/plugins/hermes-trove"
 SKILL_DST="$TARGET_HOME/skills/hermes-trove"
 

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="bash is re
 def make_checkout(where: Path) -> Path:
     """A minimal hermes-trove checkout at ``where`` carrying the real scripts."""
     (where / "scripts").mkdir(parents=True)
-    for name in ("install.sh", "update.sh"):
+    for name in ("install.sh", "update.sh", "_target_home.sh"):
         shutil.copy2(SCRIPTS / name, where / "scripts" / name)
     (where / "plugin.yaml").write_text("name: hermes-trove\nkind: standalone\n", encoding="utf-8")
     (where / "__init__.py").write_text("def register(ctx):\n    pass\n", encoding="utf-8")
@@ -167,7 +167,8 @@ def test_install_from_the_canonical_plugin_path_keeps_the_checkout_and_links_onl
 def test_install_refuses_a_directory_that_is_not_a_hermes_trove_checkout(home, tmp_path):
     bogus = tmp_path / "bogus"
     (bogus / "scripts").mkdir(parents=True)
-    shutil.copy2(SCRIPTS / "install.sh", bogus / "scripts" / "install.sh")
+    for name in ("install.sh", "_target_home.sh"):
+        shutil.copy2(SCRIPTS / name, bogus / "scripts" / name)
     done = install(bogus, home)
     assert done.returncode != 0
     assert "does not look like a hermes-trove checkout" in done.stderr
