@@ -321,7 +321,11 @@ def storage_transform(config: Any) -> Callable[[dict[str, Any]], dict[str, Any]]
     externalize = bool(config.large_output_externalization_enabled)
     threshold = int(config.large_output_externalization_threshold_chars)
 
+    redacting = bool(redactor.enabled and redactor.patterns)
+
     def transform(cols: dict[str, Any]) -> dict[str, Any]:
+        if not redacting and _nothing_to_guard(cols, externalize, threshold):
+            return cols  # the common row, decided by length and substring checks alone
         out = dict(cols)
         try:
             _apply(out, directory, redactor, externalize, threshold)
@@ -331,6 +335,18 @@ def storage_transform(config: Any) -> Callable[[dict[str, Any]], dict[str, Any]]
             return out
 
     return transform
+
+
+def _nothing_to_guard(cols: dict[str, Any], externalize: bool, threshold: int) -> bool:
+    """True when ``_apply`` would leave ``cols`` as they are (redaction aside)."""
+    content = cols.get("content") or ""
+    if externalize and len(content) > threshold:
+        return False
+    for column in ("content", "tool_calls", "extra"):
+        text = cols.get(column)
+        if text and (_might_hold_base64(text) or not _encodable(text)):
+            return False
+    return True
 
 
 def _apply(cols: dict[str, Any], directory: Path, redactor: Redactor, externalize: bool, threshold: int) -> None:

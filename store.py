@@ -127,18 +127,22 @@ def normalize_message(message: dict[str, Any]) -> dict[str, Any]:
     else:
         text, is_json = _COLUMN_JSON(content), True
     calls = message.get("tool_calls")
+    calls_json = _COLUMN_JSON(calls) if calls else None
     extra = {k: v for k, v in message.items()
              if k not in _KNOWN_KEYS and k not in HOST_INTERNAL_KEYS and not k.startswith("_")}
     ts = message.get("timestamp")
+    # tokens.count_message, without encoding the tool calls a second time (same JSON text)
+    spoken = text if not is_json else tokens.message_text({"content": content})
+    token_count = tokens.count(spoken + "\n" + calls_json if calls_json else spoken) + 4
     return {
         "role": str(message.get("role") or "unknown"),
         "content": text,
         "content_is_json": int(is_json),
-        "tool_calls": _COLUMN_JSON(calls) if calls else None,
+        "tool_calls": calls_json,
         "tool_call_id": message.get("tool_call_id") or None,
         "tool_name": message.get("tool_name") or message.get("name") or None,
         "extra": _COLUMN_JSON(extra) if extra else None,
-        "token_count": tokens.count_message(message),
+        "token_count": token_count,
         "created_at": float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else None,
     }
 
@@ -156,6 +160,9 @@ def _upsert_session(conn: sqlite3.Connection, key: SessionKey, previous_session_
 
 
 Transform = Callable[[dict[str, Any]], dict[str, Any]]
+# (role, content, content_is_json, tool_calls, tool_call_id, tool_name, extra, token_count, identity,
+#  created_at or None): one message's columns as ``MessageStore.prepare_rows`` makes them.
+PreparedRow = tuple[Any, ...]
 
 
 class MessageStore:
@@ -271,42 +278,51 @@ class MessageStore:
 
     def append_bulk(self, key: SessionKey, messages: Iterable[dict[str, Any]],
                     conn: sqlite3.Connection | None = None) -> list[int]:
-        """``append`` for large batches (importers): the same rows, written with one executemany.
-
-        Store ids are derived inside the write transaction exactly as AUTOINCREMENT would
-        assign them (past both the sequence and the largest id), so ``conn`` must be in one.
-        """
-        now = time.time()
+        """``append`` for large batches (importers): the same rows, written with one executemany."""
+        rows = self.prepare_rows(key.session_id, messages)
         if conn is None:
             with self.db.transaction() as c:
-                return self._append_bulk(c, key, messages, now)
-        if not conn.in_transaction:
-            raise ValueError("append_bulk needs a connection inside a write transaction")
-        return self._append_bulk(conn, key, messages, now)
+                return self.insert_rows(c, key, rows)
+        return self.insert_rows(conn, key, rows)
 
-    def _append_bulk(self, conn: sqlite3.Connection, key: SessionKey, messages: Iterable[dict[str, Any]],
-                     now: float) -> list[int]:
-        head = (key.session_id, key.conversation_id or "", key.platform or "", key.effective_source)
+    def prepare_rows(self, session_id: str, messages: Iterable[dict[str, Any]]) -> list[PreparedRow]:
+        """Column values for ``insert_rows``, storage transform applied; touches no database.
+
+        Split from the insert so that an importer can prepare rows in another process.
+        """
+        key = SessionKey(session_id)
         rows = []
         for msg in messages:
             cols = self._columns(key, msg)
             if not _encodable(cols):
                 cols = _escaped(cols)
-            rows.append((*head, cols["role"], cols["content"], cols["content_is_json"], cols["tool_calls"],
+            rows.append((cols["role"], cols["content"], cols["content_is_json"], cols["tool_calls"],
                          cols["tool_call_id"], cols["tool_name"], cols["extra"], cols["token_count"],
-                         message_identity(msg), cols["created_at"] if cols["created_at"] is not None else now, now))
+                         message_identity(msg), cols["created_at"]))
+        return rows
+
+    def insert_rows(self, conn: sqlite3.Connection, key: SessionKey, rows: Sequence[PreparedRow]) -> list[int]:
+        """Insert ``prepare_rows`` output for ``key`` with one executemany; returns the store ids.
+
+        Store ids are derived inside the write transaction exactly as AUTOINCREMENT would
+        assign them (past both the sequence and the largest id), so ``conn`` must be in one.
+        """
+        if not conn.in_transaction:
+            raise ValueError("insert_rows needs a connection inside a write transaction")
         _upsert_session(conn, key, None)
         if not rows:
             return []
+        now = time.time()
         seq = conn.execute("SELECT seq FROM sqlite_sequence WHERE name='messages'").fetchone()
         top = conn.execute("SELECT MAX(store_id) FROM messages").fetchone()
         first = max(int(seq[0]) if seq else 0, int(top[0] or 0)) + 1
-        ids = list(range(first, first + len(rows)))
+        head = (key.session_id, key.conversation_id or "", key.platform or "", key.effective_source)
         conn.executemany(
             "INSERT INTO messages(store_id, session_id, conversation_id, platform, source, role, content,"
             " content_is_json, tool_calls, tool_call_id, tool_name, extra, token_count, identity, created_at,"
-            " ingested_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            [(i, *row) for i, row in zip(ids, rows)])
+            " ingested_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,COALESCE(?,?16),?16)",
+            [(i, *head, *row, now) for i, row in enumerate(rows, first)])
+        ids = list(range(first, first + len(rows)))
         _index_new_rows(conn, ids)
         return ids
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from ..db import open_readonly
-from .convert import (COMPACTION_ROW, build_message, compact_meta, is_empty, loads_object, to_epoch,
+from .convert import (COMPACTION_ROW, build_message, compact_meta, is_empty, json_text, loads_object, to_epoch,
                       whole_reference)
 from .files import FileRef, LargeFiles
 from .report import ImportFailure
@@ -170,12 +170,9 @@ class ClawSource:
         if role == "system" and (COMPACTION_ROW.match(text) or any(p[_P_TYPE] == "compaction" for p in parts)):
             return SourceMessage(key, mid, None, SKIP_SYNTHETIC)
         when = to_epoch(r[5]) or conv.created_at
-        meta: dict[str, Any] = {"conversation_id": conv.conversation_id, "seq": r[2], "message_id": mid,
-                                "transcript_entry_id": r[6], "session_key": conv.session_key,
-                                "sender": loads_object(r[7]) or None}
+        meta: dict[str, Any] = {}
         if parts:
-            msg, extra = _from_parts(role, parts, text, mid)
-            meta.update(extra)
+            msg, meta = _from_parts(role, parts, text, mid)
         else:
             msg = {"role": role, "content": text}
             if role == "tool" or not text:
@@ -197,7 +194,7 @@ class ClawSource:
             msg["timestamp"] = when
         if parts and is_empty(msg):
             return SourceMessage(key, mid, None, SKIP_EMPTY, note=note)
-        return SourceMessage(key, mid, msg, "", compact_meta(meta), note)
+        return SourceMessage(key, mid, msg, "", _provenance(conv, r, mid, meta), note)
 
     # -- summaries ---------------------------------------------------------
     def summaries(self, conv: Conversation) -> list[SourceSummary]:
@@ -241,6 +238,23 @@ class ClawSource:
         for sid, target in self.conn.execute(sql, (conversation_id,)):
             out.setdefault(str(sid), []).append(target)
         return out
+
+
+def _provenance(conv: Conversation, r: tuple, mid: int, flags: dict[str, Any]) -> str | None:
+    """The ledger's provenance JSON for one message (``compact_meta`` of the same fields).
+
+    The common row (integer seq, no sender, no flags) is written directly: encoding a
+    dict per message was a measurable share of an import.
+    """
+    seq, entry, sender = r[2], r[6], r[7]
+    if flags or sender or type(seq) is not int or not isinstance(entry, (str, type(None))) \
+            or not isinstance(conv.session_key, (str, type(None))):
+        return compact_meta({"conversation_id": conv.conversation_id, "seq": seq, "message_id": mid,
+                             "transcript_entry_id": entry, "session_key": conv.session_key,
+                             "sender": loads_object(sender) or None, **flags})
+    return (f'{{"conversation_id":{conv.conversation_id},"seq":{seq},"message_id":{mid}'
+            + (f',"transcript_entry_id":{json_text(entry)}' if entry else "")
+            + (f',"session_key":{json_text(conv.session_key)}' if conv.session_key else "") + "}")
 
 
 def _from_parts(role: str, parts: list[tuple], content: str, mid: int) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -2,8 +2,10 @@
 
 Converting a row costs about as much Python as writing it, and threads share one
 interpreter lock, so an apply forks one reader: it opens its own read-only connection to
-the source, converts the given conversations in order and sends their messages in
-batches through a pipe, whose small buffer keeps memory flat. An error in the child is
+the source, converts the given conversations in order, prepares each message's store
+columns (``MessageStore.prepare_rows``: normalizing, storage guard, identity) and sends
+them in batches through a pipe, whose bounded buffer keeps memory flat. The writing
+process is left with little more than the inserts. An error in the child is
 raised again here; a child that vanishes is an ``ImportFailure``.
 """
 from __future__ import annotations
@@ -13,6 +15,7 @@ import pickle
 from multiprocessing.connection import Connection
 from typing import Iterator, Sequence
 
+from ..store import MessageStore
 from .report import ImportFailure
 from .rows import SourceMessage
 
@@ -29,15 +32,19 @@ def available() -> bool:
 
 
 class ForkedReader:
-    """The messages of ``conversation_ids``, read and converted by a child process."""
+    """The messages of the given conversations, read, converted and prepared by a child process.
 
-    def __init__(self, path: str, conversation_ids: Sequence[int], remaps: Sequence[tuple[str, str]] = (),
-                 busy_timeout_s: float = 2.0, batch_size: int = 500):
+    ``sessions`` pairs each conversation id with the target session its rows are prepared
+    for; ``store`` (never connected here) prepares the rows.
+    """
+
+    def __init__(self, path: str, sessions: Sequence[tuple[int, str]], store: MessageStore,
+                 remaps: Sequence[tuple[str, str]] = (), busy_timeout_s: float = 2.0, batch_size: int = 500):
         ctx = multiprocessing.get_context("fork")
         self._recv, send = ctx.Pipe(duplex=False)
         _widen(send)
         self._proc = ctx.Process(target=_serve, name="trove-import-reader", daemon=True,
-                                 args=(send, path, list(conversation_ids), tuple(remaps), busy_timeout_s, batch_size))
+                                 args=(send, path, list(sessions), store, tuple(remaps), busy_timeout_s, batch_size))
         self._proc.start()
         send.close()  # only the child writes; EOF here means the child is gone
 
@@ -64,6 +71,16 @@ class ForkedReader:
         self._recv.close()
 
 
+def _prepared(store: MessageStore, session_id: str, batch: list[SourceMessage]) -> list[SourceMessage]:
+    """The batch with store rows in place of the message dicts of rows to be written."""
+    live = [m for m in batch if m.message is not None and not m.skip]
+    if not live:
+        return batch
+    rows = iter(store.prepare_rows(session_id, [m.message for m in live]))
+    return [SourceMessage(m.key, m.source_id, None, m.skip, m.meta, m.note, next(rows))
+            if m.message is not None and not m.skip else m for m in batch]
+
+
 def _widen(conn: Connection) -> None:
     """Grow the pipe's buffer to ``PIPE_BYTES`` where the platform allows it (best effort)."""
     try:
@@ -73,15 +90,15 @@ def _widen(conn: Connection) -> None:
         pass
 
 
-def _serve(out: Connection, path: str, conversation_ids: list[int], remaps: tuple[tuple[str, str], ...],
-           busy_timeout_s: float, batch_size: int) -> None:
-    """The child: convert each conversation's messages and send them in batches."""
+def _serve(out: Connection, path: str, sessions: list[tuple[int, str]], store: MessageStore,
+           remaps: tuple[tuple[str, str], ...], busy_timeout_s: float, batch_size: int) -> None:
+    """The child: convert and prepare each conversation's messages and send them in batches."""
     from .claw_db import ClawSource
 
     try:
         source = ClawSource(path, remaps, busy_timeout_s)
         by_id = {c.conversation_id: c for c in source.conversations()}
-        for cid in conversation_ids:
+        for cid, session_id in sessions:
             conv = by_id.get(cid)
             if conv is None:
                 raise ImportFailure(f"conversation {cid} disappeared from {path} while it was being read")
@@ -89,10 +106,10 @@ def _serve(out: Connection, path: str, conversation_ids: list[int], remaps: tupl
             for row in source.messages(conv, batch_size):
                 batch.append(row)
                 if len(batch) >= batch_size:
-                    out.send((cid, batch))
+                    out.send((cid, _prepared(store, session_id, batch)))
                     batch = []
             if batch:
-                out.send((cid, batch))
+                out.send((cid, _prepared(store, session_id, batch)))
             out.send((cid, _END))
         source.close()
     except BaseException as exc:  # handed to the parent, raised there

@@ -2,12 +2,14 @@
 
 A ``SourceMessage`` is one source row already converted to a host message dict (or
 marked skipped with the reason); a ``SourceSummary`` is one lossless-claw DAG node with
-its ordered lineage. A ``Unit`` is one source conversation: SQLite conversation or JSONL file.
+its ordered lineage. A ``Unit`` is one source conversation: SQLite conversation or JSONL
+file. A reader process may also prepare a message's store columns
+(``MessageStore.prepare_rows``) so that the writing process only inserts them.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, NamedTuple
 
 SKIP_EMPTY = "empty"
 SKIP_SYNTHETIC = "synthetic"
@@ -15,14 +17,14 @@ SKIP_BRANCH = "branch"
 SKIP_INVALID = "invalid"
 
 
-@dataclass(frozen=True)
-class SourceMessage:
+class SourceMessage(NamedTuple):  # a tuple: cheap to build and to send between processes
     key: str                      # idempotency key inside one import id
     source_id: int | str          # lossless-claw message_id, or the JSONL entry id / line
     message: dict[str, Any] | None
     skip: str = ""                # "" or one of the SKIP_* reasons
     meta: str | None = None       # compact provenance JSON for the import ledger
     note: str = ""                # operator warning about this row
+    row: tuple[Any, ...] | None = None  # the message's store columns, when prepared in advance
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,10 @@
 Every run walks the source once per pass and counts the same way; an apply first makes
 a cheap pass that stops at the first new row (nothing new: no backup, no write), then
 backs up an existing target and writes everything inside ONE transaction, so the target
-ends up either untouched or fully imported (a SQLite source is converted meanwhile by a
-forked reader, see ``pipe``). Summary nodes follow their sources.
+ends up either untouched or fully imported. A target that does not exist yet is built in
+a private file beside it and moved into place only when complete (see ``target``). A
+SQLite source is converted meanwhile by a forked reader (see ``pipe``). Summary nodes
+follow their sources.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from . import jsonl, pipe
 from .claw_db import ClawSource, Conversation
 from .report import ImportFailure, ImportReport
 from .rows import SKIP_BRANCH, SKIP_EMPTY, SKIP_INVALID, SKIP_SYNTHETIC, SourceMessage, SourceSummary, Unit
-from .target import ReadOnlyLedger, Writer, backup, default_import_id
+from .target import ReadOnlyLedger, Writer, backup, default_import_id, discard, publish, staging_file, unjournaled
 
 DRY = -1      # "would be stored" marker for dry runs
 SKIPPED = 0   # a deliberately skipped source message (empty, synthetic): summaries may ignore it
@@ -101,27 +103,43 @@ def run_import(opts: ImportOptions, env: Mapping[str, str] | None = None) -> Imp
         if not _pass(units, ReadOnlyLedger(target), None, probe, opts, stop_early=True):
             probe.warnings = report.warnings + probe.warnings
             return probe  # nothing new: no backup, no write
-        if target.exists():
-            report.backup_path = backup(target)
-        reader = _reader(source, opts)
-        try:
-            if reader is not None and source is not None:
-                units = _sqlite_units(source, opts.session_identity, reader)
-            _apply(units, target, report, opts, env)
-        finally:
-            if reader is not None:
-                reader.close()
+        _write(units, source, target, report, opts, env)
         return report
     finally:
         if source is not None:
             source.close()
 
 
-def _apply(units: Callable[[], Iterator[Unit]], target: Path, report: ImportReport, opts: ImportOptions,
-           env: Mapping[str, str] | None) -> None:
-    config = dataclasses.replace(load_config(os.environ if env is None else env), database_path=str(target))
-    runtime = build_runtime(config)
+def _write(units: Callable[[], Iterator[Unit]], source: ClawSource | None, target: Path, report: ImportReport,
+           opts: ImportOptions, env: Mapping[str, str] | None) -> None:
+    """The writing pass: into the existing target after a backup, or into a staged new one."""
+    staged = None if target.exists() else staging_file(target)
+    if staged is None:
+        report.backup_path = backup(target)
     try:
+        config = dataclasses.replace(load_config(os.environ if env is None else env),
+                                     database_path=str(staged or target))
+        runtime = build_runtime(config)  # opens nothing yet: safe to fork the reader after it
+        reader = _reader(source, runtime, report.namespace, opts)
+        try:
+            if reader is not None and source is not None:
+                units = _sqlite_units(source, opts.session_identity, reader)
+            _apply(units, runtime, report, opts, staged is not None)
+        finally:
+            if reader is not None:
+                reader.close()
+        if staged is not None:
+            publish(staged, target)
+    finally:
+        if staged is not None:
+            discard(staged)
+
+
+def _apply(units: Callable[[], Iterator[Unit]], runtime: Any, report: ImportReport, opts: ImportOptions,
+           staged: bool) -> None:
+    try:
+        if staged:
+            unjournaled(runtime.db.connect())
         with runtime.db.transaction() as conn:
             writer = Writer(runtime, conn, report.import_id)
             writer.record_import(report.source_kind, [report.source_db] if report.source_db else report.source_jsonl,
@@ -129,23 +147,32 @@ def _apply(units: Callable[[], Iterator[Unit]], target: Path, report: ImportRepo
                                   "session_identity": opts.session_identity,
                                   "include_summaries": opts.include_summaries})
             _pass(units, writer, writer, report, opts)
+        if staged:
+            runtime.db.connect().execute("PRAGMA journal_mode=WAL")
     finally:
         runtime.db.close()
 
 
-def _reader(source: ClawSource | None, opts: ImportOptions) -> pipe.ForkedReader | None:
-    """A child process converting the source for the writing pass, when one can be forked."""
+def _reader(source: ClawSource | None, runtime: Any, namespace: str, opts: ImportOptions) -> pipe.ForkedReader | None:
+    """A child process converting the source (and preparing store rows) for the writing pass."""
     if source is None or not opts.reader_process or not pipe.available():
         return None
-    ids = [c.conversation_id for c in source.conversations()]
-    return pipe.ForkedReader(str(source.path), ids, opts.remaps, opts.busy_timeout_s, opts.batch_size)
+    sessions = [(c.conversation_id, target_session(namespace, opts.agent, _session_of(c, opts.session_identity)))
+                for c in source.conversations()]
+    return pipe.ForkedReader(str(source.path), sessions, runtime.store, opts.remaps, opts.busy_timeout_s,
+                             opts.batch_size)
+
+
+def _session_of(conv: Conversation, identity: str) -> str:
+    """The source session a conversation's messages belong to, before namespacing."""
+    return (conv.session_key if identity == "session_key" else None) or conv.session_id \
+        or f"conversation:{conv.conversation_id}"
 
 
 def _sqlite_units(source: ClawSource, identity: str,
                   reader: pipe.ForkedReader | None = None) -> Callable[[], Iterator[Unit]]:
     def unit(conv: Conversation) -> Unit:
-        session = (conv.session_key if identity == "session_key" else None) or conv.session_id \
-            or f"conversation:{conv.conversation_id}"
+        session = _session_of(conv, identity)
         messages = ((lambda: reader.messages(conv.conversation_id)) if reader is not None
                     else (lambda: source.messages(conv)))
         return Unit(label=f"conversation {conv.conversation_id}", session=session,

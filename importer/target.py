@@ -2,14 +2,19 @@
 
 A dry run reads the target's import ledger read-only (immutable when checkpointed; not at
 all when the file does not exist) and never creates or migrates it. An apply writes
-messages through ``MessageStore.append`` and nodes through ``SummaryDAG`` on the one
-connection of the caller's transaction, recording each source key in the ledger.
+messages through ``MessageStore`` (``insert_rows`` for rows a reader process prepared,
+else ``append_bulk``) and nodes through ``SummaryDAG`` on the one connection of the
+caller's transaction, recording each source key in the ledger. A target that does not
+exist is built in a staging file beside it, without WAL or fsyncs (nobody else can see
+it), and linked into place when complete, never over a file that appeared meanwhile.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
+import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -47,6 +52,60 @@ def backup(target: Path) -> str:
     finally:
         src.close()
     return str(dest)
+
+
+def staging_file(target: Path) -> Path:
+    """A new, empty private file beside ``target`` to build a new target in."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".importing", dir=target.parent)
+    os.close(fd)
+    return Path(name)
+
+
+def unjournaled(conn: sqlite3.Connection) -> None:
+    """Write a staged target without WAL or fsyncs: each page is written once.
+
+    Safe because nobody else knows the file and a failed import deletes it; the rollback
+    journal stays in memory so that ROLLBACK still works.
+    """
+    conn.execute("PRAGMA journal_mode=MEMORY")
+    conn.execute("PRAGMA synchronous=OFF")
+
+
+def publish(staged: Path, target: Path) -> None:
+    """Move a completed staged database to ``target``, never replacing a file that appeared there."""
+    with staged.open("rb+") as fh:
+        os.fsync(fh.fileno())
+    appeared = ImportFailure(f"{target} appeared while the import ran (is Hermes using it?); it was left as it "
+                             "is and nothing was imported into it: run the import again")
+    try:
+        os.link(staged, target)
+    except FileExistsError:
+        raise appeared from None
+    except OSError:  # no hard links on this file system
+        if target.exists():
+            raise appeared from None
+        os.replace(staged, target)
+    _sync_directory(target.parent)
+
+
+def discard(staged: Path) -> None:
+    """Remove a staged file and any SQLite side files it left."""
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        Path(str(staged) + suffix).unlink(missing_ok=True)
+
+
+def _sync_directory(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _lookup(conn: sqlite3.Connection | None, table: str, column: str, import_id: str,
@@ -116,7 +175,11 @@ class Writer:
         return _lookup(self.conn, "imported_nodes", "node_id", import_id, keys)
 
     def append(self, key: SessionKey, rows: Sequence[SourceMessage]) -> list[int]:
-        ids = self.store.append_bulk(key, [r.message for r in rows], conn=self.conn)
+        """Store the rows (prepared by the reader when it could) and record them in the ledger."""
+        if all(r.row is not None for r in rows):
+            ids = self.store.insert_rows(self.conn, key, [r.row for r in rows])
+        else:
+            ids = self.store.append_bulk(key, [r.message for r in rows], conn=self.conn)
         now = time.time()
         self.conn.executemany(
             "INSERT INTO imported_messages(import_id, source_key, store_id, meta, imported_at) VALUES (?,?,?,?,?)",

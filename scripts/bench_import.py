@@ -199,6 +199,17 @@ def breakdown(size: int) -> None:
                     pass
             src.close()
 
+        preparer = build_runtime(dataclasses.replace(load_config({}), database_path=str(Path(tmp) / "p.db"))).store
+        prepared = preparer.prepare_rows("bench", msgs)
+
+        def store_insert_prepared() -> None:
+            target = Path(tmp) / f"t{time.perf_counter_ns()}.db"
+            rt = build_runtime(dataclasses.replace(load_config({}), database_path=str(target)))
+            with rt.db.transaction() as conn:
+                for i in range(0, len(prepared), 500):
+                    rt.store.insert_rows(conn, SessionKey("bench", source="bench"), prepared[i:i + 500])
+            rt.db.close()
+
         transform = build_runtime(dataclasses.replace(load_config({}), database_path=str(Path(tmp) / "x.db"))).store.transform
         rows = {
             "source read + convert (ClawSource alone)": timed(read_convert),
@@ -209,15 +220,18 @@ def breakdown(size: int) -> None:
             "store: message_identity": timed(lambda: [message_identity(m) for m in msgs]),
             "store: storage transform": timed(lambda: [transform({**normalize_message(m), "session_id": "b"})
                                                       for m in msgs]) if transform else 0.0,
+            "store.prepare_rows (the reader's share)": timed(lambda: preparer.prepare_rows("bench", msgs)),
+            "store.insert_rows of prepared rows (WAL)": timed(store_insert_prepared),
             "store.append, row by row (one transaction)": timed(lambda: store_append(False)),
             "store.append_bulk (one transaction)": timed(lambda: store_append(True)),
-            "full import, apply, in-process reader": timed(
+            "full import into a new target, in-process reader": timed(
                 lambda: run_child(source, Path(tmp) / "trove.db", inline=True)),
-            "full import, apply, forked reader (default)": timed(lambda: run_child(source, Path(tmp) / "trove.db")),
+            "full import into a new target, forked reader (default)": timed(
+                lambda: run_child(source, Path(tmp) / "trove.db")),
         }
         print(f"per-message cost over {len(msgs)} messages (µs, median of 3; tokens backend {tokens.backend()}):")
         for name, us in rows.items():
-            print(f"  {name:<45} {us:>8.1f}")
+            print(f"  {name:<56} {us:>8.1f}")
 
 
 def child_setup() -> None:

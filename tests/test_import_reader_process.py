@@ -10,7 +10,9 @@ import pytest
 from test_import_cli import make_source
 
 from hermes_trove.importer import ImportFailure, ImportOptions, pipe, run_import
+from hermes_trove.db import Database
 from hermes_trove.importer.claw_db import ClawSource
+from hermes_trove.store import MessageStore
 
 pytestmark = pytest.mark.skipif(not pipe.available(), reason="no fork start method on this platform")
 
@@ -36,6 +38,23 @@ def written(db: Path) -> tuple[list[tuple], list[tuple]]:
     return rows, ledger
 
 
+def nothing_written(target: Path, existed: bool) -> bool:
+    """An existing target holds no imported rows; a new one was never created, nor left staged."""
+    if existed:
+        return written(target) == ([], [])
+    return not target.exists() and not list(target.parent.glob(f".{target.name}.*"))
+
+
+@pytest.fixture(params=["new target", "existing target"])
+def target(request, tmp_path) -> tuple[Path, bool]:
+    path = tmp_path / "t.db"
+    existed = request.param == "existing target"
+    if existed:
+        Database(path).connect()
+        Database(path).close()
+    return path, existed
+
+
 def apply(source: Path, target: Path, **kw):
     return run_import(ImportOptions(target_db=str(target), source_db=str(source), apply=True, batch_size=250, **kw),
                       env={})
@@ -55,7 +74,7 @@ def test_no_reader_process_outlives_the_import(tmp_path):
     assert multiprocessing.active_children() == []
 
 
-def test_an_error_in_the_reader_is_raised_here_and_nothing_is_written(tmp_path, monkeypatch):
+def test_an_error_in_the_reader_is_raised_here_and_nothing_is_written(tmp_path, monkeypatch, target):
     src = two_conversations(tmp_path / "lcm.db")
     original = ClawSource._convert
 
@@ -66,12 +85,12 @@ def test_an_error_in_the_reader_is_raised_here_and_nothing_is_written(tmp_path, 
 
     monkeypatch.setattr(ClawSource, "_convert", failing)
     with pytest.raises(RuntimeError, match="bad row in the source"):
-        apply(src, tmp_path / "t.db")
-    assert written(tmp_path / "t.db") == ([], [])
+        apply(src, target[0])
+    assert nothing_written(*target)
     assert multiprocessing.active_children() == []
 
 
-def test_a_reader_that_dies_fails_the_import_cleanly(tmp_path, monkeypatch):
+def test_a_reader_that_dies_fails_the_import_cleanly(tmp_path, monkeypatch, target):
     src = two_conversations(tmp_path / "lcm.db")
     original = ClawSource._convert
 
@@ -82,11 +101,11 @@ def test_a_reader_that_dies_fails_the_import_cleanly(tmp_path, monkeypatch):
 
     monkeypatch.setattr(ClawSource, "_convert", dying)
     with pytest.raises(ImportFailure, match="reader process stopped"):
-        apply(src, tmp_path / "t.db")
-    assert written(tmp_path / "t.db") == ([], [])
+        apply(src, target[0])
+    assert nothing_written(*target)
 
 
-def test_a_conversation_gone_before_the_reader_reached_it_fails_the_import(tmp_path, monkeypatch):
+def test_a_conversation_gone_before_the_reader_reached_it_fails_the_import(tmp_path, monkeypatch, target):
     src = two_conversations(tmp_path / "lcm.db")
     original = ClawSource.conversations
 
@@ -97,17 +116,20 @@ def test_a_conversation_gone_before_the_reader_reached_it_fails_the_import(tmp_p
     parent = os.getpid()
     monkeypatch.setattr(ClawSource, "conversations", fewer)
     with pytest.raises(ImportFailure, match="conversation 2 disappeared"):
-        apply(src, tmp_path / "t.db")
-    assert written(tmp_path / "t.db") == ([], [])
+        apply(src, target[0])
+    assert nothing_written(*target)
 
 
 def test_the_pipe_from_the_reader_holds_several_batches(tmp_path):
     fcntl = pytest.importorskip("fcntl")
     if not hasattr(fcntl, "F_GETPIPE_SZ"):
         pytest.skip("pipe buffers cannot be sized on this platform")
-    reader = pipe.ForkedReader(str(two_conversations(tmp_path / "lcm.db")), [1, 2])
+    store = MessageStore(Database(tmp_path / "never-opened.db"))
+    reader = pipe.ForkedReader(str(two_conversations(tmp_path / "lcm.db")), [(1, "s1"), (2, "s2")], store)
     try:
         assert fcntl.fcntl(reader._recv.fileno(), fcntl.F_GETPIPE_SZ) >= pipe.PIPE_BYTES
-        assert sum(1 for _ in reader.messages(1)) > 0
+        first = list(reader.messages(1))
+        assert first and all(m.row is not None and m.message is None for m in first if not m.skip)
     finally:
         reader.close()
+    assert not (tmp_path / "never-opened.db").exists()

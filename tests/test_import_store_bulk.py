@@ -162,3 +162,25 @@ def test_append_bulk_with_nothing_to_write_only_records_the_session(runtime):
     assert runtime.store.append_bulk(SessionKey("s"), []) == []
     assert runtime.store.session("s") is not None
     assert isinstance(runtime.db.read(), sqlite3.Connection)
+
+
+def test_normalize_message_counts_tokens_as_count_message_does():
+    from hermes_trove import tokens
+
+    for message in varied_messages(300, seed=11):
+        assert normalize_message(message)["token_count"] == tokens.count_message(message), message
+
+
+def test_the_storage_guard_fast_path_changes_nothing_the_full_guard_would_change(runtime, tmp_path):
+    from hermes_trove import payloads
+
+    transform = runtime.store.transform
+    blob = "QUJD" * 400 + "xY9/+" * 60
+    samples = [normalize_message(m) for m in varied_messages(300, seed=13)]
+    samples += [dict(normalize_message({"role": "tool", "content": text}))
+                for text in (blob, "data:image/png;base64," + blob, "see base64 below", "x" * 5000, "lone \udc80")]
+    for cols in samples:
+        cols = {**cols, "session_id": "s"}
+        full = dict(cols)
+        payloads._apply(full, tmp_path / "payloads", payloads.Redactor.from_config(runtime.config), False, 10**9)
+        assert transform(cols) == full, cols
