@@ -7,7 +7,6 @@ become UTC epoch seconds here. Nothing in this module reads files or databases.
 """
 from __future__ import annotations
 
-import functools
 import json
 import re
 from datetime import datetime, timezone
@@ -35,9 +34,6 @@ def to_epoch(value: Any) -> float | None:
     if not isinstance(value, str) or not value.strip():
         return None
     text = value.strip()
-    fast = _sqlite_time(text)
-    if fast is not None:
-        return fast
     if text[0].isdigit() and "-" not in text[1:] and ":" not in text:
         try:
             return to_epoch(float(text))
@@ -55,32 +51,6 @@ def to_epoch(value: Any) -> float | None:
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
     return dt.timestamp()
-
-
-def _sqlite_time(text: str) -> float | None:
-    """``YYYY-MM-DD HH:MM:SS`` (SQLite's own format, naive = UTC) without datetime parsing.
-
-    Gives exactly what the general path gives; anything else (or out of range) is None
-    and goes the general way.
-    """
-    if len(text) != 19 or not text.isascii() or text[10] != " " or text[13] != ":" or text[16] != ":" or not text[11:13].isdigit() \
-            or not text[14:16].isdigit() or not text[17:19].isdigit():
-        return None
-    day = _day_start(text[:10])
-    hour, minute, second = int(text[11:13]), int(text[14:16]), int(text[17:19])
-    if day is None or hour > 23 or minute > 59 or second > 59:
-        return None
-    return day + (hour * 3600 + minute * 60 + second)
-
-
-@functools.lru_cache(maxsize=1024)
-def _day_start(day: str) -> float | None:
-    if len(day) != 10 or day[4] != "-" or day[7] != "-" or not (day[:4] + day[5:7] + day[8:]).isdigit():
-        return None
-    try:
-        return datetime.fromisoformat(day).replace(tzinfo=timezone.utc).timestamp()
-    except ValueError:
-        return None
 
 
 def loads_object(text: Any) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from . import jsonl, pipe
 from .claw_db import ClawSource, Conversation
 from .report import ImportFailure, ImportReport
 from .rows import SKIP_BRANCH, SKIP_EMPTY, SKIP_INVALID, SKIP_SYNTHETIC, SourceMessage, SourceSummary, Unit
-from .target import ReadOnlyLedger, Writer, backup, default_import_id, discard, publish, staging_file, unjournaled
+from .target import BackgroundSync, ReadOnlyLedger, Writer, backup, default_import_id, discard, publish, staging_file, unjournaled
 
 DRY = -1      # "would be stored" marker for dry runs
 SKIPPED = 0   # a deliberately skipped source message (empty, synthetic): summaries may ignore it
@@ -121,11 +121,14 @@ def _write(units: Callable[[], Iterator[Unit]], source: ClawSource | None, targe
                                      database_path=str(staged or target))
         runtime = build_runtime(config)  # opens nothing yet: safe to fork the reader after it
         reader = _reader(source, runtime, report.namespace, opts)
+        syncing = BackgroundSync(staged) if staged is not None else None
         try:
             if reader is not None and source is not None:
                 units = _sqlite_units(source, opts.session_identity, reader)
             _apply(units, runtime, report, opts, staged is not None)
         finally:
+            if syncing is not None:
+                syncing.stop()
             if reader is not None:
                 reader.close()
         if staged is not None:

@@ -15,6 +15,7 @@ import json
 import os
 import sqlite3
 import tempfile
+import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -70,6 +71,34 @@ def unjournaled(conn: sqlite3.Connection) -> None:
     """
     conn.execute("PRAGMA journal_mode=MEMORY")
     conn.execute("PRAGMA synchronous=OFF")
+
+
+class BackgroundSync:
+    """Flushes a staged file to disk every few seconds while it is written.
+
+    The staged file is written without fsyncs; syncing it as it grows, on a thread that
+    waits on the disk without holding the interpreter lock, leaves little for the final
+    sync in ``publish``.
+    """
+
+    def __init__(self, path: Path, interval_s: float = 1.0):
+        self._stop = threading.Event()
+        self._fd = os.open(path, os.O_RDWR)
+        self._thread = threading.Thread(target=self._run, args=(interval_s,), name="trove-import-sync", daemon=True)
+        self._thread.start()
+
+    def _run(self, interval_s: float) -> None:
+        sync = getattr(os, "fdatasync", os.fsync)
+        while not self._stop.wait(interval_s):
+            try:
+                sync(self._fd)
+            except OSError:
+                return  # publish's own fsync still makes the file durable
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        os.close(self._fd)
 
 
 def publish(staged: Path, target: Path) -> None:

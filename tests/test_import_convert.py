@@ -82,27 +82,6 @@ def test_remaps_rewrite_prefixes_and_fall_back_to_the_lcm_files_layout(tmp_path)
         parse_remap("just-a-path")
 
 
-def test_the_sqlite_timestamp_shortcut_agrees_with_the_general_parser():
-    import random
-    from datetime import datetime, timezone
-
-    from hermes_trove.importer.convert import _sqlite_time
-
-    rng = random.Random(5)
-    samples = [f"{rng.randint(1, 9999):04d}-{rng.randint(0, 13):02d}-{rng.randint(0, 32):02d} "
-               f"{rng.randint(0, 25):02d}:{rng.randint(0, 61):02d}:{rng.randint(0, 61):02d}" for _ in range(3000)]
-    samples += ["2024-02-29 23:59:59", "2023-02-29 10:00:00", "2026-03-03 1\uff10:00:00", "2026-03-03T10:00:00",
-                "2026-03-03 10:00:0x", "+026-03-03 10:00:00", "2026-03-03 -1:00:00"]
-    for text in samples:
-        try:
-            expected = datetime.fromisoformat(text).replace(tzinfo=timezone.utc).timestamp()
-        except ValueError:
-            expected = None
-        fast = _sqlite_time(text)
-        assert fast is None or fast == expected, text
-        assert to_epoch(text) == expected, text
-
-
 def test_ledger_provenance_is_compact_meta_of_the_same_fields():
     import json
 

@@ -71,3 +71,26 @@ def test_a_failed_import_into_a_new_target_leaves_nothing_behind(tmp_path, monke
     with pytest.raises(RuntimeError, match="disk on fire"):
         apply(make_source(tmp_path / "lcm.db"), target)
     assert not target.exists() and leftovers(target) == []
+
+
+def test_the_background_sync_runs_while_the_file_grows_and_stops_cleanly(tmp_path, monkeypatch):
+    import os
+    import threading
+    import time
+
+    from hermes_trove.importer.target import BackgroundSync
+
+    synced: list[int] = []
+    real = getattr(os, "fdatasync", os.fsync)
+    monkeypatch.setattr(os, "fdatasync", lambda fd: (synced.append(fd), real(fd)), raising=False)
+    path = tmp_path / "staged"
+    path.write_bytes(b"x")
+    sync = BackgroundSync(path, interval_s=0.01)
+    with path.open("ab") as fh:
+        for _ in range(20):
+            fh.write(b"y" * 4096)
+            fh.flush()
+            time.sleep(0.005)
+    sync.stop()
+    assert synced
+    assert not [t for t in threading.enumerate() if t.name == "trove-import-sync"]
