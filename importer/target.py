@@ -57,8 +57,11 @@ def backup(target: Path) -> str:
 
 def staging_file(target: Path) -> Path:
     """A new, empty private file beside ``target`` to build a new target in."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".importing", dir=target.parent)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".importing", dir=target.parent)
+    except OSError as exc:
+        raise ImportFailure(f"cannot create the target database in {target.parent}: {exc}") from exc
     os.close(fd)
     return Path(name)
 

@@ -94,3 +94,10 @@ def test_the_background_sync_runs_while_the_file_grows_and_stops_cleanly(tmp_pat
     sync.stop()
     assert synced
     assert not [t for t in threading.enumerate() if t.name == "trove-import-sync"]
+
+
+def test_a_target_that_cannot_be_created_fails_with_a_clear_message(tmp_path):
+    (tmp_path / "not-a-dir").write_text("a file where the target's directory should be")
+    target = tmp_path / "not-a-dir" / "trove.db"
+    with pytest.raises(ImportFailure, match="cannot create the target database"):
+        apply(make_source(tmp_path / "lcm.db"), target)
