@@ -116,7 +116,12 @@ def _write_atomic(directory: Path, name: str, data: bytes) -> None:
         except OSError:
             pass
         raise
-    try:  # make the rename itself durable; not every filesystem allows a directory fsync
+    sync_directory(directory)
+
+
+def sync_directory(directory: Path) -> None:
+    """Make a rename or link in ``directory`` durable; not every filesystem allows a directory fsync."""
+    try:
         dfd = os.open(directory, os.O_RDONLY)
         try:
             os.fsync(dfd)

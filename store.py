@@ -131,9 +131,6 @@ def normalize_message(message: dict[str, Any]) -> dict[str, Any]:
     extra = {k: v for k, v in message.items()
              if k not in _KNOWN_KEYS and k not in HOST_INTERNAL_KEYS and not k.startswith("_")}
     ts = message.get("timestamp")
-    # tokens.count_message, without encoding the tool calls a second time (same JSON text)
-    spoken = text if not is_json else tokens.message_text({"content": content})
-    token_count = tokens.count(spoken + "\n" + calls_json if calls_json else spoken) + 4
     return {
         "role": str(message.get("role") or "unknown"),
         "content": text,
@@ -142,7 +139,7 @@ def normalize_message(message: dict[str, Any]) -> dict[str, Any]:
         "tool_call_id": message.get("tool_call_id") or None,
         "tool_name": message.get("tool_name") or message.get("name") or None,
         "extra": _COLUMN_JSON(extra) if extra else None,
-        "token_count": token_count,
+        "token_count": tokens.count_message(message, calls_json),  # the same JSON text: encoded once
         "created_at": float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else None,
     }
 

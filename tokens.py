@@ -78,8 +78,11 @@ def count(text: str) -> int:
     return _encoder(text)
 
 
-def message_text(message: dict[str, Any]) -> str:
-    """The text of a host message that costs prompt tokens (content plus tool calls)."""
+def message_text(message: dict[str, Any], calls_json: str | None = None) -> str:
+    """The text of a host message that costs prompt tokens (content plus tool calls).
+
+    ``calls_json``: the message's tool calls already encoded as this function would encode them.
+    """
     content = message.get("content")
     if isinstance(content, str):
         text = content
@@ -95,13 +98,13 @@ def message_text(message: dict[str, Any]) -> str:
         text = "\n".join(parts)
     calls = message.get("tool_calls")
     if calls:
-        text += "\n" + json.dumps(calls, ensure_ascii=False, default=str)
+        text += "\n" + (calls_json if calls_json is not None else json.dumps(calls, ensure_ascii=False, default=str))
     return text
 
 
-def count_message(message: dict[str, Any]) -> int:
+def count_message(message: dict[str, Any], calls_json: str | None = None) -> int:
     """Tokens of one message, with a small per-message overhead as providers charge."""
-    return count(message_text(message)) + 4
+    return count(message_text(message, calls_json)) + 4
 
 
 def count_messages(messages: list[dict[str, Any]]) -> int:

@@ -121,16 +121,22 @@ def _write(units: Callable[[], Iterator[Unit]], source: ClawSource | None, targe
                                      database_path=str(staged or target))
         runtime = build_runtime(config)  # opens nothing yet: safe to fork the reader after it
         reader = _reader(source, runtime, report.namespace, opts)
-        syncing = BackgroundSync(staged) if staged is not None else None
+        syncing = None
         try:
+            if staged is not None:
+                unjournaled(runtime.db.connect())
+                syncing = BackgroundSync(staged)
             if reader is not None and source is not None:
                 units = _sqlite_units(source, opts.session_identity, reader)
-            _apply(units, runtime, report, opts, staged is not None)
+            _apply(units, runtime, report, opts)
+            if staged is not None:
+                runtime.db.connect().execute("PRAGMA journal_mode=WAL")  # what Hermes will open
         finally:
             if syncing is not None:
                 syncing.stop()
             if reader is not None:
                 reader.close()
+            runtime.db.close()
         if staged is not None:
             publish(staged, target)
     finally:
@@ -138,22 +144,14 @@ def _write(units: Callable[[], Iterator[Unit]], source: ClawSource | None, targe
             discard(staged)
 
 
-def _apply(units: Callable[[], Iterator[Unit]], runtime: Any, report: ImportReport, opts: ImportOptions,
-           staged: bool) -> None:
-    try:
-        if staged:
-            unjournaled(runtime.db.connect())
-        with runtime.db.transaction() as conn:
-            writer = Writer(runtime, conn, report.import_id)
-            writer.record_import(report.source_kind, [report.source_db] if report.source_db else report.source_jsonl,
-                                 {"agent": opts.agent, "namespace": report.namespace,
-                                  "session_identity": opts.session_identity,
-                                  "include_summaries": opts.include_summaries})
-            _pass(units, writer, writer, report, opts)
-        if staged:
-            runtime.db.connect().execute("PRAGMA journal_mode=WAL")
-    finally:
-        runtime.db.close()
+def _apply(units: Callable[[], Iterator[Unit]], runtime: Any, report: ImportReport, opts: ImportOptions) -> None:
+    with runtime.db.transaction() as conn:
+        writer = Writer(runtime, conn, report.import_id)
+        writer.record_import(report.source_kind, [report.source_db] if report.source_db else report.source_jsonl,
+                             {"agent": opts.agent, "namespace": report.namespace,
+                              "session_identity": opts.session_identity,
+                              "include_summaries": opts.include_summaries})
+        _pass(units, writer, writer, report, opts)
 
 
 def _reader(source: ClawSource | None, runtime: Any, namespace: str, opts: ImportOptions) -> pipe.ForkedReader | None:

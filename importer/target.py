@@ -23,6 +23,7 @@ from typing import Any, Sequence
 
 from .. import tokens
 from ..db import backup_file, open_readonly
+from ..payloads import sync_directory
 from ..store import SessionKey
 from .convert import expand_hint, summary_level
 from .report import ImportFailure
@@ -118,26 +119,13 @@ def publish(staged: Path, target: Path) -> None:
         if target.exists():
             raise appeared from None
         os.replace(staged, target)
-    _sync_directory(target.parent)
+    sync_directory(target.parent)
 
 
 def discard(staged: Path) -> None:
     """Remove a staged file and any SQLite side files it left."""
     for suffix in ("", "-journal", "-wal", "-shm"):
         Path(str(staged) + suffix).unlink(missing_ok=True)
-
-
-def _sync_directory(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _lookup(conn: sqlite3.Connection | None, table: str, column: str, import_id: str,
