@@ -160,7 +160,10 @@ def breakdown(size: int) -> None:
     child_setup()
     from hermes_trove import tokens
     from hermes_trove.importer import ImportOptions, run_import
+    from hermes_trove.importer import pipe
     from hermes_trove.importer.claw_db import ClawSource
+    from hermes_trove.importer.run import target_session
+    from hermes_trove.importer.target import Writer, discard, staging_file, unjournaled
     from hermes_trove.ingest import message_identity
     from hermes_trove.runtime import build_runtime
     from hermes_trove.config import load_config
@@ -171,8 +174,9 @@ def breakdown(size: int) -> None:
         source = Path(tmp) / "lcm.db"
         generate(source, size)
         src = ClawSource(str(source))
-        msgs = [m.message for c in src.conversations() for m in src.messages(c)]
+        by_conv = [(c, list(src.messages(c))) for c in src.conversations()]
         src.close()
+        msgs = [m.message for _, rows in by_conv for m in rows]
 
         def timed(fn) -> float:
             runs = []
@@ -210,6 +214,25 @@ def breakdown(size: int) -> None:
                     rt.store.insert_rows(conn, SessionKey("bench", source="bench"), prepared[i:i + 500])
             rt.db.close()
 
+        # The import's own write path with everything else taken away: rows prepared in advance
+        # for their real (import-shaped) session ids, inserted with their ledger rows into a
+        # staged, unjournaled target. No reading, converting or counting: the writer's floor.
+        batches = [(target_session("openclaw-trove", "main", c.session_id), rows[i:i + 500])
+                   for c, rows in by_conv for i in range(0, len(rows), 500)]
+        batches = [(sid, pipe._prepared(preparer, sid, rows)) for sid, rows in batches]
+
+        def writer_floor() -> None:
+            target = staging_file(Path(tmp) / "floor.db")
+            rt = build_runtime(dataclasses.replace(load_config({}), database_path=str(target)))
+            unjournaled(rt.db.connect())
+            with rt.db.transaction() as conn:
+                writer = Writer(rt, conn, "bench")
+                for sid, rows in batches:
+                    writer.messages("bench", [r.key for r in rows])
+                    writer.append(SessionKey(sid, platform="openclaw", source=sid), rows)
+            rt.db.close()
+            discard(target)
+
         transform = build_runtime(dataclasses.replace(load_config({}), database_path=str(Path(tmp) / "x.db"))).store.transform
         rows = {
             "source read + convert (ClawSource alone)": timed(read_convert),
@@ -222,6 +245,7 @@ def breakdown(size: int) -> None:
                                                       for m in msgs]) if transform else 0.0,
             "store.prepare_rows (the reader's share)": timed(lambda: preparer.prepare_rows("bench", msgs)),
             "store.insert_rows of prepared rows (WAL)": timed(store_insert_prepared),
+            "import writer alone: prepared rows + ledger, new target": timed(writer_floor),
             "store.append, row by row (one transaction)": timed(lambda: store_append(False)),
             "store.append_bulk (one transaction)": timed(lambda: store_append(True)),
             "full import into a new target, in-process reader": timed(
