@@ -159,10 +159,9 @@ def breakdown(size: int) -> None:
     """Where one imported message's time goes (µs per message, median of 3), in one process."""
     child_setup()
     from hermes_trove import tokens
-    from hermes_trove.importer import ImportOptions, run_import
-    from hermes_trove.importer import pipe
+    from hermes_trove.importer import ImportOptions, pipe, run_import
     from hermes_trove.importer.claw_db import ClawSource
-    from hermes_trove.importer.run import target_session
+    from hermes_trove.importer.run import _session_of, target_session
     from hermes_trove.importer.target import Writer, discard, staging_file, unjournaled
     from hermes_trove.ingest import message_identity
     from hermes_trove.runtime import build_runtime
@@ -217,9 +216,10 @@ def breakdown(size: int) -> None:
         # The import's own write path with everything else taken away: rows prepared in advance
         # for their real (import-shaped) session ids, inserted with their ledger rows into a
         # staged, unjournaled target. No reading, converting or counting: the writer's floor.
-        batches = [(target_session("openclaw-trove", "main", c.session_id), rows[i:i + 500])
-                   for c, rows in by_conv for i in range(0, len(rows), 500)]
-        batches = [(sid, pipe._prepared(preparer, sid, rows)) for sid, rows in batches]
+        sessions = [(target_session("openclaw-trove", "main", _session_of(c, "session_id")), rows)
+                    for c, rows in by_conv]
+        batches = [(sid, pipe._prepared(preparer, sid, rows[i:i + 500]))
+                   for sid, rows in sessions for i in range(0, len(rows), 500)]
 
         def writer_floor() -> None:
             target = staging_file(Path(tmp) / "floor.db")
