@@ -11,7 +11,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
-__version__ = "0.1.0"
+from .version import __version__
+
+__all__ = ["__version__", "register"]
 log = logging.getLogger("hermes_trove")
 PLUGIN_DIR = Path(__file__).resolve().parent
 SKILL_DIR = PLUGIN_DIR / "skills" / "hermes-trove"
@@ -44,7 +46,7 @@ def _register(ctx: Any) -> None:
         except Exception:
             log.debug("hermes-trove: skill registration skipped", exc_info=True)
     _register_commands(ctx, runtime)
-    from .maintenance import startup; startup(runtime)  # noqa: E702 - cheap checks; never raises
+    from .ops.maintenance import startup; startup(runtime)  # noqa: E702 - cheap checks; never raises
 
 
 def _register_commands(ctx: Any, runtime: Any) -> None:

@@ -6,12 +6,23 @@ is narrow and takes a backup first. Nothing here raises into the host.
 """
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import json
 import logging
+import os
+import sys
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
-from . import doctor, hygiene, maintenance, rotate, status
+from .config import database_path, load_config
+
+from .ops import doctor
+from .ops import hygiene
+from .ops import maintenance
+from .ops import rotate
+from .ops import status
+from .runtime import build_runtime
 
 log = logging.getLogger("hermes_trove.command")
 MAX_TEXT = 12000
@@ -174,9 +185,70 @@ def register(ctx: Any, runtime: Any) -> None:
         log.exception("trove: /trove registration failed")
     try:
         if hasattr(ctx, "register_cli_command"):
-            from .__main__ import cli_handler, setup_parser
-
             ctx.register_cli_command("trove", "hermes-trove status, doctor, backup and rotate", setup_parser,
                                      cli_handler(runtime))
     except Exception:
         log.exception("trove: `hermes trove` registration failed")
+
+
+# -- the operator CLI: `hermes trove ...` and `python -m hermes_trove ...` ------------------
+# It never creates a database: a missing --db file is an error, not an empty new store.
+
+CLI_DESCRIPTION = "Operator CLI: status, doctor, backup and rotate for a trove database."
+EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
+
+
+def setup_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("trove_words", nargs="*", metavar="SUBCOMMAND",
+                        help="status (default) | doctor [clean|repair|source|retention] [apply] | backup |"
+                             " rotate [apply] | help")
+    parser.add_argument("--db", dest="trove_db", metavar="PATH",
+                        help="database file (default: TROVE_DATABASE_PATH or $HERMES_HOME/trove.db)")
+    parser.add_argument("--json", dest="trove_json", action="store_true", help="print JSON instead of text")
+    parser.add_argument("--session", dest="trove_session", metavar="ID",
+                        help="session to report on or rotate (there is no bound session outside Hermes)")
+
+
+def _runtime_for(db: str | None, fallback: Any = None) -> Any:
+    if fallback is not None and not db:
+        return fallback
+    config = load_config(os.environ)
+    if db:
+        config = dataclasses.replace(config, database_path=os.path.abspath(os.path.expanduser(db)))
+    path = database_path(config)
+    if not path.exists():
+        raise FileNotFoundError(f"no trove database at {path} (pass --db PATH)")
+    return build_runtime(config)
+
+
+def execute(args: argparse.Namespace, runtime: Any = None, out: Any = None,
+            prog: str = "python -m hermes_trove") -> int:
+    """Run one parsed command line and print the result; returns the exit code."""
+    out = out or sys.stdout
+    try:
+        runtime = _runtime_for(getattr(args, "trove_db", None), runtime)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"trove: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    words = list(getattr(args, "trove_words", None) or [])
+    name, result = run(runtime, words, session_id=getattr(args, "trove_session", None) or None)
+    if getattr(args, "trove_json", False):
+        print(json.dumps(result, indent=2, default=str), file=out)
+    else:
+        print(render(name, result, prefix=prog), file=out)
+    if result.get("help"):
+        return EXIT_USAGE if result.get("error") else EXIT_OK
+    if result.get("status") in ("error", "refused", "still_unhealthy") or result.get("overall") == "unhealthy":
+        return EXIT_PROBLEM
+    return EXIT_OK
+
+
+def cli_handler(runtime: Any) -> Callable[[argparse.Namespace], int]:
+    """``handler_fn`` for ``ctx.register_cli_command``: the plugin's runtime unless --db is given."""
+    return lambda args: execute(args, runtime, prog="hermes trove")
+
+
+def main(argv: Sequence[str] | None = None, out: Any = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hermes_trove", description=CLI_DESCRIPTION)
+    setup_parser(parser)
+    return execute(parser.parse_args(argv), out=out)

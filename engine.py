@@ -109,7 +109,7 @@ class TroveEngine(ContextEngine):
 
     def aux_complete(self, task: str = "compression") -> Any:
         """The host auxiliary completion function, or None when no host is present."""
-        from .summarize import host_complete
+        from .compaction.summarize import host_complete
 
         return host_complete(self.runtime_info, self.runtime.llm, task=task)
 
@@ -226,7 +226,7 @@ class TroveEngine(ContextEngine):
         if self.state.mode == "active":
             try:
                 self.runtime.store.ensure_session(key)
-                from .maintenance import gc_empty_lifecycle
+                from .ops.maintenance import gc_empty_lifecycle
 
                 gc_empty_lifecycle(self.runtime)  # cheap unless the table passed its threshold
             except Exception:
@@ -275,7 +275,7 @@ class TroveEngine(ContextEngine):
         if self.state.key is None:
             self._last_compression_made_progress = False
             return messages
-        from .compaction import Compactor
+        from .compaction.compactor import Compactor
 
         try:
             self._ingest(self.state.key, messages)
@@ -326,7 +326,7 @@ class TroveEngine(ContextEngine):
             if out != messages:
                 self.compression_count += 1
             return out
-        from .policy import trim_head_tail
+        from .compaction.policy import trim_head_tail
 
         out = trim_head_tail(messages, budget=max(1, int(self.threshold_tokens * 0.6)))
         self._last_compression_made_progress = out != messages

@@ -33,9 +33,9 @@ def summary_context(runtime: Any, session_id: str, history: list[dict[str, Any]]
     Compaction puts the summary message into the prompt; a fresh session that inherited
     summaries has none until then, so the hook brings the newest of them along once.
     """
-    from .policy import select_summary_nodes
-    from .summarize import SUMMARY_HEADER, render_summary_text
-    from .compaction import node_info
+    from .compaction.policy import select_summary_nodes
+    from .compaction.summarize import SUMMARY_HEADER, render_summary_text
+    from .compaction.compactor import node_info
 
     if any(is_summary_text(m.get("content")) or SUMMARY_HEADER in str(m.get("api_content") or "") for m in history):
         return ""
@@ -102,7 +102,9 @@ def make_hooks(runtime: Any) -> dict[str, Callable[..., Any]]:
         if runtime.bound_sessions.get(session_id) != "active" or not isinstance(result, str):
             return None
         try:
-            from . import payloads, replay, tokens
+            from . import tokens
+            from .payloads import sidecar as payloads
+            from .payloads import replay
 
             if kw.get("tool_name") in replay.NEVER_STUB_TOOLS:
                 return None

@@ -63,7 +63,7 @@ def build_runtime(config: Any = None, llm: Any = None) -> Runtime:
 def _storage_transform(config: Any) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
     """The storage-boundary guard (payload externalization, redaction) when available."""
     try:
-        from .payloads import storage_transform
+        from .payloads.sidecar import storage_transform
     except ImportError:
         return None
     return storage_transform(config)

@@ -11,10 +11,10 @@ import logging
 from typing import Any, Callable
 
 from .schemas import SCHEMAS_BY_NAME
-from .tools_common import ToolError, bound_json, dumps
-from .tools_expand import trove_describe, trove_expand, trove_expand_query
-from .tools_ops import trove_doctor, trove_inspect, trove_status
-from .tools_recall import trove_grep, trove_load_session
+from .toolkit import ToolError, bound_json, dumps
+from .retrieval.expand import trove_describe, trove_expand, trove_expand_query
+from .ops.handlers import trove_doctor, trove_inspect, trove_status
+from .retrieval.grep import trove_grep, trove_load_session
 
 log = logging.getLogger("hermes_trove.tools")
 

@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 from .. import tokens
 from ..db import backup_file, open_readonly
-from ..payloads import sync_directory
+from ..payloads.sidecar import sync_directory
 from ..store import SessionKey
 from .convert import expand_hint, summary_level
 from .report import ImportFailure

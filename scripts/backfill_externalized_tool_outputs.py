@@ -23,7 +23,7 @@ MANIFEST_FORMAT = "trove-backfill-manifest/1"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _bootstrap  # noqa: E402,F401  (registers this checkout as the hermes_trove package)
-from hermes_trove import payloads  # noqa: E402
+from hermes_trove.payloads import sidecar as payloads  # noqa: E402
 from hermes_trove.config import load_config, payload_dir  # noqa: E402
 from hermes_trove.db import SCHEMA_VERSION, open_readonly  # noqa: E402
 

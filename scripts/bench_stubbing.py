@@ -21,7 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _bootstrap  # noqa: E402,F401  (registers this checkout as the hermes_trove package)
-from hermes_trove import payloads, replay, tokens  # noqa: E402
+from hermes_trove import tokens  # noqa: E402
+from hermes_trove.payloads import sidecar as payloads
+from hermes_trove.payloads import replay
 from hermes_trove.config import load_config  # noqa: E402
 from hermes_trove.runtime import build_runtime  # noqa: E402
 

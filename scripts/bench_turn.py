@@ -22,7 +22,7 @@ import _bootstrap  # noqa: E402,F401
 from hermes_trove.config import load_config  # noqa: E402
 from hermes_trove.engine import TroveEngine  # noqa: E402
 from hermes_trove.runtime import build_runtime  # noqa: E402
-from hermes_trove.simulate import HostLoop, build_conversation  # noqa: E402
+from hermes_trove.harness.simulate import HostLoop, build_conversation  # noqa: E402
 from hermes_trove.store import SessionKey  # noqa: E402
 
 

@@ -22,7 +22,7 @@ import _bootstrap  # noqa: E402,F401
 from hermes_trove.config import load_config  # noqa: E402
 from hermes_trove.engine import TroveEngine  # noqa: E402
 from hermes_trove.runtime import build_runtime  # noqa: E402
-from hermes_trove.simulate import HostLoop, build_conversation  # noqa: E402
+from hermes_trove.harness.simulate import HostLoop, build_conversation  # noqa: E402
 
 CANARY = "OPS-4417"
 
@@ -85,7 +85,7 @@ def recover(engine: TroveEngine) -> dict:
                     "exact": got.get("content") or got.get("message", {}).get("content", "")}
     except ImportError:
         pass
-    from hermes_trove.search import build_match
+    from hermes_trove.retrieval.query import build_match
 
     hits = runtime.store.search(build_match(f'"{CANARY}"').expression, ["demo-session"], limit=1)
     if not hits:

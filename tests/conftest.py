@@ -31,7 +31,7 @@ def make_config(tmp_path: Path, **overrides):
 @pytest.fixture(autouse=True)
 def _fresh_circuit_breakers():
     """Breakers are per process; each test starts with every summary route closed."""
-    from hermes_trove.summarize import BREAKERS
+    from hermes_trove.compaction.summarize import BREAKERS
 
     BREAKERS.reset()
     yield

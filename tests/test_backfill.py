@@ -10,7 +10,8 @@ import sys
 import pytest
 from conftest import ROOT, assistant, make_config, tool_call, tool_result, user
 
-from hermes_trove import payload_ops, payloads
+from hermes_trove.payloads import ops as payload_ops
+from hermes_trove.payloads import sidecar as payloads
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
 

@@ -148,7 +148,7 @@ def test_plugin_load_registers_the_command_and_runs_startup_maintenance(tmp_path
     import time
 
     import hermes_trove
-    from hermes_trove import maintenance
+    from hermes_trove.ops import maintenance
 
     for name in [k for k in __import__("os").environ if k.startswith("TROVE_")]:
         monkeypatch.delenv(name)

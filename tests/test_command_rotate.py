@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 from conftest import assistant, make_config, tool_call, tool_result, user
 
-from hermes_trove import command, rotate
+from hermes_trove import command
+from hermes_trove.ops import rotate
 from hermes_trove.engine import TroveEngine
 from hermes_trove.runtime import build_runtime
-from hermes_trove.status import build_status
+from hermes_trove.ops.status import build_status
 
 
 def fingerprint(path: str) -> tuple[str, str]:

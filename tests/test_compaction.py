@@ -14,7 +14,7 @@ from conftest import ROOT, assistant, make_config, tool_call, tool_result, user
 from hermes_trove import tokens
 from hermes_trove.engine import TroveEngine
 from hermes_trove.runtime import build_runtime
-from hermes_trove.simulate import HostLoop, build_conversation
+from hermes_trove.harness.simulate import HostLoop, build_conversation
 
 
 def fake_model(behaviour="good", log=None):
@@ -137,7 +137,7 @@ def test_summary_model_and_fallbacks_are_tried_in_order_then_deterministic(tmp_p
         raise RuntimeError("down")
 
     eng.aux_complete = lambda task="compression": complete
-    from hermes_trove.summarize import BREAKERS
+    from hermes_trove.compaction.summarize import BREAKERS
 
     msgs = [user("m" * 3000) if i % 2 == 0 else assistant("n" * 3000) for i in range(10)]
     out = eng.compress(msgs, current_tokens=30000, force=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from conftest import assistant, user
 
 from hermes_trove.engine import TroveEngine
-from hermes_trove.simulate import HostLoop, build_conversation
+from hermes_trove.harness.simulate import HostLoop, build_conversation
 
 
 def boot(runtime, session="20261130_101010_abcdef"):

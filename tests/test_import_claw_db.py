@@ -11,7 +11,7 @@ from conftest import make_config
 
 from hermes_trove.importer import ImportOptions, run_import
 from hermes_trove.runtime import build_runtime
-from hermes_trove.search import build_match
+from hermes_trove.retrieval.query import build_match
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "lossless-claw"
 pytestmark = pytest.mark.skipif(not (FIXTURES / "head" / "lcm.db").is_file(),

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from conftest import assistant, make_config, user
 
-from hermes_trove import maintenance
+from hermes_trove.ops import maintenance
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
 
@@ -217,7 +217,7 @@ def test_startup_records_corruption_and_warns_with_the_repair_command(tmp_path, 
     rt = runtime_with(tmp_path)
     seed(rt)
     corrupt_with_ghost(rt)
-    with caplog.at_level(logging.WARNING, logger="hermes_trove.maintenance"):
+    with caplog.at_level(logging.WARNING, logger="hermes_trove.ops.maintenance"):
         report = maintenance.startup(rt, background=False)
     assert report is not None and report.deep_check == "failed" and not report.counts_in_sync
     assert "/trove doctor repair apply" in caplog.text
@@ -231,7 +231,7 @@ def test_startup_notices_a_missing_trigger_without_changing_the_schema(tmp_path,
     rt = runtime_with(tmp_path, fts_integrity_check_interval_hours=-1.0)
     with rt.db.transaction() as c:
         c.execute("DROP TRIGGER nodes_fts_insert")
-    with caplog.at_level(logging.WARNING, logger="hermes_trove.maintenance"):
+    with caplog.at_level(logging.WARNING, logger="hermes_trove.ops.maintenance"):
         report = maintenance.startup(rt, background=False)
     assert report is not None and report.structure.missing_triggers == ("nodes_fts_insert",)
     assert "nodes_fts_insert" in caplog.text and "repair apply" in caplog.text

@@ -8,8 +8,8 @@ import random
 import pytest
 from conftest import assistant, make_config, tool_call, tool_result, user
 
-from hermes_trove import payloads
-from hermes_trove.payloads import PayloadError
+from hermes_trove.payloads import sidecar as payloads
+from hermes_trove.payloads.sidecar import PayloadError
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
 

@@ -9,8 +9,9 @@ import random
 import pytest
 from conftest import make_config, tool_result, user
 
-from hermes_trove import payload_ops, payloads
-from hermes_trove.payloads import PayloadError
+from hermes_trove.payloads import ops as payload_ops
+from hermes_trove.payloads import sidecar as payloads
+from hermes_trove.payloads.sidecar import PayloadError
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
 

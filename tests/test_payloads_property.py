@@ -9,7 +9,7 @@ import re
 import pytest
 from conftest import make_config
 
-from hermes_trove import payloads
+from hermes_trove.payloads import sidecar as payloads
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
 

@@ -4,7 +4,7 @@ import random
 
 from conftest import assistant, tool_call, tool_result, user
 
-from hermes_trove import policy
+from hermes_trove.compaction import policy
 
 
 def size(m):

@@ -8,7 +8,7 @@ import pytest
 from conftest import make_config
 
 from hermes_trove.config import load_config
-from hermes_trove.redact import Redactor
+from hermes_trove.payloads.redact import Redactor
 
 ALL = Redactor(True, ("private_key", "api_key", "bearer_token", "password_assignment"))
 

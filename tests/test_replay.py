@@ -4,7 +4,9 @@ import copy
 
 from conftest import assistant, make_config, tool_call, tool_result, user
 
-from hermes_trove import payloads, replay, tokens
+from hermes_trove import tokens
+from hermes_trove.payloads import sidecar as payloads
+from hermes_trove.payloads import replay
 from hermes_trove.runtime import build_runtime
 
 REF = payloads.ref_for("s1", "x")

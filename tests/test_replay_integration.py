@@ -5,7 +5,8 @@ import json
 
 from conftest import assistant, make_config, tool_call, tool_result, user
 
-from hermes_trove import payloads, tokens
+from hermes_trove import tokens
+from hermes_trove.payloads import sidecar as payloads
 from hermes_trove.engine import TroveEngine
 from hermes_trove.hooks import make_hooks
 from hermes_trove.runtime import build_runtime
@@ -81,7 +82,7 @@ def test_recall_policy_is_injected_once_while_it_rides_in_the_transcript(tmp_pat
 
 def test_new_session_sees_carried_summaries_once_before_its_first_compaction(tmp_path):
     from conftest import make_config
-    from hermes_trove.simulate import HostLoop, build_conversation
+    from hermes_trove.harness.simulate import HostLoop, build_conversation
 
     rt = build_runtime(make_config(tmp_path, leaf_chunk_tokens=600, condensation_fanin=2, fresh_tail_count=2))
     eng = TroveEngine(rt)

@@ -5,7 +5,7 @@ import string
 
 import pytest
 
-from hermes_trove.search import Candidate, build_match, rerank, term_present
+from hermes_trove.retrieval.query import Candidate, build_match, rerank, term_present
 from hermes_trove.store import SessionKey
 
 NASTY = [

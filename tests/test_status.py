@@ -6,7 +6,7 @@ import subprocess
 import pytest
 from conftest import assistant, make_config, user
 
-from hermes_trove import status
+from hermes_trove.ops import status
 from hermes_trove.config import SPEC
 from hermes_trove.engine import TroveEngine
 from hermes_trove.runtime import build_runtime

@@ -97,7 +97,7 @@ def test_blank_source_reads_as_unknown(runtime):
 
 
 def test_fts_index_follows_inserts_and_searches_tool_arguments(runtime):
-    from hermes_trove.search import build_match
+    from hermes_trove.retrieval.query import build_match
 
     call = tool_call("c1", "terminal", '{"command": "grep -r zebrafish /srv/data"}')
     runtime.store.ingest(SessionKey("s1"), [user("find it"), assistant("", [call])])

@@ -129,7 +129,7 @@ def test_summaries_beneath_carried_nodes_are_searchable_after_new(tmp_path):
     parent = rt.dag.add_condensed("old", 1, "infrastructure decisions", [leaf], token_count=3, source_token_count=5,
                                   earliest_at=1.0, latest_at=2.0)
     rt.dag.carry_over("old", "new", 1)
-    from hermes_trove.search import build_match
+    from hermes_trove.retrieval.query import build_match
 
     hits = rt.dag.search(build_match("quokka").expression, "new")
     assert [h[0].node_id for h in hits] == [leaf]

@@ -160,19 +160,8 @@ def test_status_and_doctor_answer_with_bounded_json(engine, tool):
     assert "error" not in out and len(text) <= 32000
 
 
-@pytest.mark.parametrize("tool,module", [("trove_status", "status"), ("trove_doctor", "doctor")])
-def test_status_and_doctor_fall_back_honestly_when_their_module_is_missing(engine, monkeypatch, tool, module):
-    import sys
-
-    seed(engine.runtime, 5)
-    monkeypatch.setitem(sys.modules, f"hermes_trove.{module}", None)  # makes the import fail
-    out = call(engine, tool)
-    assert out["fallback"] is True and "unavailable" in out["note"]
-    assert out["session_id"] == "s1" and out["store"]["session_messages"] == 5
-
-
 def test_status_falls_back_when_the_report_itself_fails(engine, monkeypatch):
-    import hermes_trove.status as status
+    import hermes_trove.ops.status as status
 
     def broken(engine):
         raise RuntimeError("boom")

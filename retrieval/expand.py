@@ -9,11 +9,11 @@ from __future__ import annotations
 import threading
 from typing import Any, Mapping
 
-from . import tokens
-from .search import build_match
-from .tools_common import (ToolError, bool_arg, chars_within, content_slice, dumps, enum_arg,
+from .. import tokens
+from .query import build_match
+from ..toolkit import (ToolError, bool_arg, chars_within, content_slice, dumps, enum_arg,
                            fit_items, int_arg, int_list_arg, iso, message_item, message_meta, str_arg)
-from .tools_recall import current_session, require_session
+from .grep import current_session, require_session
 
 SAMPLES_PER_DEPTH = 20
 CHILDREN_LISTED = 50
@@ -28,7 +28,7 @@ DESCENDANTS_RANKED = 2000
 def _payloads(func: str) -> Any:
     """A ``payloads`` function whose refusals (bad, missing or foreign refs) become ToolErrors."""
     try:
-        from . import payloads
+        from ..payloads import sidecar as payloads
         target = getattr(payloads, func)
     except (ImportError, AttributeError):
         raise ToolError("externalized payloads are not available in this installation") from None
@@ -45,7 +45,7 @@ def _payloads(func: str) -> Any:
 
 def _refs_in(text: str) -> list[str]:
     try:
-        from .payloads import refs_in
+        from ..payloads.sidecar import refs_in
     except ImportError:
         return []
     return list(refs_in(text))[:20]
@@ -410,7 +410,7 @@ def _rank_descendants(rows: list[Any], terms: list[str]) -> list[Any]:
 def _ask(engine: Any, messages: list[dict[str, Any]], model: str, timeout_s: float,
          max_tokens: int) -> tuple[str | None, str | None]:
     """Call the auxiliary model with a hard deadline; returns (answer, error)."""
-    from .summarize import clean_output
+    from ..compaction.summarize import clean_output
 
     box: dict[str, Any] = {}
 

@@ -12,9 +12,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import policy, tokens
-from .dag import NodeRow
-from .ingest import is_synthetic, message_identity
+from .. import tokens
+from . import policy
+from ..dag import NodeRow
+from ..ingest import is_synthetic, message_identity
 from .summarize import SUMMARY_HEADER, Summarizer, expand_hint, render_summary_message, serialize_messages
 
 log = logging.getLogger("hermes_trove.compaction")
@@ -151,7 +152,7 @@ class Compactor:
         if not (cfg.large_output_externalization_enabled and cfg.large_output_active_replay_stubbing_enabled):
             return live
         try:
-            from .payloads import apply_replay_stubs
+            from ..payloads.sidecar import apply_replay_stubs
 
             out, done = apply_replay_stubs(self.runtime, self.key.session_id, live, protect_from=protect_from)
         except Exception:
@@ -257,7 +258,7 @@ class Compactor:
         if not self.config.large_output_transcript_gc_enabled:
             return
         try:
-            from .payload_ops import transcript_gc
+            from ..payloads.ops import transcript_gc
         except ImportError:
             return
         try:

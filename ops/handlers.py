@@ -6,10 +6,11 @@ is a read-only metadata inventory of the current session: it never returns conte
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
-from .tools_common import int_arg, iso
-from .tools_recall import require_session
+from . import doctor, status
+from ..toolkit import int_arg, iso
+from ..retrieval.grep import require_session
 
 TEXT_FIELD_CHARS = 1000
 
@@ -25,34 +26,24 @@ def _store_facts(engine: Any) -> dict[str, Any]:
     return out
 
 
-def _fallback(engine: Any, what: str, reason: str) -> dict[str, Any]:
-    out: dict[str, Any] = {"fallback": True, "note": f"{what} is unavailable ({reason}); minimal engine facts shown"}
-    out.update(engine.snapshot())
-    out.update(_store_facts(engine))
-    return out
-
-
-def _delegate(engine: Any, module: str, func: str, what: str) -> dict[str, Any]:
-    try:
-        mod = __import__(f"{__package__}.{module}", fromlist=[func])
-        build = getattr(mod, func)
-    except (ImportError, AttributeError) as exc:
-        return _fallback(engine, what, f"{type(exc).__name__}: {exc}"[:200])
+def _delegate(engine: Any, build: Callable[..., Any], what: str, key: str) -> dict[str, Any]:
     try:
         result = build(engine)
     except Exception as exc:  # a broken report must not hide the basic facts
-        out = _fallback(engine, what, "it failed")
-        out[f"{module}_error"] = f"{type(exc).__name__}: {exc}"[:TEXT_FIELD_CHARS]
+        out: dict[str, Any] = {"fallback": True, "note": f"{what} failed; minimal engine facts shown"}
+        out.update(engine.snapshot())
+        out.update(_store_facts(engine))
+        out[f"{key}_error"] = f"{type(exc).__name__}: {exc}"[:TEXT_FIELD_CHARS]
         return out
     return dict(result) if isinstance(result, Mapping) else {"result": result}
 
 
 def trove_status(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
-    return _delegate(engine, "status", "build_status", "the full status report")
+    return _delegate(engine, status.build_status, "the full status report", "status")
 
 
 def trove_doctor(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
-    out = _delegate(engine, "doctor", "run_doctor", "the doctor")
+    out = _delegate(engine, doctor.run_doctor, "the doctor", "doctor")
     if out.get("fallback"):
         out.setdefault("overall", "unknown")
         out.setdefault("checks", [])

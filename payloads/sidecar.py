@@ -20,7 +20,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .config import payload_dir
+from ..config import payload_dir
 from .redact import Redactor
 
 log = logging.getLogger("hermes_trove.payloads")
@@ -498,7 +498,8 @@ def externalize_text(runtime: Any, session_id: str, text: str, kind: str = "tool
 def apply_replay_stubs(runtime: Any, session_id: str, messages: Sequence[dict[str, Any]], *,
                        protect_from: int) -> tuple[list[dict[str, Any]], int]:
     """Stub big textual tool results in a provider-visible list when both opt-ins are on."""
-    from . import replay, tokens
+    from .. import tokens
+    from . import replay
 
     cfg = runtime.config
     out = list(messages)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .db import MIGRATIONS, backup_file, split_sql
+from ..db import MIGRATIONS, backup_file, split_sql
 
 log = logging.getLogger("hermes_trove.maintenance")
 

@@ -13,8 +13,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import tokens
-from .config import public_view
+from .. import tokens
+from ..config import public_view
+from ..version import __version__
 from .maintenance import fts_health
 
 UNBOUND = "(unbound)"
@@ -50,7 +51,6 @@ def _size(path: str) -> int | None:
 
 
 def _runtime_section(runtime: Any) -> dict[str, Any]:
-    from . import __version__
 
     path = runtime.db.path
     section: dict[str, Any] = {"plugin_version": __version__, "plugin_path": runtime.plugin_path,

@@ -182,7 +182,7 @@ def trim_head_tail(messages: list[dict[str, Any]], budget: int,
                    count_tokens: CountFn | None = None) -> list[dict[str, Any]]:
     """Last-resort bound for sessions trove does not own: first user turn plus a fitting tail."""
     if count_tokens is None:
-        from .tokens import count_message as count_tokens  # noqa: N813
+        from ..tokens import count_message as count_tokens  # noqa: N813
     if sum(count_tokens(m) for m in messages) <= budget or len(messages) < 3:
         return messages
     head = [dict(messages[0])] if messages and messages[0].get("role") == "user" else []

@@ -11,7 +11,7 @@ import stat
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from .payloads import (BASE64_RUN_MIN, EXTERNALIZED_HEAD, REF_RE, SEARCH_BYTES_PER_FILE, SEARCH_FILE_LIMIT, _B64_RUN,
+from .sidecar import (BASE64_RUN_MIN, EXTERNALIZED_HEAD, REF_RE, SEARCH_BYTES_PER_FILE, SEARCH_FILE_LIMIT, _B64_RUN,
                        _DATA_URI, PayloadError, _after_data_uri_header, _directory, _encode, _load, _looks_random,
                        _owned, externalized_placeholder, ref_for, refs_in, session_tag, validate_ref)
 

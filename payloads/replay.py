@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from .payloads import EXTERNALIZED_HEAD, externalized_placeholder
+from .sidecar import EXTERNALIZED_HEAD, externalized_placeholder
 
 # Recovery results stay inline, or reading a ref would only produce another ref.
 NEVER_STUB_TOOLS = frozenset({"trove_describe", "trove_expand"})

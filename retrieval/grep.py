@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 from typing import Any, Mapping
 
-from .search import Candidate, build_match, rerank
-from .tools_common import (ROLES, ToolError, bool_arg, enum_arg, fit_items, int_arg, iso,
+from .query import Candidate, build_match, rerank
+from ..toolkit import (ROLES, ToolError, bool_arg, enum_arg, fit_items, int_arg, iso,
                            message_item, parse_time, str_arg, str_list_arg)
 
 GREP_CHAR_LIMIT = 32000
@@ -227,7 +227,7 @@ def _materialize(runtime: Any, expression: str, entries: list[dict[str, Any]], c
 def _external_hits(runtime: Any, session_id: str, query: str, need: int, refs: list[str] | None,
                    extra: dict[str, Any]) -> list[dict[str, Any]]:
     try:
-        from . import payload_ops
+        from ..payloads import ops as payload_ops
         search_payloads = payload_ops.search_payloads
     except (ImportError, AttributeError):
         extra["externalized_note"] = "externalized payload search is not available in this installation"

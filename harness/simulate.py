@@ -14,8 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from . import tokens
-from .store import SessionKey
+from .. import tokens
+from ..store import SessionKey
 
 SYSTEM_PROMPT_TOKENS = 1500  # what a host system prompt plus tool schemas roughly costs
 

@@ -6,11 +6,11 @@ repairs live behind ``/trove doctor repair apply`` and friends.
 """
 from __future__ import annotations
 
-import importlib
 import os
 import sqlite3
 from typing import Any, Callable
 
+from ..payloads import ops as payload_ops
 from .maintenance import (FTS_TABLES, META_FAILED, REPAIR_HINT, check_structure, empty_lifecycle_rows,
                           fts_integrity, fts_sync, meta_get)
 
@@ -154,16 +154,7 @@ def _largest(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
 
 
 def _payloads(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
-    try:
-        payloads = importlib.import_module(f"{__package__}.payload_ops")  # optional sibling module
-    except ImportError:
-        return "pass", "payload module not installed; skipped", ""
-    report = getattr(payloads, "doctor_report", None)
-    if report is None:
-        return "pass", "payload report unavailable; skipped", ""
-    result = report(runtime)
-    if not isinstance(result, dict):
-        return "pass", str(result)[:2000], ""
+    result = payload_ops.doctor_report(runtime)
     ctx["payload_report"] = result
     pdir = result.get("payload_dir") or {}
     inline, missing = int(result.get("suspicious_inline_rows") or 0), int(pdir.get("missing_refs") or 0)
@@ -229,7 +220,7 @@ def run_doctor(engine: Any = None, runtime: Any = None) -> dict[str, Any]:
 def _redaction(runtime: Any) -> dict[str, Any]:
     """Redaction setup (names, unknown names, placeholder format); never a secret."""
     try:
-        from .redact import Redactor
+        from ..payloads.redact import Redactor
 
         return Redactor.from_config(runtime.config).describe()
     except Exception as exc:  # a broken pattern catalog must not break the doctor

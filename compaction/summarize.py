@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from . import tokens
+from .. import tokens
 
 log = logging.getLogger("hermes_trove.summarize")
 

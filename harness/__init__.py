@@ -1,0 +1,1 @@
+"""A stand-in for the host's turn loop, used by the demo, the benchmarks and the tests."""

@@ -1,0 +1,1 @@
+"""Operators' reports and repairs: status, doctor, maintenance, hygiene, backups and rotation."""

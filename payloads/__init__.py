@@ -1,0 +1,1 @@
+"""What crosses the storage boundary: sidecar payload files, the storage guard, secret redaction and replay stubbing."""

@@ -1,0 +1,1 @@
+"""Finding and reading stored history: full-text query building and the recall tools' search, expand and answer logic."""
