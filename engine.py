@@ -17,6 +17,7 @@ from typing import Any
 from .hostbase import ContextEngine
 from .runtime import Runtime, build_runtime
 from .store import SessionKey
+from .toolkit import ToolContext
 
 log = logging.getLogger("hermes_trove.engine")
 
@@ -112,14 +113,6 @@ class TroveEngine(ContextEngine):
         from .compaction.summarize import host_complete
 
         return host_complete(self.runtime_info, self.runtime.llm, task=task)
-
-    def complete_aux(self, messages: list[dict[str, Any]], model: str = "", timeout_s: float = 60.0,
-                     max_tokens: int = 2000) -> str:
-        """One auxiliary-model completion (used by trove_expand_query); raises when unavailable."""
-        complete = self.aux_complete()
-        if complete is None:
-            raise RuntimeError("no auxiliary model available (Hermes host not present)")
-        return complete(messages, model, timeout_s, max_tokens)
 
     def update_from_response(self, usage: dict[str, Any]) -> None:
         usage = usage or {}
@@ -354,10 +347,15 @@ class TroveEngine(ContextEngine):
         except Exception:
             log.exception("trove: ingest before %s failed", name)
         try:
-            return dispatch(self, name, args)
+            return dispatch(self.tool_context(), name, args)
         except Exception as exc:
             log.exception("trove: tool %s failed", name)
             return json.dumps({"error": f"{name} failed: {type(exc).__name__}: {exc}"})
+
+    def tool_context(self) -> ToolContext:
+        """What the tools see of this engine: storage, the bound session, facts, the model."""
+        return ToolContext(runtime=self.runtime, session=self.state.key, snapshot=self.snapshot(),
+                           complete=self.aux_complete(task="expand_query"))
 
     # -- status --------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:

@@ -8,10 +8,17 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from . import tokens
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
+    from .store import SessionKey
+
+Complete = Callable[[list[dict[str, Any]], str, float, int], str]
 
 RESPONSE_CHAR_LIMIT = 32000
 ROLES = ("system", "user", "assistant", "tool", "unknown")
@@ -19,6 +26,36 @@ ROLES = ("system", "user", "assistant", "tool", "unknown")
 
 class ToolError(ValueError):
     """A tool call the handler refuses, with a message that says how to fix it."""
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a tool handler may use: storage, the bound session, engine facts, the model."""
+
+    runtime: Runtime
+    session: SessionKey | None = None        # the bound session; None before any session binds
+    snapshot: Mapping[str, Any] = None  # type: ignore[assignment]  # engine facts at call time
+    complete: Complete | None = None         # the host's auxiliary model, for model-backed tools
+
+    def ask_model(self, messages: list[dict[str, Any]], model: str = "", timeout_s: float = 60.0,
+                  max_tokens: int = 2000) -> str:
+        """One completion through the injected model; raises when there is none."""
+        if self.complete is None:
+            raise RuntimeError("no auxiliary model available (Hermes host not present)")
+        return self.complete(messages, model, timeout_s, max_tokens)
+
+
+def current_session(ctx: ToolContext) -> str | None:
+    key = ctx.session
+    return key.session_id if key is not None and key.session_id else None
+
+
+def require_session(ctx: ToolContext, tool: str) -> str:
+    sid = current_session(ctx)
+    if not sid:
+        raise ToolError(f"{tool} reads the current session, but no session is bound yet; "
+                        "use trove_grep with session_scope='all' or trove_load_session(session_id=...)")
+    return sid
 
 
 # -- arguments ---------------------------------------------------------------

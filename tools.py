@@ -11,14 +11,14 @@ import logging
 from typing import Any, Callable
 
 from .schemas import SCHEMAS_BY_NAME
-from .toolkit import ToolError, bound_json, dumps
+from .toolkit import ToolContext, ToolError, bound_json, dumps
 from .retrieval.expand import trove_describe, trove_expand, trove_expand_query
 from .ops.handlers import trove_doctor, trove_inspect, trove_status
 from .retrieval.grep import trove_grep, trove_load_session
 
 log = logging.getLogger("hermes_trove.tools")
 
-Handler = Callable[[Any, dict[str, Any]], dict[str, Any]]
+Handler = Callable[[ToolContext, dict[str, Any]], dict[str, Any]]
 
 TOOLS: dict[str, Handler] = {
     "trove_grep": trove_grep,
@@ -41,14 +41,14 @@ RESPONSE_CAPS: dict[str, int] = {
 }
 
 
-def dispatch(engine: Any, name: str, args: Any) -> str:
+def dispatch(ctx: ToolContext, name: str, args: Any) -> str:
     """Run one tool call; always a JSON string, never an exception."""
     handler = TOOLS.get(name)
     if handler is None:
         return dumps({"error": f"unknown tool {str(name)[:80]!r}; available: {', '.join(TOOLS)}"})
     try:
         parsed = parse_args(args)
-        payload = handler(engine, parsed)
+        payload = handler(ctx, parsed)
         known = SCHEMAS_BY_NAME[name]["parameters"]["properties"]
         ignored = sorted(str(k) for k in parsed if k not in known)
         if ignored:

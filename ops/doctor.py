@@ -131,10 +131,9 @@ def _config(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
 
 
 def _pressure(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
-    engine = ctx.get("engine")
-    if engine is None:
+    snap = ctx.get("snapshot")
+    if snap is None:
         return "pass", "(unbound): no live engine in this process", ""
-    snap = engine.snapshot()
     threshold, last = snap.get("threshold_tokens"), int(snap.get("last_prompt_tokens") or 0)
     if not isinstance(threshold, int) or threshold <= 0:
         return "pass", f"session {snap.get('session_id')}: threshold not initialized yet", ""
@@ -184,14 +183,16 @@ CHECKS: tuple[tuple[str, Callable[[Any, sqlite3.Connection, dict], Check]], ...]
 )
 
 
-def run_doctor(engine: Any = None, runtime: Any = None) -> dict[str, Any]:
+def run_doctor(engine: Any = None, runtime: Any = None, snapshot: Any = None) -> dict[str, Any]:
     """Run every check; never raises. ``overall`` is the worst status seen."""
     runtime = runtime if runtime is not None else getattr(engine, "runtime", None)
     if runtime is None:
         return {"overall": "unhealthy", "checks": [{"check": "runtime", "status": "fail", "detail": "no runtime"}],
                 "guidance": []}
     checks, guidance = [], []
-    ctx: dict[str, Any] = {"engine": engine}
+    if snapshot is None and engine is not None:
+        snapshot = engine.snapshot()
+    ctx: dict[str, Any] = {"snapshot": dict(snapshot) if snapshot is not None else None}
     try:
         conn = runtime.db.read()
     except Exception as exc:
@@ -208,7 +209,7 @@ def run_doctor(engine: Any = None, runtime: Any = None) -> dict[str, Any]:
             guidance.append(f"{name}: {advice}")
     worst = {c["status"] for c in checks}
     overall = "unhealthy" if "fail" in worst else "warnings" if "warn" in worst else "healthy"
-    session = engine.snapshot().get("session_id") if engine is not None else "(unbound)"
+    session = snapshot.get("session_id") if snapshot is not None else "(unbound)"
     out = {"overall": overall, "database_path": runtime.db.path, "session_id": session,
            "checks": checks, "guidance": guidance}
     if "payload_report" in ctx:

@@ -9,15 +9,14 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from . import doctor, status
-from ..toolkit import int_arg, iso
-from ..retrieval.grep import require_session
+from ..toolkit import ToolContext, int_arg, iso, require_session
 
 TEXT_FIELD_CHARS = 1000
 
 
-def _store_facts(engine: Any) -> dict[str, Any]:
-    store, dag = engine.runtime.store, engine.runtime.dag
-    key = engine.state.key
+def _store_facts(ctx: ToolContext) -> dict[str, Any]:
+    store, dag = ctx.runtime.store, ctx.runtime.dag
+    key = ctx.session
     out: dict[str, Any] = {"store": {"messages": store.count()}}
     if key is not None and key.session_id:
         stats = store.stats(key.session_id)
@@ -26,24 +25,24 @@ def _store_facts(engine: Any) -> dict[str, Any]:
     return out
 
 
-def _delegate(engine: Any, build: Callable[..., Any], what: str, key: str) -> dict[str, Any]:
+def _delegate(ctx: ToolContext, build: Callable[..., Any], what: str, key: str) -> dict[str, Any]:
     try:
-        result = build(engine)
+        result = build(runtime=ctx.runtime, snapshot=ctx.snapshot)
     except Exception as exc:  # a broken report must not hide the basic facts
         out: dict[str, Any] = {"fallback": True, "note": f"{what} failed; minimal engine facts shown"}
-        out.update(engine.snapshot())
-        out.update(_store_facts(engine))
+        out.update(dict(ctx.snapshot))
+        out.update(_store_facts(ctx))
         out[f"{key}_error"] = f"{type(exc).__name__}: {exc}"[:TEXT_FIELD_CHARS]
         return out
     return dict(result) if isinstance(result, Mapping) else {"result": result}
 
 
-def trove_status(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
-    return _delegate(engine, status.build_status, "the full status report", "status")
+def trove_status(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
+    return _delegate(ctx, status.build_status, "the full status report", "status")
 
 
-def trove_doctor(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
-    out = _delegate(engine, doctor.run_doctor, "the doctor", "doctor")
+def trove_doctor(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
+    out = _delegate(ctx, doctor.run_doctor, "the doctor", "doctor")
     if out.get("fallback"):
         out.setdefault("overall", "unknown")
         out.setdefault("checks", [])
@@ -51,13 +50,13 @@ def trove_doctor(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # -- trove_inspect ------------------------------------------------------------------
-def trove_inspect(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
-    runtime = engine.runtime
+def trove_inspect(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
+    runtime = ctx.runtime
     store, dag, cfg = runtime.store, runtime.dag, runtime.config
     extra: dict[str, Any] = {}
     limit = int_arg(args, "limit", 20, minimum=1, cap=200, clamped=extra) or 20
-    sid = require_session(engine, "trove_inspect")
-    snap = engine.snapshot()
+    sid = require_session(ctx, "trove_inspect")
+    snap = dict(ctx.snapshot)
     session = store.session(sid)
     stats = store.stats(sid)
     frontier_store_id = session.frontier_store_id if session is not None else 0

@@ -98,12 +98,13 @@ def _lifecycle(runtime: Any, session_id: str) -> dict[str, Any]:
             "last_rotate_backup": backup, "last_rotate_backup_bytes": _size(backup) if backup else None}
 
 
-def build_status(engine: Any = None, runtime: Any = None, session_id: str | None = None) -> dict[str, Any]:
+def build_status(engine: Any = None, runtime: Any = None, session_id: str | None = None,
+                 snapshot: Any = None) -> dict[str, Any]:
     """Everything an operator asks first; never raises for a missing engine or session."""
     runtime = runtime if runtime is not None else getattr(engine, "runtime", None)
     if runtime is None:
         return {"session_id": UNBOUND, "error": "no runtime"}
-    snap = engine.snapshot() if engine is not None else {}
+    snap = dict(snapshot) if snapshot is not None else engine.snapshot() if engine is not None else {}
     sid = session_id or (snap.get("session_id") if snap.get("session_id") not in (None, "", UNBOUND) else None)
     platform = str(snap.get("platform") or "")
     status: dict[str, Any] = {"session_id": sid or UNBOUND, "bound": bool(sid), "generated_at": time.time(),

@@ -11,9 +11,8 @@ from typing import Any, Mapping
 
 from .. import tokens
 from .query import build_match
-from ..toolkit import (ToolError, bool_arg, chars_within, content_slice, dumps, enum_arg,
+from ..toolkit import (ToolContext, ToolError, current_session, require_session, bool_arg, chars_within, content_slice, dumps, enum_arg,
                            fit_items, int_arg, int_list_arg, iso, message_item, message_meta, str_arg)
-from .grep import current_session, require_session
 
 SAMPLES_PER_DEPTH = 20
 CHILDREN_LISTED = 50
@@ -51,8 +50,8 @@ def _refs_in(text: str) -> list[str]:
     return list(refs_in(text))[:20]
 
 
-def _visible_node(engine: Any, session_id: str, node_id: int) -> Any:
-    dag = engine.runtime.dag
+def _visible_node(ctx: ToolContext, session_id: str, node_id: int) -> Any:
+    dag = ctx.runtime.dag
     node = dag.get(node_id)
     if node is None or not dag.is_reachable(session_id, node.node_id):
         raise ToolError(f"summary node {node_id} is not visible in the current session; "
@@ -60,7 +59,7 @@ def _visible_node(engine: Any, session_id: str, node_id: int) -> Any:
     return node
 
 
-def _node_meta(engine: Any, session_id: str, node: Any) -> dict[str, Any]:
+def _node_meta(ctx: ToolContext, session_id: str, node: Any) -> dict[str, Any]:
     return {"node_id": node.node_id, "depth": node.depth, "token_count": node.token_count,
             "source_token_count": node.source_token_count, "earliest_at": iso(node.earliest_at),
             "latest_at": iso(node.latest_at), "carried": node.session_id != session_id,
@@ -68,22 +67,22 @@ def _node_meta(engine: Any, session_id: str, node: Any) -> dict[str, Any]:
 
 
 # -- trove_describe --------------------------------------------------------------
-def trove_describe(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
+def trove_describe(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
     node_id = int_arg(args, "node_id", None, minimum=1)
     ref = (str_arg(args, "externalized_ref") or "").strip() or None
     if node_id is not None and ref:
         raise ToolError("give node_id or externalized_ref, not both")
-    sid = require_session(engine, "trove_describe")
+    sid = require_session(ctx, "trove_describe")
     if ref:
-        out = _payloads("describe_ref")(engine.runtime, ref, session_id=sid)
+        out = _payloads("describe_ref")(ctx.runtime, ref, session_id=sid)
         return dict(out) if isinstance(out, dict) else {"externalized_ref": ref, "result": out}
     if node_id is not None:
-        return _describe_node(engine, sid, node_id)
-    return _describe_session(engine, sid)
+        return _describe_node(ctx, sid, node_id)
+    return _describe_session(ctx, sid)
 
 
-def _describe_session(engine: Any, sid: str) -> dict[str, Any]:
-    dag, store = engine.runtime.dag, engine.runtime.store
+def _describe_session(ctx: ToolContext, sid: str) -> dict[str, Any]:
+    dag, store = ctx.runtime.dag, ctx.runtime.store
     stats = dag.depth_stats(sid)
     nodes = dag.visible(sid)
     depths: dict[str, Any] = {}
@@ -92,7 +91,7 @@ def _describe_session(engine: Any, sid: str) -> dict[str, Any]:
         sample = at_depth[-SAMPLES_PER_DEPTH:]
         depths[f"d{depth}"] = {"count": st["count"], "total_tokens": st["tokens"],
                                "total_source_tokens": st["source_tokens"],
-                               "nodes": [_node_meta(engine, sid, n) for n in sample],
+                               "nodes": [_node_meta(ctx, sid, n) for n in sample],
                                "more_nodes": max(0, len(at_depth) - len(sample))}
     frontier = [n.node_id for n in dag.frontier(sid)]
     return {"session_id": sid, "store_message_count": store.count(sid), "total_nodes": len(nodes),
@@ -100,9 +99,9 @@ def _describe_session(engine: Any, sid: str) -> dict[str, Any]:
             "hint": "trove_describe(node_id=...) for one node; trove_expand(node_id=...) for its sources"}
 
 
-def _describe_node(engine: Any, sid: str, node_id: int) -> dict[str, Any]:
-    dag, store = engine.runtime.dag, engine.runtime.store
-    node = _visible_node(engine, sid, node_id)
+def _describe_node(ctx: ToolContext, sid: str, node_id: int) -> dict[str, Any]:
+    dag, store = ctx.runtime.dag, ctx.runtime.store
+    node = _visible_node(ctx, sid, node_id)
     total = dag.source_count(node)
     ids = dag.source_ids(node, 0, CHILDREN_LISTED)
     if node.depth == 0:
@@ -110,9 +109,9 @@ def _describe_node(engine: Any, sid: str, node_id: int) -> dict[str, Any]:
                      "timestamp": iso(r.created_at), "token_count": r.token_count,
                      "content_chars": len(r.content)} for r in store.get_many(ids)]
     else:
-        children = [_node_meta(engine, sid, c) for c in (dag.get(i) for i in ids) if c is not None]
+        children = [_node_meta(ctx, sid, c) for c in (dag.get(i) for i in ids) if c is not None]
     parent = dag.parent_of(node.node_id, sid)
-    out = _node_meta(engine, sid, node)
+    out = _node_meta(ctx, sid, node)
     out.update({"owner_session_id": node.session_id, "level": node.level, "model": node.model,
                 "source_type": "messages" if node.depth == 0 else "nodes", "num_sources": total,
                 "descendant_message_count": len(dag.descendant_store_ids(node.node_id)),
@@ -123,7 +122,7 @@ def _describe_node(engine: Any, sid: str, node_id: int) -> dict[str, Any]:
 
 
 # -- trove_expand ------------------------------------------------------------------
-def trove_expand(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
+def trove_expand(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
     chosen = [k for k in ("node_id", "store_id", "externalized_ref") if args.get(k) not in (None, "")]
     if len(chosen) != 1:
         raise ToolError("give exactly one of node_id, store_id or externalized_ref"
@@ -134,27 +133,27 @@ def trove_expand(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
     exact = bool_arg(args, "include_exact_ref")
     mode = chosen[0]
     if mode == "store_id":
-        out = _expand_store(engine, args, max_tokens, content_offset, exact)
+        out = _expand_store(ctx, args, max_tokens, content_offset, exact)
     elif mode == "externalized_ref":
-        sid = require_session(engine, "trove_expand(externalized_ref)")
+        sid = require_session(ctx, "trove_expand(externalized_ref)")
         ref = str_arg(args, "externalized_ref") or ""
-        res = _payloads("read_ref")(engine.runtime, ref.strip(), session_id=sid, content_offset=content_offset,
+        res = _payloads("read_ref")(ctx.runtime, ref.strip(), session_id=sid, content_offset=content_offset,
                                     max_chars=max_tokens * 4)
         out = dict(res) if isinstance(res, dict) else {"externalized_ref": ref, "result": res}
     else:
-        out = _expand_node(engine, args, max_tokens, content_offset, exact)
+        out = _expand_node(ctx, args, max_tokens, content_offset, exact)
     out.update(extra)
     return out
 
 
-def _expand_store(engine: Any, args: Mapping[str, Any], max_tokens: int, offset: int,
+def _expand_store(ctx: ToolContext, args: Mapping[str, Any], max_tokens: int, offset: int,
                   exact: bool) -> dict[str, Any]:
     store_id = int_arg(args, "store_id", None, minimum=1) or 0
     part = enum_arg(args, "part", ("content", "tool_calls"), "content") or "content"
-    row = engine.runtime.store.get(store_id)
+    row = ctx.runtime.store.get(store_id)
     if row is None:
         raise ToolError(f"no stored message with store_id {store_id}")
-    current = current_session(engine)
+    current = current_session(ctx)
     if part == "tool_calls":
         text = row.tool_calls or ""
         out = message_meta(row, current)
@@ -174,11 +173,11 @@ def _expand_store(engine: Any, args: Mapping[str, Any], max_tokens: int, offset:
     return out
 
 
-def _expand_node(engine: Any, args: Mapping[str, Any], max_tokens: int, content_offset: int,
+def _expand_node(ctx: ToolContext, args: Mapping[str, Any], max_tokens: int, content_offset: int,
                  exact: bool) -> dict[str, Any]:
-    dag, store = engine.runtime.dag, engine.runtime.store
-    sid = require_session(engine, "trove_expand(node_id)")
-    node = _visible_node(engine, sid, int_arg(args, "node_id", None, minimum=1) or 0)
+    dag, store = ctx.runtime.dag, ctx.runtime.store
+    sid = require_session(ctx, "trove_expand(node_id)")
+    node = _visible_node(ctx, sid, int_arg(args, "node_id", None, minimum=1) or 0)
     source_offset = int_arg(args, "source_offset", 0, minimum=0) or 0
     source_limit = int_arg(args, "source_limit", None, minimum=1, cap=SOURCE_PAGE)
     total = dag.source_count(node)
@@ -212,7 +211,7 @@ def _expand_node(engine: Any, args: Mapping[str, Any], max_tokens: int, content_
             else:
                 item = message_item(row, sid, offset=start, max_chars=take, include_exact_ref=exact)
         else:
-            item = _node_meta(engine, sid, child) if child is not None else {"node_id": source_id, "missing": True}
+            item = _node_meta(ctx, sid, child) if child is not None else {"node_id": source_id, "missing": True}
             item.update(content_slice(text, start, take))
         item["source_index"] = index
         items.append(item)
@@ -254,8 +253,8 @@ SYSTEM_PROMPT = (
     "does not contain the answer, say that plainly. Be concise.")
 
 
-def trove_expand_query(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
-    runtime = engine.runtime
+def trove_expand_query(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
+    runtime = ctx.runtime
     cfg = runtime.config
     prompt = (str_arg(args, "prompt", required=True, allow_empty=False) or "").strip()
     query = (str_arg(args, "query") or "").strip() or None
@@ -266,7 +265,7 @@ def trove_expand_query(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
     default_ctx = max(max_tokens, int(cfg.expansion_context_tokens))
     context_max = int_arg(args, "context_max_tokens", default_ctx, minimum=256, cap=200000,
                           clamped=extra) or default_ctx
-    sid = require_session(engine, "trove_expand_query")
+    sid = require_session(ctx, "trove_expand_query")
 
     given = {n: runtime.dag.get(n) for n in node_ids}
     rejected = [n for n, node in given.items() if node is None or not runtime.dag.is_reachable(sid, node.node_id)]
@@ -282,7 +281,7 @@ def trove_expand_query(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
                 seen.add(node.node_id)
         raw_rows = [r for r, _, _ in runtime.store.search(match.expression, session_ids=[sid], limit=max_results)]
     terms = _terms(match)
-    evidence = _gather(engine, sid, nodes, raw_rows, terms, context_max)
+    evidence = _gather(ctx, sid, nodes, raw_rows, terms, context_max)
 
     model = cfg.expansion_model or cfg.summary_model or ""
     timeout_s = max(1.0, float(cfg.expansion_timeout_ms) / 1000.0)
@@ -304,7 +303,7 @@ def trove_expand_query(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
                     "try other terms with trove_grep", degraded=True)
     question = f"Question: {prompt}\n\nEvidence blocks (JSON):\n{dumps(evidence['blocks'])}"
     messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": question}]
-    answer, error = _ask(engine, messages, model, timeout_s, max_tokens)
+    answer, error = _ask(ctx, messages, model, timeout_s, max_tokens)
     if error:
         out = dict(base, error=error, degraded=True)
         if "timed out" in error:
@@ -325,10 +324,10 @@ def _terms(match: Any) -> list[str]:
     return [w for w in words if w]
 
 
-def _gather(engine: Any, sid: str, nodes: list[Any], raw_rows: list[Any], terms: list[str],
+def _gather(ctx: ToolContext, sid: str, nodes: list[Any], raw_rows: list[Any], terms: list[str],
             budget: int) -> dict[str, Any]:
     """Evidence blocks within ``budget`` tokens: raw hits first, then each node down to its messages."""
-    dag, store = engine.runtime.dag, engine.runtime.store
+    dag, store = ctx.runtime.dag, ctx.runtime.store
     blocks: list[dict[str, Any]] = []
     pagination: list[dict[str, Any]] = []
     node_used: list[int] = []
@@ -407,7 +406,7 @@ def _rank_descendants(rows: list[Any], terms: list[str]) -> list[Any]:
     return sorted(rows, key=lambda r: -hits(r))
 
 
-def _ask(engine: Any, messages: list[dict[str, Any]], model: str, timeout_s: float,
+def _ask(ctx: ToolContext, messages: list[dict[str, Any]], model: str, timeout_s: float,
          max_tokens: int) -> tuple[str | None, str | None]:
     """Call the auxiliary model with a hard deadline; returns (answer, error)."""
     from ..compaction.summarize import clean_output
@@ -416,7 +415,7 @@ def _ask(engine: Any, messages: list[dict[str, Any]], model: str, timeout_s: flo
 
     def run() -> None:
         try:
-            box["text"] = engine.complete_aux(messages, model, timeout_s, max_tokens)
+            box["text"] = ctx.ask_model(messages, model, timeout_s, max_tokens)
         except Exception as exc:
             box["error"] = f"{type(exc).__name__}: {exc}"[:500]
 

@@ -1,6 +1,6 @@
 """Search and transcript tools: ``trove_grep`` and ``trove_load_session``.
 
-Both read through ``engine.runtime.store`` / ``engine.runtime.dag`` only. Ranking of raw
+Both read through ``ctx.runtime.store`` / ``ctx.runtime.dag`` only. Ranking of raw
 and summary hits is merged here (reciprocal rank, or time for recency); the SQL lives in
 the store and the DAG, the query text is built by ``search.build_match``.
 """
@@ -10,7 +10,7 @@ import time
 from typing import Any, Mapping
 
 from .query import Candidate, build_match, rerank
-from ..toolkit import (ROLES, ToolError, bool_arg, enum_arg, fit_items, int_arg, iso,
+from ..toolkit import (ROLES, ToolContext, ToolError, current_session, require_session, bool_arg, enum_arg, fit_items, int_arg, iso,
                            message_item, parse_time, str_arg, str_list_arg)
 
 GREP_CHAR_LIMIT = 32000
@@ -25,19 +25,6 @@ ARCHIVE_CANDIDATES = 20000  # session_scope='all' ranks at most the newest N mat
 _HYBRID_DECAY_PER_HOUR = 0.001
 
 
-def current_session(engine: Any) -> str | None:
-    key = engine.state.key
-    return key.session_id if key is not None and key.session_id else None
-
-
-def require_session(engine: Any, tool: str) -> str:
-    sid = current_session(engine)
-    if not sid:
-        raise ToolError(f"{tool} reads the current session, but no session is bound yet; "
-                        "use trove_grep with session_scope='all' or trove_load_session(session_id=...)")
-    return sid
-
-
 def time_window(args: Mapping[str, Any]) -> tuple[float | None, float | None]:
     start = parse_time(args.get("time_from"), "time_from")
     end = parse_time(args.get("time_to"), "time_to")
@@ -47,8 +34,8 @@ def time_window(args: Mapping[str, Any]) -> tuple[float | None, float | None]:
 
 
 # -- trove_grep ----------------------------------------------------------------
-def trove_grep(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
-    runtime = engine.runtime
+def trove_grep(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
+    runtime = ctx.runtime
     query = str_arg(args, "query", required=True) or ""
     extra: dict[str, Any] = {}
     limit = int_arg(args, "limit", 10, minimum=1, cap=200, clamped=extra) or 10
@@ -61,7 +48,7 @@ def trove_grep(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
     scope_session = (str_arg(args, "session_id") or "").strip() or None
     content_scope = enum_arg(args, "content_scope", CONTENT_SCOPES, "history") or "history"
     refs = str_list_arg(args, "externalized_refs", max_items=256)
-    current = current_session(engine)
+    current = current_session(ctx)
 
     if scope == "session" and not scope_session:
         raise ToolError("session_scope='session' needs session_id")
@@ -247,8 +234,8 @@ def _external_hits(runtime: Any, session_id: str, query: str, need: int, refs: l
 
 
 # -- trove_load_session ---------------------------------------------------------
-def trove_load_session(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
-    store = engine.runtime.store
+def trove_load_session(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
+    store = ctx.runtime.store
     session_id = (str_arg(args, "session_id", required=True, allow_empty=False) or "").strip()
     extra: dict[str, Any] = {}
     after = int_arg(args, "after_store_id", 0, minimum=0) or 0
@@ -267,7 +254,7 @@ def trove_load_session(engine: Any, args: Mapping[str, Any]) -> dict[str, Any]:
     rows = store.page(session_id, after, limit + 1, roles=roles or None, time_from=time_from, time_to=time_to)
     more = len(rows) > limit
     rows = rows[:limit]
-    current = current_session(engine)
+    current = current_session(ctx)
     items = [message_item(r, current, max_chars=max_chars, include_exact_ref=exact) for r in rows]
 
     def build(n: int) -> dict[str, Any]:

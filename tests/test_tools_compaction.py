@@ -15,7 +15,7 @@ CANARY = "ORCHID-4417"
 
 
 def call(engine, name, **args):
-    return json.loads(dispatch(engine, name, args))
+    return json.loads(dispatch(engine.tool_context(), name, args))
 
 
 def summarizer(messages, model, timeout_s, max_tokens):

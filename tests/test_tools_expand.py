@@ -14,7 +14,7 @@ KEY = SessionKey("s1", platform="cli")
 
 
 def call(engine, name, **args):
-    return json.loads(dispatch(engine, name, args))
+    return json.loads(dispatch(engine.tool_context(), name, args))
 
 
 def leaf(rt, session, ids, text="summary", **kw):

@@ -14,7 +14,7 @@ KEY = SessionKey("s1", platform="cli")
 
 
 def call(engine, name, **args):
-    out = dispatch(engine, name, args)
+    out = dispatch(engine.tool_context(), name, args)
     assert isinstance(out, str)
     return json.loads(out)
 
@@ -188,7 +188,7 @@ def test_offset_continues_where_the_previous_page_stopped(engine):
 def test_response_stays_under_its_character_cap_and_flags_truncation(engine):
     big = " ".join(f"needle{i} " + "x" * 30 for i in range(40))
     seed(engine.runtime, messages=[user("needle " + big + str(i)) for i in range(200)])
-    text = dispatch(engine, "trove_grep", {"query": "needle", "limit": 200})
+    text = dispatch(engine.tool_context(), "trove_grep", {"query": "needle", "limit": 200})
     out = json.loads(text)
     assert len(text) <= 32000
     if out["total_results"] < 200:
@@ -236,7 +236,7 @@ def test_externalized_refs_need_an_externalized_content_scope(engine):
 
 def test_arguments_may_arrive_as_a_json_string(engine):
     ids = seed(engine.runtime)
-    out = json.loads(dispatch(engine, "trove_grep", json.dumps({"query": "6543"})))
+    out = json.loads(dispatch(engine.tool_context(), "trove_grep", json.dumps({"query": "6543"})))
     assert out["results"][0]["store_id"] == ids[5]
 
 

@@ -12,7 +12,7 @@ from hermes_trove.tools import dispatch
 
 
 def call(engine, name, **args):
-    return json.loads(dispatch(engine, name, args))
+    return json.loads(dispatch(engine.tool_context(), name, args))
 
 
 @pytest.fixture

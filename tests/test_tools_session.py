@@ -13,7 +13,7 @@ KEY = SessionKey("s1", platform="cli")
 
 
 def call(engine, name, **args):
-    text = dispatch(engine, name, args)
+    text = dispatch(engine.tool_context(), name, args)
     return json.loads(text)
 
 
@@ -82,7 +82,7 @@ def test_load_session_keeps_tool_fields_and_previews_long_arguments(engine):
 
 def test_load_session_response_stays_under_its_cap_and_moves_the_cursor(engine):
     ids = engine.runtime.store.append(KEY, [user("p" * 19000) for _ in range(8)])
-    text = dispatch(engine, "trove_load_session", {"session_id": "s1", "max_content_chars": 20000})
+    text = dispatch(engine.tool_context(), "trove_load_session", {"session_id": "s1", "max_content_chars": 20000})
     out = json.loads(text)
     assert len(text) <= 64000
     assert out["truncated"] is True and out["has_more"] is True
@@ -155,7 +155,7 @@ def test_handle_tool_call_does_not_ingest_for_inspect(engine):
 @pytest.mark.parametrize("tool", ["trove_status", "trove_doctor"])
 def test_status_and_doctor_answer_with_bounded_json(engine, tool):
     seed(engine.runtime, 5)
-    text = dispatch(engine, tool, {})
+    text = dispatch(engine.tool_context(), tool, {})
     out = json.loads(text)
     assert "error" not in out and len(text) <= 32000
 
@@ -163,7 +163,7 @@ def test_status_and_doctor_answer_with_bounded_json(engine, tool):
 def test_status_falls_back_when_the_report_itself_fails(engine, monkeypatch):
     import hermes_trove.ops.status as status
 
-    def broken(engine):
+    def broken(**kwargs):
         raise RuntimeError("boom")
 
     monkeypatch.setattr(status, "build_status", broken)
@@ -173,5 +173,5 @@ def test_status_falls_back_when_the_report_itself_fails(engine, monkeypatch):
 
 def test_unknown_tool_and_non_object_arguments_are_errors(engine):
     assert "unknown tool" in call(engine, "trove_nope")["error"]
-    assert "JSON object" in json.loads(dispatch(engine, "trove_grep", "[1, 2]"))["error"]
-    assert "JSON object" in json.loads(dispatch(engine, "trove_grep", "{not json"))["error"]
+    assert "JSON object" in json.loads(dispatch(engine.tool_context(), "trove_grep", "[1, 2]"))["error"]
+    assert "JSON object" in json.loads(dispatch(engine.tool_context(), "trove_grep", "{not json"))["error"]
