@@ -2,7 +2,8 @@
 
 Subcommands are one table of handlers keyed by their words; each handler returns plain
 data and ``render`` turns it into text. Read-only forms never write; every ``apply`` form
-is narrow and takes a backup first. Nothing here raises into the host.
+is narrow and takes a backup first. Nothing raises into the host: ``make_handler`` is the
+``/trove`` boundary and ``execute`` the CLI's.
 """
 from __future__ import annotations
 
@@ -12,17 +13,17 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .config import database_path, load_config
-
-from .ops import doctor
-from .ops import hygiene
-from .ops import maintenance
-from .ops import rotate
-from .ops import status
+from .ops import backups, doctor, hygiene, maintenance, rotate, status
 from .runtime import build_runtime
+
+if TYPE_CHECKING:
+    from .engine import TroveEngine
+    from .runtime import Runtime
 
 log = logging.getLogger("hermes_trove.command")
 MAX_TEXT = 12000
@@ -32,33 +33,37 @@ MAX_TEXT = 12000
 class Target:
     """What a subcommand acts on: the runtime, the live engine (or None), the session."""
 
-    runtime: Any
-    engine: Any = None
+    runtime: Runtime
+    engine: TroveEngine | None = None
     session_id: str = ""
 
     @property
+    def snapshot(self) -> Mapping[str, Any] | None:
+        """The live engine's facts, or None outside Hermes and before any session binds."""
+        return self.engine.snapshot() if self.engine is not None else None
+
+    @property
     def mode(self) -> str:
-        state = getattr(self.engine, "state", None)
+        """The engine's mode for its own session; otherwise what the runtime recorded."""
+        state = self.engine.state if self.engine is not None else None
         if state is not None and state.key is not None and state.key.session_id == self.session_id:
             return str(state.mode)
         return str(self.runtime.bound_sessions.get(self.session_id, "active"))
 
 
-def resolve(runtime: Any, session_id: str | None = None, engine: Any = None) -> Target:
+def resolve(runtime: Runtime, session_id: str | None = None, engine: TroveEngine | None = None) -> Target:
     """The foreground engine's session unless a session is named explicitly."""
     engine = engine if engine is not None else runtime.foreground_engine()
-    bound = ""
-    if engine is not None and getattr(engine, "state", None) is not None and engine.state.key is not None:
-        bound = engine.state.key.session_id
-    return Target(runtime, engine, session_id or bound)
+    key = engine.state.key if engine is not None else None
+    return Target(runtime, engine, session_id or (key.session_id if key is not None else ""))
 
 
 def _status(t: Target) -> dict[str, Any]:
-    return status.build_status(t.engine, t.runtime, session_id=t.session_id or None)
+    return status.build_status(t.runtime, t.snapshot, session_id=t.session_id or None)
 
 
 def _doctor(t: Target) -> dict[str, Any]:
-    return doctor.run_doctor(t.engine, t.runtime)
+    return doctor.run_doctor(t.runtime, t.snapshot)
 
 
 def _protected(t: Target) -> list[str]:
@@ -85,7 +90,7 @@ HANDLERS: dict[tuple[str, ...], tuple[Callable[[Target], dict[str, Any]], str]] 
                                     "backup-first normalization of blank source to 'unknown'"),
     ("doctor", "retention"): (lambda t: hygiene.retention_report(t.runtime),
                               "read-only per-session footprint and age"),
-    ("backup",): (lambda t: {"status": "ok", **vars(maintenance.take_backup(t.runtime))},
+    ("backup",): (lambda t: {"status": "ok", **vars(backups.take_backup(t.runtime))},
                   "timestamped online SQLite backup"),
     ("rotate",): (_rotate_preview, "read-only preview of an in-place, tail-keeping rotate"),
     ("rotate", "apply"): (lambda t: rotate.apply(t.runtime, t.session_id, t.mode),
@@ -100,18 +105,21 @@ def help_text(prefix: str = "/trove") -> str:
                       "Read-only forms never write; apply forms take a backup first."])
 
 
-def run(runtime: Any, words: list[str], session_id: str | None = None,
-        engine: Any = None) -> tuple[str, dict[str, Any]]:
-    """Dispatch ``words`` (lower-cased) to a handler; returns ``(name, result)``. Never raises."""
+def run(runtime: Runtime, words: Sequence[str], session_id: str | None = None,
+        engine: TroveEngine | None = None) -> tuple[str, dict[str, Any]]:
+    """Dispatch ``words`` (lower-cased) to a handler; returns ``(name, result)``."""
     key = tuple(w.lower() for w in words) or ("status",)
     if key not in HANDLERS:
         unknown = "" if key == ("help",) else f"unknown subcommand: {' '.join(words)}"
         return "help", {"help": True, "error": unknown} if unknown else {"help": True}
-    try:
-        return " ".join(key), HANDLERS[key][0](resolve(runtime, session_id, engine))
-    except Exception as exc:
-        log.exception("trove: %s failed", " ".join(key))
-        return " ".join(key), {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
+    return " ".join(key), HANDLERS[key][0](resolve(runtime, session_id, engine))
+
+
+def _failure(words: Sequence[str], exc: Exception) -> tuple[str, dict[str, Any]]:
+    """The answer of a subcommand that raised, logged with its traceback."""
+    name = " ".join(w.lower() for w in words) or "status"
+    log.exception("trove: %s failed", name)
+    return name, {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
 
 
 def render(name: str, result: dict[str, Any], prefix: str = "/trove") -> str:
@@ -164,18 +172,23 @@ def _bound(text: str) -> str:
     return text[:MAX_TEXT] + f"\n... truncated ({len(text) - MAX_TEXT} more chars; use the CLI with --json)"
 
 
-def make_handler(runtime: Any) -> Callable[[str], str]:
+def make_handler(runtime: Runtime) -> Callable[[str], str]:
+    """The ``/trove`` handler: the one place its failures become text for the host."""
     def handle(raw_args: str = "") -> str:
+        words = str(raw_args or "").split()
         try:
-            name, result = run(runtime, str(raw_args or "").split())
+            name, result = run(runtime, words)
+        except Exception as exc:
+            name, result = _failure(words, exc)
+        try:
             return render(name, result)
-        except Exception as exc:  # last line of defence: the host must never see an exception
-            log.exception("trove: /trove failed")
+        except Exception as exc:
+            log.exception("trove: rendering /trove %s failed", name)
             return f"trove: command failed: {type(exc).__name__}: {exc}"
     return handle
 
 
-def register(ctx: Any, runtime: Any) -> None:
+def register(ctx: Any, runtime: Runtime) -> None:
     """``/trove`` when ``TROVE_ENABLE_SLASH_COMMAND`` is on; ``hermes trove`` always. Never raises."""
     try:
         if runtime.config.enable_slash_command and hasattr(ctx, "register_command"):
@@ -209,7 +222,7 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
                         help="session to report on or rotate (there is no bound session outside Hermes)")
 
 
-def _runtime_for(db: str | None, fallback: Any = None) -> Any:
+def _runtime_for(db: str | None, fallback: Runtime | None = None) -> Runtime:
     if fallback is not None and not db:
         return fallback
     config = load_config(os.environ)
@@ -221,9 +234,9 @@ def _runtime_for(db: str | None, fallback: Any = None) -> Any:
     return build_runtime(config)
 
 
-def execute(args: argparse.Namespace, runtime: Any = None, out: Any = None,
+def execute(args: argparse.Namespace, runtime: Runtime | None = None, out: TextIO | None = None,
             prog: str = "python -m hermes_trove") -> int:
-    """Run one parsed command line and print the result; returns the exit code."""
+    """Run one parsed command line and print the result; returns the exit code. Never raises."""
     out = out or sys.stdout
     try:
         runtime = _runtime_for(getattr(args, "trove_db", None), runtime)
@@ -231,7 +244,10 @@ def execute(args: argparse.Namespace, runtime: Any = None, out: Any = None,
         print(f"trove: {exc}", file=sys.stderr)
         return EXIT_USAGE
     words = list(getattr(args, "trove_words", None) or [])
-    name, result = run(runtime, words, session_id=getattr(args, "trove_session", None) or None)
+    try:
+        name, result = run(runtime, words, session_id=getattr(args, "trove_session", None) or None)
+    except Exception as exc:  # the CLI's boundary: a failing subcommand is an answer and an exit code
+        name, result = _failure(words, exc)
     if getattr(args, "trove_json", False):
         print(json.dumps(result, indent=2, default=str), file=out)
     else:
@@ -243,12 +259,12 @@ def execute(args: argparse.Namespace, runtime: Any = None, out: Any = None,
     return EXIT_OK
 
 
-def cli_handler(runtime: Any) -> Callable[[argparse.Namespace], int]:
+def cli_handler(runtime: Runtime) -> Callable[[argparse.Namespace], int]:
     """``handler_fn`` for ``ctx.register_cli_command``: the plugin's runtime unless --db is given."""
     return lambda args: execute(args, runtime, prog="hermes trove")
 
 
-def main(argv: Sequence[str] | None = None, out: Any = None) -> int:
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m hermes_trove", description=CLI_DESCRIPTION)
     setup_parser(parser)
     return execute(parser.parse_args(argv), out=out)

@@ -1,39 +1,172 @@
-"""Configuration: one spec table naming every ``TROVE_*`` variable once.
+"""Configuration: the frozen ``TroveConfig``, one typed field per ``TROVE_*`` variable.
 
-``load_config(mapping)`` turns an environment-like mapping into a frozen
-``TroveConfig``. Bad values never raise: they log a warning naming the variable and
-what it accepts, and the default is used. This module reads no files and opens nothing.
+Each field's metadata names its variable, doc line, group and accepted range; ``SPEC`` is
+the same table read back from ``dataclasses.fields``. ``load_config(mapping)`` parses an
+environment-like mapping: bad values never raise, they log a warning naming the variable
+and what it accepts, and the default is used. This module reads no files and opens nothing.
 """
 from __future__ import annotations
 
 import dataclasses
 import logging
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, TypeVar
 
 log = logging.getLogger("hermes_trove.config")
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
+# A field's annotation decides how its variable is parsed (annotations are strings here).
+_KINDS = {"bool": "bool", "int": "int", "float": "float", "str": "str", "tuple[str, ...]": "csv"}
+
+_T = TypeVar("_T")
+
+
+def knob(env: str, default: _T, doc: str, *, lo: float | None = None, hi: float | None = None,
+         group: str = "core") -> _T:
+    """A ``TroveConfig`` field read from ``env``; ``lo``/``hi`` bound numbers (inclusive)."""
+    meta = {"env": env, "doc": doc, "minimum": lo, "maximum": hi, "group": group}
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True)
+class TroveConfig:
+    """Frozen hermes-trove configuration; vary it in tests with ``dataclasses.replace``."""
+
+    # Trigger, tail and compaction
+    context_threshold: float = knob(
+        "TROVE_CONTEXT_THRESHOLD", 0.35, "Fraction of the context window that triggers compaction.", lo=0.05, hi=0.95)
+    fresh_tail_count: int = knob(
+        "TROVE_FRESH_TAIL_COUNT", 32, "Most recent messages protected from compaction.", lo=1, hi=10000)
+    fresh_tail_max_tokens: int = knob(
+        "TROVE_FRESH_TAIL_MAX_TOKENS", 0, "Optional token cap on the protected tail (0 disables).", lo=0)
+    leaf_chunk_tokens: int = knob(
+        "TROVE_LEAF_CHUNK_TOKENS", 20000,
+        "Raw tokens summarised per leaf node (base target with dynamic chunking).", lo=500)
+    dynamic_leaf_chunk_enabled: bool = knob(
+        "TROVE_DYNAMIC_LEAF_CHUNK_ENABLED", False, "Grow the leaf chunk (doubling) while the raw backlog is large.")
+    dynamic_leaf_chunk_max: int = knob(
+        "TROVE_DYNAMIC_LEAF_CHUNK_MAX", 40000, "Upper bound for dynamic leaf chunks.", lo=500)
+    incremental_max_depth: int = knob(
+        "TROVE_INCREMENTAL_MAX_DEPTH", 3, "Max condensation depth (-1 unlimited, 0 leaf only).", lo=-1, hi=64)
+    condensation_fanin: int = knob(
+        "TROVE_CONDENSATION_FANIN", 4, "Same-depth nodes condensed into one parent.", lo=2, hi=64)
+    threshold_full_sweep_enabled: bool = knob(
+        "TROVE_THRESHOLD_FULL_SWEEP_ENABLED", False, "At threshold, drain the raw backlog in one bounded sweep.")
+    summary_prefix_target_tokens: int = knob(
+        "TROVE_SUMMARY_PREFIX_TARGET_TOKENS", 0, "Sweep-only summary-prefix target (0 = one leaf chunk).", lo=0)
+    critical_budget_pressure_ratio: float = knob(
+        "TROVE_CRITICAL_BUDGET_PRESSURE_RATIO", 0.0,
+        "Pressure ratio that allows bypassing polite gates (0 disables).", lo=0.0, hi=1.0)
+    max_assembly_tokens: int = knob(
+        "TROVE_MAX_ASSEMBLY_TOKENS", 0, "Hard cap on the assembled prompt (0 = threshold decides).", lo=0)
+    reserve_tokens_floor: int = knob(
+        "TROVE_RESERVE_TOKENS_FLOOR", 0, "Keep this many tokens of the window free (0 disables).", lo=0)
+    new_session_retain_depth: int = knob(
+        "TROVE_NEW_SESSION_RETAIN_DEPTH", 2,
+        "Summary depth carried into a session after /new (-1 all, 0 none).", lo=-1, hi=64)
+
+    # Summarizer and expansion models
+    summary_model: str = knob(
+        "TROVE_SUMMARY_MODEL", "", "Summarization model (empty = host auxiliary 'compression' default).",
+        group="models")
+    summary_fallback_models: tuple[str, ...] = knob(
+        "TROVE_SUMMARY_FALLBACK_MODELS", (), "Models tried after the summary model fails.", group="models")
+    summary_timeout_ms: int = knob(
+        "TROVE_SUMMARY_TIMEOUT_MS", 60000, "Timeout for one summarization call.", lo=1000, group="models")
+    summary_circuit_breaker_failure_threshold: int = knob(
+        "TROVE_SUMMARY_CIRCUIT_BREAKER_FAILURE_THRESHOLD", 2, "Consecutive failures before a route is skipped.",
+        lo=1, group="models")
+    summary_circuit_breaker_cooldown_seconds: int = knob(
+        "TROVE_SUMMARY_CIRCUIT_BREAKER_COOLDOWN_SECONDS", 300, "Seconds an open route is skipped.", lo=0,
+        group="models")
+    l2_budget_ratio: float = knob(
+        "TROVE_L2_BUDGET_RATIO", 0.5, "Aggressive (bullet) budget as a fraction of the normal budget.",
+        lo=0.05, hi=1.0, group="models")
+    l3_truncate_tokens: int = knob(
+        "TROVE_L3_TRUNCATE_TOKENS", 512, "Size of the deterministic truncation summary.", lo=64, group="models")
+    custom_instructions: str = knob(
+        "TROVE_CUSTOM_INSTRUCTIONS", "", "Extra instructions appended to every summary prompt.", group="models")
+    expansion_model: str = knob(
+        "TROVE_EXPANSION_MODEL", "", "trove_expand_query model (empty = summary model).", group="models")
+    expansion_context_tokens: int = knob(
+        "TROVE_EXPANSION_CONTEXT_TOKENS", 32000, "Context budget for trove_expand_query.", lo=1000, group="models")
+    expansion_timeout_ms: int = knob(
+        "TROVE_EXPANSION_TIMEOUT_MS", 120000, "Timeout for one trove_expand_query call.", lo=1000, group="models")
+
+    # Storage, filters and diagnostics
+    database_path: str = knob(
+        "TROVE_DATABASE_PATH", "", "SQLite path (empty = $HERMES_HOME/trove.db).", group="storage")
+    ignore_session_patterns: tuple[str, ...] = knob(
+        "TROVE_IGNORE_SESSION_PATTERNS", (), "Session globs never stored (compaction delegated to the host).",
+        group="storage")
+    stateless_session_patterns: tuple[str, ...] = knob(
+        "TROVE_STATELESS_SESSION_PATTERNS", (), "Session globs kept read-only.", group="storage")
+    ignore_message_patterns: tuple[str, ...] = knob(
+        "TROVE_IGNORE_MESSAGE_PATTERNS", (), "Regexes; matching messages are not stored.", group="storage")
+    fts_integrity_check_interval_hours: float = knob(
+        "TROVE_FTS_INTEGRITY_CHECK_INTERVAL_HOURS", 24.0,
+        "Hours between startup FTS deep checks (0 always, <0 never).", group="storage")
+    enable_slash_command: bool = knob(
+        "TROVE_ENABLE_SLASH_COMMAND", False, "Register the /trove operator command.", group="storage")
+    doctor_clean_apply_enabled: bool = knob(
+        "TROVE_DOCTOR_CLEAN_APPLY_ENABLED", False, "Allow /trove doctor clean apply.", group="storage")
+    empty_lifecycle_gc_enabled: bool = knob(
+        "TROVE_EMPTY_LIFECYCLE_GC_ENABLED", True, "Prune lifecycle rows of sessions that stored nothing.",
+        group="storage")
+    empty_lifecycle_gc_threshold: int = knob(
+        "TROVE_EMPTY_LIFECYCLE_GC_THRESHOLD", 200, "Lifecycle rows at which the empty-row GC fires.", lo=1,
+        group="storage")
+    empty_lifecycle_gc_max_age_hours: float = knob(
+        "TROVE_EMPTY_LIFECYCLE_GC_MAX_AGE_HOURS", 24.0, "Minimum age of empty lifecycle rows the GC deletes.",
+        lo=0, group="storage")
+
+    # Large payloads and redaction
+    large_output_externalization_enabled: bool = knob(
+        "TROVE_LARGE_OUTPUT_EXTERNALIZATION_ENABLED", False, "Store oversized payloads in sidecar files.",
+        group="payloads")
+    large_output_externalization_threshold_chars: int = knob(
+        "TROVE_LARGE_OUTPUT_EXTERNALIZATION_THRESHOLD_CHARS", 12000, "Externalization threshold in characters.",
+        lo=256, group="payloads")
+    large_output_externalization_path: str = knob(
+        "TROVE_LARGE_OUTPUT_EXTERNALIZATION_PATH", "", "Payload directory (empty = beside the database).",
+        group="payloads")
+    large_output_active_replay_stubbing_enabled: bool = knob(
+        "TROVE_LARGE_OUTPUT_ACTIVE_REPLAY_STUBBING_ENABLED", False,
+        "Replace big tool results in the replayed prompt with refs.", group="payloads")
+    large_output_active_replay_stub_threshold_tokens: int = knob(
+        "TROVE_LARGE_OUTPUT_ACTIVE_REPLAY_STUB_THRESHOLD_TOKENS", 25000, "Token threshold for active-replay stubbing.",
+        lo=100, group="payloads")
+    large_output_transcript_gc_enabled: bool = knob(
+        "TROVE_LARGE_OUTPUT_TRANSCRIPT_GC_ENABLED", False,
+        "Rewrite externalized, summarized tool rows to placeholders.", group="payloads")
+    sensitive_patterns_enabled: bool = knob(
+        "TROVE_SENSITIVE_PATTERNS_ENABLED", False, "Redact named secret patterns before storage.", group="payloads")
+    sensitive_patterns: tuple[str, ...] = knob(
+        "TROVE_SENSITIVE_PATTERNS", ("api_key", "bearer_token", "password_assignment", "private_key"),
+        "Named redaction patterns to apply.", group="payloads")
+
+    # Not variables: where the host keeps its state, and how each value was obtained.
+    hermes_home: str = ""
+    sources: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)
 class Var:
-    """One configuration variable: env name, type, default, accepted range, doc."""
+    """One ``TROVE_*`` variable as read from a ``TroveConfig`` field: the docs and the parser use it."""
 
     name: str
+    field: str
     kind: str  # bool | int | float | str | csv
     default: Any
     doc: str
     minimum: float | None = None
     maximum: float | None = None
     group: str = "core"
-
-    @property
-    def field(self) -> str:
-        return self.name[len("TROVE_"):].lower()
 
     def accepts(self) -> str:
         if self.kind == "bool":
@@ -47,61 +180,16 @@ class Var:
         return "a string"
 
 
-def _v(name, kind, default, doc, lo=None, hi=None, group="core") -> Var:
-    return Var(name, kind, default, doc, lo, hi, group)
+def _var(f: dataclasses.Field[Any]) -> Var:
+    kind = _KINDS.get(str(f.type))
+    if kind is None:
+        raise TypeError(f"TroveConfig.{f.name}: annotation {f.type!r} is not one of {sorted(_KINDS)}")
+    m = f.metadata
+    return Var(name=m["env"], field=f.name, kind=kind, default=f.default, doc=m["doc"],
+               minimum=m["minimum"], maximum=m["maximum"], group=m["group"])
 
 
-SPEC: tuple[Var, ...] = (
-    # Trigger, tail and compaction
-    _v("TROVE_CONTEXT_THRESHOLD", "float", 0.35, "Fraction of the context window that triggers compaction.", 0.05, 0.95),
-    _v("TROVE_FRESH_TAIL_COUNT", "int", 32, "Most recent messages protected from compaction.", 1, 10000),
-    _v("TROVE_FRESH_TAIL_MAX_TOKENS", "int", 0, "Optional token cap on the protected tail (0 disables).", 0),
-    _v("TROVE_LEAF_CHUNK_TOKENS", "int", 20000, "Raw tokens summarised per leaf node (base target with dynamic chunking).", 500),
-    _v("TROVE_DYNAMIC_LEAF_CHUNK_ENABLED", "bool", False, "Grow the leaf chunk (doubling) while the raw backlog is large."),
-    _v("TROVE_DYNAMIC_LEAF_CHUNK_MAX", "int", 40000, "Upper bound for dynamic leaf chunks.", 500),
-    _v("TROVE_INCREMENTAL_MAX_DEPTH", "int", 3, "Max condensation depth (-1 unlimited, 0 leaf only).", -1, 64),
-    _v("TROVE_CONDENSATION_FANIN", "int", 4, "Same-depth nodes condensed into one parent.", 2, 64),
-    _v("TROVE_THRESHOLD_FULL_SWEEP_ENABLED", "bool", False, "At threshold, drain the raw backlog in one bounded sweep."),
-    _v("TROVE_SUMMARY_PREFIX_TARGET_TOKENS", "int", 0, "Sweep-only summary-prefix target (0 = one leaf chunk).", 0),
-    _v("TROVE_CRITICAL_BUDGET_PRESSURE_RATIO", "float", 0.0, "Pressure ratio that allows bypassing polite gates (0 disables).", 0.0, 1.0),
-    _v("TROVE_MAX_ASSEMBLY_TOKENS", "int", 0, "Hard cap on the assembled prompt (0 = threshold decides).", 0),
-    _v("TROVE_RESERVE_TOKENS_FLOOR", "int", 0, "Keep this many tokens of the window free (0 disables).", 0),
-    _v("TROVE_NEW_SESSION_RETAIN_DEPTH", "int", 2, "Summary depth carried into a session after /new (-1 all, 0 none).", -1, 64),
-    # Summarizer
-    _v("TROVE_SUMMARY_MODEL", "str", "", "Summarization model (empty = host auxiliary 'compression' default).", group="models"),
-    _v("TROVE_SUMMARY_FALLBACK_MODELS", "csv", (), "Models tried after the summary model fails.", group="models"),
-    _v("TROVE_SUMMARY_TIMEOUT_MS", "int", 60000, "Timeout for one summarization call.", 1000, group="models"),
-    _v("TROVE_SUMMARY_CIRCUIT_BREAKER_FAILURE_THRESHOLD", "int", 2, "Consecutive failures before a route is skipped.", 1, group="models"),
-    _v("TROVE_SUMMARY_CIRCUIT_BREAKER_COOLDOWN_SECONDS", "int", 300, "Seconds an open route is skipped.", 0, group="models"),
-    _v("TROVE_L2_BUDGET_RATIO", "float", 0.5, "Aggressive (bullet) budget as a fraction of the normal budget.", 0.05, 1.0, group="models"),
-    _v("TROVE_L3_TRUNCATE_TOKENS", "int", 512, "Size of the deterministic truncation summary.", 64, group="models"),
-    _v("TROVE_CUSTOM_INSTRUCTIONS", "str", "", "Extra instructions appended to every summary prompt.", group="models"),
-    _v("TROVE_EXPANSION_MODEL", "str", "", "trove_expand_query model (empty = summary model).", group="models"),
-    _v("TROVE_EXPANSION_CONTEXT_TOKENS", "int", 32000, "Context budget for trove_expand_query.", 1000, group="models"),
-    _v("TROVE_EXPANSION_TIMEOUT_MS", "int", 120000, "Timeout for one trove_expand_query call.", 1000, group="models"),
-    # Storage, filters, diagnostics
-    _v("TROVE_DATABASE_PATH", "str", "", "SQLite path (empty = $HERMES_HOME/trove.db).", group="storage"),
-    _v("TROVE_IGNORE_SESSION_PATTERNS", "csv", (), "Session globs never stored (compaction delegated to the host).", group="storage"),
-    _v("TROVE_STATELESS_SESSION_PATTERNS", "csv", (), "Session globs kept read-only.", group="storage"),
-    _v("TROVE_IGNORE_MESSAGE_PATTERNS", "csv", (), "Regexes; matching messages are not stored.", group="storage"),
-    _v("TROVE_FTS_INTEGRITY_CHECK_INTERVAL_HOURS", "float", 24.0, "Hours between startup FTS deep checks (0 always, <0 never).", group="storage"),
-    _v("TROVE_ENABLE_SLASH_COMMAND", "bool", False, "Register the /trove operator command.", group="storage"),
-    _v("TROVE_DOCTOR_CLEAN_APPLY_ENABLED", "bool", False, "Allow /trove doctor clean apply.", group="storage"),
-    _v("TROVE_EMPTY_LIFECYCLE_GC_ENABLED", "bool", True, "Prune lifecycle rows of sessions that stored nothing.", group="storage"),
-    _v("TROVE_EMPTY_LIFECYCLE_GC_THRESHOLD", "int", 200, "Lifecycle rows at which the empty-row GC fires.", 1, group="storage"),
-    _v("TROVE_EMPTY_LIFECYCLE_GC_MAX_AGE_HOURS", "float", 24.0, "Minimum age of empty lifecycle rows the GC deletes.", 0, group="storage"),
-    # Payloads and redaction
-    _v("TROVE_LARGE_OUTPUT_EXTERNALIZATION_ENABLED", "bool", False, "Store oversized payloads in sidecar files.", group="payloads"),
-    _v("TROVE_LARGE_OUTPUT_EXTERNALIZATION_THRESHOLD_CHARS", "int", 12000, "Externalization threshold in characters.", 256, group="payloads"),
-    _v("TROVE_LARGE_OUTPUT_EXTERNALIZATION_PATH", "str", "", "Payload directory (empty = beside the database).", group="payloads"),
-    _v("TROVE_LARGE_OUTPUT_ACTIVE_REPLAY_STUBBING_ENABLED", "bool", False, "Replace big tool results in the replayed prompt with refs.", group="payloads"),
-    _v("TROVE_LARGE_OUTPUT_ACTIVE_REPLAY_STUB_THRESHOLD_TOKENS", "int", 25000, "Token threshold for active-replay stubbing.", 100, group="payloads"),
-    _v("TROVE_LARGE_OUTPUT_TRANSCRIPT_GC_ENABLED", "bool", False, "Rewrite externalized, summarized tool rows to placeholders.", group="payloads"),
-    _v("TROVE_SENSITIVE_PATTERNS_ENABLED", "bool", False, "Redact named secret patterns before storage.", group="payloads"),
-    _v("TROVE_SENSITIVE_PATTERNS", "csv", ("api_key", "bearer_token", "password_assignment", "private_key"),
-       "Named redaction patterns to apply.", group="payloads"),
-)
-
+SPEC: tuple[Var, ...] = tuple(_var(f) for f in dataclasses.fields(TroveConfig) if "env" in f.metadata)
 BY_NAME: dict[str, Var] = {v.name: v for v in SPEC}
 
 
@@ -118,26 +206,10 @@ def _parse(var: Var, raw: str) -> Any:
         return tuple(p.strip() for p in raw.split(",") if p.strip())
     if var.kind == "str":
         return text
-    value: float = int(text) if var.kind == "int" else float(text)
+    value = int(text) if var.kind == "int" else float(text)
     if (var.minimum is not None and value < var.minimum) or (var.maximum is not None and value > var.maximum):
         raise ValueError(raw)
     return value
-
-
-def _make_config_class() -> type:
-    fields = [(v.field, Any, field(default=v.default)) for v in SPEC]
-    fields += [
-        ("hermes_home", str, field(default="")),
-        ("sources", Any, field(default=(), compare=False)),
-        ("warnings", Any, field(default=(), compare=False)),
-    ]
-    cls = dataclasses.make_dataclass("TroveConfig", fields, frozen=True)
-    cls.__module__ = __name__
-    cls.__doc__ = "Frozen hermes-trove configuration; vary it in tests with dataclasses.replace."
-    return cls
-
-
-TroveConfig: Any = _make_config_class()
 
 
 def default_hermes_home(mapping: Mapping[str, str] | None = None) -> str:
@@ -146,7 +218,7 @@ def default_hermes_home(mapping: Mapping[str, str] | None = None) -> str:
 
 
 def load_config(mapping: Mapping[str, str] | None = None, hermes_home: str | None = None,
-                warn: Callable[[str], None] | None = None) -> Any:
+                warn: Callable[[str], None] | None = None) -> TroveConfig:
     """Build a TroveConfig from ``mapping`` (default ``os.environ``)."""
     env = os.environ if mapping is None else mapping
     warn = warn or log.warning
@@ -171,20 +243,20 @@ def load_config(mapping: Mapping[str, str] | None = None, hermes_home: str | Non
                        warnings=tuple(warnings))
 
 
-def database_path(config: Any) -> Path:
+def database_path(config: TroveConfig) -> Path:
     """``TROVE_DATABASE_PATH`` if set, else ``$HERMES_HOME/trove.db``."""
     if config.database_path:
         return Path(os.path.expanduser(config.database_path))
     return Path(config.hermes_home) / "trove.db"
 
 
-def payload_dir(config: Any) -> Path:
+def payload_dir(config: TroveConfig) -> Path:
     if config.large_output_externalization_path:
         return Path(os.path.expanduser(config.large_output_externalization_path))
     return database_path(config).parent / "trove-payloads"
 
 
-def public_view(config: Any) -> dict[str, Any]:
+def public_view(config: TroveConfig) -> dict[str, Any]:
     """Config values with their sources, for status output (no secrets live here)."""
     src = dict(config.sources)
     return {v.name: {"value": list(getattr(config, v.field)) if v.kind == "csv" else getattr(config, v.field),

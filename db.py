@@ -1,27 +1,33 @@
-"""The only place that opens SQLite.
+"""The only place that opens SQLite; it also applies and inspects the schema.
 
-``Database`` holds a path, never a live handle: connections are cached per thread and
-per process, so engine copies (the host deep-copies the engine per agent) share them
-safely. Writes go through ``transaction()`` (BEGIN IMMEDIATE under a per-file process
-lock). Schema changes are named migrations recorded in ``schema_migrations``; a file
-stamped by a newer schema is refused before any DDL runs.
+``Database`` holds a path, never a live handle: connections are cached per thread and process,
+so engine copies share them. Writes go through ``transaction()`` (BEGIN IMMEDIATE under a
+per-file lock). ``migrate`` applies what a file's ``schema_migrations`` ledger lacks and refuses
+a file whose ledger names a migration this build does not know. When to check or repair is
+``ops.maintenance``'s call.
 """
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sqlite3
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Mapping
 
-SCHEMA_VERSION = 1
+from .migrations import FTS_TABLES, MIGRATIONS
+
 BUSY_TIMEOUT_MS = 30000
+LEDGER_DDL = "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
+FTS_SHADOWS = ("data", "idx", "docsize", "config", "content")
+KNOWN_MIGRATIONS = frozenset(name for name, _ in MIGRATIONS)
 
 
 class SchemaTooNewError(RuntimeError):
-    """The database was written by a newer hermes-trove schema."""
+    """The database's migration ledger names migrations this build does not know."""
 
 
 _local = threading.local()
@@ -34,177 +40,19 @@ def _write_lock(path: str) -> threading.RLock:
         return _write_locks.setdefault(path, threading.RLock())
 
 
-MIGRATIONS: list[tuple[str, str]] = [
-    ("0001_core", """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS messages (
-    store_id        INTEGER PRIMARY KEY AUTOINCREMENT,
-    session_id      TEXT NOT NULL,
-    conversation_id TEXT NOT NULL DEFAULT '',
-    platform        TEXT NOT NULL DEFAULT '',
-    source          TEXT NOT NULL DEFAULT 'unknown',
-    role            TEXT NOT NULL,
-    content         TEXT NOT NULL DEFAULT '',
-    content_is_json INTEGER NOT NULL DEFAULT 0,
-    tool_calls      TEXT,
-    tool_call_id    TEXT,
-    tool_name       TEXT,
-    extra           TEXT,
-    token_count     INTEGER NOT NULL DEFAULT 0,
-    identity        TEXT NOT NULL DEFAULT '',
-    pinned          INTEGER NOT NULL DEFAULT 0,
-    created_at      REAL NOT NULL,
-    ingested_at     REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS messages_session ON messages(session_id, store_id);
-CREATE INDEX IF NOT EXISTS messages_session_time ON messages(session_id, created_at);
-CREATE INDEX IF NOT EXISTS messages_identity ON messages(session_id, identity);
-CREATE INDEX IF NOT EXISTS messages_source ON messages(source, session_id, store_id);
-CREATE VIRTUAL TABLE IF NOT EXISTS messages_fts USING fts5(
-    content, tool_calls, content='messages', content_rowid='store_id',
-    tokenize='porter unicode61 remove_diacritics 2');
-CREATE TRIGGER IF NOT EXISTS messages_fts_insert AFTER INSERT ON messages BEGIN
-    INSERT INTO messages_fts(rowid, content, tool_calls) VALUES (new.store_id, new.content, new.tool_calls);
-END;
-CREATE TRIGGER IF NOT EXISTS messages_fts_delete AFTER DELETE ON messages BEGIN
-    INSERT INTO messages_fts(messages_fts, rowid, content, tool_calls)
-    VALUES ('delete', old.store_id, old.content, old.tool_calls);
-END;
-CREATE TRIGGER IF NOT EXISTS messages_fts_update AFTER UPDATE OF content, tool_calls ON messages BEGIN
-    INSERT INTO messages_fts(messages_fts, rowid, content, tool_calls)
-    VALUES ('delete', old.store_id, old.content, old.tool_calls);
-    INSERT INTO messages_fts(rowid, content, tool_calls) VALUES (new.store_id, new.content, new.tool_calls);
-END;
+class _ThreadConnections(dict[tuple[int, str], sqlite3.Connection]):
+    """One thread's connections, closed when the thread ends and its thread-local dies.
 
-CREATE TABLE IF NOT EXISTS summary_nodes (
-    node_id            INTEGER PRIMARY KEY AUTOINCREMENT,
-    session_id         TEXT NOT NULL,
-    depth              INTEGER NOT NULL,
-    summary            TEXT NOT NULL,
-    token_count        INTEGER NOT NULL DEFAULT 0,
-    source_token_count INTEGER NOT NULL DEFAULT 0,
-    earliest_at        REAL,
-    latest_at          REAL,
-    level              TEXT NOT NULL DEFAULT 'normal',
-    model              TEXT NOT NULL DEFAULT '',
-    expand_hint        TEXT NOT NULL DEFAULT '',
-    created_at         REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS summary_nodes_session ON summary_nodes(session_id, depth, node_id);
-CREATE TABLE IF NOT EXISTS node_messages (
-    node_id  INTEGER NOT NULL REFERENCES summary_nodes(node_id) ON DELETE CASCADE,
-    ordinal  INTEGER NOT NULL,
-    store_id INTEGER NOT NULL,
-    PRIMARY KEY (node_id, ordinal)
-);
-CREATE INDEX IF NOT EXISTS node_messages_store ON node_messages(store_id);
-CREATE TABLE IF NOT EXISTS node_children (
-    node_id  INTEGER NOT NULL REFERENCES summary_nodes(node_id) ON DELETE CASCADE,
-    ordinal  INTEGER NOT NULL,
-    child_id INTEGER NOT NULL,
-    PRIMARY KEY (node_id, ordinal)
-);
-CREATE INDEX IF NOT EXISTS node_children_child ON node_children(child_id);
-CREATE TABLE IF NOT EXISTS carried_nodes (
-    session_id TEXT NOT NULL,
-    node_id    INTEGER NOT NULL REFERENCES summary_nodes(node_id) ON DELETE CASCADE,
-    from_session_id TEXT NOT NULL,
-    carried_at REAL NOT NULL,
-    PRIMARY KEY (session_id, node_id)
-);
-CREATE VIRTUAL TABLE IF NOT EXISTS nodes_fts USING fts5(
-    summary, content='summary_nodes', content_rowid='node_id',
-    tokenize='porter unicode61 remove_diacritics 2');
-CREATE TRIGGER IF NOT EXISTS nodes_fts_insert AFTER INSERT ON summary_nodes BEGIN
-    INSERT INTO nodes_fts(rowid, summary) VALUES (new.node_id, new.summary);
-END;
-CREATE TRIGGER IF NOT EXISTS nodes_fts_delete AFTER DELETE ON summary_nodes BEGIN
-    INSERT INTO nodes_fts(nodes_fts, rowid, summary) VALUES ('delete', old.node_id, old.summary);
-END;
-CREATE TRIGGER IF NOT EXISTS nodes_fts_update AFTER UPDATE OF summary ON summary_nodes BEGIN
-    INSERT INTO nodes_fts(nodes_fts, rowid, summary) VALUES ('delete', old.node_id, old.summary);
-    INSERT INTO nodes_fts(rowid, summary) VALUES (new.node_id, new.summary);
-END;
+    A dropped sqlite3 connection sits in a reference cycle, so without this a finished
+    thread's connection keeps its file descriptor until the cyclic GC happens to run.
+    """
 
-CREATE TABLE IF NOT EXISTS sessions (
-    session_id      TEXT PRIMARY KEY,
-    conversation_id TEXT NOT NULL DEFAULT '',
-    platform        TEXT NOT NULL DEFAULT '',
-    ingest_len      INTEGER NOT NULL DEFAULT 0,
-    ingest_identity TEXT NOT NULL DEFAULT '',
-    frontier_store_id INTEGER NOT NULL DEFAULT 0,
-    last_rotate_at  REAL,
-    last_rotate_backup TEXT,
-    previous_session_id TEXT,
-    created_at      REAL NOT NULL,
-    updated_at      REAL NOT NULL,
-    ended_at        REAL
-);
-"""),
-    ("0002_imports", """
-CREATE TABLE IF NOT EXISTS imports (
-    import_id  TEXT PRIMARY KEY,
-    kind       TEXT NOT NULL,
-    sources    TEXT NOT NULL,
-    options    TEXT NOT NULL DEFAULT '{}',
-    first_at   REAL NOT NULL,
-    last_at    REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS imported_messages (
-    import_id  TEXT NOT NULL,
-    source_key TEXT NOT NULL,
-    store_id   INTEGER NOT NULL,
-    meta       TEXT,
-    imported_at REAL NOT NULL,
-    PRIMARY KEY (import_id, source_key)
-);
-CREATE INDEX IF NOT EXISTS imported_messages_store ON imported_messages(store_id);
-CREATE TABLE IF NOT EXISTS imported_nodes (
-    import_id  TEXT NOT NULL,
-    source_key TEXT NOT NULL,
-    node_id    INTEGER NOT NULL,
-    imported_at REAL NOT NULL,
-    PRIMARY KEY (import_id, source_key)
-);
-"""),
-    ("0003_session_frontier", """
-CREATE TABLE IF NOT EXISTS session_frontier (
-    session_id TEXT NOT NULL,
-    node_id    INTEGER NOT NULL REFERENCES summary_nodes(node_id) ON DELETE CASCADE,
-    PRIMARY KEY (session_id, node_id)
-);
-CREATE INDEX IF NOT EXISTS session_frontier_node ON session_frontier(node_id);
-INSERT OR IGNORE INTO session_frontier(session_id, node_id)
-SELECT v.session_id, v.node_id FROM (
-    SELECT session_id, node_id FROM summary_nodes
-    UNION SELECT session_id, node_id FROM carried_nodes) v
-WHERE NOT EXISTS (
-    SELECT 1 FROM node_children c JOIN summary_nodes p ON p.node_id = c.node_id
-    WHERE c.child_id = v.node_id AND (p.session_id = v.session_id OR p.node_id IN
-        (SELECT node_id FROM carried_nodes WHERE session_id = v.session_id)));
-"""),
-    # Row-at-a-time FTS5 inserts from a trigger cost several times a batched insert, so the
-    # store indexes each batch of new rows with one statement (MessageStore._index_new_rows).
-    ("0004_fts_insert_by_store", """
-DROP TRIGGER IF EXISTS messages_fts_insert;
-"""),
-    # The import ledger is only ever looked up by its key: stored clustered on it, with no
-    # second index, each imported row costs one B-tree insert here instead of three.
-    ("0005_import_ledger_by_key", """
-CREATE TABLE imported_messages_by_key (
-    import_id  TEXT NOT NULL,
-    source_key TEXT NOT NULL,
-    store_id   INTEGER NOT NULL,
-    meta       TEXT,
-    imported_at REAL NOT NULL,
-    PRIMARY KEY (import_id, source_key)
-) WITHOUT ROWID;
-INSERT INTO imported_messages_by_key(import_id, source_key, store_id, meta, imported_at)
-SELECT import_id, source_key, store_id, meta, imported_at FROM imported_messages;
-DROP TABLE imported_messages;
-ALTER TABLE imported_messages_by_key RENAME TO imported_messages;
-"""),
-]
+    def __del__(self) -> None:
+        pid = os.getpid()
+        for (owner, _), conn in list(self.items()):
+            if owner == pid:  # a forked child must not close its parent's handles
+                with contextlib.suppress(Exception):
+                    conn.close()
 
 
 class Database:
@@ -213,14 +61,15 @@ class Database:
     def __init__(self, path: str | os.PathLike[str]):
         self.path = str(Path(path).expanduser())
 
-    def __deepcopy__(self, memo: dict) -> "Database":
+    def __deepcopy__(self, memo: dict) -> Database:
         return self
 
     # -- connections -------------------------------------------------------
     def connect(self) -> sqlite3.Connection:
         """This thread's connection, opened and migrated on first use."""
-        conns: dict[tuple[int, str], sqlite3.Connection] = getattr(_local, "conns", None) or {}
-        _local.conns = conns
+        conns: _ThreadConnections | None = getattr(_local, "conns", None)
+        if conns is None:
+            conns = _local.conns = _ThreadConnections()
         key = (os.getpid(), self.path)
         conn = conns.get(key)
         if conn is None:
@@ -231,28 +80,22 @@ class Database:
     def _open(self) -> sqlite3.Connection:
         Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-        conn.row_factory = sqlite3.Row
-        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
-        except sqlite3.OperationalError:
-            pass  # another process holds the file mid-switch; WAL is persistent once set
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA foreign_keys=ON")
-        if not self._is_current(conn):
-            self._migrate(conn)
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+            except sqlite3.OperationalError:
+                pass  # another process holds the file mid-switch; WAL is persistent once set
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            if set(applied_names(conn)) != KNOWN_MIGRATIONS:
+                with _write_lock(self.path):
+                    migrate(conn)
+        except BaseException:
+            conn.close()  # a refused or broken file must not leave its handle open
+            raise
         return conn
-
-    @staticmethod
-    def _is_current(conn: sqlite3.Connection) -> bool:
-        try:
-            done = {r[0] for r in conn.execute("SELECT name FROM schema_migrations")}
-            row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        except sqlite3.OperationalError:
-            return False
-        if row is not None and int(row[0]) > SCHEMA_VERSION:
-            return False  # let _migrate raise the clear error
-        return row is not None and all(name in done for name, _ in MIGRATIONS)
 
     def close(self) -> None:
         conns = getattr(_local, "conns", {})
@@ -280,33 +123,68 @@ class Database:
     def read(self) -> sqlite3.Connection:
         return self.connect()
 
-    # -- schema ------------------------------------------------------------
-    def _migrate(self, conn: sqlite3.Connection) -> None:
-        with _write_lock(self.path):
-            _retry(lambda: conn.execute("BEGIN IMMEDIATE"))
-            try:
-                conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
-                conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-                row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-                if row is not None and int(row[0]) > SCHEMA_VERSION:
-                    raise SchemaTooNewError(
-                        f"{self.path} has schema version {row[0]}, newer than this hermes-trove "
-                        f"(supports {SCHEMA_VERSION}); upgrade hermes-trove or use another TROVE_DATABASE_PATH")
-                done = {r[0] for r in conn.execute("SELECT name FROM schema_migrations")}
-                for name, sql in MIGRATIONS:
-                    if name in done:
-                        continue
-                    for statement in split_sql(sql):
-                        conn.execute(statement)
-                    conn.execute("INSERT INTO schema_migrations(name, applied_at) VALUES (?, ?)", (name, time.time()))
-                conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-
+    # -- schema and meta ---------------------------------------------------
     def applied_migrations(self) -> list[str]:
-        return [r[0] for r in self.read().execute("SELECT name FROM schema_migrations ORDER BY name")]
+        return sorted(applied_names(self.read()))
+
+    def set_meta(self, values: Mapping[str, str | None]) -> None:
+        """Write ``meta`` keys in one transaction; a None value deletes the key."""
+        with self.transaction() as conn:
+            for key, value in values.items():
+                if value is None:
+                    conn.execute("DELETE FROM meta WHERE key=?", (key,))
+                else:
+                    conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+
+# -- migrations ------------------------------------------------------------------------
+
+def applied_names(conn: sqlite3.Connection) -> list[str]:
+    """The names in the file's ledger (none when the file has no ledger yet)."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_migrations'").fetchone() is None:
+        return []
+    return [str(r[0]) for r in conn.execute("SELECT name FROM schema_migrations")]
+
+
+def refuse_newer_schema(conn: sqlite3.Connection) -> None:
+    """Raise ``SchemaTooNewError`` when the ledger names a migration this build does not know."""
+    unknown = sorted(set(applied_names(conn)) - KNOWN_MIGRATIONS)
+    if unknown:
+        raise SchemaTooNewError(
+            f"{database_file(conn)} was migrated by a newer hermes-trove: its schema_migrations ledger holds"
+            f" {', '.join(unknown)}, unknown to this build. Upgrade hermes-trove to open it, or point"
+            f" TROVE_DATABASE_PATH at another file.")
+
+
+def migrate(conn: sqlite3.Connection, stop_before: str | None = None) -> list[str]:
+    """Apply, in order, the migrations the ledger lacks; returns the names applied.
+
+    One BEGIN IMMEDIATE on an autocommit connection: the first process migrates, the others
+    wait on the busy timeout and find nothing pending. ``stop_before`` (a migration name)
+    leaves that migration and every later one unapplied.
+    """
+    if stop_before is not None and stop_before not in KNOWN_MIGRATIONS:
+        raise ValueError(f"unknown migration {stop_before!r}")
+    _retry(lambda: conn.execute("BEGIN IMMEDIATE"))
+    try:
+        refuse_newer_schema(conn)
+        conn.execute(LEDGER_DDL)
+        done = set(applied_names(conn))
+        applied: list[str] = []
+        for name, script in MIGRATIONS:
+            if name == stop_before:
+                break
+            if name in done:
+                continue
+            for statement in split_sql(script):
+                conn.execute(statement)
+            conn.execute("INSERT INTO schema_migrations(name, applied_at) VALUES (?, ?)", (name, time.time()))
+            applied.append(name)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return applied
 
 
 def split_sql(script: str) -> list[str]:
@@ -323,6 +201,151 @@ def split_sql(script: str) -> list[str]:
     return out
 
 
+def database_file(conn: sqlite3.Connection) -> str:
+    """The file behind ``conn``'s main database (``:memory:`` for an in-memory one)."""
+    for row in conn.execute("PRAGMA database_list"):
+        if row[1] == "main":
+            return str(row[2]) or ":memory:"
+    return ":memory:"
+
+
+# -- schema inspection -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SchemaObjects:
+    """Named schema objects by kind, each with the CREATE statement ``sqlite_master`` keeps.
+
+    FTS shadow tables, SQLite's own tables and automatic indexes are left out: they come
+    and go with the objects that own them.
+    """
+
+    tables: Mapping[str, str]
+    fts: Mapping[str, str]
+    triggers: Mapping[str, str]
+    indexes: Mapping[str, str]
+
+
+def schema_objects(conn: sqlite3.Connection) -> SchemaObjects:
+    rows = [(str(r[0]), str(r[1]), r[2]) for r in conn.execute("SELECT type, name, sql FROM sqlite_master")]
+    virtual = {name: sql for kind, name, sql in rows
+               if kind == "table" and str(sql or "").upper().startswith("CREATE VIRTUAL TABLE")}
+    shadows = {f"{name}_{suffix}" for name in virtual for suffix in FTS_SHADOWS}
+
+    def named(kind: str) -> dict[str, str]:
+        return {name: str(sql) for k, name, sql in rows
+                if k == kind and sql is not None and not name.startswith("sqlite_")
+                and name not in virtual and name not in shadows}
+
+    return SchemaObjects(named("table"), virtual, named("trigger"), named("index"))
+
+
+@functools.lru_cache(maxsize=1)
+def blank_schema() -> SchemaObjects:
+    """What a blank file holds once every migration has run (built in memory once)."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        migrate(conn)
+        return schema_objects(conn)
+    finally:
+        conn.close()
+
+
+def create_trigger(conn: sqlite3.Connection, name: str) -> None:
+    """Create a trigger as the migrations define it."""
+    conn.execute(blank_schema().triggers[name])
+
+
+def create_index(conn: sqlite3.Connection, name: str) -> None:
+    """Create an index as the migrations define it."""
+    conn.execute(blank_schema().indexes[name])
+
+
+# -- meta ----------------------------------------------------------------------------------
+
+def meta_value(conn: sqlite3.Connection, key: str) -> str | None:
+    try:
+        r = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+    except sqlite3.OperationalError:
+        return None
+    return None if r is None else str(r[0])
+
+
+# -- FTS upkeep ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class FtsSync:
+    """Row agreement between one FTS index and its content table (read-only counts)."""
+
+    table: str
+    content_rows: int
+    indexed_rows: int
+    unindexed: int  # content rows with no FTS document
+    ghosts: int     # FTS documents with no content row
+
+    @property
+    def ok(self) -> bool:
+        return self.content_rows == self.indexed_rows and not self.unindexed and not self.ghosts
+
+
+def fts_sync(conn: sqlite3.Connection, fts: str, exact: bool = True) -> FtsSync:
+    """Compare ``<fts>_docsize`` with the content table; ``exact`` adds anti-join counts."""
+    content, rowid = FTS_TABLES[fts]
+    n_content = int(conn.execute(f"SELECT COUNT(*) FROM {content}").fetchone()[0])
+    n_index = int(conn.execute(f"SELECT COUNT(*) FROM {fts}_docsize").fetchone()[0])
+    unindexed = ghosts = 0
+    if exact:
+        unindexed = int(conn.execute(
+            f"SELECT COUNT(*) FROM {content} c WHERE NOT EXISTS"
+            f" (SELECT 1 FROM {fts}_docsize d WHERE d.id = c.{rowid})").fetchone()[0])
+        ghosts = int(conn.execute(
+            f"SELECT COUNT(*) FROM {fts}_docsize d WHERE NOT EXISTS"
+            f" (SELECT 1 FROM {content} c WHERE c.{rowid} = d.id)").fetchone()[0])
+    return FtsSync(fts, n_content, n_index, unindexed, ghosts)
+
+
+def fts_integrity(conn: sqlite3.Connection, fts: str) -> str | None:
+    """FTS5 deep integrity-check against the content table; None when sound, else the error.
+
+    The statement changes nothing, but SQLite runs it as a write statement (it briefly
+    holds the write lock), so it is never run on a path that must not block writers.
+    """
+    try:
+        conn.execute(f"INSERT INTO {fts}({fts}, rank) VALUES('integrity-check', 1)")
+    except sqlite3.DatabaseError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def rebuild_fts(conn: sqlite3.Connection, fts: str) -> None:
+    """Re-read every content row into the index (FTS5 ``rebuild``)."""
+    conn.execute(f"INSERT INTO {fts}({fts}) VALUES('rebuild')")
+
+
+def recreate_fts(conn: sqlite3.Connection, fts: str) -> None:
+    """Drop the index and whatever is left of its shadow tables, then create it empty."""
+    try:
+        conn.execute(f"DROP TABLE IF EXISTS {fts}")
+    except sqlite3.DatabaseError:
+        # A damaged config row stops SQLite from even loading the table to drop it.
+        conn.execute(f"INSERT OR REPLACE INTO {fts}_config(k, v) VALUES ('version', ?)", (_fts5_version(conn),))
+        conn.execute(f"DROP TABLE IF EXISTS {fts}")
+    for shadow in FTS_SHADOWS:
+        conn.execute(f"DROP TABLE IF EXISTS {fts}_{shadow}")
+    conn.execute(blank_schema().fts[fts])
+
+
+def _fts5_version(conn: sqlite3.Connection) -> int:
+    """The FTS5 file-format version this SQLite writes (read from a throwaway temp table)."""
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.trove_fts_probe USING fts5(x)")
+    try:
+        row = conn.execute("SELECT v FROM temp.trove_fts_probe_config WHERE k='version'").fetchone()
+    finally:
+        conn.execute("DROP TABLE temp.trove_fts_probe")
+    return int(row[0]) if row else 4
+
+
+# -- other files ---------------------------------------------------------------------------
+
 def open_readonly(path: str | os.PathLike[str], immutable: bool = False,
                   timeout_s: float = BUSY_TIMEOUT_MS / 1000) -> sqlite3.Connection:
     """A read-only connection to any SQLite file (ours or a foreign source database).
@@ -332,6 +355,17 @@ def open_readonly(path: str | os.PathLike[str], immutable: bool = False,
     uri = Path(path).resolve().as_uri() + ("?immutable=1" if immutable else "?mode=ro")
     conn = sqlite3.connect(uri, uri=True, timeout=timeout_s, check_same_thread=False)
     conn.row_factory = sqlite3.Row
+    return conn
+
+
+def open_trove_readonly(path: str | os.PathLike[str], immutable: bool = False) -> sqlite3.Connection:
+    """A read-only connection to a trove database, refused when a newer build migrated it."""
+    conn = open_readonly(path, immutable=immutable)
+    try:
+        refuse_newer_schema(conn)
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 

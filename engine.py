@@ -1,23 +1,31 @@
 """TroveEngine: the Hermes context engine. A thin orchestrator with no SQL of its own.
 
 It binds a session (from the host's lifecycle calls), ingests what the host shows it,
-answers the host's compaction questions, and hands compaction to ``compaction.py`` and
-tool calls to ``tools.py``. All durable state lives in the database keyed by session,
-because the host deep-copies the engine for every agent it builds.
+answers the host's compaction questions, and hands compaction to ``compaction.compactor``
+and tool calls to ``tools.dispatch``. All durable state lives in the database keyed by
+session, because the host deep-copies the engine for every agent it builds.
 """
 from __future__ import annotations
 
 import copy
-import json
 import logging
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .compaction.compactor import CompactionLimits, Compactor
+from .compaction.policy import trim_head_tail
+from .compaction.summarize import Complete, Summarizer, host_complete
 from .hostbase import ContextEngine
+from .ingest import is_synthetic
+from .ops.maintenance import gc_empty_lifecycle
 from .runtime import Runtime, build_runtime
 from .store import SessionKey
 from .toolkit import ToolContext
+from .tools import TOOL_SCHEMAS, dispatch
+
+if TYPE_CHECKING:
+    from .config import TroveConfig
 
 log = logging.getLogger("hermes_trove.engine")
 
@@ -41,14 +49,22 @@ class SessionState:
 
 
 class TroveEngine(ContextEngine):
-    """Lossless context engine ``trove``."""
+    """Lossless context engine ``trove``.
+
+    ``TroveEngine(runtime, complete=None)``: ``runtime`` defaults to one built from the
+    environment. ``complete`` is the model behind summaries and model-backed tools, a
+    ``(messages, model, timeout_s, max_tokens) -> text`` function; None means the host's
+    auxiliary client (else ``ctx.llm``), routed with this copy's main-model settings.
+    Deep copies keep the injected function.
+    """
 
     # Ask the host to run preflight on nearly every turn; the engine decides itself.
     protect_first_n = 0
     protect_last_n = 1
 
-    def __init__(self, runtime: Runtime | None = None, config: Any = None):
-        self.runtime = runtime if runtime is not None else build_runtime(config)
+    def __init__(self, runtime: Runtime | None = None, complete: Complete | None = None):
+        self.runtime = runtime if runtime is not None else build_runtime()
+        self.complete = complete
         self.state = SessionState()
         self.model = self.base_url = self.provider = self.api_mode = ""
         self.api_key: Any = ""
@@ -70,14 +86,14 @@ class TroveEngine(ContextEngine):
         return "trove"
 
     @property
-    def config(self) -> Any:
+    def config(self) -> TroveConfig:
         return self.runtime.config
 
     @property
     def session_id(self) -> str:
         return self.state.key.session_id if self.state.key else ""
 
-    def __deepcopy__(self, memo: dict) -> "TroveEngine":
+    def __deepcopy__(self, memo: dict[int, Any]) -> TroveEngine:
         clone = copy.copy(self)
         clone.state = replace(self.state, last_result=dict(self.state.last_result))
         clone.last_usage = dict(self.last_usage)
@@ -108,10 +124,11 @@ class TroveEngine(ContextEngine):
         return {"model": self.model, "provider": self.provider, "base_url": self.base_url,
                 "api_key": self.api_key, "api_mode": self.api_mode}
 
-    def aux_complete(self, task: str = "compression") -> Any:
-        """The host auxiliary completion function, or None when no host is present."""
-        from .compaction.summarize import host_complete
-
+    def completion_for(self, task: str) -> Complete | None:
+        """The model for ``task`` ("compression", "expand_query"): the injected one, else the
+        host's auxiliary client; None when neither exists (summaries then truncate)."""
+        if self.complete is not None:
+            return self.complete
         return host_complete(self.runtime_info, self.runtime.llm, task=task)
 
     def update_from_response(self, usage: dict[str, Any]) -> None:
@@ -146,8 +163,6 @@ class TroveEngine(ContextEngine):
         if self._bypassed():
             native = self._native_compressor()
             return bool(native is None or native.has_content_to_compress(messages))
-        from .ingest import is_synthetic
-
         raw = [m for m in messages if isinstance(m, dict) and not is_synthetic(m)]
         return len(raw) > 1
 
@@ -219,8 +234,6 @@ class TroveEngine(ContextEngine):
         if self.state.mode == "active":
             try:
                 self.runtime.store.ensure_session(key)
-                from .ops.maintenance import gc_empty_lifecycle
-
                 gc_empty_lifecycle(self.runtime)  # cheap unless the table passed its threshold
             except Exception:
                 log.exception("trove: could not record session %s", key.session_id)
@@ -249,37 +262,37 @@ class TroveEngine(ContextEngine):
         filters = self.runtime.filters
         if filters.ignored_by(key.session_id, key.platform) or filters.stateless_by(key.session_id, key.platform):
             return 0
-        result = self.runtime.store.ingest(key, messages, skip=self._skip_message)
+        result = self.runtime.store.ingest(key, messages, skip=self.runtime.skip_message)
         return len(result.store_ids)
-
-    def _skip_message(self, message: dict[str, Any]) -> bool:
-        if self.runtime.filters.skip_message(message):
-            self.runtime.bump("ignored_message_count")
-            return True
-        return False
 
     # -- compaction ----------------------------------------------------------
     def compress(self, messages: list[dict[str, Any]], current_tokens: int | None = None,
                  focus_topic: str | None = None, force: bool = False, memory_context: str = "") -> list[dict[str, Any]]:
+        """The host's compaction call; the one place its failures stop (transcript unchanged)."""
         self._last_compress_aborted = False
         self._last_summary_error = None
-        if self._bypassed():
-            return self._compress_bypassed(messages, current_tokens, focus_topic, force)
-        if self.state.key is None:
-            self._last_compression_made_progress = False
-            return messages
-        from .compaction.compactor import Compactor
-
         try:
-            self._ingest(self.state.key, messages)
-            result = Compactor(self).run(messages, current_tokens=current_tokens, focus_topic=focus_topic,
-                                         force=force, memory_context=memory_context)
+            return self._compress(messages, current_tokens, focus_topic, force, memory_context)
         except Exception as exc:  # the host must never crash because of us
             log.exception("trove: compress failed; transcript left unchanged")
             self._last_summary_error = str(exc)
             self._last_compression_made_progress = False
             self.state.last_status, self.state.last_reason = "error", str(exc)[:300]
             return messages
+
+    def _compress(self, messages: list[dict[str, Any]], current_tokens: int | None, focus_topic: str | None,
+                  force: bool, memory_context: str) -> list[dict[str, Any]]:
+        if self._bypassed():
+            return self._compress_bypassed(messages, current_tokens, focus_topic)
+        if self.state.key is None:
+            self._last_compression_made_progress = False
+            return messages
+        self._ingest(self.state.key, messages)
+        compactor = Compactor(self.runtime, self.state.key,
+                              CompactionLimits(int(self.threshold_tokens or 0), int(self.context_length or 0)),
+                              Summarizer(self.config, self.completion_for("compression")))
+        result = compactor.run(messages, current_tokens=current_tokens, focus_topic=focus_topic,
+                               force=force, memory_context=memory_context)
         self.state.last_result = result.report
         self.state.last_status, self.state.last_reason = result.status, result.reason
         self._last_compression_made_progress = result.progress
@@ -294,18 +307,19 @@ class TroveEngine(ContextEngine):
     def _native_compressor(self) -> Any:
         if self._native is None:
             try:
-                from agent.context_compressor import ContextCompressor  # type: ignore[import-not-found]
+                from agent.context_compressor import ContextCompressor
 
                 self._native = ContextCompressor(
                     self.model, threshold_percent=max(0.5, float(self.config.context_threshold)),
                     base_url=self.base_url, api_key=self.api_key, provider=self.provider,
                     api_mode=self.api_mode, config_context_length=self.context_length or None, quiet_mode=True)
-            except Exception:
+            except Exception:  # no host (or an incompatible one): trim_head_tail bounds the prompt
+                log.debug("trove: host ContextCompressor unavailable", exc_info=True)
                 self._native = False
         return self._native or None
 
     def _compress_bypassed(self, messages: list[dict[str, Any]], current_tokens: int | None,
-                           focus_topic: str | None, force: bool) -> list[dict[str, Any]]:
+                           focus_topic: str | None) -> list[dict[str, Any]]:
         """Ignored/stateless sessions: store nothing; let the host's compressor bound the prompt."""
         native = self._native_compressor()
         if native is not None:
@@ -319,8 +333,6 @@ class TroveEngine(ContextEngine):
             if out != messages:
                 self.compression_count += 1
             return out
-        from .compaction.policy import trim_head_tail
-
         out = trim_head_tail(messages, budget=max(1, int(self.threshold_tokens * 0.6)))
         self._last_compression_made_progress = out != messages
         if self._last_compression_made_progress:
@@ -329,33 +341,22 @@ class TroveEngine(ContextEngine):
 
     # -- tools ---------------------------------------------------------------
     def get_tool_schemas(self) -> list[dict[str, Any]]:
-        try:
-            from .schemas import TOOL_SCHEMAS
-
-            return [dict(s) for s in TOOL_SCHEMAS]
-        except Exception:  # a broken schema module must not break agent construction
-            log.exception("trove: tool schemas unavailable")
-            return []
+        return [dict(s) for s in TOOL_SCHEMAS]
 
     def handle_tool_call(self, name: str, args: dict[str, Any], **kwargs: Any) -> str:
-        from .tools import dispatch
-
-        try:
-            live = kwargs.get("messages")
-            if isinstance(live, list) and name != "trove_inspect":
+        """Store the live transcript first (so tools see this turn), then dispatch (never raises)."""
+        live = kwargs.get("messages")
+        if isinstance(live, list) and name != "trove_inspect":
+            try:
                 self.ingest(live)
-        except Exception:
-            log.exception("trove: ingest before %s failed", name)
-        try:
-            return dispatch(self.tool_context(), name, args)
-        except Exception as exc:
-            log.exception("trove: tool %s failed", name)
-            return json.dumps({"error": f"{name} failed: {type(exc).__name__}: {exc}"})
+            except Exception:  # a failed ingest must not cost the model its tool answer
+                log.exception("trove: ingest before %s failed", name)
+        return dispatch(self.tool_context(), name, args)
 
     def tool_context(self) -> ToolContext:
         """What the tools see of this engine: storage, the bound session, facts, the model."""
         return ToolContext(runtime=self.runtime, session=self.state.key, snapshot=self.snapshot(),
-                           complete=self.aux_complete(task="expand_query"))
+                           complete=self.completion_for("expand_query"))
 
     # -- status --------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:

@@ -1,73 +1,82 @@
-"""Plugin hooks: per-turn ingest (``post_llm_call``) and recall-policy injection (``pre_llm_call``).
+"""Plugin hooks: per-turn ingest (``post_llm_call``), recall-policy and summary injection
+(``pre_llm_call``) and giant tool-result stubbing (``transform_tool_result``).
 
-Both act only for sessions a trove engine serves in this process, so loading the plugin
-while another context engine runs changes nothing. Hook failures are logged, never raised.
+All act only for sessions a trove engine serves in this process, so loading the plugin
+while another context engine runs changes nothing. Each callback has one boundary that
+logs a failure and answers None; nothing raises into the host.
 """
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
-from .ingest import SUMMARY_MARKER
+from . import tokens
+from .compaction import assembly
+from .payloads import replay
+from .payloads import sidecar as payloads
 from .store import SessionKey
+
+if TYPE_CHECKING:
+    from .runtime import Runtime
 
 log = logging.getLogger("hermes_trove.hooks")
 POLICY_PATH = Path(__file__).resolve().parent / "skills" / "hermes-trove" / "references" / "recall-policy.md"
-
-
-def recall_policy() -> str:
-    """The canonical recall policy, byte for byte."""
-    try:
-        return POLICY_PATH.read_text(encoding="utf-8")
-    except OSError:
-        return ""
-
-
 SUMMARY_CONTEXT_TOKENS = 1500  # carried summaries shown before the first compaction of a session
 
 
-def summary_context(runtime: Any, session_id: str, history: list[dict[str, Any]]) -> str:
+def recall_policy() -> str:
+    """The canonical recall policy, byte for byte ("" when the file is unreadable)."""
+    try:
+        return POLICY_PATH.read_text(encoding="utf-8")
+    except OSError:
+        log.debug("trove: recall policy unreadable at %s", POLICY_PATH, exc_info=True)
+        return ""
+
+
+def summary_context(runtime: Runtime, session_id: str, history: list[dict[str, Any]]) -> str:
     """Summary nodes the session can see but its transcript does not show yet (after /new).
 
     Compaction puts the summary message into the prompt; a fresh session that inherited
     summaries has none until then, so the hook brings the newest of them along once.
     """
-    from .compaction.policy import select_summary_nodes
-    from .compaction.summarize import SUMMARY_HEADER, render_summary_text
-    from .compaction.compactor import node_info
-
-    if any(is_summary_text(m.get("content")) or SUMMARY_HEADER in str(m.get("api_content") or "") for m in history):
+    if any(assembly.shows_summary(m) for m in history):
         return ""
     frontier = runtime.dag.frontier(session_id)
     if not frontier:
         return ""
-    kept, omitted = select_summary_nodes([node_info(n) for n in frontier], SUMMARY_CONTEXT_TOKENS)
-    by_id = {n.node_id: n for n in frontier}
-    return render_summary_text([by_id[i] for i in kept], omitted)
+    return assembly.render_summary_text(*assembly.select_nodes(frontier, SUMMARY_CONTEXT_TOKENS))
 
 
-def is_summary_text(content: Any) -> bool:
-    return isinstance(content, str) and content.startswith(SUMMARY_MARKER)
+def guarded(name: str, callback: Callable[..., Any]) -> Callable[..., Any]:
+    """The hook's one never-raise boundary: a failure is logged and answered with None."""
+
+    @functools.wraps(callback)
+    def hook(**kw: Any) -> Any:
+        try:
+            return callback(**kw)
+        except Exception:
+            log.exception("trove: %s hook failed for session %s (the host carries on)", name, kw.get("session_id"))
+            return None
+
+    return hook
 
 
-def make_hooks(runtime: Any) -> dict[str, Callable[..., Any]]:
+def make_hooks(runtime: Runtime) -> dict[str, Callable[..., Any]]:
     policy = recall_policy()
 
     def post_llm_call(**kw: Any) -> None:
+        """Store the turn (a failed ingest is retried on the next turn: the store is idempotent)."""
         session_id = str(kw.get("session_id") or "")
-        if runtime.bound_sessions.get(session_id) != "active":
-            return
         history = kw.get("conversation_history")
-        if not isinstance(history, list):
+        if runtime.bound_sessions.get(session_id) != "active" or not isinstance(history, list):
             return
-        try:
-            row = runtime.store.session(session_id)
-            key = SessionKey(session_id, row.conversation_id if row else "",
-                             str(kw.get("platform") or (row.platform if row else "")))
-            runtime.store.ingest(key, history, skip=runtime.filters.skip_message)
-        except Exception:
-            log.exception("trove: per-turn ingest failed for %s (retried next turn)", session_id)
+        row = runtime.store.session(session_id)
+        key = SessionKey(session_id, row.conversation_id if row else "",
+                         str(kw.get("platform") or (row.platform if row else "")))
+        runtime.store.ingest(key, history, skip=runtime.skip_message)
 
     def pre_llm_call(**kw: Any) -> Any:
         session_id = str(kw.get("session_id") or "")
@@ -79,11 +88,7 @@ def make_hooks(runtime: Any) -> dict[str, Callable[..., Any]]:
         parts = []
         if policy and not any(policy in str(m.get("api_content") or "") for m in history):
             parts.append(policy)
-        try:
-            summary = summary_context(runtime, session_id, history)
-        except Exception:
-            log.exception("trove: could not build the summary context for %s", session_id)
-            summary = ""
+        summary = summary_context(runtime, session_id, history)
         if summary:
             parts.append(summary)
         return {"context": "\n\n".join(parts)} if parts else None
@@ -101,23 +106,15 @@ def make_hooks(runtime: Any) -> dict[str, Callable[..., Any]]:
         result = kw.get("result")
         if runtime.bound_sessions.get(session_id) != "active" or not isinstance(result, str):
             return None
-        try:
-            from . import tokens
-            from .payloads import sidecar as payloads
-            from .payloads import replay
-
-            if kw.get("tool_name") in replay.NEVER_STUB_TOOLS:
-                return None
-            if tokens.count(result) <= int(cfg.large_output_active_replay_stub_threshold_tokens):
-                return None
-            ref = payloads.externalize_text(runtime, session_id, result)
-            if ref is None:
-                return None
-            return payloads.externalized_placeholder(ref, "tool_result", result, payloads.PREVIEW_CHARS)
-        except Exception:
-            log.exception("trove: tool-result stubbing failed; result kept inline")
+        if kw.get("tool_name") in replay.NEVER_STUB_TOOLS:
             return None
+        if tokens.count(result) <= int(cfg.large_output_active_replay_stub_threshold_tokens):
+            return None
+        ref = payloads.externalize_text(runtime, session_id, result)
+        if ref is None:
+            return None
+        return payloads.externalized_placeholder(ref, "tool_result", result, payloads.PREVIEW_CHARS)
 
-    return {"post_llm_call": post_llm_call, "pre_llm_call": pre_llm_call,
-            "transform_tool_result": transform_tool_result}
-
+    callbacks = {"post_llm_call": post_llm_call, "pre_llm_call": pre_llm_call,
+                 "transform_tool_result": transform_tool_result}
+    return {name: guarded(name, callback) for name, callback in callbacks.items()}

@@ -8,11 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 try:  # the real host base class when Hermes is installed
-    from agent.context_engine import ContextEngine  # type: ignore[import-not-found]
-    HOST_AVAILABLE = True
+    from agent.context_engine import ContextEngine
 except ImportError:  # pragma: no cover - exercised when Hermes is absent
-    HOST_AVAILABLE = False
-
     class ContextEngine:  # type: ignore[no-redef]
         last_prompt_tokens: int = 0
         last_completion_tokens: int = 0

@@ -8,18 +8,19 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from .config import database_path, load_config, payload_dir
+from .config import TroveConfig, database_path, load_config, payload_dir
 from .dag import SummaryDAG
 from .db import Database
 from .filters import SessionFilters
+from .payloads.guard import storage_transform
 from .store import MessageStore
 
 
 @dataclass
 class Runtime:
-    config: Any
+    config: TroveConfig
     db: Database
     store: MessageStore
     dag: SummaryDAG
@@ -30,9 +31,10 @@ class Runtime:
     # session id -> mode ("active", "ignored", "stateless") for sessions a trove engine serves here
     bound_sessions: dict[str, str] = field(default_factory=dict)
 
-    _foreground: Any = field(default=None, repr=False)
+    # the engine is typed loosely here: naming it would make runtime and engine import each other
+    _foreground: weakref.ref[Any] | None = field(default=None, repr=False)
 
-    def __deepcopy__(self, memo: dict) -> "Runtime":
+    def __deepcopy__(self, memo: dict[int, Any]) -> Runtime:
         return self
 
     def set_foreground(self, engine: Any) -> None:
@@ -50,20 +52,18 @@ class Runtime:
     def bump(self, name: str, n: int = 1) -> None:
         self.counters[name] = self.counters.get(name, 0) + n
 
+    def skip_message(self, message: dict[str, Any]) -> bool:
+        """The ingest skip callback of every path (engine, hook): a filtered message is counted."""
+        if self.filters.skip_message(message):
+            self.bump("ignored_message_count")
+            return True
+        return False
 
-def build_runtime(config: Any = None, llm: Any = None) -> Runtime:
+
+def build_runtime(config: TroveConfig | None = None, llm: Any = None) -> Runtime:
     """Build the runtime from a config (default: the environment)."""
     config = config if config is not None else load_config()
     db = Database(database_path(config))
-    store = MessageStore(db, transform=_storage_transform(config))
+    store = MessageStore(db, transform=storage_transform(config))
     return Runtime(config=config, db=db, store=store, dag=SummaryDAG(db),
                    filters=SessionFilters.from_config(config), llm=llm)
-
-
-def _storage_transform(config: Any) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
-    """The storage-boundary guard (payload externalization, redaction) when available."""
-    try:
-        from .payloads.sidecar import storage_transform
-    except ImportError:
-        return None
-    return storage_transform(config)

@@ -1,17 +1,19 @@
 """Tool schemas: the bare ``{name, description, parameters}`` dicts the host advertises.
 
-Plain data only; the handlers live in ``tools.py`` and its family modules. Guard tests
-keep this list, the tool table, ``plugin.yaml``, the skill and ``docs/retrieval-tools.md``
-in step, so a tool is added in all five places or in none.
+Plain data only. Each schema is one column of a row in the tool table (``tools.TOOLS``),
+which pairs it with its handler and response cap; guard tests keep ``plugin.yaml``, the
+skill and ``docs/retrieval-tools.md`` in step with that table.
 """
 from __future__ import annotations
 
 from typing import Any
 
+from .toolkit import ROLES
+
 # A string type keeps every provider's schema validator happy; numbers are accepted too.
 _TIME = {"type": "string",
          "description": "Unix seconds or an ISO 8601 time WITH a timezone (e.g. 2025-03-01T09:00:00Z)."}
-_ROLE_ENUM = ["system", "user", "assistant", "tool", "unknown"]
+_ROLE_ENUM = list(ROLES)
 
 TROVE_GREP: dict[str, Any] = {
     "name": "trove_grep",
@@ -23,20 +25,30 @@ TROVE_GREP: dict[str, Any] = {
     "parameters": {
         "type": "object",
         "properties": {
-            "query": {"type": "string", "description": "Words, \"phrases\" or prefix* terms; 1-4 distinctive terms work best."},
+            "query": {"type": "string",
+                      "description": "Words, \"phrases\" or prefix* terms; 1-4 distinctive terms work best."},
             "limit": {"type": "integer", "description": "Maximum results (default 10, max 200).", "minimum": 1},
-            "offset": {"type": "integer", "description": "Skip this many ranked results (continue with next_offset).", "minimum": 0},
+            "offset": {"type": "integer", "minimum": 0,
+                       "description": "Skip this many ranked results (continue with next_offset)."},
             "sort": {"type": "string", "enum": ["relevance", "recency", "hybrid"],
-                     "description": "relevance (default), recency (best matches newest first) or hybrid (relevance decayed by age)."},
-            "role": {"type": "string", "enum": _ROLE_ENUM, "description": "Only raw messages with this role (summaries omitted)."},
-            "source": {"type": "string", "description": "Only rows from this source/platform (e.g. cli, telegram, unknown); summaries by descendant source."},
-            "time_from": dict(_TIME, description="Only raw messages at or after this time (summaries omitted). " + _TIME["description"]),
-            "time_to": dict(_TIME, description="Only raw messages at or before this time (summaries omitted). " + _TIME["description"]),
+                     "description": ("relevance (default), recency (best matches newest first) or hybrid "
+                                     "(relevance decayed by age).")},
+            "role": {"type": "string", "enum": _ROLE_ENUM,
+                     "description": "Only raw messages with this role (summaries omitted)."},
+            "source": {"type": "string",
+                       "description": ("Only rows from this source/platform (e.g. cli, telegram, unknown); "
+                                       "summaries by descendant source.")},
+            "time_from": dict(_TIME, description="Only raw messages at or after this time (summaries omitted). "
+                                                 + _TIME["description"]),
+            "time_to": dict(_TIME, description="Only raw messages at or before this time (summaries omitted). "
+                                               + _TIME["description"]),
             "session_scope": {"type": "string", "enum": ["current", "all", "session"],
-                              "description": "current (default), all (every stored session, raw only) or session (one session_id, raw only)."},
+                              "description": ("current (default), all (every stored session, raw only) or "
+                                              "session (one session_id, raw only).")},
             "session_id": {"type": "string", "description": "The session to search when session_scope='session'."},
             "content_scope": {"type": "string", "enum": ["history", "externalized", "both"],
-                              "description": "history (default), externalized (large tool outputs stored as payload files) or both."},
+                              "description": ("history (default), externalized (large tool outputs stored as "
+                                              "payload files) or both.")},
             "externalized_refs": {"type": "array", "items": {"type": "string"},
                                   "description": "Restrict externalized search to these payload refs."},
         },
@@ -73,13 +85,18 @@ TROVE_EXPAND: dict[str, Any] = {
             "node_id": {"type": "integer", "description": "Summary node to expand (visible in this session)."},
             "store_id": {"type": "integer", "description": "Raw message id to read (any session)."},
             "externalized_ref": {"type": "string", "description": "Payload ref to read."},
-            "max_tokens": {"type": "integer", "description": "Token budget for returned content (default 4000, max 16000).", "minimum": 1},
-            "source_offset": {"type": "integer", "description": "node_id mode: first source to return (default 0).", "minimum": 0},
-            "source_limit": {"type": "integer", "description": "node_id mode: most sources to return (default: as many as fit).", "minimum": 1},
-            "content_offset": {"type": "integer", "description": "Character offset into an oversized message or payload (default 0).", "minimum": 0},
+            "max_tokens": {"type": "integer", "minimum": 1,
+                           "description": "Token budget for returned content (default 4000, max 16000)."},
+            "source_offset": {"type": "integer", "minimum": 0,
+                              "description": "node_id mode: first source to return (default 0)."},
+            "source_limit": {"type": "integer", "minimum": 1,
+                             "description": "node_id mode: most sources to return (default: as many as fit)."},
+            "content_offset": {"type": "integer", "minimum": 0,
+                               "description": "Character offset into an oversized message or payload (default 0)."},
             "part": {"type": "string", "enum": ["content", "tool_calls"],
                      "description": "store_id mode: read the message content (default) or its tool-call arguments."},
-            "include_exact_ref": {"type": "boolean", "description": "Add exact_ref for each returned raw-message slice."},
+            "include_exact_ref": {"type": "boolean",
+                                  "description": "Add exact_ref for each returned raw-message slice."},
         },
         "required": [],
     },
@@ -97,10 +114,15 @@ TROVE_EXPAND_QUERY: dict[str, Any] = {
         "properties": {
             "prompt": {"type": "string", "description": "The question to answer."},
             "query": {"type": "string", "description": "Search terms for candidate evidence (default: the prompt)."},
-            "node_ids": {"type": "array", "items": {"type": "integer"}, "description": "Summary nodes to expand as evidence."},
-            "max_results": {"type": "integer", "description": "Candidate nodes and raw hits to use (default 5, max 20).", "minimum": 1},
-            "max_tokens": {"type": "integer", "description": "Answer budget in tokens (default 2000, max 8000).", "minimum": 1},
-            "context_max_tokens": {"type": "integer", "description": "Evidence budget sent to the model (default TROVE_EXPANSION_CONTEXT_TOKENS).", "minimum": 1},
+            "node_ids": {"type": "array", "items": {"type": "integer"},
+                         "description": "Summary nodes to expand as evidence."},
+            "max_results": {"type": "integer", "minimum": 1,
+                            "description": "Candidate nodes and raw hits to use (default 5, max 20)."},
+            "max_tokens": {"type": "integer", "minimum": 1,
+                           "description": "Answer budget in tokens (default 2000, max 8000)."},
+            "context_max_tokens": {"type": "integer", "minimum": 1,
+                                   "description": ("Evidence budget sent to the model "
+                                                   "(default TROVE_EXPANSION_CONTEXT_TOKENS).")},
         },
         "required": ["prompt"],
     },
@@ -114,11 +136,15 @@ TROVE_LOAD_SESSION: dict[str, Any] = {
     "parameters": {
         "type": "object",
         "properties": {
-            "session_id": {"type": "string", "description": "The session to read (required; see trove_grep session_scope='all' hits)."},
-            "after_store_id": {"type": "integer", "description": "Exclusive cursor: return messages after this store_id (default 0).", "minimum": 0},
+            "session_id": {"type": "string",
+                           "description": "The session to read (required; see trove_grep session_scope='all' hits)."},
+            "after_store_id": {"type": "integer", "minimum": 0,
+                               "description": "Exclusive cursor: return messages after this store_id (default 0)."},
             "limit": {"type": "integer", "description": "Messages per page (default 100, max 200).", "minimum": 1},
-            "max_content_chars": {"type": "integer", "description": "Characters of content per message (default 4000, max 20000).", "minimum": 1},
-            "roles": {"type": "array", "items": {"type": "string", "enum": _ROLE_ENUM}, "description": "Only these roles."},
+            "max_content_chars": {"type": "integer", "minimum": 1,
+                                  "description": "Characters of content per message (default 4000, max 20000)."},
+            "roles": {"type": "array", "items": {"type": "string", "enum": _ROLE_ENUM},
+                      "description": "Only these roles."},
             "time_from": dict(_TIME, description="Only messages at or after this time. " + _TIME["description"]),
             "time_to": dict(_TIME, description="Only messages at or before this time. " + _TIME["description"]),
             "include_exact_ref": {"type": "boolean", "description": "Add exact_ref for each returned content slice."},
@@ -129,7 +155,8 @@ TROVE_LOAD_SESSION: dict[str, Any] = {
 
 TROVE_STATUS: dict[str, Any] = {
     "name": "trove_status",
-    "description": "Show trove runtime health: session, context pressure, compaction state, store and DAG sizes, config.",
+    "description": ("Show trove runtime health: session, context pressure, compaction state, store and DAG "
+                    "sizes, config."),
     "parameters": {"type": "object", "properties": {}, "required": []},
 }
 
@@ -153,10 +180,3 @@ TROVE_DOCTOR: dict[str, Any] = {
     "description": "Run read-only trove diagnostics (database, full-text indexes, lineage, config, context pressure).",
     "parameters": {"type": "object", "properties": {}, "required": []},
 }
-
-TOOL_SCHEMAS: tuple[dict[str, Any], ...] = (
-    TROVE_GREP, TROVE_DESCRIBE, TROVE_EXPAND, TROVE_EXPAND_QUERY, TROVE_LOAD_SESSION,
-    TROVE_STATUS, TROVE_INSPECT, TROVE_DOCTOR,
-)
-
-SCHEMAS_BY_NAME: dict[str, dict[str, Any]] = {s["name"]: s for s in TOOL_SCHEMAS}

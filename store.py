@@ -17,6 +17,10 @@ from .db import Database
 from .ingest import (HOST_INTERNAL_KEYS, IngestCursor, is_synthetic, message_identity,
                      plan_aligned, plan_fast)
 
+# A session row nothing hangs off: no raw messages, no summaries of its own, none carried in.
+_EMPTY_SESSION = ("NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.session_id)"
+                  " AND NOT EXISTS (SELECT 1 FROM summary_nodes n WHERE n.session_id = s.session_id)"
+                  " AND NOT EXISTS (SELECT 1 FROM carried_nodes c WHERE c.session_id = s.session_id)")
 _KNOWN_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "tool_name", "timestamp"})
 _STORED_TAIL_WINDOW = 64
 
@@ -105,6 +109,17 @@ class SessionKey:
         return self.source or self.platform or "unknown"
 
 
+@dataclass(frozen=True)
+class RowSize:
+    """How big one stored row is, in characters (metadata only)."""
+
+    store_id: int
+    role: str
+    chars: int
+    content_chars: int
+    tool_call_chars: int
+
+
 def _row(cls: type, r: sqlite3.Row | None) -> Any:
     return None if r is None else cls(**{k: r[k] for k in r.keys()})
 
@@ -190,6 +205,12 @@ class MessageStore:
             r = conn.execute("SELECT frontier_store_id FROM sessions WHERE session_id=?", (session_id,)).fetchone()
         return int(r[0]) if r else 0
 
+    def frontier_store_id(self, session_id: str, conn: sqlite3.Connection | None = None) -> int:
+        """The session's compaction frontier (0 for an unknown session); read inside ``conn`` when given."""
+        r = (conn or self.db.read()).execute("SELECT frontier_store_id FROM sessions WHERE session_id=?",
+                                             (session_id,)).fetchone()
+        return int(r[0]) if r else 0
+
     def mark_ended(self, session_id: str) -> None:
         with self.db.transaction() as conn:
             conn.execute("UPDATE sessions SET ended_at=? WHERE session_id=?", (time.time(), session_id))
@@ -204,6 +225,18 @@ class MessageStore:
     def sessions(self, limit: int = 1000) -> list[SessionRow]:
         rows = self.db.read().execute("SELECT * FROM sessions ORDER BY updated_at DESC LIMIT ?", (limit,))
         return [_row(SessionRow, r) for r in rows]
+
+    def session_count(self, conn: sqlite3.Connection | None = None) -> int:
+        return int((conn or self.db.read()).execute("SELECT COUNT(*) FROM sessions").fetchone()[0])
+
+    def delete_empty_sessions(self, untouched_since: float, keep: Sequence[str] = ()) -> int:
+        """Delete empty session rows not created or updated after ``untouched_since``, except ``keep``."""
+        spare = f" AND s.session_id NOT IN ({','.join('?' * len(keep))})" if keep else ""
+        with self.db.transaction() as conn:
+            cur = conn.execute(f"DELETE FROM sessions WHERE session_id IN (SELECT s.session_id FROM sessions s"
+                               f" WHERE {_EMPTY_SESSION} AND MAX(s.created_at, s.updated_at) <= ?{spare})",
+                               [untouched_since, *keep])
+        return int(cur.rowcount or 0)
 
     # -- ingest ------------------------------------------------------------
     def ingest(self, key: SessionKey, messages: Sequence[dict[str, Any]],
@@ -517,6 +550,41 @@ class MessageStore:
                 + text[pos + len(literal):pos + len(literal) + 160] if pos >= 0 else text[:240]
             out.append((row, 0.0, snippet))
         return out
+
+    # -- payload upkeep ----------------------------------------------------
+    def rows_maybe_holding_payloads(self, min_chars: int) -> Iterable[MessageRow]:
+        """Rows with a ``;base64,`` marker or a column of at least ``min_chars`` (payload guard candidates)."""
+        rows = self.db.read().execute(
+            "SELECT * FROM messages WHERE content LIKE '%;base64,%' OR tool_calls LIKE '%;base64,%'"
+            " OR length(content) >= ? OR length(tool_calls) >= ?", (int(min_chars), int(min_chars)))
+        return (_message_row(r) for r in rows)
+
+    def contents_with_payload_refs(self) -> Iterable[str]:
+        """The content of every row holding a ``[trove:… ref=trove-…]`` payload placeholder."""
+        rows = self.db.read().execute("SELECT content FROM messages WHERE content LIKE '%[trove:%ref=trove-%'")
+        return (str(r[0]) for r in rows)
+
+    def largest_rows(self, limit: int) -> list[RowSize]:
+        """The ``limit`` rows with the most content plus tool-call characters, largest first."""
+        rows = self.db.read().execute(
+            "SELECT store_id, role, length(content) + COALESCE(length(tool_calls), 0) AS n, length(content),"
+            " COALESCE(length(tool_calls), 0) FROM messages ORDER BY n DESC LIMIT ?", (int(limit),))
+        return [RowSize(int(r[0]), str(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in rows]
+
+    def replace_contents(self, rewrites: Sequence[tuple[int, str, str]]) -> int:
+        """Set ``(store_id, old, new)`` content on unpinned rows still holding ``old``; returns rows changed."""
+        changed = 0
+        with self.db.transaction() as conn:
+            for store_id, old, new in rewrites:  # compare-and-set: a row changed meanwhile is left alone
+                cur = conn.execute("UPDATE messages SET content=?, content_is_json=0 WHERE store_id=? AND content=?"
+                                   " AND pinned=0", (new, int(store_id), old))
+                changed += cur.rowcount
+        return changed
+
+
+def count_empty_sessions(conn: sqlite3.Connection) -> int:
+    """Session rows with no messages, no summaries and no carried-in summaries."""
+    return int(conn.execute(f"SELECT COUNT(*) FROM sessions s WHERE {_EMPTY_SESSION}").fetchone()[0])
 
 
 def _index_new_rows(conn: sqlite3.Connection, store_ids: Sequence[int]) -> None:

@@ -1,4 +1,5 @@
-"""Shared plumbing for the ``trove_*`` tools: argument parsing, time values, slices, bounds.
+"""Shared plumbing for the ``trove_*`` tools: the call context, argument parsing, time
+values, content slices, bounded JSON and row rendering.
 
 Everything here is pure. Bad arguments raise ``ToolError`` with a message written for the
 model that made the call; ``tools.dispatch`` turns it into ``{"error": ...}``. Responses
@@ -8,9 +9,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from . import tokens
 
@@ -20,7 +22,8 @@ if TYPE_CHECKING:
 
 Complete = Callable[[list[dict[str, Any]], str, float, int], str]
 
-RESPONSE_CHAR_LIMIT = 32000
+# The bound of a context no dispatcher has narrowed; ``tools.dispatch`` sets each tool's own.
+DEFAULT_RESPONSE_CAP = 32000
 ROLES = ("system", "user", "assistant", "tool", "unknown")
 
 
@@ -36,6 +39,7 @@ class ToolContext:
     session: SessionKey | None = None        # the bound session; None before any session binds
     snapshot: Mapping[str, Any] = None  # type: ignore[assignment]  # engine facts at call time
     complete: Complete | None = None         # the host's auxiliary model, for model-backed tools
+    response_cap: int = DEFAULT_RESPONSE_CAP  # this call's response bound in JSON characters
 
     def ask_model(self, messages: list[dict[str, Any]], model: str = "", timeout_s: float = 60.0,
                   max_tokens: int = 2000) -> str:
@@ -178,11 +182,20 @@ def parse_time(value: Any, name: str) -> float | None:
     return parsed.timestamp()
 
 
+def time_window(args: Mapping[str, Any]) -> tuple[float | None, float | None]:
+    """The ``time_from``/``time_to`` arguments, refused when the window is inverted."""
+    start = parse_time(args.get("time_from"), "time_from")
+    end = parse_time(args.get("time_to"), "time_to")
+    if start is not None and end is not None and start > end:
+        raise ToolError("time_from is after time_to; swap them or widen the window")
+    return start, end
+
+
 def iso(ts: float | None) -> str | None:
     if ts is None:
         return None
     try:
-        return datetime.fromtimestamp(float(ts), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return datetime.fromtimestamp(float(ts), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     except (OverflowError, OSError, ValueError):
         return None
 
@@ -239,7 +252,7 @@ def fit_items(build: Callable[[int], dict[str, Any]], count: int, cap: int) -> t
     return build(lo), lo
 
 
-def bound_json(payload: dict[str, Any], cap: int = RESPONSE_CHAR_LIMIT) -> str:
+def bound_json(payload: dict[str, Any], cap: int) -> str:
     """Serialize, shrinking the largest fields until the text fits ``cap`` characters."""
     text = dumps(payload)
     if len(text) <= cap:
@@ -279,6 +292,21 @@ def _shrink_dict(value: dict[str, Any]) -> dict[str, Any]:
 
 # -- rendering rows ---------------------------------------------------------------
 TOOL_CALLS_PREVIEW_CHARS = 2000
+
+
+def echo_filters(time_from: float | None = None, time_to: float | None = None, **given: Any) -> dict[str, Any]:
+    """The filters a response repeats back: the ones that were set, times as ISO strings."""
+    out = {k: v for k, v in given.items() if v}
+    if time_from is not None:
+        out["time_from"] = iso(time_from)
+    if time_to is not None:
+        out["time_to"] = iso(time_to)
+    return out
+
+
+def expand_hint(node: Any) -> str:
+    """How to open one summary node: its stored hint, else the plain expand call."""
+    return node.expand_hint or f"trove_expand(node_id={node.node_id})"
 
 
 def message_meta(row: Any, current_session: str | None) -> dict[str, Any]:

@@ -1,59 +1,75 @@
-"""The tool table and its dispatcher: ``TOOLS = {name: handler}`` and ``dispatch``.
+"""The tool table and its dispatcher: one ``Tool(schema, handler, response_cap)`` row per tool.
 
-Handlers live in family modules (``tools_recall``, ``tools_expand``, ``tools_ops``) and
-return dicts; ``dispatch`` parses the arguments, runs the handler and always returns a
-JSON string: a bounded result, or ``{"error": ...}``. Nothing raises into the host.
+Handlers live in family modules (``retrieval.grep``, ``retrieval.sessions``,
+``retrieval.expand``, ``retrieval.answer``, ``ops.handlers``) and return dicts. ``dispatch``
+is the one boundary for tool calls: it parses the arguments, runs the handler under its
+row's cap and always returns a JSON string, a bounded result or ``{"error": ...}``.
 """
 from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
 
-from .schemas import SCHEMAS_BY_NAME
-from .toolkit import ToolContext, ToolError, bound_json, dumps
-from .retrieval.expand import trove_describe, trove_expand, trove_expand_query
+from . import schemas
 from .ops.handlers import trove_doctor, trove_inspect, trove_status
-from .retrieval.grep import trove_grep, trove_load_session
+from .retrieval.answer import trove_expand_query
+from .retrieval.expand import trove_describe, trove_expand
+from .retrieval.grep import trove_grep
+from .retrieval.sessions import trove_load_session
+from .toolkit import ToolContext, ToolError, bound_json, dumps
 
 log = logging.getLogger("hermes_trove.tools")
 
-Handler = Callable[[ToolContext, dict[str, Any]], dict[str, Any]]
+Handler = Callable[[ToolContext, Mapping[str, Any]], dict[str, Any]]
 
-TOOLS: dict[str, Handler] = {
-    "trove_grep": trove_grep,
-    "trove_describe": trove_describe,
-    "trove_expand": trove_expand,
-    "trove_expand_query": trove_expand_query,
-    "trove_load_session": trove_load_session,
-    "trove_status": trove_status,
-    "trove_inspect": trove_inspect,
-    "trove_doctor": trove_doctor,
-}
 
-# Hard bound on each response (characters of JSON). Handlers that page content fit their
-# own items under these first, so the generic shrinking below is a last resort.
-MAX_RESPONSE_CHARS = 96000
-RESPONSE_CAPS: dict[str, int] = {
-    "trove_grep": 32000, "trove_describe": 32000, "trove_expand": MAX_RESPONSE_CHARS,
-    "trove_expand_query": 32000, "trove_load_session": 64000, "trove_status": 32000,
-    "trove_inspect": 20000, "trove_doctor": 32000,
-}
+@dataclass(frozen=True)
+class Tool:
+    """One advertised tool: its schema, its handler and the hard bound on its response."""
+
+    schema: Mapping[str, Any]
+    handler: Handler
+    response_cap: int  # characters of JSON; handlers that page content fit their items under it
+
+    @property
+    def name(self) -> str:
+        return str(self.schema["name"])
+
+    @property
+    def parameters(self) -> frozenset[str]:
+        return frozenset(self.schema["parameters"]["properties"])
+
+
+TOOLS: tuple[Tool, ...] = (
+    Tool(schemas.TROVE_GREP, trove_grep, 32000),
+    Tool(schemas.TROVE_DESCRIBE, trove_describe, 32000),
+    Tool(schemas.TROVE_EXPAND, trove_expand, 96000),
+    Tool(schemas.TROVE_EXPAND_QUERY, trove_expand_query, 32000),
+    Tool(schemas.TROVE_LOAD_SESSION, trove_load_session, 64000),
+    Tool(schemas.TROVE_STATUS, trove_status, 32000),
+    Tool(schemas.TROVE_INSPECT, trove_inspect, 20000),
+    Tool(schemas.TROVE_DOCTOR, trove_doctor, 32000),
+)
+
+TOOLS_BY_NAME: dict[str, Tool] = {t.name: t for t in TOOLS}
+TOOL_SCHEMAS: tuple[Mapping[str, Any], ...] = tuple(t.schema for t in TOOLS)
 
 
 def dispatch(ctx: ToolContext, name: str, args: Any) -> str:
     """Run one tool call; always a JSON string, never an exception."""
-    handler = TOOLS.get(name)
-    if handler is None:
-        return dumps({"error": f"unknown tool {str(name)[:80]!r}; available: {', '.join(TOOLS)}"})
+    tool = TOOLS_BY_NAME.get(name)
+    if tool is None:
+        return dumps({"error": f"unknown tool {str(name)[:80]!r}; available: {', '.join(TOOLS_BY_NAME)}"})
     try:
         parsed = parse_args(args)
-        payload = handler(ctx, parsed)
-        known = SCHEMAS_BY_NAME[name]["parameters"]["properties"]
-        ignored = sorted(str(k) for k in parsed if k not in known)
+        payload = tool.handler(replace(ctx, response_cap=tool.response_cap), parsed)
+        ignored = sorted(str(k) for k in parsed if k not in tool.parameters)
         if ignored:
             payload["ignored_arguments"] = ignored
-        return bound_json(payload, RESPONSE_CAPS.get(name, MAX_RESPONSE_CHARS))
+        return bound_json(payload, tool.response_cap)
     except ToolError as exc:
         return dumps({"error": str(exc)})
     except Exception as exc:  # a defect must still answer the model, not crash the turn

@@ -1,1 +1,2 @@
-"""When and how history is folded: pure plans (policy), the summarizer's ladder and the compactor that applies them."""
+"""When and how history is folded: pure plans (policy), the summarizer's ladder, the summary
+message (assembly) and the compactor that applies them."""

@@ -2,7 +2,8 @@
 
 Raw messages are committed before any summary that covers them; each summary node and
 the frontier move commit together, so a crash between a model call and its commit only
-loses that call. Planning lives in ``policy.py``; model calls in ``summarize.py``.
+loses that call. Planning lives in ``policy.py``, model calls in ``summarize.py`` and the
+summary message in ``assembly.py``; the compactor gets its collaborators, not the engine.
 """
 from __future__ import annotations
 
@@ -10,13 +11,18 @@ import bisect
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import tokens
-from . import policy
-from ..dag import NodeRow
 from ..ingest import is_synthetic, message_identity
-from .summarize import SUMMARY_HEADER, Summarizer, expand_hint, render_summary_message, serialize_messages
+from ..payloads.replay import apply_replay_stubs
+from ..payloads.sidecar import transcript_gc
+from . import assembly, policy
+from .summarize import Summarizer, SummaryResult, expand_hint, serialize_messages
+
+if TYPE_CHECKING:
+    from ..runtime import Runtime
+    from ..store import MessageRow, SessionKey
 
 log = logging.getLogger("hermes_trove.compaction")
 
@@ -24,6 +30,15 @@ TARGET_RATIO = 0.7          # after compaction the prompt aims at this share of 
 TAIL_SHARE = 0.6            # the protected tail may use at most this share of that target
 MAX_CALLS = 12              # model calls per compress() (leaf + condensation)
 SWEEP_SECONDS = 120.0       # wall-clock bound between calls of one compress()
+FRONTIER_LABEL_TOKENS = 60  # header and footer of the summary message, when it exists
+
+
+@dataclass(frozen=True)
+class CompactionLimits:
+    """The window one compress() works within, as the engine knows it at call time."""
+
+    threshold_tokens: int  # 0 = not initialised: no threshold applies
+    context_length: int    # 0 = unknown: the critical-pressure rule is off
 
 
 @dataclass
@@ -45,12 +60,14 @@ def condense_budget(children_tokens: int) -> int:
 
 
 class Compactor:
-    def __init__(self, engine: Any):
-        self.engine = engine
-        self.runtime = engine.runtime
-        self.config = engine.config
-        self.key = engine.state.key
-        self.summarizer = Summarizer(self.config, engine.aux_complete())
+    """Runs one compaction of ``key``'s session over ``runtime``'s store and DAG."""
+
+    def __init__(self, runtime: Runtime, key: SessionKey, limits: CompactionLimits, summarizer: Summarizer):
+        self.runtime = runtime
+        self.config = runtime.config
+        self.key = key
+        self.limits = limits
+        self.summarizer = summarizer
         self.calls = 0
         self.aux_input_tokens = 0
         self.levels: list[str] = []
@@ -64,12 +81,11 @@ class Compactor:
     def run(self, messages: list[dict[str, Any]], current_tokens: int | None = None,
             focus_topic: str | None = None, force: bool = False, memory_context: str = "") -> CompactionResult:
         store, sid = self.runtime.store, self.key.session_id
-        session = store.session(sid)
-        frontier = session.frontier_store_id if session else 0
+        frontier = store.frontier_store_id(sid)
         backlog = store.backlog(sid, frontier)
         live, live_ids = self._map_live(messages, backlog)
         overhead = max(0, int(current_tokens or 0) - tokens.count_messages(messages))
-        threshold = int(self.engine.threshold_tokens or 0) or 10 ** 9
+        threshold = int(self.limits.threshold_tokens or 0) or 10 ** 9
         target = max(512, int(threshold * TARGET_RATIO) - overhead)
 
         count = tokens.count_message
@@ -134,7 +150,8 @@ class Compactor:
             "levels": self.levels, "errors": self.errors[-5:], "tokens_before": tokens.count_messages(messages),
             "tokens_after": tokens.count_messages(out), "overhead_tokens": overhead, "target_tokens": target,
             "threshold_tokens": threshold, "fresh_tail_messages": len(live) - tail_start,
-            "omitted_summary_nodes": len(omitted), "stubbed_tool_results": self.stubbed, "focus_topic": focus, "forced": bool(force),
+            "omitted_summary_nodes": len(omitted), "stubbed_tool_results": self.stubbed, "focus_topic": focus,
+            "forced": bool(force),
             "seconds": round(time.monotonic() - self.started, 3), "at": time.time(),
         }
         return CompactionResult(out, progress, status, reason, report,
@@ -143,7 +160,7 @@ class Compactor:
     def _critical(self, current_tokens: int | None) -> bool:
         """Pressure at or above TROVE_CRITICAL_BUDGET_PRESSURE_RATIO of the window (0 disables)."""
         ratio = float(self.config.critical_budget_pressure_ratio or 0)
-        window = int(self.engine.context_length or 0)
+        window = int(self.limits.context_length or 0)
         return bool(ratio and window and int(current_tokens or 0) >= ratio * window)
 
     def _stub_history(self, live: list[dict[str, Any]], protect_from: int) -> list[dict[str, Any]]:
@@ -152,8 +169,6 @@ class Compactor:
         if not (cfg.large_output_externalization_enabled and cfg.large_output_active_replay_stubbing_enabled):
             return live
         try:
-            from ..payloads.sidecar import apply_replay_stubs
-
             out, done = apply_replay_stubs(self.runtime, self.key.session_id, live, protect_from=protect_from)
         except Exception:
             log.exception("trove: replay stubbing failed; payloads stay inline")
@@ -163,7 +178,7 @@ class Compactor:
 
     # -- mapping -------------------------------------------------------------
     @staticmethod
-    def _map_live(messages: list[dict[str, Any]], backlog: list[Any]) -> tuple[list[dict[str, Any]], list[int]]:
+    def _map_live(messages: list[dict[str, Any]], backlog: list[MessageRow]) -> tuple[list[dict[str, Any]], list[int]]:
         """The live raw part of the host list (past the frontier) with store ids (0 = unstored).
 
         Pairs equal identities from the end, keeping store order, so a transcript that holds
@@ -197,28 +212,23 @@ class Compactor:
     def _budget_left(self) -> bool:
         return self.calls < MAX_CALLS and time.monotonic() - self.started < SWEEP_SECONDS
 
-    def _summarize(self, text: str, depth: int, budget: int, focus: str) -> Any:
+    def _summarize(self, text: str, depth: int, budget: int, focus: str) -> SummaryResult:
         if not self._budget_left():
-            saved, self.summarizer.complete = self.summarizer.complete, None
-            try:
-                return self.summarizer.summarize(text, depth, budget, focus)
-            finally:
-                self.summarizer.complete = saved
+            return self.summarizer.summarize(text, depth, budget, focus, allow_model=False)
         res = self.summarizer.summarize(text, depth, budget, focus, self.extra if depth == 0 else "")
         self.calls += res.calls
         self.aux_input_tokens += res.input_tokens
         self.errors.extend(res.errors)
         return res
 
-    def _leaf(self, rows: list[Any], focus: str) -> bool:
+    def _leaf(self, rows: list[MessageRow], focus: str) -> bool:
         text = serialize_messages(rows)
         source_tokens = sum(r.token_count for r in rows)
         res = self._summarize(text, 0, leaf_budget(source_tokens), focus)
         self.levels.append(res.level)
         store, dag, sid = self.runtime.store, self.runtime.dag, self.key.session_id
         with self.runtime.db.transaction() as conn:
-            row = conn.execute("SELECT frontier_store_id FROM sessions WHERE session_id=?", (sid,)).fetchone()
-            if row and int(row[0]) >= rows[0].store_id:
+            if store.frontier_store_id(sid, conn=conn) >= rows[0].store_id:
                 return False  # another engine copy compacted these meanwhile
             dag.add_leaf(sid, res.text, [r.store_id for r in rows], token_count=res.tokens,
                          source_token_count=source_tokens, earliest_at=min(r.created_at for r in rows),
@@ -235,7 +245,7 @@ class Compactor:
         done = 0
         while True:
             frontier = dag.frontier(sid)
-            infos = [node_info(n) for n in frontier]
+            infos = [assembly.node_info(n) for n in frontier]
             over = sum(n.tokens for n in infos) > max(0, prefix_budget)
             group = policy.plan_condensation(infos, cfg.condensation_fanin, cfg.incremental_max_depth,
                                              allow_partial=over and eager)
@@ -258,37 +268,15 @@ class Compactor:
         if not self.config.large_output_transcript_gc_enabled:
             return
         try:
-            from ..payloads.ops import transcript_gc
-        except ImportError:
-            return
-        try:
             transcript_gc(self.runtime, self.key.session_id, store_ids)
         except Exception:
             log.exception("trove: transcript GC failed (rows left as they were)")
 
     def _frontier_tokens(self, sid: str) -> int:
         nodes = self.runtime.dag.frontier(sid)
-        return sum(node_info(n).tokens for n in nodes) + (60 if nodes else 0)
+        return sum(assembly.node_info(n).tokens for n in nodes) + (FRONTIER_LABEL_TOKENS if nodes else 0)
 
     # -- assembly ------------------------------------------------------------
     def _assemble(self, sid: str, raw_keep: list[dict[str, Any]], tail: list[dict[str, Any]],
                   target: int) -> tuple[list[dict[str, Any]], list[int]]:
-        frontier = self.runtime.dag.frontier(sid)
-        live_tokens = tokens.count_messages(raw_keep) + tokens.count_messages(tail)
-        kept_ids, omitted = policy.select_summary_nodes([node_info(n) for n in frontier],
-                                                        max(0, target - live_tokens - 120))
-        by_id = {n.node_id: n for n in frontier}
-        out: list[dict[str, Any]] = []
-        if kept_ids or omitted:
-            out.append(render_summary_message([by_id[i] for i in kept_ids], omitted))
-        for m in raw_keep + tail:
-            kept = {k: v for k, v in m.items() if k != "_db_persisted"}
-            if SUMMARY_HEADER in str(kept.get("api_content") or ""):
-                kept.pop("api_content")  # an injected summary block the summary message now replaces
-            out.append(kept)
-        return policy.drop_orphan_tool_results(out), omitted
-
-
-def node_info(n: NodeRow) -> policy.NodeInfo:
-    return policy.NodeInfo(n.node_id, n.depth, n.token_count + 30, n.earliest_at or n.created_at)
-
+        return assembly.assemble(self.runtime.dag.frontier(sid), raw_keep, tail, target)

@@ -1,4 +1,4 @@
-"""Pure compaction policy: fresh tail, hard budget, leaf chunks, condensation groups, assembly.
+"""Pure compaction policy: fresh tail, hard budget, leaf chunks, condensation groups, node selection.
 
 Every function takes plain values (message dicts, token counts, node summaries) and
 returns indices or frozen plans; nothing here reads the database or calls a model.
@@ -7,8 +7,11 @@ follow it) are never split by any boundary chosen here.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
+
+from .. import tokens
 
 CountFn = Callable[[dict[str, Any]], int]
 
@@ -179,10 +182,8 @@ def drop_orphan_tool_results(messages: list[dict[str, Any]]) -> list[dict[str, A
 
 
 def trim_head_tail(messages: list[dict[str, Any]], budget: int,
-                   count_tokens: CountFn | None = None) -> list[dict[str, Any]]:
+                   count_tokens: CountFn = tokens.count_message) -> list[dict[str, Any]]:
     """Last-resort bound for sessions trove does not own: first user turn plus a fitting tail."""
-    if count_tokens is None:
-        from ..tokens import count_message as count_tokens  # noqa: N813
     if sum(count_tokens(m) for m in messages) <= budget or len(messages) < 3:
         return messages
     head = [dict(messages[0])] if messages and messages[0].get("role") == "user" else []

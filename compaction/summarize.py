@@ -12,10 +12,14 @@ import logging
 import re
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .. import tokens
+
+if TYPE_CHECKING:
+    from ..config import TroveConfig
 
 log = logging.getLogger("hermes_trove.summarize")
 
@@ -139,7 +143,7 @@ def expand_hint(summary: str) -> str:
 class Summarizer:
     """Runs the escalation ladder over the configured routes."""
 
-    def __init__(self, config: Any, complete: Complete | None, clock: Callable[[], float] = time.time):
+    def __init__(self, config: TroveConfig, complete: Complete | None, clock: Callable[[], float] = time.time):
         self.config = config
         self.complete = complete
         self.clock = clock
@@ -151,15 +155,19 @@ class Summarizer:
                 out.append(r)
         return out or [""]
 
-    def summarize(self, text: str, depth: int, budget: int, focus: str = "", extra: str = "") -> SummaryResult:
-        """Summarise ``text``; ``extra`` is added context (e.g. memory-provider notes)."""
+    def summarize(self, text: str, depth: int, budget: int, focus: str = "", extra: str = "", *,
+                  allow_model: bool = True) -> SummaryResult:
+        """Summarise ``text``; ``extra`` is added context (e.g. memory-provider notes).
+
+        ``allow_model=False`` goes straight to the deterministic level (a spent call budget).
+        """
         source_tokens = tokens.count(text)
         budget = max(32, min(budget, max(32, source_tokens - 1)))
         errors: list[str] = []
         calls = 0
         input_tokens = 0
         cfg = self.config
-        if self.complete is not None and source_tokens >= MIN_MODEL_INPUT_TOKENS:
+        if allow_model and self.complete is not None and source_tokens >= MIN_MODEL_INPUT_TOKENS:
             for level, aggressive, level_budget in (("normal", False, budget),
                                                     ("aggressive", True, max(32, int(budget * cfg.l2_budget_ratio)))):
                 custom = "\n\n".join(p for p in (cfg.custom_instructions, extra) if p)
@@ -196,8 +204,9 @@ def host_complete(runtime_info: Callable[[], dict[str, Any]], plugin_llm: Any = 
                   task: str = "compression") -> Complete | None:
     """A completion function over the host's auxiliary client (or ``ctx.llm``); None offline."""
     try:
-        from agent.auxiliary_client import call_llm, extract_content_or_reasoning  # type: ignore[import-not-found]
-    except ImportError:
+        from agent.auxiliary_client import call_llm, extract_content_or_reasoning
+    except ImportError:  # no Hermes host in this process: ctx.llm or no model at all
+        log.debug("trove: host auxiliary client not importable")
         call_llm = None
     if call_llm is None and plugin_llm is None:
         return None
@@ -205,12 +214,12 @@ def host_complete(runtime_info: Callable[[], dict[str, Any]], plugin_llm: Any = 
     def complete(messages: list[dict[str, Any]], model: str, timeout_s: float, max_tokens: int) -> str:
         if call_llm is not None:
             kwargs: dict[str, Any] = {"task": task, "main_runtime": runtime_info(), "messages": messages,
-                                      "timeout": timeout_s}
+                                      "timeout": timeout_s, "max_tokens": max_tokens}
             if model:
                 kwargs["model"] = model
             resp = call_llm(**kwargs)
             return extract_content_or_reasoning(resp)
-        res = plugin_llm.complete(messages, timeout=timeout_s, purpose="trove-summary")
+        res = plugin_llm.complete(messages, timeout=timeout_s, max_tokens=max_tokens, purpose="trove-summary")
         return str(getattr(res, "text", "") or "")
 
     return complete
@@ -236,29 +245,3 @@ def serialize_messages(rows: Sequence[Any], per_message_chars: int = 6000) -> st
             line += f"\n[TOOL CALL {fn.get('name', '?')}]: {args}"
         blocks.append(line)
     return "\n\n".join(blocks)
-
-
-SUMMARY_HEADER = ("[trove summary] Earlier conversation, compacted. Nothing is lost: exact messages are "
-                  "recoverable with trove_grep, trove_describe and trove_expand(node_id=N).")
-SUMMARY_FOOTER = "[end of trove summary]"
-
-
-def _when(ts: float | None) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(ts)) if ts else "?"
-
-
-def render_summary_text(nodes: Sequence[Any], omitted: Sequence[int] = ()) -> str:
-    """The visible summary nodes as one block of text, each labelled with its node id."""
-    parts = [SUMMARY_HEADER]
-    if omitted:
-        parts.append(f"({len(omitted)} older summary nodes are not shown to save space; trove_describe lists them.)")
-    for n in nodes:
-        parts.append(f"[d{n.depth} node {n.node_id} | {_when(n.earliest_at)} to {_when(n.latest_at)} UTC]\n{n.summary}")
-    parts.append(SUMMARY_FOOTER)
-    return "\n\n".join(parts)
-
-
-def render_summary_message(nodes: Sequence[Any], omitted: Sequence[int] = ()) -> dict[str, Any]:
-    """One user-role message holding the visible summary nodes."""
-    return {"role": "user", "content": render_summary_text(nodes, omitted), "_trove_summary": True,
-            "_compressed_summary": True}

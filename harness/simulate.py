@@ -11,11 +11,15 @@ from __future__ import annotations
 import json
 import random
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from .. import tokens
 from ..store import SessionKey
+
+if TYPE_CHECKING:
+    from ..engine import TroveEngine
 
 SYSTEM_PROMPT_TOKENS = 1500  # what a host system prompt plus tool schemas roughly costs
 
@@ -37,7 +41,7 @@ class LoopStats:
 class HostLoop:
     """Feeds turns to an engine the way the 0.19 host does."""
 
-    def __init__(self, engine: Any, overhead_tokens: int = SYSTEM_PROMPT_TOKENS,
+    def __init__(self, engine: TroveEngine, overhead_tokens: int = SYSTEM_PROMPT_TOKENS,
                  on_compress: Callable[[list[dict[str, Any]]], None] | None = None):
         self.engine = engine
         self.messages: list[dict[str, Any]] = []
@@ -93,7 +97,7 @@ class HostLoop:
         self.messages.append({"role": "assistant", "content": turn.final})
         t0 = time.perf_counter()
         key = self.engine.state.key or SessionKey("")
-        self.engine.runtime.store.ingest(key, self.messages, skip=self.engine.runtime.filters.skip_message)
+        self.engine.runtime.store.ingest(key, self.messages, skip=self.engine.runtime.skip_message)
         spent += time.perf_counter() - t0
         self.stats.engine_seconds.append(spent)
 

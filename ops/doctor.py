@@ -2,38 +2,55 @@
 
 ``run_doctor`` returns ``{overall, checks[{check, status, detail}], guidance[]}``. Each check
 is isolated (one failing check never hides the others) and none of them changes a row;
-repairs live behind ``/trove doctor repair apply`` and friends.
+repairs live behind ``/trove doctor repair apply`` and friends. The SQL the checks need
+lives in ``queries``; context pressure is read through ``status.pressure_section``.
 """
 from __future__ import annotations
 
 import os
 import sqlite3
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
-from ..payloads import ops as payload_ops
-from .maintenance import (FTS_TABLES, META_FAILED, REPAIR_HINT, check_structure, empty_lifecycle_rows,
-                          fts_integrity, fts_sync, meta_get)
+from ..payloads import health as payload_health
+from ..payloads.redact import describe_config
+from . import queries
+from .maintenance import (
+    FTS_TABLES,
+    META_FAILED,
+    REPAIR_HINT,
+    check_structure,
+    empty_lifecycle_rows,
+    fts_integrity,
+    fts_sync,
+    meta_get,
+)
+from .status import UNBOUND, pressure_section
+
+if TYPE_CHECKING:
+    from ..runtime import Runtime
 
 WAL_WARN_BYTES = 256 * 1024 * 1024
 Check = tuple[str, str, str]  # (status, detail, guidance or "")
+Shared = dict[str, Any]  # facts one check leaves for a later one (structure, snapshot, payload report)
 
 
-def _quick_check(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
-    rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check(20)")]
+def _check_integrity(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
+    rows = queries.quick_check(conn)
     if rows == ["ok"]:
         return "pass", "quick_check ok", ""
     return "fail", "; ".join(rows[:5]), \
         "the file is damaged: stop writers, take /trove backup, restore a known-good backup"
 
 
-def _journal(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
-    mode = str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+def _check_journal(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
+    mode = queries.journal_mode(conn)
     if mode == "wal":
         return "pass", "journal_mode=wal", ""
     return "warn", f"journal_mode={mode} (expected wal)", "another tool switched the journal mode; restart Hermes"
 
 
-def _sizes(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
+def _check_sizes(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
     path = runtime.db.path
     db = os.path.getsize(path) if os.path.exists(path) else 0
     wal = os.path.getsize(path + "-wal") if os.path.exists(path + "-wal") else 0
@@ -44,17 +61,18 @@ def _sizes(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
     return "pass", detail, ""
 
 
-def _tables(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
+def _check_tables(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
     s = check_structure(conn)
     ctx["structure"] = s
     if s.ok:
         return "pass", "core tables, FTS tables and triggers present", ""
-    missing = list(s.missing_tables) + list(s.missing_fts) + [f"trigger {t}" for t in s.missing_triggers]
+    missing = list(s.missing_tables) + list(s.missing_fts) + [f"trigger {t}" for t in s.missing_triggers] \
+        + [f"index {i}" for i in s.missing_indexes]
     status = "fail" if s.missing_tables or s.missing_fts else "warn"
     return status, "missing: " + ", ".join(missing), f"run {REPAIR_HINT} (backup-first)"
 
 
-def _fts_sync(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
+def _check_fts_sync(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
     missing = ctx["structure"].missing_fts if "structure" in ctx else ()
     parts, bad = [], False
     for fts in FTS_TABLES:
@@ -67,7 +85,7 @@ def _fts_sync(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
         (f"search disagrees with stored rows; run {REPAIR_HINT}" if bad else "")
 
 
-def _fts_integrity(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
+def _check_fts_integrity(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
     missing = ctx["structure"].missing_fts if "structure" in ctx else ()
     errors = {fts: err for fts in FTS_TABLES if fts not in missing and (err := fts_integrity(conn, fts))}
     recorded = meta_get(conn, META_FAILED)
@@ -78,17 +96,11 @@ def _fts_integrity(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
     return "pass", "integrity-check ok for " + ", ".join(t for t in FTS_TABLES if t not in missing), ""
 
 
-def _lineage(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
-    q = {
-        "node_messages -> missing messages": "SELECT COUNT(*) FROM node_messages nm WHERE NOT EXISTS"
-                                             " (SELECT 1 FROM messages m WHERE m.store_id = nm.store_id)",
-        "node_children -> missing nodes": "SELECT COUNT(*) FROM node_children c WHERE NOT EXISTS"
-                                          " (SELECT 1 FROM summary_nodes n WHERE n.node_id = c.child_id)",
-        "nodes without sources": "SELECT COUNT(*) FROM summary_nodes n WHERE NOT EXISTS"
-                                 " (SELECT 1 FROM node_messages nm WHERE nm.node_id = n.node_id) AND NOT EXISTS"
-                                 " (SELECT 1 FROM node_children c WHERE c.node_id = n.node_id)",
-    }
-    counts = {k: int(conn.execute(sql).fetchone()[0]) for k, sql in q.items()}
+def _check_lineage(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
+    orphans = queries.lineage_orphans(conn)
+    counts = {"node_messages -> missing messages": orphans.missing_messages,
+              "node_children -> missing nodes": orphans.missing_children,
+              "nodes without sources": orphans.sourceless_nodes}
     bad = {k: v for k, v in counts.items() if v}
     if not bad:
         return "pass", "every summary node reaches its sources", ""
@@ -96,11 +108,9 @@ def _lineage(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
         "inspect: some summaries point at rows that were deleted outside trove; raw search still works"
 
 
-def _lifecycle(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
-    rows = int(conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0])
-    beyond = int(conn.execute(
-        "SELECT COUNT(*) FROM sessions s WHERE s.frontier_store_id > COALESCE("
-        "(SELECT MAX(store_id) FROM messages m WHERE m.session_id = s.session_id), 0)").fetchone()[0])
+def _check_lifecycle(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
+    counts = queries.lifecycle_counts(conn)
+    rows, beyond = counts.sessions, counts.frontier_past_last_message
     empty = empty_lifecycle_rows(conn)
     detail = f"{rows} session rows, {empty} empty, {beyond} with a frontier beyond their last message"
     if beyond:
@@ -111,7 +121,7 @@ def _lifecycle(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
     return "pass", detail, ""
 
 
-def _config(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
+def _check_config(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
     cfg, issues = runtime.config, list(runtime.config.warnings)
     if int(cfg.fresh_tail_count) < 2:
         issues.append(f"TROVE_FRESH_TAIL_COUNT={cfg.fresh_tail_count}: a tail under 2 loses the live exchange")
@@ -130,12 +140,13 @@ def _config(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
     return "warn", "; ".join(issues), "inspect: fix the named TROVE_* variables and restart Hermes"
 
 
-def _pressure(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
+def _check_pressure(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
     snap = ctx.get("snapshot")
     if snap is None:
-        return "pass", "(unbound): no live engine in this process", ""
-    threshold, last = snap.get("threshold_tokens"), int(snap.get("last_prompt_tokens") or 0)
-    if not isinstance(threshold, int) or threshold <= 0:
+        return "pass", f"{UNBOUND}: no live engine in this process", ""
+    pressure = pressure_section(snap)
+    threshold, last = pressure["threshold_tokens"], pressure["last_prompt_tokens"]
+    if pressure["ratio"] is None:
         return "pass", f"session {snap.get('session_id')}: threshold not initialized yet", ""
     ratio = last / threshold
     detail = f"session {snap.get('session_id')}: {last}/{threshold} tokens ({ratio:.0%} of threshold)"
@@ -144,16 +155,16 @@ def _pressure(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
     return "pass", detail, ""
 
 
-def _largest(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
-    rows = conn.execute("SELECT store_id, session_id, role, token_count, length(content) FROM messages"
-                        " ORDER BY token_count DESC LIMIT 5").fetchall()
+def _check_largest(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
+    rows = queries.largest_messages(conn, 5)
     if not rows:
         return "pass", "no messages stored", ""
-    return "pass", "; ".join(f"#{r[0]} {r[2]} in {r[1]}: {r[3]} tokens, {r[4]} chars" for r in rows), ""
+    return "pass", "; ".join(f"#{r.store_id} {r.role} in {r.session_id}: {r.token_count} tokens, {r.chars} chars"
+                             for r in rows), ""
 
 
-def _payloads(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
-    result = payload_ops.doctor_report(runtime)
+def _check_payloads(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
+    result = payload_health.doctor_report(runtime)
     ctx["payload_report"] = result
     pdir = result.get("payload_dir") or {}
     inline, missing = int(result.get("suspicious_inline_rows") or 0), int(pdir.get("missing_refs") or 0)
@@ -167,32 +178,29 @@ def _payloads(runtime: Any, conn: sqlite3.Connection, ctx: dict) -> Check:
     return "pass", detail, ""
 
 
-CHECKS: tuple[tuple[str, Callable[[Any, sqlite3.Connection, dict], Check]], ...] = (
-    ("database_integrity", _quick_check),
-    ("journal_mode", _journal),
-    ("storage_size", _sizes),
-    ("schema_core_tables", _tables),
-    ("fts_index_sync", _fts_sync),
-    ("fts_integrity", _fts_integrity),
-    ("orphaned_lineage", _lineage),
-    ("lifecycle", _lifecycle),
-    ("config_validation", _config),
-    ("context_pressure", _pressure),
-    ("largest_rows", _largest),
-    ("payload_storage", _payloads),
+CHECKS: tuple[tuple[str, Callable[[Runtime, sqlite3.Connection, Shared], Check]], ...] = (
+    ("database_integrity", _check_integrity),
+    ("journal_mode", _check_journal),
+    ("storage_size", _check_sizes),
+    ("schema_core_tables", _check_tables),
+    ("fts_index_sync", _check_fts_sync),
+    ("fts_integrity", _check_fts_integrity),
+    ("orphaned_lineage", _check_lineage),
+    ("lifecycle", _check_lifecycle),
+    ("config_validation", _check_config),
+    ("context_pressure", _check_pressure),
+    ("largest_rows", _check_largest),
+    ("payload_storage", _check_payloads),
 )
 
 
-def run_doctor(engine: Any = None, runtime: Any = None, snapshot: Any = None) -> dict[str, Any]:
+def run_doctor(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Run every check; never raises. ``overall`` is the worst status seen."""
-    runtime = runtime if runtime is not None else getattr(engine, "runtime", None)
     if runtime is None:
         return {"overall": "unhealthy", "checks": [{"check": "runtime", "status": "fail", "detail": "no runtime"}],
                 "guidance": []}
     checks, guidance = [], []
-    if snapshot is None and engine is not None:
-        snapshot = engine.snapshot()
-    ctx: dict[str, Any] = {"snapshot": dict(snapshot) if snapshot is not None else None}
+    ctx: Shared = {"snapshot": dict(snapshot) if snapshot is not None else None}
     try:
         conn = runtime.db.read()
     except Exception as exc:
@@ -209,20 +217,10 @@ def run_doctor(engine: Any = None, runtime: Any = None, snapshot: Any = None) ->
             guidance.append(f"{name}: {advice}")
     worst = {c["status"] for c in checks}
     overall = "unhealthy" if "fail" in worst else "warnings" if "warn" in worst else "healthy"
-    session = snapshot.get("session_id") if snapshot is not None else "(unbound)"
+    session = snapshot.get("session_id") if snapshot is not None else UNBOUND
     out = {"overall": overall, "database_path": runtime.db.path, "session_id": session,
            "checks": checks, "guidance": guidance}
     if "payload_report" in ctx:
         out["payloads"] = ctx["payload_report"]
-    out["sensitive_patterns"] = _redaction(runtime)
+    out["sensitive_patterns"] = describe_config(runtime.config)
     return out
-
-
-def _redaction(runtime: Any) -> dict[str, Any]:
-    """Redaction setup (names, unknown names, placeholder format); never a secret."""
-    try:
-        from ..payloads.redact import Redactor
-
-        return Redactor.from_config(runtime.config).describe()
-    except Exception as exc:  # a broken pattern catalog must not break the doctor
-        return {"error": f"{type(exc).__name__}: {exc}"}

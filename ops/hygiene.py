@@ -8,32 +8,20 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any
 
-from .maintenance import take_backup
+from . import queries
+from .backups import take_backup
+from .queries import Footprint
+
+if TYPE_CHECKING:
+    from ..filters import SessionFilters
+    from ..runtime import Runtime
 
 DAY = 86400.0
 LIST_LIMIT = 50
-
-
-@dataclass(frozen=True)
-class Footprint:
-    """What one session holds in the database."""
-
-    session_id: str
-    platform: str
-    messages: int
-    tokens: int
-    nodes: int
-    carried: int
-    first_at: float | None
-    last_at: float | None
-    has_lifecycle_row: bool
-
-    @property
-    def empty(self) -> bool:
-        return not (self.messages or self.nodes or self.carried)
 
 
 @dataclass(frozen=True)
@@ -51,27 +39,8 @@ class CleanPlan:
     kept: tuple[tuple[str, str], ...]  # (session_id, why it is kept although it matched)
 
 
-def footprints(conn: sqlite3.Connection) -> list[Footprint]:
-    """One footprint per session known to any table (aggregate queries, read-only)."""
-    msgs = {r[0]: r for r in conn.execute(
-        "SELECT session_id, COUNT(*), COALESCE(SUM(token_count),0), MIN(created_at), MAX(created_at), MAX(platform)"
-        " FROM messages GROUP BY session_id")}
-    nodes = dict(conn.execute("SELECT session_id, COUNT(*) FROM summary_nodes GROUP BY session_id").fetchall())
-    carried = dict(conn.execute("SELECT session_id, COUNT(*) FROM carried_nodes GROUP BY session_id").fetchall())
-    rows = {r[0]: r for r in conn.execute("SELECT session_id, platform, created_at, updated_at FROM sessions")}
-    out = []
-    for sid in sorted(set(msgs) | set(nodes) | set(carried) | set(rows)):
-        m, s = msgs.get(sid), rows.get(sid)
-        times = [t for t in ((m[3], m[4]) if m else ()) + ((s[2], s[3]) if s else ()) if t is not None]
-        out.append(Footprint(sid, (s[1] if s and s[1] else (m[5] if m else "")) or "",
-                             int(m[1]) if m else 0, int(m[2]) if m else 0, int(nodes.get(sid, 0)),
-                             int(carried.get(sid, 0)), min(times) if times else None,
-                             max(times) if times else None, s is not None))
-    return out
-
-
-def plan_clean(prints: Iterable[Footprint], filters: Any, protected: Iterable[str], carried_out: dict[str, set[str]],
-               empty_min_age_s: float, now: float) -> CleanPlan:
+def plan_clean(prints: Iterable[Footprint], filters: SessionFilters, protected: Iterable[str],
+               carried_out: dict[str, set[str]], empty_min_age_s: float, now: float) -> CleanPlan:
     """Pure: which sessions are junk (pattern-matched, or empty and old) and safe to delete.
 
     ``carried_out`` maps a session to the sessions its summaries were carried into; a
@@ -104,21 +73,12 @@ def plan_clean(prints: Iterable[Footprint], filters: Any, protected: Iterable[st
     return CleanPlan(tuple(candidates), tuple(kept))
 
 
-def _carried_out(conn: sqlite3.Connection) -> dict[str, set[str]]:
-    out: dict[str, set[str]] = {}
-    rows = conn.execute("SELECT DISTINCT n.session_id, c.session_id FROM carried_nodes c"
-                        " JOIN summary_nodes n ON n.node_id = c.node_id WHERE c.session_id != n.session_id")
-    for owner, into in rows:
-        out.setdefault(owner, set()).add(into)
-    return out
-
-
-def _plan_clean(runtime: Any, conn: sqlite3.Connection, protected: Iterable[str], now: float) -> CleanPlan:
+def _plan_clean(runtime: Runtime, conn: sqlite3.Connection, protected: Iterable[str], now: float) -> CleanPlan:
     age = float(runtime.config.empty_lifecycle_gc_max_age_hours) * 3600
-    return plan_clean(footprints(conn), runtime.filters, protected, _carried_out(conn), age, now)
+    return plan_clean(queries.footprints(conn), runtime.filters, protected, queries.carried_into(conn), age, now)
 
 
-def scan_clean(runtime: Any, protected: Iterable[str] = (), now: float | None = None) -> dict[str, Any]:
+def scan_clean(runtime: Runtime, protected: Iterable[str] = (), now: float | None = None) -> dict[str, Any]:
     """Read-only: the junk/noise sessions ``apply_clean`` would delete."""
     plan = _plan_clean(runtime, runtime.db.read(), _protect(runtime, protected), time.time() if now is None else now)
     return {"read_only": True, "candidate_count": len(plan.candidates),
@@ -129,7 +89,7 @@ def scan_clean(runtime: Any, protected: Iterable[str] = (), now: float | None = 
             "apply_enabled": bool(runtime.config.doctor_clean_apply_enabled)}
 
 
-def apply_clean(runtime: Any, protected: Iterable[str] = (), now: float | None = None) -> dict[str, Any]:
+def apply_clean(runtime: Runtime, protected: Iterable[str] = (), now: float | None = None) -> dict[str, Any]:
     """Backup first, then delete the candidate sessions' rows in one transaction."""
     if not runtime.config.doctor_clean_apply_enabled:
         return {"status": "refused", "reason": "set TROVE_DOCTOR_CLEAN_APPLY_ENABLED=true to allow clean apply"}
@@ -139,59 +99,43 @@ def apply_clean(runtime: Any, protected: Iterable[str] = (), now: float | None =
     if not preview.candidates:
         return {"status": "noop", "reason": "no junk sessions found", "deleted_sessions": 0}
     backup = take_backup(runtime)
-    with runtime.db.transaction() as conn:
-        plan = _plan_clean(runtime, conn, guard, now)  # re-decided under the write lock
-        allowed = {c.session_id for c in preview.candidates}
-        doomed = [c.session_id for c in plan.candidates if c.session_id in allowed]
-        tables = _session_tables(conn)
-        counts = {t: 0 for t in tables}
-        for sid in doomed:
-            for table in tables:
-                counts[table] += conn.execute(f"DELETE FROM {table} WHERE session_id=?", (sid,)).rowcount
-    return {"status": "applied", "backup": backup.path, "deleted_sessions": len(doomed),
-            "sessions": doomed[:LIST_LIMIT], "deleted_rows": counts}
+    allowed = {c.session_id for c in preview.candidates}
+
+    def still_junk(conn: sqlite3.Connection) -> list[str]:  # re-decided under the write lock
+        return [c.session_id for c in _plan_clean(runtime, conn, guard, now).candidates if c.session_id in allowed]
+
+    deleted = queries.delete_sessions(runtime.db, still_junk)
+    return {"status": "applied", "backup": backup.path, "deleted_sessions": len(deleted.sessions),
+            "sessions": list(deleted.sessions[:LIST_LIMIT]), "deleted_rows": deleted.rows_by_table}
 
 
-def _session_tables(conn: sqlite3.Connection) -> list[str]:
-    """Core per-session tables first, then any other plain table keyed by ``session_id``."""
-    core = ["carried_nodes", "summary_nodes", "messages", "sessions"]
-    names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND sql NOT LIKE"
-                                        " 'CREATE VIRTUAL%' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
-    extra = [n for n in names if n not in core and any(
-        c[1] == "session_id" for c in conn.execute(f"PRAGMA table_info({n})"))]
-    return core + extra
-
-
-def _protect(runtime: Any, extra: Iterable[str]) -> set[str]:
+def _protect(runtime: Runtime, extra: Iterable[str]) -> set[str]:
     return {s for s in set(runtime.bound_sessions) | set(extra) if s}
 
 
 # -- legacy blank source -------------------------------------------------------------------
 
-def scan_source(runtime: Any) -> dict[str, Any]:
-    rows = runtime.db.read().execute(
-        "SELECT session_id, COUNT(*) FROM messages WHERE source = '' OR source IS NULL GROUP BY session_id"
-        " ORDER BY COUNT(*) DESC").fetchall()
-    return {"read_only": True, "blank_source_rows": sum(int(r[1]) for r in rows), "sessions": len(rows),
-            "by_session": [{"session_id": r[0], "rows": int(r[1])} for r in rows[:LIST_LIMIT]]}
+def scan_source(runtime: Runtime) -> dict[str, Any]:
+    rows = queries.blank_source_counts(runtime.db.read())
+    return {"read_only": True, "blank_source_rows": sum(n for _, n in rows), "sessions": len(rows),
+            "by_session": [{"session_id": sid, "rows": n} for sid, n in rows[:LIST_LIMIT]]}
 
 
-def apply_source(runtime: Any) -> dict[str, Any]:
+def apply_source(runtime: Runtime) -> dict[str, Any]:
     """Backup first, then set blank ``messages.source`` to ``unknown`` (content and FTS untouched)."""
     if not scan_source(runtime)["blank_source_rows"]:
         return {"status": "noop", "reason": "no blank-source rows", "updated_rows": 0}
     backup = take_backup(runtime)
-    with runtime.db.transaction() as conn:
-        n = conn.execute("UPDATE messages SET source='unknown' WHERE source = '' OR source IS NULL").rowcount
-    return {"status": "applied", "backup": backup.path, "updated_rows": int(n)}
+    n = queries.fill_blank_source(runtime.db, "unknown")
+    return {"status": "applied", "backup": backup.path, "updated_rows": n}
 
 
 # -- retention ---------------------------------------------------------------------------------
 
-def retention_report(runtime: Any, now: float | None = None, limit: int = 20) -> dict[str, Any]:
+def retention_report(runtime: Runtime, now: float | None = None, limit: int = 20) -> dict[str, Any]:
     """Read-only per-session footprint and age, with stale (≥30 d, ≥90 d) token totals."""
     now = time.time() if now is None else now
-    prints = footprints(runtime.db.read())
+    prints = queries.footprints(runtime.db.read())
 
     def age_days(fp: Footprint) -> float | None:
         return None if fp.last_at is None else max(0.0, (now - fp.last_at) / DAY)

@@ -7,12 +7,16 @@ backup first; a rotate that would not move the frontier is a ``noop`` and touche
 """
 from __future__ import annotations
 
-import sqlite3
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any
 
-from .maintenance import backup_dir, backup_to
+from . import queries
+from .backups import backup_dir, backup_to
+
+if TYPE_CHECKING:
+    from ..runtime import Runtime
 
 
 @dataclass(frozen=True)
@@ -51,12 +55,7 @@ def plan_rotate(session_id: str, newest_first: Sequence[tuple[int, str]], fronti
     return RotatePlan(session_id, "ready", "", frontier, target, n, first, -1)
 
 
-def _newest(conn: sqlite3.Connection, session_id: str, limit: int) -> list[tuple[int, str]]:
-    return [(int(r[0]), str(r[1])) for r in conn.execute(
-        "SELECT store_id, role FROM messages WHERE session_id=? ORDER BY store_id DESC LIMIT ?", (session_id, limit))]
-
-
-def _refusal(runtime: Any, session_id: str, mode: str) -> str:
+def _refusal(runtime: Runtime, session_id: str, mode: str) -> str:
     if not session_id:
         return "no session is bound yet (send a message first, or pass --session)"
     if mode in ("ignored", "stateless"):
@@ -72,7 +71,7 @@ def _refusal(runtime: Any, session_id: str, mode: str) -> str:
     return ""
 
 
-def preview(runtime: Any, session_id: str, mode: str = "active") -> RotatePlan:
+def preview(runtime: Runtime, session_id: str, mode: str = "active") -> RotatePlan:
     """Read-only: what ``apply`` would do for ``session_id`` right now."""
     reason = _refusal(runtime, session_id, mode)
     if reason:
@@ -82,16 +81,15 @@ def preview(runtime: Any, session_id: str, mode: str = "active") -> RotatePlan:
     row = runtime.store.session(session_id)
     frontier = int(row.frontier_store_id) if row else 0
     limit = tail + 1
-    newest = _newest(conn, session_id, limit)
+    newest = queries.newest_roles(conn, session_id, limit)
     # A tail that would start inside a long run of tool results needs a wider window.
     while len(newest) == limit and all(role == "tool" for _, role in newest[tail - 1:]):
         limit *= 2
-        newest = _newest(conn, session_id, limit)
+        newest = queries.newest_roles(conn, session_id, limit)
     total = runtime.store.count(session_id)
     plan = plan_rotate(session_id, newest, frontier, tail, total)
     if plan.status == "ready":
-        moved = int(conn.execute("SELECT COUNT(*) FROM messages WHERE session_id=? AND store_id>? AND store_id<=?",
-                                 (session_id, frontier, plan.target_frontier)).fetchone()[0])
+        moved = queries.count_between(conn, session_id, frontier, plan.target_frontier)
         plan = RotatePlan(**{**asdict(plan), "pre_tail_messages": moved})
         if not moved:
             plan = RotatePlan(**{**asdict(plan), "status": "noop", "target_frontier": frontier,
@@ -99,11 +97,11 @@ def preview(runtime: Any, session_id: str, mode: str = "active") -> RotatePlan:
     return plan
 
 
-def rolling_backup_path(runtime: Any) -> Path:
+def rolling_backup_path(runtime: Runtime) -> Path:
     return backup_dir(runtime.config) / f"{Path(runtime.db.path).stem}-rotate-latest.sqlite3"
 
 
-def apply(runtime: Any, session_id: str, mode: str = "active") -> dict[str, Any]:
+def apply(runtime: Runtime, session_id: str, mode: str = "active") -> dict[str, Any]:
     """Backup to the rolling slot, then advance the frontier (never back, never deleting)."""
     plan = preview(runtime, session_id, mode)
     if plan.status != "ready":

@@ -1,8 +1,9 @@
-"""Status: one read-only dict describing the runtime, the bound session and the database.
+"""Status and inspect: read-only reports built from named sections.
 
-``build_status`` backs the ``trove_status`` tool, ``/trove status`` and the CLI. It reads
-engine facts only through ``engine.snapshot()`` and storage only through the runtime's
-store/DAG; with no engine (CLI, or before any session binds) it says ``(unbound)``.
+``build_status`` backs the ``trove_status`` tool, ``/trove status`` and the CLI;
+``build_inspect`` backs ``trove_inspect``; the doctor reuses ``pressure_section``. Engine
+facts arrive as the ``snapshot`` dict (``TroveEngine.snapshot()``), storage is read through
+the runtime's store, DAG and ``queries``; with no snapshot the report says ``(unbound)``.
 """
 from __future__ import annotations
 
@@ -10,15 +11,24 @@ import functools
 import os
 import subprocess
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import tokens
 from ..config import public_view
+from ..payloads.redact import describe_config
+from ..toolkit import iso
 from ..version import __version__
+from . import queries
 from .maintenance import fts_health
 
+if TYPE_CHECKING:
+    from ..dag import NodeRow
+    from ..runtime import Runtime
+
 UNBOUND = "(unbound)"
+REASON_CHARS = 1000
 
 
 @functools.lru_cache(maxsize=8)
@@ -50,8 +60,16 @@ def _size(path: str) -> int | None:
         return None
 
 
-def _runtime_section(runtime: Any) -> dict[str, Any]:
+def bound_session(snapshot: Mapping[str, Any] | None) -> str | None:
+    """The session a snapshot names, or None when the engine has bound none."""
+    sid = (snapshot or {}).get("session_id")
+    return None if sid in (None, "", UNBOUND) else str(sid)
 
+
+# -- sections ---------------------------------------------------------------------------------
+
+def runtime_section(runtime: Runtime) -> dict[str, Any]:
+    """Plugin identity, database files and health; a broken database is reported, not raised."""
     path = runtime.db.path
     section: dict[str, Any] = {"plugin_version": __version__, "plugin_path": runtime.plugin_path,
                                **git_identity(runtime.plugin_path), "database_path": path,
@@ -67,15 +85,50 @@ def _runtime_section(runtime: Any) -> dict[str, Any]:
     return section
 
 
-def _pressure(snap: dict[str, Any]) -> dict[str, Any]:
-    threshold = snap.get("threshold_tokens")
-    last = int(snap.get("last_prompt_tokens") or 0)
+def engine_section(snapshot: Mapping[str, Any] | None) -> dict[str, Any]:
+    if snapshot is None:
+        return {"session_id": UNBOUND, "note": "no engine has bound a session in this process"}
+    return dict(snapshot)
+
+
+def pressure_section(snapshot: Mapping[str, Any]) -> dict[str, Any]:
+    """Last prompt tokens against the compaction threshold; ``ratio`` is None before one is set."""
+    threshold = snapshot.get("threshold_tokens")
+    last = int(snapshot.get("last_prompt_tokens") or 0)
     if not isinstance(threshold, int) or threshold <= 0:
         return {"last_prompt_tokens": last, "threshold_tokens": threshold, "ratio": None}
     return {"last_prompt_tokens": last, "threshold_tokens": threshold, "ratio": round(last / threshold, 3)}
 
 
-def _filters_section(runtime: Any, session_id: str | None, platform: str) -> dict[str, Any]:
+def store_section(runtime: Runtime) -> dict[str, Any]:
+    totals = queries.store_totals(runtime.db.read())
+    return {"total_messages": totals.messages, "total_tokens": totals.tokens,
+            "total_sessions": totals.sessions, "total_nodes": totals.nodes}
+
+
+def dag_section(runtime: Runtime, session_id: str) -> dict[str, Any]:
+    """Summary nodes visible to a session (own and carried), in total and per depth."""
+    depths = runtime.dag.depth_stats(session_id)
+    return {"nodes": sum(d["count"] for d in depths.values()),
+            "tokens": sum(d["tokens"] for d in depths.values()),
+            "source_tokens": sum(d["source_tokens"] for d in depths.values()),
+            "depths": {f"d{k}": v for k, v in depths.items()}}
+
+
+def lifecycle_section(runtime: Runtime, session_id: str) -> dict[str, Any]:
+    """The session's lifecycle row: frontier, predecessor, times and the last rotate."""
+    row = runtime.store.session(session_id)
+    if row is None:
+        return {"recorded": False}
+    backup = row.last_rotate_backup
+    return {"recorded": True, "frontier_store_id": row.frontier_store_id, "ingest_len": row.ingest_len,
+            "previous_session_id": row.previous_session_id, "created_at": row.created_at,
+            "updated_at": row.updated_at, "ended_at": row.ended_at, "last_rotate_at": row.last_rotate_at,
+            "last_rotate_backup": backup, "last_rotate_backup_bytes": _size(backup) if backup else None}
+
+
+def filters_section(runtime: Runtime, session_id: str | None, platform: str) -> dict[str, Any]:
+    """Configured session/message patterns and how they apply to ``session_id``."""
     f = runtime.filters
     ignored = f.ignored_by(session_id, platform) if session_id else None
     stateless = f.stateless_by(session_id, platform) if session_id and not ignored else None
@@ -87,55 +140,112 @@ def _filters_section(runtime: Any, session_id: str | None, platform: str) -> dic
             "ignored_message_count": int(runtime.counters.get("ignored_message_count", 0))}
 
 
-def _lifecycle(runtime: Any, session_id: str) -> dict[str, Any]:
-    row = runtime.store.session(session_id)
-    if row is None:
-        return {"recorded": False}
-    backup = row.last_rotate_backup
-    return {"recorded": True, "frontier_store_id": row.frontier_store_id, "ingest_len": row.ingest_len,
-            "previous_session_id": row.previous_session_id, "created_at": row.created_at,
-            "updated_at": row.updated_at, "ended_at": row.ended_at, "last_rotate_at": row.last_rotate_at,
-            "last_rotate_backup": backup, "last_rotate_backup_bytes": _size(backup) if backup else None}
+# -- status -----------------------------------------------------------------------------------
 
-
-def build_status(engine: Any = None, runtime: Any = None, session_id: str | None = None,
-                 snapshot: Any = None) -> dict[str, Any]:
+def build_status(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = None,
+                 session_id: str | None = None) -> dict[str, Any]:
     """Everything an operator asks first; never raises for a missing engine or session."""
-    runtime = runtime if runtime is not None else getattr(engine, "runtime", None)
     if runtime is None:
         return {"session_id": UNBOUND, "error": "no runtime"}
-    snap = dict(snapshot) if snapshot is not None else engine.snapshot() if engine is not None else {}
-    sid = session_id or (snap.get("session_id") if snap.get("session_id") not in (None, "", UNBOUND) else None)
+    snap = dict(snapshot) if snapshot is not None else {}
+    sid = session_id or bound_session(snap)
     platform = str(snap.get("platform") or "")
     status: dict[str, Any] = {"session_id": sid or UNBOUND, "bound": bool(sid), "generated_at": time.time(),
-                              "runtime": _runtime_section(runtime)}
-    if engine is not None:
-        status["engine"] = snap
-        status["context_pressure"] = _pressure(snap)
-    else:
-        status["engine"] = {"session_id": UNBOUND, "note": "no engine has bound a session in this process"}
+                              "runtime": runtime_section(runtime), "engine": engine_section(snapshot)}
+    if snapshot is not None:
+        status["context_pressure"] = pressure_section(snap)
     try:
-        conn = runtime.db.read()
-        totals = conn.execute("SELECT COUNT(*), COALESCE(SUM(token_count),0) FROM messages").fetchone()
-        status["store"] = {"total_messages": int(totals[0]), "total_tokens": int(totals[1]),
-                           "total_sessions": int(conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]),
-                           "total_nodes": int(conn.execute("SELECT COUNT(*) FROM summary_nodes").fetchone()[0])}
+        status["store"] = store_section(runtime)
         if sid:
             if not platform and (row := runtime.store.session(sid)) is not None:
                 platform = row.platform
             status["store"]["session"] = runtime.store.stats(sid)
-            depths = runtime.dag.depth_stats(sid)
-            status["dag"] = {"nodes": sum(d["count"] for d in depths.values()),
-                             "tokens": sum(d["tokens"] for d in depths.values()),
-                             "source_tokens": sum(d["source_tokens"] for d in depths.values()),
-                             "depths": {f"d{k}": v for k, v in depths.items()}}
-            status["lifecycle"] = _lifecycle(runtime, sid)
+            status["dag"] = dag_section(runtime, sid)
+            status["lifecycle"] = lifecycle_section(runtime, sid)
     except Exception as exc:
         status["store_error"] = f"{type(exc).__name__}: {exc}"
-    status["session_filters"] = _filters_section(runtime, sid, platform)
-    from .doctor import _redaction
-
-    status["sensitive_patterns"] = _redaction(runtime)
+    status["session_filters"] = filters_section(runtime, sid, platform)
+    status["sensitive_patterns"] = describe_config(runtime.config)
     status["config"] = public_view(runtime.config)
     status["config_warnings"] = list(runtime.config.warnings)
     return status
+
+
+# -- inspect ----------------------------------------------------------------------------------
+
+def build_inspect(runtime: Runtime, snapshot: Mapping[str, Any] | None, session_id: str,
+                  limit: int = 20) -> dict[str, Any]:
+    """Metadata of one session (lineage, frontier, fresh tail, compaction, DAG, filters); never content."""
+    snap = dict(snapshot) if snapshot is not None else {}
+    life = lifecycle_section(runtime, session_id)
+    frontier = int(life.get("frontier_store_id") or 0)
+    visible = runtime.dag.visible(session_id)
+    dag = dag_section(runtime, session_id)
+    pressure = pressure_section(snap)
+    filters = filters_section(runtime, session_id, str(snap.get("platform") or ""))
+    return {
+        "read_only": True, "session_id": session_id, "conversation_id": snap.get("conversation_id", ""),
+        "platform": snap.get("platform", ""), "session_mode": snap.get("session_mode", ""), "limit": limit,
+        "lineage": _lineage(life, visible, session_id, limit),
+        "messages": _messages(runtime, session_id, frontier, limit),
+        "compaction": {
+            "last_status": snap.get("last_compression_status"),
+            "last_reason": str(snap.get("last_compression_reason") or "")[:REASON_CHARS],
+            "compression_count": snap.get("compression_count"),
+            "last_prompt_tokens": pressure["last_prompt_tokens"], "threshold_tokens": pressure["threshold_tokens"],
+            "frontier": {"session_frontier_store_id": frontier,
+                         "highest_summarized_store_id": runtime.dag.highest_covered_store_id(session_id)},
+        },
+        "dag": {"total_nodes": dag["nodes"], "total_tokens": dag["tokens"], "depths": dag["depths"],
+                **_dag_nodes(runtime, visible, session_id, limit)},
+        "filters": _inspect_filters(filters, snap.get("session_mode")),
+    }
+
+
+def _lineage(life: Mapping[str, Any], visible: Sequence[NodeRow], session_id: str, limit: int) -> dict[str, Any]:
+    carried_from: dict[str, int] = {}
+    for n in visible:
+        if n.session_id != session_id:
+            carried_from[n.session_id] = carried_from.get(n.session_id, 0) + 1
+    carried = sum(carried_from.values())
+    return {"previous_session_id": life.get("previous_session_id"),
+            "own_nodes": len(visible) - carried, "carried_nodes": carried,
+            "carried_from": [{"session_id": s, "nodes": c} for s, c in sorted(carried_from.items())][:limit],
+            "session_created_at": iso(life.get("created_at")),
+            "session_ended_at": iso(life.get("ended_at")) if life.get("ended_at") else None}
+
+
+def _messages(runtime: Runtime, session_id: str, frontier: int, limit: int) -> dict[str, Any]:
+    """Raw-message counts around the frontier and the fresh tail (metadata of each tail row)."""
+    store, cfg = runtime.store, runtime.config
+    stats = store.stats(session_id)
+    uncompacted = store.count_after(session_id, frontier)
+    tail_count = int(cfg.fresh_tail_count)
+    tail = store.tail(session_id, tail_count, frontier) if tail_count > 0 else []
+    items = [{"store_id": r.store_id, "role": r.role, "token_count": r.token_count, "content_chars": len(r.content),
+              "timestamp": iso(r.created_at), **({"tool_name": r.tool_name} if r.tool_name else {})}
+             for r in tail[-limit:]]
+    return {"total": stats["messages"], "estimated_tokens": stats["tokens"],
+            "min_store_id": stats["min_store_id"], "max_store_id": stats["max_store_id"],
+            "frontier_store_id": frontier, "uncompacted_count": uncompacted,
+            "fresh_tail_count": tail_count, "fresh_tail_max_tokens": int(cfg.fresh_tail_max_tokens),
+            "pre_tail_message_count": max(0, uncompacted - len(tail)),
+            "fresh_tail": {"messages": len(tail), "tokens": sum(r.token_count for r in tail),
+                           "items": items, "items_truncated": len(tail) > limit}}
+
+
+def _dag_nodes(runtime: Runtime, visible: Sequence[NodeRow], session_id: str, limit: int) -> dict[str, Any]:
+    frontier = runtime.dag.frontier(session_id)
+    latest = sorted(visible, key=lambda n: n.node_id, reverse=True)[:limit]
+    return {"frontier_node_ids": [n.node_id for n in frontier][:limit], "frontier_size": len(frontier),
+            "latest_nodes": [{"node_id": n.node_id, "depth": n.depth, "token_count": n.token_count,
+                              "source_token_count": n.source_token_count, "level": n.level,
+                              "earliest_at": iso(n.earliest_at), "latest_at": iso(n.latest_at),
+                              "carried": n.session_id != session_id} for n in latest]}
+
+
+def _inspect_filters(section: Mapping[str, Any], session_mode: Any) -> dict[str, Any]:
+    """The status filter section for one session, with message patterns counted, not listed."""
+    shown = {k: v for k, v in section.items() if not k.startswith("current_session_")}
+    return {"matched_pattern": shown.pop("matched_pattern"), "session_mode": session_mode, **shown,
+            "ignore_message_patterns": len(section["ignore_message_patterns"])}

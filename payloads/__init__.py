@@ -1,1 +1,2 @@
-"""What crosses the storage boundary: sidecar payload files, the storage guard, secret redaction and replay stubbing."""
+"""What crosses the storage boundary: sidecar payload files, the storage guard, secret
+redaction, active-replay stubbing and the payload health report for the doctor."""

@@ -3,15 +3,20 @@
 ``Redactor.from_config(config)`` compiles the configured catalog entries once;
 ``redact(text)`` replaces matched secret values with metadata-only placeholders. It is
 deliberately lossy for the matched values and forward-only: it never rewrites rows that
-were stored before it was enabled. ``describe()`` reports the setup without any secret.
+were stored before it was enabled. ``describe()`` reports the setup without any secret;
+``describe_config(config)`` is that report for status and doctor, never raising.
 """
 from __future__ import annotations
 
 import hashlib
 import re
 import string
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..config import TroveConfig
 
 DIGEST_CHARS = 8
 PLACEHOLDER_FORMAT = "[REDACTED:<pattern>:sha256=<8 hex digits>]; password_assignment uses [REDACTED:password]"
@@ -145,7 +150,7 @@ class Redactor:
     source: str = "default"
 
     @classmethod
-    def from_config(cls, config: Any) -> "Redactor":
+    def from_config(cls, config: TroveConfig) -> Redactor:
         names = tuple(dict.fromkeys(str(n).strip().lower() for n in config.sensitive_patterns if str(n).strip()))
         sources = dict(getattr(config, "sources", ()) or ())
         src = {sources.get("sensitive_patterns_enabled", "default"), sources.get("sensitive_patterns", "default")}
@@ -170,3 +175,11 @@ class Redactor:
         return {"enabled": self.enabled, "patterns": list(self.patterns),
                 "unknown_patterns": list(self.unknown_patterns), "source": self.source,
                 "placeholder_format": PLACEHOLDER_FORMAT}
+
+
+def describe_config(config: TroveConfig) -> dict[str, Any]:
+    """The redaction setup (names, unknown names, placeholder format) for status and doctor; never a secret."""
+    try:
+        return Redactor.from_config(config).describe()
+    except Exception as exc:  # a broken pattern catalog must not break a report
+        return {"error": f"{type(exc).__name__}: {exc}"}

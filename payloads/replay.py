@@ -1,15 +1,16 @@
-"""Active-replay stubbing plans: pure functions over host message dicts.
+"""Active-replay stubbing: which big tool results leave the provider-visible prompt.
 
-``plan_stubs`` picks the textual tool results that should leave the provider-visible
-prompt; ``stub_message`` builds the replacement that points at the externalized ref.
-Writing the sidecar (``payloads.externalize_text``) and deciding when to call these
-belongs to the caller; nothing here touches files, the database or the input lists.
+``plan_stubs`` and ``stub_message`` are pure functions over host message dicts;
+``apply_replay_stubs`` is the thin effect that writes each picked result to a sidecar
+(``sidecar.externalize_text``) and swaps in its stub. Stored rows are never changed here.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from .sidecar import EXTERNALIZED_HEAD, externalized_placeholder
+from .. import tokens
+from .sidecar import EXTERNALIZED_HEAD, PREVIEW_CHARS, PayloadRuntime, externalize_text, externalized_placeholder
 
 # Recovery results stay inline, or reading a ref would only produce another ref.
 NEVER_STUB_TOOLS = frozenset({"trove_describe", "trove_expand"})
@@ -80,3 +81,21 @@ def stub_message(message: dict[str, Any], ref: str, preview_chars: int) -> dict[
     else:
         out["content"] = stub
     return out
+
+
+def apply_replay_stubs(runtime: PayloadRuntime, session_id: str, messages: Sequence[dict[str, Any]], *,
+                       protect_from: int) -> tuple[list[dict[str, Any]], int]:
+    """Stub big textual tool results in a provider-visible list when both opt-ins are on."""
+    cfg = runtime.config
+    out = list(messages)
+    if not (cfg.large_output_externalization_enabled and cfg.large_output_active_replay_stubbing_enabled):
+        return out, 0
+    done = 0
+    for i in plan_stubs(out, threshold_tokens=int(cfg.large_output_active_replay_stub_threshold_tokens),
+                        protect_from=protect_from, count_tokens=tokens.count_message):
+        text = stub_source_text(out[i])
+        ref = externalize_text(runtime, session_id, text) if text is not None else None
+        if ref is not None:
+            out[i] = stub_message(out[i], ref, PREVIEW_CHARS)
+            done += 1
+    return out, done

@@ -1,10 +1,9 @@
-"""Payload protection: sidecar files, refs, and the storage-boundary transform.
+"""The sidecar store: payload files named by digest, their refs and their placeholders.
 
-Owns the payload directory: inline base64/data-URI payloads (always) and oversized
-content (opt-in) move to JSON sidecar files named by digest, and rows keep a compact
-placeholder carrying the ref. Also reads and describes refs and writes refs for
-active-replay stubs (search, GC and the doctor report live in payload_ops.py). It never drops data:
-when a sidecar cannot be written, the original stays inline.
+Writes one payload per JSON file atomically, loads it back verified (digest, owner, no
+symlinks), pages and describes it for the recovery tools, searches one session's files,
+counts the directory for the doctor, and shrinks externalized tool rows whose sidecar is
+intact. Deciding what leaves a row is the storage guard's job (``guard.py``).
 """
 from __future__ import annotations
 
@@ -17,11 +16,15 @@ import stat
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..config import payload_dir
 from .redact import Redactor
+
+if TYPE_CHECKING:
+    from ..config import TroveConfig
+    from ..store import MessageStore
 
 log = logging.getLogger("hermes_trove.payloads")
 
@@ -33,27 +36,30 @@ REF_IN_TEXT = re.compile(r"\[trove:(?:payload|externalized) ref=(trove-[0-9a-f]{
 EXTERNALIZED_HEAD = re.compile(r"\[trove:externalized ref=(trove-[0-9a-f]{32}-[0-9a-f]{8}\.json) ")
 PREVIEW_CHARS = 600
 DESCRIBE_PREVIEW_CHARS = 500
-BASE64_RUN_MIN = 1024  # conservative: shorter runs are ids, hashes and tokens
-DATA_URI_MIN = 16
 SEARCH_FILE_LIMIT = 256
 SEARCH_BYTES_PER_FILE = 512000
 READ_MAX_CHARS = 200000
+RECORD_CACHE_SIZE = 8
 
-# Case is spelled out instead of re.IGNORECASE, which slows the long body match several times.
-_DATA_URI = re.compile(
-    r"[Dd][Aa][Tt][Aa]:(?P<mime>[A-Za-z0-9][A-Za-z0-9.+\-]*/[A-Za-z0-9.+\-]+)?(?:;[A-Za-z0-9.+\-]+=[^;,\s\"']*)*"
-    rf";[Bb][Aa][Ss][Ee]64,(?P<b64>[A-Za-z0-9+/_\-]{{{DATA_URI_MIN},}}={{0,2}})")
-_B64_RUN = re.compile(rf"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{{{BASE64_RUN_MIN},}}={{0,2}}(?![A-Za-z0-9+/_\-=])")
-_B64_WRAPPED = re.compile(r"(?<![A-Za-z0-9+/=])(?:[A-Za-z0-9+/]{60,120}={0,2}\r?\n){16,}[A-Za-z0-9+/]{0,120}={0,2}")
-_MEDIA_TYPES = frozenset({"image_url", "image", "input_image", "input_audio", "audio", "file", "input_file",
-                          "video", "document"})
+
+class PayloadRuntime(Protocol):
+    """What payload code reads from ``runtime.Runtime``; structural, since runtime imports the guard."""
+
+    @property
+    def config(self) -> TroveConfig: ...
+
+    @property
+    def store(self) -> MessageStore: ...
+
+    @property
+    def payload_dir(self) -> Path: ...
 
 
 class PayloadError(Exception):
     """A ref that cannot be served: invalid name, missing, tampered, or another session's."""
 
 
-# -- refs and sidecar records ---------------------------------------------------------
+# -- refs ------------------------------------------------------------------------------
 def _encode(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
@@ -90,6 +96,11 @@ def validate_ref(ref: Any) -> str:
     return ref
 
 
+def refs_in(text: str | None) -> list[str]:
+    return list(dict.fromkeys(REF_IN_TEXT.findall(text or "")))
+
+
+# -- writing -----------------------------------------------------------------------------
 def _render(record: dict[str, Any]) -> bytes:
     try:
         return _encode(json.dumps(record, ensure_ascii=False))
@@ -131,14 +142,61 @@ def sync_directory(directory: Path) -> None:
         pass
 
 
+def write_payload(directory: Path, session_id: str, payload: str, *, kind: str, mime: str = "text/plain",
+                  meta: dict[str, Any] | None = None) -> str:
+    """Durably store ``payload`` and return its ref; reuses an intact existing file. Raises OSError."""
+    ref = ref_for(session_id, payload)
+    try:
+        if load_record(directory, ref).get("session_id") == session_id:
+            return ref
+    except PayloadError:
+        pass  # absent, or damaged: (re)write it atomically below
+    record = {"format": FORMAT, "ref": ref, "session_id": session_id, "kind": kind, "mime": mime,
+              "original_chars": len(payload), "original_bytes": len(_encode(payload)),
+              "sha256": digest(payload), "created_at": time.time(), **(meta or {}), "payload": payload}
+    _write_atomic(directory, ref, _render(record))
+    return ref
+
+
+def try_write_payload(directory: Path, session_id: str, payload: str, *, kind: str, mime: str = "text/plain",
+                      meta: dict[str, Any] | None = None) -> str | None:
+    """``write_payload``, or None (logged) when the sidecar cannot be written; the caller keeps it inline."""
+    try:
+        return write_payload(directory, session_id, payload, kind=kind, mime=mime, meta=meta)
+    except Exception as exc:  # unwritable dir, disk full, ...
+        log.warning("trove: could not externalize a %s payload (%d chars) to %s: %s; keeping it inline",
+                    kind, len(payload), directory, exc)
+        return None
+
+
+def externalize_text(runtime: PayloadRuntime, session_id: str, text: str, kind: str = "tool_result") -> str | None:
+    """Write ``text`` (redacted) as one sidecar and confirm it reads back intact; None keeps it inline."""
+    if not session_id or not isinstance(text, str):
+        return None
+    directory = runtime.payload_dir
+    text = Redactor.from_config(runtime.config).redact(text)
+    ref = try_write_payload(directory, session_id, text, kind=kind, mime="text/plain")
+    if ref is None:
+        return None
+    try:
+        if load_record(directory, ref)["payload"] != text:
+            return None
+    except PayloadError as exc:
+        log.warning("trove: externalized payload did not verify after writing: %s", exc)
+        return None
+    return ref
+
+
+# -- loading -----------------------------------------------------------------------------
+# Recently verified records, keyed by path and file identity so a rewritten file misses.
 _cache: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
-def _load(directory: Path, ref: str) -> dict[str, Any]:
-    """The verified record of ``ref`` in ``directory`` (raises PayloadError)."""
+def load_record(directory: Path, ref: str) -> dict[str, Any]:
+    """The verified sidecar record of ``ref`` (metadata and payload); raises ``PayloadError``."""
     validate_ref(ref)
-    path = directory / ref
+    path = Path(directory) / ref
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -175,48 +233,20 @@ def _load(directory: Path, ref: str) -> dict[str, Any]:
         raise PayloadError(f"externalized_ref {ref} failed its integrity check (tampered or corrupt)")
     with _cache_lock:
         _cache[key] = record
-        while len(_cache) > 8:
+        while len(_cache) > RECORD_CACHE_SIZE:
             _cache.popitem(last=False)
     return record
 
 
-def load_record(directory: Path, ref: str) -> dict[str, Any]:
-    """The verified sidecar record of ``ref`` (metadata and payload); raises ``PayloadError``."""
-    return _load(Path(directory), ref)
-
-
-def _owned(record: dict[str, Any], ref: str, session_id: str | None) -> dict[str, Any]:
+def _load_owned(directory: Path, ref: str, session_id: str | None) -> dict[str, Any]:
+    """``load_record``, refusing a record of another session when ``session_id`` is given."""
+    record = load_record(directory, ref)
     if session_id is not None and record.get("session_id") != session_id:
         raise PayloadError(f"externalized_ref {ref} belongs to another session")
     return record
 
 
-def write_payload(directory: Path, session_id: str, payload: str, *, kind: str, mime: str = "text/plain",
-                  meta: dict[str, Any] | None = None) -> str:
-    """Durably store ``payload`` and return its ref; reuses an intact existing file. Raises OSError."""
-    ref = ref_for(session_id, payload)
-    try:
-        if _load(directory, ref).get("session_id") == session_id:
-            return ref
-    except PayloadError:
-        pass  # absent, or damaged: (re)write it atomically below
-    record = {"format": FORMAT, "ref": ref, "session_id": session_id, "kind": kind, "mime": mime,
-              "original_chars": len(payload), "original_bytes": len(_encode(payload)),
-              "sha256": digest(payload), "created_at": time.time(), **(meta or {}), "payload": payload}
-    _write_atomic(directory, ref, _render(record))
-    return ref
-
-
-def _try_write(directory: Path, session_id: str, payload: str, **kw: Any) -> str | None:
-    try:
-        return write_payload(directory, session_id, payload, **kw)
-    except Exception as exc:  # unwritable dir, disk full, ...: the caller keeps the payload inline
-        log.warning("trove: could not externalize a %s payload (%d chars) to %s: %s; keeping it inline",
-                    kw.get("kind", "?"), len(payload), directory, exc)
-        return None
-
-
-# -- placeholders ---------------------------------------------------------------------
+# -- placeholders ------------------------------------------------------------------------
 def payload_placeholder(ref: str, kind: str, mime: str, chars: int) -> str:
     """Compact in-row stand-in for a base64 / data-URI payload."""
     return f"[trove:payload ref={ref} kind={kind} mime={mime} chars={chars}]"
@@ -235,227 +265,21 @@ def externalized_placeholder(ref: str, kind: str, text: str, preview_chars: int 
     return f"{head}\nPreview:\n{preview}" + ("\n…" if len(source) > len(preview) else "")
 
 
-def refs_in(text: str | None) -> list[str]:
-    return list(dict.fromkeys(REF_IN_TEXT.findall(text or "")))
-
-
-# -- the storage transform ------------------------------------------------------------
-def _might_hold_base64(text: str) -> bool:
-    return len(text) >= BASE64_RUN_MIN or "ase64" in text or "ASE64" in text
-
-
-def _looks_random(run: str) -> bool:
-    body = run.rstrip("=")
-    sample = body[:4096]
-    classes = (any(c.isupper() for c in sample) + any(c.islower() for c in sample)
-               + any(c.isdigit() for c in sample))
-    return classes >= 3 and len(set(sample)) >= 24
-
-
-def _after_data_uri_header(m: re.Match[str]) -> bool:
-    """True for the body of a data URI that stayed inline (its own write already failed)."""
-    return m.string[max(0, m.start() - 8):m.start()].lower() == ";base64,"
-
-
-def _guard_text(text: str, write: Callable[..., str | None]) -> str:
-    """Replace data URIs and long base64-looking runs in ``text`` with payload placeholders."""
-    if not _might_hold_base64(text):
-        return text
-
-    def uri(m: re.Match[str]) -> str:
-        mime = (m.group("mime") or "application/octet-stream").lower()
-        ref = write(m.group(0), kind="data_uri", mime=mime)
-        return payload_placeholder(ref, "data_uri", mime, len(m.group(0))) if ref else m.group(0)
-
-    def run(m: re.Match[str]) -> str:
-        if _after_data_uri_header(m) or not _looks_random(m.group(0).replace("\n", "").replace("\r", "")):
-            return m.group(0)
-        ref = write(m.group(0), kind="base64", mime="application/octet-stream")
-        return payload_placeholder(ref, "base64", "application/octet-stream", len(m.group(0))) if ref else m.group(0)
-
-    if "ase64" in text or "ASE64" in text:
-        text = _DATA_URI.sub(uri, text)
-    if len(text) >= BASE64_RUN_MIN:
-        # A run holds no whitespace: split() (C speed) rules most long text out before any regex.
-        widths = [len(w) for w in text.split() if len(w) >= 60]
-        if widths and max(widths) >= BASE64_RUN_MIN:
-            text = _B64_RUN.sub(run, text)
-        if len(widths) >= 16:
-            text = _B64_WRAPPED.sub(run, text)
-    return text
-
-
-def _map_strings(value: Any, fn: Callable[[str], str]) -> Any:
-    if isinstance(value, str):
-        return fn(value)
-    if isinstance(value, list):
-        return [_map_strings(v, fn) for v in value]
-    if isinstance(value, dict):
-        return {k: _map_strings(v, fn) for k, v in value.items()}
-    return value
-
-
-def _map_json_column(raw: str | None, fn: Callable[[str], str]) -> str | None:
-    """Apply ``fn`` to every string inside a JSON column; unchanged text is returned as is."""
-    if not raw:
-        return raw
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return fn(raw)
-    new = _map_strings(value, fn)
-    return raw if new == value else json.dumps(new, ensure_ascii=False, default=str)
-
-
-def _block_text(value: Any) -> str:
-    if isinstance(value, list):
-        return "\n".join(b["text"] for b in value if isinstance(b, dict) and isinstance(b.get("text"), str))
-    return ""
-
-
-def _has_media(value: Any) -> bool:
-    return isinstance(value, list) and any(isinstance(b, dict) and b.get("type") in _MEDIA_TYPES for b in value)
-
-
-def storage_transform(config: Any) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
-    """The column transform ``MessageStore`` applies to every row before INSERT."""
-    directory = payload_dir(config)
-    redactor = Redactor.from_config(config)
-    if redactor.enabled and redactor.unknown_patterns:
-        log.warning("trove: unknown TROVE_SENSITIVE_PATTERNS entries ignored: %s", ", ".join(redactor.unknown_patterns))
-    externalize = bool(config.large_output_externalization_enabled)
-    threshold = int(config.large_output_externalization_threshold_chars)
-
-    redacting = bool(redactor.enabled and redactor.patterns)
-
-    def transform(cols: dict[str, Any]) -> dict[str, Any]:
-        if not redacting and _nothing_to_guard(cols, externalize, threshold):
-            return cols  # the common row, decided by length and substring checks alone
-        out = dict(cols)
-        try:
-            _apply(out, directory, redactor, externalize, threshold)
-            return out
-        except Exception:  # never raise into ingest; keep what was already made safe
-            log.exception("trove: storage transform failed for one row; storing it as prepared so far")
-            return out
-
-    return transform
-
-
-def _nothing_to_guard(cols: dict[str, Any], externalize: bool, threshold: int) -> bool:
-    """True when ``_apply`` would leave ``cols`` as they are (redaction aside)."""
-    content = cols.get("content") or ""
-    if externalize and len(content) > threshold:
-        return False
-    for column in ("content", "tool_calls", "extra"):
-        text = cols.get(column)
-        if text and (_might_hold_base64(text) or not _encodable(text)):
-            return False
-    return True
-
-
-def _apply(cols: dict[str, Any], directory: Path, redactor: Redactor, externalize: bool, threshold: int) -> None:
-    session_id = str(cols.get("session_id") or "")
-    meta = {k: cols.get(k) for k in ("role", "tool_call_id", "tool_name") if cols.get(k)}
-
-    def write(payload: str, *, kind: str, mime: str) -> str | None:
-        return _try_write(directory, session_id, payload, kind=kind, mime=mime, meta=meta)
-
-    def guard(text: str) -> str:
-        return _guard_text(text, write)
-
-    if redactor.enabled:  # first: nothing below may see a secret
-        cols["content"] = (_map_json_column(cols["content"], redactor.redact) if cols.get("content_is_json")
-                           else redactor.redact(cols.get("content") or ""))
-        cols["tool_calls"] = _map_json_column(cols.get("tool_calls"), redactor.redact)
-        cols["extra"] = _map_json_column(cols.get("extra"), redactor.redact)
-    content = cols.get("content") or ""
-    if cols.get("content_is_json"):
-        if _might_hold_base64(content):
-            cols["content"] = _map_json_column(content, guard)
-    else:
-        cols["content"] = guard(content)
-    for column in ("tool_calls", "extra"):
-        raw = cols.get(column)
-        if raw and _might_hold_base64(raw):
-            cols[column] = _map_json_column(raw, guard)
-    if externalize and len(cols["content"]) > threshold:
-        _externalize_content(cols, write, threshold)
-    _make_encodable(cols, write)
-
-
-def _encodable(text: str | None) -> bool:
-    if not text or text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-        return True
-    except UnicodeEncodeError:
-        return False
-
-
-def _make_encodable(cols: dict[str, Any], write: Callable[..., str | None]) -> None:
-    """SQLite refuses lone surrogates: JSON columns escape them, text moves to a sidecar."""
-    for column in ("tool_calls", "extra"):
-        if not _encodable(cols.get(column)):
-            try:
-                cols[column] = json.dumps(json.loads(cols[column]), ensure_ascii=True)
-            except ValueError:
-                pass
-    text = cols.get("content") or ""
-    if _encodable(text):
-        return
-    if cols.get("content_is_json"):
-        try:
-            cols["content"] = json.dumps(json.loads(text), ensure_ascii=True)
-            return
-        except ValueError:
-            pass
-    ref = write(text, kind="unencodable_text", mime="text/plain")
-    if ref is not None:
-        cols["content"] = externalized_placeholder(ref, "unencodable_text", text, preview_chars=0)
-        cols["content_is_json"] = 0
-
-
-def _externalize_content(cols: dict[str, Any], write: Callable[..., str | None], threshold: int) -> None:
-    text = cols["content"]
-    role = cols.get("role")
-    if cols.get("content_is_json"):
-        try:
-            value = json.loads(text)
-        except ValueError:
-            value = None
-        kind = "media" if _has_media(value) else ("tool_result" if role == "tool" else "raw")
-        preview_source, mime = _block_text(value) or text, "application/json"
-    else:
-        kind = "tool_result" if role == "tool" else "raw"
-        preview_source, mime = text, "text/plain"
-    ref = write(text, kind=kind, mime=mime)
-    if ref is None:
-        return
-    cols["content"] = externalized_placeholder(ref, kind, text, PREVIEW_CHARS, preview_source)
-    cols["content_is_json"] = 0
-
-
-# -- recovery ---------------------------------------------------------------------------
-def _directory(runtime: Any) -> Path:
-    return Path(getattr(runtime, "payload_dir", None) or payload_dir(runtime.config))
-
-
+# -- recovery ----------------------------------------------------------------------------
 def _metadata(record: dict[str, Any]) -> dict[str, Any]:
     keys = ("ref", "session_id", "kind", "mime", "original_chars", "original_bytes", "sha256", "created_at",
             "role", "tool_call_id", "tool_name")
     return {k: record.get(k) for k in keys if k in record}
 
 
-def read_ref(runtime: Any, ref: str, content_offset: int = 0, max_chars: int = 20000,
+def read_ref(runtime: PayloadRuntime, ref: str, content_offset: int = 0, max_chars: int = 20000,
              session_id: str | None = None) -> dict[str, Any]:
     """One page of an externalized payload, exactly as it was stored."""
     if not isinstance(content_offset, int) or isinstance(content_offset, bool) or content_offset < 0:
         raise PayloadError("content_offset must be a non-negative integer")
     if not isinstance(max_chars, int) or isinstance(max_chars, bool):
         raise PayloadError("max_chars must be an integer")
-    record = _owned(_load(_directory(runtime), ref), ref, session_id)
+    record = _load_owned(runtime.payload_dir, ref, session_id)
     payload: str = record["payload"]
     limit = max(1, min(int(max_chars), READ_MAX_CHARS))
     start = min(content_offset, len(payload))
@@ -468,49 +292,136 @@ def read_ref(runtime: Any, ref: str, content_offset: int = 0, max_chars: int = 2
             "has_more": has_more, "content_truncated": has_more or start > 0}
 
 
-def describe_ref(runtime: Any, ref: str, session_id: str | None = None) -> dict[str, Any]:
+def describe_ref(runtime: PayloadRuntime, ref: str, session_id: str | None = None) -> dict[str, Any]:
     """Metadata and a short preview of an externalized payload (never the full content)."""
-    record = _owned(_load(_directory(runtime), ref), ref, session_id)
+    record = _load_owned(runtime.payload_dir, ref, session_id)
     payload: str = record["payload"]
     return {**_metadata(record), "readable": True, "content_preview": payload[:DESCRIBE_PREVIEW_CHARS],
             "preview_truncated": len(payload) > DESCRIBE_PREVIEW_CHARS}
 
 
-def externalize_text(runtime: Any, session_id: str, text: str, kind: str = "tool_result") -> str | None:
-    """Write ``text`` as one sidecar and confirm it reads back intact; None keeps it inline."""
-    if not session_id or not isinstance(text, str):
-        return None
-    directory = _directory(runtime)
-    redactor = Redactor.from_config(runtime.config)
-    text = redactor.redact(text)
-    ref = _try_write(directory, session_id, text, kind=kind, mime="text/plain")
-    if ref is None:
-        return None
+# -- search ------------------------------------------------------------------------------
+def _session_files(directory: Path, session_id: str) -> list[Path]:
+    """One session's sidecars, newest first, found by the owner tag in their names."""
+    tag = session_tag(session_id)
     try:
-        if _load(directory, ref)["payload"] != text:
-            return None
-    except PayloadError as exc:
-        log.warning("trove: externalized payload did not verify after writing: %s", exc)
-        return None
-    return ref
+        entries = [e for e in os.scandir(directory) if e.name.endswith(f"-{tag}.json") and REF_RE.fullmatch(e.name)]
+    except OSError:
+        return []
+
+    def mtime(e: os.DirEntry[str]) -> float:
+        try:
+            return e.stat(follow_symlinks=False).st_mtime
+        except OSError:
+            return 0.0
+    return [Path(e.path) for e in sorted(entries, key=mtime, reverse=True)]
 
 
-def apply_replay_stubs(runtime: Any, session_id: str, messages: Sequence[dict[str, Any]], *,
-                       protect_from: int) -> tuple[list[dict[str, Any]], int]:
-    """Stub big textual tool results in a provider-visible list when both opt-ins are on."""
-    from .. import tokens
-    from . import replay
+def search_payloads(runtime: PayloadRuntime, session_id: str, query: str, limit: int = 10,
+                    refs: Iterable[str] | None = None) -> dict[str, Any]:
+    """Bounded literal, case-insensitive scan of one session's sidecars."""
+    if not isinstance(query, str) or not query.strip():
+        raise PayloadError("query must be a non-empty string")
+    directory = runtime.payload_dir
+    limit = max(1, min(int(limit), 200))
+    rejected = 0
+    if refs is not None:
+        names = []
+        for r in list(refs)[:SEARCH_FILE_LIMIT * 4]:
+            try:
+                names.append(validate_ref(r))
+            except PayloadError:
+                rejected += 1
+        paths = [directory / n for n in dict.fromkeys(names)]
+    else:
+        paths = _session_files(directory, session_id)
+    needle = re.compile(re.escape(query.strip()), re.IGNORECASE)
+    results: list[dict[str, Any]] = []
+    scanned = matched = 0
+    truncated = len(paths) > SEARCH_FILE_LIMIT
+    for path in paths[:SEARCH_FILE_LIMIT]:
+        if len(results) >= limit:
+            truncated = True
+            break
+        try:
+            record = _load_owned(directory, path.name, session_id)
+        except PayloadError:
+            rejected += 1
+            continue
+        scanned += 1
+        payload: str = record["payload"]
+        data = _encode(payload)
+        if len(data) > SEARCH_BYTES_PER_FILE:
+            truncated = True
+            text = data[:SEARCH_BYTES_PER_FILE].decode("utf-8", "ignore")
+        else:
+            text = payload
+        hits = 0
+        for m in needle.finditer(text):
+            if len(results) >= limit or hits >= 3:
+                break
+            hits += 1
+            results.append({"type": "externalized", "ref": path.name, "kind": record.get("kind"),
+                            "tool_call_id": record.get("tool_call_id"),
+                            "snippet": text[max(0, m.start() - 120):m.end() + 180],
+                            "line": text.count("\n", 0, m.start()) + 1,
+                            "byte_position": len(_encode(text[:m.start()])),
+                            "original_chars": len(payload)})
+        matched += bool(hits)
+    return {"results": results,
+            "scan": {"candidate_files": len(paths), "scanned_files": scanned, "matched_files": matched,
+                     "rejected_files": rejected, "file_limit": SEARCH_FILE_LIMIT,
+                     "bytes_per_file_limit": SEARCH_BYTES_PER_FILE, "truncated": truncated}}
 
-    cfg = runtime.config
-    out = list(messages)
-    if not (cfg.large_output_externalization_enabled and cfg.large_output_active_replay_stubbing_enabled):
-        return out, 0
-    done = 0
-    for i in replay.plan_stubs(out, threshold_tokens=int(cfg.large_output_active_replay_stub_threshold_tokens),
-                               protect_from=protect_from, count_tokens=tokens.count_message):
-        text = replay.stub_source_text(out[i])
-        ref = externalize_text(runtime, session_id, text) if text is not None else None
-        if ref is not None:
-            out[i] = replay.stub_message(out[i], ref, PREVIEW_CHARS)
-            done += 1
-    return out, done
+
+def directory_census(directory: Path, refs: Iterable[str]) -> dict[str, Any]:
+    """File, byte and temp-file counts of the payload directory, and which of ``refs`` are missing."""
+    files = total = tmp = 0
+    try:
+        for e in os.scandir(directory):
+            if e.name.endswith(".tmp"):
+                tmp += 1
+            elif REF_RE.fullmatch(e.name) and e.is_file(follow_symlinks=False):
+                files += 1
+                total += e.stat(follow_symlinks=False).st_size
+        exists = True
+    except OSError:
+        exists = False
+    referenced = set(refs)
+    missing = unreadable = 0
+    for ref in referenced:
+        try:
+            st = os.lstat(directory / ref)
+        except OSError:
+            missing += 1
+            continue
+        if not stat.S_ISREG(st.st_mode) or not os.access(directory / ref, os.R_OK):
+            unreadable += 1
+    return {"path": str(directory), "exists": exists, "files": files, "bytes": total, "temp_files": tmp,
+            "referenced_refs": len(referenced), "missing_refs": missing, "unreadable_refs": unreadable}
+
+
+# -- transcript GC -----------------------------------------------------------------------
+def transcript_gc(runtime: PayloadRuntime, session_id: str, store_ids: Sequence[int]) -> int:
+    """Shrink externalized, unpinned tool rows to their compact placeholder; returns rows rewritten."""
+    if not runtime.config.large_output_transcript_gc_enabled or not store_ids:
+        return 0
+    directory = runtime.payload_dir
+    rewrites: list[tuple[int, str, str]] = []
+    for row in runtime.store.get_many(list(store_ids)):
+        if row.session_id != session_id or row.role != "tool" or row.pinned:
+            continue
+        found = EXTERNALIZED_HEAD.match(row.content or "")
+        ref = found.group(1) if found else (ref_for(session_id, row.content) if row.content else None)
+        if ref is None:
+            continue
+        try:
+            record = _load_owned(directory, ref, session_id)
+        except PayloadError:
+            continue  # no intact sidecar: the row stays the only copy
+        if found is None and (row.content_is_json or record["payload"] != row.content):
+            continue
+        compact = externalized_placeholder(ref, str(record.get("kind") or "tool_result"), record["payload"], 0)
+        if row.content != compact:
+            rewrites.append((row.store_id, row.content, compact))
+    return runtime.store.replace_contents(rewrites) if rewrites else 0

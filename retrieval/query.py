@@ -117,12 +117,6 @@ def rough_stem(term: str) -> str:
     return core[: len(core) - 1] if len(core) > 5 else core
 
 
-def term_present(term: str, lowered_text: str) -> bool:
-    """Rough stem-aware containment: 'joined' counts for 'join', 'volunteering' for 'volunteer'."""
-    stem = rough_stem(term)
-    return bool(stem) and stem in lowered_text
-
-
 @dataclass(frozen=True)
 class Candidate:
     """One full-text hit to re-rank: ``score`` is higher-is-better (negated BM25)."""
@@ -161,16 +155,3 @@ def rerank(candidates: list[Candidate], terms: tuple[str, ...], coverage_weight:
         out.append((c.key, scored[c.key] + neighbor_weight * max(0.0, best)))
     order = {c.key: i for i, c in enumerate(candidates)}
     return sorted(out, key=lambda kv: (-kv[1], order[kv[0]]))
-
-
-def highlight_window(text: str, terms: tuple[str, ...], width: int = 240) -> str:
-    """A short window of ``text`` around the first term found (fallback snippet)."""
-    low = text.lower()
-    pos = -1
-    for t in terms:
-        pos = low.find(t.rstrip("*").lower())
-        if pos >= 0:
-            break
-    start = max(0, pos - width // 3) if pos >= 0 else 0
-    out = text[start:start + width]
-    return ("…" if start else "") + out + ("…" if start + width < len(text) else "")

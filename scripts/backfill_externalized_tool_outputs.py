@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _bootstrap  # noqa: E402,F401  (registers this checkout as the hermes_trove package)
 from hermes_trove.payloads import sidecar as payloads  # noqa: E402
 from hermes_trove.config import load_config, payload_dir  # noqa: E402
-from hermes_trove.db import SCHEMA_VERSION, open_readonly  # noqa: E402
+from hermes_trove.db import SchemaTooNewError, open_trove_readonly  # noqa: E402
 
 
 class Refused(Exception):
@@ -36,16 +36,17 @@ def open_read_only(db: Path) -> sqlite3.Connection:
     # Read-only by construction: this script must never write the database it inspects.
     if not db.is_file():
         raise Refused(f"database not found: {db}")
-    conn = open_readonly(db)
     try:
-        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        conn = open_trove_readonly(db)
+    except SchemaTooNewError as exc:
+        raise Refused(str(exc)) from None
+    except sqlite3.DatabaseError as exc:
+        raise Refused(f"{db} is not a hermes-trove database ({exc})") from None
+    try:
         conn.execute("SELECT store_id, session_id, role, content, content_is_json, tool_call_id FROM messages LIMIT 0")
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise Refused(f"{db} is not a hermes-trove database ({exc})") from None
-    if row is not None and int(row[0]) > SCHEMA_VERSION:
-        conn.close()
-        raise Refused(f"{db} has schema version {row[0]}, newer than this checkout supports ({SCHEMA_VERSION})")
     return conn
 
 

@@ -18,13 +18,13 @@ import tempfile
 import time
 from pathlib import Path
 
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _bootstrap  # noqa: E402,F401  (registers this checkout as the hermes_trove package)
+
 from hermes_trove import tokens  # noqa: E402
-from hermes_trove.payloads import sidecar as payloads
-from hermes_trove.payloads import replay
 from hermes_trove.config import load_config  # noqa: E402
+from hermes_trove.payloads import guard, replay  # noqa: E402
+from hermes_trove.payloads import sidecar as payloads  # noqa: E402
 from hermes_trove.runtime import build_runtime  # noqa: E402
 
 
@@ -44,7 +44,8 @@ def session(rng: random.Random, results: int, result_tokens: int, tail_pairs: in
         call_id = f"call_{i}"
         msgs.append({"role": "user", "content": f"Run check {i} over the repository."})
         msgs.append({"role": "assistant", "content": "", "tool_calls": [
-            {"id": call_id, "type": "function", "function": {"name": "terminal", "arguments": f'{{"cmd": "check {i}"}}'}}]})
+            {"id": call_id, "type": "function",
+             "function": {"name": "terminal", "arguments": f'{{"cmd": "check {i}"}}'}}]})
         msgs.append({"role": "tool", "tool_call_id": call_id, "name": "terminal",
                      "content": tool_output(rng, result_tokens)})
         msgs.append({"role": "assistant", "content": f"Check {i} finished; see the output above."})
@@ -123,7 +124,7 @@ def bench_transform(args: argparse.Namespace) -> None:
             cfg = dataclasses.replace(load_config({}, hermes_home=tmp), database_path=str(Path(tmp) / "trove.db"),
                                       large_output_externalization_enabled=externalize,
                                       sensitive_patterns_enabled=redact)
-            transform = payloads.storage_transform(cfg)
+            transform = guard.storage_transform(cfg)
             assert transform is not None
             parts = []
             for name, row in rows.items():

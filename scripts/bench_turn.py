@@ -21,8 +21,8 @@ import _bootstrap  # noqa: E402,F401
 
 from hermes_trove.config import load_config  # noqa: E402
 from hermes_trove.engine import TroveEngine  # noqa: E402
-from hermes_trove.runtime import build_runtime  # noqa: E402
 from hermes_trove.harness.simulate import HostLoop, build_conversation  # noqa: E402
+from hermes_trove.runtime import build_runtime  # noqa: E402
 from hermes_trove.store import SessionKey  # noqa: E402
 
 
@@ -72,10 +72,9 @@ def run(size: int, turns: int, context: int) -> dict:
     home = Path(tempfile.mkdtemp(prefix="trove-bench-"))
     cfg = dataclasses.replace(load_config({}, hermes_home=str(home)), database_path=str(home / "trove.db"))
     runtime = build_runtime(cfg)
-    engine = TroveEngine(runtime)
+    engine = TroveEngine(runtime, complete=fake_complete)
     engine.update_model("bench", context)
     engine.on_session_start("bench", platform="cli")
-    engine.aux_complete = lambda task="compression": fake_complete
     t0 = time.perf_counter()
     prefill(runtime, "bench", size)
     fill_s = time.perf_counter() - t0

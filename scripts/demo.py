@@ -21,8 +21,9 @@ import _bootstrap  # noqa: E402,F401
 
 from hermes_trove.config import load_config  # noqa: E402
 from hermes_trove.engine import TroveEngine  # noqa: E402
-from hermes_trove.runtime import build_runtime  # noqa: E402
 from hermes_trove.harness.simulate import HostLoop, build_conversation  # noqa: E402
+from hermes_trove.runtime import build_runtime  # noqa: E402
+from hermes_trove.tools import dispatch  # noqa: E402
 
 CANARY = "OPS-4417"
 
@@ -72,28 +73,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def recover(engine: TroveEngine) -> dict:
-    """Find the canary with trove_grep (or the store), then expand it to the exact message."""
-    runtime = engine.runtime
-    try:
-        from hermes_trove.tools import dispatch
-
-        hits = json.loads(dispatch(engine, "trove_grep", {"query": f'"{CANARY}" password rotation ticket'}))
-        raw = [h for h in hits.get("results", []) if h.get("type") == "message"]
-        if raw:
-            got = json.loads(dispatch(engine, "trove_expand", {"store_id": raw[0]["store_id"]}))
-            return {"via": "trove_grep + trove_expand", "store_id": raw[0]["store_id"],
-                    "exact": got.get("content") or got.get("message", {}).get("content", "")}
-    except ImportError:
-        pass
-    from hermes_trove.retrieval.query import build_match
-
-    hits = runtime.store.search(build_match(f'"{CANARY}"').expression, ["demo-session"], limit=1)
-    if not hits:
-        return {}
-    row = hits[0][0]
-    covering = [n.node_id for n in runtime.dag.visible("demo-session")
-                if n.depth == 0 and row.store_id in runtime.dag.source_ids(n)]
-    return {"via": "store search", "store_id": row.store_id, "leaf_node": covering, "exact": row.content}
+    """Find the canary with trove_grep, then expand it to the exact message."""
+    ctx = engine.tool_context()
+    hits = json.loads(dispatch(ctx, "trove_grep", {"query": f'"{CANARY}" password rotation ticket'}))
+    raw = [h for h in hits.get("results", []) if h.get("type") == "message"]
+    if not raw:
+        return {"via": "trove_grep", "error": hits.get("error", "no raw message matched")}
+    got = json.loads(dispatch(ctx, "trove_expand", {"store_id": raw[0]["store_id"]}))
+    return {"via": "trove_grep + trove_expand", "store_id": raw[0]["store_id"],
+            "exact": got.get("content") or got.get("message", {}).get("content", "")}
 
 
 if __name__ == "__main__":

@@ -19,7 +19,26 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import _bootstrap  # noqa: E402,F401  (registers this checkout as the hermes_trove package)
 
 from hermes_trove.config import load_config  # noqa: E402
+from hermes_trove.engine import TroveEngine  # noqa: E402
 from hermes_trove.runtime import build_runtime  # noqa: E402
+
+
+class _CheckoutAsPlainDirectory:
+    """Collect the checkout root as a plain directory, not as a test package.
+
+    Its ``__init__.py`` would make pytest import the checkout under its folder's name and put
+    the folder's parent (or, for a name like ``hermes-trove``, the checkout itself) on sys.path.
+    """
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collect_directory(self, path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+        return pytest.Dir.from_parent(parent, path=path) if path == ROOT else None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Registered as a plugin: a conftest's own hooks never see the directories above it.
+    if hasattr(pytest, "Dir"):
+        config.pluginmanager.register(_CheckoutAsPlainDirectory(), "trove-checkout-as-plain-directory")
 
 
 def make_config(tmp_path: Path, **overrides):
@@ -48,14 +67,25 @@ def runtime(config):
     return build_runtime(config)
 
 
+def no_model(messages, model, timeout_s, max_tokens):
+    """The fake model of tests that want none: every call fails, so summaries truncate."""
+    raise RuntimeError("no model in this test")
+
+
+def make_engine(runtime, complete=no_model, *, session="s1", context_length=128000, platform="cli"):
+    """An engine on ``runtime`` bound to ``session``, with ``complete`` as its (fake) model.
+
+    ``complete=None`` would route to the host's auxiliary client; tests never want that.
+    """
+    eng = TroveEngine(runtime, complete=complete)
+    eng.update_model("fake-model", context_length)
+    eng.on_session_start(session, platform=platform, conversation_id=None)
+    return eng
+
+
 @pytest.fixture
 def engine(runtime):
-    from hermes_trove.engine import TroveEngine
-
-    eng = TroveEngine(runtime)
-    eng.update_model("fake-model", 128000)
-    eng.on_session_start("s1", platform="cli", conversation_id=None)
-    return eng
+    return make_engine(runtime)
 
 
 def user(text: str) -> dict:

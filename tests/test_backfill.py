@@ -10,7 +10,6 @@ import sys
 import pytest
 from conftest import ROOT, assistant, make_config, tool_call, tool_result, user
 
-from hermes_trove.payloads import ops as payload_ops
 from hermes_trove.payloads import sidecar as payloads
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
@@ -116,7 +115,7 @@ def test_rollback_keeps_sidecars_a_row_now_depends_on(legacy, tmp_path, capsys):
     run(legacy, "--apply", "--manifest", str(tmp_path / "m.json"))
     gc_rt = build_runtime(make_config(legacy.payload_dir.parent, large_output_transcript_gc_enabled=True))
     row = legacy.store.page("s1")[2]
-    assert payload_ops.transcript_gc(gc_rt, "s1", [row.store_id]) == 1
+    assert payloads.transcript_gc(gc_rt, "s1", [row.store_id]) == 1
     capsys.readouterr()
     assert backfill.main(["--db", legacy.db.path, "--rollback", str(tmp_path / "m.json"), "--apply", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -151,7 +150,7 @@ def test_refuses_a_missing_or_foreign_database(tmp_path, capsys):
 
 def test_refuses_a_newer_schema_without_writing(legacy, capsys):
     with legacy.db.transaction() as conn:
-        conn.execute("UPDATE meta SET value='999' WHERE key='schema_version'")
+        conn.execute("INSERT INTO schema_migrations(name, applied_at) VALUES ('9999_from_the_future', 0)")
     assert run(legacy, "--apply") == 2
     assert "newer" in capsys.readouterr().err and sidecars(legacy) == []
 

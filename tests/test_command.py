@@ -97,9 +97,19 @@ def test_the_handler_never_raises_into_the_host(runtime, monkeypatch):
 
     monkeypatch.setattr(command.doctor, "run_doctor", boom)
     text = command.make_handler(runtime)("doctor")
-    assert "error: OSError: disk on fire" in text
-    monkeypatch.setattr(command, "run", boom)
+    assert text.startswith("trove doctor:") and "error: OSError: disk on fire" in text
+    monkeypatch.setattr(command, "render", boom)
     assert command.make_handler(runtime)("status") == "trove: command failed: OSError: disk on fire"
+
+
+def test_the_cli_turns_a_failing_subcommand_into_an_error_and_exit_code(runtime, monkeypatch, capsys):
+    def boom(*a, **k):
+        raise OSError("disk on fire")
+
+    monkeypatch.setattr(command.doctor, "run_doctor", boom)
+    args = argparse.Namespace(trove_words=["doctor"], trove_db=None, trove_json=True, trove_session=None)
+    assert command.execute(args, runtime) == command.EXIT_PROBLEM
+    assert '"error": "OSError: disk on fire"' in capsys.readouterr().out
 
 
 def test_status_follows_the_foreground_engine(runtime):

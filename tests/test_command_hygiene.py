@@ -9,9 +9,8 @@ from pathlib import Path
 from conftest import assistant, make_config, user
 
 from hermes_trove import command
-from hermes_trove.ops import hygiene
-from hermes_trove.ops import maintenance
 from hermes_trove.engine import TroveEngine
+from hermes_trove.ops import hygiene, maintenance
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
 

@@ -10,10 +10,10 @@ import pytest
 from conftest import assistant, make_config, tool_call, tool_result, user
 
 from hermes_trove import command
-from hermes_trove.ops import rotate
 from hermes_trove.engine import TroveEngine
-from hermes_trove.runtime import build_runtime
+from hermes_trove.ops import rotate
 from hermes_trove.ops.status import build_status
+from hermes_trove.runtime import build_runtime
 
 
 def fingerprint(path: str) -> tuple[str, str]:
@@ -115,7 +115,7 @@ def test_apply_refuses_unbound_ignored_and_stateless_sessions(tmp_path):
         eng = TroveEngine(rt)
         eng.on_session_start(sid, platform="cli")
         result = command.run(rt, ["rotate", "apply"])[1]
-        assert result["status"] == "refused" and sid in result["reason"]
+        assert result["status"] == "refused" and sid in result["reason"] and word in result["reason"]
     assert not (Path(rt.config.hermes_home) / "backups").exists()
     cli = command.run(rt, ["rotate", "apply"], session_id="cron_9")[1]
     assert cli["status"] == "refused" and "ignore pattern" in cli["reason"]
@@ -132,7 +132,7 @@ def test_status_shows_when_the_last_rotate_ran_and_where_its_backup_is(small_tai
     rt, eng = small_tail
     eng.ingest(chat(10))
     result = command.run(rt, ["rotate", "apply"])[1]
-    life = build_status(eng)["lifecycle"]
+    life = build_status(eng.runtime, eng.snapshot())["lifecycle"]
     assert life["last_rotate_at"] == result["last_rotate_at"]
     assert life["last_rotate_backup"] == result["backup"]
     assert life["last_rotate_backup_bytes"] == os.path.getsize(result["backup"])

@@ -9,12 +9,12 @@ import sys
 import textwrap
 
 import pytest
-from conftest import ROOT, assistant, make_config, tool_call, tool_result, user
+from conftest import ROOT, assistant, make_config, make_engine, tool_call, tool_result, user
 
 from hermes_trove import tokens
 from hermes_trove.engine import TroveEngine
-from hermes_trove.runtime import build_runtime
 from hermes_trove.harness.simulate import HostLoop, build_conversation
+from hermes_trove.runtime import build_runtime
 
 
 def fake_model(behaviour="good", log=None):
@@ -37,13 +37,10 @@ def fake_model(behaviour="good", log=None):
     return complete
 
 
-def make_engine(tmp_path, context=64000, behaviour="good", log=None, session="s1", **cfg):
+def engine_on(tmp_path, context=64000, behaviour="good", log=None, session="s1", complete=None, **cfg):
+    """An engine on a fresh database whose model is ``complete`` or ``fake_model(behaviour)``."""
     rt = build_runtime(make_config(tmp_path, **cfg))
-    eng = TroveEngine(rt)
-    eng.update_model("m", context)
-    eng.on_session_start(session, platform="cli")
-    eng.aux_complete = lambda task="compression": fake_model(behaviour, log)  # type: ignore[method-assign]
-    return eng
+    return make_engine(rt, complete or fake_model(behaviour, log), session=session, context_length=context)
 
 
 def assert_lossless(eng, session="s1"):
@@ -62,7 +59,7 @@ def assert_lossless(eng, session="s1"):
 
 @pytest.mark.parametrize("behaviour", ["good", "fail", "bloat", "think", "random"])
 def test_long_conversation_stays_under_threshold_and_loses_nothing(tmp_path, behaviour):
-    eng = make_engine(tmp_path, behaviour=behaviour, leaf_chunk_tokens=4000)
+    eng = engine_on(tmp_path, behaviour=behaviour, leaf_chunk_tokens=4000)
     loop = HostLoop(eng)
     for turn in build_conversation(120, seed=11):
         loop.run_turn(turn)
@@ -75,7 +72,7 @@ def test_long_conversation_stays_under_threshold_and_loses_nothing(tmp_path, beh
 @pytest.mark.parametrize("seed", range(6))
 def test_compaction_converges_under_random_configs(tmp_path, seed):
     rng = random.Random(seed)
-    eng = make_engine(tmp_path, behaviour="random", fresh_tail_count=rng.choice([2, 8, 32, 64]),
+    eng = engine_on(tmp_path, behaviour="random", fresh_tail_count=rng.choice([2, 8, 32, 64]),
                       fresh_tail_max_tokens=rng.choice([0, 3000]), leaf_chunk_tokens=rng.choice([800, 3000, 20000]),
                       dynamic_leaf_chunk_enabled=rng.choice([True, False]),
                       incremental_max_depth=rng.choice([-1, 0, 1, 3]), condensation_fanin=rng.choice([2, 4]),
@@ -88,7 +85,7 @@ def test_compaction_converges_under_random_configs(tmp_path, seed):
 
 
 def test_compress_returns_new_valid_dicts_without_host_markers(tmp_path):
-    eng = make_engine(tmp_path, fresh_tail_count=4)
+    eng = engine_on(tmp_path, fresh_tail_count=4)
     msgs = []
     for i in range(30):
         msgs += [dict(user(f"q{i} " + "w" * 400), _db_persisted=True, api_content="x"),
@@ -111,7 +108,7 @@ def test_compress_returns_new_valid_dicts_without_host_markers(tmp_path):
 
 
 def test_compress_with_nothing_to_compact_is_a_no_op_and_does_not_thrash(tmp_path):
-    eng = make_engine(tmp_path)
+    eng = engine_on(tmp_path)
     msgs = [user("hello"), assistant("hi")]
     out = eng.compress(msgs, current_tokens=eng.threshold_tokens + 10)
     assert out == msgs and eng._last_compression_made_progress is False
@@ -122,7 +119,7 @@ def test_compress_with_nothing_to_compact_is_a_no_op_and_does_not_thrash(tmp_pat
 
 def test_focus_topic_reaches_the_summary_prompt(tmp_path):
     log = []
-    eng = make_engine(tmp_path, log=log, fresh_tail_count=2)
+    eng = engine_on(tmp_path, log=log, fresh_tail_count=2)
     msgs = [user("m" * 2000) if i % 2 == 0 else assistant("n" * 2000) for i in range(12)]
     eng.compress(msgs, current_tokens=25000, focus_topic="keep the invoice ids", force=True)
     assert log and any("keep the invoice ids" in p for p in log)
@@ -130,13 +127,13 @@ def test_focus_topic_reaches_the_summary_prompt(tmp_path):
 
 def test_summary_model_and_fallbacks_are_tried_in_order_then_deterministic(tmp_path):
     seen = []
-    eng = make_engine(tmp_path, fresh_tail_count=2, summary_model="primary", summary_fallback_models=("backup",))
 
     def complete(messages, model, timeout_s, max_tokens):
         seen.append(model)
         raise RuntimeError("down")
 
-    eng.aux_complete = lambda task="compression": complete
+    eng = engine_on(tmp_path, complete=complete, fresh_tail_count=2, summary_model="primary",
+                    summary_fallback_models=("backup",))
     from hermes_trove.compaction.summarize import BREAKERS
 
     msgs = [user("m" * 3000) if i % 2 == 0 else assistant("n" * 3000) for i in range(10)]
@@ -148,15 +145,16 @@ def test_summary_model_and_fallbacks_are_tried_in_order_then_deterministic(tmp_p
 
 
 def test_engine_survives_deepcopy_and_copies_share_the_database(tmp_path):
-    eng = make_engine(tmp_path)
+    eng = engine_on(tmp_path)
     clone = copy.deepcopy(eng)
     clone.ingest([user("from the clone")])
     assert eng.runtime.store.count("s1") == 1
     assert clone.runtime is eng.runtime and clone.state is not eng.state
+    assert clone.complete is eng.complete  # the injected model survives the host's deep copy
 
 
 def test_new_session_carries_deep_nodes_and_they_expand_to_original_messages(tmp_path):
-    eng = make_engine(tmp_path, leaf_chunk_tokens=600, condensation_fanin=2, fresh_tail_count=2)
+    eng = engine_on(tmp_path, leaf_chunk_tokens=600, condensation_fanin=2, fresh_tail_count=2)
     loop = HostLoop(eng)
     for turn in build_conversation(40, seed=2):
         loop.run_turn(turn)
@@ -173,7 +171,7 @@ def test_new_session_carries_deep_nodes_and_they_expand_to_original_messages(tmp
 
 
 def test_retain_depth_zero_carries_nothing(tmp_path):
-    eng = make_engine(tmp_path, leaf_chunk_tokens=600, new_session_retain_depth=0, fresh_tail_count=2)
+    eng = engine_on(tmp_path, leaf_chunk_tokens=600, new_session_retain_depth=0, fresh_tail_count=2)
     loop = HostLoop(eng)
     for turn in build_conversation(20, seed=2):
         loop.run_turn(turn)
@@ -183,7 +181,7 @@ def test_retain_depth_zero_carries_nothing(tmp_path):
 
 
 def test_on_session_end_is_idempotent_and_tolerates_empty_lists(tmp_path):
-    eng = make_engine(tmp_path)
+    eng = engine_on(tmp_path)
     msgs = [user("a"), assistant("b")]
     eng.on_session_end("s1", msgs)
     eng.on_session_end("s1", msgs)
@@ -193,7 +191,7 @@ def test_on_session_end_is_idempotent_and_tolerates_empty_lists(tmp_path):
 
 
 def test_restart_resumes_the_session_from_the_database(tmp_path):
-    eng = make_engine(tmp_path, fresh_tail_count=4, leaf_chunk_tokens=1500)
+    eng = engine_on(tmp_path, fresh_tail_count=4, leaf_chunk_tokens=1500)
     loop = HostLoop(eng)
     turns = list(build_conversation(60, seed=4))
     for turn in turns[:30]:
@@ -201,10 +199,7 @@ def test_restart_resumes_the_session_from_the_database(tmp_path):
     frontier = eng.runtime.store.session("s1").frontier_store_id
     assert frontier > 0
     rt2 = build_runtime(eng.runtime.config)
-    eng2 = TroveEngine(rt2)
-    eng2.update_model("m", 64000)
-    eng2.on_session_start("s1", platform="cli")
-    eng2.aux_complete = eng.aux_complete
+    eng2 = make_engine(rt2, eng.complete, context_length=64000)
     loop.engine = eng2
     for turn in turns[30:]:
         loop.run_turn(turn)
@@ -214,7 +209,7 @@ def test_restart_resumes_the_session_from_the_database(tmp_path):
 
 
 def test_two_engine_copies_never_summarise_the_same_messages_twice(tmp_path):
-    eng = make_engine(tmp_path, fresh_tail_count=2)
+    eng = engine_on(tmp_path, fresh_tail_count=2)
     other = copy.deepcopy(eng)
     msgs = [user("m" * 3000) if i % 2 == 0 else assistant("n" * 3000) for i in range(10)]
     eng.compress(msgs, current_tokens=30000, force=True)
@@ -227,7 +222,7 @@ def test_two_engine_copies_never_summarise_the_same_messages_twice(tmp_path):
 
 
 def test_ignored_sessions_store_nothing_and_still_get_bounded(tmp_path):
-    eng = make_engine(tmp_path, session="cron_1", ignore_session_patterns=("cron_*",))
+    eng = engine_on(tmp_path, session="cron_1", ignore_session_patterns=("cron_*",))
     rt = build_runtime(make_config(tmp_path, ignore_session_patterns=("cron_*",)))
     eng = TroveEngine(rt)
     eng.update_model("m", 64000)
@@ -252,7 +247,7 @@ def test_stateless_sessions_are_read_only(tmp_path):
 
 def test_ignore_message_patterns_skip_and_count(tmp_path):
     pytest.importorskip("regex")
-    eng = make_engine(tmp_path, ignore_message_patterns=("^Cronjob Response:", "([unclosed"))
+    eng = engine_on(tmp_path, ignore_message_patterns=("^Cronjob Response:", "([unclosed"))
     assert eng.runtime.filters.invalid_patterns == ("([unclosed",)
     eng.ingest([user("Cronjob Response: disk 91%"), user("real question")])
     assert [r.content for r in eng.runtime.store.page("s1")] == ["real question"]
@@ -270,11 +265,11 @@ def test_session_globs_match_id_platform_and_both():
 
 
 def test_threshold_follows_update_model_and_assembly_caps(tmp_path):
-    eng = make_engine(tmp_path, context=100000, max_assembly_tokens=20000)
+    eng = engine_on(tmp_path, context=100000, max_assembly_tokens=20000)
     assert eng.threshold_tokens == 20000
     eng.update_model("m", 200000)
     assert eng.threshold_tokens == 20000
-    eng2 = make_engine(tmp_path / "b", context=100000)
+    eng2 = engine_on(tmp_path / "b", context=100000)
     assert eng2.threshold_tokens == 35000
 
 
@@ -289,14 +284,13 @@ def test_crash_between_summary_call_and_commit_loses_nothing(tmp_path):
         from hermes_trove.runtime import build_runtime
         from hermes_trove.engine import TroveEngine
         rt = build_runtime(make_config(Path({str(tmp_path)!r}), fresh_tail_count=2, leaf_chunk_tokens=800))
-        eng = TroveEngine(rt); eng.update_model("m", 64000); eng.on_session_start("s1")
         calls = []
         def complete(messages, model, timeout_s, max_tokens):
             calls.append(1)
             if len(calls) == 3:
                 os._exit(9)  # killed mid-compaction, after two committed leaves
             return "short summary"
-        eng.aux_complete = lambda task="compression": complete
+        eng = TroveEngine(rt, complete=complete); eng.update_model("m", 64000); eng.on_session_start("s1")
         msgs = [user(f"m{{i}} " + "m" * 3000) if i % 2 == 0 else assistant(f"n{{i}} " + "n" * 3000)
                 for i in range(12)]
         eng.compress(msgs, current_tokens=40000, force=True)
@@ -309,10 +303,9 @@ def test_crash_between_summary_call_and_commit_loses_nothing(tmp_path):
     assert len(leaves) == 2
     frontier = rt.store.session("s1").frontier_store_id
     assert frontier == max(max(rt.dag.source_ids(n)) for n in leaves)
-    eng = TroveEngine(rt)
+    eng = TroveEngine(rt, complete=fake_model())
     eng.update_model("m", 64000)
     eng.on_session_start("s1")
-    eng.aux_complete = lambda task="compression": fake_model()
     msgs = [user(f"m{i} " + "m" * 3000) if i % 2 == 0 else assistant(f"n{i} " + "n" * 3000) for i in range(12)]
     out = eng.compress(msgs, current_tokens=40000, force=True)
     assert out != msgs
@@ -322,7 +315,7 @@ def test_crash_between_summary_call_and_commit_loses_nothing(tmp_path):
 
 
 def test_rotate_style_frontier_drops_pre_frontier_messages_from_the_prompt(tmp_path):
-    eng = make_engine(tmp_path, fresh_tail_count=4)
+    eng = engine_on(tmp_path, fresh_tail_count=4)
     msgs = [user(f"q{i}") if i % 2 == 0 else assistant(f"a{i}") for i in range(20)]
     eng.ingest(msgs)
     rows = eng.runtime.store.page("s1", 0, 100)
@@ -339,7 +332,7 @@ def test_config_replace_keeps_frozen_contract(tmp_path):
 
 def test_a_session_whose_messages_were_all_filtered_keeps_its_prompt(tmp_path):
     pytest.importorskip("regex")
-    eng = make_engine(tmp_path, ignore_message_patterns=("^noise",), fresh_tail_count=2)
+    eng = engine_on(tmp_path, ignore_message_patterns=("^noise",), fresh_tail_count=2)
     msgs = [user(f"noise {i} " + "x" * 3000) for i in range(12)]
     out = eng.compress(msgs, current_tokens=40000, force=True)
     assert eng.runtime.store.count("s1") == 0
@@ -348,7 +341,7 @@ def test_a_session_whose_messages_were_all_filtered_keeps_its_prompt(tmp_path):
 
 def test_compressing_only_a_head_of_the_transcript_summarises_it_without_gaps(tmp_path):
     """The gateway's /compress hands a temporary agent only the head of the live transcript."""
-    eng = make_engine(tmp_path, fresh_tail_count=4)
+    eng = engine_on(tmp_path, fresh_tail_count=4)
     msgs = [user(f"q{i} " + "w" * 2000) if i % 2 == 0 else assistant(f"a{i} " + "v" * 2000) for i in range(40)]
     eng.ingest(msgs)
     head = msgs[:30]

@@ -1,10 +1,13 @@
 """The configuration reference in ``docs/operator-guide.md`` is generated from ``config.SPEC``.
 
+``SPEC`` is read from the ``TroveConfig`` fields, so the guide is checked against the dataclass.
+
 The block between the ``config-table`` markers must equal ``render_table()``; regenerate it
 with ``python tests/test_config_doc.py > /tmp/table.md`` and paste it between the markers.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 from pathlib import Path
@@ -33,6 +36,7 @@ def render_table(spec=None) -> str:
     if spec is None:
         sys.path.insert(0, str(ROOT / "tests"))
         import conftest  # noqa: F401  (imports the checkout as hermes_trove)
+
         from hermes_trove.config import SPEC as spec
     lines: list[str] = []
     for group, title in GROUPS.items():
@@ -63,6 +67,13 @@ def test_the_guide_table_is_exactly_the_generated_table():
     from hermes_trove.config import SPEC
 
     assert guide_block() == render_table(SPEC), "regenerate: python tests/test_config_doc.py"
+
+
+def test_the_guide_names_exactly_the_config_fields_read_from_the_environment():
+    from hermes_trove.config import TroveConfig
+
+    documented = set(re.findall(r"^\| `(TROVE_[A-Z0-9_]+)` \|", guide_block(), re.M))
+    assert documented == {f.metadata["env"] for f in dataclasses.fields(TroveConfig) if "env" in f.metadata}
 
 
 def test_every_spec_group_has_a_heading():

@@ -2,16 +2,13 @@
 from __future__ import annotations
 
 import hashlib
-import sys
-import types
 from pathlib import Path
 
 import pytest
 from conftest import assistant, make_config, user
 
 from hermes_trove import command
-from hermes_trove.ops import doctor
-from hermes_trove.ops import maintenance
+from hermes_trove.ops import doctor, maintenance
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
 
@@ -33,7 +30,7 @@ def by_check(report: dict) -> dict[str, dict]:
 
 def test_a_sound_database_is_healthy_and_every_check_reports(engine):
     seed(engine.runtime)
-    report = doctor.run_doctor(engine)
+    report = doctor.run_doctor(engine.runtime, engine.snapshot())
     assert report["overall"] == "healthy" and report["guidance"] == []
     assert [c["check"] for c in report["checks"]] == [name for name, _ in doctor.CHECKS]
     assert all(c["status"] == "pass" for c in report["checks"])
@@ -47,7 +44,7 @@ def test_a_sound_database_is_healthy_and_every_check_reports(engine):
 def test_the_doctor_writes_nothing(engine):
     seed(engine.runtime)
     before = fingerprint(engine.runtime.db.path)
-    doctor.run_doctor(engine)
+    doctor.run_doctor(engine.runtime, engine.snapshot())
     assert fingerprint(engine.runtime.db.path) == before
 
 
@@ -55,27 +52,27 @@ def test_corrupted_fts_is_unhealthy_and_guidance_names_the_repair(runtime):
     seed(runtime)
     with runtime.db.transaction() as c:
         c.execute("INSERT INTO messages_fts(rowid, content, tool_calls) VALUES (424242, 'phantom', NULL)")
-    report = doctor.run_doctor(runtime=runtime)
+    report = doctor.run_doctor(runtime)
     checks = by_check(report)
     assert report["overall"] == "unhealthy"
     assert checks["fts_integrity"]["status"] == "fail" and "messages_fts" in checks["fts_integrity"]["detail"]
     assert checks["fts_index_sync"]["status"] == "warn" and "1 ghost" in checks["fts_index_sync"]["detail"]
     assert any("/trove doctor repair apply" in g for g in report["guidance"])
     maintenance.repair_fts(runtime)
-    assert doctor.run_doctor(runtime=runtime)["overall"] == "healthy"
+    assert doctor.run_doctor(runtime)["overall"] == "healthy"
 
 
 def test_a_missing_trigger_is_reported(runtime):
     with runtime.db.transaction() as c:
         c.execute("DROP TRIGGER messages_fts_delete")
-    check = by_check(doctor.run_doctor(runtime=runtime))["schema_core_tables"]
+    check = by_check(doctor.run_doctor(runtime))["schema_core_tables"]
     assert check["status"] == "warn" and "trigger messages_fts_delete" in check["detail"]
 
 
 def test_a_missing_core_table_fails_without_hiding_the_other_checks(runtime):
     with runtime.db.transaction() as c:
         c.execute("DROP TABLE carried_nodes")
-    report = doctor.run_doctor(runtime=runtime)
+    report = doctor.run_doctor(runtime)
     checks = by_check(report)
     schema = checks["schema_core_tables"]
     assert schema["status"] == "fail" and "carried_nodes" in schema["detail"]
@@ -92,7 +89,7 @@ def test_orphaned_lineage_is_found(runtime):
                               earliest_at=None, latest_at=None)
     with runtime.db.transaction() as c:
         c.execute("DELETE FROM messages WHERE store_id=?", (ids[0],))
-    check = by_check(doctor.run_doctor(runtime=runtime))["orphaned_lineage"]
+    check = by_check(doctor.run_doctor(runtime))["orphaned_lineage"]
     assert check["status"] == "warn"
     assert "node_messages -> missing messages: 1" in check["detail"]
     assert "node_children -> missing nodes: 1" in check["detail"]
@@ -101,7 +98,7 @@ def test_orphaned_lineage_is_found(runtime):
 def test_a_frontier_beyond_the_last_message_is_a_lifecycle_warning(runtime):
     seed(runtime)
     runtime.store.advance_frontier("s1", 10_000)
-    check = by_check(doctor.run_doctor(runtime=runtime))["lifecycle"]
+    check = by_check(doctor.run_doctor(runtime))["lifecycle"]
     assert check["status"] == "warn" and "1 with a frontier beyond" in check["detail"]
 
 
@@ -113,31 +110,32 @@ def test_a_frontier_beyond_the_last_message_is_a_lifecycle_warning(runtime):
     ({"warnings": ("TROVE_CONTEXT_THRESHOLD='lots' is invalid",)}, "'lots' is invalid"),
 ])
 def test_odd_configuration_values_are_warnings(tmp_path, overrides, needle):
-    check = by_check(doctor.run_doctor(runtime=build_runtime(make_config(tmp_path, **overrides))))["config_validation"]
+    check = by_check(doctor.run_doctor(build_runtime(make_config(tmp_path, **overrides))))["config_validation"]
     assert check["status"] == "warn" and needle in check["detail"]
 
 
 def test_context_pressure_far_past_the_threshold_warns(engine):
     engine.update_from_response({"prompt_tokens": 100_000})
-    check = by_check(doctor.run_doctor(engine))["context_pressure"]
+    check = by_check(doctor.run_doctor(engine.runtime, engine.snapshot()))["context_pressure"]
     assert check["status"] == "warn" and "100000/44800" in check["detail"]
 
 
 def test_without_an_engine_pressure_says_unbound(runtime):
-    check = by_check(doctor.run_doctor(runtime=runtime))["context_pressure"]
+    check = by_check(doctor.run_doctor(runtime))["context_pressure"]
     assert check["status"] == "pass" and check["detail"].startswith("(unbound)")
 
 
 def test_largest_rows_are_metadata_only(runtime):
     runtime.store.append(SessionKey("big"), [user("secret-ish " * 400)])
-    detail = by_check(doctor.run_doctor(runtime=runtime))["largest_rows"]["detail"]
+    detail = by_check(doctor.run_doctor(runtime))["largest_rows"]["detail"]
     assert detail.startswith("#1 user in big:") and "secret-ish" not in detail
 
 
 def test_payload_report_feeds_the_payload_check(runtime, monkeypatch):
-    fake = {"suspicious_inline_rows": 2, "payload_dir": {"files": 1, "bytes": 9, "missing_refs": 0, "unreadable_refs": 0}}
-    monkeypatch.setattr(doctor.payload_ops, "doctor_report", lambda rt: fake)
-    report = doctor.run_doctor(runtime=runtime)
+    fake = {"suspicious_inline_rows": 2,
+            "payload_dir": {"files": 1, "bytes": 9, "missing_refs": 0, "unreadable_refs": 0}}
+    monkeypatch.setattr(doctor.payload_health, "doctor_report", lambda rt: fake)
+    report = doctor.run_doctor(runtime)
     check = by_check(report)["payload_storage"]
     assert check["status"] == "warn" and "2 suspicious inline" in check["detail"]
     assert report["payloads"]["suspicious_inline_rows"] == 2
@@ -146,9 +144,9 @@ def test_payload_report_feeds_the_payload_check(runtime, monkeypatch):
 def test_an_unopenable_database_is_unhealthy_not_an_exception(tmp_path):
     blocker = tmp_path / "dir.db"
     blocker.mkdir()
-    report = doctor.run_doctor(runtime=build_runtime(make_config(tmp_path, database_path=str(blocker))))
+    report = doctor.run_doctor(build_runtime(make_config(tmp_path, database_path=str(blocker))))
     assert report["overall"] == "unhealthy" and report["checks"][0]["check"] == "database_open"
-    assert doctor.run_doctor()["overall"] == "unhealthy"
+    assert doctor.run_doctor(None)["overall"] == "unhealthy"
 
 
 def test_doctor_text_marks_failures(runtime):

@@ -1,14 +1,15 @@
 """The engine under the exact call orders of the 0.19 host (HOST.md §10)."""
 from __future__ import annotations
 
-from conftest import assistant, user
+from conftest import assistant, make_config, no_model, user
 
 from hermes_trove.engine import TroveEngine
 from hermes_trove.harness.simulate import HostLoop, build_conversation
+from hermes_trove.runtime import build_runtime
 
 
 def boot(runtime, session="20261130_101010_abcdef"):
-    eng = TroveEngine(runtime)
+    eng = TroveEngine(runtime, complete=no_model)
     eng.update_model(model="m", context_length=64000, base_url="http://127.0.0.1:1/v1", api_key="k",
                      provider="custom", api_mode="")
     eng.bind_session_state(session_db=object(), session_id=session)
@@ -19,7 +20,6 @@ def boot(runtime, session="20261130_101010_abcdef"):
 
 def compacted_engine(runtime, turns=30):
     eng = boot(runtime)
-    eng.aux_complete = lambda task="compression": None
     loop = HostLoop(eng)
     for turn in build_conversation(turns, seed=9):
         loop.run_turn(turn)
@@ -46,10 +46,14 @@ def test_in_place_compaction_boundary_adds_no_duplicates(runtime):
     assert [r.content for r in runtime.store.page(sid)] == ["a", "b", "c", "d"]
 
 
-def test_new_carries_nodes_but_resume_and_branch_do_not(runtime):
+def test_new_carries_nodes_but_resume_and_branch_do_not(tmp_path):
+    # small leaves and fan-in 2 grow the DAG past depth 2, the default retain depth of /new
+    runtime = build_runtime(make_config(tmp_path, leaf_chunk_tokens=600, condensation_fanin=2))
     eng, loop = compacted_engine(runtime, turns=60)
     old = eng.session_id
-    assert any(n.depth >= 2 for n in runtime.dag.frontier(old)) or runtime.dag.frontier(old)
+    deep = [n.node_id for n in runtime.dag.frontier(old) if n.depth >= 2]
+    shallow = [n.node_id for n in runtime.dag.frontier(old) if n.depth < 2]
+    assert deep and shallow, "the scenario needs nodes on both sides of the retain depth"
     # /resume: reset + bind, no on_session_end
     eng.on_session_reset()
     eng.bind_session_state(None, "resumed_session")
@@ -60,7 +64,7 @@ def test_new_carries_nodes_but_resume_and_branch_do_not(runtime):
     eng.on_session_reset()
     eng.bind_session_state(None, "fresh_session")
     carried = runtime.dag.frontier("fresh_session")
-    assert [n.node_id for n in carried] == [n.node_id for n in runtime.dag.frontier(old) if n.depth >= 2]
+    assert [n.node_id for n in carried] == deep
 
 
 def test_background_review_fork_end_with_empty_list_is_harmless(runtime):

@@ -1,4 +1,4 @@
-"""Guards: plugin.yaml, schemas, the tool table, the skill and the tool docs stay in step."""
+"""Guards: plugin.yaml, the skill and the tool docs stay in step with the one tool table."""
 from __future__ import annotations
 
 import re
@@ -7,8 +7,7 @@ import pytest
 from conftest import ROOT
 
 from hermes_trove.config import SPEC
-from hermes_trove.schemas import SCHEMAS_BY_NAME, TOOL_SCHEMAS
-from hermes_trove.tools import RESPONSE_CAPS, TOOLS
+from hermes_trove.tools import TOOL_SCHEMAS, TOOLS, TOOLS_BY_NAME
 
 SKILL_DIR = ROOT / "skills" / "hermes-trove"
 DOCS = ROOT / "docs" / "retrieval-tools.md"
@@ -29,12 +28,19 @@ def doc_sections() -> dict[str, str]:
     return {parts[i]: parts[i + 1] for i in range(1, len(parts), 2)}
 
 
-def test_manifest_schemas_and_tool_table_name_the_same_tools_in_order():
-    names = [s["name"] for s in TOOL_SCHEMAS]
-    assert manifest_tools() == names
-    assert list(TOOLS) == names
-    assert set(RESPONSE_CAPS) == set(names)
-    assert len(set(names)) == len(names)
+NAMES = [t.name for t in TOOLS]
+
+
+def test_manifest_names_the_tool_table_in_order():
+    assert manifest_tools() == NAMES
+    assert len(set(NAMES)) == len(NAMES)
+
+
+@pytest.mark.parametrize("tool", TOOLS, ids=NAMES)
+def test_every_row_has_a_named_schema_a_handler_and_a_cap(tool):
+    assert tool.schema["name"] == tool.name and tool.name.startswith("trove_")
+    assert callable(tool.handler) and tool.handler.__name__ == tool.name
+    assert isinstance(tool.response_cap, int) and 10_000 <= tool.response_cap <= 100_000
 
 
 def test_every_schema_is_a_bare_function_schema_the_host_accepts():
@@ -60,23 +66,35 @@ def test_engine_advertises_copies_of_the_schemas(engine):
 
 
 def test_docs_have_one_section_per_tool_in_table_order():
-    assert list(doc_sections()) == [s["name"] for s in TOOL_SCHEMAS]
+    assert list(doc_sections()) == NAMES
 
 
-@pytest.mark.parametrize("tool", [s["name"] for s in TOOL_SCHEMAS])
+@pytest.mark.parametrize("tool", NAMES)
 def test_docs_describe_every_parameter_of_the_tool(tool):
     section = doc_sections()[tool]
-    for param in SCHEMAS_BY_NAME[tool]["parameters"]["properties"]:
+    for param in TOOLS_BY_NAME[tool].parameters:
         assert f"`{param}`" in section, f"docs/retrieval-tools.md: {tool} does not document {param}"
 
 
-def test_docs_name_the_same_caps_as_the_code():
+def doc_caps() -> dict[str, str]:
+    """The docs' cap table: each tool named in a row, mapped to that row's cap cell."""
     text = DOCS.read_text(encoding="utf-8")
-    for tool, cap in RESPONSE_CAPS.items():
-        if tool != "trove_expand":
-            row = next(line for line in text.splitlines() if line.startswith("|") and f"`{tool}`" in line
-                       and "chars" not in line)
-            assert f"{cap:,}" in row, (tool, row)
+    table = re.search(r"^\| Tool \| Response cap \(chars\) \|\n\|---\|---\|\n((?:\|.*\n)+)", text, re.M)
+    assert table, "docs/retrieval-tools.md has no response cap table"
+    caps: dict[str, str] = {}
+    for row in table.group(1).splitlines():
+        tools_cell, cap_cell = (c.strip() for c in row.strip("|").split("|"))
+        caps.update({name: cap_cell for name in re.findall(r"`(trove_\w+)`", tools_cell)})
+    return caps
+
+
+def test_docs_cap_table_names_every_tool_with_its_cap_from_the_table():
+    caps = doc_caps()
+    assert sorted(caps) == sorted(NAMES)
+    for tool in TOOLS:
+        cell = caps[tool.name]
+        # A tool that pages within a smaller bound documents both, the overall cap last.
+        assert cell == f"{tool.response_cap:,}" or cell.endswith(f", {tool.response_cap:,} overall"), (tool.name, cell)
 
 
 def test_skill_has_front_matter_and_mentions_every_tool():
@@ -85,8 +103,8 @@ def test_skill_has_front_matter_and_mentions_every_tool():
     assert front, "SKILL.md needs YAML front matter"
     assert re.search(r"^name: hermes-trove$", front.group(1), re.M)
     assert re.search(r"^description: .{20,}", front.group(1), re.M)
-    for schema in TOOL_SCHEMAS:
-        assert f"`{schema['name']}`" in text
+    for name in NAMES:
+        assert f"`{name}`" in text
 
 
 def test_skill_references_exist_and_are_linked_from_the_skill():
@@ -100,7 +118,7 @@ def test_recall_policy_is_short_and_names_only_real_tools():
     policy = (SKILL_DIR / "references" / "recall-policy.md").read_text(encoding="utf-8")
     assert len(policy) < 900
     for tool in set(re.findall(r"trove_\w+", policy)):
-        assert tool in TOOLS, f"recall policy names unknown tool {tool}"
+        assert tool in TOOLS_BY_NAME, f"recall policy names unknown tool {tool}"
     assert "cue" in policy and "without a tool call" in policy
 
 
@@ -116,6 +134,6 @@ def test_skill_and_docs_name_only_real_tools_and_variables():
     for path in files:
         text = path.read_text(encoding="utf-8")
         for tool in set(re.findall(r"\btrove_[a-z_]+\b", text)):
-            assert tool in TOOLS, f"{path.name} names unknown tool {tool}"
+            assert tool in TOOLS_BY_NAME, f"{path.name} names unknown tool {tool}"
         for var in set(re.findall(r"\bTROVE_[A-Z0-9_]+\b", text)):
             assert var in known_vars, f"{path.name} names unknown variable {var}"

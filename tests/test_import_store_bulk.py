@@ -172,7 +172,7 @@ def test_normalize_message_counts_tokens_as_count_message_does():
 
 
 def test_the_storage_guard_fast_path_changes_nothing_the_full_guard_would_change(runtime, tmp_path):
-    from hermes_trove.payloads import sidecar as payloads
+    from hermes_trove.payloads import guard as payloads
 
     transform = runtime.store.transform
     blob = "QUJD" * 400 + "xY9/+" * 60

@@ -1,4 +1,5 @@
-"""scripts/install.sh and scripts/update.sh, run for real against a temporary HOME.
+"""scripts/install.sh and scripts/update.sh, run for real against a temporary HOME; and the
+suite itself, run from a clone named like the README's (``hermes-trove``).
 
 Each test builds a small stand-in checkout (the two scripts, a manifest, ``__init__.py``
 and the bundled skill directory) so links never point at the working tree under test.
@@ -6,9 +7,11 @@ and the bundled skill directory) so links never point at the working tree under 
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -258,3 +261,30 @@ def test_update_reports_a_broken_plugin_link(checkout, home, tmp_path):
     done = run(checkout / "scripts" / "update.sh", home)
     assert done.returncode != 0
     assert "broken link" in done.stderr
+
+
+def test_the_checkout_is_imported_only_as_hermes_trove():
+    """Neither pytest nor a test imported the checkout by its folder name or put it on sys.path."""
+    assert ROOT not in {Path(p or ".").resolve() for p in sys.path}
+    outside_the_package = (ROOT / "tests", ROOT / "scripts", ROOT / ".venv")
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        path = Path(file).resolve() if file else None
+        if path is None or not path.is_relative_to(ROOT) or any(path.is_relative_to(d) for d in outside_the_package):
+            continue
+        assert name == "hermes_trove" or name.startswith("hermes_trove."), f"{file} imported as {name}"
+    host_tools = importlib.util.find_spec("tools")  # the host's package, never the checkout's tools.py
+    assert host_tools is None or Path(host_tools.origin or "").resolve() != ROOT / "tools.py"
+
+
+def test_the_suite_runs_from_a_checkout_named_like_the_readme_clone(tmp_path):
+    clone = tmp_path / "hermes-trove"
+    shutil.copytree(ROOT, clone, symlinks=True, ignore=shutil.ignore_patterns(
+        ".git", ".venv", ".*_cache", "__pycache__", "*.egg-info", "build"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "TROVE_"))}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_config_doc.py",
+                           "tests/test_install.py::test_the_checkout_is_imported_only_as_hermes_trove"],
+                          cwd=str(clone), env=env, capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]

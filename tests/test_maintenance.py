@@ -13,7 +13,7 @@ from pathlib import Path
 
 from conftest import assistant, make_config, user
 
-from hermes_trove.ops import maintenance
+from hermes_trove.ops import backups, maintenance
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
 
@@ -38,7 +38,7 @@ def raw(runtime) -> sqlite3.Connection:
 
 def test_backup_is_a_timestamped_single_file_copy_that_opens_and_matches(runtime):
     seed(runtime, n=12)
-    b = maintenance.take_backup(runtime)
+    b = backups.take_backup(runtime)
     path = Path(b.path)
     assert path.parent == Path(runtime.config.hermes_home) / "backups" / "trove"
     assert path.name.startswith("trove-") and path.suffix == ".sqlite3"
@@ -54,8 +54,8 @@ def test_backup_is_a_timestamped_single_file_copy_that_opens_and_matches(runtime
 
 def test_two_backups_in_the_same_second_keep_both(runtime):
     seed(runtime, n=2)
-    a = maintenance.backup_to(runtime, maintenance.timestamped_backup_path(runtime, now=1_700_000_000))
-    b = maintenance.backup_to(runtime, maintenance.timestamped_backup_path(runtime, now=1_700_000_000))
+    a = backups.backup_to(runtime, backups.timestamped_backup_path(runtime, now=1_700_000_000))
+    b = backups.backup_to(runtime, backups.timestamped_backup_path(runtime, now=1_700_000_000))
     assert a.path != b.path and Path(a.path).exists() and Path(b.path).exists()
 
 
@@ -86,16 +86,16 @@ def test_backup_taken_while_another_process_writes_is_consistent(runtime, tmp_pa
     script.write_text(WRITER)
     proc = subprocess.Popen([sys.executable, str(script), runtime.db.path, "3"], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "started"
-    backups = []
+    taken = []
     try:
         for _ in range(4):
             time.sleep(0.3)
-            backups.append(maintenance.take_backup(runtime))
+            taken.append(backups.take_backup(runtime))
     finally:
         written = int(proc.communicate(timeout=60)[0].strip())
     assert proc.returncode == 0 and written > 0
     seen = []
-    for b in backups:
+    for b in taken:
         conn = sqlite3.connect(b.path)
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES('integrity-check', 1)")  # raises if torn
@@ -172,6 +172,26 @@ def test_repair_recreates_a_dropped_fts_table_and_reindexes_every_row(runtime):
     result = maintenance.repair_fts(runtime)
     assert result["status"] == "repaired"
     assert len(runtime.store.search("pelicans", limit=50)) == 3
+
+
+def test_expected_schema_is_what_the_migrations_leave_not_what_they_once_created(runtime):
+    expected = maintenance.expected_schema()
+    assert "messages_fts_insert" not in expected.triggers  # retired by 0004: the store indexes batches
+    assert "imported_messages_store" not in expected.indexes  # gone with 0005's rebuilt ledger table
+    assert "WITHOUT ROWID" in expected.tables["imported_messages"]
+    assert maintenance.check_structure(raw(runtime)).ok
+
+
+def test_a_dropped_index_is_reported_and_repair_recreates_it(runtime):
+    seed(runtime, n=4)
+    with runtime.db.transaction() as c:
+        c.execute("DROP INDEX messages_identity")
+    structure = maintenance.check_structure(raw(runtime))
+    assert structure.missing_indexes == ("messages_identity",) and not structure.ok
+    assert maintenance.diagnose_fts(raw(runtime))["needs_repair"] is True
+    result = maintenance.repair_fts(runtime)
+    assert "created index messages_identity" in result["actions"] and result["status"] == "repaired"
+    assert maintenance.check_structure(raw(runtime)).ok
 
 
 def test_repair_recreates_an_index_whose_shadow_tables_are_too_damaged_to_rebuild(runtime):

@@ -48,3 +48,20 @@ def test_without_the_host_an_ignored_session_is_trimmed_deterministically(tmp_pa
     out = eng.compress(msgs, current_tokens=tokens.count_messages(msgs))
     assert tokens.count_messages(out) < eng.threshold_tokens
     assert out[-1] == msgs[-1] and rt.store.count() == 0
+
+
+def test_a_failing_host_compressor_leaves_the_transcript_unchanged(tmp_path):
+    class BrokenCompressor:  # a host compressor that fails mid-compaction
+        def compress(self, messages, **kw):
+            raise RuntimeError("host compressor broke")
+
+    rt = build_runtime(make_config(tmp_path, ignore_session_patterns=("cron:*",)))
+    eng = TroveEngine(rt)
+    eng.update_model("m", 64000)
+    eng.on_session_start("job-3", platform="cron")
+    eng._native = BrokenCompressor()
+    msgs = [user(f"line {i}") for i in range(5)]
+    assert eng.compress(msgs, current_tokens=10 ** 6) is msgs
+    assert eng._last_compression_made_progress is False
+    assert eng.snapshot()["last_compression_status"] == "error"
+    assert "host compressor broke" in eng._last_summary_error

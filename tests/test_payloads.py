@@ -8,6 +8,7 @@ import random
 import pytest
 from conftest import assistant, make_config, tool_call, tool_result, user
 
+from hermes_trove.payloads import guard
 from hermes_trove.payloads import sidecar as payloads
 from hermes_trove.payloads.sidecar import PayloadError
 from hermes_trove.runtime import build_runtime
@@ -190,7 +191,7 @@ def test_an_unexpected_error_in_the_transform_never_reaches_ingest(runtime, monk
     def boom(*a, **k):
         raise RuntimeError("bug")
 
-    monkeypatch.setattr(payloads, "_guard_text", boom)
+    monkeypatch.setattr(guard, "_guard_text", boom)
     runtime.store.ingest(KEY, [user("base64 mention")])
     assert runtime.store.page("s1")[0].content == "base64 mention"
 

@@ -79,7 +79,7 @@ def test_rows_stored_through_the_guard_restore_to_the_original_message(tmp_path,
     rt.store.append(SessionKey("s1"), originals)
     rows = rt.store.page("s1", 0, 1000)
     assert len(rows) == len(originals)
-    for row, msg in zip(rows, originals):
+    for row, msg in zip(rows, originals, strict=True):
         assert restore(rt, row.content, rng) == msg["content"]
 
 

@@ -59,7 +59,7 @@ def test_leaf_chunks_never_split_a_tool_group_and_cover_everything():
     sizes = [size(m) for m in msgs]
     chunks = policy.plan_leaf_chunks(msgs, sizes, 200)
     assert chunks[0].start == 0 and chunks[-1].end == len(msgs)
-    for a, b in zip(chunks, chunks[1:]):
+    for a, b in zip(chunks, chunks[1:], strict=False):
         assert a.end == b.start
         assert msgs[b.start]["role"] != "tool"
 

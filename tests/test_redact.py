@@ -8,7 +8,7 @@ import pytest
 from conftest import make_config
 
 from hermes_trove.config import load_config
-from hermes_trove.payloads.redact import Redactor
+from hermes_trove.payloads.redact import Redactor, describe_config
 
 ALL = Redactor(True, ("private_key", "api_key", "bearer_token", "password_assignment"))
 
@@ -113,3 +113,14 @@ def test_describe_never_contains_a_secret(tmp_path):
     r = Redactor.from_config(cfg)
     r.redact("api_key=super-secret-value-1")
     assert "super-secret" not in json.dumps(r.describe()) and r.describe()["source"] == "default"
+
+
+def test_describe_config_reports_the_setup_without_secrets(tmp_path):
+    cfg = make_config(tmp_path, sensitive_patterns_enabled=True, sensitive_patterns=("api_key", "nope"))
+    assert describe_config(cfg) == Redactor.from_config(cfg).describe()
+    assert describe_config(cfg)["unknown_patterns"] == ["nope"]
+
+
+def test_describe_config_folds_a_broken_setup_into_an_error(tmp_path):
+    cfg = make_config(tmp_path, sensitive_patterns=None)
+    assert describe_config(cfg)["error"].startswith("TypeError")

@@ -5,8 +5,8 @@ import copy
 from conftest import assistant, make_config, tool_call, tool_result, user
 
 from hermes_trove import tokens
-from hermes_trove.payloads import sidecar as payloads
 from hermes_trove.payloads import replay
+from hermes_trove.payloads import sidecar as payloads
 from hermes_trove.runtime import build_runtime
 
 REF = payloads.ref_for("s1", "x")
@@ -89,7 +89,7 @@ def test_apply_replay_stubs_externalizes_and_recovers_exactly(tmp_path):
                                    large_output_active_replay_stub_threshold_tokens=1000))
     big = "".join(f"row {i}\n" for i in range(3000))
     msgs = session(("a", "terminal", big), ("b", "terminal", big + "tail"))
-    out, n = payloads.apply_replay_stubs(rt, "s1", msgs, protect_from=len(msgs) - 1)
+    out, n = replay.apply_replay_stubs(rt, "s1", msgs, protect_from=len(msgs) - 1)
     assert n == 1 and out[6] is msgs[6] and out[3]["content"] != big
     assert tokens.count_messages(out) < tokens.count_messages(msgs) - tokens.count_message(msgs[3]) + 300
     ref = payloads.refs_in(out[3]["content"])[0]
@@ -100,7 +100,7 @@ def test_apply_replay_stubs_is_a_no_op_unless_both_opt_ins_are_on(tmp_path):
     rt = build_runtime(make_config(tmp_path, large_output_active_replay_stubbing_enabled=True,
                                    large_output_active_replay_stub_threshold_tokens=100))
     msgs = session(("a", "terminal", "x" * 10000))
-    assert payloads.apply_replay_stubs(rt, "s1", msgs, protect_from=len(msgs)) == (msgs, 0)
+    assert replay.apply_replay_stubs(rt, "s1", msgs, protect_from=len(msgs)) == (msgs, 0)
 
 
 def test_apply_replay_stubs_keeps_the_payload_inline_when_durability_fails(tmp_path, monkeypatch):
@@ -109,5 +109,5 @@ def test_apply_replay_stubs_keeps_the_payload_inline_when_durability_fails(tmp_p
                                    large_output_active_replay_stub_threshold_tokens=100))
     monkeypatch.setattr(payloads.os, "fsync", lambda fd: (_ for _ in ()).throw(OSError(5, "I/O error")))
     msgs = session(("a", "terminal", "x" * 10000))
-    out, n = payloads.apply_replay_stubs(rt, "s1", msgs, protect_from=len(msgs))
+    out, n = replay.apply_replay_stubs(rt, "s1", msgs, protect_from=len(msgs))
     assert n == 0 and out == msgs

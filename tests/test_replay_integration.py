@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import json
 
-from conftest import assistant, make_config, tool_call, tool_result, user
+import pytest
+from conftest import assistant, make_config, make_engine, tool_call, tool_result, user
 
 from hermes_trove import tokens
-from hermes_trove.payloads import sidecar as payloads
-from hermes_trove.engine import TroveEngine
 from hermes_trove.hooks import make_hooks
+from hermes_trove.payloads import sidecar as payloads
 from hermes_trove.runtime import build_runtime
 
 ON = dict(large_output_externalization_enabled=True, large_output_active_replay_stubbing_enabled=True,
@@ -17,10 +17,7 @@ ON = dict(large_output_externalization_enabled=True, large_output_active_replay_
 
 def session_with_big_results(tmp_path, **cfg):
     rt = build_runtime(make_config(tmp_path, fresh_tail_count=4, **cfg))
-    eng = TroveEngine(rt)
-    eng.update_model("m", 200000)
-    eng.on_session_start("s1", platform="cli")
-    eng.aux_complete = lambda task="compression": None
+    eng = make_engine(rt, context_length=200000)
     msgs = []
     for i in range(6):
         body = f"result {i}\n" + ("line of build output " * 2000)
@@ -82,13 +79,11 @@ def test_recall_policy_is_injected_once_while_it_rides_in_the_transcript(tmp_pat
 
 def test_new_session_sees_carried_summaries_once_before_its_first_compaction(tmp_path):
     from conftest import make_config
+
     from hermes_trove.harness.simulate import HostLoop, build_conversation
 
     rt = build_runtime(make_config(tmp_path, leaf_chunk_tokens=600, condensation_fanin=2, fresh_tail_count=2))
-    eng = TroveEngine(rt)
-    eng.update_model("m", 64000)
-    eng.on_session_start("old", platform="cli")
-    eng.aux_complete = lambda task="compression": None
+    eng = make_engine(rt, session="old", context_length=64000)
     loop = HostLoop(eng)
     for turn in build_conversation(40, seed=2):
         loop.run_turn(turn)
@@ -111,3 +106,21 @@ def test_new_session_sees_carried_summaries_once_before_its_first_compaction(tmp
     out = eng.compress(msgs, current_tokens=eng.threshold_tokens + 1, force=True)
     assert out[0]["content"].startswith("[trove summary")
     assert all("api_content" not in m for m in out[1:])
+
+
+def test_hook_ingest_skips_and_counts_ignored_messages_like_the_engine(tmp_path):
+    pytest.importorskip("regex")
+    rt = build_runtime(make_config(tmp_path, ignore_message_patterns=("^Cronjob Response:",)))
+    eng = make_engine(rt)
+    post = make_hooks(rt)["post_llm_call"]
+    post(session_id="s1", conversation_history=[user("Cronjob Response: disk 91%"), user("real question")])
+    eng.ingest([user("Cronjob Response: load 3.2")])
+    assert [r.content for r in rt.store.page("s1")] == ["real question"]
+    assert rt.counters["ignored_message_count"] == 2  # one through the hook, one through the engine
+
+
+def test_a_failing_hook_logs_and_answers_none(tmp_path, caplog):
+    eng, _ = session_with_big_results(tmp_path)
+    pre = make_hooks(eng.runtime)["pre_llm_call"]
+    assert pre(session_id="s1", conversation_history=5) is None  # a history that is not a list
+    assert "pre_llm_call hook failed for session s1" in caplog.text

@@ -5,7 +5,7 @@ import string
 
 import pytest
 
-from hermes_trove.retrieval.query import Candidate, build_match, rerank, term_present
+from hermes_trove.retrieval.query import Candidate, build_match, rerank, rough_stem
 from hermes_trove.store import SessionKey
 
 NASTY = [
@@ -77,6 +77,12 @@ def test_random_strings_never_produce_an_invalid_fts5_query(runtime):
     for _ in range(400):
         q = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
         runtime.store.search(build_match(q).expression, session_ids=["s1"], limit=3)
+
+
+def term_present(term: str, lowered_text: str) -> bool:
+    """Stem-aware containment, as ``rerank`` counts a term's coverage of a row."""
+    stem = rough_stem(term)
+    return bool(stem) and stem in lowered_text
 
 
 def test_term_present_accepts_simple_inflections():

@@ -105,22 +105,22 @@ def test_fts_index_follows_inserts_and_searches_tool_arguments(runtime):
     assert [h[0].role for h in hits] == ["assistant"]
 
 
-def test_database_refuses_a_newer_schema(tmp_path):
+def test_database_refuses_a_ledger_naming_a_migration_this_build_does_not_know(tmp_path):
     path = tmp_path / "t.db"
     db = Database(path)
     db.connect()
     db.close()
     conn = sqlite3.connect(path)
-    conn.execute("UPDATE meta SET value='999' WHERE key='schema_version'")
+    conn.execute("INSERT INTO schema_migrations VALUES ('9999_from_the_future', 0)")
     conn.commit()
     conn.close()
-    with pytest.raises(SchemaTooNewError, match="newer"):
+    with pytest.raises(SchemaTooNewError, match="newer.*9999_from_the_future"):
         Database(path).connect()
 
 
 def test_migrations_are_recorded_by_name(runtime):
     runtime.db.connect()
-    from hermes_trove.db import MIGRATIONS
+    from hermes_trove.migrations import MIGRATIONS
 
     assert runtime.db.applied_migrations() == sorted(name for name, _ in MIGRATIONS)
     assert "0001_core" in runtime.db.applied_migrations()
@@ -159,16 +159,17 @@ def test_a_stale_prefix_shown_later_does_not_rewind_the_cursor(runtime):
 
 def test_an_existing_import_ledger_keeps_its_rows_when_stored_by_key(tmp_path):
     from hermes_trove import db as dbmod
+    from hermes_trove.migrations import MIGRATIONS
 
     path = tmp_path / "old.db"
-    old = [(n, s) for n, s in dbmod.MIGRATIONS if n < "0005"]
+    old = [(n, s) for n, s in MIGRATIONS if n < "0005"]
     conn = sqlite3.connect(path, isolation_level=None)
     for name, script in old:
         for statement in dbmod.split_sql(script):
             conn.execute(statement)
     conn.execute("CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
     conn.executemany("INSERT INTO schema_migrations VALUES (?, 0)", [(n,) for n, _ in old])
-    conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")  # older builds stamped this; it is ignored
     conn.executemany("INSERT INTO imported_messages VALUES ('imp', ?, ?, ?, 1.0)",
                      [(f"sqlite:message:{i}", i, '{"seq":%d}' % i) for i in range(1, 4)])
     conn.close()

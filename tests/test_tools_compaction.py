@@ -5,9 +5,8 @@ import json
 import random
 
 import pytest
-from conftest import assistant, make_config, user
+from conftest import assistant, make_config, make_engine, user
 
-from hermes_trove.engine import TroveEngine
 from hermes_trove.runtime import build_runtime
 from hermes_trove.tools import dispatch
 
@@ -31,10 +30,7 @@ def lorem(rng, n):
 def compacted(tmp_path):
     rt = build_runtime(make_config(tmp_path, fresh_tail_count=4, leaf_chunk_tokens=1000,
                                    condensation_fanin=2, new_session_retain_depth=-1))
-    eng = TroveEngine(rt)
-    eng.update_model("m", 64000)
-    eng.on_session_start("first", platform="cli")
-    eng.aux_complete = lambda task="compression": summarizer  # type: ignore[method-assign]
+    eng = make_engine(rt, summarizer, session="first", context_length=64000)
     rng = random.Random(3)
     msgs = [user(f"Remember this: the launch code is {CANARY}."), assistant("Noted, I will keep it.")]
     for i in range(80):
@@ -84,7 +80,7 @@ def test_describe_then_expand_leads_from_the_frontier_to_the_raw_message(compact
 
 def test_expand_query_answers_with_refs_after_compaction(compacted):
     eng, _, _ = compacted
-    eng.aux_complete = lambda task="compression": (lambda m, mo, t, mt: f"The code is {CANARY}.")  # type: ignore
+    eng = make_engine(eng.runtime, lambda m, mo, t, mt: f"The code is {CANARY}.", session="first")
     res = call(eng, "trove_expand_query", prompt="What is the launch code?", query="launch code")
     assert res["answer"] == f"The code is {CANARY}."
     assert res["store_ids"] and not res.get("degraded")

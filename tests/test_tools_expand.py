@@ -1,11 +1,15 @@
 from __future__ import annotations
 
+import dataclasses
 import json
+import sys
 import time
+from types import SimpleNamespace
 
 import pytest
 from conftest import assistant, tool_call, tool_result, user
 
+from hermes_trove.compaction.summarize import host_complete
 from hermes_trove.engine import TroveEngine
 from hermes_trove.store import SessionKey
 from hermes_trove.tools import dispatch
@@ -19,7 +23,8 @@ def call(engine, name, **args):
 
 def leaf(rt, session, ids, text="summary", **kw):
     return rt.dag.add_leaf(session, text, ids, token_count=len(text) // 4 + 1, source_token_count=100,
-                           earliest_at=kw.get("earliest_at", 1_700_000_000.0), latest_at=kw.get("latest_at", 1_700_000_600.0))
+                           earliest_at=kw.get("earliest_at", 1_700_000_000.0),
+                           latest_at=kw.get("latest_at", 1_700_000_600.0))
 
 
 @pytest.fixture
@@ -124,6 +129,16 @@ def test_expand_budget_splits_an_oversized_message_and_continues_exactly(engine)
     assert [m["store_id"] for p in pages for m in p["expanded"]].count(ids[2]) == 1
 
 
+def test_expand_node_page_is_bounded_by_its_rows_cap_not_the_default(engine):
+    text = " ".join(f"word{i}" for i in range(3000))
+    ids = engine.runtime.store.append(KEY, [user(f"{n} {text}") for n in range(8)])
+    node = leaf(engine.runtime, "s1", ids)
+    raw = dispatch(engine.tool_context(), "trove_expand", {"node_id": node, "max_tokens": 16000})
+    out = json.loads(raw)
+    assert 32000 < len(raw) <= 90000
+    assert out["pagination"]["has_more"] is True and "response_truncated" not in out
+
+
 def test_expand_returns_at_least_one_character_even_with_a_tiny_budget(engine):
     ids = engine.runtime.store.append(KEY, [user("x" * 500)])
     node = leaf(engine.runtime, "s1", ids)
@@ -217,7 +232,7 @@ def fake_aux(engine, reply="The key lives in /etc/keys [store 2].", delay=0.0, f
             raise fail
         return reply
 
-    engine.aux_complete = lambda task="compression": complete  # type: ignore[method-assign]
+    engine.complete = complete
 
 
 def test_expand_query_answers_from_gathered_evidence_and_reports_refs(engine, tree):
@@ -281,13 +296,47 @@ def test_expand_query_rejects_invisible_node_ids_and_requires_a_prompt(engine, t
 
 
 def test_expand_query_uses_the_configured_expansion_model(engine, tree):
-    import dataclasses
-
     engine.runtime.config = dataclasses.replace(engine.runtime.config, expansion_model="big-model")
     seen: list = []
     fake_aux(engine, seen=seen)
     call(engine, "trove_expand_query", prompt="topic 3?", max_tokens=300)
     assert seen[0]["model"] == "big-model" and seen[0]["max_tokens"] == 300
+
+
+def expand_query_through_host(engine, complete, **args):
+    """Call trove_expand_query with the host completion function in place of the engine's."""
+    ctx = dataclasses.replace(engine.tool_context(), complete=complete)
+    return json.loads(dispatch(ctx, "trove_expand_query", args))
+
+
+def test_expand_query_max_tokens_reaches_the_hosts_auxiliary_client(engine, tree, monkeypatch):
+    aux = pytest.importorskip("agent.auxiliary_client")
+    received: list = []
+
+    def call_llm(task=None, **kwargs):
+        received.append(dict(kwargs, task=task))
+        return {"text": "Topic 2 [store 3]."}
+
+    monkeypatch.setattr(aux, "call_llm", call_llm)
+    monkeypatch.setattr(aux, "extract_content_or_reasoning", lambda resp: resp["text"])
+    complete = host_complete(lambda: {"model": "main"}, None, task="expand_query")
+    out = expand_query_through_host(engine, complete, prompt="topic 2?", max_tokens=321)
+    assert out["answer"] == "Topic 2 [store 3]."
+    assert received[0]["max_tokens"] == 321 and received[0]["task"] == "expand_query"
+
+
+def test_expand_query_max_tokens_reaches_the_plugin_llm_without_an_auxiliary_client(engine, tree, monkeypatch):
+    monkeypatch.setitem(sys.modules, "agent.auxiliary_client", None)  # the import fails: no host client
+    received: list = []
+
+    class PluginLlm:
+        def complete(self, messages, **kwargs):
+            received.append(kwargs)
+            return SimpleNamespace(text="Topic 2 [store 3].")
+
+    out = expand_query_through_host(engine, host_complete(dict, PluginLlm()), prompt="topic 2?", max_tokens=77)
+    assert out["answer"] == "Topic 2 [store 3]."
+    assert received[0]["max_tokens"] == 77
 
 
 def test_children_of_a_carried_node_are_reachable_but_unrelated_nodes_are_not(runtime):

@@ -22,7 +22,8 @@ def call(engine, name, **args):
 def seed(runtime, session=KEY, messages=None, t0=1_700_000_000.0):
     msgs = messages or [
         user("Where is the staging deploy key kept?"),
-        assistant("Let me check.", [tool_call("c1", "terminal", json.dumps({"cmd": "ls /etc/keys/staging-deploy.pem"}))]),
+        assistant("Let me check.",
+                  [tool_call("c1", "terminal", json.dumps({"cmd": "ls /etc/keys/staging-deploy.pem"}))]),
         tool_result("c1", "/etc/keys/staging-deploy.pem"),
         assistant("The staging deploy key is /etc/keys/staging-deploy.pem."),
         user("Thanks. Now, what database port did we pick?"),

@@ -1,15 +1,12 @@
-"""Search, transcript GC and doctor over externalized payloads."""
+"""Searching one session's sidecars and transcript GC of externalized tool rows."""
 from __future__ import annotations
 
-import base64
 import json
 import os
-import random
 
 import pytest
 from conftest import make_config, tool_result, user
 
-from hermes_trove.payloads import ops as payload_ops
 from hermes_trove.payloads import sidecar as payloads
 from hermes_trove.payloads.sidecar import PayloadError
 from hermes_trove.runtime import build_runtime
@@ -31,7 +28,7 @@ def log_output(marker: str, lines: int = 300) -> str:
 
 def test_search_finds_a_literal_case_insensitively_with_line_and_byte_position(rt):
     rt.store.ingest(SessionKey("s1"), [tool_result("c1", log_output("Error-XYZ"))])
-    out = payload_ops.search_payloads(rt, "s1", "error-xyz")
+    out = payloads.search_payloads(rt, "s1", "error-xyz")
     assert len(out["results"]) == 1
     hit = out["results"][0]
     assert hit["type"] == "externalized" and hit["line"] == 151 and hit["tool_call_id"] == "c1"
@@ -45,8 +42,8 @@ def test_search_finds_a_literal_case_insensitively_with_line_and_byte_position(r
 def test_search_only_sees_the_given_sessions_sidecars(rt):
     rt.store.ingest(SessionKey("s1"), [tool_result("c1", log_output("needle"))])
     rt.store.ingest(SessionKey("s2"), [tool_result("c2", log_output("needle") + "other")])
-    assert len(payload_ops.search_payloads(rt, "s1", "NEEDLE")["results"]) == 1
-    assert payload_ops.search_payloads(rt, "s3", "needle")["results"] == []
+    assert len(payloads.search_payloads(rt, "s1", "NEEDLE")["results"]) == 1
+    assert payloads.search_payloads(rt, "s3", "needle")["results"] == []
 
 
 def test_search_with_explicit_refs_rejects_invalid_and_foreign_ones(rt):
@@ -54,7 +51,7 @@ def test_search_with_explicit_refs_rejects_invalid_and_foreign_ones(rt):
     rt.store.ingest(SessionKey("s2"), [tool_result("c2", log_output("needle") + "x")])
     own = payloads.refs_in(rt.store.page("s1")[0].content)[0]
     other = payloads.refs_in(rt.store.page("s2")[0].content)[0]
-    out = payload_ops.search_payloads(rt, "s1", "needle", refs=[own, other, "../trove.db"])
+    out = payloads.search_payloads(rt, "s1", "needle", refs=[own, other, "../trove.db"])
     assert [h["ref"] for h in out["results"]] == [own]
     assert out["scan"]["rejected_files"] == 2 and out["scan"]["candidate_files"] == 2
 
@@ -62,35 +59,35 @@ def test_search_with_explicit_refs_rejects_invalid_and_foreign_ones(rt):
 def test_search_respects_limit_and_reports_truncation(rt):
     for i in range(5):
         rt.store.ingest(SessionKey("s1"), [user(f"q{i}"), tool_result(f"c{i}", log_output("needle") + str(i))])
-    out = payload_ops.search_payloads(rt, "s1", "needle", limit=3)
+    out = payloads.search_payloads(rt, "s1", "needle", limit=3)
     assert len(out["results"]) == 3 and out["scan"]["truncated"] is True
 
 
 def test_search_caps_bytes_scanned_per_file(rt):
     text = "a" * (payloads.SEARCH_BYTES_PER_FILE + 10) + "late needle"
     ref = payloads.externalize_text(rt, "s1", text)
-    out = payload_ops.search_payloads(rt, "s1", "needle", refs=[ref])
+    out = payloads.search_payloads(rt, "s1", "needle", refs=[ref])
     assert out["results"] == [] and out["scan"]["truncated"] is True
 
 
 def test_search_caps_the_number_of_files(rt, monkeypatch):
-    monkeypatch.setattr(payload_ops, "SEARCH_FILE_LIMIT", 3)
+    monkeypatch.setattr(payloads, "SEARCH_FILE_LIMIT", 3)
     for i in range(5):
         payloads.externalize_text(rt, "s1", f"payload {i} with needle")
-    out = payload_ops.search_payloads(rt, "s1", "needle", limit=50)
+    out = payloads.search_payloads(rt, "s1", "needle", limit=50)
     assert out["scan"]["candidate_files"] == 5 and out["scan"]["scanned_files"] == 3
     assert out["scan"]["truncated"] is True and len(out["results"]) == 3
 
 
 def test_search_refuses_an_empty_query(rt):
     with pytest.raises(PayloadError, match="query"):
-        payload_ops.search_payloads(rt, "s1", "   ")
+        payloads.search_payloads(rt, "s1", "   ")
 
 
 def test_search_treats_regex_characters_literally(rt):
     payloads.externalize_text(rt, "s1", "cost was $5.00 (approx) [sic]")
-    assert len(payload_ops.search_payloads(rt, "s1", "$5.00 (approx) [sic]")["results"]) == 1
-    assert payload_ops.search_payloads(rt, "s1", "$5x00")["results"] == []
+    assert len(payloads.search_payloads(rt, "s1", "$5.00 (approx) [sic]")["results"]) == 1
+    assert payloads.search_payloads(rt, "s1", "$5x00")["results"] == []
 
 
 def test_search_skips_tampered_files(rt):
@@ -99,7 +96,7 @@ def test_search_skips_tampered_files(rt):
     record = json.loads(path.read_text())
     record["payload"] = "needle, changed"
     path.write_text(json.dumps(record))
-    out = payload_ops.search_payloads(rt, "s1", "needle")
+    out = payloads.search_payloads(rt, "s1", "needle")
     assert out["results"] == [] and out["scan"]["rejected_files"] == 1
 
 
@@ -110,21 +107,21 @@ def test_gc_rewrites_externalized_tool_rows_to_the_compact_placeholder(rt):
     rt.store.ingest(SessionKey("s1"), [user("run"), tool_result("c1", text)])
     rows = rt.store.page("s1")
     assert "Preview:" in rows[1].content
-    assert payload_ops.transcript_gc(rt, "s1", [r.store_id for r in rows]) == 1
+    assert payloads.transcript_gc(rt, "s1", [r.store_id for r in rows]) == 1
     after = rt.store.get(rows[1].store_id)
     assert after.content.startswith("[trove:externalized ref=") and "Preview:" not in after.content
     assert after.store_id == rows[1].store_id and after.tool_call_id == "c1"
     assert rt.store.get(rows[0].store_id).content == "run"
     ref = payloads.refs_in(after.content)[0]
     assert payloads.read_ref(rt, ref, max_chars=100000)["content"] == text
-    assert payload_ops.transcript_gc(rt, "s1", [rows[1].store_id]) == 0  # idempotent
+    assert payloads.transcript_gc(rt, "s1", [rows[1].store_id]) == 0  # idempotent
 
 
 def test_gc_keeps_fts_in_step_with_the_rewrite(rt):
     rt.store.ingest(SessionKey("s1"), [tool_result("c1", "uniquepreviewword " + log_output("x"))])
     row = rt.store.page("s1")[0]
     assert rt.store.search('"uniquepreviewword"', session_ids=["s1"])
-    payload_ops.transcript_gc(rt, "s1", [row.store_id])
+    payloads.transcript_gc(rt, "s1", [row.store_id])
     assert rt.store.search('"uniquepreviewword"', session_ids=["s1"]) == []
 
 
@@ -138,7 +135,7 @@ def test_gc_skips_pinned_rows_other_sessions_and_rows_without_a_sidecar(rt):
         conn.execute("UPDATE messages SET pinned=1 WHERE store_id=?", (a.store_id,))
     os.unlink(rt.payload_dir / payloads.refs_in(b.content)[0])
     ids = [a.store_id, b.store_id, small.store_id, other.store_id]
-    assert payload_ops.transcript_gc(rt, "s1", ids) == 0
+    assert payloads.transcript_gc(rt, "s1", ids) == 0
     assert [rt.store.get(i).content for i in ids] == [a.content, b.content, small.content, other.content]
 
 
@@ -147,7 +144,7 @@ def test_gc_is_off_unless_enabled(tmp_path):
                                    large_output_externalization_threshold_chars=1000))
     rt.store.ingest(SessionKey("s1"), [tool_result("c1", log_output("x"))])
     row = rt.store.page("s1")[0]
-    assert payload_ops.transcript_gc(rt, "s1", [row.store_id]) == 0
+    assert payloads.transcript_gc(rt, "s1", [row.store_id]) == 0
     assert rt.store.get(row.store_id).content == row.content
 
 
@@ -158,37 +155,8 @@ def test_gc_uses_sidecars_made_for_inline_rows_by_backfill(tmp_path):
     row = plain.store.page("s1")[0]
     assert row.content == text
     rt = build_runtime(make_config(tmp_path, large_output_transcript_gc_enabled=True))
-    assert payload_ops.transcript_gc(rt, "s1", [row.store_id]) == 0  # no sidecar yet
+    assert payloads.transcript_gc(rt, "s1", [row.store_id]) == 0  # no sidecar yet
     payloads.write_payload(rt.payload_dir, "s1", text, kind="tool_result")
-    assert payload_ops.transcript_gc(rt, "s1", [row.store_id]) == 1
+    assert payloads.transcript_gc(rt, "s1", [row.store_id]) == 1
     ref = payloads.refs_in(rt.store.get(row.store_id).content)[0]
     assert payloads.read_ref(rt, ref, max_chars=100000, session_id="s1")["content"] == text
-
-
-# -- doctor ---------------------------------------------------------------------------------
-
-def test_doctor_reports_inline_payload_rows_largest_rows_and_dir_stats_without_content(tmp_path, monkeypatch):
-    rt = build_runtime(make_config(tmp_path))
-    uri = "data:image/png;base64," + base64.b64encode(random.Random(3).randbytes(3000)).decode()
-    rt.store.ingest(SessionKey("s1"), [user(uri), user("hello")])  # guarded: goes to a sidecar
-    monkeypatch.setattr(payloads.os, "replace", lambda *a: (_ for _ in ()).throw(OSError(28, "disk full")))
-    inline = "data:image/png;base64," + base64.b64encode(random.Random(4).randbytes(3000)).decode()
-    rt.store.append(SessionKey("s1"), [user("inline " + inline)])  # write fails: stays inline
-    monkeypatch.undo()
-    os.unlink(rt.payload_dir / payloads.refs_in(rt.store.page("s1")[0].content)[0])
-    payloads.externalize_text(rt, "s1", "spare payload")
-    report = payload_ops.doctor_report(rt)
-    assert report["suspicious_inline_rows"] == 1
-    assert report["suspicious_rows"][0]["reasons"] == ["data_uri"] and report["suspicious_rows"][0]["role"] == "user"
-    assert report["largest_rows"][0]["store_id"] == rt.store.page("s1")[2].store_id
-    assert set(report["largest_rows"][0]) == {"store_id", "role", "chars", "content_chars", "tool_call_chars"}
-    pdir = report["payload_dir"]
-    assert pdir["files"] == 1 and pdir["missing_refs"] == 1 and pdir["referenced_refs"] == 1 and pdir["bytes"] > 0
-    assert inline[30:90] not in json.dumps(report) and "spare payload" not in json.dumps(report)
-
-
-def test_doctor_handles_a_missing_payload_dir(tmp_path):
-    rt = build_runtime(make_config(tmp_path))
-    rt.store.ingest(SessionKey("s1"), [user("hello")])
-    report = payload_ops.doctor_report(rt)
-    assert report["payload_dir"]["exists"] is False and report["suspicious_inline_rows"] == 0

@@ -1,0 +1,86 @@
+"""Assembly: how summary nodes enter the prompt, for the compactor and the pre-LLM hook alike.
+
+It picks the frontier nodes that fit a budget, renders them as one labelled block (or one
+user message) and rebuilds the live message list around that block. Pure: it takes node
+rows and message dicts and returns new ones; reading the frontier is the caller's job.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from .. import tokens
+from ..dag import NodeRow
+from ..ingest import SUMMARY_MARKER
+from . import policy
+
+SUMMARY_HEADER = ("[trove summary] Earlier conversation, compacted. Nothing is lost: exact messages are "
+                  "recoverable with trove_grep, trove_describe and trove_expand(node_id=N).")
+SUMMARY_FOOTER = "[end of trove summary]"
+NODE_LABEL_TOKENS = 30       # the "[dN node K | from to UTC]" line above each node
+ASSEMBLY_SLACK_TOKENS = 120  # header, footer and the omitted-nodes note
+
+
+def node_info(node: NodeRow) -> policy.NodeInfo:
+    """What the pure planners need of a node: id, depth, rendered size, age."""
+    return policy.NodeInfo(node.node_id, node.depth, node.token_count + NODE_LABEL_TOKENS,
+                           node.earliest_at or node.created_at)
+
+
+def select_nodes(frontier: Sequence[NodeRow], budget: int) -> tuple[list[NodeRow], list[int]]:
+    """The frontier nodes that fit ``budget`` in display order, and the ids left out."""
+    kept_ids, omitted = policy.select_summary_nodes([node_info(n) for n in frontier], budget)
+    by_id = {n.node_id: n for n in frontier}
+    return [by_id[i] for i in kept_ids], omitted
+
+
+def _when(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(ts)) if ts else "?"
+
+
+def render_summary_text(nodes: Sequence[NodeRow], omitted: Sequence[int] = ()) -> str:
+    """The visible summary nodes as one block of text, each labelled with its node id."""
+    parts = [SUMMARY_HEADER]
+    if omitted:
+        parts.append(f"({len(omitted)} older summary nodes are not shown to save space; trove_describe lists them.)")
+    for n in nodes:
+        parts.append(f"[d{n.depth} node {n.node_id} | {_when(n.earliest_at)} to {_when(n.latest_at)} UTC]\n{n.summary}")
+    parts.append(SUMMARY_FOOTER)
+    return "\n\n".join(parts)
+
+
+def render_summary_message(nodes: Sequence[NodeRow], omitted: Sequence[int] = ()) -> dict[str, Any]:
+    """One user-role message holding the visible summary nodes."""
+    return {"role": "user", "content": render_summary_text(nodes, omitted), "_trove_summary": True,
+            "_compressed_summary": True}
+
+
+def carries_injected_summary(message: dict[str, Any]) -> bool:
+    """True when the hook's summary block rides in this message's ``api_content``."""
+    return SUMMARY_HEADER in str(message.get("api_content") or "")
+
+
+def shows_summary(message: dict[str, Any]) -> bool:
+    """True when the message already puts a trove summary in front of the model."""
+    content = message.get("content")
+    return (isinstance(content, str) and content.startswith(SUMMARY_MARKER)) or carries_injected_summary(message)
+
+
+def assemble(frontier: Sequence[NodeRow], raw_keep: list[dict[str, Any]], tail: list[dict[str, Any]],
+             target: int) -> tuple[list[dict[str, Any]], list[int]]:
+    """The prompt after compaction: one summary message, then the kept raw messages.
+
+    Returns the new message dicts and the ids of frontier nodes left out for space.
+    """
+    live_tokens = tokens.count_messages(raw_keep) + tokens.count_messages(tail)
+    nodes, omitted = select_nodes(frontier, max(0, target - live_tokens - ASSEMBLY_SLACK_TOKENS))
+    out: list[dict[str, Any]] = []
+    if nodes or omitted:
+        out.append(render_summary_message(nodes, omitted))
+    for m in raw_keep + tail:
+        kept = {k: v for k, v in m.items() if k != "_db_persisted"}
+        if carries_injected_summary(kept):
+            kept.pop("api_content")  # the summary message now replaces the injected block
+        out.append(kept)
+    return policy.drop_orphan_tool_results(out), omitted

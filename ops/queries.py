@@ -1,0 +1,206 @@
+"""Operators' data: the SQL behind status, doctor, hygiene and rotate, and nothing else.
+
+Reads take a connection, so a caller may run them inside its own write transaction, and
+return plain values or frozen dataclasses. Each write opens one short ``db.transaction()``.
+Deciding what to report, delete or move stays in the ops modules that call these.
+"""
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..db import Database
+
+# Deleted first to last, so summaries never outlive the rows their lineage names.
+CORE_SESSION_TABLES = ("carried_nodes", "summary_nodes", "messages", "sessions")
+
+
+# -- whole-database totals (status) ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class StoreTotals:
+    messages: int
+    tokens: int
+    sessions: int
+    nodes: int
+
+
+def store_totals(conn: sqlite3.Connection) -> StoreTotals:
+    messages, tokens = conn.execute("SELECT COUNT(*), COALESCE(SUM(token_count),0) FROM messages").fetchone()
+    sessions = conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
+    nodes = conn.execute("SELECT COUNT(*) FROM summary_nodes").fetchone()[0]
+    return StoreTotals(int(messages), int(tokens), int(sessions), int(nodes))
+
+
+# -- health facts (doctor) ------------------------------------------------------------------
+
+def quick_check(conn: sqlite3.Connection, max_errors: int = 20) -> list[str]:
+    """SQLite's ``quick_check`` lines; ``["ok"]`` for a sound file."""
+    return [str(r[0]) for r in conn.execute(f"PRAGMA quick_check({int(max_errors)})")]
+
+
+def journal_mode(conn: sqlite3.Connection) -> str:
+    return str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
+
+
+@dataclass(frozen=True)
+class LineageOrphans:
+    """Lineage rows that point at nothing."""
+
+    missing_messages: int  # node_messages rows whose message is gone
+    missing_children: int  # node_children rows whose child node is gone
+    sourceless_nodes: int  # summary nodes with neither source messages nor child nodes
+
+
+def lineage_orphans(conn: sqlite3.Connection) -> LineageOrphans:
+    def count(sql: str) -> int:
+        return int(conn.execute(sql).fetchone()[0])
+
+    return LineageOrphans(
+        count("SELECT COUNT(*) FROM node_messages nm WHERE NOT EXISTS"
+              " (SELECT 1 FROM messages m WHERE m.store_id = nm.store_id)"),
+        count("SELECT COUNT(*) FROM node_children c WHERE NOT EXISTS"
+              " (SELECT 1 FROM summary_nodes n WHERE n.node_id = c.child_id)"),
+        count("SELECT COUNT(*) FROM summary_nodes n WHERE NOT EXISTS"
+              " (SELECT 1 FROM node_messages nm WHERE nm.node_id = n.node_id) AND NOT EXISTS"
+              " (SELECT 1 FROM node_children c WHERE c.node_id = n.node_id)"))
+
+
+@dataclass(frozen=True)
+class LifecycleCounts:
+    sessions: int
+    frontier_past_last_message: int  # session rows whose frontier lies beyond their newest message
+
+
+def lifecycle_counts(conn: sqlite3.Connection) -> LifecycleCounts:
+    sessions = conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
+    beyond = conn.execute(
+        "SELECT COUNT(*) FROM sessions s WHERE s.frontier_store_id > COALESCE("
+        "(SELECT MAX(store_id) FROM messages m WHERE m.session_id = s.session_id), 0)").fetchone()[0]
+    return LifecycleCounts(int(sessions), int(beyond))
+
+
+@dataclass(frozen=True)
+class MessageSize:
+    """Metadata of one stored message, never its content."""
+
+    store_id: int
+    session_id: str
+    role: str
+    token_count: int
+    chars: int
+
+
+def largest_messages(conn: sqlite3.Connection, limit: int = 5) -> list[MessageSize]:
+    rows = conn.execute("SELECT store_id, session_id, role, token_count, length(content) FROM messages"
+                        " ORDER BY token_count DESC LIMIT ?", (int(limit),))
+    return [MessageSize(int(r[0]), str(r[1]), str(r[2]), int(r[3]), int(r[4] or 0)) for r in rows]
+
+
+# -- per-session footprints and clean-up (hygiene) ---------------------------------------------
+
+@dataclass(frozen=True)
+class Footprint:
+    """What one session holds in the database."""
+
+    session_id: str
+    platform: str
+    messages: int
+    tokens: int
+    nodes: int
+    carried: int
+    first_at: float | None
+    last_at: float | None
+    has_lifecycle_row: bool
+
+    @property
+    def empty(self) -> bool:
+        return not (self.messages or self.nodes or self.carried)
+
+
+def footprints(conn: sqlite3.Connection) -> list[Footprint]:
+    """One footprint per session known to any table (aggregate queries, read-only)."""
+    msgs = {r[0]: r for r in conn.execute(
+        "SELECT session_id, COUNT(*), COALESCE(SUM(token_count),0), MIN(created_at), MAX(created_at), MAX(platform)"
+        " FROM messages GROUP BY session_id")}
+    nodes = dict(conn.execute("SELECT session_id, COUNT(*) FROM summary_nodes GROUP BY session_id").fetchall())
+    carried = dict(conn.execute("SELECT session_id, COUNT(*) FROM carried_nodes GROUP BY session_id").fetchall())
+    rows = {r[0]: r for r in conn.execute("SELECT session_id, platform, created_at, updated_at FROM sessions")}
+    out = []
+    for sid in sorted(set(msgs) | set(nodes) | set(carried) | set(rows)):
+        m, s = msgs.get(sid), rows.get(sid)
+        times = [t for t in ((m[3], m[4]) if m else ()) + ((s[2], s[3]) if s else ()) if t is not None]
+        out.append(Footprint(sid, (s[1] if s and s[1] else (m[5] if m else "")) or "",
+                             int(m[1]) if m else 0, int(m[2]) if m else 0, int(nodes.get(sid, 0)),
+                             int(carried.get(sid, 0)), min(times) if times else None,
+                             max(times) if times else None, s is not None))
+    return out
+
+
+def carried_into(conn: sqlite3.Connection) -> dict[str, set[str]]:
+    """Owner session -> the other sessions its summary nodes were carried into."""
+    out: dict[str, set[str]] = {}
+    rows = conn.execute("SELECT DISTINCT n.session_id, c.session_id FROM carried_nodes c"
+                        " JOIN summary_nodes n ON n.node_id = c.node_id WHERE c.session_id != n.session_id")
+    for owner, into in rows:
+        out.setdefault(owner, set()).add(into)
+    return out
+
+
+def session_tables(conn: sqlite3.Connection) -> list[str]:
+    """Core per-session tables first, then any other plain table keyed by ``session_id``."""
+    names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND sql NOT LIKE"
+                                        " 'CREATE VIRTUAL%' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
+    extra = [n for n in names if n not in CORE_SESSION_TABLES and any(
+        c[1] == "session_id" for c in conn.execute(f"PRAGMA table_info({n})"))]
+    return [*CORE_SESSION_TABLES, *extra]
+
+
+@dataclass(frozen=True)
+class DeletedSessions:
+    sessions: tuple[str, ...]
+    rows_by_table: dict[str, int]
+
+
+def delete_sessions(db: Database, choose: Callable[[sqlite3.Connection], Sequence[str]]) -> DeletedSessions:
+    """One write transaction: ``choose`` names the sessions under the write lock, then their rows go."""
+    with db.transaction() as conn:
+        doomed = tuple(choose(conn))
+        tables = session_tables(conn)
+        counts = {t: 0 for t in tables}
+        for sid in doomed:
+            for table in tables:
+                counts[table] += conn.execute(f"DELETE FROM {table} WHERE session_id=?", (sid,)).rowcount
+    return DeletedSessions(doomed, counts)
+
+
+def blank_source_counts(conn: sqlite3.Connection) -> list[tuple[str, int]]:
+    """``(session_id, rows)`` of messages with a blank ``source``, most rows first."""
+    rows = conn.execute("SELECT session_id, COUNT(*) FROM messages WHERE source = '' OR source IS NULL"
+                        " GROUP BY session_id ORDER BY COUNT(*) DESC")
+    return [(str(r[0]), int(r[1])) for r in rows]
+
+
+def fill_blank_source(db: Database, value: str) -> int:
+    """Set every blank ``messages.source`` to ``value``; returns the rows changed."""
+    with db.transaction() as conn:
+        return int(conn.execute("UPDATE messages SET source=? WHERE source = '' OR source IS NULL",
+                                (value,)).rowcount)
+
+
+# -- rotate ------------------------------------------------------------------------------------
+
+def newest_roles(conn: sqlite3.Connection, session_id: str, limit: int) -> list[tuple[int, str]]:
+    """``(store_id, role)`` of a session's newest raw rows, newest first."""
+    return [(int(r[0]), str(r[1])) for r in conn.execute(
+        "SELECT store_id, role FROM messages WHERE session_id=? ORDER BY store_id DESC LIMIT ?",
+        (session_id, int(limit)))]
+
+
+def count_between(conn: sqlite3.Connection, session_id: str, after: int, upto: int) -> int:
+    """Raw rows of a session with ``after < store_id <= upto``."""
+    return int(conn.execute("SELECT COUNT(*) FROM messages WHERE session_id=? AND store_id>? AND store_id<=?",
+                            (session_id, int(after), int(upto))).fetchone()[0])

@@ -1,0 +1,212 @@
+"""History search behind ``trove_grep``: candidates, fusion and one materialized page.
+
+Raw messages, summary nodes and externalized payloads are searched separately (the SQL
+lives in the store and the DAG, the MATCH text comes from ``query.build_match``), each list
+is ordered by the requested sort and the lists are fused by reciprocal rank, or by time
+for recency. Only the rows of the requested page get snippets.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..payloads.sidecar import search_payloads
+from ..toolkit import expand_hint, iso
+from .query import Candidate, Match, build_match, rerank
+
+if TYPE_CHECKING:
+    from ..runtime import Runtime
+
+SORTS = ("relevance", "recency", "hybrid")
+SCOPES = ("current", "all", "session")
+CONTENT_SCOPES = ("history", "externalized", "both")
+RRF_K = 60
+RERANK_POOL = 100
+LITERAL_MAX_CHARS = 200
+ARCHIVE_CANDIDATES = 20000  # session_scope='all' ranks at most the newest N matching rows
+HYBRID_DECAY_PER_HOUR = 0.001
+
+
+@dataclass(frozen=True)
+class GrepRequest:
+    """One validated search: what to match, where, how to order it and which page."""
+
+    query: str
+    limit: int
+    offset: int
+    sort: str
+    scope: str
+    content_scope: str
+    current: str | None                   # the bound session
+    session_id: str | None = None         # the searched session when scope == "session"
+    role: str | None = None
+    source: str | None = None
+    time_from: float | None = None
+    time_to: float | None = None
+    refs: tuple[str, ...] | None = None  # externalized refs to restrict payload search to
+
+    @property
+    def raw_filtered(self) -> bool:
+        """Filters only raw rows carry, so summaries cannot honour them."""
+        return bool(self.role or self.time_from is not None or self.time_to is not None)
+
+
+@dataclass(frozen=True)
+class GrepPage:
+    """One page of fused results plus what the caller should be told about the search."""
+
+    match: Match
+    results: list[dict[str, Any]]
+    more: bool                 # ranked results exist beyond this page
+    notes: dict[str, Any]      # fallbacks, omitted result kinds, payload scan facts
+
+
+@dataclass(frozen=True)
+class _Hit:
+    kind: str       # "message", "summary" or "external"
+    item: Any       # the stored row, the summary node or the payload hit dict
+    score: float    # higher is better
+    at: float       # unix seconds, for recency
+    snippet: str = ""
+
+
+def grep(runtime: Runtime, req: GrepRequest) -> GrepPage:
+    """Search, fuse and materialize the page ``[offset, offset + limit)``."""
+    match = build_match(req.query)
+    notes: dict[str, Any] = {}
+    need = req.offset + req.limit + 1
+    # BM25 picks a candidate pool; rerank (coverage + adjacent turns) orders it.
+    pool = min(1000, max(RERANK_POOL, 4 * need))
+    lists: list[list[_Hit]] = []
+    literal_snippets: dict[int, str] = {}
+    if req.content_scope != "externalized":
+        hits, literal_snippets = _raw_candidates(runtime, req, match, pool, notes)
+        lists.append(_order(_ranked_raw(hits, match.terms), req.sort))
+        if req.scope == "all":
+            notes["archive_candidate_limit"] = ARCHIVE_CANDIDATES
+    want_summaries = req.scope == "current" and not req.raw_filtered and req.content_scope != "externalized"
+    if want_summaries and match.expression:
+        lists.append(_order(_summary_hits(runtime, match.expression, req.current or "", req.source, pool),
+                            req.sort))
+    if req.content_scope != "history" and req.scope == "current":
+        lists.append([_Hit("external", h, 0.0, 0.0)
+                      for h in _external_hits(runtime, req.current or "", req.query, need, req.refs, notes)])
+    merged = _merge(lists, req.sort)
+
+    if req.scope != "current" or req.raw_filtered:
+        notes["summary_results_omitted"] = True
+    if req.content_scope != "history" and req.scope != "current":
+        notes["externalized_results_omitted"] = True
+    if not match.expression and not merged:
+        notes["note"] = "the query has no searchable words; use words, \"phrases\" or prefix* terms"
+    page = merged[req.offset:req.offset + req.limit]
+    results = _materialize(runtime, match.expression, page, req.current, literal_snippets)
+    return GrepPage(match, results, len(merged) > req.offset + req.limit, notes)
+
+
+def _raw_candidates(runtime: Runtime, req: GrepRequest, match: Match, pool: int,
+                    notes: dict[str, Any]) -> tuple[list[tuple[Any, float, str]], dict[int, str]]:
+    """BM25 hits over raw rows; a substring scan when the tokenizer finds nothing."""
+    session_ids = [req.current] if req.scope == "current" else [req.session_id] if req.scope == "session" else None
+    filters = {"session_ids": session_ids, "role": req.role, "source": req.source, "time_from": req.time_from,
+               "time_to": req.time_to, "max_candidates": ARCHIVE_CANDIDATES if req.scope == "all" else None}
+    hits = runtime.store.search(match.expression, limit=pool, snippets=False, **filters) \
+        if match.expression else []
+    literal = req.query.strip()
+    if hits or not 0 < len(literal) <= LITERAL_MAX_CHARS:
+        return hits, {}
+    # Text the tokenizer cannot split (CJK runs, emoji, partial ids): substring scan.
+    hits = runtime.store.search("", limit=pool, literal=literal, **filters)
+    if hits:
+        notes["fallback"] = "substring"
+    return hits, {row.store_id: snip for row, _, snip in hits}
+
+
+def _ranked_raw(hits: list[tuple[Any, float, str]], terms: tuple[str, ...]) -> list[_Hit]:
+    by_id = {row.store_id: row for row, _, _ in hits}
+    candidates = [Candidate(row.store_id, row.session_id, -float(rank),
+                            (row.content + " " + (row.tool_calls or "")).lower()) for row, rank, _ in hits]
+    return [_Hit("message", by_id[store_id], score, float(by_id[store_id].created_at or 0.0))
+            for store_id, score in rerank(candidates, terms)]
+
+
+def _summary_hits(runtime: Runtime, expression: str, session_id: str, source: str | None,
+                  pool: int) -> list[_Hit]:
+    fetch = pool * 4 if source else pool
+    out = []
+    for node, rank, snippet in runtime.dag.search(expression, session_id, limit=fetch):
+        if source and not runtime.dag.has_descendant_source(node.node_id, source):
+            continue
+        out.append(_Hit("summary", node, -float(rank), float(node.latest_at or node.created_at or 0.0), snippet))
+        if len(out) >= pool:
+            break
+    return out
+
+
+def _external_hits(runtime: Runtime, session_id: str, query: str, need: int, refs: tuple[str, ...] | None,
+                   notes: dict[str, Any]) -> list[dict[str, Any]]:
+    try:
+        found = search_payloads(runtime, session_id, query, limit=need, refs=refs)
+    except Exception as exc:  # a payload scan failure must not hide history results
+        notes["externalized_error"] = f"{type(exc).__name__}: {exc}"[:300]
+        return []
+    if found.get("scan"):
+        notes["externalized_scan"] = found["scan"]
+    return list(found.get("results", []))
+
+
+def _order(hits: list[_Hit], sort: str) -> list[_Hit]:
+    """Order one list: relevance keeps ranked order; recency by time; hybrid decays by age."""
+    if sort == "recency":
+        return sorted(hits, key=lambda h: h.at, reverse=True)
+    if sort == "hybrid":
+        now = time.time()
+
+        def decayed(h: _Hit) -> float:
+            age_hours = max(0.0, (now - h.at) / 3600.0)
+            return h.score / (1.0 + age_hours * HYBRID_DECAY_PER_HOUR)
+
+        return sorted(hits, key=decayed, reverse=True)
+    return hits
+
+
+def _merge(lists: list[list[_Hit]], sort: str) -> list[_Hit]:
+    """One ranked list: newest first for recency, else reciprocal-rank interleaving."""
+    lists = [lst for lst in lists if lst]
+    if len(lists) == 1:
+        return lists[0]
+    if sort == "recency":
+        return sorted((h for lst in lists for h in lst), key=lambda h: h.at, reverse=True)
+    scored = [(1.0 / (RRF_K + pos + 1), n, pos, h) for n, lst in enumerate(lists) for pos, h in enumerate(lst)]
+    scored.sort(key=lambda t: (-t[0], t[1], t[2]))
+    return [t[3] for t in scored]
+
+
+def _materialize(runtime: Runtime, expression: str, page: list[_Hit], current: str | None,
+                 known: dict[int, str]) -> list[dict[str, Any]]:
+    """Result dicts for one page; snippets are built only for the rows shown."""
+    raw_ids = [h.item.store_id for h in page if h.kind == "message" and h.item.store_id not in known]
+    snippets = {row.store_id: snip for row, _, snip in
+                runtime.store.search(expression, store_ids=raw_ids, limit=len(raw_ids))} \
+        if raw_ids and expression else {}
+    snippets.update(known)
+    return [_message_hit(h.item, snippets, current) if h.kind == "message"
+            else _summary_hit(h.item, h.snippet) if h.kind == "summary" else h.item for h in page]
+
+
+def _message_hit(row: Any, snippets: dict[int, str], current: str | None) -> dict[str, Any]:
+    hit: dict[str, Any] = {"type": "message", "store_id": row.store_id, "session_id": row.session_id,
+                           "source": row.source, "role": row.role, "timestamp": iso(row.created_at),
+                           "snippet": snippets.get(row.store_id) or row.content[:240],
+                           "from_current_session": bool(current) and row.session_id == current}
+    if row.tool_name:
+        hit["tool_name"] = row.tool_name
+    return hit
+
+
+def _summary_hit(node: Any, snippet: str) -> dict[str, Any]:
+    return {"type": "summary", "node_id": node.node_id, "depth": node.depth,
+            "snippet": snippet or node.summary[:300], "token_count": node.token_count,
+            "earliest_at": iso(node.earliest_at), "latest_at": iso(node.latest_at),
+            "expand_hint": expand_hint(node)}

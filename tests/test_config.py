@@ -1,0 +1,145 @@
+"""``TroveConfig`` and ``load_config``: typed fields, the derived SPEC, parsing, warnings, derived paths."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from hermes_trove.config import (
+    BY_NAME,
+    SPEC,
+    TroveConfig,
+    database_path,
+    load_config,
+    payload_dir,
+    public_view,
+)
+
+NOT_VARIABLES = {"hermes_home", "sources", "warnings"}
+
+
+def load(env: dict[str, str], home: str = "/h") -> tuple[TroveConfig, list[str]]:
+    warned: list[str] = []
+    return load_config(env, hermes_home=home, warn=warned.append), warned
+
+
+class TestTheFieldTable:
+    def test_every_field_but_three_is_a_variable_named_after_it(self):
+        for f in dataclasses.fields(TroveConfig):
+            if f.name in NOT_VARIABLES:
+                assert "env" not in f.metadata
+            else:
+                assert f.metadata["env"] == "TROVE_" + f.name.upper()
+
+    def test_spec_lists_the_variable_fields_in_declaration_order(self):
+        fields = [f.name for f in dataclasses.fields(TroveConfig) if f.name not in NOT_VARIABLES]
+        assert [v.field for v in SPEC] == fields
+        assert len(BY_NAME) == len(SPEC) and BY_NAME["TROVE_FRESH_TAIL_COUNT"].field == "fresh_tail_count"
+
+    def test_the_annotation_decides_the_kind(self):
+        assert BY_NAME["TROVE_CONTEXT_THRESHOLD"].kind == "float"
+        assert BY_NAME["TROVE_FRESH_TAIL_COUNT"].kind == "int"
+        assert BY_NAME["TROVE_ENABLE_SLASH_COMMAND"].kind == "bool"
+        assert BY_NAME["TROVE_SUMMARY_MODEL"].kind == "str"
+        assert BY_NAME["TROVE_SENSITIVE_PATTERNS"].kind == "csv"
+
+    def test_every_default_has_the_type_of_its_kind(self):
+        types = {"bool": bool, "int": int, "float": (int, float), "str": str, "csv": tuple}
+        for v in SPEC:
+            assert isinstance(v.default, types[v.kind]), v.name
+            assert v.kind == "bool" or not isinstance(v.default, bool), v.name
+
+    def test_every_default_lies_inside_its_range(self):
+        for v in SPEC:
+            assert v.minimum is None or v.default >= v.minimum, v.name
+            assert v.maximum is None or v.default <= v.maximum, v.name
+
+    def test_defaults_of_the_class_match_an_empty_environment(self):
+        assert load_config({}, hermes_home="/h") == TroveConfig(hermes_home="/h")
+
+
+class TestLoadConfig:
+    def test_values_are_parsed_by_kind_and_recorded_as_from_the_environment(self):
+        cfg, warned = load({"TROVE_CONTEXT_THRESHOLD": " 0.5 ", "TROVE_FRESH_TAIL_COUNT": "12",
+                            "TROVE_DYNAMIC_LEAF_CHUNK_ENABLED": "Yes", "TROVE_SUMMARY_MODEL": " m1 ",
+                            "TROVE_SUMMARY_FALLBACK_MODELS": "a, b,, c ,"})
+        assert warned == [] and cfg.warnings == ()
+        assert cfg.context_threshold == 0.5 and cfg.fresh_tail_count == 12
+        assert cfg.dynamic_leaf_chunk_enabled is True and cfg.summary_model == "m1"
+        assert cfg.summary_fallback_models == ("a", "b", "c")
+        sources = dict(cfg.sources)
+        assert sources["context_threshold"] == "env" and sources["incremental_max_depth"] == "default"
+
+    @pytest.mark.parametrize("raw", ["0", "false", "NO", "off", ""])
+    def test_false_spellings_turn_a_default_on_flag_off(self, raw):
+        cfg, warned = load({"TROVE_EMPTY_LIFECYCLE_GC_ENABLED": raw})
+        assert cfg.empty_lifecycle_gc_enabled is False and warned == []
+
+    @pytest.mark.parametrize("name, raw, field", [
+        ("TROVE_CONTEXT_THRESHOLD", "0.99", "context_threshold"),
+        ("TROVE_CONTEXT_THRESHOLD", "lots", "context_threshold"),
+        ("TROVE_FRESH_TAIL_COUNT", "0", "fresh_tail_count"),
+        ("TROVE_FRESH_TAIL_COUNT", "3.5", "fresh_tail_count"),
+        ("TROVE_INCREMENTAL_MAX_DEPTH", "65", "incremental_max_depth"),
+        ("TROVE_ENABLE_SLASH_COMMAND", "maybe", "enable_slash_command"),
+    ])
+    def test_a_bad_value_warns_with_what_is_accepted_and_keeps_the_default(self, name, raw, field):
+        cfg, warned = load({name: raw})
+        assert getattr(cfg, field) == BY_NAME[name].default
+        assert len(warned) == 1 and warned[0].startswith(f"{name}={raw!r} is invalid: expected ")
+        assert cfg.warnings == tuple(warned) and dict(cfg.sources)[field] == "default (invalid env)"
+
+    def test_the_range_bounds_themselves_are_accepted(self):
+        cfg, warned = load({"TROVE_INCREMENTAL_MAX_DEPTH": "-1", "TROVE_CONDENSATION_FANIN": "64"})
+        assert (cfg.incremental_max_depth, cfg.condensation_fanin, warned) == (-1, 64, [])
+
+    def test_the_warning_spells_the_accepted_range(self):
+        _, warned = load({"TROVE_L2_BUDGET_RATIO": "2"})
+        assert "a number in [0.05, 1]" in warned[0]
+        _, warned = load({"TROVE_FRESH_TAIL_MAX_TOKENS": "-5"})
+        assert "an integer in [0, inf]" in warned[0]
+
+    def test_hermes_home_comes_from_the_argument_then_the_mapping(self):
+        assert load_config({"HERMES_HOME": "/env"}, hermes_home="/arg").hermes_home == "/arg"
+        assert load_config({"HERMES_HOME": "/env"}).hermes_home == "/env"
+        assert load_config({}).hermes_home == str(Path.home() / ".hermes")
+
+
+class TestDerivedValues:
+    def test_the_database_defaults_to_trove_db_under_hermes_home(self):
+        cfg, _ = load({})
+        assert database_path(cfg) == Path("/h/trove.db")
+        assert payload_dir(cfg) == Path("/h/trove-payloads")
+
+    def test_explicit_paths_win_and_expand_the_home_directory(self):
+        cfg, _ = load({"TROVE_DATABASE_PATH": "~/x/t.db"})
+        assert database_path(cfg) == Path.home() / "x" / "t.db"
+        assert payload_dir(cfg) == Path.home() / "x" / "trove-payloads"
+        cfg = dataclasses.replace(cfg, large_output_externalization_path="/p")
+        assert payload_dir(cfg) == Path("/p")
+
+    def test_public_view_lists_every_variable_with_lists_for_csv(self):
+        cfg, _ = load({"TROVE_IGNORE_SESSION_PATTERNS": "cron_*"})
+        view = public_view(cfg)
+        assert set(view) == {v.name for v in SPEC}
+        assert view["TROVE_IGNORE_SESSION_PATTERNS"] == {"value": ["cron_*"], "source": "env"}
+        assert view["TROVE_FRESH_TAIL_COUNT"] == {"value": 32, "source": "default"}
+
+
+class TestFrozen:
+    def test_fields_cannot_be_assigned(self):
+        cfg, _ = load({})
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            cfg.fresh_tail_count = 3  # type: ignore[misc]
+
+    def test_replace_varies_one_field_and_rejects_unknown_names(self):
+        cfg, _ = load({})
+        assert dataclasses.replace(cfg, fresh_tail_count=3).fresh_tail_count == 3
+        with pytest.raises(TypeError):
+            dataclasses.replace(cfg, fresh_tail_cuont=3)
+
+    def test_sources_and_warnings_do_not_take_part_in_equality(self):
+        a, _ = load({"TROVE_CONTEXT_THRESHOLD": "bad"})
+        b, _ = load({})
+        assert a == b and a.warnings != b.warnings

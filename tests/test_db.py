@@ -1,0 +1,257 @@
+"""The schema and its ledger: a blank file migrated to the latest, a file migrated in stages
+with rows in it, refusal of a file a newer build migrated, and re-opening without re-applying."""
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from hermes_trove.dag import SummaryDAG
+from hermes_trove.db import Database, SchemaTooNewError, migrate, open_trove_readonly
+from hermes_trove.migrations import MIGRATIONS
+
+NAMES = [name for name, _ in MIGRATIONS]
+
+# ---- the latest schema -----------------------------------------------------------------
+
+TABLES = {
+    "meta": {"key": "TEXT", "value": "TEXT"},
+    "schema_migrations": {"name": "TEXT", "applied_at": "REAL"},
+    "messages": {
+        "store_id": "INTEGER", "session_id": "TEXT", "conversation_id": "TEXT", "platform": "TEXT",
+        "source": "TEXT", "role": "TEXT", "content": "TEXT", "content_is_json": "INTEGER", "tool_calls": "TEXT",
+        "tool_call_id": "TEXT", "tool_name": "TEXT", "extra": "TEXT", "token_count": "INTEGER",
+        "identity": "TEXT", "pinned": "INTEGER", "created_at": "REAL", "ingested_at": "REAL"},
+    "summary_nodes": {
+        "node_id": "INTEGER", "session_id": "TEXT", "depth": "INTEGER", "summary": "TEXT",
+        "token_count": "INTEGER", "source_token_count": "INTEGER", "earliest_at": "REAL", "latest_at": "REAL",
+        "level": "TEXT", "model": "TEXT", "expand_hint": "TEXT", "created_at": "REAL"},
+    "node_messages": {"node_id": "INTEGER", "ordinal": "INTEGER", "store_id": "INTEGER"},
+    "node_children": {"node_id": "INTEGER", "ordinal": "INTEGER", "child_id": "INTEGER"},
+    "carried_nodes": {"session_id": "TEXT", "node_id": "INTEGER", "from_session_id": "TEXT", "carried_at": "REAL"},
+    "session_frontier": {"session_id": "TEXT", "node_id": "INTEGER"},
+    "sessions": {
+        "session_id": "TEXT", "conversation_id": "TEXT", "platform": "TEXT", "ingest_len": "INTEGER",
+        "ingest_identity": "TEXT", "frontier_store_id": "INTEGER", "last_rotate_at": "REAL",
+        "last_rotate_backup": "TEXT", "previous_session_id": "TEXT", "created_at": "REAL", "updated_at": "REAL",
+        "ended_at": "REAL"},
+    "imports": {"import_id": "TEXT", "kind": "TEXT", "sources": "TEXT", "options": "TEXT", "first_at": "REAL",
+                "last_at": "REAL"},
+    "imported_messages": {"import_id": "TEXT", "source_key": "TEXT", "store_id": "INTEGER", "meta": "TEXT",
+                          "imported_at": "REAL"},
+    "imported_nodes": {"import_id": "TEXT", "source_key": "TEXT", "node_id": "INTEGER", "imported_at": "REAL"},
+}
+FTS = {"messages_fts": ("messages", ["content", "tool_calls"]), "nodes_fts": ("summary_nodes", ["summary"])}
+# Messages are indexed by the store in batches, so messages_fts has no insert trigger.
+TRIGGERS = {"messages_fts_delete": "messages", "messages_fts_update": "messages",
+            "nodes_fts_insert": "summary_nodes", "nodes_fts_delete": "summary_nodes",
+            "nodes_fts_update": "summary_nodes"}
+INDEXES = {
+    "messages_session": ("messages", ["session_id", "store_id"]),
+    "messages_session_time": ("messages", ["session_id", "created_at"]),
+    "messages_identity": ("messages", ["session_id", "identity"]),
+    "messages_source": ("messages", ["source", "session_id", "store_id"]),
+    "summary_nodes_session": ("summary_nodes", ["session_id", "depth", "node_id"]),
+    "node_messages_store": ("node_messages", ["store_id"]),
+    "node_children_child": ("node_children", ["child_id"]),
+    "session_frontier_node": ("session_frontier", ["node_id"]),
+}
+
+
+def raw(path: Path) -> sqlite3.Connection:
+    """A plain autocommit connection, the kind ``migrate`` expects, with no migration run."""
+    return sqlite3.connect(path, isolation_level=None)
+
+
+def master(conn: sqlite3.Connection, kind: str) -> dict[str, str]:
+    rows = conn.execute("SELECT name, tbl_name FROM sqlite_master WHERE type=? AND sql IS NOT NULL", (kind,))
+    return {str(r[0]): str(r[1]) for r in rows}
+
+
+def columns(conn: sqlite3.Connection, table: str) -> dict[str, str]:
+    return {str(r[1]): str(r[2]) for r in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def ledger(conn: sqlite3.Connection) -> list[tuple[str, float]]:
+    return [(str(r[0]), float(r[1])) for r in conn.execute("SELECT name, applied_at FROM schema_migrations"
+                                                            " ORDER BY rowid")]
+
+
+def digest(path: Path) -> str:
+    """The file's bytes plus whatever its WAL holds (opening in WAL mode leaves an empty one)."""
+    wal = Path(f"{path}-wal")
+    return hashlib.sha256(path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")).hexdigest()
+
+
+def test_migrate_blank(tmp_path):
+    conn = raw(tmp_path / "t.db")
+    assert migrate(conn) == NAMES
+    shadows = {f"{fts}_{s}" for fts in FTS for s in ("data", "idx", "docsize", "config")}
+    tables = {n for n in master(conn, "table") if n not in shadows and n != "sqlite_sequence"}
+    assert tables == set(TABLES) | set(FTS)
+    for table, cols in TABLES.items():
+        assert columns(conn, table) == cols, table
+    for fts, (content, cols) in FTS.items():
+        ddl = conn.execute("SELECT sql FROM sqlite_master WHERE name=?", (fts,)).fetchone()[0]
+        assert ddl.startswith(f"CREATE VIRTUAL TABLE {fts} USING fts5(") and f"content='{content}'" in ddl
+        assert list(columns(conn, fts)) == cols
+    assert master(conn, "trigger") == TRIGGERS
+    assert master(conn, "index") == {name: table for name, (table, _) in INDEXES.items()}
+    for name, (_, cols) in INDEXES.items():
+        assert [str(r[2]) for r in conn.execute(f"PRAGMA index_info({name})")] == cols, name
+    ddl = conn.execute("SELECT sql FROM sqlite_master WHERE name='imported_messages'").fetchone()[0]
+    assert ddl.rstrip().endswith("WITHOUT ROWID")  # keyed lookups only, clustered on the key
+    assert [name for name, _ in ledger(conn)] == NAMES
+
+
+def test_migration_names_are_unique():
+    assert len(set(NAMES)) == len(NAMES)
+
+
+def test_a_new_file_carries_no_numeric_schema_stamp(tmp_path):
+    conn = Database(tmp_path / "t.db").connect()
+    assert conn.execute("SELECT COUNT(*) FROM meta").fetchone()[0] == 0
+
+
+# ---- migrating a file that already holds rows --------------------------------------------
+
+def add_node(conn: sqlite3.Connection, session: str, depth: int, sources: list[int]) -> int:
+    cur = conn.execute("INSERT INTO summary_nodes(session_id, depth, summary, created_at) VALUES (?, ?, ?, 0)",
+                       (session, depth, f"{session} depth {depth} over {sources}"))
+    node = int(cur.lastrowid or 0)
+    table, column = ("node_messages", "store_id") if depth == 0 else ("node_children", "child_id")
+    conn.executemany(f"INSERT INTO {table}(node_id, ordinal, {column}) VALUES (?, ?, ?)",
+                     [(node, i, s) for i, s in enumerate(sources)])
+    return node
+
+
+def test_the_frontier_backfill_sees_own_carried_and_condensed_nodes(tmp_path):
+    path = tmp_path / "t.db"
+    conn = raw(path)
+    assert migrate(conn, stop_before="0003_session_frontier") == ["0001_core", "0002_imports"]
+    assert "session_frontier" not in master(conn, "table")
+
+    for sid in "abcd":
+        conn.execute("INSERT INTO sessions(session_id, created_at, updated_at) VALUES (?, 0, 0)", (sid,))
+    ids = [int(conn.execute("INSERT INTO messages(session_id, role, content, created_at, ingested_at)"
+                            " VALUES ('a', 'user', ?, 0, 0)", (f"pelican {i}",)).lastrowid or 0)
+           for i in range(6)]
+    leaf1, leaf2, leaf3 = (add_node(conn, "a", 0, ids[i:i + 2]) for i in (0, 2, 4))
+    top = add_node(conn, "a", 1, [leaf1, leaf2])
+    b_leaf = add_node(conn, "b", 0, ids[:1])
+    c_leaf = add_node(conn, "c", 0, ids[1:2])
+    c_top = add_node(conn, "c", 1, [leaf3, c_leaf])  # condenses a node carried into c
+    conn.executemany("INSERT INTO carried_nodes(session_id, node_id, from_session_id, carried_at)"
+                     " VALUES (?, ?, 'a', 0)", [("b", top), ("c", leaf3), ("d", top), ("d", leaf1)])
+    conn.close()
+
+    db = Database(path)
+    conn = db.connect()  # finishes the ladder
+    assert [name for name, _ in ledger(conn)] == NAMES
+    frontier = {sid: sorted(n.node_id for n in SummaryDAG(db).frontier(sid)) for sid in "abcd"}
+    assert frontier == {
+        "a": sorted([top, leaf3]),      # c's parent of leaf3 is not visible to a
+        "b": sorted([top, b_leaf]),     # a carried node joins the owner's own
+        "c": [c_top],                   # a carried node condensed by c's own parent leaves
+        "d": [top],                     # a carried child under a carried parent leaves
+    }
+    hits = conn.execute("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'pelican'").fetchone()[0]
+    assert hits == 6  # rows indexed by the insert trigger the ladder later retired
+
+
+def test_stop_before_names_a_known_migration(tmp_path):
+    with pytest.raises(ValueError, match="0099_nothing"):
+        migrate(raw(tmp_path / "t.db"), stop_before="0099_nothing")
+
+
+# ---- the ledger ----------------------------------------------------------------------------
+
+def test_reopening_applies_nothing_twice(tmp_path):
+    path = tmp_path / "t.db"
+    db = Database(path)
+    first = ledger(db.connect())
+    db.close()
+    assert migrate(raw(path)) == []
+    conn = Database(path).connect()
+    assert ledger(conn) == first and len(first) == len(NAMES)
+
+
+def test_two_connections_migrating_at_once_leave_one_ledger(tmp_path):
+    path = tmp_path / "t.db"
+    results: list[list[str]] = []
+
+    def run() -> None:
+        conn = sqlite3.connect(path, isolation_level=None, timeout=30)
+        results.append(migrate(conn))
+        conn.close()
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(results, key=len) == [[], NAMES]
+    assert [name for name, _ in ledger(raw(path))] == NAMES
+
+
+def from_the_future(path: Path) -> None:
+    db = Database(path)
+    db.connect()
+    db.close()
+    conn = raw(path)
+    conn.execute("INSERT INTO schema_migrations(name, applied_at) VALUES ('0099_from_a_newer_build', 0)")
+    conn.close()
+
+
+def test_a_ledger_naming_an_unknown_migration_is_refused_with_what_to_do(tmp_path):
+    path = tmp_path / "t.db"
+    from_the_future(path)
+    before = digest(path)
+    with pytest.raises(SchemaTooNewError) as refused:
+        Database(path).connect()
+    message = str(refused.value)
+    assert str(path) in message and "0099_from_a_newer_build" in message and "upgrade hermes-trove" in message.lower()
+    with pytest.raises(SchemaTooNewError):
+        migrate(raw(path))
+    assert digest(path) == before
+
+
+def test_a_stamp_row_left_by_older_builds_is_ignored(tmp_path):
+    path = tmp_path / "t.db"
+    Database(path).connect()
+    Database(path).close()
+    conn = raw(path)
+    conn.execute("INSERT INTO meta(key, value) VALUES ('schema_version', '999')")
+    conn.close()
+    conn = Database(path).connect()
+    assert [name for name, _ in ledger(conn)] == NAMES
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "999"
+
+
+def test_a_read_only_open_is_refused_too(tmp_path):
+    path = tmp_path / "t.db"
+    from_the_future(path)
+    with pytest.raises(SchemaTooNewError, match="0099_from_a_newer_build"):
+        open_trove_readonly(path)
+    current = tmp_path / "current.db"
+    Database(current).connect()
+    conn = open_trove_readonly(current)
+    assert conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 0
+    conn.close()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts open descriptors through /proc")
+def test_a_refused_file_leaves_no_connection_open(tmp_path):
+    path = tmp_path / "t.db"
+    from_the_future(path)
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(50):
+        with pytest.raises(SchemaTooNewError):
+            Database(path).connect()
+        with pytest.raises(SchemaTooNewError):
+            open_trove_readonly(path)
+    assert len(os.listdir("/proc/self/fd")) <= before + 2

@@ -1,0 +1,48 @@
+"""The payload report behind the doctor: inline payload rows, largest rows, sidecar directory census."""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import random
+
+from conftest import make_config, user
+
+from hermes_trove.payloads import guard, health
+from hermes_trove.payloads import sidecar as payloads
+from hermes_trove.runtime import build_runtime
+from hermes_trove.store import SessionKey
+
+
+def test_doctor_reports_inline_payload_rows_largest_rows_and_dir_stats_without_content(tmp_path, monkeypatch):
+    rt = build_runtime(make_config(tmp_path))
+    uri = "data:image/png;base64," + base64.b64encode(random.Random(3).randbytes(3000)).decode()
+    rt.store.ingest(SessionKey("s1"), [user(uri), user("hello")])  # guarded: goes to a sidecar
+    monkeypatch.setattr(payloads.os, "replace", lambda *a: (_ for _ in ()).throw(OSError(28, "disk full")))
+    inline = "data:image/png;base64," + base64.b64encode(random.Random(4).randbytes(3000)).decode()
+    rt.store.append(SessionKey("s1"), [user("inline " + inline)])  # write fails: stays inline
+    monkeypatch.undo()
+    os.unlink(rt.payload_dir / payloads.refs_in(rt.store.page("s1")[0].content)[0])
+    payloads.externalize_text(rt, "s1", "spare payload")
+    report = health.doctor_report(rt)
+    assert report["suspicious_inline_rows"] == 1
+    assert report["suspicious_rows"][0]["reasons"] == ["data_uri"] and report["suspicious_rows"][0]["role"] == "user"
+    assert report["largest_rows"][0]["store_id"] == rt.store.page("s1")[2].store_id
+    assert set(report["largest_rows"][0]) == {"store_id", "role", "chars", "content_chars", "tool_call_chars"}
+    pdir = report["payload_dir"]
+    assert pdir["files"] == 1 and pdir["missing_refs"] == 1 and pdir["referenced_refs"] == 1 and pdir["bytes"] > 0
+    assert inline[30:90] not in json.dumps(report) and "spare payload" not in json.dumps(report)
+
+
+def test_doctor_handles_a_missing_payload_dir(tmp_path):
+    rt = build_runtime(make_config(tmp_path))
+    rt.store.ingest(SessionKey("s1"), [user("hello")])
+    report = health.doctor_report(rt)
+    assert report["payload_dir"]["exists"] is False and report["suspicious_inline_rows"] == 0
+
+
+def test_inline_reasons_name_data_uris_and_random_base64_runs_only():
+    run = base64.b64encode(random.Random(5).randbytes(1200)).decode()
+    assert guard.inline_reasons("see data:image/png;base64," + run[:40]) == ["data_uri"]
+    assert guard.inline_reasons("blob " + run) == ["base64_run"]
+    assert guard.inline_reasons("a" * 2000) == [] and guard.inline_reasons("f0" * 800) == []
