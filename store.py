@@ -9,162 +9,37 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
-from . import tokens
 from .db import Database
-from .ingest import (HOST_INTERNAL_KEYS, IngestCursor, is_synthetic, message_identity,
-                     plan_aligned, plan_fast)
+from .ingest import IngestCursor, is_synthetic, message_identity, plan_aligned, plan_fast
+from .rows import (
+    IngestResult,
+    MessageRow,
+    RowSize,
+    SessionKey,
+    SessionRow,
+    message_row,
+    message_row_from,
+    normalize_message,
+    row_as,
+)
 
 # A session row nothing hangs off: no raw messages, no summaries of its own, none carried in.
 _EMPTY_SESSION = ("NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.session_id)"
                   " AND NOT EXISTS (SELECT 1 FROM summary_nodes n WHERE n.session_id = s.session_id)"
                   " AND NOT EXISTS (SELECT 1 FROM carried_nodes c WHERE c.session_id = s.session_id)")
-_KNOWN_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "tool_name", "timestamp"})
 _STORED_TAIL_WINDOW = 64
-
-
-@dataclass(frozen=True)
-class MessageRow:
-    store_id: int
-    session_id: str
-    conversation_id: str
-    platform: str
-    source: str
-    role: str
-    content: str
-    content_is_json: bool
-    tool_calls: str | None
-    tool_call_id: str | None
-    tool_name: str | None
-    extra: str | None
-    token_count: int
-    identity: str
-    pinned: bool
-    created_at: float
-    ingested_at: float
-
-    def content_value(self) -> Any:
-        """Content as the host had it: text, or the decoded multimodal list."""
-        if self.content_is_json:
-            try:
-                return json.loads(self.content)
-            except ValueError:
-                return self.content
-        return self.content
-
-    def to_message(self) -> dict[str, Any]:
-        """Rebuild an OpenAI-style message dict from the stored row."""
-        msg: dict[str, Any] = {"role": self.role, "content": self.content_value()}
-        if self.tool_calls:
-            try:
-                msg["tool_calls"] = json.loads(self.tool_calls)
-            except ValueError:
-                msg["tool_calls"] = self.tool_calls
-        if self.tool_call_id:
-            msg["tool_call_id"] = self.tool_call_id
-        if self.tool_name:
-            msg["name"] = self.tool_name
-        if self.extra:
-            try:
-                msg.update({k: v for k, v in json.loads(self.extra).items() if k not in msg})
-            except ValueError:
-                pass
-        return msg
-
-
-@dataclass(frozen=True)
-class SessionRow:
-    session_id: str
-    conversation_id: str
-    platform: str
-    ingest_len: int
-    ingest_identity: str
-    frontier_store_id: int
-    last_rotate_at: float | None
-    last_rotate_backup: str | None
-    previous_session_id: str | None
-    created_at: float
-    updated_at: float
-    ended_at: float | None
-
-
-@dataclass(frozen=True)
-class IngestResult:
-    store_ids: tuple[int, ...]
-    skipped: int
-    reason: str
-
-
-@dataclass(frozen=True)
-class SessionKey:
-    session_id: str
-    conversation_id: str = ""
-    platform: str = ""
-    source: str = ""
-
-    @property
-    def effective_source(self) -> str:
-        return self.source or self.platform or "unknown"
-
-
-@dataclass(frozen=True)
-class RowSize:
-    """How big one stored row is, in characters (metadata only)."""
-
-    store_id: int
-    role: str
-    chars: int
-    content_chars: int
-    tool_call_chars: int
-
-
-def _row(cls: type, r: sqlite3.Row | None) -> Any:
-    return None if r is None else cls(**{k: r[k] for k in r.keys()})
-
-
-def _message_row(r: sqlite3.Row) -> MessageRow:
-    return _message_row_from({k: r[k] for k in r.keys()})
-
-
-# What ``json.dumps(value, ensure_ascii=False, default=str)`` builds on every call, built once.
-_COLUMN_JSON = json.JSONEncoder(ensure_ascii=False, default=str).encode
-
-
-def normalize_message(message: dict[str, Any]) -> dict[str, Any]:
-    """Host message → column values (no identity, no session)."""
-    content = message.get("content")
-    if content is None:
-        text, is_json = "", False
-    elif isinstance(content, str):
-        text, is_json = content, False
-    else:
-        text, is_json = _COLUMN_JSON(content), True
-    calls = message.get("tool_calls")
-    calls_json = _COLUMN_JSON(calls) if calls else None
-    extra = {k: v for k, v in message.items()
-             if k not in _KNOWN_KEYS and k not in HOST_INTERNAL_KEYS and not k.startswith("_")}
-    ts = message.get("timestamp")
-    return {
-        "role": str(message.get("role") or "unknown"),
-        "content": text,
-        "content_is_json": int(is_json),
-        "tool_calls": calls_json,
-        "tool_call_id": message.get("tool_call_id") or None,
-        "tool_name": message.get("tool_name") or message.get("name") or None,
-        "extra": _COLUMN_JSON(extra) if extra else None,
-        "token_count": tokens.count_message(message, calls_json),  # the same JSON text: encoded once
-        "created_at": float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else None,
-    }
 
 
 def _upsert_session(conn: sqlite3.Connection, key: SessionKey, previous_session_id: str | None) -> None:
     now = time.time()
     conn.execute(
-        "INSERT INTO sessions(session_id, conversation_id, platform, previous_session_id, created_at, updated_at)"
-        " VALUES (?,?,?,?,?,?) ON CONFLICT(session_id) DO UPDATE SET"
-        " conversation_id=CASE WHEN excluded.conversation_id!='' THEN excluded.conversation_id ELSE conversation_id END,"
+        "INSERT INTO sessions(session_id, conversation_id, platform, previous_session_id,"
+        " created_at, updated_at) VALUES (?,?,?,?,?,?) ON CONFLICT(session_id) DO UPDATE SET"
+        " conversation_id=CASE WHEN excluded.conversation_id!=''"
+        " THEN excluded.conversation_id ELSE conversation_id END,"
         " platform=CASE WHEN excluded.platform!='' THEN excluded.platform ELSE platform END,"
         " previous_session_id=COALESCE(previous_session_id, excluded.previous_session_id),"
         " updated_at=excluded.updated_at, ended_at=NULL",
@@ -188,7 +63,7 @@ class MessageStore:
     # -- sessions ----------------------------------------------------------
     def session(self, session_id: str) -> SessionRow | None:
         r = self.db.read().execute("SELECT * FROM sessions WHERE session_id=?", (session_id,)).fetchone()
-        return _row(SessionRow, r)
+        return row_as(SessionRow, r)
 
     def ensure_session(self, key: SessionKey, previous_session_id: str | None = None) -> SessionRow:
         with self.db.transaction() as conn:
@@ -224,7 +99,7 @@ class MessageStore:
 
     def sessions(self, limit: int = 1000) -> list[SessionRow]:
         rows = self.db.read().execute("SELECT * FROM sessions ORDER BY updated_at DESC LIMIT ?", (limit,))
-        return [_row(SessionRow, r) for r in rows]
+        return [row_as(SessionRow, r) for r in rows]
 
     def session_count(self, conn: sqlite3.Connection | None = None) -> int:
         return int((conn or self.db.read()).execute("SELECT COUNT(*) FROM sessions").fetchone()[0])
@@ -387,7 +262,7 @@ class MessageStore:
     # -- reads -------------------------------------------------------------
     def get(self, store_id: int) -> MessageRow | None:
         r = self.db.read().execute("SELECT * FROM messages WHERE store_id=?", (int(store_id),)).fetchone()
-        return None if r is None else _message_row(r)
+        return None if r is None else message_row(r)
 
     def get_many(self, store_ids: Sequence[int]) -> list[MessageRow]:
         out: list[MessageRow] = []
@@ -396,7 +271,7 @@ class MessageStore:
             chunk = ids[i:i + 500]
             marks = ",".join("?" * len(chunk))
             rows = self.db.read().execute(f"SELECT * FROM messages WHERE store_id IN ({marks})", chunk)
-            out.extend(_message_row(r) for r in rows)
+            out.extend(message_row(r) for r in rows)
         order = {sid: n for n, sid in enumerate(ids)}
         return sorted(out, key=lambda m: order.get(m.store_id, 0))
 
@@ -417,21 +292,21 @@ class MessageStore:
             args.append(time_to)
         sql += " ORDER BY store_id LIMIT ?"
         args.append(int(limit))
-        return [_message_row(r) for r in self.db.read().execute(sql, args)]
+        return [message_row(r) for r in self.db.read().execute(sql, args)]
 
     def backlog(self, session_id: str, after_store_id: int) -> list[MessageRow]:
         """Every raw message of the session past the frontier (the live, uncompacted part)."""
         rows = self.db.read().execute(
             "SELECT * FROM messages WHERE session_id=? AND store_id>? ORDER BY store_id",
             (session_id, int(after_store_id)))
-        return [_message_row(r) for r in rows]
+        return [message_row(r) for r in rows]
 
     def tail(self, session_id: str, n: int, after_store_id: int = 0) -> list[MessageRow]:
         """The newest ``n`` messages of the session past ``after_store_id``, oldest first."""
         rows = self.db.read().execute(
             "SELECT * FROM messages WHERE session_id=? AND store_id>? ORDER BY store_id DESC LIMIT ?",
             (session_id, int(after_store_id), max(0, int(n))))
-        return [_message_row(r) for r in rows][::-1]
+        return [message_row(r) for r in rows][::-1]
 
     def count_after(self, session_id: str, after_store_id: int) -> int:
         r = self.db.read().execute("SELECT COUNT(*) FROM messages WHERE session_id=? AND store_id>?",
@@ -525,7 +400,7 @@ class MessageStore:
         out = []
         for r in rows:
             d = {k: r[k] for k in r.keys() if not k.startswith("_")}
-            out.append((_message_row_from(d), float(r["_rank"]), str(r["_snippet"] or "")))
+            out.append((message_row_from(d), float(r["_rank"]), str(r["_snippet"] or "")))
         return out
 
 
@@ -542,7 +417,7 @@ class MessageStore:
         sql = f"SELECT m.* FROM messages m WHERE {' AND '.join(where)} ORDER BY m.store_id DESC LIMIT ?"
         out = []
         for r in conn.execute(sql, [*args, int(limit)]):
-            row = _message_row_from({k: r[k] for k in r.keys()})
+            row = message_row_from({k: r[k] for k in r.keys()})
             text = row.content
             pos = text.lower().find(literal.lower())
             start = max(0, pos - 80)
@@ -557,7 +432,7 @@ class MessageStore:
         rows = self.db.read().execute(
             "SELECT * FROM messages WHERE content LIKE '%;base64,%' OR tool_calls LIKE '%;base64,%'"
             " OR length(content) >= ? OR length(tool_calls) >= ?", (int(min_chars), int(min_chars)))
-        return (_message_row(r) for r in rows)
+        return (message_row(r) for r in rows)
 
     def contents_with_payload_refs(self) -> Iterable[str]:
         """The content of every row holding a ``[trove:… ref=trove-…]`` payload placeholder."""
@@ -641,10 +516,3 @@ def _escape_surrogates(value: Any) -> Any:
     if isinstance(value, str):
         return value.encode("utf-8", "backslashreplace").decode("utf-8")
     return value
-
-
-def _message_row_from(d: dict[str, Any]) -> MessageRow:
-    d["content_is_json"] = bool(d["content_is_json"])
-    d["pinned"] = bool(d["pinned"])
-    d["source"] = d["source"] or "unknown"
-    return MessageRow(**d)

@@ -1,0 +1,160 @@
+"""Rows: the frozen dataclasses storage hands out, and host message -> column values.
+
+``store`` and ``dag`` build these from SQLite rows; everything above them reads these
+types, never ``sqlite3.Row``. No SQL here.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from . import tokens
+from .ingest import HOST_INTERNAL_KEYS
+
+_KNOWN_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "tool_name", "timestamp"})
+
+
+@dataclass(frozen=True)
+class MessageRow:
+    store_id: int
+    session_id: str
+    conversation_id: str
+    platform: str
+    source: str
+    role: str
+    content: str
+    content_is_json: bool
+    tool_calls: str | None
+    tool_call_id: str | None
+    tool_name: str | None
+    extra: str | None
+    token_count: int
+    identity: str
+    pinned: bool
+    created_at: float
+    ingested_at: float
+
+    def content_value(self) -> Any:
+        """Content as the host had it: text, or the decoded multimodal list."""
+        if self.content_is_json:
+            try:
+                return json.loads(self.content)
+            except ValueError:
+                return self.content
+        return self.content
+
+    def to_message(self) -> dict[str, Any]:
+        """Rebuild an OpenAI-style message dict from the stored row."""
+        msg: dict[str, Any] = {"role": self.role, "content": self.content_value()}
+        if self.tool_calls:
+            try:
+                msg["tool_calls"] = json.loads(self.tool_calls)
+            except ValueError:
+                msg["tool_calls"] = self.tool_calls
+        if self.tool_call_id:
+            msg["tool_call_id"] = self.tool_call_id
+        if self.tool_name:
+            msg["name"] = self.tool_name
+        if self.extra:
+            try:
+                msg.update({k: v for k, v in json.loads(self.extra).items() if k not in msg})
+            except ValueError:
+                pass
+        return msg
+
+
+@dataclass(frozen=True)
+class SessionRow:
+    session_id: str
+    conversation_id: str
+    platform: str
+    ingest_len: int
+    ingest_identity: str
+    frontier_store_id: int
+    last_rotate_at: float | None
+    last_rotate_backup: str | None
+    previous_session_id: str | None
+    created_at: float
+    updated_at: float
+    ended_at: float | None
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    store_ids: tuple[int, ...]
+    skipped: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class SessionKey:
+    session_id: str
+    conversation_id: str = ""
+    platform: str = ""
+    source: str = ""
+
+    @property
+    def effective_source(self) -> str:
+        return self.source or self.platform or "unknown"
+
+
+@dataclass(frozen=True)
+class RowSize:
+    """How big one stored row is, in characters (metadata only)."""
+
+    store_id: int
+    role: str
+    chars: int
+    content_chars: int
+    tool_call_chars: int
+
+
+def row_as(cls: type, r: sqlite3.Row | None) -> Any:
+    """A frozen row dataclass from one sqlite3.Row (None stays None)."""
+    return None if r is None else cls(**{k: r[k] for k in r.keys()})
+
+
+def message_row(r: sqlite3.Row) -> MessageRow:
+    """A MessageRow from one sqlite3.Row of the messages table."""
+    return message_row_from({k: r[k] for k in r.keys()})
+
+
+# What ``json.dumps(value, ensure_ascii=False, default=str)`` builds on every call, built once.
+COLUMN_JSON = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
+def normalize_message(message: dict[str, Any]) -> dict[str, Any]:
+    """Host message → column values (no identity, no session)."""
+    content = message.get("content")
+    if content is None:
+        text, is_json = "", False
+    elif isinstance(content, str):
+        text, is_json = content, False
+    else:
+        text, is_json = COLUMN_JSON(content), True
+    calls = message.get("tool_calls")
+    calls_json = COLUMN_JSON(calls) if calls else None
+    extra = {k: v for k, v in message.items()
+             if k not in _KNOWN_KEYS and k not in HOST_INTERNAL_KEYS and not k.startswith("_")}
+    ts = message.get("timestamp")
+    return {
+        "role": str(message.get("role") or "unknown"),
+        "content": text,
+        "content_is_json": int(is_json),
+        "tool_calls": calls_json,
+        "tool_call_id": message.get("tool_call_id") or None,
+        "tool_name": message.get("tool_name") or message.get("name") or None,
+        "extra": COLUMN_JSON(extra) if extra else None,
+        "token_count": tokens.count_message(message, calls_json),  # the same JSON text: encoded once
+        "created_at": float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else None,
+    }
+
+
+def message_row_from(d: dict[str, Any]) -> MessageRow:
+    """A MessageRow from a column dict (booleans and blank sources normalised)."""
+    d["content_is_json"] = bool(d["content_is_json"])
+    d["pinned"] = bool(d["pinned"])
+    d["source"] = d["source"] or "unknown"
+    return MessageRow(**d)

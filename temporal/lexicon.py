@@ -1,0 +1,168 @@
+"""The English words occurrence.py reads: tokens, numbers, month and weekday names, tense cues.
+
+``tokenize`` splits text into word/number/punctuation tokens in one linear regex pass and
+marks sentence boundaries; ``sentence_tense`` reports past/future cues of one sentence.
+Tables only; no dates are computed here.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Alternatives are single character-class runs or fixed shapes: linear on any input.
+_TOKEN = re.compile(
+    r"\d{4}-\d{2}-\d{2}(?!\d)|\d{4}-\d{2}(?![\d-])|\d{1,2}/\d{1,2}/\d{2,4}(?!\d)"
+    r"|\d+(?:st|nd|rd|th)?|[A-Za-z]+(?:['\u2019][A-Za-z]+)?|[^\sA-Za-z\d]"
+)
+_SENTENCE_END = frozenset(".!?;")
+CUE_REACH = 15  # tokens searched on each side for a tense cue; keeps the scan linear
+
+NUMBER_WORDS = {
+    "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14,
+    "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19,
+    "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50,
+}
+ARTICLES = frozenset({"a", "an"})
+VAGUE_QUANTITIES = frozenset({"few", "several", "couple", "some", "many", "handful", "bunch"})
+APPROXIMATORS = frozenset({"about", "around", "roughly", "approximately", "almost", "nearly", "over",
+                           "approx", "circa", "maybe", "like"})
+
+MONTHS = {
+    "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7,
+    "august": 8, "september": 9, "october": 10, "november": 11, "december": 12,
+}
+MONTH_ABBREVIATIONS = {
+    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "sept": 9,
+    "oct": 10, "nov": 11, "dec": 12,
+}
+# Month names that are also common English words: they need a capital letter as well as context.
+VERB_MONTHS = frozenset({"may", "march"})
+MONTH_CONTEXT = frozenset({"in", "of", "since", "during", "until", "till", "by", "from", "through",
+                           "throughout", "early", "mid", "late"})
+YEAR_CONTEXT = MONTH_CONTEXT | {"year"}
+
+WEEKDAYS = {"monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 4, "saturday": 5,
+            "sunday": 6}
+WEEKDAY_ABBREVIATIONS = {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "thu": 3, "thur": 3, "thurs": 3,
+                         "fri": 4, "sat": 5, "sun": 6}
+VAGUE_PHRASES = (("recently",), ("lately",), ("not", "long", "ago"), ("long", "ago"), ("a", "while", "ago"),
+                 ("a", "while", "back"), ("some", "time", "ago"), ("a", "long", "time", "ago"), ("the", "other", "day"))
+SEASONS = frozenset({"spring", "summer", "fall", "autumn", "winter"})
+PARTS_OF_DAY = frozenset({"morning", "afternoon", "evening", "night"})
+UNITS = {"day": "day", "days": "day", "week": "week", "weeks": "week", "weekend": "weekend",
+         "weekends": "weekend", "month": "month", "months": "month", "year": "year", "years": "year"}
+POSSESSIVE_BLOCKERS = frozenset({"the", "my", "your", "his", "her", "our", "their", "its", "a", "at", "very"})
+
+_PAST_WORDS = frozenset({
+    "was", "were", "did", "had", "went", "got", "came", "saw", "made", "took", "met", "ran", "told",
+    "said", "gave", "left", "bought", "found", "felt", "thought", "began", "won", "lost", "sent",
+    "spent", "brought", "caught", "taught", "wrote", "drove", "flew", "ate", "drank", "slept", "kept",
+    "held", "heard", "knew", "paid", "stood", "sang", "swam", "threw", "wore", "woke", "broke", "chose",
+    "fell", "forgot", "became", "ago", "yesterday", "didn't", "wasn't", "weren't", "hadn't", "been",
+})
+# Words ending in -ed that are usually adjectives (or not verbs) and so say nothing about tense.
+_ED_NOT_PAST = frozenset({
+    "need", "feed", "seed", "speed", "bed", "red", "indeed", "embed", "proceed", "succeed", "exceed",
+    "breed", "weed", "shed", "bleed", "greed", "excited", "interested", "tired", "pleased", "thrilled",
+    "scared", "worried", "supposed", "used", "bored", "amazed", "stressed", "relaxed", "motivated",
+    "determined", "prepared", "dedicated", "talented", "advanced", "detailed", "limited", "related",
+    "based", "located", "complicated", "planned", "hundred", "sacred", "naked", "wicked", "blessed",
+    "focused", "married", "engaged", "obsessed", "involved", "inspired", "overwhelmed", "delighted",
+})
+_FUTURE_WORDS = frozenset({
+    "will", "won't", "shall", "gonna", "tomorrow", "next", "soon", "upcoming", "plan", "plans",
+    "planning", "planned", "hoping", "intend", "intending", "let's", "lets", "forward", "wait",
+})
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    text: str
+    low: str
+    start: int
+    end: int
+    sentence: int
+
+    @property
+    def base(self) -> str:
+        """Lower-case text without a possessive ``'s`` ("year's" -> "year")."""
+        low = self.low
+        return low[:-2] if low.endswith(("'s", "\u2019s")) else low
+
+    @property
+    def capitalised(self) -> bool:
+        return self.text[:1].isupper()
+
+
+def tokenize(text: str) -> list[Token]:
+    tokens: list[Token] = []
+    sentence = 0
+    last_end = 0
+    for match in _TOKEN.finditer(text):
+        piece = match.group()
+        if "\n" in text[last_end:match.start()]:
+            sentence += 1
+        tokens.append(Token(piece, piece.lower(), match.start(), match.end(), sentence))
+        if piece in _SENTENCE_END:
+            sentence += 1
+        last_end = match.end()
+    return tokens
+
+
+def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: int) -> str:
+    """"past", "future" or "unclear" for the expression ``tokens[begin:end]``: the tense cue nearest
+    to it within its sentence ``tokens[first:last]`` (and CUE_REACH tokens) decides; no cue, or a
+    tie, is "unclear"."""
+    for distance in range(1, min(CUE_REACH, max(begin - first, last - end)) + 1):
+        found = {_cue(tokens, index, last) for index in (begin - distance, end - 1 + distance)
+                 if first <= index < last} - {None}
+        if len(found) == 1:
+            return found.pop() or "unclear"
+        if len(found) > 1:
+            return "unclear"
+    return "unclear"
+
+
+def _cue(tokens: list[Token], index: int, last: int) -> str | None:
+    low = tokens[index].low.replace("\u2019", "'")
+    going_to = low == "going" and index + 1 < last and tokens[index + 1].low == "to"
+    if low in _FUTURE_WORDS or low.endswith("'ll") or going_to:
+        return "future"
+    if low in _PAST_WORDS or (len(low) >= 5 and low.endswith("ed") and low not in _ED_NOT_PAST):
+        return "past"
+    return None
+
+
+def number_value(token: Token | None, *, allow_article: bool = True) -> int | None:
+    """The integer a token spells ("3", "three", and "a"/"an" when allowed), else None."""
+    if token is None:
+        return None
+    low = token.low
+    if low.isdigit() and len(low) <= 4:
+        return int(low)
+    if low in NUMBER_WORDS:
+        return NUMBER_WORDS[low]
+    if allow_article and low in ARTICLES:
+        return 1
+    return None
+
+
+def day_number(token: Token | None) -> int | None:
+    """A day of the month written as digits, optionally ordinal ("3", "3rd"), 1..31."""
+    if token is None:
+        return None
+    low = token.low
+    digits = low[:-2] if low[-2:] in ("st", "nd", "rd", "th") else low
+    if not digits.isdigit() or len(digits) > 2:
+        return None
+    value = int(digits)
+    return value if 1 <= value <= 31 else None
+
+
+def year_number(token: Token | None) -> int | None:
+    """A four-digit year between 1000 and 2999."""
+    if token is None or len(token.low) != 4 or not token.low.isdigit():
+        return None
+    value = int(token.low)
+    return value if 1000 <= value <= 2999 else None

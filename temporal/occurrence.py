@@ -1,0 +1,84 @@
+"""Occurrence time: the time expressions a message contains, resolved against when it was said.
+
+``resolve_occurrences(text, observed_at)`` returns one ``Occurrence`` per expression, in
+text order: a UTC ``[start, end)`` interval with a granularity, or an unresolved reason when
+the words do not pin a time down. Observation time is an input only; it is never reported
+as an occurrence. Pure, deterministic, no model. The grammar lives in expressions.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from hermes_trove.temporal import intervals as iv
+from hermes_trove.temporal.expressions import VAGUE, find_expressions
+
+MAX_SCAN_CHARS = 20_000
+
+RULES = """\
+- Calendar arithmetic uses the UTC date of the observation; weeks are ISO weeks (Monday first).
+- "last/next <weekday>": the nearest such day strictly before/after the observation day;
+  "this <weekday>": that day of the observation's ISO week.
+- A weekday with no last/this/next ("on Friday") follows the tense of its sentence, read from
+  the tense cue nearest to it (went, -ed, was / will, 'll, going to, plan, next...): past ->
+  the nearest one strictly before, future -> strictly after; no cue or a tie -> unresolved.
+  "on the 15th" follows the same rule.
+- A month without a year resolves to the most recent such month not after the observation
+  month, or to the next one not before it when the nearest tense cue is future. A day and
+  month without a year follow the same rule at day precision.
+- "for N units now" (an ongoing state) resolves to its start, like "N units ago".
+- "last <month>" is the latest such month strictly before the observation month; "next <month>"
+  the earliest strictly after.
+- "last week/month/year" and "N weeks/months/years ago" are whole calendar units (ISO week,
+  month, year); "the past N days/weeks" is a rolling window of days ending with the
+  observation day (like the period "Nd"), granularity "day".
+- A weekend is Saturday and Sunday: a 2-day interval with granularity "day". "last weekend"
+  is the weekend of the previous ISO week; "N weekends ago" counts back N ISO weeks.
+- "last night" is the day before the observation day; "tonight" the observation day.
+- Vague or approximate quantities ("a few days ago", "about a year ago"), seasons (hemisphere-
+  dependent), "recently", and offsets from an unstated reference ("the week before") stay
+  unresolved with a reason. Numeric dates like 3/4/2023 are unresolved unless one part is > 12.
+- Only the first MAX_SCAN_CHARS characters of a message are read.
+"""
+
+@dataclass(frozen=True)
+class Occurrence:
+    """One time expression of a message. Resolved: ``start``/``end`` (aware UTC, ``[start, end)``)
+    and ``granularity`` (day/week/month/year) are set; otherwise ``unresolved`` says why."""
+
+    expression: str
+    span: tuple[int, int]
+    start: datetime | None = None
+    end: datetime | None = None
+    granularity: str | None = None
+    unresolved: str | None = None
+
+    @property
+    def resolved(self) -> bool:
+        return self.unresolved is None
+
+    def to_dict(self) -> dict[str, str]:
+        if self.start is None or self.end is None or self.granularity is None:
+            return {"expression": self.expression, "unresolved": self.unresolved or VAGUE}
+        return {"expression": self.expression, "start": _iso(self.start), "end": _iso(self.end),
+                "granularity": self.granularity}
+
+
+def resolve_occurrences(text: str, observed_at: datetime | int | float) -> list[Occurrence]:
+    """Time expressions of ``text`` (first MAX_SCAN_CHARS characters) resolved against ``observed_at``
+    (aware datetime or epoch seconds). See RULES for how ambiguous wording is treated."""
+    today = iv.as_utc(observed_at).date()
+    text = text[:MAX_SCAN_CHARS] if isinstance(text, str) else ""
+    found: list[Occurrence] = []
+    for match in find_expressions(text, today):
+        expression, span = text[match.begin:match.finish], (match.begin, match.finish)
+        if match.first is None or match.end is None or match.granularity is None:
+            found.append(Occurrence(expression, span, unresolved=match.reason or VAGUE))
+        else:
+            start, end = iv.utc_bounds(match.first, match.end)
+            found.append(Occurrence(expression, span, start, end, match.granularity))
+    return found
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
