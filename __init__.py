@@ -46,7 +46,9 @@ def _register(ctx: Any) -> None:
         except Exception:
             log.debug("hermes-trove: skill registration skipped", exc_info=True)
     _register_commands(ctx, runtime)
-    from .ops.maintenance import startup; startup(runtime)  # noqa: E702 - cheap checks; never raises
+    from .ops.maintenance import startup
+
+    startup(runtime)  # cheap checks; never raises
 
 
 def _register_commands(ctx: Any, runtime: Any) -> None:
@@ -59,7 +61,7 @@ def _register_commands(ctx: Any, runtime: Any) -> None:
 
 def _hermes_home(ctx: Any) -> str | None:
     try:
-        from hermes_constants import get_hermes_home  # type: ignore[import-not-found]
+        from hermes_constants import get_hermes_home
 
         return str(get_hermes_home())
     except Exception:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from .db import Database
 
@@ -97,7 +97,8 @@ class SummaryDAG:
         now = time.time()
         with self.db.transaction() as conn:
             conn.executemany(
-                "INSERT OR IGNORE INTO carried_nodes(session_id, node_id, from_session_id, carried_at) VALUES (?,?,?,?)",
+                "INSERT OR IGNORE INTO carried_nodes(session_id, node_id, from_session_id, carried_at)"
+                " VALUES (?,?,?,?)",
                 [(to_session, n.node_id, from_session, now) for n in nodes])
             conn.executemany("INSERT OR IGNORE INTO session_frontier(session_id, node_id) VALUES (?,?)",
                              [(to_session, n.node_id) for n in nodes])
@@ -159,13 +160,15 @@ class SummaryDAG:
         """Every raw message beneath a node, in store order (unbounded by design)."""
         sql = ("WITH RECURSIVE sub(id) AS (SELECT ? UNION ALL SELECT c.child_id FROM node_children c"
                " JOIN sub ON c.node_id = sub.id)"
-               " SELECT DISTINCT nm.store_id FROM node_messages nm JOIN sub ON nm.node_id = sub.id ORDER BY nm.store_id")
+               " SELECT DISTINCT nm.store_id FROM node_messages nm JOIN sub ON nm.node_id = sub.id"
+               " ORDER BY nm.store_id")
         return [int(r[0]) for r in self.db.read().execute(sql, (int(node_id),))]
 
     def has_descendant_source(self, node_id: int, source: str) -> bool:
         sql = ("WITH RECURSIVE sub(id) AS (SELECT ? UNION ALL SELECT c.child_id FROM node_children c"
                " JOIN sub ON c.node_id = sub.id)"
-               " SELECT 1 FROM node_messages nm JOIN sub ON nm.node_id = sub.id JOIN messages m ON m.store_id = nm.store_id"
+               " SELECT 1 FROM node_messages nm JOIN sub ON nm.node_id = sub.id"
+               " JOIN messages m ON m.store_id = nm.store_id"
                " WHERE m.source = ? OR (? = 'unknown' AND m.source = '') LIMIT 1")
         return self.db.read().execute(sql, (int(node_id), source, source)).fetchone() is not None
 

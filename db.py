@@ -14,9 +14,9 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
 
 from .migrations import FTS_TABLES, MIGRATIONS
 

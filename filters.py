@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 log = logging.getLogger("hermes_trove.filters")
 MATCH_TIMEOUT_S = 0.05
@@ -55,17 +56,17 @@ class SessionFilters:
     invalid_patterns: tuple[str, ...] = ()
 
     @classmethod
-    def from_config(cls, config: Any) -> "SessionFilters":
+    def from_config(cls, config: Any) -> SessionFilters:
         return cls.build(config.ignore_session_patterns, config.stateless_session_patterns,
                          config.ignore_message_patterns)
 
     @classmethod
     def build(cls, ignore: Sequence[str] = (), stateless: Sequence[str] = (),
-              messages: Sequence[str] = ()) -> "SessionFilters":
+              messages: Sequence[str] = ()) -> SessionFilters:
         compiled, invalid, state = [], [], "off"
         if messages:
             try:
-                import regex  # type: ignore[import-not-found]
+                import regex
             except ImportError:
                 log.warning("TROVE_IGNORE_MESSAGE_PATTERNS is set but the 'regex' package is missing;"
                             " message filtering is disabled (pip install regex)")
@@ -84,7 +85,7 @@ class SessionFilters:
 
     def _match(self, regs: Sequence[re.Pattern[str]], pats: Sequence[str], session_id: str,
                platform: str) -> str | None:
-        for rx, pat in zip(regs, pats):
+        for rx, pat in zip(regs, pats, strict=True):
             if any(rx.match(k) for k in _keys(session_id, platform)):
                 return pat
         return None
@@ -115,7 +116,7 @@ def message_filter_text(message: dict[str, Any]) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        texts = [p.get("text") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        texts = [text for p in content if isinstance(p, dict) and isinstance(text := p.get("text"), str)]
         if texts:
             return "\n".join(texts)
     return json.dumps(content, sort_keys=True, ensure_ascii=False, default=str) if content is not None else ""

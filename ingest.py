@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 # Keys the host adds for its own bookkeeping; never part of identity or stored content.
 HOST_INTERNAL_KEYS = frozenset({

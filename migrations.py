@@ -181,4 +181,14 @@ SELECT import_id, source_key, store_id, meta, imported_at FROM imported_messages
 DROP TABLE imported_messages;
 ALTER TABLE imported_messages_by_key RENAME TO imported_messages;
 """),
+    # Background work shared by several processes on one file (rollups, embeddings,
+    # extraction) is claimed by name for a bounded time, so no two processes do it twice.
+    ("0006_work_leases", """
+CREATE TABLE work_leases (
+    name        TEXT PRIMARY KEY,
+    owner       TEXT NOT NULL,
+    acquired_at REAL NOT NULL,
+    expires_at  REAL NOT NULL
+) WITHOUT ROWID;
+"""),
 )

@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import os
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 _lock = threading.Lock()
 _encoder: Callable[[str], int] | None = None
@@ -38,8 +39,8 @@ def _load() -> None:
             return
         if os.environ.get("TROVE_TOKENIZER", "").lower() != "estimate":
             try:
-                import tiktoken  # type: ignore[import-not-found]
-                from tiktoken import load as _tk_load  # type: ignore[import-not-found]
+                import tiktoken
+                from tiktoken import load as _tk_load
 
                 # Refuse the network: only a cached encoding counts as available.
                 original = _tk_load.read_file

@@ -8,13 +8,22 @@ streamed: one query per conversation joins messages (by ``seq``) to their
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from ..db import open_readonly
-from .convert import (COMPACTION_ROW, build_message, compact_meta, is_empty, json_text, loads_object, to_epoch,
-                      whole_reference)
+from .convert import (
+    COMPACTION_ROW,
+    build_message,
+    compact_meta,
+    is_empty,
+    json_text,
+    loads_object,
+    to_epoch,
+    whole_reference,
+)
 from .files import FileRef, LargeFiles
 from .report import ImportFailure
 from .rows import SKIP_EMPTY, SKIP_SYNTHETIC, SourceMessage, SourceSummary
@@ -266,7 +275,8 @@ def _from_parts(role: str, parts: list[tuple], content: str, mid: int) -> tuple[
         if p[_P_IGNORED] or p[_P_SYNTHETIC]:
             continue
         md = loads_object(p[_P_METADATA])
-        raw = md.get("raw") if isinstance(md.get("raw"), dict) else {}
+        raw_block = md.get("raw")
+        raw: dict[str, Any] = raw_block if isinstance(raw_block, dict) else {}
         kind = p[_P_TYPE]
         if role == "assistant" and (kind == "tool" or raw.get("type") == "toolCall"):
             args = raw["arguments"] if "arguments" in raw else (raw.get("input") if "input" in raw else p[_P_INPUT])

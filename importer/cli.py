@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 from .files import parse_remap
 from .report import ImportFailure
@@ -28,7 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="every *.jsonl under DIR, recursively, in sorted order (repeatable)")
     p.add_argument("--target-db", required=True, help="hermes-trove database to import into (e.g. ~/.hermes/trove.db)")
     p.add_argument("--agent", default="unknown", help="OpenClaw agent label used in provenance (default: unknown)")
-    p.add_argument("--namespace", help="provenance prefix (default: openclaw-trove for SQLite, openclaw-jsonl for JSONL)")
+    p.add_argument("--namespace",
+                   help="provenance prefix (default: openclaw-trove for SQLite, openclaw-jsonl for JSONL)")
     p.add_argument("--session-identity", choices=IDENTITIES, default="session_id",
                    help="SQLite only: group by conversations.session_id (default) or by session_key")
     p.add_argument("--import-id", help="idempotency key (default: derived from the resolved source paths)")

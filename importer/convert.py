@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
-from typing import Any, Iterable
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
 
 # Old lossless-claw (<= 0.6.0) appended one of these system rows after every compaction pass.
 COMPACTION_ROW = re.compile(r"^LCM compaction (leaf|condensed) pass\b")
@@ -49,7 +50,7 @@ def to_epoch(value: Any) -> float | None:
         except ValueError:
             return None
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     return dt.timestamp()
 
 
@@ -76,13 +77,15 @@ def arguments_json(value: Any) -> str:
 
 
 def tool_call(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
-    return {"id": call_id, "type": "function", "function": {"name": name or "unknown", "arguments": arguments_json(arguments)}}
+    function = {"name": name or "unknown", "arguments": arguments_json(arguments)}
+    return {"id": call_id, "type": "function", "function": function}
 
 
 def _image_part(block: dict[str, Any]) -> dict[str, Any]:
     data = block.get("data") or ""
     mime = block.get("mimeType") or block.get("mime_type") or "image/png"
-    url = data if isinstance(data, str) and data.startswith(("data:", "http://", "https://")) else f"data:{mime};base64,{data}"
+    linked = isinstance(data, str) and data.startswith(("data:", "http://", "https://"))
+    url = data if linked else f"data:{mime};base64,{data}"
     return {"type": "image_url", "image_url": {"url": url}}
 
 
@@ -160,10 +163,8 @@ def summary_level(text: str) -> str:
 
 
 def expand_hint(text: str) -> str:
-    m = None
-    for m in EXPAND_HINT.finditer(text or ""):
-        pass
-    return m.group(1).strip()[:500] if m else ""
+    matches = list(EXPAND_HINT.finditer(text or ""))
+    return matches[-1].group(1).strip()[:500] if matches else ""
 
 
 json_text = json.encoder.encode_basestring  # a str as compact_meta's encoder writes it

@@ -7,9 +7,9 @@ database. Reads are capped; an unreadable blob leaves the reference text in plac
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 MAX_FILE_BYTES = 64 * 1024 * 1024
 

@@ -8,8 +8,9 @@ counted ``invalid`` rows with a ``path:line`` note; metadata-only entries are ``
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from .convert import build_message, compact_meta, is_empty, to_epoch
 from .rows import SKIP_BRANCH, SKIP_EMPTY, SKIP_INVALID, SourceMessage, Unit
@@ -33,8 +34,7 @@ def expand_sources(files: Iterable[str], dirs: Iterable[str]) -> tuple[list[Path
         if not found:
             problems.append(f"no *.jsonl files under {root}")
         out.extend(found)
-    seen: set[Path] = set()
-    return [p for p in out if not (p in seen or seen.add(p))], problems
+    return list(dict.fromkeys(out)), problems  # first occurrence of each path, in order
 
 
 def _entry_id(obj: dict[str, Any]) -> str | None:
@@ -52,10 +52,10 @@ def active_branch(entries: list[tuple[int, dict[str, Any]]]) -> set[int] | None:
     ids = [_entry_id(obj) for _, obj in entries]
     if not entries or any(i is None for i in ids):
         return None
-    by_id = {i: n for i, (n, _) in zip(ids, entries)}
+    by_id = {i: n for i, (n, _) in zip(ids, entries, strict=True)}
     objs = {n: obj for n, obj in entries}
     keep: set[int] = set()
-    line = entries[-1][0]
+    line: int | None = entries[-1][0]
     while line is not None and line not in keep:
         keep.add(line)
         parent = _parent_id(objs[line])
@@ -75,8 +75,9 @@ def read_file(path: Path) -> Unit:
                 continue
             try:
                 obj = json.loads(line)
-            except ValueError as exc:
-                bad.append((n, _invalid(path, n, f"not JSON ({exc.msg})")))
+            except ValueError as exc:  # a JSONDecodeError, or an integer too long to convert
+                reason = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+                bad.append((n, _invalid(path, n, f"not JSON ({reason})")))
                 continue
             if not isinstance(obj, dict):
                 bad.append((n, _invalid(path, n, "not a JSON object")))
@@ -110,7 +111,8 @@ def read_file(path: Path) -> Unit:
 
 def _row_session(entries: list[tuple[int, dict[str, Any]]]) -> str:
     for _, obj in entries[:50]:
-        for holder in (obj, obj.get("message") if isinstance(obj.get("message"), dict) else {}):
+        message = obj.get("message")
+        for holder in (obj, message if isinstance(message, dict) else {}):
             for k in ("session_id", "sessionId", "session_key", "sessionKey"):
                 if isinstance(holder.get(k), str) and holder[k]:
                     return holder[k]

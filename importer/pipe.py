@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import multiprocessing
 import pickle
+from collections.abc import Iterator, Sequence
 from multiprocessing.connection import Connection
-from typing import Iterator, Sequence
 
 from ..store import MessageStore
 from .report import ImportFailure
@@ -73,12 +73,12 @@ class ForkedReader:
 
 def _prepared(store: MessageStore, session_id: str, batch: list[SourceMessage]) -> list[SourceMessage]:
     """The batch with store rows in place of the message dicts of rows to be written."""
-    live = [m.message is not None and not m.skip for m in batch]
-    if not any(live):
+    messages = [m.message for m in batch if m.message is not None and not m.skip]
+    if not messages:
         return batch
-    rows = iter(store.prepare_rows(session_id, [m.message for m, keep in zip(batch, live) if keep]))
-    return [SourceMessage(m.key, m.source_id, None, m.skip, m.meta, m.note, next(rows)) if keep else m
-            for m, keep in zip(batch, live)]
+    rows = iter(store.prepare_rows(session_id, messages))
+    return [SourceMessage(m.key, m.source_id, None, m.skip, m.meta, m.note, next(rows))
+            if m.message is not None and not m.skip else m for m in batch]
 
 
 def _widen(conn: Connection) -> None:

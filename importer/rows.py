@@ -8,8 +8,9 @@ file. A reader process may also prepare a message's store columns
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import Any, NamedTuple
 
 SKIP_EMPTY = "empty"
 SKIP_SYNTHETIC = "synthetic"

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from ..config import load_config
 from ..runtime import build_runtime
@@ -23,7 +24,17 @@ from . import jsonl, pipe
 from .claw_db import ClawSource, Conversation
 from .report import ImportFailure, ImportReport
 from .rows import SKIP_BRANCH, SKIP_EMPTY, SKIP_INVALID, SKIP_SYNTHETIC, SourceMessage, SourceSummary, Unit
-from .target import BackgroundSync, ReadOnlyLedger, Writer, backup, default_import_id, discard, publish, staging_file, unjournaled
+from .target import (
+    BackgroundSync,
+    ReadOnlyLedger,
+    Writer,
+    backup,
+    default_import_id,
+    discard,
+    publish,
+    staging_file,
+    unjournaled,
+)
 
 DRY = -1      # "would be stored" marker for dry runs
 SKIPPED = 0   # a deliberately skipped source message (empty, synthetic): summaries may ignore it
@@ -187,7 +198,8 @@ def _jsonl_units(files: Sequence[Path]) -> Callable[[], Iterator[Unit]]:
             try:
                 yield jsonl.read_file(path)
             except OSError as exc:
-                yield Unit(label=str(path), session=path.stem, messages=lambda: (), notes=(f"{path}: unreadable: {exc}",))
+                yield Unit(label=str(path), session=path.stem, messages=lambda: (),
+                           notes=(f"{path}: unreadable: {exc}",))
     return gen
 
 
@@ -253,7 +265,7 @@ def _pass(units: Callable[[], Iterator[Unit]], ledger: Any, writer: Writer | Non
                     report.imported += len(ids)
                 if states is not None:
                     states.update({m.source_id: existing[m.key] for m in live if m.key in existing})
-                    states.update({m.source_id: i for m, i in zip(new, ids)})
+                    states.update({m.source_id: i for m, i in zip(new, ids, strict=True)})
             if lossy:
                 report.warn(f"{unit.label}: {lossy} row(s) rebuilt from plain text only (the source kept no "
                             "message_parts for them: tool calls and tool call ids were never recorded)")

@@ -17,9 +17,10 @@ import sqlite3
 import tempfile
 import threading
 import time
-from datetime import datetime, timezone
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from .. import tokens
 from ..db import backup_file, open_readonly
@@ -40,7 +41,7 @@ def default_import_id(paths: Sequence[Path]) -> str:
 
 def backup(target: Path) -> str:
     """Copy an existing target with SQLite's online backup API; returns the backup path."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d%H%M%S")
+    stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
     dest = target.with_name(f"{target.name}.backup-{stamp}")
     n = 1
     while dest.exists():
@@ -203,7 +204,7 @@ class Writer:
         now = time.time()
         self.conn.executemany(
             "INSERT INTO imported_messages(import_id, source_key, store_id, meta, imported_at) VALUES (?,?,?,?,?)",
-            [(self.import_id, r.key, sid, r.meta, now) for r, sid in zip(rows, ids)])
+            [(self.import_id, r.key, sid, r.meta, now) for r, sid in zip(rows, ids, strict=True)])
         return ids
 
     def add_node(self, session_id: str, s: SourceSummary, depth: int, sources: Sequence[int]) -> int:

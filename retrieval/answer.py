@@ -158,7 +158,7 @@ def _gather(runtime: Runtime, nodes: list[NodeRow], raw_rows: list[MessageRow], 
                                "expand_args": {"store_id": row.store_id, "content_offset": n}})
         blocks.append(block)
         store_used.append(row.store_id)
-        return tokens.count(block["text"]) + 16
+        return tokens.count(text[:n]) + 16
 
     seen: set[int] = set()
     raw_share = left // 3 if nodes else left

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..payloads.sidecar import search_payloads
@@ -108,16 +109,17 @@ def grep(runtime: Runtime, req: GrepRequest) -> GrepPage:
 def _raw_candidates(runtime: Runtime, req: GrepRequest, match: Match, pool: int,
                     notes: dict[str, Any]) -> tuple[list[tuple[Any, float, str]], dict[int, str]]:
     """BM25 hits over raw rows; a substring scan when the tokenizer finds nothing."""
-    session_ids = [req.current] if req.scope == "current" else [req.session_id] if req.scope == "session" else None
-    filters = {"session_ids": session_ids, "role": req.role, "source": req.source, "time_from": req.time_from,
-               "time_to": req.time_to, "max_candidates": ARCHIVE_CANDIDATES if req.scope == "all" else None}
-    hits = runtime.store.search(match.expression, limit=pool, snippets=False, **filters) \
-        if match.expression else []
+    bound = req.current if req.scope == "current" else req.session_id
+    session_ids = ([bound] if bound else []) if req.scope in ("current", "session") else None  # [] matches nothing
+    search = partial(runtime.store.search, session_ids=session_ids, role=req.role, source=req.source,
+                     time_from=req.time_from, time_to=req.time_to,
+                     max_candidates=ARCHIVE_CANDIDATES if req.scope == "all" else None)
+    hits = search(match.expression, limit=pool, snippets=False) if match.expression else []
     literal = req.query.strip()
     if hits or not 0 < len(literal) <= LITERAL_MAX_CHARS:
         return hits, {}
     # Text the tokenizer cannot split (CJK runs, emoji, partial ids): substring scan.
-    hits = runtime.store.search("", limit=pool, literal=literal, **filters)
+    hits = search("", limit=pool, literal=literal)
     if hits:
         notes["fallback"] = "substring"
     return hits, {row.store_id: snip for row, _, snip in hits}

@@ -15,17 +15,19 @@ import os
 import sqlite3
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 MANIFEST_FORMAT = "trove-backfill-manifest/1"
 
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _bootstrap  # noqa: E402,F401  (registers this checkout as the hermes_trove package)
-from hermes_trove.payloads import sidecar as payloads  # noqa: E402
+
 from hermes_trove.config import load_config, payload_dir  # noqa: E402
 from hermes_trove.db import SchemaTooNewError, open_trove_readonly  # noqa: E402
+from hermes_trove.payloads import sidecar as payloads  # noqa: E402
 
 
 class Refused(Exception):

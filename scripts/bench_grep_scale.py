@@ -101,7 +101,8 @@ def measure(path: Path, repeat: int, seed: int = 11) -> dict[str, dict[str, floa
     queries = {
         "current: 3 common words": lambda: " ".join(rng.choices(words[:30], k=3)),
         "current: 2 rare words": lambda: " ".join(rng.choices(words[2000:], k=2)),
-        "current: question": lambda: f"what did we decide about {rng.choice(words[100:1000])} and {rng.choice(words[:50])}?",
+        "current: question": lambda: (f"what did we decide about {rng.choice(words[100:1000])}"
+                                      f" and {rng.choice(words[:50])}?"),
         "current: identifier": lambda: f"ING-{rng.randint(1000, 9999)}",
         "all: 2 rare words": lambda: " ".join(rng.choices(words[2000:], k=2)),
         "all: 3 common words": lambda: " ".join(rng.choices(words[:30], k=3)),

@@ -35,7 +35,8 @@ SCHEMA = ROOT.parent / "shared" / "fixtures" / "lossless-claw" / "schemas" / "HE
 MINIMAL_DDL = """
 CREATE TABLE conversations (conversation_id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL,
   session_key TEXT, active INTEGER NOT NULL DEFAULT 1, created_at TEXT NOT NULL DEFAULT (datetime('now')));
-CREATE TABLE messages (message_id INTEGER PRIMARY KEY AUTOINCREMENT, conversation_id INTEGER NOT NULL, seq INTEGER NOT NULL,
+CREATE TABLE messages (message_id INTEGER PRIMARY KEY AUTOINCREMENT, conversation_id INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
   role TEXT NOT NULL, content TEXT NOT NULL, token_count INTEGER NOT NULL, identity_hash TEXT,
   openclaw_sender_metadata TEXT, transcript_entry_id TEXT, created_at TEXT NOT NULL DEFAULT (datetime('now')),
   large_content TEXT, stable_event_key TEXT, UNIQUE (conversation_id, seq));
@@ -120,7 +121,8 @@ def generate(path: Path, messages: int, per_conversation: int = 400) -> None:
                 role, content = "tool", _text(mid, 60)
                 parts.append((f"p{mid}", mid, session, "text", 0, content, call, "exec", None,
                               json.dumps({"originalRole": "toolResult", "toolCallId": call, "toolName": "exec",
-                                          "isError": False, "rawType": "text", "raw": {"type": "text", "text": content}})))
+                                          "isError": False, "rawType": "text",
+                                          "raw": {"type": "text", "text": content}})))
             else:
                 role, content = "assistant", _text(mid, 40)
                 parts.append((f"p{mid}", mid, session, "text", 0, content, None, None, None,
@@ -158,16 +160,17 @@ def child(source: str, target: str, trace: bool, inline: bool = False) -> None:
 def breakdown(size: int) -> None:
     """Where one imported message's time goes (µs per message, median of 3), in one process."""
     child_setup()
+    import dataclasses
+
     from hermes_trove import tokens
+    from hermes_trove.config import load_config
     from hermes_trove.importer import ImportOptions, pipe, run_import
     from hermes_trove.importer.claw_db import ClawSource
     from hermes_trove.importer.run import _session_of, target_session
     from hermes_trove.importer.target import Writer, discard, staging_file, unjournaled
     from hermes_trove.ingest import message_identity
     from hermes_trove.runtime import build_runtime
-    from hermes_trove.config import load_config
     from hermes_trove.store import SessionKey, normalize_message
-    import dataclasses
 
     with tempfile.TemporaryDirectory(prefix="trove-bench-import-") as tmp:
         source = Path(tmp) / "lcm.db"
@@ -233,7 +236,8 @@ def breakdown(size: int) -> None:
             rt.db.close()
             discard(target)
 
-        transform = build_runtime(dataclasses.replace(load_config({}), database_path=str(Path(tmp) / "x.db"))).store.transform
+        config = dataclasses.replace(load_config({}), database_path=str(Path(tmp) / "x.db"))
+        transform = build_runtime(config).store.transform
         rows = {
             "source read + convert (ClawSource alone)": timed(read_convert),
             "dry run (read + convert + counting, no target)": timed(
@@ -277,7 +281,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[25000, 50000, 100000])
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--breakdown", type=int, metavar="N", help="time each stage of the per-message path over N messages")
+    ap.add_argument("--breakdown", type=int, metavar="N",
+                    help="time each stage of the per-message path over N messages")
     ap.add_argument("--child", nargs=2, metavar=("SOURCE", "TARGET"), help=argparse.SUPPRESS)
     ap.add_argument("--trace", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--inline", action="store_true", help=argparse.SUPPRESS)

@@ -18,7 +18,7 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,7 +36,7 @@ def load_package():
 def session_time(text: str) -> float | None:
     """LoCoMo session stamps look like '1:56 pm on 8 May, 2023'."""
     try:
-        return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc).timestamp()
+        return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC).timestamp()
     except (ValueError, AttributeError):
         return None
 
@@ -94,7 +94,7 @@ def run(data_path: Path, sort: str, limit: int) -> dict:
                 msg["timestamp"] = ts
             msgs.append(msg)
         ids = runtime.store.append(SessionKey(sid, platform="bench"), msgs)
-        store_to_dia = {store_id: turn["dia_id"] for store_id, (_, turn, _) in zip(ids, rows)}
+        store_to_dia = {store_id: turn["dia_id"] for store_id, (_, turn, _) in zip(ids, rows, strict=True)}
         engine = TroveEngine(runtime)
         engine.on_session_start(sid, platform="bench")
         for qa in sample["qa"]:

@@ -12,6 +12,7 @@ from pathlib import Path
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import _bootstrap  # noqa: F401  (this checkout is the hermes_trove package)
+
     from hermes_trove.importer.cli import main
 
     sys.exit(main())

@@ -2,13 +2,15 @@
 # The test command. Builds (or reuses) a virtualenv at .venv in this checkout with
 # hermes-trove installed editable plus its test extras and hermes-agent==0.19.0 (the real
 # host the end-to-end suite runs), then runs pytest over tests/ with that interpreter.
+# A whole-suite run lints first (scripts/lint.sh: ruff and mypy) and stops on any finding.
 #
-#   scripts/test.sh                       # everything, end-to-end suite included
-#   scripts/test.sh -m "not e2e"          # unit tests only
-#   scripts/test.sh tests/test_store.py   # named paths replace tests/
+#   scripts/test.sh                       # lint, then everything, end-to-end suite included
+#   scripts/test.sh -m "not e2e"          # lint, then unit tests only
+#   scripts/test.sh tests/test_store.py   # named paths replace tests/; no lint
 #
 # Environment: PYTHON (interpreter used to create the venv, default python3.11 or python3),
-# TROVE_VENV (venv path, default .venv), TROVE_SKIP_INSTALL=1 (use the venv as it is).
+# TROVE_VENV (venv path, default .venv), TROVE_SKIP_INSTALL=1 (use the venv as it is),
+# TROVE_SKIP_LINT=1 (skip the lint step).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -64,5 +66,14 @@ done
 cd "$ROOT"
 if [ "$has_path" = 1 ]; then
     exec "$VENV/bin/python" -m pytest "${args[@]}"
+fi
+if [ "${TROVE_SKIP_LINT:-0}" = 1 ]; then
+    say "lint skipped (TROVE_SKIP_LINT=1)"
+else
+    say "lint (ruff check ., mypy) ..."
+    lint_started=$(date +%s%N)
+    TROVE_VENV="$VENV" bash "$ROOT/scripts/lint.sh" || {
+        say "lint failed; fix the findings above (TROVE_SKIP_LINT=1 skips)"; exit 1; }
+    say "lint passed in $(( ($(date +%s%N) - lint_started) / 1000000 ))ms"
 fi
 exec "$VENV/bin/python" -m pytest tests/ "${args[@]+"${args[@]}"}"

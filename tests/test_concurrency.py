@@ -36,7 +36,7 @@ def test_processes_ingesting_at_once_store_everything_exactly_once(tmp_path):
     procs = [subprocess.Popen([sys.executable, "-c", script, f"proc{i}"], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for i in range(3)]
     outs = [p.communicate(timeout=300) for p in procs]
-    for p, (out, err) in zip(procs, outs):
+    for p, (out, err) in zip(procs, outs, strict=True):
         assert p.returncode == 0 and out.strip() == "ok", err
     rt = build_runtime(make_config(tmp_path))
     for i in range(3):

@@ -44,6 +44,7 @@ TABLES = {
     "imported_messages": {"import_id": "TEXT", "source_key": "TEXT", "store_id": "INTEGER", "meta": "TEXT",
                           "imported_at": "REAL"},
     "imported_nodes": {"import_id": "TEXT", "source_key": "TEXT", "node_id": "INTEGER", "imported_at": "REAL"},
+    "work_leases": {"name": "TEXT", "owner": "TEXT", "acquired_at": "REAL", "expires_at": "REAL"},
 }
 FTS = {"messages_fts": ("messages", ["content", "tool_calls"]), "nodes_fts": ("summary_nodes", ["summary"])}
 # Messages are indexed by the store in batches, so messages_fts has no insert trigger.

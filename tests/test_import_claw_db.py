@@ -10,12 +10,13 @@ import pytest
 from conftest import make_config
 
 from hermes_trove.importer import ImportOptions, run_import
-from hermes_trove.runtime import build_runtime
 from hermes_trove.retrieval.query import build_match
+from hermes_trove.runtime import build_runtime
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "lossless-claw"
 pytestmark = pytest.mark.skipif(not (FIXTURES / "head" / "lcm.db").is_file(),
-                                reason=f"lossless-claw fixtures not found at {FIXTURES} (../shared beside the checkout)")
+                                reason=f"lossless-claw fixtures not found at {FIXTURES}"
+                                       " (../shared beside the checkout)")
 STATE = "/home/agent/.openclaw"
 S1 = "openclaw-trove:agent:main:3f1c9a52-0b7e-4c1d-9a11-5e2f7d8c0a01"
 S2 = "openclaw-trove:agent:main:8d2e4b10-6a3f-4f0e-b7c2-1c9d0e5f4a02"

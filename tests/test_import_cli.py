@@ -31,7 +31,8 @@ def make_source(path: Path, n: int = 3, parts: bool = True) -> Path:
         CREATE TABLE message_parts (part_id TEXT PRIMARY KEY, message_id INTEGER NOT NULL, session_id TEXT NOT NULL,
             part_type TEXT NOT NULL, ordinal INTEGER NOT NULL, text_content TEXT, metadata TEXT);
     """)
-    conn.execute("INSERT INTO conversations(conversation_id, session_id, session_key) VALUES (1, 'sess-1', 'agent:a:main')")
+    conn.execute("INSERT INTO conversations(conversation_id, session_id, session_key)"
+                 " VALUES (1, 'sess-1', 'agent:a:main')")
     for i in range(1, n + 1):
         role = "user" if i % 2 else "assistant"
         conn.execute("INSERT INTO messages VALUES (?, 1, ?, ?, ?, 0, '2026-03-02 09:00:00')",

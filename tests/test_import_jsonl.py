@@ -125,7 +125,8 @@ def test_malformed_lines_are_counted_and_the_rest_is_imported(tmp_path):
 def test_tool_calls_results_thinking_and_images_convert_to_host_messages(tmp_path):
     path = write_jsonl(tmp_path / "t.jsonl", [
         {"type": "session", "id": "sess-t"},
-        entry("a1", None, "user", [{"type": "text", "text": "look"}, {"type": "image", "data": "QUJD", "mimeType": "image/png"}]),
+        entry("a1", None, "user", [{"type": "text", "text": "look"},
+                                   {"type": "image", "data": "QUJD", "mimeType": "image/png"}]),
         entry("a2", "a1", "assistant", [{"type": "thinking", "thinking": "hmm", "thinkingSignature": "s"},
                                         {"type": "toolCall", "id": "c1", "name": "exec", "arguments": {"cmd": "ls"}}]),
         entry("a3", "a2", "toolResult", [{"type": "text", "text": "a.txt"}], toolCallId="c1", toolName="exec",
@@ -138,7 +139,8 @@ def test_tool_calls_results_thinking_and_images_convert_to_host_messages(tmp_pat
     assert msgs[1]["tool_calls"] == [{"id": "c1", "type": "function",
                                       "function": {"name": "exec", "arguments": '{"cmd":"ls"}'}}]
     assert msgs[1]["reasoning"] == "hmm" and msgs[1]["content"] == ""
-    assert (msgs[2]["role"], msgs[2]["tool_call_id"], msgs[2]["name"], msgs[2]["content"]) == ("tool", "c1", "exec", "a.txt")
+    tool = msgs[2]
+    assert (tool["role"], tool["tool_call_id"], tool["name"], tool["content"]) == ("tool", "c1", "exec", "a.txt")
 
 
 def test_duplicate_entry_ids_in_one_file_are_invalid_rows(tmp_path):

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from test_import_cli import make_source
 
-from hermes_trove.importer import ImportFailure, ImportOptions, pipe, run_import
 from hermes_trove.db import Database
+from hermes_trove.importer import ImportFailure, ImportOptions, pipe, run_import
 from hermes_trove.importer.claw_db import ClawSource
 from hermes_trove.store import MessageStore
 
@@ -23,8 +23,10 @@ def two_conversations(path: Path, n: int = 700) -> Path:
     conn = sqlite3.connect(path)
     conn.execute("INSERT INTO conversations(conversation_id, session_id) VALUES (2, 'sess-2')")
     for i in range(n + 1, n + 40):
-        conn.execute("INSERT INTO messages VALUES (?, 2, ?, 'user', ?, 0, '2026-03-03 10:00:00')", (i, i, f"second {i}"))
-        conn.execute("INSERT INTO message_parts VALUES (?, ?, 'sess-2', 'text', 0, ?, NULL)", (f"p{i}", i, f"second {i}"))
+        conn.execute("INSERT INTO messages VALUES (?, 2, ?, 'user', ?, 0, '2026-03-03 10:00:00')",
+                     (i, i, f"second {i}"))
+        conn.execute("INSERT INTO message_parts VALUES (?, ?, 'sess-2', 'text', 0, ?, NULL)",
+                     (f"p{i}", i, f"second {i}"))
     conn.commit()
     conn.close()
     return path

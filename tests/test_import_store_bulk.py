@@ -51,7 +51,8 @@ def varied_messages(n: int, seed: int = 3) -> list[dict]:
             msg: dict = {"role": "user", "content": text}
         elif kind == 1:
             msg = {"role": "assistant", "content": rng.choice([text, "", None]), "tool_calls": [
-                {"id": f"c{i}", "type": "function", "function": {"name": "exec", "arguments": json.dumps({"q": text})}}]}
+                {"id": f"c{i}", "type": "function",
+                 "function": {"name": "exec", "arguments": json.dumps({"q": text})}}]}
         elif kind == 2:
             msg = {"role": "tool", "content": text, "tool_call_id": f"c{i}", "name": rng.choice(["exec", "né \ud800"])}
         elif kind == 3:
@@ -108,7 +109,7 @@ def test_append_bulk_stores_exactly_the_rows_append_stores(runtime):
     rows = stored(runtime, "s")
     a, b = rows[:len(messages)], rows[len(messages):]
     assert len(a) == len(b) == len(messages)
-    for message, x, y in zip(messages, a, b):
+    for message, x, y in zip(messages, a, b, strict=True):
         assert x[1:-1] == y[1:-1]
         ts = message.get("timestamp")
         if isinstance(ts, (int, float)) and not isinstance(ts, bool):

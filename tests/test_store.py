@@ -164,18 +164,18 @@ def test_an_existing_import_ledger_keeps_its_rows_when_stored_by_key(tmp_path):
     path = tmp_path / "old.db"
     old = [(n, s) for n, s in MIGRATIONS if n < "0005"]
     conn = sqlite3.connect(path, isolation_level=None)
-    for name, script in old:
+    for _name, script in old:
         for statement in dbmod.split_sql(script):
             conn.execute(statement)
     conn.execute("CREATE TABLE schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
     conn.executemany("INSERT INTO schema_migrations VALUES (?, 0)", [(n,) for n, _ in old])
     conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")  # older builds stamped this; it is ignored
     conn.executemany("INSERT INTO imported_messages VALUES ('imp', ?, ?, ?, 1.0)",
-                     [(f"sqlite:message:{i}", i, '{"seq":%d}' % i) for i in range(1, 4)])
+                     [(f"sqlite:message:{i}", i, f'{{"seq":{i}}}') for i in range(1, 4)])
     conn.close()
     conn = Database(path).connect()
-    assert [tuple(r) for r in conn.execute("SELECT source_key, store_id, meta FROM imported_messages ORDER BY store_id")] == \
-        [(f"sqlite:message:{i}", i, '{"seq":%d}' % i) for i in range(1, 4)]
+    rows = conn.execute("SELECT source_key, store_id, meta FROM imported_messages ORDER BY store_id")
+    assert [tuple(r) for r in rows] == [(f"sqlite:message:{i}", i, f'{{"seq":{i}}}') for i in range(1, 4)]
     ddl = conn.execute("SELECT sql FROM sqlite_master WHERE name='imported_messages'").fetchone()[0]
     assert "WITHOUT ROWID" in ddl
     assert conn.execute("SELECT COUNT(*) FROM sqlite_master WHERE tbl_name='imported_messages' AND type='index'"

@@ -7,12 +7,10 @@ The suite skips with a message when no interpreter with hermes-agent is found, u
 from __future__ import annotations
 
 import os
-import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
-
 
 from .fake_llm import FakeLLM
 from .harness import HermesHome, candidate_pythons, find_host_python
@@ -29,8 +27,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def host_python() -> str:
     python = find_host_python()
     if python is None:
-        message = ("hermes-agent is not importable from any of %s; run scripts/test.sh (which installs "
-                   "hermes-agent==0.19.0 into .venv) or set TROVE_E2E_PYTHON" % candidate_pythons())
+        message = (f"hermes-agent is not importable from any of {candidate_pythons()}; run scripts/test.sh"
+                   " (which installs hermes-agent==0.19.0 into .venv) or set TROVE_E2E_PYTHON")
         if os.environ.get("TROVE_E2E_REQUIRED") == "1":
             pytest.fail(message)
         pytest.skip(message)

@@ -17,7 +17,9 @@ import sys
 import tempfile
 import time
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from functools import partial
+from typing import Any
 
 
 class _Collect(logging.Handler):
@@ -29,9 +31,9 @@ class _Collect(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self.lines.append("%s %s: %s" % (record.levelname, record.name, record.getMessage()))
+            self.lines.append(f"{record.levelname} {record.name}: {record.getMessage()}")
         except Exception:
-            self.lines.append("%s %s: (unformattable)" % (record.levelname, record.name))
+            self.lines.append(f"{record.levelname} {record.name}: (unformattable)")
 
 
 def _skip_entry_points() -> None:
@@ -46,9 +48,9 @@ def _plugin_source() -> str:
         from hermes_cli.plugins import get_plugin_manager
 
         loaded = get_plugin_manager()._plugins.get("hermes-trove")
-        return "%s:%s" % (loaded.manifest.source, loaded.manifest.path) if loaded else "(not found)"
+        return f"{loaded.manifest.source}:{loaded.manifest.path}" if loaded else "(not found)"
     except Exception as exc:  # introspection only; never fail the run for it
-        return "(unknown: %s)" % exc
+        return f"(unknown: {exc})"
 
 
 def run(spec: dict[str, Any]) -> dict[str, Any]:
@@ -71,7 +73,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = {
         "init_seconds": round(time.time() - t0, 2),
         "engine_name": getattr(engine, "name", None),
-        "engine_class": "%s.%s" % (type(engine).__module__, type(engine).__qualname__),
+        "engine_class": f"{type(engine).__module__}.{type(engine).__qualname__}",
         "plugin_source": _plugin_source(),
         "session_id": agent.session_id,
         "context_length": getattr(engine, "context_length", None),
@@ -139,7 +141,7 @@ def _engine_facts(agent: Any) -> dict[str, Any]:
     if engine is None:
         return {}
     return {"engine_name": getattr(engine, "name", None),
-            "engine_class": "%s.%s" % (type(engine).__module__, type(engine).__qualname__),
+            "engine_class": f"{type(engine).__module__}.{type(engine).__qualname__}",
             "engine_session_id": getattr(engine, "session_id", None),
             "context_length": getattr(engine, "context_length", None),
             "threshold_tokens": getattr(engine, "threshold_tokens", None),
@@ -167,10 +169,10 @@ def run_cli(spec: dict[str, Any]) -> dict[str, Any]:
     for step in spec.get("steps", []):
         before = shell.session_id
         if "chat" in step:
-            reply, printed = _captured(lambda: shell.chat(step["chat"]))
+            reply, printed = _captured(partial(shell.chat, step["chat"]))
             entry: dict[str, Any] = {"kind": "chat", "input": step["chat"][:200], "reply": str(reply or "")[:400]}
         else:
-            keep, printed = _captured(lambda: shell.process_command(step["command"]))
+            keep, printed = _captured(partial(shell.process_command, step["command"]))
             entry = {"kind": "command", "input": step["command"], "keep_running": keep}
         entry.update({"output": printed[-20000:], "session_before": before, "session_id": shell.session_id,
                       "agent_session_id": getattr(shell.agent, "session_id", None),

@@ -70,13 +70,13 @@ def decide(body: dict[str, Any], n: int) -> dict[str, Any]:
         follow = _chained_call(msgs, body)
         if follow is not None:
             return {"tool": follow}
-        return {"text": "TOOL-RESULT-SEEN #%d: %s" % (n, text_of(last.get("content"))[:200])}
+        return {"text": f"TOOL-RESULT-SEEN #{n}: {text_of(last.get('content'))[:200]}"}
     if last.get("role") == "user":
         match = TOOL_MARKER.search(text_of(last.get("content")))
         offered = {(t.get("function") or {}).get("name") for t in body.get("tools") or []}
         if match and match.group("name") in offered:
             return {"tool": (match.group("name"), match.group("args") or "{}")}
-    return {"text": "ack #%d" % n}
+    return {"text": f"ack #{n}"}
 
 
 def _chained_call(msgs: list[dict[str, Any]], body: dict[str, Any]) -> tuple[str, str] | None:
@@ -120,9 +120,9 @@ class FakeLLM:
 
     @property
     def url(self) -> str:
-        return "http://127.0.0.1:%d/v1" % self.port
+        return f"http://127.0.0.1:{self.port}/v1"
 
-    def start(self) -> "FakeLLM":
+    def start(self) -> FakeLLM:
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="fake-llm", daemon=True)
         self._thread.start()
@@ -183,10 +183,10 @@ def _handler_for(server: FakeLLM) -> type[BaseHTTPRequestHandler]:
             plan = decide(body, n)
             prompt = estimate_prompt_tokens(body)
             usage = {"prompt_tokens": prompt, "completion_tokens": 7, "total_tokens": prompt + 7}
-            base = {"id": "chatcmpl-%d" % n, "created": int(time.time()), "model": MODEL}
+            base = {"id": f"chatcmpl-{n}", "created": int(time.time()), "model": MODEL}
             call = None
             if "tool" in plan:
-                call = {"id": "call_%d" % n, "type": "function",
+                call = {"id": f"call_{n}", "type": "function",
                         "function": {"name": plan["tool"][0], "arguments": plan["tool"][1]}}
                 message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
                 finish = "tool_calls"
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--log", default="fake_llm_requests.jsonl")
     args = parser.parse_args(argv)
     srv = FakeLLM(args.log, port=args.port).start()
-    print("fake LLM listening on %s (log: %s)" % (srv.url, args.log), flush=True)
+    print(f"fake LLM listening on {srv.url} (log: {args.log})", flush=True)
     try:
         while True:
             time.sleep(3600)

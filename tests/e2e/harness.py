@@ -82,7 +82,7 @@ class HermesHome:
     def db_path(self) -> Path:
         return self.home / "trove.db"
 
-    def create(self) -> "HermesHome":
+    def create(self) -> HermesHome:
         plugins = self.home / "plugins"
         plugins.mkdir(parents=True, exist_ok=True)
         link = plugins / "hermes-trove"
@@ -102,16 +102,16 @@ class HermesHome:
             "model:",
             "  default: fake-model",
             "  provider: custom",
-            "  base_url: %s" % self.base_url,
+            f"  base_url: {self.base_url}",
             "  api_key: sk-fake",
-            "  context_length: %d" % self.context_length,
+            f"  context_length: {self.context_length}",
             "context:",
             "  engine: trove",
             "plugins:",
             "  enabled: [hermes-trove]",
             "auxiliary:",
             "  compression:",
-            "    context_length: %d" % self.context_length,
+            f"    context_length: {self.context_length}",
             "security:",
             "  tirith_enabled: false",
             "  allow_lazy_installs: false",
@@ -153,7 +153,7 @@ class HermesHome:
         result = json.loads(result_path.read_text(encoding="utf-8")) if result_path.exists() else {}
         result["stdout"], result["stderr"], result["returncode"] = done.stdout, done.stderr, done.returncode
         if done.returncode != 0 or "error" in result:
-            raise AssertionError("host driver %s failed (rc=%s):\n%s\n--- stderr ---\n%s" % (
+            raise AssertionError("host driver {} failed (rc={}):\n{}\n--- stderr ---\n{}".format(
                 name, done.returncode, result.get("error", ""), done.stderr[-4000:]))
         return result
 
@@ -163,7 +163,7 @@ class HermesHome:
                               cwd=str(self.root), capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL)
         if done.returncode != 0:
-            raise AssertionError("hermes %s failed (rc=%s):\n%s\n--- stderr ---\n%s" % (
+            raise AssertionError("hermes {} failed (rc={}):\n{}\n--- stderr ---\n{}".format(
                 " ".join(args), done.returncode, done.stdout[-3000:], done.stderr[-4000:]))
         return done
 
@@ -178,7 +178,7 @@ class HermesHome:
 
 def query(db_path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     """Read-only query against a trove.db written by the host."""
-    conn = sqlite3.connect("file:%s?mode=ro" % db_path, uri=True)
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     try:
         return conn.execute(sql, params).fetchall()
     finally:

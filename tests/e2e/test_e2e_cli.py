@@ -17,7 +17,7 @@ from .harness import FALLBACK_WARNING, chat_requests, query, tool_names
 TODO_ARGS = json.dumps({"todos": [{"id": "1", "content": "sort the mail", "status": "pending"}]})
 CHAT_TURNS = [
     "cli turn 1: the parcel number is 4471",
-    "cli turn 2: list my chores <<tool:todo %s>>" % TODO_ARGS,
+    f"cli turn 2: list my chores <<tool:todo {TODO_ARGS}>>",
     "cli turn 3: that is all for now",
 ]
 ONESHOT = "oneshot turn: a single question"
@@ -31,7 +31,7 @@ def cli_runs(make_home, fake_llm) -> dict[str, Any]:
     first = home.run_cli(["chat", "-Q", "-q", CHAT_TURNS[0]])
     outputs.append(first)
     found = re.search(r"session_id:\s*(\S+)", first.stdout + first.stderr)
-    assert found, "hermes chat -Q printed no session id:\n%s\n%s" % (first.stdout, first.stderr)
+    assert found, f"hermes chat -Q printed no session id:\n{first.stdout}\n{first.stderr}"
     session_id = found.group(1)
     for text in CHAT_TURNS[1:]:
         outputs.append(home.run_cli(["chat", "-Q", "-q", text, "--resume", session_id]))

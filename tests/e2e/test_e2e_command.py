@@ -39,7 +39,7 @@ def without_command(make_home) -> dict[str, Any]:
 
 def _field(output: str, name: str) -> list[str]:
     """Values of every ``name: value`` line of a rendered status."""
-    return re.findall(r"^\s*%s: (.*)$" % re.escape(name), output, flags=re.M)
+    return re.findall(rf"^\s*{re.escape(name)}: (.*)$", output, flags=re.M)
 
 
 def test_before_any_turn_the_status_says_plainly_that_no_session_is_bound(with_command):
@@ -70,7 +70,7 @@ def test_after_a_turn_the_status_names_the_bound_session_and_the_threshold(with_
     # the engine section and the context-pressure section both report the threshold
     assert _field(out, "threshold_tokens") == [str(EXPECTED_THRESHOLD_TOKENS)] * 2, out[:3000]
     assert _field(out, "context_length")[0] == str(CONTEXT_LENGTH)
-    assert re.search(r"TROVE_CONTEXT_THRESHOLD = %s\s+\[env\]" % THRESHOLD, out)
+    assert re.search(rf"TROVE_CONTEXT_THRESHOLD = {THRESHOLD}\s+\[env\]", out)
     stored = query(with_command["home"].db_path, "SELECT session_id FROM sessions")
     assert [r[0] for r in stored] == [session_id]
 

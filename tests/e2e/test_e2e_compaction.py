@@ -23,8 +23,8 @@ WORDS = ("amber", "basalt", "cedar", "delta", "ember", "fjord", "garnet", "harbo
 
 
 def turn_text(i: int) -> str:
-    head = "turn %02d about %s-%d: " % (i, WORDS[i % len(WORDS)], i)
-    filler = " ".join("%s%d" % (WORDS[(i + k) % len(WORDS)], k % 97) for k in range(TURN_CHARS // 8))
+    head = f"turn {i:02d} about {WORDS[i % len(WORDS)]}-{i}: "
+    filler = " ".join(f"{WORDS[(i + k) % len(WORDS)]}{k % 97}" for k in range(TURN_CHARS // 8))
     return (head + filler)[:TURN_CHARS]
 
 
@@ -71,7 +71,7 @@ def test_every_main_request_after_compaction_starts_stays_under_the_threshold(lo
     after = [r["body"] for r in requests if r["body"].get("tools") and r["n"] > first_aux]
     assert len(after) >= 5
     sizes = [request_tokens(b) for b in after]
-    assert max(sizes) <= limit, "request sizes after compaction began: %s (limit %d)" % (sizes, limit)
+    assert max(sizes) <= limit, f"request sizes after compaction began: {sizes} (limit {limit})"
 
 
 def test_the_raw_transcript_survives_compaction_once_per_message(long_run):
@@ -80,7 +80,7 @@ def test_the_raw_transcript_survives_compaction_once_per_message(long_run):
                                            "AND role = 'user' GROUP BY content", (session_id,))
     counts = dict(rows)
     for i in range(1, TURNS + 1):
-        assert counts.get(turn_text(i)) == 1, "turn %d stored %s times" % (i, counts.get(turn_text(i)))
+        assert counts.get(turn_text(i)) == 1, f"turn {i} stored {counts.get(turn_text(i))} times"
 
 
 def test_a_forced_compaction_sends_its_focus_topic_to_the_summarizer(long_run):

@@ -17,9 +17,9 @@ TODO_ARGS = json.dumps({"todos": [{"id": "1", "content": "water the ferns", "sta
 GREP_ARGS = json.dumps({"query": "zebra17"})
 FIRST_TURNS = [
     "turn 1: remember the code word zebra17 for later",
-    "turn 2: plan the chores <<tool:todo %s>>" % TODO_ARGS,
+    f"turn 2: plan the chores <<tool:todo {TODO_ARGS}>>",
     "turn 3: the weather is mild today",
-    "turn 4: what was the code word? <<tool:trove_grep %s>>" % GREP_ARGS,
+    f"turn 4: what was the code word? <<tool:trove_grep {GREP_ARGS}>>",
     "turn 5: thanks, noted",
     "turn 6: one more plain message",
 ]

@@ -24,8 +24,8 @@ NEW_TURN = "new session turn: what do you still know? <<tool:trove_describe {}>>
 
 
 def old_turn(i: int, chars: int = 8000) -> str:
-    head = "old turn %02d about %s-%d: " % (i, WORDS[i % len(WORDS)], i)
-    body = " ".join("%s%d" % (WORDS[(i + k) % len(WORDS)], k % 89) for k in range(chars // 8))
+    head = f"old turn {i:02d} about {WORDS[i % len(WORDS)]}-{i}: "
+    body = " ".join(f"{WORDS[(i + k) % len(WORDS)]}{k % 89}" for k in range(chars // 8))
     return (head + body)[:chars]
 
 
@@ -127,7 +127,7 @@ def test_the_first_new_session_request_carries_no_old_raw_turns_and_a_summary_on
     else:
         carried = {r[0] for r in _db(new_run, "SELECT node_id FROM carried_nodes WHERE session_id = ?",
                                      (new_run["new"],))}
-        assert all("node %d |" % n in summaries[0]["content"] for n in carried)
+        assert all(f"node {n} |" in summaries[0]["content"] for n in carried)
 
 
 def test_trove_describe_in_the_new_session_reports_the_carried_nodes(new_run):

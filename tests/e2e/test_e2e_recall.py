@@ -24,16 +24,16 @@ TURN_CHARS = 12000  # about 3,000 tokens each
 WORDS = ("amber", "basalt", "cedar", "delta", "ember", "fjord", "garnet", "harbor", "indigo", "juniper")
 GREP_ARGS = json.dumps({"query": "vault rotation code"})
 QUESTION = ("final turn: what was the vault rotation code I gave at the start? "
-            "<<tool:trove_grep %s>> <<then:trove_expand>>" % GREP_ARGS)
+            f"<<tool:trove_grep {GREP_ARGS}>> <<then:trove_expand>>")
 
 
 def filler(i: int, chars: int = TURN_CHARS) -> str:
-    head = "filler turn %02d about %s-%d: " % (i, WORDS[i % len(WORDS)], i)
-    body = " ".join("%s%d" % (WORDS[(i + k) % len(WORDS)], k % 89) for k in range(chars // 8))
+    head = f"filler turn {i:02d} about {WORDS[i % len(WORDS)]}-{i}: "
+    body = " ".join(f"{WORDS[(i + k) % len(WORDS)]}{k % 89}" for k in range(chars // 8))
     return (head + body)[:chars]
 
 
-FIRST_TURN = "first turn: please remember that %s. %s" % (CANARY, filler(0, 4000))
+FIRST_TURN = f"first turn: please remember that {CANARY}. {filler(0, 4000)}"
 TURNS = [FIRST_TURN] + [filler(i) for i in range(1, FILLER_TURNS + 1)] + [QUESTION]
 
 
@@ -100,7 +100,7 @@ def test_the_first_turn_is_no_longer_in_the_prompt_when_the_model_searches(recal
     everything = chat_requests(recall_run["requests"])
     assert _carries_first_turn(everything[0]) and _carries_first_turn(everything[1])  # raw before compaction
     bodies = _final_turn_bodies(recall_run)
-    assert len(bodies) == 3, "expected grep call, expand call and final answer requests, got %d" % len(bodies)
+    assert len(bodies) == 3, f"expected grep call, expand call and final answer requests, got {len(bodies)}"
     assert not [b for b in bodies if _carries_first_turn(b)], "the raw first turn is still in the request"
     assert "ZEBRA-7781" not in json.dumps(bodies[0]["messages"])  # the question turn itself has no canary
 
@@ -134,7 +134,7 @@ def test_expand_with_the_store_id_from_grep_returns_the_canary_turn_exactly(reca
     assert payload["content"] == FIRST_TURN
     assert payload["has_more"] is False
     final = recall_run["result"]["turns"][-1]["final"]
-    assert final.startswith("TOOL-RESULT-SEEN") and '"store_id":%d' % picked in final
+    assert final.startswith("TOOL-RESULT-SEEN") and f'"store_id":{picked}' in final
 
 
 def test_the_recall_run_touches_only_loopback(recall_run):

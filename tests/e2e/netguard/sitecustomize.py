@@ -34,8 +34,8 @@ def _note(kind: str, where: object) -> None:
     try:
         with open(_LOG, "a", encoding="utf-8") as fh:
             frames = traceback.extract_stack()[:-3][-8:]  # who asked, for diagnosing the leak
-            where_from = " < ".join("%s:%d" % (f.filename.rsplit("/", 2)[-1], f.lineno) for f in reversed(frames))
-            fh.write("%s %r pid=%d argv=%r from %s\n" % (kind, where, os.getpid(), sys.argv[:6], where_from))
+            where_from = " < ".join(f"{f.filename.rsplit('/', 2)[-1]}:{f.lineno}" for f in reversed(frames))
+            fh.write(f"{kind} {where!r} pid={os.getpid()} argv={sys.argv[:6]!r} from {where_from}\n")
     except OSError:
         pass
 
@@ -45,7 +45,7 @@ def _check(sock: socket.socket, address: object, kind: str) -> None:
         return
     if not _is_local_host(address[0]):
         _note(kind, address)
-        raise ConnectionRefusedError("trove e2e: non-loopback %s to %r refused" % (kind, address))
+        raise ConnectionRefusedError(f"trove e2e: non-loopback {kind} to {address!r} refused")
 
 
 def _install() -> None:
@@ -68,14 +68,14 @@ def _install() -> None:
     def getaddrinfo(host, *args, **kwargs):  # type: ignore[no-untyped-def]
         if not _is_local_host(host):
             _note("lookup", host)
-            raise socket.gaierror(socket.EAI_NONAME, "trove e2e: lookup of %r refused" % (host,))
+            raise socket.gaierror(socket.EAI_NONAME, f"trove e2e: lookup of {host!r} refused")
         return real_getaddrinfo(host, *args, **kwargs)
 
     base.connect, base.connect_ex, base.sendto = connect, connect_ex, sendto
     socket.getaddrinfo = getaddrinfo
     try:  # proof for the tests that the guard ran in this process
         with open(_LOG + ".active", "a", encoding="utf-8") as fh:
-            fh.write("%d %s\n" % (os.getpid(), sys.argv[0] if sys.argv else ""))
+            fh.write(f"{os.getpid()} {sys.argv[0] if sys.argv else ''}\n")
     except OSError:
         pass
 

@@ -1,0 +1,1 @@
+"""Exact evidence: citable refs to stored spans, deterministic computation over them, evidence packs."""

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The lint step: ruff over the whole tree, then mypy over the package, both configured in
+# pyproject.toml. Exits non-zero on any finding. The checkout root is the package, so mypy
+# reads it through a temporary link named hermes_trove.
+#
+# Environment: TROVE_VENV (venv holding ruff and mypy, default .venv).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PY="${TROVE_VENV:-$ROOT/.venv}/bin/python"
+cd "$ROOT"
+
+link_dir="$(mktemp -d)"
+trap 'rm -rf "$link_dir"' EXIT
+ln -s "$ROOT" "$link_dir/hermes_trove"
+
+rc=0
+"$PY" -m ruff check --quiet . || rc=1
+# Report paths relative to the checkout, not through a link (mypy's cache may replay an older one).
+MYPYPATH="$link_dir" "$PY" -m mypy 2>&1 | sed -E 's#^/[^:]*/hermes_trove/##' || rc=1
+exit "$rc"
