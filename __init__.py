@@ -27,9 +27,13 @@ def register(ctx: Any) -> None:
 
 
 def _register(ctx: Any) -> None:
+    # Imported here, not at the top: `import hermes_trove.store` (CLI, importer, tests)
+    # should not load the engine, the host hooks and the tool table.
+    from . import command
     from .config import load_config
     from .engine import TroveEngine
     from .hooks import make_hooks
+    from .ops.maintenance import startup
     from .runtime import build_runtime
 
     config = load_config(hermes_home=_hermes_home(ctx))
@@ -45,18 +49,9 @@ def _register(ctx: Any) -> None:
                                description="Recall exact detail from trove-compacted history")
         except Exception:
             log.debug("hermes-trove: skill registration skipped", exc_info=True)
-    _register_commands(ctx, runtime)
-    from .ops.maintenance import startup
+    command.register(ctx, runtime)
 
     startup(runtime)  # cheap checks; never raises
-
-
-def _register_commands(ctx: Any, runtime: Any) -> None:
-    try:
-        from . import command
-    except ImportError:
-        return
-    command.register(ctx, runtime)
 
 
 def _hermes_home(ctx: Any) -> str | None:

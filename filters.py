@@ -12,7 +12,10 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .config import TroveConfig
 
 log = logging.getLogger("hermes_trove.filters")
 MATCH_TIMEOUT_S = 0.05
@@ -56,7 +59,7 @@ class SessionFilters:
     invalid_patterns: tuple[str, ...] = ()
 
     @classmethod
-    def from_config(cls, config: Any) -> SessionFilters:
+    def from_config(cls, config: TroveConfig) -> SessionFilters:
         return cls.build(config.ignore_session_patterns, config.stateless_session_patterns,
                          config.ignore_message_patterns)
 

@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import load_config
 from ..runtime import build_runtime
@@ -35,6 +35,9 @@ from .target import (
     staging_file,
     unjournaled,
 )
+
+if TYPE_CHECKING:
+    from ..runtime import Runtime
 
 DRY = -1      # "would be stored" marker for dry runs
 SKIPPED = 0   # a deliberately skipped source message (empty, synthetic): summaries may ignore it
@@ -155,7 +158,7 @@ def _write(units: Callable[[], Iterator[Unit]], source: ClawSource | None, targe
             discard(staged)
 
 
-def _apply(units: Callable[[], Iterator[Unit]], runtime: Any, report: ImportReport, opts: ImportOptions) -> None:
+def _apply(units: Callable[[], Iterator[Unit]], runtime: Runtime, report: ImportReport, opts: ImportOptions) -> None:
     with runtime.db.transaction() as conn:
         writer = Writer(runtime, conn, report.import_id)
         writer.record_import(report.source_kind, [report.source_db] if report.source_db else report.source_jsonl,
@@ -165,7 +168,8 @@ def _apply(units: Callable[[], Iterator[Unit]], runtime: Any, report: ImportRepo
         _pass(units, writer, writer, report, opts)
 
 
-def _reader(source: ClawSource | None, runtime: Any, namespace: str, opts: ImportOptions) -> pipe.ForkedReader | None:
+def _reader(source: ClawSource | None, runtime: Runtime, namespace: str,
+            opts: ImportOptions) -> pipe.ForkedReader | None:
     """A child process converting the source (and preparing store rows) for the writing pass."""
     if source is None or not opts.reader_process or not pipe.available():
         return None

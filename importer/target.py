@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import tokens
 from ..db import backup_file, open_readonly
@@ -29,6 +29,9 @@ from ..store import SessionKey
 from .convert import expand_hint, summary_level
 from .report import ImportFailure
 from .rows import SourceMessage, SourceSummary
+
+if TYPE_CHECKING:
+    from ..runtime import Runtime
 
 CHUNK = 500
 
@@ -176,7 +179,7 @@ class ReadOnlyLedger:
 class Writer:
     """Writes on the caller's transaction connection; also the ledger it writes to."""
 
-    def __init__(self, runtime: Any, conn: sqlite3.Connection, import_id: str):
+    def __init__(self, runtime: Runtime, conn: sqlite3.Connection, import_id: str):
         self.store = runtime.store
         self.dag = runtime.dag
         self.conn = conn
@@ -197,10 +200,11 @@ class Writer:
 
     def append(self, key: SessionKey, rows: Sequence[SourceMessage]) -> list[int]:
         """Store the rows (prepared by the reader when it could) and record them in the ledger."""
-        if all(r.row is not None for r in rows):
-            ids = self.store.insert_rows(self.conn, key, [r.row for r in rows])
+        prepared = [r.row for r in rows if r.row is not None]
+        if len(prepared) == len(rows):
+            ids = self.store.insert_rows(self.conn, key, prepared)
         else:
-            ids = self.store.append_bulk(key, [r.message for r in rows], conn=self.conn)
+            ids = self.store.append_bulk(key, [r.message for r in rows if r.message is not None], conn=self.conn)
         now = time.time()
         self.conn.executemany(
             "INSERT INTO imported_messages(import_id, source_key, store_id, meta, imported_at) VALUES (?,?,?,?,?)",
@@ -216,7 +220,7 @@ class Writer:
         else:
             r = self.conn.execute(f"SELECT COALESCE(SUM(source_token_count),0), MIN(earliest_at), MAX(latest_at)"
                                   f" FROM summary_nodes WHERE node_id IN ({marks})", list(sources)).fetchone()
-        common = dict(token_count=tokens.count(s.content), source_token_count=int(r[0] or 0),
+        common: dict[str, Any] = dict(token_count=tokens.count(s.content), source_token_count=int(r[0] or 0),
                       earliest_at=s.earliest_at if s.earliest_at is not None else r[1],
                       latest_at=s.latest_at if s.latest_at is not None else r[2],
                       level=summary_level(s.content), model=s.model, expand_hint=expand_hint(s.content),
