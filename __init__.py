@@ -33,12 +33,15 @@ def _register(ctx: Any) -> None:
     from .config import load_config
     from .engine import TroveEngine
     from .hooks import make_hooks
+    from .ops.install import expose_skill
     from .ops.maintenance import startup
     from .runtime import build_runtime
 
     config = load_config(hermes_home=_hermes_home(ctx))
     runtime = build_runtime(config, llm=getattr(ctx, "llm", None))
-    runtime.store.db.connect()  # open and migrate now: a broken database fails loudly at load
+    exists = Path(runtime.db.path).exists()  # `hermes trove --help` must not create a database
+    if exists:
+        runtime.store.db.connect()  # open and migrate now: a broken database fails loudly at load
     ctx.register_context_engine(TroveEngine(runtime))
     if hasattr(ctx, "register_hook"):
         for hook_name, callback in make_hooks(runtime).items():
@@ -50,8 +53,22 @@ def _register(ctx: Any) -> None:
         except Exception:
             log.debug("hermes-trove: skill registration skipped", exc_info=True)
     command.register(ctx, runtime)
+    # The namespaced copy above is not in the host's skills index; a link in <home>/skills is.
+    expose_skill(PLUGIN_DIR, config.hermes_home)
 
-    startup(runtime)  # cheap checks; never raises
+    if exists:
+        startup(runtime)  # cheap checks; never raises
+    _start_embeddings(runtime)
+
+
+def _start_embeddings(runtime: Any) -> None:
+    """The background embedding indexer (a daemon thread), only when TROVE_EMBEDDINGS_ENABLED."""
+    try:
+        from .retrieval import indexer
+
+        indexer.start_background(runtime)
+    except Exception:
+        log.exception("hermes-trove: the embedding indexer did not start; retrieval stays full-text")
 
 
 def _hermes_home(ctx: Any) -> str | None:

@@ -1,13 +1,25 @@
-"""``python -m hermes_trove status|doctor|backup|rotate ... [--db PATH] [--json]``.
+"""``python -m hermes_trove status|doctor|backup|rotate|dag ... [--db PATH] [--json]`` and
+``python -m hermes_trove import ...`` (the OpenClaw importer).
 
-A shim: the parser and the subcommands live in ``command.py``, shared with ``/trove`` and
-``hermes trove``.
+A shim: the operator parser and subcommands live in ``command.py`` (shared with ``/trove``
+and ``hermes trove``), the importer's in ``importer/cli.py``.
 """
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
-from hermes_trove.command import main
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "import":
+        from hermes_trove.importer.cli import main as import_main
+
+        return import_main(args[1:], prog="python -m hermes_trove import")
+    from hermes_trove.command import main as command_main
+
+    return command_main(args)
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -17,9 +17,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
+from .compaction.summarize import host_complete
 from .config import database_path, load_config
-from .ops import backups, doctor, hygiene, maintenance, rotate, status
+from .ops import backups, dag_view, doctor, hygiene, maintenance, rotate, status
 from .runtime import build_runtime
+from .temporal import rollups as temporal_rollups
+from .toolkit import iso
 
 if TYPE_CHECKING:
     from .engine import TroveEngine
@@ -36,6 +39,7 @@ class Target:
     runtime: Runtime
     engine: TroveEngine | None = None
     session_id: str = ""
+    words: tuple[str, ...] = ()  # trailing words of a subcommand in TAKES_WORDS
 
     @property
     def snapshot(self) -> Mapping[str, Any] | None:
@@ -70,8 +74,52 @@ def _protected(t: Target) -> list[str]:
     return [t.session_id] if t.session_id else []
 
 
+def _dag(fmt: str) -> Callable[[Target], dict[str, Any]]:
+    def draw(t: Target) -> dict[str, Any]:
+        sid = t.session_id or dag_view.default_session(t.runtime)
+        if not sid:
+            return {"status": "ok", "session_id": None, "drawing": "no session has summary nodes yet"}
+        view = dag_view.build_view(t.runtime, sid)
+        drawing = dag_view.render_mermaid(view) if fmt == "mermaid" else dag_view.render_text(view)
+        return {"status": "ok", "format": fmt, **view, "drawing": drawing}
+    return draw
+
+
 def _rotate_preview(t: Target) -> dict[str, Any]:
     return rotate.as_dict(rotate.preview(t.runtime, t.session_id, t.mode))
+
+
+def _embed(action: str) -> Callable[[Target], dict[str, Any]]:
+    """``embed status|warmup|backfill``: inside Hermes a backfill is bounded; the CLI runs it to the end."""
+    def handler(t: Target) -> dict[str, Any]:
+        from .retrieval import indexer
+
+        if action == "status":
+            return indexer.status(t.runtime)
+        if action == "warmup":
+            return indexer.warmup(t.runtime)
+        progress = indexer.tty_progress() if t.engine is None else None
+        result = indexer.backfill(t.runtime, max_seconds=60.0 if t.engine is not None else None, progress=progress)
+        if progress is not None:
+            sys.stderr.write("\n")
+        return result
+    return handler
+
+
+def _rollups_rebuild(t: Target) -> dict[str, Any]:
+    words = list(t.words)
+    apply = bool(words) and words[-1] == "apply"
+    words = words[:-1] if apply else words
+    if not 1 <= len(words) <= 2:
+        return {"status": "error", "error": "usage: rollups rebuild day|week|month|all [DATE] [apply]"}
+    # Inside Hermes the live engine's model (or the plugin's host model) writes the rollups;
+    # a bare `python -m hermes_trove` has none, so it only marks them for Hermes to rebuild.
+    if t.engine is not None:
+        complete = t.engine.completion_for("compression")
+    else:
+        complete = host_complete(dict, t.runtime.llm, task="compression") if t.runtime.llm is not None else None
+    return temporal_rollups.rebuild(t.runtime, complete, words[0], words[1] if len(words) == 2 else None,
+                                    apply=apply, build=complete is not None)
 
 
 HANDLERS: dict[tuple[str, ...], tuple[Callable[[Target], dict[str, Any]], str]] = {
@@ -92,11 +140,37 @@ HANDLERS: dict[tuple[str, ...], tuple[Callable[[Target], dict[str, Any]], str]] 
                               "read-only per-session footprint and age"),
     ("backup",): (lambda t: {"status": "ok", **vars(backups.take_backup(t.runtime))},
                   "timestamped online SQLite backup"),
+    ("dag",): (_dag("text"), "the session's summary DAG as a text tree (depth, tokens, time span, raw ranges)"),
+    ("dag", "mermaid"): (_dag("mermaid"), "the same DAG as a Mermaid graph for docs and issues"),
     ("rotate",): (_rotate_preview, "read-only preview of an in-place, tail-keeping rotate"),
     ("rotate", "apply"): (lambda t: rotate.apply(t.runtime, t.session_id, t.mode),
                           "backup-first rotate: advance the frontier past the pre-tail"),
+    ("embed",): (_embed("status"), "embeddings: provider, generation, coverage, backlog, last error"),
+    ("embed", "status"): (_embed("status"), "the same"),
+    ("embed", "warmup"): (_embed("warmup"), "load the embedding provider and embed one text"),
+    ("embed", "backfill"): (_embed("backfill"),
+                            "index every pending row now (60 s per call inside Hermes; the CLI runs to the end)"),
+    ("rollups",): (lambda t: temporal_rollups.status(t.runtime), "temporal rollups: counts per status, model spend"),
+    ("rollups", "rebuild"): (_rollups_rebuild, "day|week|month|all [DATE] [apply]: preview, or mark stale and"
+                                               " rebuild in one bounded pass (needs TROVE_TEMPORAL_ROLLUPS_ENABLED)"),
 }
-ARGS_HINT = "status | doctor [clean|repair|source|retention] [apply] | backup | rotate [apply] | help"
+# Subcommands whose trailing words are arguments (the handler reads ``Target.words``).
+TAKES_WORDS = (("rollups", "rebuild"),)
+
+
+def lookup(key: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """``(handler key, trailing words)`` for lower-cased ``key``, or None when nothing matches."""
+    key = tuple(key)
+    if key in HANDLERS:
+        return key, ()
+    for prefix in TAKES_WORDS:
+        if key[:len(prefix)] == prefix:
+            return prefix, key[len(prefix):]
+    return None
+
+
+ARGS_HINT = ("status | doctor [clean|repair|source|retention] [apply] | backup | dag [mermaid] | rotate [apply] |"
+             " embed [status|warmup|backfill] | rollups [rebuild day|week|month|all [DATE] [apply]] | help")
 
 
 def help_text(prefix: str = "/trove") -> str:
@@ -108,11 +182,17 @@ def help_text(prefix: str = "/trove") -> str:
 def run(runtime: Runtime, words: Sequence[str], session_id: str | None = None,
         engine: TroveEngine | None = None) -> tuple[str, dict[str, Any]]:
     """Dispatch ``words`` (lower-cased) to a handler; returns ``(name, result)``."""
-    key = tuple(w.lower() for w in words) or ("status",)
-    if key not in HANDLERS:
-        unknown = "" if key == ("help",) else f"unknown subcommand: {' '.join(words)}"
-        return "help", {"help": True, "error": unknown} if unknown else {"help": True}
-    return " ".join(key), HANDLERS[key][0](resolve(runtime, session_id, engine))
+    found = lookup(tuple(w.lower() for w in words) or ("status",))
+    if found is None:
+        return usage(words)
+    key, rest = found
+    return " ".join(key), HANDLERS[key][0](dataclasses.replace(resolve(runtime, session_id, engine), words=rest))
+
+
+def usage(words: Sequence[str]) -> tuple[str, dict[str, Any]]:
+    """The help answer: plain for ``help``, with an error for unknown words. Touches no database."""
+    unknown = "" if [w.lower() for w in words] == ["help"] else f"unknown subcommand: {' '.join(words)}"
+    return "help", {"help": True, "error": unknown} if unknown else {"help": True}
 
 
 def _failure(words: Sequence[str], exc: Exception) -> tuple[str, dict[str, Any]]:
@@ -127,6 +207,8 @@ def render(name: str, result: dict[str, Any], prefix: str = "/trove") -> str:
     if result.get("help"):
         head = f"{result['error']}\n\n" if result.get("error") else ""
         return head + help_text(prefix)
+    if name.startswith("dag") and isinstance(result.get("drawing"), str):
+        return _bound(result["drawing"])
     if name == "doctor" and isinstance(result.get("checks"), list):
         lines = [f"trove doctor: {result.get('overall')}  (session {result.get('session_id')})"]
         marks = {"pass": "ok  ", "warn": "WARN", "fail": "FAIL"}
@@ -149,15 +231,22 @@ def _lines(value: Any, depth: int, out: list[str]) -> None:
                 out.append(f"{pad}{k}:")
                 _lines(v, depth + 1, out)
             else:
-                out.append(f"{pad}{k}: {_scalar(v)}")
+                out.append(f"{pad}{k}: {_scalar(_human_time(k, v))}")
     elif isinstance(value, list):
         for item in value[:30]:
             if isinstance(item, dict):
-                out.append(f"{pad}- " + ", ".join(f"{k}={_scalar(v)}" for k, v in item.items()))
+                out.append(f"{pad}- " + ", ".join(f"{k}={_scalar(_human_time(k, v))}" for k, v in item.items()))
             else:
                 out.append(f"{pad}- {_scalar(item)}")
         if len(value) > 30:
             out.append(f"{pad}... {len(value) - 30} more")
+
+
+def _human_time(key: Any, v: Any) -> Any:
+    """Epoch seconds under a ``*_at`` key read as ISO-8601 UTC in text; ``--json`` keeps the number."""
+    if str(key).endswith("_at") and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+        return iso(v) or v
+    return v
 
 
 def _scalar(v: Any) -> str:
@@ -213,17 +302,23 @@ EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
 
 def setup_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trove_words", nargs="*", metavar="SUBCOMMAND",
-                        help="status (default) | doctor [clean|repair|source|retention] [apply] | backup |"
-                             " rotate [apply] | help")
+                        help="status (default) | doctor [clean|repair|source|retention] [apply] | backup | dag |"
+                             " rotate [apply] | embed [status|warmup|backfill] |"
+                             " rollups [rebuild day|week|month|all [DATE] [apply]] | help")
     parser.add_argument("--db", dest="trove_db", metavar="PATH",
                         help="database file (default: TROVE_DATABASE_PATH or $HERMES_HOME/trove.db)")
     parser.add_argument("--json", dest="trove_json", action="store_true", help="print JSON instead of text")
     parser.add_argument("--session", dest="trove_session", metavar="ID",
-                        help="session to report on or rotate (there is no bound session outside Hermes)")
+                        help="session to report on, draw or rotate (there is no bound session outside Hermes)")
+    parser.add_argument("--format", dest="trove_format", choices=("text", "mermaid"), default="text",
+                        help="dag: a text tree (default) or a Mermaid graph")
 
 
 def _runtime_for(db: str | None, fallback: Runtime | None = None) -> Runtime:
+    """The runtime a command line acts on; a database that does not exist yet is an error, never created."""
     if fallback is not None and not db:
+        if not os.path.exists(fallback.db.path):
+            raise FileNotFoundError(f"no trove database at {fallback.db.path} yet (trove has not stored anything)")
         return fallback
     config = load_config(os.environ)
     if db:
@@ -234,24 +329,21 @@ def _runtime_for(db: str | None, fallback: Runtime | None = None) -> Runtime:
     return build_runtime(config)
 
 
-def execute(args: argparse.Namespace, runtime: Runtime | None = None, out: TextIO | None = None,
-            prog: str = "python -m hermes_trove") -> int:
-    """Run one parsed command line and print the result; returns the exit code. Never raises."""
-    out = out or sys.stdout
+def _emit(text: str, out: TextIO) -> None:
+    """Print, tolerating a reader that went away (``| head``): no traceback, the exit code stands."""
     try:
-        runtime = _runtime_for(getattr(args, "trove_db", None), runtime)
-    except (FileNotFoundError, ValueError) as exc:
-        print(f"trove: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    words = list(getattr(args, "trove_words", None) or [])
-    try:
-        name, result = run(runtime, words, session_id=getattr(args, "trove_session", None) or None)
-    except Exception as exc:  # the CLI's boundary: a failing subcommand is an answer and an exit code
-        name, result = _failure(words, exc)
-    if getattr(args, "trove_json", False):
-        print(json.dumps(result, indent=2, default=str), file=out)
-    else:
-        print(render(name, result, prefix=prog), file=out)
+        print(text, file=out)
+        out.flush()
+    except BrokenPipeError:
+        try:  # later flushes at exit would raise again: point the descriptor at /dev/null
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, out.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
+def exit_code(result: Mapping[str, Any]) -> int:
+    """0 ok, 1 a problem was found or the subcommand failed or refused, 2 usage (see the operator guide)."""
     if result.get("help"):
         return EXIT_USAGE if result.get("error") else EXIT_OK
     if result.get("status") in ("error", "refused", "still_unhealthy") or result.get("overall") == "unhealthy":
@@ -259,12 +351,47 @@ def execute(args: argparse.Namespace, runtime: Runtime | None = None, out: TextI
     return EXIT_OK
 
 
+def execute(args: argparse.Namespace, runtime: Runtime | None = None, out: TextIO | None = None,
+            prog: str = "python -m hermes_trove") -> int:
+    """Run one parsed command line and print the result; returns the exit code. Never raises."""
+    out = out or sys.stdout
+    words = list(getattr(args, "trove_words", None) or [])
+    if [w.lower() for w in words] == ["dag"] and getattr(args, "trove_format", "text") == "mermaid":
+        words.append("mermaid")
+    key = tuple(w.lower() for w in words)
+    if key == ("help",) or (key and lookup(key) is None):  # usage needs no database
+        name, result = usage(words)
+    else:
+        try:
+            runtime = _runtime_for(getattr(args, "trove_db", None), runtime)
+        except (FileNotFoundError, ValueError) as exc:
+            _emit(f"trove: {exc}", sys.stderr)
+            return EXIT_USAGE
+        try:
+            name, result = run(runtime, words, session_id=getattr(args, "trove_session", None) or None)
+        except Exception as exc:  # the CLI's boundary: a failing subcommand is an answer and an exit code
+            name, result = _failure(words, exc)
+    if getattr(args, "trove_json", False):
+        _emit(json.dumps(result, indent=2, default=str), out)
+    else:
+        _emit(render(name, result, prefix=prog), out)
+    return exit_code(result)
+
+
 def cli_handler(runtime: Runtime) -> Callable[[argparse.Namespace], int]:
-    """``handler_fn`` for ``ctx.register_cli_command``: the plugin's runtime unless --db is given."""
-    return lambda args: execute(args, runtime, prog="hermes trove")
+    """``handler_fn`` for ``ctx.register_cli_command``: the plugin's runtime unless --db is given.
+
+    The host calls ``args.func(args)`` and drops the return value, so the exit code is raised
+    as ``SystemExit`` here; ``python -m hermes_trove`` returns it from ``main``.
+    """
+    def handle(args: argparse.Namespace) -> int:
+        sys.exit(execute(args, runtime, prog="hermes trove"))
+    return handle
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hermes_trove", description=CLI_DESCRIPTION)
+    parser = argparse.ArgumentParser(prog="python -m hermes_trove", description=CLI_DESCRIPTION,
+                                     epilog="exit codes: 0 ok, 1 a problem found or refused, 2 usage or no database."
+                                            " `python -m hermes_trove import --help` for the OpenClaw importer.")
     setup_parser(parser)
     return execute(parser.parse_args(argv), out=out)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -149,6 +150,102 @@ class TroveConfig:
         "TROVE_SENSITIVE_PATTERNS", ("api_key", "bearer_token", "password_assignment", "private_key"),
         "Named redaction patterns to apply.", group="payloads")
 
+    # Embeddings (opt-in semantic retrieval; see docs/embeddings.md)
+    embeddings_enabled: bool = knob(
+        "TROVE_EMBEDDINGS_ENABLED", False, "Build and search embedding vectors (off = full text only).",
+        group="embeddings")
+    embedding_provider: str = knob(
+        "TROVE_EMBEDDING_PROVIDER", "local", "local (in-process ONNX MiniLM) or openai (any /v1/embeddings API).",
+        group="embeddings")
+    embedding_model: str = knob(
+        "TROVE_EMBEDDING_MODEL", "", "Embedding model (empty = the provider's default).", group="embeddings")
+    embedding_base_url: str = knob(
+        "TROVE_EMBEDDING_BASE_URL", "", "openai provider: API base URL ending in /v1 (empty = api.openai.com).",
+        group="embeddings")
+    embedding_api_key_env: str = knob(
+        "TROVE_EMBEDDING_API_KEY_ENV", "OPENAI_API_KEY",
+        "openai provider: NAME of the variable holding the key (the key itself is never stored).",
+        group="embeddings")
+    embedding_batch_size: int = knob(
+        "TROVE_EMBEDDING_BATCH_SIZE", 0, "Texts per embedding call (0 = provider default: local 8, openai 64).",
+        lo=0, hi=2048, group="embeddings")
+    embedding_timeout_ms: int = knob(
+        "TROVE_EMBEDDING_TIMEOUT_MS", 30000, "Timeout of one embedding request.", lo=100, group="embeddings")
+    embedding_max_texts_per_day: int = knob(
+        "TROVE_EMBEDDING_MAX_TEXTS_PER_DAY", 0,
+        "Spend guard: texts sent to a remote provider per UTC day (0 = no cap).", lo=0, group="embeddings")
+    embedding_max_tokens_per_day: int = knob(
+        "TROVE_EMBEDDING_MAX_TOKENS_PER_DAY", 0,
+        "Spend guard: tokens sent to a remote provider per UTC day (0 = no cap).", lo=0, group="embeddings")
+    embedding_query_deadline_ms: int = knob(
+        "TROVE_EMBEDDING_QUERY_DEADLINE_MS", 2000, "Deadline of one semantic query; past it, full text answers.",
+        lo=10, group="embeddings")
+    embedding_tool_output_policy: str = knob(
+        "TROVE_EMBEDDING_TOOL_OUTPUT_POLICY", "none", "Tool outputs get vectors: none (default) or all.",
+        group="embeddings")
+    embedding_pass_budget_ms: int = knob(
+        "TROVE_EMBEDDING_PASS_BUDGET_MS", 2000, "Time budget of one background indexing pass.", lo=50,
+        group="embeddings")
+    embedding_pass_max_items: int = knob(
+        "TROVE_EMBEDDING_PASS_MAX_ITEMS", 256, "Messages plus summaries read per background pass.", lo=1,
+        group="embeddings")
+    embedding_idle_seconds: float = knob(
+        "TROVE_EMBEDDING_IDLE_SECONDS", 5.0, "Background indexer sleep when nothing is pending.", lo=0.05,
+        group="embeddings")
+    embedding_threads: int = knob(
+        "TROVE_EMBEDDING_THREADS", 1, "onnxruntime threads of the local provider (leave cores to the agent).",
+        lo=1, hi=64, group="embeddings")
+
+    # Whole-memory recall (trove_recall; see docs/retrieval-tools.md)
+    recall_fusion: str = knob(
+        "TROVE_RECALL_FUSION", "interpolate",
+        "How recall fuses its arms: interpolate (min-max score interpolation) or rrf.", group="recall")
+    recall_fts_weight: float = knob(
+        "TROVE_RECALL_FTS_WEIGHT", 1.0, "Weight of the full-text arm over raw messages.", lo=0.0, hi=100.0,
+        group="recall")
+    recall_summary_weight: float = knob(
+        "TROVE_RECALL_SUMMARY_WEIGHT", 1.0, "Weight of the full-text arm over summary nodes.", lo=0.0, hi=100.0,
+        group="recall")
+    recall_semantic_weight: float = knob(
+        "TROVE_RECALL_SEMANTIC_WEIGHT", 0.5,
+        "Weight of the vector arm beside full text 1.0 (leave-one-conversation-out optimum).", lo=0.0, hi=100.0,
+        group="recall")
+    recall_candidates: int = knob(
+        "TROVE_RECALL_CANDIDATES", 400, "Candidates each recall arm ranks before fusion.", lo=10, hi=2000,
+        group="recall")
+    recall_context_weight: float = knob(
+        "TROVE_RECALL_CONTEXT_WEIGHT", 0.5,
+        "Boost a raw hit by the full-text strength of the turns around it in its session (0 off).",
+        lo=0.0, hi=10.0, group="recall")
+    recall_recency_half_life_days: float = knob(
+        "TROVE_RECALL_RECENCY_HALF_LIFE_DAYS", 30.0, "Recency prior half-life in days (0 turns it off).",
+        lo=0.0, hi=36500.0, group="recall")
+    recall_recency_floor: float = knob(
+        "TROVE_RECALL_RECENCY_FLOOR", 0.5, "Smallest recency multiplier, reached by very old hits.",
+        lo=0.0, hi=1.0, group="recall")
+
+    # Temporal rollups (opt-in day/week/month summaries; see the operator guide)
+    temporal_rollups_enabled: bool = knob(
+        "TROVE_TEMPORAL_ROLLUPS_ENABLED", False, "Build day/week/month rollups of leaf summaries in the background.",
+        group="temporal")
+    rollup_daily_target_tokens: int = knob(
+        "TROVE_ROLLUP_DAILY_TARGET_TOKENS", 1200, "Size a day rollup aims at.", lo=100, hi=15000, group="temporal")
+    rollup_aggregate_target_tokens: int = knob(
+        "TROVE_ROLLUP_AGGREGATE_TARGET_TOKENS", 2000, "Size a week or month rollup aims at.", lo=100, hi=20000,
+        group="temporal")
+    rollup_input_max_tokens: int = knob(
+        "TROVE_ROLLUP_INPUT_MAX_TOKENS", 60000, "Most input tokens one rollup build sends to the model.",
+        lo=1000, group="temporal")
+    rollup_builds_per_pass: int = knob(
+        "TROVE_ROLLUP_BUILDS_PER_PASS", 2, "Most rollups one background pass builds.", lo=1, hi=1000,
+        group="temporal")
+    rollup_maintenance_budget_ms: int = knob(
+        "TROVE_ROLLUP_MAINTENANCE_BUDGET_MS", 5000, "A pass starts no new build after this many milliseconds.",
+        lo=10, group="temporal")
+    rollup_lease_ttl_seconds: int = knob(
+        "TROVE_ROLLUP_LEASE_TTL_SECONDS", 600, "Lifetime of the cross-process rollup lease (renewed per build).",
+        lo=5, group="temporal")
+
     # Not variables: where the host keeps its state, and how each value was obtained.
     hermes_home: str = ""
     sources: tuple[tuple[str, str], ...] = field(default=(), compare=False)
@@ -206,10 +303,75 @@ def _parse(var: Var, raw: str) -> Any:
         return tuple(p.strip() for p in raw.split(",") if p.strip())
     if var.kind == "str":
         return text
+    if len(text) > 64:  # no sane number is this long; int() of a huge digit string is slow
+        raise ValueError(raw)
     value = int(text) if var.kind == "int" else float(text)
+    # NaN and inf compare False with everything: refuse them before the range check.
+    if not math.isfinite(value) or abs(value) > SANITY_LIMIT:
+        raise ValueError(raw)
     if (var.minimum is not None and value < var.minimum) or (var.maximum is not None and value > var.maximum):
         raise ValueError(raw)
     return value
+
+
+# Knobs without an upper bound still refuse absurd magnitudes (token counts, hours, ratios).
+SANITY_LIMIT = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class Consistency:
+    """A rule between knobs: when ``ok(values)`` is false, ``field`` falls back to its default."""
+
+    field: str
+    ok: Callable[[Mapping[str, Any]], bool]
+    why: str
+
+
+CONSISTENCY: tuple[Consistency, ...] = (
+    Consistency("dynamic_leaf_chunk_max", lambda v: v["dynamic_leaf_chunk_max"] >= v["leaf_chunk_tokens"],
+                "must be at least TROVE_LEAF_CHUNK_TOKENS"),
+    Consistency("fresh_tail_max_tokens",
+                lambda v: v["fresh_tail_max_tokens"] == 0 or v["fresh_tail_max_tokens"] >= 64,
+                "a protected tail under 64 tokens cannot hold one exchange"),
+    Consistency("reserve_tokens_floor", lambda v: v["reserve_tokens_floor"] <= 10_000_000,
+                "is larger than any model's context window"),
+)
+
+
+def check_consistency(values: dict[str, Any], warn: Callable[[str], None], warnings: list[str],
+                      sources: dict[str, str]) -> None:
+    """Reset knobs that contradict the others to their defaults, warning by name (in place)."""
+    defaults = {v.field: v.default for v in SPEC}
+    for rule in CONSISTENCY:
+        merged = {**defaults, **values}
+        try:
+            fine = rule.ok(merged)
+        except (KeyError, TypeError):  # a field renamed or removed: the rule no longer applies
+            continue
+        if fine or rule.field not in values:
+            continue
+        var = next(v for v in SPEC if v.field == rule.field)
+        msg = f"{var.name}={values[rule.field]!r} {rule.why}; using default {var.default!r}"
+        warn(msg)
+        warnings.append(msg)
+        values.pop(rule.field)
+        sources[rule.field] = "default (inconsistent env)"
+
+
+def reserve_floor_cap(config: TroveConfig, context_length: int) -> int | None:
+    """The prompt cap ``TROVE_RESERVE_TOKENS_FLOOR`` implies for a window, or None.
+
+    A floor that leaves less than a quarter of the window is ignored (with a warning naming
+    the variable): honouring it would shrink the compaction threshold to a handful of tokens.
+    """
+    floor = int(config.reserve_tokens_floor or 0)
+    if not floor or context_length <= 0:
+        return None
+    if context_length - floor < context_length // 4:
+        log.warning("TROVE_RESERVE_TOKENS_FLOOR=%d leaves under a quarter of the %d-token window; ignored "
+                    "(using default 0)", floor, context_length)
+        return None
+    return context_length - floor
 
 
 def default_hermes_home(mapping: Mapping[str, str] | None = None) -> str:
@@ -233,11 +395,12 @@ def load_config(mapping: Mapping[str, str] | None = None, hermes_home: str | Non
         try:
             values[var.field] = _parse(var, raw)
             sources[var.field] = "env"
-        except ValueError:
-            msg = f"{var.name}={raw!r} is invalid: expected {var.accepts()}; using default {var.default!r}"
+        except (ValueError, OverflowError):
+            msg = f"{var.name}={raw[:80]!r} is invalid: expected {var.accepts()}; using default {var.default!r}"
             warn(msg)
             warnings.append(msg)
             sources[var.field] = "default (invalid env)"
+    check_consistency(values, warn, warnings, sources)
     home = hermes_home or default_hermes_home(env)
     return TroveConfig(**values, hermes_home=home, sources=tuple(sorted(sources.items())),
                        warnings=tuple(warnings))

@@ -104,6 +104,76 @@ class SummaryDAG:
                              [(to_session, n.node_id) for n in nodes])
         return [n.node_id for n in nodes]
 
+    def on_frontier(self, session_id: str, node_ids: Sequence[int], conn: sqlite3.Connection) -> bool:
+        """Whether every one of ``node_ids`` is still on the session's frontier (read inside a write)."""
+        ids = sorted({int(x) for x in node_ids})
+        marks = ",".join("?" * len(ids))
+        r = conn.execute(f"SELECT COUNT(*) FROM session_frontier WHERE session_id=? AND node_id IN ({marks})",
+                         (session_id, *ids)).fetchone()
+        return int(r[0]) == len(ids)
+
+    # -- lineage health (doctor) and repair -----------------------------------
+    @staticmethod
+    def multi_parent_nodes(conn: sqlite3.Connection) -> list[tuple[str, int, int]]:
+        """``(session_id, child_id, parents)`` for nodes condensed more than once by one session."""
+        sql = ("SELECT p.session_id, c.child_id, COUNT(*) FROM node_children c"
+               " JOIN summary_nodes p ON p.node_id = c.node_id"
+               " GROUP BY p.session_id, c.child_id HAVING COUNT(*) > 1 ORDER BY p.session_id, c.child_id")
+        return [(str(r[0]), int(r[1]), int(r[2])) for r in conn.execute(sql)]
+
+    @staticmethod
+    def overlapping_frontier(conn: sqlite3.Connection) -> dict[str, int]:
+        """Per session, how many raw messages more than one frontier node covers (assembled twice)."""
+        sql = ("WITH RECURSIVE cover(session_id, top, id) AS ("
+               " SELECT session_id, node_id, node_id FROM session_frontier"
+               " UNION SELECT cover.session_id, cover.top, c.child_id FROM node_children c"
+               " JOIN cover ON c.node_id = cover.id)"
+               " SELECT session_id, COUNT(*) FROM (SELECT cover.session_id, nm.store_id FROM cover"
+               " JOIN node_messages nm ON nm.node_id = cover.id GROUP BY cover.session_id, nm.store_id"
+               " HAVING COUNT(DISTINCT cover.top) > 1) GROUP BY session_id")
+        return {str(r[0]): int(r[1]) for r in conn.execute(sql)}
+
+    @staticmethod
+    def repair_duplicate_condensations(conn: sqlite3.Connection) -> dict[str, list[int]]:
+        """Delete the later parent of every node condensed twice in one session, and the
+        nodes above it, then rebuild those sessions' frontiers. Raw messages and the first
+        parent stay; children of a deleted parent return to the frontier. Returns deleted ids.
+        """
+        deleted: dict[str, list[int]] = {}
+        for _ in range(64):  # each round removes at least one duplicate; far fewer rounds in practice
+            rows = conn.execute(
+                "SELECT p.session_id, MAX(c.node_id) FROM node_children c JOIN summary_nodes p ON p.node_id = c.node_id"
+                " GROUP BY p.session_id, c.child_id HAVING COUNT(*) > 1").fetchall()
+            if not rows:
+                break
+            for session_id, parent in {(str(r[0]), int(r[1])) for r in rows}:
+                doomed = [int(r[0]) for r in conn.execute(
+                    "WITH RECURSIVE up(id) AS (SELECT ? UNION SELECT c.node_id FROM node_children c"
+                    " JOIN up ON c.child_id = up.id JOIN summary_nodes p ON p.node_id = c.node_id"
+                    " WHERE p.session_id = ?) SELECT id FROM up", (parent, session_id))]
+                gone = deleted.setdefault(session_id, [])
+                for node_id in doomed:
+                    if node_id in gone:
+                        continue
+                    conn.execute("DELETE FROM node_children WHERE node_id=?", (node_id,))
+                    conn.execute("DELETE FROM summary_nodes WHERE node_id=?", (node_id,))
+                    gone.append(node_id)
+        for session_id in deleted:
+            SummaryDAG.rebuild_frontier(conn, session_id)
+        return deleted
+
+    @staticmethod
+    def rebuild_frontier(conn: sqlite3.Connection, session_id: str) -> None:
+        """Recompute one session's frontier from its nodes and lineage (as migration 0003 did)."""
+        conn.execute("DELETE FROM session_frontier WHERE session_id=?", (session_id,))
+        conn.execute(
+            "INSERT OR IGNORE INTO session_frontier(session_id, node_id)"
+            " SELECT :s, v.node_id FROM (SELECT node_id FROM summary_nodes WHERE session_id = :s"
+            " UNION SELECT node_id FROM carried_nodes WHERE session_id = :s) v"
+            " WHERE NOT EXISTS (SELECT 1 FROM node_children c JOIN summary_nodes p ON p.node_id = c.node_id"
+            " WHERE c.child_id = v.node_id AND (p.session_id = :s OR p.node_id IN"
+            " (SELECT node_id FROM carried_nodes WHERE session_id = :s)))", {"s": session_id})
+
     # -- reads -------------------------------------------------------------
     def get(self, node_id: int) -> NodeRow | None:
         r = self.db.read().execute("SELECT * FROM summary_nodes WHERE node_id=?", (int(node_id),)).fetchone()
@@ -199,4 +269,30 @@ class SummaryDAG:
                " FROM nodes_fts JOIN summary_nodes n ON n.node_id = nodes_fts.rowid WHERE nodes_fts MATCH :m"
                " AND (n.session_id = :s OR n.node_id IN (SELECT id FROM carried)) ORDER BY _rank LIMIT :l")
         rows = self.db.read().execute(sql, {"m": match, "s": session_id, "l": int(limit)})
+        return [(_node(r), float(r["_rank"]), str(r["_snippet"] or "")) for r in rows]
+
+    def search_all(self, match: str, limit: int = 50, time_from: float | None = None,
+                   time_to: float | None = None) -> list[tuple[NodeRow, float, str]]:
+        """BM25-ranked summary hits across every session (whole-memory recall).
+
+        Ranked inside the full-text index first, then joined; a time window keeps nodes
+        whose span ``[earliest_at, latest_at]`` overlaps it.
+        """
+        if not match:
+            return []
+        where: list[str] = []
+        args: list[object] = [match]
+        if time_from is not None:
+            where.append("COALESCE(n.latest_at, n.created_at) >= ?")
+            args.append(time_from)
+        if time_to is not None:
+            where.append("COALESCE(n.earliest_at, n.created_at) < ?")
+            args.append(time_to)
+        window = int(limit) * (4 if where else 1)
+        sql = ("SELECT n.*, f.r AS _rank, snippet(nodes_fts, 0, '>>>', '<<<', '…', 40) AS _snippet"
+               " FROM (SELECT rowid AS rid, bm25(nodes_fts) AS r FROM nodes_fts WHERE nodes_fts MATCH ?"
+               " ORDER BY r LIMIT ?) f JOIN summary_nodes n ON n.node_id = f.rid"
+               " JOIN nodes_fts ON nodes_fts.rowid = f.rid AND nodes_fts MATCH ?"
+               f"{' WHERE ' + ' AND '.join(where) if where else ''} ORDER BY f.r LIMIT ?")
+        rows = self.db.read().execute(sql, [match, window, match, *args[1:], int(limit)])
         return [(_node(r), float(r["_rank"]), str(r["_snippet"] or "")) for r in rows]

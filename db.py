@@ -30,6 +30,27 @@ class SchemaTooNewError(RuntimeError):
     """The database's migration ledger names migrations this build does not know."""
 
 
+class UnusableDatabaseError(sqlite3.DatabaseError):
+    """The database path cannot hold a trove database; the message names the path and the variable."""
+
+
+def _unusable(path: str, exc: BaseException) -> UnusableDatabaseError:
+    p = Path(path)
+    if p.is_dir():
+        why = "it is a directory"
+    elif p.parent.exists() and not p.parent.is_dir():
+        why = f"its parent {p.parent} is not a directory"
+    elif isinstance(exc, PermissionError) or "readonly" in str(exc).lower() or "permission" in str(exc).lower():
+        why = "it is not writable"
+    elif isinstance(exc, sqlite3.DatabaseError) and "not a database" in str(exc).lower():
+        why = "it is not a SQLite database"
+    else:
+        why = f"{type(exc).__name__}: {exc}"
+    return UnusableDatabaseError(
+        f"trove database {path} cannot be used ({why}); fix or move that file, or set TROVE_DATABASE_PATH "
+        "to another file")
+
+
 _local = threading.local()
 _write_locks: dict[str, threading.RLock] = {}
 _registry_lock = threading.Lock()
@@ -78,8 +99,23 @@ class Database:
         return conn
 
     def _open(self) -> sqlite3.Connection:
-        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        try:
+            if Path(self.path).is_dir():
+                raise IsADirectoryError(self.path)
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        except (OSError, sqlite3.Error) as exc:
+            raise _unusable(self.path, exc) from exc
+        try:
+            return self._prepare(conn)
+        except SchemaTooNewError:
+            raise
+        except (OSError, sqlite3.Error) as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc).lower():
+                raise  # busy, not broken
+            raise _unusable(self.path, exc) from exc
+
+    def _prepare(self, conn: sqlite3.Connection) -> sqlite3.Connection:
         try:
             conn.row_factory = sqlite3.Row
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")

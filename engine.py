@@ -16,11 +16,14 @@ from typing import TYPE_CHECKING, Any
 from .compaction.compactor import CompactionLimits, Compactor
 from .compaction.policy import trim_head_tail
 from .compaction.summarize import Complete, Summarizer, host_complete
+from .config import reserve_floor_cap
+from .filters import host_side_agent
 from .hostbase import ContextEngine
 from .ingest import is_synthetic
 from .ops.maintenance import gc_empty_lifecycle
 from .runtime import Runtime, build_runtime
 from .store import SessionKey
+from .temporal.rollups import schedule as schedule_rollups
 from .toolkit import ToolContext
 from .tools import TOOL_SCHEMAS, dispatch
 
@@ -115,8 +118,9 @@ class TroveEngine(ContextEngine):
         caps = [threshold]
         if cfg.max_assembly_tokens:
             caps.append(int(cfg.max_assembly_tokens))
-        if cfg.reserve_tokens_floor and self.context_length:
-            caps.append(max(1, self.context_length - int(cfg.reserve_tokens_floor)))
+        floor_cap = reserve_floor_cap(cfg, self.context_length)
+        if floor_cap is not None:
+            caps.append(floor_cap)
         return max(0, min(caps))
 
     def runtime_info(self) -> dict[str, Any]:
@@ -176,6 +180,8 @@ class TroveEngine(ContextEngine):
                          platform=str(kwargs.get("platform") or ""))
         self._bind(key)
         self.state.just_ended = ""  # an in-place compaction boundary ends nothing
+        if self.state.mode == "active":  # days may have closed since the last pass (background, opt-in)
+            schedule_rollups(self.runtime, lambda: self.completion_for("compression"))
         if (kwargs.get("boundary_reason") == "compression" and old and old != session_id
                 and self.state.mode == "active"):
             try:  # legacy rotation to a child id: the summaries follow the conversation
@@ -223,14 +229,17 @@ class TroveEngine(ContextEngine):
     def _bind(self, key: SessionKey) -> None:
         filters = self.runtime.filters
         ignored = filters.ignored_by(key.session_id, key.platform)
-        stateless = None if ignored else filters.stateless_by(key.session_id, key.platform)
+        stateless = None if ignored else (filters.stateless_by(key.session_id, key.platform)
+                                          or host_side_agent(key.session_id, key.platform))
         self.state.key = key
         self.state.mode = "ignored" if ignored else "stateless" if stateless else "active"
         self.state.matched_pattern = ignored or stateless or ""
         self.state.no_progress_tokens = 0
         if key.session_id:
             self.runtime.bound_sessions[key.session_id] = self.state.mode
-            self.runtime.set_foreground(self)
+            # /trove keeps serving the foreground conversation while a side session binds
+            if self.state.mode == "active" or self.runtime.foreground_engine() is None:
+                self.runtime.set_foreground(self)
         if self.state.mode == "active":
             try:
                 self.runtime.store.ensure_session(key)
@@ -260,7 +269,8 @@ class TroveEngine(ContextEngine):
 
     def _ingest(self, key: SessionKey, messages: list[dict[str, Any]]) -> int:
         filters = self.runtime.filters
-        if filters.ignored_by(key.session_id, key.platform) or filters.stateless_by(key.session_id, key.platform):
+        if filters.ignored_by(key.session_id, key.platform) or filters.stateless_by(key.session_id, key.platform) \
+                or host_side_agent(key.session_id, key.platform):
             return 0
         result = self.runtime.store.ingest(key, messages, skip=self.runtime.skip_message)
         return len(result.store_ids)
@@ -302,6 +312,7 @@ class TroveEngine(ContextEngine):
             return messages
         self.state.no_progress_tokens = 0
         self.compression_count += 1
+        schedule_rollups(self.runtime, lambda: self.completion_for("compression"), force=True)  # new leaves
         return result.messages
 
     def _native_compressor(self) -> Any:

@@ -40,6 +40,27 @@ def glob_to_regex(pattern: str) -> re.Pattern[str]:
     return re.compile("^" + "".join(out) + "$")
 
 
+# The host's own side agents, recognised without operator patterns (hermes-agent 0.19):
+# cron jobs run with platform "cron" and ids "cron_<job>_<time>"; the background review
+# fork and the curator run on threads the host names (agent/background_review, curator).
+HOST_SIDE_PLATFORMS = frozenset({"cron"})
+HOST_SIDE_THREADS = frozenset({"bg-review", "curator-review"})
+
+
+def host_side_agent(session_id: str, platform: str = "", thread_name: str | None = None) -> str | None:
+    """Why a session belongs to one of the host's side agents (it is then stateless), or None."""
+    import threading
+
+    thread = threading.current_thread().name if thread_name is None else thread_name
+    if platform in HOST_SIDE_PLATFORMS:
+        return f"host:platform={platform}"
+    if session_id.startswith("cron_"):
+        return "host:cron session"
+    if thread in HOST_SIDE_THREADS:
+        return f"host:thread={thread}"
+    return None
+
+
 def _keys(session_id: str, platform: str) -> list[str]:
     keys = [session_id] if session_id else []
     if platform:

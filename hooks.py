@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import tokens
 from .compaction import assembly
+from .filters import host_side_agent
 from .payloads import replay
 from .payloads import sidecar as payloads
 from .store import SessionKey
@@ -71,7 +72,8 @@ def make_hooks(runtime: Runtime) -> dict[str, Callable[..., Any]]:
         """Store the turn (a failed ingest is retried on the next turn: the store is idempotent)."""
         session_id = str(kw.get("session_id") or "")
         history = kw.get("conversation_history")
-        if runtime.bound_sessions.get(session_id) != "active" or not isinstance(history, list):
+        if runtime.bound_sessions.get(session_id) != "active" or not isinstance(history, list) \
+                or host_side_agent(session_id, str(kw.get("platform") or "")):  # e.g. the review fork
             return
         row = runtime.store.session(session_id)
         key = SessionKey(session_id, row.conversation_id if row else "",

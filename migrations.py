@@ -191,4 +191,116 @@ CREATE TABLE work_leases (
     expires_at  REAL NOT NULL
 ) WITHOUT ROWID;
 """),
+    # Temporal rollups (opt-in): one summary per UTC day, ISO week and month of leaf
+    # summaries, over every session (scope 'all'). Lineage lists the leaf nodes a rollup
+    # covers. A leaf added, changed or removed inside a period marks its rollups stale at
+    # once (the builder's conditional finish then refuses a build that raced it). Two
+    # indexes serve time-window reads: leaves by end time, messages by time.
+    ("0007_temporal_rollups", """
+CREATE TABLE temporal_rollups (
+    rollup_id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    period_kind        TEXT NOT NULL CHECK (period_kind IN ('day', 'week', 'month')),
+    period_start       REAL NOT NULL,
+    period_end         REAL NOT NULL,
+    scope              TEXT NOT NULL DEFAULT 'all',
+    status             TEXT NOT NULL DEFAULT 'pending'
+                       CHECK (status IN ('pending', 'building', 'ready', 'stale', 'failed')),
+    summary            TEXT NOT NULL DEFAULT '',
+    token_count        INTEGER NOT NULL DEFAULT 0,
+    source_count       INTEGER NOT NULL DEFAULT 0,
+    source_token_count INTEGER NOT NULL DEFAULT 0,
+    level              TEXT NOT NULL DEFAULT '',
+    model              TEXT NOT NULL DEFAULT '',
+    model_calls        INTEGER NOT NULL DEFAULT 0,
+    input_tokens       INTEGER NOT NULL DEFAULT 0,
+    generation         INTEGER NOT NULL DEFAULT 0,
+    attempts           INTEGER NOT NULL DEFAULT 0,
+    error              TEXT,
+    created_at         REAL NOT NULL,
+    updated_at         REAL NOT NULL,
+    claimed_at         REAL,
+    built_at           REAL,
+    failed_at          REAL,
+    UNIQUE (period_kind, period_start, scope)
+);
+CREATE INDEX temporal_rollups_window ON temporal_rollups(scope, period_start);
+CREATE INDEX temporal_rollups_status ON temporal_rollups(status, period_kind, period_start);
+CREATE TABLE temporal_rollup_sources (
+    rollup_id INTEGER NOT NULL REFERENCES temporal_rollups(rollup_id) ON DELETE CASCADE,
+    ordinal   INTEGER NOT NULL,
+    node_id   INTEGER NOT NULL REFERENCES summary_nodes(node_id) ON DELETE CASCADE,
+    PRIMARY KEY (rollup_id, ordinal)
+);
+CREATE INDEX temporal_rollup_sources_node ON temporal_rollup_sources(node_id);
+CREATE INDEX summary_nodes_leaf_time ON summary_nodes(depth, latest_at);
+CREATE INDEX messages_time ON messages(created_at);
+CREATE TRIGGER temporal_rollups_leaf_added AFTER INSERT ON summary_nodes WHEN new.depth = 0 BEGIN
+    UPDATE temporal_rollups SET status = 'stale', updated_at = (julianday('now') - 2440587.5) * 86400.0
+    WHERE status IN ('ready', 'building', 'failed')
+      AND period_start <= COALESCE(new.latest_at, new.created_at)
+      AND period_end > COALESCE(new.earliest_at, new.created_at);
+END;
+CREATE TRIGGER temporal_rollups_leaf_changed AFTER UPDATE OF summary, earliest_at, latest_at ON summary_nodes
+WHEN old.depth = 0 BEGIN
+    UPDATE temporal_rollups SET status = 'stale', updated_at = (julianday('now') - 2440587.5) * 86400.0
+    WHERE status IN ('ready', 'building', 'failed')
+      AND ((period_start <= COALESCE(old.latest_at, old.created_at)
+            AND period_end > COALESCE(old.earliest_at, old.created_at))
+        OR (period_start <= COALESCE(new.latest_at, new.created_at)
+            AND period_end > COALESCE(new.earliest_at, new.created_at)));
+END;
+CREATE TRIGGER temporal_rollups_leaf_removed AFTER DELETE ON summary_nodes WHEN old.depth = 0 BEGIN
+    UPDATE temporal_rollups SET status = 'stale', updated_at = (julianday('now') - 2440587.5) * 86400.0
+    WHERE status IN ('ready', 'building', 'failed')
+      AND period_start <= COALESCE(old.latest_at, old.created_at)
+      AND period_end > COALESCE(old.earliest_at, old.created_at);
+END;
+"""),
+    # Embedding vectors (opt-in). A generation pins provider + model + dimension, so spaces
+    # never mix; its cursors make indexing O(new rows). A vector is one chunk of a message
+    # (span_start/span_end into its content) or a whole summary node (span NULL). Deleting a
+    # message or node deletes its vectors; ``removed`` lets in-memory vector caches notice.
+    ("0008_embeddings", """
+CREATE TABLE embedding_generations (
+    generation_id  INTEGER PRIMARY KEY AUTOINCREMENT,
+    provider       TEXT NOT NULL,
+    model          TEXT NOT NULL,
+    dim            INTEGER NOT NULL,
+    base_url       TEXT NOT NULL DEFAULT '',
+    state          TEXT NOT NULL DEFAULT 'building',
+    message_cursor INTEGER NOT NULL DEFAULT 0,
+    node_cursor    INTEGER NOT NULL DEFAULT 0,
+    removed        INTEGER NOT NULL DEFAULT 0,
+    last_error     TEXT,
+    last_error_at  REAL,
+    created_at     REAL NOT NULL,
+    activated_at   REAL,
+    UNIQUE (provider, model, dim)
+);
+CREATE TABLE embedding_vectors (
+    vector_id     INTEGER PRIMARY KEY AUTOINCREMENT,
+    generation_id INTEGER NOT NULL REFERENCES embedding_generations(generation_id) ON DELETE CASCADE,
+    kind          TEXT NOT NULL,
+    item_id       INTEGER NOT NULL,
+    span_start    INTEGER NOT NULL DEFAULT 0,
+    span_end      INTEGER,
+    session_id    TEXT NOT NULL,
+    at            REAL,
+    vector        BLOB NOT NULL,
+    scale         REAL NOT NULL,
+    created_at    REAL NOT NULL,
+    UNIQUE (generation_id, kind, item_id, span_start)
+);
+CREATE INDEX embedding_vectors_scan ON embedding_vectors(generation_id, vector_id);
+CREATE INDEX embedding_vectors_item ON embedding_vectors(kind, item_id);
+CREATE TRIGGER embedding_vectors_removed AFTER DELETE ON embedding_vectors BEGIN
+    UPDATE embedding_generations SET removed = removed + 1 WHERE generation_id = old.generation_id;
+END;
+CREATE TRIGGER embedding_vectors_message_gone AFTER DELETE ON messages BEGIN
+    DELETE FROM embedding_vectors WHERE kind = 'message' AND item_id = old.store_id;
+END;
+CREATE TRIGGER embedding_vectors_node_gone AFTER DELETE ON summary_nodes BEGIN
+    DELETE FROM embedding_vectors WHERE kind = 'summary' AND item_id = old.node_id;
+END;
+"""),
 )

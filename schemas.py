@@ -33,6 +33,10 @@ TROVE_GREP: dict[str, Any] = {
             "sort": {"type": "string", "enum": ["relevance", "recency", "hybrid"],
                      "description": ("relevance (default), recency (best matches newest first) or hybrid "
                                      "(relevance decayed by age).")},
+            "mode": {"type": "string", "enum": ["full_text", "semantic", "hybrid"],
+                     "description": ("full_text (default, keywords), semantic (by meaning, needs embeddings) or "
+                                     "hybrid (both, fused). Without embeddings it answers from full text and "
+                                     "says degraded_to_fts.")},
             "role": {"type": "string", "enum": _ROLE_ENUM,
                      "description": "Only raw messages with this role (summaries omitted)."},
             "source": {"type": "string",
@@ -179,4 +183,203 @@ TROVE_DOCTOR: dict[str, Any] = {
     "name": "trove_doctor",
     "description": "Run read-only trove diagnostics (database, full-text indexes, lineage, config, context pressure).",
     "parameters": {"type": "object", "properties": {}, "required": []},
+}
+
+TROVE_RECALL: dict[str, Any] = {
+    "name": "trove_recall",
+    "description": (
+        "Search the WHOLE memory: every stored conversation, all time, raw messages and summaries, ranked "
+        "by relevance with a soft preference for this conversation and for recent items (by meaning too "
+        "when embeddings are on). Use it for anything not in the current session; for this session use "
+        "trove_grep. Each hit has a working 'expand' call (exact text) and, for other sessions, "
+        "'load_session' (surrounding turns). detail='answer_ready' adds citable windows with exact refs."),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string",
+                      "description": "A question or distinctive words; \"quoted phrases\" and prefix* work."},
+            "limit": {"type": "integer", "minimum": 1, "description": "Hits to return (default 8, max 25)."},
+            "scope_bias": {"type": "number", "minimum": 0, "maximum": 1,
+                           "description": "Ranking boost for the current conversation, 0..1 (default 0.5)."},
+            "include": {"type": "string", "enum": ["all", "summaries", "verbatim"],
+                        "description": "all (default), summaries only, or verbatim raw messages only."},
+            "detail": {"type": "string", "enum": ["snippets", "answer_ready"],
+                       "description": ("snippets (default) or answer_ready: the first hits hydrated to "
+                                       "citable windows with exact refs (store_id + span + quote + hash).")},
+            "seen_refs": {"type": "array", "items": {"type": "string"},
+                          "description": ("Hit 'ref' values already read (store:<id>, node:<id> or "
+                                          "trove:<id>:<start>-<end>); they are left out (max 100).")},
+            "include_occurrence_time": {"type": "boolean",
+                                        "description": ("Add when the things a hit mentions happened (dates "
+                                                        "resolved against when it was said).")},
+            "since": dict(_TIME, description="Only items at or after this time. " + _TIME["description"]),
+            "before": dict(_TIME, description="Only items before this time. " + _TIME["description"]),
+        },
+        "required": ["query"],
+    },
+}
+
+# -- exact evidence (evidence/) ------------------------------------------------------
+_EXACT_REF = {"type": "object", "description": (
+    "An exact ref {store_id, span_start, span_end, quote, content_sha256} as returned with include_exact_ref=true "
+    "(the shorthand string trove:<store_id>:<start>-<end> is accepted too).")}
+_QUESTION = {"type": "string", "description": "The question, 1-4000 characters."}
+_QUESTION_DATE = dict(_TIME, description="When the question is asked: the 'now' of relative words and of "
+                                         "'ago'. " + _TIME["description"])
+
+TROVE_COMPUTE: dict[str, Any] = {
+    "name": "trove_compute",
+    "description": (
+        "Do date, count and amount arithmetic over cited evidence instead of in your head. A deterministic "
+        "planner picks one operation from the question (date difference or window filter, distinct count, "
+        "sum with unit conversion, difference, earliest/latest/sorted, latest state), checks every operand "
+        "against its stored span (values, units and dates must be in the quote), and returns the answer, the "
+        "plan and a trace. Unclear or ungrounded input returns status 'fallback' with the reason. No model."),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "question": _QUESTION,
+            "operands": {"type": "array", "items": {"type": "object"}, "description": (
+                "1-50 operands: each an exact ref (fields store_id, span_start, span_end, quote, content_sha256, "
+                "or exact_ref / a trove:<id>:<start>-<end> string) with optional value, unit, key, label and date "
+                "(YYYY-MM-DD, YYYY-MM, YYYY). Fields left out are read from the quote when it holds one candidate.")},
+            "question_date": _QUESTION_DATE,
+            "evidence_complete": {"type": "boolean", "description": (
+                "true when the operands are ALL the relevant evidence; otherwise counts, totals and orderings "
+                "hold for the cited operands only (status 'partial'). Default false.")},
+            "candidate_answer": {"type": "string",
+                                 "description": "Your answer to check against the computation (agrees true/false)."},
+            "operation": {"type": "string", "enum": ["date_difference", "date_filter", "count_distinct", "sum",
+                                                     "difference", "order", "latest_state"],
+                          "description": "Force the operation when the question's wording is ambiguous."},
+        },
+        "required": ["question", "operands"],
+    },
+}
+
+TROVE_EVIDENCE_PACK: dict[str, Any] = {
+    "name": "trove_evidence_pack",
+    "description": (
+        "Turn up to 50 exact refs into a checked evidence packet: each ref is verified against the stored "
+        "message (a drifted quote is re-anchored only if it occurs once near its span), duplicates dropped, "
+        "items ordered by time with when it was said (observed_at) kept apart from when it happened "
+        "(occurrences), optionally with a trove_compute result. No prose; at most 64,000 characters."),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "question": _QUESTION,
+            "baseline_refs": {"type": "array", "items": {"type": "object"},
+                              "description": "1-50 exact refs (objects or trove:<id>:<start>-<end> strings)."},
+            "question_date": _QUESTION_DATE,
+            "budgets": {"type": "object", "description": (
+                "Optional: max_refs (25, 1-50), max_quote_chars (2400, 64-2400), max_per_session (5), "
+                "max_per_date (5, 1-8), repair_window_chars (400, 0-2400).")},
+            "include_compute": {"type": "boolean",
+                                "description": "Attach a trove_compute run over the packet's refs (default false)."},
+        },
+        "required": ["question", "baseline_refs"],
+    },
+}
+
+TROVE_COMPILE_EVIDENCE: dict[str, Any] = {
+    "name": "trove_compile_evidence",
+    "description": (
+        "Check one proposal for a multi-part question: each selection (exact ref + the facet, entity, date, "
+        "value, unit, distinct_key, role, source it claims) is verified against the stored row and quote, and "
+        "the brief says answer_sufficient, computation_sufficient, finite_coverage, partial, conflicted or "
+        "unknown. Coverage is proven only by a bounded search this tool re-runs. No prose."),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "question": _QUESTION,
+            "question_date": _QUESTION_DATE,
+            "proposal": {"type": "object", "description": (
+                "{operation (none or a trove_compute operation), requested_facets (<=12), missing_facets, "
+                "selections (1-50): [{claim_id, facet, exact_ref, quote, entity, date, value, unit, "
+                "distinct_key, label, role, source}]}")},
+            "coverage": {"type": "object", "description": (
+                "Optional bounded search to prove coverage: {query, session_scope current|all|session, "
+                "session_id, max_candidates <=48}. Re-run here; every raw-message hit must be selected.")},
+            "budgets": {"type": "object",
+                        "description": "Optional: max_quote_chars (2400, 64-2400), response_char_cap (4096-64000)."},
+        },
+        "required": ["question", "proposal"],
+    },
+}
+
+TROVE_QUERY_STATE: dict[str, Any] = {
+    "name": "trove_query_state",
+    "description": (
+        "Query the assertion store for current or historical facts, preferences, commitments and status of a "
+        "subject, each with an exact ref. Disabled on this install (no assertion store yet): it answers "
+        "status 'disabled' with the reason."),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "subject_key": {"type": "string", "description": "Subject, e.g. user:self or person:alex."},
+            "predicate_key": {"type": "string", "description": "Optional predicate, e.g. lives_in."},
+            "kinds": {"type": "array", "items": {"type": "string", "enum": [
+                "fact", "event", "preference", "recommendation", "commitment", "action", "status", "quotation"]},
+                      "description": "Up to 8 assertion kinds."},
+            "scope_key": {"type": "string", "description": "Optional scope."},
+            "speaker_role": {"type": "string", "description": "Optional speaker role (user, assistant)."},
+            "as_of": dict(_TIME, description="State as of this time. " + _TIME["description"]),
+            "limit": {"type": "integer", "minimum": 1, "description": "Assertions to return (default 25, max 50)."},
+        },
+        "required": ["subject_key"],
+    },
+}
+
+TROVE_RETRIEVE: dict[str, Any] = {
+    "name": "trove_retrieve",
+    "description": (
+        "Bounded retrieval controller for one answer: tracks evidence slots, allows at most three targeted "
+        "calls to the retrieval tools, accepts only exact refs and can finish through trove_compute. Disabled "
+        "on this install: it answers status 'disabled' with the reason."),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": ["start", "search", "finish", "status", "abandon"],
+                       "description": "Controller step."},
+            "retrieval_id": {"type": "string", "description": "The episode id from start."},
+            "question": _QUESTION,
+            "question_date": _QUESTION_DATE,
+            "identity": {"type": "object", "description": "intent_type (required on start), operation, keys, "
+                                                          "unit, time_mode, window_start/end."},
+            "requirements": {"type": "array", "items": {"type": "object"},
+                             "description": "1-12 slots {slot_id, description, minimum_refs}."},
+            "missing_slot": {"type": "string", "description": "The slot a search step fills."},
+            "tool": {"type": "string", "description": "The retrieval tool a search step calls."},
+            "tool_args": {"type": "object", "description": "Arguments of that tool call."},
+            "resolved_slots": {"type": "array", "items": {"type": "string"}, "description": "Up to 12 slot ids."},
+            "selected_refs": {"type": "array", "items": {"type": "object"}, "description": "1-40 exact refs."},
+            "computation": {"type": "object", "description": "{operands, candidate_answer} to finish through compute."},
+        },
+        "required": ["action"],
+    },
+}
+
+TROVE_RECENT: dict[str, Any] = {
+    "name": "trove_recent",
+    "description": (
+        "What happened in a time period (UTC): 'yesterday', 'last week', '2025-03-04', '7d'... Serves ready "
+        "day/week/month rollups when they cover the whole period, else the leaf summaries overlapping it, else "
+        "(nothing summarised yet) its raw messages; the response says which mode served and why. Items carry "
+        "handles for trove_expand / trove_load_session; page with cursor."),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "period": {"type": "string",
+                       "description": ("today, yesterday, last 24h / last Nh, Nd, this week, last week, this month, "
+                                       "last month, this year, YYYY-MM-DD, YYYY-Www, YYYY-MM, YYYY, or START..END.")},
+            "scope": {"type": "string", "enum": ["all", "current"],
+                      "description": "all (default): every stored session; current: this session's own history."},
+            "limit": {"type": "integer", "minimum": 1, "description": "Items per page (default 10, max 200)."},
+            "mode": {"type": "string", "enum": ["auto", "summaries", "messages"],
+                     "description": ("auto (default: rollups, else summaries, else raw messages), summaries or "
+                                     "messages to force one level.")},
+            "cursor": {"type": "string", "description": "next_cursor of the previous page, unchanged."},
+        },
+        "required": ["period"],
+    },
 }

@@ -131,6 +131,20 @@ class MessageStore:
             if quick is not None and quick.start == len(messages):
                 return IngestResult((), 0, "up to date")  # nothing new: no write at all
         now = time.time()
+        # Storage transforms (redaction, sidecar files and their fsyncs, token counts) run before
+        # the write lock: other processes queue on it, so it holds only the inserts.
+        guess = plan_fast(messages, IngestCursor(int(srow[0]), str(srow[1])) if srow is not None else IngestCursor())
+        answers: dict[int, bool] = {}  # ``skip`` counts what it skips: ask it once per message
+        if skip is not None:
+            asked = skip
+
+            def skip(m: dict[str, Any]) -> bool:
+                if id(m) not in answers:
+                    answers[id(m)] = asked(m)
+                return answers[id(m)]
+        prepared = {id(m): self._columns(key, m) for m in messages[guess.start:]
+                    if isinstance(m, dict) and not is_synthetic(m) and not (skip is not None and skip(m))} \
+            if guess is not None and guess.start >= 0 else {}
         with self.db.transaction() as conn:
             _upsert_session(conn, key, None)
             srow = conn.execute("SELECT ingest_len, ingest_identity FROM sessions WHERE session_id=?",
@@ -154,7 +168,7 @@ class MessageStore:
                         "SELECT 1 FROM messages WHERE session_id=? AND identity=? LIMIT 1",
                         (key.session_id, identity)).fetchone():
                     continue
-                ids.append(self._insert(conn, key, msg, identity, now))
+                ids.append(self._insert(conn, key, msg, identity, now, prepared.get(id(msg))))
             _index_new_rows(conn, ids)
             # A transcript that does not hold the newest stored message (a stale prefix shown by
             # another engine copy, a gateway /compress head) must not move the cursor back.
@@ -239,8 +253,8 @@ class MessageStore:
         return cols
 
     def _insert(self, conn: sqlite3.Connection, key: SessionKey, msg: dict[str, Any], identity: str,
-                now: float) -> int:
-        cols = self._columns(key, msg)
+                now: float, cols: dict[str, Any] | None = None) -> int:
+        cols = cols if cols is not None else self._columns(key, msg)
         try:
             return self._write_row(conn, key, cols, identity, now)
         except UnicodeEncodeError:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -29,6 +30,72 @@ ROLES = ("system", "user", "assistant", "tool", "unknown")
 
 class ToolError(ValueError):
     """A tool call the handler refuses, with a message that says how to fix it."""
+
+
+# Bounds checked before any argument is parsed: the raw JSON text, each string, the node count.
+MAX_ARGUMENTS_CHARS = 256 * 1024
+MAX_STRING_CHARS = 32 * 1024
+MAX_ARGUMENT_NODES = 4096
+MAX_ARGUMENT_DEPTH = 16
+INT64_MAX = 2**63 - 1  # SQLite integers are signed 64-bit
+ECHO_CHARS = 60
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """``text`` safe to encode as UTF-8: lone surrogates become U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text) if has_lone_surrogate(text) else text
+
+
+def has_lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
+
+
+def echo(value: Any, limit: int = ECHO_CHARS) -> str:
+    """A value quoted for an error message: at most ``limit`` characters, never a raw surrogate."""
+    text = value if isinstance(value, str) else str(value) if isinstance(value, (int, float)) \
+        else type(value).__name__
+    if isinstance(value, int) and not isinstance(value, bool) and len(text) > limit:
+        return f"an integer of {len(text)} digits"
+    cut = text[:limit]
+    out = repr(cut)  # repr escapes lone surrogates as \udxxx
+    return out + f" (+{len(text) - limit} more chars)" if len(text) > limit else out
+
+
+def check_arguments(args: Mapping[str, Any]) -> None:
+    """Refuse oversized, too deep or unencodable arguments before any handler parses them."""
+    stack: list[tuple[Any, str, int]] = [(args, "arguments", 0)]
+    nodes = total = 0
+    while stack:
+        value, where, depth = stack.pop()
+        nodes += 1
+        if nodes > MAX_ARGUMENT_NODES:
+            raise ToolError(f"arguments are too large: more than {MAX_ARGUMENT_NODES} values")
+        if depth > MAX_ARGUMENT_DEPTH:
+            raise ToolError(f"arguments are nested too deeply (more than {MAX_ARGUMENT_DEPTH} levels)")
+        if isinstance(value, str):
+            total += len(value)
+            if len(value) > MAX_STRING_CHARS:
+                raise ToolError(f"{where} is too long: {len(value)} characters (at most {MAX_STRING_CHARS})")
+            if has_lone_surrogate(value):
+                raise ToolError(f"{where} contains invalid Unicode (a lone surrogate); send valid UTF-8 text")
+        elif isinstance(value, int) and not isinstance(value, bool):
+            if value.bit_length() > 64:
+                raise ToolError(f"{where} is out of range: {echo(value)} (at most {INT64_MAX})")
+        elif isinstance(value, Mapping):
+            for k, v in value.items():
+                key = str(k)
+                if len(key) > 256 or has_lone_surrogate(key):
+                    raise ToolError(f"argument name {echo(key, 40)} is not a valid name")
+                stack.append((v, key if depth == 0 else f"{where}.{key}", depth + 1))
+        elif isinstance(value, (list, tuple)):
+            stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value))
+        if total > MAX_ARGUMENTS_CHARS:
+            raise ToolError(f"arguments are too large: over {MAX_ARGUMENTS_CHARS} characters in all")
 
 
 @dataclass(frozen=True)
@@ -78,14 +145,16 @@ def int_arg(args: Mapping[str, Any], name: str, default: int | None, *, minimum:
         try:
             value = float(raw.strip())
         except ValueError:
-            raise ToolError(f"{name} must be an integer, got {raw[:40]!r}") from None
+            raise ToolError(f"{name} must be an integer, got {echo(raw, 40)}") from None
     else:
         raise ToolError(f"{name} must be an integer, got {type(raw).__name__}")
     if not math.isfinite(value) or value != int(value):
-        raise ToolError(f"{name} must be a whole number, got {raw!r}")
+        raise ToolError(f"{name} must be a whole number, got {echo(raw)}")
     out = int(value)
     if out < minimum:
-        raise ToolError(f"{name} must be >= {minimum}, got {out}")
+        raise ToolError(f"{name} must be >= {minimum}, got {echo(out)}")
+    if cap is None and out > INT64_MAX:
+        raise ToolError(f"{name} is out of range: {echo(out)} (at most {INT64_MAX})")
     if cap is not None and out > cap:
         if clamped is not None:
             clamped[f"{name}_clamped_from"] = out
@@ -103,7 +172,7 @@ def bool_arg(args: Mapping[str, Any], name: str, default: bool = False) -> bool:
         return bool(raw)
     if isinstance(raw, str) and raw.strip().lower() in ("true", "false", "1", "0", "yes", "no"):
         return raw.strip().lower() in ("true", "1", "yes")
-    raise ToolError(f"{name} must be true or false, got {raw!r}")
+    raise ToolError(f"{name} must be true or false, got {echo(raw)}")
 
 
 def str_arg(args: Mapping[str, Any], name: str, *, required: bool = False, allow_empty: bool = True) -> str | None:
@@ -126,7 +195,7 @@ def enum_arg(args: Mapping[str, Any], name: str, choices: Sequence[str], default
         return default
     value = str(raw).strip().lower()
     if value not in choices:
-        raise ToolError(f"{name} must be one of {', '.join(choices)}; got {str(raw)[:40]!r}")
+        raise ToolError(f"{name} must be one of {', '.join(choices)}; got {echo(raw, 40)}")
     return value
 
 
@@ -342,5 +411,17 @@ def message_item(row: Any, current_session: str | None, *, offset: int = 0, max_
     page = content_slice(row.content, offset, max_chars)
     out.update(page)
     if include_exact_ref:
-        out["exact_ref"] = exact_ref(row.store_id, offset, offset + page["content_returned_chars"])
+        end = offset + page["content_returned_chars"]
+        out["exact_ref"] = exact_ref(row.store_id, offset, end)
+        out.update(full_exact_ref(row, offset, end))
     return out
+
+
+def full_exact_ref(row: Any, start: int, end: int) -> dict[str, Any]:
+    """``exact_ref_full``: the ref object of a returned slice (evidence/refs.py), or why there is none."""
+    from .evidence.refs import MAX_QUOTE_CHARS, make_ref
+
+    if end - start > MAX_QUOTE_CHARS:
+        return {"exact_ref_full": None, "exact_ref_note": f"slice longer than {MAX_QUOTE_CHARS} characters is not "
+                "citable; read a smaller page (max_tokens / max_content_chars) for a full ref"}
+    return {"exact_ref_full": make_ref(row, start, end).to_dict()}

@@ -14,12 +14,32 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from . import schemas
+from .evidence.handlers import (
+    trove_compile_evidence,
+    trove_compute,
+    trove_evidence_pack,
+    trove_query_state,
+    trove_retrieve,
+)
 from .ops.handlers import trove_doctor, trove_inspect, trove_status
 from .retrieval.answer import trove_expand_query
 from .retrieval.expand import trove_describe, trove_expand
 from .retrieval.grep import trove_grep
+from .retrieval.recall import trove_recall
 from .retrieval.sessions import trove_load_session
-from .toolkit import ToolContext, ToolError, bound_json, dumps
+from .temporal.recent import trove_recent
+from .toolkit import (
+    DEFAULT_RESPONSE_CAP,
+    MAX_ARGUMENT_DEPTH,
+    MAX_ARGUMENTS_CHARS,
+    ToolContext,
+    ToolError,
+    bound_json,
+    check_arguments,
+    clean_text,
+    dumps,
+    echo,
+)
 
 log = logging.getLogger("hermes_trove.tools")
 
@@ -52,6 +72,13 @@ TOOLS: tuple[Tool, ...] = (
     Tool(schemas.TROVE_STATUS, trove_status, 32000),
     Tool(schemas.TROVE_INSPECT, trove_inspect, 20000),
     Tool(schemas.TROVE_DOCTOR, trove_doctor, 32000),
+    Tool(schemas.TROVE_RECALL, trove_recall, 64000),
+    Tool(schemas.TROVE_QUERY_STATE, trove_query_state, 64000),
+    Tool(schemas.TROVE_COMPUTE, trove_compute, 64000),
+    Tool(schemas.TROVE_COMPILE_EVIDENCE, trove_compile_evidence, 64000),
+    Tool(schemas.TROVE_EVIDENCE_PACK, trove_evidence_pack, 64000),
+    Tool(schemas.TROVE_RETRIEVE, trove_retrieve, 64000),
+    Tool(schemas.TROVE_RECENT, trove_recent, 20000),
 )
 
 TOOLS_BY_NAME: dict[str, Tool] = {t.name: t for t in TOOLS}
@@ -60,34 +87,52 @@ TOOL_SCHEMAS: tuple[Mapping[str, Any], ...] = tuple(t.schema for t in TOOLS)
 
 def dispatch(ctx: ToolContext, name: str, args: Any) -> str:
     """Run one tool call; always a JSON string, never an exception."""
-    tool = TOOLS_BY_NAME.get(name)
+    tool = TOOLS_BY_NAME.get(name) if isinstance(name, str) else None
     if tool is None:
-        return dumps({"error": f"unknown tool {str(name)[:80]!r}; available: {', '.join(TOOLS_BY_NAME)}"})
+        return _reply({"error": f"unknown tool {echo(name, 80)}; available: {', '.join(TOOLS_BY_NAME)}"},
+                      DEFAULT_RESPONSE_CAP)
     try:
         parsed = parse_args(args)
         payload = tool.handler(replace(ctx, response_cap=tool.response_cap), parsed)
         ignored = sorted(str(k) for k in parsed if k not in tool.parameters)
         if ignored:
             payload["ignored_arguments"] = ignored
-        return bound_json(payload, tool.response_cap)
+        return _reply(payload, tool.response_cap)
     except ToolError as exc:
-        return dumps({"error": str(exc)})
+        return _reply({"error": str(exc)}, tool.response_cap)
     except Exception as exc:  # a defect must still answer the model, not crash the turn
         log.exception("trove: tool %s failed", name)
-        return dumps({"error": f"{name} failed: {type(exc).__name__}: {str(exc)[:500]}"})
+        return _reply({"error": f"{name} failed: {type(exc).__name__}: {str(exc)[:500]}"}, tool.response_cap)
+
+
+def _reply(payload: dict[str, Any], cap: int) -> str:
+    """Every reply, result or error, under the same cap and encodable as UTF-8."""
+    try:
+        text = bound_json(payload, cap)
+    except Exception as exc:  # an unserializable payload is a defect; still answer
+        log.exception("trove: reply could not be serialized")
+        text = dumps({"error": f"reply could not be serialized: {type(exc).__name__}"})
+    return clean_text(text)
 
 
 def parse_args(args: Any) -> dict[str, Any]:
     """Tool arguments as a dict; a JSON object string is accepted, anything else refused."""
     if args is None:
         return {}
+    if isinstance(args, (bytes, bytearray)):
+        raise ToolError("arguments must be a JSON object, got bytes")
     if isinstance(args, str):
+        if len(args) > MAX_ARGUMENTS_CHARS:  # refused before parsing: a parse must never be the slow part
+            raise ToolError(f"arguments are too large: {len(args)} characters (at most {MAX_ARGUMENTS_CHARS})")
         if not args.strip():
             return {}
         try:
             args = json.loads(args)
+        except RecursionError:
+            raise ToolError(f"arguments are nested too deeply (more than {MAX_ARGUMENT_DEPTH} levels)") from None
         except ValueError:
             raise ToolError("arguments must be a JSON object") from None
     if not isinstance(args, dict):
         raise ToolError(f"arguments must be a JSON object, got {type(args).__name__}")
+    check_arguments(args)
     return dict(args)

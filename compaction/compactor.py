@@ -31,6 +31,7 @@ TAIL_SHARE = 0.6            # the protected tail may use at most this share of t
 MAX_CALLS = 12              # model calls per compress() (leaf + condensation)
 SWEEP_SECONDS = 120.0       # wall-clock bound between calls of one compress()
 FRONTIER_LABEL_TOKENS = 60  # header and footer of the summary message, when it exists
+CATCHUP_LEAVES = 4          # extra leaf passes under critical budget pressure (bounded catch-up)
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,10 @@ class Compactor:
                                     self.config.dynamic_leaf_chunk_max, self.config.dynamic_leaf_chunk_enabled)
         chunks = policy.plan_leaf_chunks(cand_msgs, sizes, chunk)
         tail_tokens = sum(count(m) for m in live[tail_start:])
+        # Critical pressure (TROVE_CRITICAL_BUDGET_PRESSURE_RATIO of the window) lifts the polite
+        # gates: up to CATCHUP_LEAVES leaf passes past "already fits", and partial condensation.
+        critical = self._critical(current_tokens or tokens.count_messages(messages))
+        catchup = 0
         compacted_upto = 0  # number of candidates folded into leaves
         covered = frontier  # every stored row up to here is beneath a leaf
         leaves = 0
@@ -114,7 +119,9 @@ class Compactor:
             raw_left = sum(sizes[ch.start:])
             prefix = self._frontier_tokens(sid)
             if not (force or sweep) and prefix + raw_left + tail_tokens <= target:
-                break  # already fits (e.g. after stubbing): no summary call needed
+                if not critical or catchup >= CATCHUP_LEAVES:
+                    break  # already fits (e.g. after stubbing): no summary call needed
+                catchup += 1  # deferred backlog caught up while the window is nearly full
             last_id = candidates[ch.end - 1][1]
             # stored rows the host list did not show are folded in too, so lineage has no gaps
             rows = [r for r in backlog if covered < r.store_id <= last_id]
@@ -129,7 +136,7 @@ class Compactor:
             prefix_budget = self.config.summary_prefix_target_tokens or self.config.leaf_chunk_tokens
         else:
             prefix_budget = target - tail_tokens - sum(sizes[compacted_upto:])
-        condensed = self._condense(sid, prefix_budget, sweep or force or self._critical(current_tokens))
+        condensed = self._condense(sid, prefix_budget, sweep or force or critical, critical)
 
         # 3. assembly
         raw_keep = [m for m, _ in candidates[compacted_upto:]]
@@ -151,7 +158,7 @@ class Compactor:
             "tokens_after": tokens.count_messages(out), "overhead_tokens": overhead, "target_tokens": target,
             "threshold_tokens": threshold, "fresh_tail_messages": len(live) - tail_start,
             "omitted_summary_nodes": len(omitted), "stubbed_tool_results": self.stubbed, "focus_topic": focus,
-            "forced": bool(force),
+            "forced": bool(force), "critical_pressure": critical, "catchup_leaf_passes": catchup,
             "seconds": round(time.monotonic() - self.started, 3), "at": time.time(),
         }
         return CompactionResult(out, progress, status, reason, report,
@@ -239,16 +246,17 @@ class Compactor:
         self._gc_transcript([r.store_id for r in rows])
         return True
 
-    def _condense(self, sid: str, prefix_budget: int, eager: bool) -> int:
+    def _condense(self, sid: str, prefix_budget: int, eager: bool, critical: bool = False) -> int:
         dag = self.runtime.dag
         cfg = self.config
-        done = 0
-        while True:
+        done = attempts = 0
+        while attempts < 2 * MAX_CALLS:
+            attempts += 1
             frontier = dag.frontier(sid)
             infos = [assembly.node_info(n) for n in frontier]
             over = sum(n.tokens for n in infos) > max(0, prefix_budget)
             group = policy.plan_condensation(infos, cfg.condensation_fanin, cfg.incremental_max_depth,
-                                             allow_partial=over and eager)
+                                             allow_partial=(over and eager) or critical)
             if group is None or (done >= MAX_CALLS):
                 return done
             children = [n for n in frontier if n.node_id in set(group.node_ids)]
@@ -257,12 +265,15 @@ class Compactor:
             res = self._summarize(text, group.depth + 1, condense_budget(group.tokens), "")
             self.levels.append(res.level)
             with self.runtime.db.transaction() as conn:
+                if not dag.on_frontier(sid, group.node_ids, conn):
+                    continue  # another process condensed some of these meanwhile: plan again
                 dag.add_condensed(sid, group.depth + 1, res.text, list(group.node_ids), token_count=res.tokens,
                                   source_token_count=sum(c.source_token_count for c in children),
                                   earliest_at=min((c.earliest_at or c.created_at) for c in children),
                                   latest_at=max((c.latest_at or c.created_at) for c in children),
                                   level=res.level, model=res.model, expand_hint=expand_hint(res.text), conn=conn)
             done += 1
+        return done
 
     def _gc_transcript(self, store_ids: list[int]) -> None:
         if not self.config.large_output_transcript_gc_enabled:

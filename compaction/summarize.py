@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from .. import tokens
@@ -36,6 +37,8 @@ DEPTH_GUIDANCE = {
 }
 _REASONING = re.compile(r"<(think|thinking|reasoning|thought)>.*?</\1>", re.S | re.I)
 _OPEN_REASONING = re.compile(r"<(think|thinking|reasoning|thought)>", re.I)
+DATES = ("Messages are dated (UTC). Write every date as an absolute calendar date, e.g. 'on 7 May 2023', "
+         "resolving words like 'yesterday' or 'last week' against the date of the message that used them.")
 MIN_MODEL_INPUT_TOKENS = 300  # smaller inputs are shortened deterministically; a model call cannot pay off
 TRUNCATION_MARKER = "\n[... deterministic truncation; exact text available through trove_expand ...]\n"
 
@@ -89,19 +92,25 @@ BREAKERS = _Breakers()
 
 
 def build_prompt(text: str, depth: int, budget: int, *, aggressive: bool = False, focus: str = "",
-                 custom: str = "") -> str:
-    """One user-message prompt for a summary of ``text`` at ``depth``."""
+                 custom: str = "", task: str = "") -> str:
+    """One user-message prompt for a summary of ``text`` at ``depth``.
+
+    ``task`` replaces the normal level's opening (rollups describe a period); ``{budget}`` in
+    it becomes the token budget.
+    """
     if aggressive:
         head = (f"Compress the conversation record below into terse bullet points, at most {budget} tokens. "
                 "Keep only decisions, facts, identifiers, file paths, commands, errors and the current state "
                 "of open work. No preamble.")
+    elif task:
+        head = task.replace("{budget}", str(budget))
     else:
         guidance = DEPTH_GUIDANCE[min(depth, 2)]
         kind = "conversation segment" if depth == 0 else f"set of depth-{depth - 1} summaries"
         head = (f"Summarise this {kind} so an assistant can continue the work later without the original. "
                 f"{guidance} Drop repetition and filler. Aim for about {budget} tokens. End with one line "
                 "'Expand for details about: <topics covered>'.")
-    parts = [head]
+    parts = [head, DATES]
     if focus:
         parts.append(f"Give most of the budget to what concerns: {focus.strip()[:300]}")
     if custom:
@@ -156,10 +165,11 @@ class Summarizer:
         return out or [""]
 
     def summarize(self, text: str, depth: int, budget: int, focus: str = "", extra: str = "", *,
-                  allow_model: bool = True) -> SummaryResult:
+                  allow_model: bool = True, task: str = "") -> SummaryResult:
         """Summarise ``text``; ``extra`` is added context (e.g. memory-provider notes).
 
-        ``allow_model=False`` goes straight to the deterministic level (a spent call budget).
+        ``allow_model=False`` goes straight to the deterministic level (a spent call budget);
+        ``task`` is the normal level's own opening (see ``build_prompt``).
         """
         source_tokens = tokens.count(text)
         budget = max(32, min(budget, max(32, source_tokens - 1)))
@@ -171,7 +181,8 @@ class Summarizer:
             for level, aggressive, level_budget in (("normal", False, budget),
                                                     ("aggressive", True, max(32, int(budget * cfg.l2_budget_ratio)))):
                 custom = "\n\n".join(p for p in (cfg.custom_instructions, extra) if p)
-                prompt = build_prompt(text, depth, level_budget, aggressive=aggressive, focus=focus, custom=custom)
+                prompt = build_prompt(text, depth, level_budget, aggressive=aggressive, focus=focus, custom=custom,
+                                      task=task)
                 for route in self.routes():
                     now = self.clock()
                     if BREAKERS.is_open(route, now):
@@ -225,11 +236,28 @@ def host_complete(runtime_info: Callable[[], dict[str, Any]], plugin_llm: Any = 
     return complete
 
 
+def _dated(value: Any) -> datetime | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        return None
+    try:
+        return datetime.fromtimestamp(float(value), tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
 def serialize_messages(rows: Sequence[Any], per_message_chars: int = 6000) -> str:
-    """Render stored rows as the summarizer's record: ``[ROLE]: text`` blocks."""
+    """Render stored rows as the summarizer's record: ``[ROLE HH:MM]: text`` blocks under a
+    ``=== Friday 3 May 2024 (UTC) ===`` line wherever the date changes, so the model can
+    write absolute dates (rows without a time get plain ``[ROLE]`` labels)."""
     blocks = []
+    day = None
     for r in rows:
         msg = r.to_message() if hasattr(r, "to_message") else r
+        when = _dated(getattr(r, "created_at", None) if hasattr(r, "to_message") else msg.get("timestamp"))
+        header = ""
+        if when is not None and when.date() != day:
+            day = when.date()
+            header = f"=== {when.strftime('%A')} {when.day} {when.strftime('%B %Y')} (UTC) ===\n"
         role = str(msg.get("role", "?")).upper()
         text = tokens.message_text({"content": msg.get("content")})
         if len(text) > per_message_chars:
@@ -238,7 +266,9 @@ def serialize_messages(rows: Sequence[Any], per_message_chars: int = 6000) -> st
         label = role
         if msg.get("role") == "tool":
             label = f"TOOL RESULT {msg.get('name') or ''} {msg.get('tool_call_id') or ''}".strip()
-        line = f"[{label}]: {text}"
+        if when is not None:
+            label += f" {when.strftime('%H:%M')}"
+        line = f"{header}[{label}]: {text}"
         for call in msg.get("tool_calls") or []:
             fn = call.get("function", {}) if isinstance(call, dict) else {}
             args = str(fn.get("arguments", ""))[:600]

@@ -2,22 +2,60 @@
 
 Exit codes: 0 when the run completed (dry run or apply, even with some invalid rows);
 1 when nothing could be imported (missing/locked/unrecognised source, or every row
-invalid); 2 for contradictory flags. Nothing escapes as a traceback.
+invalid); 2 for contradictory flags. Nothing escapes as a traceback. A progress line on a
+terminal (never with --json or into a pipe); sessions another source already imported are
+skipped unless --allow-duplicate-sources.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
+import time
 from collections.abc import Sequence
+from typing import TextIO
 
 from .files import parse_remap
 from .report import ImportFailure
 from .run import IDENTITIES, ImportOptions, run_import
 
 
-def build_parser() -> argparse.ArgumentParser:
+class Progress:
+    """A one-line counter on a terminal: rows scanned and rows per second, redrawn at most 10x/s."""
+
+    def __init__(self, stream: TextIO, label: str = "import"):
+        self.stream, self.label = stream, label
+        self.started = self.drawn = time.monotonic()
+        self.rows = 0
+
+    def __call__(self, rows: int) -> None:
+        self.rows = rows
+        now = time.monotonic()
+        if now - self.drawn >= 0.1:
+            self.drawn = now
+            self._draw(now)
+
+    def _draw(self, now: float) -> None:
+        rate = self.rows / max(now - self.started, 1e-6)
+        bar = "#" * (int(now - self.started) % 20 + 1)
+        self.stream.write(f"\r{self.label} [{bar:<20}] {self.rows} messages  {rate:,.0f} messages/s")
+        self.stream.flush()
+
+    def done(self) -> None:
+        if self.rows:
+            self._draw(time.monotonic())
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def wants_progress(as_json: bool, disabled: bool, stream: TextIO) -> bool:
+    """A progress line only for a person watching a terminal: never with --json or when piped."""
+    return not as_json and not disabled and bool(getattr(stream, "isatty", lambda: False)())
+
+
+def build_parser(prog: str = "import_lossless_claw.py") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="import_lossless_claw.py",
+        prog=prog,
         description="Import OpenClaw history (a lossless-claw SQLite database or OpenClaw JSONL session "
                     "exports) into a hermes-trove database. Dry run unless --apply.")
     src = p.add_argument_group("sources (one kind)")
@@ -38,13 +76,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="map an OpenClaw state dir prefix found in the database to where it is now (repeatable)")
     p.add_argument("--busy-timeout", type=float, default=2.0, metavar="SECONDS",
                    help="how long to wait for a source database locked by another process (default: 2)")
+    p.add_argument("--allow-duplicate-sources", action="store_true",
+                   help="import sessions that another source (the SQLite database or the JSONL exports of the"
+                        " same OpenClaw sessions) already brought in; by default they are skipped")
+    p.add_argument("--no-progress", action="store_true", help="no progress line on a terminal")
     p.add_argument("--apply", action="store_true", help="write (after backing up an existing target)")
     p.add_argument("--json", action="store_true", help="print the reconciliation report as JSON")
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+def main(argv: Sequence[str] | None = None, prog: str = "import_lossless_claw.py") -> int:
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
     try:
         remaps = tuple(parse_remap(r) for r in args.state_dir_remap)
@@ -55,7 +97,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         source_jsonl_dirs=tuple(args.source_jsonl_dir), agent=args.agent, namespace=args.namespace,
         session_identity=args.session_identity, import_id=args.import_id,
         include_summaries=args.include_summaries, apply=args.apply, remaps=remaps,
-        busy_timeout_s=max(0.0, args.busy_timeout))
+        busy_timeout_s=max(0.0, args.busy_timeout), allow_duplicate_sources=args.allow_duplicate_sources)
+    progress = None
+    if wants_progress(args.json, args.no_progress, sys.stderr):
+        progress = Progress(sys.stderr, "apply" if args.apply else "dry run")
+        opts = dataclasses.replace(opts, progress=progress)
     try:
         report = run_import(opts)
     except ImportFailure as exc:
@@ -64,6 +110,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:  # an unexpected defect: still a clear message, target untouched (rolled back)
         print(f"import_lossless_claw: error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
+    finally:
+        if progress is not None:
+            progress.done()
     print(report.to_json() if args.json else report.to_text())
     if report.scanned and not report.eligible and report.invalid_rows:
         print("import_lossless_claw: error: every source row was invalid; nothing to import", file=sys.stderr)

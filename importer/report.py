@@ -40,6 +40,7 @@ class ImportReport:
     skipped_synthetic: int = 0
     skipped_branch: int = 0
     invalid_rows: int = 0
+    skipped_duplicate_sessions: int = 0
     files_resolved: int = 0
     files_unresolved: int = 0
     summaries_scanned: int = 0

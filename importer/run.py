@@ -31,6 +31,7 @@ from .target import (
     backup,
     default_import_id,
     discard,
+    imported_session_ids,
     publish,
     staging_file,
     unjournaled,
@@ -60,6 +61,8 @@ class ImportOptions:
     busy_timeout_s: float = 2.0
     batch_size: int = 500
     reader_process: bool = True   # apply: convert a SQLite source in a forked child while writing
+    allow_duplicate_sources: bool = False  # import sessions another source already brought in
+    progress: Callable[[int], None] | None = None  # called with the rows scanned so far, per batch
 
 
 def validate(opts: ImportOptions) -> None:
@@ -110,18 +113,63 @@ def run_import(opts: ImportOptions, env: Mapping[str, str] | None = None) -> Imp
             paths = files
             units = _jsonl_units(files)
         report.import_id = opts.import_id or default_import_id(paths)
+        units = _without_duplicates(units, target, report, opts)
         if not opts.apply:
             _pass(units, ReadOnlyLedger(target), None, report, opts)
             return report
         probe = dataclasses.replace(report, warnings=[])
         if not _pass(units, ReadOnlyLedger(target), None, probe, opts, stop_early=True):
             probe.warnings = report.warnings + probe.warnings
+            probe.skipped_duplicate_sessions = report.skipped_duplicate_sessions
             return probe  # nothing new: no backup, no write
         _write(units, source, target, report, opts, env)
         return report
     finally:
         if source is not None:
             source.close()
+
+
+def source_identity(session_id: str) -> tuple[str, str] | None:
+    """``(agent, source session)`` of an imported session id ``<namespace>:agent:<agent>:<session>``."""
+    _, sep, rest = session_id.partition(":agent:")
+    agent, sep2, session = rest.partition(":")
+    return (agent, session) if sep and sep2 and session else None
+
+
+def _without_duplicates(units: Callable[[], Iterator[Unit]], target: Path, report: ImportReport,
+                        opts: ImportOptions) -> Callable[[], Iterator[Unit]]:
+    """Skip source sessions another source (other namespace) already imported, unless allowed.
+
+    The same OpenClaw session read from the SQLite database and from its JSONL export has the
+    same agent and session id; importing both would store every message twice.
+    """
+    seen: dict[tuple[str, str], str] = {}
+    for sid in imported_session_ids(target):
+        ident = source_identity(sid)
+        if ident is not None and not sid.startswith(report.namespace + ":agent:"):
+            seen.setdefault(ident, sid)
+    if not seen:
+        return units
+    if opts.allow_duplicate_sources:
+        report.warn("--allow-duplicate-sources: sessions already imported from another source are imported again")
+        return units
+
+    skipped: set[str] = set()  # counted once although every pass walks the units
+
+    def filtered() -> Iterator[Unit]:
+        for unit in units():
+            other = seen.get((opts.agent, unit.session))
+            if other is None:
+                yield unit
+                continue
+            if unit.session in skipped:
+                continue
+            skipped.add(unit.session)
+            report.skipped_duplicate_sessions += 1
+            report.warn(f"{unit.label}: source session {unit.session!r} is already imported as {other!r}"
+                        " (the same OpenClaw session from another source); skipped."
+                        " Pass --allow-duplicate-sources to import it again")
+    return filtered
 
 
 def _write(units: Callable[[], Iterator[Unit]], source: ClawSource | None, target: Path, report: ImportReport,
@@ -258,6 +306,8 @@ def _pass(units: Callable[[], Iterator[Unit]], ledger: Any, writer: Writer | Non
                     continue
                 existing = ledger.messages(import_id, [m.key for m in live])
                 new = [m for m in live if m.key not in existing]
+                if opts.progress is not None:
+                    opts.progress(report.scanned)
                 report.eligible += len(live)
                 report.skipped_existing += len(live) - len(new)
                 report.would_import += len(new)
@@ -270,6 +320,8 @@ def _pass(units: Callable[[], Iterator[Unit]], ledger: Any, writer: Writer | Non
                 if states is not None:
                     states.update({m.source_id: existing[m.key] for m in live if m.key in existing})
                     states.update({m.source_id: i for m, i in zip(new, ids, strict=True)})
+            if writer is not None and sid in sessions:
+                writer.settle_session_times(sid)
             if lossy:
                 report.warn(f"{unit.label}: {lossy} row(s) rebuilt from plain text only (the source kept no "
                             "message_parts for them: tool calls and tool call ids were never recorded)")

@@ -145,6 +145,24 @@ def _lookup(conn: sqlite3.Connection | None, table: str, column: str, import_id:
     return out
 
 
+def imported_session_ids(target: Path) -> list[str]:
+    """Session ids of earlier imports in ``target`` (``...:agent:...``), read-only; [] without a target."""
+    if not target.exists():
+        return []
+    live = target.with_name(target.name + "-wal").exists()
+    try:
+        conn = open_readonly(target, immutable=not live)
+    except sqlite3.DatabaseError:
+        return []
+    try:
+        return [str(r[0]) for r in conn.execute("SELECT DISTINCT session_id FROM sessions WHERE platform='openclaw'"
+                                                 " AND session_id LIKE '%:agent:%'")]
+    except sqlite3.DatabaseError:
+        return []
+    finally:
+        conn.close()
+
+
 class ReadOnlyLedger:
     """What a target already holds for an import id, read without writing anything."""
 
@@ -210,6 +228,13 @@ class Writer:
             "INSERT INTO imported_messages(import_id, source_key, store_id, meta, imported_at) VALUES (?,?,?,?,?)",
             [(self.import_id, r.key, sid, r.meta, now) for r, sid in zip(rows, ids, strict=True)])
         return ids
+
+    def settle_session_times(self, session_id: str) -> None:
+        """The session row takes its messages' original times, not the time of the import."""
+        self.conn.execute(
+            "UPDATE sessions SET created_at=(SELECT MIN(created_at) FROM messages WHERE session_id=?1),"
+            " updated_at=(SELECT MAX(created_at) FROM messages WHERE session_id=?1)"
+            " WHERE session_id=?1 AND EXISTS (SELECT 1 FROM messages WHERE session_id=?1)", (session_id,))
 
     def add_node(self, session_id: str, s: SourceSummary, depth: int, sources: Sequence[int]) -> int:
         """A leaf over store ids (depth 0) or a condensed node over child node ids."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..config import database_path
 from ..db import backup_file
 
 if TYPE_CHECKING:
@@ -26,8 +27,12 @@ class Backup:
 
 
 def backup_dir(config: TroveConfig) -> Path:
-    """``$HERMES_HOME/backups/trove``: where every backup and the rolling rotate slot go."""
-    return Path(config.hermes_home).expanduser() / "backups" / "trove"
+    """``backups/trove`` beside the database (``$HERMES_HOME/backups/trove`` for the default path).
+
+    Every backup and the rolling rotate slot go there, so ``--db X`` never writes under a home
+    that is not X's.
+    """
+    return database_path(config).parent / "backups" / "trove"
 
 
 def timestamped_backup_path(runtime: Runtime, now: float | None = None) -> Path:

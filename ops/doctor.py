@@ -12,9 +12,11 @@ import sqlite3
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..config import reserve_floor_cap
+from ..dag import SummaryDAG
 from ..payloads import health as payload_health
 from ..payloads.redact import describe_config
-from . import queries
+from . import install, queries
 from .maintenance import (
     FTS_TABLES,
     META_FAILED,
@@ -102,6 +104,15 @@ def _check_lineage(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> C
               "node_children -> missing nodes": orphans.missing_children,
               "nodes without sources": orphans.sourceless_nodes}
     bad = {k: v for k, v in counts.items() if v}
+    multi = SummaryDAG.multi_parent_nodes(conn)
+    overlap = SummaryDAG.overlapping_frontier(conn)
+    if multi or overlap:
+        parts = [f"{len(multi)} nodes with more than one parent in their session"] if multi else []
+        parts += [f"session {sid}: {n} messages covered by more than one frontier node"
+                  for sid, n in sorted(overlap.items())[:5]]
+        parts += [f"{k}: {v}" for k, v in bad.items()]
+        return "fail", "; ".join(parts), \
+            f"two processes condensed the same nodes: run {REPAIR_HINT} (backup-first; raw messages are kept)"
     if not bad:
         return "pass", "every summary node reaches its sources", ""
     return "warn", ", ".join(f"{k}: {v}" for k, v in bad.items()), \
@@ -123,6 +134,14 @@ def _check_lifecycle(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) ->
 
 def _check_config(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
     cfg, issues = runtime.config, list(runtime.config.warnings)
+    # A value that was refused (and replaced by its default) is a failure, not a hint.
+    refused = list(issues)
+    snap = ctx.get("snapshot") or {}
+    window = int(snap.get("context_length") or 0)
+    if window and cfg.reserve_tokens_floor and reserve_floor_cap(cfg, window) is None:
+        refused.append(f"TROVE_RESERVE_TOKENS_FLOOR={cfg.reserve_tokens_floor} leaves under a quarter of the"
+                       f" {window}-token window; it is ignored")
+        issues.append(refused[-1])
     if int(cfg.fresh_tail_count) < 2:
         issues.append(f"TROVE_FRESH_TAIL_COUNT={cfg.fresh_tail_count}: a tail under 2 loses the live exchange")
     if float(cfg.context_threshold) > 0.9:
@@ -137,7 +156,8 @@ def _check_config(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Ch
         issues.append("TROVE_DOCTOR_CLEAN_APPLY_ENABLED=true: destructive clean apply is allowed")
     if not issues:
         return "pass", "configuration values look sane", ""
-    return "warn", "; ".join(issues), "inspect: fix the named TROVE_* variables and restart Hermes"
+    status = "fail" if refused else "warn"
+    return status, "; ".join(issues), "inspect: fix the named TROVE_* variables and restart Hermes"
 
 
 def _check_pressure(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
@@ -170,11 +190,50 @@ def _check_payloads(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> 
     inline, missing = int(result.get("suspicious_inline_rows") or 0), int(pdir.get("missing_refs") or 0)
     detail = (f"{inline} suspicious inline payload rows; payload dir {pdir.get('files', 0)} files,"
               f" {pdir.get('bytes', 0)} bytes; {missing} missing and {pdir.get('unreadable_refs', 0)} unreadable refs")
+    if pdir.get("not_a_directory"):
+        return "fail", f"payload directory {pdir.get('path')} is a file, not a directory: every sidecar write fails", \
+            ("move that file away or set TROVE_LARGE_OUTPUT_EXTERNALIZATION_PATH to a directory;"
+             " large payloads stay inline until then")
+    if pdir.get("stale_temp_files"):
+        detail += f"; {pdir['stale_temp_files']} stale temp files"
+        return "warn", detail, "temp files left by a crashed writer: restart Hermes (startup removes them)"
     if missing or pdir.get("unreadable_refs"):
         return "warn", detail, "inspect: externalized payload files are missing; their rows keep only the stub"
     if inline:
         return "warn", detail, ("inspect: these rows predate the storage guard or their sidecar write failed; run"
                               " scripts/backfill_externalized_tool_outputs.py and check the payload dir is writable")
+    return "pass", detail, ""
+
+
+def _check_plugin(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
+    ident = install.identity_section(runtime, in_host=ctx.get("snapshot") is not None)
+    ctx["plugin"] = ident
+    commit = ident.get("plugin_git_commit")
+    git = f", git {str(commit)[:12]}{' dirty' if ident.get('plugin_git_dirty') else ''}" if commit else ""
+    detail = (f"{ident['plugin_version']} loaded from {ident['plugin_path']} ({ident['route']}{git});"
+              f" host: {ident['host']['verdict']}; skill in index: {ident['skill']['in_index']}")
+    if ident.get("warning"):
+        return "warn", ident["warning"] + "; " + detail, "keep one copy: `hermes plugins remove hermes-trove`, " \
+            "remove the <home>/plugins/hermes-trove link, or `pip uninstall hermes-trove`"
+    if str(ident["host"]["verdict"]).startswith("fallback"):
+        return "warn", detail, "run `hermes config set context.engine trove` and restart Hermes"
+    return "pass", detail, ""
+
+
+def _check_embeddings(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
+    from ..retrieval import indexer
+
+    report = indexer.status(runtime)
+    if not report.get("enabled"):
+        return "pass", "embeddings off (full-text retrieval only)", ""
+    if not report.get("available"):
+        return "warn", str(report.get("unavailable_reason")), \
+            "install the extra: pip install 'hermes-trove[embeddings]'"
+    detail = (f"{report.get('provider')}, generation {report.get('generation')} ({report.get('generation_state')}),"
+              f" coverage {report.get('coverage')}, backlog {report.get('backlog')}, worker {report.get('worker')}")
+    if report.get("last_error"):
+        return "warn", f"{detail}; last error: {report['last_error']}", \
+            "check the provider (base URL, key variable, spend guard); /trove embed warmup tests it"
     return "pass", detail, ""
 
 
@@ -191,6 +250,8 @@ CHECKS: tuple[tuple[str, Callable[[Runtime, sqlite3.Connection, Shared], Check]]
     ("context_pressure", _check_pressure),
     ("largest_rows", _check_largest),
     ("payload_storage", _check_payloads),
+    ("plugin_identity", _check_plugin),
+    ("embeddings", _check_embeddings),
 )
 
 
@@ -223,4 +284,6 @@ def run_doctor(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = Non
     if "payload_report" in ctx:
         out["payloads"] = ctx["payload_report"]
     out["sensitive_patterns"] = describe_config(runtime.config)
+    if "plugin" in ctx:
+        out["plugin"] = ctx["plugin"]
     return out

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..dag import SummaryDAG
 from ..db import (
     SchemaObjects,
     blank_schema,
@@ -29,6 +30,7 @@ from ..db import (
     schema_objects,
 )
 from ..migrations import FTS_TABLES
+from ..payloads.sidecar import clean_stale_temp
 from ..store import count_empty_sessions
 from .backups import take_backup
 
@@ -114,20 +116,33 @@ def diagnose_fts(conn: sqlite3.Connection, deep: bool = True) -> dict[str, Any]:
             error = fts_integrity(conn, fts)
             entry["integrity"] = "ok" if error is None else error
         tables[fts] = entry
+    lineage = diagnose_lineage(conn)
     needs = bool(not structure.ok or any(not t.get("present") or not t.get("in_sync")
-                                         or t.get("integrity", "ok") != "ok" for t in tables.values()))
-    return {"missing_tables": list(structure.missing_tables), "missing_fts": list(structure.missing_fts),
+                                         or t.get("integrity", "ok") != "ok" for t in tables.values())
+                 or lineage["multi_parent_nodes"] or lineage["overlapping_frontier"])
+    return {"lineage": lineage,
+            "missing_tables": list(structure.missing_tables), "missing_fts": list(structure.missing_fts),
             "missing_triggers": list(structure.missing_triggers),
             "missing_indexes": list(structure.missing_indexes), "fts": tables, "needs_repair": needs,
             "recorded": fts_health(conn)}
 
 
+def diagnose_lineage(conn: sqlite3.Connection) -> dict[str, Any]:
+    """Nodes condensed twice by one session and raw messages two frontier nodes cover."""
+    multi = SummaryDAG.multi_parent_nodes(conn)
+    return {"multi_parent_nodes": len(multi), "multi_parent_examples": [list(m) for m in multi[:10]],
+            "overlapping_frontier": SummaryDAG.overlapping_frontier(conn)}
+
+
 def repair_fts(runtime: Runtime) -> dict[str, Any]:
-    """Backup first, then recreate missing FTS tables, triggers and indexes and rebuild both indexes."""
+    """Backup first, then recreate missing FTS tables, triggers and indexes, rebuild both indexes,
+    and undo duplicate condensations (the later parent goes; raw messages stay)."""
     before = diagnose_fts(runtime.db.read())
     backup = take_backup(runtime)
     actions: list[str] = []
     with runtime.db.transaction() as c:
+        for sid, ids in SummaryDAG.repair_duplicate_condensations(c).items():
+            actions.append(f"session {sid}: removed {len(ids)} duplicate summary nodes and rebuilt its frontier")
         structure = check_structure(c)
         for name in structure.missing_fts:
             recreate_fts(c, name)  # also clears leftover shadow tables that would block the create
@@ -242,6 +257,7 @@ def _startup(runtime: Runtime, background: bool, now: float) -> StartupReport:
         else:
             deep = "ok" if run_deep_check(runtime) else "failed"
     deleted = gc_empty_lifecycle(runtime, now=now)
+    clean_stale_temp(runtime.payload_dir)  # temp files a crashed sidecar write left behind
     return StartupReport(structure, synced, deep, deleted, tuple(problems))
 
 

@@ -204,3 +204,11 @@ def count_between(conn: sqlite3.Connection, session_id: str, after: int, upto: i
     """Raw rows of a session with ``after < store_id <= upto``."""
     return int(conn.execute("SELECT COUNT(*) FROM messages WHERE session_id=? AND store_id>? AND store_id<=?",
                             (session_id, int(after), int(upto))).fetchone()[0])
+
+
+def session_payload_rows(conn: sqlite3.Connection, session_id: str, limit: int) -> list[tuple[int, str]]:
+    """``(store_id, content)`` of a session's rows holding a payload placeholder, newest first."""
+    rows = conn.execute("SELECT store_id, content FROM messages WHERE session_id=? AND"
+                        " content LIKE '%[trove:%ref=trove-%' ORDER BY store_id DESC LIMIT ?",
+                        (session_id, int(limit)))
+    return [(int(r[0]), str(r[1])) for r in rows]

@@ -7,12 +7,9 @@ the runtime's store, DAG and ``queries``; with no snapshot the report says ``(un
 """
 from __future__ import annotations
 
-import functools
 import os
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import tokens
@@ -20,7 +17,7 @@ from ..config import public_view
 from ..payloads.redact import describe_config
 from ..toolkit import iso
 from ..version import __version__
-from . import queries
+from . import install, queries
 from .maintenance import fts_health
 
 if TYPE_CHECKING:
@@ -29,28 +26,6 @@ if TYPE_CHECKING:
 
 UNBOUND = "(unbound)"
 REASON_CHARS = 1000
-
-
-@functools.lru_cache(maxsize=8)
-def git_identity(path: str) -> dict[str, Any]:
-    """Best-effort commit/branch/dirty of a plugin checkout; nulls when ``path`` is not one."""
-    none: dict[str, Any] = {"plugin_git_commit": None, "plugin_git_branch": None, "plugin_git_dirty": None}
-
-    def git(*args: str) -> str | None:
-        try:
-            out = subprocess.run(["git", "-C", path, *args], capture_output=True, text=True, timeout=2,
-                                 env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return out.stdout.strip() if out.returncode == 0 else None
-
-    top = git("rev-parse", "--show-toplevel")
-    if not top or Path(top).resolve() != Path(path).resolve():
-        return none  # not a checkout, or a folder inside some unrelated repository
-    dirty = git("status", "--porcelain", "--untracked-files=no")
-    return {"plugin_git_commit": git("rev-parse", "HEAD"),
-            "plugin_git_branch": git("rev-parse", "--abbrev-ref", "HEAD"),
-            "plugin_git_dirty": None if dirty is None else bool(dirty)}
 
 
 def _size(path: str) -> int | None:
@@ -72,7 +47,7 @@ def runtime_section(runtime: Runtime) -> dict[str, Any]:
     """Plugin identity, database files and health; a broken database is reported, not raised."""
     path = runtime.db.path
     section: dict[str, Any] = {"plugin_version": __version__, "plugin_path": runtime.plugin_path,
-                               **git_identity(runtime.plugin_path), "database_path": path,
+                               **install.git_identity(runtime.plugin_path), "database_path": path,
                                "database_bytes": _size(path), "wal_bytes": _size(path + "-wal"),
                                "token_counter": tokens.backend()}
     try:
@@ -140,6 +115,16 @@ def filters_section(runtime: Runtime, session_id: str | None, platform: str) -> 
             "ignored_message_count": int(runtime.counters.get("ignored_message_count", 0))}
 
 
+def embeddings_section(runtime: Runtime) -> dict[str, Any]:
+    """Provider, generation, coverage (0..1), backlog and last error of the embeddings subsystem."""
+    try:
+        from ..retrieval import indexer
+
+        return indexer.status(runtime)
+    except Exception as exc:
+        return {"enabled": bool(runtime.config.embeddings_enabled), "error": f"{type(exc).__name__}: {exc}"[:300]}
+
+
 # -- status -----------------------------------------------------------------------------------
 
 def build_status(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = None,
@@ -164,6 +149,8 @@ def build_status(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = N
             status["lifecycle"] = lifecycle_section(runtime, sid)
     except Exception as exc:
         status["store_error"] = f"{type(exc).__name__}: {exc}"
+    status["plugin"] = install.identity_section(runtime, in_host=snapshot is not None)
+    status["embeddings"] = embeddings_section(runtime)
     status["session_filters"] = filters_section(runtime, sid, platform)
     status["sensitive_patterns"] = describe_config(runtime.config)
     status["config"] = public_view(runtime.config)
@@ -199,7 +186,29 @@ def build_inspect(runtime: Runtime, snapshot: Mapping[str, Any] | None, session_
         "dag": {"total_nodes": dag["nodes"], "total_tokens": dag["tokens"], "depths": dag["depths"],
                 **_dag_nodes(runtime, visible, session_id, limit)},
         "filters": _inspect_filters(filters, snap.get("session_mode")),
+        "externalized_refs": externalized_refs_section(runtime, session_id, limit),
+        "redaction": describe_config(runtime.config),
+        "plugin": install.identity_section(runtime, in_host=snapshot is not None),
+        "embeddings": {k: v for k, v in embeddings_section(runtime).items() if k not in ("generations", "last_pass")},
     }
+
+
+def externalized_refs_section(runtime: Runtime, session_id: str, limit: int) -> dict[str, Any]:
+    """The session's externalized payload refs (newest rows first) and whether each file still reads."""
+    from ..payloads.sidecar import PayloadError, load_record, refs_in
+
+    items: list[dict[str, Any]] = []
+    unreadable = 0
+    for store_id, content in queries.session_payload_rows(runtime.db.read(), session_id, limit):
+        for ref in refs_in(content):
+            try:
+                load_record(runtime.payload_dir, ref)
+                items.append({"store_id": store_id, "ref": ref, "readable": True})
+            except PayloadError as exc:
+                unreadable += 1
+                items.append({"store_id": store_id, "ref": ref, "readable": False, "reason": str(exc)[:200]})
+    return {"payload_dir": str(runtime.payload_dir), "refs": items[:limit], "unreadable": unreadable,
+            "truncated": len(items) > limit}
 
 
 def _lineage(life: Mapping[str, Any], visible: Sequence[NodeRow], session_id: str, limit: int) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import tokens
+from .redact import Redactor
 from .sidecar import EXTERNALIZED_HEAD, PREVIEW_CHARS, PayloadRuntime, externalize_text, externalized_placeholder
 
 # Recovery results stay inline, or reading a ref would only produce another ref.
@@ -68,11 +69,17 @@ def plan_stubs(messages: Sequence[dict[str, Any]], *, threshold_tokens: int, pro
     return picked
 
 
-def stub_message(message: dict[str, Any], ref: str, preview_chars: int) -> dict[str, Any]:
-    """A copy of ``message`` whose text is a ref stub; role, ids and block shape are kept."""
+def stub_message(message: dict[str, Any], ref: str, preview_chars: int,
+                 redact: Callable[[str], str] | None = None) -> dict[str, Any]:
+    """A copy of ``message`` whose text is a ref stub; role, ids and block shape are kept.
+
+    ``redact`` cleans the preview: the stub is provider-visible text this process writes.
+    """
     text = stub_source_text(message)
     if text is None:
         return dict(message)
+    if redact is not None:
+        text = redact(text)
     stub = externalized_placeholder(ref, "tool_result", text, preview_chars)
     out = dict(message)
     content = message.get("content")
@@ -91,11 +98,12 @@ def apply_replay_stubs(runtime: PayloadRuntime, session_id: str, messages: Seque
     if not (cfg.large_output_externalization_enabled and cfg.large_output_active_replay_stubbing_enabled):
         return out, 0
     done = 0
+    redactor = Redactor.from_config(cfg)
     for i in plan_stubs(out, threshold_tokens=int(cfg.large_output_active_replay_stub_threshold_tokens),
                         protect_from=protect_from, count_tokens=tokens.count_message):
         text = stub_source_text(out[i])
         ref = externalize_text(runtime, session_id, text) if text is not None else None
         if ref is not None:
-            out[i] = stub_message(out[i], ref, PREVIEW_CHARS)
+            out[i] = stub_message(out[i], ref, PREVIEW_CHARS, redactor.redact)
             done += 1
     return out, done

@@ -207,6 +207,8 @@ def load_record(directory: Path, ref: str) -> dict[str, Any]:
         raise PayloadError(f"externalized_ref {ref} is a symlink and is refused")
     if not stat.S_ISREG(st.st_mode):
         raise PayloadError(f"externalized_ref {ref} is not a regular file")
+    if st.st_nlink > 1:  # a hard link can point at any file of the same filesystem, like a symlink
+        raise PayloadError(f"externalized_ref {ref} has more than one hard link and is refused")
     key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
     with _cache_lock:
         hit = _cache.get(key)
@@ -216,6 +218,8 @@ def load_record(directory: Path, ref: str) -> dict[str, Any]:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         with os.fdopen(fd, "rb") as fh:
+            if os.fstat(fh.fileno()).st_nlink > 1:  # linked between the lstat and the open
+                raise PayloadError(f"externalized_ref {ref} has more than one hard link and is refused")
             raw = fh.read()
         record = json.loads(raw.decode("utf-8", "surrogatepass"))
     except OSError as exc:
@@ -374,13 +378,67 @@ def search_payloads(runtime: PayloadRuntime, session_id: str, query: str, limit:
                      "bytes_per_file_limit": SEARCH_BYTES_PER_FILE, "truncated": truncated}}
 
 
+STALE_TMP_SECONDS = 3600.0
+_TMP_RE = re.compile(r"\.(trove-[0-9a-f]{32}-[0-9a-f]{8}\.json)\.(\d+)\.\d+\.\d+\.tmp")
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
+
+
+def stale_temp(entry: os.DirEntry[str], now: float, max_age_s: float = STALE_TMP_SECONDS) -> bool:
+    """A sidecar temp file left by a crash: its writer is gone, or it is older than ``max_age_s``."""
+    m = _TMP_RE.fullmatch(entry.name)
+    if m is None:
+        return False
+    try:
+        age = now - entry.stat(follow_symlinks=False).st_mtime
+    except OSError:
+        return False
+    return age > max_age_s or not _pid_alive(int(m.group(2)))
+
+
+def clean_stale_temp(directory: Path, now: float | None = None, max_age_s: float = STALE_TMP_SECONDS) -> int:
+    """Delete sidecar temp files a crashed writer left behind; returns how many went. Never raises."""
+    now = time.time() if now is None else now
+    removed = 0
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return 0
+    for e in entries:
+        if e.is_file(follow_symlinks=False) and stale_temp(e, now, max_age_s):
+            try:
+                os.unlink(e.path)
+                removed += 1
+            except OSError:
+                pass
+    if removed:
+        log.info("trove: removed %d stale payload temp files from %s", removed, directory)
+    return removed
+
+
 def directory_census(directory: Path, refs: Iterable[str]) -> dict[str, Any]:
     """File, byte and temp-file counts of the payload directory, and which of ``refs`` are missing."""
-    files = total = tmp = 0
+    files = total = tmp = stale = 0
+    now = time.time()
+    if directory.exists() and not directory.is_dir():
+        return {"path": str(directory), "exists": True, "not_a_directory": True, "files": 0, "bytes": 0,
+                "temp_files": 0, "stale_temp_files": 0, "referenced_refs": len(set(refs)),
+                "missing_refs": 0, "unreadable_refs": 0}
     try:
         for e in os.scandir(directory):
             if e.name.endswith(".tmp"):
                 tmp += 1
+                stale += stale_temp(e, now)
             elif REF_RE.fullmatch(e.name) and e.is_file(follow_symlinks=False):
                 files += 1
                 total += e.stat(follow_symlinks=False).st_size
@@ -398,6 +456,7 @@ def directory_census(directory: Path, refs: Iterable[str]) -> dict[str, Any]:
         if not stat.S_ISREG(st.st_mode) or not os.access(directory / ref, os.R_OK):
             unreadable += 1
     return {"path": str(directory), "exists": exists, "files": files, "bytes": total, "temp_files": tmp,
+            "stale_temp_files": stale,
             "referenced_refs": len(referenced), "missing_refs": missing, "unreadable_refs": unreadable}
 
 

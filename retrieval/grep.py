@@ -21,7 +21,7 @@ from ..toolkit import (
     str_list_arg,
     time_window,
 )
-from .search import CONTENT_SCOPES, SCOPES, SORTS, GrepPage, GrepRequest, grep
+from .search import CONTENT_SCOPES, MODES, SCOPES, SORTS, GrepPage, GrepRequest, grep
 
 
 def trove_grep(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -37,6 +37,7 @@ def _request(ctx: ToolContext, args: Mapping[str, Any], clamped: dict[str, Any])
     limit = int_arg(args, "limit", 10, minimum=1, cap=200, clamped=clamped) or 10
     offset = int_arg(args, "offset", 0, minimum=0, cap=10000) or 0
     sort = enum_arg(args, "sort", SORTS, "relevance") or "relevance"
+    mode = enum_arg(args, "mode", MODES, "full_text") or "full_text"
     role = enum_arg(args, "role", ROLES, None)
     source = (str_arg(args, "source") or "").strip() or None
     time_from, time_to = time_window(args)
@@ -56,7 +57,7 @@ def _request(ctx: ToolContext, args: Mapping[str, Any], clamped: dict[str, Any])
     return GrepRequest(query=query, limit=limit, offset=offset, sort=sort, scope=scope,
                        content_scope=content_scope, current=current, session_id=scope_session, role=role,
                        source=source, time_from=time_from, time_to=time_to,
-                       refs=tuple(refs) if refs is not None else None)
+                       refs=tuple(refs) if refs is not None else None, mode=mode)
 
 
 def _response(req: GrepRequest, page: GrepPage, extra: dict[str, Any], cap: int) -> dict[str, Any]:
@@ -68,7 +69,7 @@ def _response(req: GrepRequest, page: GrepPage, extra: dict[str, Any], cap: int)
         more = page.more or truncated
         out: dict[str, Any] = {
             "query": query if len(query) <= 500 else query[:500] + "…", "fts_query": page.match.expression[:1000],
-            "sort": req.sort, "session_scope": req.scope, "content_scope": req.content_scope,
+            "sort": req.sort, "mode": req.mode, "session_scope": req.scope, "content_scope": req.content_scope,
             "limit": req.limit, "offset": req.offset, "total_results": n, "results": results[:n],
             "has_more": more, "next_offset": req.offset + n if more else None, "truncated": truncated,
         }

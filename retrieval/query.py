@@ -26,7 +26,7 @@ _PHRASE = re.compile(r'"([^"]+)"')
 _RUN = re.compile(r"[^\W_]+", re.UNICODE)
 _POSSESSIVE = re.compile(r"(?<=[^\W_])['’][sS]$")
 _CONTRACTION = re.compile(r"^[^\W_]+(?:['’][^\W_]+)+$", re.UNICODE)
-_TRAILING = re.compile(r"[^\w*]+$", re.UNICODE)
+_WORD_CHAR = re.compile(r"[\w*]", re.UNICODE)
 
 
 @dataclass(frozen=True)
@@ -44,11 +44,22 @@ def _phrase(runs: list[str], prefix: bool = False) -> str:
     return _quote(" ".join(runs)) + ("*" if prefix else "")
 
 
+def _strip_trailing(chunk: str) -> str:
+    """``chunk`` without its trailing punctuation (keeps ``*``), in linear time.
+
+    A ``[^\\w*]+$`` search restarts at every position of a punctuation run: quadratic.
+    """
+    end = len(chunk)
+    while end and _WORD_CHAR.match(chunk, end - 1) is None:
+        end -= 1
+    return chunk[:end]
+
+
 def _chunks(text: str) -> list[tuple[list[str], bool, bool]]:
     """Whitespace chunks as (word runs, is_prefix, is_compound); possessive 's dropped."""
     out = []
     for chunk in text.split():
-        chunk = _TRAILING.sub("", chunk)
+        chunk = _strip_trailing(chunk)
         prefix = chunk.endswith("*")
         chunk = _POSSESSIVE.sub("", chunk.rstrip("*"))
         runs = _RUN.findall(chunk)

@@ -60,12 +60,12 @@ apply "$plugin_plan" "$PLUGIN_DST" "$CHECKOUT"
 apply "$skill_plan" "$SKILL_DST" "$SKILL_SRC"
 [ -f "$SKILL_SRC/SKILL.md" ] || echo "note: $SKILL_SRC has no SKILL.md yet; the skill will not be listed" >&2
 
+PROFILE_FLAG=""
+[ -n "${HERMES_PROFILE:-}" ] && PROFILE_FLAG=" -p $HERMES_PROFILE"
 cat <<MSG
 
-Enable it in $TARGET_HOME/config.yaml:
-  plugins:
-    enabled: [hermes-trove]
-  context:
-    engine: trove
-Then restart Hermes.
+Enable it with the host's commands (they edit $TARGET_HOME/config.yaml):
+  hermes$PROFILE_FLAG plugins enable hermes-trove
+  hermes$PROFILE_FLAG config set context.engine trove
+Then restart Hermes. Check it with: hermes$PROFILE_FLAG trove doctor
 MSG

@@ -47,8 +47,8 @@ ensure_venv() {
     if [ "${TROVE_SKIP_INSTALL:-0}" = 1 ] || { [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; }; then
         return
     fi
-    say "installing hermes-trove (editable, [test,regex]) and $HOST_PIN into $VENV"
-    local pip=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$ROOT[test,regex]" "$HOST_PIN")
+    say "installing hermes-trove (editable, [test,regex,embeddings]) and $HOST_PIN into $VENV"
+    local pip=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$ROOT[test,regex,embeddings]" "$HOST_PIN")
     "${pip[@]}" || { say "pip install failed; retrying once in 10s"; sleep 10; "${pip[@]}"; }
     # The checkout root is the package: prove the editable mapping works from elsewhere.
     (cd / && "$VENV/bin/python" -c 'import hermes_trove, sys; sys.exit(0 if hasattr(hermes_trove, "register") else 1)') || {

@@ -7,8 +7,10 @@ as an occurrence. Pure, deterministic, no model. The grammar lives in expression
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from hermes_trove.temporal import intervals as iv
 from hermes_trove.temporal.expressions import VAGUE, find_expressions
@@ -78,6 +80,31 @@ def resolve_occurrences(text: str, observed_at: datetime | int | float) -> list[
             start, end = iv.utc_bounds(match.first, match.end)
             found.append(Occurrence(expression, span, start, end, match.granularity))
     return found
+
+
+MAX_REPORTED = 12
+
+
+def occurrences_for(row: Any, *, limit: int = MAX_REPORTED) -> list[dict[str, str]]:
+    """The ``to_dict()`` occurrences of one stored row, at most ``limit``, resolved against
+    the row's own time: a message (``content``, ``created_at``) or a summary node
+    (``summary``, observed at ``latest_at``). Mappings with those keys work too. A row
+    without a usable time or text gives ``[]``; unresolved expressions keep their reason."""
+    def field(name: str) -> Any:
+        return row.get(name) if isinstance(row, Mapping) else getattr(row, name, None)
+
+    text = field("content")
+    observed = field("created_at")
+    if text is None:
+        text, observed = field("summary"), field("latest_at") or field("created_at")
+    if not isinstance(text, str) or not text or isinstance(observed, bool) \
+            or not isinstance(observed, (int, float, datetime)):
+        return []
+    try:
+        found = resolve_occurrences(text, observed)
+    except (OverflowError, OSError, ValueError):
+        return []
+    return [o.to_dict() for o in found[:max(0, int(limit))]]
 
 
 def _iso(moment: datetime) -> str:

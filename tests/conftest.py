@@ -47,6 +47,76 @@ def make_config(tmp_path: Path, **overrides):
     return dataclasses.replace(cfg, **overrides) if overrides else cfg
 
 
+# Provider credentials and endpoints a developer's shell may carry; tests never see them.
+PROVIDER_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENROUTER_API_KEY",
+                "GOOGLE_API_KEY", "GEMINI_API_KEY", "NOUS_API_KEY", "DEEPSEEK_API_KEY", "XAI_API_KEY",
+                "MISTRAL_API_KEY", "GROQ_API_KEY", "TOGETHER_API_KEY", "HF_TOKEN", "HERMES_INFERENCE_PROVIDER")
+_LOCAL_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost", ""}
+
+
+def is_loopback(host: object) -> bool:
+    import ipaddress
+
+    if host is None:
+        return True
+    text = host.decode() if isinstance(host, bytes) else str(host)
+    text = text.strip("[]").split("%", 1)[0].lower()
+    if text in _LOCAL_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(text).is_loopback
+    except ValueError:
+        return False
+
+
+class OutgoingConnectionRefused(ConnectionRefusedError):
+    """A test tried to reach a host other than 127.0.0.1 (tests never reach a real provider)."""
+
+
+def _guard_sockets(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    real_connect, real_connect_ex = socket.socket.connect, socket.socket.connect_ex
+    real_create, real_getaddrinfo = socket.create_connection, socket.getaddrinfo
+
+    def check(sock: socket.socket | None, address: object) -> None:
+        if sock is not None and sock.family not in (socket.AF_INET, socket.AF_INET6):
+            return  # Unix sockets stay local
+        host = address[0] if isinstance(address, tuple) and address else address
+        if not is_loopback(host):
+            raise OutgoingConnectionRefused(f"test network guard: connection to {address!r} refused")
+
+    def connect(self: socket.socket, address: object) -> None:
+        check(self, address)
+        return real_connect(self, address)  # type: ignore[arg-type]
+
+    def connect_ex(self: socket.socket, address: object) -> int:
+        check(self, address)
+        return real_connect_ex(self, address)  # type: ignore[arg-type]
+
+    def create_connection(address: tuple, *args: object, **kwargs: object) -> socket.socket:
+        check(None, address)
+        return real_create(address, *args, **kwargs)  # type: ignore[arg-type]
+
+    def getaddrinfo(host: object, *args: object, **kwargs: object) -> list:
+        check(None, (host,))  # no DNS lookups of outside names either
+        return real_getaddrinfo(host, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+    monkeypatch.setattr(socket, "create_connection", create_connection)
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+@pytest.fixture(autouse=True)
+def _hermetic(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Every test: a temporary HERMES_HOME, no provider credentials, only 127.0.0.1 reachable."""
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path_factory.mktemp("hermes-home")))
+    for name in PROVIDER_ENV:
+        monkeypatch.delenv(name, raising=False)
+    _guard_sockets(monkeypatch)
+
+
 @pytest.fixture(autouse=True)
 def _fresh_circuit_breakers():
     """Breakers are per process; each test starts with every summary route closed."""

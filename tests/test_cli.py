@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, assistant, make_config, user
 
-from hermes_trove.__main__ import main
+from hermes_trove.command import main
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
 
@@ -96,3 +96,104 @@ def test_python_dash_m_runs_from_an_installed_package_layout(db, tmp_path):
                           capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["overall"] == "healthy"
+
+
+# -- the CLI behaves like a CLI (issue 18) ----------------------------------------------------
+
+def hermes_cli(runtime):
+    """``hermes trove`` as the host builds it: our parser under a subparser, ``args.func(args)``."""
+    import argparse
+
+    from hermes_trove import command
+
+    parser = argparse.ArgumentParser(prog="hermes")
+    sub = parser.add_subparsers(dest="command")
+    trove = sub.add_parser("trove")
+    command.setup_parser(trove)
+    trove.set_defaults(func=command.cli_handler(runtime))
+    return parser
+
+
+def host_exit(parser, *argv: str) -> int:
+    """Run the handler the way hermes_cli.main does (return value dropped) and read the exit code."""
+    args = parser.parse_args(["trove", *argv])
+    with pytest.raises(SystemExit) as done:
+        args.func(args)
+    return int(done.value.code or 0)
+
+
+def test_hermes_trove_exits_0_1_2_although_the_host_drops_return_values(db, tmp_path, capsys):
+    from hermes_trove.config import load_config
+
+    rt = build_runtime(load_config(os.environ))
+    parser = hermes_cli(rt)
+    assert host_exit(parser, "doctor") == 0
+    assert host_exit(parser, "frobnicate") == 2
+    assert host_exit(parser, "rotate", "apply") == 1  # refused: no session outside Hermes
+    assert host_exit(parser, "status", "--db", str(tmp_path / "missing.db")) == 2
+    assert not (tmp_path / "missing.db").exists()
+
+
+def test_help_and_read_only_commands_never_create_a_database(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TROVE_")}
+    env["HERMES_HOME"] = str(tmp_path)
+    for argv in (["--help"], ["help"], ["status"], ["doctor"], ["dag"], ["doctor", "retention"], ["import", "--help"]):
+        proc = subprocess.run([sys.executable, "-m", "hermes_trove", *argv], capture_output=True, text=True,
+                              env=env, timeout=120, cwd=tmp_path)
+        assert proc.returncode in (0, 2), (argv, proc.stderr)
+        assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "trove.db").exists() and list(tmp_path.iterdir()) == []
+
+
+def test_plugin_load_without_a_database_creates_none(tmp_path, monkeypatch):
+    import hermes_trove
+
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path))
+
+    class Ctx:
+        def register_context_engine(self, engine):
+            self.engine = engine
+
+        def register_cli_command(self, *a, **k):
+            pass
+
+    hermes_trove.register(Ctx())
+    assert not (tmp_path / "trove.db").exists()
+
+
+def test_backups_of_an_explicit_db_land_beside_it_not_under_the_home(db, tmp_path, monkeypatch):
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    moved = other / "x.db"
+    import sqlite3
+
+    with sqlite3.connect(db) as src, sqlite3.connect(moved) as dst:
+        src.backup(dst)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    code, out = run("backup", "--db", str(moved), "--json")
+    assert code == 0 and Path(json.loads(out)["path"]).parent == other / "backups" / "trove"
+    code, out = run("rotate", "apply", "--db", str(moved), "--session", "chat-1", "--json")
+    assert code == 0 and Path(json.loads(out)["backup"]).parent == other / "backups" / "trove"
+    assert list(home.iterdir()) == []
+
+
+def test_human_output_shows_iso_times_and_json_keeps_epochs(db):
+    code, out = run("status", "--db", str(db), "--session", "chat-1")
+    created = next(line for line in out.splitlines() if line.strip().startswith("created_at:"))
+    assert code == 0 and created.strip().endswith("Z") and "T" in created
+    data = json.loads(run("status", "--db", str(db), "--session", "chat-1", "--json")[1])
+    assert isinstance(data["lifecycle"]["created_at"], float) and isinstance(data["generated_at"], float)
+
+
+def test_a_closed_pipe_prints_no_traceback(db, tmp_path):
+    env = {**os.environ, "HERMES_HOME": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, "-m", "hermes_trove", "status", "--db", str(db)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    proc.stdout.close()  # like `| head -0`: the reader is gone before the first write
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=120)
+    proc.stderr.close()
+    assert "Traceback" not in err and "BrokenPipe" not in err
+    assert proc.returncode == 0

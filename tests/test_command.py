@@ -65,11 +65,16 @@ def test_the_hermes_cli_entry_parses_and_runs_like_the_host_does(runtime, capsys
     plugin_parser = sub.add_parser("trove", help=entry["help"])
     entry["setup_fn"](plugin_parser)
     plugin_parser.set_defaults(func=entry["handler_fn"])
+    runtime.db.connect()  # the CLI never creates the database; the host run before would have
     args = parser.parse_args(["trove", "doctor", "--json"])
-    assert args.func(args) == 0
+    with pytest.raises(SystemExit) as done:  # the host drops handler return values: exit explicitly
+        args.func(args)
+    assert done.value.code == 0
     assert '"overall": "healthy"' in capsys.readouterr().out
     args = parser.parse_args(["trove", "help"])
-    assert args.func(args) == 0
+    with pytest.raises(SystemExit) as done:
+        args.func(args)
+    assert done.value.code == 0
     assert "hermes trove rotate apply" in capsys.readouterr().out
 
 
@@ -107,6 +112,7 @@ def test_the_cli_turns_a_failing_subcommand_into_an_error_and_exit_code(runtime,
         raise OSError("disk on fire")
 
     monkeypatch.setattr(command.doctor, "run_doctor", boom)
+    runtime.db.connect()
     args = argparse.Namespace(trove_words=["doctor"], trove_db=None, trove_json=True, trove_session=None)
     assert command.execute(args, runtime) == command.EXIT_PROBLEM
     assert '"error": "OSError: disk on fire"' in capsys.readouterr().out
@@ -171,6 +177,9 @@ def test_plugin_load_registers_the_command_and_runs_startup_maintenance(tmp_path
         def register_context_engine(self, engine):
             self.engine = engine
 
+    from hermes_trove.db import Database
+
+    Database(tmp_path / "trove.db").connect()  # startup maintenance runs on an existing database
     ctx = HostCtx()
     hermes_trove.register(ctx)
     assert ctx.engine is not None and "trove" in ctx.commands and "trove" in ctx.cli
@@ -195,4 +204,7 @@ def test_the_real_host_plugin_context_accepts_both_commands(runtime):
     parser = argparse.ArgumentParser()
     cli["setup_fn"](parser)
     args = parser.parse_args(["status", "--json"])
-    assert cli["handler_fn"](args) == 0
+    enabled.db.connect()
+    with pytest.raises(SystemExit) as done:  # the host ignores the return value
+        cli["handler_fn"](args)
+    assert done.value.code == 0

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 import pytest
@@ -143,3 +144,65 @@ class TestFrozen:
         a, _ = load({"TROVE_CONTEXT_THRESHOLD": "bad"})
         b, _ = load({})
         assert a == b and a.warnings != b.warnings
+
+
+FLOATS = [v for v in SPEC if v.kind == "float"]
+INTS = [v for v in SPEC if v.kind == "int"]
+
+
+class TestValidation:
+    """Every numeric knob is finite, in range and consistent, else its default with a named warning."""
+
+    @pytest.mark.parametrize("var", FLOATS, ids=lambda v: v.name)
+    @pytest.mark.parametrize("raw", ["nan", "NaN", "inf", "-inf", "Infinity", "1e999"])
+    def test_non_finite_floats_are_refused_for_every_float_knob(self, var, raw):
+        cfg, warned = load({var.name: raw})
+        value = getattr(cfg, var.field)
+        assert value == var.default and math.isfinite(value)
+        assert len(warned) == 1 and warned[0].startswith(f"{var.name}=") and "using default" in warned[0]
+
+    @pytest.mark.parametrize("var", INTS, ids=lambda v: v.name)
+    @pytest.mark.parametrize("raw", ["99999999999999999999", "-99999999999999999999", "1" * 5000])
+    def test_absurd_integers_are_refused_for_every_int_knob(self, var, raw):
+        cfg, warned = load({var.name: raw})
+        assert getattr(cfg, var.field) == var.default
+        assert len(warned) == 1 and var.name in warned[0] and len(warned[0]) < 400
+
+    def test_a_nan_threshold_never_reaches_the_engine(self, tmp_path):
+        from hermes_trove.engine import TroveEngine
+        from hermes_trove.runtime import build_runtime
+
+        cfg = load_config({"TROVE_CONTEXT_THRESHOLD": "nan", "TROVE_DATABASE_PATH": str(tmp_path / "t.db")},
+                          hermes_home=str(tmp_path), warn=lambda m: None)
+        eng = TroveEngine(build_runtime(cfg), complete=lambda *a: "x")
+        eng.update_model("m", 64000)
+        assert eng.threshold_tokens == int(64000 * 0.35)
+
+    def test_a_dynamic_chunk_max_below_the_chunk_falls_back_with_a_named_warning(self):
+        cfg, warned = load({"TROVE_LEAF_CHUNK_TOKENS": "30000", "TROVE_DYNAMIC_LEAF_CHUNK_MAX": "1000"})
+        assert cfg.leaf_chunk_tokens == 30000 and cfg.dynamic_leaf_chunk_max == 40000
+        assert len(warned) == 1 and warned[0].startswith("TROVE_DYNAMIC_LEAF_CHUNK_MAX=1000 ")
+        assert "using default 40000" in warned[0]
+        assert dict(cfg.sources)["dynamic_leaf_chunk_max"] == "default (inconsistent env)"
+
+    def test_a_reserve_floor_larger_than_any_window_is_refused(self):
+        cfg, warned = load({"TROVE_RESERVE_TOKENS_FLOOR": "50000000"})
+        assert cfg.reserve_tokens_floor == 0 and "TROVE_RESERVE_TOKENS_FLOOR" in warned[0]
+
+    def test_a_reserve_floor_larger_than_the_window_is_ignored_not_a_one_token_threshold(self, tmp_path):
+        from hermes_trove.config import reserve_floor_cap
+        from hermes_trove.engine import TroveEngine
+        from hermes_trove.runtime import build_runtime
+
+        cfg, warned = load({"TROVE_RESERVE_TOKENS_FLOOR": "200000",
+                            "TROVE_DATABASE_PATH": str(tmp_path / "t.db")}, home=str(tmp_path))
+        assert warned == [] and reserve_floor_cap(cfg, 128000) is None
+        assert reserve_floor_cap(cfg, 1_000_000) == 800_000
+        eng = TroveEngine(build_runtime(cfg), complete=lambda *a: "x")
+        eng.update_model("m", 128000)
+        assert eng.threshold_tokens == int(128000 * 0.35)
+
+    def test_consistent_values_from_the_environment_stay(self):
+        cfg, warned = load({"TROVE_LEAF_CHUNK_TOKENS": "1000", "TROVE_DYNAMIC_LEAF_CHUNK_MAX": "1000",
+                            "TROVE_FRESH_TAIL_MAX_TOKENS": "64"})
+        assert warned == [] and cfg.dynamic_leaf_chunk_max == 1000 and cfg.fresh_tail_max_tokens == 64

@@ -16,7 +16,9 @@ ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "docs" / "operator-guide.md"
 START, END = "<!-- config-table:start -->", "<!-- config-table:end -->"
 GROUPS = {"core": "Trigger, tail and compaction", "models": "Summarizer and expansion models",
-          "storage": "Storage, filters and diagnostics", "payloads": "Large payloads and redaction"}
+          "storage": "Storage, filters and diagnostics", "payloads": "Large payloads and redaction",
+          "embeddings": "Embeddings and semantic retrieval",
+          "recall": "Whole-memory recall", "temporal": "Temporal rollups"}
 
 
 def format_default(var) -> str:

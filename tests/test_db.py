@@ -45,12 +45,31 @@ TABLES = {
                           "imported_at": "REAL"},
     "imported_nodes": {"import_id": "TEXT", "source_key": "TEXT", "node_id": "INTEGER", "imported_at": "REAL"},
     "work_leases": {"name": "TEXT", "owner": "TEXT", "acquired_at": "REAL", "expires_at": "REAL"},
+    "embedding_generations": {
+        "generation_id": "INTEGER", "provider": "TEXT", "model": "TEXT", "dim": "INTEGER", "base_url": "TEXT",
+        "state": "TEXT", "message_cursor": "INTEGER", "node_cursor": "INTEGER", "removed": "INTEGER",
+        "last_error": "TEXT", "last_error_at": "REAL", "created_at": "REAL", "activated_at": "REAL"},
+    "embedding_vectors": {
+        "vector_id": "INTEGER", "generation_id": "INTEGER", "kind": "TEXT", "item_id": "INTEGER",
+        "span_start": "INTEGER", "span_end": "INTEGER", "session_id": "TEXT", "at": "REAL", "vector": "BLOB",
+        "scale": "REAL", "created_at": "REAL"},
+    "temporal_rollups": {
+        "rollup_id": "INTEGER", "period_kind": "TEXT", "period_start": "REAL", "period_end": "REAL",
+        "scope": "TEXT", "status": "TEXT", "summary": "TEXT", "token_count": "INTEGER", "source_count": "INTEGER",
+        "source_token_count": "INTEGER", "level": "TEXT", "model": "TEXT", "model_calls": "INTEGER",
+        "input_tokens": "INTEGER", "generation": "INTEGER", "attempts": "INTEGER", "error": "TEXT",
+        "created_at": "REAL", "updated_at": "REAL", "claimed_at": "REAL", "built_at": "REAL", "failed_at": "REAL"},
+    "temporal_rollup_sources": {"rollup_id": "INTEGER", "ordinal": "INTEGER", "node_id": "INTEGER"},
 }
 FTS = {"messages_fts": ("messages", ["content", "tool_calls"]), "nodes_fts": ("summary_nodes", ["summary"])}
 # Messages are indexed by the store in batches, so messages_fts has no insert trigger.
 TRIGGERS = {"messages_fts_delete": "messages", "messages_fts_update": "messages",
             "nodes_fts_insert": "summary_nodes", "nodes_fts_delete": "summary_nodes",
-            "nodes_fts_update": "summary_nodes"}
+            "nodes_fts_update": "summary_nodes",
+            "embedding_vectors_removed": "embedding_vectors", "embedding_vectors_message_gone": "messages",
+            "embedding_vectors_node_gone": "summary_nodes",
+            "temporal_rollups_leaf_added": "summary_nodes", "temporal_rollups_leaf_changed": "summary_nodes",
+            "temporal_rollups_leaf_removed": "summary_nodes"}
 INDEXES = {
     "messages_session": ("messages", ["session_id", "store_id"]),
     "messages_session_time": ("messages", ["session_id", "created_at"]),
@@ -60,6 +79,13 @@ INDEXES = {
     "node_messages_store": ("node_messages", ["store_id"]),
     "node_children_child": ("node_children", ["child_id"]),
     "session_frontier_node": ("session_frontier", ["node_id"]),
+    "embedding_vectors_scan": ("embedding_vectors", ["generation_id", "vector_id"]),
+    "embedding_vectors_item": ("embedding_vectors", ["kind", "item_id"]),
+    "temporal_rollups_window": ("temporal_rollups", ["scope", "period_start"]),
+    "temporal_rollups_status": ("temporal_rollups", ["status", "period_kind", "period_start"]),
+    "temporal_rollup_sources_node": ("temporal_rollup_sources", ["node_id"]),
+    "summary_nodes_leaf_time": ("summary_nodes", ["depth", "latest_at"]),
+    "messages_time": ("messages", ["created_at"]),
 }
 
 

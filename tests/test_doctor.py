@@ -107,11 +107,16 @@ def test_a_frontier_beyond_the_last_message_is_a_lifecycle_warning(runtime):
     ({"context_threshold": 0.95}, "TROVE_CONTEXT_THRESHOLD=0.95"),
     ({"incremental_max_depth": 0}, "TROVE_INCREMENTAL_MAX_DEPTH=0"),
     ({"doctor_clean_apply_enabled": True}, "destructive clean apply"),
-    ({"warnings": ("TROVE_CONTEXT_THRESHOLD='lots' is invalid",)}, "'lots' is invalid"),
 ])
 def test_odd_configuration_values_are_warnings(tmp_path, overrides, needle):
     check = by_check(doctor.run_doctor(build_runtime(make_config(tmp_path, **overrides))))["config_validation"]
     assert check["status"] == "warn" and needle in check["detail"]
+
+
+def test_a_refused_configuration_value_fails_the_config_check(tmp_path):
+    cfg = make_config(tmp_path, warnings=("TROVE_CONTEXT_THRESHOLD='lots' is invalid",))
+    check = by_check(doctor.run_doctor(build_runtime(cfg)))["config_validation"]
+    assert check["status"] == "fail" and "'lots' is invalid" in check["detail"]
 
 
 def test_context_pressure_far_past_the_threshold_warns(engine):

@@ -48,3 +48,25 @@ def test_a_ref_to_a_missing_row_is_rejected(row):
 def test_malformed_claims_are_refused_before_any_lookup(bad):
     with pytest.raises(RefError):
         parse_claim(bad)
+
+
+def test_expand_and_load_session_return_the_full_ref_object_that_verifies(runtime):
+    import json
+
+    from hermes_trove.toolkit import ToolContext
+    from hermes_trove.tools import dispatch
+
+    ids = runtime.store.append(SessionKey("s1"), [user("We moved to Lisbon on 3 July 2023."), user("x" * 30000)])
+    ctx = ToolContext(runtime, SessionKey("s1"))
+    out = json.loads(dispatch(ctx, "trove_expand", {"store_id": ids[0], "include_exact_ref": True}))
+    full = out["exact_ref_full"]
+    assert out["exact_ref"] == full["ref"] == f"trove:{ids[0]}:0-34"
+    assert verify(parse_claim(full), runtime.store.get(ids[0])).quote == out["content"]
+    page = json.loads(dispatch(ctx, "trove_load_session", {"session_id": "s1", "include_exact_ref": True,
+                                                           "max_content_chars": 20000}))
+    assert [m["exact_ref_full"]["content_sha256"] for m in page["messages"]] == [
+        content_sha256(r.content) for r in runtime.store.get_many(ids)]
+    from hermes_trove.toolkit import full_exact_ref
+
+    too_long = full_exact_ref(runtime.store.get(ids[1]), 0, 25000)
+    assert too_long["exact_ref_full"] is None and "not citable" in too_long["exact_ref_note"]

@@ -163,7 +163,8 @@ def test_summaries_added_on_a_later_run_attach_to_messages_imported_earlier(tmp_
 
 def test_a_new_import_id_imports_again_and_backs_up_the_existing_target(tmp_path, head):
     run(tmp_path, head, apply=True, remaps=remap(head))
-    report = run(tmp_path, head, apply=True, remaps=remap(head), import_id="second", namespace="copy")
+    report = run(tmp_path, head, apply=True, remaps=remap(head), import_id="second", namespace="copy",
+                 allow_duplicate_sources=True)
     assert report.imported == 44 and Path(report.backup_path).name.startswith("trove.db.backup-")
     rt = target(tmp_path)
     assert rt.store.count() == 88

@@ -197,8 +197,98 @@ def test_provenance_uses_agent_and_namespace(tmp_path):
     run_import(ImportOptions(target_db=str(tmp_path / "trove.db"), source_db=str(src), agent="sammy", apply=True),
                env={})
     run_import(ImportOptions(target_db=str(tmp_path / "trove.db"), source_db=str(src), agent="sammy",
-                             namespace="archive", import_id="other", apply=True), env={})
+                             namespace="archive", import_id="other", apply=True, allow_duplicate_sources=True),
+               env={})
     with sqlite3.connect(tmp_path / "trove.db") as conn:
         pairs = sorted(set(conn.execute("SELECT session_id, source FROM messages")))
     assert pairs == [("archive:agent:sammy:sess-1", "archive:agent:sammy:sess-1"),
                      ("openclaw-trove:agent:sammy:sess-1", "openclaw-trove:agent:sammy:sess-1")]
+
+
+# -- the importer as a command (issue 18) -----------------------------------------------------
+
+FIXTURES = ROOT.parent / "shared" / "fixtures"
+needs_fixtures = pytest.mark.skipif(not (FIXTURES / "openclaw-jsonl").is_dir(), reason="shared fixtures missing")
+
+
+def claw_copy(tmp_path: Path) -> Path:
+    import shutil
+
+    head = tmp_path / "head"
+    shutil.copytree(FIXTURES / "lossless-claw" / "head", head, ignore=shutil.ignore_patterns("*.sql", "generator*"))
+    return head
+
+
+@needs_fixtures
+def test_the_same_sessions_from_sqlite_and_jsonl_are_detected_and_not_duplicated(tmp_path, capsys):
+    head = claw_copy(tmp_path)
+    db = str(tmp_path / "trove.db")
+    assert main("--source-db", str(head / "lcm.db"), "--target-db", db, "--apply", "--json") == 0
+    capsys.readouterr()
+    assert main("--source-jsonl-dir", str(FIXTURES / "openclaw-jsonl"), "--target-db", db, "--apply", "--json") == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["skipped_duplicate_sessions"] == 4 and report["imported"] == 0
+    assert any("--allow-duplicate-sources" in w and "already imported as 'openclaw-trove:" in w
+               for w in report["warnings"])
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 44
+    assert main("--source-jsonl-dir", str(FIXTURES / "openclaw-jsonl"), "--target-db", db, "--apply", "--json",
+                "--allow-duplicate-sources") == 0
+    assert json.loads(capsys.readouterr().out)["imported"] == 44  # the override imports the second copy
+
+
+@needs_fixtures
+def test_imported_sessions_keep_their_original_times_in_retention_and_status(tmp_path, capsys):
+    from hermes_trove.config import load_config
+    from hermes_trove.ops import hygiene
+    from hermes_trove.runtime import build_runtime
+
+    db = tmp_path / "trove.db"
+    assert main("--source-jsonl-dir", str(FIXTURES / "openclaw-jsonl"), "--target-db", str(db), "--apply") == 0
+    rt = build_runtime(load_config({}, hermes_home=str(tmp_path)))
+    sessions = rt.store.sessions()
+    first = min(s.created_at for s in sessions)
+    last = max(s.updated_at for s in sessions)
+    assert last - first < 86400 and first < 1780000000  # March 2026, the fixtures' own times
+    for s in sessions:
+        times = [r.created_at for r in rt.store.page(s.session_id, 0, 1000)]
+        assert (s.created_at, s.updated_at) == (min(times), max(times))
+    report = hygiene.retention_report(rt, now=last + 10 * 86400)
+    ages = [row["age_days"] for row in report["largest_sessions"]]
+    assert ages and all(9.9 <= a <= 10.1 for a in ages) and report["stale_30d"]["sessions"] == 0
+
+
+def test_python_dash_m_import_and_a_copied_script_work_from_an_installed_layout(tmp_path):
+    src = make_source(tmp_path / "lcm.db")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "hermes_trove").symlink_to(ROOT, target_is_directory=True)
+    lone = tmp_path / "bin"
+    lone.mkdir()
+    (lone / "import_lossless_claw.py").write_bytes(SCRIPT.read_bytes())  # copied alone, no helper beside it
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(site), "HOME": str(tmp_path)}
+    for argv in (["-m", "hermes_trove", "import"], [str(lone / "import_lossless_claw.py")]):
+        out = subprocess.run([sys.executable, *argv, "--source-db", str(src), "--target-db",
+                              str(tmp_path / "trove.db"), "--json"], capture_output=True, text=True, timeout=120,
+                             cwd=tmp_path, env=env)
+        assert out.returncode == 0, (argv, out.stderr)
+        assert json.loads(out.stdout)["would_import"] == 3
+    assert not (tmp_path / "trove.db").exists()
+
+
+def test_progress_shows_messages_per_second_on_a_terminal_only(tmp_path):
+    import io
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    assert cli.wants_progress(False, False, Tty()) and not cli.wants_progress(True, False, Tty())
+    assert not cli.wants_progress(False, False, io.StringIO()) and not cli.wants_progress(False, True, Tty())
+    stream = Tty()
+    bar = cli.Progress(stream, "apply")
+    bar.drawn -= 1  # the next call redraws
+    bar(1200)
+    bar.done()
+    text = stream.getvalue()
+    assert "1200 messages" in text and "messages/s" in text and text.endswith("\n")

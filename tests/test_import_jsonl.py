@@ -55,7 +55,8 @@ def test_jsonl_and_sqlite_imports_of_the_same_history_store_the_same_messages(tm
     head = tmp_path / "head"
     shutil.copytree(CLAW, head, ignore=shutil.ignore_patterns("*.sql", "generator*"))
     run_import(ImportOptions(target_db=str(tmp_path / "trove.db"), source_db=str(head / "lcm.db"), agent="main",
-                             apply=True, remaps=(("/home/agent/.openclaw", str(head)),)), env={})
+                             apply=True, remaps=(("/home/agent/.openclaw", str(head)),),
+                             allow_duplicate_sources=True), env={})  # both copies, to compare them
     s = store(tmp_path)
     for session in ("3f1c9a52-0b7e-4c1d-9a11-5e2f7d8c0a01", "8d2e4b10-6a3f-4f0e-b7c2-1c9d0e5f4a02",
                     "d00dfeed-2222-4333-8444-555566667777"):

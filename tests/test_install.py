@@ -75,7 +75,8 @@ def test_install_links_the_checkout_and_the_skill_into_the_default_home(checkout
     assert plugin.is_symlink() and plugin.resolve() == checkout.resolve()
     assert skill.is_symlink() and skill.resolve() == (checkout / "skills" / "hermes-trove").resolve()
     assert (skill / "SKILL.md").read_text(encoding="utf-8").startswith("---")
-    assert "context:" in done.stdout and "engine: trove" in done.stdout
+    assert "hermes plugins enable hermes-trove" in done.stdout
+    assert "hermes config set context.engine trove" in done.stdout
     assert "restart" in done.stdout.lower()
 
 
@@ -104,6 +105,13 @@ def test_install_with_a_profile_targets_the_profile_home(checkout, home):
     assert (profile / "plugins" / "hermes-trove").resolve() == checkout.resolve()
     assert (profile / "skills" / "hermes-trove").resolve() == (checkout / "skills" / "hermes-trove").resolve()
     assert not (home / ".hermes" / "plugins").exists()
+    assert "hermes -p work config set context.engine trove" in done.stdout  # the profile's own config
+
+
+def test_after_install_md_names_the_one_remaining_step_with_the_host_command():
+    text = (ROOT / "after-install.md").read_text(encoding="utf-8")
+    assert "hermes config set context.engine trove" in text and "hermes plugins enable hermes-trove" in text
+    assert "```yaml" not in text
 
 
 def test_install_rejects_a_profile_name_that_could_escape_the_profiles_directory(checkout, home):

@@ -124,3 +124,49 @@ def test_describe_config_reports_the_setup_without_secrets(tmp_path):
 def test_describe_config_folds_a_broken_setup_into_an_error(tmp_path):
     cfg = make_config(tmp_path, sensitive_patterns=None)
     assert describe_config(cfg)["error"].startswith("TypeError")
+
+
+# -- the widened catalog (issue 17, finding 4) ---------------------------------------
+from reliability.corpus import CLEAN, SECRETS  # noqa: E402
+
+
+@pytest.mark.parametrize("text, secrets", SECRETS, ids=[t[:24] for t, _ in SECRETS])
+def test_every_common_secret_form_is_redacted_by_the_default_names(text, secrets):
+    out = ALL.redact(text)
+    assert not [s for s in secrets if s in out], out
+    assert "[REDACTED:" in out
+
+
+@pytest.mark.parametrize("text", CLEAN, ids=[t[:24] for t in CLEAN])
+def test_ordinary_code_and_prose_come_through_unchanged(text):
+    assert ALL.redact(text) == text
+
+
+def test_url_credentials_keep_the_user_and_host():
+    out = ALL.redact("postgres://app:pw-Secret-9@db:5432/x")
+    assert out.startswith("postgres://app:[REDACTED:url_credentials:sha256=") and out.endswith("@db:5432/x")
+
+
+def test_password_values_after_semicolon_and_ampersand_are_redacted():
+    assert ALL.redact("password=a1;b2&c3 next") == "password=[REDACTED:password] next"
+
+
+def test_the_new_names_can_be_chosen_alone():
+    only = Redactor(True, ("jwt",))
+    from reliability.corpus import JWT, OPENAI
+    assert JWT not in only.redact(f"t {JWT}") and OPENAI in only.redact(f"k {OPENAI}")
+
+
+def test_redacting_the_corpus_twice_changes_nothing_more():
+    for text, _ in SECRETS:
+        once = ALL.redact(text)
+        assert ALL.redact(once) == once
+
+
+def test_replay_stub_previews_are_redacted(tmp_path):
+    from reliability.corpus import OPENAI
+
+    from hermes_trove.payloads.replay import stub_message
+    msg = {"role": "tool", "tool_call_id": "c1", "content": f"deploy log: key {OPENAI} ok " + "x" * 5000}
+    assert OPENAI in stub_message(msg, "ref.json", 400)["content"]  # the pure function keeps what it is given
+    assert OPENAI not in stub_message(msg, "ref.json", 400, ALL.redact)["content"]

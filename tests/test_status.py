@@ -8,7 +8,7 @@ from conftest import assistant, make_config, user
 
 from hermes_trove.config import SPEC
 from hermes_trove.engine import TroveEngine
-from hermes_trove.ops import status
+from hermes_trove.ops import install, status
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
 
@@ -72,8 +72,8 @@ def test_config_lists_every_variable_with_its_source(tmp_path):
 
 
 def test_git_identity_is_null_outside_a_checkout(tmp_path):
-    status.git_identity.cache_clear()
-    assert status.git_identity(str(tmp_path)) == {"plugin_git_commit": None, "plugin_git_branch": None,
+    install.git_identity.cache_clear()
+    assert install.git_identity(str(tmp_path)) == {"plugin_git_commit": None, "plugin_git_branch": None,
                                                   "plugin_git_dirty": None}
 
 
@@ -94,16 +94,16 @@ def test_git_identity_names_commit_branch_and_dirtiness_of_a_checkout(tmp_path):
     (repo / "f.txt").write_text("1")
     git("add", "f.txt")
     git("commit", "-q", "-m", "one")
-    status.git_identity.cache_clear()
-    ident = status.git_identity(str(repo))
+    install.git_identity.cache_clear()
+    ident = install.git_identity(str(repo))
     assert ident == {"plugin_git_commit": git("rev-parse", "HEAD"), "plugin_git_branch": "feature",
                      "plugin_git_dirty": False}
     (repo / "f.txt").write_text("2")
-    status.git_identity.cache_clear()
-    assert status.git_identity(str(repo))["plugin_git_dirty"] is True
+    install.git_identity.cache_clear()
+    assert install.git_identity(str(repo))["plugin_git_dirty"] is True
     sub = repo / "nested"
     sub.mkdir()
-    assert status.git_identity(str(sub))["plugin_git_commit"] is None  # inside, but not the checkout root
+    assert install.git_identity(str(sub))["plugin_git_commit"] is None  # inside, but not the checkout root
 
 
 def test_status_reports_a_broken_database_instead_of_raising(tmp_path):

@@ -243,8 +243,8 @@ def test_arguments_may_arrive_as_a_json_string(engine):
 
 def test_unknown_arguments_are_reported_not_fatal(engine):
     seed(engine.runtime)
-    out = call(engine, "trove_grep", query="port", mode="semantic")
-    assert out["ignored_arguments"] == ["mode"]
+    out = call(engine, "trove_grep", query="port", flavour="semantic")
+    assert out["ignored_arguments"] == ["flavour"]
 
 
 def test_handle_tool_call_ingests_live_messages_before_searching(engine):

@@ -26,7 +26,13 @@ SUMMARY_REPLY = "FAKE-SUMMARY #{n}: the earlier turns discussed numbered topics.
 
 
 def oldest_message_hit(payload: Any) -> dict[str, Any] | None:
-    """``trove_expand`` arguments for the oldest raw-message hit of a ``trove_grep`` result."""
+    """``trove_expand`` arguments for the oldest raw-message hit of a ``trove_grep`` result;
+    for a ``trove_recall`` result, the ``expand`` arguments of its best hit."""
+    recalled = payload.get("hits") if isinstance(payload, dict) else None
+    if isinstance(recalled, list):
+        best = recalled[0] if recalled and isinstance(recalled[0], dict) else {}
+        expand = best.get("expand") if isinstance(best.get("expand"), dict) else {}
+        return dict(expand["args"]) if expand.get("tool") == "trove_expand" else None
     results = payload.get("results") if isinstance(payload, dict) else None
     hits = [r["store_id"] for r in results or [] if isinstance(r, dict) and r.get("type") == "message"
             and isinstance(r.get("store_id"), int)]
@@ -34,7 +40,23 @@ def oldest_message_hit(payload: Any) -> dict[str, Any] | None:
 
 
 # Follow-up tool name -> how its arguments come from the previous tool result's JSON.
-CHAINS = {"trove_expand": oldest_message_hit}
+def grep_hits_as_operands(payload: Any) -> dict[str, Any] | None:
+    """``trove_compute`` arguments over the whole-message hits of a ``trove_grep`` result: each
+    short user message whose snippet is its full text becomes an exact-ref operand (oldest two)."""
+    results = payload.get("results") if isinstance(payload, dict) else None
+    operands = []
+    for r in sorted((r for r in results or [] if isinstance(r, dict) and r.get("type") == "message"
+                     and r.get("role") == "user"), key=lambda r: r.get("store_id", 0)):
+        text = str(r.get("snippet") or "").replace(">>>", "").replace("<<<", "")
+        if "\u2026" in text or "<<" in text or not isinstance(r.get("store_id"), int):
+            continue  # a cut snippet, or the question turn itself
+        operands.append({"store_id": r["store_id"], "span_start": 0, "span_end": len(text), "quote": text})
+    if len(operands) < 2:
+        return None
+    return {"question": "How many days passed between these two events?", "operands": operands[:2]}
+
+
+CHAINS = {"trove_expand": oldest_message_hit, "trove_compute": grep_hits_as_operands}
 
 
 def text_of(content: Any) -> str:

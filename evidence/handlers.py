@@ -1,0 +1,179 @@
+"""The evidence tools' handlers: parse the arguments, fetch the cited rows, call the pure core, shape.
+
+``trove_compute`` (compute.py), ``trove_evidence_pack`` (pack.py), ``trove_compile_evidence``
+(compile.py), and the two tools whose store does not exist yet, ``trove_query_state`` and
+``trove_retrieve``, which answer ``status: "disabled"`` with the reason. Rows are read through
+``store.get_many``; rows of ignored sessions are refused through the runtime's filters.
+None of these handlers calls a model.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from ..rows import MessageRow
+from ..toolkit import ToolContext, ToolError, bool_arg, current_session, enum_arg, fit_items, parse_time, str_arg
+from .compile import check_coverage, check_selection, computation_for, conflicts, decide, parse_proposal
+from .compute import ComputeRequest, compute
+from .grounding import OperandSpec, parse_operands
+from .pack import PACK_CAP, build_pack, parse_budgets, parse_refs
+from .planner import OPERATIONS
+
+MAX_QUESTION = 4000
+MAX_CANDIDATES = 48
+
+
+def _question(args: Mapping[str, Any]) -> str:
+    text = (str_arg(args, "question", required=True, allow_empty=False) or "").strip()
+    if len(text) > MAX_QUESTION:
+        raise ToolError(f"question is longer than {MAX_QUESTION} characters")
+    return text
+
+
+def _rows(ctx: ToolContext, ids: Iterable[int]) -> dict[int, MessageRow]:
+    unique = sorted(set(ids))
+    return {r.store_id: r for r in ctx.runtime.store.get_many(unique)} if unique else {}
+
+
+def _ignored(ctx: ToolContext) -> Callable[[str, str], str | None]:
+    return ctx.runtime.filters.ignored_by
+
+
+# -- trove_compute ----------------------------------------------------------------
+def trove_compute(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
+    question = _question(args)
+    try:
+        specs = parse_operands(args.get("operands"))
+    except ValueError as exc:
+        raise ToolError(str(exc)) from None
+    candidate = str_arg(args, "candidate_answer")
+    req = ComputeRequest(question, specs, parse_time(args.get("question_date"), "question_date"),
+                         bool_arg(args, "evidence_complete"), candidate[:1000] if candidate is not None else None,
+                         enum_arg(args, "operation", OPERATIONS, None))
+    rows = _rows(ctx, (s.claim.store_id for s in specs if s.claim is not None))
+    return compute(req, rows, _ignored(ctx))
+
+
+# -- trove_evidence_pack ------------------------------------------------------------
+def trove_evidence_pack(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
+    question = _question(args)
+    try:
+        claims = parse_refs(args.get("baseline_refs"))
+        budgets, notes = parse_budgets(args.get("budgets"))
+    except ValueError as exc:
+        raise ToolError(str(exc)) from None
+    question_date = parse_time(args.get("question_date"), "question_date")
+    rows = _rows(ctx, (c.store_id for _, c, _ in claims if c is not None))
+    pack = build_pack(question, claims, rows, budgets, _ignored(ctx))
+    items = pack.pop("items")
+    head = {"status": "ok" if items else "empty", "question": question[:500],
+            "question_date": args.get("question_date") if question_date is not None else None,
+            "budgets": budgets.__dict__, **notes}
+    if bool_arg(args, "include_compute") and items:
+        specs = [OperandSpec(i + 1, parse_refs([item["ref"]])[0][1]) for i, item in enumerate(items)]
+        head["computation"] = compute(ComputeRequest(question, specs, question_date, False), rows, _ignored(ctx))
+
+    def build(n: int) -> dict[str, Any]:
+        out = dict(head, items=items[:n], returned=n, **pack)
+        out["truncated"] = n < len(items)
+        if n < len(items):
+            out["items_omitted_for_cap"] = len(items) - n
+        return out
+
+    cap = min(ctx.response_cap, PACK_CAP) - 1000  # room for ignored_arguments added after the fit
+    payload, _ = fit_items(build, len(items), cap)
+    return payload
+
+
+# -- trove_compile_evidence -----------------------------------------------------------
+def trove_compile_evidence(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
+    question = _question(args)
+    try:
+        proposal = parse_proposal(args.get("proposal"))
+        budgets, notes = parse_budgets({k: v for k, v in (args.get("budgets") or {}).items()
+                                        if k == "max_quote_chars"} if isinstance(args.get("budgets"), Mapping)
+                                       else args.get("budgets"))
+    except ValueError as exc:
+        raise ToolError(str(exc)) from None
+    question_date = parse_time(args.get("question_date"), "question_date")
+    cap = _response_cap(args, ctx.response_cap)
+    rows = _rows(ctx, (s.claim.store_id for s in proposal.selections if s.claim is not None))
+    ignored = _ignored(ctx)
+    checked = [check_selection(s, rows.get(s.claim.store_id) if s.claim else None, ignored, budgets.max_quote_chars)
+               for s in proposal.selections]
+    coverage = _coverage(ctx, args.get("coverage"), {s.claim.store_id for s, c in
+                                                      zip(proposal.selections, checked, strict=True)
+                                                      if s.claim is not None and c.get("status") == "verified"})
+    proven = bool(coverage and coverage.get("proven"))
+    computation = computation_for(question, proposal, checked, rows, question_date, proven, ignored)
+    found = conflicts(checked)
+    state, reasons = decide(proposal, checked, found, coverage, computation)
+    facets = {f: [c["claim_id"] for c in checked if c["facet"] == f and c.get("status") == "verified"]
+              for f in dict.fromkeys([*proposal.requested_facets, *(c["facet"] for c in checked)])}
+    head = {"state": state, "reasons": reasons, "question": question[:500], "operation": proposal.operation,
+            "facets": {f: {"covered": bool(ids), "claim_ids": ids} for f, ids in facets.items()},
+            "conflicts": found, "coverage": coverage, "computation": computation,
+            "counts": {s: sum(1 for c in checked if c.get("status") == s) for s in ("verified", "partial", "rejected")},
+            "model_claims_trusted": False, **notes}
+
+    def build(n: int) -> dict[str, Any]:
+        out = dict(head, selections=checked[:n])
+        if n < len(checked):
+            out.update(truncated=True, selections_omitted_for_cap=len(checked) - n)
+        return out
+
+    payload, _ = fit_items(build, len(checked), cap - 1000)
+    return payload
+
+
+def _response_cap(args: Mapping[str, Any], cap: int) -> int:
+    raw = (args.get("budgets") or {}).get("response_char_cap") if isinstance(args.get("budgets"), Mapping) else None
+    if raw is None:
+        return cap
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        raise ToolError("budgets.response_char_cap must be an integer")
+    return min(cap, max(4096, raw))
+
+
+def _coverage(ctx: ToolContext, raw: Any, verified_ids: set[int]) -> dict[str, Any] | None:
+    """Re-run the caller's bounded search here and test its complete result set against the selections."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("query"), str) or not raw["query"].strip():
+        raise ToolError("coverage must be an object with a query (and optional session_scope, session_id, "
+                        "max_candidates)")
+    from ..retrieval.search import GrepRequest, grep
+
+    scope = enum_arg(raw, "session_scope", ("current", "all", "session"), "current") or "current"
+    session_id = (str_arg(raw, "session_id") or "").strip() or None
+    current = current_session(ctx)
+    if scope == "session" and not session_id:
+        raise ToolError("coverage.session_scope='session' needs coverage.session_id")
+    if scope == "current" and not current:
+        raise ToolError("coverage over the current session needs a bound session; use session_scope='all'")
+    limit = raw.get("max_candidates", MAX_CANDIDATES)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_CANDIDATES:
+        raise ToolError(f"coverage.max_candidates must be an integer 1..{MAX_CANDIDATES}")
+    req = GrepRequest(query=raw["query"][:500], limit=200, offset=0, sort="relevance", scope=scope,
+                      content_scope="history", current=current, session_id=session_id if scope == "session" else None)
+    page = grep(ctx.runtime, req)
+    ids = [int(r["store_id"]) for r in page.results if r.get("type") == "message"]
+    search = {"query": req.query, "session_scope": scope, "session_id": req.session_id,
+              "search": "trove_grep full-text search over raw messages, re-run by this tool"}
+    return check_coverage(ids, page.more, limit, verified_ids, search)
+
+
+# -- tools whose store does not exist yet ---------------------------------------------------
+def trove_query_state(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
+    return {"status": "disabled", "tool": "trove_query_state",
+            "reason": "assertions are disabled: this install has no assertion store (it arrives with the "
+                      "state issue); nothing was queried",
+            "next_step": "use trove_grep or trove_load_session to find the messages, then cite exact refs"}
+
+
+def trove_retrieve(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
+    return {"status": "disabled", "tool": "trove_retrieve",
+            "reason": "the adaptive retrieval controller is disabled on this install (it arrives with the state "
+                      "issue); no retrieval episode was started",
+            "next_step": "search with trove_grep, pin spans with trove_expand(include_exact_ref=true), "
+                         "then trove_evidence_pack or trove_compute"}

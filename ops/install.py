@@ -1,0 +1,169 @@
+"""Where this plugin runs from and what the host sees of it: loaded copy, other copies, skill, engine.
+
+Facts for status, inspect and doctor: the loaded plugin directory and route, any second
+copy (a pip install beside a linked checkout), the bundled skill's place in the host's
+skills index, and whether the host is running trove or fell back to its built-in compressor.
+``expose_skill`` links the bundled skill into ``<home>/skills`` when nothing is there, so
+every install route puts it in the index. Nothing here raises or touches the database.
+"""
+from __future__ import annotations
+
+import functools
+import importlib.util
+import logging
+import os
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..version import __version__
+
+if TYPE_CHECKING:
+    from ..runtime import Runtime
+
+log = logging.getLogger("hermes_trove.install")
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+SKILL_NAME = "hermes-trove"
+ENGINE_NAME = "trove"
+
+
+def route_of(plugin_dir: Path, hermes_home: str) -> str:
+    """How the host found this copy: ``plugins-dir`` (install.sh link or ``hermes plugins install``), or ``pip``."""
+    user_dir = Path(hermes_home).expanduser() / "plugins" / "hermes-trove"
+    if user_dir.exists() and _same(user_dir, plugin_dir):
+        return "link" if user_dir.is_symlink() else "plugins-dir"
+    return "pip"
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+@functools.lru_cache(maxsize=8)
+def _pip_copy() -> str | None:
+    """The directory ``import hermes_trove`` resolves to (a pip or editable install), if any."""
+    try:
+        spec = importlib.util.find_spec("hermes_trove")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin:
+        return None
+    return str(Path(spec.origin).resolve().parent)
+
+
+def copies(plugin_dir: Path, hermes_home: str) -> list[dict[str, str]]:
+    """Every hermes-trove copy the host could load, resolved and de-duplicated, the loaded one first."""
+    found: dict[str, str] = {str(plugin_dir.resolve()): route_of(plugin_dir, hermes_home)}
+    user_dir = Path(hermes_home).expanduser() / "plugins" / "hermes-trove"
+    if user_dir.exists() and (user_dir / "plugin.yaml").exists():
+        found.setdefault(str(user_dir.resolve()), "link" if user_dir.is_symlink() else "plugins-dir")
+    pip = _pip_copy()
+    if pip and (Path(pip) / "plugin.yaml").exists():
+        found.setdefault(pip, "pip")
+    return [{"path": p, "route": r, "loaded": str(i == 0).lower()} for i, (p, r) in enumerate(found.items())]
+
+
+def skill_section(plugin_dir: Path, hermes_home: str) -> dict[str, Any]:
+    """Where the bundled skill is and whether the host's skills index (``<home>/skills``) lists it."""
+    bundled = plugin_dir / "skills" / SKILL_NAME
+    indexed = Path(hermes_home).expanduser() / "skills" / SKILL_NAME
+    in_index = (indexed / "SKILL.md").exists()
+    return {"bundled": str(bundled), "index_path": str(indexed), "in_index": in_index,
+            "index_target": os.path.realpath(indexed) if in_index else None,
+            "namespaced": f"hermes-trove:{SKILL_NAME}",
+            "note": "" if in_index else "not in the skills index: restart Hermes with the plugin enabled"
+                                        " (it links the skill) or run scripts/install.sh"}
+
+
+def expose_skill(plugin_dir: Path, hermes_home: str) -> str:
+    """Link ``<home>/skills/hermes-trove`` to the bundled skill unless something is already there."""
+    bundled = plugin_dir / "skills" / SKILL_NAME
+    target = Path(hermes_home).expanduser() / "skills" / SKILL_NAME
+    if not (bundled / "SKILL.md").exists():
+        return "no bundled skill"
+    if target.is_symlink() and not target.exists():
+        return f"left alone: {target} is a broken link"  # the operator's to fix; doctor names it
+    if target.exists():
+        return "present"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.symlink_to(bundled, target_is_directory=True)
+        return "linked"
+    except OSError as exc:
+        log.info("hermes-trove: could not link the skill into %s: %s", target, exc)
+        return f"failed: {exc}"
+
+
+def configured_engine(hermes_home: str) -> str | None:
+    """``context.engine`` from ``<home>/config.yaml``; None when unreadable (host default: compressor)."""
+    path = Path(hermes_home).expanduser() / "config.yaml"
+    try:
+        import yaml  # type: ignore[import-untyped]  # the host's dependency (PyYAML)
+
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except Exception:
+        return None
+    context = data.get("context") if isinstance(data, dict) else None
+    engine = context.get("engine") if isinstance(context, dict) else None
+    return str(engine) if engine else "compressor"
+
+
+def host_section(runtime: Runtime, in_host: bool) -> dict[str, Any]:
+    """Is the host running trove? The rule: the host builds and binds an engine copy only when
+    ``context.engine`` is ``trove``; a bound copy in this process proves it. Outside Hermes the
+    configured value is the only evidence."""
+    configured = configured_engine(runtime.config.hermes_home)
+    bound = runtime.foreground_engine() is not None or bool(runtime.bound_sessions)
+    if bound:
+        verdict = "serving: the host bound a trove engine in this process"
+    elif configured == ENGINE_NAME:
+        verdict = ("selected: context.engine is trove; no session bound yet in this process" if in_host
+                   else "configured: context.engine is trove (run `hermes` to use it)")
+    elif configured is None:
+        verdict = "unknown: config.yaml unreadable; the host default is its built-in compressor"
+    else:
+        verdict = (f"fallback: context.engine is {configured!r}, so the host uses its built-in compressor;"
+                   " run `hermes config set context.engine trove`")
+    return {"context_engine_configured": configured, "engine_bound": bound, "in_host": in_host,
+            "verdict": verdict}
+
+
+@functools.lru_cache(maxsize=8)
+def git_identity(path: str) -> dict[str, Any]:
+    """Best-effort commit/branch/dirty of a plugin checkout; nulls when ``path`` is not one."""
+    none: dict[str, Any] = {"plugin_git_commit": None, "plugin_git_branch": None, "plugin_git_dirty": None}
+
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", "-C", path, *args], capture_output=True, text=True, timeout=2,
+                                 env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    top = git("rev-parse", "--show-toplevel")
+    if not top or Path(top).resolve() != Path(path).resolve():
+        return none  # not a checkout, or a folder inside some unrelated repository
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    return {"plugin_git_commit": git("rev-parse", "HEAD"),
+            "plugin_git_branch": git("rev-parse", "--abbrev-ref", "HEAD"),
+            "plugin_git_dirty": None if dirty is None else bool(dirty)}
+
+
+
+def identity_section(runtime: Runtime, in_host: bool = True) -> dict[str, Any]:
+    """Plugin identity with its route, other copies, the skill and the host verdict, for every report."""
+    plugin_dir = Path(runtime.plugin_path)
+    found = copies(plugin_dir, runtime.config.hermes_home)
+    out: dict[str, Any] = {"plugin_version": __version__, "plugin_path": str(plugin_dir),
+                           "route": found[0]["route"], **git_identity(str(plugin_dir)),
+                           "copies": found, "skill": skill_section(plugin_dir, runtime.config.hermes_home),
+                           "host": host_section(runtime, in_host)}
+    if len(found) > 1:
+        others = ", ".join(f"{c['path']} ({c['route']})" for c in found[1:])
+        out["warning"] = (f"MORE THAN ONE hermes-trove COPY: loaded {found[0]['path']} ({found[0]['route']});"
+                          f" also present: {others}. Remove or disable the one you do not want.")
+    return out

@@ -1,0 +1,394 @@
+"""Embedding indexing: bounded passes, the background worker thread, backfill and status.
+
+A pass takes the database lease ``embeddings:<provider>:<model>``, reads rows past the
+generation's cursors, embeds their text (messages as chunks with character spans, summaries
+whole) and writes vectors and the advanced cursor in one transaction per group, so a crash
+or a lost lease loses nothing and a duplicate is ignored by the unique key. A pass stops at
+its time budget or item count. When a generation has caught up it becomes the active one.
+The worker thread (daemon, stoppable) runs passes between turns until everything is covered.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO
+
+from .. import leases
+from .embed_providers import EmbeddingUnavailable, Provider, ProviderSpec, check_available, get_provider
+from .semantic import coverage, searched_generation, spend_guard, target_spec, vector_store
+from .vector_index import quantize
+from .vector_store import Generation, PendingText, VectorRow, VectorStore
+
+if TYPE_CHECKING:
+    from ..runtime import Runtime
+
+log = logging.getLogger("hermes_trove.embeddings")
+
+CHUNK_CHARS = 1000         # about 250 MiniLM tokens of English chat text
+CHUNK_OVERLAP = 120
+MAX_CHUNKS_PER_MESSAGE = 16
+GROUP_ROWS = 32            # at most this many rows (and at most one batch of them) committed together
+LEASE_TTL_S = 120.0
+PRUNE_PER_PASS = 5000
+
+
+def chunk_spans(text: str, size: int = CHUNK_CHARS, overlap: int = CHUNK_OVERLAP,
+                max_chunks: int = MAX_CHUNKS_PER_MESSAGE) -> list[tuple[int, int]]:
+    """[start, end) windows over ``text``, cut at whitespace where possible; none for blank text."""
+    if not text.strip():
+        return []
+    spans: list[tuple[int, int]] = []
+    start, n = 0, len(text)
+    while start < n and len(spans) < max_chunks:
+        end = min(n, start + size)
+        if end < n:
+            cut = text.rfind(" ", start + size // 2, end)
+            end = cut if cut > start else end
+        if text[start:end].strip():
+            spans.append((start, end))
+        if end >= n:
+            break
+        start = max(end - overlap, start + 1)
+        while start < n and text[start - 1] not in " \n\t" and start < end:
+            start += 1  # begin the next window on a word boundary
+    return spans
+
+
+def item_text(item: PendingText, tool_policy: str) -> str:
+    """The text of a row that gets vectors, or '' when it gets none."""
+    if item.kind == "summary":
+        return item.text
+    if item.role not in ("user", "assistant") and not (tool_policy == "all" and item.role == "tool"):
+        return ""
+    if not item.is_json:
+        return item.text
+    try:  # multimodal content: its text parts only
+        parts = json.loads(item.text)
+    except ValueError:
+        return item.text
+    if isinstance(parts, list):
+        return "\n".join(str(p.get("text", "")) for p in parts if isinstance(p, dict) and p.get("type") == "text")
+    return ""
+
+
+@dataclass
+class PassReport:
+    status: str = "idle"      # idle | done | partial | busy | unavailable | error | off
+    generation: int | None = None
+    embedded: int = 0         # texts embedded (chunks + summaries)
+    vectors: int = 0          # rows inserted
+    rows: int = 0             # messages + summaries the cursors moved past
+    swapped: bool = False
+    pruned: int = 0
+    error: str | None = None
+    seconds: float = 0.0
+    pending: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in vars(self).items() if v is not None}
+
+
+def _group_vectors(provider: Provider, items: list[PendingText], tool_policy: str,
+                   guard: Any) -> tuple[list[VectorRow], int]:
+    texts: list[str] = []
+    meta: list[tuple[PendingText, int, int | None]] = []
+    for item in items:
+        text = item_text(item, tool_policy)
+        if item.kind == "summary":
+            if text.strip():
+                texts.append(text[:CHUNK_CHARS * 2])
+                meta.append((item, 0, None))
+            continue
+        for start, end in chunk_spans(text):
+            texts.append(text[start:end])
+            meta.append((item, start, end))
+    if not texts:
+        return [], 0
+    q, scale = quantize(provider.embed(texts, guard))
+    rows = [VectorRow(item.kind, item.item_id, start, end, item.session_id, item.at, q[i].tobytes(), float(scale[i]))
+            for i, (item, start, end) in enumerate(meta)]
+    return rows, len(texts)
+
+
+def _generation_for(store: VectorStore, spec: ProviderSpec, provider: Provider) -> Generation | None:
+    """The target generation; a remote provider's dimension is learned from its first vectors."""
+    dim = provider.dim
+    if dim:
+        return store.ensure(spec.provider, spec.model, dim, spec.base_url)
+    found = store.find(spec.provider, spec.model)
+    return found if found is not None and found.state != "retired" else None
+
+
+def run_pass(runtime: Runtime, *, budget_s: float | None = None, max_items: int | None = None,
+             owner: str | None = None) -> PassReport:
+    """One bounded indexing pass; never raises (failures are in the report and the generation row)."""
+    started = time.monotonic()
+    report = PassReport()
+    cfg = runtime.config
+    if not cfg.embeddings_enabled:
+        report.status = "off"
+        return report
+    spec = target_spec(runtime)
+    reason = check_available(spec)
+    if reason:
+        report.status, report.error = "unavailable", reason
+        return report
+    budget = cfg.embedding_pass_budget_ms / 1000.0 if budget_s is None else budget_s
+    limit = cfg.embedding_pass_max_items if max_items is None else max_items
+    store = vector_store(runtime)
+    lease = leases.acquire(runtime.db, f"embeddings:{spec.label}", LEASE_TTL_S, owner=owner)
+    if lease is None:
+        report.status = "busy"  # another process (or thread) is indexing this generation
+        return report
+    gen: Generation | None = None
+    try:
+        provider = get_provider(spec)
+        guard = spend_guard(runtime, spec)
+        policy = cfg.embedding_tool_output_policy
+        gen = _generation_for(store, spec, provider)
+        if gen is None:  # a remote provider's dimension is learned from one probe vector
+            provider.embed(["dimension probe"], guard)
+            gen = _generation_for(store, spec, provider)
+            if gen is None:
+                raise EmbeddingUnavailable("the provider returned no vector to learn its dimension from")
+        report.generation = gen.generation_id
+        done = 0
+        for kind in ("message", "summary"):
+            while done < limit and time.monotonic() - started < budget:
+                cursor = gen.message_cursor if kind == "message" else gen.node_cursor
+                take = min(max(1, min(GROUP_ROWS, spec.batch_size)), limit - done)
+                items = (store.pending_messages(cursor, take) if kind == "message"
+                         else store.pending_nodes(cursor, take))
+                if not items:
+                    break
+                rows, embedded = _group_vectors(provider, items, policy, guard)
+                top = items[-1].item_id
+                report.vectors += store.write(gen.generation_id, rows,
+                                              message_cursor=top if kind == "message" else None,
+                                              node_cursor=top if kind == "summary" else None)
+                report.embedded += embedded
+                report.rows += len(items)
+                done += len(items)
+                gen = store.generation(gen.generation_id) or gen
+                leases.acquire(runtime.db, lease.name, LEASE_TTL_S, owner=lease.owner)  # renew
+        if gen.last_error:
+            store.record_error(gen.generation_id, None)
+        report.swapped = _maybe_activate(store, gen)
+        gen = store.generation(gen.generation_id) or gen
+        report.pending = store.backlog(gen, policy).pending
+        top_message, top_node = store.heads()
+        caught_up = gen.message_cursor >= top_message and gen.node_cursor >= top_node
+        report.status = "done" if caught_up else "partial"
+        report.pruned = store.prune_retired(PRUNE_PER_PASS)
+    except EmbeddingUnavailable as exc:
+        report.status, report.error = "unavailable", str(exc)
+        if gen is not None:
+            store.record_error(gen.generation_id, str(exc))
+    except Exception as exc:
+        report.status, report.error = "error", f"{type(exc).__name__}: {exc}"[:500]
+        log.warning("trove: embedding pass failed: %s", report.error)
+        if gen is not None:
+            store.record_error(gen.generation_id, report.error)
+    finally:
+        try:
+            leases.release(runtime.db, lease)
+        except Exception:
+            log.debug("trove: embedding lease release failed", exc_info=True)
+        report.seconds = round(time.monotonic() - started, 3)
+    return report
+
+
+def _maybe_activate(store: VectorStore, gen: Generation) -> bool:
+    """Swap in a building generation once its cursors have reached the newest rows."""
+    if gen.state != "building":
+        return False
+    top_message, top_node = store.heads()
+    current = store.generation(gen.generation_id) or gen
+    if current.message_cursor >= top_message and current.node_cursor >= top_node:
+        store.activate(gen.generation_id)
+        return True
+    return False
+
+
+# -- the background worker ------------------------------------------------------------------------
+
+class IndexWorker(threading.Thread):
+    """Runs passes until stopped: back to back while work is pending, ``idle_s`` apart otherwise."""
+
+    def __init__(self, runtime: Runtime):
+        super().__init__(name="trove-embeddings", daemon=True)
+        self.runtime = runtime
+        self._stop_event = threading.Event()
+        self._wake = threading.Event()
+        self.last: PassReport | None = None
+        self.passes = 0
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop_event.set()
+        self._wake.set()
+        if self.is_alive() and threading.current_thread() is not self:
+            self.join(timeout)
+
+    def nudge(self) -> None:
+        """Run the next pass now (new rows were stored)."""
+        self._wake.set()
+
+    def run(self) -> None:
+        idle = float(self.runtime.config.embedding_idle_seconds)
+        while not self._stop_event.is_set():
+            try:
+                self.last = run_pass(self.runtime)
+            except Exception:  # run_pass reports its own failures; this is a last resort
+                log.exception("trove: embedding worker pass crashed")
+                self.last = PassReport(status="error", error="pass crashed")
+            self.passes += 1
+            status = self.last.status
+            pause = 0.05 if status == "partial" else idle if status in ("done", "idle", "busy") else max(idle, 30.0)
+            self._wake.wait(pause)
+            self._wake.clear()
+
+
+_WORKERS: dict[str, IndexWorker] = {}
+_WORKERS_LOCK = threading.Lock()
+
+
+def start_background(runtime: Runtime) -> IndexWorker | None:
+    """Start this process's worker for the runtime's database when embeddings are enabled."""
+    if not runtime.config.embeddings_enabled:
+        return None
+    with _WORKERS_LOCK:
+        worker = _WORKERS.get(runtime.db.path)
+        if worker is not None and worker.is_alive():
+            return worker
+        worker = IndexWorker(runtime)
+        _WORKERS[runtime.db.path] = worker
+        worker.start()
+        return worker
+
+
+def worker_for(runtime: Runtime) -> IndexWorker | None:
+    return _WORKERS.get(runtime.db.path)
+
+
+def stop_all(timeout: float = 10.0) -> None:
+    """Stop every worker of this process (tests, shutdown)."""
+    with _WORKERS_LOCK:
+        workers = list(_WORKERS.values())
+        _WORKERS.clear()
+    for worker in workers:
+        worker.stop(timeout)
+
+
+# -- operator commands --------------------------------------------------------------------------
+
+def status(runtime: Runtime) -> dict[str, Any]:
+    """Provider, generations, coverage (0..1), backlog, last error, worker: for status and doctor."""
+    cfg = runtime.config
+    spec = target_spec(runtime)
+    out: dict[str, Any] = {"enabled": bool(cfg.embeddings_enabled), "provider": spec.label}
+    reason = check_available(spec)
+    out["available"] = reason is None
+    if reason:
+        out["unavailable_reason"] = reason
+    try:
+        store = vector_store(runtime)
+        gens = store.generations()
+    except Exception as exc:
+        out["error"] = f"{type(exc).__name__}: {exc}"[:300]
+        return out
+    searched = searched_generation(store)
+    target = next((g for g in reversed(gens) if (g.provider, g.model) == (spec.provider, spec.model)
+                   and g.state != "retired"), None)
+    policy = cfg.embedding_tool_output_policy
+    if searched is not None:
+        backlog = store.backlog(searched, policy)
+        out.update({"generation": searched.generation_id, "generation_label": searched.label,
+                    "generation_state": searched.state, "coverage": backlog.coverage, "vectors": backlog.vectors,
+                    "eligible_rows": backlog.eligible, "backlog": backlog.pending})
+        coverage(runtime, searched, fresh=True)
+    else:
+        out.update({"generation": None, "coverage": 0.0, "vectors": 0, "backlog": None})
+    if target is not None and searched is not None and target.generation_id != searched.generation_id:
+        b = store.backlog(target, policy)
+        out["building"] = {"generation": target.generation_id, "label": target.label, "coverage": b.coverage,
+                           "backlog": b.pending}
+    errors = [g for g in gens if g.last_error]
+    out["last_error"] = errors[-1].last_error if errors else None
+    out["generations"] = [{"generation": g.generation_id, "label": g.label, "state": g.state} for g in gens]
+    out["vector_bytes"] = store.vector_bytes()
+    worker = worker_for(runtime)
+    out["worker"] = ("running" if worker is not None and worker.is_alive() else "stopped") if cfg.embeddings_enabled \
+        else "off"
+    if worker is not None and worker.last is not None:
+        out["last_pass"] = worker.last.to_dict()
+    return out
+
+
+def warmup(runtime: Runtime) -> dict[str, Any]:
+    """Load the provider and embed one text: proves the setup works, reports load time and dimension."""
+    if not runtime.config.embeddings_enabled:
+        return {"status": "refused", "error": "embeddings are off; set TROVE_EMBEDDINGS_ENABLED=true"}
+    spec = target_spec(runtime)
+    started = time.perf_counter()
+    try:
+        provider = get_provider(spec)
+        vec = provider.embed(["warm-up"], spend_guard(runtime, spec))
+    except Exception as exc:
+        return {"status": "error", "provider": spec.label, "error": str(exc)[:300]}
+    return {"status": "ok", "provider": spec.label, "dim": int(vec.shape[1]),
+            "seconds": round(time.perf_counter() - started, 3)}
+
+
+def backfill(runtime: Runtime, *, max_seconds: float | None = None,
+             progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Index until nothing is pending (or ``max_seconds`` passed), reporting progress per pass."""
+    if not runtime.config.embeddings_enabled:
+        return {"status": "refused", "error": "embeddings are off; set TROVE_EMBEDDINGS_ENABLED=true"}
+    started = time.monotonic()
+    totals = {"embedded": 0, "vectors": 0, "rows": 0, "passes": 0}
+    last = PassReport()
+    busy_since: float | None = None
+    while True:
+        last = run_pass(runtime, budget_s=5.0, max_items=2048)
+        totals["passes"] += 1
+        for key in ("embedded", "vectors", "rows"):
+            totals[key] += getattr(last, key)
+        if progress is not None:
+            snap = status(runtime)
+            progress({"coverage": snap.get("building", snap).get("coverage", 0.0), **totals})
+        if last.status == "busy":  # another process holds the lease: wait a little, then report
+            busy_since = busy_since or time.monotonic()
+            if time.monotonic() - busy_since > 30:
+                break
+            time.sleep(0.5)
+            continue
+        busy_since = None
+        if last.status != "partial":
+            break
+        if max_seconds is not None and time.monotonic() - started >= max_seconds:
+            break
+    snap = status(runtime)
+    state = "ok" if last.status in ("done", "idle") else "partial" if last.status in ("partial", "busy") \
+        else "error"
+    return {"status": state, "last_pass": last.to_dict(), **totals,
+            "seconds": round(time.monotonic() - started, 2), "coverage": snap.get("coverage"),
+            "backlog": snap.get("backlog"), "generation": snap.get("generation")}
+
+
+def tty_progress(stream: TextIO | None = None) -> Callable[[dict[str, Any]], None] | None:
+    """A one-line progress bar on a terminal; None when ``stream`` is not a TTY."""
+    out = stream or sys.stderr
+    if not getattr(out, "isatty", lambda: False)():
+        return None
+
+    def show(p: dict[str, Any]) -> None:
+        frac = float(p.get("coverage") or 0.0)
+        bar = "#" * int(frac * 30)
+        out.write(f"\rembedding [{bar:<30}] {frac * 100:5.1f}%  {p.get('vectors', 0)} vectors")
+        out.flush()
+    return show

@@ -1,0 +1,342 @@
+"""Whole-memory recall: gather candidates from every arm, fuse them, apply the priors.
+
+Arms: BM25 over the raw messages of every session (re-ranked by ``query.rerank``), BM25
+over every summary node, and vectors through ``retrieval.semantic`` when embeddings are on.
+Each arm ranks a bounded pool; ``fusion`` combines the pools; a soft current-conversation
+bias and a recency prior scale the fused score. Rows of ignored sessions, rows still in the
+live prompt and handles the caller has already seen are dropped. No response shaping here.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from . import fusion, semantic
+from .query import Candidate, Match, build_match, rerank
+from .search import ARCHIVE_CANDIDATES, LITERAL_MAX_CHARS
+
+if TYPE_CHECKING:
+    from ..dag import NodeRow
+    from ..rows import MessageRow
+    from ..runtime import Runtime
+
+INCLUDES = ("all", "summaries", "verbatim")
+DETAILS = ("snippets", "answer_ready")
+ARMS = ("fts", "summary", "semantic")
+PER_SESSION_ANSWER_READY = 5  # answer_ready keeps at most this many hits from one session
+DAY_S = 86400.0
+CONTEXT_RADIUS = 8  # store ids either side that count as a raw hit's neighbourhood (same session)
+
+Key = tuple[str, int]  # ("message", store_id) or ("summary", node_id)
+
+
+@dataclass(frozen=True)
+class RecallRequest:
+    """One validated recall: what to find, where the caller stands and what to leave out."""
+
+    query: str
+    limit: int = 8
+    scope_bias: float = 0.5
+    include: str = "all"
+    detail: str = "snippets"
+    seen: frozenset[Key] = frozenset()
+    since: float | None = None
+    before: float | None = None
+    current: str | None = None               # the bound session
+    current_conversation: str | None = None  # its conversation id, when the host gave one
+    now: float | None = None                 # the recency prior's "now" (default: wall clock)
+
+
+@dataclass(frozen=True)
+class RecallHit:
+    kind: str                 # "message" or "summary"
+    item_id: int              # store_id or node_id
+    session_id: str
+    at: float                 # unix seconds the item speaks for (message time, summary's latest)
+    score: float              # fused score after the priors
+    arms: tuple[str, ...]     # the arms that found it
+    in_scope: bool            # from the current conversation
+    row: MessageRow | None = None
+    node: NodeRow | None = None
+    snippet: str = ""
+
+
+@dataclass
+class ArmReport:
+    """What one arm did: whether it ran, its weight, how much it saw, and why it did not run."""
+
+    name: str
+    weight: float
+    ran: bool = False
+    candidates: int = 0
+    pool: int = 0
+    bounded: bool = False
+    reason: str | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"ran": self.ran, "weight": self.weight, "candidates": self.candidates,
+                               "pool": self.pool, "bounded": self.bounded}
+        if self.reason:
+            out["reason"] = self.reason
+        out.update(self.facts)
+        return out
+
+
+@dataclass(frozen=True)
+class RecallResult:
+    match: Match
+    hits: list[RecallHit]
+    more: bool
+    arms: dict[str, ArmReport]
+    fusion: str
+    degraded: bool
+    degraded_reason: str | None
+    excluded: dict[str, int]
+
+
+def weights(runtime: Runtime) -> dict[str, float]:
+    cfg = runtime.config
+    return {"fts": float(cfg.recall_fts_weight), "summary": float(cfg.recall_summary_weight),
+            "semantic": float(cfg.recall_semantic_weight)}
+
+
+def recall(runtime: Runtime, req: RecallRequest) -> RecallResult:
+    """Search every arm, fuse, apply the priors and return the best ``req.limit`` hits."""
+    cfg = runtime.config
+    match = build_match(req.query)
+    pool = max(int(cfg.recall_candidates), 4 * req.limit)
+    w = weights(runtime)
+    reports = {name: ArmReport(name, w[name]) for name in ARMS}
+    gate = _Gate(runtime, req)
+    scores: dict[str, dict[Key, float]] = {}
+    rows: dict[int, MessageRow] = {}
+    nodes: dict[int, NodeRow] = {}
+    snippets: dict[Key, str] = {}
+
+    if req.include != "summaries":
+        scores["fts"] = _fts_arm(runtime, req, match, pool, gate, rows, snippets, reports["fts"])
+    else:
+        reports["fts"].reason = "include='summaries'"
+    if req.include != "verbatim":
+        scores["summary"] = _summary_arm(runtime, req, match, pool, gate, nodes, snippets, reports["summary"])
+    else:
+        reports["summary"].reason = "include='verbatim'"
+    degraded_reason = _semantic_arm(runtime, req, pool, gate, rows, nodes, scores, reports["semantic"])
+
+    method = cfg.recall_fusion if cfg.recall_fusion in fusion.FUSIONS else "interpolate"
+    ran = {name: arm for name, arm in scores.items() if arm}
+    fused = fusion.fuse(ran, w, method, floors={"fts": 0.0, "summary": 0.0, "semantic": None})
+    now = time.time() if req.now is None else req.now
+    half_life = float(cfg.recall_recency_half_life_days) * DAY_S
+    hits: list[RecallHit] = []
+    for key, base in fused.items():
+        kind, item_id = key
+        row = rows.get(item_id) if kind == "message" else None
+        node = nodes.get(item_id) if kind == "summary" else None
+        if row is None and node is None:
+            continue
+        session_id = row.session_id if row is not None else node.session_id  # type: ignore[union-attr]
+        at = float(row.created_at or 0.0) if row is not None else float(
+            node.latest_at or node.created_at or 0.0)  # type: ignore[union-attr]
+        in_scope = gate.in_scope(session_id, row.conversation_id if row is not None else "")
+        score = base * fusion.scope_factor(req.scope_bias, in_scope) * fusion.recency_factor(
+            now - at, half_life, float(cfg.recall_recency_floor))
+        found = tuple(name for name in ARMS if key in scores.get(name, {}))
+        hits.append(RecallHit(kind, item_id, session_id, at, score, found, in_scope, row, node,
+                              snippets.get(key, "")))
+    hits.sort(key=lambda h: (-h.score, -h.at, h.kind, h.item_id))
+    if req.detail == "answer_ready":
+        hits = _per_session_cap(hits, PER_SESSION_ANSWER_READY)
+    degraded = degraded_reason is not None
+    return RecallResult(match, hits[:req.limit], len(hits) > req.limit, reports, method, degraded,
+                        degraded_reason, gate.excluded)
+
+
+class _Gate:
+    """Which stored items recall may return: not ignored, not live in the prompt, not seen."""
+
+    def __init__(self, runtime: Runtime, req: RecallRequest):
+        self.runtime = runtime
+        self.req = req
+        self.excluded = {"ignored_session": 0, "live_context": 0, "seen": 0, "outside_time_bounds": 0}
+        self._ignored: dict[str, bool] = {}
+        self._frontier: int | None = None
+
+    def ignored(self, session_id: str, platform: str | None = None) -> bool:
+        if session_id not in self._ignored:
+            if self.runtime.bound_sessions.get(session_id) == "ignored":
+                verdict = True
+            else:
+                if platform is None:
+                    srow = self.runtime.store.session(session_id)
+                    platform = srow.platform if srow is not None else ""
+                verdict = self.runtime.filters.ignored_by(session_id, platform or "") is not None
+            self._ignored[session_id] = verdict
+        return self._ignored[session_id]
+
+    def live(self, row: MessageRow) -> bool:
+        """A current-session row past the compaction frontier is already in the prompt."""
+        if not self.req.current or row.session_id != self.req.current:
+            return False
+        if self._frontier is None:
+            self._frontier = self.runtime.store.frontier_store_id(self.req.current)
+        return row.store_id > self._frontier
+
+    def admit_row(self, row: MessageRow) -> bool:
+        if self.ignored(row.session_id, row.platform):
+            self.excluded["ignored_session"] += 1
+            return False
+        if self.req.before is not None and float(row.created_at or 0.0) >= self.req.before:
+            self.excluded["outside_time_bounds"] += 1
+            return False
+        if self.live(row):
+            self.excluded["live_context"] += 1
+            return False
+        if ("message", row.store_id) in self.req.seen:
+            self.excluded["seen"] += 1
+            return False
+        return True
+
+    def admit_node(self, node: NodeRow) -> bool:
+        if self.ignored(node.session_id):
+            self.excluded["ignored_session"] += 1
+            return False
+        if ("summary", node.node_id) in self.req.seen:
+            self.excluded["seen"] += 1
+            return False
+        return True
+
+    def in_scope(self, session_id: str, conversation_id: str) -> bool:
+        if self.req.current and session_id == self.req.current:
+            return True
+        return bool(self.req.current_conversation) and conversation_id == self.req.current_conversation
+
+
+def _fts_arm(runtime: Runtime, req: RecallRequest, match: Match, pool: int, gate: _Gate,
+             rows: dict[int, MessageRow], snippets: dict[Key, str], report: ArmReport) -> dict[Key, float]:
+    """BM25 over raw rows of every session, then coverage and adjacent-turn re-ranking."""
+    report.ran, report.pool = True, pool
+    report.facts["archive_candidate_limit"] = ARCHIVE_CANDIDATES
+    store = runtime.store
+    found = store.search(match.expression, time_from=req.since, time_to=req.before, limit=pool,
+                         snippets=False, max_candidates=ARCHIVE_CANDIDATES) if match.expression else []
+    literal = req.query.strip()
+    if not found and 0 < len(literal) <= LITERAL_MAX_CHARS:
+        # Text the tokenizer cannot split (CJK runs, emoji, partial ids): a bounded substring scan.
+        found = store.search("", time_from=req.since, time_to=req.before, limit=pool, literal=literal,
+                             max_candidates=ARCHIVE_CANDIDATES)
+        if found:
+            report.facts["fallback"] = "substring"
+            for row, _, snip in found:
+                snippets[("message", row.store_id)] = snip
+    report.bounded = len(found) >= pool
+    kept = [(row, rank) for row, rank, _ in found if gate.admit_row(row)]
+    for row, _ in kept:
+        rows[row.store_id] = row
+    report.candidates = len(kept)
+    if report.facts.get("fallback"):
+        # substring hits are unranked (newest first): a gentle descending score keeps that order
+        return {("message", row.store_id): 1.0 / (1 + i) for i, (row, _) in enumerate(kept)}
+    candidates = [Candidate(row.store_id, row.session_id, -float(rank),
+                            (row.content + " " + (row.tool_calls or "")).lower()) for row, rank in kept]
+    reranked = dict(rerank(candidates, match.terms))
+    groups = {row.store_id: row.session_id for row, _ in kept}
+    smoothed = fusion.context_smoothing(reranked, groups, CONTEXT_RADIUS, float(runtime.config.recall_context_weight))
+    return {("message", key): score for key, score in smoothed.items()}
+
+
+def _summary_arm(runtime: Runtime, req: RecallRequest, match: Match, pool: int, gate: _Gate,
+                 nodes: dict[int, NodeRow], snippets: dict[Key, str], report: ArmReport) -> dict[Key, float]:
+    """BM25 over the summary nodes of every session."""
+    report.ran, report.pool = True, pool
+    if not match.expression:
+        return {}
+    found = runtime.dag.search_all(match.expression, limit=pool, time_from=req.since, time_to=req.before)
+    report.bounded = len(found) >= pool
+    out: dict[Key, float] = {}
+    for node, rank, snip in found:
+        if not gate.admit_node(node):
+            continue
+        nodes[node.node_id] = node
+        out[("summary", node.node_id)] = -float(rank)
+        snippets[("summary", node.node_id)] = snip
+    report.candidates = len(out)
+    return out
+
+
+def _semantic_arm(runtime: Runtime, req: RecallRequest, pool: int, gate: _Gate, rows: dict[int, MessageRow],
+                  nodes: dict[int, NodeRow], scores: dict[str, dict[Key, float]],
+                  report: ArmReport) -> str | None:
+    """The vector arm through ``retrieval.semantic``; returns the degradation reason, if any."""
+    cfg = runtime.config
+    if not bool(getattr(cfg, "embeddings_enabled", False)):
+        report.reason = "embeddings disabled (TROVE_EMBEDDINGS_ENABLED=false)"
+        return None
+    report.pool = pool
+    semantic = semantic_module()
+    if semantic is None:
+        report.reason = "embeddings module unavailable"
+        return report.reason
+    kinds = {"all": ("message", "summary"), "verbatim": ("message",), "summaries": ("summary",)}[req.include]
+    deadline_s = float(getattr(cfg, "embedding_query_deadline_ms", 2000)) / 1000.0
+    try:
+        result = semantic.search(runtime, req.query, kinds=kinds, session_ids=None, since=req.since,
+                                 before=req.before, limit=pool, deadline_s=deadline_s)
+    except Exception as exc:  # a vector failure must leave full text answering
+        report.reason = f"semantic search failed: {type(exc).__name__}: {str(exc)[:200]}"
+        return report.reason
+    for name in ("provider", "model", "generation", "coverage", "elapsed_ms"):
+        value = getattr(result, name, None)
+        if value is not None and isinstance(value, (str, int, float, bool, dict, list)):
+            report.facts[name] = value
+    if not getattr(result, "ran", False):
+        report.reason = str(getattr(result, "degraded_reason", None) or "semantic search did not run")
+        return report.reason
+    report.ran = True
+    hits = list(getattr(result, "hits", []) or [])
+    report.bounded = len(hits) >= pool
+    _load_missing(runtime, hits, rows, nodes)
+    out: dict[Key, float] = {}
+    for hit in hits:
+        key: Key = (str(hit.kind), int(hit.item_id))
+        if key[0] == "message":
+            row = rows.get(key[1])
+            if row is None or not gate.admit_row(row):
+                continue
+        else:
+            node = nodes.get(key[1])
+            if node is None or not gate.admit_node(node):
+                continue
+        out[key] = max(out.get(key, -2.0), float(hit.score))  # chunks of one message: its best chunk
+    report.candidates = len(out)
+    scores["semantic"] = out
+    reason = getattr(result, "degraded_reason", None)
+    return str(reason) if reason else None
+
+
+def semantic_module() -> Any:
+    """The vector search API (``retrieval.semantic``); a seam tests replace, None = unavailable."""
+    return semantic
+
+
+def _load_missing(runtime: Runtime, hits: list[Any], rows: dict[int, MessageRow], nodes: dict[int, NodeRow]) -> None:
+    want_rows = [int(h.item_id) for h in hits if h.kind == "message" and int(h.item_id) not in rows]
+    for row in runtime.store.get_many(want_rows):
+        rows[row.store_id] = row
+    for h in hits:
+        if h.kind == "summary" and int(h.item_id) not in nodes:
+            node = runtime.dag.get(int(h.item_id))
+            if node is not None:
+                nodes[node.node_id] = node
+
+
+def _per_session_cap(hits: list[RecallHit], cap: int) -> list[RecallHit]:
+    counts: dict[str, int] = {}
+    out = []
+    for h in hits:
+        counts[h.session_id] = counts.get(h.session_id, 0) + 1
+        if counts[h.session_id] <= cap:
+            out.append(h)
+    return out

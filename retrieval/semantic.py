@@ -1,0 +1,191 @@
+"""The semantic query API: embed a query, search the active vector generation, within a deadline.
+
+``search(runtime, query, ...)`` never raises: embeddings off or unavailable, no vectors yet, a
+provider failure or a passed deadline give ``ran=False`` and a ``degraded_reason``, and the
+caller answers from full text (``degraded_to_fts``). Hits are one per message or summary
+(a message's best chunk, with its character span). Also the small shared pieces the indexer
+uses: which provider serves a generation, and the remote spend guard.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from .embed_providers import (
+    EmbeddingUnavailable,
+    Provider,
+    ProviderSpec,
+    SpendGuard,
+    SpendLimitReached,
+    check_available,
+    get_provider,
+    spec_from_config,
+)
+from .vector_index import index_for
+from .vector_store import Generation, VectorStore
+
+if TYPE_CHECKING:
+    from ..runtime import Runtime
+
+KINDS = ("message", "summary")
+_COVERAGE_TTL_S = 30.0
+
+
+@dataclass(frozen=True)
+class SemanticHit:
+    kind: str                     # "message" | "summary"
+    item_id: int                  # store_id or node_id
+    score: float                  # cosine similarity, -1..1
+    span: tuple[int, int] | None  # the best chunk's [start, end) in the message content; None for summaries
+    session_id: str = ""
+    at: float | None = None       # message time, or the summary's latest covered time
+
+
+@dataclass(frozen=True)
+class SemanticResult:
+    hits: tuple[SemanticHit, ...] = ()
+    ran: bool = False
+    degraded_reason: str | None = None
+    provider: str | None = None     # "local:all-MiniLM-L6-v2-int8"
+    generation: int | None = None
+    coverage: float = 0.0           # indexed / eligible rows of the searched generation, 0..1
+    elapsed_ms: float = 0.0
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ran": self.ran, "degraded_reason": self.degraded_reason, "provider": self.provider,
+                "generation": self.generation, "coverage": self.coverage, "elapsed_ms": round(self.elapsed_ms, 1)}
+
+
+def vector_store(runtime: Runtime) -> VectorStore:
+    return VectorStore(runtime.db)
+
+
+def target_spec(runtime: Runtime) -> ProviderSpec:
+    """The provider the configuration asks for (new vectors are built with it)."""
+    return spec_from_config(runtime.config)
+
+
+def spec_for(runtime: Runtime, gen: Generation) -> ProviderSpec:
+    """The provider that embeds queries for ``gen``: the configured one, or the generation's own
+    (so an older generation stays searchable while its replacement builds)."""
+    spec = target_spec(runtime)
+    if (gen.provider, gen.model) == (spec.provider, spec.model):
+        return spec
+    return replace(spec, provider=gen.provider, model=gen.model, base_url=gen.base_url,
+                   key_env=spec.key_env if gen.provider == "openai" else "")
+
+
+def searched_generation(store: VectorStore) -> Generation | None:
+    """The active generation; before any is complete, the newest one being built."""
+    active = store.active()
+    if active is not None:
+        return active
+    building = [g for g in store.generations() if g.state == "building"]
+    return building[-1] if building else None
+
+
+def spend_guard(runtime: Runtime, spec: ProviderSpec) -> SpendGuard | None:
+    """The daily cap of a remote provider, charged in the database before each request."""
+    cfg = runtime.config
+    if spec.provider == "local" or not (cfg.embedding_max_texts_per_day or cfg.embedding_max_tokens_per_day):
+        return None
+    store = vector_store(runtime)
+
+    def guard(texts: int, tokens: int) -> None:
+        day = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d")
+        if store.charge(day, texts, tokens, cfg.embedding_max_texts_per_day, cfg.embedding_max_tokens_per_day) is None:
+            used = store.spend(day)
+            raise SpendLimitReached(
+                f"embedding spend guard: {used[0]} texts / ~{used[1]} tokens sent today; the cap is "
+                f"TROVE_EMBEDDING_MAX_TEXTS_PER_DAY={cfg.embedding_max_texts_per_day}, "
+                f"TROVE_EMBEDDING_MAX_TOKENS_PER_DAY={cfg.embedding_max_tokens_per_day}")
+    return guard
+
+
+_coverage_cache: dict[tuple[str, int], tuple[float, float]] = {}
+
+
+def coverage(runtime: Runtime, gen: Generation, fresh: bool = False) -> float:
+    """Indexed fraction of the eligible rows (cached for a few seconds: it counts rows)."""
+    key = (runtime.db.path, gen.generation_id)
+    hit = _coverage_cache.get(key)
+    now = time.monotonic()
+    if hit is not None and not fresh and now - hit[1] < _COVERAGE_TTL_S:
+        return hit[0]
+    value = vector_store(runtime).backlog(gen, runtime.config.embedding_tool_output_policy).coverage
+    _coverage_cache[key] = (value, now)
+    return value
+
+
+def _off(reason: str, started: float, **kw: Any) -> SemanticResult:
+    return SemanticResult(ran=False, degraded_reason=reason, elapsed_ms=(time.perf_counter() - started) * 1000, **kw)
+
+
+def search(runtime: Runtime, query: str, *, kinds: Sequence[str] = KINDS, session_ids: Sequence[str] | None = None,
+           since: float | None = None, before: float | None = None, limit: int = 50,
+           deadline_s: float | None = None) -> SemanticResult:
+    """Semantic hits for ``query``; ``ran=False`` with the reason whenever full text must answer.
+
+    ``since``/``before`` are unix seconds, [since, before); ``session_ids`` None = every session.
+    """
+    started = time.perf_counter()
+    cfg = runtime.config
+    if not cfg.embeddings_enabled:
+        return _off("embeddings are off (TROVE_EMBEDDINGS_ENABLED=false)", started)
+    if not (query or "").strip():
+        return _off("empty query", started)
+    try:
+        store = vector_store(runtime)
+        gen = searched_generation(store)
+    except Exception as exc:
+        return _off(f"vector store unreadable: {type(exc).__name__}: {exc}"[:300], started)
+    if gen is None:
+        reason = check_available(target_spec(runtime)) or "no vectors yet: the background indexer has not run"
+        return _off(reason, started)
+    spec = spec_for(runtime, gen)
+    base: dict[str, Any] = {"provider": spec.label, "generation": gen.generation_id}
+    unavailable = check_available(spec)
+    if unavailable:
+        return _off(unavailable, started, **base)
+    deadline = cfg.embedding_query_deadline_ms / 1000.0 if deadline_s is None else float(deadline_s)
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            provider: Provider = get_provider(spec)
+            vec = provider.embed([query], spend_guard(runtime, spec))[0]
+            if len(vec) != gen.dim:
+                raise EmbeddingUnavailable(f"query vector has dimension {len(vec)}, generation {gen.label} "
+                                           f"has {gen.dim}")
+            index = index_for(runtime.db.path, gen.generation_id, gen.dim)
+            with index.lock:
+                index.refresh(store)
+                box["hits"] = index.search(vec, kinds=tuple(kinds), session_ids=session_ids, since=since,
+                                           before=before, limit=limit)
+        except Exception as exc:  # reported as the degradation reason, never raised
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, name="trove-semantic-query", daemon=True)
+    worker.start()
+    worker.join(max(0.0, deadline))
+    if worker.is_alive():
+        return _off(f"semantic query passed its deadline of {deadline * 1000:.0f} ms", started, **base)
+    if "error" in box:
+        failure = box["error"]
+        text = str(failure) if isinstance(failure, EmbeddingUnavailable) \
+            else f"provider failed: {type(failure).__name__}: {failure}"
+        return _off(text[:300], started, **base)
+    try:
+        cov = coverage(runtime, gen)
+    except Exception:
+        cov = 0.0
+    hits = tuple(SemanticHit(h.kind, h.item_id, h.score,
+                             None if h.kind != "message" or h.span_end is None else (h.span_start, h.span_end),
+                             h.session_id, h.at) for h in box.get("hits", []))
+    return SemanticResult(hits=hits, ran=True, degraded_reason=None, coverage=cov,
+                          elapsed_ms=(time.perf_counter() - started) * 1000, **base)

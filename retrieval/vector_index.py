@@ -1,0 +1,263 @@
+"""In-memory vector search over one generation: int8 rows, sign-bit prescreen, numpy scoring.
+
+A ``VectorIndex`` mirrors a generation's rows from ``vector_store`` and stays current by
+reading only rows past the highest vector_id it holds (a removal anywhere reloads it). Up to
+``EXACT_LIMIT`` candidates are scored exactly (int8 upcast, times the row scale); above that
+a Hamming prescreen over column-major sign bits keeps ~1% (at least ``PRESCREEN_MIN``) for
+exact rescoring, the plan measured in embeddings-offline.md section 5. No SQL here.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .vector_store import StoredVector, VectorStore
+
+EXACT_LIMIT = 20000
+PRESCREEN_MIN = 4000
+PRESCREEN_FRACTION = 0.01
+SCORE_BLOCK = 32768
+KINDS = ("message", "summary")
+
+
+def _np() -> Any:
+    import numpy
+
+    return numpy
+
+
+def quantize(vectors: Any) -> tuple[Any, Any]:
+    """Symmetric per-row int8: ``q = rint(v / (max|v| / 127))``; returns (q int8, scale float32)."""
+    np = _np()
+    v = np.asarray(vectors, dtype=np.float32)
+    scale = np.maximum(np.abs(v).max(axis=1), 1e-12) / 127.0
+    q = np.clip(np.rint(v / scale[:, None]), -127, 127).astype(np.int8)
+    return q, scale.astype(np.float32)
+
+
+def sign_words(rows: Any) -> Any:
+    """Sign bits of each row packed into uint64 words: shape (rows, words)."""
+    np = _np()
+    bits = np.asarray(rows) > 0
+    pad = (-bits.shape[1]) % 64
+    if pad:
+        bits = np.pad(bits, ((0, 0), (0, pad)))
+    return np.packbits(bits, axis=1).view(np.uint64)
+
+
+def _popcount(x: Any) -> Any:
+    np = _np()
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(x)
+    table = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+    return table[x.view(np.uint8)].reshape(*x.shape, 8).sum(axis=-1)
+
+
+@dataclass(frozen=True)
+class Scored:
+    kind: str
+    item_id: int
+    score: float
+    span_start: int
+    span_end: int | None
+    session_id: str
+    at: float | None
+
+
+class _Grow:
+    """A growable numpy buffer (capacity doubles), so appends cost O(new rows) amortized."""
+
+    def __init__(self, dtype: Any, width: int = 0):
+        np = _np()
+        self.width = width
+        self.data = np.zeros((1024, width) if width else (1024,), dtype=dtype)
+        self.n = 0
+
+    def extend(self, rows: Any) -> None:
+        np = _np()
+        need = self.n + len(rows)
+        if need > len(self.data):
+            cap = max(need, 2 * len(self.data))
+            grown = np.zeros((cap, self.width) if self.width else (cap,), dtype=self.data.dtype)
+            grown[:self.n] = self.data[:self.n]
+            self.data = grown
+        self.data[self.n:need] = rows
+        self.n = need
+
+    @property
+    def view(self) -> Any:
+        return self.data[:self.n]
+
+
+class VectorIndex:
+    """One generation's vectors in RAM: int8 rows + scales, sign bits, row metadata."""
+
+    def __init__(self, generation_id: int, dim: int):
+        np = _np()
+        self.generation_id = generation_id
+        self.dim = dim
+        self.words = (dim + 63) // 64
+        self.top = 0
+        self.removed = -1
+        self._q = _Grow(np.int8, dim)
+        self._scale = _Grow(np.float32)
+        self._bits = _Grow(np.uint64, self.words)  # row-major while growing; transposed per search epoch
+        self._bits_cm: Any = None  # column-major copy (words, n) for the Hamming pass
+        self._kind = _Grow(np.uint8)
+        self._item = _Grow(np.int64)
+        self._start = _Grow(np.int64)
+        self._end = _Grow(np.int64)  # -1 = whole item
+        self._at = _Grow(np.float64)  # nan = unknown
+        self._session = _Grow(np.int32)
+        self.session_names: list[str] = []
+        self._session_codes: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return self._q.n
+
+    @property
+    def nbytes(self) -> int:
+        parts = (self._q, self._scale, self._bits, self._kind, self._item, self._start, self._end, self._at,
+                 self._session)
+        return int(sum(p.data.nbytes for p in parts))
+
+    def refresh(self, store: VectorStore) -> int:
+        """Catch up with the database; returns rows added (a removal reloads everything)."""
+        top, removed = store.scan_head(self.generation_id)
+        if removed != self.removed and self.removed >= 0:
+            self.__init__(self.generation_id, self.dim)  # type: ignore[misc]
+        self.removed = removed
+        if top <= self.top:
+            return 0
+        added = 0
+        for page in store.iter_vectors(self.generation_id, self.top):
+            self.append(page)
+            added += len(page)
+        return added
+
+    def append(self, rows: Sequence[StoredVector]) -> None:
+        np = _np()
+        if not rows:
+            return
+        q = np.frombuffer(b"".join(r.vector for r in rows), dtype=np.int8).reshape(len(rows), self.dim)
+        self._q.extend(q)
+        self._scale.extend(np.array([r.scale for r in rows], dtype=np.float32))
+        self._bits.extend(sign_words(q))
+        self._kind.extend(np.array([KINDS.index(r.kind) if r.kind in KINDS else 255 for r in rows], dtype=np.uint8))
+        self._item.extend(np.array([r.item_id for r in rows], dtype=np.int64))
+        self._start.extend(np.array([r.span_start for r in rows], dtype=np.int64))
+        self._end.extend(np.array([-1 if r.span_end is None else r.span_end for r in rows], dtype=np.int64))
+        self._at.extend(np.array([np.nan if r.at is None else r.at for r in rows], dtype=np.float64))
+        self._session.extend(np.array([self._code(r.session_id) for r in rows], dtype=np.int32))
+        self.top = max(self.top, rows[-1].vector_id)
+        self._bits_cm = None
+
+    def _code(self, session_id: str) -> int:
+        code = self._session_codes.get(session_id)
+        if code is None:
+            code = self._session_codes[session_id] = len(self.session_names)
+            self.session_names.append(session_id)
+        return code
+
+    def _mask(self, kinds: Sequence[str], session_ids: Sequence[str] | None, since: float | None,
+              before: float | None) -> Any:
+        np = _np()
+        n = len(self)
+        mask = None
+        wanted = [KINDS.index(k) for k in kinds if k in KINDS]
+        if len(wanted) < len(KINDS):
+            mask = np.isin(self._kind.view, np.array(wanted, dtype=np.uint8))
+        if session_ids is not None:
+            codes = [self._session_codes[s] for s in session_ids if s in self._session_codes]
+            m = np.isin(self._session.view, np.array(codes, dtype=np.int32))
+            mask = m if mask is None else mask & m
+        if since is not None or before is not None:
+            at = self._at.view
+            m = np.ones(n, dtype=bool)
+            if since is not None:
+                m &= at >= since  # nan compares False: an undated row is outside any time bound
+            if before is not None:
+                m &= at < before
+            mask = m if mask is None else mask & m
+        return mask
+
+    def search(self, query: Any, *, kinds: Sequence[str] = KINDS, session_ids: Sequence[str] | None = None,
+               since: float | None = None, before: float | None = None, limit: int = 50) -> list[Scored]:
+        """The best ``limit`` items (one hit per message or summary, its best chunk) by cosine."""
+        np = _np()
+        n = len(self)
+        if n == 0 or limit <= 0:
+            return []
+        qv = np.asarray(query, dtype=np.float32).reshape(-1)
+        mask = self._mask(kinds, session_ids, since, before)
+        cand = np.flatnonzero(mask) if mask is not None else None
+        count = n if cand is None else len(cand)
+        if count == 0:
+            return []
+        if count > EXACT_LIMIT:
+            cand = self._prescreen(qv, cand, count)
+        scores = self._score(qv, cand)
+        rows = np.arange(n) if cand is None else cand
+        order = np.argsort(-scores, kind="stable")
+        out: list[Scored] = []
+        seen: set[tuple[int, int]] = set()
+        kind, item = self._kind.view, self._item.view
+        for pos in order:
+            r = int(rows[pos])
+            key = (int(kind[r]), int(item[r]))
+            if key in seen:
+                continue
+            seen.add(key)
+            end = int(self._end.view[r])
+            at = float(self._at.view[r])
+            out.append(Scored(KINDS[key[0]], key[1], float(scores[pos]), int(self._start.view[r]),
+                              None if end < 0 else end, self.session_names[int(self._session.view[r])],
+                              None if np.isnan(at) else at))
+            if len(out) >= limit:
+                break
+        return out
+
+    def _prescreen(self, qv: Any, cand: Any, count: int) -> Any:
+        np = _np()
+        if self._bits_cm is None or self._bits_cm.shape[1] != len(self):
+            self._bits_cm = np.ascontiguousarray(self._bits.view.T)
+        qbits = sign_words(qv[None, :])[0]
+        bits = self._bits_cm if cand is None else self._bits_cm[:, cand]
+        dist = _popcount(bits[0] ^ qbits[0]).astype(np.uint16)
+        for w in range(1, self.words):
+            dist += _popcount(bits[w] ^ qbits[w])
+        pool = min(count, max(PRESCREEN_MIN, int(count * PRESCREEN_FRACTION)))
+        keep = np.argpartition(dist, pool - 1)[:pool]
+        return keep if cand is None else cand[keep]
+
+    def _score(self, qv: Any, cand: Any) -> Any:
+        np = _np()
+        q, scale = self._q.view, self._scale.view
+        if cand is None:
+            out = np.empty(len(q), dtype=np.float32)
+            for b in range(0, len(q), SCORE_BLOCK):
+                out[b:b + SCORE_BLOCK] = (q[b:b + SCORE_BLOCK].astype(np.float32) @ qv) * scale[b:b + SCORE_BLOCK]
+            return out
+        return (q[cand].astype(np.float32) @ qv) * scale[cand]
+
+
+_INDEXES: dict[tuple[str, int], VectorIndex] = {}
+_INDEXES_LOCK = threading.Lock()
+
+
+def index_for(db_path: str, generation_id: int, dim: int) -> VectorIndex:
+    """The process-wide index of one generation of one database file."""
+    with _INDEXES_LOCK:
+        found = _INDEXES.get((db_path, generation_id))
+        if found is None or found.dim != dim:
+            found = _INDEXES[(db_path, generation_id)] = VectorIndex(generation_id, dim)
+        return found
+
+
+def forget_indexes() -> None:
+    with _INDEXES_LOCK:
+        _INDEXES.clear()

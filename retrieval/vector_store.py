@@ -1,0 +1,311 @@
+"""Embedding storage: the data module holding every SQL statement about generations and vectors.
+
+A generation pins provider + model + dimension; its two cursors (the highest store_id and
+node_id it has processed) make each indexing pass O(new rows). Vectors are int8 BLOBs with
+one float32 scale each. Writes are short ``BEGIN IMMEDIATE`` transactions; inserts ignore
+duplicates (the unique key), cursors only move forward. Rows come back as frozen dataclasses.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from ..db import Database
+
+STATES = ("building", "active", "retired")
+SPEND_KEY = "embedding_spend:"
+
+
+@dataclass(frozen=True)
+class Generation:
+    generation_id: int
+    provider: str
+    model: str
+    dim: int
+    base_url: str
+    state: str
+    message_cursor: int
+    node_cursor: int
+    removed: int
+    last_error: str | None
+    last_error_at: float | None
+    created_at: float
+    activated_at: float | None
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider}:{self.model}:{self.dim}"
+
+
+@dataclass(frozen=True)
+class PendingText:
+    """A message or summary past a generation's cursor, with what indexing needs of it."""
+
+    kind: str  # message | summary
+    item_id: int
+    session_id: str
+    role: str
+    text: str
+    is_json: bool
+    at: float | None
+
+
+@dataclass(frozen=True)
+class VectorRow:
+    kind: str
+    item_id: int
+    span_start: int
+    span_end: int | None
+    session_id: str
+    at: float | None
+    vector: bytes  # int8, dim bytes
+    scale: float
+
+
+@dataclass(frozen=True)
+class StoredVector:
+    vector_id: int
+    kind: str
+    item_id: int
+    span_start: int
+    span_end: int | None
+    session_id: str
+    at: float | None
+    vector: bytes
+    scale: float
+
+
+@dataclass(frozen=True)
+class Backlog:
+    """Eligible rows of a generation, and how many still lie past its cursors."""
+
+    messages: int
+    messages_pending: int
+    summaries: int
+    summaries_pending: int
+    vectors: int
+
+    @property
+    def eligible(self) -> int:
+        return self.messages + self.summaries
+
+    @property
+    def pending(self) -> int:
+        return self.messages_pending + self.summaries_pending
+
+    @property
+    def coverage(self) -> float:
+        return 1.0 if self.eligible == 0 else round(1.0 - self.pending / self.eligible, 4)
+
+
+_GEN_COLS = ("generation_id, provider, model, dim, base_url, state, message_cursor, node_cursor, removed,"
+             " last_error, last_error_at, created_at, activated_at")
+
+
+def _generation(r: Sequence[object]) -> Generation:
+    return Generation(int(r[0]), str(r[1]), str(r[2]), int(r[3]), str(r[4]), str(r[5]),  # type: ignore[call-overload]
+                      int(r[6]), int(r[7]), int(r[8]),  # type: ignore[call-overload]
+                      None if r[9] is None else str(r[9]), None if r[10] is None else float(r[10]),  # type: ignore[arg-type]
+                      float(r[11]), None if r[12] is None else float(r[12]))  # type: ignore[arg-type]
+
+
+def _roles(tool_policy: str) -> tuple[str, ...]:
+    return ("user", "assistant", "tool") if tool_policy == "all" else ("user", "assistant")
+
+
+class VectorStore:
+    """Generations, vectors, cursors and the remote spend ledger of one trove database."""
+
+    def __init__(self, db: Database):
+        self.db = db
+
+    # -- generations -------------------------------------------------------------------
+    def generations(self) -> list[Generation]:
+        rows = self.db.read().execute(f"SELECT {_GEN_COLS} FROM embedding_generations ORDER BY generation_id")
+        return [_generation(r) for r in rows]
+
+    def generation(self, generation_id: int) -> Generation | None:
+        r = self.db.read().execute(f"SELECT {_GEN_COLS} FROM embedding_generations WHERE generation_id=?",
+                                   (generation_id,)).fetchone()
+        return None if r is None else _generation(r)
+
+    def find(self, provider: str, model: str) -> Generation | None:
+        """The newest generation of ``provider`` + ``model`` (any dimension, any state)."""
+        r = self.db.read().execute(f"SELECT {_GEN_COLS} FROM embedding_generations WHERE provider=? AND model=?"
+                                   " ORDER BY generation_id DESC LIMIT 1", (provider, model)).fetchone()
+        return None if r is None else _generation(r)
+
+    def active(self) -> Generation | None:
+        r = self.db.read().execute(f"SELECT {_GEN_COLS} FROM embedding_generations WHERE state='active'"
+                                   " ORDER BY generation_id DESC LIMIT 1").fetchone()
+        return None if r is None else _generation(r)
+
+    def ensure(self, provider: str, model: str, dim: int, base_url: str = "") -> Generation:
+        """The generation for this space, created as ``building`` if new; a retired one restarts empty."""
+        now = time.time()
+        with self.db.transaction() as conn:
+            conn.execute("INSERT OR IGNORE INTO embedding_generations(provider, model, dim, base_url, created_at)"
+                         " VALUES (?,?,?,?,?)", (provider, model, int(dim), base_url, now))
+            r = conn.execute(f"SELECT {_GEN_COLS} FROM embedding_generations WHERE provider=? AND model=? AND dim=?",
+                             (provider, model, int(dim))).fetchone()
+            gen = _generation(r)
+            if gen.state == "retired":
+                conn.execute("DELETE FROM embedding_vectors WHERE generation_id=?", (gen.generation_id,))
+                conn.execute("UPDATE embedding_generations SET state='building', message_cursor=0, node_cursor=0,"
+                             " last_error=NULL, last_error_at=NULL, activated_at=NULL, base_url=?"
+                             " WHERE generation_id=?", (base_url, gen.generation_id))
+                r = conn.execute(f"SELECT {_GEN_COLS} FROM embedding_generations WHERE generation_id=?",
+                                 (gen.generation_id,)).fetchone()
+                gen = _generation(r)
+        return gen
+
+    def activate(self, generation_id: int) -> None:
+        """Make ``generation_id`` the searched space; the previously active one is retired."""
+        with self.db.transaction() as conn:
+            conn.execute("UPDATE embedding_generations SET state='retired' WHERE state='active' AND generation_id<>?",
+                         (generation_id,))
+            conn.execute("UPDATE embedding_generations SET state='active', activated_at=? WHERE generation_id=?"
+                         " AND state<>'active'", (time.time(), generation_id))
+
+    def record_error(self, generation_id: int, error: str | None) -> None:
+        with self.db.transaction() as conn:
+            conn.execute("UPDATE embedding_generations SET last_error=?, last_error_at=? WHERE generation_id=?",
+                         (None if error is None else error[:500], None if error is None else time.time(),
+                          generation_id))
+
+    def prune_retired(self, limit: int = 5000) -> int:
+        """Delete up to ``limit`` vectors of retired generations; returns how many went."""
+        with self.db.transaction() as conn:
+            cur = conn.execute("DELETE FROM embedding_vectors WHERE vector_id IN (SELECT v.vector_id FROM"
+                               " embedding_vectors v JOIN embedding_generations g ON g.generation_id=v.generation_id"
+                               " WHERE g.state='retired' LIMIT ?)", (int(limit),))
+            return int(cur.rowcount)
+
+    # -- what to index -------------------------------------------------------------------
+    def pending_messages(self, after: int, limit: int) -> list[PendingText]:
+        """Messages with store_id > ``after`` in id order (every role: the caller filters)."""
+        rows = self.db.read().execute(
+            "SELECT store_id, session_id, role, content, content_is_json, created_at FROM messages"
+            " WHERE store_id > ? ORDER BY store_id LIMIT ?", (int(after), int(limit)))
+        return [PendingText("message", int(r[0]), str(r[1]), str(r[2]), str(r[3] or ""), bool(r[4]),
+                            None if r[5] is None else float(r[5])) for r in rows]
+
+    def pending_nodes(self, after: int, limit: int) -> list[PendingText]:
+        rows = self.db.read().execute(
+            "SELECT node_id, session_id, summary, COALESCE(latest_at, created_at) FROM summary_nodes"
+            " WHERE node_id > ? ORDER BY node_id LIMIT ?", (int(after), int(limit)))
+        return [PendingText("summary", int(r[0]), str(r[1]), "summary", str(r[2] or ""), False,
+                            None if r[3] is None else float(r[3])) for r in rows]
+
+    def write(self, generation_id: int, rows: Sequence[VectorRow], *, message_cursor: int | None = None,
+              node_cursor: int | None = None) -> int:
+        """Insert vectors (duplicates ignored) and move the cursors forward, in one transaction."""
+        now = time.time()
+        with self.db.transaction() as conn:
+            state = conn.execute("SELECT state FROM embedding_generations WHERE generation_id=?",
+                                 (generation_id,)).fetchone()
+            if state is None or state[0] == "retired":
+                return 0  # swapped out (or deleted) while this batch was being embedded
+            before = conn.total_changes
+            conn.executemany(
+                "INSERT OR IGNORE INTO embedding_vectors(generation_id, kind, item_id, span_start, span_end,"
+                " session_id, at, vector, scale, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                [(generation_id, r.kind, r.item_id, r.span_start, r.span_end, r.session_id, r.at, r.vector,
+                  r.scale, now) for r in rows])
+            inserted = conn.total_changes - before
+            if message_cursor is not None:
+                conn.execute("UPDATE embedding_generations SET message_cursor=MAX(message_cursor, ?)"
+                             " WHERE generation_id=?", (int(message_cursor), generation_id))
+            if node_cursor is not None:
+                conn.execute("UPDATE embedding_generations SET node_cursor=MAX(node_cursor, ?)"
+                             " WHERE generation_id=?", (int(node_cursor), generation_id))
+        return int(inserted)
+
+    # -- reading vectors ----------------------------------------------------------------------
+    def scan_head(self, generation_id: int) -> tuple[int, int]:
+        """(highest vector_id, removals so far): what a vector cache compares to stay current."""
+        conn = self.db.read()
+        top = conn.execute("SELECT MAX(vector_id) FROM embedding_vectors WHERE generation_id=?",
+                           (generation_id,)).fetchone()[0]
+        removed = conn.execute("SELECT removed FROM embedding_generations WHERE generation_id=?",
+                               (generation_id,)).fetchone()
+        return int(top or 0), int(removed[0]) if removed else 0
+
+    def iter_vectors(self, generation_id: int, after_vector_id: int = 0,
+                     page: int = 20000) -> Iterator[list[StoredVector]]:
+        """Vectors of a generation past ``after_vector_id``, in pages, in vector_id order."""
+        conn = self.db.read()
+        last = int(after_vector_id)
+        while True:
+            rows = conn.execute(
+                "SELECT vector_id, kind, item_id, span_start, span_end, session_id, at, vector, scale"
+                " FROM embedding_vectors WHERE generation_id=? AND vector_id>? ORDER BY vector_id LIMIT ?",
+                (generation_id, last, page)).fetchall()
+            if not rows:
+                return
+            yield [StoredVector(int(r[0]), str(r[1]), int(r[2]), int(r[3]), None if r[4] is None else int(r[4]),
+                                str(r[5]), None if r[6] is None else float(r[6]), bytes(r[7]), float(r[8]))
+                   for r in rows]
+            last = int(rows[-1][0])
+
+    def vector_count(self, generation_id: int) -> int:
+        return int(self.db.read().execute("SELECT COUNT(*) FROM embedding_vectors WHERE generation_id=?",
+                                          (generation_id,)).fetchone()[0])
+
+    def duplicate_vectors(self, generation_id: int) -> int:
+        """Rows beyond the first for one (kind, item, span): 0 unless the unique key is missing."""
+        r = self.db.read().execute(
+            "SELECT COUNT(*) - COUNT(DISTINCT kind || ':' || item_id || ':' || span_start) FROM embedding_vectors"
+            " WHERE generation_id=?", (generation_id,)).fetchone()
+        return int(r[0])
+
+    def backlog(self, gen: Generation, tool_policy: str = "none") -> Backlog:
+        """Eligible rows (text messages of the indexed roles, every summary) and those past the cursors."""
+        conn = self.db.read()
+        roles = _roles(tool_policy)
+        marks = ",".join("?" * len(roles))
+        eligible = f"role IN ({marks}) AND content <> ''"
+        messages = int(conn.execute(f"SELECT COUNT(*) FROM messages WHERE {eligible}", roles).fetchone()[0])
+        pending = int(conn.execute(f"SELECT COUNT(*) FROM messages WHERE store_id > ? AND {eligible}",
+                                   (gen.message_cursor, *roles)).fetchone()[0])
+        nodes = int(conn.execute("SELECT COUNT(*) FROM summary_nodes").fetchone()[0])
+        nodes_pending = int(conn.execute("SELECT COUNT(*) FROM summary_nodes WHERE node_id > ?",
+                                         (gen.node_cursor,)).fetchone()[0])
+        return Backlog(messages, pending, nodes, nodes_pending, self.vector_count(gen.generation_id))
+
+    def heads(self) -> tuple[int, int]:
+        """(highest store_id, highest node_id) stored now."""
+        conn = self.db.read()
+        m = conn.execute("SELECT MAX(store_id) FROM messages").fetchone()[0]
+        n = conn.execute("SELECT MAX(node_id) FROM summary_nodes").fetchone()[0]
+        return int(m or 0), int(n or 0)
+
+    def vector_bytes(self) -> int:
+        """Bytes of vector payload stored (all generations), for the disk-cost report."""
+        r = self.db.read().execute("SELECT COALESCE(SUM(length(vector)), 0) + 8 * COUNT(*) FROM embedding_vectors")
+        return int(r.fetchone()[0])
+
+    # -- the remote spend ledger (per UTC day, in ``meta``) -------------------------------------
+    def spend(self, day: str) -> tuple[int, int]:
+        r = self.db.read().execute("SELECT value FROM meta WHERE key=?", (SPEND_KEY + day,)).fetchone()
+        if r is None:
+            return 0, 0
+        texts, _, tokens = str(r[0]).partition(",")
+        return int(texts or 0), int(tokens or 0)
+
+    def charge(self, day: str, texts: int, tokens: int, max_texts: int, max_tokens: int) -> tuple[int, int] | None:
+        """Add to the day's spend unless a cap (0 = none) would be passed; None when refused."""
+        with self.db.transaction() as conn:
+            r = conn.execute("SELECT value FROM meta WHERE key=?", (SPEND_KEY + day,)).fetchone()
+            used_texts, used_tokens = 0, 0
+            if r is not None:
+                a, _, b = str(r[0]).partition(",")
+                used_texts, used_tokens = int(a or 0), int(b or 0)
+            if (max_texts and used_texts + texts > max_texts) or (max_tokens and used_tokens + tokens > max_tokens):
+                return None
+            used_texts, used_tokens = used_texts + texts, used_tokens + tokens
+            conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                         (SPEND_KEY + day, f"{used_texts},{used_tokens}"))
+            conn.execute("DELETE FROM meta WHERE key LIKE ? AND key < ?", (SPEND_KEY + "%", SPEND_KEY + day))
+        return used_texts, used_tokens

@@ -1,0 +1,252 @@
+"""``trove_recent``: what happened in a natural UTC period, from the cheapest faithful source.
+
+Auto mode serves ready day/week/month rollups when together they cover every day of the
+window that holds leaf summaries; otherwise the leaf summaries overlapping the window; and
+for a window nothing summarises yet, its raw messages. The response names the mode and the
+reason, pages with a cursor, keeps handles for ``trove_expand`` / ``trove_load_session``, and
+fits its cap by dropping trailing items and cutting long texts, flagging both.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from hermes_trove.temporal import queries
+from hermes_trove.temporal import rollup_plan as plan
+from hermes_trove.temporal.periods import ACCEPTED_FORMS, Period, PeriodError, parse_period
+from hermes_trove.temporal.rollup_store import RollupStore
+from hermes_trove.toolkit import (
+    ToolContext,
+    ToolError,
+    current_session,
+    enum_arg,
+    fit_items,
+    int_arg,
+    iso,
+    message_item,
+    require_session,
+    str_arg,
+)
+
+clock: Callable[[], float] = time.time  # "now" for relative periods; tests replace it
+MODES = ("auto", "summaries", "messages")
+ENVELOPE_CHARS = 3000
+MIN_ITEM_CHARS = 300
+MAX_ITEM_CHARS = 16000
+NODE_IDS_LISTED = 20
+MISSING_LISTED = 5
+
+
+def _text(text: str, max_chars: int) -> dict[str, Any]:
+    cut = len(text) > max_chars
+    return {"content": text[:max_chars], "content_chars": len(text), "content_truncated": cut}
+
+
+def _cursor(mode: str, at: float, ident: int) -> str:
+    return f"{mode}:{at!r}:{ident}"
+
+
+def _parse_cursor(raw: str) -> tuple[str, float, int]:
+    try:
+        mode, at, ident = raw.split(":")
+        if mode not in ("rollups", "summaries", "messages"):
+            raise ValueError(mode)
+        return mode, float(at), int(ident)
+    except ValueError:
+        raise ToolError("cursor is not one this tool returned; pass next_cursor from the previous page "
+                        "unchanged, or leave it out to start again") from None
+
+
+def _period(text: str) -> Period:
+    try:
+        return parse_period(text, clock())
+    except PeriodError as exc:
+        raise ToolError(f"period {text[:60]!r} is not understood ({exc.reason}). Accepted forms: "
+                        + "; ".join(ACCEPTED_FORMS)) from None
+
+
+def trove_recent(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
+    text = (str_arg(args, "period", required=True, allow_empty=False) or "").strip()
+    period = _period(text)
+    scope = enum_arg(args, "scope", ("all", "current"), "all") or "all"
+    wanted = enum_arg(args, "mode", MODES, "auto") or "auto"
+    clamped: dict[str, Any] = {}
+    limit = int_arg(args, "limit", 10, minimum=1, cap=200, clamped=clamped) or 10
+    raw_cursor = (str_arg(args, "cursor") or "").strip()
+    after = _parse_cursor(raw_cursor) if raw_cursor else None
+    sid = require_session(ctx, "trove_recent(scope='current')") if scope == "current" else current_session(ctx)
+    view = sid if scope == "current" else None
+    start, end = period.start.timestamp(), period.end.timestamp()
+
+    decided = _decide(ctx, period, start, end, view, wanted, after)
+    mode = decided["mode"]
+    if mode == "rollups":
+        page = _rollup_page(ctx, decided["sections"], after, limit)
+    elif mode == "summaries":
+        page = _leaf_page(ctx, start, end, view, sid, after, limit)
+    else:
+        page = _message_page(ctx, start, end, view, sid, after, limit)
+
+    head: dict[str, Any] = {"period": {"input": text, **period.to_dict()}, "scope": scope, "mode": mode,
+                            "reason": decided["reason"], "rollups": decided["rollups"], "limit": limit, **clamped}
+    if mode == "summaries":
+        head["unsummarized_messages"] = queries.count_unsummarized(ctx.runtime.db, start, end, view)
+    out = _fit(head, page, ctx.response_cap)
+    out["hint"] = _HINTS[mode]
+    return out
+
+
+_HINTS = {
+    "rollups": ("Each rollup lists the leaf summary node_ids it covers; trove_recent(period=<its period>, "
+                "mode='summaries') lists them with expand handles."),
+    "summaries": ("Open a summary's exact messages with its 'expand' call; mode='messages' pages the raw messages "
+                  "of this window; continue with cursor=next_cursor while has_more."),
+    "messages": ("trove_expand(store_id=...) reads one message in full; continue with cursor=next_cursor while "
+                 "has_more."),
+}
+
+
+def _decide(ctx: ToolContext, period: Period, start: float, end: float, view: str | None, wanted: str,
+            after: tuple[str, float, int] | None) -> dict[str, Any]:
+    """The mode that serves this call and why, plus the rollup facts behind the choice."""
+    enabled = bool(ctx.runtime.config.temporal_rollups_enabled)
+    facts: dict[str, Any] = {"enabled": enabled}
+    if after is not None:
+        if wanted != "auto" and wanted != after[0]:
+            raise ToolError(f"cursor belongs to mode '{after[0]}', not '{wanted}'; drop one of them")
+        wanted = after[0]
+        if wanted != "rollups":
+            return {"mode": wanted, "reason": f"the cursor continues the '{wanted}' pages", "rollups": facts}
+    if wanted in ("summaries", "messages"):
+        return {"mode": wanted, "reason": f"mode='{wanted}' was requested", "rollups": facts}
+    spans = queries.leaf_spans(ctx.runtime.db, start, end, view)
+    days = {d for s in spans for d in plan.leaf_days(s.earliest_at, s.latest_at) if start <= d < end}
+    facts["days_with_summaries"] = len(days)
+    if wanted == "auto" and not spans:
+        return {"mode": "messages", "reason": "no summary covers this window yet: its raw messages, in time order",
+                "rollups": facts}
+    if wanted == "auto":
+        if not enabled:
+            return {"mode": "summaries", "reason": "rollups are off (TROVE_TEMPORAL_ROLLUPS_ENABLED): leaf summaries "
+                    "overlapping the window", "rollups": facts}
+        if view is not None:
+            return {"mode": "summaries", "reason": "rollups span every session; scope='current' reads this "
+                    "session's leaf summaries", "rollups": facts}
+        if period.granularity == "hour":
+            return {"mode": "summaries", "reason": f"the window {period.label!r} is not made of whole UTC days, "
+                    "which rollups need: leaf summaries overlapping it", "rollups": facts}
+    store = RollupStore(ctx.runtime.db)
+    states = {(s.kind, s.start): s for s in store.states_in(start, end)}
+    coverage = plan.plan_coverage(start, end, states, days)
+    facts.update({"covered_days": coverage.covered_days, "sections": len(coverage.sections),
+                  "missing": [{"day": k.label, "status": st} for k, st in coverage.missing[:MISSING_LISTED]]})
+    if coverage.complete:
+        return {"mode": "rollups", "reason": f"ready rollups cover all {len(days)} day(s) with summaries",
+                "rollups": facts, "sections": coverage.sections}
+    if wanted == "rollups":  # a rollup cursor whose rollups changed since the first page
+        raise ToolError("the rollups behind this cursor changed since the first page; call again without cursor")
+    first = coverage.missing[0] if coverage.missing else None
+    why = (f"rollups cover {coverage.covered_days} of {len(days)} day(s) with summaries"
+           + (f" ({first[0].label}: {first[1]})" if first else ""))
+    return {"mode": "summaries", "reason": why + ": leaf summaries overlapping the window", "rollups": facts}
+
+
+def _item_chars(cap: int, n: int) -> int:
+    return max(MIN_ITEM_CHARS, min(MAX_ITEM_CHARS, (cap - ENVELOPE_CHARS) // max(1, n)))
+
+
+def _rollup_page(ctx: ToolContext, sections: Sequence[plan.RollupState], after: tuple[str, float, int] | None,
+                 limit: int) -> dict[str, Any]:
+    offset = after[2] if after is not None else 0
+    chosen = list(sections[offset:offset + limit])
+    store = RollupStore(ctx.runtime.db)
+    rows = store.get_many([s.rollup_id for s in chosen])
+
+    def items(max_chars: int) -> list[dict[str, Any]]:
+        out = []
+        for r in rows:
+            ids = store.source_node_ids(r.rollup_id, NODE_IDS_LISTED + 1)
+            out.append({"kind": "rollup", "rollup_id": r.rollup_id, "period_kind": r.period_kind,
+                        "period": r.key.label, "period_start": iso(r.period_start), "period_end": iso(r.period_end),
+                        "status": r.status, "built_at": iso(r.built_at), "level": r.level,
+                        "token_count": r.token_count, **_text(r.summary, max_chars), "source_count": r.source_count,
+                        "node_ids": ids[:NODE_IDS_LISTED], "node_ids_truncated": len(ids) > NODE_IDS_LISTED,
+                        "expand": f"trove_recent(period='{r.key.label}', mode='summaries')"})
+        return out
+
+    cursors = [_cursor("rollups", 0.0, offset + i + 1) for i in range(len(rows))]
+    return {"items": items, "cursors": cursors, "total": len(sections),
+            "more_after_page": offset + len(chosen) < len(sections)}
+
+
+def _leaf_page(ctx: ToolContext, start: float, end: float, view: str | None, sid: str | None,
+               after: tuple[str, float, int] | None, limit: int) -> dict[str, Any]:
+    db, dag = ctx.runtime.db, ctx.runtime.dag
+    rows = queries.leaves(db, start, end, session_id=view, after=(after[1], after[2]) if after else None,
+                          limit=limit + 1)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    sources = queries.first_sources(db, [n.node_id for n in rows])
+
+    def handle(n: Any) -> str:
+        if sid and (view is not None or n.session_id == sid or dag.is_reachable(sid, n.node_id)):
+            return f"trove_expand(node_id={n.node_id})"
+        first, _ = sources.get(n.node_id, (1, 0))
+        return f"trove_load_session(session_id='{n.session_id}', after_store_id={first - 1})"
+
+    handles = [handle(n) for n in rows]
+
+    def items(max_chars: int) -> list[dict[str, Any]]:
+        return [{"kind": "summary", "node_id": n.node_id, "session_id": n.session_id,
+                 "from_current_session": bool(sid) and n.session_id == sid, "earliest_at": iso(n.earliest_at),
+                 "latest_at": iso(n.latest_at), "token_count": n.token_count, "level": n.level,
+                 **_text(n.summary, max_chars), "messages": sources.get(n.node_id, (0, 0))[1], "expand": h}
+                for n, h in zip(rows, handles, strict=True)]
+
+    cursors = [_cursor("summaries", n.earliest_at if n.earliest_at is not None else n.created_at, n.node_id)
+               for n in rows]
+    return {"items": items, "cursors": cursors, "total": queries.count_leaves(db, start, end, view),
+            "more_after_page": more}
+
+
+def _message_page(ctx: ToolContext, start: float, end: float, view: str | None, sid: str | None,
+                  after: tuple[str, float, int] | None, limit: int) -> dict[str, Any]:
+    db = ctx.runtime.db
+    rows = queries.messages(db, start, end, session_id=view, after=(after[1], after[2]) if after else None,
+                            limit=limit + 1)
+    more = len(rows) > limit
+    rows = rows[:limit]
+
+    def items(max_chars: int) -> list[dict[str, Any]]:
+        out = []
+        for r in rows:
+            item = message_item(r, sid, max_chars=max_chars)
+            item.pop("content_offset", None)
+            out.append({"kind": "message", **item})
+        return out
+
+    return {"items": items, "cursors": [_cursor("messages", r.created_at, r.store_id) for r in rows],
+            "total": queries.count_messages(db, start, end, view), "more_after_page": more}
+
+
+def _fit(head: dict[str, Any], page: dict[str, Any], cap: int) -> dict[str, Any]:
+    """The most leading items that fit ``cap`` (texts cut to a per-item share first)."""
+    cursors: list[str] = page["cursors"]
+    n_all = len(cursors)
+    budget = _item_chars(cap, n_all)
+    while True:
+        items = page["items"](budget)
+
+        def build(n: int, items: list[dict[str, Any]] = items) -> dict[str, Any]:
+            more = n < n_all or page["more_after_page"]
+            cut = any(i.get("content_truncated") for i in items[:n])
+            return {**head, "total_items": page["total"], "returned_items": n, "has_more": more,
+                    "next_cursor": cursors[n - 1] if more and n > 0 else None,
+                    "truncated": cut or n < n_all, "items_dropped_for_size": n_all - n,
+                    "char_limit": cap, "items": items[:n]}
+
+        payload, fitted = fit_items(build, n_all, cap - 400)  # room for the hint added afterwards
+        if fitted > 0 or n_all == 0 or budget <= MIN_ITEM_CHARS:
+            return payload
+        budget = max(MIN_ITEM_CHARS, budget // 2)

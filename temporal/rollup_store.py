@@ -1,0 +1,231 @@
+"""RollupStore: every SQL statement about temporal rollups and their lineage.
+
+Rows of ``temporal_rollups`` (one per period kind, UTC start and scope) move through
+pending -> building -> ready, with stale and failed on the side; ``temporal_rollup_sources``
+lists the leaf summary nodes each covers. A claim bumps the row's generation and a finish
+only lands on the generation it claimed, so a build that raced a new leaf (the migration's
+triggers mark it stale) or a second builder never overwrites newer state. It decides nothing.
+"""
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hermes_trove.db import Database, meta_value
+from hermes_trove.temporal.rollup_plan import KINDS, PeriodKey, RollupState
+
+SCOPE = "all"
+CURSOR_KEY = "temporal_rollups.leaf_cursor"
+_STATE_COLUMNS = "rollup_id, period_kind, period_start, period_end, status, generation, attempts, claimed_at, failed_at"
+
+
+@dataclass(frozen=True)
+class RollupRow:
+    rollup_id: int
+    period_kind: str
+    period_start: float
+    period_end: float
+    scope: str
+    status: str
+    summary: str
+    token_count: int
+    source_count: int
+    source_token_count: int
+    level: str
+    model: str
+    model_calls: int
+    input_tokens: int
+    generation: int
+    attempts: int
+    error: str | None
+    created_at: float
+    updated_at: float
+    claimed_at: float | None
+    built_at: float | None
+    failed_at: float | None
+
+    @property
+    def key(self) -> PeriodKey:
+        return PeriodKey(self.period_kind, self.period_start, self.period_end)
+
+
+def _state(r: sqlite3.Row) -> RollupState:
+    return RollupState(int(r["rollup_id"]), str(r["period_kind"]), float(r["period_start"]), float(r["period_end"]),
+                       str(r["status"]), int(r["generation"]), int(r["attempts"]), r["claimed_at"], r["failed_at"])
+
+
+def _row(r: sqlite3.Row) -> RollupRow:
+    return RollupRow(**{k: r[k] for k in RollupRow.__dataclass_fields__})
+
+
+class RollupStore:
+    def __init__(self, db: Database, scope: str = SCOPE):
+        self.db = db
+        self.scope = scope
+
+    # -- leaves to periods ----------------------------------------------------------
+    def leaf_cursor(self) -> int:
+        return int(meta_value(self.db.read(), CURSOR_KEY) or 0)
+
+    def leaf_spans_after(self, node_id: int) -> list[tuple[int, float, float]]:
+        """``(node_id, earliest, latest)`` of every leaf summary past ``node_id`` (times only)."""
+        sql = ("SELECT node_id, COALESCE(earliest_at, created_at),"
+               " COALESCE(latest_at, earliest_at, created_at) FROM summary_nodes"
+               " WHERE depth = 0 AND node_id > ? ORDER BY node_id")
+        return [(int(r[0]), float(r[1]), float(r[2])) for r in self.db.read().execute(sql, (int(node_id),))]
+
+    def unsynced_leaves(self) -> int:
+        sql = "SELECT COUNT(*) FROM summary_nodes WHERE depth = 0 AND node_id > ?"
+        return int(self.db.read().execute(sql, (self.leaf_cursor(),)).fetchone()[0])
+
+    def ensure_periods(self, keys: Iterable[PeriodKey], cursor: int, now: float | None = None) -> int:
+        """Create pending rows for periods that have none and move the leaf cursor; returns rows made."""
+        now = time.time() if now is None else now
+        with self.db.transaction() as conn:
+            before = conn.total_changes
+            conn.executemany(
+                "INSERT OR IGNORE INTO temporal_rollups(period_kind, period_start, period_end, scope, status,"
+                " created_at, updated_at) VALUES (?,?,?,?,'pending',?,?)",
+                [(k.kind, k.start, k.end, self.scope, now, now) for k in keys])
+            made = conn.total_changes - before
+            conn.execute("INSERT INTO meta(key, value) VALUES (?, ?)"
+                         " ON CONFLICT(key) DO UPDATE SET value = excluded.value", (CURSOR_KEY, str(int(cursor))))
+        return made
+
+    # -- reads -------------------------------------------------------------------
+    def states(self) -> list[RollupState]:
+        sql = f"SELECT {_STATE_COLUMNS} FROM temporal_rollups WHERE scope = ?"
+        return [_state(r) for r in self.db.read().execute(sql, (self.scope,))]
+
+    def states_in(self, start: float, end: float) -> list[RollupState]:
+        """Rows whose period overlaps ``[start, end)`` (months reach back at most 31 days)."""
+        sql = (f"SELECT {_STATE_COLUMNS} FROM temporal_rollups WHERE scope = ? AND period_start >= ?"
+               " AND period_start < ? AND period_end > ?")
+        rows = self.db.read().execute(sql, (self.scope, float(start) - 32 * 86400.0, float(end), float(start)))
+        return [_state(r) for r in rows]
+
+    def get(self, rollup_id: int) -> RollupRow | None:
+        r = self.db.read().execute("SELECT * FROM temporal_rollups WHERE rollup_id = ?", (int(rollup_id),)).fetchone()
+        return None if r is None else _row(r)
+
+    def get_many(self, rollup_ids: Sequence[int]) -> list[RollupRow]:
+        ids = [int(i) for i in rollup_ids]
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        found = {int(r["rollup_id"]): _row(r) for r in
+                 self.db.read().execute(f"SELECT * FROM temporal_rollups WHERE rollup_id IN ({marks})", ids)}
+        return [found[i] for i in ids if i in found]
+
+    def by_key(self, key: PeriodKey) -> RollupRow | None:
+        r = self.db.read().execute(
+            "SELECT * FROM temporal_rollups WHERE period_kind = ? AND period_start = ? AND scope = ?",
+            (key.kind, key.start, self.scope)).fetchone()
+        return None if r is None else _row(r)
+
+    def source_node_ids(self, rollup_id: int, limit: int | None = None) -> list[int]:
+        sql = "SELECT node_id FROM temporal_rollup_sources WHERE rollup_id = ? ORDER BY ordinal LIMIT ?"
+        rows = self.db.read().execute(sql, (int(rollup_id), -1 if limit is None else int(limit)))
+        return [int(r[0]) for r in rows]
+
+    def rollups_of_node(self, node_id: int) -> list[int]:
+        sql = "SELECT DISTINCT rollup_id FROM temporal_rollup_sources WHERE node_id = ? ORDER BY rollup_id"
+        return [int(r[0]) for r in self.db.read().execute(sql, (int(node_id),))]
+
+    def counts(self) -> dict[str, dict[str, Any]]:
+        """Per kind: rows per status, model calls and input tokens spent, last build time."""
+        out: dict[str, dict[str, Any]] = {k: {"statuses": {}, "model_calls": 0, "input_tokens": 0,
+                                              "last_built_at": None} for k in KINDS}
+        sql = ("SELECT period_kind, status, COUNT(*), SUM(model_calls), SUM(input_tokens), MAX(built_at)"
+               " FROM temporal_rollups WHERE scope = ? GROUP BY period_kind, status")
+        for kind, status, n, calls, tokens_in, built in self.db.read().execute(sql, (self.scope,)):
+            entry = out[str(kind)]
+            entry["statuses"][str(status)] = int(n)
+            entry["model_calls"] += int(calls or 0)
+            entry["input_tokens"] += int(tokens_in or 0)
+            if built is not None and (entry["last_built_at"] is None or built > entry["last_built_at"]):
+                entry["last_built_at"] = float(built)
+        return out
+
+    def failures(self, limit: int = 5) -> list[RollupRow]:
+        sql = "SELECT * FROM temporal_rollups WHERE scope = ? AND status = 'failed' ORDER BY failed_at DESC LIMIT ?"
+        return [_row(r) for r in self.db.read().execute(sql, (self.scope, int(limit)))]
+
+    # -- the build protocol -------------------------------------------------------
+    def claim(self, state: RollupState, now: float) -> int | None:
+        """Mark the row building under a new generation, if it is still as ``state`` saw it."""
+        with self.db.transaction() as conn:
+            cur = conn.execute(
+                "UPDATE temporal_rollups SET status = 'building', generation = generation + 1,"
+                " attempts = attempts + 1, claimed_at = ?, updated_at = ? WHERE rollup_id = ? AND generation = ?"
+                " AND status = ?", (now, now, state.rollup_id, state.generation, state.status))
+            return state.generation + 1 if cur.rowcount == 1 else None
+
+    def finish(self, rollup_id: int, generation: int, *, summary: str, token_count: int, source_token_count: int,
+               level: str, model: str, model_calls: int, input_tokens: int, node_ids: Sequence[int],
+               now: float) -> bool:
+        """Store a built rollup and its lineage; False when its claim went stale meanwhile."""
+        with self.db.transaction() as conn:
+            cur = conn.execute(
+                "UPDATE temporal_rollups SET status = 'ready', summary = ?, token_count = ?, source_count = ?,"
+                " source_token_count = ?, level = ?, model = ?, model_calls = model_calls + ?,"
+                " input_tokens = input_tokens + ?, attempts = 0, error = NULL, built_at = ?, updated_at = ?"
+                " WHERE rollup_id = ? AND generation = ? AND status = 'building'",
+                (summary, token_count, len(node_ids), source_token_count, level, model, model_calls, input_tokens,
+                 now, now, rollup_id, generation))
+            if cur.rowcount != 1:
+                return False
+            # the weeks and months written from this rollup's earlier text are out of date now
+            kind, p_start, p_end = conn.execute("SELECT period_kind, period_start, period_end FROM temporal_rollups"
+                                                " WHERE rollup_id = ?", (rollup_id,)).fetchone()
+            larger = KINDS[KINDS.index(str(kind)) + 1:]
+            if larger:
+                conn.execute(f"UPDATE temporal_rollups SET status = 'stale', updated_at = ? WHERE scope = ?"
+                             f" AND status = 'ready' AND period_kind IN ({','.join('?' * len(larger))})"
+                             " AND period_start < ? AND period_end > ?", (now, self.scope, *larger, p_end, p_start))
+            conn.execute("DELETE FROM temporal_rollup_sources WHERE rollup_id = ?", (rollup_id,))
+            conn.executemany("INSERT INTO temporal_rollup_sources(rollup_id, ordinal, node_id) VALUES (?,?,?)",
+                             [(rollup_id, i, int(n)) for i, n in enumerate(node_ids)])
+        return True
+
+    def fail(self, rollup_id: int, generation: int, error: str, now: float, *, model_calls: int = 0,
+             input_tokens: int = 0) -> bool:
+        with self.db.transaction() as conn:
+            cur = conn.execute(
+                "UPDATE temporal_rollups SET status = 'failed', error = ?, failed_at = ?, updated_at = ?,"
+                " model_calls = model_calls + ?, input_tokens = input_tokens + ?"
+                " WHERE rollup_id = ? AND generation = ? AND status = 'building'",
+                (error[:1000], now, now, model_calls, input_tokens, rollup_id, generation))
+            return cur.rowcount == 1
+
+    def discard(self, rollup_id: int, generation: int) -> bool:
+        """Drop a claimed row whose period no longer holds any leaf summary."""
+        with self.db.transaction() as conn:
+            cur = conn.execute("DELETE FROM temporal_rollups WHERE rollup_id = ? AND generation = ?"
+                               " AND status = 'building'", (rollup_id, generation))
+            return cur.rowcount == 1
+
+    def mark_stale(self, kinds: Sequence[str], start: float | None = None, end: float | None = None,
+                   now: float | None = None) -> int:
+        """Ask for a rebuild of the ``kinds`` rollups overlapping ``[start, end)`` (all when None)."""
+        now = time.time() if now is None else now
+        sql = (f"UPDATE temporal_rollups SET status = 'stale', updated_at = ? WHERE scope = ?"
+               f" AND period_kind IN ({','.join('?' * len(kinds))}) AND status != 'stale'")
+        args: list[Any] = [now, self.scope, *kinds]
+        if start is not None and end is not None:
+            sql += " AND period_start < ? AND period_end > ?"
+            args += [float(end), float(start)]
+        with self.db.transaction() as conn:
+            return int(conn.execute(sql, args).rowcount)
+
+    def count_matching(self, kinds: Sequence[str], start: float | None = None, end: float | None = None) -> int:
+        sql = (f"SELECT COUNT(*) FROM temporal_rollups WHERE scope = ?"
+               f" AND period_kind IN ({','.join('?' * len(kinds))})")
+        args: list[Any] = [self.scope, *kinds]
+        if start is not None and end is not None:
+            sql += " AND period_start < ? AND period_end > ?"
+            args += [float(end), float(start)]
+        return int(self.db.read().execute(sql, args).fetchone()[0])

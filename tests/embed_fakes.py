@@ -1,0 +1,102 @@
+"""Test doubles for the embeddings tests: a fake OpenAI-compatible /v1/embeddings server on
+127.0.0.1 with deterministic bag-of-words vectors, and a config/runtime builder for it."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from conftest import make_config
+
+from hermes_trove.runtime import build_runtime
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def fake_vector(text: str, dim: int) -> list[float]:
+    """Words hashed into ``dim`` buckets, L2-normalised: texts sharing words are close."""
+    vec = [0.0] * dim
+    for word in _WORD.findall(text.lower()):
+        h = int(hashlib.md5(word.encode()).hexdigest(), 16)
+        vec[h % dim] += 1.0 if (h >> 64) % 2 else -1.0
+    norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+    return [v / norm for v in vec] if any(vec) else [1.0 / math.sqrt(dim)] * dim
+
+
+class FakeEmbeddings:
+    """A threaded HTTP server; model names "fake-<dim>" set the dimension. Records every request."""
+
+    def __init__(self, delay_s: float = 0.0, fail: bool = False):
+        self.requests: list[dict[str, Any]] = []
+        self.delay_s = delay_s
+        self.fail = fail
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                outer.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+                if outer.delay_s:
+                    time.sleep(outer.delay_s)
+                if outer.fail or self.path != "/v1/embeddings":
+                    self.send_response(500)
+                    self.end_headers()
+                    self.wfile.write(b'{"error": "boom"}')
+                    return
+                dim = int(str(body["model"]).rsplit("-", 1)[-1])
+                data = [{"object": "embedding", "index": i, "embedding": fake_vector(t, dim)}
+                        for i, t in enumerate(body["input"])]
+                out = json.dumps({"object": "list", "data": data, "model": body["model"],
+                                  "usage": {"prompt_tokens": len(data) * 3, "total_tokens": len(data) * 3}}).encode()
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(out)))
+                    self.end_headers()
+                    self.wfile.write(out)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> FakeEmbeddings:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(5)
+
+    def texts_sent(self) -> int:
+        return sum(len(r["body"]["input"]) for r in self.requests)
+
+
+def fake_runtime(tmp_path: Any, fake: FakeEmbeddings, model: str = "fake-32", **overrides: Any) -> Any:
+    cfg = make_config(tmp_path)
+    cfg = dataclasses.replace(cfg, embeddings_enabled=True, embedding_provider="openai", embedding_model=model,
+                              embedding_base_url=fake.base_url, embedding_api_key_env="TROVE_TEST_EMBED_KEY",
+                              **overrides)
+    return build_runtime(cfg)
+
+
+def fake_env(tmp_path: Any, fake: FakeEmbeddings, model: str = "fake-32") -> dict[str, str]:
+    """The same configuration as environment variables, for subprocesses."""
+    return {"HERMES_HOME": str(tmp_path), "TROVE_DATABASE_PATH": str(tmp_path / "trove.db"),
+            "TROVE_EMBEDDINGS_ENABLED": "true", "TROVE_EMBEDDING_PROVIDER": "openai",
+            "TROVE_EMBEDDING_MODEL": model, "TROVE_EMBEDDING_BASE_URL": fake.base_url}

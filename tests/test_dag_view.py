@@ -1,0 +1,89 @@
+"""The DAG drawing (ops/dag_view.py) on a really compacted session: lineage, folding, Mermaid, CLI."""
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from conftest import make_config, make_engine
+from test_compaction import fake_model
+
+from hermes_trove import command
+from hermes_trove.harness.simulate import HostLoop, build_conversation
+from hermes_trove.ops import dag_view
+from hermes_trove.runtime import build_runtime
+
+
+@pytest.fixture(scope="module")
+def compacted(tmp_path_factory):
+    """160 turns through the real engine: leaves condensed up to depth 3."""
+    home = tmp_path_factory.mktemp("dag")
+    rt = build_runtime(make_config(home, leaf_chunk_tokens=4000))
+    eng = make_engine(rt, fake_model(), context_length=64000)
+    loop = HostLoop(eng)
+    for turn in build_conversation(160, seed=3):
+        loop.run_turn(turn)
+    assert max(rt.dag.depth_stats("s1")) >= 2
+    return rt
+
+
+def walk(items):
+    for item in items:
+        yield item
+        yield from walk(item.get("children") or [])
+
+
+def test_every_drawn_node_names_the_raw_range_its_lineage_reaches(compacted):
+    view = dag_view.build_view(compacted, "s1", max_nodes=10 ** 6)
+    drawn = [i for i in walk(view["roots"]) if "folded" not in i]
+    assert view["folded_nodes"] == 0 and len(drawn) == view["shown_nodes"]
+    for item in drawn:
+        ids = compacted.dag.descendant_store_ids(item["node_id"])
+        assert item["messages"] == [ids[0], ids[-1]] and item["message_count"] == len(ids)
+    stats = compacted.dag.depth_stats("s1")
+    assert view["depth"] == max(stats) + 1 and view["nodes"] == sum(s["count"] for s in stats.values())
+    assert view["from"] and view["to"] and view["from"] <= view["to"]
+
+
+def test_a_large_dag_is_folded_to_a_readable_size_with_a_note(compacted):
+    view = dag_view.build_view(compacted, "s1", max_nodes=12)
+    assert view["shown_nodes"] <= 13 and view["folded_nodes"] == view["nodes"] - view["shown_nodes"]
+    text = dag_view.render_text(view)
+    assert len(text.splitlines()) < 30
+    assert "node(s) folded" in text and f"note: {view['folded_nodes']} of {view['nodes']} nodes folded" in text
+    depth = max(compacted.dag.depth_stats("s1"))
+    assert text.splitlines()[2].startswith(f"d{depth} #")  # the deepest summary is the first root
+
+
+def test_mermaid_has_one_box_per_drawn_node_and_an_edge_per_child(compacted):
+    view = dag_view.build_view(compacted, "s1")
+    text = dag_view.render_mermaid(view)
+    lines = text.splitlines()
+    assert lines[0] == "graph TD"
+    boxes = [ln for ln in lines if '["' in ln]
+    edges = [ln for ln in lines if "-->" in ln]
+    drawn = list(walk(view["roots"]))
+    assert len([b for b in boxes if not b.strip().startswith("tail")]) == len(drawn)
+    assert len(edges) == len(drawn) - len(view["roots"])
+
+
+def test_hermes_trove_dag_and_slash_trove_dag(compacted):
+    out = io.StringIO()
+    args = command.argparse.Namespace(trove_words=["dag"], trove_db=None, trove_json=False, trove_session="s1",
+                                      trove_format="mermaid")
+    assert command.execute(args, compacted, out=out) == 0
+    assert out.getvalue().startswith("graph TD")
+    out = io.StringIO()
+    args.trove_format, args.trove_json = "text", True
+    assert command.execute(args, compacted, out=out) == 0
+    assert json.loads(out.getvalue())["session_id"] == "s1"
+    text = command.make_handler(compacted)("dag")  # no bound session: the most recent one with nodes
+    assert text.startswith("session s1: depth ")
+    assert command.make_handler(compacted)("dag mermaid").startswith("graph TD")
+
+
+def test_a_session_without_summaries_draws_an_honest_empty_picture(tmp_path):
+    rt = build_runtime(make_config(tmp_path))
+    view = dag_view.build_view(rt, "nobody")
+    assert view["nodes"] == 0 and "nothing has been compacted" in dag_view.render_text(view)
+    assert command.make_handler(rt)("dag") == "no session has summary nodes yet"

@@ -1,0 +1,256 @@
+"""The embedding indexer on real SQLite files: chunks with spans back to the message, O(new
+rows) cursors, tool outputs only by policy, generation switch (no mixing, swap when
+complete), two processes indexing one database (no duplicate vectors, no lost rows), the
+background worker reaching full coverage and stopping, and backfill from the CLI."""
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from embed_fakes import FakeEmbeddings, fake_env, fake_runtime
+
+from hermes_trove.retrieval import embed_providers, indexer, semantic, vector_index
+from hermes_trove.retrieval.indexer import chunk_spans
+from hermes_trove.retrieval.vector_store import VectorRow, VectorStore
+from hermes_trove.store import SessionKey
+
+pytest.importorskip("numpy", reason="the [embeddings] extra is not installed: pip install 'hermes-trove[embeddings]'")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _clean():
+    embed_providers.forget_providers()
+    vector_index.forget_indexes()
+    yield
+    indexer.stop_all()
+    embed_providers.forget_providers()
+    vector_index.forget_indexes()
+
+
+@pytest.fixture
+def fake():
+    with FakeEmbeddings() as server:
+        yield server
+
+
+def seed(runtime, n=20, session="s1", start=0):
+    msgs = []
+    for i in range(start, start + n):
+        msgs.append({"role": "user" if i % 2 == 0 else "assistant", "content": f"note {i} about topic{i % 5}"})
+    return runtime.store.append(SessionKey(session), msgs)
+
+
+def vectors(runtime):
+    return runtime.db.read().execute(
+        "SELECT generation_id, kind, item_id, span_start, span_end, length(vector) FROM embedding_vectors"
+        " ORDER BY vector_id").fetchall()
+
+
+def test_chunk_spans_cover_long_text_on_word_boundaries():
+    text = " ".join(f"word{i}" for i in range(800))
+    spans = chunk_spans(text, size=1000, overlap=100)
+    assert spans[0][0] == 0 and spans[-1][1] == len(text)
+    assert all(e - s <= 1000 for s, e in spans)
+    assert all(text[s - 1] == " " for s, _ in spans[1:])  # each chunk starts on a word
+    assert all(spans[i + 1][0] < spans[i][1] for i in range(len(spans) - 1))  # overlapping, no gaps
+    assert chunk_spans("   ") == [] and chunk_spans("short") == [(0, 5)]
+    assert len(chunk_spans("x " * 100000)) == 16  # bounded per message
+
+
+def test_a_pass_indexes_text_messages_and_summaries_with_spans_back_to_the_message(tmp_path, fake):
+    runtime = fake_runtime(tmp_path, fake)
+    ids = runtime.store.append(SessionKey("s1"), [
+        {"role": "user", "content": "the deploy key lives in vault"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
+                                                               "function": {"name": "t", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "secret tool output"},
+        {"role": "assistant", "content": "long answer " * 200},
+    ])
+    node = runtime.dag.add_leaf("s1", "summary of the vault talk", ids[:2], token_count=5, source_token_count=10,
+                                earliest_at=1.0, latest_at=2.0)
+    report = indexer.run_pass(runtime, budget_s=30)
+    assert report.status == "done" and report.swapped
+    rows = vectors(runtime)
+    by_item = {}
+    for _gen, kind, item, start, end, size in rows:
+        by_item.setdefault((kind, item), []).append((start, end))
+        assert size == 32  # int8, one byte per dimension
+    assert set(by_item) == {("message", ids[0]), ("message", ids[3]), ("summary", node)}  # no tool row, no blank
+    long_row = runtime.store.get(ids[3])
+    spans = by_item[("message", ids[3])]
+    assert len(spans) >= 2 and spans[0][0] == 0 and spans[-1][1] == len(long_row.content)
+    assert by_item[("summary", node)] == [(0, None)]
+    gen = VectorStore(runtime.db).active()
+    assert gen is not None and gen.message_cursor == ids[-1] and gen.node_cursor == node
+    assert indexer.status(runtime)["coverage"] == 1.0
+
+
+def test_tool_outputs_get_vectors_only_by_policy(tmp_path, fake):
+    runtime = fake_runtime(tmp_path, fake, embedding_tool_output_policy="all")
+    ids = runtime.store.append(SessionKey("s1"), [{"role": "tool", "tool_call_id": "c", "content": "ls output"}])
+    indexer.run_pass(runtime, budget_s=30)
+    assert [(r[1], r[2]) for r in vectors(runtime)] == [("message", ids[0])]
+
+
+def test_passes_are_bounded_and_only_read_new_rows(tmp_path, fake):
+    runtime = fake_runtime(tmp_path, fake, embedding_batch_size=4)
+    seed(runtime, 30)
+    first = indexer.run_pass(runtime, budget_s=30, max_items=12)
+    assert first.status == "partial" and first.rows == 12 and not first.swapped
+    while indexer.run_pass(runtime, budget_s=30).status == "partial":
+        pass
+    sent = fake.texts_sent()
+    assert len(vectors(runtime)) == 30
+    again = indexer.run_pass(runtime, budget_s=30)
+    assert again.status == "done" and again.rows == 0 and fake.texts_sent() == sent  # nothing re-read
+    new = seed(runtime, 3, start=100)
+    later = indexer.run_pass(runtime, budget_s=30)
+    assert later.rows == 3 and fake.texts_sent() == sent + 3
+    assert {r[2] for r in vectors(runtime)} >= set(new)
+
+
+def test_writes_ignore_duplicates_and_cursors_never_move_back(tmp_path, fake):
+    runtime = fake_runtime(tmp_path, fake)
+    store = VectorStore(runtime.db)
+    gen = store.ensure("openai", "fake-4", 4)
+    row = VectorRow("message", 7, 0, 5, "s1", 1.0, b"\x01\x02\x03\x04", 0.01)
+    assert store.write(gen.generation_id, [row], message_cursor=10) == 1
+    assert store.write(gen.generation_id, [row], message_cursor=3) == 0
+    assert store.generation(gen.generation_id).message_cursor == 10
+    assert store.vector_count(gen.generation_id) == 1
+
+
+def test_switching_the_model_builds_a_new_generation_beside_the_old_and_swaps_when_complete(tmp_path, fake):
+    import dataclasses
+
+    old = fake_runtime(tmp_path, fake, model="fake-16", embedding_batch_size=4)
+    ids = seed(old, 24)
+    while indexer.run_pass(old, budget_s=30).status == "partial":
+        pass
+    store = VectorStore(old.db)
+    first = store.active()
+    assert first is not None and first.dim == 16
+    new = dataclasses.replace(old, config=dataclasses.replace(old.config, embedding_model="fake-8"))
+    report = indexer.run_pass(new, budget_s=30, max_items=8)
+    assert report.status == "partial" and not report.swapped
+    building = store.generation(report.generation)
+    assert building.state == "building" and building.dim == 8
+    # queries keep using the complete old generation, embedded with the old model
+    result = semantic.search(new, "note 3 about topic3")
+    assert result.ran and result.generation == first.generation_id and result.provider == "openai:fake-16"
+    assert result.hits[0].item_id == ids[3] and result.hits[0].score > 0.99
+    while indexer.run_pass(new, budget_s=30).status == "partial":
+        pass
+    assert store.active().generation_id == building.generation_id
+    assert store.generation(first.generation_id).state == "retired"
+    # the retired space is pruned; every remaining vector belongs to the 8-dimension space
+    assert {(g, size) for g, _, _, _, _, size in vectors(new)} == {(building.generation_id, 8)}
+    after = semantic.search(new, "note 3 about topic3")
+    assert after.ran and after.generation == building.generation_id and after.provider == "openai:fake-8"
+    # switching back restarts the old space empty instead of mixing stale rows into it
+    back = dataclasses.replace(old)
+    indexer.run_pass(back, budget_s=30, max_items=4)
+    assert store.generation(first.generation_id).state == "building"
+    assert store.vector_count(first.generation_id) == 4
+
+
+_WORKER = """
+import sys, time
+sys.path.insert(0, {scripts!r})
+import _bootstrap
+from hermes_trove.runtime import build_runtime
+from hermes_trove.retrieval import indexer
+runtime = build_runtime()
+deadline = time.time() + 60
+idle = 0
+while time.time() < deadline and idle < 3:
+    report = indexer.run_pass(runtime, budget_s=0.3, max_items=16)
+    idle = idle + 1 if report.status in ("done", "busy") else 0
+    time.sleep(0.02)
+print("ok")
+"""
+
+
+def test_two_processes_indexing_one_database_write_no_duplicates_and_lose_no_rows(tmp_path, fake):
+    runtime = fake_runtime(tmp_path, fake, embedding_batch_size=4)
+    seed(runtime, 60, session="a")
+    env = {**os.environ, **fake_env(tmp_path, fake), "TROVE_EMBEDDING_BATCH_SIZE": "4"}
+    code = _WORKER.format(scripts=str(ROOT / "scripts"))
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(2)]
+    # rows keep arriving while both index
+    for k in range(5):
+        seed(runtime, 8, session="b", start=1000 + 8 * k)
+        time.sleep(0.1)
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    while indexer.run_pass(runtime, budget_s=30).status == "partial":
+        pass
+    store = VectorStore(runtime.db)
+    gen = store.active()
+    assert gen is not None
+    ids = [r[0] for r in runtime.db.read().execute("SELECT store_id FROM messages ORDER BY store_id")]
+    items = [r[2] for r in vectors(runtime)]
+    assert sorted(items) == ids  # every message exactly once: nothing lost, nothing twice
+    assert store.duplicate_vectors(gen.generation_id) == 0
+    assert len(store.generations()) == 1
+
+
+def test_the_background_worker_reaches_full_coverage_between_turns_and_stops(tmp_path, fake):
+    runtime = fake_runtime(tmp_path, fake, embedding_idle_seconds=0.05, embedding_pass_max_items=10)
+    seed(runtime, 40)
+    worker = indexer.start_background(runtime)
+    assert worker is not None and worker.daemon and indexer.start_background(runtime) is worker
+    deadline = time.time() + 30
+    while time.time() < deadline and indexer.status(runtime).get("coverage") != 1.0:
+        time.sleep(0.05)
+    assert indexer.status(runtime)["coverage"] == 1.0 and indexer.status(runtime)["worker"] == "running"
+    seed(runtime, 5, start=500)  # a quiet agent: no turn drives it, the worker still catches up
+    worker.nudge()
+    deadline = time.time() + 30
+    while time.time() < deadline and indexer.status(runtime).get("backlog") != 0:
+        time.sleep(0.05)
+    assert len(vectors(runtime)) == 45
+    indexer.stop_all()
+    assert not worker.is_alive()
+
+
+def test_the_worker_is_not_started_when_embeddings_are_off(runtime):
+    assert indexer.start_background(runtime) is None
+    assert indexer.status(runtime)["worker"] == "off"
+
+
+def test_the_operator_cli_backfills_and_reports_status(tmp_path, fake, monkeypatch):
+    from hermes_trove import command
+
+    runtime = fake_runtime(tmp_path, fake)
+    seed(runtime, 25)
+    for key, value in fake_env(tmp_path, fake).items():
+        monkeypatch.setenv(key, value)
+    out = io.StringIO()
+    assert command.main(["embed", "backfill", "--db", str(tmp_path / "trove.db"), "--json"], out=out) == 0
+    assert '"status": "ok"' in out.getvalue() and '"coverage": 1.0' in out.getvalue()
+    out = io.StringIO()
+    assert command.main(["embed", "status", "--db", str(tmp_path / "trove.db")], out=out) == 0
+    text = out.getvalue()
+    assert "coverage: 1.0" in text and "provider: openai:fake-32" in text
+    name, result = command.run(runtime, ["embed", "warmup"])
+    assert result["status"] == "ok" and result["dim"] == 32
+
+
+def test_a_tty_gets_a_progress_bar():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    stream = Tty()
+    show = indexer.tty_progress(stream)
+    assert show is not None and indexer.tty_progress(io.StringIO()) is None
+    show({"coverage": 0.5, "vectors": 10})
+    assert "50.0%" in stream.getvalue() and "#" * 15 in stream.getvalue()

@@ -1,0 +1,159 @@
+"""The semantic query API and trove_grep modes: filters, one hit per item with its span, the
+deadline and provider-failure fallbacks, deleted rows leaving the in-memory index, the
+prescreen path agreeing with the exact scan, and grep semantic/hybrid degrading to full text."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+
+import pytest
+from conftest import make_engine
+from embed_fakes import FakeEmbeddings, fake_runtime
+
+from hermes_trove.retrieval import embed_providers, indexer, semantic, vector_index
+from hermes_trove.store import SessionKey
+from hermes_trove.tools import dispatch
+
+np = pytest.importorskip("numpy", reason="the [embeddings] extra is not installed: pip install "
+                                         "'hermes-trove[embeddings]'")
+
+
+@pytest.fixture(autouse=True)
+def _clean():
+    embed_providers.forget_providers()
+    vector_index.forget_indexes()
+    yield
+    indexer.stop_all()
+    embed_providers.forget_providers()
+    vector_index.forget_indexes()
+
+
+@pytest.fixture
+def fake():
+    with FakeEmbeddings() as server:
+        yield server
+
+
+def build(tmp_path, fake, **overrides):
+    runtime = fake_runtime(tmp_path, fake, **overrides)
+    a = runtime.store.append(SessionKey("alpha"), [
+        {"role": "user", "content": "my sister adopted a golden retriever puppy", "timestamp": 1000.0},
+        {"role": "assistant", "content": "congratulations on the new family dog", "timestamp": 1001.0}])
+    b = runtime.store.append(SessionKey("beta"), [
+        {"role": "user", "content": "the quarterly budget spreadsheet is late", "timestamp": 5000.0},
+        {"role": "user", "content": "golden retriever puppy photos please", "timestamp": 6000.0}])
+    node = runtime.dag.add_leaf("alpha", "talked about a golden retriever puppy", a, token_count=5,
+                                source_token_count=9, earliest_at=1000.0, latest_at=1001.0)
+    while indexer.run_pass(runtime, budget_s=30).status == "partial":
+        pass
+    return runtime, a, b, node
+
+
+def test_search_returns_one_hit_per_item_with_filters(tmp_path, fake):
+    runtime, a, b, node = build(tmp_path, fake)
+    res = semantic.search(runtime, "golden retriever puppy")
+    assert res.ran and res.degraded_reason is None and res.coverage == 1.0
+    assert res.provider == "openai:fake-32" and res.generation is not None
+    keys = [(h.kind, h.item_id) for h in res.hits]
+    assert len(keys) == len(set(keys)) == 5
+    assert {("message", b[1]), ("summary", node), ("message", a[0])} <= set(keys[:3])
+    msg = next(h for h in res.hits if h.item_id == b[1] and h.kind == "message")
+    assert msg.span == (0, len("golden retriever puppy photos please")) and msg.session_id == "beta"
+    assert next(h for h in res.hits if h.kind == "summary").span is None
+    only_beta = semantic.search(runtime, "golden retriever puppy", session_ids=["beta"], kinds=("message",))
+    assert {h.item_id for h in only_beta.hits} == set(b)
+    window = semantic.search(runtime, "golden retriever puppy", since=1000.0, before=5000.0, kinds=("message",))
+    assert {h.item_id for h in window.hits} == set(a)
+    assert semantic.search(runtime, "golden retriever", limit=1).hits[0].score > 0.5
+
+
+def test_embeddings_off_or_without_vectors_degrade_with_a_reason(tmp_path, fake, runtime):
+    off = semantic.search(runtime, "anything")
+    assert not off.ran and "TROVE_EMBEDDINGS_ENABLED" in (off.degraded_reason or "")
+    empty = fake_runtime(tmp_path / "empty", fake)
+    res = semantic.search(empty, "anything")
+    assert not res.ran and "no vectors yet" in (res.degraded_reason or "")
+
+
+def test_a_slow_provider_hits_the_deadline_and_the_caller_falls_back(tmp_path, fake):
+    runtime, *_ = build(tmp_path, fake)
+    fake.delay_s = 2.0
+    started = time.monotonic()
+    res = semantic.search(runtime, "puppy", deadline_s=0.2)
+    assert time.monotonic() - started < 1.0
+    assert not res.ran and "deadline of 200 ms" in (res.degraded_reason or "")
+    fake.delay_s, fake.fail = 0.0, True
+    failed = semantic.search(runtime, "puppy")
+    assert not failed.ran and "HTTP 500" in (failed.degraded_reason or "")
+
+
+def test_deleted_messages_leave_the_index(tmp_path, fake):
+    runtime, a, b, _ = build(tmp_path, fake)
+    assert any(h.item_id == b[1] for h in semantic.search(runtime, "puppy photos").hits)
+    with runtime.db.transaction() as conn:  # what a session clean-up does
+        conn.execute("DELETE FROM messages WHERE store_id=?", (b[1],))
+    hits = semantic.search(runtime, "puppy photos").hits
+    assert all(not (h.kind == "message" and h.item_id == b[1]) for h in hits)
+
+
+def test_the_prescreen_path_finds_what_the_exact_scan_finds(monkeypatch):
+    rng = np.random.default_rng(7)
+    vecs = rng.standard_normal((3000, 64)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    q, scale = vector_index.quantize(vecs)
+    index = vector_index.VectorIndex(1, 64)
+    from hermes_trove.retrieval.vector_store import StoredVector
+
+    index.append([StoredVector(i + 1, "message", i, 0, 10, f"s{i % 3}", float(i), q[i].tobytes(), float(scale[i]))
+                  for i in range(len(vecs))])
+    query = vecs[42] + 0.05 * rng.standard_normal(64).astype(np.float32)
+    query /= np.linalg.norm(query)
+    exact = [h.item_id for h in index.search(query, limit=10)]
+    monkeypatch.setattr(vector_index, "EXACT_LIMIT", 100)
+    monkeypatch.setattr(vector_index, "PRESCREEN_MIN", 300)
+    screened = [h.item_id for h in index.search(query, limit=10)]
+    assert exact[0] == 42 and screened[0] == 42
+    assert len(set(exact) & set(screened)) >= 8
+    filtered = index.search(query, session_ids=["s0"], limit=10)
+    assert all(h.session_id == "s0" for h in filtered) and filtered[0].item_id == 42
+
+
+def _grep(engine, **args):
+    return json.loads(dispatch(engine.tool_context(), "trove_grep", json.dumps(args)))
+
+
+def test_grep_semantic_and_hybrid_use_vectors(tmp_path, fake):
+    runtime, a, b, node = build(tmp_path, fake)
+    engine = make_engine(runtime, session="alpha")
+    sem = _grep(engine, query="golden retriever", mode="semantic", session_scope="all")
+    assert sem["mode"] == "semantic" and sem["semantic"]["ran"] and "degraded_to_fts" not in sem
+    assert {r["store_id"] for r in sem["results"][:2]} == {a[0], b[1]}
+    hyb = _grep(engine, query="golden retriever puppy", mode="hybrid")
+    assert hyb["mode"] == "hybrid"
+    assert any(r.get("node_id") == node for r in hyb["results"]) and hyb["results"][0].get("store_id") == a[0]
+    # role filters apply to vector hits too
+    assistant = _grep(engine, query="family dog", mode="semantic", role="assistant")
+    assert [r["store_id"] for r in assistant["results"]] == [a[1]]
+
+
+def test_grep_semantic_degrades_to_full_text_when_embeddings_are_off(tmp_path, fake):
+    runtime, a, *_ = build(tmp_path, fake)
+    off = dataclasses.replace(runtime, config=dataclasses.replace(runtime.config, embeddings_enabled=False))
+    engine = make_engine(off, session="alpha")
+    out = _grep(engine, query="retriever", mode="semantic")
+    assert out["mode"] == "full_text" and out["requested_mode"] == "semantic" and out["degraded_to_fts"] is True
+    assert "TROVE_EMBEDDINGS_ENABLED" in out["degraded_reason"]
+    assert out["results"] and out["results"][0]["store_id"] == a[0]
+    assert "ignored_arguments" not in out
+
+
+def test_status_reports_an_embeddings_section(tmp_path, fake):
+    from hermes_trove.ops import doctor, status
+
+    runtime, *_ = build(tmp_path, fake)
+    section = status.build_status(runtime)["embeddings"]
+    assert section["enabled"] and section["coverage"] == 1.0 and section["backlog"] == 0
+    assert section["vectors"] == 5 and section["eligible_rows"] == 5 and section["generation_state"] == "active"
+    check = next(c for c in doctor.run_doctor(runtime)["checks"] if c["check"] == "embeddings")
+    assert check["status"] == "pass" and "coverage 1.0" in check["detail"]

@@ -1,0 +1,72 @@
+"""Sessions the host runs on the side (cron, the background review fork) never take over /trove."""
+from __future__ import annotations
+
+import copy
+import threading
+
+from conftest import assistant, make_config, make_engine, user
+
+from hermes_trove import command
+from hermes_trove.filters import host_side_agent
+from hermes_trove.hooks import make_hooks
+from hermes_trove.runtime import build_runtime
+
+
+def chat(n: int) -> list[dict]:
+    return [user(f"question {i} " + "word " * 40) if i % 2 == 0 else assistant(f"answer {i}") for i in range(n)]
+
+
+def test_status_and_rotate_keep_the_foreground_session_while_a_cron_session_binds(tmp_path):
+    rt = build_runtime(make_config(tmp_path, fresh_tail_count=2))
+    fg = make_engine(rt, session="20260301_090000_abc123")
+    fg.ingest(chat(10))
+    side = copy.deepcopy(fg)  # the host deep-copies the registered engine per agent
+    side.on_session_start("cron_job1_20260301_091500", platform="cron", conversation_id=None)
+    assert side.state.mode == "stateless" and rt.bound_sessions["cron_job1_20260301_091500"] == "stateless"
+    assert side.ingest(chat(4)) == 0 and rt.store.count("cron_job1_20260301_091500") == 0
+    status = command.make_handler(rt)("status")
+    assert "session_id: 20260301_090000_abc123" in status
+    name, result = command.run(rt, ["rotate"])
+    assert result["session_id"] == "20260301_090000_abc123" and result["status"] != "refused"
+
+
+def test_an_ignored_side_session_does_not_take_over_either(tmp_path):
+    rt = build_runtime(make_config(tmp_path, ignore_session_patterns=("telegram:*",)))
+    fg = make_engine(rt, session="main-1")
+    side = copy.deepcopy(fg)
+    side.on_session_start("chat-9", platform="telegram", conversation_id=None)
+    assert side.state.mode == "ignored"
+    assert command.resolve(rt).session_id == "main-1"
+    active = copy.deepcopy(fg)
+    active.on_session_start("main-2", platform="cli", conversation_id=None)
+    assert command.resolve(rt).session_id == "main-2"  # a new foreground session does take over
+
+
+def test_the_background_review_fork_is_stateless_without_patterns(tmp_path):
+    rt = build_runtime(make_config(tmp_path))
+    fg = make_engine(rt, session="parent-1")
+    fg.ingest(chat(4))
+    result: dict = {}
+
+    def review() -> None:  # the host runs the fork on a thread named "bg-review"
+        fork = copy.deepcopy(fg)
+        fork.on_session_start("20260301_100000_ffffff", platform="cli", conversation_id=None)
+        result["mode"] = fork.state.mode
+        hooks = make_hooks(rt)
+        history = chat(4) + [user("Review the conversation above and update the skill library")]
+        hooks["post_llm_call"](session_id="parent-1", platform="cli", conversation_history=history,
+                               assistant_response="ok")
+
+    t = threading.Thread(target=review, name="bg-review")
+    t.start()
+    t.join()
+    assert result["mode"] == "stateless"
+    assert rt.store.count("parent-1") == 4  # the review prompt never reached the parent's transcript
+    assert command.resolve(rt).session_id == "parent-1"
+
+
+def test_host_side_agent_rules():
+    assert host_side_agent("x", "cron", thread_name="MainThread") == "host:platform=cron"
+    assert host_side_agent("cron_abc_20260101_000000", "", thread_name="MainThread") == "host:cron session"
+    assert host_side_agent("20260101_000000_abcdef", "cli", thread_name="curator-review")
+    assert host_side_agent("20260101_000000_abcdef", "telegram", thread_name="MainThread") is None

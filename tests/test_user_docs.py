@@ -1,0 +1,134 @@
+"""The docs a Hermes user reads, checked against the code: feature overview, agent profiles,
+dependency contract, SECURITY.md, CONTRIBUTING.md, the README's install section and after-install.md."""
+from __future__ import annotations
+
+import ast
+import re
+import sys
+
+from conftest import ROOT
+
+from hermes_trove import command
+from hermes_trove.config import TroveConfig, load_config
+
+DOCS = ROOT / "docs"
+ENV_NAMES = {f.metadata["env"] for f in TroveConfig.__dataclass_fields__.values() if "env" in f.metadata}
+
+
+def table_rows(text: str, header: str) -> list[list[str]]:
+    """Cells of the Markdown table that starts with ``header``."""
+    start = text.index(header)
+    rows = []
+    for line in text[start:].splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip("|").split("|")])
+    return rows
+
+
+def runtime_imports() -> set[str]:
+    """Top-level third-party modules the package imports (stdlib, relative and itself excluded)."""
+    found: set[str] = set()
+    for path in ROOT.rglob("*.py"):
+        rel = path.relative_to(ROOT)
+        if rel.parts[0] in {"tests", "scripts", ".venv", "build"} or "egg-info" in str(rel):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+            for name in names:
+                top = name.split(".")[0]
+                if top not in sys.stdlib_module_names and top not in {"__future__", "hermes_trove"}:
+                    found.add(top)
+    return found
+
+
+def test_the_dependency_table_lists_exactly_the_third_party_runtime_imports():
+    rows = table_rows((DOCS / "dependencies.md").read_text(encoding="utf-8"), "| module | kind |")
+    listed = {r[0].strip("`") for r in rows}
+    assert listed == runtime_imports()
+
+
+def test_the_dependency_contract_names_the_python_and_host_versions_the_build_uses():
+    text = (DOCS / "dependencies.md").read_text(encoding="utf-8")
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    requires = re.search(r'requires-python = "([^"]+)"', pyproject).group(1)
+    assert f'`requires-python = "{requires}"`' in text
+    from e2e.harness import HOST_VERSION
+
+    assert f"hermes-agent=={HOST_VERSION}" in text
+
+
+def env_blocks(text: str) -> list[dict[str, str]]:
+    blocks = re.findall(r"```env\n(.*?)```", text, re.S)
+    return [dict(line.split("=", 1) for line in b.strip().splitlines()) for b in blocks]
+
+
+def test_every_agent_profile_names_real_variables_with_accepted_values():
+    text = (DOCS / "agent-profiles.md").read_text(encoding="utf-8")
+    for heading in ("## Coding agent", "## Gateway / chat agent", "## Long-running research agent",
+                    "## Cron and background agents"):
+        assert heading in text
+    blocks = env_blocks(text)
+    assert len(blocks) == 4
+    for block in blocks:
+        assert set(block) <= ENV_NAMES, set(block) - ENV_NAMES
+        config = load_config(block, hermes_home="/nonexistent")
+        assert config.warnings == (), config.warnings
+        assert {dict(config.sources)[f] for f in (n for n, fl in TroveConfig.__dataclass_fields__.items()
+                                                  if fl.metadata.get("env") in block)} == {"env"}
+
+
+def test_the_feature_overview_covers_every_family_and_every_tool():
+    from hermes_trove.tools import TOOLS
+
+    text = (DOCS / "feature-overview.md").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    families = {r[0] for r in table_rows(readme, "| family | where | what it owns |")}
+    assert families == {r[0] for r in table_rows(text, "| family | what it does | why |")}
+    tools = [r[0].strip("`") for r in table_rows(text, "| tool | what it is for |")]
+    assert sorted(tools) == sorted(t.schema["name"] for t in TOOLS)
+
+
+def test_contributing_carries_the_readme_layout_map_and_commands_that_exist():
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    header = "| family | where | what it owns |"
+    assert table_rows(text, header) == table_rows(readme, header)
+    for script in re.findall(r"(scripts/[a-z_]+\.(?:sh|py))", text):
+        assert (ROOT / script).exists(), script
+    for section in ("## Add a tool", "## Add a migration", "## Add a configuration knob", "## Run the suites"):
+        assert section in text
+
+
+def test_security_names_real_locations_and_settings():
+    text = (ROOT / "SECURITY.md").read_text(encoding="utf-8")
+    for name in set(re.findall(r"`(TROVE_[A-Z0-9_]+)`", text)):
+        assert name in ENV_NAMES, name
+    cfg = load_config({}, hermes_home="/h")
+    from hermes_trove.config import database_path, payload_dir
+    from hermes_trove.ops.backups import backup_dir
+
+    assert database_path(cfg).name in text and payload_dir(cfg).name + "/" in text
+    assert "/".join(backup_dir(cfg).parts[-2:]) + "/" in text
+    assert "## Reporting a vulnerability" in text and "## Redaction scope" in text
+
+
+def test_the_install_docs_use_the_host_commands_and_name_the_remaining_step():
+    after = (ROOT / "after-install.md").read_text(encoding="utf-8")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    install = readme[readme.index("## Install into Hermes"):readme.index("## Tools")]
+    step = "hermes config set context.engine trove"
+    assert step in after and step in install
+    for cmd in ("hermes plugins install", "--enable", "hermes plugins enable hermes-trove", "scripts/install.sh"):
+        assert cmd in install
+    assert "```yaml" not in install  # commands, not YAML to paste
+
+
+def test_the_operator_guide_exit_codes_match_the_cli():
+    text = (DOCS / "operator-guide.md").read_text(encoding="utf-8")
+    rows = {int(r[0].strip("`")) for r in table_rows(text, "| exit code | meaning |")}
+    assert rows == {command.EXIT_OK, command.EXIT_PROBLEM, command.EXIT_USAGE}
+    for words in (("status",), ("doctor",), ("backup",), ("dag",), ("dag", "mermaid"), ("rotate", "apply")):
+        assert words in command.HANDLERS and f"/trove {' '.join(words)}" in text, words
+    assert "<HERMES_HOME>/.env" in text and "compression.enabled" in text and "TIKTOKEN_CACHE_DIR" in text
