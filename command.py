@@ -122,6 +122,45 @@ def _rollups_rebuild(t: Target) -> dict[str, Any]:
                                     apply=apply, build=complete is not None)
 
 
+def _assertion_model(t: Target) -> Any:
+    """The model of an operator's extraction run: the live engine's, else the plugin's host model, else None."""
+    if t.engine is not None:
+        return t.engine.completion_for("compression")
+    return host_complete(dict, t.runtime.llm, task="compression") if t.runtime.llm is not None else None
+
+
+def _assertions(t: Target) -> dict[str, Any]:
+    """``assertions [status] | rebuild [--apply] [--limit N] [--reset] | drop [--apply]``."""
+    from .state import extract as state_extract
+
+    words = [w.lower() for w in t.words]
+    action = words[0] if words else "status"
+    apply = "--apply" in words or "apply" in words[1:]
+    if action == "status":
+        return state_extract.status(t.runtime)
+    if action == "drop":
+        return state_extract.drop(t.runtime, apply=apply)
+    if action != "rebuild":
+        return {"status": "error", "error": "usage: assertions [status] | rebuild [--apply] [--limit N] [--reset] |"
+                                            " drop [--apply]"}
+    limit = None
+    if "--limit" in words:
+        at = words.index("--limit")
+        if at + 1 >= len(words) or not words[at + 1].isdigit() or int(words[at + 1]) < 1:
+            return {"status": "error", "error": "--limit needs a positive number of messages"}
+        limit = int(words[at + 1])
+    progress = None
+    if t.engine is None and sys.stderr.isatty():
+        def progress(p: dict[str, Any]) -> None:
+            sys.stderr.write(f"\rassertions: {p['messages']} messages read, {p['stored']} stored, "
+                             f"{p['backlog']} left   ")
+    result = state_extract.rebuild(t.runtime, _assertion_model(t) if apply else None, apply=apply, limit=limit,
+                                   reset="--reset" in words, progress=progress)
+    if progress is not None:
+        sys.stderr.write("\n")
+    return result
+
+
 HANDLERS: dict[tuple[str, ...], tuple[Callable[[Target], dict[str, Any]], str]] = {
     ("status",): (_status, "runtime, session, store, DAG and config status"),
     ("doctor",): (_doctor, "read-only health checks"),
@@ -153,9 +192,11 @@ HANDLERS: dict[tuple[str, ...], tuple[Callable[[Target], dict[str, Any]], str]] 
     ("rollups",): (lambda t: temporal_rollups.status(t.runtime), "temporal rollups: counts per status, model spend"),
     ("rollups", "rebuild"): (_rollups_rebuild, "day|week|month|all [DATE] [apply]: preview, or mark stale and"
                                                " rebuild in one bounded pass (needs TROVE_TEMPORAL_ROLLUPS_ENABLED)"),
+    ("assertions",): (_assertions, "remembered state: status | rebuild [--apply] [--limit N] [--reset] (dry run by"
+                                   " default) | drop [--apply] (turn the options off first; backup first)"),
 }
 # Subcommands whose trailing words are arguments (the handler reads ``Target.words``).
-TAKES_WORDS = (("rollups", "rebuild"),)
+TAKES_WORDS = (("rollups", "rebuild"), ("assertions",))
 
 
 def lookup(key: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
@@ -170,7 +211,8 @@ def lookup(key: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]] | None
 
 
 ARGS_HINT = ("status | doctor [clean|repair|source|retention] [apply] | backup | dag [mermaid] | rotate [apply] |"
-             " embed [status|warmup|backfill] | rollups [rebuild day|week|month|all [DATE] [apply]] | help")
+             " embed [status|warmup|backfill] | rollups [rebuild day|week|month|all [DATE] [apply]] |"
+             " assertions [status|rebuild|drop] [--apply] [--limit N] | help")
 
 
 def help_text(prefix: str = "/trove") -> str:
@@ -312,6 +354,10 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
                         help="session to report on, draw or rotate (there is no bound session outside Hermes)")
     parser.add_argument("--format", dest="trove_format", choices=("text", "mermaid"), default="text",
                         help="dag: a text tree (default) or a Mermaid graph")
+    parser.add_argument("--apply", dest="trove_apply", action="store_true",
+                        help="assertions rebuild|drop: do it (the default is a dry run)")
+    parser.add_argument("--limit", dest="trove_limit", type=int, metavar="N",
+                        help="assertions rebuild: read at most N messages")
 
 
 def _runtime_for(db: str | None, fallback: Runtime | None = None) -> Runtime:
@@ -358,6 +404,10 @@ def execute(args: argparse.Namespace, runtime: Runtime | None = None, out: TextI
     words = list(getattr(args, "trove_words", None) or [])
     if [w.lower() for w in words] == ["dag"] and getattr(args, "trove_format", "text") == "mermaid":
         words.append("mermaid")
+    if getattr(args, "trove_apply", False):
+        words.append("--apply")
+    if getattr(args, "trove_limit", None) is not None:
+        words += ["--limit", str(args.trove_limit)]
     key = tuple(w.lower() for w in words)
     if key == ("help",) or (key and lookup(key) is None):  # usage needs no database
         name, result = usage(words)

@@ -246,6 +246,33 @@ class TroveConfig:
         "TROVE_ROLLUP_LEASE_TTL_SECONDS", 600, "Lifetime of the cross-process rollup lease (renewed per build).",
         lo=5, group="temporal")
 
+    # Remembered state (opt-in assertions, adaptive retrieval, pre-answer evidence; see docs/state.md)
+    assertions_enabled: bool = knob(
+        "TROVE_ASSERTIONS_ENABLED", False,
+        "Create the assertion tables, extract assertions in the background and answer trove_query_state.",
+        group="state")
+    assertion_extraction_model: str = knob(
+        "TROVE_ASSERTION_EXTRACTION_MODEL", "", "Model of assertion extraction (empty = the auxiliary default).",
+        group="state")
+    assertion_batch_messages: int = knob(
+        "TROVE_ASSERTION_BATCH_MESSAGES", 8, "Messages sent to the model in one extraction call.", lo=1, hi=32,
+        group="state")
+    assertion_batches_per_pass: int = knob(
+        "TROVE_ASSERTION_BATCHES_PER_PASS", 4, "Most extraction calls one background pass makes.", lo=1, hi=100,
+        group="state")
+    assertion_pass_budget_ms: int = knob(
+        "TROVE_ASSERTION_PASS_BUDGET_MS", 20000, "A pass starts no new extraction call after this many milliseconds.",
+        lo=100, group="state")
+    assertion_timeout_seconds: float = knob(
+        "TROVE_ASSERTION_TIMEOUT_SECONDS", 30.0, "Timeout of one extraction call.", lo=0.1, hi=120.0, group="state")
+    adaptive_retrieval_enabled: bool = knob(
+        "TROVE_ADAPTIVE_RETRIEVAL_ENABLED", False,
+        "Enable trove_retrieve, the bounded retrieval controller (its tables are created on first use).",
+        group="state")
+    preanswer_evidence_enabled: bool = knob(
+        "TROVE_PREANSWER_EVIDENCE_ENABLED", False,
+        "Add a small fenced block of exact evidence for the user's message before each answer.", group="state")
+
     # Not variables: where the host keeps its state, and how each value was obtained.
     hermes_home: str = ""
     sources: tuple[tuple[str, str], ...] = field(default=(), compare=False)

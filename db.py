@@ -18,12 +18,14 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .migrations import FTS_TABLES, MIGRATIONS
+from .migrations import FTS_TABLES, MIGRATIONS, OPTIONAL_DROPS, OPTIONAL_MIGRATIONS
 
 BUSY_TIMEOUT_MS = 30000
 LEDGER_DDL = "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
 FTS_SHADOWS = ("data", "idx", "docsize", "config", "content")
 KNOWN_MIGRATIONS = frozenset(name for name, _ in MIGRATIONS)
+# Opt-in sets share the ledger: known (never refused) but never required.
+OPTIONAL_NAMES = frozenset(name for entries in OPTIONAL_MIGRATIONS.values() for name, _ in entries)
 
 
 class SchemaTooNewError(RuntimeError):
@@ -125,7 +127,7 @@ class Database:
                 pass  # another process holds the file mid-switch; WAL is persistent once set
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
-            if set(applied_names(conn)) != KNOWN_MIGRATIONS:
+            if set(applied_names(conn)) - OPTIONAL_NAMES != KNOWN_MIGRATIONS:
                 with _write_lock(self.path):
                     migrate(conn)
         except BaseException:
@@ -163,6 +165,22 @@ class Database:
     def applied_migrations(self) -> list[str]:
         return sorted(applied_names(self.read()))
 
+    def ensure_optional(self, feature: str) -> list[str]:
+        """Create the opt-in set ``feature`` if this file lacks it; returns the names applied."""
+        conn = self.connect()
+        if optional_applied(conn, feature):
+            return []
+        with _write_lock(self.path):
+            return migrate_optional(conn, feature)
+
+    def drop_optional(self, feature: str) -> list[str]:
+        """Drop the opt-in set ``feature`` (its tables and ledger names); returns the names removed."""
+        with _write_lock(self.path):
+            return drop_optional(self.connect(), feature)
+
+    def has_optional(self, feature: str) -> bool:
+        return optional_applied(self.read(), feature)
+
     def set_meta(self, values: Mapping[str, str | None]) -> None:
         """Write ``meta`` keys in one transaction; a None value deletes the key."""
         with self.transaction() as conn:
@@ -184,7 +202,7 @@ def applied_names(conn: sqlite3.Connection) -> list[str]:
 
 def refuse_newer_schema(conn: sqlite3.Connection) -> None:
     """Raise ``SchemaTooNewError`` when the ledger names a migration this build does not know."""
-    unknown = sorted(set(applied_names(conn)) - KNOWN_MIGRATIONS)
+    unknown = sorted(set(applied_names(conn)) - KNOWN_MIGRATIONS - OPTIONAL_NAMES)
     if unknown:
         raise SchemaTooNewError(
             f"{database_file(conn)} was migrated by a newer hermes-trove: its schema_migrations ledger holds"
@@ -221,6 +239,69 @@ def migrate(conn: sqlite3.Connection, stop_before: str | None = None) -> list[st
         conn.execute("ROLLBACK")
         raise
     return applied
+
+
+def migrate_optional(conn: sqlite3.Connection, feature: str) -> list[str]:
+    """Apply the opt-in set ``feature`` (``migrations.OPTIONAL_MIGRATIONS``) through the ledger.
+
+    Returns the names applied. Used only when the feature is turned on (``Database.ensure_optional``).
+    """
+    entries = OPTIONAL_MIGRATIONS[feature]
+    if {name for name, _ in entries} <= set(applied_names(conn)):
+        return []  # the common case: a read, no write lock
+    _retry(lambda: conn.execute("BEGIN IMMEDIATE"))
+    try:
+        conn.execute(LEDGER_DDL)
+        done = set(applied_names(conn))
+        applied: list[str] = []
+        for name, script in entries:
+            if name in done:
+                continue
+            for statement in split_sql(script):
+                conn.execute(statement)
+            conn.execute("INSERT INTO schema_migrations(name, applied_at) VALUES (?, ?)", (name, time.time()))
+            applied.append(name)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return applied
+
+
+def optional_applied(conn: sqlite3.Connection, feature: str) -> bool:
+    """True when every migration of the opt-in set ``feature`` is in the file's ledger."""
+    return {name for name, _ in OPTIONAL_MIGRATIONS[feature]} <= set(applied_names(conn))
+
+
+def drop_optional(conn: sqlite3.Connection, feature: str) -> list[str]:
+    """Drop the opt-in set's tables and remove its names from the ledger; returns the names removed."""
+    names = [name for name, _ in OPTIONAL_MIGRATIONS[feature]]
+    _retry(lambda: conn.execute("BEGIN IMMEDIATE"))
+    try:
+        present = [n for n in names if n in set(applied_names(conn))]
+        for statement in split_sql(OPTIONAL_DROPS[feature]):
+            conn.execute(statement)
+        if present:
+            conn.executemany("DELETE FROM schema_migrations WHERE name=?", [(n,) for n in present])
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return present
+
+
+def optional_schema(feature: str) -> SchemaObjects:
+    """What the opt-in set ``feature`` adds to a migrated file (built in memory)."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        migrate(conn)
+        base = schema_objects(conn)
+        migrate_optional(conn, feature)
+        full = schema_objects(conn)
+    finally:
+        conn.close()
+    return SchemaObjects(*({k: v for k, v in getattr(full, f).items() if k not in getattr(base, f)}
+                           for f in ("tables", "fts", "triggers", "indexes")))
 
 
 def split_sql(script: str) -> list[str]:

@@ -182,6 +182,10 @@ class TroveEngine(ContextEngine):
         self.state.just_ended = ""  # an in-place compaction boundary ends nothing
         if self.state.mode == "active":  # days may have closed since the last pass (background, opt-in)
             schedule_rollups(self.runtime, lambda: self.completion_for("compression"))
+            if self.config.assertions_enabled:  # messages stored since the last pass (opt-in, leased)
+                from .state.extract import schedule as schedule_extraction
+
+                schedule_extraction(self.runtime, lambda: self.completion_for("compression"))
         if (kwargs.get("boundary_reason") == "compression" and old and old != session_id
                 and self.state.mode == "active"):
             try:  # legacy rotation to a child id: the summaries follow the conversation

@@ -51,6 +51,19 @@ def summary_context(runtime: Runtime, session_id: str, history: list[dict[str, A
     return assembly.render_summary_text(*assembly.select_nodes(frontier, SUMMARY_CONTEXT_TOKENS))
 
 
+def preanswer_evidence(runtime: Runtime, user_message: Any, session_id: str) -> str:
+    """The fenced pre-answer evidence block (opt-in); fail-open: any error adds nothing."""
+    if not runtime.config.preanswer_evidence_enabled or not isinstance(user_message, str):
+        return ""
+    try:
+        from .state.preanswer import evidence_block
+
+        return evidence_block(runtime, user_message, session_id)
+    except Exception:
+        log.warning("trove: pre-answer evidence failed; nothing added", exc_info=True)
+        return ""
+
+
 def guarded(name: str, callback: Callable[..., Any]) -> Callable[..., Any]:
     """The hook's one never-raise boundary: a failure is logged and answered with None."""
 
@@ -79,6 +92,12 @@ def make_hooks(runtime: Runtime) -> dict[str, Callable[..., Any]]:
         key = SessionKey(session_id, row.conversation_id if row else "",
                          str(kw.get("platform") or (row.platform if row else "")))
         runtime.store.ingest(key, history, skip=runtime.skip_message)
+        if runtime.config.assertions_enabled:  # background extraction of the new turn (opt-in, leased)
+            engine = runtime.foreground_engine()
+            if engine is not None:
+                from .state.extract import schedule as schedule_extraction
+
+                schedule_extraction(runtime, lambda: engine.completion_for("compression"))
 
     def pre_llm_call(**kw: Any) -> Any:
         session_id = str(kw.get("session_id") or "")
@@ -93,6 +112,9 @@ def make_hooks(runtime: Runtime) -> dict[str, Callable[..., Any]]:
         summary = summary_context(runtime, session_id, history)
         if summary:
             parts.append(summary)
+        evidence = preanswer_evidence(runtime, kw.get("user_message"), session_id)
+        if evidence:
+            parts.append(evidence)
         return {"context": "\n\n".join(parts)} if parts else None
 
     def transform_tool_result(**kw: Any) -> Any:

@@ -21,6 +21,10 @@ HOST_INTERNAL_KEYS = frozenset({
     "finish_reason", "_trove_summary",
 })
 SUMMARY_MARKER = "[trove summary"
+# The pre-answer evidence block (state.preanswer) is fenced by these; a user message carrying
+# it has the block stripped before storage, and a message made only of it is synthetic.
+EVIDENCE_OPEN = "[trove evidence"
+EVIDENCE_CLOSE = "[/trove evidence]"
 
 
 # Exactly the encoder ``json.dumps(..., sort_keys=True, ensure_ascii=False, default=str,
@@ -48,7 +52,19 @@ def is_synthetic(message: dict[str, Any]) -> bool:
     if message.get("_trove_summary") or message.get("_todo_snapshot_synthetic") or message.get("_compressed_summary"):
         return True
     content = message.get("content")
-    return isinstance(content, str) and content.startswith(SUMMARY_MARKER)
+    return isinstance(content, str) and (content.startswith(SUMMARY_MARKER)
+                                         or (content.lstrip().startswith(EVIDENCE_OPEN)
+                                             and not strip_evidence(content).strip()))
+
+
+def strip_evidence(text: str) -> str:
+    """``text`` without any fenced pre-answer evidence block (and the blank line the host put before it)."""
+    while EVIDENCE_OPEN in text:
+        start = text.index(EVIDENCE_OPEN)
+        end = text.find(EVIDENCE_CLOSE, start)
+        end = len(text) if end < 0 else end + len(EVIDENCE_CLOSE)
+        text = text[:start].rstrip("\n") + text[end:]
+    return text
 
 
 @dataclass(frozen=True)

@@ -304,3 +304,112 @@ CREATE TRIGGER embedding_vectors_node_gone AFTER DELETE ON summary_nodes BEGIN
 END;
 """),
 )
+
+
+# Opt-in migration sets: applied through the same ledger only when their feature is turned on
+# (``db.migrate_optional``), never by ``migrate``; ``OPTIONAL_DROPS`` is what turning one off
+# removes (``db.drop_optional``). A file without them is complete: the doctor expects only MIGRATIONS.
+OPTIONAL_MIGRATIONS: dict[str, tuple[tuple[str, str], ...]] = {
+    # Remembered state (TROVE_ASSERTIONS_ENABLED or TROVE_ADAPTIVE_RETRIEVAL_ENABLED): assertions
+    # extracted from raw messages, each pinned to an exact span (the trigger refuses a quote that
+    # is not the stored text), the relations between them (supersedes, conflicts, restates), the
+    # extraction cursor and its per-batch log, and the retrieval controller's episodes and events.
+    "state": (("0009_assertions", """
+CREATE TABLE assertions (
+    assertion_id   TEXT PRIMARY KEY,
+    store_id       INTEGER NOT NULL REFERENCES messages(store_id) ON DELETE CASCADE,
+    span_start     INTEGER NOT NULL,
+    span_end       INTEGER NOT NULL,
+    quote          TEXT NOT NULL,
+    content_sha256 TEXT NOT NULL,
+    session_id     TEXT NOT NULL,
+    subject_key    TEXT NOT NULL,
+    predicate_key  TEXT NOT NULL,
+    value_text     TEXT NOT NULL,
+    value_norm     TEXT NOT NULL,
+    kind           TEXT NOT NULL CHECK (kind IN ('fact', 'event', 'preference', 'recommendation',
+                                                  'commitment', 'action', 'status', 'quotation')),
+    polarity       TEXT NOT NULL CHECK (polarity IN ('positive', 'negative')),
+    scope_key      TEXT NOT NULL DEFAULT '',
+    speaker_role   TEXT NOT NULL,
+    observed_at    REAL NOT NULL,
+    event_at       REAL,
+    event_end      REAL,
+    event_expression TEXT,
+    valid_from     REAL,
+    valid_to       REAL,
+    confidence     REAL NOT NULL,
+    extractor      TEXT NOT NULL DEFAULT '',
+    created_at     REAL NOT NULL
+);
+CREATE INDEX assertions_subject ON assertions(subject_key, predicate_key, observed_at);
+CREATE INDEX assertions_store ON assertions(store_id);
+CREATE TRIGGER assertions_quote_guard BEFORE INSERT ON assertions
+WHEN NOT EXISTS (SELECT 1 FROM messages m WHERE m.store_id = new.store_id
+                 AND substr(m.content, new.span_start + 1, new.span_end - new.span_start) = new.quote)
+BEGIN
+    SELECT RAISE(ABORT, 'assertion quote is not the stored text at its span');
+END;
+CREATE TABLE assertion_relations (
+    from_id    TEXT NOT NULL REFERENCES assertions(assertion_id) ON DELETE CASCADE,
+    to_id      TEXT NOT NULL REFERENCES assertions(assertion_id) ON DELETE CASCADE,
+    relation   TEXT NOT NULL CHECK (relation IN ('supersedes', 'conflicts', 'restates')),
+    at         REAL NOT NULL,
+    PRIMARY KEY (from_id, to_id, relation)
+) WITHOUT ROWID;
+CREATE INDEX assertion_relations_to ON assertion_relations(to_id, relation);
+CREATE TABLE assertion_extraction (
+    name          TEXT PRIMARY KEY,
+    cursor        INTEGER NOT NULL DEFAULT 0,
+    updated_at    REAL NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE assertion_batches (
+    batch_id      INTEGER PRIMARY KEY AUTOINCREMENT,
+    first_store_id INTEGER NOT NULL,
+    last_store_id INTEGER NOT NULL,
+    messages      INTEGER NOT NULL,
+    model_calls   INTEGER NOT NULL DEFAULT 0,
+    input_chars   INTEGER NOT NULL DEFAULT 0,
+    proposed      INTEGER NOT NULL DEFAULT 0,
+    stored        INTEGER NOT NULL DEFAULT 0,
+    unverified    INTEGER NOT NULL DEFAULT 0,
+    invalid       INTEGER NOT NULL DEFAULT 0,
+    outcome       TEXT NOT NULL,
+    error         TEXT,
+    created_at    REAL NOT NULL,
+    UNIQUE (first_store_id, last_store_id, created_at)
+);
+CREATE TABLE retrieval_episodes (
+    retrieval_id  TEXT PRIMARY KEY,
+    session_id    TEXT NOT NULL DEFAULT '',
+    state         TEXT NOT NULL CHECK (state IN ('open', 'finished', 'abandoned')),
+    question      TEXT NOT NULL,
+    identity      TEXT NOT NULL,
+    requirements  TEXT NOT NULL,
+    rounds        INTEGER NOT NULL DEFAULT 0,
+    observed      TEXT NOT NULL DEFAULT '[]',
+    view          TEXT,
+    created_at    REAL NOT NULL,
+    updated_at    REAL NOT NULL
+);
+CREATE INDEX retrieval_episodes_state ON retrieval_episodes(state, updated_at);
+CREATE TABLE retrieval_events (
+    retrieval_id  TEXT NOT NULL REFERENCES retrieval_episodes(retrieval_id) ON DELETE CASCADE,
+    seq           INTEGER NOT NULL,
+    action        TEXT NOT NULL,
+    trace         TEXT NOT NULL,
+    at            REAL NOT NULL,
+    PRIMARY KEY (retrieval_id, seq)
+) WITHOUT ROWID;
+"""),),
+}
+OPTIONAL_DROPS: dict[str, str] = {
+    "state": """
+DROP TABLE IF EXISTS retrieval_events;
+DROP TABLE IF EXISTS retrieval_episodes;
+DROP TABLE IF EXISTS assertion_batches;
+DROP TABLE IF EXISTS assertion_extraction;
+DROP TABLE IF EXISTS assertion_relations;
+DROP TABLE IF EXISTS assertions;
+""",
+}

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import tokens
-from .ingest import HOST_INTERNAL_KEYS
+from .ingest import EVIDENCE_OPEN, HOST_INTERNAL_KEYS, strip_evidence
 
 _KNOWN_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "tool_name", "timestamp"})
 
@@ -132,6 +132,8 @@ def normalize_message(message: dict[str, Any]) -> dict[str, Any]:
         text, is_json = "", False
     elif isinstance(content, str):
         text, is_json = content, False
+        if EVIDENCE_OPEN in text and message.get("role") == "user":  # injected by our hook, never the user's words
+            text = strip_evidence(text)
     else:
         text, is_json = COLUMN_JSON(content), True
     calls = message.get("tool_calls")

@@ -311,8 +311,8 @@ TROVE_QUERY_STATE: dict[str, Any] = {
     "name": "trove_query_state",
     "description": (
         "Query the assertion store for current or historical facts, preferences, commitments and status of a "
-        "subject, each with an exact ref. Disabled on this install (no assertion store yet): it answers "
-        "status 'disabled' with the reason."),
+        "subject, each with an exact ref; says which are active at as_of, which were superseded and which "
+        "conflict. Opt-in (TROVE_ASSERTIONS_ENABLED): when off it answers status 'disabled' with the reason."),
     "parameters": {
         "type": "object",
         "properties": {
@@ -334,8 +334,8 @@ TROVE_RETRIEVE: dict[str, Any] = {
     "name": "trove_retrieve",
     "description": (
         "Bounded retrieval controller for one answer: tracks evidence slots, allows at most three targeted "
-        "calls to the retrieval tools, accepts only exact refs and can finish through trove_compute. Disabled "
-        "on this install: it answers status 'disabled' with the reason."),
+        "calls to the retrieval tools, accepts only exact refs it observed and can finish through trove_compute. "
+        "Opt-in (TROVE_ADAPTIVE_RETRIEVAL_ENABLED): when off it answers status 'disabled' with the reason."),
     "parameters": {
         "type": "object",
         "properties": {

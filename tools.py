@@ -18,8 +18,6 @@ from .evidence.handlers import (
     trove_compile_evidence,
     trove_compute,
     trove_evidence_pack,
-    trove_query_state,
-    trove_retrieve,
 )
 from .ops.handlers import trove_doctor, trove_inspect, trove_status
 from .retrieval.answer import trove_expand_query
@@ -27,6 +25,8 @@ from .retrieval.expand import trove_describe, trove_expand
 from .retrieval.grep import trove_grep
 from .retrieval.recall import trove_recall
 from .retrieval.sessions import trove_load_session
+from .state.query import trove_query_state
+from .state.retrieve import trove_retrieve
 from .temporal.recent import trove_recent
 from .toolkit import (
     DEFAULT_RESPONSE_CAP,

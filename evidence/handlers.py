@@ -1,8 +1,7 @@
 """The evidence tools' handlers: parse the arguments, fetch the cited rows, call the pure core, shape.
 
-``trove_compute`` (compute.py), ``trove_evidence_pack`` (pack.py), ``trove_compile_evidence``
-(compile.py), and the two tools whose store does not exist yet, ``trove_query_state`` and
-``trove_retrieve``, which answer ``status: "disabled"`` with the reason. Rows are read through
+``trove_compute`` (compute.py), ``trove_evidence_pack`` (pack.py) and ``trove_compile_evidence``
+(compile.py); ``trove_query_state`` and ``trove_retrieve`` live in ``state/``. Rows are read through
 ``store.get_many``; rows of ignored sessions are refused through the runtime's filters.
 None of these handlers calls a model.
 """
@@ -161,19 +160,3 @@ def _coverage(ctx: ToolContext, raw: Any, verified_ids: set[int]) -> dict[str, A
     search = {"query": req.query, "session_scope": scope, "session_id": req.session_id,
               "search": "trove_grep full-text search over raw messages, re-run by this tool"}
     return check_coverage(ids, page.more, limit, verified_ids, search)
-
-
-# -- tools whose store does not exist yet ---------------------------------------------------
-def trove_query_state(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
-    return {"status": "disabled", "tool": "trove_query_state",
-            "reason": "assertions are disabled: this install has no assertion store (it arrives with the "
-                      "state issue); nothing was queried",
-            "next_step": "use trove_grep or trove_load_session to find the messages, then cite exact refs"}
-
-
-def trove_retrieve(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
-    return {"status": "disabled", "tool": "trove_retrieve",
-            "reason": "the adaptive retrieval controller is disabled on this install (it arrives with the state "
-                      "issue); no retrieval episode was started",
-            "next_step": "search with trove_grep, pin spans with trove_expand(include_exact_ref=true), "
-                         "then trove_evidence_pack or trove_compute"}

@@ -237,6 +237,29 @@ def _check_embeddings(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -
     return "pass", detail, ""
 
 
+def _check_state(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
+    """The opt-in state tables: absent and off is healthy; on (or present) they must be whole."""
+    from ..db import optional_schema, schema_objects
+    from ..state import extract
+
+    report = extract.status(runtime)
+    on = [n for n in ("assertions_enabled", "adaptive_retrieval_enabled", "preanswer_evidence_enabled") if report[n]]
+    if not report["tables_present"]:
+        return "pass", f"state tables absent; on: {', '.join(on) or 'none'}", ""
+    want, have = optional_schema("state"), schema_objects(conn)
+    missing = sorted({*want.tables} - {*have.tables} | {*want.indexes} - {*have.indexes}
+                     | {*want.triggers} - {*have.triggers})
+    if missing:
+        return "fail", f"state tables incomplete: missing {', '.join(missing)}", \
+            "turn the options off, `/trove assertions drop --apply`, then turn them on again to recreate them"
+    detail = (f"on: {', '.join(on) or 'none'}; {report['tables']['assertions']} assertions,"
+              f" backlog {report['backlog']} messages")
+    if report["recent_errors"]:
+        return "warn", f"{detail}; last error: {report['recent_errors'][0]['error']}", \
+            "check the auxiliary model; `/trove assertions status` lists the failed batches"
+    return "pass", detail, ""
+
+
 CHECKS: tuple[tuple[str, Callable[[Runtime, sqlite3.Connection, Shared], Check]], ...] = (
     ("database_integrity", _check_integrity),
     ("journal_mode", _check_journal),
@@ -252,6 +275,7 @@ CHECKS: tuple[tuple[str, Callable[[Runtime, sqlite3.Connection, Shared], Check]]
     ("payload_storage", _check_payloads),
     ("plugin_identity", _check_plugin),
     ("embeddings", _check_embeddings),
+    ("remembered_state", _check_state),
 )
 
 

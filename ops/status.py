@@ -125,6 +125,17 @@ def embeddings_section(runtime: Runtime) -> dict[str, Any]:
         return {"enabled": bool(runtime.config.embeddings_enabled), "error": f"{type(exc).__name__}: {exc}"[:300]}
 
 
+def state_section(runtime: Runtime) -> dict[str, Any]:
+    """Remembered state: which options are on, table sizes, extraction backlog, spend and errors."""
+    try:
+        from ..state import extract
+
+        return extract.status(runtime)
+    except Exception as exc:
+        return {"assertions_enabled": bool(runtime.config.assertions_enabled),
+                "error": f"{type(exc).__name__}: {exc}"[:300]}
+
+
 # -- status -----------------------------------------------------------------------------------
 
 def build_status(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = None,
@@ -151,6 +162,7 @@ def build_status(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = N
         status["store_error"] = f"{type(exc).__name__}: {exc}"
     status["plugin"] = install.identity_section(runtime, in_host=snapshot is not None)
     status["embeddings"] = embeddings_section(runtime)
+    status["remembered_state"] = state_section(runtime)
     status["session_filters"] = filters_section(runtime, sid, platform)
     status["sensitive_patterns"] = describe_config(runtime.config)
     status["config"] = public_view(runtime.config)

@@ -142,6 +142,8 @@ def search(runtime: Runtime, query: str, *, kinds: Sequence[str] = KINDS, sessio
     try:
         store = vector_store(runtime)
         gen = searched_generation(store)
+        # read on this thread's connection: the query thread then opens one only to load new rows
+        head = store.scan_head(gen.generation_id) if gen is not None else (0, 0)
     except Exception as exc:
         return _off(f"vector store unreadable: {type(exc).__name__}: {exc}"[:300], started)
     if gen is None:
@@ -164,7 +166,8 @@ def search(runtime: Runtime, query: str, *, kinds: Sequence[str] = KINDS, sessio
                                            f"has {gen.dim}")
             index = index_for(runtime.db.path, gen.generation_id, gen.dim)
             with index.lock:
-                index.refresh(store)
+                if not index.current(head):
+                    index.refresh(store)
                 box["hits"] = index.search(vec, kinds=tuple(kinds), session_ids=session_ids, since=since,
                                            before=before, limit=limit)
         except Exception as exc:  # reported as the degradation reason, never raised

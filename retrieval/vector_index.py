@@ -125,6 +125,10 @@ class VectorIndex:
                  self._session)
         return int(sum(p.data.nbytes for p in parts))
 
+    def current(self, head: tuple[int, int]) -> bool:
+        """Whether ``store.scan_head`` output ``head`` shows nothing this index lacks."""
+        return self.removed >= 0 and head[1] == self.removed and head[0] <= self.top
+
     def refresh(self, store: VectorStore) -> int:
         """Catch up with the database; returns rows added (a removal reloads everything)."""
         top, removed = store.scan_head(self.generation_id)

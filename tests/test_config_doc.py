@@ -18,7 +18,8 @@ START, END = "<!-- config-table:start -->", "<!-- config-table:end -->"
 GROUPS = {"core": "Trigger, tail and compaction", "models": "Summarizer and expansion models",
           "storage": "Storage, filters and diagnostics", "payloads": "Large payloads and redaction",
           "embeddings": "Embeddings and semantic retrieval",
-          "recall": "Whole-memory recall", "temporal": "Temporal rollups"}
+          "recall": "Whole-memory recall", "temporal": "Temporal rollups",
+          "state": "Remembered state (opt-in)"}
 
 
 def format_default(var) -> str:

@@ -1,0 +1,317 @@
+"""AssertionStore: every SQL statement of the opt-in state tables (migration set ``state``).
+
+Assertions and their relations, the extraction cursor and batch log, and the retrieval
+controller's episodes and events. A batch lands in one transaction together with the cursor
+move, and only if the cursor is still where the batch started (``commit_batch``), so two
+processes never store one message's assertions twice. It decides nothing: relation planning
+is ``contract.relation``.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..db import Database
+from ..rows import MessageRow, message_row
+from .contract import Candidate, Known, relation
+
+FEATURE = "state"
+CURSOR = "extraction"
+EXTRACT_ROLES = ("user", "assistant")
+RELATION_SCAN = 50  # live assertions of one subject+predicate+scope a new one is compared with
+_KNOWN = "assertion_id, kind, value_norm, polarity, speaker_role, observed_at, valid_from"
+
+
+@dataclass(frozen=True)
+class AssertionRow:
+    assertion_id: str
+    store_id: int
+    span_start: int
+    span_end: int
+    quote: str
+    content_sha256: str
+    session_id: str
+    subject_key: str
+    predicate_key: str
+    value_text: str
+    value_norm: str
+    kind: str
+    polarity: str
+    scope_key: str
+    speaker_role: str
+    observed_at: float
+    event_at: float | None
+    event_end: float | None
+    event_expression: str | None
+    valid_from: float | None
+    valid_to: float | None
+    confidence: float
+    extractor: str
+    created_at: float
+    active: bool = True
+
+
+@dataclass(frozen=True)
+class BatchLog:
+    first_store_id: int
+    last_store_id: int
+    messages: int
+    model_calls: int
+    input_chars: int
+    proposed: int
+    stored: int
+    unverified: int
+    invalid: int
+    outcome: str
+    error: str | None = None
+
+
+def _row(r: sqlite3.Row) -> AssertionRow:
+    values: dict[str, Any] = {k: r[k] for k in r.keys()}
+    values["active"] = bool(values["active"])
+    return AssertionRow(**values)
+
+
+def _known(r: sqlite3.Row) -> Known:
+    return Known(str(r[0]), str(r[1]), str(r[2]), str(r[3]), str(r[4]), float(r[5]),
+                 None if r[6] is None else float(r[6]))
+
+
+class AssertionStore:
+    def __init__(self, db: Database):
+        self.db = db
+
+    # -- the tables --------------------------------------------------------------------
+    def present(self) -> bool:
+        return self.db.has_optional(FEATURE)
+
+    def ensure(self) -> list[str]:
+        return self.db.ensure_optional(FEATURE)
+
+    def drop(self) -> list[str]:
+        return self.db.drop_optional(FEATURE)
+
+    # -- extraction cursor and input ---------------------------------------------------
+    def cursor(self) -> int:
+        r = self.db.read().execute("SELECT cursor FROM assertion_extraction WHERE name=?", (CURSOR,)).fetchone()
+        return int(r[0]) if r else 0
+
+    def pending(self, after: int, limit: int) -> list[MessageRow]:
+        """The next messages extraction reads: user and assistant text past ``after``."""
+        rows = self.db.read().execute(
+            "SELECT * FROM messages WHERE store_id > ? AND role IN (?, ?) AND content_is_json = 0"
+            " AND length(content) > 0 ORDER BY store_id LIMIT ?", (int(after), *EXTRACT_ROLES, int(limit)))
+        return [message_row(r) for r in rows]
+
+    def backlog(self, after: int | None = None, cap: int | None = None) -> int:
+        """Messages extraction has not read yet (counted up to ``cap + 1`` when ``cap`` is given)."""
+        after = self.cursor() if after is None else after
+        limit = -1 if cap is None else int(cap) + 1
+        return int(self.db.read().execute(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM messages WHERE store_id > ? AND role IN (?, ?)"
+            " AND content_is_json = 0 AND length(content) > 0 LIMIT ?)", (int(after), *EXTRACT_ROLES, limit)
+        ).fetchone()[0])
+
+    def commit_batch(self, expected: int, new_cursor: int, candidates: Sequence[Candidate], log: BatchLog,
+                     extractor: str, now: float | None = None) -> int | None:
+        """Store ``candidates`` and their relations, move the cursor and log the batch, in one
+        transaction; None (nothing written) when another process moved the cursor first."""
+        now = time.time() if now is None else now
+        with self.db.transaction() as conn:
+            r = conn.execute("SELECT cursor FROM assertion_extraction WHERE name=?", (CURSOR,)).fetchone()
+            if (int(r[0]) if r else 0) != int(expected):
+                return None
+            stored = self._insert(conn, candidates, extractor, now)
+            conn.execute("INSERT INTO assertion_extraction(name, cursor, updated_at) VALUES (?,?,?)"
+                         " ON CONFLICT(name) DO UPDATE SET cursor=excluded.cursor, updated_at=excluded.updated_at",
+                         (CURSOR, int(new_cursor), now))
+            self._log(conn, log, stored, now)
+        return stored
+
+    def log_failure(self, log: BatchLog, now: float | None = None) -> None:
+        with self.db.transaction() as conn:
+            self._log(conn, log, 0, time.time() if now is None else now)
+
+    def add(self, candidates: Sequence[Candidate], extractor: str = "test", now: float | None = None) -> int:
+        """Store candidates outside a batch (tests, benchmarks); returns rows stored."""
+        with self.db.transaction() as conn:
+            return self._insert(conn, candidates, extractor, time.time() if now is None else now)
+
+    def _insert(self, conn: sqlite3.Connection, candidates: Sequence[Candidate], extractor: str, now: float) -> int:
+        stored = 0
+        for c in candidates:
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO assertions(assertion_id, store_id, span_start, span_end, quote, content_sha256,"
+                " session_id, subject_key, predicate_key, value_text, value_norm, kind, polarity, scope_key,"
+                " speaker_role, observed_at, event_at, event_end, event_expression, valid_from, valid_to, confidence,"
+                " extractor, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (c.assertion_id, c.store_id, c.span_start, c.span_end, c.quote, c.content_sha256, c.session_id,
+                 c.subject_key, c.predicate_key, c.value_text, c.value_norm, c.kind, c.polarity, c.scope_key,
+                 c.speaker_role, c.observed_at, c.event_at, c.event_end, c.event_expression, c.valid_from,
+                 c.valid_to, c.confidence, extractor, now))
+            if cur.rowcount != 1:
+                continue  # already stored (re-extraction is idempotent)
+            stored += 1
+            new = Known(c.assertion_id, c.kind, c.value_norm, c.polarity, c.speaker_role, c.observed_at, c.valid_from)
+            restated = False
+            # Only assertions nothing superseded yet, newest first and bounded: the cost of an
+            # insert follows the live values of one predicate, not its history.
+            for r in conn.execute(f"SELECT {_KNOWN} FROM assertions a WHERE subject_key=? AND predicate_key=?"
+                                  " AND scope_key=? AND assertion_id <> ? AND NOT EXISTS (SELECT 1 FROM"
+                                  " assertion_relations x WHERE x.to_id = a.assertion_id AND x.relation = 'supersedes')"
+                                  " ORDER BY observed_at DESC LIMIT ?",
+                                  (c.subject_key, c.predicate_key, c.scope_key, c.assertion_id,
+                                   RELATION_SCAN)).fetchall():
+                rel = relation(new, _known(r))
+                if rel is None or (rel[2] == "restates" and restated):
+                    continue
+                restated = restated or rel[2] == "restates"
+                conn.execute("INSERT OR IGNORE INTO assertion_relations(from_id, to_id, relation, at)"
+                             " VALUES (?,?,?,?)", rel)
+        return stored
+
+    @staticmethod
+    def _log(conn: sqlite3.Connection, log: BatchLog, stored: int, now: float) -> None:
+        conn.execute("INSERT INTO assertion_batches(first_store_id, last_store_id, messages, model_calls, input_chars,"
+                     " proposed, stored, unverified, invalid, outcome, error, created_at)"
+                     " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                     (log.first_store_id, log.last_store_id, log.messages, log.model_calls, log.input_chars,
+                      log.proposed, stored, log.unverified, log.invalid, log.outcome, log.error, now))
+
+    def reset(self) -> int:
+        """Forget every assertion and the cursor (a rebuild starts from the first message)."""
+        with self.db.transaction() as conn:
+            n = int(conn.execute("SELECT COUNT(*) FROM assertions").fetchone()[0])
+            conn.execute("DELETE FROM assertion_relations")
+            conn.execute("DELETE FROM assertions")
+            conn.execute("DELETE FROM assertion_extraction")
+        return n
+
+    # -- queries -----------------------------------------------------------------------
+    def query(self, subject: str, as_of: float, *, predicate: str | None = None, kinds: Sequence[str] = (),
+              scope: str | None = None, role: str | None = None, limit: int = 25) -> tuple[list[AssertionRow], bool]:
+        """Assertions known at ``as_of``: active first, newest first; and whether more matched."""
+        where = ["a.subject_key = :subject", "a.observed_at <= :t"]
+        params: dict[str, Any] = {"subject": subject, "t": as_of, "limit": int(limit) + 1}
+        if predicate:
+            where.append("a.predicate_key = :predicate")
+            params["predicate"] = predicate
+        if kinds:
+            where.append(f"a.kind IN ({', '.join(f':k{i}' for i in range(len(kinds)))})")
+            params.update({f"k{i}": k for i, k in enumerate(kinds)})
+        if scope is not None:
+            where.append("a.scope_key = :scope")
+            params["scope"] = scope
+        if role:
+            where.append("a.speaker_role = :role")
+            params["role"] = role
+        sql = (f"SELECT a.*, ((a.valid_from IS NULL OR a.valid_from <= :t) AND (a.valid_to IS NULL OR a.valid_to > :t)"
+               " AND NOT EXISTS (SELECT 1 FROM assertion_relations r WHERE r.to_id = a.assertion_id"
+               " AND r.relation = 'supersedes' AND r.at <= :t)) AS active"
+               f" FROM assertions a WHERE {' AND '.join(where)} ORDER BY active DESC, a.observed_at DESC,"
+               " a.assertion_id LIMIT :limit")
+        rows = [_row(r) for r in self.db.read().execute(sql, params)]
+        return rows[:limit], len(rows) > limit
+
+    def relations(self, ids: Sequence[str], as_of: float, limit: int = 200) -> list[dict[str, Any]]:
+        """Relations touching ``ids`` that were in force at ``as_of``."""
+        if not ids:
+            return []
+        marks = ", ".join("?" for _ in ids)
+        sql = (f"SELECT from_id, to_id, relation, at FROM assertion_relations WHERE at <= ? AND"
+               f" (from_id IN ({marks}) OR to_id IN ({marks})) ORDER BY at, from_id, to_id LIMIT ?")
+        return [{"from": r[0], "to": r[1], "relation": r[2], "at": float(r[3])}
+                for r in self.db.read().execute(sql, (as_of, *ids, *ids, int(limit)))]
+
+    def get(self, assertion_id: str) -> AssertionRow | None:
+        r = self.db.read().execute("SELECT *, 1 AS active FROM assertions WHERE assertion_id=?",
+                                   (assertion_id,)).fetchone()
+        return None if r is None else _row(r)
+
+    def search_values(self, words: Sequence[str], limit: int) -> list[AssertionRow]:
+        """Assertions whose subject, predicate or value holds one of ``words`` (newest first)."""
+        if not words:
+            return []
+        conds = " OR ".join("instr(a.subject_key || ' ' || a.predicate_key || ' ' || a.value_norm, ?) > 0"
+                            for _ in words)
+        sql = (f"SELECT a.*, NOT EXISTS (SELECT 1 FROM assertion_relations r WHERE r.to_id = a.assertion_id"
+               f" AND r.relation = 'supersedes') AS active FROM assertions a WHERE ({conds})"
+               " ORDER BY active DESC, a.observed_at DESC LIMIT ?")
+        return [_row(r) for r in self.db.read().execute(sql, (*words, int(limit)))]
+
+    # -- status ------------------------------------------------------------------------
+    def sizes(self) -> dict[str, int]:
+        conn = self.db.read()
+        return {t: int(conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0])
+                for t in ("assertions", "assertion_relations", "assertion_batches", "retrieval_episodes",
+                          "retrieval_events")}
+
+    def spend(self) -> dict[str, int]:
+        r = self.db.read().execute(
+            "SELECT COUNT(*), COALESCE(SUM(messages),0), COALESCE(SUM(model_calls),0), COALESCE(SUM(input_chars),0),"
+            " COALESCE(SUM(proposed),0), COALESCE(SUM(stored),0), COALESCE(SUM(unverified),0),"
+            " COALESCE(SUM(invalid),0) FROM assertion_batches").fetchone()
+        return dict(zip(("batches", "messages", "model_calls", "input_chars", "proposed", "stored", "unverified",
+                         "invalid"), (int(v) for v in r), strict=True))
+
+    def errors(self, limit: int = 5) -> list[dict[str, Any]]:
+        rows = self.db.read().execute(
+            "SELECT first_store_id, last_store_id, outcome, error, created_at FROM assertion_batches"
+            " WHERE outcome <> 'ok' ORDER BY batch_id DESC LIMIT ?", (int(limit),))
+        return [{"store_ids": f"{r[0]}-{r[1]}", "outcome": r[2], "error": r[3], "at": float(r[4])} for r in rows]
+
+    def relation_counts(self) -> dict[str, int]:
+        return {str(r[0]): int(r[1]) for r in self.db.read().execute(
+            "SELECT relation, COUNT(*) FROM assertion_relations GROUP BY relation")}
+
+    # -- retrieval episodes -------------------------------------------------------------
+    def open_episode(self, retrieval_id: str, session_id: str, question: str, identity: dict[str, Any],
+                     requirements: list[dict[str, Any]], now: float) -> None:
+        with self.db.transaction() as conn:
+            conn.execute("INSERT INTO retrieval_episodes(retrieval_id, session_id, state, question, identity,"
+                         " requirements, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?)",
+                         (retrieval_id, session_id, "open", question, json.dumps(identity),
+                          json.dumps(requirements), now, now))
+            conn.execute("INSERT INTO retrieval_events(retrieval_id, seq, action, trace, at) VALUES (?,?,?,?,?)",
+                         (retrieval_id, 0, "start", json.dumps({"question_chars": len(question)}), now))
+
+    def episode(self, retrieval_id: str) -> dict[str, Any] | None:
+        r = self.db.read().execute("SELECT * FROM retrieval_episodes WHERE retrieval_id=?",
+                                   (retrieval_id,)).fetchone()
+        if r is None:
+            return None
+        out = {k: r[k] for k in r.keys()}
+        for name in ("identity", "requirements", "observed"):
+            out[name] = json.loads(out[name])
+        out["view"] = json.loads(out["view"]) if out["view"] else None
+        return out
+
+    def events(self, retrieval_id: str) -> list[dict[str, Any]]:
+        return [{"seq": int(r[0]), "action": r[1], "trace": json.loads(r[2]), "at": float(r[3])}
+                for r in self.db.read().execute("SELECT seq, action, trace, at FROM retrieval_events"
+                                                " WHERE retrieval_id=? ORDER BY seq", (retrieval_id,))]
+
+    def step_episode(self, retrieval_id: str, expected_state: str, *, state: str, rounds: int,
+                     observed: list[dict[str, Any]], view: dict[str, Any] | None, action: str,
+                     trace: dict[str, Any], now: float) -> bool:
+        """Move an episode on, only from ``expected_state`` (a racing step loses); logs the event."""
+        with self.db.transaction() as conn:
+            cur = conn.execute("UPDATE retrieval_episodes SET state=?, rounds=?, observed=?, view=?, updated_at=?"
+                               " WHERE retrieval_id=? AND state=?",
+                               (state, rounds, json.dumps(observed), json.dumps(view) if view is not None else None,
+                                now, retrieval_id, expected_state))
+            if cur.rowcount != 1:
+                return False
+            seq = int(conn.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM retrieval_events WHERE retrieval_id=?",
+                                   (retrieval_id,)).fetchone()[0])
+            conn.execute("INSERT INTO retrieval_events(retrieval_id, seq, action, trace, at) VALUES (?,?,?,?,?)",
+                         (retrieval_id, seq, action, json.dumps(trace), now))
+        return True
+
+    def live_episodes(self, session_id: str) -> int:
+        return int(self.db.read().execute("SELECT COUNT(*) FROM retrieval_episodes WHERE state='open'"
+                                          " AND session_id=?", (session_id,)).fetchone()[0])

@@ -1,0 +1,215 @@
+"""Assertion extraction: leased, bounded passes over raw messages, plus operator status,
+rebuild and drop.
+
+A pass takes the database lease ``assertions``, reads the next batch of user and assistant
+messages past the cursor, asks the model (the injected completion function) for JSON, keeps
+only proposals whose quote verifies against the stored row, and stores them with the cursor
+move in one transaction that lands only if the cursor did not move meanwhile. The engine
+schedules passes on a background thread (``schedule``); ``trove_query_state`` may run one
+small catch-up; operators run ``rebuild``. Nothing here runs unless the option is on or the
+operator forces it.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .. import leases
+from ..compaction.summarize import Complete
+from .assertion_store import AssertionStore, BatchLog
+from .contract import VERSION, parse_answer, render_prompt
+
+if TYPE_CHECKING:
+    from ..runtime import Runtime
+
+log = logging.getLogger("hermes_trove.state")
+
+LEASE = "assertions"
+LEASE_TTL_S = 300.0
+PASS_INTERVAL_S = 20.0       # a process starts at most one unforced background pass this often
+MAX_ANSWER_TOKENS = 2000
+REBUILD_DEFAULT_LIMIT = 200  # messages one operator rebuild reads unless --limit says otherwise
+
+
+def enabled(runtime: Runtime) -> bool:
+    return bool(runtime.config.assertions_enabled)
+
+
+def run_pass(runtime: Runtime, complete: Complete | None, *, max_batches: int | None = None,
+             budget_s: float | None = None, max_messages: int | None = None, force: bool = False,
+             clock: Callable[[], float] = time.monotonic,
+             progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """One bounded pass under the lease; ``force`` runs it with assertions off (operators)."""
+    cfg = runtime.config
+    if not enabled(runtime) and not force:
+        return {"status": "disabled", "reason": "TROVE_ASSERTIONS_ENABLED is off"}
+    if complete is None:
+        return {"status": "no_model", "reason": "no model in this process: Hermes' background passes extract"}
+    store = AssertionStore(runtime.db)
+    store.ensure()
+    max_batches = int(cfg.assertion_batches_per_pass) if max_batches is None else int(max_batches)
+    budget_s = cfg.assertion_pass_budget_ms / 1000.0 if budget_s is None else float(budget_s)
+    per_batch = int(cfg.assertion_batch_messages)
+    started = clock()
+    lease = leases.acquire(runtime.db, LEASE, LEASE_TTL_S)
+    if lease is None:
+        held = leases.holder(runtime.db, LEASE)
+        return {"status": "busy", "holder": held.owner if held else None}
+    totals = {"batches": 0, "messages": 0, "model_calls": 0, "input_chars": 0, "proposed": 0, "stored": 0,
+              "unverified": 0, "invalid": 0, "malformed": 0, "errors": 0}
+    try:
+        while totals["batches"] < max_batches and clock() - started < budget_s:
+            room = per_batch if max_messages is None else min(per_batch, max_messages - totals["messages"])
+            if room <= 0:
+                break
+            cursor = store.cursor()
+            rows = store.pending(cursor, room)
+            if not rows:
+                break
+            outcome = _batch(runtime, store, complete, cursor, rows)
+            for k in totals:
+                totals[k] += int(outcome.get(k, 0))
+            if progress is not None:
+                progress(dict(totals, backlog=store.backlog()))
+            if outcome.get("stop"):
+                break
+            if leases.acquire(runtime.db, LEASE, LEASE_TTL_S, owner=lease.owner) is None:
+                break  # the lease expired mid-pass and another process took it over
+    finally:
+        leases.release(runtime.db, lease)
+    return {"status": "ok", **totals, "backlog": store.backlog(), "seconds": round(clock() - started, 3)}
+
+
+def _batch(runtime: Runtime, store: AssertionStore, complete: Complete, cursor: int,
+           rows: list[Any]) -> dict[str, Any]:
+    cfg = runtime.config
+    keep = [r for r in rows if not runtime.filters.ignored_by(r.session_id, r.platform)]
+    first, last = rows[0].store_id, rows[-1].store_id
+    if not keep:  # only ignored sessions: move past them without a model call
+        done = store.commit_batch(cursor, last, [], BatchLog(first, last, 0, 0, 0, 0, 0, 0, 0, "skipped"), VERSION)
+        return {"batches": 1, "stop": done is None}
+    messages, chars = render_prompt(keep)
+    try:
+        answer = complete(messages, str(cfg.assertion_extraction_model or ""), float(cfg.assertion_timeout_seconds),
+                          MAX_ANSWER_TOKENS)
+    except Exception as exc:  # the batch stays pending; the next pass retries it
+        log.warning("trove: assertion extraction call failed: %s", exc)
+        store.log_failure(BatchLog(first, last, len(keep), 1, chars, 0, 0, 0, 0, "model_error",
+                                   f"{type(exc).__name__}: {str(exc)[:300]}"))
+        return {"batches": 1, "model_calls": 1, "input_chars": chars, "errors": 1, "stop": True}
+    parsed = parse_answer(answer, {r.store_id: r for r in keep})
+    outcome = "malformed" if parsed.malformed else "ok"
+    error = parsed.malformed or ("; ".join(parsed.reasons[:3]) if parsed.reasons else None)
+    batch = BatchLog(first, last, len(keep), 1, chars, parsed.proposed, 0, parsed.unverified, parsed.invalid,
+                     outcome, error[:500] if error else None)
+    stored = store.commit_batch(cursor, last, parsed.candidates, batch, VERSION)
+    if stored is None:  # another process moved the cursor: its batch stands, this one is dropped
+        return {"batches": 1, "model_calls": 1, "input_chars": chars, "stop": True}
+    return {"batches": 1, "messages": len(keep), "model_calls": 1, "input_chars": chars, "proposed": parsed.proposed,
+            "stored": stored, "unverified": parsed.unverified, "invalid": parsed.invalid,
+            "malformed": int(parsed.malformed is not None)}
+
+
+# -- the background schedule -----------------------------------------------------------
+_LOCK = threading.Lock()
+_THREADS: dict[str, threading.Thread] = {}
+_LAST: dict[str, float] = {}
+
+
+def schedule(runtime: Runtime, completion: Callable[[], Complete | None]) -> threading.Thread | None:
+    """Start a background pass when assertions are on, none runs here and the interval passed.
+    The caller's turn never waits for it; ``completion`` is asked for the model only then."""
+    if not enabled(runtime):
+        return None
+    try:
+        path = runtime.db.path
+        with _LOCK:
+            running = _THREADS.get(path)
+            now = time.monotonic()
+            if (running is not None and running.is_alive()) or now - _LAST.get(path, -1e9) < PASS_INTERVAL_S:
+                return None
+            _LAST[path] = now
+            complete = completion()
+            if complete is None:
+                return None
+            thread = threading.Thread(target=_background, args=(runtime, complete), name="trove-assertions",
+                                      daemon=True)
+            _THREADS[path] = thread
+            thread.start()
+        return thread
+    except Exception:  # scheduling must never fail the caller's turn
+        log.exception("trove: could not schedule an assertion pass")
+        return None
+
+
+def _background(runtime: Runtime, complete: Complete) -> None:
+    try:
+        report = run_pass(runtime, complete)
+        if report.get("stored"):
+            log.info("trove: assertion pass stored %d, backlog %d", report["stored"], report.get("backlog", 0))
+    except Exception:  # logged; the next pass retries
+        log.exception("trove: assertion pass failed")
+
+
+# -- operators -------------------------------------------------------------------------
+def status(runtime: Runtime) -> dict[str, Any]:
+    """What is enabled, table sizes, extraction backlog, model spend and recent errors."""
+    cfg = runtime.config
+    store = AssertionStore(runtime.db)
+    out: dict[str, Any] = {"assertions_enabled": bool(cfg.assertions_enabled),
+                           "adaptive_retrieval_enabled": bool(cfg.adaptive_retrieval_enabled),
+                           "preanswer_evidence_enabled": bool(cfg.preanswer_evidence_enabled),
+                           "tables_present": store.present()}
+    if not out["tables_present"]:
+        out["note"] = "no state tables in this file (they are created when an option is turned on)"
+        return out
+    held = leases.holder(runtime.db, LEASE)
+    out.update(tables=store.sizes(), relations=store.relation_counts(), cursor=store.cursor(),
+               backlog=store.backlog(), spend=store.spend(), recent_errors=store.errors(),
+               lease_holder=held.owner if held else None)
+    return out
+
+
+def rebuild(runtime: Runtime, complete: Complete | None, *, apply: bool, limit: int | None = None,
+            reset: bool = False, progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Preview (default) or run extraction over the backlog now, at most ``limit`` messages.
+    ``reset`` forgets every assertion first and starts again from the first message."""
+    store = AssertionStore(runtime.db)
+    limit = REBUILD_DEFAULT_LIMIT if limit is None else max(1, int(limit))
+    present = store.present()
+    cursor = store.cursor() if present else 0
+    backlog = store.backlog(0 if reset or not present else cursor)
+    per_batch = int(runtime.config.assertion_batch_messages)
+    todo = min(backlog, limit)
+    if not apply:
+        return {"status": "preview", "backlog": backlog, "would_read": todo,
+                "model_calls_at_most": -(-todo // per_batch), "reset": reset,
+                "hint": "add --apply to extract now (a model must be available in this process)"}
+    if complete is None:
+        return {"status": "refused", "reason": "no model in this process: run it inside Hermes (/trove assertions"
+                                               " rebuild --apply) or let the background passes extract"}
+    store.ensure()
+    forgotten = store.reset() if reset else 0
+    report = run_pass(runtime, complete, max_batches=10_000, budget_s=600.0, max_messages=limit, force=True,
+                      progress=progress)
+    return {**report, "forgotten": forgotten}
+
+
+def drop(runtime: Runtime, *, apply: bool) -> dict[str, Any]:
+    """Turn-off helper: drop every state table and its ledger entries (preview without ``apply``)."""
+    store = AssertionStore(runtime.db)
+    if not store.present():
+        return {"status": "ok", "dropped": [], "note": "no state tables in this file"}
+    if not apply:
+        return {"status": "preview", "would_drop": store.sizes(),
+                "hint": "turn the options off first, then add --apply (a backup is taken first)"}
+    if runtime.config.assertions_enabled or runtime.config.adaptive_retrieval_enabled:
+        return {"status": "refused", "reason": "turn TROVE_ASSERTIONS_ENABLED and TROVE_ADAPTIVE_RETRIEVAL_ENABLED"
+                                               " off first, or the next turn creates the tables again"}
+    from ..ops.backups import take_backup
+
+    backup = take_backup(runtime)
+    return {"status": "ok", "dropped": store.drop(), "backup": vars(backup)}

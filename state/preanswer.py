@@ -1,0 +1,79 @@
+"""Pre-answer evidence: a small fenced block of exact refs for the user's message (opt-in).
+
+``evidence_block`` searches stored raw messages (full text, every session, this turn's own
+message excluded) and, with assertions on, the active assertions whose keys or values share
+a word with the message. The block is fenced by ``ingest.EVIDENCE_OPEN``/``EVIDENCE_CLOSE``:
+ingest strips it from any user message that carries it, so it is never stored or summarised
+as something the user said. Bounded: at most MAX_ITEMS refs, MAX_QUOTE characters each,
+MAX_BLOCK characters in all. The hook calls it inside its fail-open boundary.
+"""
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from ..evidence.refs import iso, make_ref, shorthand
+from ..ingest import EVIDENCE_CLOSE, EVIDENCE_OPEN
+
+if TYPE_CHECKING:
+    from ..runtime import Runtime
+
+MAX_ITEMS = 4
+MAX_QUOTE = 280
+MAX_BLOCK = 2000
+MIN_WORD = 4
+_WORD = re.compile(r"[^\W_]{4,}", re.U)
+_STOP = frozenset("that this what which when where with have from your about there their would could should "
+                  "into them they were been does doing just like than then some more also only very".split())
+
+
+def _words(text: str) -> list[str]:
+    out: list[str] = []
+    for w in _WORD.findall(text.lower()):
+        if w not in _STOP and w not in out:
+            out.append(w)
+    return out[:12]
+
+
+def evidence_block(runtime: Runtime, user_message: str, session_id: str) -> str:
+    """The fenced block for ``user_message`` ("" when nothing relevant is stored)."""
+    words = _words(user_message or "")
+    if not words:
+        return ""
+    lines: list[str] = []
+    if runtime.config.assertions_enabled:
+        from .assertion_store import AssertionStore
+
+        store = AssertionStore(runtime.db)
+        if store.present():
+            for a in store.search_values(words, 2):
+                if not a.active:
+                    continue
+                lines.append(f"- {shorthand(a.store_id, a.span_start, a.span_end)} ({a.speaker_role}, "
+                             f"{iso(a.observed_at)}): {a.subject_key} {a.predicate_key} = {a.value_text[:80]!r}; "
+                             f"quote {a.quote[:MAX_QUOTE]!r}")
+    expression = " OR ".join(f'"{w}"' for w in words)
+    hits = runtime.store.search(expression, limit=MAX_ITEMS * 3, snippets=False, max_candidates=2000)
+    for row, _score, _snip in hits:
+        if len(lines) >= MAX_ITEMS:
+            break
+        if row.content.strip() == (user_message or "").strip() or row.role not in ("user", "assistant"):
+            continue
+        if runtime.filters.ignored_by(row.session_id, row.platform) or EVIDENCE_OPEN in row.content:
+            continue
+        low = row.content.lower()
+        at = min((low.find(w) for w in words if w in low), default=0)
+        start = max(0, at - 60)
+        ref = make_ref(row, start, start + MAX_QUOTE)
+        lines.append(f"- {ref.shorthand} ({row.role}, {iso(row.created_at)}): {ref.quote!r}")
+    if not lines:
+        return ""
+    head = (f"{EVIDENCE_OPEN}: stored messages that may bear on the question above. Retrieved by the trove "
+            "plugin, not written by the user; they may be stale or wrong. Cite a ref only after checking it "
+            "(trove_expand or trove_evidence_pack).")
+    body = "\n".join(lines)
+    block = f"{head}\n{body}\n{EVIDENCE_CLOSE}"
+    if len(block) > MAX_BLOCK:
+        keep = MAX_BLOCK - len(head) - len(EVIDENCE_CLOSE) - 10
+        block = f"{head}\n{body[:keep]}…\n{EVIDENCE_CLOSE}"
+    return block
