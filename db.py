@@ -14,7 +14,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -219,26 +219,9 @@ def migrate(conn: sqlite3.Connection, stop_before: str | None = None) -> list[st
     """
     if stop_before is not None and stop_before not in KNOWN_MIGRATIONS:
         raise ValueError(f"unknown migration {stop_before!r}")
-    _retry(lambda: conn.execute("BEGIN IMMEDIATE"))
-    try:
+    with _immediate(conn):
         refuse_newer_schema(conn)
-        conn.execute(LEDGER_DDL)
-        done = set(applied_names(conn))
-        applied: list[str] = []
-        for name, script in MIGRATIONS:
-            if name == stop_before:
-                break
-            if name in done:
-                continue
-            for statement in split_sql(script):
-                conn.execute(statement)
-            conn.execute("INSERT INTO schema_migrations(name, applied_at) VALUES (?, ?)", (name, time.time()))
-            applied.append(name)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    return applied
+        return _apply_pending(conn, MIGRATIONS, stop_before)
 
 
 def migrate_optional(conn: sqlite3.Connection, feature: str) -> list[str]:
@@ -249,22 +232,26 @@ def migrate_optional(conn: sqlite3.Connection, feature: str) -> list[str]:
     entries = OPTIONAL_MIGRATIONS[feature]
     if {name for name, _ in entries} <= set(applied_names(conn)):
         return []  # the common case: a read, no write lock
-    _retry(lambda: conn.execute("BEGIN IMMEDIATE"))
-    try:
-        conn.execute(LEDGER_DDL)
-        done = set(applied_names(conn))
-        applied: list[str] = []
-        for name, script in entries:
-            if name in done:
-                continue
-            for statement in split_sql(script):
-                conn.execute(statement)
-            conn.execute("INSERT INTO schema_migrations(name, applied_at) VALUES (?, ?)", (name, time.time()))
-            applied.append(name)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
+    with _immediate(conn):
+        return _apply_pending(conn, entries)
+
+
+def _apply_pending(conn: sqlite3.Connection, entries: Sequence[tuple[str, str]],
+                   stop_before: str | None = None) -> list[str]:
+    """Inside a write transaction: run the scripts of ``entries`` the ledger lacks, in order, and
+    record each in the ledger; stop at ``stop_before``. Returns the names applied."""
+    conn.execute(LEDGER_DDL)
+    done = set(applied_names(conn))
+    applied: list[str] = []
+    for name, script in entries:
+        if name == stop_before:
+            break
+        if name in done:
+            continue
+        for statement in split_sql(script):
+            conn.execute(statement)
+        conn.execute("INSERT INTO schema_migrations(name, applied_at) VALUES (?, ?)", (name, time.time()))
+        applied.append(name)
     return applied
 
 
@@ -276,17 +263,12 @@ def optional_applied(conn: sqlite3.Connection, feature: str) -> bool:
 def drop_optional(conn: sqlite3.Connection, feature: str) -> list[str]:
     """Drop the opt-in set's tables and remove its names from the ledger; returns the names removed."""
     names = [name for name, _ in OPTIONAL_MIGRATIONS[feature]]
-    _retry(lambda: conn.execute("BEGIN IMMEDIATE"))
-    try:
+    with _immediate(conn):
         present = [n for n in names if n in set(applied_names(conn))]
         for statement in split_sql(OPTIONAL_DROPS[feature]):
             conn.execute(statement)
         if present:
             conn.executemany("DELETE FROM schema_migrations WHERE name=?", [(n,) for n in present])
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     return present
 
 
@@ -510,6 +492,19 @@ def backup_file(source: sqlite3.Connection, dest: str | os.PathLike[str]) -> int
     target.close()
     os.replace(tmp, dest)
     return dest.stat().st_size
+
+
+@contextlib.contextmanager
+def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
+    """One BEGIN IMMEDIATE on an autocommit connection (retried while another process holds the
+    lock): COMMIT at the end, ROLLBACK when the block raises."""
+    _retry(lambda: conn.execute("BEGIN IMMEDIATE"))
+    try:
+        yield
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
 
 
 def _retry(fn: Callable[[], object], attempts: int = 5) -> object:

@@ -401,10 +401,36 @@ CREATE TABLE retrieval_events (
     at            REAL NOT NULL,
     PRIMARY KEY (retrieval_id, seq)
 ) WITHOUT ROWID;
-"""),),
+"""),
+        # The words of each assertion's subject name, predicate and value, newest first per word,
+        # so pre-answer evidence finds assertions by an indexed, capped lookup instead of a scan.
+        # The backfill splits like ``state.contract.terms`` (separators :_-./@+, words of 4+, not "self").
+        ("0010_assertion_terms", """
+CREATE TABLE assertion_terms (
+    term          TEXT NOT NULL,
+    observed_at   REAL NOT NULL,
+    assertion_id  TEXT NOT NULL REFERENCES assertions(assertion_id) ON DELETE CASCADE ON UPDATE CASCADE,
+    PRIMARY KEY (term, observed_at, assertion_id)
+) WITHOUT ROWID;
+CREATE INDEX assertion_terms_assertion ON assertion_terms(assertion_id);
+WITH RECURSIVE words(assertion_id, observed_at, word, rest) AS (
+    SELECT assertion_id, observed_at, '',
+           replace(replace(replace(replace(replace(replace(replace(
+               substr(subject_key, instr(subject_key, ':') + 1) || ' ' || predicate_key || ' ' || value_norm,
+               ':', ' '), '_', ' '), '-', ' '), '.', ' '), '/', ' '), '@', ' '), '+', ' ') || ' '
+    FROM assertions
+    UNION ALL
+    SELECT assertion_id, observed_at, substr(rest, 1, instr(rest, ' ') - 1), substr(rest, instr(rest, ' ') + 1)
+    FROM words WHERE rest <> ''
+)
+INSERT OR IGNORE INTO assertion_terms(term, observed_at, assertion_id)
+SELECT word, observed_at, assertion_id FROM words WHERE length(word) >= 4 AND word <> 'self';
+"""),
+    ),
 }
 OPTIONAL_DROPS: dict[str, str] = {
     "state": """
+DROP TABLE IF EXISTS assertion_terms;
 DROP TABLE IF EXISTS retrieval_events;
 DROP TABLE IF EXISTS retrieval_episodes;
 DROP TABLE IF EXISTS assertion_batches;

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..db import Database
 
@@ -64,16 +64,10 @@ class VectorRow:
 
 
 @dataclass(frozen=True)
-class StoredVector:
-    vector_id: int
-    kind: str
-    item_id: int
-    span_start: int
-    span_end: int | None
-    session_id: str
-    at: float | None
-    vector: bytes
-    scale: float
+class StoredVector(VectorRow):
+    """A vector row as stored, with its id (keyword-only: it follows the row's fields)."""
+
+    vector_id: int = field(kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -244,8 +238,8 @@ class VectorStore:
                 (generation_id, last, page)).fetchall()
             if not rows:
                 return
-            yield [StoredVector(int(r[0]), str(r[1]), int(r[2]), int(r[3]), None if r[4] is None else int(r[4]),
-                                str(r[5]), None if r[6] is None else float(r[6]), bytes(r[7]), float(r[8]))
+            yield [StoredVector(str(r[1]), int(r[2]), int(r[3]), None if r[4] is None else int(r[4]), str(r[5]),
+                                None if r[6] is None else float(r[6]), bytes(r[7]), float(r[8]), vector_id=int(r[0]))
                    for r in rows]
             last = int(rows[-1][0])
 

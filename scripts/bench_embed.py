@@ -23,14 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
-
-
-def load_package():
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import _bootstrap  # noqa: F401
-    return sys.modules["hermes_trove"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _locomo import DEFAULT_DATA, load_package, sessions  # noqa: E402
 
 
 def rss_mb() -> float:
@@ -51,13 +45,11 @@ def pct(values: list[float], p: float) -> float:
 
 
 def turns(limit: int) -> list[str]:
-    data = json.loads(DATA.read_text())
+    data = json.loads(DEFAULT_DATA.read_text())
     out: list[str] = []
     for conv in data:
-        c = conv["conversation"]
-        for key in sorted((k for k in c if k.startswith("session_") and isinstance(c[k], list)),
-                          key=lambda k: int(k.split("_")[1])):
-            for t in c[key]:
+        for _, _, session_turns in sessions(conv["conversation"]):
+            for t in session_turns:
                 out.append(f"{t.get('speaker', '')}: {t.get('text', '')}")
                 if len(out) >= limit:
                     return out

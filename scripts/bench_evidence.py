@@ -31,6 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_temporal as bt  # noqa: E402  (gold parsing and matching rules)
+from _locomo import DEFAULT_DATA, evidence_ids, load_package, sessions  # noqa: E402
 
 DURATION = re.compile(r"\bhow long\b|\bhow many (days|weeks|months|years)\b", re.I)
 
@@ -41,11 +42,7 @@ def ingest(runtime: Any, samples: list[dict[str, Any]]) -> dict[tuple[int, str],
 
     found: dict[tuple[int, str], tuple[int, int]] = {}
     for n, sample in enumerate(samples):
-        conv = sample["conversation"]
-        for key, turns in conv.items():
-            if not (key.startswith("session_") and isinstance(turns, list)):
-                continue
-            stamp = bt.session_time(str(conv.get(f"{key}_date_time", "")))
+        for key, stamp, turns in sessions(sample["conversation"]):
             if stamp is None:
                 continue
             texts = [str(t.get("text") or "") for t in turns]
@@ -58,13 +55,13 @@ def ingest(runtime: Any, samples: list[dict[str, Any]]) -> dict[tuple[int, str],
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=bt.DEFAULT_DATA)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--examples", type=int, default=3)
     args = parser.parse_args(argv)
     if not args.data.exists():
         print(f"bench_evidence: skipped, {args.data} not found (LoCoMo dev split)")
         return 0
-    bt.load_package()
+    load_package()
     from hermes_trove.config import load_config
     from hermes_trove.runtime import build_runtime
     from hermes_trove.store import SessionKey
@@ -94,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         for qa in sample.get("qa", []):
             if qa.get("category") != 2:
                 continue
-            dia = [d for ev in qa.get("evidence") or [] for d in re.findall(r"D\d+:\d+", str(ev))]
+            dia = evidence_ids(qa.get("evidence"))
             cited = [(d, refs[(n, d)]) for d in dia if (n, d) in refs]
             if not cited:
                 continue

@@ -114,7 +114,8 @@ def measure(path: Path, repeat: int, seed: int = 11) -> dict[str, dict[str, floa
         for _ in range(repeat):
             q = make()
             start = time.perf_counter()
-            res = json.loads(dispatch(engine, "trove_grep", {"query": q, "limit": 10, "session_scope": scope}))
+            res = json.loads(dispatch(engine.tool_context(), "trove_grep",
+                                      {"query": q, "limit": 10, "session_scope": scope}))
             times.append((time.perf_counter() - start) * 1000)
             assert "error" not in res, res
         times.sort()

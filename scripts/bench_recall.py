@@ -28,37 +28,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
-_DIA = re.compile(r"D\d+:\d+")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _locomo import DEFAULT_DATA, evidence_ids, load_package, sessions  # noqa: E402
+
 KS = (5, 10)
-
-
-def load_package() -> Any:
-    """Register this checkout as ``hermes_trove`` (scripts/_bootstrap.py)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import _bootstrap  # noqa: F401
-    return sys.modules["hermes_trove"]
-
-
-def session_time(text: str) -> float | None:
-    """LoCoMo session stamps look like '1:56 pm on 8 May, 2023' (read as UTC)."""
-    try:
-        return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC).timestamp()
-    except (ValueError, AttributeError):
-        return None
-
-
-def evidence_ids(raw: list) -> set[str]:
-    """Evidence dialog ids; malformed entries like 'D8:6; D9:17' are split into their ids."""
-    out: set[str] = set()
-    for item in raw or []:
-        out.update(_DIA.findall(str(item)))
-    return out
 
 
 def turn_text(turn: dict) -> str:
@@ -92,16 +68,15 @@ def build_memory(sample: dict, tmp: Path, overrides: dict[str, Any]) -> Memory:
     conv = sample["conversation"]
     speaker_a = conv.get("speaker_a")
     dia: dict[int, str] = {}
-    keys = sorted((k for k in conv if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k.split("_")[1]))
-    for key in keys:
-        base = session_time(conv.get(f"{key}_date_time", "")) or 0.0
+    for key, stamp, turns in sessions(conv):
+        base = stamp.timestamp() if stamp else 0.0
         msgs = [{"role": "user" if t.get("speaker") == speaker_a else "assistant", "content": turn_text(t),
-                 "timestamp": base + 30 * i} for i, t in enumerate(conv[key])]
+                 "timestamp": base + 30 * i} for i, t in enumerate(turns)]
         ids = runtime.store.append(SessionKey(f"{name}-s{key.split('_')[1]}", platform="bench"), msgs)
-        dia.update({sid: t["dia_id"] for sid, t in zip(ids, conv[key], strict=True)})
+        dia.update({sid: t["dia_id"] for sid, t in zip(ids, turns, strict=True)})
     engine = TroveEngine(runtime)
     engine.on_session_start(f"{name}-ask", platform="bench")
-    questions = [(str(qa["question"]), evidence_ids(qa.get("evidence")), int(qa["category"]))
+    questions = [(str(qa["question"]), set(evidence_ids(qa.get("evidence"))), int(qa["category"]))
                  for qa in sample["qa"] if qa.get("category") in (1, 2, 3, 4) and evidence_ids(qa.get("evidence"))]
     return Memory(name, runtime, engine, dia, questions)
 

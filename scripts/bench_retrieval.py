@@ -18,47 +18,21 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
-_DIA = re.compile(r"D\d+:\d+")
-
-
-def load_package():
-    """Register this checkout as ``hermes_trove`` (scripts/_bootstrap.py)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import _bootstrap  # noqa: F401
-    return sys.modules["hermes_trove"]
-
-
-def session_time(text: str) -> float | None:
-    """LoCoMo session stamps look like '1:56 pm on 8 May, 2023'."""
-    try:
-        return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC).timestamp()
-    except (ValueError, AttributeError):
-        return None
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _locomo import DEFAULT_DATA, evidence_ids, load_package, sessions  # noqa: E402
 
 
 def turns(conversation: dict) -> list[tuple[str, dict, float | None]]:
     """(speaker role, turn, timestamp) in conversation order."""
     speaker_a = conversation.get("speaker_a")
-    keys = sorted((k for k in conversation if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k.split("_")[1]))
     out = []
-    for key in keys:
-        base = session_time(conversation.get(f"{key}_date_time", ""))
-        for i, turn in enumerate(conversation[key]):
+    for _, stamp, session_turns in sessions(conversation):
+        base = None if stamp is None else stamp.timestamp()
+        for i, turn in enumerate(session_turns):
             role = "user" if turn.get("speaker") == speaker_a else "assistant"
             out.append((role, turn, None if base is None else base + i * 30))
-    return out
-
-
-def evidence_ids(raw: list) -> set[str]:
-    """Evidence dialog ids; malformed entries like 'D8:6; D9:17' are split into their ids."""
-    out: set[str] = set()
-    for item in raw or []:
-        out.update(_DIA.findall(str(item)))
     return out
 
 
@@ -100,12 +74,13 @@ def run(data_path: Path, sort: str, limit: int) -> dict:
         for qa in sample["qa"]:
             if qa.get("category") not in (1, 2, 3, 4):
                 continue
-            gold = evidence_ids(qa.get("evidence"))
+            gold = set(evidence_ids(qa.get("evidence")))
             if not gold:
                 skipped += 1
                 continue
             start = time.perf_counter()
-            out = json.loads(dispatch(engine, "trove_grep", {"query": qa["question"], "limit": limit, "sort": sort}))
+            out = json.loads(dispatch(engine.tool_context(), "trove_grep",
+                                      {"query": qa["question"], "limit": limit, "sort": sort}))
             latencies.append((time.perf_counter() - start) * 1000)
             ranked = [store_to_dia.get(h["store_id"]) for h in out.get("results", []) if h.get("type") == "message"]
             plain = runtime.store.search(plain_or(qa["question"]), session_ids=[sid], limit=limit, snippets=False)

@@ -10,6 +10,7 @@ time, and a whole subject (limit 25). Prints p50/p95/max; a shared machine is no
 
     python scripts/bench_state.py                          # 1,000 messages, 100,000 assertions
     python scripts/bench_state.py --messages 2000 --assertions 20000 --queries 200
+    python scripts/bench_state.py --preanswer              # per-turn evidence block at 100,000 assertions
 """
 from __future__ import annotations
 
@@ -78,7 +79,7 @@ def bench_extraction(n: int, tmp: str) -> dict:
             round(report["input_chars"] * per), "stored": report["stored"], "seconds_excluding_model": round(took, 2)}
 
 
-def fill(rt, total: int, versions: int = 10, predicates: int = 20) -> tuple[int, int]:
+def fill(rt, total: int, versions: int = 10, predicates: int = 20, suffix: str = "") -> tuple[int, int]:
     subjects = max(1, total // (versions * predicates))
     store = AssertionStore(rt.db)
     store.ensure()
@@ -86,7 +87,7 @@ def fill(rt, total: int, versions: int = 10, predicates: int = 20) -> tuple[int,
     for s in range(subjects):
         for v in range(versions):
             for p in range(predicates):
-                batch.append({"role": "user", "content": f"for subject{s} the p{p} is value{v}x{p}",
+                batch.append({"role": "user", "content": f"for subject{s} the p{p}{suffix} is value{v}x{p}",
                               "timestamp": T0 + v * 86400 + s})
     ids = rt.store.append_bulk(SessionKey("bench"), batch)
     rows = {r.store_id: r for r in rt.store.get_many(ids)}
@@ -136,13 +137,64 @@ def bench_query(total: int, queries: int, tmp: str) -> dict:
             "whole_subject_limit_25": timed(rt, [{"subject_key": f"person:subject{s}"} for s, _ in pick])}
 
 
+def bench_preanswer(total: int, turns: int, tmp: str) -> dict:
+    """Per-turn cost of the pre-answer evidence block with assertions on: the whole block (which
+    also searches raw messages), and the assertion lookup alone (``state.preanswer.assertion_lines``,
+    when this build has it). Every assertion's predicate holds "editor": the worst case of a word
+    shared by the whole table."""
+    from hermes_trove.state import preanswer
+
+    rt = runtime_at(f"{tmp}/preanswer.db")
+    rt = build_runtime(dataclasses.replace(rt.config, preanswer_evidence_enabled=True))
+    started = time.perf_counter()
+    subjects, predicates = fill(rt, total, suffix="_editor")  # every assertion holds the word "editor"
+    filled = time.perf_counter() - started
+    n = int(rt.db.read().execute("SELECT COUNT(*) FROM assertions").fetchone()[0])
+    rng = random.Random(5)
+    asks = []
+    for i in range(turns):
+        s = rng.randrange(subjects)
+        asks.append([f"which editor does subject{s} use now?",  # one subject, plus a word every assertion holds
+                     "remind me which editor we settled on",  # only the word every assertion holds
+                     "anything about the orchard invoice?"][i % 3])  # nothing stored matches
+
+    def run(fn) -> dict:
+        times = []
+        for text in asks:
+            t = time.perf_counter()
+            fn(text)
+            times.append((time.perf_counter() - t) * 1000)
+        times.sort()
+        return {"p50_ms": round(statistics.median(times), 2), "p95_ms": round(times[int(len(times) * 0.95) - 1], 2),
+                "max_ms": round(times[-1], 2)}
+
+    out = {"assertions": n, "fill_seconds": round(filled, 1), "turns": turns,
+           "whole_block": run(lambda text: preanswer.evidence_block(rt, text, "bench-now"))}
+    lookup = getattr(preanswer, "assertion_lines", None)
+    if lookup is not None:
+        out["assertion_lookup"] = run(lambda text: lookup(rt, preanswer._words(text)))
+        examined = []
+        for text in asks[:30]:
+            stats: dict = {}
+            lookup(rt, preanswer._words(text), stats)
+            examined.append(stats.get("examined", 0))
+        out["rows_examined_max"] = max(examined)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--messages", type=int, default=1000)
     ap.add_argument("--assertions", type=int, default=100_000)
     ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--preanswer", action="store_true",
+                    help="time the pre-answer evidence block per turn at --assertions assertions instead")
+    ap.add_argument("--turns", type=int, default=150)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
+        if args.preanswer:
+            print(json.dumps({"preanswer": bench_preanswer(args.assertions, args.turns, tmp)}, indent=2))
+            return
         print(json.dumps({"extraction": bench_extraction(args.messages, tmp),
                           "query_state": bench_query(args.assertions, args.queries, tmp)}, indent=2))
 

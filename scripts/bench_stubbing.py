@@ -96,6 +96,9 @@ def bench_stubbing(args: argparse.Namespace) -> None:
                         break
                     offset = page["next_content_offset"]
                 assert "".join(got) == msgs[i]["content"], "recovery mismatch"
+    if not per_msg:
+        raise SystemExit(f"bench_stubbing: no tool result exceeded the stub threshold "
+                         f"({cfg.large_output_active_replay_stub_threshold_tokens} tokens); raise --result-tokens")
     print(f"token counter: {tokens.backend()}")
     print(f"session: {args.results} tool results of ~{args.result_tokens} tokens, tail of {args.tail_pairs} pairs,"
           f" {len(msgs)} messages")

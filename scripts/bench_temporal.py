@@ -30,13 +30,13 @@ import sys
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "locomo-dev.json"
-_DIA = re.compile(r"D(\d+):\d+")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _locomo import DEFAULT_DATA, evidence_ids, load_package, sessions  # noqa: E402
+
 _MONTHS = {name: index + 1 for index, name in enumerate(
     ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
      "november", "december"])}
@@ -55,25 +55,10 @@ _RELATIVE = re.compile(r"(?:the |last )?(two |three |four |2 |3 |4 )?(week|weeke
 _OF_MONTH = re.compile(r"(?:the )?(first|last) (week|weekend) of (.+)")
 
 
-def load_package() -> Any:
-    """Register this checkout as ``hermes_trove`` (scripts/_bootstrap.py)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import _bootstrap  # noqa: F401
-    return sys.modules["hermes_trove"]
-
-
 @dataclass(frozen=True)
 class Gold:
     kind: str
     accepted: tuple[tuple[date, date], ...]
-
-
-def session_time(text: str) -> datetime | None:
-    """LoCoMo session stamps look like '1:56 pm on 8 May, 2023'."""
-    try:
-        return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
-    except (ValueError, AttributeError):
-        return None
 
 
 def parse_day(text: str, default_year: int) -> date | None:
@@ -171,10 +156,7 @@ def judge(gold: Gold, spans: list[tuple[date, date]]) -> tuple[bool, bool]:
 
 def turns_by_dia(conversation: dict[str, Any]) -> dict[str, tuple[datetime | None, str]]:
     found: dict[str, tuple[datetime | None, str]] = {}
-    for key, turns in conversation.items():
-        if not (key.startswith("session_") and isinstance(turns, list)):
-            continue
-        stamp = session_time(str(conversation.get(f"{key}_date_time", "")))
+    for _, stamp, turns in sessions(conversation):
         for turn in turns:
             found[str(turn.get("dia_id"))] = (stamp, str(turn.get("text") or ""))
     return found
@@ -204,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
             if qa.get("category") != 2:
                 continue
             category2 += 1
-            dia_ids = [d for ev in qa.get("evidence") or [] for d in re.findall(r"D\d+:\d+", str(ev))]
+            dia_ids = evidence_ids(qa.get("evidence"))
             evidence = [turns[d] for d in dia_ids if d in turns and turns[d][0] is not None]
             if not evidence:
                 ineligible["no evidence turn"] += 1

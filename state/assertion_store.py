@@ -17,7 +17,7 @@ from typing import Any
 
 from ..db import Database
 from ..rows import MessageRow, message_row
-from .contract import Candidate, Known, relation
+from .contract import Candidate, Known, relation, terms
 
 FEATURE = "state"
 CURSOR = "extraction"
@@ -156,6 +156,9 @@ class AssertionStore:
             if cur.rowcount != 1:
                 continue  # already stored (re-extraction is idempotent)
             stored += 1
+            conn.executemany("INSERT OR IGNORE INTO assertion_terms(term, observed_at, assertion_id) VALUES (?,?,?)",
+                             [(t, c.observed_at, c.assertion_id)
+                              for t in terms(c.subject_key, c.predicate_key, c.value_norm)])
             new = Known(c.assertion_id, c.kind, c.value_norm, c.polarity, c.speaker_role, c.observed_at, c.valid_from)
             restated = False
             # Only assertions nothing superseded yet, newest first and bounded: the cost of an
@@ -187,6 +190,7 @@ class AssertionStore:
         with self.db.transaction() as conn:
             n = int(conn.execute("SELECT COUNT(*) FROM assertions").fetchone()[0])
             conn.execute("DELETE FROM assertion_relations")
+            conn.execute("DELETE FROM assertion_terms")
             conn.execute("DELETE FROM assertions")
             conn.execute("DELETE FROM assertion_extraction")
         return n
@@ -232,23 +236,41 @@ class AssertionStore:
                                    (assertion_id,)).fetchone()
         return None if r is None else _row(r)
 
-    def search_values(self, words: Sequence[str], limit: int) -> list[AssertionRow]:
-        """Assertions whose subject, predicate or value holds one of ``words`` (newest first)."""
-        if not words:
-            return []
-        conds = " OR ".join("instr(a.subject_key || ' ' || a.predicate_key || ' ' || a.value_norm, ?) > 0"
-                            for _ in words)
-        sql = (f"SELECT a.*, NOT EXISTS (SELECT 1 FROM assertion_relations r WHERE r.to_id = a.assertion_id"
-               f" AND r.relation = 'supersedes') AS active FROM assertions a WHERE ({conds})"
-               " ORDER BY active DESC, a.observed_at DESC LIMIT ?")
-        return [_row(r) for r in self.db.read().execute(sql, (*words, int(limit)))]
+    def search_terms(self, words: Sequence[str], limit: int, examine: int) -> tuple[list[AssertionRow], int]:
+        """Up to ``limit`` active assertions indexed under one of ``words``: those holding the most
+        words first, then the newest; and the rows examined, never more than ``examine`` plus
+        ``examine // 4`` whatever the table holds (the newest postings of each word, then the
+        best candidates' rows)."""
+        if not words or limit <= 0:
+            return [], 0
+        conn = self.db.read()
+        per_word = max(1, examine // len(words))
+        found: dict[str, list[float]] = {}  # assertion_id -> [words held, observed_at]
+        examined = 0
+        for word in words:
+            for aid, at in conn.execute("SELECT assertion_id, observed_at FROM assertion_terms WHERE term = ?"
+                                        " ORDER BY observed_at DESC LIMIT ?", (word, per_word)):
+                examined += 1
+                hit = found.setdefault(str(aid), [0.0, float(at)])
+                hit[0] += 1
+        out: list[AssertionRow] = []
+        for aid in sorted(found, key=lambda a: (-found[a][0], -found[a][1], a))[:max(limit, examine // 4)]:
+            examined += 1
+            r = conn.execute("SELECT a.*, NOT EXISTS (SELECT 1 FROM assertion_relations x WHERE x.to_id ="
+                             " a.assertion_id AND x.relation = 'supersedes') AS active FROM assertions a"
+                             " WHERE a.assertion_id = ?", (aid,)).fetchone()
+            if r is not None and r["active"]:
+                out.append(_row(r))
+                if len(out) >= limit:
+                    break
+        return out, examined
 
     # -- status ------------------------------------------------------------------------
     def sizes(self) -> dict[str, int]:
         conn = self.db.read()
         return {t: int(conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0])
-                for t in ("assertions", "assertion_relations", "assertion_batches", "retrieval_episodes",
-                          "retrieval_events")}
+                for t in ("assertions", "assertion_relations", "assertion_terms", "assertion_batches",
+                          "retrieval_episodes", "retrieval_events")}
 
     def spend(self) -> dict[str, int]:
         r = self.db.read().execute(

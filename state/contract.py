@@ -127,6 +127,21 @@ def norm_value(value: str) -> str:
     return " ".join(re.sub(r"[^\w@.:/+\-]+", " ", value.lower()).split())
 
 
+_TERM = re.compile(r"[^\W_]+")
+TERM_MIN = 4              # the backfill of migration 0010_assertion_terms splits exactly like ``terms``
+TERM_SKIP = frozenset({"self"})
+
+
+def terms(subject: str, pred: str, value_norm: str) -> tuple[str, ...]:
+    """The lookup words of an assertion: its subject's name (not the ``user:`` kind), predicate and
+    value, split on anything but letters and digits, 4+ characters, each once."""
+    out: list[str] = []
+    for word in _TERM.findall(f"{subject.split(':', 1)[-1]} {pred} {value_norm}"):
+        if len(word) >= TERM_MIN and word not in TERM_SKIP and word not in out:
+            out.append(word)
+    return tuple(out)
+
+
 def assertion_id(store_id: int, start: int, end: int, subject: str, pred: str, value_norm: str, kind: str,
                  polarity: str, scope: str) -> str:
     raw = "\x1f".join([VERSION, str(store_id), str(start), str(end), subject, pred, value_norm, kind, polarity, scope])

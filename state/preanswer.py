@@ -1,11 +1,12 @@
 """Pre-answer evidence: a small fenced block of exact refs for the user's message (opt-in).
 
 ``evidence_block`` searches stored raw messages (full text, every session, this turn's own
-message excluded) and, with assertions on, the active assertions whose keys or values share
-a word with the message. The block is fenced by ``ingest.EVIDENCE_OPEN``/``EVIDENCE_CLOSE``:
-ingest strips it from any user message that carries it, so it is never stored or summarised
-as something the user said. Bounded: at most MAX_ITEMS refs, MAX_QUOTE characters each,
-MAX_BLOCK characters in all. The hook calls it inside its fail-open boundary.
+message excluded) and, with assertions on, the active assertions whose subject name, predicate
+or value holds a word of the message (an indexed lookup over ``assertion_terms``, capped rows).
+The block is fenced by ``ingest.EVIDENCE_OPEN``/``EVIDENCE_CLOSE``: ingest strips it from any
+user message that carries it, so it is never stored or summarised as something the user said. Bounded: at most
+MAX_ITEMS refs, MAX_QUOTE characters each, MAX_BLOCK characters in all. The hook calls it
+inside its fail-open boundary.
 """
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ MAX_ITEMS = 4
 MAX_QUOTE = 280
 MAX_BLOCK = 2000
 MIN_WORD = 4
+MAX_ASSERTIONS = 2    # assertion lines in one block
+MAX_EXAMINED = 96     # index postings one turn reads (plus a quarter as many assertion rows)
 _WORD = re.compile(r"[^\W_]{4,}", re.U)
 _STOP = frozenset("that this what which when where with have from your about there their would could should "
                   "into them they were been does doing just like than then some more also only very".split())
@@ -35,23 +38,30 @@ def _words(text: str) -> list[str]:
     return out[:12]
 
 
+def assertion_lines(runtime: Runtime, words: list[str], stats: dict[str, int] | None = None) -> list[str]:
+    """Block lines for the active assertions indexed under ``words`` (at most MAX_ASSERTIONS).
+
+    An indexed lookup with a hard cap on rows examined (``AssertionStore.search_terms``): the
+    cost of a turn stays the same however many assertions the table holds."""
+    from .assertion_store import AssertionStore
+
+    store = AssertionStore(runtime.db)
+    if not words or not store.present():
+        return []
+    found, examined = store.search_terms(words, MAX_ASSERTIONS, MAX_EXAMINED)
+    if stats is not None:
+        stats["examined"] = examined
+    return [f"- {shorthand(a.store_id, a.span_start, a.span_end)} ({a.speaker_role}, {iso(a.observed_at)}): "
+            f"{a.subject_key} {a.predicate_key} = {a.value_text[:80]!r}; quote {a.quote[:MAX_QUOTE]!r}"
+            for a in found]
+
+
 def evidence_block(runtime: Runtime, user_message: str, session_id: str) -> str:
     """The fenced block for ``user_message`` ("" when nothing relevant is stored)."""
     words = _words(user_message or "")
     if not words:
         return ""
-    lines: list[str] = []
-    if runtime.config.assertions_enabled:
-        from .assertion_store import AssertionStore
-
-        store = AssertionStore(runtime.db)
-        if store.present():
-            for a in store.search_values(words, 2):
-                if not a.active:
-                    continue
-                lines.append(f"- {shorthand(a.store_id, a.span_start, a.span_end)} ({a.speaker_role}, "
-                             f"{iso(a.observed_at)}): {a.subject_key} {a.predicate_key} = {a.value_text[:80]!r}; "
-                             f"quote {a.quote[:MAX_QUOTE]!r}")
+    lines = assertion_lines(runtime, words) if runtime.config.assertions_enabled else []
     expression = " OR ".join(f'"{w}"' for w in words)
     hits = runtime.store.search(expression, limit=MAX_ITEMS * 3, snippets=False, max_candidates=2000)
     for row, _score, _snip in hits:

@@ -1,5 +1,7 @@
 """Test doubles for the embeddings tests: a fake OpenAI-compatible /v1/embeddings server on
-127.0.0.1 with deterministic bag-of-words vectors, and a config/runtime builder for it."""
+127.0.0.1 with deterministic bag-of-words vectors, a config/runtime builder for it, the
+``fake`` (``fake_embeddings_server``) and ``fresh_embedding_caches`` fixtures (import them into
+a test module) and ``index_all``."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,11 +11,14 @@ import math
 import re
 import threading
 import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import pytest
 from conftest import make_config
 
+from hermes_trove.retrieval import embed_providers, indexer, vector_index
 from hermes_trove.runtime import build_runtime
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -100,3 +105,28 @@ def fake_env(tmp_path: Any, fake: FakeEmbeddings, model: str = "fake-32") -> dic
     return {"HERMES_HOME": str(tmp_path), "TROVE_DATABASE_PATH": str(tmp_path / "trove.db"),
             "TROVE_EMBEDDINGS_ENABLED": "true", "TROVE_EMBEDDING_PROVIDER": "openai",
             "TROVE_EMBEDDING_MODEL": model, "TROVE_EMBEDDING_BASE_URL": fake.base_url}
+
+
+@pytest.fixture(name="fake")
+def fake_embeddings_server() -> Iterator[FakeEmbeddings]:
+    """A running ``FakeEmbeddings`` as the ``fake`` fixture."""
+    with FakeEmbeddings() as server:
+        yield server
+
+
+@pytest.fixture
+def fresh_embedding_caches() -> Iterator[None]:
+    """Providers and vector indexes are cached per process: each test starts and ends without
+    any, and with no indexer thread left running."""
+    embed_providers.forget_providers()
+    vector_index.forget_indexes()
+    yield
+    indexer.stop_all()
+    embed_providers.forget_providers()
+    vector_index.forget_indexes()
+
+
+def index_all(runtime: Any) -> None:
+    """Run indexer passes until everything eligible has its vectors."""
+    while indexer.run_pass(runtime, budget_s=30).status == "partial":
+        pass

@@ -12,31 +12,16 @@ import time
 from pathlib import Path
 
 import pytest
-from embed_fakes import FakeEmbeddings, fake_env, fake_runtime
+from embed_fakes import fake_embeddings_server, fake_env, fake_runtime, fresh_embedding_caches, index_all  # noqa: F401
 
-from hermes_trove.retrieval import embed_providers, indexer, semantic, vector_index
+from hermes_trove.retrieval import indexer, semantic
 from hermes_trove.retrieval.indexer import chunk_spans
 from hermes_trove.retrieval.vector_store import VectorRow, VectorStore
 from hermes_trove.store import SessionKey
 
 pytest.importorskip("numpy", reason="the [embeddings] extra is not installed: pip install 'hermes-trove[embeddings]'")
+pytestmark = pytest.mark.usefixtures("fresh_embedding_caches")
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(autouse=True)
-def _clean():
-    embed_providers.forget_providers()
-    vector_index.forget_indexes()
-    yield
-    indexer.stop_all()
-    embed_providers.forget_providers()
-    vector_index.forget_indexes()
-
-
-@pytest.fixture
-def fake():
-    with FakeEmbeddings() as server:
-        yield server
 
 
 def seed(runtime, n=20, session="s1", start=0):
@@ -103,8 +88,7 @@ def test_passes_are_bounded_and_only_read_new_rows(tmp_path, fake):
     seed(runtime, 30)
     first = indexer.run_pass(runtime, budget_s=30, max_items=12)
     assert first.status == "partial" and first.rows == 12 and not first.swapped
-    while indexer.run_pass(runtime, budget_s=30).status == "partial":
-        pass
+    index_all(runtime)
     sent = fake.texts_sent()
     assert len(vectors(runtime)) == 30
     again = indexer.run_pass(runtime, budget_s=30)
@@ -131,8 +115,7 @@ def test_switching_the_model_builds_a_new_generation_beside_the_old_and_swaps_wh
 
     old = fake_runtime(tmp_path, fake, model="fake-16", embedding_batch_size=4)
     ids = seed(old, 24)
-    while indexer.run_pass(old, budget_s=30).status == "partial":
-        pass
+    index_all(old)
     store = VectorStore(old.db)
     first = store.active()
     assert first is not None and first.dim == 16
@@ -145,8 +128,7 @@ def test_switching_the_model_builds_a_new_generation_beside_the_old_and_swaps_wh
     result = semantic.search(new, "note 3 about topic3")
     assert result.ran and result.generation == first.generation_id and result.provider == "openai:fake-16"
     assert result.hits[0].item_id == ids[3] and result.hits[0].score > 0.99
-    while indexer.run_pass(new, budget_s=30).status == "partial":
-        pass
+    index_all(new)
     assert store.active().generation_id == building.generation_id
     assert store.generation(first.generation_id).state == "retired"
     # the retired space is pruned; every remaining vector belongs to the 8-dimension space
@@ -190,8 +172,7 @@ def test_two_processes_indexing_one_database_write_no_duplicates_and_lose_no_row
         time.sleep(0.1)
     outs = [p.communicate(timeout=120) for p in procs]
     assert all(p.returncode == 0 for p in procs), outs
-    while indexer.run_pass(runtime, budget_s=30).status == "partial":
-        pass
+    index_all(runtime)
     store = VectorStore(runtime.db)
     gen = store.active()
     assert gen is not None

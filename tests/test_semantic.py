@@ -9,30 +9,15 @@ import time
 
 import pytest
 from conftest import make_engine
-from embed_fakes import FakeEmbeddings, fake_runtime
+from embed_fakes import fake_embeddings_server, fake_runtime, fresh_embedding_caches, index_all  # noqa: F401  (fixtures)
 
-from hermes_trove.retrieval import embed_providers, indexer, semantic, vector_index
+from hermes_trove.retrieval import semantic, vector_index
 from hermes_trove.store import SessionKey
 from hermes_trove.tools import dispatch
 
 np = pytest.importorskip("numpy", reason="the [embeddings] extra is not installed: pip install "
                                          "'hermes-trove[embeddings]'")
-
-
-@pytest.fixture(autouse=True)
-def _clean():
-    embed_providers.forget_providers()
-    vector_index.forget_indexes()
-    yield
-    indexer.stop_all()
-    embed_providers.forget_providers()
-    vector_index.forget_indexes()
-
-
-@pytest.fixture
-def fake():
-    with FakeEmbeddings() as server:
-        yield server
+pytestmark = pytest.mark.usefixtures("fresh_embedding_caches")
 
 
 def build(tmp_path, fake, **overrides):
@@ -45,8 +30,7 @@ def build(tmp_path, fake, **overrides):
         {"role": "user", "content": "golden retriever puppy photos please", "timestamp": 6000.0}])
     node = runtime.dag.add_leaf("alpha", "talked about a golden retriever puppy", a, token_count=5,
                                 source_token_count=9, earliest_at=1000.0, latest_at=1001.0)
-    while indexer.run_pass(runtime, budget_s=30).status == "partial":
-        pass
+    index_all(runtime)
     return runtime, a, b, node
 
 
@@ -105,8 +89,8 @@ def test_the_prescreen_path_finds_what_the_exact_scan_finds(monkeypatch):
     index = vector_index.VectorIndex(1, 64)
     from hermes_trove.retrieval.vector_store import StoredVector
 
-    index.append([StoredVector(i + 1, "message", i, 0, 10, f"s{i % 3}", float(i), q[i].tobytes(), float(scale[i]))
-                  for i in range(len(vecs))])
+    index.append([StoredVector("message", i, 0, 10, f"s{i % 3}", float(i), q[i].tobytes(), float(scale[i]),
+                               vector_id=i + 1) for i in range(len(vecs))])
     query = vecs[42] + 0.05 * rng.standard_normal(64).astype(np.float32)
     query /= np.linalg.norm(query)
     exact = [h.item_id for h in index.search(query, limit=10)]

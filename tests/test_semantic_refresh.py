@@ -4,28 +4,14 @@ by the next one, and an unchanged store is not re-read by the query thread."""
 from __future__ import annotations
 
 import pytest
-from embed_fakes import FakeEmbeddings, fake_runtime
+from embed_fakes import FakeEmbeddings, fake_runtime, fresh_embedding_caches, index_all  # noqa: F401  (fixture)
 
-from hermes_trove.retrieval import embed_providers, indexer, semantic, vector_index
+from hermes_trove.retrieval import semantic, vector_index
 from hermes_trove.store import SessionKey
 
 pytest.importorskip("numpy", reason="the [embeddings] extra is not installed: pip install "
                                     "'hermes-trove[embeddings]'")
-
-
-@pytest.fixture(autouse=True)
-def _clean():
-    embed_providers.forget_providers()
-    vector_index.forget_indexes()
-    yield
-    indexer.stop_all()
-    embed_providers.forget_providers()
-    vector_index.forget_indexes()
-
-
-def _index_all(runtime):
-    while indexer.run_pass(runtime, budget_s=30).status == "partial":
-        pass
+pytestmark = pytest.mark.usefixtures("fresh_embedding_caches")
 
 
 def test_index_refreshes_only_when_the_store_changed(tmp_path, monkeypatch):
@@ -33,7 +19,7 @@ def test_index_refreshes_only_when_the_store_changed(tmp_path, monkeypatch):
         runtime = fake_runtime(tmp_path, fake)
         first = runtime.store.append(SessionKey("alpha"), [
             {"role": "user", "content": "my sister adopted a golden retriever puppy", "timestamp": 1000.0}])
-        _index_all(runtime)
+        index_all(runtime)
         refreshes: list[int] = []
         real = vector_index.VectorIndex.refresh
 
@@ -51,7 +37,7 @@ def test_index_refreshes_only_when_the_store_changed(tmp_path, monkeypatch):
 
         second = runtime.store.append(SessionKey("beta"), [
             {"role": "user", "content": "golden retriever puppy photos please", "timestamp": 2000.0}])
-        _index_all(runtime)
+        index_all(runtime)
         grown = semantic.search(runtime, "golden retriever puppy")
         assert grown.ran and {h.item_id for h in grown.hits} == set(first + second)
         assert len(refreshes) == 2

