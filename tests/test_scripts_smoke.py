@@ -136,6 +136,24 @@ def test_bench_recall_with_embeddings_runs_hybrid_and_semantic_recall(tmp_path):
 
 
 @needs_locomo
+@needs_embeddings
+def test_sweep_hybrid_scores_every_fusion_design_by_leave_one_out(tmp_path):
+    out = run_script("sweep_hybrid.py", "--data", locomo_slice(tmp_path), "--json", tmp_path=tmp_path)
+    report = json.loads(out)
+    designs = report["designs"]
+    assert report["questions"] >= 30 and len(designs) >= 10
+    base = designs["full text (recall today)"]
+    assert base["loo_R@10"] >= FLOOR
+    for label, res in designs.items():
+        assert set(res["held"]) == {"conv-26", "conv-43"}, label
+        assert 0 < res["loo_R@10"] <= 1 and 0 < res["loo_R@5"] <= res["loo_R@10"] + 1e-9, label
+    # a dense share of 0 is full text whatever the design's normalisation (same order)
+    assert designs["product (smooth FTS, then min-max, dense top-400)"]["curve"]["0.0"] == \
+        pytest.approx(base["curve"]["0.0"], abs=1e-4)
+    assert base["loo_R@10"] - 1e-9 <= report["oracle_R@10"] <= 1
+
+
+@needs_locomo
 def test_bench_temporal_resolves_most_dated_evidence(tmp_path):
     out = run_script("bench_temporal.py", "--data", locomo_slice(tmp_path), tmp_path=tmp_path)
     assert figure(r"eligible \(date-like gold with evidence\): (\d+)", out) >= 5
