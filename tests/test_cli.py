@@ -98,7 +98,7 @@ def test_python_dash_m_runs_from_an_installed_package_layout(db, tmp_path):
     assert json.loads(proc.stdout)["overall"] == "healthy"
 
 
-# -- the CLI behaves like a CLI (issue 18) ----------------------------------------------------
+# -- the CLI behaves like a CLI --------------------------------------------------------------
 
 def hermes_cli(runtime):
     """``hermes trove`` as the host builds it: our parser under a subparser, ``args.func(args)``."""

@@ -205,7 +205,7 @@ def test_provenance_uses_agent_and_namespace(tmp_path):
                      ("openclaw-trove:agent:sammy:sess-1", "openclaw-trove:agent:sammy:sess-1")]
 
 
-# -- the importer as a command (issue 18) -----------------------------------------------------
+# -- the importer as a command ---------------------------------------------------------------
 
 FIXTURES = ROOT.parent / "shared" / "fixtures"
 needs_fixtures = pytest.mark.skipif(not (FIXTURES / "openclaw-jsonl").is_dir(), reason="shared fixtures missing")

@@ -126,7 +126,7 @@ def test_describe_config_folds_a_broken_setup_into_an_error(tmp_path):
     assert describe_config(cfg)["error"].startswith("TypeError")
 
 
-# -- the widened catalog (issue 17, finding 4) ---------------------------------------
+# -- the widened catalog -----------------------------------------------------------
 from reliability.corpus import CLEAN, SECRETS  # noqa: E402
 
 

@@ -8,7 +8,7 @@ from hermes_trove.tools import TOOLS, dispatch
 
 MiB = 1 << 20
 
-# Hostile shapes of the independent run, each ``n`` characters long.
+# Hostile argument shapes, each ``n`` characters long.
 SHAPES = {
     "open_parens": lambda n: "(" * (n - 1) + "x",
     "quotes": lambda n: '"' * n,

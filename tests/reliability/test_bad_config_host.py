@@ -1,4 +1,4 @@
-"""Finding 1 through the real host: bad TROVE_* values never stop Hermes from starting.
+"""Through the real host: bad TROVE_* values never stop Hermes from starting.
 
 Runs the real Hermes loop (the e2e harness: a scratch home, the fake model on 127.0.0.1);
 marked ``e2e`` as well, so ``-m "not e2e"`` leaves it out with the rest of the host suite.

@@ -1,4 +1,4 @@
-"""Finding 8: every test runs with a temporary HERMES_HOME and cannot reach anything but 127.0.0.1."""
+"""Every test runs with a temporary HERMES_HOME and cannot reach anything but 127.0.0.1."""
 from __future__ import annotations
 
 import os

@@ -68,7 +68,7 @@ def test_oversized_raw_argument_text_is_refused_before_json_parsing(eng):
 
 
 def test_errors_never_echo_a_whole_argument(eng):
-    # Finding 5: a 1 MiB invalid value used to come back as a 4.3 MB reply.
+    # A 1 MiB invalid value used to come back as a 4.3 MB reply.
     for args in ({"limit": "x" * 30000}, {"session_scope": "y" * 30000}, {"query": "q", "time_from": "z" * 30000},
                  {"store_id": "w" * 30000, "include_exact_ref": "v" * 30000}):
         out = dispatch(eng.tool_context(), "trove_expand" if "store_id" in args else "trove_grep", args)
@@ -100,7 +100,7 @@ def test_unknown_tool_names_are_truncated_in_the_reply(eng):
 @pytest.mark.parametrize("tool, param", [("trove_expand", "node_id"), ("trove_expand", "store_id"),
                                          ("trove_describe", "node_id"), ("trove_grep", "limit")])
 def test_ids_beyond_64_bits_are_validation_errors_not_internal_failures(eng, tool, param, value):
-    # Finding 6: these raised OverflowError inside SQLite binding.
+    # These raised OverflowError inside SQLite binding.
     out = reply(eng.tool_context(), tool, {param: value, "query": "key"})
     assert param == "limit" or "error" in out  # limit is clamped to its cap instead
     if "error" in out:

@@ -1,4 +1,4 @@
-"""Finding 4 end to end: with redaction on, no secret of the corpus reaches any disk surface
+"""End to end: with redaction on, no secret of the corpus reaches any disk surface
 (trove.db, its WAL, payload files, the FTS vocabulary) or any text trove hands the provider
 (summaries, replay stubs, the prompts of its own model calls); the clean corpus is unchanged."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Finding 3: two processes on one session never condense the same nodes twice; the doctor
+"""Two processes on one session never condense the same nodes twice; the doctor
 reports multi-parent nodes and overlapping frontier coverage; ``doctor repair`` fixes them."""
 from __future__ import annotations
 

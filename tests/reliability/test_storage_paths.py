@@ -1,4 +1,4 @@
-"""Finding 7: unusable database paths name the path and the variable; a payload directory that
+"""Unusable database paths name the path and the variable; a payload directory that
 is a file fails the doctor; stale sidecar temp files are removed; hard links are refused."""
 from __future__ import annotations
 
