@@ -5,6 +5,7 @@ registers this checkout as ``hermes_trove`` when a bench is ready to use it.
 """
 from __future__ import annotations
 
+import json
 import re
 import sys
 from datetime import UTC, datetime
@@ -23,6 +24,16 @@ def load_package() -> Any:
     import _bootstrap  # noqa: F401
 
     return sys.modules["hermes_trove"]
+
+
+def load_dev_split(path: Path, script: str) -> list[dict[str, Any]] | None:
+    """The LoCoMo conversations at ``path`` with the package registered; None (said) when absent."""
+    if not path.exists():
+        print(f"{script}: skipped, {path} not found (the LoCoMo dev split lives in ../shared/data)")
+        return None
+    load_package()
+    data: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))
+    return data
 
 
 def session_time(text: str) -> datetime | None:

@@ -31,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_temporal as bt  # noqa: E402  (gold parsing and matching rules)
-from _locomo import DEFAULT_DATA, evidence_ids, load_package, sessions  # noqa: E402
+from _locomo import DEFAULT_DATA, evidence_ids, load_dev_split, sessions  # noqa: E402
 
 DURATION = re.compile(r"\bhow long\b|\bhow many (days|weeks|months|years)\b", re.I)
 
@@ -58,17 +58,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--examples", type=int, default=3)
     args = parser.parse_args(argv)
-    if not args.data.exists():
-        print(f"bench_evidence: skipped, {args.data} not found (LoCoMo dev split)")
+    samples = load_dev_split(args.data, "bench_evidence")
+    if samples is None:
         return 0
-    load_package()
     from hermes_trove.config import load_config
     from hermes_trove.runtime import build_runtime
     from hermes_trove.store import SessionKey
     from hermes_trove.toolkit import ToolContext
     from hermes_trove.tools import dispatch
 
-    samples = json.loads(args.data.read_text(encoding="utf-8"))
     home = Path(tempfile.mkdtemp(prefix="bench-evidence-"))
     import dataclasses
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _locomo import DEFAULT_DATA, evidence_ids, load_package, sessions  # noqa: E402
+from _locomo import DEFAULT_DATA, evidence_ids, load_dev_split, sessions  # noqa: E402
 
 KS = (5, 10)
 
@@ -451,18 +451,16 @@ def main() -> int:
                         help="with --scale --embeddings: distinct padding texts embedded once (default 1000)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    if not args.data.exists():
-        print(f"skipped: {args.data} not found (the LoCoMo dev split lives in ../shared/data)")
+    data = load_dev_split(args.data, "bench_recall")
+    if data is None:
         return 0
-    load_package()
-    data = json.loads(args.data.read_text(encoding="utf-8"))
     tmp = Path(tempfile.mkdtemp(prefix="trove-bench-recall-"))
     overrides: dict[str, Any] = {"embeddings_enabled": True} if args.embeddings else {}
     if args.scale and args.scale_only:
         data = data[:1]
     memories = [build_memory(sample, tmp, overrides) for sample in data]
     if args.embeddings:
-        _index_vectors(memories)
+        index_vectors(memories)
     if args.scale and args.scale_only:
         result = scale(memories, args.scale, args.embeddings, args.pad_pool)
         if args.json:
@@ -519,7 +517,7 @@ def main() -> int:
     return 0
 
 
-def _index_vectors(memories: list[Memory]) -> None:
+def index_vectors(memories: list[Memory]) -> None:
     """Embed every stored row through the embeddings indexer."""
     from hermes_trove.retrieval import indexer
 

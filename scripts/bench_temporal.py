@@ -24,7 +24,6 @@ eligible and are counted separately.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import time
@@ -35,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _locomo import DEFAULT_DATA, evidence_ids, load_package, sessions  # noqa: E402
+from _locomo import DEFAULT_DATA, evidence_ids, load_dev_split, sessions  # noqa: E402
 
 _MONTHS = {name: index + 1 for index, name in enumerate(
     ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
@@ -167,13 +166,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--examples", type=int, default=3)
     args = parser.parse_args(argv)
-    if not args.data.exists():
-        print(f"bench_temporal: skipped, {args.data} not found (LoCoMo dev split)")
+    samples = load_dev_split(args.data, "bench_temporal")
+    if samples is None:
         return 0
-    load_package()
     from hermes_trove.temporal.occurrence import resolve_occurrences
 
-    samples = json.loads(args.data.read_text(encoding="utf-8"))
     category2 = eligible = exact_hits = loose_hits = 0
     ineligible: Counter[str] = Counter()
     skipped: list[str] = []

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _locomo import DEFAULT_DATA, load_package  # noqa: E402
+from _locomo import DEFAULT_DATA, load_dev_split  # noqa: E402
 
 KS = (5, 10)
 GRID = (0.0, 0.1, 0.2, 0.25, 0.33, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
@@ -323,17 +323,15 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    if not args.data.exists():
-        print(f"skipped: {args.data} not found (the LoCoMo dev split lives in ../shared/data)")
+    data = load_dev_split(args.data, "sweep_hybrid")
+    if data is None:
         return 0
-    load_package()
     import bench_recall
 
-    data = json.loads(args.data.read_text(encoding="utf-8"))
     tmp = Path(tempfile.mkdtemp(prefix="trove-sweep-hybrid-"))
     started = time.perf_counter()
     memories = [bench_recall.build_memory(s, tmp, {"embeddings_enabled": True}) for s in data]
-    bench_recall._index_vectors(memories)
+    bench_recall.index_vectors(memories)
     convs = capture(memories)
     built = time.perf_counter() - started
     cfg = memories[0].runtime.config
