@@ -27,29 +27,9 @@ _KNOWN = "assertion_id, kind, value_norm, polarity, speaker_role, observed_at, v
 
 
 @dataclass(frozen=True)
-class AssertionRow:
-    assertion_id: str
-    store_id: int
-    span_start: int
-    span_end: int
-    quote: str
-    content_sha256: str
-    session_id: str
-    subject_key: str
-    predicate_key: str
-    value_text: str
-    value_norm: str
-    kind: str
-    polarity: str
-    scope_key: str
-    speaker_role: str
-    observed_at: float
-    event_at: float | None
-    event_end: float | None
-    event_expression: str | None
-    valid_from: float | None
-    valid_to: float | None
-    confidence: float
+class AssertionRow(Candidate):
+    """A stored assertion: the verified candidate plus who extracted it, when, and whether it is live."""
+
     extractor: str
     created_at: float
     active: bool = True
