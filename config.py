@@ -183,6 +183,10 @@ class TroveConfig:
     embedding_tool_output_policy: str = knob(
         "TROVE_EMBEDDING_TOOL_OUTPUT_POLICY", "none", "Tool outputs get vectors: none (default) or all.",
         group="embeddings")
+    embedding_context_messages: int = knob(
+        "TROVE_EMBEDDING_CONTEXT_MESSAGES", 2,
+        "Earlier user/assistant messages embedded after each message chunk (0 = the chunk alone, about 3x faster"
+        " indexing, weaker vectors). Changing it re-embeds messages in place.", lo=0, hi=8, group="embeddings")
     embedding_pass_budget_ms: int = knob(
         "TROVE_EMBEDDING_PASS_BUDGET_MS", 2000, "Time budget of one background indexing pass.", lo=50,
         group="embeddings")
@@ -198,8 +202,9 @@ class TroveConfig:
 
     # Whole-memory recall (trove_recall; see docs/retrieval-tools.md)
     recall_fusion: str = knob(
-        "TROVE_RECALL_FUSION", "interpolate",
-        "How recall fuses its arms: interpolate (min-max score interpolation) or rrf.", group="recall")
+        "TROVE_RECALL_FUSION", "zscore",
+        "How recall fuses its arms: zscore or interpolate (weighted z-score or min-max normalised scores), or rrf.",
+        group="recall")
     recall_fts_weight: float = knob(
         "TROVE_RECALL_FTS_WEIGHT", 1.0, "Weight of the full-text arm over raw messages.", lo=0.0, hi=100.0,
         group="recall")
@@ -207,7 +212,7 @@ class TroveConfig:
         "TROVE_RECALL_SUMMARY_WEIGHT", 1.0, "Weight of the full-text arm over summary nodes.", lo=0.0, hi=100.0,
         group="recall")
     recall_semantic_weight: float = knob(
-        "TROVE_RECALL_SEMANTIC_WEIGHT", 0.5,
+        "TROVE_RECALL_SEMANTIC_WEIGHT", 1.0,
         "Weight of the vector arm beside full text 1.0 (leave-one-conversation-out optimum).", lo=0.0, hi=100.0,
         group="recall")
     recall_candidates: int = knob(

@@ -303,6 +303,12 @@ CREATE TRIGGER embedding_vectors_node_gone AFTER DELETE ON summary_nodes BEGIN
     DELETE FROM embedding_vectors WHERE kind = 'summary' AND item_id = old.node_id;
 END;
 """),
+    # The text recipe a generation's message vectors were made with. Generations made before the
+    # column existed embedded each message chunk alone ('chunk'); the indexer re-embeds their
+    # messages with the current recipe in place.
+    ("0011_embedding_recipe", """
+ALTER TABLE embedding_generations ADD COLUMN recipe TEXT NOT NULL DEFAULT 'chunk';
+"""),
 )
 
 

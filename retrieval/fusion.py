@@ -2,9 +2,10 @@
 
 An *arm* is one ranked source of candidates (full-text over raw rows, full-text over
 summaries, vectors) mapping item keys to higher-is-better scores. Arms use incomparable
-scales, so fusion first normalises each arm, then combines them by weight. Min-max
-interpolation is the default (it beat reciprocal-rank fusion with a small embedder on the
-LoCoMo dev split); RRF stays available for comparison. Nothing here reads storage.
+scales, so fusion first normalises each arm, then combines them by weight: by z-score (the
+default: each arm's scores in standard deviations of its own pool, which one outlying top
+score cannot squash) or by min-max; both beat reciprocal-rank fusion with a small embedder
+on the LoCoMo dev split, and RRF stays available for comparison. Nothing here reads storage.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import TypeVar
 
 K = TypeVar("K", bound=Hashable)
 
-FUSIONS = ("interpolate", "rrf")
+FUSIONS = ("zscore", "interpolate", "rrf")
 RRF_K = 60
 
 
@@ -34,10 +35,29 @@ def minmax(scores: Mapping[K, float], floor: float | None = None) -> dict[K, flo
     return {k: (v - lo) / span for k, v in scores.items()}
 
 
-def interpolate(arms: Mapping[str, Mapping[K, float]], weights: Mapping[str, float],
-                floors: Mapping[str, float | None] | None = None) -> dict[K, float]:
-    """Weighted mean of min-max normalised arm scores; an item an arm missed gets 0 there.
+def zscore(scores: Mapping[K, float]) -> dict[K, float]:
+    """Scores in standard deviations above the pool's lowest: ``(s - min) / stdev``.
 
+    The lowest item of the pool scores 0, as an item the arm missed does. A pool of one item,
+    or of equal scores, maps every item to 1.
+    """
+    if not scores:
+        return {}
+    values = list(scores.values())
+    n = len(values)
+    mean = sum(values) / n
+    sd = (sum((v - mean) ** 2 for v in values) / n) ** 0.5
+    if n < 2 or sd <= 0:
+        return {k: 1.0 for k in scores}
+    lo = min(values)
+    return {k: (v - lo) / sd for k, v in scores.items()}
+
+
+def interpolate(arms: Mapping[str, Mapping[K, float]], weights: Mapping[str, float],
+                floors: Mapping[str, float | None] | None = None, normalise: str = "minmax") -> dict[K, float]:
+    """Weighted mean of normalised arm scores; an item an arm missed gets 0 there.
+
+    ``normalise`` is ``minmax`` (each arm to [0, 1]; ``floors`` per arm) or ``zscore``.
     Weights are relative: they are divided by the sum of the weights of the arms given, so
     one arm alone keeps its own normalised order whatever its weight.
     """
@@ -48,7 +68,8 @@ def interpolate(arms: Mapping[str, Mapping[K, float]], weights: Mapping[str, flo
     if total <= 0:
         return out
     for name, w in used.items():
-        for key, value in minmax(arms[name], floors.get(name)).items():
+        scaled = zscore(arms[name]) if normalise == "zscore" else minmax(arms[name], floors.get(name))
+        for key, value in scaled.items():
             out[key] = out.get(key, 0.0) + value * w / total
     return out
 
@@ -71,14 +92,15 @@ def ranked(scores: Mapping[K, float]) -> list[K]:
     return sorted(scores, key=lambda key: (-scores[key], order[key]))
 
 
-def fuse(arms: Mapping[str, Mapping[K, float]], weights: Mapping[str, float], method: str = "interpolate",
+def fuse(arms: Mapping[str, Mapping[K, float]], weights: Mapping[str, float], method: str = "zscore",
          floors: Mapping[str, float | None] | None = None) -> dict[K, float]:
-    """One fused score per item by ``method`` (``interpolate`` or ``rrf``)."""
+    """One fused score per item by ``method``: ``zscore`` or ``interpolate`` (min-max), weighted
+    means of normalised scores, or ``rrf``."""
     if method == "rrf":
         return rrf({name: ranked(scores) for name, scores in arms.items()}, weights)
-    if method != "interpolate":
+    if method not in FUSIONS:
         raise ValueError(f"unknown fusion {method!r}; expected one of {', '.join(FUSIONS)}")
-    return interpolate(arms, weights, floors)
+    return interpolate(arms, weights, floors, "zscore" if method == "zscore" else "minmax")
 
 
 def context_smoothing(scores: Mapping[int, float], groups: Mapping[int, str], radius: int,

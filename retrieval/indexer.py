@@ -1,11 +1,13 @@
 """Embedding indexing: bounded passes, the background worker thread, backfill and status.
 
 A pass takes the database lease ``embeddings:<provider>:<model>``, reads rows past the
-generation's cursors, embeds their text (messages as chunks with character spans, summaries
-whole) and writes vectors and the advanced cursor in one transaction per group, so a crash
-or a lost lease loses nothing and a duplicate is ignored by the unique key. A pass stops at
-its time budget or item count. When a generation has caught up it becomes the active one.
-The worker thread (daemon, stoppable) runs passes between turns until everything is covered.
+generation's cursors, embeds their text (messages as chunks with character spans, each chunk
+followed by the messages just before it in its session; summaries whole) and writes vectors
+and the advanced cursor in one transaction per group, so a crash or a lost lease loses
+nothing and an item embedded twice keeps one set of vectors. A generation made with another
+recipe has its messages embedded again in place. A pass stops at its time budget or item
+count. When a generation has caught up it becomes the active one. The worker thread
+(daemon, stoppable) runs passes between turns until everything is covered.
 """
 from __future__ import annotations
 
@@ -35,6 +37,16 @@ MAX_CHUNKS_PER_MESSAGE = 16
 GROUP_ROWS = 32            # at most this many rows (and at most one batch of them) committed together
 LEASE_TTL_S = 120.0
 PRUNE_PER_PASS = 5000
+# A chat turn alone often lacks its topic ("Yes, last Friday!"); each chunk is embedded with the
+# TROVE_EMBEDDING_CONTEXT_MESSAGES user/assistant messages before it in its session, after the
+# chunk (so a long chunk keeps its own words when the model truncates), each cut to CONTEXT_CHARS.
+CONTEXT_CHARS = 300
+CONTEXT_LOOKBACK = 8       # earlier rows read past blank ones, beyond the messages wanted
+
+
+def recipe(context_messages: int) -> str:
+    """The name of the text recipe recorded on a generation (``chunk``: each chunk alone)."""
+    return f"chunk+{context_messages}prev:{CONTEXT_CHARS}" if context_messages > 0 else "chunk"
 
 
 def chunk_spans(text: str, size: int = CHUNK_CHARS, overlap: int = CHUNK_OVERLAP,
@@ -84,6 +96,7 @@ class PassReport:
     vectors: int = 0          # rows inserted
     rows: int = 0             # messages + summaries the cursors moved past
     swapped: bool = False
+    restarted: bool = False   # the generation's messages are being embedded again (new recipe)
     pruned: int = 0
     error: str | None = None
     seconds: float = 0.0
@@ -93,10 +106,34 @@ class PassReport:
         return {k: v for k, v in vars(self).items() if v is not None}
 
 
+def contexts(store: VectorStore, items: list[PendingText], tool_policy: str, want: int) -> dict[int, str]:
+    """The context text each message of ``items`` (in store_id order) is embedded with: the
+    ``want`` earlier user/assistant messages of its session, oldest first, each cut."""
+    recent: dict[str, list[str]] = {}
+    out: dict[int, str] = {}
+    if want <= 0:
+        return out
+    for item in items:
+        if item.kind != "message":
+            continue
+        if item.session_id not in recent:
+            earlier = store.preceding_messages(item.session_id, item.item_id, want + CONTEXT_LOOKBACK)
+            texts = [t for t in (item_text(p, tool_policy).strip() for p in earlier) if t]
+            recent[item.session_id] = list(reversed(texts[:want]))
+        window = recent[item.session_id]
+        out[item.item_id] = "\n".join(t[:CONTEXT_CHARS] for t in window)
+        text = item_text(item, tool_policy).strip() if item.role in ("user", "assistant") else ""
+        if text:
+            window.append(text)
+            del window[:-want]
+    return out
+
+
 def _group_vectors(provider: Provider, items: list[PendingText], tool_policy: str,
-                   guard: Any) -> tuple[list[VectorRow], int]:
+                   guard: Any, context: dict[int, str] | None = None) -> tuple[list[VectorRow], int]:
     texts: list[str] = []
     meta: list[tuple[PendingText, int, int | None]] = []
+    context = context or {}
     for item in items:
         text = item_text(item, tool_policy)
         if item.kind == "summary":
@@ -104,8 +141,9 @@ def _group_vectors(provider: Provider, items: list[PendingText], tool_policy: st
                 texts.append(text[:CHUNK_CHARS * 2])
                 meta.append((item, 0, None))
             continue
+        after = context.get(item.item_id, "")
         for start, end in chunk_spans(text):
-            texts.append(text[start:end])
+            texts.append(text[start:end] + ("\n" + after if after else ""))
             meta.append((item, start, end))
     if not texts:
         return [], 0
@@ -115,11 +153,11 @@ def _group_vectors(provider: Provider, items: list[PendingText], tool_policy: st
     return rows, len(texts)
 
 
-def _generation_for(store: VectorStore, spec: ProviderSpec, provider: Provider) -> Generation | None:
+def _generation_for(store: VectorStore, spec: ProviderSpec, provider: Provider, recipe_name: str) -> Generation | None:
     """The target generation; a remote provider's dimension is learned from its first vectors."""
     dim = provider.dim
     if dim:
-        return store.ensure(spec.provider, spec.model, dim, spec.base_url)
+        return store.ensure(spec.provider, spec.model, dim, spec.base_url, recipe_name)
     found = store.find(spec.provider, spec.model)
     return found if found is not None and found.state != "retired" else None
 
@@ -150,13 +188,19 @@ def run_pass(runtime: Runtime, *, budget_s: float | None = None, max_items: int 
         provider = get_provider(spec)
         guard = spend_guard(runtime, spec)
         policy = cfg.embedding_tool_output_policy
-        gen = _generation_for(store, spec, provider)
+        want = int(cfg.embedding_context_messages)
+        made_with = recipe(want)
+        gen = _generation_for(store, spec, provider, made_with)
         if gen is None:  # a remote provider's dimension is learned from one probe vector
             provider.embed(["dimension probe"], guard)
-            gen = _generation_for(store, spec, provider)
+            gen = _generation_for(store, spec, provider, made_with)
             if gen is None:
                 raise EmbeddingUnavailable("the provider returned no vector to learn its dimension from")
+        if gen.recipe != made_with:  # made with another recipe: embed every message again, in place
+            gen = store.restart_messages(gen.generation_id, made_with) or gen
+            report.restarted = True
         report.generation = gen.generation_id
+        replacing = gen.message_cursor < store.highest_vectored(gen.generation_id, "message")
         done = 0
         for kind in ("message", "summary"):
             while done < limit and time.monotonic() - started < budget:
@@ -166,9 +210,11 @@ def run_pass(runtime: Runtime, *, budget_s: float | None = None, max_items: int 
                          else store.pending_nodes(cursor, take))
                 if not items:
                     break
-                rows, embedded = _group_vectors(provider, items, policy, guard)
+                context = contexts(store, items, policy, want) if kind == "message" else None
+                rows, embedded = _group_vectors(provider, items, policy, guard, context)
                 top = items[-1].item_id
-                report.vectors += store.write(gen.generation_id, rows,
+                again = [(i.kind, i.item_id) for i in items] if kind == "message" and replacing else []
+                report.vectors += store.write(gen.generation_id, rows, replaces=again,
                                               message_cursor=top if kind == "message" else None,
                                               node_cursor=top if kind == "summary" else None)
                 report.embedded += embedded
@@ -309,7 +355,10 @@ def status(runtime: Runtime) -> dict[str, Any]:
         backlog = store.backlog(searched, policy)
         out.update({"generation": searched.generation_id, "generation_label": searched.label,
                     "generation_state": searched.state, "coverage": backlog.coverage, "vectors": backlog.vectors,
-                    "eligible_rows": backlog.eligible, "backlog": backlog.pending})
+                    "eligible_rows": backlog.eligible, "backlog": backlog.pending, "recipe": searched.recipe})
+        wanted = recipe(int(cfg.embedding_context_messages))
+        if searched.recipe != wanted:
+            out["recipe_pending"] = f"messages will be embedded again with {wanted} (now {searched.recipe})"
         coverage(runtime, searched, fresh=True)
     else:
         out.update({"generation": None, "coverage": 0.0, "vectors": 0, "backlog": None})
@@ -319,7 +368,8 @@ def status(runtime: Runtime) -> dict[str, Any]:
                            "backlog": b.pending}
     errors = [g for g in gens if g.last_error]
     out["last_error"] = errors[-1].last_error if errors else None
-    out["generations"] = [{"generation": g.generation_id, "label": g.label, "state": g.state} for g in gens]
+    out["generations"] = [{"generation": g.generation_id, "label": g.label, "state": g.state, "recipe": g.recipe}
+                          for g in gens]
     out["vector_bytes"] = store.vector_bytes()
     worker = worker_for(runtime)
     out["worker"] = ("running" if worker is not None and worker.is_alive() else "stopped") if cfg.embeddings_enabled \

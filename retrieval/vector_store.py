@@ -1,9 +1,11 @@
 """Embedding storage: the data module holding every SQL statement about generations and vectors.
 
-A generation pins provider + model + dimension; its two cursors (the highest store_id and
-node_id it has processed) make each indexing pass O(new rows). Vectors are int8 BLOBs with
-one float32 scale each. Writes are short ``BEGIN IMMEDIATE`` transactions; inserts ignore
-duplicates (the unique key), cursors only move forward. Rows come back as frozen dataclasses.
+A generation pins provider + model + dimension and records the text recipe its message
+vectors were made with; its two cursors (the highest store_id and node_id it has processed)
+make each indexing pass O(new rows). Vectors are int8 BLOBs with one float32 scale each.
+Writes are short ``BEGIN IMMEDIATE`` transactions; an item written again replaces its
+vectors, and cursors only move forward except when a new recipe restarts the messages.
+Rows come back as frozen dataclasses.
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ class Generation:
     last_error_at: float | None
     created_at: float
     activated_at: float | None
+    recipe: str = ""
 
     @property
     def label(self) -> str:
@@ -94,14 +97,14 @@ class Backlog:
 
 
 _GEN_COLS = ("generation_id, provider, model, dim, base_url, state, message_cursor, node_cursor, removed,"
-             " last_error, last_error_at, created_at, activated_at")
+             " last_error, last_error_at, created_at, activated_at, recipe")
 
 
 def _generation(r: Sequence[object]) -> Generation:
     return Generation(int(r[0]), str(r[1]), str(r[2]), int(r[3]), str(r[4]), str(r[5]),  # type: ignore[call-overload]
                       int(r[6]), int(r[7]), int(r[8]),  # type: ignore[call-overload]
                       None if r[9] is None else str(r[9]), None if r[10] is None else float(r[10]),  # type: ignore[arg-type]
-                      float(r[11]), None if r[12] is None else float(r[12]))  # type: ignore[arg-type]
+                      float(r[11]), None if r[12] is None else float(r[12]), str(r[13]))  # type: ignore[arg-type]
 
 
 def _roles(tool_policy: str) -> tuple[str, ...]:
@@ -135,24 +138,36 @@ class VectorStore:
                                    " ORDER BY generation_id DESC LIMIT 1").fetchone()
         return None if r is None else _generation(r)
 
-    def ensure(self, provider: str, model: str, dim: int, base_url: str = "") -> Generation:
-        """The generation for this space, created as ``building`` if new; a retired one restarts empty."""
+    def ensure(self, provider: str, model: str, dim: int, base_url: str = "", recipe: str = "") -> Generation:
+        """The generation for this space, created as ``building`` if new; a retired one restarts empty.
+
+        ``recipe`` names how message text is made into model input; it is recorded on a new
+        generation (an existing one keeps its own: ``restart_messages`` moves it on).
+        """
         now = time.time()
         with self.db.transaction() as conn:
-            conn.execute("INSERT OR IGNORE INTO embedding_generations(provider, model, dim, base_url, created_at)"
-                         " VALUES (?,?,?,?,?)", (provider, model, int(dim), base_url, now))
+            conn.execute("INSERT OR IGNORE INTO embedding_generations(provider, model, dim, base_url, created_at,"
+                         " recipe) VALUES (?,?,?,?,?,?)", (provider, model, int(dim), base_url, now, recipe))
             r = conn.execute(f"SELECT {_GEN_COLS} FROM embedding_generations WHERE provider=? AND model=? AND dim=?",
                              (provider, model, int(dim))).fetchone()
             gen = _generation(r)
             if gen.state == "retired":
                 conn.execute("DELETE FROM embedding_vectors WHERE generation_id=?", (gen.generation_id,))
                 conn.execute("UPDATE embedding_generations SET state='building', message_cursor=0, node_cursor=0,"
-                             " last_error=NULL, last_error_at=NULL, activated_at=NULL, base_url=?"
-                             " WHERE generation_id=?", (base_url, gen.generation_id))
+                             " last_error=NULL, last_error_at=NULL, activated_at=NULL, base_url=?, recipe=?"
+                             " WHERE generation_id=?", (base_url, recipe, gen.generation_id))
                 r = conn.execute(f"SELECT {_GEN_COLS} FROM embedding_generations WHERE generation_id=?",
                                  (gen.generation_id,)).fetchone()
                 gen = _generation(r)
         return gen
+
+    def restart_messages(self, generation_id: int, recipe: str) -> Generation | None:
+        """Record a new message recipe and rewind the message cursor, so every message is embedded
+        again. The old vectors stay searchable until each message's new ones replace them."""
+        with self.db.transaction() as conn:
+            conn.execute("UPDATE embedding_generations SET recipe=?, message_cursor=0 WHERE generation_id=?",
+                         (recipe, generation_id))
+        return self.generation(generation_id)
 
     def activate(self, generation_id: int) -> None:
         """Make ``generation_id`` the searched space; the previously active one is retired."""
@@ -185,6 +200,15 @@ class VectorStore:
         return [PendingText("message", int(r[0]), str(r[1]), str(r[2]), str(r[3] or ""), bool(r[4]),
                             None if r[5] is None else float(r[5])) for r in rows]
 
+    def preceding_messages(self, session_id: str, before: int, limit: int) -> list[PendingText]:
+        """Up to ``limit`` user/assistant messages of ``session_id`` before store_id ``before``, newest first."""
+        rows = self.db.read().execute(
+            "SELECT store_id, session_id, role, content, content_is_json, created_at FROM messages"
+            " WHERE session_id=? AND store_id<? AND role IN ('user','assistant') ORDER BY store_id DESC LIMIT ?",
+            (session_id, int(before), int(limit)))
+        return [PendingText("message", int(r[0]), str(r[1]), str(r[2]), str(r[3] or ""), bool(r[4]),
+                            None if r[5] is None else float(r[5])) for r in rows]
+
     def pending_nodes(self, after: int, limit: int) -> list[PendingText]:
         rows = self.db.read().execute(
             "SELECT node_id, session_id, summary, COALESCE(latest_at, created_at) FROM summary_nodes"
@@ -193,14 +217,21 @@ class VectorStore:
                             None if r[3] is None else float(r[3])) for r in rows]
 
     def write(self, generation_id: int, rows: Sequence[VectorRow], *, message_cursor: int | None = None,
-              node_cursor: int | None = None) -> int:
-        """Insert vectors (duplicates ignored) and move the cursors forward, in one transaction."""
+              node_cursor: int | None = None, replaces: Sequence[tuple[str, int]] = ()) -> int:
+        """Insert vectors and move the cursors forward, in one transaction.
+
+        The vectors the generation holds for the ``replaces`` items (kind, item_id) are deleted
+        first, so an item embedded again keeps only its new vectors; other duplicates are ignored.
+        """
         now = time.time()
         with self.db.transaction() as conn:
             state = conn.execute("SELECT state FROM embedding_generations WHERE generation_id=?",
                                  (generation_id,)).fetchone()
             if state is None or state[0] == "retired":
                 return 0  # swapped out (or deleted) while this batch was being embedded
+            if replaces:
+                conn.executemany("DELETE FROM embedding_vectors WHERE generation_id=? AND kind=? AND item_id=?",
+                                 [(generation_id, kind, int(item_id)) for kind, item_id in replaces])
             before = conn.total_changes
             conn.executemany(
                 "INSERT OR IGNORE INTO embedding_vectors(generation_id, kind, item_id, span_start, span_end,"
@@ -246,6 +277,12 @@ class VectorStore:
     def vector_count(self, generation_id: int) -> int:
         return int(self.db.read().execute("SELECT COUNT(*) FROM embedding_vectors WHERE generation_id=?",
                                           (generation_id,)).fetchone()[0])
+
+    def highest_vectored(self, generation_id: int, kind: str) -> int:
+        """The highest item id of ``kind`` holding vectors in the generation (0: none)."""
+        r = self.db.read().execute("SELECT MAX(item_id) FROM embedding_vectors WHERE kind=? AND generation_id=?",
+                                   (kind, generation_id)).fetchone()
+        return int(r[0] or 0)
 
     def duplicate_vectors(self, generation_id: int) -> int:
         """Rows beyond the first for one (kind, item, span): 0 unless the unique key is missing."""

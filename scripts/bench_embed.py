@@ -1,8 +1,11 @@
 """Embeddings cost: local-provider throughput and memory, and vector search at 100k / 1M.
 
 1. Throughput: the first ``--texts`` LoCoMo dev turns embedded by the local provider (int8
-   MiniLM, onnxruntime, CPU arena off) in its default batches; load time, emb/s, one-query
-   p50/p95, RSS after load and peak RSS.
+   MiniLM, onnxruntime, CPU arena off) in its default batches; load time, emb/s of bare
+   turns, one-query p50/p95, RSS after load and peak RSS. Then the indexer itself: the same
+   turns stored in a real trove.db (one session per LoCoMo session) and embedded by
+   ``indexer.backfill`` with the shipped recipe (each turn followed by the two before it):
+   messages/s end to end.
 2. Search: ``--sizes`` random unit vectors (dim 384) stored as int8 + scale in a real trove.db
    (``vector_store``), loaded into a ``VectorIndex`` (load time, RAM), then p50/p95 of top-50
    queries by the shipped plan (exact int8 up to 20k candidates, else sign-bit prescreen of
@@ -82,6 +85,42 @@ def bench_throughput(n: int) -> dict:
             "rss_after_mb": round(rss_mb()), "peak_rss_mb": round(peak_mb())}
 
 
+def bench_indexer(n: int, workdir: Path) -> dict:
+    """Messages/s through the real indexer (recipe, SQLite writes, cursors) on a real trove.db."""
+    import dataclasses
+
+    from hermes_trove.config import load_config
+    from hermes_trove.retrieval import indexer
+    from hermes_trove.runtime import build_runtime
+    from hermes_trove.store import SessionKey
+
+    home = workdir / "indexer"
+    home.mkdir()
+    cfg = dataclasses.replace(load_config({}, hermes_home=str(home)), database_path=str(home / "trove.db"),
+                              embeddings_enabled=True)
+    runtime = build_runtime(cfg)
+    data = json.loads(DEFAULT_DATA.read_text())
+    stored = 0
+    for conv in data:
+        for key, _, session_turns in sessions(conv["conversation"]):
+            take = session_turns[:n - stored]
+            runtime.store.append(SessionKey(f"{conv['sample_id']}-{key}"), [
+                {"role": "user" if i % 2 == 0 else "assistant",
+                 "content": f"{t.get('speaker', '')}: {t.get('text', '')}"} for i, t in enumerate(take)])
+            stored += len(take)
+            if stored >= n:
+                break
+        if stored >= n:
+            break
+    indexer.warmup(runtime)
+    t0 = time.perf_counter()
+    report = indexer.backfill(runtime)
+    elapsed = time.perf_counter() - t0
+    return {"messages": stored, "recipe": indexer.recipe(cfg.embedding_context_messages),
+            "status": report.get("status"), "messages_per_s": round(stored / elapsed, 1),
+            "seconds": round(elapsed, 1)}
+
+
 def bench_search(n: int, queries: int, workdir: Path) -> dict:
     import numpy as np
 
@@ -148,9 +187,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-throughput", action="store_true")
     args = parser.parse_args(argv)
     load_package()
-    if not args.skip_throughput:
-        print(json.dumps({"throughput": bench_throughput(args.texts)}))
     with tempfile.TemporaryDirectory(prefix="trove-bench-embed-") as tmp:
+        if not args.skip_throughput:
+            print(json.dumps({"throughput": bench_throughput(args.texts)}), flush=True)
+            print(json.dumps({"indexer": bench_indexer(args.texts, Path(tmp))}), flush=True)
         for n in args.sizes:
             free_mb = os.statvfs(tmp).f_bavail * os.statvfs(tmp).f_frsize / 2**20
             if free_mb < n * 500 / 2**20 * 2:

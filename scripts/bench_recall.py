@@ -430,11 +430,12 @@ def print_scale(report: dict[str, Any], write: Callable[[str], None] = print) ->
 
 def print_table(result: dict[str, dict[str, Score]], write: Callable[[str], None] = print) -> None:
     names = sorted({n for per in result.values() for n in per})
-    write(f"{'mode':<28} {'R@5':>6} {'R@10':>6} {'hit@10':>7} {'p50ms':>7} {'p95ms':>7}   R@10 per conversation")
+    width = max([28, *map(len, result)])
+    write(f"{'mode':<{width}} {'R@5':>6} {'R@10':>6} {'hit@10':>7} {'p50ms':>7} {'p95ms':>7}   R@10 per conversation")
     for label, per in result.items():
         s = pooled(per).summary()
         convs = "  ".join(f"{n}:{statistics.fmean(per[n].recall[10]):.3f}" for n in names if n in per)
-        write(f"{label:<28} {s['R@5']:>6.3f} {s['R@10']:>6.3f} {s['hit@10']:>7.3f} {s['p50_ms']:>7.2f} "
+        write(f"{label:<{width}} {s['R@5']:>6.3f} {s['R@10']:>6.3f} {s['hit@10']:>7.3f} {s['p50_ms']:>7.2f} "
               f"{s['p95_ms']:>7.2f}   {convs}")
 
 
@@ -477,7 +478,9 @@ def main() -> int:
     result = evaluate(memories, modes)
     if args.embeddings:
         with_config(memories, embeddings_enabled=True)
-        result.update(evaluate(memories, [("trove_recall hybrid", "trove_recall", {})]))
+        result.update(evaluate(memories, [("trove_recall hybrid", "trove_recall", {}),
+                                          ("trove_grep session_scope=all mode=hybrid", "trove_grep",
+                                           {"session_scope": "all", "mode": "hybrid"})]))
         with_config(memories, recall_fts_weight=0.0, recall_summary_weight=0.0)
         result.update(evaluate(memories, [("trove_recall semantic-only", "trove_recall", {})]))
         with_config(memories, recall_fts_weight=1.0, recall_summary_weight=1.0)
@@ -487,7 +490,7 @@ def main() -> int:
     if args.sweep:
         mode: Mode = ("recall", "trove_recall", {})
         if args.embeddings:
-            grid = [{"recall_fusion": f, "recall_semantic_weight": w} for f in ("interpolate", "rrf")
+            grid = [{"recall_fusion": f, "recall_semantic_weight": w} for f in ("zscore", "interpolate", "rrf")
                     for w in (0.25, 0.5, 1.0, 1.5, 2.0)]
         else:
             grid = [{"recall_candidates": c, "recall_context_weight": w} for c in (100, 400)

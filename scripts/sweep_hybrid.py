@@ -8,8 +8,9 @@ BEFORE recall's context smoothing (``recall_search._fts_arm`` runs unchanged; it
 whole conversation. Each design is then a pure function of those captures, with ONE
 parameter (the dense share ``a`` in [0, 1]) chosen by leave-one-conversation-out; nothing is
 fitted beyond it. The recency prior is the product's (constant on this data: all of it is
-years old). "full text" and "product" rows reproduce bench_recall's recall full-text and
-hybrid figures (a check the capture is faithful).
+years old). The "full text" and "shipped" rows reproduce bench_recall's recall full-text and
+hybrid figures (a check the capture is faithful). The vectors are the product's: each message
+chunk embedded with the two turns before it (``TROVE_EMBEDDING_CONTEXT_MESSAGES``).
 
     python scripts/sweep_hybrid.py [--data ../shared/data/locomo-dev.json] [--json]
 """
@@ -18,7 +19,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import statistics
 import sys
 import tempfile
 import time
@@ -120,13 +120,8 @@ def _minmax(s: dict[int, float], floor: float | None = None) -> dict[int, float]
 
 
 def _zscore(s: dict[int, float]) -> dict[int, float]:
-    """z-scores shifted so the pool's minimum is 0 (a missed item scores 0 in that arm)."""
-    if len(s) < 2:
-        return {k: 1.0 for k in s}
-    mu, sd = statistics.fmean(s.values()), statistics.pstdev(s.values()) or 1.0
-    z = {k: (v - mu) / sd for k, v in s.items()}
-    lo = min(z.values())
-    return {k: v - lo for k, v in z.items()}
+    from hermes_trove.retrieval import fusion
+    return fusion.zscore(s)
 
 
 def _rank(s: dict[int, float], k: float) -> dict[int, float]:
@@ -153,7 +148,7 @@ def fts_only(c: Capture, a: float, cw: float) -> dict[int, float]:
 
 
 def product(c: Capture, a: float, cw: float, pool: int = 400) -> dict[int, float]:
-    """Today: smooth full text, then min-max interpolation with the dense top-``pool``."""
+    """Smooth full text, then min-max interpolation with the dense top-``pool`` (``recall_fusion=interpolate``)."""
     return _mix([(_minmax(_smooth(c.reranked, c, cw), 0.0), 1 - a), (_minmax(_dense(c, pool)), a)])
 
 
@@ -184,6 +179,7 @@ def smooth_both(c: Capture, a: float, cw: float) -> dict[int, float]:
 
 
 def zscore(c: Capture, a: float, cw: float) -> dict[int, float]:
+    """Shipped (``recall_fusion=zscore``): smooth full text, then z-score interpolation with the dense top-400."""
     return _mix([(_zscore(_smooth(c.reranked, c, cw)), 1 - a), (_zscore(_dense(c, 400)), a)])
 
 
@@ -245,14 +241,14 @@ def dense_floor0(c: Capture, a: float, cw: float) -> dict[int, float]:
 
 
 DESIGNS: dict[str, Design] = {
-    "product (smooth FTS, then min-max, dense top-400)": product,
+    "shipped (smooth FTS, then z-score, dense top-400)": zscore,
+    "min-max instead (smooth FTS, dense top-400)": product,
     "same, dense top-50": product_50,
     "same, dense over whole store": product_all,
     "union only (no dense rescue)": union_only,
     "fuse raw, then smooth fused": fuse_then_smooth,
     "smooth both arms, then fuse": smooth_both,
     "dense floored at cosine 0": dense_floor0,
-    "z-score per arm": zscore,
     "reciprocal rank k=60": rrf60,
     "reciprocal rank k=400": rrf_k400,
     "rank-biased p=0.98": rbp,
@@ -305,14 +301,14 @@ def loo(convs: list[Conv], design: Design, cw: float, prior: tuple[float, float,
     return {"held": held, "loo_R@5": s5 / n, "loo_R@10": s10 / n, "curve": curve}
 
 
-def oracle(convs: list[Conv], cw: float, prior: tuple[float, float, float], a: float = 0.33) -> float:
+def oracle(convs: list[Conv], cw: float, prior: tuple[float, float, float], a: float = 0.5) -> float:
     """Headroom of any per-query switch: each question takes the better R@10 of full text and of
-    the product's fusion at ``a`` (an upper bound no gate can pass; not a design)."""
+    the shipped fusion at ``a`` (an upper bound no gate can pass; not a design)."""
     total = n = 0.0
     for conv in convs:
         for c in conv.captures:
             best = 0.0
-            for ids in (ranked_ids(c, fts_only(c, 0, cw), *prior), ranked_ids(c, product(c, a, cw), *prior)):
+            for ids in (ranked_ids(c, fts_only(c, 0, cw), *prior), ranked_ids(c, zscore(c, a, cw), *prior)):
                 best = max(best, len(c.gold & {conv.dia.get(i) for i in ids[:10]}) / len(c.gold))
             total, n = total + best, n + 1
     return total / n
@@ -341,8 +337,8 @@ def main() -> int:
     results = {"full text (recall today)": base}
     for label, design in DESIGNS.items():
         results[label] = loo(convs, design, cw, prior)
-    results["product, a and context weight both by LOO"] = loo(
-        convs, product, cw, prior, grid=tuple((a, w) for w in (0.0, 0.25, 0.5, 1.0) for a in GRID[:8]))
+    results["shipped, a and context weight both by LOO"] = loo(
+        convs, zscore, cw, prior, grid=tuple((a, w) for w in (0.0, 0.25, 0.5, 1.0) for a in GRID[:8]))
     names = [c.name for c in convs]
     if args.json:
         for res in results.values():
@@ -360,7 +356,7 @@ def main() -> int:
         worst = min(res["held"][n]["R@10"] - ft[n] for n in names)
         print(f"{label:<50} {res['loo_R@5']:>7.4f} {res['loo_R@10']:>8.4f} {res['loo_R@10'] - base['loo_R@10']:>+6.3f} "
               f"{worst:>+10.3f}   {per}")
-    print(f"headroom: a per-question oracle switching between full text and the product (a = 0.33) reaches "
+    print(f"headroom: a per-question oracle switching between full text and the shipped fusion (a = 0.5) reaches "
           f"R@10 {oracle(convs, cw, prior):.4f}")
     print("pooled R@10 by a (flatness):")
     for label, res in results.items():

@@ -48,7 +48,8 @@ TABLES = {
     "embedding_generations": {
         "generation_id": "INTEGER", "provider": "TEXT", "model": "TEXT", "dim": "INTEGER", "base_url": "TEXT",
         "state": "TEXT", "message_cursor": "INTEGER", "node_cursor": "INTEGER", "removed": "INTEGER",
-        "last_error": "TEXT", "last_error_at": "REAL", "created_at": "REAL", "activated_at": "REAL"},
+        "last_error": "TEXT", "last_error_at": "REAL", "created_at": "REAL", "activated_at": "REAL",
+        "recipe": "TEXT"},
     "embedding_vectors": {
         "vector_id": "INTEGER", "generation_id": "INTEGER", "kind": "TEXT", "item_id": "INTEGER",
         "span_start": "INTEGER", "span_end": "INTEGER", "session_id": "TEXT", "at": "REAL", "vector": "BLOB",
@@ -282,3 +283,15 @@ def test_a_refused_file_leaves_no_connection_open(tmp_path):
         with pytest.raises(SchemaTooNewError):
             open_trove_readonly(path)
     assert len(os.listdir("/proc/self/fd")) <= before + 2
+
+
+def test_a_generation_made_before_the_recipe_column_is_marked_as_the_old_chunk_recipe(tmp_path):
+    path = tmp_path / "t.db"
+    conn = raw(path)
+    migrate(conn, stop_before="0011_embedding_recipe")
+    conn.execute("INSERT INTO embedding_generations(provider, model, dim, state, created_at)"
+                 " VALUES ('local', 'm', 384, 'active', 0)")
+    conn.close()
+    conn = Database(path).connect()
+    assert [name for name, _ in ledger(conn)] == NAMES
+    assert conn.execute("SELECT recipe, state FROM embedding_generations").fetchone()[:] == ("chunk", "active")

@@ -110,6 +110,77 @@ def test_writes_ignore_duplicates_and_cursors_never_move_back(tmp_path, fake):
     assert store.vector_count(gen.generation_id) == 1
 
 
+def inputs(fake):
+    return [text for r in fake.requests for text in r["body"]["input"] if text != "dimension probe"]
+
+
+def test_each_message_is_embedded_with_the_two_turns_before_it_in_its_own_session(tmp_path, fake):
+    runtime = fake_runtime(tmp_path, fake, embedding_batch_size=2)  # groups of two: context crosses groups
+    long_turn = "x" * 1000
+    runtime.store.append(SessionKey("s1"), [
+        {"role": "user", "content": "we adopted a puppy"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
+                                                               "function": {"name": "t", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "tool output is never context"},
+        {"role": "assistant", "content": long_turn},
+        {"role": "user", "content": "her name is Biscuit"},
+    ])
+    runtime.store.append(SessionKey("s2"), [{"role": "user", "content": "another conversation"}])
+    index_all(runtime)
+    sent = inputs(fake)
+    assert sent[0] == "we adopted a puppy"  # the first turn has no context
+    assert sent[1].startswith(long_turn[:indexer.CHUNK_CHARS]) and sent[1].endswith("\nwe adopted a puppy")
+    # the chunk first, then the two earlier user/assistant turns, oldest first, each cut
+    assert sent[2] == "her name is Biscuit\nwe adopted a puppy\n" + "x" * indexer.CONTEXT_CHARS
+    assert sent[3] == "another conversation"  # no context from another session
+    assert not any("tool output" in t for t in sent)
+
+
+def test_a_generation_of_an_older_recipe_is_embedded_again_in_place_and_stays_searchable(tmp_path, fake):
+    runtime = fake_runtime(tmp_path, fake)
+    ids = seed(runtime, 12)
+    store = VectorStore(runtime.db)
+    gen = store.ensure("openai", "fake-32", 32, "", "chunk")  # as an older build made it
+    store.write(gen.generation_id, [VectorRow("message", i, 0, 10, "s1", 1.0, bytes(32), 0.01) for i in ids],
+                message_cursor=ids[-1])
+    store.activate(gen.generation_id)
+    before = semantic.search(runtime, "note 3 about topic3")
+    assert before.ran and len(before.hits) == 12
+    first = indexer.run_pass(runtime, budget_s=30, max_items=5)
+    assert first.restarted and first.status == "partial" and first.generation == gen.generation_id
+    again = store.generation(gen.generation_id)
+    assert again.recipe == "chunk+2prev:300" and again.state == "active" and again.message_cursor == ids[4]
+    # mid-way: old and new vectors together, one set per message, still the active space
+    assert store.vector_count(gen.generation_id) == 12 and store.duplicate_vectors(gen.generation_id) == 0
+    mid = semantic.search(runtime, "note 3 about topic3")
+    assert mid.ran and mid.generation == gen.generation_id and ids[3] in [h.item_id for h in mid.hits[:3]]
+    index_all(runtime)
+    assert store.vector_count(gen.generation_id) == 12 and store.duplicate_vectors(gen.generation_id) == 0
+    assert all(r[5] == 32 for r in vectors(runtime))
+    assert not indexer.run_pass(runtime, budget_s=30).restarted  # the recipe is current now
+    zero = runtime.db.read().execute("SELECT COUNT(*) FROM embedding_vectors WHERE vector=?", (bytes(32),))
+    assert zero.fetchone()[0] == 0  # every old vector was replaced
+
+
+def test_without_context_messages_each_chunk_is_embedded_alone_and_changing_it_re_embeds(tmp_path, fake):
+    import dataclasses
+
+    runtime = fake_runtime(tmp_path, fake, embedding_context_messages=0)
+    ids = seed(runtime, 4)
+    index_all(runtime)
+    assert inputs(fake) == [f"note {i} about topic{i % 5}" for i in range(4)]
+    store = VectorStore(runtime.db)
+    assert store.active().recipe == "chunk"
+    assert indexer.status(runtime)["recipe"] == "chunk" and "recipe_pending" not in indexer.status(runtime)
+    one = dataclasses.replace(runtime, config=dataclasses.replace(runtime.config, embedding_context_messages=1))
+    assert "recipe_pending" in indexer.status(one)
+    fake.requests.clear()
+    report = indexer.run_pass(one, budget_s=30)
+    assert report.restarted and report.rows == 4 and store.active().recipe == "chunk+1prev:300"
+    assert inputs(fake)[1:] == [f"note {i} about topic{i % 5}\nnote {i - 1} about topic{i - 1}" for i in range(1, 4)]
+    assert store.vector_count(store.active().generation_id) == len(ids)
+
+
 def test_switching_the_model_builds_a_new_generation_beside_the_old_and_swaps_when_complete(tmp_path, fake):
     import dataclasses
 
@@ -127,7 +198,7 @@ def test_switching_the_model_builds_a_new_generation_beside_the_old_and_swaps_wh
     # queries keep using the complete old generation, embedded with the old model
     result = semantic.search(new, "note 3 about topic3")
     assert result.ran and result.generation == first.generation_id and result.provider == "openai:fake-16"
-    assert result.hits[0].item_id == ids[3] and result.hits[0].score > 0.99
+    assert ids[3] in [h.item_id for h in result.hits[:3]]  # the next two turns carry it as context
     index_all(new)
     assert store.active().generation_id == building.generation_id
     assert store.generation(first.generation_id).state == "retired"

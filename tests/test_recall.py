@@ -95,14 +95,24 @@ def test_include_verbatim_and_include_summaries_select_the_arms(memory):
 def test_response_reports_arms_weights_coverage_and_why_semantic_did_not_run(memory):
     out = call(memory.engine, "trove_recall", query="ferry")
     prov = out["provenance"]
-    assert prov["fusion"] == "interpolate"
-    assert prov["arm_weights"] == {"fts": 1.0, "summary": 1.0, "semantic": 0.5}
+    assert prov["fusion"] == "zscore" and "fusion_note" not in prov
+    assert prov["arm_weights"] == {"fts": 1.0, "summary": 1.0, "semantic": 1.0}
     fts = prov["coverage"]["fts"]
     assert fts["ran"] is True and fts["candidates"] == 2 and fts["pool"] >= 32 and fts["bounded"] is False
-    assert prov["coverage"]["semantic"] == {"ran": False, "weight": 0.5, "candidates": 0, "pool": 0,
+    assert prov["coverage"]["semantic"] == {"ran": False, "weight": 1.0, "candidates": 0, "pool": 0,
                                             "bounded": False,
                                             "reason": "embeddings disabled (TROVE_EMBEDDINGS_ENABLED=false)"}
     assert out["degraded"] is False and out["degraded_reason"] is None
+
+
+def test_an_unknown_fusion_setting_falls_back_to_the_default_and_says_so(memory):
+    import dataclasses
+
+    runtime = memory.engine.runtime
+    runtime.config = dataclasses.replace(runtime.config, recall_fusion="borda")
+    out = call(memory.engine, "trove_recall", query="ferry")
+    assert out["provenance"]["fusion"] == "zscore" and out["hits"]
+    assert "unknown TROVE_RECALL_FUSION 'borda'" in out["provenance"]["fusion_note"]
 
 
 def test_scope_bias_prefers_the_current_conversation_softly(runtime):

@@ -32,6 +32,25 @@ def test_interpolate_ignores_zero_weight_arms_and_one_arm_keeps_its_order():
     assert "c" not in out and fusion.ranked(out) == ["b", "a"]
 
 
+def test_zscore_measures_standard_deviations_above_the_pool_minimum():
+    out = fusion.zscore({"a": 1.0, "b": 2.0, "c": 3.0})
+    sd = (2 / 3) ** 0.5
+    assert out == pytest.approx({"a": 0.0, "b": 1 / sd, "c": 2 / sd})
+    assert fusion.zscore({"a": 7.0}) == {"a": 1.0} and fusion.zscore({"a": 2.0, "b": 2.0}) == {"a": 1.0, "b": 1.0}
+    assert fusion.zscore({}) == {}
+    # one outlying top score does not squash the rest of the pool, as min-max does
+    pool = {i: float(i % 10) for i in range(100)} | {"top": 1000.0}
+    assert fusion.minmax(pool)[9] < 0.01 < fusion.zscore(pool)[9]
+
+
+def test_zscore_fusion_weights_arms_in_their_own_standard_deviations():
+    arms = {"fts": {"x": 10.0, "y": 0.0}, "semantic": {"y": 0.9, "z": 0.1}}
+    out = fusion.fuse(arms, {"fts": 1.0, "semantic": 1.0}, "zscore")
+    assert out["x"] == pytest.approx(1.0) and out["y"] == pytest.approx(1.0) and out["z"] == pytest.approx(0.0)
+    heavier = fusion.fuse(arms, {"fts": 1.0, "semantic": 3.0}, "zscore")
+    assert fusion.ranked(heavier)[0] == "y"
+
+
 def test_rrf_sums_weighted_reciprocal_ranks():
     out = fusion.rrf({"a": ["x", "y"], "b": ["y"]}, {"a": 1.0, "b": 2.0}, k=60)
     assert out["x"] == pytest.approx(1 / 61)
@@ -42,6 +61,8 @@ def test_fuse_dispatches_by_method_and_refuses_unknown_methods():
     arms = {"a": {"x": 2.0, "y": 1.0}}
     assert fusion.ranked(fusion.fuse(arms, {"a": 1.0}, "rrf")) == ["x", "y"]
     assert fusion.ranked(fusion.fuse(arms, {"a": 1.0}, "interpolate")) == ["x", "y"]
+    assert fusion.ranked(fusion.fuse(arms, {"a": 1.0}, "zscore")) == ["x", "y"]
+    assert fusion.ranked(fusion.fuse(arms, {"a": 1.0})) == ["x", "y"]  # zscore is the default
     with pytest.raises(ValueError):
         fusion.fuse(arms, {"a": 1.0}, "borda")
 

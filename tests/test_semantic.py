@@ -49,7 +49,8 @@ def test_search_returns_one_hit_per_item_with_filters(tmp_path, fake):
     assert {h.item_id for h in only_beta.hits} == set(b)
     window = semantic.search(runtime, "golden retriever puppy", since=1000.0, before=5000.0, kinds=("message",))
     assert {h.item_id for h in window.hits} == set(a)
-    assert semantic.search(runtime, "golden retriever", limit=1).hits[0].score > 0.5
+    top = semantic.search(runtime, "golden retriever", limit=1).hits[0]
+    assert (top.kind, top.item_id) in {("message", b[1]), ("summary", node), ("message", a[0])} and top.score > 0.3
 
 
 def test_embeddings_off_or_without_vectors_degrade_with_a_reason(tmp_path, fake, runtime):
