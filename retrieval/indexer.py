@@ -222,6 +222,8 @@ def run_pass(runtime: Runtime, *, budget_s: float | None = None, max_items: int 
                 done += len(items)
                 gen = store.generation(gen.generation_id) or gen
                 leases.acquire(runtime.db, lease.name, LEASE_TTL_S, owner=lease.owner)  # renew
+        if replacing and gen.message_cursor >= store.highest_vectored(gen.generation_id, "message"):
+            store.invalidate(gen.generation_id)  # re-embedding done: mirrors reload the new vectors once
         if gen.last_error:
             store.record_error(gen.generation_id, None)
         report.swapped = _maybe_activate(store, gen)

@@ -220,8 +220,9 @@ class VectorStore:
               node_cursor: int | None = None, replaces: Sequence[tuple[str, int]] = ()) -> int:
         """Insert vectors and move the cursors forward, in one transaction.
 
-        The vectors the generation holds for the ``replaces`` items (kind, item_id) are deleted
-        first, so an item embedded again keeps only its new vectors; other duplicates are ignored.
+        Duplicates are ignored, except for the ``replaces`` items (kind, item_id), which are
+        embedded again: their vectors are overwritten in place (same rows, so an in-RAM mirror
+        needs no reload until ``invalidate``), and any of their spans not in ``rows`` is deleted.
         """
         now = time.time()
         with self.db.transaction() as conn:
@@ -229,16 +230,29 @@ class VectorStore:
                                  (generation_id,)).fetchone()
             if state is None or state[0] == "retired":
                 return 0  # swapped out (or deleted) while this batch was being embedded
-            if replaces:
-                conn.executemany("DELETE FROM embedding_vectors WHERE generation_id=? AND kind=? AND item_id=?",
-                                 [(generation_id, kind, int(item_id)) for kind, item_id in replaces])
+            again = {(kind, int(item_id)) for kind, item_id in replaces}
+            spans: dict[tuple[str, int], list[int]] = {key: [] for key in again}
+            for r in rows:
+                if (r.kind, r.item_id) in again:
+                    spans[(r.kind, r.item_id)].append(r.span_start)
+            for (kind, item_id), keep in spans.items():  # spans the new text no longer has (rare)
+                conn.execute(f"DELETE FROM embedding_vectors WHERE generation_id=? AND kind=? AND item_id=?"
+                             f" AND span_start NOT IN ({','.join('?' * len(keep))})",
+                             (generation_id, kind, item_id, *keep))
             before = conn.total_changes
+            values = [(generation_id, r.kind, r.item_id, r.span_start, r.span_end, r.session_id, r.at, r.vector,
+                       r.scale, now) for r in rows if (r.kind, r.item_id) not in again]
             conn.executemany(
                 "INSERT OR IGNORE INTO embedding_vectors(generation_id, kind, item_id, span_start, span_end,"
-                " session_id, at, vector, scale, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                [(generation_id, r.kind, r.item_id, r.span_start, r.span_end, r.session_id, r.at, r.vector,
-                  r.scale, now) for r in rows])
+                " session_id, at, vector, scale, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)", values)
             inserted = conn.total_changes - before
+            conn.executemany(
+                "INSERT INTO embedding_vectors(generation_id, kind, item_id, span_start, span_end, session_id, at,"
+                " vector, scale, created_at) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(generation_id, kind, item_id,"
+                " span_start) DO UPDATE SET span_end=excluded.span_end, session_id=excluded.session_id,"
+                " at=excluded.at, vector=excluded.vector, scale=excluded.scale",
+                [(generation_id, r.kind, r.item_id, r.span_start, r.span_end, r.session_id, r.at, r.vector,
+                  r.scale, now) for r in rows if (r.kind, r.item_id) in again])
             if message_cursor is not None:
                 conn.execute("UPDATE embedding_generations SET message_cursor=MAX(message_cursor, ?)"
                              " WHERE generation_id=?", (int(message_cursor), generation_id))
@@ -247,9 +261,16 @@ class VectorStore:
                              " WHERE generation_id=?", (int(node_cursor), generation_id))
         return int(inserted)
 
+    def invalidate(self, generation_id: int) -> None:
+        """Make every in-RAM mirror of the generation reload once (after vectors were overwritten)."""
+        with self.db.transaction() as conn:
+            conn.execute("UPDATE embedding_generations SET removed = removed + 1 WHERE generation_id=?",
+                         (generation_id,))
+
     # -- reading vectors ----------------------------------------------------------------------
     def scan_head(self, generation_id: int) -> tuple[int, int]:
-        """(highest vector_id, removals so far): what a vector cache compares to stay current."""
+        """(highest vector_id, removals and invalidations so far): what a vector cache compares to
+        stay current."""
         conn = self.db.read()
         top = conn.execute("SELECT MAX(vector_id) FROM embedding_vectors WHERE generation_id=?",
                            (generation_id,)).fetchone()[0]

@@ -146,15 +146,22 @@ def test_a_generation_of_an_older_recipe_is_embedded_again_in_place_and_stays_se
     store.activate(gen.generation_id)
     before = semantic.search(runtime, "note 3 about topic3")
     assert before.ran and len(before.hits) == 12
+    row_ids = sorted(r[0] for r in runtime.db.read().execute("SELECT vector_id FROM embedding_vectors"))
     first = indexer.run_pass(runtime, budget_s=30, max_items=5)
     assert first.restarted and first.status == "partial" and first.generation == gen.generation_id
     again = store.generation(gen.generation_id)
     assert again.recipe == "chunk+2prev:300" and again.state == "active" and again.message_cursor == ids[4]
-    # mid-way: old and new vectors together, one set per message, still the active space
+    # mid-way: old and new vectors together, one set per message, still the active space, and
+    # the in-RAM mirror is not reloaded for every group (rows are overwritten in place)
     assert store.vector_count(gen.generation_id) == 12 and store.duplicate_vectors(gen.generation_id) == 0
+    assert again.removed == gen.removed
     mid = semantic.search(runtime, "note 3 about topic3")
-    assert mid.ran and mid.generation == gen.generation_id and ids[3] in [h.item_id for h in mid.hits[:3]]
+    assert mid.ran and mid.generation == gen.generation_id and len(mid.hits) == 12
     index_all(runtime)
+    assert store.generation(gen.generation_id).removed == gen.removed + 1  # one reload, when done
+    after = semantic.search(runtime, "note 3 about topic3")
+    assert ids[3] in [h.item_id for h in after.hits[:3]] and after.hits[0].score > 0.5
+    assert sorted(r[0] for r in runtime.db.read().execute("SELECT vector_id FROM embedding_vectors")) == row_ids
     assert store.vector_count(gen.generation_id) == 12 and store.duplicate_vectors(gen.generation_id) == 0
     assert all(r[5] == 32 for r in vectors(runtime))
     assert not indexer.run_pass(runtime, budget_s=30).restarted  # the recipe is current now
@@ -179,6 +186,23 @@ def test_without_context_messages_each_chunk_is_embedded_alone_and_changing_it_r
     assert report.restarted and report.rows == 4 and store.active().recipe == "chunk+1prev:300"
     assert inputs(fake)[1:] == [f"note {i} about topic{i % 5}\nnote {i - 1} about topic{i - 1}" for i in range(1, 4)]
     assert store.vector_count(store.active().generation_id) == len(ids)
+
+
+def test_rewriting_an_item_overwrites_its_rows_in_place_and_drops_spans_it_no_longer_has(tmp_path, fake):
+    runtime = fake_runtime(tmp_path, fake)
+    store = VectorStore(runtime.db)
+    gen = store.ensure("openai", "fake-4", 4)
+    old = [VectorRow("message", 7, s, s + 10, "s1", 1.0, b"\x01\x01\x01\x01", 0.01) for s in (0, 500)]
+    store.write(gen.generation_id, old + [VectorRow("message", 8, 0, 5, "s1", 1.0, b"\x02\x02\x02\x02", 0.01)])
+    ids = {(r[0], r[1]) for r in runtime.db.read().execute("SELECT item_id, span_start FROM embedding_vectors")}
+    new = VectorRow("message", 7, 0, 400, "s1", 2.0, b"\x09\x09\x09\x09", 0.02)
+    store.write(gen.generation_id, [new], replaces=[("message", 7)])
+    rows = runtime.db.read().execute(
+        "SELECT item_id, span_start, span_end, vector, at FROM embedding_vectors ORDER BY item_id").fetchall()
+    assert [tuple(r) for r in rows] == [(7, 0, 400, b"\x09\x09\x09\x09", 2.0), (8, 0, 5, b"\x02\x02\x02\x02", 1.0)]
+    assert ids >= {(7, 0), (8, 0)} and store.generation(gen.generation_id).removed == 1  # the dropped span
+    store.invalidate(gen.generation_id)
+    assert store.scan_head(gen.generation_id)[1] == 2
 
 
 def test_switching_the_model_builds_a_new_generation_beside_the_old_and_swaps_when_complete(tmp_path, fake):
