@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 from ..db import Database
 
-STATES = ("building", "active", "retired")
 SPEND_KEY = "embedding_spend:"
 
 
@@ -34,7 +33,7 @@ class Generation:
     last_error_at: float | None
     created_at: float
     activated_at: float | None
-    recipe: str = ""
+    recipe: str
 
     @property
     def label(self) -> str:
@@ -231,28 +230,25 @@ class VectorStore:
             if state is None or state[0] == "retired":
                 return 0  # swapped out (or deleted) while this batch was being embedded
             again = {(kind, int(item_id)) for kind, item_id in replaces}
-            spans: dict[tuple[str, int], list[int]] = {key: [] for key in again}
-            for r in rows:
-                if (r.kind, r.item_id) in again:
-                    spans[(r.kind, r.item_id)].append(r.span_start)
-            for (kind, item_id), keep in spans.items():  # spans the new text no longer has (rare)
+            for kind, item_id in again:  # spans the new text no longer has (rare)
+                keep = [r.span_start for r in rows if (r.kind, r.item_id) == (kind, item_id)]
                 conn.execute(f"DELETE FROM embedding_vectors WHERE generation_id=? AND kind=? AND item_id=?"
                              f" AND span_start NOT IN ({','.join('?' * len(keep))})",
                              (generation_id, kind, item_id, *keep))
+            fresh: list[tuple[object, ...]] = []
+            rewritten: list[tuple[object, ...]] = []
+            for r in rows:
+                values = (generation_id, r.kind, r.item_id, r.span_start, r.span_end, r.session_id, r.at, r.vector,
+                          r.scale, now)
+                (rewritten if (r.kind, r.item_id) in again else fresh).append(values)
+            insert = ("INSERT INTO embedding_vectors(generation_id, kind, item_id, span_start, span_end, session_id,"
+                      " at, vector, scale, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)")
             before = conn.total_changes
-            values = [(generation_id, r.kind, r.item_id, r.span_start, r.span_end, r.session_id, r.at, r.vector,
-                       r.scale, now) for r in rows if (r.kind, r.item_id) not in again]
-            conn.executemany(
-                "INSERT OR IGNORE INTO embedding_vectors(generation_id, kind, item_id, span_start, span_end,"
-                " session_id, at, vector, scale, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)", values)
+            conn.executemany(insert.replace("INSERT", "INSERT OR IGNORE", 1), fresh)
             inserted = conn.total_changes - before
-            conn.executemany(
-                "INSERT INTO embedding_vectors(generation_id, kind, item_id, span_start, span_end, session_id, at,"
-                " vector, scale, created_at) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(generation_id, kind, item_id,"
-                " span_start) DO UPDATE SET span_end=excluded.span_end, session_id=excluded.session_id,"
-                " at=excluded.at, vector=excluded.vector, scale=excluded.scale",
-                [(generation_id, r.kind, r.item_id, r.span_start, r.span_end, r.session_id, r.at, r.vector,
-                  r.scale, now) for r in rows if (r.kind, r.item_id) in again])
+            conn.executemany(insert + " ON CONFLICT(generation_id, kind, item_id, span_start) DO UPDATE SET"
+                             " span_end=excluded.span_end, session_id=excluded.session_id, at=excluded.at,"
+                             " vector=excluded.vector, scale=excluded.scale", rewritten)
             if message_cursor is not None:
                 conn.execute("UPDATE embedding_generations SET message_cursor=MAX(message_cursor, ?)"
                              " WHERE generation_id=?", (int(message_cursor), generation_id))

@@ -131,10 +131,6 @@ class RollupStore:
         rows = self.db.read().execute(sql, (int(rollup_id), -1 if limit is None else int(limit)))
         return [int(r[0]) for r in rows]
 
-    def rollups_of_node(self, node_id: int) -> list[int]:
-        sql = "SELECT DISTINCT rollup_id FROM temporal_rollup_sources WHERE node_id = ? ORDER BY rollup_id"
-        return [int(r[0]) for r in self.db.read().execute(sql, (int(node_id),))]
-
     def counts(self) -> dict[str, dict[str, Any]]:
         """Per kind: rows per status, model calls and input tokens spent, last build time."""
         out: dict[str, dict[str, Any]] = {k: {"statuses": {}, "model_calls": 0, "input_tokens": 0,
