@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..evidence.refs import make_ref
-from ..temporal.occurrence import resolve_occurrences
+from ..temporal.occurrence import occurrences_for
 from ..toolkit import iso
 from .query import rough_stem
 from .recall_search import RecallHit
@@ -40,7 +40,7 @@ def shape_hits(runtime: Runtime, hits: list[RecallHit], expression: str, terms: 
         if answer_ready and n < ANSWER_READY_HITS:
             item["evidence"] = _evidence(runtime, hit, sources, terms, occurrence_time)
         elif occurrence_time:
-            item["occurrence_time"] = _occurrences(_hit_text(hit), _observed(hit))
+            item["occurrence_time"] = occurrences_for(hit.row or hit.node, limit=OCCURRENCES_PER_HIT)
         out.append(item)
     return out
 
@@ -145,21 +145,6 @@ def _window(row: MessageRow, terms: tuple[str, ...], budget: int, occurrence_tim
     out = {"position": position, "role": row.role, **ref.to_dict(), "content_chars": len(text),
            "window_truncated": start > 0 or end < len(text)}
     if occurrence_time:
-        out["occurrence_time"] = _occurrences(ref.quote, row.created_at)
+        out["occurrence_time"] = occurrences_for({"content": ref.quote, "created_at": row.created_at},
+                                                 limit=OCCURRENCES_PER_HIT)
     return out
-
-
-def _hit_text(hit: RecallHit) -> str:
-    return hit.row.content if hit.row is not None else hit.node.summary if hit.node is not None else ""
-
-
-def _observed(hit: RecallHit) -> float | None:
-    if hit.row is not None:
-        return hit.row.created_at
-    return hit.node.latest_at or hit.node.created_at if hit.node is not None else None
-
-
-def _occurrences(text: str, observed_at: float | None) -> list[dict[str, Any]]:
-    if not text or observed_at is None:
-        return []
-    return [o.to_dict() for o in resolve_occurrences(text, observed_at)[:OCCURRENCES_PER_HIT]]

@@ -201,6 +201,10 @@ def test_occurrence_time_resolves_dates_against_when_the_hit_was_said(runtime):
     occ = hit["occurrence_time"]
     assert occ and occ[0]["expression"].lower().endswith("next friday")
     assert occ[0]["start"] == "2023-11-17T00:00:00Z" and occ[0]["granularity"] == "day"
+    ready = call(engine, "trove_recall", query="Lisbon flight fly", include_occurrence_time=True,
+                 detail="answer_ready")["hits"][0]
+    window = next(w for w in ready["evidence"] if w["position"] == "hit")
+    assert window["occurrence_time"][0]["start"] == "2023-11-17T00:00:00Z"
 
 
 def test_seen_refs_leave_already_read_hits_out(memory):
