@@ -26,6 +26,11 @@ def as_utc(moment: datetime | int | float) -> datetime:
     return moment.astimezone(UTC)
 
 
+def iso_z(moment: datetime) -> str:
+    """``moment`` in UTC as ISO 8601 with a ``Z`` suffix."""
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
 def midnight(day: date) -> datetime:
     return datetime.combine(day, time.min, tzinfo=UTC)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from hermes_trove.temporal import intervals as iv
@@ -62,7 +62,7 @@ class Occurrence:
     def to_dict(self) -> dict[str, str]:
         if self.start is None or self.end is None or self.granularity is None:
             return {"expression": self.expression, "unresolved": self.unresolved or VAGUE}
-        return {"expression": self.expression, "start": _iso(self.start), "end": _iso(self.end),
+        return {"expression": self.expression, "start": iv.iso_z(self.start), "end": iv.iso_z(self.end),
                 "granularity": self.granularity}
 
 
@@ -105,7 +105,3 @@ def occurrences_for(row: Any, *, limit: int = MAX_REPORTED) -> list[dict[str, st
     except (OverflowError, OSError, ValueError):
         return []
     return [o.to_dict() for o in found[:max(0, int(limit))]]
-
-
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")

@@ -55,7 +55,7 @@ class Period:
     granularity: str
 
     def to_dict(self) -> dict[str, str]:
-        return {"start": _iso(self.start), "end": _iso(self.end), "label": self.label,
+        return {"start": iv.iso_z(self.start), "end": iv.iso_z(self.end), "label": self.label,
                 "granularity": self.granularity}
 
 
@@ -191,7 +191,3 @@ def _unit_label(start: date, granularity: str) -> str:
     if granularity == "year":
         return str(start.year)
     return start.isoformat()
-
-
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
