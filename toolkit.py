@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from . import tokens
+from .evidence.refs import MAX_QUOTE_CHARS, make_ref, shorthand
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -296,11 +297,6 @@ def content_slice(text: str, offset: int, max_chars: int) -> dict[str, Any]:
             "next_content_offset": end if more else None, "has_more": more}
 
 
-def exact_ref(store_id: int, start: int, end: int) -> str:
-    """A citable reference to characters ``[start, end)`` of one stored message."""
-    return f"trove:{store_id}:{start}-{end}"
-
-
 # -- bounded responses ----------------------------------------------------------
 def dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, default=str, separators=(",", ":"))
@@ -412,15 +408,13 @@ def message_item(row: Any, current_session: str | None, *, offset: int = 0, max_
     out.update(page)
     if include_exact_ref:
         end = offset + page["content_returned_chars"]
-        out["exact_ref"] = exact_ref(row.store_id, offset, end)
+        out["exact_ref"] = shorthand(row.store_id, offset, end)
         out.update(full_exact_ref(row, offset, end))
     return out
 
 
 def full_exact_ref(row: Any, start: int, end: int) -> dict[str, Any]:
     """``exact_ref_full``: the ref object of a returned slice (evidence/refs.py), or why there is none."""
-    from .evidence.refs import MAX_QUOTE_CHARS, make_ref
-
     if end - start > MAX_QUOTE_CHARS:
         return {"exact_ref_full": None, "exact_ref_note": f"slice longer than {MAX_QUOTE_CHARS} characters is not "
                 "citable; read a smaller page (max_tokens / max_content_chars) for a full ref"}

@@ -63,6 +63,7 @@ def content_sha256(text: str) -> str:
 
 
 def shorthand(store_id: int, start: int, end: int) -> str:
+    """The short citable form of characters ``[start, end)`` of one stored message."""
     return f"trove:{store_id}:{start}-{end}"
 
 
