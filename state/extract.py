@@ -11,6 +11,7 @@ operator forces it.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -18,6 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .. import leases
+from ..background import PassScheduler
 from ..compaction.summarize import Complete
 from .assertion_store import AssertionStore, BatchLog
 from .contract import VERSION, parse_answer, render_prompt
@@ -114,9 +116,7 @@ def _batch(runtime: Runtime, store: AssertionStore, complete: Complete, cursor: 
 
 
 # -- the background schedule -----------------------------------------------------------
-_LOCK = threading.Lock()
-_THREADS: dict[str, threading.Thread] = {}
-_LAST: dict[str, float] = {}
+_PASSES = PassScheduler("trove-assertions")
 
 
 def schedule(runtime: Runtime, completion: Callable[[], Complete | None]) -> threading.Thread | None:
@@ -124,22 +124,13 @@ def schedule(runtime: Runtime, completion: Callable[[], Complete | None]) -> thr
     The caller's turn never waits for it; ``completion`` is asked for the model only then."""
     if not enabled(runtime):
         return None
+
+    def prepare() -> Callable[[], None] | None:
+        complete = completion()
+        return None if complete is None else functools.partial(_background, runtime, complete)
+
     try:
-        path = runtime.db.path
-        with _LOCK:
-            running = _THREADS.get(path)
-            now = time.monotonic()
-            if (running is not None and running.is_alive()) or now - _LAST.get(path, -1e9) < PASS_INTERVAL_S:
-                return None
-            _LAST[path] = now
-            complete = completion()
-            if complete is None:
-                return None
-            thread = threading.Thread(target=_background, args=(runtime, complete), name="trove-assertions",
-                                      daemon=True)
-            _THREADS[path] = thread
-            thread.start()
-        return thread
+        return _PASSES.start(runtime.db.path, prepare, interval_s=PASS_INTERVAL_S)
     except Exception:  # scheduling must never fail the caller's turn
         log.exception("trove: could not schedule an assertion pass")
         return None

@@ -10,6 +10,7 @@ thread (``schedule``); operators run them synchronously (``rebuild``). Status is
 """
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -18,6 +19,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from hermes_trove import leases, tokens
+from hermes_trove.background import PassScheduler
 from hermes_trove.compaction.summarize import (
     MIN_MODEL_INPUT_TOKENS,
     Complete,
@@ -180,10 +182,7 @@ def run_pass(runtime: Runtime, complete: Complete | None, *, now: float | None =
 
 
 # -- the background schedule -----------------------------------------------------------
-_SCHEDULE_LOCK = threading.Lock()
-_THREADS: dict[str, threading.Thread] = {}
-_LAST: dict[str, float] = {}
-_RERUN: set[str] = set()  # a forced request arrived while this database's pass was running
+_PASSES = PassScheduler("trove-rollups")
 
 
 def schedule(runtime: Runtime, completion: Callable[[], Complete | None], *,
@@ -197,45 +196,20 @@ def schedule(runtime: Runtime, completion: Callable[[], Complete | None], *,
     if not runtime.config.temporal_rollups_enabled:
         return None
     try:
-        return _start(runtime, completion, force)
+        return _PASSES.start(runtime.db.path, lambda: functools.partial(_background_pass, runtime, completion()),
+                             interval_s=PASS_INTERVAL_S, force=force)
     except Exception:  # scheduling must never fail the caller's turn
         log.exception("trove: could not schedule a rollup pass")
         return None
 
 
-def _start(runtime: Runtime, completion: Callable[[], Complete | None], force: bool) -> threading.Thread | None:
-    path = runtime.db.path
-    with _SCHEDULE_LOCK:
-        running = _THREADS.get(path)
-        if running is not None and running.is_alive():
-            if force:
-                _RERUN.add(path)
-            return None
-        now = time.monotonic()
-        if not force and path in _LAST and now - _LAST[path] < PASS_INTERVAL_S:
-            return None
-        _LAST[path] = now
-        complete = completion()
-        thread = threading.Thread(target=_background_pass, args=(runtime, complete), name="trove-rollups",
-                                  daemon=True)
-        _THREADS[path] = thread
-        thread.start()
-    return thread
-
-
 def _background_pass(runtime: Runtime, complete: Complete | None) -> None:
-    path = runtime.db.path
-    while True:
-        try:
-            report = run_pass(runtime, complete)
-            if report.get("built"):
-                log.info("trove: rollup pass built %d, %d remaining", len(report["built"]), report["remaining"])
-        except Exception:  # a background failure is logged; the next pass retries
-            log.exception("trove: rollup pass failed")
-        with _SCHEDULE_LOCK:
-            if path not in _RERUN:
-                return
-            _RERUN.discard(path)
+    try:
+        report = run_pass(runtime, complete)
+        if report.get("built"):
+            log.info("trove: rollup pass built %d, %d remaining", len(report["built"]), report["remaining"])
+    except Exception:  # a background failure is logged; the next pass retries
+        log.exception("trove: rollup pass failed")
 
 
 # -- operators: status and rebuild --------------------------------------------------------

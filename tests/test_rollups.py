@@ -213,7 +213,7 @@ def test_the_engine_schedules_a_background_pass_after_a_compaction(tmp_path):
                  "timestamp": old + i} for i in range(40)]
     engine.compress(messages, current_tokens=200000, force=True)
     assert engine.compression_count == 1
-    thread = rollups._THREADS.get(runtime.db.path)
+    thread = rollups._PASSES.threads.get(runtime.db.path)
     assert thread is not None
     thread.join(30)
     rows = by_period(runtime)

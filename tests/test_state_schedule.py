@@ -79,7 +79,7 @@ def setup(tmp_path, model, **overrides):
 
 
 def wait(runtime) -> None:
-    thread = extract._THREADS.get(runtime.db.path)
+    thread = extract._PASSES.threads.get(runtime.db.path)
     if thread is not None:
         thread.join(10)
         assert not thread.is_alive()
@@ -126,7 +126,7 @@ def test_with_assertions_off_nothing_is_scheduled_or_created(tmp_path):
     turn(runtime, hooks, history(4))
     engine.on_session_start("s2", platform="cli")
     assert extract.schedule(runtime, lambda: asked.append("direct") or model) is None
-    assert runtime.db.path not in extract._THREADS and asked == [] and model.calls == []
+    assert runtime.db.path not in extract._PASSES.threads and asked == [] and model.calls == []
     assert not AssertionStore(runtime.db).present()
     assert runtime.db.read().execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 8  # the turn was stored
 
@@ -138,10 +138,10 @@ def test_two_schedules_in_a_row_never_run_two_passes_at_once(tmp_path):
                                    assertion_batches_per_pass=1)
     turn(runtime, hooks, history(3))
     assert model.entered.wait(10)  # the first pass is inside the model call, holding the lease
-    first = extract._THREADS[runtime.db.path]
+    first = extract._PASSES.threads[runtime.db.path]
     turn(runtime, hooks, history(3))  # a second turn: no second pass while the first runs
     engine.on_session_start("s1", platform="cli")
-    assert extract._THREADS[runtime.db.path] is first
+    assert extract._PASSES.threads[runtime.db.path] is first
     other = build_runtime(runtime.config)  # another process on the same file: the lease says busy
     assert extract.run_pass(other, model)["status"] == "busy"
     gate.set()
