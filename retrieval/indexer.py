@@ -179,6 +179,10 @@ def run_pass(runtime: Runtime, *, budget_s: float | None = None, max_items: int 
     budget = cfg.embedding_pass_budget_ms / 1000.0 if budget_s is None else budget_s
     limit = cfg.embedding_pass_max_items if max_items is None else max_items
     store = vector_store(runtime)
+    current = _caught_up(store, spec, recipe(int(cfg.embedding_context_messages)))
+    if current is not None:  # the common idle case: a few indexed reads, no lease, no writes
+        report.status, report.generation, report.pending = "done", current.generation_id, 0
+        return report
     lease = leases.acquire(runtime.db, f"embeddings:{spec.label}", LEASE_TTL_S, owner=owner)
     if lease is None:
         report.status = "busy"  # another process (or thread) is indexing this generation
@@ -249,6 +253,18 @@ def run_pass(runtime: Runtime, *, budget_s: float | None = None, max_items: int 
             log.debug("trove: embedding lease release failed", exc_info=True)
         report.seconds = round(time.monotonic() - started, 3)
     return report
+
+
+def _caught_up(store: VectorStore, spec: ProviderSpec, made_with: str) -> Generation | None:
+    """The configured generation when a pass would have nothing to do: active, of the current
+    recipe, without a recorded error, past the newest message and node, nothing left to prune."""
+    gen = store.find(spec.provider, spec.model)
+    if gen is None or gen.state != "active" or gen.recipe != made_with or gen.last_error:
+        return None
+    top_message, top_node = store.heads()
+    if gen.message_cursor < top_message or gen.node_cursor < top_node or store.has_retired_vectors():
+        return None
+    return gen
 
 
 def _maybe_activate(store: VectorStore, gen: Generation) -> bool:

@@ -190,6 +190,11 @@ class VectorStore:
                                " WHERE g.state='retired' LIMIT ?)", (int(limit),))
             return int(cur.rowcount)
 
+    def has_retired_vectors(self) -> bool:
+        r = self.db.read().execute("SELECT 1 FROM embedding_generations g JOIN embedding_vectors v"
+                                   " ON v.generation_id=g.generation_id WHERE g.state='retired' LIMIT 1").fetchone()
+        return r is not None
+
     # -- what to index -------------------------------------------------------------------
     def pending_messages(self, after: int, limit: int) -> list[PendingText]:
         """Messages with store_id > ``after`` in id order (every role: the caller filters)."""

@@ -99,6 +99,22 @@ def test_passes_are_bounded_and_only_read_new_rows(tmp_path, fake):
     assert {r[2] for r in vectors(runtime)} >= set(new)
 
 
+def test_a_pass_with_nothing_to_do_takes_no_lease_and_writes_nothing(tmp_path, fake, monkeypatch):
+    from hermes_trove import leases
+
+    runtime = fake_runtime(tmp_path, fake)
+    seed(runtime, 6)
+    index_all(runtime)
+    taken: list[str] = []
+    real = leases.acquire
+    monkeypatch.setattr(leases, "acquire", lambda db, name, *a, **k: taken.append(name) or real(db, name, *a, **k))
+    idle = indexer.run_pass(runtime, budget_s=30)
+    assert idle.status == "done" and idle.rows == 0 and idle.pending == 0 and taken == []
+    seed(runtime, 1, start=50)  # a new message: the next pass works under the lease again
+    busy = indexer.run_pass(runtime, budget_s=30)
+    assert busy.rows == 1 and taken and taken[0].startswith("embeddings:")
+
+
 def test_writes_ignore_duplicates_and_cursors_never_move_back(tmp_path, fake):
     runtime = fake_runtime(tmp_path, fake)
     store = VectorStore(runtime.db)
