@@ -2,17 +2,25 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from hermes_trove.background import PassScheduler
 
 
-def test_one_pass_per_path_at_a_time_and_unforced_starts_wait_for_the_interval():
+def blocking_work() -> tuple[threading.Event, list[int], Callable[[], None]]:
+    """A pass that records each run and holds until the gate opens."""
     gate, runs = threading.Event(), []
-    passes = PassScheduler("test-passes")
 
     def work() -> None:
         runs.append(1)
         gate.wait(10)
+
+    return gate, runs, work
+
+
+def test_one_pass_per_path_at_a_time_and_unforced_starts_wait_for_the_interval():
+    gate, runs, work = blocking_work()
+    passes = PassScheduler("test-passes")
 
     first = passes.start("a.db", lambda: work, interval_s=3600)
     assert first is not None and passes.threads["a.db"] is first
@@ -30,12 +38,8 @@ def test_one_pass_per_path_at_a_time_and_unforced_starts_wait_for_the_interval()
 
 
 def test_a_forced_start_skips_the_interval_and_during_a_pass_asks_for_exactly_one_more():
-    gate, runs = threading.Event(), []
+    gate, runs, work = blocking_work()
     passes = PassScheduler("test-passes")
-
-    def work() -> None:
-        runs.append(1)
-        gate.wait(10)
 
     thread = passes.start("a.db", lambda: work, interval_s=3600)
     assert passes.start("a.db", lambda: work, interval_s=3600, force=True) is None
