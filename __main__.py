@@ -13,10 +13,10 @@ from collections.abc import Sequence
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "import":
-        from hermes_trove.importer.cli import main as import_main
+        from .importer.cli import main as import_main
 
         return import_main(args[1:], prog="python -m hermes_trove import")
-    from hermes_trove.command import main as command_main
+    from .command import main as command_main
 
     return command_main(args)
 

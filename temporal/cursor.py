@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from hermes_trove.temporal import intervals as iv
-from hermes_trove.temporal import lexicon as lx
-from hermes_trove.temporal.lexicon import Token
+from . import intervals as iv
+from . import lexicon as lx
+from .lexicon import Token
 
 
 @dataclass(frozen=True, slots=True)

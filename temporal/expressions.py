@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from hermes_trove.temporal import intervals as iv
-from hermes_trove.temporal import lexicon as lx
-from hermes_trove.temporal.cursor import Hit, TokenCursor
-from hermes_trove.temporal.lexicon import Token
+from . import intervals as iv
+from . import lexicon as lx
+from .cursor import Hit, TokenCursor
+from .lexicon import Token
 
 VAGUE = "vague reference"
 VAGUE_QUANTITY = "vague quantity"

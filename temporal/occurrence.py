@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from hermes_trove.temporal import intervals as iv
-from hermes_trove.temporal.expressions import VAGUE, find_expressions
+from . import intervals as iv
+from .expressions import VAGUE, find_expressions
 
 MAX_SCAN_CHARS = 20_000
 

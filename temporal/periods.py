@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from hermes_trove.temporal import intervals as iv
+from . import intervals as iv
 
 MAX_PERIOD_CHARS = 200
 MAX_HOURS = 24 * 366

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_trove.dag import NodeRow
-from hermes_trove.db import Database
-from hermes_trove.rows import MessageRow, message_row
+from ..dag import NodeRow
+from ..db import Database
+from ..rows import MessageRow, message_row
 
 # The nodes a session can reach: its own, carried ones and everything beneath those.
 _REACHABLE = ("WITH RECURSIVE vis(id) AS (SELECT node_id FROM carried_nodes WHERE session_id = :sid"

@@ -12,11 +12,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from hermes_trove.temporal import queries
-from hermes_trove.temporal import rollup_plan as plan
-from hermes_trove.temporal.periods import ACCEPTED_FORMS, Period, PeriodError, parse_period
-from hermes_trove.temporal.rollup_store import RollupStore
-from hermes_trove.toolkit import (
+from . import queries
+from . import rollup_plan as plan
+from .periods import ACCEPTED_FORMS, Period, PeriodError, parse_period
+from .rollup_store import RollupStore
+from ..toolkit import (
     ToolContext,
     ToolError,
     current_session,

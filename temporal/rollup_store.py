@@ -14,8 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_trove.db import Database, meta_value
-from hermes_trove.temporal.rollup_plan import KINDS, PeriodKey, RollupState
+from ..db import Database, meta_value
+from .rollup_plan import KINDS, PeriodKey, RollupState
 
 SCOPE = "all"
 CURSOR_KEY = "temporal_rollups.leaf_cursor"

@@ -18,22 +18,22 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from hermes_trove import leases, tokens
-from hermes_trove.background import PassScheduler
-from hermes_trove.compaction.summarize import (
+from .. import leases, tokens
+from ..background import PassScheduler
+from ..compaction.summarize import (
     MIN_MODEL_INPUT_TOKENS,
     Complete,
     Summarizer,
     truncate_deterministic,
 )
-from hermes_trove.temporal import queries
-from hermes_trove.temporal import rollup_plan as plan
-from hermes_trove.temporal.periods import PeriodError, parse_period
-from hermes_trove.temporal.rollup_store import RollupStore
+from . import queries
+from . import rollup_plan as plan
+from .periods import PeriodError, parse_period
+from .rollup_store import RollupStore
 
 if TYPE_CHECKING:
-    from hermes_trove.runtime import Runtime
-    from hermes_trove.temporal.rollup_plan import PeriodKey, RollupState
+    from ..runtime import Runtime
+    from .rollup_plan import PeriodKey, RollupState
 
 log = logging.getLogger("hermes_trove.rollups")
 
