@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import time
 from datetime import UTC, datetime
 
 import pytest
@@ -99,15 +98,13 @@ def test_budgets_drop_by_session_and_date_and_clamp(runtime):
     assert out["returned"] == 3 and all(d["reason"] == "max_per_session" for d in out["dropped"])
 
 
-def test_fifty_refs_to_one_megabyte_rows_stay_under_the_cap_and_fast(runtime):
+def test_fifty_refs_to_one_megabyte_rows_stay_under_the_cap(runtime):
     key = SessionKey("big")
     body = ("lorem ipsum dolor sit amet " * 40000)[:1_000_000]
     ids = runtime.store.append(key, [dict(user(f"{i} {body}"), timestamp=T0 + i * DAY) for i in range(50)])
     ctx = ToolContext(runtime, key)
     refs = [{"store_id": i, "span_start": 0, "span_end": 20000, "quote": "x" * 4000} for i in ids]  # all drifted
-    started = time.perf_counter()
     raw = dispatch(ctx, "trove_evidence_pack", {"question": "q", "baseline_refs": refs})
-    elapsed = time.perf_counter() - started
     out = json.loads(raw)
     assert len(raw) <= 64000, raw[:300]
     assert out["returned"] == 0 and len(out["rejected"]) == 50, raw[:300]
@@ -119,7 +116,7 @@ def test_fifty_refs_to_one_megabyte_rows_stay_under_the_cap_and_fast(runtime):
     assert len(raw) <= 64000
     assert out["truncated"] is True and out["items_omitted_for_cap"] > 0 and out["returned"] >= 1
     assert all(item["quote_truncated"] and len(item["quote"]) == 2400 for item in out["items"])
-    assert elapsed < 10  # generous: the figure is measured in scripts/bench_evidence.py
+    # how long the packs take: scripts/bench_bounds.py (pack)
 
 
 def test_an_attached_computation_uses_the_pack_refs(setup):

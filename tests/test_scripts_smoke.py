@@ -262,6 +262,16 @@ def test_reliability_sections_at_tiny_sizes_find_no_loss_or_leak(tmp_path):
     assert "'(' * 32000 + 'x' parse" in out
 
 
+def test_bench_bounds_prints_the_timings_the_tests_no_longer_assert(tmp_path):
+    out = run_script("bench_bounds.py", "--repeat", "1", "--bytes", "65536", "--fuzz-calls", "30", "--pack-rows", "3",
+                     "--pack-row-chars", "50000", tmp_path=tmp_path)
+    sections = re.findall(r"^(hostile|fuzz|deadline|pack) .* median\s+[\d.]+ ms\s+max\s+[\d.]+ ms", out, re.M)
+    assert sections.count("hostile") == 15 and sections.count("fuzz") == 1 and sections.count("pack") == 2, out
+    assert sections.count("deadline") == (3 if importlib.util.find_spec("numpy") else 1), out
+    assert "calls over 1 s: " in out and "slowest argument: " in out
+    assert figure(r"^deadline trove_expand_query.* median\s+([\d.]+) ms", out) > 0
+
+
 # -- operator scripts ----------------------------------------------------------------
 
 

@@ -1,10 +1,12 @@
 """The docs a Hermes user reads, checked against the code: feature overview, agent profiles,
-dependency contract, SECURITY.md, CONTRIBUTING.md, the README's install section and after-install.md."""
+dependency contract and extras, SECURITY.md, CONTRIBUTING.md, the README's install section and
+tool table, after-install.md, and the promise that no test asserts on wall-clock time."""
 from __future__ import annotations
 
 import ast
 import re
 import sys
+import tomllib
 
 from conftest import ROOT
 
@@ -31,7 +33,8 @@ def runtime_imports() -> set[str]:
     found: set[str] = set()
     for path in ROOT.rglob("*.py"):
         rel = path.relative_to(ROOT)
-        if rel.parts[0] in {"tests", "scripts", ".venv", "build"} or "egg-info" in str(rel):
+        # hidden directories hold virtualenvs (.venv, .venv-host) and caches, not the package
+        if rel.parts[0] in {"tests", "scripts", "build"} or rel.parts[0].startswith(".") or "egg-info" in str(rel):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
@@ -132,3 +135,83 @@ def test_the_operator_guide_exit_codes_match_the_cli():
     for words in (("status",), ("doctor",), ("backup",), ("dag",), ("dag", "mermaid"), ("rotate", "apply")):
         assert words in command.HANDLERS and f"/trove {' '.join(words)}" in text, words
     assert "<HERMES_HOME>/.env" in text and "compression.enabled" in text and "TIKTOKEN_CACHE_DIR" in text
+
+
+def test_the_readme_tool_table_names_exactly_the_registered_tools():
+    from hermes_trove.tools import TOOLS
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    named = [n for r in table_rows(readme, "| tool | use |") for n in re.findall(r"`(trove_\w+)`", r[0])]
+    assert sorted(named) == sorted(t.name for t in TOOLS)
+
+
+def optional_dependencies() -> dict[str, list[str]]:
+    with (ROOT / "pyproject.toml").open("rb") as fh:
+        return tomllib.load(fh)["project"]["optional-dependencies"]
+
+
+def text_files() -> list:
+    """Every doc, script and module of the checkout (virtualenvs, caches and builds excluded)."""
+    found = []
+    for path in sorted(ROOT.rglob("*")):
+        rel = path.relative_to(ROOT)
+        if path.suffix not in {".md", ".py", ".sh", ".yaml", ".txt"} or not path.is_file():
+            continue
+        if any(part.startswith(".") for part in rel.parts) or rel.parts[0] == "build" or "egg-info" in str(rel):
+            continue
+        found.append(path)
+    return found
+
+
+def test_every_extra_named_anywhere_exists_in_pyproject():
+    extras = optional_dependencies()
+    named: dict[str, set[str]] = {}
+    for path in text_files():
+        text = path.read_text(encoding="utf-8", errors="replace")
+        groups = re.findall(r"hermes-trove\[([^\]]*)\]", text) + \
+            re.findall(r"pip install[^\n`]*?\s['\"]?\.\[([^\]]*)\]", text)
+        for group in groups:
+            for extra in group.split(","):
+                named.setdefault(extra.strip(), set()).add(str(path.relative_to(ROOT)))
+    assert {"all", "embeddings", "embeddings-hosted"} <= set(named)  # README and docs name them
+    unknown = {extra: sorted(where) for extra, where in named.items() if extra not in extras}
+    assert unknown == {}
+
+
+def test_the_extras_table_says_exactly_what_each_extra_installs():
+    rows = table_rows((DOCS / "dependencies.md").read_text(encoding="utf-8"), "| extra | installs | brings |")
+    listed = {r[0].strip("`"): sorted(x.strip().strip("`") for x in r[1].split(",")) for r in rows}
+    assert listed == {name: sorted(reqs) for name, reqs in optional_dependencies().items()}
+
+
+def test_all_is_every_runtime_extra_and_hosted_embeddings_need_numpy_only():
+    extras = optional_dependencies()
+    runtime = set().union(*(set(reqs) for name, reqs in extras.items() if name not in {"all", "test"}))
+    assert set(extras["all"]) == runtime and len(extras["all"]) == len(runtime)
+    assert "numpy" in extras["embeddings"] and "onnxruntime>=1.19" in extras["embeddings"]
+    assert extras["embeddings-hosted"] == ["numpy"]  # the OpenAI-compatible provider: urllib + numpy
+
+
+DURATION_CLOCKS = {"perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "process_time"}
+
+
+def _reads_clock(node: ast.AST, clocks: set[str]) -> bool:
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in clocks
+               and isinstance(n.func.value, ast.Name) and n.func.value.id == "time" for n in ast.walk(node))
+
+
+def test_no_test_asserts_on_wall_clock_time():
+    """CONTRIBUTING.md and the README promise it: how long something takes is printed by
+    scripts/bench_*.py, never asserted. No assert reads a duration clock, directly or through a
+    variable assigned from one, nor compares time.time() (timeouts that only stop a hang are fine)."""
+    offenders = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        timed = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) and _reads_clock(n.value, DURATION_CLOCKS)
+                 for t in n.targets if isinstance(t, ast.Name)}
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Assert) and (
+                    _reads_clock(n.test, DURATION_CLOCKS | {"time"})
+                    or any(isinstance(x, ast.Name) and x.id in timed for x in ast.walk(n.test))):
+                offenders.append(f"{path.relative_to(ROOT)}:{n.lineno}")
+    assert offenders == []

@@ -1,5 +1,6 @@
-"""A seeded fuzzer over every tool: 0 escapes, every reply under its cap and under 1 s, no
-other session's payload served."""
+"""A seeded fuzzer over every tool: 0 escapes, every reply under its cap, no other session's
+payload served. The slowest reply is printed by scripts/bench_bounds.py (fuzz) and
+scripts/reliability.py; tests assert no wall-clock time."""
 from __future__ import annotations
 
 import os
@@ -36,7 +37,7 @@ def other_refs(runtime):
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-def test_fuzzed_calls_never_escape_exceed_their_cap_or_take_a_second(tmp_path, seed):
+def test_fuzzed_calls_never_escape_or_exceed_their_cap(tmp_path, seed):
     from conftest import make_config
 
     from hermes_trove.runtime import build_runtime
@@ -51,4 +52,3 @@ def test_fuzzed_calls_never_escape_exceed_their_cap_or_take_a_second(tmp_path, s
     assert report.bad_json == []
     assert report.over_cap == []
     assert report.leaks == []
-    assert report.slow == [], report.slow[:5]

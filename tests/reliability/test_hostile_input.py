@@ -1,8 +1,8 @@
-"""Findings 2, 5 and 6: hostile arguments get a bounded, fast, validated reply."""
+"""Findings 2, 5 and 6: hostile arguments get a bounded, validated reply. How fast each one
+comes is printed by scripts/bench_bounds.py (hostile section); tests assert no wall-clock time."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from conftest import make_engine, user
@@ -14,8 +14,6 @@ from .conftest import SHAPES, MiB, reply, string_parameters
 
 pytestmark = pytest.mark.reliability
 
-BOUND_S = 5.0  # generous: a linear parse of 1 MiB takes well under a second on a slow core
-
 
 @pytest.fixture
 def eng(runtime):
@@ -25,27 +23,21 @@ def eng(runtime):
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
-def test_query_parsing_is_linear_on_a_mebibyte_of_each_shape(shape):
+def test_a_mebibyte_of_each_shape_parses_to_at_most_32_terms(shape):
     text = SHAPES[shape](MiB)
-    start = time.perf_counter()
-    build_match(text)
-    assert time.perf_counter() - start < BOUND_S
+    assert len(build_match(text).terms) <= 32
 
 
-def test_a_run_of_32000_parens_parses_in_milliseconds_not_seconds():
-    start = time.perf_counter()
-    build_match("(" * 32000 + "x")
-    assert time.perf_counter() - start < 0.5
+def test_a_run_of_32000_parens_parses_to_its_one_word():
+    assert build_match("(" * 32000 + "x") == build_match("x")
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 @pytest.mark.parametrize("tool", ["trove_grep", "trove_expand_query"])
-def test_a_mebibyte_query_is_refused_quickly_and_briefly(eng, tool, shape):
+def test_a_mebibyte_query_is_refused_briefly(eng, tool, shape):
     text = SHAPES[shape](MiB)
     for args in ({"query": text, "prompt": text}, json.dumps({"query": text, "prompt": text})):
-        start = time.perf_counter()
         out = dispatch(eng.tool_context(), tool, args)
-        assert time.perf_counter() - start < BOUND_S
         assert len(out) < 2000 and "too long" in json.loads(out)["error"] or "too large" in out
 
 
@@ -53,9 +45,7 @@ def test_a_mebibyte_query_is_refused_quickly_and_briefly(eng, tool, shape):
 def test_every_string_argument_of_every_tool_is_bounded_before_parsing(eng, tool):
     big = "(" * MiB
     for param in string_parameters(TOOLS_BY_NAME[tool]) or ["query"]:
-        start = time.perf_counter()
         out = dispatch(eng.tool_context(), tool, {param: big})
-        assert time.perf_counter() - start < BOUND_S
         assert len(out) <= TOOLS_BY_NAME[tool].response_cap and len(out) < 2000, (tool, param)
         assert "error" in json.loads(out)
 
