@@ -224,8 +224,9 @@ _EXACT_REF = {"type": "object", "description": (
     "An exact ref {store_id, span_start, span_end, quote, content_sha256} as returned with include_exact_ref=true "
     "(the shorthand string trove:<store_id>:<start>-<end> is accepted too).")}
 _QUESTION = {"type": "string", "description": "The question, 1-4000 characters."}
-_QUESTION_DATE = dict(_TIME, description="When the question is asked: the 'now' of relative words and of "
-                                         "'ago'. " + _TIME["description"])
+_QUESTION_DATE = dict(_TIME, description=(
+    "When the question is asked: the 'now' of relative words and of 'ago'. Unix seconds, a date or an ISO 8601 "
+    "time; without a timezone it is UTC (2026-12-01, 2026-12-01T10:00:00, 2026-12-01T10:00:00+02:00)."))
 
 TROVE_COMPUTE: dict[str, Any] = {
     "name": "trove_compute",
@@ -241,8 +242,9 @@ TROVE_COMPUTE: dict[str, Any] = {
             "question": _QUESTION,
             "operands": {"type": "array", "items": {"type": "object"}, "description": (
                 "1-50 operands: each an exact ref (fields store_id, span_start, span_end, quote, content_sha256, "
-                "or exact_ref / a trove:<id>:<start>-<end> string) with optional value, unit, key, label and date "
-                "(YYYY-MM-DD, YYYY-MM, YYYY). Fields left out are read from the quote when it holds one candidate.")},
+                "or exact_ref / a trove:<id>:<start>-<end> string) or an assertion_id from trove_query_state, with "
+                "optional value, unit, key, label and date (YYYY-MM-DD, YYYY-MM, YYYY). Fields left out are read "
+                "from the quote when it holds one candidate.")},
             "question_date": _QUESTION_DATE,
             "evidence_complete": {"type": "boolean", "description": (
                 "true when the operands are ALL the relevant evidence; otherwise counts, totals and orderings "
@@ -362,7 +364,8 @@ TROVE_RETRIEVE: dict[str, Any] = {
 TROVE_RECENT: dict[str, Any] = {
     "name": "trove_recent",
     "description": (
-        "What happened in a time period (UTC): 'yesterday', 'last week', '2025-03-04', '7d'... Serves ready "
+        "What happened in a time period (UTC): 'last tuesday', 'two weeks ago', 'this morning', 'in march', "
+        "'2025-03-04'... Serves ready "
         "day/week/month rollups when they cover the whole period, else the leaf summaries overlapping it, else "
         "(nothing summarised yet) its raw messages; the response says which mode served and why. Items carry "
         "handles for trove_expand / trove_load_session; page with cursor."),
@@ -370,8 +373,11 @@ TROVE_RECENT: dict[str, Any] = {
         "type": "object",
         "properties": {
             "period": {"type": "string",
-                       "description": ("today, yesterday, last 24h / last Nh, Nd, this week, last week, this month, "
-                                       "last month, this year, YYYY-MM-DD, YYYY-Www, YYYY-MM, YYYY, or START..END.")},
+                       "description": ("A past UTC period as spoken or in ISO: yesterday, tuesday, last tuesday, "
+                                       "3 days ago, two weeks ago, this morning, last night (a part of a day is the "
+                                       "whole day), last/this weekend, last week/month/year, past 3 days, last 24 "
+                                       "hours, march, march 2026, since monday, YYYY-MM-DD, YYYY-Www, YYYY-MM, YYYY, "
+                                       "START..END.")},
             "scope": {"type": "string", "enum": ["all", "current"],
                       "description": "all (default): every stored session; current: this session's own history."},
             "limit": {"type": "integer", "minimum": 1, "description": "Items per page (default 10, max 200)."},

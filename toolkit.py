@@ -38,7 +38,12 @@ MAX_ARGUMENTS_CHARS = 256 * 1024
 MAX_STRING_CHARS = 32 * 1024
 MAX_ARGUMENT_NODES = 4096
 MAX_ARGUMENT_DEPTH = 16
-INT64_MAX = 2**63 - 1  # SQLite integers are signed 64-bit
+# The largest integer every JSON reader holds exactly (RFC 7493); any number past it in an
+# argument is refused, as are NaN and the infinities Python's json module reads.
+MAX_SAFE_INTEGER = 2**53 - 1
+# Times are refused outside these years, before any calendar arithmetic can overflow.
+TIME_MIN = datetime(1000, 1, 1, tzinfo=UTC)
+TIME_MAX = datetime(8999, 12, 31, 23, 59, 59, tzinfo=UTC)
 ECHO_CHARS = 60
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -84,9 +89,8 @@ def check_arguments(args: Mapping[str, Any]) -> None:
                 raise ToolError(f"{where} is too long: {len(value)} characters (at most {MAX_STRING_CHARS})")
             if has_lone_surrogate(value):
                 raise ToolError(f"{where} contains invalid Unicode (a lone surrogate); send valid UTF-8 text")
-        elif isinstance(value, int) and not isinstance(value, bool):
-            if value.bit_length() > 64:
-                raise ToolError(f"{where} is out of range: {echo(value)} (at most {INT64_MAX})")
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            check_number(value, where)
         elif isinstance(value, Mapping):
             for k, v in value.items():
                 key = str(k)
@@ -97,6 +101,26 @@ def check_arguments(args: Mapping[str, Any]) -> None:
             stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value))
         if total > MAX_ARGUMENTS_CHARS:
             raise ToolError(f"arguments are too large: over {MAX_ARGUMENTS_CHARS} characters in all")
+
+
+def check_number(value: float, where: str) -> None:
+    """Refuse NaN, the infinities and numbers past +-MAX_SAFE_INTEGER, naming the argument."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ToolError(f"{where} must be a finite number, got {spelled(value)}")
+    if abs(value) > MAX_SAFE_INTEGER:
+        raise ToolError(f"{where} is out of range: {spelled(value)}; numbers in tool arguments must lie between "
+                        f"-{MAX_SAFE_INTEGER} and {MAX_SAFE_INTEGER}")
+
+
+def spelled(value: float) -> str:
+    """A number for an error message, as JSON writes it (NaN and Infinity as Python's json module
+    does); a long integer by its length."""
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"
+    if isinstance(value, float) and math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    text = repr(value)
+    return f"an integer of {len(text.lstrip('-'))} digits" if len(text) > 24 else text
 
 
 @dataclass(frozen=True)
@@ -131,32 +155,63 @@ def require_session(ctx: ToolContext, tool: str) -> str:
 
 
 # -- arguments ---------------------------------------------------------------
+_INT_TEXT = re.compile(r"[+-]?\d{1,20}")
+_NUMBER_TEXT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?:inf|infinity|nan)", re.I)
+
+
+def number(raw: Any, name: str, accepted: str) -> int | float:
+    """A finite JSON number (or numeric string) within +-MAX_SAFE_INTEGER; ``accepted`` says what
+    the argument takes, for the error."""
+    if isinstance(raw, bool):
+        raise ToolError(f"{name} must be {accepted}, got a boolean")
+    value: int | float
+    if isinstance(raw, (int, float)):
+        value = raw
+    elif isinstance(raw, str) and _NUMBER_TEXT.fullmatch(raw.strip()):
+        text = raw.strip()
+        value = int(text) if _INT_TEXT.fullmatch(text) else float(text)
+    elif isinstance(raw, str):
+        raise ToolError(f"{name} must be {accepted}, got {echo(raw, 40)}")
+    else:
+        raise ToolError(f"{name} must be {accepted}, got {type(raw).__name__}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ToolError(f"{name} must be {accepted}, got {spelled(value)}")
+    if abs(value) > MAX_SAFE_INTEGER:
+        raise ToolError(f"{name} is out of range: {spelled(value)}; it must be {accepted}")
+    return value
+
+
+def whole_number(raw: Any, name: str, low: int, high: int) -> int:
+    """An integer in ``[low, high]`` (a whole float such as 3.0 counts); anything else is refused."""
+    accepted = f"an integer from {low} to {high}"
+    value = number(raw, name, accepted)
+    if value != int(value) or not low <= value <= high:
+        raise ToolError(f"{name} must be {accepted}, got {echo(raw)}")
+    return int(value)
+
+
+def clamped_number(raw: Any, name: str, low: int, high: int) -> int:
+    """A whole number clamped into ``[low, high]`` (NaN, infinities and unsafe sizes are refused)."""
+    value = number(raw, name, f"an integer from {low} to {high} (others are clamped into that range)")
+    if value != int(value):
+        raise ToolError(f"{name} must be an integer from {low} to {high}, got {echo(raw)}")
+    return min(high, max(low, int(value)))
+
+
 def int_arg(args: Mapping[str, Any], name: str, default: int | None, *, minimum: int = 0,
             cap: int | None = None, clamped: dict[str, Any] | None = None) -> int | None:
     """An integer argument; above ``cap`` it is clamped and the original is recorded."""
     raw = args.get(name)
     if raw is None or raw == "":
         return default
-    if isinstance(raw, bool):
-        raise ToolError(f"{name} must be an integer, got a boolean")
-    value: float
-    if isinstance(raw, (int, float)):
-        value = raw
-    elif isinstance(raw, str):
-        try:
-            value = float(raw.strip())
-        except ValueError:
-            raise ToolError(f"{name} must be an integer, got {echo(raw, 40)}") from None
-    else:
-        raise ToolError(f"{name} must be an integer, got {type(raw).__name__}")
-    if not math.isfinite(value) or value != int(value):
-        raise ToolError(f"{name} must be a whole number, got {echo(raw)}")
+    if cap is None:
+        return whole_number(raw, name, minimum, MAX_SAFE_INTEGER)
+    accepted = f"an integer from {minimum} to {cap} (larger values up to {MAX_SAFE_INTEGER} are clamped to {cap})"
+    value = number(raw, name, accepted)
+    if value != int(value) or value < minimum:
+        raise ToolError(f"{name} must be {accepted}, got {echo(raw)}")
     out = int(value)
-    if out < minimum:
-        raise ToolError(f"{name} must be >= {minimum}, got {echo(out)}")
-    if cap is None and out > INT64_MAX:
-        raise ToolError(f"{name} is out of range: {echo(out)} (at most {INT64_MAX})")
-    if cap is not None and out > cap:
+    if out > cap:
         if clamped is not None:
             clamped[f"{name}_clamped_from"] = out
         out = cap
@@ -225,31 +280,49 @@ def int_list_arg(args: Mapping[str, Any], name: str, *, max_items: int = 50) -> 
 
 
 # -- time --------------------------------------------------------------------
-def parse_time(value: Any, name: str) -> float | None:
-    """Unix seconds or a timezone-aware ISO 8601 string; naive ISO strings are refused."""
+TIME_FORMS = ("unix seconds or an ISO 8601 time with a timezone (2025-03-01T09:00:00Z, 2025-03-01T11:00:00+02:00, "
+              "2025-03-01Z)")
+_DATE_WITH_ZONE = re.compile(r"(\d{4}-\d{2}-\d{2})([+-]\d{2}:?\d{2})?")
+
+
+def parse_time(value: Any, name: str, *, naive_utc: bool = False) -> float | None:
+    """Unix seconds or an ISO 8601 time with a timezone; a date with one (``2025-03-01Z``) is its
+    midnight there. Naive dates and times are refused unless ``naive_utc`` reads them as UTC.
+    Times outside TIME_MIN..TIME_MAX are refused."""
     if value is None or value == "":
         return None
-    if isinstance(value, bool):
-        raise ToolError(f"{name} must be unix seconds or an ISO 8601 time with a timezone")
-    if isinstance(value, (int, float)):
-        if not math.isfinite(value):
-            raise ToolError(f"{name} must be a finite number of unix seconds")
-        return float(value)
-    if not isinstance(value, str):
-        raise ToolError(f"{name} must be unix seconds or an ISO 8601 time with a timezone")
-    text = value.strip()
+    if isinstance(value, str) and not _NUMBER_TEXT.fullmatch(value.strip()):
+        seconds = _iso_seconds(value.strip(), name, naive_utc)
+    else:
+        seconds = float(number(value, name, TIME_FORMS))
+    low, high = TIME_MIN.timestamp(), TIME_MAX.timestamp()
+    if not low <= seconds <= high:
+        shown = echo(value) if isinstance(value, str) else spelled(value)
+        raise ToolError(f"{name}={shown} is out of range: accepted {iso(low)} to {iso(high)} "
+                        f"(unix seconds {low:.0f} to {high:.0f})")
+    return seconds
+
+
+def question_date_arg(args: Mapping[str, Any]) -> float | None:
+    """``question_date``, the "now" of a question: any ``parse_time`` form, and a date or time
+    without a timezone too (2026-12-01, 2026-12-01T10:00:00), read as UTC."""
+    return parse_time(args.get("question_date"), "question_date", naive_utc=True)
+
+
+def _iso_seconds(text: str, name: str, naive_utc: bool) -> float:
+    body = text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text
+    dated = _DATE_WITH_ZONE.fullmatch(body)
     try:
-        return float(text)
+        parsed = datetime.fromisoformat(f"{dated.group(1)}T00:00:00{dated.group(2) or ''}" if dated else body)
     except ValueError:
-        pass
+        raise ToolError(f"{name}={echo(text)} is not {TIME_FORMS}") from None
+    if parsed.tzinfo is None and not naive_utc:
+        fixed = f"{text}Z or {text}+02:00" if dated else f"{text[:19]}Z or {text[:19]}+02:00"
+        raise ToolError(f"{name}={echo(text)} has no timezone; add one, e.g. {fixed}")
     try:
-        parsed = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
-    except ValueError:
-        raise ToolError(f"{name}={text[:60]!r} is not unix seconds or an ISO 8601 time "
-                        "(example: 2025-03-01T09:00:00Z)") from None
-    if parsed.tzinfo is None:
-        raise ToolError(f"{name}={text[:60]!r} has no timezone; add one, e.g. {text[:19]}Z or {text[:19]}+02:00")
-    return parsed.timestamp()
+        return (parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)).timestamp()
+    except (OverflowError, OSError, ValueError):
+        raise ToolError(f"{name}={echo(text)} is out of range") from None
 
 
 def time_window(args: Mapping[str, Any]) -> tuple[float | None, float | None]:

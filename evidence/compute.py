@@ -67,7 +67,7 @@ def compute(req: ComputeRequest, rows: Mapping[int, MessageRow],
     for spec in req.operands:
         row = rows.get(spec.claim.store_id) if spec.claim is not None else None
         try:
-            grounded.append(ground(spec, row, need=planned.needs, ignored_by=ignored_by))
+            grounded.append(ground(spec, row, need=planned.needs, ignored_by=ignored_by, operation=planned.operation))
         except GroundingError as exc:
             rejected.append({"operand": spec.index, "reason": str(exc)})
     stages.append({"stage": "ground", "ok": not rejected, "grounded": len(grounded), "rejected": len(rejected)})

@@ -21,8 +21,8 @@ from .refs import ExactRef, RefClaim, RefError, parse_claim, verify
 from .units import Quantity, Unit, fmt, parse_number, quantities, unit_in_quote, unit_of
 
 MAX_OPERANDS = 50
-ASSERTIONS_DISABLED = ("assertions are disabled: assertion_id operands need the assertion store, "
-                       "which this install does not have; cite an exact ref instead")
+ASSERTIONS_DISABLED = ("assertions are disabled (TROVE_ASSERTIONS_ENABLED=false): an assertion_id operand needs "
+                       "the assertion store; set TROVE_ASSERTIONS_ENABLED=true to enable it, or cite an exact ref")
 _REF_KEYS = ("store_id", "span_start", "span_end", "quote", "content_sha256")
 
 
@@ -43,6 +43,7 @@ class OperandSpec:
     key: str | None = None
     label: str | None = None
     date: str | None = None
+    tracked_key: str | None = None  # an assertion's subject and predicate: the key of a latest_state
 
 
 @dataclass(frozen=True)
@@ -83,9 +84,12 @@ class Grounded:
     unit: Unit | None
     when: When | None
     observed_at: float | None
+    assertion_id: str | None = None
 
     def trace(self) -> dict[str, Any]:
         out: dict[str, Any] = {"operand": self.index, "ref": self.ref.shorthand, "quote": self.ref.quote[:300]}
+        if self.assertion_id:
+            out["assertion_id"] = self.assertion_id
         if self.label:
             out["label"] = self.label
         if self.key is not None:
@@ -147,17 +151,18 @@ def norm_key(text: str) -> str:
 
 
 def ground(spec: OperandSpec, row: MessageRow | None, *, need: frozenset[str] = frozenset(),
-           ignored_by: Any = None) -> Grounded:
+           ignored_by: Any = None, operation: str | None = None) -> Grounded:
     """The grounded operand, or GroundingError naming the first field that does not hold.
 
     ``need`` names fields the plan requires (value, unit, date, key); ``ignored_by(session_id,
-    platform)`` returns the ignore pattern a session matches (runtime filters).
+    platform)`` returns the ignore pattern a session matches (runtime filters). An assertion
+    operand arrives resolved to its ref (state/operands.py) and grounds like any other; only
+    ``latest_state`` keys it by what the assertion tracks when no key is given.
     """
     where = f"operand {spec.index}"
-    if spec.assertion_id is not None:
-        raise GroundingError(f"{where}: {ASSERTIONS_DISABLED}")
     if spec.claim is None:
-        raise GroundingError(f"{where}: {spec.claim_error or 'no exact ref given'}")
+        missing = ASSERTIONS_DISABLED if spec.assertion_id is not None else "no exact ref given"
+        raise GroundingError(f"{where}: {spec.claim_error or missing}")
     try:
         ref = verify(spec.claim, row)
     except RefError as exc:
@@ -170,8 +175,9 @@ def ground(spec: OperandSpec, row: MessageRow | None, *, need: frozenset[str] = 
     occurrences = resolve_occurrences(quote, row.created_at) if row.created_at is not None else []
     value, value_text, unit = _value(spec, quote, occurrences, need, where)
     when = _date(spec, quote, occurrences, row.created_at, need, where)
-    key = _key(spec, quote, need, where)
-    return Grounded(spec.index, ref, spec.label, key, value, value_text, unit, when, row.created_at)
+    tracked = spec.tracked_key if operation == "latest_state" and spec.key is None else None
+    key = norm_key(tracked) if tracked else _key(spec, quote, need, where)
+    return Grounded(spec.index, ref, spec.label, key, value, value_text, unit, when, row.created_at, spec.assertion_id)
 
 
 def _value(spec: OperandSpec, quote: str, occurrences: list[Occurrence], need: frozenset[str],

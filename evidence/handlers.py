@@ -11,7 +11,19 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..rows import MessageRow
-from ..toolkit import ToolContext, ToolError, bool_arg, current_session, enum_arg, fit_items, parse_time, str_arg
+from ..state.operands import resolve_assertions
+from ..toolkit import (
+    ToolContext,
+    ToolError,
+    bool_arg,
+    clamped_number,
+    current_session,
+    enum_arg,
+    fit_items,
+    question_date_arg,
+    str_arg,
+    whole_number,
+)
 from .compile import check_coverage, check_selection, computation_for, conflicts, decide, parse_proposal
 from .compute import ComputeRequest, compute
 from .grounding import OperandSpec, parse_operands
@@ -45,8 +57,9 @@ def trove_compute(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
         specs = parse_operands(args.get("operands"))
     except ValueError as exc:
         raise ToolError(str(exc)) from None
+    specs = resolve_assertions(ctx.runtime, specs)
     candidate = str_arg(args, "candidate_answer")
-    req = ComputeRequest(question, specs, parse_time(args.get("question_date"), "question_date"),
+    req = ComputeRequest(question, specs, question_date_arg(args),
                          bool_arg(args, "evidence_complete"), candidate[:1000] if candidate is not None else None,
                          enum_arg(args, "operation", OPERATIONS, None))
     rows = _rows(ctx, (s.claim.store_id for s in specs if s.claim is not None))
@@ -61,7 +74,7 @@ def trove_evidence_pack(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, 
         budgets, notes = parse_budgets(args.get("budgets"))
     except ValueError as exc:
         raise ToolError(str(exc)) from None
-    question_date = parse_time(args.get("question_date"), "question_date")
+    question_date = question_date_arg(args)
     rows = _rows(ctx, (c.store_id for _, c, _ in claims if c is not None))
     pack = build_pack(question, claims, rows, budgets, _ignored(ctx))
     items = pack.pop("items")
@@ -94,7 +107,7 @@ def trove_compile_evidence(ctx: ToolContext, args: Mapping[str, Any]) -> dict[st
                                        else args.get("budgets"))
     except ValueError as exc:
         raise ToolError(str(exc)) from None
-    question_date = parse_time(args.get("question_date"), "question_date")
+    question_date = question_date_arg(args)
     cap = _response_cap(args, ctx.response_cap)
     rows = _rows(ctx, (s.claim.store_id for s in proposal.selections if s.claim is not None))
     ignored = _ignored(ctx)
@@ -125,13 +138,14 @@ def trove_compile_evidence(ctx: ToolContext, args: Mapping[str, Any]) -> dict[st
     return payload
 
 
+MIN_RESPONSE_CAP = 4096
+
+
 def _response_cap(args: Mapping[str, Any], cap: int) -> int:
     raw = (args.get("budgets") or {}).get("response_char_cap") if isinstance(args.get("budgets"), Mapping) else None
     if raw is None:
         return cap
-    if isinstance(raw, bool) or not isinstance(raw, int):
-        raise ToolError("budgets.response_char_cap must be an integer")
-    return min(cap, max(4096, raw))
+    return clamped_number(raw, "budgets.response_char_cap", MIN_RESPONSE_CAP, max(cap, MIN_RESPONSE_CAP))
 
 
 def _coverage(ctx: ToolContext, raw: Any, verified_ids: set[int]) -> dict[str, Any] | None:
@@ -150,9 +164,7 @@ def _coverage(ctx: ToolContext, raw: Any, verified_ids: set[int]) -> dict[str, A
         raise ToolError("coverage.session_scope='session' needs coverage.session_id")
     if scope == "current" and not current:
         raise ToolError("coverage over the current session needs a bound session; use session_scope='all'")
-    limit = raw.get("max_candidates", MAX_CANDIDATES)
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_CANDIDATES:
-        raise ToolError(f"coverage.max_candidates must be an integer 1..{MAX_CANDIDATES}")
+    limit = whole_number(raw.get("max_candidates", MAX_CANDIDATES), "coverage.max_candidates", 1, MAX_CANDIDATES)
     req = GrepRequest(query=raw["query"][:500], limit=200, offset=0, sort="relevance", scope=scope,
                       content_scope="history", current=current, session_id=session_id if scope == "session" else None)
     page = grep(ctx.runtime, req)

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..rows import MessageRow
 from ..temporal.occurrence import resolve_occurrences
+from ..toolkit import clamped_number
 from .refs import ExactRef, RefClaim, RefError, content_sha256, iso, parse_claim, shorthand, verify
 
 MAX_BASELINE = 50
@@ -51,11 +52,9 @@ def parse_budgets(raw: Any) -> tuple[PackBudgets, dict[str, Any]]:
         if key not in BUDGET_RANGES:
             notes.setdefault("ignored_budgets", []).append(str(key)[:40])
             continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-            raise ValueError(f"budgets.{key} must be an integer")
         lo, hi = BUDGET_RANGES[key]
-        clamped = min(hi, max(lo, int(value)))
-        if clamped != value:
+        clamped = clamped_number(value, f"budgets.{key}", lo, hi)
+        if str(clamped) != (value.strip() if isinstance(value, str) else str(value).removesuffix(".0")):
             notes[f"{key}_clamped_from"] = value
         values[key] = clamped
     return PackBudgets(**values), notes

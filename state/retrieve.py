@@ -23,7 +23,7 @@ from ..evidence.refs import RefError, make_ref, parse_claim
 from ..retrieval.grep import trove_grep
 from ..retrieval.recall import trove_recall
 from ..temporal.recent import trove_recent
-from ..toolkit import ToolContext, ToolError, current_session, parse_time, str_arg
+from ..toolkit import ToolContext, ToolError, current_session, question_date_arg, str_arg
 from .assertion_store import AssertionStore
 from .query import trove_query_state
 
@@ -103,7 +103,7 @@ def _start(ctx: ToolContext, store: AssertionStore, args: Mapping[str, Any]) -> 
     question = (str_arg(args, "question", required=True, allow_empty=False) or "").strip()
     if len(question) > MAX_QUESTION:
         raise ToolError(f"question is longer than {MAX_QUESTION} characters")
-    parse_time(args.get("question_date"), "question_date")
+    question_date_arg(args)
     identity = args.get("identity")
     if not isinstance(identity, Mapping) or identity.get("intent_type") not in INTENTS:
         raise ToolError(f"identity must be an object with intent_type one of {', '.join(INTENTS)}")

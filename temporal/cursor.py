@@ -26,9 +26,14 @@ class Hit:
 
 
 class TokenCursor:
-    def __init__(self, tokens: list[Token], today: date) -> None:
+    """``standalone``: the tokens are a time phrase on its own (a tool's period argument), not a
+    sentence: month and weekday names need no capital letter and a phrase without a tense cue
+    reads as past (recall asks about what already happened)."""
+
+    def __init__(self, tokens: list[Token], today: date, *, standalone: bool = False) -> None:
         self.tokens = tokens
         self.today = today
+        self.standalone = standalone
         self.sentences: dict[int, tuple[int, int]] = {}
         for index, token in enumerate(tokens):
             first, _ = self.sentences.get(token.sentence, (index, index))
@@ -48,18 +53,20 @@ class TokenCursor:
     def tense(self, begin: int, end: int | None = None) -> str:
         """"past", "future" or "unclear" for the expression at tokens ``begin..end`` (see lexicon)."""
         first, last = self.sentences[self.tokens[begin].sentence]
-        return lx.sentence_tense(self.tokens, first, last, begin, min(end or begin + 1, last))
+        tense = lx.sentence_tense(self.tokens, first, last, begin, min(end or begin + 1, last))
+        return "past" if tense == "unclear" and self.standalone else tense
 
     def month_at(self, index: int) -> int | None:
         """Month number of a month-name token; verb-like names ("may", "march") and abbreviations
-        need a capital letter. Context (a day, a year, a preposition) is the caller's job."""
+        need a capital letter (unless standalone). Context (a day, a year, a preposition) is the
+        caller's job."""
         token = self.tok(index)
         if token is None:
             return None
-        low = token.low
+        low, named = token.low, token.capitalised or self.standalone
         if low in lx.MONTHS:
-            return lx.MONTHS[low] if (low not in lx.VERB_MONTHS or token.capitalised) else None
-        if low in lx.MONTH_ABBREVIATIONS and token.capitalised:
+            return lx.MONTHS[low] if (low not in lx.VERB_MONTHS or named) else None
+        if low in lx.MONTH_ABBREVIATIONS and named:
             return lx.MONTH_ABBREVIATIONS[low]
         return None
 
@@ -69,7 +76,7 @@ class TokenCursor:
             return None
         if token.low in lx.WEEKDAYS:
             return lx.WEEKDAYS[token.low]
-        if abbreviations and token.low in lx.WEEKDAY_ABBREVIATIONS and token.capitalised:
+        if abbreviations and token.low in lx.WEEKDAY_ABBREVIATIONS and (token.capitalised or self.standalone):
             return lx.WEEKDAY_ABBREVIATIONS[token.low]
         return None
 

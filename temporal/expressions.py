@@ -25,9 +25,10 @@ UNCLEAR_TENSE = "weekday or day without last/this/next and unclear tense"
 DAY_MONTH_ORDER = "day/month order ambiguous"
 
 _CONTEXT = lx.MONTH_CONTEXT | lx.YEAR_CONTEXT
+_SINGULAR = frozenset({"week", "month", "year"})
 MAX_COUNT = {"day": 3660, "week": 520, "weekend": 520, "month": 1200, "year": 200}
 _TRIGGERS = frozenset(
-    {"today", "tonight", "yesterday", "tomorrow", "the", "day", "last", "this", "next", "on", "a", "an",
+    {"today", "tonight", "yesterday", "tomorrow", "the", "day", "last", "past", "this", "next", "on", "a", "an",
      "recently", "lately", "long", "not", "in", "for", "over", "during", "through", "throughout", "more", "less"}
     | lx.MONTH_CONTEXT | lx.YEAR_CONTEXT | lx.APPROXIMATORS | lx.VAGUE_QUANTITIES | set(lx.NUMBER_WORDS)
     | set(lx.MONTHS) | set(lx.MONTH_ABBREVIATIONS) | set(lx.WEEKDAYS) | set(lx.WEEKDAY_ABBREVIATIONS)
@@ -48,17 +49,21 @@ class Match:
     reason: str | None = None
 
 
-def find_expressions(text: str, today: date) -> list[Match]:
-    """Every time expression of ``text``, in order, resolved against the observation day ``today``."""
-    return _Scanner(lx.tokenize(text), today).run()
+def find_expressions(text: str, today: date, *, standalone: bool = False) -> list[Match]:
+    """Every time expression of ``text``, in order, resolved against the observation day ``today``.
+
+    ``standalone``: ``text`` is a time phrase on its own ("last tuesday", "in march"), as a tool's
+    period argument is: names need no capital, a bare month needs no preposition and a phrase
+    without a tense cue reads as past (see ``TokenCursor``)."""
+    return _Scanner(lx.tokenize(text), today, standalone=standalone).run()
 
 
 class _Scanner:
     """Left-to-right scan: at each token every matcher may claim a run of tokens; the longest wins."""
 
-    def __init__(self, tokens: list[Token], today: date) -> None:
+    def __init__(self, tokens: list[Token], today: date, *, standalone: bool = False) -> None:
         self.tokens = tokens
-        self.c = TokenCursor(tokens, today)
+        self.c = TokenCursor(tokens, today, standalone=standalone)
         self.matchers: tuple[Callable[[int], Hit | None], ...] = (
             self._numeric, self._day_word, self._ago, self._qualified, self._the, self._date,
             self._weekday, self._vague, self._season,
@@ -179,10 +184,14 @@ class _Scanner:
         return self.c.offset(stop, unit, sign * count)
 
     def _qualified(self, index: int) -> Hit | None:
-        """last/this/next (+ "this past", "this coming") + night, unit, weekday, month or season."""
+        """last/this/next (+ "this past", "this coming") + night, unit, weekday, month or season;
+        "past N units" (without "the") is a rolling window like "the past N units"."""
         word = self.c.low(index)
-        if word not in ("last", "this", "next") or self.c.low(index - 1) in lx.POSSESSIVE_BLOCKERS:
+        if word not in ("last", "this", "next", "past") or self.c.low(index - 1) in lx.POSSESSIVE_BLOCKERS:
             return None
+        if word == "past":  # "past 3 days", "past week"; not "past years" (no count) or "walked past the"
+            counted = lx.number_value(self.c.tok(index + 1), allow_article=False) is not None
+            return self._rolling(index, index + 1) if counted or self.c.low(index + 1) in _SINGULAR else None
         step, at = {"last": -1, "this": 0, "next": 1}[word], index + 1
         if word == "this" and self.c.low(at) in ("past", "coming"):
             step, at = (-1 if self.c.low(at) == "past" else 1), at + 1
@@ -191,6 +200,8 @@ class _Scanner:
             return self.c.day(at + 1, -1)
         if target in lx.PARTS_OF_DAY and word == "this":
             return self.c.day(at + 1, 0)
+        if target == "weekend" and word == "this" and step == 0 and self.c.tense(index, at + 1) == "past":
+            step = -1 if iv.weekend_span(self.c.today)[0] > self.c.today else 0  # the weekend already begun
         if target in ("week", "month", "year", "weekend"):
             return self.c.offset(at + 1, target, step)
         weekday = self.c.weekday_at(at, abbreviations=True)
@@ -278,7 +289,7 @@ class _Scanner:
             after = at + 2 if self.c.low(at + 1) == "," else at + 1
             dated = self._written_date(after, context=False)
             return dated if dated is not None and dated.first is not None else None
-        return self._written_date(at, context=context, on=self.c.low(index) == "on")
+        return self._written_date(at, context=context or self.c.standalone, on=self.c.low(index) == "on")
 
     def _written_date(self, at: int, *, context: bool, on: bool = False) -> Hit | None:
         start_the = self.c.low(at) == "the"

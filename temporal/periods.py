@@ -1,9 +1,13 @@
-"""Periods for tools: ``parse_period("last week", now)`` -> a UTC ``[start, end)`` window.
+"""Periods for tools: ``parse_period("last tuesday", now)`` -> a UTC ``[start, end)`` window.
 
 Pure and deterministic: ``now`` is always passed in (aware datetime or epoch seconds), so
 tests and tools agree on what "today" means. Calendar periods are UTC days, ISO weeks
-(Monday first), months and years; ``Nh`` windows roll back from ``now``. It does not read
-message text (occurrence.py does) and knows nothing about rollups or storage.
+(Monday first), months and years; hour windows (``last 24 hours``, ``Nh``) roll back from
+``now``. Spoken periods ("last tuesday", "two weeks ago", "in march", "this morning") are read
+by the one English time grammar (expressions.py, in its standalone mode: past by default);
+this module adds only what a period needs beyond a date: ISO units, hour windows, the ``Nd``
+shorthand, ranges and "since". A part of a day reads as that whole UTC day. Periods that
+have not begun yet are refused. It knows nothing about rollups or storage.
 """
 from __future__ import annotations
 
@@ -11,27 +15,46 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
+from . import expressions as ex
 from . import intervals as iv
+from . import lexicon as lx
 
 MAX_PERIOD_CHARS = 200
 MAX_HOURS = 24 * 366
-MAX_DAYS = 3660
+MAX_DAYS = ex.MAX_COUNT["day"]
 
 ACCEPTED_FORMS = (
-    "today", "yesterday", "last 24h / last Nh / Nh", "Nd / last Nd / last N days",
-    "this week", "last week", "this month", "last month", "this year", "last year",
-    "YYYY-MM-DD (or date:YYYY-MM-DD)", "YYYY-Www (ISO week)", "YYYY-MM", "YYYY",
-    "START..END or START/END (each a date, ISO week, month, year or ISO datetime)",
+    "today, yesterday, this morning/afternoon/evening, tonight, last night, earlier today (whole UTC days)",
+    "tuesday, last tuesday, on friday",
+    "3 days ago, two weeks ago, a month ago",
+    "this/last week, month, year, weekend",
+    "last/past N days|weeks|months|years, last 24h / last Nh / Nh, Nd",
+    "march, in march, last march, march 2026",
+    "since <period>",
+    "YYYY-MM-DD (or date:YYYY-MM-DD), YYYY-Www (ISO week), YYYY-MM, YYYY",
+    "START..END, START/END, from START to END, between START and END (each a period or ISO datetime)",
 )
 
 # Each pattern is anchored and free of nested quantifiers, so matching is linear.
-_HOURS = re.compile(r"(?:last )?(\d{1,5}) ?(?:h|hrs?|hours?)")
-_DAYS = re.compile(r"(?:last )?(\d{1,5}) ?(?:d|days?)")
+_HOURS = re.compile(r"(?:the )?(?:(last|past) )?(?:(\d{1,5}|[a-z]+) ?)?(h|hrs?|hours?)")
+_DAYS = re.compile(r"(?:(?:last|past) )?(\d{1,5}) ?d")
 _DATE = re.compile(r"(?:date:)?(\d{4})-(\d{2})-(\d{2})")
 _WEEK = re.compile(r"(\d{4})-w(\d{2})")
 _MONTH = re.compile(r"(\d{4})-(\d{2})")
 _YEAR = re.compile(r"(\d{4})")
 _DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}t[0-9:.,]{2,18}(?:z|[+-][0-9:]{2,5})?")
+_COUNTED = re.compile(r"(\d{1,5}|[a-z]+) (days?|weeks?|months?|years?)")  # "3 days": the last 3 days
+_COUNT_OF_UNITS = re.compile(r"(\d{1,9}) (days?|weeks?|months?|years?|weekends?)\b")
+_LEAD = frozenset({"in", "on", "during", "over", "at", "earlier"})  # words a spoken period may open with
+_OPEN_ENDED = frozenset({"until", "till", "by", "before", "after", "prior"})
+_HINTS = {
+    ex.VAGUE: "it names no time; give one, e.g. 'last 7 days'",
+    ex.VAGUE_QUANTITY: "give a number, e.g. 'last 3 days'",
+    ex.APPROXIMATE: "give an exact count, e.g. '2 weeks ago'",
+    ex.SEASON: "give months, e.g. 2024-06..2024-08",
+    ex.NO_REFERENCE: "it is relative to an unstated time; give a date",
+    ex.DAY_MONTH_ORDER: "write the date as YYYY-MM-DD",
+}
 
 
 class PeriodError(ValueError):
@@ -47,7 +70,7 @@ class PeriodError(ValueError):
 class Period:
     """A UTC window ``[start, end)``. ``granularity`` is the calendar unit the window is
     aligned to: day, week, month or year; "hour" when its edges are not day-aligned
-    (``last Nh`` and datetime ranges)."""
+    (hour windows and datetime ranges)."""
 
     start: datetime
     end: datetime
@@ -65,86 +88,109 @@ def parse_period(text: str, now: datetime | int | float) -> Period:
         raise PeriodError(repr(text), "a period must be a string")
     if len(text) > MAX_PERIOD_CHARS:
         raise PeriodError(text[:40] + "...", f"longer than {MAX_PERIOD_CHARS} characters")
-    norm = " ".join(text.strip().lower().split())
+    norm = " ".join(text.strip().lower().split()).rstrip("?!,; ")
+    norm = norm[:-1].rstrip() if norm.endswith(".") and not norm.endswith("..") else norm
     if not norm:
         raise PeriodError(text, "empty")
     current = iv.as_utc(now)
     try:
-        period = _relative(norm, current) or _range(norm, text) or _calendar(norm, text)
-    except OverflowError as exc:
+        period = _range(norm, text, current) or _single(norm, text, current)
+    except (OverflowError, ValueError) as exc:
+        if isinstance(exc, PeriodError):
+            raise
         raise PeriodError(text, "outside the supported calendar") from exc
     if period is None:
         raise PeriodError(text, "not a recognised form")
     return period
 
 
-def _relative(norm: str, now: datetime) -> Period | None:
+def _single(norm: str, original: str, now: datetime) -> Period | None:
+    """One period, not a range: an hour window, ``Nd``, an ISO unit or a spoken period."""
+    return _hours(norm, now) or _shorthand_days(norm, now) or _calendar(norm, original) or _spoken(norm, original, now)
+
+
+# -- hour windows and the Nd shorthand ------------------------------------------
+def _hours(norm: str, now: datetime) -> Period | None:
+    """``last 24 hours``, ``past hour``, ``the last three hours``, ``24h``: back from ``now``."""
+    match = _HOURS.fullmatch(norm)
+    if match is None:
+        return None
+    anchor, count_text, unit = match.groups()
+    if count_text is None:
+        if anchor is None or unit not in ("h", "hr", "hour"):
+            return None
+        count = 1
+    else:
+        found = int(count_text) if count_text.isdigit() else lx.NUMBER_WORDS.get(count_text)
+        if found is None:
+            return None
+        count = found
+    hours = _bounded(count, MAX_HOURS, norm)
+    return Period(now - timedelta(hours=hours), now, f"last {hours}h", "hour")
+
+
+def _shorthand_days(norm: str, now: datetime) -> Period | None:
+    """``7d`` / ``last 7d``: N whole UTC days ending with today."""
+    match = _DAYS.fullmatch(norm)
+    if match is None:
+        return None
     today = now.date()
-    if norm == "today":
-        return _days(today, today + iv.DAY, f"today ({today.isoformat()})", "day")
-    if norm == "yesterday":
-        day = today - iv.DAY
-        return _days(day, today, f"yesterday ({day.isoformat()})", "day")
-    if norm in ("this week", "last week"):
-        start, end = iv.week_span(today, 0 if norm == "this week" else -1)
-        return _days(start, end, f"{norm} ({_week_label(start)})", "week")
-    if norm in ("this month", "last month"):
-        start = iv.add_months(iv.month_start(today), 0 if norm == "this month" else -1)
-        return _days(start, iv.add_months(start, 1), f"{norm} ({start.strftime('%Y-%m')})", "month")
-    if norm in ("this year", "last year"):
-        year = today.year - (norm == "last year")
-        start, end = iv.year_span(year)
-        return _days(start, end, f"{norm} ({year})", "year")
-    if match := _HOURS.fullmatch(norm):
-        hours = _bounded(int(match.group(1)), MAX_HOURS, norm)
-        return Period(now - timedelta(hours=hours), now, f"last {hours}h", "hour")
-    if match := _DAYS.fullmatch(norm):
-        days = _bounded(int(match.group(1)), MAX_DAYS, norm)
-        first = today - timedelta(days=days - 1)
-        return _days(first, today + iv.DAY, f"last {days}d ({first.isoformat()}..{today.isoformat()})", "day")
-    return None
+    count = _bounded(int(match.group(1)), MAX_DAYS, norm)
+    first = today - timedelta(days=count - 1)
+    return _days(first, today + iv.DAY, f"last {count}d ({first.isoformat()}..{today.isoformat()})", "day")
 
 
+# -- spoken periods, through the time grammar ----------------------------------------
+def _spoken(norm: str, original: str, now: datetime) -> Period | None:
+    """A spoken period: exactly one expression of the grammar covering the text (after an
+    optional opening word such as "in" or "earlier"); a bare count of units ("3 days") reads
+    as the last N units."""
+    words = norm.split()
+    if words[0] in _OPEN_ENDED:
+        raise PeriodError(original, f"an open-ended '{words[0]} ...' window is not a period; give START..END "
+                          "or 'since <period>'")
+    today = now.date()
+    found = _one_expression(norm, today)
+    if found is None and _COUNTED.fullmatch(norm):
+        found = _one_expression(f"last {norm}", today)
+    if found is None:
+        _refuse_too_many(norm, original)
+        return None
+    if found.first is None or found.end is None or found.granularity is None:
+        reason = found.reason or ex.VAGUE
+        raise PeriodError(original, f"{reason}: {_HINTS.get(reason, 'give a date')}")
+    if found.first > today:
+        raise PeriodError(original, f"it begins on {found.first.isoformat()}, after today ({today.isoformat()}); "
+                          "a period reads what already happened")
+    return _days(found.first, found.end, f"{norm} ({_span_label(found.first, found.end, found.granularity)})",
+                 found.granularity)
+
+
+def _refuse_too_many(norm: str, original: str) -> None:
+    """Raise when a count of units is past the grammar's bound (the grammar just skips it)."""
+    for count, unit in _COUNT_OF_UNITS.findall(norm):
+        limit = ex.MAX_COUNT[lx.UNITS[unit]]
+        if int(count) > limit:
+            raise PeriodError(original, f"{count} {unit} is more than {limit} {lx.UNITS[unit]}s")
+
+
+def _one_expression(norm: str, today: date) -> ex.Match | None:
+    matches = ex.find_expressions(norm, today, standalone=True)
+    if len(matches) != 1:
+        return None
+    match = matches[0]
+    if norm[match.finish:].strip() or not set(norm[:match.begin].split()) <= _LEAD:
+        return None
+    return match
+
+
+# -- ISO calendar units ---------------------------------------------------------------
 def _calendar(norm: str, original: str) -> Period | None:
     found = _unit(norm, original)
     if found is None:
         return None
     start, end, granularity = found
     return _days(start, end, _unit_label(start, granularity), granularity)
-
-
-def _range(norm: str, original: str) -> Period | None:
-    """``A..B`` or ``A/B``: from the start of A to the end of B (date-like ends are inclusive,
-    datetime ends exclusive)."""
-    sep = ".." if ".." in norm else "/" if "/" in norm else None
-    if sep is None:
-        return None
-    left, _, right = norm.partition(sep)
-    left, right = left.strip(), right.strip()
-    if not left or not right or sep in right:
-        raise PeriodError(original, "a range needs exactly one START and one END")
-    start, start_unit = _edge(left, original, is_end=False)
-    end, end_unit = _edge(right, original, is_end=True)
-    if end <= start:
-        raise PeriodError(original, "the range ends before it starts")
-    aligned = start_unit != "hour" and end_unit != "hour"
-    return Period(start, end, f"{left}..{right}", "day" if aligned else "hour")
-
-
-def _edge(part: str, original: str, *, is_end: bool) -> tuple[datetime, str]:
-    if _DATETIME.fullmatch(part):
-        try:
-            moment = datetime.fromisoformat(part.upper())
-        except ValueError as exc:
-            raise PeriodError(original, f"bad datetime {part!r}") from exc
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-        return moment.astimezone(UTC), "hour"
-    found = _unit(part, original)
-    if found is None:
-        raise PeriodError(original, f"range end {part!r} is not a date, ISO week, month, year or datetime")
-    start, end, granularity = found
-    return iv.midnight(end if is_end else start), granularity
 
 
 def _unit(norm: str, original: str) -> tuple[date, date, str] | None:
@@ -167,6 +213,73 @@ def _unit(norm: str, original: str) -> tuple[date, date, str] | None:
     return None
 
 
+# -- ranges --------------------------------------------------------------------------------
+def _range(norm: str, original: str, now: datetime) -> Period | None:
+    """``A..B``, ``A/B``, ``from A to B``, ``between A and B``: from the start of A to the end
+    of B (period ends are inclusive, datetime ends exclusive); ``since A`` / ``from A`` runs
+    from the start of A to the end of today (to ``now`` after a non-day-aligned A)."""
+    parts = _range_parts(norm, original)
+    if parts is None:
+        return None
+    left, right = parts
+    start, start_unit = _edge(left, original, now, is_end=False)
+    if right is None:
+        aligned = start_unit != "hour"
+        end = iv.midnight(now.date() + iv.DAY) if aligned else now
+        if end <= start:
+            raise PeriodError(original, "it begins after now")
+        return Period(start, end, f"{norm} ({_edge_label(start)}..{_edge_label(end, True)})",
+                      "day" if aligned else "hour")
+    end, end_unit = _edge(right, original, now, is_end=True)
+    if end <= start:
+        raise PeriodError(original, "the range ends before it starts")
+    aligned = start_unit != "hour" and end_unit != "hour"
+    label = f"{left}..{right}"
+    resolved = f"{_edge_label(start)}..{_edge_label(end, True)}"
+    return Period(start, end, label if label == resolved else f"{label} ({resolved})", "day" if aligned else "hour")
+
+
+def _range_parts(norm: str, original: str) -> tuple[str, str | None] | None:
+    """(START, END) of a range, (START, None) of an open ``since``, None when ``norm`` is no range."""
+    for opener, joiner in (("from ", " to "), ("from ", " until "), ("between ", " and ")):
+        if norm.startswith(opener) and joiner in norm:
+            left, _, right = norm[len(opener):].partition(joiner)
+            return _ends(left, right, joiner, original)
+    if norm.startswith(("since ", "from ")):
+        return norm.split(" ", 1)[1].strip(), None
+    sep = ".." if ".." in norm else "/" if norm.count("/") == 1 else None
+    if sep is None:
+        return None
+    left, _, right = norm.partition(sep)
+    return _ends(left, right, sep, original)
+
+
+def _ends(left: str, right: str, sep: str, original: str) -> tuple[str, str]:
+    left, right = left.strip(), right.strip()
+    if not left or not right or sep in f" {right} ":
+        raise PeriodError(original, "a range needs exactly one START and one END")
+    return left, right
+
+
+def _edge(part: str, original: str, now: datetime, *, is_end: bool) -> tuple[datetime, str]:
+    if _DATETIME.fullmatch(part):
+        try:
+            moment = datetime.fromisoformat(part.upper())
+        except ValueError as exc:
+            raise PeriodError(original, f"bad datetime {part!r}") from exc
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return moment.astimezone(UTC), "hour"
+    try:
+        found = _single(part, original, now)
+    except PeriodError as exc:
+        raise PeriodError(original, f"range end {part!r}: {exc.reason}") from None
+    if found is None:
+        raise PeriodError(original, f"range end {part!r} is not a period or an ISO datetime")
+    return (found.end if is_end else found.start), found.granularity
+
+
+# -- building and labels ---------------------------------------------------------------------
 def _days(first: date, end: date, label: str, granularity: str) -> Period:
     start_at, end_at = iv.utc_bounds(first, end)
     return Period(start_at, end_at, label, granularity)
@@ -191,3 +304,16 @@ def _unit_label(start: date, granularity: str) -> str:
     if granularity == "year":
         return str(start.year)
     return start.isoformat()
+
+
+def _span_label(first: date, end: date, granularity: str) -> str:
+    """One unit's ISO label, or ``first..last`` for a run of days."""
+    if granularity != "day" or end - first == iv.DAY:
+        return _unit_label(first, granularity)
+    return f"{first.isoformat()}..{(end - iv.DAY).isoformat()}"
+
+
+def _edge_label(moment: datetime, is_end: bool = False) -> str:
+    if moment.time() == datetime.min.time():
+        return (moment.date() - iv.DAY if is_end else moment.date()).isoformat()
+    return iv.iso_z(moment)

@@ -107,6 +107,36 @@ def test_skill_has_front_matter_and_mentions_every_tool():
         assert f"`{name}`" in text
 
 
+def test_skill_tool_table_has_one_row_per_tool_in_table_order():
+    text = (SKILL_DIR / "SKILL.md").read_text(encoding="utf-8")
+    table = re.search(r"^\| Tool \| Use it to \|\n\|---\|---\|\n((?:\|.*\n)+)", text, re.M)
+    assert table, "SKILL.md has no tool table"
+    rows = [re.fullmatch(r"\| `(trove_\w+)` \| (.+) \|", line) for line in table.group(1).splitlines()]
+    assert all(rows), "each SKILL.md tool row is one tool and one line"
+    assert [r.group(1) for r in rows] == NAMES
+    assert all(len(r.group(2)) <= 140 for r in rows), "one short line per tool"
+
+
+# Where the injected policy sends each kind of question: these tools must be in its routing list.
+POLICY_ROUTES = {"this session": "trove_grep", "other conversations": "trove_recall", "a time": "trove_recent",
+                 "a fact that changes": "trove_query_state", "arithmetic": "trove_compute",
+                 "exact evidence": "trove_evidence_pack", "open a hit": "trove_expand"}
+
+
+def test_recall_policy_routes_each_kind_of_question_to_its_tool():
+    policy = (SKILL_DIR / "references" / "recall-policy.md").read_text(encoding="utf-8")
+    routes = {}
+    for line in policy.splitlines():
+        for part in line.strip(" -").split(";"):
+            cue, sep, target = part.partition(":")
+            if sep and (tool := re.search(r"\btrove_\w+", target)):
+                routes[cue.strip()] = tool.group(0)
+    for cue, tool in POLICY_ROUTES.items():
+        assert any(c.startswith(cue) and t == tool for c, t in routes.items()), (cue, tool, routes)
+    assert "trove_grep with time_from" not in policy  # time questions go to trove_recent
+    assert "if enabled" in policy.split("trove_query_state", 1)[1].splitlines()[0]
+
+
 def test_skill_references_exist_and_are_linked_from_the_skill():
     text = (SKILL_DIR / "SKILL.md").read_text(encoding="utf-8")
     for name in REFERENCES:

@@ -129,3 +129,148 @@ def test_bad_periods_raise_a_value_error_listing_the_accepted_forms(text):
 def test_non_string_period_is_a_period_error():
     with pytest.raises(PeriodError):
         parse_period(7, at("2024-03-05T10:00:00"))  # type: ignore[arg-type]
+
+
+# -- spoken periods: read by the message grammar (expressions.py) in its standalone mode -----
+WED = "2026-06-10T14:00:00"  # a Wednesday
+SUN = "2026-06-14T09:00:00"
+MON = "2026-06-15T09:00:00"
+
+
+@pytest.mark.parametrize(
+    ("text", "now", "first", "end", "granularity"),
+    [
+        # weekdays: the nearest one strictly before today, with or without "last"/"on"
+        ("last tuesday", WED, "2026-06-09", "2026-06-10", "day"),
+        ("tuesday", WED, "2026-06-09", "2026-06-10", "day"),
+        ("Tuesday", WED, "2026-06-09", "2026-06-10", "day"),
+        ("on friday", WED, "2026-06-05", "2026-06-06", "day"),
+        ("wednesday", WED, "2026-06-03", "2026-06-04", "day"),
+        ("last sat", WED, "2026-06-06", "2026-06-07", "day"),
+        ("this monday", WED, "2026-06-08", "2026-06-09", "day"),
+        # N units ago: number words or digits; weeks and months are calendar units
+        ("two weeks ago", WED, "2026-05-25", "2026-06-01", "week"),
+        ("2 weeks ago", WED, "2026-05-25", "2026-06-01", "week"),
+        ("three days ago", WED, "2026-06-07", "2026-06-08", "day"),
+        ("a week ago", WED, "2026-06-01", "2026-06-08", "week"),
+        ("a month ago", WED, "2026-05-01", "2026-06-01", "month"),
+        ("two weekends ago", WED, "2026-05-30", "2026-06-01", "day"),
+        # parts of a day: the whole UTC day
+        ("this morning", WED, "2026-06-10", "2026-06-11", "day"),
+        ("this afternoon", WED, "2026-06-10", "2026-06-11", "day"),
+        ("tonight", WED, "2026-06-10", "2026-06-11", "day"),
+        ("earlier today", WED, "2026-06-10", "2026-06-11", "day"),
+        ("yesterday evening", WED, "2026-06-09", "2026-06-10", "day"),
+        ("yesterday morning", WED, "2026-06-09", "2026-06-10", "day"),
+        ("last night", WED, "2026-06-09", "2026-06-10", "day"),
+        ("the day before yesterday", WED, "2026-06-08", "2026-06-09", "day"),
+        # weekends: Saturday and Sunday; "this weekend" is the one already begun
+        ("last weekend", WED, "2026-06-06", "2026-06-08", "day"),
+        ("this weekend", WED, "2026-06-06", "2026-06-08", "day"),
+        ("this weekend", SUN, "2026-06-13", "2026-06-15", "day"),
+        ("this weekend", MON, "2026-06-13", "2026-06-15", "day"),
+        ("last weekend", SUN, "2026-06-06", "2026-06-08", "day"),
+        ("the weekend", MON, "2026-06-13", "2026-06-15", "day"),
+        # rolling windows of whole days ending today
+        ("past 3 days", WED, "2026-06-08", "2026-06-11", "day"),
+        ("last 3 days", WED, "2026-06-08", "2026-06-11", "day"),
+        ("last three days", WED, "2026-06-08", "2026-06-11", "day"),
+        ("the past two weeks", WED, "2026-05-28", "2026-06-11", "day"),
+        ("past week", WED, "2026-06-04", "2026-06-11", "day"),
+        ("3 days", WED, "2026-06-08", "2026-06-11", "day"),
+        ("past 6 months", WED, "2025-12-11", "2026-06-11", "day"),
+        # months: the most recent one not after this month; with a year, that one
+        ("in march", WED, "2026-03-01", "2026-04-01", "month"),
+        ("march", WED, "2026-03-01", "2026-04-01", "month"),
+        ("in july", WED, "2025-07-01", "2025-08-01", "month"),
+        ("in june", WED, "2026-06-01", "2026-07-01", "month"),
+        ("last june", WED, "2025-06-01", "2025-07-01", "month"),
+        ("march 2026", WED, "2026-03-01", "2026-04-01", "month"),
+        ("Mar 2025", WED, "2025-03-01", "2025-04-01", "month"),
+        ("in may", WED, "2026-05-01", "2026-06-01", "month"),
+        ("in 2025", WED, "2025-01-01", "2026-01-01", "year"),
+        ("3 march 2026", WED, "2026-03-03", "2026-03-04", "day"),
+        ("13/4/2026", WED, "2026-04-13", "2026-04-14", "day"),
+        # this/last units, with trailing punctuation and an opening word
+        ("this week", WED, "2026-06-08", "2026-06-15", "week"),
+        ("earlier this week", WED, "2026-06-08", "2026-06-15", "week"),
+        ("during last week", WED, "2026-06-01", "2026-06-08", "week"),
+        ("last month?", WED, "2026-05-01", "2026-06-01", "month"),
+        # since / from ... to / between ... and: each end any period
+        ("since monday", WED, "2026-06-08", "2026-06-11", "day"),
+        ("since last week", WED, "2026-06-01", "2026-06-11", "day"),
+        ("since 2026-05-30", WED, "2026-05-30", "2026-06-11", "day"),
+        ("from monday to yesterday", WED, "2026-06-08", "2026-06-10", "day"),
+        ("between 2026-05-01 and 2026-05-03", WED, "2026-05-01", "2026-05-04", "day"),
+        ("last monday..yesterday", WED, "2026-06-08", "2026-06-10", "day"),
+        ("2026-05..last week", WED, "2026-05-01", "2026-06-08", "day"),
+    ],
+)
+def test_spoken_periods_resolve_against_the_callers_clock(text, now, first, end, granularity):
+    period = parse_period(text, at(now))
+    assert days(period) == (date.fromisoformat(first), date.fromisoformat(end)), period
+    assert period.granularity == granularity
+    assert period.start.tzinfo == UTC
+
+
+@pytest.mark.parametrize(("text", "hours"), [("last 24 hours", 24), ("past 24 hours", 24), ("the last 24 hours", 24),
+                                             ("last hour", 1), ("past hour", 1), ("the last three hours", 3),
+                                             ("last 2 hrs", 2), ("48 hours", 48)])
+def test_spoken_hour_windows_roll_back_from_now(text, hours):
+    now = at(WED)
+    period = parse_period(text, now)
+    assert (period.start, period.end, period.granularity) == (now - timedelta(hours=hours), now, "hour")
+
+
+def test_a_spoken_period_labels_the_resolved_dates():
+    now = at(WED)
+    assert parse_period("last tuesday", now).label == "last tuesday (2026-06-09)"
+    assert parse_period("two weeks ago", now).label == "two weeks ago (2026-W22)"
+    assert parse_period("last weekend", now).label == "last weekend (2026-06-06..2026-06-07)"
+    assert parse_period("from monday to yesterday", now).label == "monday..yesterday (2026-06-08..2026-06-09)"
+    assert parse_period("2026-01-01..2026-01-07", now).label == "2026-01-01..2026-01-07"
+
+
+@pytest.mark.parametrize(("text", "reason"), [
+    ("next week", "after today"),
+    ("tomorrow", "after today"),
+    ("next tuesday", "after today"),
+    ("this friday", "after today"),
+    ("last few days", "give a number"),
+    ("recently", "names no time"),
+    ("a while ago", "names no time"),
+    ("about two weeks ago", "exact count"),
+    ("in the summer", "give months"),
+    ("3/4/2026", "YYYY-MM-DD"),
+    ("until march", "open-ended"),
+    ("before yesterday", "open-ended"),
+    ("last 4000 days", "more than 3660 days"),
+    ("9999 weeks ago", "more than 520 weeks"),
+    ("tuesday and friday", "not a recognised form"),
+    ("what did we do last tuesday", "not a recognised form"),
+    ("since someday", "not a period"),
+    ("from monday to someday", "not a period"),
+    ("between monday and", "not a recognised form"),
+    ("last 0 hours", "between 1 and"),
+])
+def test_unknown_spoken_forms_say_why_and_list_the_accepted_forms(text, reason):
+    with pytest.raises(PeriodError) as caught:
+        parse_period(text, at(WED))
+    assert reason in caught.value.reason, caught.value.reason
+    message = str(caught.value)
+    assert "accepted forms" in message and "last tuesday" in message and "YYYY-Www" in message
+    assert len(message) < 1000
+
+
+def test_the_grammar_periods_use_is_the_one_messages_use():
+    """Standalone mode only lifts the sentence rules (capitals, tense cues, a preposition before a
+    bare month); the same words in a message resolve the same way when the sentence says past."""
+    from hermes_trove.temporal.occurrence import resolve_occurrences
+
+    now = at(WED)
+    for phrase, sentence in (("last tuesday", "We met last Tuesday."), ("two weeks ago", "I went two weeks ago."),
+                             ("in march", "I moved in March."), ("tuesday", "I went there on Tuesday."),
+                             ("past 3 days", "It rained the past 3 days."), ("this weekend", "We hiked this weekend.")):
+        [found] = [o for o in resolve_occurrences(sentence, now) if o.resolved]
+        period = parse_period(phrase, now)
+        assert (found.start, found.end) == (period.start, period.end), (phrase, sentence)

@@ -203,3 +203,24 @@ def test_the_summarizer_record_dates_each_message_and_asks_for_absolute_dates(tm
     prompt = build_prompt(record, 0, 300)
     assert "absolute calendar date" in prompt and "'on 7 May 2023'" in prompt
     assert datetime.fromtimestamp(at(7, 9), tz=UTC).hour == 9
+
+
+@pytest.mark.parametrize(("period", "start", "end"), [
+    ("last tuesday", "2024-06-04T00:00:00Z", "2024-06-05T00:00:00Z"),
+    ("two weeks ago", "2024-05-27T00:00:00Z", "2024-06-03T00:00:00Z"),
+    ("this morning", "2024-06-10T00:00:00Z", "2024-06-11T00:00:00Z"),
+    ("last weekend", "2024-06-08T00:00:00Z", "2024-06-10T00:00:00Z"),  # NOW is a Monday
+    ("in may", "2024-05-01T00:00:00Z", "2024-06-01T00:00:00Z"),
+    ("past 3 days", "2024-06-08T00:00:00Z", "2024-06-11T00:00:00Z"),
+])
+def test_natural_periods_are_read_against_the_tools_clock(tmp_path, period, start, end):
+    out = call(make_engine(runtime_with(tmp_path)), period=period)
+    assert (out["period"]["start"], out["period"]["end"]) == (start, end), out["period"]
+    assert out["period"]["input"] == period
+
+
+def test_a_future_or_vague_period_says_why(tmp_path):
+    engine = make_engine(runtime_with(tmp_path))
+    assert "after today" in call(engine, period="next week")["error"]
+    vague = call(engine, period="the last few days")["error"]
+    assert "give a number" in vague and "last tuesday" in vague
