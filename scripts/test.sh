@@ -1,21 +1,31 @@
 #!/usr/bin/env bash
-# The test command. Builds (or reuses) a virtualenv at .venv in this checkout with
-# hermes-trove installed editable plus its test extras and hermes-agent==0.19.0 (the real
-# host the end-to-end suite runs), then runs pytest over tests/ with that interpreter.
+# The test command. Builds (or reuses) two virtualenvs in this checkout, then runs pytest over
+# tests/ with the first:
+#   .venv       hermes-trove installed editable with its test extras, plus hermes-agent==0.19.0:
+#               the interpreter pytest and the unit tests run in.
+#   .venv-host  hermes-agent==0.19.0 ONLY: the real host the end-to-end suite starts. It must
+#               not be able to import hermes_trove (checked on every run), so the e2e suite
+#               loads the plugin the way Hermes users do, as the directory plugin
+#               $HERMES_HOME/plugins/hermes-trove, and never through a shadowing pip copy.
+#               Beside it, wheelhouse/ holds the build backend (setuptools) so the e2e
+#               route tests can `pip install` the checkout offline.
 # A whole-suite run lints first (scripts/lint.sh: ruff and mypy) and stops on any finding.
 #
 #   scripts/test.sh                       # lint, then everything, end-to-end suite included
 #   scripts/test.sh -m "not e2e"          # lint, then unit tests only
 #   scripts/test.sh tests/test_store.py   # named paths replace tests/; no lint
 #
-# Environment: PYTHON (interpreter used to create the venv, default python3.11 or python3),
-# TROVE_VENV (venv path, default .venv), TROVE_SKIP_INSTALL=1 (use the venv as it is),
-# TROVE_SKIP_LINT=1 (skip the lint step).
+# Environment: PYTHON (interpreter used to create the venvs, default python3.11 or python3),
+# TROVE_VENV (test venv path, default .venv), TROVE_HOST_VENV (host venv path, default
+# .venv-host), TROVE_SKIP_INSTALL=1 (use both venvs as they are), TROVE_SKIP_LINT=1 (skip the
+# lint step). TROVE_E2E_PYTHON (the e2e host interpreter) defaults to .venv-host's python.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${TROVE_VENV:-$ROOT/.venv}"
+HOST_VENV="${TROVE_HOST_VENV:-$ROOT/.venv-host}"
 HOST_PIN="hermes-agent==0.19.0"
+BUILD_PIN="setuptools>=70.1"  # builds wheels without the separate `wheel` package
 
 say() { printf 'test.sh: %s\n' "$*" >&2; }
 
@@ -32,31 +42,71 @@ deps_fingerprint() {
     { cat "$ROOT/pyproject.toml"; echo "$HOST_PIN"; "$VENV/bin/python" -VV; } | sha256sum | cut -d' ' -f1
 }
 
-ensure_venv() {
-    if [ ! -x "$VENV/bin/python" ]; then
-        local base; base="$(pick_python)"
-        if ! "$base" -c 'import sys; sys.exit(0 if (3, 11) <= sys.version_info[:2] < (3, 14) else 1)'; then
-            say "$base is $("$base" -V 2>&1); hermes-agent 0.19.0 needs Python >=3.11,<3.14 (set PYTHON=...)"
-            exit 2
-        fi
-        say "creating $VENV with $("$base" -V 2>&1)"
-        "$base" -m venv "$VENV"
+host_fingerprint() {
+    # The host venv depends on the host pin, the build pin and its interpreter only.
+    { echo "$HOST_PIN"; echo "$BUILD_PIN"; "$HOST_VENV/bin/python" -VV; } | sha256sum | cut -d' ' -f1
+}
+
+create_venv() {
+    # create_venv DIR: a fresh venv made with a Python hermes-agent 0.19.0 accepts.
+    local dir="$1" base
+    [ -x "$dir/bin/python" ] && return
+    base="$(pick_python)"
+    if ! "$base" -c 'import sys; sys.exit(0 if (3, 11) <= sys.version_info[:2] < (3, 14) else 1)'; then
+        say "$base is $("$base" -V 2>&1); hermes-agent 0.19.0 needs Python >=3.11,<3.14 (set PYTHON=...)"
+        exit 2
     fi
+    say "creating $dir with $("$base" -V 2>&1)"
+    "$base" -m venv "$dir"
+}
+
+retry_once() {
+    # retry_once CMD...: run CMD; on failure wait 10s and run it one more time.
+    "$@" || { say "pip failed; retrying once in 10s"; sleep 10; "$@"; }
+}
+
+ensure_venv() {
+    create_venv "$VENV"
     local stamp="$VENV/.trove-test-deps" want
     want="$(deps_fingerprint)"
     if [ "${TROVE_SKIP_INSTALL:-0}" = 1 ] || { [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; }; then
         return
     fi
     say "installing hermes-trove (editable, [test,regex,embeddings]) and $HOST_PIN into $VENV"
-    local pip=("$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$ROOT[test,regex,embeddings]" "$HOST_PIN")
-    "${pip[@]}" || { say "pip install failed; retrying once in 10s"; sleep 10; "${pip[@]}"; }
+    retry_once "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+        -e "$ROOT[test,regex,embeddings]" "$HOST_PIN"
     # The checkout root is the package: prove the editable mapping works from elsewhere.
     (cd / && "$VENV/bin/python" -c 'import hermes_trove, sys; sys.exit(0 if hasattr(hermes_trove, "register") else 1)') || {
         say "import hermes_trove failed in $VENV after the editable install"; exit 2; }
     echo "$want" > "$stamp"
 }
 
+ensure_host_venv() {
+    create_venv "$HOST_VENV"
+    # Tools that honour .gitignore (git, ruff) skip the venv, as python3.13's venv does itself.
+    [ -f "$HOST_VENV/.gitignore" ] || echo '*' > "$HOST_VENV/.gitignore"
+    local stamp="$HOST_VENV/.trove-host-deps" want
+    want="$(host_fingerprint)"
+    if [ "${TROVE_SKIP_INSTALL:-0}" != 1 ] && { [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; }; then
+        say "installing $HOST_PIN (and nothing else) into $HOST_VENV"
+        retry_once "$HOST_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$HOST_PIN"
+        retry_once "$HOST_VENV/bin/python" -m pip download --quiet --disable-pip-version-check --no-deps \
+            --dest "$HOST_VENV/wheelhouse" "$BUILD_PIN"
+        echo "$want" > "$stamp"
+    fi
+    # The host must load hermes-trove from a plugin directory: a copy it can import by name
+    # (an editable or pip install) would shadow the directory plugin and hide its bugs.
+    if (cd / && "$HOST_VENV/bin/python" -c 'import hermes_trove' >/dev/null 2>&1); then
+        say "$HOST_VENV can import hermes_trove; it must hold only $HOST_PIN (remove it and rerun)"
+        exit 2
+    fi
+    (cd / && "$HOST_VENV/bin/python" -c 'import importlib.util as u, sys; sys.exit(0 if u.find_spec("run_agent") else 1)') || \
+        say "warning: $HOST_VENV cannot import the host (run_agent): the e2e suite will skip (CI: fail); remove it and rerun"
+}
+
 ensure_venv
+ensure_host_venv
+export TROVE_E2E_PYTHON="${TROVE_E2E_PYTHON:-$HOST_VENV/bin/python}"
 
 args=("$@")
 has_path=0

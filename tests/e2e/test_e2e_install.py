@@ -1,70 +1,84 @@
-"""Install the Hermes way: ``hermes plugins install <local git repo> --enable``, then the one step
-after-install.md names (``hermes config set context.engine trove``), then a turn with engine trove.
+"""Install route (a), the Hermes way: ``hermes plugins install file://<clean repo> --enable``, then the
+one step after-install.md names (``hermes config set context.engine trove``), in a scratch home that
+starts with no plugin and no engine configured. The host clones the repository into its plugins
+directory and loads that copy as a directory plugin (the host venv cannot import ``hermes_trove``).
 
-The checkout's working tree is committed into a scratch git repository (the host clones with
-git), installed into a scratch home that starts with no plugin and no engine configured.
+One home gets a ``hermes chat`` turn, a 3-turn run through the host and ``hermes trove status``. A
+second home installs the same way with the opt-in background families on (temporal rollups,
+assertion extraction, pre-answer evidence): a second host process resumes the session, forces a
+compaction and waits for the background passes, which must each have run, with no load error.
 """
 from __future__ import annotations
 
-import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .harness import FALLBACK_WARNING, ROOT, HermesHome, host_script, query
+from hermes_trove.ingest import EVIDENCE_OPEN
 
-IGNORE = shutil.ignore_patterns(".git", ".venv", ".*_cache", "__pycache__", "*.egg-info", "build", "*.db")
+from .fake_llm import EXTRACTION_MARKER, FakeLLM
+from .harness import (
+    FALLBACK_WARNING,
+    ROUTE_TURNS,
+    HermesHome,
+    aux_requests,
+    chat_requests,
+    check_engine_trove,
+    check_loopback_only,
+    check_skill_visible,
+    check_stored_once,
+    check_tools_offered,
+    plugin_tool_names,
+    query,
+    run_route,
+    trove_log_problems,
+)
+
+DIRECTORY_MODULES = "hermes_plugins.hermes_trove"  # how the host imports a plugin directory
+OPT_IN = {"TROVE_TEMPORAL_ROLLUPS_ENABLED": "true", "TROVE_ASSERTIONS_ENABLED": "true",
+          "TROVE_PREANSWER_EVIDENCE_ENABLED": "true",
+          "TROVE_FRESH_TAIL_COUNT": "2"}  # lets the forced compaction of 3 turns write a leaf
+BACKGROUND_THREADS = ["trove-rollups", "trove-assertions"]
 
 
-def local_repo(where: Path) -> Path:
-    repo = where / "hermes-trove"
-    shutil.copytree(ROOT, repo, symlinks=True, ignore=IGNORE)
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid", "GIT_CONFIG_NOSYSTEM": "1"}
-    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "snapshot"]):
-        subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True, timeout=120)
-    return repo
-
-
-def hermes(home: HermesHome, *args: str) -> subprocess.CompletedProcess[str]:
-    """``hermes ARGS`` in the scratch home; unlike ``run_cli`` a non-zero exit is returned, not raised."""
-    return subprocess.run([host_script(home.python, "hermes"), *args], env=home.env(), cwd=str(home.root),
-                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+def install(root: Path, host_python: str, fake_llm: FakeLLM, repo: Path,
+            **env: str) -> tuple[HermesHome, subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
+    """A bare home, then the two host commands of the install route; their results are returned."""
+    home = HermesHome(root, host_python, fake_llm.url, env_overrides=dict(env), wired=False).create()
+    added = home.hermes("plugins", "install", f"file://{repo}", "--enable")
+    engine = home.hermes("config", "set", "context.engine", "trove")
+    assert added.returncode == 0 and engine.returncode == 0, added.stdout + added.stderr + engine.stderr
+    return home, added, engine
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory, host_python, fake_llm) -> dict[str, Any]:
-    if shutil.which("git") is None:
-        pytest.skip("git is required: `hermes plugins install` clones")
-    root = tmp_path_factory.mktemp("install")
-    repo = local_repo(tmp_path_factory.mktemp("repo"))
-    home = HermesHome(root, host_python, fake_llm.url)
-    home.home.mkdir(parents=True)
-    home.create()
-    (home.home / "plugins" / "hermes-trove").unlink()  # no linked checkout: the host installs it
-    config = home.config_yaml().replace("context:\n  engine: trove\n", "").replace(
-        "plugins:\n  enabled: [hermes-trove]\n", "")
-    (home.home / "config.yaml").write_text(config, encoding="utf-8")
-    install = hermes(home, "plugins", "install", f"file://{repo}", "--enable")
-    engine = hermes(home, "config", "set", "context.engine", "trove")
-    turn = hermes(home, "chat", "-Q", "-q", "install turn: remember the code word heliotrope")
-    status = hermes(home, "trove", "status", "--json")
-    bad = hermes(home, "trove", "frobnicate")
-    return {"home": home, "install": install, "engine": engine, "turn": turn, "status": status, "bad": bad}
+def installed(tmp_path_factory, host_python, fake_llm, checkout_repo) -> dict[str, Any]:
+    home, added, engine = install(tmp_path_factory.mktemp("install"), host_python, fake_llm, checkout_repo)
+    turn = home.hermes("chat", "-Q", "-q", "install turn: remember the code word heliotrope")
+    run = run_route(home, fake_llm.requests, "route-a")
+    bad = home.hermes("trove", "frobnicate")
+    return {"home": home, "install": added, "engine": engine, "turn": turn, "run": run, "bad": bad}
+
+
+@pytest.fixture(scope="module")
+def opted_in(tmp_path_factory, host_python, fake_llm, checkout_repo) -> dict[str, Any]:
+    home, _, _ = install(tmp_path_factory.mktemp("install-opt-in"), host_python, fake_llm, checkout_repo, **OPT_IN)
+    history = str(home.root / "history.json")
+    run = run_route(home, fake_llm.requests, "opt-in", history_out=history)
+    start = len(fake_llm.requests())
+    later = home.run_driver({"turns": [], "session_id": run.result["session_id"], "history_in": history,
+                             "compress_focus": "", "directory_plugin_only": False,
+                             "wait_threads": BACKGROUND_THREADS, "wait_seconds": 60}, "opt-in-later")
+    return {"home": home, "run": run, "later": later, "later_requests": fake_llm.requests()[start:]}
 
 
 def test_the_host_installs_enables_and_shows_the_after_install_step(installed):
-    done = installed["install"]
-    assert done.returncode == 0, done.stdout + done.stderr
-    out = done.stdout
+    out = installed["install"].stdout
     assert "hermes config set context.engine trove" in out and "enabled" in out
-    plugin = installed["home"].home / "plugins" / "hermes-trove"
+    plugin = installed["home"].plugin_dir
     assert (plugin / "plugin.yaml").exists() and not plugin.is_symlink()
-    assert installed["engine"].returncode == 0, installed["engine"].stderr
 
 
 def test_a_turn_runs_with_engine_trove_after_the_host_commands(installed):
@@ -75,20 +89,76 @@ def test_a_turn_runs_with_engine_trove_after_the_host_commands(installed):
     assert any("heliotrope" in str(r[0]) for r in rows)
 
 
-def test_the_skill_is_in_the_index_and_status_names_the_installed_copy(installed):
-    home = installed["home"]
-    skill = home.home / "skills" / "hermes-trove" / "SKILL.md"
-    assert skill.exists()
-    done = installed["status"]
-    assert done.returncode == 0, done.stderr
-    plugin = json.loads(done.stdout[done.stdout.index("{"):])["plugin"]
-    paths = {c["path"] for c in plugin["copies"]}
-    assert str((home.home / "plugins" / "hermes-trove").resolve()) in paths
-    assert plugin["skill"]["in_index"] is True
-    if len(paths) > 1:  # this venv also has the checkout pip-installed: said loudly
-        assert "MORE THAN ONE hermes-trove COPY" in plugin["warning"]
+def test_the_installed_directory_serves_engine_trove_with_every_tool(installed):
+    run = installed["run"]
+    check_engine_trove(run, "plugins-dir", DIRECTORY_MODULES)
+    assert run.result["plugin_source"] == f"user:{installed['home'].plugin_dir}", run.result["plugin_source"]
+    check_tools_offered(run, plugin_tool_names())
+    check_loopback_only(run)
+
+
+def test_each_turn_of_the_installed_run_is_stored_once(installed):
+    check_stored_once(installed["run"])
+
+
+def test_the_skill_is_in_the_index_and_status_names_the_only_copy(installed):
+    run = installed["run"]
+    check_skill_visible(run)
+    plugin = run.status["plugin"]
+    assert [c["path"] for c in plugin["copies"]] == [str(installed["home"].plugin_dir.resolve())]
+    assert "warning" not in plugin
 
 
 def test_hermes_trove_exit_codes_reach_the_shell(installed):
     assert installed["bad"].returncode == 2
     assert "unknown subcommand: frobnicate" in installed["bad"].stdout
+
+
+# -- the same route with the opt-in families on ------------------------------------------------
+def test_with_opt_in_families_the_install_serves_trove_and_stores_each_turn_once(opted_in):
+    run = opted_in["run"]
+    check_engine_trove(run, "plugins-dir", DIRECTORY_MODULES)
+    check_tools_offered(run, plugin_tool_names())
+    check_stored_once(run)
+    check_skill_visible(run)
+
+
+def test_the_background_passes_finished_and_nothing_logged_a_load_error(opted_in):
+    later = opted_in["later"]
+    assert set(later["waited_threads"].values()) <= {"done"}, later["waited_threads"]
+    assert later["engine_name"] == "trove"
+    assert not [w for w in later["warnings"] if "trove" in w.lower() or FALLBACK_WARNING in w], later["warnings"]
+    problems = trove_log_problems(opted_in["run"])
+    assert not problems, "\n".join(problems[:20])
+    check_loopback_only(opted_in["run"])
+
+
+def test_the_rollup_pass_ran_over_the_forced_compactions_leaf(opted_in):
+    db = opted_in["home"].db_path
+    assert opted_in["later"]["forced_compaction"]["compression_count"] == 1
+    assert query(db, "SELECT COUNT(*) FROM summary_nodes WHERE depth = 0") == [(1,)]
+    rows = query(db, "SELECT period_kind, status, error FROM temporal_rollups ORDER BY period_kind")
+    # The pass turned the leaf into its day, week and month (built once those periods close).
+    assert [r[0] for r in rows] == ["day", "month", "week"], rows
+    assert all(r[1] != "failed" and r[2] is None for r in rows), rows
+
+
+def test_the_assertion_pass_ran_once_over_the_stored_turns(opted_in):
+    db = opted_in["home"].db_path
+    batches = query(db, "SELECT outcome, messages, model_calls, stored FROM assertion_batches")
+    # One pass in the second process reads the whole backlog; a host slow enough to pass the
+    # 20 s interval during the first run may split it, but never reads a message twice.
+    assert batches and all(b[0] == "ok" and b[2] == 1 for b in batches), batches
+    assert sum(b[1] for b in batches) == 2 * len(ROUTE_TURNS) and sum(b[3] for b in batches) == 1, batches
+    assert query(db, "SELECT value_text, quote FROM assertions") == [("vim", "my editor is vim")]
+    prompts = [b for b in aux_requests(opted_in["run"].requests + opted_in["later_requests"])
+               if EXTRACTION_MARKER in str((b.get("messages") or [{}])[-1].get("content"))]
+    assert len(prompts) == len(batches)
+
+
+def test_pre_answer_evidence_reached_the_model_with_the_earlier_turn(opted_in):
+    bodies = chat_requests(opted_in["run"].requests)
+    last_user = [m for m in bodies[-1]["messages"] if m.get("role") == "user"][-1]
+    content = str(last_user.get("content"))
+    assert content.startswith(ROUTE_TURNS[2]) and EVIDENCE_OPEN in content, content[:600]
+    assert "the heliotrope garden is blooming" in content[content.index(EVIDENCE_OPEN):]
