@@ -215,3 +215,12 @@ def test_no_test_asserts_on_wall_clock_time():
                     or any(isinstance(x, ast.Name) and x.id in timed for x in ast.walk(n.test))):
                 offenders.append(f"{path.relative_to(ROOT)}:{n.lineno}")
     assert offenders == []
+
+
+def test_docs_testing_lists_every_e2e_file():
+    listed = set(re.findall(r"`([\w./]+)`", (DOCS / "testing.md").read_text(encoding="utf-8")))
+    files = {p.name for p in (ROOT / "tests" / "e2e").iterdir()
+             if (p.suffix == ".py" and p.name != "__init__.py") or (p.is_dir() and not p.name.startswith("__"))}
+    missing = sorted(name for name in files
+                     if not any(item.endswith(name) or item.startswith(name + "/") for item in listed))
+    assert missing == []
