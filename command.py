@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from .compaction.summarize import host_complete
 from .config import database_path, load_config
+from .db import probe_path
 from .ops import backups, dag_view, doctor, hygiene, maintenance, rotate, status
 from .runtime import build_runtime
 from .temporal import rollups as temporal_rollups
@@ -259,6 +260,9 @@ def render(name: str, result: dict[str, Any], prefix: str = "/trove") -> str:
             lines += ["guidance:"] + [f"  - {g}" for g in result["guidance"]]
         return _bound("\n".join(lines))
     lines = [f"trove {name}:"]
+    health = result.get("store_health")
+    if name == "status" and isinstance(health, dict) and not health.get("usable", True):
+        lines = [f"trove status: UNHEALTHY: {health.get('state')}", f"  fix: {health.get('fix')}"]
     _lines(result, 1, lines)
     return _bound("\n".join(lines))
 
@@ -361,16 +365,19 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def _runtime_for(db: str | None, fallback: Runtime | None = None) -> Runtime:
-    """The runtime a command line acts on; a database that does not exist yet is an error, never created."""
+    """The runtime a command line acts on; a database that does not exist yet is an error, never created.
+
+    A path that cannot hold one (under a regular file, in a read-only directory, on a full disk) is
+    no usage error: the runtime is returned so the report names the reason (exit 1)."""
     if fallback is not None and not db:
-        if not os.path.exists(fallback.db.path):
+        if not os.path.exists(fallback.db.path) and probe_path(fallback.db.path) is None:
             raise FileNotFoundError(f"no trove database at {fallback.db.path} yet (trove has not stored anything)")
         return fallback
     config = load_config(os.environ)
     if db:
         config = dataclasses.replace(config, database_path=os.path.abspath(os.path.expanduser(db)))
     path = database_path(config)
-    if not path.exists():
+    if not path.exists() and probe_path(path) is None:
         raise FileNotFoundError(f"no trove database at {path} (pass --db PATH)")
     return build_runtime(config)
 

@@ -33,15 +33,23 @@ class SchemaTooNewError(RuntimeError):
 
 
 class UnusableDatabaseError(sqlite3.DatabaseError):
-    """The database path cannot hold a trove database; the message names the path and the variable."""
+    """The database path cannot hold a trove database; the message names the path and the variable.
+
+    ``path`` and ``why`` (the short reason, e.g. "its parent /x is not a directory") are kept apart
+    for reports."""
+
+    def __init__(self, message: str, path: str = "", why: str = ""):
+        super().__init__(message)
+        self.path, self.why = path, why
 
 
 def _unusable(path: str, exc: BaseException) -> UnusableDatabaseError:
     p = Path(path)
+    blocker = _non_directory_ancestor(p)
     if p.is_dir():
         why = "it is a directory"
-    elif p.parent.exists() and not p.parent.is_dir():
-        why = f"its parent {p.parent} is not a directory"
+    elif blocker is not None:
+        why = f"its parent {blocker} is not a directory"
     elif isinstance(exc, PermissionError) or "readonly" in str(exc).lower() or "permission" in str(exc).lower():
         why = "it is not writable"
     elif isinstance(exc, sqlite3.DatabaseError) and "not a database" in str(exc).lower():
@@ -50,7 +58,56 @@ def _unusable(path: str, exc: BaseException) -> UnusableDatabaseError:
         why = f"{type(exc).__name__}: {exc}"
     return UnusableDatabaseError(
         f"trove database {path} cannot be used ({why}); fix or move that file, or set TROVE_DATABASE_PATH "
-        "to another file")
+        "to another file", path=path, why=why)
+
+
+def _non_directory_ancestor(path: Path) -> Path | None:
+    """The nearest existing ancestor of ``path`` when it is not a directory (a file where one should be)."""
+    for parent in path.parents:
+        if parent.exists():
+            return None if parent.is_dir() else parent
+    return None
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def probe_path(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` cannot hold a writable trove database, or None when nothing says so.
+
+    Read-only and creates nothing: file types, permissions, the file header and free space,
+    so a process that never opened the file (``hermes trove status``) can name the problem.
+    """
+    p = Path(path).expanduser()
+    if p.is_dir():
+        return f"{p} is a directory"
+    blocker = _non_directory_ancestor(p)
+    if blocker is not None:
+        return f"its parent {blocker} is not a directory"
+    home = next((a for a in p.parents if a.exists()), None)
+    if home is not None and not os.access(home, os.W_OK | os.X_OK):
+        return f"the directory {home} is not writable"
+    if p.exists():
+        if not os.access(p, os.R_OK | os.W_OK):
+            return f"{p} is not writable"
+        try:
+            with open(p, "rb") as fh:
+                head = fh.read(len(SQLITE_HEADER))
+        except OSError as exc:
+            return f"{p} cannot be read ({exc.strerror or exc})"
+        if head and head != SQLITE_HEADER:
+            return f"{p} is not a SQLite database"
+    if home is not None and _free_bytes(home) == 0:
+        return f"the file system holding {home} is full"
+    return None
+
+
+def _free_bytes(directory: Path) -> int | None:
+    try:
+        st = os.statvfs(directory)
+    except (OSError, AttributeError):  # no statvfs (Windows) or an unreadable mount
+        return None
+    return int(st.f_bavail) * int(st.f_frsize)
 
 
 _local = threading.local()
@@ -154,7 +211,7 @@ class Database:
             try:
                 yield conn
             except BaseException:
-                conn.execute("ROLLBACK")
+                _rollback(conn)
                 raise
             _retry(lambda: conn.execute("COMMIT"))
 
@@ -503,8 +560,16 @@ def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
         yield
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        _rollback(conn)
         raise
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Undo the open transaction, if SQLite has not already: after SQLITE_FULL (and some I/O errors)
+    it rolls back by itself, and a second ROLLBACK would hide the error that matters."""
+    if conn.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
 
 
 def _retry(fn: Callable[[], object], attempts: int = 5) -> object:

@@ -4,14 +4,22 @@ It binds a session (from the host's lifecycle calls), ingests what the host show
 answers the host's compaction questions, and hands compaction to ``compaction.compactor``
 and tool calls to ``tools.dispatch``. All durable state lives in the database keyed by
 session, because the host deep-copies the engine for every agent it builds.
+
+Ignored and stateless sessions, and every session while the store is unusable
+(``Runtime.health``), are delegated to the host's built-in ``ContextCompressor``, so the
+prompt stays bounded; the flags the host reads and writes are mirrored both ways. No host
+entry point raises.
 """
 from __future__ import annotations
 
 import copy
+import functools
+import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .compaction.compactor import CompactionLimits, Compactor
 from .compaction.policy import trim_head_tail
@@ -34,6 +42,38 @@ log = logging.getLogger("hermes_trove.engine")
 
 # When a compress made no progress, the trigger stays quiet until the prompt grows by this.
 _NO_PROGRESS_REGROWTH = 0.05
+# What the host writes on the engine that the built-in compressor's own triggers read.
+_TO_NATIVE = ("last_prompt_tokens", "last_completion_tokens", "last_total_tokens",
+              "awaiting_real_usage_after_compression", "last_compression_rough_tokens",
+              "_verify_compaction_cleared_threshold")
+# What the host reads after compress(), as the built-in compressor left it.
+_FROM_NATIVE = ("_last_compress_aborted", "_last_summary_error", "_last_compression_made_progress",
+                "_last_summary_fallback_used", "_last_aux_model_failure_error", "_last_aux_model_failure_model")
+# Flags a usage update consumes (host-set after a compaction, cleared by the compressor).
+_USAGE_FLAGS = ("awaiting_real_usage_after_compression", "_verify_compaction_cleared_threshold")
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def host_entry(fallback: Callable[..., Any]) -> Callable[[_F], _F]:
+    """A method the host calls: an exception is logged and answered by ``fallback(self, *args, **kw)``."""
+    def wrap(method: _F) -> _F:
+        @functools.wraps(method)
+        def entry(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(self, *args, **kwargs)
+            except Exception:
+                log.exception("trove: %s failed (the host carries on)", method.__name__)
+                try:
+                    return fallback(self, *args, **kwargs)
+                except Exception:
+                    return None
+        return cast(_F, entry)
+    return wrap
+
+
+def _nothing(*args: Any, **kwargs: Any) -> None:
+    return None
 
 
 @dataclass
@@ -81,7 +121,13 @@ class TroveEngine(ContextEngine):
         self._last_compression_made_progress = False
         self._last_summary_error: str | None = None
         self._last_summary_fallback_used = False
-        self._native: Any = None  # host ContextCompressor for ignored/stateless sessions
+        self._last_aux_model_failure_error: str | None = None
+        self._last_aux_model_failure_model: str | None = None
+        # written by the host after each compaction; mirrored into the delegate
+        self.awaiting_real_usage_after_compression = False
+        self.last_compression_rough_tokens = 0
+        self._verify_compaction_cleared_threshold = False
+        self._native: Any = None  # host ContextCompressor for delegated compaction (built lazily)
 
     # -- identity ------------------------------------------------------------
     @property
@@ -105,12 +151,16 @@ class TroveEngine(ContextEngine):
         return clone
 
     # -- model and thresholds -----------------------------------------------
+    @host_entry(_nothing)
     def update_model(self, model: str, context_length: int, base_url: str = "", api_key: Any = "",
                      provider: str = "", api_mode: str = "") -> None:
         self.model, self.base_url, self.api_key = model or "", base_url or "", api_key
         self.provider, self.api_mode = provider or "", api_mode or ""
         self.context_length = int(context_length or 0)
         self.threshold_tokens = self._compute_threshold()
+        if self._native:  # a /model switch or a provider-reported limit reaches the delegate too
+            self._native.update_model(model=self.model, context_length=self.context_length, base_url=self.base_url,
+                                      api_key=self.api_key, provider=self.provider, api_mode=self.api_mode)
 
     def _compute_threshold(self) -> int:
         cfg = self.config
@@ -135,42 +185,60 @@ class TroveEngine(ContextEngine):
             return self.complete
         return host_complete(self.runtime_info, self.runtime.llm, task=task)
 
+    @host_entry(_nothing)
     def update_from_response(self, usage: dict[str, Any]) -> None:
         usage = usage or {}
         self.last_usage = dict(usage)
         self.last_prompt_tokens = int(usage.get("prompt_tokens") or 0)
         self.last_completion_tokens = int(usage.get("completion_tokens") or 0)
         self.last_total_tokens = int(usage.get("total_tokens") or 0)
-        if self._native:  # the delegate of an ignored session tracks usage too
+        if self._native:  # the delegate tracks usage too (its anti-thrash verdict lives here)
+            delegating = self._delegating(probe=False)
+            if delegating:
+                self._to_native(self._native)
             self._native.update_from_response(usage)
+            if delegating:
+                self._from_native(self._native, _USAGE_FLAGS)
 
-    def should_compress(self, prompt_tokens: int | None = None) -> bool:
-        if self._bypassed():
-            native = self._native_compressor()
-            return bool(native and native.should_compress(prompt_tokens))
+    def _threshold_reached(self, prompt_tokens: int | None = None) -> bool:
         tokens = self.last_prompt_tokens if prompt_tokens is None else int(prompt_tokens or 0)
-        if self.threshold_tokens <= 0 or tokens < self.threshold_tokens:
+        return self.threshold_tokens > 0 and tokens >= self.threshold_tokens
+
+    @host_entry(_threshold_reached)
+    def should_compress(self, prompt_tokens: int | None = None) -> bool:
+        if self._delegating():
+            native = self._native_compressor()
+            if native is None:  # no host compressor: trim_head_tail runs on trove's own threshold
+                return self._threshold_reached(prompt_tokens)
+            self._to_native(native)
+            return bool(native.should_compress(prompt_tokens))
+        if not self._threshold_reached(prompt_tokens):
             return False
+        tokens = self.last_prompt_tokens if prompt_tokens is None else int(prompt_tokens or 0)
         stuck = self.state.no_progress_tokens
         if stuck and tokens < stuck * (1 + _NO_PROGRESS_REGROWTH):
             return False  # the last compress could not shrink this; do not thrash
         return True
 
+    @host_entry(lambda self, rough_tokens: False)
     def should_defer_preflight_to_real_usage(self, rough_tokens: int) -> bool:
-        if self._bypassed():
+        if self._delegating():
             native = self._native_compressor()
             if native is not None and hasattr(native, "should_defer_preflight_to_real_usage"):
+                self._to_native(native)
                 return bool(native.should_defer_preflight_to_real_usage(rough_tokens))
         return False
 
+    @host_entry(lambda self, messages: True)
     def has_content_to_compress(self, messages: list[dict[str, Any]]) -> bool:
-        if self._bypassed():
+        if self._delegating():
             native = self._native_compressor()
             return bool(native is None or native.has_content_to_compress(messages))
         raw = [m for m in messages if isinstance(m, dict) and not is_synthetic(m)]
         return len(raw) > 1
 
     # -- lifecycle -----------------------------------------------------------
+    @host_entry(_nothing)
     def on_session_start(self, session_id: str, **kwargs: Any) -> None:
         if kwargs.get("context_length") and not self.context_length:
             self.context_length = int(kwargs["context_length"])
@@ -180,19 +248,20 @@ class TroveEngine(ContextEngine):
                          platform=str(kwargs.get("platform") or ""))
         self._bind(key)
         self.state.just_ended = ""  # an in-place compaction boundary ends nothing
-        if self.state.mode == "active":  # days may have closed since the last pass (background, opt-in)
+        if self.state.mode == "active" and self.runtime.health.usable:  # days may have closed (background, opt-in)
             schedule_rollups(self.runtime, lambda: self.completion_for("compression"))
             if self.config.assertions_enabled:  # messages stored since the last pass (opt-in, leased)
                 from .state.extract import schedule as schedule_extraction
 
                 schedule_extraction(self.runtime, lambda: self.completion_for("compression"))
         if (kwargs.get("boundary_reason") == "compression" and old and old != session_id
-                and self.state.mode == "active"):
+                and self.state.mode == "active" and self.runtime.health.usable):
             try:  # legacy rotation to a child id: the summaries follow the conversation
                 self.runtime.dag.carry_over(old, session_id, 0)
-            except Exception:
-                log.exception("trove: carry-over from %s to %s failed", old, session_id)
+            except Exception as exc:
+                self._storage_error(exc, f"carry-over from {old} to {session_id}")
 
+    @host_entry(_nothing)
     def bind_session_state(self, session_db: Any = None, session_id: str = "", *args: Any, **kwargs: Any) -> None:
         if not session_id:
             return
@@ -200,35 +269,43 @@ class TroveEngine(ContextEngine):
         base = self.state.key or SessionKey("")
         key = SessionKey(session_id, base.conversation_id, base.platform, base.source)
         self._bind(key)
-        if previous and previous != session_id and self.state.mode == "active":
+        if previous and previous != session_id and self.state.mode == "active" and self.runtime.health.usable:
             self._carry_after_new(previous, session_id)
             try:
                 self.runtime.store.ensure_session(key, previous_session_id=previous)
-            except Exception:
-                log.exception("trove: could not link %s to %s", session_id, previous)
+            except Exception as exc:
+                self._storage_error(exc, f"linking {session_id} to {previous}")
         self.state.pending_reset_from = ""
 
+    @host_entry(_nothing)
     def on_session_reset(self) -> None:
         super().on_session_reset()
+        if self._native:
+            self._native.on_session_reset()
         ended = self.state.just_ended
         self.state.pending_reset_from = self.session_id if ended and ended == self.session_id else ""
         self.state.just_ended = ""
         self.state.no_progress_tokens = 0
         self.state.last_status, self.state.last_reason = "idle", ""
 
+    @host_entry(_nothing)
     def on_session_end(self, session_id: str, messages: list[dict[str, Any]]) -> None:
-        """Flush the transcript; idempotent, tolerant of ``[]`` and of foreign ids."""
+        """Flush the transcript; idempotent, tolerant of ``[]`` and of foreign ids. While the store is
+        unusable the transcript is held (``Runtime.unstored``) and written once it is usable again."""
         if session_id and session_id == self.session_id:
             self.state.just_ended = session_id
+        key = self.state.key if self.state.key and self.state.key.session_id == session_id else SessionKey(session_id)
+        if not self.runtime.store_usable(self.state.key):
+            self._hold(key, messages)
+            return
         try:
             if session_id and self.runtime.store.session(session_id) is not None:
                 self.runtime.store.mark_ended(session_id)  # cleared again if the session binds anew
             if messages and session_id:
-                key = self.state.key if self.state.key and self.state.key.session_id == session_id \
-                    else SessionKey(session_id)
                 self._ingest(key, messages)
-        except Exception:  # never let a flush failure reach the host
-            log.exception("trove: on_session_end flush failed for %s", session_id)
+        except Exception as exc:  # never let a flush failure reach the host
+            if self._storage_error(exc, f"the end-of-session flush of {session_id}"):
+                self._hold(key, messages)
 
     def _bind(self, key: SessionKey) -> None:
         filters = self.runtime.filters
@@ -244,12 +321,12 @@ class TroveEngine(ContextEngine):
             # /trove keeps serving the foreground conversation while a side session binds
             if self.state.mode == "active" or self.runtime.foreground_engine() is None:
                 self.runtime.set_foreground(self)
-        if self.state.mode == "active":
+        if self.state.mode == "active" and self.runtime.store_usable():
             try:
                 self.runtime.store.ensure_session(key)
                 gc_empty_lifecycle(self.runtime)  # cheap unless the table passed its threshold
-            except Exception:
-                log.exception("trove: could not record session %s", key.session_id)
+            except Exception as exc:
+                self._storage_error(exc, f"recording session {key.session_id}")
 
     def _carry_after_new(self, old: str, new: str) -> None:
         depth = int(self.config.new_session_retain_depth)
@@ -258,18 +335,46 @@ class TroveEngine(ContextEngine):
         try:
             if self.runtime.store.count(new) == 0:
                 self.runtime.dag.carry_over(old, new, 0 if depth < 0 else depth)
-        except Exception:
-            log.exception("trove: carry-over from %s to %s failed", old, new)
+        except Exception as exc:
+            self._storage_error(exc, f"carry-over from {old} to {new}")
 
     def _bypassed(self) -> bool:
         return self.state.mode in ("ignored", "stateless")
 
+    def _delegating(self, probe: bool = True) -> str:
+        """Why compaction goes to the host's compressor now ("" = trove compacts). ``probe`` lets an
+        unusable store be retried here once its backoff has passed."""
+        if self._bypassed():
+            return f"{self.state.mode} session"
+        usable = self.runtime.store_usable(self.state.key) if probe else self.runtime.health.usable
+        return "" if usable else "store unusable"
+
+    def _storage_error(self, exc: BaseException, where: str) -> bool:
+        """Log a failed storage call; a storage error marks the store unusable (True)."""
+        if self.runtime.store_failed(exc, where):
+            return True
+        log.exception("trove: %s failed", where)
+        return False
+
+    def _hold(self, key: SessionKey, messages: list[dict[str, Any]]) -> None:
+        """Keep what an active session showed while the store takes no writes."""
+        filters = self.runtime.filters
+        if not messages or filters.ignored_by(key.session_id, key.platform) \
+                or filters.stateless_by(key.session_id, key.platform) or host_side_agent(key.session_id, key.platform):
+            return
+        self.runtime.unstored.hold(key, messages)
+
     # -- ingest --------------------------------------------------------------
     def ingest(self, messages: list[dict[str, Any]]) -> int:
-        """Store what is new in ``messages`` for the bound session; returns rows added."""
+        """Store what is new in ``messages`` for the bound session; returns rows added. A storage
+        error marks the store unusable and is raised."""
         if self.state.key is None or self._bypassed():
             return 0
-        return self._ingest(self.state.key, messages)
+        try:
+            return self._ingest(self.state.key, messages)
+        except Exception as exc:
+            self.runtime.store_failed(exc, "ingest")
+            raise
 
     def _ingest(self, key: SessionKey, messages: list[dict[str, Any]]) -> int:
         filters = self.runtime.filters
@@ -282,11 +387,22 @@ class TroveEngine(ContextEngine):
     # -- compaction ----------------------------------------------------------
     def compress(self, messages: list[dict[str, Any]], current_tokens: int | None = None,
                  focus_topic: str | None = None, force: bool = False, memory_context: str = "") -> list[dict[str, Any]]:
-        """The host's compaction call; the one place its failures stop (transcript unchanged)."""
+        """The host's compaction call; the one place its failures stop.
+
+        Trove compacts unless the session is delegated (``_delegating``); a trove compaction that
+        fails hands this call to the host's compressor, so the prompt stays bounded. Only when
+        that fails too is the transcript left unchanged.
+        """
         self._last_compress_aborted = False
         self._last_summary_error = None
         try:
-            return self._compress(messages, current_tokens, focus_topic, force, memory_context)
+            why = self._delegating()
+            if not why:
+                try:
+                    return self._compress(messages, current_tokens, focus_topic, force, memory_context)
+                except Exception as exc:
+                    why = self._trove_compress_failed(exc)
+            return self._compress_delegated(why, messages, current_tokens, focus_topic, force, memory_context)
         except Exception as exc:  # the host must never crash because of us
             log.exception("trove: compress failed; transcript left unchanged")
             self._last_summary_error = str(exc)
@@ -294,10 +410,15 @@ class TroveEngine(ContextEngine):
             self.state.last_status, self.state.last_reason = "error", str(exc)[:300]
             return messages
 
+    def _trove_compress_failed(self, exc: BaseException) -> str:
+        """Why a failed trove compaction is handed over: the store broke, or trove did."""
+        if self.runtime.store_failed(exc, "compaction"):
+            return "store unusable"
+        log.exception("trove: compaction failed; this one is delegated to the built-in compressor")
+        return f"trove compaction failed: {type(exc).__name__}: {exc}"[:300]
+
     def _compress(self, messages: list[dict[str, Any]], current_tokens: int | None, focus_topic: str | None,
                   force: bool, memory_context: str) -> list[dict[str, Any]]:
-        if self._bypassed():
-            return self._compress_bypassed(messages, current_tokens, focus_topic)
         if self.state.key is None:
             self._last_compression_made_progress = False
             return messages
@@ -320,52 +441,67 @@ class TroveEngine(ContextEngine):
         return result.messages
 
     def _native_compressor(self) -> Any:
-        if self._native is None:
+        """The host's ``ContextCompressor`` built as the host builds its fallback (HOST.md §9), with
+        ``config_context_length`` so it probes nothing; None without a host or a known window."""
+        if self._native is None and self.context_length > 0:
             try:
                 from agent.context_compressor import ContextCompressor
 
                 self._native = ContextCompressor(
                     self.model, threshold_percent=max(0.5, float(self.config.context_threshold)),
                     base_url=self.base_url, api_key=self.api_key, provider=self.provider,
-                    api_mode=self.api_mode, config_context_length=self.context_length or None, quiet_mode=True)
+                    api_mode=self.api_mode, config_context_length=self.context_length, quiet_mode=True)
             except Exception:  # no host (or an incompatible one): trim_head_tail bounds the prompt
                 log.debug("trove: host ContextCompressor unavailable", exc_info=True)
                 self._native = False
         return self._native or None
 
-    def _compress_bypassed(self, messages: list[dict[str, Any]], current_tokens: int | None,
-                           focus_topic: str | None) -> list[dict[str, Any]]:
-        """Ignored/stateless sessions: store nothing; let the host's compressor bound the prompt."""
+    def _to_native(self, native: Any) -> None:
+        for attr in _TO_NATIVE:
+            if hasattr(self, attr):
+                setattr(native, attr, getattr(self, attr))
+
+    def _from_native(self, native: Any, attrs: tuple[str, ...]) -> None:
+        for attr in attrs:
+            if hasattr(native, attr):
+                setattr(self, attr, getattr(native, attr))
+
+    def _compress_delegated(self, why: str, messages: list[dict[str, Any]], current_tokens: int | None,
+                            focus_topic: str | None, force: bool, memory_context: str) -> list[dict[str, Any]]:
+        """The host's compressor bounds the prompt. An ignored/stateless session stores nothing; an
+        active one whose store is unusable has its transcript held for the store first."""
+        if not self._bypassed() and not self.runtime.health.usable and self.state.key is not None:
+            self._hold(self.state.key, messages)
         native = self._native_compressor()
         if native is not None:
-            for attr in ("last_prompt_tokens", "last_completion_tokens", "last_total_tokens"):
-                setattr(native, attr, getattr(self, attr))
-            out = native.compress(messages, current_tokens=current_tokens, focus_topic=focus_topic)
-            for attr in ("_last_compress_aborted", "_last_summary_error", "_last_compression_made_progress",
-                         "_last_summary_fallback_used"):
-                if hasattr(native, attr):
-                    setattr(self, attr, getattr(native, attr))
-            if out != messages:
-                self.compression_count += 1
-            return out
-        out = trim_head_tail(messages, budget=max(1, int(self.threshold_tokens * 0.6)))
-        self._last_compression_made_progress = out != messages
-        if self._last_compression_made_progress:
+            self._to_native(native)
+            extra: dict[str, Any] = {"memory_context": memory_context} if memory_context else {}
+            out = native.compress(messages, current_tokens=current_tokens, focus_topic=focus_topic, force=force,
+                                  **extra)
+            self._from_native(native, _FROM_NATIVE)
+        else:
+            out = trim_head_tail(messages, budget=max(1, int(self.threshold_tokens * 0.6)))
+            self._last_compression_made_progress = out != messages
+        if out != messages:
             self.compression_count += 1
+        if not self._bypassed():
+            self.state.last_status, self.state.last_reason = "delegated", why
         return out
 
     # -- tools ---------------------------------------------------------------
+    @host_entry(lambda self: [])
     def get_tool_schemas(self) -> list[dict[str, Any]]:
         return [dict(s) for s in TOOL_SCHEMAS]
 
+    @host_entry(lambda self, name, args, **kw: json.dumps({"error": f"trove: {name} failed; see the Hermes log"}))
     def handle_tool_call(self, name: str, args: dict[str, Any], **kwargs: Any) -> str:
         """Store the live transcript first (so tools see this turn), then dispatch (never raises)."""
         live = kwargs.get("messages")
-        if isinstance(live, list) and name != "trove_inspect":
+        if isinstance(live, list) and name != "trove_inspect" and self.runtime.store_usable(self.state.key):
             try:
                 self.ingest(live)
             except Exception:  # a failed ingest must not cost the model its tool answer
-                log.exception("trove: ingest before %s failed", name)
+                log.debug("trove: ingest before %s failed", name, exc_info=True)
         return dispatch(self.tool_context(), name, args)
 
     def tool_context(self) -> ToolContext:
@@ -390,12 +526,19 @@ class TroveEngine(ContextEngine):
             "last_prompt_tokens": self.last_prompt_tokens,
             "last_usage": dict(self.last_usage),
             "compression_count": self.compression_count,
+            "store_state": self.runtime.health.state(),
+            "compaction_route": self._route(),
             "last_compression_status": self.state.last_status,
             "last_compression_reason": self.state.last_reason,
             "last_compression": dict(self.state.last_result),
             "snapshot_at": time.time(),
         }
 
+    def _route(self) -> str:
+        why = self._delegating(probe=False)
+        return f"built-in compressor ({why})" if why else "trove"
+
+    @host_entry(lambda self: {})
     def get_status(self) -> dict[str, Any]:
         status = super().get_status()
         status.update(self.snapshot())

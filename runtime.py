@@ -1,21 +1,173 @@
 """Runtime: the shared objects one plugin load builds once (config, database, store, DAG).
 
 Engine copies, tools, hooks and commands all reach storage through one ``Runtime``; it
-holds no live handle (``Database`` is a path), so deep copies share it unchanged.
+holds no live handle (``Database`` is a path), so deep copies share it unchanged. It also
+owns the store's health: ``StoreHealth`` (is the store usable, why not, when to retry) and
+``Unstored`` (what the host showed while the store took no writes, written once it does).
 """
 from __future__ import annotations
 
+import logging
+import math
+import sqlite3
+import time
 import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .config import TroveConfig, database_path, load_config, payload_dir
 from .dag import SummaryDAG
-from .db import Database
+from .db import Database, SchemaTooNewError, UnusableDatabaseError
 from .filters import SessionFilters
+from .ingest import is_synthetic, message_identity, plan_aligned
 from .payloads.guard import storage_transform
-from .store import MessageStore
+from .store import MessageStore, SessionKey
+
+log = logging.getLogger("hermes_trove.runtime")
+
+RETRY_FIRST_S = 15.0  # the first retry of an unusable store; each failure doubles it...
+RETRY_MAX_S = 60.0    # ...up to this
+DELEGATED = "compaction delegated to the built-in compressor"
+
+
+def store_reason(exc: BaseException) -> str | None:
+    """The short reason ``exc`` says the store is unusable, or None when it is not a storage error."""
+    if isinstance(exc, UnusableDatabaseError) and exc.why:
+        return exc.why
+    if isinstance(exc, (sqlite3.Error, OSError, SchemaTooNewError)):
+        return f"{type(exc).__name__}: {exc}"[:300]
+    return None
+
+
+def store_fix(path: str, reason: str) -> str:
+    """What the operator does about ``reason`` (a ``store_reason`` or ``db.probe_path`` answer)."""
+    low = reason.lower()
+    folder = str(Path(path).parent)
+    if "not a directory" in low:
+        return (f"a file sits where a directory of {path} should be: move it away, or set TROVE_DATABASE_PATH"
+                " to a file in a writable directory")
+    if "full" in low:
+        return f"free space on the disk holding {folder}, or set TROVE_DATABASE_PATH to a file on another disk"
+    if any(w in low for w in ("readonly", "read-only", "not writable", "permission", "unable to open")):
+        return (f"make {folder} and {path} writable for the user Hermes runs as, or set TROVE_DATABASE_PATH"
+                " to a writable file")
+    if "newer hermes-trove" in low:
+        return "upgrade hermes-trove, or set TROVE_DATABASE_PATH to another file"
+    if "is a directory" in low:
+        return f"{path} is a directory: move it away, or set TROVE_DATABASE_PATH to a file path"
+    if "not a sqlite database" in low or "not a database" in low or "malformed" in low:
+        return (f"move {path} aside and restore a backup (`hermes trove backup` writes them), or let trove"
+                " start a new file there")
+    return f"check {path} and its directory (permissions, free space), or set TROVE_DATABASE_PATH to another file"
+
+
+@dataclass
+class StoreHealth:
+    """Whether the store takes writes. While it does not, compaction is delegated and retried
+    after a bounded backoff (``RETRY_FIRST_S`` doubling up to ``RETRY_MAX_S``)."""
+
+    reason: str = ""
+    failures: int = 0
+    since: float = 0.0     # wall clock of the first failure
+    retry_at: float = 0.0  # ``clock()`` time of the next retry
+    clock: Callable[[], float] = time.monotonic
+
+    @property
+    def usable(self) -> bool:
+        return not self.reason
+
+    def fail(self, reason: str) -> bool:
+        """Record a failure; True when the store was usable until now."""
+        first = self.usable
+        self.reason = reason[:300] or "unknown storage error"
+        self.failures += 1
+        self.since = self.since if not first else time.time()
+        self.retry_at = self.clock() + self.backoff()
+        return first
+
+    def backoff(self) -> float:
+        return min(RETRY_MAX_S, RETRY_FIRST_S * 2 ** max(0, min(self.failures - 1, 8)))
+
+    def recover(self) -> None:
+        self.reason, self.failures, self.since, self.retry_at = "", 0, 0.0, 0.0
+
+    def retry_due(self) -> bool:
+        return self.clock() >= self.retry_at
+
+    def retry_in(self) -> int:
+        return max(0, math.ceil(self.retry_at - self.clock()))
+
+    def state(self) -> str:
+        if self.usable:
+            return "ok"
+        return f"degraded: store unusable: {self.reason}; {DELEGATED}; retry in {self.retry_in()}s"
+
+
+MAX_HELD_SESSIONS = 16
+MAX_HELD_MESSAGES = 5000        # per session
+MAX_HELD_CHARS = 32_000_000     # per session
+
+
+@dataclass
+class Unstored:
+    """Transcripts the host showed while the store took no writes, merged per session in order.
+
+    The host's compressor drops the middle of a transcript it compacts; holding it here lets
+    the store get every message once it is usable again. Bounded: past the limits the oldest
+    held messages go (and are counted).
+    """
+
+    sessions: dict[str, tuple[SessionKey, list[dict[str, Any]]]] = field(default_factory=dict)
+    dropped: int = 0
+
+    @property
+    def count(self) -> int:
+        return sum(len(msgs) for _, msgs in self.sessions.values())
+
+    def hold(self, key: SessionKey, messages: Sequence[Any]) -> int:
+        """Add what ``messages`` holds past the held copy of ``key``'s session; returns how many."""
+        if not key.session_id:
+            return 0
+        raw = [dict(m) for m in messages if isinstance(m, dict) and not is_synthetic(m)]
+        _, held = self.sessions.pop(key.session_id, (key, []))
+        new = raw[_new_from(raw, held):]
+        held.extend(new)
+        self.sessions[key.session_id] = (key, held)  # most recently held last
+        self._bound(held)
+        while len(self.sessions) > MAX_HELD_SESSIONS:
+            oldest = next(iter(self.sessions))
+            self.dropped += len(self.sessions.pop(oldest)[1])
+        return len(new)
+
+    def _bound(self, held: list[dict[str, Any]]) -> None:
+        chars = sum(len(str(m.get("content") or "")) for m in held)
+        while held and (len(held) > MAX_HELD_MESSAGES or chars > MAX_HELD_CHARS):
+            chars -= len(str(held.pop(0).get("content") or ""))
+            self.dropped += 1
+
+    def flush(self, store: MessageStore, skip: Callable[[dict[str, Any]], bool] | None = None) -> int:
+        """Write every held session (each one ingest); returns rows added. Raises on a storage error,
+        keeping what is not written yet."""
+        added = 0
+        for sid in list(self.sessions):
+            key, held = self.sessions[sid]
+            added += len(store.ingest(key, held, skip=skip).store_ids)
+            del self.sessions[sid]
+        return added
+
+
+def _new_from(raw: list[dict[str, Any]], held: list[dict[str, Any]]) -> int:
+    """Where ``raw`` continues past ``held`` (0 when nothing is held): aligned on the held tail,
+    else past the last message both share."""
+    if not held:
+        return 0
+    plan = plan_aligned(raw, [message_identity(m) for m in held[-8:]])
+    if plan.start >= 0:
+        return plan.start
+    known = {message_identity(m) for m in held}
+    return max((i + 1 for i, m in enumerate(raw) if message_identity(m) in known), default=0)
 
 
 @dataclass
@@ -30,6 +182,8 @@ class Runtime:
     counters: dict[str, int] = field(default_factory=dict)
     # session id -> mode ("active", "ignored", "stateless") for sessions a trove engine serves here
     bound_sessions: dict[str, str] = field(default_factory=dict)
+    health: StoreHealth = field(default_factory=StoreHealth)
+    unstored: Unstored = field(default_factory=Unstored)
 
     # the engine is typed loosely here: naming it would make runtime and engine import each other
     _foreground: weakref.ref[Any] | None = field(default=None, repr=False)
@@ -58,6 +212,42 @@ class Runtime:
             self.bump("ignored_message_count")
             return True
         return False
+
+    # -- store health -------------------------------------------------------
+    def store_failed(self, exc: BaseException, where: str) -> bool:
+        """Mark the store unusable when ``exc`` is a storage error (True), logging the first time."""
+        reason = store_reason(exc)
+        if reason is None:
+            return False
+        if self.health.fail(reason):
+            log.error("trove: the store %s is unusable (%s, during %s); %s until it is usable again, retried in"
+                      " %ds. Fix: %s", self.db.path, reason, where, DELEGATED, self.health.retry_in(),
+                      store_fix(self.db.path, reason))
+        else:
+            log.info("trove: the store %s is still unusable (%s); next retry in %ds", self.db.path, reason,
+                     self.health.retry_in())
+        return True
+
+    def store_usable(self, key: SessionKey | None = None) -> bool:
+        """True when trove may use its store now. While it is unusable, a retry runs once the backoff
+        has passed: open the file, write the held transcripts and ``key``'s session row."""
+        if self.health.usable:
+            return True
+        if not self.health.retry_due():
+            return False
+        try:
+            self.db.connect()
+            written = self.unstored.flush(self.store, self.skip_message)
+            if key is not None and key.session_id:
+                self.store.ensure_session(key)
+        except Exception as exc:
+            if not self.store_failed(exc, "a retry"):
+                self.health.fail(f"{type(exc).__name__}: {exc}")
+            return False
+        self.health.recover()
+        log.warning("trove: the store %s is usable again; trove compaction resumes (%d held messages stored)",
+                    self.db.path, written)
+        return True
 
 
 def build_runtime(config: TroveConfig | None = None, llm: Any = None) -> Runtime:

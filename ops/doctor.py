@@ -16,6 +16,7 @@ from ..config import reserve_floor_cap
 from ..dag import SummaryDAG
 from ..payloads import health as payload_health
 from ..payloads.redact import describe_config
+from ..runtime import store_fix, store_reason
 from . import install, queries
 from .maintenance import (
     FTS_TABLES,
@@ -27,7 +28,7 @@ from .maintenance import (
     fts_sync,
     meta_get,
 )
-from .status import UNBOUND, pressure_section
+from .status import UNBOUND, health_section, pressure_section
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
@@ -35,6 +36,14 @@ if TYPE_CHECKING:
 WAL_WARN_BYTES = 256 * 1024 * 1024
 Check = tuple[str, str, str]  # (status, detail, guidance or "")
 Shared = dict[str, Any]  # facts one check leaves for a later one (structure, snapshot, payload report)
+
+
+def _check_store(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
+    """Does the store take writes? A live engine's verdict, else the file system's."""
+    health = health_section(runtime)
+    if health["usable"]:
+        return "pass", f"store usable: {runtime.db.path}", ""
+    return "fail", health["state"], health["fix"] + "; trove retries by itself and resumes (no restart needed)"
 
 
 def _check_integrity(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
@@ -213,8 +222,7 @@ def _check_plugin(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Ch
     detail = (f"{ident['plugin_version']} loaded from {ident['plugin_path']} ({ident['route']}{git});"
               f" host: {ident['host']['verdict']}; skill in index: {ident['skill']['in_index']}")
     if ident.get("warning"):
-        return "warn", ident["warning"] + "; " + detail, "keep one copy: `hermes plugins remove hermes-trove`, " \
-            "remove the <home>/plugins/hermes-trove link, or `pip uninstall hermes-trove`"
+        return "warn", ident["warning"] + "; " + detail, ident["advice"]
     if str(ident["host"]["verdict"]).startswith("fallback"):
         return "warn", detail, "run `hermes config set context.engine trove` and restart Hermes"
     return "pass", detail, ""
@@ -261,6 +269,7 @@ def _check_state(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Che
 
 
 CHECKS: tuple[tuple[str, Callable[[Runtime, sqlite3.Connection, Shared], Check]], ...] = (
+    ("store_usable", _check_store),
     ("database_integrity", _check_integrity),
     ("journal_mode", _check_journal),
     ("storage_size", _check_sizes),
@@ -289,9 +298,7 @@ def run_doctor(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = Non
     try:
         conn = runtime.db.read()
     except Exception as exc:
-        return {"overall": "unhealthy", "database_path": runtime.db.path,
-                "checks": [{"check": "database_open", "status": "fail", "detail": f"{type(exc).__name__}: {exc}"}],
-                "guidance": ["the database cannot be opened: restore a backup or point TROVE_DATABASE_PATH elsewhere"]}
+        return _unopenable(runtime, exc)
     for name, fn in CHECKS:
         try:
             status, detail, advice = fn(runtime, conn, ctx)
@@ -311,3 +318,14 @@ def run_doctor(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = Non
     if "plugin" in ctx:
         out["plugin"] = ctx["plugin"]
     return out
+
+
+def _unopenable(runtime: Runtime, exc: Exception) -> dict[str, Any]:
+    """The report when the file does not even open: what failed, the store's state, the fix."""
+    health = health_section(runtime)
+    fix = health.get("fix") or store_fix(runtime.db.path, store_reason(exc) or str(exc))
+    state = health["state"] if not health["usable"] else f"unusable: {store_reason(exc) or exc}"
+    return {"overall": "unhealthy", "database_path": runtime.db.path, "store_health": health,
+            "checks": [{"check": "database_open", "status": "fail", "detail": f"{type(exc).__name__}: {exc}"},
+                       {"check": "store_usable", "status": "fail", "detail": state}],
+            "guidance": [f"database_open: {fix}; trove retries by itself and resumes (no restart needed)"]}

@@ -13,6 +13,7 @@ import importlib.util
 import logging
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -165,5 +166,33 @@ def identity_section(runtime: Runtime, in_host: bool = True) -> dict[str, Any]:
     if len(found) > 1:
         others = ", ".join(f"{c['path']} ({c['route']})" for c in found[1:])
         out["warning"] = (f"MORE THAN ONE hermes-trove COPY: loaded {found[0]['path']} ({found[0]['route']});"
-                          f" also present: {others}. Remove or disable the one you do not want.")
+                          f" also present: {others}.")
+        out["advice"] = copies_advice(found, runtime.config.hermes_home, served_here())
     return out
+
+
+def served_here() -> bool:
+    """True when this process's Hermes loaded this copy and its register() completed."""
+    from .. import LOAD_STATE
+
+    return bool(LOAD_STATE.get("registered"))
+
+
+def removal_command(copy: dict[str, str], hermes_home: str) -> str:
+    """How to remove one copy, by the route it came in: pip, a link, or a plugin directory."""
+    if copy["route"] == "pip":
+        return f"`{sys.executable} -m pip uninstall hermes-trove` (removes {copy['path']})"
+    user_dir = Path(hermes_home).expanduser() / "plugins" / "hermes-trove"
+    if copy["route"] == "link":
+        return f"`rm {user_dir}` (the link only; the checkout it points to stays)"
+    return f"`hermes plugins remove hermes-trove` (removes {copy['path']})"
+
+
+def copies_advice(found: list[dict[str, str]], hermes_home: str, loaded_ok: bool) -> str:
+    """Remove only copies that do not serve, and only once the serving one is known to load:
+    removing the serving copy could leave Hermes with nothing but a broken one."""
+    if not loaded_ok:
+        return ("run `hermes trove doctor` (it reports from the copy Hermes loads); remove a copy only after that"
+                " copy loads and is not the one serving")
+    steps = "; ".join(removal_command(c, hermes_home) for c in found[1:])
+    return f"the copy serving Hermes ({found[0]['path']}) loaded fine; remove the one(s) it shadows: {steps}"

@@ -1,9 +1,10 @@
 """Status and inspect: read-only reports built from named sections.
 
 ``build_status`` backs the ``trove_status`` tool, ``/trove status`` and the CLI;
-``build_inspect`` backs ``trove_inspect``; the doctor reuses ``pressure_section``. Engine
-facts arrive as the ``snapshot`` dict (``TroveEngine.snapshot()``), storage is read through
-the runtime's store, DAG and ``queries``; with no snapshot the report says ``(unbound)``.
+``build_inspect`` backs ``trove_inspect``; the doctor reuses ``pressure_section`` and
+``health_section``. Engine facts arrive as the ``snapshot`` dict (``TroveEngine.snapshot()``),
+storage is read through the runtime's store, DAG and ``queries``; with no snapshot the report
+says ``(unbound)``. ``overall`` is "unhealthy" when the store is unusable (the CLI exits 1).
 """
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from .. import tokens
 from ..config import public_view
+from ..db import probe_path
 from ..payloads.redact import describe_config
+from ..runtime import DELEGATED, store_fix
 from ..toolkit import iso
 from ..version import __version__
 from . import install, queries
@@ -58,6 +61,23 @@ def runtime_section(runtime: Runtime) -> dict[str, Any]:
         section["healthy"] = False
         section["error"] = f"{type(exc).__name__}: {exc}"
     return section
+
+
+def health_section(runtime: Runtime) -> dict[str, Any]:
+    """Is the store usable? This process's verdict (a live engine found it broken and delegates
+    compaction, retrying) or, without one, what the file system says about the path."""
+    health, path = runtime.health, runtime.db.path
+    reason = health.reason or probe_path(path) or ""
+    section: dict[str, Any] = {"usable": not reason, "database_path": path}
+    if not reason:
+        return {**section, "state": "ok"}
+    if not health.usable:
+        state = health.state()
+        section.update(retry_in_s=health.retry_in(), failures=health.failures, since=health.since)
+    else:  # no live engine here: what a running Hermes does about it
+        state = f"unusable: {reason}; while it is, a running Hermes has {DELEGATED}"
+    return {**section, "state": state, "reason": reason, "fix": store_fix(path, reason),
+            "held_messages": runtime.unstored.count, "dropped_held_messages": runtime.unstored.dropped}
 
 
 def engine_section(snapshot: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -146,8 +166,12 @@ def build_status(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = N
     snap = dict(snapshot) if snapshot is not None else {}
     sid = session_id or bound_session(snap)
     platform = str(snap.get("platform") or "")
+    health = health_section(runtime)
     status: dict[str, Any] = {"session_id": sid or UNBOUND, "bound": bool(sid), "generated_at": time.time(),
-                              "runtime": runtime_section(runtime), "engine": engine_section(snapshot)}
+                              "store_health": health, "runtime": runtime_section(runtime),
+                              "engine": engine_section(snapshot)}
+    healthy = health["usable"] and status["runtime"]["healthy"]
+    status["overall"] = "healthy" if healthy else "unhealthy"
     if snapshot is not None:
         status["context_pressure"] = pressure_section(snap)
     try:

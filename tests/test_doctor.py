@@ -160,3 +160,25 @@ def test_doctor_text_marks_failures(runtime):
     text = command.make_handler(runtime)("doctor")
     assert text.startswith("trove doctor: warnings") and "[WARN] schema_core_tables" in text
     assert "guidance:" in text
+
+
+def test_store_usable_is_checked_first_and_an_unusable_path_fails_with_the_fix(tmp_path):
+    blocker = tmp_path / "afile"
+    blocker.write_text("x", encoding="utf-8")
+    report = doctor.run_doctor(build_runtime(make_config(tmp_path, database_path=str(blocker / "trove.db"))))
+    checks = by_check(report)
+    assert report["overall"] == "unhealthy"
+    assert checks["database_open"]["status"] == "fail" and checks["store_usable"]["status"] == "fail"
+    assert f"its parent {blocker} is not a directory" in checks["store_usable"]["detail"]
+    assert "TROVE_DATABASE_PATH" in report["guidance"][0] and "retries by itself" in report["guidance"][0]
+    assert doctor.CHECKS[0][0] == "store_usable"
+
+
+def test_a_store_a_live_engine_found_full_fails_the_doctor_even_when_the_file_opens(engine):
+    engine.runtime.health.fail("OperationalError: database or disk is full")
+    report = doctor.run_doctor(engine.runtime, engine.snapshot())
+    check = by_check(report)["store_usable"]
+    assert report["overall"] == "unhealthy" and check["status"] == "fail"
+    assert check["detail"].startswith("degraded: store unusable: OperationalError: database or disk is full;"
+                                      " compaction delegated to the built-in compressor; retry in ")
+    assert any("free space" in g for g in report["guidance"])

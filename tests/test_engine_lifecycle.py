@@ -110,3 +110,46 @@ def test_resume_after_an_in_place_compaction_carries_nothing(runtime):
     eng.on_session_reset()  # ...then /resume of another session: no on_session_end before it
     eng.bind_session_state(None, "resumed")
     assert runtime.dag.frontier("resumed") == []
+
+
+def test_engine_copies_share_the_store_health_but_not_the_delegate(runtime):
+    import copy
+
+    eng = boot(runtime)
+    runtime.health.fail("OperationalError: disk I/O error")
+    fork = copy.deepcopy(eng)
+    assert fork.runtime.health is runtime.health and fork._native is None
+    assert fork.snapshot()["compaction_route"] == "built-in compressor (store unusable)"
+    runtime.health.recover()
+    assert fork.snapshot()["compaction_route"] == "trove" and fork.snapshot()["store_state"] == "ok"
+
+
+def test_a_model_switch_reaches_the_delegate(tmp_path):
+    import pytest
+
+    pytest.importorskip("agent.context_compressor")
+    rt = build_runtime(make_config(tmp_path, ignore_session_patterns=("cron:*",)))
+    eng = TroveEngine(rt, complete=no_model)
+    eng.update_model("m", 128000)
+    eng.on_session_start("job-1", platform="cron")
+    native = eng._native_compressor()
+    before = native.threshold_tokens
+    eng.update_model("m", 64000)  # a provider-reported limit
+    assert native.context_length == 64000 and native.threshold_tokens < before
+
+
+def test_a_trove_compaction_that_raises_is_handed_to_the_delegate(runtime, monkeypatch):
+    from hermes_trove import engine as engine_module
+
+    eng = boot(runtime)
+
+    def broken_run(self, *args, **kwargs):
+        raise RuntimeError("a bug in trove compaction")
+
+    monkeypatch.setattr(engine_module.Compactor, "run", broken_run)
+    eng._native = False  # no host compressor: the deterministic trim bounds the prompt
+    msgs = [user(f"line {i} " + "x" * 3000) if i % 2 == 0 else assistant(f"a{i}") for i in range(60)]
+    out = eng.compress(msgs, current_tokens=10 ** 6)
+    assert len(out) < len(msgs) and runtime.health.usable  # a bug is not a broken store
+    assert eng.snapshot()["last_compression_status"] == "delegated"
+    assert "a bug in trove compaction" in eng.snapshot()["last_compression_reason"]

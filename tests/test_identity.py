@@ -79,3 +79,30 @@ def test_inspect_reports_identity_refs_readability_and_redaction(tmp_path):
     assert out["externalized_refs"]["unreadable"] == 1
     assert [r["readable"] for r in out["externalized_refs"]["refs"]].count(False) == 1
     assert out["redaction"] == describe_config(rt.config) and out["plugin"]["plugin_path"] == str(ROOT)
+
+
+def test_two_copies_advice_removes_only_the_copy_that_does_not_serve(tmp_path, monkeypatch):
+    import hermes_trove
+
+    other = tmp_path / "plugins" / "hermes-trove"
+    other.mkdir(parents=True)
+    (other / "plugin.yaml").write_text("name: hermes-trove\nkind: standalone\n", encoding="utf-8")
+    rt = build_runtime(make_config(tmp_path))
+    rt.db.connect()
+    monkeypatch.setitem(hermes_trove.LOAD_STATE, "registered", True)  # this copy loaded in this Hermes
+    ident = install.identity_section(rt)
+    assert "hermes plugins remove hermes-trove" in ident["advice"] and str(other) in ident["advice"]
+    assert "pip uninstall" not in ident["advice"]  # the loaded (serving) copy is never the one removed
+    check = next(c for c in doctor.run_doctor(rt)["checks"] if c["check"] == "plugin_identity")
+    assert check["status"] == "warn"
+    guidance = next(g for g in doctor.run_doctor(rt)["guidance"] if g.startswith("plugin_identity"))
+    assert "loaded fine" in guidance and "hermes plugins remove hermes-trove" in guidance
+    monkeypatch.setitem(hermes_trove.LOAD_STATE, "registered", False)  # not known to load: remove nothing yet
+    advice = install.identity_section(rt)["advice"]
+    assert "remove a copy only after" in advice and "hermes plugins remove" not in advice
+
+
+def test_removal_commands_follow_the_route():
+    assert "pip uninstall hermes-trove" in install.removal_command({"route": "pip", "path": "/x"}, "/h")
+    assert install.removal_command({"route": "link", "path": "/x"}, "/h").startswith("`rm /h/plugins/hermes-trove`")
+    assert "hermes plugins remove" in install.removal_command({"route": "plugins-dir", "path": "/x"}, "/h")

@@ -113,3 +113,29 @@ def test_status_reports_a_broken_database_instead_of_raising(tmp_path):
     s = status.build_status(rt)
     assert s["runtime"]["healthy"] is False and "error" in s["runtime"]
     assert "store_error" in s
+
+
+def test_a_healthy_store_says_ok_and_overall_healthy(runtime):
+    runtime.db.connect()
+    s = status.build_status(runtime)
+    assert s["overall"] == "healthy" and s["store_health"] == {"usable": True, "database_path": runtime.db.path,
+                                                                "state": "ok"}
+
+
+def test_an_unusable_store_makes_status_unhealthy_with_the_reason_and_fix(tmp_path):
+    blocker = tmp_path / "afile"
+    blocker.write_text("x", encoding="utf-8")
+    rt = build_runtime(make_config(tmp_path, database_path=str(blocker / "sub" / "trove.db")))
+    s = status.build_status(rt)
+    health = s["store_health"]
+    assert s["overall"] == "unhealthy" and health["usable"] is False
+    assert health["reason"] == f"its parent {blocker} is not a directory"
+    assert health["state"].startswith("unusable: its parent") and "built-in compressor" in health["state"]
+    assert "TROVE_DATABASE_PATH" in health["fix"] and not (blocker / "sub").exists()
+
+
+def test_a_directory_at_the_database_path_is_unhealthy(tmp_path):
+    blocker = tmp_path / "db-is-a-directory"
+    blocker.mkdir()
+    s = status.build_status(build_runtime(make_config(tmp_path, database_path=str(blocker))))
+    assert s["overall"] == "unhealthy" and "is a directory" in s["store_health"]["reason"]
