@@ -88,10 +88,19 @@ def make_hooks(runtime: Runtime) -> dict[str, Callable[..., Any]]:
         if runtime.bound_sessions.get(session_id) != "active" or not isinstance(history, list) \
                 or host_side_agent(session_id, str(kw.get("platform") or "")):  # e.g. the review fork
             return
-        row = runtime.store.session(session_id)
-        key = SessionKey(session_id, row.conversation_id if row else "",
-                         str(kw.get("platform") or (row.platform if row else "")))
-        runtime.store.ingest(key, history, skip=runtime.skip_message)
+        platform = str(kw.get("platform") or "")
+        if not runtime.store_usable(SessionKey(session_id, "", platform)):
+            runtime.unstored.hold(SessionKey(session_id, "", platform), history)  # written on recovery
+            return
+        try:
+            row = runtime.store.session(session_id)
+            key = SessionKey(session_id, row.conversation_id if row else "", platform or (row.platform if row else ""))
+            runtime.store.ingest(key, history, skip=runtime.skip_message)
+        except Exception as exc:
+            if not runtime.store_failed(exc, "ingest"):
+                raise
+            runtime.unstored.hold(SessionKey(session_id, "", platform), history)
+            return
         if runtime.config.assertions_enabled:  # background extraction of the new turn (opt-in, leased)
             engine = runtime.foreground_engine()
             if engine is not None:
@@ -109,12 +118,13 @@ def make_hooks(runtime: Runtime) -> dict[str, Callable[..., Any]]:
         parts = []
         if policy and not any(policy in str(m.get("api_content") or "") for m in history):
             parts.append(policy)
-        summary = summary_context(runtime, session_id, history)
-        if summary:
-            parts.append(summary)
-        evidence = preanswer_evidence(runtime, kw.get("user_message"), session_id)
-        if evidence:
-            parts.append(evidence)
+        if runtime.health.usable:  # while the store is unusable there is nothing stored to show
+            summary = summary_context(runtime, session_id, history)
+            if summary:
+                parts.append(summary)
+            evidence = preanswer_evidence(runtime, kw.get("user_message"), session_id)
+            if evidence:
+                parts.append(evidence)
         return {"context": "\n\n".join(parts)} if parts else None
 
     def transform_tool_result(**kw: Any) -> Any:

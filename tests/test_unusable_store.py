@@ -334,3 +334,28 @@ def test_the_host_flags_are_mirrored_both_ways_while_delegating(tmp_path, host_c
     out = eng.compress(msgs, current_tokens=tokens.count_messages(msgs))
     assert out != msgs and eng._last_compression_made_progress is native._last_compression_made_progress is True
     assert eng._last_compress_aborted is False and eng._last_summary_error == native._last_summary_error
+
+
+def test_the_turn_hooks_hold_the_turn_quietly_while_the_store_is_unusable(tmp_path, host_compressor, caplog):
+    from hermes_trove.hooks import make_hooks
+
+    blocker, db_path = blocked_path(tmp_path)
+    rt, eng, clock = boot(tmp_path, db_path)
+    hooks = make_hooks(rt)
+    history: list[dict] = []
+    with caplog.at_level("INFO", logger="hermes_trove"):
+        for i in range(5):
+            history += [user(f"hook turn marker-{i} "), assistant(f"ok {i}")]
+            hooks["post_llm_call"](session_id=eng.session_id, conversation_history=list(history), platform="cli")
+            injected = hooks["pre_llm_call"](session_id=eng.session_id, conversation_history=list(history),
+                                             user_message="next", platform="cli")
+            assert injected and "trove_recent" in injected["context"]  # the policy still rides along
+    assert not any(r.exc_info for r in caplog.records), "no traceback per turn while degraded"
+    assert sum(r.levelname == "ERROR" for r in caplog.records) <= 1
+    assert rt.unstored.count >= 10
+    blocker.unlink()
+    blocker.mkdir()
+    clock.pass_backoff(rt.health)
+    hooks["post_llm_call"](session_id=eng.session_id, conversation_history=list(history), platform="cli")
+    assert rt.health.usable
+    assert stored_turns(rt, eng.session_id) == {f"marker-{i}": 1 for i in range(5)}
