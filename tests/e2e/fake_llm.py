@@ -53,7 +53,9 @@ def grep_hits_as_operands(payload: Any) -> dict[str, Any] | None:
         operands.append({"store_id": r["store_id"], "span_start": 0, "span_end": len(text), "quote": text})
     if len(operands) < 2:
         return None
-    return {"question": "How many days passed between these two events?", "operands": operands[:2]}
+    # A date-only question_date, the way a model writes one.
+    return {"question": "How many days passed between these two events?", "operands": operands[:2],
+            "question_date": "2026-12-01"}
 
 
 CHAINS = {"trove_expand": oldest_message_hit, "trove_compute": grep_hits_as_operands}

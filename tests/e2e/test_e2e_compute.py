@@ -54,7 +54,9 @@ def test_compute_runs_on_the_recalled_refs_and_its_answer_reaches_the_next_reque
     compute_calls = [c for m in bodies[2]["messages"] if m.get("role") == "assistant" for c in m.get("tool_calls") or []
                      if c["function"]["name"] == "trove_compute"]
     assert len(compute_calls) == 1
-    operands = json.loads(compute_calls[0]["function"]["arguments"])["operands"]
+    arguments = json.loads(compute_calls[0]["function"]["arguments"])
+    assert arguments["question_date"] == "2026-12-01"  # date-only, accepted as written
+    operands = arguments["operands"]
     assert sorted(o["quote"] for o in operands) == sorted([FACT_B, FACT_A])
     results = _tool_results(bodies[2], "trove_compute")
     assert len(results) == 1
