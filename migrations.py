@@ -309,6 +309,17 @@ END;
     ("0011_embedding_recipe", """
 ALTER TABLE embedding_generations ADD COLUMN recipe TEXT NOT NULL DEFAULT 'chunk';
 """),
+    # Each session's owner scope (scope.scope_for), set at its first write; cross-session reads
+    # filter on it. Existing rows: a gateway row with its session key gets that key, a local
+    # row 'local', and a gateway row without a key stays unscoped ('') for the doctor to report.
+    ("0012_session_scope", """
+ALTER TABLE sessions ADD COLUMN scope TEXT NOT NULL DEFAULT '';
+UPDATE sessions SET scope = CASE
+    WHEN lower(platform) IN ('', 'cli', 'local') THEN 'local'
+    WHEN conversation_id <> '' THEN lower(platform) || ':' || conversation_id
+    ELSE '' END;
+CREATE INDEX sessions_scope ON sessions(scope, session_id);
+"""),
 )
 
 

@@ -34,16 +34,22 @@ _STORED_TAIL_WINDOW = 64
 
 
 def _upsert_session(conn: sqlite3.Connection, key: SessionKey, previous_session_id: str | None) -> None:
+    # The owner scope is set once, at the first write that knows one; a session carried over
+    # from ``previous_session_id`` (/new, /branch) inherits that session's scope.
     now = time.time()
     conn.execute(
         "INSERT INTO sessions(session_id, conversation_id, platform, previous_session_id,"
-        " created_at, updated_at) VALUES (?,?,?,?,?,?) ON CONFLICT(session_id) DO UPDATE SET"
+        " created_at, updated_at, scope) VALUES (?,?,?,?,?,?,"
+        " COALESCE((SELECT scope FROM sessions WHERE session_id=? AND scope!=''), ?))"
+        " ON CONFLICT(session_id) DO UPDATE SET"
         " conversation_id=CASE WHEN excluded.conversation_id!=''"
         " THEN excluded.conversation_id ELSE conversation_id END,"
         " platform=CASE WHEN excluded.platform!='' THEN excluded.platform ELSE platform END,"
         " previous_session_id=COALESCE(previous_session_id, excluded.previous_session_id),"
+        " scope=CASE WHEN scope='' THEN excluded.scope ELSE scope END,"
         " updated_at=excluded.updated_at, ended_at=NULL",
-        (key.session_id, key.conversation_id or "", key.platform or "", previous_session_id, now, now))
+        (key.session_id, key.conversation_id or "", key.platform or "", previous_session_id, now, now,
+         previous_session_id or "", key.effective_scope))
 
 
 Transform = Callable[[dict[str, Any]], dict[str, Any]]
