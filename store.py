@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .db import Database
+from .scope import EVERYTHING, Visibility
 from .ingest import IngestCursor, is_synthetic, message_identity, plan_aligned, plan_fast
 from .rows import (
     IngestResult,
@@ -280,17 +281,35 @@ class MessageStore:
         return int(cur.lastrowid or 0)
 
     # -- reads -------------------------------------------------------------
-    def get(self, store_id: int) -> MessageRow | None:
-        r = self.db.read().execute("SELECT * FROM messages WHERE store_id=?", (int(store_id),)).fetchone()
+    def visible_session(self, session_id: str, visible: Visibility) -> bool:
+        """True when the session exists and ``visible`` may read it."""
+        clause, args = visible.clause("session_id")
+        sql = "SELECT 1 FROM sessions WHERE session_id=?" + (f" AND {clause}" if clause else "")
+        return self.db.read().execute(sql, [session_id, *args]).fetchone() is not None
+
+    def visible_session_ids(self, visible: Visibility) -> list[str] | None:
+        """The ids of every session ``visible`` may read; None when it may read all (for vector masks)."""
+        clause, args = visible.clause("session_id")
+        if not clause:
+            return None
+        return [str(r[0]) for r in self.db.read().execute(f"SELECT session_id FROM sessions WHERE {clause}", args)]
+
+    def get(self, store_id: int, visible: Visibility = EVERYTHING) -> MessageRow | None:
+        """One message; None when unknown or outside ``visible`` (the two look the same)."""
+        clause, args = visible.clause("session_id")
+        r = self.db.read().execute("SELECT * FROM messages WHERE store_id=?" + (f" AND {clause}" if clause else ""),
+                                   [int(store_id), *args]).fetchone()
         return None if r is None else message_row(r)
 
-    def get_many(self, store_ids: Sequence[int]) -> list[MessageRow]:
+    def get_many(self, store_ids: Sequence[int], visible: Visibility = EVERYTHING) -> list[MessageRow]:
         out: list[MessageRow] = []
         ids = [int(i) for i in store_ids]
+        clause, args = visible.clause("session_id")
         for i in range(0, len(ids), 500):
             chunk = ids[i:i + 500]
             marks = ",".join("?" * len(chunk))
-            rows = self.db.read().execute(f"SELECT * FROM messages WHERE store_id IN ({marks})", chunk)
+            rows = self.db.read().execute(f"SELECT * FROM messages WHERE store_id IN ({marks})"
+                                          + (f" AND {clause}" if clause else ""), [*chunk, *args])
             out.extend(message_row(r) for r in rows)
         order = {sid: n for n, sid in enumerate(ids)}
         return sorted(out, key=lambda m: order.get(m.store_id, 0))
@@ -354,7 +373,8 @@ class MessageStore:
     def search(self, match: str, session_ids: Sequence[str] | None = None, role: str | None = None,
                source: str | None = None, time_from: float | None = None, time_to: float | None = None,
                limit: int = 10, *, snippets: bool = True, store_ids: Sequence[int] | None = None,
-               max_candidates: int | None = None, literal: str | None = None) -> list[tuple[MessageRow, float, str]]:
+               max_candidates: int | None = None, literal: str | None = None,
+               visible: Visibility = EVERYTHING) -> list[tuple[MessageRow, float, str]]:
         """BM25-ranked raw hits ``(row, rank, snippet)``; ``match`` comes from ``search.build_match``.
 
         Session-scoped searches restrict the full-text scan to the sessions' store-id range,
@@ -364,11 +384,17 @@ class MessageStore:
         skips snippet building for candidate pools. ``literal`` replaces the full-text match
         with a case-insensitive substring scan, newest first (for text the tokenizer cannot
         split, such as CJK runs or emoji), bounded to ``max_candidates`` newest rows.
+        ``visible`` keeps the sessions the caller may read, inside the candidate query (and
+        the ``max_candidates`` bound counts only those), so other scopes never crowd it out.
         """
         conn = self.db.read()
         if session_ids is not None and not session_ids:
             return []
         where, args = _row_filters(session_ids, role, source, time_from, time_to)
+        scoped, scope_args = visible.clause("m.session_id")
+        if scoped:
+            where.append(scoped)
+            args += scope_args
         if literal:
             return self._search_literal(conn, literal, where, args, limit, max_candidates)
         if not match:
@@ -391,7 +417,11 @@ class MessageStore:
             fts_args += ids
         if max_candidates is not None:
             bound = conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid DESC"
-                                 " LIMIT 1 OFFSET ?", (match, max(0, int(max_candidates) - 1))).fetchone()
+                                 " LIMIT 1 OFFSET ?", (match, max(0, int(max_candidates) - 1))).fetchone() \
+                if not scoped else conn.execute(
+                    "SELECT m.store_id FROM messages_fts JOIN messages m ON m.store_id = messages_fts.rowid"
+                    f" WHERE messages_fts MATCH ? AND {scoped} ORDER BY m.store_id DESC LIMIT 1 OFFSET ?",
+                    [match, *scope_args, max(0, int(max_candidates) - 1)]).fetchone()
             if bound is not None:
                 fts_where.append("rowid >= ?")
                 fts_args.append(int(bound[0]))
