@@ -52,6 +52,14 @@ class Visibility:
             return f"{column} = ?", [self.session_id]
         return f"{column} IN (SELECT session_id FROM sessions WHERE scope = ?)", [self.scope]
 
+    def named_clause(self, column: str) -> tuple[str, dict[str, Any]]:
+        """``clause`` with named parameters (``:vis_scope``, ``:vis_session``), for named-style queries."""
+        if self.unrestricted:
+            return "", {}
+        if self.mode == "session" or not self.scope:
+            return f"{column} = :vis_session", {"vis_session": self.session_id}
+        return f"{column} IN (SELECT session_id FROM sessions WHERE scope = :vis_scope)", {"vis_scope": self.scope}
+
     def allows(self, session_id: str, scope: str) -> bool:
         """The same predicate in Python, for one session whose stored scope is known."""
         if self.unrestricted:

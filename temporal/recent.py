@@ -91,7 +91,8 @@ def trove_recent(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
     head: dict[str, Any] = {"period": {"input": text, **period.to_dict()}, "scope": scope, "mode": mode,
                             "reason": decided["reason"], "rollups": decided["rollups"], "limit": limit, **clamped}
     if mode == "summaries":
-        head["unsummarized_messages"] = queries.count_unsummarized(ctx.runtime.db, start, end, view)
+        head["unsummarized_messages"] = queries.count_unsummarized(ctx.runtime.db, start, end, view,
+                                                                   visible=ctx.visible)
     out = _fit(head, page, ctx.response_cap)
     out["hint"] = _HINTS[mode]
     return out
@@ -120,7 +121,14 @@ def _decide(ctx: ToolContext, period: Period, start: float, end: float, view: st
             return {"mode": wanted, "reason": f"the cursor continues the '{wanted}' pages", "rollups": facts}
     if wanted in ("summaries", "messages"):
         return {"mode": wanted, "reason": f"mode='{wanted}' was requested", "rollups": facts}
-    spans = queries.leaf_spans(ctx.runtime.db, start, end, view)
+    spans = queries.leaf_spans(ctx.runtime.db, start, end, view, ctx.visible)
+    # Rollups are built over every session: one serves a scoped caller only when the window
+    # holds no leaf of another scope, so a rollup never shows one scope's text to another.
+    mixed = view is None and not ctx.visible.unrestricted and \
+        queries.count_leaves(ctx.runtime.db, start, end) != len(spans)
+    if wanted == "rollups" and mixed:
+        raise ToolError("the rollups of this window also cover other scopes' sessions (TROVE_MEMORY_SCOPE="
+                        f"{ctx.visible.mode}); use mode='summaries'")
     days = {d for s in spans for d in plan.leaf_days(s.earliest_at, s.latest_at) if start <= d < end}
     facts["days_with_summaries"] = len(days)
     if wanted == "auto" and not spans:
@@ -133,6 +141,9 @@ def _decide(ctx: ToolContext, period: Period, start: float, end: float, view: st
         if view is not None:
             return {"mode": "summaries", "reason": "rollups span every session; scope='current' reads this "
                     "session's leaf summaries", "rollups": facts}
+        if mixed:
+            return {"mode": "summaries", "reason": "this window's rollups also cover other scopes; "
+                    f"TROVE_MEMORY_SCOPE={ctx.visible.mode} reads this scope's leaf summaries", "rollups": facts}
         if period.granularity == "hour":
             return {"mode": "summaries", "reason": f"the window {period.label!r} is not made of whole UTC days, "
                     "which rollups need: leaf summaries overlapping it", "rollups": facts}
@@ -184,7 +195,7 @@ def _leaf_page(ctx: ToolContext, start: float, end: float, view: str | None, sid
                after: tuple[str, float, int] | None, limit: int) -> dict[str, Any]:
     db, dag = ctx.runtime.db, ctx.runtime.dag
     rows = queries.leaves(db, start, end, session_id=view, after=(after[1], after[2]) if after else None,
-                          limit=limit + 1)
+                          limit=limit + 1, visible=ctx.visible)
     more = len(rows) > limit
     rows = rows[:limit]
     sources = queries.first_sources(db, [n.node_id for n in rows])
@@ -206,7 +217,7 @@ def _leaf_page(ctx: ToolContext, start: float, end: float, view: str | None, sid
 
     cursors = [_cursor("summaries", n.earliest_at if n.earliest_at is not None else n.created_at, n.node_id)
                for n in rows]
-    return {"items": items, "cursors": cursors, "total": queries.count_leaves(db, start, end, view),
+    return {"items": items, "cursors": cursors, "total": queries.count_leaves(db, start, end, view, ctx.visible),
             "more_after_page": more}
 
 
@@ -214,7 +225,7 @@ def _message_page(ctx: ToolContext, start: float, end: float, view: str | None, 
                   after: tuple[str, float, int] | None, limit: int) -> dict[str, Any]:
     db = ctx.runtime.db
     rows = queries.messages(db, start, end, session_id=view, after=(after[1], after[2]) if after else None,
-                            limit=limit + 1)
+                            limit=limit + 1, visible=ctx.visible)
     more = len(rows) > limit
     rows = rows[:limit]
 
@@ -227,7 +238,7 @@ def _message_page(ctx: ToolContext, start: float, end: float, view: str | None, 
         return out
 
     return {"items": items, "cursors": [_cursor("messages", r.created_at, r.store_id) for r in rows],
-            "total": queries.count_messages(db, start, end, view), "more_after_page": more}
+            "total": queries.count_messages(db, start, end, view, ctx.visible), "more_after_page": more}
 
 
 def _fit(head: dict[str, Any], page: dict[str, Any], cap: int) -> dict[str, Any]:
