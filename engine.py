@@ -22,6 +22,7 @@ from .hostbase import ContextEngine
 from .ingest import is_synthetic
 from .ops.maintenance import gc_empty_lifecycle
 from .runtime import Runtime, build_runtime
+from .scope import scope_for
 from .store import SessionKey
 from .temporal.rollups import schedule as schedule_rollups
 from .toolkit import ToolContext
@@ -176,8 +177,9 @@ class TroveEngine(ContextEngine):
             self.context_length = int(kwargs["context_length"])
             self.threshold_tokens = self._compute_threshold()
         old = kwargs.get("old_session_id") or ""
-        key = SessionKey(session_id=session_id or "", conversation_id=str(kwargs.get("conversation_id") or ""),
-                         platform=str(kwargs.get("platform") or ""))
+        conversation, platform = str(kwargs.get("conversation_id") or ""), str(kwargs.get("platform") or "")
+        key = SessionKey(session_id=session_id or "", conversation_id=conversation, platform=platform,
+                         scope=scope_for(platform, conversation))
         self._bind(key)
         self.state.just_ended = ""  # an in-place compaction boundary ends nothing
         if self.state.mode == "active":  # days may have closed since the last pass (background, opt-in)
@@ -198,7 +200,7 @@ class TroveEngine(ContextEngine):
             return
         previous = self.state.pending_reset_from
         base = self.state.key or SessionKey("")
-        key = SessionKey(session_id, base.conversation_id, base.platform, base.source)
+        key = SessionKey(session_id, base.conversation_id, base.platform, base.source, base.scope)
         self._bind(key)
         if previous and previous != session_id and self.state.mode == "active":
             self._carry_after_new(previous, session_id)
@@ -224,8 +226,8 @@ class TroveEngine(ContextEngine):
             if session_id and self.runtime.store.session(session_id) is not None:
                 self.runtime.store.mark_ended(session_id)  # cleared again if the session binds anew
             if messages and session_id:
-                key = self.state.key if self.state.key and self.state.key.session_id == session_id \
-                    else SessionKey(session_id)
+                base = self.state.key or SessionKey("")  # a session this copy served before /new: its owner
+                key = replace(base, session_id=session_id)
                 self._ingest(key, messages)
         except Exception:  # never let a flush failure reach the host
             log.exception("trove: on_session_end flush failed for %s", session_id)

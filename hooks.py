@@ -18,6 +18,7 @@ from .compaction import assembly
 from .filters import host_side_agent
 from .payloads import replay
 from .payloads import sidecar as payloads
+from .scope import scope_for
 from .store import SessionKey
 
 if TYPE_CHECKING:
@@ -89,8 +90,12 @@ def make_hooks(runtime: Runtime) -> dict[str, Callable[..., Any]]:
                 or host_side_agent(session_id, str(kw.get("platform") or "")):  # e.g. the review fork
             return
         row = runtime.store.session(session_id)
-        key = SessionKey(session_id, row.conversation_id if row else "",
-                         str(kw.get("platform") or (row.platform if row else "")))
+        platform, conversation = str(kw.get("platform") or (row.platform if row else "")), \
+            row.conversation_id if row else ""
+        # A gateway session the host started without a session key takes its sender's scope here.
+        scope = row.scope if row is not None and row.scope else scope_for(platform, conversation,
+                                                                          str(kw.get("sender_id") or ""))
+        key = SessionKey(session_id, conversation, platform, scope=scope)
         runtime.store.ingest(key, history, skip=runtime.skip_message)
         if runtime.config.assertions_enabled:  # background extraction of the new turn (opt-in, leased)
             engine = runtime.foreground_engine()
