@@ -18,6 +18,7 @@ from .compaction import assembly
 from .filters import host_side_agent
 from .payloads import replay
 from .payloads import sidecar as payloads
+from .payloads.redact import Redactor
 from .scope import scope_for
 from .store import SessionKey
 
@@ -139,10 +140,13 @@ def make_hooks(runtime: Runtime) -> dict[str, Callable[..., Any]]:
             return None
         if tokens.count(result) <= int(cfg.large_output_active_replay_stub_threshold_tokens):
             return None
-        ref = payloads.externalize_text(runtime, session_id, result)
+        # The stub goes to the provider this turn: it previews the redacted text the sidecar
+        # holds, never the raw result (every text leaving the process passes the same redaction).
+        text = Redactor.from_config(cfg).redact(result)
+        ref = payloads.externalize_text(runtime, session_id, text)
         if ref is None:
             return None
-        return payloads.externalized_placeholder(ref, "tool_result", result, payloads.PREVIEW_CHARS)
+        return payloads.externalized_placeholder(ref, "tool_result", text, payloads.PREVIEW_CHARS)
 
     callbacks = {"post_llm_call": post_llm_call, "pre_llm_call": pre_llm_call,
                  "transform_tool_result": transform_tool_result}
