@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .db import Database
-from .scope import EVERYTHING, Visibility
 from .ingest import IngestCursor, is_synthetic, message_identity, plan_aligned, plan_fast
 from .rows import (
     IngestResult,
@@ -26,6 +25,7 @@ from .rows import (
     normalize_message,
     row_as,
 )
+from .scope import EVERYTHING, Visibility
 
 # A session row nothing hangs off: no raw messages, no summaries of its own, none carried in.
 _EMPTY_SESSION = ("NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.session_id)"

@@ -12,10 +12,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from . import queries
-from . import rollup_plan as plan
-from .periods import ACCEPTED_FORMS, Period, PeriodError, parse_period
-from .rollup_store import RollupStore
 from ..toolkit import (
     ToolContext,
     ToolError,
@@ -28,6 +24,10 @@ from ..toolkit import (
     require_session,
     str_arg,
 )
+from . import queries
+from . import rollup_plan as plan
+from .periods import ACCEPTED_FORMS, Period, PeriodError, parse_period
+from .rollup_store import RollupStore
 
 clock: Callable[[], float] = time.time  # "now" for relative periods; tests replace it
 MODES = ("auto", "summaries", "messages")

@@ -9,7 +9,6 @@ import pytest
 from conftest import assistant, make_config, make_engine, tool_call, tool_result, user
 
 from hermes_trove.hooks import make_hooks
-
 from hermes_trove.payloads import guard
 from hermes_trove.payloads import sidecar as payloads
 from hermes_trove.payloads.sidecar import PayloadError
