@@ -253,7 +253,8 @@ class TroveConfig:
         "TROVE_ROLLUP_MAINTENANCE_BUDGET_MS", 5000, "A pass starts no new build after this many milliseconds.",
         lo=10, group="temporal")
     rollup_lease_ttl_seconds: int = knob(
-        "TROVE_ROLLUP_LEASE_TTL_SECONDS", 600, "Lifetime of the cross-process rollup lease (renewed per build).",
+        "TROVE_ROLLUP_LEASE_TTL_SECONDS", 180,
+        "Lifetime of the cross-process rollup lease (renewed per build; a dead holder's is taken over at once).",
         lo=5, group="temporal")
 
     # Remembered state (opt-in assertions, adaptive retrieval, pre-answer evidence; see docs/state.md)

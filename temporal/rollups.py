@@ -168,7 +168,9 @@ def run_pass(runtime: Runtime, complete: Complete | None, *, now: float | None =
         synced = sync(runtime, store, now)
         summarizer = Summarizer(cfg, complete)
         while len(built) < max_builds and clock() - started < budget_s:
-            todo = _pending(store, now, ttl, limit=1)
+            # Under the lease no one else builds: a row left 'building' by an earlier pass
+            # (a killed holder) is rebuilt now, not after its claim ages past the ttl.
+            todo = _pending(store, now, 0.0, limit=1)
             if not todo:
                 break
             built.append(build(runtime, store, todo[0], summarizer, now))
