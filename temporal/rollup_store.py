@@ -150,6 +150,16 @@ class RollupStore:
         sql = "SELECT * FROM temporal_rollups WHERE scope = ? AND status = 'failed' ORDER BY failed_at DESC LIMIT ?"
         return [_row(r) for r in self.db.read().execute(sql, (self.scope, int(limit)))]
 
+    def abandon_building(self, rollup_ids: Sequence[int], now: float) -> int:
+        """Mark rows still 'building' stale (their builder is gone), so the next pass rebuilds them."""
+        ids = [int(i) for i in rollup_ids]
+        if not ids:
+            return 0
+        with self.db.transaction() as conn:
+            cur = conn.execute(f"UPDATE temporal_rollups SET status = 'stale', updated_at = ? WHERE status = 'building'"
+                               f" AND rollup_id IN ({','.join('?' * len(ids))})", [now, *ids])
+            return int(cur.rowcount)
+
     # -- the build protocol -------------------------------------------------------
     def claim(self, state: RollupState, now: float) -> int | None:
         """Mark the row building under a new generation, if it is still as ``state`` saw it."""
