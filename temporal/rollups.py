@@ -165,12 +165,13 @@ def run_pass(runtime: Runtime, complete: Complete | None, *, now: float | None =
     store = RollupStore(runtime.db)
     built: list[dict[str, Any]] = []
     try:
+        # Under the lease no one else builds: a row an earlier holder left 'building' (killed
+        # mid-pass) is rebuilt now, not after its claim ages past the ttl.
+        store.abandon_building([s.rollup_id for s in store.states() if s.status == "building"], now)
         synced = sync(runtime, store, now)
         summarizer = Summarizer(cfg, complete)
         while len(built) < max_builds and clock() - started < budget_s:
-            # Under the lease no one else builds: a row left 'building' by an earlier pass
-            # (a killed holder) is rebuilt now, not after its claim ages past the ttl.
-            todo = _pending(store, now, 0.0, limit=1)
+            todo = _pending(store, now, ttl, limit=1)
             if not todo:
                 break
             built.append(build(runtime, store, todo[0], summarizer, now))
