@@ -28,8 +28,8 @@ _PROBE = ("import importlib.util, sys; "
 
 
 def candidate_pythons() -> list[str]:
-    """Interpreters to try, in order: this one, the checkout's .venv, then $TROVE_E2E_PYTHON."""
-    found = [sys.executable, str(ROOT / ".venv" / "bin" / "python"), os.environ.get("TROVE_E2E_PYTHON", "")]
+    """Interpreters to try, in order: $TROVE_E2E_PYTHON when set, this one, then the checkout's .venv."""
+    found = [os.environ.get("TROVE_E2E_PYTHON", ""), sys.executable, str(ROOT / ".venv" / "bin" / "python")]
     seen: list[str] = []
     for path in found:
         if path and path not in seen and Path(path).exists():
