@@ -35,8 +35,10 @@ _STORED_TAIL_WINDOW = 64
 
 
 def _upsert_session(conn: sqlite3.Connection, key: SessionKey, previous_session_id: str | None) -> None:
-    # The owner scope is set once, at the first write that knows one; a session carried over
-    # from ``previous_session_id`` (/new, /branch) inherits that session's scope.
+    # The owner scope is set once, at the first write that knows one: a row first written with
+    # no platform (the host binds a session before it names the platform) takes the scope of the
+    # first write that names one. A session carried over from ``previous_session_id`` (/new,
+    # /branch) inherits that session's scope.
     now = time.time()
     conn.execute(
         "INSERT INTO sessions(session_id, conversation_id, platform, previous_session_id,"
@@ -47,7 +49,7 @@ def _upsert_session(conn: sqlite3.Connection, key: SessionKey, previous_session_
         " THEN excluded.conversation_id ELSE conversation_id END,"
         " platform=CASE WHEN excluded.platform!='' THEN excluded.platform ELSE platform END,"
         " previous_session_id=COALESCE(previous_session_id, excluded.previous_session_id),"
-        " scope=CASE WHEN scope='' THEN excluded.scope ELSE scope END,"
+        " scope=CASE WHEN scope='' OR (platform='' AND excluded.platform!='') THEN excluded.scope ELSE scope END,"
         " updated_at=excluded.updated_at, ended_at=NULL",
         (key.session_id, key.conversation_id or "", key.platform or "", previous_session_id, now, now,
          previous_session_id or "", key.effective_scope))

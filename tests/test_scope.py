@@ -148,3 +148,14 @@ def test_visibility_clause_is_one_predicate_per_mode():
     assert Visibility("conversation", "", "x").clause("s") == ("s = ?", ["x"])
     sql, args = Visibility("conversation", "local", "x").clause("s")
     assert "scope = ?" in sql and args == ["local"]
+
+
+def test_a_session_bound_before_the_host_names_its_platform_takes_the_gateway_scope(tmp_path):
+    runtime = build_runtime(make_config(tmp_path))
+    eng = TroveEngine(runtime, complete=no_model)
+    eng.update_model("fake-model", 128000)
+    eng.bind_session_state(None, "g1")  # the host's init order: bind first, then on_session_start
+    eng.on_session_start("g1", platform="telegram", conversation_id=A_KEY)
+    assert runtime.store.session("g1").scope == f"telegram:{A_KEY}"
+    eng.on_session_start("g1", platform="discord", conversation_id="other")  # never re-scoped once named
+    assert runtime.store.session("g1").scope == f"telegram:{A_KEY}"
