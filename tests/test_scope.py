@@ -159,3 +159,45 @@ def test_a_session_bound_before_the_host_names_its_platform_takes_the_gateway_sc
     assert runtime.store.session("g1").scope == f"telegram:{A_KEY}"
     eng.on_session_start("g1", platform="discord", conversation_id="other")  # never re-scoped once named
     assert runtime.store.session("g1").scope == f"telegram:{A_KEY}"
+
+
+
+
+def test_query_state_assertions_and_the_pre_answer_block_stay_in_scope(tmp_path, monkeypatch):
+    from test_state_assertions import FactModel
+
+    from hermes_trove.state import extract, preanswer
+
+    monkeypatch.setattr(extract, "schedule", lambda *a, **k: None)  # extract here, not on a thread
+
+    runtime = build_runtime(replace(make_config(tmp_path), assertions_enabled=True, preanswer_evidence_enabled=True))
+    a = start(runtime, "a1", "telegram", A_KEY)
+    a.ingest([user("I live in Reykjavik and my editor is helix."), assistant("Noted.")])
+    b = start(runtime, "b1", "telegram", B_KEY)
+    b.ingest([user("I live in Porto."), assistant("Noted.")])
+    report = extract.run_pass(runtime, FactModel())
+    assert report.get("stored", 0) >= 2, report
+    seen_by_b = call(b, "trove_query_state", subject_key="user:self", predicate_key="lives_in")
+    assert [x["value_text"] for x in seen_by_b["assertions"]] == ["Porto"]
+    a2 = start(runtime, "a2", "telegram", A_KEY)
+    assert [x["value_text"] for x in call(a2, "trove_query_state", subject_key="user:self",
+                                          predicate_key="lives_in")["assertions"]] == ["Reykjavik"]
+    block_b = preanswer.evidence_block(runtime, "where does reykjavik helix live editor?", "b1")
+    assert "Reykjavik" not in block_b and "helix" not in block_b
+    block_a = preanswer.evidence_block(runtime, "where does reykjavik helix live editor?", "a2")
+    assert "Reykjavik" in block_a
+
+
+def test_a_retrieval_episode_of_another_scope_answers_like_an_unknown_one(tmp_path):
+    runtime = build_runtime(replace(make_config(tmp_path), adaptive_retrieval_enabled=True))
+    a = start(runtime, "a1", "telegram", A_KEY)
+    a.ingest([user("I live in Reykjavik")])
+    b = start(runtime, "b1", "telegram", B_KEY)
+    opened = call(a, "trove_retrieve", action="start", question="Which city does the user live in now?",
+                  identity={"intent_type": "current_state", "subject_key": "user:self"},
+                  requirements=[{"slot_id": "city", "description": "the city", "minimum_refs": 1}])
+    rid = opened["retrieval_id"]
+    assert "error" not in call(a, "trove_retrieve", action="status", retrieval_id=rid)
+    foreign = call(b, "trove_retrieve", action="status", retrieval_id=rid)
+    unknown = call(b, "trove_retrieve", action="status", retrieval_id="r-unknown")
+    assert foreign["error"].replace(rid, "X") == unknown["error"].replace("r-unknown", "X")
