@@ -1,8 +1,9 @@
 """Pre-answer evidence: a small fenced block of exact refs for the user's message (opt-in).
 
 ``evidence_block`` searches stored raw messages (full text, the sessions of the caller's
-scope (TROVE_MEMORY_SCOPE), this turn's own message excluded) and, with assertions on, the active assertions whose subject name, predicate
-or value holds a word of the message (an indexed lookup over ``assertion_terms``, capped rows).
+scope (TROVE_MEMORY_SCOPE), this turn's own message excluded) and, with assertions on, the
+active assertions whose subject name, predicate or value holds a word of the message (an
+indexed lookup over ``assertion_terms``, capped rows).
 The block is fenced by ``ingest.EVIDENCE_OPEN``/``EVIDENCE_CLOSE``: ingest strips it from any
 user message that carries it, so it is never stored or summarised as something the user said. Bounded: at most
 MAX_ITEMS refs, MAX_QUOTE characters each, MAX_BLOCK characters in all. The hook calls it
