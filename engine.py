@@ -258,7 +258,10 @@ class TroveEngine(ContextEngine):
         if depth == 0:
             return
         try:
-            if self.runtime.store.count(new) == 0:
+            # Only summaries the new session may read come along (TROVE_MEMORY_SCOPE=session: none).
+            visible = self.runtime.visibility(self.state.key)
+            if self.runtime.store.count(new) == 0 and old != new and visible.mode != "session" \
+                    and self.runtime.store.visible_session(old, visible):
                 self.runtime.dag.carry_over(old, new, 0 if depth < 0 else depth)
         except Exception:
             log.exception("trove: carry-over from %s to %s failed", old, new)

@@ -201,3 +201,18 @@ def test_a_retrieval_episode_of_another_scope_answers_like_an_unknown_one(tmp_pa
     foreign = call(b, "trove_retrieve", action="status", retrieval_id=rid)
     unknown = call(b, "trove_retrieve", action="status", retrieval_id="r-unknown")
     assert foreign["error"].replace(rid, "X") == unknown["error"].replace("r-unknown", "X")
+
+
+@pytest.mark.parametrize(("mode", "carried"), [("conversation", True), ("profile", True), ("session", False)])
+def test_new_carries_summaries_only_within_the_callers_scope(tmp_path, mode, carried):
+    runtime = build_runtime(replace(make_config(tmp_path), memory_scope=mode, new_session_retain_depth=-1))
+    a = start(runtime, "a1", "telegram", A_KEY)
+    a.ingest([user(f"remember: {SECRET}"), assistant("Noted.")])
+    ids = [r.store_id for r in runtime.store.page("a1")]
+    runtime.dag.add_leaf("a1", "summary: the gym locker code", ids, token_count=10, source_token_count=20,
+                         earliest_at=None, latest_at=None)
+    a.on_session_end("a1", [])  # /new in the chat: end, reset, bind the new id
+    a.on_session_reset()
+    a.bind_session_state(None, "a2")
+    assert runtime.store.session("a2").scope == f"telegram:{A_KEY}"
+    assert bool(runtime.dag.frontier("a2")) is carried
