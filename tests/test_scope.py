@@ -216,3 +216,14 @@ def test_new_carries_summaries_only_within_the_callers_scope(tmp_path, mode, car
     a.bind_session_state(None, "a2")
     assert runtime.store.session("a2").scope == f"telegram:{A_KEY}"
     assert bool(runtime.dag.frontier("a2")) is carried
+
+
+def test_a_gateway_session_without_a_session_key_takes_its_senders_scope_from_the_turn_hook(tmp_path):
+    from hermes_trove.hooks import make_hooks
+
+    runtime = build_runtime(make_config(tmp_path))
+    start(runtime, "g1", "telegram", None)
+    assert runtime.store.session("g1").scope == ""  # unscoped until a write names the owner
+    make_hooks(runtime)["post_llm_call"](session_id="g1", platform="telegram", sender_id="777",
+                                         conversation_history=[user("hello"), assistant("hi")])
+    assert runtime.store.session("g1").scope == "telegram:sender:777"
