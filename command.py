@@ -108,10 +108,12 @@ def _embed(action: str) -> Callable[[Target], dict[str, Any]]:
 
 def _rollups_rebuild(t: Target) -> dict[str, Any]:
     words = list(t.words)
+    scopes = [w.removeprefix("scope=") for w in words if w.startswith("scope=")]
+    words = [w for w in words if not w.startswith("scope=")]
     apply = bool(words) and words[-1] == "apply"
     words = words[:-1] if apply else words
-    if not 1 <= len(words) <= 2:
-        return {"status": "error", "error": "usage: rollups rebuild day|week|month|all [DATE] [apply]"}
+    if not 1 <= len(words) <= 2 or len(scopes) > 1:
+        return {"status": "error", "error": "usage: rollups rebuild day|week|month|all [DATE] [scope=SCOPE] [apply]"}
     # Inside Hermes the live engine's model (or the plugin's host model) writes the rollups;
     # a bare `python -m hermes_trove` has none, so it only marks them for Hermes to rebuild.
     if t.engine is not None:
@@ -119,7 +121,7 @@ def _rollups_rebuild(t: Target) -> dict[str, Any]:
     else:
         complete = host_complete(dict, t.runtime.llm, task="compression") if t.runtime.llm is not None else None
     return temporal_rollups.rebuild(t.runtime, complete, words[0], words[1] if len(words) == 2 else None,
-                                    apply=apply, build=complete is not None)
+                                    apply=apply, build=complete is not None, scope=scopes[0] if scopes else None)
 
 
 def _assertion_model(t: Target) -> Any:

@@ -33,6 +33,7 @@ class LeafSpan:
     session_id: str
     earliest_at: float
     latest_at: float
+    scope: str = ""  # its session's owner scope ("" when unscoped)
 
 
 def _node(r: sqlite3.Row) -> NodeRow:
@@ -52,11 +53,14 @@ def _args(start: float, end: float, session_id: str | None, visible: Visibility,
 
 def leaf_spans(db: Database, start: float, end: float, session_id: str | None = None,
                visible: Visibility = EVERYTHING) -> list[LeafSpan]:
-    """Every leaf summary overlapping the window (ids and times only), among the sessions ``visible`` reads."""
+    """Every leaf summary overlapping the window (ids, times and owner scope only), among the sessions
+    ``visible`` reads."""
     sql = _leaf_sql("n.node_id, n.session_id, COALESCE(n.earliest_at, n.created_at),"
-                    " COALESCE(n.latest_at, n.earliest_at, n.created_at)", session_id, visible=visible)
+                    " COALESCE(n.latest_at, n.earliest_at, n.created_at),"
+                    " COALESCE((SELECT s.scope FROM sessions s WHERE s.session_id = n.session_id), '')",
+                    session_id, visible=visible)
     rows = db.read().execute(sql, _args(start, end, session_id, visible))
-    return [LeafSpan(int(r[0]), str(r[1]), float(r[2]), float(r[3])) for r in rows]
+    return [LeafSpan(int(r[0]), str(r[1]), float(r[2]), float(r[3]), str(r[4])) for r in rows]
 
 
 def leaves(db: Database, start: float, end: float, *, session_id: str | None = None,

@@ -311,3 +311,20 @@ def test_sessions_written_before_scopes_get_local_or_their_gateway_key_and_a_key
     assert [name for name, _ in ledger(conn)] == NAMES
     scopes = dict(conn.execute("SELECT session_id, scope FROM sessions").fetchall())
     assert scopes == {"cli1": "local", "api1": "local", "tg1": "telegram:agent:main:telegram:dm:1", "tg2": ""}
+
+
+def test_rollups_built_over_every_scope_before_owner_scopes_are_dropped_and_the_leaf_cursor_reset(tmp_path):
+    path = tmp_path / "t.db"
+    conn = raw(path)
+    migrate(conn, stop_before="0013_rollup_owner_scope")
+    conn.execute("INSERT INTO temporal_rollups(period_kind, period_start, period_end, scope, status, summary,"
+                 " created_at, updated_at) VALUES ('day', 0, 86400, 'all', 'ready', 'mixed text', 0, 0)")
+    conn.execute("INSERT INTO temporal_rollup_sources(rollup_id, ordinal, node_id) VALUES (1, 0, 1)")
+    conn.execute("INSERT INTO meta(key, value) VALUES ('temporal_rollups.leaf_cursor', '7')")
+    conn.close()
+    conn = Database(path).connect()
+    assert [name for name, _ in ledger(conn)] == NAMES
+    assert conn.execute("SELECT COUNT(*) FROM temporal_rollups").fetchone()[0] == 0
+    assert conn.execute("SELECT COUNT(*) FROM temporal_rollup_sources").fetchone()[0] == 0
+    assert conn.execute("SELECT value FROM meta WHERE key = 'temporal_rollups.leaf_cursor'").fetchone() is None
+    assert master(conn, "trigger") == TRIGGERS
