@@ -108,8 +108,8 @@ def _embed(action: str) -> Callable[[Target], dict[str, Any]]:
 
 def _rollups_rebuild(t: Target) -> dict[str, Any]:
     words = list(t.words)
-    scopes = [w.removeprefix("scope=") for w in words if w.startswith("scope=")]
-    words = [w for w in words if not w.startswith("scope=")]
+    scopes = [w[len("scope="):] for w in words if w.lower().startswith("scope=")]
+    words = [w for w in words if not w.lower().startswith("scope=")]
     apply = bool(words) and words[-1] == "apply"
     words = words[:-1] if apply else words
     if not 1 <= len(words) <= 2 or len(scopes) > 1:
@@ -192,7 +192,8 @@ HANDLERS: dict[tuple[str, ...], tuple[Callable[[Target], dict[str, Any]], str]] 
     ("embed", "backfill"): (_embed("backfill"),
                             "index every pending row now (60 s per call inside Hermes; the CLI runs to the end)"),
     ("rollups",): (lambda t: temporal_rollups.status(t.runtime), "temporal rollups: counts per status, model spend"),
-    ("rollups", "rebuild"): (_rollups_rebuild, "day|week|month|all [DATE] [apply]: preview, or mark stale and"
+    ("rollups", "rebuild"): (_rollups_rebuild, "day|week|month|all [DATE] [scope=SCOPE] [apply]: preview, or"
+                                               " mark stale and"
                                                " rebuild in one bounded pass (needs TROVE_TEMPORAL_ROLLUPS_ENABLED)"),
     ("assertions",): (_assertions, "remembered state: status | rebuild [--apply] [--limit N] [--reset] (dry run by"
                                    " default) | drop [--apply] (turn the options off first; backup first)"),
@@ -230,6 +231,8 @@ def run(runtime: Runtime, words: Sequence[str], session_id: str | None = None,
     if found is None:
         return usage(words)
     key, rest = found
+    # an owner scope keeps its case (gateway session keys are case-sensitive); other words are lower-cased
+    rest = tuple(w if w.lower().startswith("scope=") else r for w, r in zip(words[len(key):], rest, strict=True))
     return " ".join(key), HANDLERS[key][0](dataclasses.replace(resolve(runtime, session_id, engine), words=rest))
 
 

@@ -389,6 +389,9 @@ def test_rebuild_can_target_one_scope(on):
     preview = rollups.rebuild(on, None, "day", "2024-05-03", apply=False, now=NOW, scope=B_SCOPE)
     assert preview["would_rebuild"] == 1 and preview["target"].endswith(f"of scope {B_SCOPE}")
     assert rollups.rebuild(on, None, "day", "2024-05-03", apply=False, now=NOW)["would_rebuild"] == 2
+    name, via_command = command.run(on, ["Rollups", "rebuild", "day", "2024-05-03", f"scope={B_SCOPE}"])
+    assert name == "rollups rebuild" and via_command["would_rebuild"] == 1
+    assert command.run(on, ["rollups", "rebuild", "day", "2024-05-03", "scope=telegram:AGENT"])[1]["would_rebuild"] == 0
     done = rollups.rebuild(on, EchoModel(), "day", "2024-05-03", apply=True, now=NOW, scope=B_SCOPE)
     assert done["marked_stale"] == 1 and {b["scope"] for b in done["built"]} == {B_SCOPE}
 

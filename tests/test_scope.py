@@ -227,3 +227,27 @@ def test_a_gateway_session_without_a_session_key_takes_its_senders_scope_from_th
     make_hooks(runtime)["post_llm_call"](session_id="g1", platform="telegram", sender_id="777",
                                          conversation_history=[user("hello"), assistant("hi")])
     assert runtime.store.session("g1").scope == "telegram:sender:777"
+
+
+def test_operator_views_from_another_scope_name_sessions_but_show_no_stored_text(world):
+    """trove_status / trove_inspect / trove_doctor of a scoped caller, `/trove status|dag` and the
+    CLI's `status --session` / `dag --session` about another scope's session: metadata only."""
+    from hermes_trove import command
+
+    runtime, a, _, b = world()
+    ids = [r.store_id for r in runtime.store.page("a1")]
+    node = runtime.dag.add_leaf("a1", "summary: gym locker code 4471", ids, token_count=10, source_token_count=20,
+                                earliest_at=None, latest_at=None)
+    node_id = getattr(node, "node_id", node)
+    for tool in ("trove_status", "trove_inspect", "trove_doctor"):
+        out = texts(call(b, tool))
+        assert "4471" not in out and "locker" not in out, tool
+    inspect = call(b, "trove_inspect")
+    assert inspect["session_id"] == "b1" and node_id not in inspect["dag"]["frontier_node_ids"]
+    slash = command.make_handler(runtime)
+    for words in ("status", "dag", "doctor", "rollups"):
+        assert "4471" not in slash(words) and "locker" not in slash(words), words
+    for words in (["status"], ["dag"], ["dag", "mermaid"]):  # an operator naming A's session sees its shape
+        name, result = command.run(runtime, words, session_id="a1")
+        shown = command.render(name, result, prefix="hermes trove")
+        assert "a1" in shown and "4471" not in shown and "locker" not in shown, words
