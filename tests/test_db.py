@@ -328,3 +328,6 @@ def test_rollups_built_over_every_scope_before_owner_scopes_are_dropped_and_the_
     assert conn.execute("SELECT COUNT(*) FROM temporal_rollup_sources").fetchone()[0] == 0
     assert conn.execute("SELECT value FROM meta WHERE key = 'temporal_rollups.leaf_cursor'").fetchone() is None
     assert master(conn, "trigger") == TRIGGERS
+    for name in ("temporal_rollups_leaf_added", "temporal_rollups_leaf_changed", "temporal_rollups_leaf_removed"):
+        ddl = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (name,)).fetchone()[0]
+        assert "SELECT scope FROM sessions" in ddl, name  # a leaf marks only its own scope's rollups stale
