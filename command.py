@@ -109,10 +109,12 @@ def _embed(action: str) -> Callable[[Target], dict[str, Any]]:
 
 def _rollups_rebuild(t: Target) -> dict[str, Any]:
     words = list(t.words)
+    scopes = [w[len("scope="):] for w in words if w.lower().startswith("scope=")]
+    words = [w for w in words if not w.lower().startswith("scope=")]
     apply = bool(words) and words[-1] == "apply"
     words = words[:-1] if apply else words
-    if not 1 <= len(words) <= 2:
-        return {"status": "error", "error": "usage: rollups rebuild day|week|month|all [DATE] [apply]"}
+    if not 1 <= len(words) <= 2 or len(scopes) > 1:
+        return {"status": "error", "error": "usage: rollups rebuild day|week|month|all [DATE] [scope=SCOPE] [apply]"}
     # Inside Hermes the live engine's model (or the plugin's host model) writes the rollups;
     # a bare `python -m hermes_trove` has none, so it only marks them for Hermes to rebuild.
     if t.engine is not None:
@@ -120,7 +122,7 @@ def _rollups_rebuild(t: Target) -> dict[str, Any]:
     else:
         complete = host_complete(dict, t.runtime.llm, task="compression") if t.runtime.llm is not None else None
     return temporal_rollups.rebuild(t.runtime, complete, words[0], words[1] if len(words) == 2 else None,
-                                    apply=apply, build=complete is not None)
+                                    apply=apply, build=complete is not None, scope=scopes[0] if scopes else None)
 
 
 def _assertion_model(t: Target) -> Any:
@@ -169,10 +171,10 @@ HANDLERS: dict[tuple[str, ...], tuple[Callable[[Target], dict[str, Any]], str]] 
                           "read-only scan for junk/noise sessions (pattern-matched or empty)"),
     ("doctor", "clean", "apply"): (lambda t: hygiene.apply_clean(t.runtime, _protected(t)),
                                    "backup-first delete of those sessions (needs TROVE_DOCTOR_CLEAN_APPLY_ENABLED)"),
-    ("doctor", "repair"): (lambda t: maintenance.diagnose_fts(t.runtime.db.read()),
-                           "read-only SQLite/FTS diagnostics"),
+    ("doctor", "repair"): (lambda t: maintenance.diagnose(t.runtime),
+                           "read-only SQLite/FTS diagnostics, stale leases and rollups stuck building"),
     ("doctor", "repair", "apply"): (lambda t: maintenance.repair_fts(t.runtime),
-                                    "backup-first FTS rebuild and missing-trigger repair"),
+                                    "backup-first FTS rebuild, missing-trigger repair, stale-lease cleanup"),
     ("doctor", "source"): (lambda t: hygiene.scan_source(t.runtime), "read-only scan for blank-source rows"),
     ("doctor", "source", "apply"): (lambda t: hygiene.apply_source(t.runtime),
                                     "backup-first normalization of blank source to 'unknown'"),
@@ -191,7 +193,8 @@ HANDLERS: dict[tuple[str, ...], tuple[Callable[[Target], dict[str, Any]], str]] 
     ("embed", "backfill"): (_embed("backfill"),
                             "index every pending row now (60 s per call inside Hermes; the CLI runs to the end)"),
     ("rollups",): (lambda t: temporal_rollups.status(t.runtime), "temporal rollups: counts per status, model spend"),
-    ("rollups", "rebuild"): (_rollups_rebuild, "day|week|month|all [DATE] [apply]: preview, or mark stale and"
+    ("rollups", "rebuild"): (_rollups_rebuild, "day|week|month|all [DATE] [scope=SCOPE] [apply]: preview, or"
+                                               " mark stale and"
                                                " rebuild in one bounded pass (needs TROVE_TEMPORAL_ROLLUPS_ENABLED)"),
     ("assertions",): (_assertions, "remembered state: status | rebuild [--apply] [--limit N] [--reset] (dry run by"
                                    " default) | drop [--apply] (turn the options off first; backup first)"),
@@ -229,6 +232,8 @@ def run(runtime: Runtime, words: Sequence[str], session_id: str | None = None,
     if found is None:
         return usage(words)
     key, rest = found
+    # an owner scope keeps its case (gateway session keys are case-sensitive); other words are lower-cased
+    rest = tuple(w if w.lower().startswith("scope=") else r for w, r in zip(words[len(key):], rest, strict=True))
     return " ".join(key), HANDLERS[key][0](dataclasses.replace(resolve(runtime, session_id, engine), words=rest))
 
 

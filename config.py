@@ -27,9 +27,9 @@ _T = TypeVar("_T")
 
 
 def knob(env: str, default: _T, doc: str, *, lo: float | None = None, hi: float | None = None,
-         group: str = "core") -> _T:
-    """A ``TroveConfig`` field read from ``env``; ``lo``/``hi`` bound numbers (inclusive)."""
-    meta = {"env": env, "doc": doc, "minimum": lo, "maximum": hi, "group": group}
+         group: str = "core", choices: tuple[str, ...] = ()) -> _T:
+    """A ``TroveConfig`` field read from ``env``; ``lo``/``hi`` bound numbers (inclusive), ``choices`` strings."""
+    meta = {"env": env, "doc": doc, "minimum": lo, "maximum": hi, "group": group, "choices": choices}
     return field(default=default, metadata=meta)
 
 
@@ -69,6 +69,11 @@ class TroveConfig:
     new_session_retain_depth: int = knob(
         "TROVE_NEW_SESSION_RETAIN_DEPTH", 2,
         "Summary depth carried into a session after /new (-1 all, 0 none).", lo=-1, hi=64)
+    memory_scope: str = knob(
+        "TROVE_MEMORY_SCOPE", "conversation",
+        "Sessions cross-session reads see: conversation (a gateway chat its own, CLI/local sessions share"
+        " one), profile (every session) or session (only the current one).",
+        choices=("conversation", "profile", "session"))
 
     # Summarizer and expansion models
     summary_model: str = knob(
@@ -248,7 +253,8 @@ class TroveConfig:
         "TROVE_ROLLUP_MAINTENANCE_BUDGET_MS", 5000, "A pass starts no new build after this many milliseconds.",
         lo=10, group="temporal")
     rollup_lease_ttl_seconds: int = knob(
-        "TROVE_ROLLUP_LEASE_TTL_SECONDS", 600, "Lifetime of the cross-process rollup lease (renewed per build).",
+        "TROVE_ROLLUP_LEASE_TTL_SECONDS", 180,
+        "Lifetime of the cross-process rollup lease (renewed per build; a dead holder's is taken over at once).",
         lo=5, group="temporal")
 
     # Remembered state (opt-in assertions, adaptive retrieval, pre-answer evidence; see docs/state.md)
@@ -296,6 +302,7 @@ class Var:
     minimum: float | None = None
     maximum: float | None = None
     group: str = "core"
+    choices: tuple[str, ...] = ()
 
     def accepts(self) -> str:
         if self.kind == "bool":
@@ -306,7 +313,7 @@ class Var:
             return f"a{'n integer' if self.kind == 'int' else ' number'} in [{lo}, {hi}]"
         if self.kind == "csv":
             return "a comma-separated list"
-        return "a string"
+        return f"one of {', '.join(self.choices)}" if self.choices else "a string"
 
 
 def _var(f: dataclasses.Field[Any]) -> Var:
@@ -315,7 +322,7 @@ def _var(f: dataclasses.Field[Any]) -> Var:
         raise TypeError(f"TroveConfig.{f.name}: annotation {f.type!r} is not one of {sorted(_KINDS)}")
     m = f.metadata
     return Var(name=m["env"], field=f.name, kind=kind, default=f.default, doc=m["doc"],
-               minimum=m["minimum"], maximum=m["maximum"], group=m["group"])
+               minimum=m["minimum"], maximum=m["maximum"], group=m["group"], choices=m["choices"])
 
 
 SPEC: tuple[Var, ...] = tuple(_var(f) for f in dataclasses.fields(TroveConfig) if "env" in f.metadata)
@@ -334,7 +341,9 @@ def _parse(var: Var, raw: str) -> Any:
     if var.kind == "csv":
         return tuple(p.strip() for p in raw.split(",") if p.strip())
     if var.kind == "str":
-        return text
+        if var.choices and text.lower() not in var.choices:
+            raise ValueError(raw)
+        return text.lower() if var.choices else text
     if len(text) > 64:  # no sane number is this long; int() of a huge digit string is slow
         raise ValueError(raw)
     value = int(text) if var.kind == "int" else float(text)

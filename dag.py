@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .db import Database
+from .scope import EVERYTHING, Visibility
 
 _VISIBLE = "(n.session_id = :s OR n.node_id IN (SELECT node_id FROM carried_nodes WHERE session_id = :s))"
 
@@ -272,16 +273,21 @@ class SummaryDAG:
         return [(_node(r), float(r["_rank"]), str(r["_snippet"] or "")) for r in rows]
 
     def search_all(self, match: str, limit: int = 50, time_from: float | None = None,
-                   time_to: float | None = None) -> list[tuple[NodeRow, float, str]]:
-        """BM25-ranked summary hits across every session (whole-memory recall).
+                   time_to: float | None = None, visible: Visibility = EVERYTHING) -> list[tuple[NodeRow, float, str]]:
+        """BM25-ranked summary hits across every session ``visible`` may read (whole-memory recall).
 
         Ranked inside the full-text index first, then joined; a time window keeps nodes
-        whose span ``[earliest_at, latest_at]`` overlaps it.
+        whose span ``[earliest_at, latest_at]`` overlaps it. A filtered search widens its
+        ranked window until it holds ``limit`` survivors, so other scopes never crowd it out.
         """
         if not match:
             return []
         where: list[str] = []
         args: list[object] = [match]
+        scoped, scope_args = visible.clause("n.session_id")
+        if scoped:
+            where.append(scoped)
+            args += scope_args
         if time_from is not None:
             where.append("COALESCE(n.latest_at, n.created_at) >= ?")
             args.append(time_from)
@@ -289,10 +295,18 @@ class SummaryDAG:
             where.append("COALESCE(n.earliest_at, n.created_at) < ?")
             args.append(time_to)
         window = int(limit) * (4 if where else 1)
-        sql = ("SELECT n.*, f.r AS _rank, snippet(nodes_fts, 0, '>>>', '<<<', '…', 40) AS _snippet"
-               " FROM (SELECT rowid AS rid, bm25(nodes_fts) AS r FROM nodes_fts WHERE nodes_fts MATCH ?"
-               " ORDER BY r LIMIT ?) f JOIN summary_nodes n ON n.node_id = f.rid"
-               " JOIN nodes_fts ON nodes_fts.rowid = f.rid AND nodes_fts MATCH ?"
-               f"{' WHERE ' + ' AND '.join(where) if where else ''} ORDER BY f.r LIMIT ?")
-        rows = self.db.read().execute(sql, [match, window, match, *args[1:], int(limit)])
+        conn = self.db.read()
+        while True:
+            sql = ("SELECT n.*, f.r AS _rank, snippet(nodes_fts, 0, '>>>', '<<<', '…', 40) AS _snippet"
+                   " FROM (SELECT rowid AS rid, bm25(nodes_fts) AS r FROM nodes_fts WHERE nodes_fts MATCH ?"
+                   " ORDER BY r LIMIT ?) f JOIN summary_nodes n ON n.node_id = f.rid"
+                   " JOIN nodes_fts ON nodes_fts.rowid = f.rid AND nodes_fts MATCH ?"
+                   f"{' WHERE ' + ' AND '.join(where) if where else ''} ORDER BY f.r LIMIT ?")
+            rows = conn.execute(sql, [match, window, match, *args[1:], int(limit)]).fetchall()
+            if len(rows) >= int(limit) or window < 0 or not scoped:
+                break
+            total = conn.execute("SELECT COUNT(*) FROM nodes_fts WHERE nodes_fts MATCH ?", (match,)).fetchone()[0]
+            if window >= total:
+                break
+            window = window * 8 if window * 8 < total else -1
         return [(_node(r), float(r["_rank"]), str(r["_snippet"] or "")) for r in rows]

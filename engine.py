@@ -30,6 +30,7 @@ from .hostbase import ContextEngine
 from .ingest import is_synthetic
 from .ops.maintenance import gc_empty_lifecycle
 from .runtime import Runtime, build_runtime
+from .scope import scope_for
 from .store import SessionKey
 from .temporal.rollups import schedule as schedule_rollups
 from .toolkit import ToolContext
@@ -244,8 +245,9 @@ class TroveEngine(ContextEngine):
             self.context_length = int(kwargs["context_length"])
             self.threshold_tokens = self._compute_threshold()
         old = kwargs.get("old_session_id") or ""
-        key = SessionKey(session_id=session_id or "", conversation_id=str(kwargs.get("conversation_id") or ""),
-                         platform=str(kwargs.get("platform") or ""))
+        conversation, platform = str(kwargs.get("conversation_id") or ""), str(kwargs.get("platform") or "")
+        key = SessionKey(session_id=session_id or "", conversation_id=conversation, platform=platform,
+                         scope=scope_for(platform, conversation))
         self._bind(key)
         self.state.just_ended = ""  # an in-place compaction boundary ends nothing
         if self.state.mode == "active" and self.runtime.health.usable:  # days may have closed (background, opt-in)
@@ -267,7 +269,7 @@ class TroveEngine(ContextEngine):
             return
         previous = self.state.pending_reset_from
         base = self.state.key or SessionKey("")
-        key = SessionKey(session_id, base.conversation_id, base.platform, base.source)
+        key = SessionKey(session_id, base.conversation_id, base.platform, base.source, base.scope)
         self._bind(key)
         if previous and previous != session_id and self.state.mode == "active" and self.runtime.health.usable:
             self._carry_after_new(previous, session_id)
@@ -294,7 +296,8 @@ class TroveEngine(ContextEngine):
         unusable the transcript is held (``Runtime.unstored``) and written once it is usable again."""
         if session_id and session_id == self.session_id:
             self.state.just_ended = session_id
-        key = self.state.key if self.state.key and self.state.key.session_id == session_id else SessionKey(session_id)
+        # A session this copy served before /new keeps its owner (conversation, platform, scope).
+        key = replace(self.state.key or SessionKey(""), session_id=session_id)
         if not self.runtime.store_usable(self.state.key):
             self._hold(key, messages)
             return
@@ -333,7 +336,10 @@ class TroveEngine(ContextEngine):
         if depth == 0:
             return
         try:
-            if self.runtime.store.count(new) == 0:
+            # Only summaries the new session may read come along (TROVE_MEMORY_SCOPE=session: none).
+            visible = self.runtime.visibility(self.state.key)
+            if self.runtime.store.count(new) == 0 and old != new and visible.mode != "session" \
+                    and self.runtime.store.visible_session(old, visible):
                 self.runtime.dag.carry_over(old, new, 0 if depth < 0 else depth)
         except Exception as exc:
             self._storage_error(exc, f"carry-over from {old} to {new}")

@@ -18,6 +18,8 @@ from .compaction import assembly
 from .filters import host_side_agent
 from .payloads import replay
 from .payloads import sidecar as payloads
+from .payloads.redact import Redactor
+from .scope import scope_for
 from .store import SessionKey
 
 if TYPE_CHECKING:
@@ -94,7 +96,11 @@ def make_hooks(runtime: Runtime) -> dict[str, Callable[..., Any]]:
             return
         try:
             row = runtime.store.session(session_id)
-            key = SessionKey(session_id, row.conversation_id if row else "", platform or (row.platform if row else ""))
+            platform, conversation = platform or (row.platform if row else ""), row.conversation_id if row else ""
+            # A gateway session the host started without a session key takes its sender's scope here.
+            scope = row.scope if row is not None and row.scope else scope_for(platform, conversation,
+                                                                              str(kw.get("sender_id") or ""))
+            key = SessionKey(session_id, conversation, platform, scope=scope)
             runtime.store.ingest(key, history, skip=runtime.skip_message)
         except Exception as exc:
             if not runtime.store_failed(exc, "ingest"):
@@ -144,10 +150,13 @@ def make_hooks(runtime: Runtime) -> dict[str, Callable[..., Any]]:
             return None
         if tokens.count(result) <= int(cfg.large_output_active_replay_stub_threshold_tokens):
             return None
-        ref = payloads.externalize_text(runtime, session_id, result)
+        # The stub goes to the provider this turn: it previews the redacted text the sidecar
+        # holds, never the raw result (every text leaving the process passes the same redaction).
+        text = Redactor.from_config(cfg).redact(result)
+        ref = payloads.externalize_text(runtime, session_id, text)
         if ref is None:
             return None
-        return payloads.externalized_placeholder(ref, "tool_result", result, payloads.PREVIEW_CHARS)
+        return payloads.externalized_placeholder(ref, "tool_result", text, payloads.PREVIEW_CHARS)
 
     callbacks = {"post_llm_call": post_llm_call, "pre_llm_call": pre_llm_call,
                  "transform_tool_result": transform_tool_result}

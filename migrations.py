@@ -309,6 +309,54 @@ END;
     ("0011_embedding_recipe", """
 ALTER TABLE embedding_generations ADD COLUMN recipe TEXT NOT NULL DEFAULT 'chunk';
 """),
+    # Each session's owner scope (scope.scope_for), set at its first write; cross-session reads
+    # filter on it. Existing rows: a gateway row with its session key gets that key, a local
+    # row 'local', and a gateway row without a key stays unscoped ('') for the doctor to report.
+    ("0012_session_scope", """
+ALTER TABLE sessions ADD COLUMN scope TEXT NOT NULL DEFAULT '';
+UPDATE sessions SET scope = CASE
+    WHEN lower(platform) IN ('', 'cli', 'local') THEN 'local'
+    WHEN conversation_id <> '' THEN lower(platform) || ':' || conversation_id
+    ELSE '' END;
+CREATE INDEX sessions_scope ON sessions(scope, session_id);
+"""),
+    # Rollups per owner scope: a rollup's scope is the sessions.scope of the leaves it summarises.
+    # The rows built before over every session (scope 'all') mixed scopes: they are dropped and
+    # the leaf cursor reset, so the next pass recreates pending rows per (scope, period) and
+    # rebuilds them from each scope's own leaves. A leaf now marks only its own scope's rollups stale
+    # (every scope's when its session row is gone).
+    ("0013_rollup_owner_scope", """
+DELETE FROM temporal_rollup_sources WHERE rollup_id IN (SELECT rollup_id FROM temporal_rollups WHERE scope = 'all');
+DELETE FROM temporal_rollups WHERE scope = 'all';
+DELETE FROM meta WHERE key = 'temporal_rollups.leaf_cursor';
+DROP TRIGGER temporal_rollups_leaf_added;
+DROP TRIGGER temporal_rollups_leaf_changed;
+DROP TRIGGER temporal_rollups_leaf_removed;
+CREATE TRIGGER temporal_rollups_leaf_added AFTER INSERT ON summary_nodes WHEN new.depth = 0 BEGIN
+    UPDATE temporal_rollups SET status = 'stale', updated_at = (julianday('now') - 2440587.5) * 86400.0
+    WHERE status IN ('ready', 'building', 'failed')
+      AND scope = COALESCE((SELECT scope FROM sessions WHERE session_id = new.session_id), scope)
+      AND period_start <= COALESCE(new.latest_at, new.created_at)
+      AND period_end > COALESCE(new.earliest_at, new.created_at);
+END;
+CREATE TRIGGER temporal_rollups_leaf_changed AFTER UPDATE OF summary, earliest_at, latest_at ON summary_nodes
+WHEN old.depth = 0 BEGIN
+    UPDATE temporal_rollups SET status = 'stale', updated_at = (julianday('now') - 2440587.5) * 86400.0
+    WHERE status IN ('ready', 'building', 'failed')
+      AND scope = COALESCE((SELECT scope FROM sessions WHERE session_id = new.session_id), scope)
+      AND ((period_start <= COALESCE(old.latest_at, old.created_at)
+            AND period_end > COALESCE(old.earliest_at, old.created_at))
+        OR (period_start <= COALESCE(new.latest_at, new.created_at)
+            AND period_end > COALESCE(new.earliest_at, new.created_at)));
+END;
+CREATE TRIGGER temporal_rollups_leaf_removed AFTER DELETE ON summary_nodes WHEN old.depth = 0 BEGIN
+    UPDATE temporal_rollups SET status = 'stale', updated_at = (julianday('now') - 2440587.5) * 86400.0
+    WHERE status IN ('ready', 'building', 'failed')
+      AND scope = COALESCE((SELECT scope FROM sessions WHERE session_id = old.session_id), scope)
+      AND period_start <= COALESCE(old.latest_at, old.created_at)
+      AND period_end > COALESCE(old.earliest_at, old.created_at);
+END;
+"""),
 )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from . import tokens
 from .ingest import EVIDENCE_OPEN, HOST_INTERNAL_KEYS, strip_evidence
+from .scope import scope_for
 
 _KNOWN_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "tool_name", "timestamp"})
 
@@ -79,6 +80,7 @@ class SessionRow:
     created_at: float
     updated_at: float
     ended_at: float | None
+    scope: str = ""
 
 
 @dataclass(frozen=True)
@@ -94,10 +96,15 @@ class SessionKey:
     conversation_id: str = ""
     platform: str = ""
     source: str = ""
+    scope: str = ""  # the owner scope to record at first write ("" = derived from platform/conversation)
 
     @property
     def effective_source(self) -> str:
         return self.source or self.platform or "unknown"
+
+    @property
+    def effective_scope(self) -> str:
+        return self.scope or scope_for(self.platform, self.conversation_id)
 
 
 @dataclass(frozen=True)

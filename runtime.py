@@ -23,6 +23,7 @@ from .db import Database, SchemaTooNewError, UnusableDatabaseError
 from .filters import SessionFilters
 from .ingest import is_synthetic, message_identity, plan_aligned
 from .payloads.guard import storage_transform
+from .scope import Visibility
 from .store import MessageStore, SessionKey
 
 log = logging.getLogger("hermes_trove.runtime")
@@ -205,6 +206,16 @@ class Runtime:
 
     def bump(self, name: str, n: int = 1) -> None:
         self.counters[name] = self.counters.get(name, 0) + n
+
+    def visibility(self, key: SessionKey | None) -> Visibility:
+        """What a caller bound to ``key`` may read across sessions (TROVE_MEMORY_SCOPE; no key = local)."""
+        mode = self.config.memory_scope
+        if mode == "profile":
+            return Visibility()
+        sid = key.session_id if key is not None else ""
+        row = self.store.session(sid) if sid else None
+        scope = row.scope if row is not None and row.scope else key.effective_scope if key is not None else "local"
+        return Visibility(mode, scope, sid)
 
     def skip_message(self, message: dict[str, Any]) -> bool:
         """The ingest skip callback of every path (engine, hook): a filtered message is counted."""

@@ -25,6 +25,7 @@ from .rows import (
     normalize_message,
     row_as,
 )
+from .scope import EVERYTHING, Visibility
 
 # A session row nothing hangs off: no raw messages, no summaries of its own, none carried in.
 _EMPTY_SESSION = ("NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.session_id)"
@@ -34,16 +35,24 @@ _STORED_TAIL_WINDOW = 64
 
 
 def _upsert_session(conn: sqlite3.Connection, key: SessionKey, previous_session_id: str | None) -> None:
+    # The owner scope is set once, at the first write that knows one: a row first written with
+    # no platform (the host binds a session before it names the platform) takes the scope of the
+    # first write that names one. A session carried over from ``previous_session_id`` (/new,
+    # /branch) inherits that session's scope.
     now = time.time()
     conn.execute(
         "INSERT INTO sessions(session_id, conversation_id, platform, previous_session_id,"
-        " created_at, updated_at) VALUES (?,?,?,?,?,?) ON CONFLICT(session_id) DO UPDATE SET"
+        " created_at, updated_at, scope) VALUES (?,?,?,?,?,?,"
+        " COALESCE((SELECT scope FROM sessions WHERE session_id=? AND scope!=''), ?))"
+        " ON CONFLICT(session_id) DO UPDATE SET"
         " conversation_id=CASE WHEN excluded.conversation_id!=''"
         " THEN excluded.conversation_id ELSE conversation_id END,"
         " platform=CASE WHEN excluded.platform!='' THEN excluded.platform ELSE platform END,"
         " previous_session_id=COALESCE(previous_session_id, excluded.previous_session_id),"
+        " scope=CASE WHEN scope='' OR (platform='' AND excluded.platform!='') THEN excluded.scope ELSE scope END,"
         " updated_at=excluded.updated_at, ended_at=NULL",
-        (key.session_id, key.conversation_id or "", key.platform or "", previous_session_id, now, now))
+        (key.session_id, key.conversation_id or "", key.platform or "", previous_session_id, now, now,
+         previous_session_id or "", key.effective_scope))
 
 
 Transform = Callable[[dict[str, Any]], dict[str, Any]]
@@ -274,17 +283,35 @@ class MessageStore:
         return int(cur.lastrowid or 0)
 
     # -- reads -------------------------------------------------------------
-    def get(self, store_id: int) -> MessageRow | None:
-        r = self.db.read().execute("SELECT * FROM messages WHERE store_id=?", (int(store_id),)).fetchone()
+    def visible_session(self, session_id: str, visible: Visibility) -> bool:
+        """True when the session exists and ``visible`` may read it."""
+        clause, args = visible.clause("session_id")
+        sql = "SELECT 1 FROM sessions WHERE session_id=?" + (f" AND {clause}" if clause else "")
+        return self.db.read().execute(sql, [session_id, *args]).fetchone() is not None
+
+    def visible_session_ids(self, visible: Visibility) -> list[str] | None:
+        """The ids of every session ``visible`` may read; None when it may read all (for vector masks)."""
+        clause, args = visible.clause("session_id")
+        if not clause:
+            return None
+        return [str(r[0]) for r in self.db.read().execute(f"SELECT session_id FROM sessions WHERE {clause}", args)]
+
+    def get(self, store_id: int, visible: Visibility = EVERYTHING) -> MessageRow | None:
+        """One message; None when unknown or outside ``visible`` (the two look the same)."""
+        clause, args = visible.clause("session_id")
+        r = self.db.read().execute("SELECT * FROM messages WHERE store_id=?" + (f" AND {clause}" if clause else ""),
+                                   [int(store_id), *args]).fetchone()
         return None if r is None else message_row(r)
 
-    def get_many(self, store_ids: Sequence[int]) -> list[MessageRow]:
+    def get_many(self, store_ids: Sequence[int], visible: Visibility = EVERYTHING) -> list[MessageRow]:
         out: list[MessageRow] = []
         ids = [int(i) for i in store_ids]
+        clause, args = visible.clause("session_id")
         for i in range(0, len(ids), 500):
             chunk = ids[i:i + 500]
             marks = ",".join("?" * len(chunk))
-            rows = self.db.read().execute(f"SELECT * FROM messages WHERE store_id IN ({marks})", chunk)
+            rows = self.db.read().execute(f"SELECT * FROM messages WHERE store_id IN ({marks})"
+                                          + (f" AND {clause}" if clause else ""), [*chunk, *args])
             out.extend(message_row(r) for r in rows)
         order = {sid: n for n, sid in enumerate(ids)}
         return sorted(out, key=lambda m: order.get(m.store_id, 0))
@@ -348,7 +375,8 @@ class MessageStore:
     def search(self, match: str, session_ids: Sequence[str] | None = None, role: str | None = None,
                source: str | None = None, time_from: float | None = None, time_to: float | None = None,
                limit: int = 10, *, snippets: bool = True, store_ids: Sequence[int] | None = None,
-               max_candidates: int | None = None, literal: str | None = None) -> list[tuple[MessageRow, float, str]]:
+               max_candidates: int | None = None, literal: str | None = None,
+               visible: Visibility = EVERYTHING) -> list[tuple[MessageRow, float, str]]:
         """BM25-ranked raw hits ``(row, rank, snippet)``; ``match`` comes from ``search.build_match``.
 
         Session-scoped searches restrict the full-text scan to the sessions' store-id range,
@@ -358,11 +386,17 @@ class MessageStore:
         skips snippet building for candidate pools. ``literal`` replaces the full-text match
         with a case-insensitive substring scan, newest first (for text the tokenizer cannot
         split, such as CJK runs or emoji), bounded to ``max_candidates`` newest rows.
+        ``visible`` keeps the sessions the caller may read, inside the candidate query (and
+        the ``max_candidates`` bound counts only those), so other scopes never crowd it out.
         """
         conn = self.db.read()
         if session_ids is not None and not session_ids:
             return []
         where, args = _row_filters(session_ids, role, source, time_from, time_to)
+        scoped, scope_args = visible.clause("m.session_id")
+        if scoped:
+            where.append(scoped)
+            args += scope_args
         if literal:
             return self._search_literal(conn, literal, where, args, limit, max_candidates)
         if not match:
@@ -385,7 +419,11 @@ class MessageStore:
             fts_args += ids
         if max_candidates is not None:
             bound = conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid DESC"
-                                 " LIMIT 1 OFFSET ?", (match, max(0, int(max_candidates) - 1))).fetchone()
+                                 " LIMIT 1 OFFSET ?", (match, max(0, int(max_candidates) - 1))).fetchone() \
+                if not scoped else conn.execute(
+                    "SELECT m.store_id FROM messages_fts JOIN messages m ON m.store_id = messages_fts.rowid"
+                    f" WHERE messages_fts MATCH ? AND {scoped} ORDER BY m.store_id DESC LIMIT 1 OFFSET ?",
+                    [match, *scope_args, max(0, int(max_candidates) - 1)]).fetchone()
             if bound is not None:
                 fts_where.append("rowid >= ?")
                 fts_args.append(int(bound[0]))

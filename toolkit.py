@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import tokens
 from .evidence.refs import MAX_QUOTE_CHARS, make_ref, shorthand
+from .scope import EVERYTHING, Visibility
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -132,6 +133,7 @@ class ToolContext:
     snapshot: Mapping[str, Any] = None  # type: ignore[assignment]  # engine facts at call time
     complete: Complete | None = None         # the host's auxiliary model, for model-backed tools
     response_cap: int = DEFAULT_RESPONSE_CAP  # this call's response bound in JSON characters
+    visible: Visibility = EVERYTHING          # the sessions this call may read; ``tools.dispatch`` sets it
 
     def ask_model(self, messages: list[dict[str, Any]], model: str = "", timeout_s: float = 60.0,
                   max_tokens: int = 2000) -> str:

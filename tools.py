@@ -93,7 +93,8 @@ def dispatch(ctx: ToolContext, name: str, args: Any) -> str:
                       DEFAULT_RESPONSE_CAP)
     try:
         parsed = parse_args(args)
-        payload = tool.handler(replace(ctx, response_cap=tool.response_cap), parsed)
+        visible = ctx.runtime.visibility(ctx.session)  # once per call: every read below filters on it
+        payload = tool.handler(replace(ctx, response_cap=tool.response_cap, visible=visible), parsed)
         ignored = sorted(str(k) for k in parsed if k not in tool.parameters)
         if ignored:
             payload["ignored_arguments"] = ignored

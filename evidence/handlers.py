@@ -43,7 +43,8 @@ def _question(args: Mapping[str, Any]) -> str:
 
 def _rows(ctx: ToolContext, ids: Iterable[int]) -> dict[int, MessageRow]:
     unique = sorted(set(ids))
-    return {r.store_id: r for r in ctx.runtime.store.get_many(unique)} if unique else {}
+    # rows of sessions outside the caller's scope are missing, exactly like unknown store ids
+    return {r.store_id: r for r in ctx.runtime.store.get_many(unique, ctx.visible)} if unique else {}
 
 
 def _ignored(ctx: ToolContext) -> Callable[[str, str], str | None]:

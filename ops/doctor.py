@@ -17,7 +17,7 @@ from ..dag import SummaryDAG
 from ..payloads import health as payload_health
 from ..payloads.redact import describe_config
 from ..runtime import store_fix, store_reason
-from . import install, queries
+from . import background_health, install, queries
 from .maintenance import (
     FTS_TABLES,
     META_FAILED,
@@ -268,6 +268,26 @@ def _check_state(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Che
     return "pass", detail, ""
 
 
+def _check_scopes(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
+    total, ids = queries.unscoped_sessions(conn)
+    mode = runtime.config.memory_scope
+    if not total:
+        return "pass", f"every session has an owner scope (TROVE_MEMORY_SCOPE={mode})", ""
+    return "warn", f"{total} session(s) without an owner scope, e.g. {', '.join(ids)}", \
+        "they were written by a gateway without a session key; other sessions do not see them unless " \
+        "TROVE_MEMORY_SCOPE=profile"
+
+
+def _check_background(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
+    found = background_health.diagnose(runtime.db)
+    stale, stuck = found["stale_leases"], found["stuck_building_rollups"]
+    if not stale and not stuck:
+        return "pass", "no stale lease, no rollup stuck building", ""
+    parts = ([f"{len(stale)} stale lease(s): " + ", ".join(s["name"] for s in stale)] if stale else []) \
+        + ([f"{len(stuck)} rollup(s) stuck building with no live builder"] if stuck else [])
+    return "warn", "; ".join(parts), f"a process died mid-pass; run {REPAIR_HINT} (backup-first) to clear them"
+
+
 CHECKS: tuple[tuple[str, Callable[[Runtime, sqlite3.Connection, Shared], Check]], ...] = (
     ("store_usable", _check_store),
     ("database_integrity", _check_integrity),
@@ -285,6 +305,8 @@ CHECKS: tuple[tuple[str, Callable[[Runtime, sqlite3.Connection, Shared], Check]]
     ("plugin_identity", _check_plugin),
     ("embeddings", _check_embeddings),
     ("remembered_state", _check_state),
+    ("session_scopes", _check_scopes),
+    ("background_work", _check_background),
 )
 
 

@@ -32,6 +32,7 @@ from ..db import (
 from ..migrations import FTS_TABLES
 from ..payloads.sidecar import clean_stale_temp
 from ..store import count_empty_sessions
+from . import background_health
 from .backups import take_backup
 
 if TYPE_CHECKING:
@@ -138,8 +139,9 @@ def repair_fts(runtime: Runtime) -> dict[str, Any]:
     """Backup first, then recreate missing FTS tables, triggers and indexes, rebuild both indexes,
     and undo duplicate condensations (the later parent goes; raw messages stay)."""
     before = diagnose_fts(runtime.db.read())
+    background = background_health.diagnose(runtime.db)
     backup = take_backup(runtime)
-    actions: list[str] = []
+    actions: list[str] = background_health.repair(runtime.db)  # a killed pass's leases and rows
     with runtime.db.transaction() as c:
         for sid, ids in SummaryDAG.repair_duplicate_condensations(c).items():
             actions.append(f"session {sid}: removed {len(ids)} duplicate summary nodes and rebuilt its frontier")
@@ -166,7 +168,18 @@ def repair_fts(runtime: Runtime) -> dict[str, Any]:
     runtime.db.set_meta({META_CHECKED_AT: repr(time.time()),
                          META_FAILED: None if not after["needs_repair"] else json.dumps(after["fts"])})
     return {"status": "repaired" if not after["needs_repair"] else "still_unhealthy", "backup": backup.path,
-            "actions": actions, "before": before, "after": after}
+            "actions": actions, "before": {**before, "background": background},
+            "after": {**after, "background": background_health.diagnose(runtime.db)}}
+
+
+def diagnose(runtime: Runtime) -> dict[str, Any]:
+    """``/trove doctor repair`` (read-only): SQLite/FTS diagnostics plus a killed pass's leftovers."""
+    out = diagnose_fts(runtime.db.read())
+    background = background_health.diagnose(runtime.db)
+    out["background"] = background
+    out["needs_repair"] = bool(out["needs_repair"] or background["stale_leases"]
+                               or background["stuck_building_rollups"])
+    return out
 
 
 # -- empty lifecycle-row GC ---------------------------------------------------------

@@ -212,3 +212,11 @@ def session_payload_rows(conn: sqlite3.Connection, session_id: str, limit: int) 
                         " content LIKE '%[trove:%ref=trove-%' ORDER BY store_id DESC LIMIT ?",
                         (session_id, int(limit)))
     return [(int(r[0]), str(r[1])) for r in rows]
+
+
+def unscoped_sessions(conn: sqlite3.Connection, limit: int = 5) -> tuple[int, list[str]]:
+    """Sessions with no owner scope (a gateway row without a session key): how many, and a few ids."""
+    total = int(conn.execute("SELECT COUNT(*) FROM sessions WHERE scope = ''").fetchone()[0])
+    ids = [str(r[0]) for r in conn.execute("SELECT session_id FROM sessions WHERE scope = '' ORDER BY updated_at DESC"
+                                           " LIMIT ?", (int(limit),))]
+    return total, ids

@@ -46,7 +46,11 @@ PAGE_HEADROOM = 6000
 def _visible_node(ctx: ToolContext, session_id: str, node_id: int) -> NodeRow:
     dag = ctx.runtime.dag
     node = dag.get(node_id)
-    if node is None or not dag.is_reachable(session_id, node.node_id):
+    # Reachable nodes are the session's own and those carried in; a carried node whose owner is
+    # outside the caller's scope (a foreign carry) is refused like an unknown one.
+    if node is None or not dag.is_reachable(session_id, node.node_id) or (
+            node.session_id != session_id and ctx.visible.mode == "conversation"
+            and not ctx.runtime.store.visible_session(node.session_id, ctx.visible)):
         raise ToolError(f"summary node {node_id} is not visible in the current session; "
                         "trove_describe() lists this session's nodes (use store_id for raw rows of other sessions)")
     return node
@@ -154,7 +158,7 @@ def trove_expand(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
 
 def _expand_store(ctx: ToolContext, store_id: int, part: str, max_tokens: int, offset: int,
                   exact: bool) -> dict[str, Any]:
-    row = ctx.runtime.store.get(store_id)
+    row = ctx.runtime.store.get(store_id, ctx.visible)  # another scope's row reads as unknown
     if row is None:
         raise ToolError(f"no stored message with store_id {store_id}")
     current = current_session(ctx)

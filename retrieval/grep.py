@@ -57,7 +57,7 @@ def _request(ctx: ToolContext, args: Mapping[str, Any], clamped: dict[str, Any])
     return GrepRequest(query=query, limit=limit, offset=offset, sort=sort, scope=scope,
                        content_scope=content_scope, current=current, session_id=scope_session, role=role,
                        source=source, time_from=time_from, time_to=time_to,
-                       refs=tuple(refs) if refs is not None else None, mode=mode)
+                       refs=tuple(refs) if refs is not None else None, mode=mode, visible=ctx.visible)
 
 
 def _response(req: GrepRequest, page: GrepPage, extra: dict[str, Any], cap: int) -> dict[str, Any]:

@@ -35,7 +35,7 @@ CHUNK_CHARS = 1000         # about 250 MiniLM tokens of English chat text
 CHUNK_OVERLAP = 120
 MAX_CHUNKS_PER_MESSAGE = 16
 GROUP_ROWS = 32            # at most this many rows (and at most one batch of them) committed together
-LEASE_TTL_S = 120.0
+LEASE_TTL_S = 60.0  # renewed per batch; a dead holder's lease is taken over at once
 PRUNE_PER_PASS = 5000
 # A chat turn alone often lacks its topic ("Yes, last Friday!"); each chunk is embedded with the
 # TROVE_EMBEDDING_CONTEXT_MESSAGES user/assistant messages before it in its session, after the

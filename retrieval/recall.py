@@ -59,7 +59,8 @@ def _request(ctx: ToolContext, args: Mapping[str, Any], clamped: dict[str, Any])
     key = ctx.session
     return RecallRequest(query=query, limit=limit, scope_bias=bias, include=include, detail=detail,
                          seen=seen, since=since, before=before, current=current_session(ctx),
-                         current_conversation=(key.conversation_id or None) if key is not None else None)
+                         current_conversation=(key.conversation_id or None) if key is not None else None,
+                         visible=ctx.visible)
 
 
 def _unit_float(args: Mapping[str, Any], name: str, default: float, clamped: dict[str, Any]) -> float:

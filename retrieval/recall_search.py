@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..scope import EVERYTHING, Visibility
 from . import fusion, semantic
 from .query import Candidate, Match, build_match, rerank
 from .search import ARCHIVE_CANDIDATES, LITERAL_MAX_CHARS
@@ -46,6 +47,7 @@ class RecallRequest:
     current: str | None = None               # the bound session
     current_conversation: str | None = None  # its conversation id, when the host gave one
     now: float | None = None                 # the recency prior's "now" (default: wall clock)
+    visible: Visibility = EVERYTHING         # the sessions the caller may read (TROVE_MEMORY_SCOPE)
 
 
 @dataclass(frozen=True)
@@ -224,12 +226,13 @@ def _fts_arm(runtime: Runtime, req: RecallRequest, match: Match, pool: int, gate
     report.facts["archive_candidate_limit"] = ARCHIVE_CANDIDATES
     store = runtime.store
     found = store.search(match.expression, time_from=req.since, time_to=req.before, limit=pool,
-                         snippets=False, max_candidates=ARCHIVE_CANDIDATES) if match.expression else []
+                         snippets=False, max_candidates=ARCHIVE_CANDIDATES,
+                         visible=req.visible) if match.expression else []
     literal = req.query.strip()
     if not found and 0 < len(literal) <= LITERAL_MAX_CHARS:
         # Text the tokenizer cannot split (CJK runs, emoji, partial ids): a bounded substring scan.
         found = store.search("", time_from=req.since, time_to=req.before, limit=pool, literal=literal,
-                             max_candidates=ARCHIVE_CANDIDATES)
+                             max_candidates=ARCHIVE_CANDIDATES, visible=req.visible)
         if found:
             report.facts["fallback"] = "substring"
             for row, _, snip in found:
@@ -256,7 +259,8 @@ def _summary_arm(runtime: Runtime, req: RecallRequest, match: Match, pool: int, 
     report.ran, report.pool = True, pool
     if not match.expression:
         return {}
-    found = runtime.dag.search_all(match.expression, limit=pool, time_from=req.since, time_to=req.before)
+    found = runtime.dag.search_all(match.expression, limit=pool, time_from=req.since, time_to=req.before,
+                                   visible=req.visible)
     report.bounded = len(found) >= pool
     out: dict[Key, float] = {}
     for node, rank, snip in found:
@@ -285,7 +289,8 @@ def _semantic_arm(runtime: Runtime, req: RecallRequest, pool: int, gate: _Gate, 
     kinds = {"all": ("message", "summary"), "verbatim": ("message",), "summaries": ("summary",)}[req.include]
     deadline_s = float(getattr(cfg, "embedding_query_deadline_ms", 2000)) / 1000.0
     try:
-        result = semantic.search(runtime, req.query, kinds=kinds, session_ids=None, since=req.since,
+        result = semantic.search(runtime, req.query, kinds=kinds,
+                                 session_ids=runtime.store.visible_session_ids(req.visible), since=req.since,
                                  before=req.before, limit=pool, deadline_s=deadline_s)
     except Exception as exc:  # a vector failure must leave full text answering
         report.reason = f"semantic search failed: {type(exc).__name__}: {str(exc)[:200]}"
@@ -300,7 +305,7 @@ def _semantic_arm(runtime: Runtime, req: RecallRequest, pool: int, gate: _Gate, 
     report.ran = True
     hits = list(getattr(result, "hits", []) or [])
     report.bounded = len(hits) >= pool
-    _load_missing(runtime, hits, rows, nodes)
+    _load_missing(runtime, hits, rows, nodes, req.visible)
     out: dict[Key, float] = {}
     for hit in hits:
         key: Key = (str(hit.kind), int(hit.item_id))
@@ -324,14 +329,17 @@ def semantic_module() -> Any:
     return semantic
 
 
-def _load_missing(runtime: Runtime, hits: list[Any], rows: dict[int, MessageRow], nodes: dict[int, NodeRow]) -> None:
+def _load_missing(runtime: Runtime, hits: list[Any], rows: dict[int, MessageRow], nodes: dict[int, NodeRow],
+                  visible: Visibility) -> None:
     want_rows = [int(h.item_id) for h in hits if h.kind == "message" and int(h.item_id) not in rows]
-    for row in runtime.store.get_many(want_rows):
+    for row in runtime.store.get_many(want_rows, visible):
         rows[row.store_id] = row
+    listed = runtime.store.visible_session_ids(visible)
+    allowed = None if listed is None else set(listed)
     for h in hits:
         if h.kind == "summary" and int(h.item_id) not in nodes:
             node = runtime.dag.get(int(h.item_id))
-            if node is not None:
+            if node is not None and (allowed is None or node.session_id in allowed):
                 nodes[node.node_id] = node
 
 

@@ -13,6 +13,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..payloads.sidecar import search_payloads
+from ..scope import EVERYTHING, Visibility
 from ..toolkit import expand_hint, iso
 from .query import Candidate, Match, build_match, rerank
 
@@ -51,6 +52,7 @@ class GrepRequest:
     time_to: float | None = None
     refs: tuple[str, ...] | None = None  # externalized refs to restrict payload search to
     mode: str = "full_text"               # full_text | semantic | hybrid (vectors, when embeddings run)
+    visible: Visibility = EVERYTHING      # the sessions the caller may read (TROVE_MEMORY_SCOPE)
 
     @property
     def raw_filtered(self) -> bool:
@@ -119,7 +121,7 @@ def _raw_candidates(runtime: Runtime, req: GrepRequest, match: Match, pool: int,
     bound = req.current if req.scope == "current" else req.session_id
     session_ids = ([bound] if bound else []) if req.scope in ("current", "session") else None  # [] matches nothing
     search = partial(runtime.store.search, session_ids=session_ids, role=req.role, source=req.source,
-                     time_from=req.time_from, time_to=req.time_to,
+                     time_from=req.time_from, time_to=req.time_to, visible=req.visible,
                      max_candidates=ARCHIVE_CANDIDATES if req.scope == "all" else None)
     hits = search(match.expression, limit=pool, snippets=False) if match.expression else []
     literal = req.query.strip()
@@ -151,8 +153,9 @@ def _with_vectors(runtime: Runtime, req: GrepRequest, lists: list[list[_Hit]], w
 
     bound = req.current if req.scope == "current" else req.session_id
     before = None if req.time_to is None else req.time_to + 1e-6  # time_to is inclusive
+    session_ids = [bound] if bound else runtime.store.visible_session_ids(req.visible)
     result = semantic.search(runtime, req.query, kinds=("message", "summary") if want_summaries else ("message",),
-                             session_ids=[bound] if bound else None, since=req.time_from, before=before,
+                             session_ids=session_ids, since=req.time_from, before=before,
                              limit=pool)
     notes["semantic"] = result.to_dict()
     if not result.ran:
@@ -160,7 +163,8 @@ def _with_vectors(runtime: Runtime, req: GrepRequest, lists: list[list[_Hit]], w
                       "degraded_reason": result.degraded_reason})
         return lists
     notes["mode"] = req.mode
-    rows = {r.store_id: r for r in runtime.store.get_many([h.item_id for h in result.hits if h.kind == "message"])}
+    rows = {r.store_id: r for r in runtime.store.get_many([h.item_id for h in result.hits if h.kind == "message"],
+                                                           req.visible)}
     vec_raw: list[_Hit] = []
     vec_nodes: list[_Hit] = []
     for h in result.hits:

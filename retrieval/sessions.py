@@ -24,7 +24,7 @@ from ..toolkit import (
 )
 
 if TYPE_CHECKING:
-    from ..store import MessageRow, MessageStore
+    from ..store import MessageRow
 
 
 def trove_load_session(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -40,7 +40,7 @@ def trove_load_session(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, A
     time_from, time_to = time_window(args)
     exact = bool_arg(args, "include_exact_ref")
 
-    total, rows, more = _read_page(ctx.runtime.store, session_id, after, limit, roles or None, time_from, time_to)
+    total, rows, more = _read_page(ctx, session_id, after, limit, roles or None, time_from, time_to)
     current = current_session(ctx)
     items = [message_item(r, current, max_chars=max_chars, include_exact_ref=exact) for r in rows]
 
@@ -62,11 +62,18 @@ def trove_load_session(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, A
     return payload
 
 
-def _read_page(store: MessageStore, session_id: str, after: int, limit: int, roles: list[str] | None,
+def _read_page(ctx: ToolContext, session_id: str, after: int, limit: int, roles: list[str] | None,
                time_from: float | None, time_to: float | None) -> tuple[int, list[MessageRow], bool]:
-    """(messages in the session, up to ``limit`` rows after the cursor, whether more follow)."""
-    total = store.count(session_id)
-    if total == 0 and store.session(session_id) is None:
+    """(messages in the session, up to ``limit`` rows after the cursor, whether more follow).
+
+    A session outside the caller's scope answers exactly like one never stored.
+    """
+    store = ctx.runtime.store
+    if not store.visible_session(session_id, ctx.visible):
+        total = 0  # the same refusal below, whether the session is unknown or another scope's
+    else:
+        total = store.count(session_id)
+    if total == 0 and not store.visible_session(session_id, ctx.visible):
         raise ToolError(f"no stored session {session_id[:120]!r}; trove_grep with session_scope='all' "
                         "shows the session_id of each hit")
     rows = store.page(session_id, after, limit + 1, roles=roles, time_from=time_from, time_to=time_to)

@@ -90,7 +90,8 @@ def measure(path: Path, repeat: int, seed: int = 11) -> dict[str, dict[str, floa
     from hermes_trove.runtime import build_runtime
     from hermes_trove.tools import dispatch
 
-    cfg = dataclasses.replace(load_config({}, hermes_home=str(path.parent)), database_path=str(path))
+    cfg = dataclasses.replace(load_config({}, hermes_home=str(path.parent)), database_path=str(path),
+                              memory_scope="profile")  # one person's archive under a made-up platform
     runtime = build_runtime(cfg)
     total = runtime.store.count()
     session = f"bench-{(total // SESSION_SIZE) // 2}"

@@ -62,8 +62,9 @@ def build_memory(sample: dict, tmp: Path, overrides: dict[str, Any]) -> Memory:
     name = str(sample["sample_id"])
     home = tmp / name
     home.mkdir(parents=True, exist_ok=True)
+    # One person's archive under a made-up platform: every session is the caller's (a personal install).
     cfg = dataclasses.replace(load_config({}, hermes_home=str(home)), database_path=str(home / "trove.db"),
-                              **overrides)
+                              **{"memory_scope": "profile", **overrides})
     runtime = build_runtime(cfg)
     conv = sample["conversation"]
     speaker_a = conv.get("speaker_a")

@@ -52,7 +52,8 @@ def run(data_path: Path, sort: str, limit: int) -> dict:
 
     data = json.loads(data_path.read_text(encoding="utf-8"))
     tmp = tempfile.mkdtemp(prefix="trove-bench-")
-    cfg = dataclasses.replace(load_config({}, hermes_home=tmp), database_path=f"{tmp}/trove.db")
+    cfg = dataclasses.replace(load_config({}, hermes_home=tmp), database_path=f"{tmp}/trove.db",
+                              memory_scope="profile")  # one person's archive under a made-up platform
     runtime = build_runtime(cfg)
     hits5 = hits10 = total = skipped = 0
     base5 = base10 = 0

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..db import Database
 from ..rows import MessageRow, message_row
+from ..scope import EVERYTHING, Visibility
 from .contract import Candidate, Known, relation, terms
 
 FEATURE = "state"
@@ -177,10 +178,16 @@ class AssertionStore:
 
     # -- queries -----------------------------------------------------------------------
     def query(self, subject: str, as_of: float, *, predicate: str | None = None, kinds: Sequence[str] = (),
-              scope: str | None = None, role: str | None = None, limit: int = 25) -> tuple[list[AssertionRow], bool]:
-        """Assertions known at ``as_of``: active first, newest first; and whether more matched."""
+              scope: str | None = None, role: str | None = None, limit: int = 25,
+              visible: Visibility = EVERYTHING) -> tuple[list[AssertionRow], bool]:
+        """Assertions known at ``as_of`` from sessions ``visible`` reads: active first, newest first;
+        and whether more matched."""
         where = ["a.subject_key = :subject", "a.observed_at <= :t"]
         params: dict[str, Any] = {"subject": subject, "t": as_of, "limit": int(limit) + 1}
+        owned, owned_args = visible.named_clause("a.session_id")
+        if owned:
+            where.append(owned)
+            params.update(owned_args)
         if predicate:
             where.append("a.predicate_key = :predicate")
             params["predicate"] = predicate
@@ -216,7 +223,8 @@ class AssertionStore:
                                    (assertion_id,)).fetchone()
         return None if r is None else _row(r)
 
-    def search_terms(self, words: Sequence[str], limit: int, examine: int) -> tuple[list[AssertionRow], int]:
+    def search_terms(self, words: Sequence[str], limit: int, examine: int,
+                     visible: Visibility = EVERYTHING) -> tuple[list[AssertionRow], int]:
         """Up to ``limit`` active assertions indexed under one of ``words``: those holding the most
         words first, then the newest; and the rows examined, never more than ``examine`` plus
         ``examine // 4`` whatever the table holds (the newest postings of each word, then the
@@ -227,9 +235,13 @@ class AssertionStore:
         per_word = max(1, examine // len(words))
         found: dict[str, list[float]] = {}  # assertion_id -> [words held, observed_at]
         examined = 0
+        owned, owned_args = visible.clause("a.session_id")  # other scopes never take the caller's postings
+        postings = ("SELECT assertion_id, observed_at FROM assertion_terms WHERE term = ?"
+                    " ORDER BY observed_at DESC LIMIT ?") if not owned else (
+            "SELECT t.assertion_id, t.observed_at FROM assertion_terms t JOIN assertions a"
+            f" ON a.assertion_id = t.assertion_id WHERE t.term = ? AND {owned} ORDER BY t.observed_at DESC LIMIT ?")
         for word in words:
-            for aid, at in conn.execute("SELECT assertion_id, observed_at FROM assertion_terms WHERE term = ?"
-                                        " ORDER BY observed_at DESC LIMIT ?", (word, per_word)):
+            for aid, at in conn.execute(postings, (word, *owned_args, per_word)):
                 examined += 1
                 hit = found.setdefault(str(aid), [0.0, float(at)])
                 hit[0] += 1
@@ -281,9 +293,12 @@ class AssertionStore:
             conn.execute("INSERT INTO retrieval_events(retrieval_id, seq, action, trace, at) VALUES (?,?,?,?,?)",
                          (retrieval_id, 0, "start", json.dumps({"question_chars": len(question)}), now))
 
-    def episode(self, retrieval_id: str) -> dict[str, Any] | None:
-        r = self.db.read().execute("SELECT * FROM retrieval_episodes WHERE retrieval_id=?",
-                                   (retrieval_id,)).fetchone()
+    def episode(self, retrieval_id: str, visible: Visibility = EVERYTHING) -> dict[str, Any] | None:
+        """One episode; None when unknown or opened by a session outside ``visible`` (they look the same)."""
+        owned, owned_args = visible.clause("session_id")  # the caller's own episodes (even unbound, '') always
+        r = self.db.read().execute("SELECT * FROM retrieval_episodes WHERE retrieval_id=?"
+                                   + (f" AND (session_id = ? OR {owned})" if owned else ""),
+                                   (retrieval_id, *([visible.session_id, *owned_args] if owned else []))).fetchone()
         if r is None:
             return None
         out = {k: r[k] for k in r.keys()}

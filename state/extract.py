@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("hermes_trove.state")
 
 LEASE = "assertions"
-LEASE_TTL_S = 300.0
+LEASE_TTL_S = 120.0  # renewed per batch; a dead holder's lease is taken over at once
 PASS_INTERVAL_S = 20.0       # a process starts at most one unforced background pass this often
 MAX_ANSWER_TOKENS = 2000
 REBUILD_DEFAULT_LIMIT = 200  # messages one operator rebuild reads unless --limit says otherwise

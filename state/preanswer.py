@@ -1,8 +1,9 @@
 """Pre-answer evidence: a small fenced block of exact refs for the user's message (opt-in).
 
-``evidence_block`` searches stored raw messages (full text, every session, this turn's own
-message excluded) and, with assertions on, the active assertions whose subject name, predicate
-or value holds a word of the message (an indexed lookup over ``assertion_terms``, capped rows).
+``evidence_block`` searches stored raw messages (full text, the sessions of the caller's
+scope (TROVE_MEMORY_SCOPE), this turn's own message excluded) and, with assertions on, the
+active assertions whose subject name, predicate or value holds a word of the message (an
+indexed lookup over ``assertion_terms``, capped rows).
 The block is fenced by ``ingest.EVIDENCE_OPEN``/``EVIDENCE_CLOSE``: ingest strips it from any
 user message that carries it, so it is never stored or summarised as something the user said. Bounded: at most
 MAX_ITEMS refs, MAX_QUOTE characters each, MAX_BLOCK characters in all. The hook calls it
@@ -15,6 +16,8 @@ from typing import TYPE_CHECKING
 
 from ..evidence.refs import iso, make_ref, shorthand
 from ..ingest import EVIDENCE_CLOSE, EVIDENCE_OPEN
+from ..rows import SessionKey
+from ..scope import EVERYTHING, Visibility
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
@@ -38,7 +41,8 @@ def _words(text: str) -> list[str]:
     return out[:12]
 
 
-def assertion_lines(runtime: Runtime, words: list[str], stats: dict[str, int] | None = None) -> list[str]:
+def assertion_lines(runtime: Runtime, words: list[str], stats: dict[str, int] | None = None,
+                    visible: Visibility = EVERYTHING) -> list[str]:
     """Block lines for the active assertions indexed under ``words`` (at most MAX_ASSERTIONS).
 
     An indexed lookup with a hard cap on rows examined (``AssertionStore.search_terms``): the
@@ -48,7 +52,7 @@ def assertion_lines(runtime: Runtime, words: list[str], stats: dict[str, int] | 
     store = AssertionStore(runtime.db)
     if not words or not store.present():
         return []
-    found, examined = store.search_terms(words, MAX_ASSERTIONS, MAX_EXAMINED)
+    found, examined = store.search_terms(words, MAX_ASSERTIONS, MAX_EXAMINED, visible)
     if stats is not None:
         stats["examined"] = examined
     return [f"- {shorthand(a.store_id, a.span_start, a.span_end)} ({a.speaker_role}, {iso(a.observed_at)}): "
@@ -61,9 +65,11 @@ def evidence_block(runtime: Runtime, user_message: str, session_id: str) -> str:
     words = _words(user_message or "")
     if not words:
         return ""
-    lines = assertion_lines(runtime, words) if runtime.config.assertions_enabled else []
+    visible = runtime.visibility(SessionKey(session_id))  # the block quotes only the caller's scope
+    lines = assertion_lines(runtime, words, visible=visible) if runtime.config.assertions_enabled else []
     expression = " OR ".join(f'"{w}"' for w in words)
-    hits = runtime.store.search(expression, limit=MAX_ITEMS * 3, snippets=False, max_candidates=2000)
+    hits = runtime.store.search(expression, limit=MAX_ITEMS * 3, snippets=False, max_candidates=2000,
+                                visible=visible)
     for row, _score, _snip in hits:
         if len(lines) >= MAX_ITEMS:
             break

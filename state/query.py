@@ -66,7 +66,8 @@ def trove_query_state(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, An
     store = AssertionStore(ctx.runtime.db)
     store.ensure()
     catch_up = _catch_up(ctx, store)
-    rows, more = store.query(subject, as_of, predicate=pred, kinds=kinds, scope=scope, role=role, limit=limit)
+    rows, more = store.query(subject, as_of, predicate=pred, kinds=kinds, scope=scope, role=role, limit=limit,
+                             visible=ctx.visible)
     ids = [a.assertion_id for a in rows]
     relations = store.relations(ids, as_of)
     active = {a.assertion_id for a in rows if a.active}

@@ -84,7 +84,7 @@ def trove_retrieve(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
     if action == "start":
         return _start(ctx, store, args)
     rid = (str_arg(args, "retrieval_id", required=True, allow_empty=False) or "").strip()
-    episode = store.episode(rid)
+    episode = store.episode(rid, ctx.visible)  # another scope's episode reads as unknown
     if episode is None:
         raise ToolError(f"no retrieval episode {rid[:60]!r}; start one with action='start'")
     if episode["state"] not in TRANSITIONS[action]:
@@ -202,7 +202,8 @@ def _observe(ctx: ToolContext, result: Any, observed: list[dict[str, Any]], slot
             stack.extend(value.values())
         elif isinstance(value, list):
             stack.extend(value)
-    rows = {r.store_id: r for r in ctx.runtime.store.get_many(sorted({f[0] for f in found}))} if found else {}
+    rows = {r.store_id: r for r in ctx.runtime.store.get_many(sorted({f[0] for f in found}), ctx.visible)} \
+        if found else {}
     ignored = ctx.runtime.filters.ignored_by
     known = {o["ref"] for o in observed}
     added: list[dict[str, Any]] = []

@@ -16,6 +16,7 @@ from typing import Any
 from ..dag import NodeRow
 from ..db import Database
 from ..rows import MessageRow, message_row
+from ..scope import EVERYTHING, Visibility
 
 # The nodes a session can reach: its own, carried ones and everything beneath those.
 _REACHABLE = ("WITH RECURSIVE vis(id) AS (SELECT node_id FROM carried_nodes WHERE session_id = :sid"
@@ -32,41 +33,53 @@ class LeafSpan:
     session_id: str
     earliest_at: float
     latest_at: float
+    scope: str = ""  # its session's owner scope ("" when unscoped)
 
 
 def _node(r: sqlite3.Row) -> NodeRow:
     return NodeRow(**{k: r[k] for k in NodeRow.__dataclass_fields__})
 
 
-def _leaf_sql(select: str, session_id: str | None, tail: str = "") -> str:
+def _leaf_sql(select: str, session_id: str | None, tail: str = "", visible: Visibility = EVERYTHING) -> str:
     head = _REACHABLE if session_id else ""
-    return f"{head}SELECT {select} FROM summary_nodes n WHERE {_LEAF_WINDOW}{_LEAF_SCOPE if session_id else ''}{tail}"
+    scoped, _ = visible.named_clause("n.session_id")
+    where = _LEAF_SCOPE if session_id else f" AND {scoped}" if scoped else ""
+    return f"{head}SELECT {select} FROM summary_nodes n WHERE {_LEAF_WINDOW}{where}{tail}"
 
 
-def leaf_spans(db: Database, start: float, end: float, session_id: str | None = None) -> list[LeafSpan]:
-    """Every leaf summary overlapping the window (ids and times only)."""
+def _args(start: float, end: float, session_id: str | None, visible: Visibility, **more: Any) -> dict[str, Any]:
+    return {"s": float(start), "e": float(end), "sid": session_id or "", **visible.named_clause("")[1], **more}
+
+
+def leaf_spans(db: Database, start: float, end: float, session_id: str | None = None,
+               visible: Visibility = EVERYTHING) -> list[LeafSpan]:
+    """Every leaf summary overlapping the window (ids, times and owner scope only), among the sessions
+    ``visible`` reads."""
     sql = _leaf_sql("n.node_id, n.session_id, COALESCE(n.earliest_at, n.created_at),"
-                    " COALESCE(n.latest_at, n.earliest_at, n.created_at)", session_id)
-    rows = db.read().execute(sql, {"s": float(start), "e": float(end), "sid": session_id or ""})
-    return [LeafSpan(int(r[0]), str(r[1]), float(r[2]), float(r[3])) for r in rows]
+                    " COALESCE(n.latest_at, n.earliest_at, n.created_at),"
+                    " COALESCE((SELECT s.scope FROM sessions s WHERE s.session_id = n.session_id), '')",
+                    session_id, visible=visible)
+    rows = db.read().execute(sql, _args(start, end, session_id, visible))
+    return [LeafSpan(int(r[0]), str(r[1]), float(r[2]), float(r[3]), str(r[4])) for r in rows]
 
 
 def leaves(db: Database, start: float, end: float, *, session_id: str | None = None,
-           after: tuple[float, int] | None = None, limit: int | None = None) -> list[NodeRow]:
+           after: tuple[float, int] | None = None, limit: int | None = None,
+           visible: Visibility = EVERYTHING) -> list[NodeRow]:
     """Leaf summaries overlapping the window in time order, strictly after ``after`` = (time, node_id)."""
     tail = ""
-    args: dict[str, Any] = {"s": float(start), "e": float(end), "sid": session_id or "", "l": -1 if limit is None
-                            else int(limit)}
+    args = _args(start, end, session_id, visible, l=-1 if limit is None else int(limit))
     if after is not None:
         tail += f" AND ({_LEAF_ORDER}, n.node_id) > (:at, :id)"
         args.update({"at": float(after[0]), "id": int(after[1])})
     tail += f" ORDER BY {_LEAF_ORDER}, n.node_id LIMIT :l"
-    return [_node(r) for r in db.read().execute(_leaf_sql("n.*", session_id, tail), args)]
+    return [_node(r) for r in db.read().execute(_leaf_sql("n.*", session_id, tail, visible), args)]
 
 
-def count_leaves(db: Database, start: float, end: float, session_id: str | None = None) -> int:
-    sql = _leaf_sql("COUNT(*)", session_id)
-    return int(db.read().execute(sql, {"s": float(start), "e": float(end), "sid": session_id or ""}).fetchone()[0])
+def count_leaves(db: Database, start: float, end: float, session_id: str | None = None,
+                 visible: Visibility = EVERYTHING) -> int:
+    sql = _leaf_sql("COUNT(*)", session_id, visible=visible)
+    return int(db.read().execute(sql, _args(start, end, session_id, visible)).fetchone()[0])
 
 
 def first_sources(db: Database, node_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
@@ -79,16 +92,19 @@ def first_sources(db: Database, node_ids: Sequence[int]) -> dict[int, tuple[int,
     return {int(r[0]): (int(r[1]), int(r[2])) for r in db.read().execute(sql, ids)}
 
 
-def _message_where(session_id: str | None) -> str:
-    return ("session_id = :sid AND created_at >= :s AND created_at < :e" if session_id
-            else "created_at >= :s AND created_at < :e")
+def _message_where(session_id: str | None, visible: Visibility = EVERYTHING) -> str:
+    if session_id:
+        return "session_id = :sid AND created_at >= :s AND created_at < :e"
+    scoped, _ = visible.named_clause("session_id")
+    return "created_at >= :s AND created_at < :e" + (f" AND {scoped}" if scoped else "")
 
 
 def messages(db: Database, start: float, end: float, *, session_id: str | None = None,
-             after: tuple[float, int] | None = None, limit: int = 100) -> list[MessageRow]:
+             after: tuple[float, int] | None = None, limit: int = 100,
+             visible: Visibility = EVERYTHING) -> list[MessageRow]:
     """Raw messages stored with a time inside the window, in time order, after ``after`` = (time, store_id)."""
-    sql = f"SELECT * FROM messages WHERE {_message_where(session_id)}"
-    args: dict[str, Any] = {"s": float(start), "e": float(end), "sid": session_id or "", "l": int(limit)}
+    sql = f"SELECT * FROM messages WHERE {_message_where(session_id, visible)}"
+    args = _args(start, end, session_id, visible, l=int(limit))
     if after is not None:
         sql += " AND (created_at, store_id) > (:at, :id)"
         args.update({"at": float(after[0]), "id": int(after[1])})
@@ -96,15 +112,16 @@ def messages(db: Database, start: float, end: float, *, session_id: str | None =
     return [message_row(r) for r in db.read().execute(sql, args)]
 
 
-def count_messages(db: Database, start: float, end: float, session_id: str | None = None) -> int:
-    sql = f"SELECT COUNT(*) FROM messages WHERE {_message_where(session_id)}"
-    return int(db.read().execute(sql, {"s": float(start), "e": float(end), "sid": session_id or ""}).fetchone()[0])
+def count_messages(db: Database, start: float, end: float, session_id: str | None = None,
+                   visible: Visibility = EVERYTHING) -> int:
+    sql = f"SELECT COUNT(*) FROM messages WHERE {_message_where(session_id, visible)}"
+    return int(db.read().execute(sql, _args(start, end, session_id, visible)).fetchone()[0])
 
 
 def count_unsummarized(db: Database, start: float, end: float, session_id: str | None = None,
-                       cap: int = 5000) -> int:
+                       cap: int = 5000, visible: Visibility = EVERYTHING) -> int:
     """Messages in the window no leaf summary covers yet, counted up to ``cap``."""
-    sql = (f"SELECT COUNT(*) FROM (SELECT 1 FROM messages m WHERE {_message_where(session_id)}"
+    sql = (f"SELECT COUNT(*) FROM (SELECT 1 FROM messages m WHERE {_message_where(session_id, visible)}"
            " AND NOT EXISTS (SELECT 1 FROM node_messages nm WHERE nm.store_id = m.store_id) LIMIT :cap)")
-    args = {"s": float(start), "e": float(end), "sid": session_id or "", "cap": int(cap)}
+    args = _args(start, end, session_id, visible, cap=int(cap))
     return int(db.read().execute(sql, args).fetchone()[0])

@@ -91,7 +91,8 @@ def trove_recent(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
     head: dict[str, Any] = {"period": {"input": text, **period.to_dict()}, "scope": scope, "mode": mode,
                             "reason": decided["reason"], "rollups": decided["rollups"], "limit": limit, **clamped}
     if mode == "summaries":
-        head["unsummarized_messages"] = queries.count_unsummarized(ctx.runtime.db, start, end, view)
+        head["unsummarized_messages"] = queries.count_unsummarized(ctx.runtime.db, start, end, view,
+                                                                   visible=ctx.visible)
     out = _fit(head, page, ctx.response_cap)
     out["hint"] = _HINTS[mode]
     return out
@@ -120,7 +121,13 @@ def _decide(ctx: ToolContext, period: Period, start: float, end: float, view: st
             return {"mode": wanted, "reason": f"the cursor continues the '{wanted}' pages", "rollups": facts}
     if wanted in ("summaries", "messages"):
         return {"mode": wanted, "reason": f"mode='{wanted}' was requested", "rollups": facts}
-    spans = queries.leaf_spans(ctx.runtime.db, start, end, view)
+    spans = queries.leaf_spans(ctx.runtime.db, start, end, view, ctx.visible)
+    # A rollup summarises one owner scope's sessions: a scope-bound caller reads its own scope's
+    # rollups; a session-bound one (TROVE_MEMORY_SCOPE=session, or an unscoped session) none.
+    session_bound = not ctx.visible.unrestricted and (ctx.visible.mode == "session" or not ctx.visible.scope)
+    if wanted == "rollups" and session_bound:
+        raise ToolError("rollups cover a whole scope, not one session (TROVE_MEMORY_SCOPE="
+                        f"{ctx.visible.mode}); use mode='summaries'")
     days = {d for s in spans for d in plan.leaf_days(s.earliest_at, s.latest_at) if start <= d < end}
     facts["days_with_summaries"] = len(days)
     if wanted == "auto" and not spans:
@@ -131,25 +138,48 @@ def _decide(ctx: ToolContext, period: Period, start: float, end: float, view: st
             return {"mode": "summaries", "reason": "rollups are off (TROVE_TEMPORAL_ROLLUPS_ENABLED): leaf summaries "
                     "overlapping the window", "rollups": facts}
         if view is not None:
-            return {"mode": "summaries", "reason": "rollups span every session; scope='current' reads this "
+            return {"mode": "summaries", "reason": "a rollup covers a whole owner scope; scope='current' reads this "
                     "session's leaf summaries", "rollups": facts}
+        if session_bound:
+            return {"mode": "summaries", "reason": "rollups cover a whole scope, not one session; "
+                    f"TROVE_MEMORY_SCOPE={ctx.visible.mode} reads this session's leaf summaries", "rollups": facts}
         if period.granularity == "hour":
             return {"mode": "summaries", "reason": f"the window {period.label!r} is not made of whole UTC days, "
                     "which rollups need: leaf summaries overlapping it", "rollups": facts}
-    store = RollupStore(ctx.runtime.db)
-    states = {(s.kind, s.start): s for s in store.states_in(start, end)}
-    coverage = plan.plan_coverage(start, end, states, days)
-    facts.update({"covered_days": coverage.covered_days, "sections": len(coverage.sections),
-                  "missing": [{"day": k.label, "status": st} for k, st in coverage.missing[:MISSING_LISTED]]})
-    if coverage.complete:
+    sections, missing, covered = _coverage(ctx, start, end, spans)
+    facts.update({"covered_days": covered, "sections": len(sections),
+                  "missing": [{"day": k.label, "status": st} for k, st in missing[:MISSING_LISTED]]})
+    if not missing:
         return {"mode": "rollups", "reason": f"ready rollups cover all {len(days)} day(s) with summaries",
-                "rollups": facts, "sections": coverage.sections}
+                "rollups": facts, "sections": sections}
     if wanted == "rollups":  # a rollup cursor whose rollups changed since the first page
         raise ToolError("the rollups behind this cursor changed since the first page; call again without cursor")
-    first = coverage.missing[0] if coverage.missing else None
-    why = (f"rollups cover {coverage.covered_days} of {len(days)} day(s) with summaries"
+    first = missing[0]
+    why = (f"rollups cover {min(covered, len(days))} of {len(days)} day(s) with summaries"
            + (f" ({first[0].label}: {first[1]})" if first else ""))
     return {"mode": "summaries", "reason": why + ": leaf summaries overlapping the window", "rollups": facts}
+
+
+def _coverage(ctx: ToolContext, start: float, end: float, spans: Sequence[queries.LeafSpan]
+              ) -> tuple[list[plan.RollupState], list[tuple[plan.PeriodKey, str]], int]:
+    """Ready rollups covering the window, per owner scope the caller reads (its own; every scope
+    with leaves here under ``profile``), in time order; the (day, status) pairs none covers; and
+    the covered day count. An unscoped session's leaves have no rollup, so they stay missing."""
+    scopes = sorted({s.scope for s in spans}) if ctx.visible.unrestricted else [ctx.visible.scope]
+    store = RollupStore(ctx.runtime.db)
+    sections: list[plan.RollupState] = []
+    missing: list[tuple[plan.PeriodKey, str]] = []
+    covered = 0
+    for scope in scopes:
+        days = {d for s in spans if s.scope == scope for d in plan.leaf_days(s.earliest_at, s.latest_at)}
+        states = {(s.kind, s.start): s for s in store.states_in(start, end, scope)} if scope else {}
+        coverage = plan.plan_coverage(start, end, states, days)
+        sections += coverage.sections
+        missing += coverage.missing
+        covered += coverage.covered_days
+    sections.sort(key=lambda s: (s.start, s.scope))
+    missing.sort(key=lambda m: m[0].start)
+    return sections, missing, covered
 
 
 def _item_chars(cap: int, n: int) -> int:
@@ -168,7 +198,8 @@ def _rollup_page(ctx: ToolContext, sections: Sequence[plan.RollupState], after: 
         for r in rows:
             ids = store.source_node_ids(r.rollup_id, NODE_IDS_LISTED + 1)
             out.append({"kind": "rollup", "rollup_id": r.rollup_id, "period_kind": r.period_kind,
-                        "period": r.key.label, "period_start": iso(r.period_start), "period_end": iso(r.period_end),
+                        "period": r.key.label, "scope": r.scope, "period_start": iso(r.period_start),
+                        "period_end": iso(r.period_end),
                         "status": r.status, "built_at": iso(r.built_at), "level": r.level,
                         "token_count": r.token_count, **_text(r.summary, max_chars), "source_count": r.source_count,
                         "node_ids": ids[:NODE_IDS_LISTED], "node_ids_truncated": len(ids) > NODE_IDS_LISTED,
@@ -184,7 +215,7 @@ def _leaf_page(ctx: ToolContext, start: float, end: float, view: str | None, sid
                after: tuple[str, float, int] | None, limit: int) -> dict[str, Any]:
     db, dag = ctx.runtime.db, ctx.runtime.dag
     rows = queries.leaves(db, start, end, session_id=view, after=(after[1], after[2]) if after else None,
-                          limit=limit + 1)
+                          limit=limit + 1, visible=ctx.visible)
     more = len(rows) > limit
     rows = rows[:limit]
     sources = queries.first_sources(db, [n.node_id for n in rows])
@@ -206,7 +237,7 @@ def _leaf_page(ctx: ToolContext, start: float, end: float, view: str | None, sid
 
     cursors = [_cursor("summaries", n.earliest_at if n.earliest_at is not None else n.created_at, n.node_id)
                for n in rows]
-    return {"items": items, "cursors": cursors, "total": queries.count_leaves(db, start, end, view),
+    return {"items": items, "cursors": cursors, "total": queries.count_leaves(db, start, end, view, ctx.visible),
             "more_after_page": more}
 
 
@@ -214,7 +245,7 @@ def _message_page(ctx: ToolContext, start: float, end: float, view: str | None, 
                   after: tuple[str, float, int] | None, limit: int) -> dict[str, Any]:
     db = ctx.runtime.db
     rows = queries.messages(db, start, end, session_id=view, after=(after[1], after[2]) if after else None,
-                            limit=limit + 1)
+                            limit=limit + 1, visible=ctx.visible)
     more = len(rows) > limit
     rows = rows[:limit]
 
@@ -227,7 +258,7 @@ def _message_page(ctx: ToolContext, start: float, end: float, view: str | None, 
         return out
 
     return {"items": items, "cursors": [_cursor("messages", r.created_at, r.store_id) for r in rows],
-            "total": queries.count_messages(db, start, end, view), "more_after_page": more}
+            "total": queries.count_messages(db, start, end, view, ctx.visible), "more_after_page": more}
 
 
 def _fit(head: dict[str, Any], page: dict[str, Any], cap: int) -> dict[str, Any]:

@@ -62,6 +62,7 @@ class RollupState:
     attempts: int = 0
     claimed_at: float | None = None
     failed_at: float | None = None
+    scope: str = ""  # the owner scope whose sessions' leaves the rollup summarises
 
     @property
     def key(self) -> PeriodKey:
@@ -162,12 +163,12 @@ def needs_build(row: RollupState, now: float, *, claim_ttl: float, retry_after: 
 def plan_builds(rows: Sequence[RollupState], now: float, *, limit: int, claim_ttl: float,
                 retry_after: float) -> list[RollupState]:
     """The next rollups to build: days before weeks before months, newest first; a week or
-    month waits until every part of it that has a rollup is ready."""
-    by_key = {(r.kind, r.start): r for r in rows}
+    month waits until every part of it (in its own scope) that has a rollup is ready."""
+    by_key = {(r.scope, r.kind, r.start): r for r in rows}
 
     def parts_ready(row: RollupState) -> bool:
         for part in parts_of(row.key):
-            found = by_key.get((part.kind, part.start))
+            found = by_key.get((row.scope, part.kind, part.start))
             if found is not None and found.status != "ready":
                 return False
         return True

@@ -1,6 +1,7 @@
 """RollupStore: every SQL statement about temporal rollups and their lineage.
 
-Rows of ``temporal_rollups`` (one per period kind, UTC start and scope) move through
+Rows of ``temporal_rollups`` (one per period kind, UTC start and owner scope: the
+``sessions.scope`` of every leaf it summarises, so a rollup never mixes scopes) move through
 pending -> building -> ready, with stale and failed on the side; ``temporal_rollup_sources``
 lists the leaf summary nodes each covers. A claim bumps the row's generation and a finish
 only lands on the generation it claimed, so a build that raced a new leaf (the migration's
@@ -17,9 +18,9 @@ from typing import Any
 from ..db import Database, meta_value
 from .rollup_plan import KINDS, PeriodKey, RollupState
 
-SCOPE = "all"
 CURSOR_KEY = "temporal_rollups.leaf_cursor"
-_STATE_COLUMNS = "rollup_id, period_kind, period_start, period_end, status, generation, attempts, claimed_at, failed_at"
+_STATE_COLUMNS = ("rollup_id, period_kind, period_start, period_end, status, generation, attempts, claimed_at,"
+                  " failed_at, scope")
 
 
 @dataclass(frozen=True)
@@ -54,57 +55,68 @@ class RollupRow:
 
 def _state(r: sqlite3.Row) -> RollupState:
     return RollupState(int(r["rollup_id"]), str(r["period_kind"]), float(r["period_start"]), float(r["period_end"]),
-                       str(r["status"]), int(r["generation"]), int(r["attempts"]), r["claimed_at"], r["failed_at"])
+                       str(r["status"]), int(r["generation"]), int(r["attempts"]), r["claimed_at"], r["failed_at"],
+                       str(r["scope"]))
 
 
 def _row(r: sqlite3.Row) -> RollupRow:
     return RollupRow(**{k: r[k] for k in RollupRow.__dataclass_fields__})
 
 
+def _scoped(scope: str | None, sql: str, args: list[Any]) -> tuple[str, list[Any]]:
+    """``sql`` narrowed to one owner scope (every scope when None)."""
+    return (sql, args) if scope is None else (sql + " AND scope = ?", [*args, scope])
+
+
 class RollupStore:
-    def __init__(self, db: Database, scope: str = SCOPE):
+    """Scope-aware: every read takes an optional owner scope (None: all scopes, for operators)."""
+
+    def __init__(self, db: Database):
         self.db = db
-        self.scope = scope
 
     # -- leaves to periods ----------------------------------------------------------
     def leaf_cursor(self) -> int:
         return int(meta_value(self.db.read(), CURSOR_KEY) or 0)
 
-    def leaf_spans_after(self, node_id: int) -> list[tuple[int, float, float]]:
-        """``(node_id, earliest, latest)`` of every leaf summary past ``node_id`` (times only)."""
-        sql = ("SELECT node_id, COALESCE(earliest_at, created_at),"
-               " COALESCE(latest_at, earliest_at, created_at) FROM summary_nodes"
-               " WHERE depth = 0 AND node_id > ? ORDER BY node_id")
-        return [(int(r[0]), float(r[1]), float(r[2])) for r in self.db.read().execute(sql, (int(node_id),))]
+    def leaf_spans_after(self, node_id: int) -> list[tuple[int, float, float, str]]:
+        """``(node_id, earliest, latest, owner scope)`` of every leaf summary past ``node_id``
+        (the scope is its session's; ``""`` for an unscoped or unknown session)."""
+        sql = ("SELECT n.node_id, COALESCE(n.earliest_at, n.created_at),"
+               " COALESCE(n.latest_at, n.earliest_at, n.created_at), COALESCE(s.scope, '')"
+               " FROM summary_nodes n LEFT JOIN sessions s ON s.session_id = n.session_id"
+               " WHERE n.depth = 0 AND n.node_id > ? ORDER BY n.node_id")
+        return [(int(r[0]), float(r[1]), float(r[2]), str(r[3]))
+                for r in self.db.read().execute(sql, (int(node_id),))]
 
     def unsynced_leaves(self) -> int:
         sql = "SELECT COUNT(*) FROM summary_nodes WHERE depth = 0 AND node_id > ?"
         return int(self.db.read().execute(sql, (self.leaf_cursor(),)).fetchone()[0])
 
-    def ensure_periods(self, keys: Iterable[PeriodKey], cursor: int, now: float | None = None) -> int:
-        """Create pending rows for periods that have none and move the leaf cursor; returns rows made."""
+    def ensure_periods(self, keys: Iterable[tuple[str, PeriodKey]], cursor: int, now: float | None = None) -> int:
+        """Create pending rows for ``(scope, period)`` pairs that have none and move the leaf cursor;
+        returns rows made."""
         now = time.time() if now is None else now
         with self.db.transaction() as conn:
             before = conn.total_changes
             conn.executemany(
                 "INSERT OR IGNORE INTO temporal_rollups(period_kind, period_start, period_end, scope, status,"
                 " created_at, updated_at) VALUES (?,?,?,?,'pending',?,?)",
-                [(k.kind, k.start, k.end, self.scope, now, now) for k in keys])
+                [(k.kind, k.start, k.end, scope, now, now) for scope, k in keys])
             made = conn.total_changes - before
             conn.execute("INSERT INTO meta(key, value) VALUES (?, ?)"
                          " ON CONFLICT(key) DO UPDATE SET value = excluded.value", (CURSOR_KEY, str(int(cursor))))
         return made
 
     # -- reads -------------------------------------------------------------------
-    def states(self) -> list[RollupState]:
-        sql = f"SELECT {_STATE_COLUMNS} FROM temporal_rollups WHERE scope = ?"
-        return [_state(r) for r in self.db.read().execute(sql, (self.scope,))]
+    def states(self, scope: str | None = None) -> list[RollupState]:
+        sql, args = _scoped(scope, f"SELECT {_STATE_COLUMNS} FROM temporal_rollups WHERE 1", [])
+        return [_state(r) for r in self.db.read().execute(sql, args)]
 
-    def states_in(self, start: float, end: float) -> list[RollupState]:
-        """Rows whose period overlaps ``[start, end)`` (months reach back at most 31 days)."""
+    def states_in(self, start: float, end: float, scope: str) -> list[RollupState]:
+        """One scope's rows whose period overlaps ``[start, end)`` (months reach back at most 31 days)."""
         sql = (f"SELECT {_STATE_COLUMNS} FROM temporal_rollups WHERE scope = ? AND period_start >= ?"
                " AND period_start < ? AND period_end > ?")
-        rows = self.db.read().execute(sql, (self.scope, float(start) - 32 * 86400.0, float(end), float(start)))
+        rows = self.db.read().execute(sql, (scope, float(start) - 32 * 86400.0, float(end), float(start)))
         return [_state(r) for r in rows]
 
     def get(self, rollup_id: int) -> RollupRow | None:
@@ -120,10 +132,10 @@ class RollupStore:
                  self.db.read().execute(f"SELECT * FROM temporal_rollups WHERE rollup_id IN ({marks})", ids)}
         return [found[i] for i in ids if i in found]
 
-    def by_key(self, key: PeriodKey) -> RollupRow | None:
+    def by_key(self, key: PeriodKey, scope: str) -> RollupRow | None:
         r = self.db.read().execute(
             "SELECT * FROM temporal_rollups WHERE period_kind = ? AND period_start = ? AND scope = ?",
-            (key.kind, key.start, self.scope)).fetchone()
+            (key.kind, key.start, scope)).fetchone()
         return None if r is None else _row(r)
 
     def source_node_ids(self, rollup_id: int, limit: int | None = None) -> list[int]:
@@ -131,13 +143,19 @@ class RollupStore:
         rows = self.db.read().execute(sql, (int(rollup_id), -1 if limit is None else int(limit)))
         return [int(r[0]) for r in rows]
 
-    def counts(self) -> dict[str, dict[str, Any]]:
-        """Per kind: rows per status, model calls and input tokens spent, last build time."""
+    def scopes(self) -> dict[str, int]:
+        """Rows per owner scope."""
+        sql = "SELECT scope, COUNT(*) FROM temporal_rollups GROUP BY scope ORDER BY scope"
+        return {str(r[0]): int(r[1]) for r in self.db.read().execute(sql)}
+
+    def counts(self, scope: str | None = None) -> dict[str, dict[str, Any]]:
+        """Per kind (one scope or all): rows per status, model calls and input tokens spent, last build."""
         out: dict[str, dict[str, Any]] = {k: {"statuses": {}, "model_calls": 0, "input_tokens": 0,
                                               "last_built_at": None} for k in KINDS}
-        sql = ("SELECT period_kind, status, COUNT(*), SUM(model_calls), SUM(input_tokens), MAX(built_at)"
-               " FROM temporal_rollups WHERE scope = ? GROUP BY period_kind, status")
-        for kind, status, n, calls, tokens_in, built in self.db.read().execute(sql, (self.scope,)):
+        sql, args = _scoped(scope, "SELECT period_kind, status, COUNT(*), SUM(model_calls), SUM(input_tokens),"
+                            " MAX(built_at) FROM temporal_rollups WHERE 1", [])
+        for kind, status, n, calls, tokens_in, built in self.db.read().execute(sql + " GROUP BY period_kind, status",
+                                                                               args):
             entry = out[str(kind)]
             entry["statuses"][str(status)] = int(n)
             entry["model_calls"] += int(calls or 0)
@@ -146,9 +164,19 @@ class RollupStore:
                 entry["last_built_at"] = float(built)
         return out
 
-    def failures(self, limit: int = 5) -> list[RollupRow]:
-        sql = "SELECT * FROM temporal_rollups WHERE scope = ? AND status = 'failed' ORDER BY failed_at DESC LIMIT ?"
-        return [_row(r) for r in self.db.read().execute(sql, (self.scope, int(limit)))]
+    def failures(self, limit: int = 5, scope: str | None = None) -> list[RollupRow]:
+        sql, args = _scoped(scope, "SELECT * FROM temporal_rollups WHERE status = 'failed'", [])
+        return [_row(r) for r in self.db.read().execute(sql + " ORDER BY failed_at DESC LIMIT ?", [*args, int(limit)])]
+
+    def abandon_building(self, rollup_ids: Sequence[int], now: float) -> int:
+        """Mark rows still 'building' stale (their builder is gone), so the next pass rebuilds them."""
+        ids = [int(i) for i in rollup_ids]
+        if not ids:
+            return 0
+        with self.db.transaction() as conn:
+            cur = conn.execute(f"UPDATE temporal_rollups SET status = 'stale', updated_at = ? WHERE status = 'building'"
+                               f" AND rollup_id IN ({','.join('?' * len(ids))})", [now, *ids])
+            return int(cur.rowcount)
 
     # -- the build protocol -------------------------------------------------------
     def claim(self, state: RollupState, now: float) -> int | None:
@@ -175,13 +203,14 @@ class RollupStore:
             if cur.rowcount != 1:
                 return False
             # the weeks and months written from this rollup's earlier text are out of date now
-            kind, p_start, p_end = conn.execute("SELECT period_kind, period_start, period_end FROM temporal_rollups"
-                                                " WHERE rollup_id = ?", (rollup_id,)).fetchone()
+            kind, p_start, p_end, scope = conn.execute(
+                "SELECT period_kind, period_start, period_end, scope FROM temporal_rollups WHERE rollup_id = ?",
+                (rollup_id,)).fetchone()
             larger = KINDS[KINDS.index(str(kind)) + 1:]
             if larger:
                 conn.execute(f"UPDATE temporal_rollups SET status = 'stale', updated_at = ? WHERE scope = ?"
                              f" AND status = 'ready' AND period_kind IN ({','.join('?' * len(larger))})"
-                             " AND period_start < ? AND period_end > ?", (now, self.scope, *larger, p_end, p_start))
+                             " AND period_start < ? AND period_end > ?", (now, scope, *larger, p_end, p_start))
             conn.execute("DELETE FROM temporal_rollup_sources WHERE rollup_id = ?", (rollup_id,))
             conn.executemany("INSERT INTO temporal_rollup_sources(rollup_id, ordinal, node_id) VALUES (?,?,?)",
                              [(rollup_id, i, int(n)) for i, n in enumerate(node_ids)])
@@ -205,22 +234,22 @@ class RollupStore:
             return cur.rowcount == 1
 
     def mark_stale(self, kinds: Sequence[str], start: float | None = None, end: float | None = None,
-                   now: float | None = None) -> int:
-        """Ask for a rebuild of the ``kinds`` rollups overlapping ``[start, end)`` (all when None)."""
+                   now: float | None = None, scope: str | None = None) -> int:
+        """Ask for a rebuild of the ``kinds`` rollups overlapping ``[start, end)`` (all when None),
+        of one owner scope or all."""
         now = time.time() if now is None else now
-        sql = (f"UPDATE temporal_rollups SET status = 'stale', updated_at = ? WHERE scope = ?"
-               f" AND period_kind IN ({','.join('?' * len(kinds))}) AND status != 'stale'")
-        args: list[Any] = [now, self.scope, *kinds]
+        sql, args = _scoped(scope, f"UPDATE temporal_rollups SET status = 'stale', updated_at = ? WHERE"
+                            f" period_kind IN ({','.join('?' * len(kinds))}) AND status != 'stale'", [now, *kinds])
         if start is not None and end is not None:
             sql += " AND period_start < ? AND period_end > ?"
             args += [float(end), float(start)]
         with self.db.transaction() as conn:
             return int(conn.execute(sql, args).rowcount)
 
-    def count_matching(self, kinds: Sequence[str], start: float | None = None, end: float | None = None) -> int:
-        sql = (f"SELECT COUNT(*) FROM temporal_rollups WHERE scope = ?"
-               f" AND period_kind IN ({','.join('?' * len(kinds))})")
-        args: list[Any] = [self.scope, *kinds]
+    def count_matching(self, kinds: Sequence[str], start: float | None = None, end: float | None = None,
+                       scope: str | None = None) -> int:
+        sql, args = _scoped(scope, f"SELECT COUNT(*) FROM temporal_rollups WHERE"
+                            f" period_kind IN ({','.join('?' * len(kinds))})", list(kinds))
         if start is not None and end is not None:
             sql += " AND period_start < ? AND period_end > ?"
             args += [float(end), float(start)]

@@ -7,6 +7,10 @@ time budget runs out. A day is written from its leaf summaries, a week from its 
 month from its weeks and edge days, through the summarizer's escalation ladder, so a build
 always ends with text even without a model. The engine schedules passes on a background
 thread (``schedule``); operators run them synchronously (``rebuild``). Status is ``status``.
+
+Rollups are per owner scope: a leaf's period rows carry its session's ``sessions.scope`` and a
+build reads only that scope's leaves, days and weeks, so a rollup never mixes scopes. Leaves of
+unscoped sessions (scope ``""``, visible to themselves alone) get no rollup.
 """
 from __future__ import annotations
 
@@ -26,14 +30,16 @@ from ..compaction.summarize import (
     Summarizer,
     truncate_deterministic,
 )
+from ..scope import Visibility
 from . import queries
 from . import rollup_plan as plan
 from .periods import PeriodError, parse_period
+from .rollup_plan import PeriodKey
 from .rollup_store import RollupStore
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
-    from .rollup_plan import PeriodKey, RollupState
+    from .rollup_plan import RollupState
 
 log = logging.getLogger("hermes_trove.rollups")
 
@@ -59,12 +65,15 @@ def _iso(ts: float) -> str:
 
 
 def sync(runtime: Runtime, store: RollupStore | None = None, now: float | None = None) -> int:
-    """Pending rows for the periods of leaf summaries written since the last sync; returns rows made."""
+    """Pending rows per (owner scope, period) for leaf summaries written since the last sync; returns rows made."""
     store = store or RollupStore(runtime.db)
     spans = store.leaf_spans_after(store.leaf_cursor())
     if not spans:
         return 0
-    keys = plan.periods_for_leaves((e, latest) for _, e, latest in spans)
+    keys: set[tuple[str, PeriodKey]] = set()
+    for scope in {sc for *_, sc in spans if sc}:
+        found = plan.periods_for_leaves((e, latest) for _, e, latest, sc in spans if sc == scope)
+        keys.update((scope, k) for k in found)
     return store.ensure_periods(sorted(keys), spans[-1][0], now)
 
 
@@ -76,10 +85,14 @@ def _fit(sources: list[str], max_tokens: int) -> list[str]:
     return [truncate_deterministic(s, share) for s in sources]
 
 
-def _inputs(runtime: Runtime, store: RollupStore, key: PeriodKey) -> tuple[list[str], list[int], int]:
-    """The texts a rollup is written from, the leaf node ids it covers, and their source tokens."""
+def _inputs(runtime: Runtime, store: RollupStore, key: PeriodKey, scope: str) -> tuple[list[str], list[int], int]:
+    """The texts a rollup of ``scope`` is written from (that scope's leaves, or its own smaller
+    rollups), the leaf node ids it covers, and their source tokens."""
+    if not scope:  # unscoped sessions share no rollup
+        return [], [], 0
     if key.kind == "day":
-        rows = [n for n in queries.leaves(runtime.db, key.start, key.end)
+        own = Visibility(mode="conversation", scope=scope)
+        rows = [n for n in queries.leaves(runtime.db, key.start, key.end, visible=own)
                 if key.start in plan.leaf_days(n.earliest_at or n.created_at,
                                                n.latest_at or n.earliest_at or n.created_at)]
         leaf_texts = [f"[summary node {n.node_id} | {_iso(n.earliest_at or n.created_at)} to "
@@ -89,7 +102,7 @@ def _inputs(runtime: Runtime, store: RollupStore, key: PeriodKey) -> tuple[list[
     node_ids: list[int] = []
     source_tokens = 0
     for part in plan.parts_of(key):
-        row = store.by_key(part)
+        row = store.by_key(part, scope)
         if row is None or row.status != "ready":
             continue
         texts.append(f"[{part.kind} {part.label}: {part.description}]\n{row.summary}")
@@ -102,13 +115,13 @@ def build(runtime: Runtime, store: RollupStore, state: RollupState, summarizer: 
           now: float) -> dict[str, Any]:
     """Claim, write and store one rollup; the outcome as a small dict."""
     key = state.key
-    out: dict[str, Any] = {"rollup_id": state.rollup_id, "kind": key.kind, "period": key.label}
+    out: dict[str, Any] = {"rollup_id": state.rollup_id, "kind": key.kind, "period": key.label, "scope": state.scope}
     generation = store.claim(state, now)
     if generation is None:
         return {**out, "outcome": "skipped", "reason": "changed since planning"}
     calls = input_tokens = 0
     try:
-        texts, node_ids, source_tokens = _inputs(runtime, store, key)
+        texts, node_ids, source_tokens = _inputs(runtime, store, key, state.scope)
         if not node_ids:
             store.discard(state.rollup_id, generation)
             return {**out, "outcome": "discarded", "reason": "no leaf summaries left in the period"}
@@ -165,6 +178,9 @@ def run_pass(runtime: Runtime, complete: Complete | None, *, now: float | None =
     store = RollupStore(runtime.db)
     built: list[dict[str, Any]] = []
     try:
+        # Under the lease no one else builds: a row an earlier holder left 'building' (killed
+        # mid-pass) is rebuilt now, not after its claim ages past the ttl.
+        store.abandon_building([s.rollup_id for s in store.states() if s.status == "building"], now)
         synced = sync(runtime, store, now)
         summarizer = Summarizer(cfg, complete)
         while len(built) < max_builds and clock() - started < budget_s:
@@ -213,25 +229,29 @@ def _background_pass(runtime: Runtime, complete: Complete | None) -> None:
 
 
 # -- operators: status and rebuild --------------------------------------------------------
-def status(runtime: Runtime, now: float | None = None) -> dict[str, Any]:
-    """Rollup counts per kind and status, model spend, the lease, what waits to be built."""
+def status(runtime: Runtime, now: float | None = None, scope: str | None = None) -> dict[str, Any]:
+    """Rollup counts per kind and status (over every owner scope, or one), rows per scope,
+    model spend, the lease, what waits to be built. For operators: it shows no rollup text."""
     now = time.time() if now is None else now
     store = RollupStore(runtime.db)
     held = leases.holder(runtime.db, LEASE)
-    pending = _pending(store, now, float(runtime.config.rollup_lease_ttl_seconds))
-    return {"status": "ok", "enabled": bool(runtime.config.temporal_rollups_enabled), "scope": store.scope,
-            "kinds": store.counts(), "buildable_now": len(pending),
-            "next": [f"{s.kind} {s.key.label} ({s.status})" for s in pending[:5]],
+    pending = [s for s in _pending(store, now, float(runtime.config.rollup_lease_ttl_seconds))
+               if scope is None or s.scope == scope]
+    return {"status": "ok", "enabled": bool(runtime.config.temporal_rollups_enabled),
+            "scope": "all" if scope is None else scope, "scopes": store.scopes(),
+            "kinds": store.counts(scope), "buildable_now": len(pending),
+            "next": [f"{s.kind} {s.key.label} [{s.scope}] ({s.status})" for s in pending[:5]],
             "unsynced_leaves": store.unsynced_leaves(), "lease_holder": held.owner if held else None,
-            "failures": [{"rollup_id": r.rollup_id, "kind": r.period_kind, "period": r.key.label,
-                          "error": r.error, "failed_at": r.failed_at} for r in store.failures()]}
+            "failures": [{"rollup_id": r.rollup_id, "kind": r.period_kind, "period": r.key.label, "scope": r.scope,
+                          "error": r.error, "failed_at": r.failed_at} for r in store.failures(scope=scope)]}
 
 
 def rebuild(runtime: Runtime, complete: Complete | None, kind: str, when: str | None, *, apply: bool,
-            build: bool = True, now: float | None = None) -> dict[str, Any]:
+            build: bool = True, now: float | None = None, scope: str | None = None) -> dict[str, Any]:
     """Mark rollups for a rebuild and build them in one bounded synchronous pass (``apply``);
     without ``apply`` only say what would be rebuilt. ``when`` is any period form (a date...).
-    ``build=False`` (a process without a model) only marks them; Hermes' passes build them."""
+    ``build=False`` (a process without a model) only marks them; Hermes' passes build them.
+    ``scope`` narrows it to one owner scope's rollups (every scope when None)."""
     now = time.time() if now is None else now
     kinds = list(plan.KINDS) if kind == "all" else [kind]
     if kind not in (*plan.KINDS, "all"):
@@ -244,15 +264,16 @@ def rebuild(runtime: Runtime, complete: Complete | None, kind: str, when: str | 
             return {"status": "error", "error": str(exc)}
         start, end = period.start.timestamp(), period.end.timestamp()
     store = RollupStore(runtime.db)
-    scope_text = f"{', '.join(kinds)} rollups" + (f" overlapping {when}" if when else "")
+    scope_text = (f"{', '.join(kinds)} rollups" + (f" overlapping {when}" if when else "")
+                  + (f" of scope {scope}" if scope is not None else ""))
     if not apply:
-        return {"status": "preview", "would_rebuild": store.count_matching(kinds, start, end),
+        return {"status": "preview", "would_rebuild": store.count_matching(kinds, start, end, scope),
                 "unsynced_leaves": store.unsynced_leaves(), "target": scope_text,
                 "hint": "add 'apply' to mark them stale and rebuild now (rollups must be enabled)"}
     if not runtime.config.temporal_rollups_enabled:
         return {"status": "refused", "reason": "TROVE_TEMPORAL_ROLLUPS_ENABLED is off"}
     sync(runtime, store, now)
-    marked = store.mark_stale(kinds, start, end, now)
+    marked = store.mark_stale(kinds, start, end, now, scope)
     if not build:
         return {"status": "ok", "target": scope_text, "marked_stale": marked, "built": [],
                 "remaining": len(_pending(store, now, float(runtime.config.rollup_lease_ttl_seconds))),

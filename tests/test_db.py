@@ -38,7 +38,7 @@ TABLES = {
         "session_id": "TEXT", "conversation_id": "TEXT", "platform": "TEXT", "ingest_len": "INTEGER",
         "ingest_identity": "TEXT", "frontier_store_id": "INTEGER", "last_rotate_at": "REAL",
         "last_rotate_backup": "TEXT", "previous_session_id": "TEXT", "created_at": "REAL", "updated_at": "REAL",
-        "ended_at": "REAL"},
+        "ended_at": "REAL", "scope": "TEXT"},
     "imports": {"import_id": "TEXT", "kind": "TEXT", "sources": "TEXT", "options": "TEXT", "first_at": "REAL",
                 "last_at": "REAL"},
     "imported_messages": {"import_id": "TEXT", "source_key": "TEXT", "store_id": "INTEGER", "meta": "TEXT",
@@ -80,6 +80,7 @@ INDEXES = {
     "node_messages_store": ("node_messages", ["store_id"]),
     "node_children_child": ("node_children", ["child_id"]),
     "session_frontier_node": ("session_frontier", ["node_id"]),
+    "sessions_scope": ("sessions", ["scope", "session_id"]),
     "embedding_vectors_scan": ("embedding_vectors", ["generation_id", "vector_id"]),
     "embedding_vectors_item": ("embedding_vectors", ["kind", "item_id"]),
     "temporal_rollups_window": ("temporal_rollups", ["scope", "period_start"]),
@@ -295,3 +296,38 @@ def test_a_generation_made_before_the_recipe_column_is_marked_as_the_old_chunk_r
     conn = Database(path).connect()
     assert [name for name, _ in ledger(conn)] == NAMES
     assert conn.execute("SELECT recipe, state FROM embedding_generations").fetchone()[:] == ("chunk", "active")
+
+
+def test_sessions_written_before_scopes_get_local_or_their_gateway_key_and_a_keyless_gateway_row_none(tmp_path):
+    path = tmp_path / "t.db"
+    conn = raw(path)
+    migrate(conn, stop_before="0012_session_scope")
+    rows = [("cli1", "", "cli"), ("api1", "", ""), ("tg1", "agent:main:telegram:dm:1", "telegram"),
+            ("tg2", "", "telegram")]
+    conn.executemany("INSERT INTO sessions(session_id, conversation_id, platform, created_at, updated_at)"
+                     " VALUES (?,?,?,0,0)", rows)
+    conn.close()
+    conn = Database(path).connect()
+    assert [name for name, _ in ledger(conn)] == NAMES
+    scopes = dict(conn.execute("SELECT session_id, scope FROM sessions").fetchall())
+    assert scopes == {"cli1": "local", "api1": "local", "tg1": "telegram:agent:main:telegram:dm:1", "tg2": ""}
+
+
+def test_rollups_built_over_every_scope_before_owner_scopes_are_dropped_and_the_leaf_cursor_reset(tmp_path):
+    path = tmp_path / "t.db"
+    conn = raw(path)
+    migrate(conn, stop_before="0013_rollup_owner_scope")
+    conn.execute("INSERT INTO temporal_rollups(period_kind, period_start, period_end, scope, status, summary,"
+                 " created_at, updated_at) VALUES ('day', 0, 86400, 'all', 'ready', 'mixed text', 0, 0)")
+    conn.execute("INSERT INTO temporal_rollup_sources(rollup_id, ordinal, node_id) VALUES (1, 0, 1)")
+    conn.execute("INSERT INTO meta(key, value) VALUES ('temporal_rollups.leaf_cursor', '7')")
+    conn.close()
+    conn = Database(path).connect()
+    assert [name for name, _ in ledger(conn)] == NAMES
+    assert conn.execute("SELECT COUNT(*) FROM temporal_rollups").fetchone()[0] == 0
+    assert conn.execute("SELECT COUNT(*) FROM temporal_rollup_sources").fetchone()[0] == 0
+    assert conn.execute("SELECT value FROM meta WHERE key = 'temporal_rollups.leaf_cursor'").fetchone() is None
+    assert master(conn, "trigger") == TRIGGERS
+    for name in ("temporal_rollups_leaf_added", "temporal_rollups_leaf_changed", "temporal_rollups_leaf_removed"):
+        ddl = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (name,)).fetchone()[0]
+        assert "SELECT scope FROM sessions" in ddl, name  # a leaf marks only its own scope's rollups stale

@@ -6,8 +6,9 @@ import os
 import random
 
 import pytest
-from conftest import assistant, make_config, tool_call, tool_result, user
+from conftest import assistant, make_config, make_engine, tool_call, tool_result, user
 
+from hermes_trove.hooks import make_hooks
 from hermes_trove.payloads import guard
 from hermes_trove.payloads import sidecar as payloads
 from hermes_trove.payloads.sidecar import PayloadError
@@ -262,9 +263,16 @@ def test_large_output_is_kept_inline_when_the_sidecar_cannot_be_written(tmp_path
 def test_redaction_happens_before_sidecars_and_sqlite_see_the_secret(tmp_path):
     rt = build_runtime(make_config(tmp_path, large_output_externalization_enabled=True,
                                    large_output_externalization_threshold_chars=1000,
+                                   large_output_active_replay_stubbing_enabled=True,
+                                   large_output_active_replay_stub_threshold_tokens=100,
                                    sensitive_patterns_enabled=True))
     secret = "sk-live-0123456789abcdef"
     big = f"config dump\nOPENAI_API_KEY={secret}\n" + "filler line\n" * 200
+    make_engine(rt)  # binds s1, so the current-turn hook acts for it
+    stub = make_hooks(rt)["transform_tool_result"](tool_name="terminal", result=big, session_id="s1")
+    assert stub.startswith("[trove:externalized") and "Preview:" in stub  # what the provider sees this turn
+    assert secret not in stub and "OPENAI_API_KEY=[REDACTED:api_key:sha256=" in stub
+    assert secret not in read_all(rt, only_ref(stub))
     rt.store.ingest(KEY, [tool_result("c1", big), user('password = "hunter two"')])
     rows = rt.store.page("s1")
     recovered = read_all(rt, only_ref(rows[0].content))

@@ -44,8 +44,9 @@ class Model:
         return f"ROLLUP #{len(self.prompts)}: work on 3 May 2024. {notes}\nExpand for details about: the work"
 
 
-def add_leaf(runtime, day: int, text: str = "", session: str = "s1", month: int = 5, hours=(9, 11)) -> int:
-    key = SessionKey(session)
+def add_leaf(runtime, day: int, text: str = "", session: str = "s1", month: int = 5, hours=(9, 11),
+             platform: str = "", conversation_id: str = "") -> int:
+    key = SessionKey(session, conversation_id, platform)
     ids = runtime.store.append(key, [{"role": "user", "content": f"message {day}/{month} {h}",
                                       "timestamp": at(day, h, month)} for h in hours])
     body = text or f"leaf of {month}/{day}: " + " ".join(f"detail{i}" for i in range(400))
@@ -321,3 +322,96 @@ def test_two_processes_never_build_the_same_rollup_twice(on):
     assert all(r.status == "ready" and r.generation == 1 for r in rows.values())
     assert any(r["status"] == "busy" for reports in outcomes for r in reports)  # they did contend
     assert leases.holder(on.db, rollups.LEASE) is None
+
+
+# ---- owner scopes ----------------------------------------------------------------------------
+A_KEY, B_KEY = "agent:main:telegram:dm:111", "agent:main:telegram:dm:222"
+A_SCOPE, B_SCOPE = f"telegram:{A_KEY}", f"telegram:{B_KEY}"
+FILLER = " ".join(f"detail{i}" for i in range(400))
+
+
+class EchoModel(Model):
+    """Model whose answer repeats which scope markers (ALPHA, BRAVO) its input held."""
+
+    def __call__(self, messages, model, timeout_s, max_tokens):
+        answer = super().__call__(messages, model, timeout_s, max_tokens)
+        marks = [m for m in ("ALPHA", "BRAVO") if m in messages[0]["content"]]
+        return f"[{' '.join(marks)}] {answer}"
+
+
+def two_scopes(runtime) -> None:
+    """A (sessions a1) and B (b1) each wrote one leaf on 3 May, A another on 6 May."""
+    add_leaf(runtime, 3, "ALPHA secret deploy key 7731. " + FILLER, session="a1", platform="telegram",
+             conversation_id=A_KEY)
+    add_leaf(runtime, 6, "ALPHA moved the server. " + FILLER, session="a1", platform="telegram",
+             conversation_id=A_KEY)
+    add_leaf(runtime, 3, "BRAVO bought a bike. " + FILLER, session="b1", platform="telegram",
+             conversation_id=B_KEY, hours=(10, 12))
+
+
+def test_two_scopes_leaves_on_one_day_make_two_rollups_each_written_only_from_its_own_scope(on):
+    two_scopes(on)
+    model = EchoModel()
+    report = rollups.run_pass(on, model, now=NOW, max_builds=50, budget_s=60)
+    assert report["remaining"] == 0
+    store = RollupStore(on.db)
+    rows = [store.get(s.rollup_id) for s in store.states()]
+    days = sorted((r.scope, r.key.label) for r in rows if r.period_kind == "day")
+    assert days == [(A_SCOPE, "2024-05-03"), (A_SCOPE, "2024-05-06"), (B_SCOPE, "2024-05-03")]
+    assert {r.scope for r in rows if r.period_kind in ("week", "month")} == {A_SCOPE, B_SCOPE}
+    assert model.prompts and all(("ALPHA" in p) != ("BRAVO" in p) for p in model.prompts)
+    owner = {"a1": A_SCOPE, "b1": B_SCOPE}
+    for r in rows:
+        other = "BRAVO" if r.scope == A_SCOPE else "ALPHA"
+        assert other not in r.summary
+        assert r.scope == A_SCOPE or "7731" not in r.summary
+        sessions = {on.dag.get(n).session_id for n in store.source_node_ids(r.rollup_id)}
+        assert {owner[s] for s in sessions} == {r.scope}
+    status = rollups.status(on, now=NOW)
+    assert status["scope"] == "all" and status["scopes"] == {A_SCOPE: 5, B_SCOPE: 3}  # A: 2 days, 2 weeks, 1 month
+    assert rollups.status(on, now=NOW, scope=B_SCOPE)["kinds"]["day"]["statuses"] == {"ready": 1}
+
+
+def test_a_new_leaf_marks_only_its_own_scopes_rollups_stale(on):
+    two_scopes(on)
+    rollups.run_pass(on, EchoModel(), now=NOW, max_builds=50, budget_s=60)
+    add_leaf(on, 3, "ALPHA later note. " + FILLER, session="a1", platform="telegram", conversation_id=A_KEY,
+             hours=(20, 21))
+    store = RollupStore(on.db)
+    stale = {(s.scope, s.kind) for s in store.states() if s.status == "stale"}
+    assert stale == {(A_SCOPE, "day"), (A_SCOPE, "week"), (A_SCOPE, "month")}
+    assert {s.status for s in store.states(B_SCOPE)} == {"ready"}
+
+
+def test_rebuild_can_target_one_scope(on):
+    two_scopes(on)
+    rollups.run_pass(on, EchoModel(), now=NOW, max_builds=50, budget_s=60)
+    preview = rollups.rebuild(on, None, "day", "2024-05-03", apply=False, now=NOW, scope=B_SCOPE)
+    assert preview["would_rebuild"] == 1 and preview["target"].endswith(f"of scope {B_SCOPE}")
+    assert rollups.rebuild(on, None, "day", "2024-05-03", apply=False, now=NOW)["would_rebuild"] == 2
+    name, via_command = command.run(on, ["Rollups", "rebuild", "day", "2024-05-03", f"scope={B_SCOPE}"])
+    assert name == "rollups rebuild" and via_command["would_rebuild"] == 1
+    assert command.run(on, ["rollups", "rebuild", "day", "2024-05-03", "scope=telegram:AGENT"])[1]["would_rebuild"] == 0
+    done = rollups.rebuild(on, EchoModel(), "day", "2024-05-03", apply=True, now=NOW, scope=B_SCOPE)
+    assert done["marked_stale"] == 1 and {b["scope"] for b in done["built"]} == {B_SCOPE}
+
+
+def test_an_upgraded_database_drops_rollups_built_over_every_scope_and_rebuilds_them_per_scope(tmp_path):
+    cfg = make_config(tmp_path, temporal_rollups_enabled=True)
+    runtime = build_runtime(cfg)
+    two_scopes(runtime)
+    rollups.run_pass(runtime, EchoModel(), now=NOW, max_builds=50, budget_s=60)
+    with runtime.db.transaction() as conn:  # the rows as a release before owner scopes left them
+        conn.execute("DELETE FROM temporal_rollups WHERE scope = ?", (B_SCOPE,))
+        conn.execute("UPDATE temporal_rollups SET scope = 'all', summary = 'MIXED: ALPHA 7731 and BRAVO bike'")
+        conn.execute("DELETE FROM schema_migrations WHERE name = '0013_rollup_owner_scope'")
+    runtime.db.close()
+    upgraded = build_runtime(cfg)
+    assert RollupStore(upgraded.db).states() == [] and RollupStore(upgraded.db).leaf_cursor() == 0
+    b = make_engine(upgraded, session="b1", platform="telegram")
+    before = dispatch(b.tool_context(), "trove_recent", {"period": "2024-05-03"})
+    assert "MIXED" not in before and "ALPHA" not in before and "7731" not in before
+    rollups.run_pass(upgraded, EchoModel(), now=NOW, max_builds=50, budget_s=60)
+    after = json.loads(dispatch(b.tool_context(), "trove_recent", {"period": "2024-05-03"}))
+    assert after["mode"] == "rollups" and "BRAVO" in json.dumps(after)
+    assert "ALPHA" not in json.dumps(after) and "MIXED" not in json.dumps(after)

@@ -141,3 +141,20 @@ def test_status_reports_an_embeddings_section(tmp_path, fake):
     assert section["vectors"] == 5 and section["eligible_rows"] == 5 and section["generation_state"] == "active"
     check = next(c for c in doctor.run_doctor(runtime)["checks"] if c["check"] == "embeddings")
     assert check["status"] == "pass" and "coverage 1.0" in check["detail"]
+
+
+def test_vector_hits_of_another_scope_never_reach_grep_or_recall(tmp_path, fake):
+    runtime = fake_runtime(tmp_path, fake)
+    theirs = runtime.store.append(SessionKey("a1", "agent:main:telegram:dm:1", "telegram"), [
+        {"role": "user", "content": "my golden retriever puppy is called Biscuit", "timestamp": 1000.0}])
+    mine = runtime.store.append(SessionKey("b0", "agent:main:telegram:dm:2", "telegram"), [
+        {"role": "user", "content": "golden retriever puppy photos please", "timestamp": 2000.0}])
+    index_all(runtime)
+    engine = make_engine(runtime, session="b1", platform="telegram")
+    engine.on_session_start("b1", platform="telegram", conversation_id="agent:main:telegram:dm:2")
+    sem = _grep(engine, query="golden retriever puppy", mode="semantic", session_scope="all")
+    assert sem["semantic"]["ran"] and [r["store_id"] for r in sem["results"]] == mine
+    recall = json.loads(dispatch(engine.tool_context(), "trove_recall", json.dumps({"query": "golden retriever"})))
+    assert "semantic" in recall["provenance"]["arms_run"], recall["provenance"]
+    assert "Biscuit" not in json.dumps(recall) and str(theirs[0]) not in [str(h.get("store_id")) for h in
+                                                                           recall["hits"]]

@@ -179,7 +179,7 @@ def test_expand_carried_node_recovers_raw_messages_of_the_previous_session(tmp_p
 
 # -- trove_expand: store_id mode -------------------------------------------------------
 def test_expand_store_id_reads_a_message_from_any_session(engine):
-    ids = engine.runtime.store.append(SessionKey("other", platform="tg"), [user("cross-session fact")])
+    ids = engine.runtime.store.append(SessionKey("other", platform="cli"), [user("cross-session fact")])
     out = call(engine, "trove_expand", store_id=ids[0])
     assert out["content"] == "cross-session fact" and out["from_current_session"] is False
     assert out["session_id"] == "other" and out["has_more"] is False

@@ -124,7 +124,7 @@ def test_default_scope_is_the_current_session_only(engine):
 
 def test_all_scope_searches_other_sessions_raw_rows_only(engine):
     seed(engine.runtime)
-    other = seed(engine.runtime, session=SessionKey("other", platform="tg"),
+    other = seed(engine.runtime, session=SessionKey("other", platform="cli"),
                  messages=[user("the port for the other project is 7777")])
     out = call(engine, "trove_grep", query="7777", session_scope="all")
     assert out["results"][0]["store_id"] == other[0]

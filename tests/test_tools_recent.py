@@ -224,3 +224,46 @@ def test_a_future_or_vague_period_says_why(tmp_path):
     assert "after today" in call(engine, period="next week")["error"]
     vague = call(engine, period="the last few days")["error"]
     assert "give a number" in vague and "last tuesday" in vague
+
+
+# ---- owner scopes: a rollup never shows one scope's text to another --------------------------
+def scoped_world(tmp_path, mode: str):
+    from test_rollups import EchoModel, two_scopes
+
+    runtime = runtime_with(tmp_path, temporal_rollups_enabled=True, memory_scope=mode)
+    two_scopes(runtime)
+    add_leaf(runtime, 3, "CLI local note. " + " ".join(f"w{i}" for i in range(400)), session="c1")
+    rollups.run_pass(runtime, EchoModel(), now=NOW, max_builds=50, budget_s=60)
+    return runtime
+
+
+def test_a_scoped_caller_reads_only_its_own_scopes_rollups(tmp_path):
+    runtime = scoped_world(tmp_path, "conversation")
+    b = make_engine(runtime, session="b1", platform="telegram")
+    for period in ("2024-05-03", "2024-W18", "2024-05"):
+        out = call(b, period=period)
+        assert out["mode"] == "rollups", (period, out["reason"])
+        text = json.dumps(out)
+        assert "BRAVO" in text and "ALPHA" not in text and "7731" not in text and "CLI local" not in text
+        assert {i["scope"] for i in out["items"]} == {"telegram:agent:main:telegram:dm:222"}
+    a = make_engine(runtime, session="a1", platform="telegram")
+    a_text = json.dumps(call(a, period="2024-05"))
+    assert "ALPHA" in a_text and "BRAVO" not in a_text
+
+
+def test_profile_mode_reads_every_scopes_rollups_one_per_scope(tmp_path):
+    runtime = scoped_world(tmp_path, "profile")
+    out = call(make_engine(runtime, session="c1"), period="2024-05-03")
+    assert out["mode"] == "rollups" and out["total_items"] == 3
+    assert {i["scope"] for i in out["items"]} == {"local", "telegram:agent:main:telegram:dm:111",
+                                                  "telegram:agent:main:telegram:dm:222"}
+    text = json.dumps(out)
+    assert "ALPHA" in text and "BRAVO" in text
+
+
+def test_session_mode_reads_the_sessions_own_leaf_summaries_not_rollups(tmp_path):
+    runtime = scoped_world(tmp_path, "session")
+    out = call(make_engine(runtime, session="b1", platform="telegram"), period="2024-05-03")
+    assert out["mode"] == "summaries" and "not one session" in out["reason"]
+    text = json.dumps(out)
+    assert "BRAVO" in text and "ALPHA" not in text and "[BRAVO]" not in text  # a leaf, not the rollup

@@ -28,7 +28,7 @@ def seed(rt, n=10, session=KEY, t0=1_700_000_000.0):
 
 # -- trove_load_session ----------------------------------------------------------------
 def test_load_session_pages_a_transcript_with_a_cursor_until_done(engine):
-    ids = seed(engine.runtime, 25, session=SessionKey("arch", platform="tg"))
+    ids = seed(engine.runtime, 25, session=SessionKey("arch", platform="cli"))
     seen, cursor = [], 0
     for _ in range(10):
         out = call(engine, "trove_load_session", session_id="arch", limit=10, after_store_id=cursor)

@@ -63,11 +63,14 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
 
     kwargs: dict[str, Any] = dict(
         base_url=spec["base_url"], api_key="sk-fake", provider="custom", model="fake-model",
-        quiet_mode=True, platform="cli", max_iterations=int(spec.get("max_iterations", 8)),
+        quiet_mode=True, platform=spec.get("platform", "cli"), max_iterations=int(spec.get("max_iterations", 8)),
         enabled_toolsets=spec.get("toolsets", ["todo", "context_engine"]),
         skip_context_files=True, skip_memory=True)
     if spec.get("session_id"):
         kwargs["session_id"] = spec["session_id"]
+    for name in ("gateway_session_key", "user_id"):  # as the gateway passes them for one chat
+        if spec.get(name):
+            kwargs[name] = spec[name]
     agent = AIAgent(**kwargs)
     engine = agent.context_compressor
     result: dict[str, Any] = {
