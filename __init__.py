@@ -32,8 +32,10 @@ __all__ = ["LOAD_STATE", "__version__", "describe_failure", "register"]
 log = logging.getLogger("hermes_trove")
 PLUGIN_DIR = Path(__file__).resolve().parent
 SKILL_DIR = PLUGIN_DIR / "skills" / "hermes-trove"
-# What register() did in this process: ``registered`` (it completed) and ``failure`` (describe_failure's dict).
-LOAD_STATE: dict[str, Any] = {"registered": False, "failure": None}
+try:
+    from .loadstate import LOAD_STATE
+except Exception:  # pragma: no cover - a broken checkout must still report
+    LOAD_STATE = {"registered": False, "failure": None}
 
 
 def register(ctx: Any) -> None:

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..loadstate import LOAD_STATE
 from ..version import __version__
 
 if TYPE_CHECKING:
@@ -173,8 +174,6 @@ def identity_section(runtime: Runtime, in_host: bool = True) -> dict[str, Any]:
 
 def served_here() -> bool:
     """True when this process's Hermes loaded this copy and its register() completed."""
-    from .. import LOAD_STATE
-
     return bool(LOAD_STATE.get("registered"))
 
 
