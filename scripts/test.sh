@@ -9,7 +9,7 @@
 #               $HERMES_HOME/plugins/hermes-trove, and never through a shadowing pip copy.
 #               Beside it, wheelhouse/ holds the build backend (setuptools) so the e2e
 #               route tests can `pip install` the checkout offline.
-# A whole-suite run lints first (scripts/lint.sh: ruff and mypy) and stops on any finding.
+# A whole-suite run lints first (scripts/lint.sh: ruff, mypy, lint-imports) and stops on any finding.
 #
 #   scripts/test.sh                       # lint, then everything, end-to-end suite included
 #   scripts/test.sh -m "not e2e"          # lint, then unit tests only
@@ -120,7 +120,7 @@ fi
 if [ "${TROVE_SKIP_LINT:-0}" = 1 ]; then
     say "lint skipped (TROVE_SKIP_LINT=1)"
 else
-    say "lint (ruff check ., mypy) ..."
+    say "lint (ruff check ., mypy, lint-imports) ..."
     lint_started=$(date +%s%N)
     TROVE_VENV="$VENV" bash "$ROOT/scripts/lint.sh" || {
         say "lint failed; fix the findings above (TROVE_SKIP_LINT=1 skips)"; exit 1; }
