@@ -150,7 +150,11 @@ def _response_cap(args: Mapping[str, Any], cap: int) -> int:
 
 
 def _coverage(ctx: ToolContext, raw: Any, verified_ids: set[int]) -> dict[str, Any] | None:
-    """Re-run the caller's bounded search here and test its complete result set against the selections."""
+    """Re-run the caller's bounded search here and test its complete result set against the selections.
+
+    This calls grep's core on purpose, not ``ctx.call("trove_grep")``: coverage needs every match up
+    to the limit and ``more`` meaning "there are more matches", where the tool's reply is a page fitted
+    under its response cap (results dropped for the cap also read as ``has_more``)."""
     if raw is None:
         return None
     if not isinstance(raw, Mapping) or not isinstance(raw.get("query"), str) or not raw["query"].strip():
