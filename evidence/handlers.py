@@ -171,7 +171,8 @@ def _coverage(ctx: ToolContext, raw: Any, verified_ids: set[int]) -> dict[str, A
         raise ToolError("coverage over the current session needs a bound session; use session_scope='all'")
     limit = whole_number(raw.get("max_candidates", MAX_CANDIDATES), "coverage.max_candidates", 1, MAX_CANDIDATES)
     req = GrepRequest(query=raw["query"][:500], limit=200, offset=0, sort="relevance", scope=scope,
-                      content_scope="history", current=current, session_id=session_id if scope == "session" else None)
+                      content_scope="history", current=current, session_id=session_id if scope == "session" else None,
+                      visible=ctx.visible)
     page = grep(ctx.runtime, req)
     ids = [int(r["store_id"]) for r in page.results if r.get("type") == "message"]
     search = {"query": req.query, "session_scope": scope, "session_id": req.session_id,
