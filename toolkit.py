@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from .store import SessionKey
 
 Complete = Callable[[list[dict[str, Any]], str, float, int], str]
+# How a tool reaches another: ``tools.dispatch`` injects its dict-returning core (toolkit never imports tools).
+Dispatcher = Callable[["ToolContext", str, Mapping[str, Any]], dict[str, Any]]
 
 # The bound of a context no dispatcher has narrowed; ``tools.dispatch`` sets each tool's own.
 DEFAULT_RESPONSE_CAP = 32000
@@ -134,6 +136,15 @@ class ToolContext:
     complete: Complete | None = None         # the host's auxiliary model, for model-backed tools
     response_cap: int = DEFAULT_RESPONSE_CAP  # this call's response bound in JSON characters
     visible: Visibility = EVERYTHING          # the sessions this call may read; ``tools.dispatch`` sets it
+    dispatcher: Dispatcher | None = None      # ``tools.dispatch`` sets it, so a handler can ``call`` another tool
+    calling: tuple[str, ...] = ()             # the tools running in this call, outermost first
+
+    def call(self, name: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        """Another tool's parsed reply, run through dispatch with its own checks and cap, the same
+        session, Visibility and runtime. Never raises: a refusal is the callee's ``{"error": ...}``."""
+        if self.dispatcher is None:
+            return {"error": f"{name} cannot be called here: this context was not made by tools.dispatch"}
+        return self.dispatcher(self, name, args)
 
     def ask_model(self, messages: list[dict[str, Any]], model: str = "", timeout_s: float = 60.0,
                   max_tokens: int = 2000) -> str:

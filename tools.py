@@ -3,7 +3,10 @@
 Handlers live in family modules (``retrieval.grep``, ``retrieval.sessions``,
 ``retrieval.expand``, ``retrieval.answer``, ``ops.handlers``) and return dicts. ``dispatch``
 is the one boundary for tool calls: it parses the arguments, runs the handler under its
-row's cap and always returns a JSON string, a bounded result or ``{"error": ...}``.
+row's cap and always returns a JSON string, a bounded result or ``{"error": ...}``. A handler
+reaches another tool through the same boundary, ``ctx.call(name, args)`` (``call_tool``); there
+an argument the callee does not take is refused, not ignored, and a tool already running in
+that call is refused, so calls never recurse.
 """
 from __future__ import annotations
 
@@ -87,23 +90,43 @@ TOOL_SCHEMAS: tuple[Mapping[str, Any], ...] = tuple(t.schema for t in TOOLS)
 
 def dispatch(ctx: ToolContext, name: str, args: Any) -> str:
     """Run one tool call; always a JSON string, never an exception."""
+    return _reply(*_run(ctx, name, args))
+
+
+def call_tool(ctx: ToolContext, name: str, args: Mapping[str, Any]) -> dict[str, Any]:
+    """``ToolContext.call``: one tool calling another through the same boundary, its reply as a dict."""
+    reply = json.loads(dispatch(ctx, name, args))
+    return reply if isinstance(reply, dict) else {"error": f"{name} replied with {type(reply).__name__}"}
+
+
+def _run(ctx: ToolContext, name: str, args: Any) -> tuple[dict[str, Any], int]:
+    """The payload of one call (a result or ``{"error": ...}``) and the cap its reply is bound to."""
     tool = TOOLS_BY_NAME.get(name) if isinstance(name, str) else None
     if tool is None:
-        return _reply({"error": f"unknown tool {echo(name, 80)}; available: {', '.join(TOOLS_BY_NAME)}"},
-                      DEFAULT_RESPONSE_CAP)
+        known = ", ".join(TOOLS_BY_NAME)
+        return {"error": f"unknown tool {echo(name, 80)}; available: {known}"}, DEFAULT_RESPONSE_CAP
+    if name in ctx.calling:
+        chain = " -> ".join((*ctx.calling, name))
+        return {"error": f"{name} is already running in this call ({chain}); a tool cannot call itself"}, \
+            tool.response_cap
     try:
         parsed = parse_args(args)
-        visible = ctx.runtime.visibility(ctx.session)  # once per call: every read below filters on it
-        payload = tool.handler(replace(ctx, response_cap=tool.response_cap, visible=visible), parsed)
         ignored = sorted(str(k) for k in parsed if k not in tool.parameters)
+        if ignored and ctx.calling:  # a tool calling a tool must not take an ignored filter for an applied one
+            raise ToolError(f"{name} does not take {', '.join(ignored)}")
+        # once per outermost call: every read below filters on it, and a called tool keeps the caller's
+        visible = ctx.visible if ctx.calling else ctx.runtime.visibility(ctx.session)
+        inner = replace(ctx, response_cap=tool.response_cap, visible=visible, dispatcher=call_tool,
+                        calling=(*ctx.calling, name))
+        payload = tool.handler(inner, parsed)
         if ignored:
             payload["ignored_arguments"] = ignored
-        return _reply(payload, tool.response_cap)
+        return payload, tool.response_cap
     except ToolError as exc:
-        return _reply({"error": str(exc)}, tool.response_cap)
+        return {"error": str(exc)}, tool.response_cap
     except Exception as exc:  # a defect must still answer the model, not crash the turn
         log.exception("trove: tool %s failed", name)
-        return _reply({"error": f"{name} failed: {type(exc).__name__}: {str(exc)[:500]}"}, tool.response_cap)
+        return {"error": f"{name} failed: {type(exc).__name__}: {str(exc)[:500]}"}, tool.response_cap
 
 
 def _reply(payload: dict[str, Any], cap: int) -> str:

@@ -150,7 +150,11 @@ def _response_cap(args: Mapping[str, Any], cap: int) -> int:
 
 
 def _coverage(ctx: ToolContext, raw: Any, verified_ids: set[int]) -> dict[str, Any] | None:
-    """Re-run the caller's bounded search here and test its complete result set against the selections."""
+    """Re-run the caller's bounded search here and test its complete result set against the selections.
+
+    This calls grep's core on purpose, not ``ctx.call("trove_grep")``: coverage needs every match up
+    to the limit and ``more`` meaning "there are more matches", where the tool's reply is a page fitted
+    under its response cap (results dropped for the cap also read as ``has_more``)."""
     if raw is None:
         return None
     if not isinstance(raw, Mapping) or not isinstance(raw.get("query"), str) or not raw["query"].strip():
@@ -167,7 +171,8 @@ def _coverage(ctx: ToolContext, raw: Any, verified_ids: set[int]) -> dict[str, A
         raise ToolError("coverage over the current session needs a bound session; use session_scope='all'")
     limit = whole_number(raw.get("max_candidates", MAX_CANDIDATES), "coverage.max_candidates", 1, MAX_CANDIDATES)
     req = GrepRequest(query=raw["query"][:500], limit=200, offset=0, sort="relevance", scope=scope,
-                      content_scope="history", current=current, session_id=session_id if scope == "session" else None)
+                      content_scope="history", current=current, session_id=session_id if scope == "session" else None,
+                      visible=ctx.visible)
     page = grep(ctx.runtime, req)
     ids = [int(r["store_id"]) for r in page.results if r.get("type") == "message"]
     search = {"query": req.query, "session_scope": scope, "session_id": req.session_id,

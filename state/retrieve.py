@@ -2,10 +2,11 @@
 
 An episode is a small state machine persisted in ``retrieval_episodes`` (its steps in
 ``retrieval_events``): ``start`` opens it with the question, what is asked (``identity``) and
-typed evidence slots; at most three ``search`` steps call an existing retrieval tool's handler
-(recall, grep, recent, query_state) and record every exact ref those results contain, verified
-against the stored row; ``finish`` accepts only refs observed in those steps (optionally
-computing through ``trove_compute``) and stores the evidence view; ``abandon`` closes it.
+typed evidence slots; at most three ``search`` steps call an existing retrieval tool through
+dispatch (``ctx.call``: recall, grep, recent, query_state, each under its own checks and cap)
+and record every exact ref those results contain, verified against the stored row; ``finish``
+accepts only refs observed in those steps (optionally computing through ``trove_compute``,
+called the same way) and stores the evidence view; ``abandon`` closes it.
 Any other move is refused. Off unless ``TROVE_ADAPTIVE_RETRIEVAL_ENABLED``. Never writes prose.
 """
 from __future__ import annotations
@@ -13,24 +14,16 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable, Mapping
-from dataclasses import replace
+from collections.abc import Mapping
 from typing import Any
 
-from .. import schemas, tokens
-from ..evidence.handlers import trove_compute
+from .. import tokens
 from ..evidence.refs import RefError, make_ref, parse_claim
-from ..retrieval.grep import trove_grep
-from ..retrieval.recall import trove_recall
-from ..temporal.recent import trove_recent
 from ..toolkit import ToolContext, ToolError, current_session, question_date_arg, str_arg
 from .assertion_store import AssertionStore
-from .query import trove_query_state
 
-# What each searchable tool accepts, read from its schema (the tool table imports this module).
-_SEARCH_PARAMETERS: dict[str, frozenset[str]] = {
-    schema["name"]: frozenset(schema["parameters"]["properties"])
-    for schema in (schemas.TROVE_GREP, schemas.TROVE_RECALL, schemas.TROVE_RECENT, schemas.TROVE_QUERY_STATE)}
+# The tools a search step may call, each through dispatch with its own argument checks and cap.
+SEARCH_TOOLS = ("trove_recall", "trove_grep", "trove_recent", "trove_query_state")
 
 MAX_ROUNDS = 3
 MAX_CANDIDATES = 40
@@ -41,7 +34,6 @@ MAX_LIVE_EPISODES = 32
 MAX_QUESTION = 4096
 MAX_TOOL_ARGS = 2048
 MAX_SLOTS = 12
-SEARCH_CAP = 16000  # the called tool's own response bound inside a search step
 INTENTS = ("lookup", "current_state", "history", "count", "sum", "difference", "order", "date", "list", "compare",
            "other")
 ARGS = {"start": {"action", "question", "question_date", "identity", "requirements"},
@@ -55,11 +47,6 @@ IDENTITY_KEYS = {"intent_type", "operation", "subject_key", "predicate_key", "ro
 # action -> the states it may start from; everything else is an illegal transition
 TRANSITIONS = {"search": ("open",), "finish": ("open",), "abandon": ("open",),
                "status": ("open", "finished", "abandoned")}
-
-
-def _tools() -> dict[str, Callable[[ToolContext, Mapping[str, Any]], dict[str, Any]]]:
-    return {"trove_recall": trove_recall, "trove_grep": trove_grep, "trove_recent": trove_recent,
-            "trove_query_state": trove_query_state}
 
 
 def disabled() -> dict[str, Any]:
@@ -156,20 +143,13 @@ def _search(ctx: ToolContext, store: AssertionStore, episode: dict[str, Any],
     slot = args.get("missing_slot")
     if slot not in {s["slot_id"] for s in episode["requirements"]}:
         raise ToolError("missing_slot must be one of the episode's slot ids")
-    tools = _tools()
     name = args.get("tool")
-    if name not in tools:
-        raise ToolError(f"tool must be one of {', '.join(tools)}")
+    if name not in SEARCH_TOOLS:
+        raise ToolError(f"tool must be one of {', '.join(SEARCH_TOOLS)}")
     tool_args = args.get("tool_args") or {}
     if not isinstance(tool_args, Mapping) or len(json.dumps(tool_args, default=str)) > MAX_TOOL_ARGS:
         raise ToolError(f"tool_args must be an object of at most {MAX_TOOL_ARGS} characters of JSON")
-    unknown = sorted(set(tool_args) - _SEARCH_PARAMETERS[name])
-    if unknown:
-        raise ToolError(f"{name} does not take {', '.join(unknown)}")
-    try:
-        result = tools[name](replace(ctx, response_cap=SEARCH_CAP), dict(tool_args))
-    except ToolError as exc:
-        raise ToolError(f"{name} refused its arguments: {exc}") from None
+    result = _called(ctx, name, tool_args)
     observed = list(episode["observed"])
     added, skipped = _observe(ctx, result, observed, str(slot))
     trace = {"tool": name, "slot": slot, "tool_args": dict(tool_args), "refs_added": [o["ref"] for o in added],
@@ -180,6 +160,15 @@ def _search(ctx: ToolContext, store: AssertionStore, episode: dict[str, Any],
             "observed": added, "refs_skipped_for_limits": skipped, "limits": _limits(rounds, observed),
             "tool_result_status": result.get("status") or ("error" if "error" in result else "ok"),
             "tool_note": result.get("note") or result.get("reason")}
+
+
+def _called(ctx: ToolContext, name: str, tool_args: Mapping[str, Any]) -> dict[str, Any]:
+    """The searched tool's reply; its refusal (an argument it does not take included) refuses this
+    step, which then uses no round."""
+    result = ctx.call(name, dict(tool_args))
+    if "error" in result:
+        raise ToolError(f"{name} refused its arguments: {result['error']}")
+    return result
 
 
 def _observe(ctx: ToolContext, result: Any, observed: list[dict[str, Any]], slot: str) -> tuple[list[dict], int]:
@@ -289,7 +278,10 @@ def _compute(ctx: ToolContext, episode: dict[str, Any], comp: Any, by_ref: dict[
     for k in ("candidate_answer", "operation"):
         if comp.get(k) is not None:
             call[k] = comp[k]
-    return trove_compute(ctx, call)
+    result = ctx.call("trove_compute", call)
+    if "error" in result:
+        raise ToolError(str(result["error"]))
+    return result
 
 
 def _view(episode: dict[str, Any], store: AssertionStore) -> dict[str, Any]:

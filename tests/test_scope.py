@@ -9,6 +9,7 @@ import pytest
 from conftest import assistant, make_config, no_model, user
 
 from hermes_trove.engine import TroveEngine
+from hermes_trove.evidence.refs import make_ref
 from hermes_trove.runtime import build_runtime
 from hermes_trove.scope import Visibility, scope_for
 from hermes_trove.tools import dispatch
@@ -251,3 +252,18 @@ def test_operator_views_from_another_scope_name_sessions_but_show_no_stored_text
         name, result = command.run(runtime, words, session_id="a1")
         shown = command.render(name, result, prefix="hermes trove")
         assert "a1" in shown and "4471" not in shown and "locker" not in shown, words
+
+
+def test_a_coverage_rerun_counts_only_rows_the_caller_may_read(world):
+    runtime, a, _, b = world()
+    own = [r for r in runtime.store.get_many(range(1, 50)) if r.session_id == "b1"][0]
+    ref = make_ref(own, 0, 5).to_dict()
+    proposal = {"version": "evidence-selector-v1", "operation": "count_distinct",
+                "selections": [{"claim_id": "a", "facet": "hello", "exact_ref": ref}]}
+    out = call(b, "trove_compile_evidence", question="locker code?", proposal=proposal,
+               coverage={"query": "locker", "session_scope": "all"})
+    assert out["coverage"]["candidates"] == 0, out  # A's rows are neither B's candidates nor named to B
+    assert out["coverage"]["uncovered_store_ids"] == [] and SECRET not in texts(out)
+    mine = call(a, "trove_compile_evidence", question="locker code?", proposal=proposal,
+                coverage={"query": "locker", "session_scope": "all"})
+    assert mine["coverage"]["candidates"] >= 1, mine

@@ -4,11 +4,12 @@ block, fenced so it never enters the store as user content."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from conftest import make_config, make_engine
 
-from hermes_trove import hooks
+from hermes_trove import hooks, tools
 from hermes_trove.ingest import EVIDENCE_CLOSE, EVIDENCE_OPEN, is_synthetic
 from hermes_trove.runtime import build_runtime
 from hermes_trove.state import retrieve
@@ -180,3 +181,79 @@ def test_a_search_refuses_arguments_the_called_tool_does_not_take(runtime):
                tool_args={"query": "Lisbon", "pattern": "x"})["error"]
     assert "trove_grep does not take pattern" in err
     assert call(runtime, action="status", retrieval_id=rid)["limits"]["rounds_used"] == 0  # a refused step is free
+
+
+# -- a search step reaches its tool through dispatch (ToolContext.call) ------------------------
+def _patch(monkeypatch, name, handler):
+    monkeypatch.setitem(tools.TOOLS_BY_NAME, name, replace(tools.TOOLS_BY_NAME[name], handler=handler))
+
+
+def test_a_search_step_gets_the_called_tools_own_argument_checks(runtime):
+    rid = call(runtime, **START)["retrieval_id"]
+    err = call(runtime, action="search", retrieval_id=rid, missing_slot="city", tool="trove_grep",
+               tool_args={"query": "Lisbon", "session_scope": "all", "limit": 0})["error"]
+    assert err.startswith("trove_grep refused its arguments: limit must be an integer from 1"), err
+    assert call(runtime, action="status", retrieval_id=rid)["limits"]["rounds_used"] == 0
+
+
+def test_the_called_tool_runs_under_its_own_cap_with_the_callers_session_and_scope(runtime, monkeypatch):
+    seen = []
+
+    def spy(ctx, args):
+        seen.append(ctx)
+        return {"results": []}
+
+    _patch(monkeypatch, "trove_grep", spy)
+    key = SessionKey("s1")
+    rid = json.loads(dispatch(ToolContext(runtime=runtime, session=key), "trove_retrieve", START))["retrieval_id"]
+    out = json.loads(dispatch(ToolContext(runtime=runtime, session=key), "trove_retrieve",
+                              {"action": "search", "retrieval_id": rid, "missing_slot": "city", "tool": "trove_grep",
+                               "tool_args": {"query": "Lisbon"}}))
+    assert out["round"] == 1, out
+    inner = seen[0]
+    assert inner.response_cap == tools.TOOLS_BY_NAME["trove_grep"].response_cap
+    assert inner.calling == ("trove_retrieve", "trove_grep")
+    assert inner.session == key and inner.runtime is runtime and inner.visible == runtime.visibility(key)
+
+
+def test_a_tool_calling_itself_is_refused_without_recursing(runtime, monkeypatch):
+    replies = []
+
+    def loop(ctx, args):
+        replies.append(ctx.call("trove_retrieve", {"action": "status", "retrieval_id": "ret_x"}))
+        replies.append(ctx.call("trove_grep", {"query": "Lisbon", "session_scope": "all"}))
+        return {"results": []}
+
+    _patch(monkeypatch, "trove_grep", loop)
+    rid = call(runtime, **START)["retrieval_id"]
+    call(runtime, action="search", retrieval_id=rid, missing_slot="city", tool="trove_grep",
+         tool_args={"query": "Lisbon", "session_scope": "all"})
+    assert "trove_retrieve is already running in this call (trove_retrieve -> trove_grep -> trove_retrieve)" \
+        in replies[0]["error"]
+    assert "trove_grep is already running" in replies[1]["error"]
+
+
+def test_a_called_tools_failure_comes_back_as_an_error_never_a_raise(runtime, monkeypatch):
+    def boom(ctx, args):
+        raise RuntimeError("search broke")
+
+    _patch(monkeypatch, "trove_grep", boom)
+    rid = call(runtime, **START)["retrieval_id"]
+    err = call(runtime, action="search", retrieval_id=rid, missing_slot="city", tool="trove_grep",
+               tool_args={"query": "Lisbon", "session_scope": "all"})["error"]
+    assert err == "trove_grep refused its arguments: trove_grep failed: RuntimeError: search broke"
+    assert call(runtime, action="status", retrieval_id=rid)["limits"]["rounds_used"] == 0
+    assert "not made by tools.dispatch" in ToolContext(runtime=runtime).call("trove_grep", {"query": "x"})["error"]
+    assert "unknown tool" in tools.call_tool(ToolContext(runtime=runtime), "trove_nope", {})["error"]
+
+
+def test_finish_computes_through_dispatch_and_a_refusal_leaves_the_episode_open(runtime):
+    rid = call(runtime, **dict(START, identity={"intent_type": "count"}))["retrieval_id"]
+    out = call(runtime, action="search", retrieval_id=rid, missing_slot="city", tool="trove_grep",
+               tool_args={"query": "KX1", "session_scope": "all"})
+    refs = [o["ref"] for o in out["observed"][:2]]
+    ops = [{"ref": r, "key": f"k{i}"} for i, r in enumerate(refs)]
+    err = call(runtime, action="finish", retrieval_id=rid, selected_refs=refs,
+               computation={"operands": ops, "operation": "no_such_operation"})["error"]
+    assert err.startswith("operation must be one of"), err  # trove_compute's own check, its own words
+    assert call(runtime, action="status", retrieval_id=rid)["status"] == "open"
