@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 from . import backups
-from .compaction.summarize import host_complete
 from .config import database_path, load_config
 from .db import probe_path
+from .models import host_complete
 from .ops import dag_view, doctor, hygiene, maintenance, rotate, status
 from .runtime import build_runtime
 from .temporal import rollups as temporal_rollups

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from . import tokens
+from .models import Complete
 from .refs import MAX_QUOTE_CHARS, make_ref, shorthand
 from .scope import EVERYTHING, Visibility
 
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from .runtime import Runtime
     from .store import SessionKey
 
-Complete = Callable[[list[dict[str, Any]], str, float, int], str]
 # How a tool reaches another: ``tools.dispatch`` injects its dict-returning core (toolkit never imports tools).
 Dispatcher = Callable[["ToolContext", str, Mapping[str, Any]], dict[str, Any]]
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import leases
 from ..background import PassScheduler
-from ..compaction.summarize import Complete
+from ..models import Complete
 from .assertion_store import AssertionStore, BatchLog
 from .contract import VERSION, parse_answer, render_prompt
 
