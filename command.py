@@ -17,10 +17,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .compaction.summarize import host_complete
+from . import backups
 from .config import database_path, load_config
 from .db import probe_path
-from .ops import backups, dag_view, doctor, hygiene, maintenance, rotate, status
+from .models import host_complete
+from .ops import dag_view, doctor, hygiene, maintenance, rotate, status
 from .runtime import build_runtime
 from .temporal import rollups as temporal_rollups
 from .toolkit import iso

@@ -23,11 +23,12 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from .compaction.compactor import CompactionLimits, Compactor
 from .compaction.policy import trim_head_tail
-from .compaction.summarize import Complete, Summarizer, host_complete
+from .compaction.summarize import Summarizer
 from .config import reserve_floor_cap
 from .filters import host_side_agent
 from .hostbase import ContextEngine
 from .ingest import is_synthetic
+from .models import Complete, host_complete
 from .ops.maintenance import gc_empty_lifecycle
 from .runtime import Runtime, build_runtime
 from .scope import scope_for

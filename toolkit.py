@@ -16,14 +16,14 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from . import tokens
-from .evidence.refs import MAX_QUOTE_CHARS, make_ref, shorthand
+from .models import Complete
+from .refs import MAX_QUOTE_CHARS, make_ref, shorthand
 from .scope import EVERYTHING, Visibility
 
 if TYPE_CHECKING:
     from .runtime import Runtime
     from .store import SessionKey
 
-Complete = Callable[[list[dict[str, Any]], str, float, int], str]
 # How a tool reaches another: ``tools.dispatch`` injects its dict-returning core (toolkit never imports tools).
 Dispatcher = Callable[["ToolContext", str, Mapping[str, Any]], dict[str, Any]]
 
@@ -500,7 +500,7 @@ def message_item(row: Any, current_session: str | None, *, offset: int = 0, max_
 
 
 def full_exact_ref(row: Any, start: int, end: int) -> dict[str, Any]:
-    """``exact_ref_full``: the ref object of a returned slice (evidence/refs.py), or why there is none."""
+    """``exact_ref_full``: the ref object of a returned slice (refs.py), or why there is none."""
     if end - start > MAX_QUOTE_CHARS:
         return {"exact_ref_full": None, "exact_ref_note": f"slice longer than {MAX_QUOTE_CHARS} characters is not "
                 "citable; read a smaller page (max_tokens / max_content_chars) for a full ref"}

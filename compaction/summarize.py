@@ -8,8 +8,6 @@ The breaker state is per process and shared by every engine copy.
 """
 from __future__ import annotations
 
-import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -18,14 +16,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from .. import tokens
+from ..models import Complete, clean_output
 
 if TYPE_CHECKING:
     from ..config import TroveConfig
-
-log = logging.getLogger("hermes_trove.summarize")
-
-# A completion function: (messages, model, timeout_s, max_tokens) -> text. Raises on failure.
-Complete = Callable[[list[dict[str, Any]], str, float, int], str]
 
 DEPTH_GUIDANCE = {
     0: ("Keep every decision and its reason, constraints, facts the user stated, names, identifiers, "
@@ -35,8 +29,6 @@ DEPTH_GUIDANCE = {
     2: ("Write a durable record: decisions still in force, finished milestones with dates, standing facts "
         "about the user and the project, unresolved work. Drop process detail."),
 }
-_REASONING = re.compile(r"<(think|thinking|reasoning|thought)>.*?</\1>", re.S | re.I)
-_OPEN_REASONING = re.compile(r"<(think|thinking|reasoning|thought)>", re.I)
 DATES = ("Messages are dated (UTC). Write every date as an absolute calendar date, e.g. 'on 7 May 2023', "
          "resolving words like 'yesterday' or 'last week' against the date of the message that used them.")
 MIN_MODEL_INPUT_TOKENS = 300  # smaller inputs are shortened deterministically; a model call cannot pay off
@@ -117,14 +109,6 @@ def build_prompt(text: str, depth: int, budget: int, *, aggressive: bool = False
         parts.append(custom.strip())
     parts.append("<record>\n" + text + "\n</record>")
     return "\n\n".join(parts)
-
-
-def clean_output(text: str) -> str | None:
-    """Strip closed reasoning blocks; reject output that is only (or unfinished) reasoning."""
-    text = _REASONING.sub("", text or "").strip()
-    if not text or _OPEN_REASONING.search(text):
-        return None
-    return text
 
 
 def truncate_deterministic(text: str, max_tokens: int) -> str:
@@ -209,31 +193,6 @@ class Summarizer:
         limit = max(16, min(int(cfg.l3_truncate_tokens), budget, max(16, source_tokens - 1)))
         out = truncate_deterministic(text, limit)
         return SummaryResult(out, "deterministic", "", tokens.count(out), calls, input_tokens, tuple(errors))
-
-
-def host_complete(runtime_info: Callable[[], dict[str, Any]], plugin_llm: Any = None,
-                  task: str = "compression") -> Complete | None:
-    """A completion function over the host's auxiliary client (or ``ctx.llm``); None offline."""
-    try:
-        from agent.auxiliary_client import call_llm, extract_content_or_reasoning
-    except ImportError:  # no Hermes host in this process: ctx.llm or no model at all
-        log.debug("trove: host auxiliary client not importable")
-        call_llm = None
-    if call_llm is None and plugin_llm is None:
-        return None
-
-    def complete(messages: list[dict[str, Any]], model: str, timeout_s: float, max_tokens: int) -> str:
-        if call_llm is not None:
-            kwargs: dict[str, Any] = {"task": task, "main_runtime": runtime_info(), "messages": messages,
-                                      "timeout": timeout_s, "max_tokens": max_tokens}
-            if model:
-                kwargs["model"] = model
-            resp = call_llm(**kwargs)
-            return extract_content_or_reasoning(resp)
-        res = plugin_llm.complete(messages, timeout=timeout_s, max_tokens=max_tokens, purpose="trove-summary")
-        return str(getattr(res, "text", "") or "")
-
-    return complete
 
 
 def _dated(value: Any) -> datetime | None:

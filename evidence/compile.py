@@ -14,11 +14,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..refs import RefClaim, RefError, parse_claim, verify
 from ..rows import MessageRow
 from .compute import AGGREGATES, ComputeRequest, compute
 from .grounding import GroundingError, OperandSpec, ground, norm_key
 from .planner import OPERATIONS
-from .refs import RefClaim, RefError, parse_claim, verify
 
 MAX_SELECTIONS = 50
 MAX_FACETS = 12

@@ -14,10 +14,10 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from ..refs import ExactRef, RefClaim, RefError, content_sha256, iso, parse_claim, shorthand, verify
 from ..rows import MessageRow
 from ..temporal.occurrence import resolve_occurrences
 from ..toolkit import clamped_number
-from .refs import ExactRef, RefClaim, RefError, content_sha256, iso, parse_claim, shorthand, verify
 
 MAX_BASELINE = 50
 PACK_CAP = 64000

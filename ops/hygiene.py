@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..backups import take_backup
 from . import queries
-from .backups import take_backup
 from .queries import Footprint
 
 if TYPE_CHECKING:

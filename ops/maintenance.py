@@ -2,7 +2,7 @@
 
 Plans and reports only: the statements they run are ``db``'s schema and FTS primitives and
 ``store``'s session-row methods. Checks are read-only; repair takes a backup first
-(``backups.py``) and works in one short transaction. Session-level clean-up lives in
+(the root ``backups.py``) and works in one short transaction. Session-level clean-up lives in
 ``hygiene.py`` and rotate in ``rotate.py``.
 """
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..backups import take_backup
 from ..dag import SummaryDAG
 from ..db import (
     SchemaObjects,
@@ -33,7 +34,6 @@ from ..migrations import FTS_TABLES
 from ..payloads.sidecar import clean_stale_temp
 from ..store import count_empty_sessions
 from . import background_health
-from .backups import take_backup
 
 if TYPE_CHECKING:
     from ..runtime import Runtime

@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..backups import backup_dir, backup_to
 from . import queries
-from .backups import backup_dir, backup_to
 
 if TYPE_CHECKING:
     from ..runtime import Runtime

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import tokens
-from ..compaction.summarize import clean_output
+from ..models import clean_output
 from ..toolkit import (
     ToolContext,
     chars_within,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..evidence.refs import make_ref
+from ..refs import make_ref
 from ..temporal.occurrence import occurrences_for
 from ..toolkit import iso
 from .query import rough_stem

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import leases
 from ..background import PassScheduler
-from ..compaction.summarize import Complete
+from ..models import Complete
 from .assertion_store import AssertionStore, BatchLog
 from .contract import VERSION, parse_answer, render_prompt
 
@@ -200,7 +200,7 @@ def drop(runtime: Runtime, *, apply: bool) -> dict[str, Any]:
     if runtime.config.assertions_enabled or runtime.config.adaptive_retrieval_enabled:
         return {"status": "refused", "reason": "turn TROVE_ASSERTIONS_ENABLED and TROVE_ADAPTIVE_RETRIEVAL_ENABLED"
                                                " off first, or the next turn creates the tables again"}
-    from ..ops.backups import take_backup
+    from ..backups import take_backup
 
     backup = take_backup(runtime)
     return {"status": "ok", "dropped": store.drop(), "backup": vars(backup)}

@@ -14,8 +14,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..evidence.grounding import ASSERTIONS_DISABLED, OperandSpec, norm_key
-from ..evidence.refs import RefClaim
 from ..evidence.units import parse_number, quantities
+from ..refs import RefClaim
 from .assertion_store import AssertionRow, AssertionStore
 
 if TYPE_CHECKING:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from ..evidence.refs import iso, make_ref, shorthand
 from ..ingest import EVIDENCE_CLOSE, EVIDENCE_OPEN
+from ..refs import iso, make_ref, shorthand
 from ..rows import SessionKey
 from ..scope import EVERYTHING, Visibility
 

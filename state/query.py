@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from ..evidence.refs import shorthand
+from ..refs import shorthand
 from ..toolkit import ToolContext, ToolError, fit_items, int_arg, iso, parse_time, str_arg
 from .assertion_store import AssertionRow, AssertionStore
 from .contract import KINDS, key, predicate

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import tokens
-from ..evidence.refs import RefError, make_ref, parse_claim
+from ..refs import RefError, make_ref, parse_claim
 from ..toolkit import ToolContext, ToolError, current_session, question_date_arg, str_arg
 from .assertion_store import AssertionStore
 

@@ -24,12 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from .. import leases, tokens
 from ..background import PassScheduler
-from ..compaction.summarize import (
-    MIN_MODEL_INPUT_TOKENS,
-    Complete,
-    Summarizer,
-    truncate_deterministic,
-)
+from ..compaction.summarize import MIN_MODEL_INPUT_TOKENS, Summarizer, truncate_deterministic
+from ..models import Complete
 from ..scope import Visibility
 from . import queries
 from . import rollup_plan as plan

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import pytest
 from conftest import make_engine, user
 
-from hermes_trove.evidence.refs import make_ref
 from hermes_trove.filters import SessionFilters
+from hermes_trove.refs import make_ref
 from hermes_trove.store import SessionKey
 from hermes_trove.toolkit import ToolContext
 from hermes_trove.tools import dispatch

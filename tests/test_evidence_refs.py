@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from conftest import user
 
-from hermes_trove.evidence.refs import RefError, content_sha256, make_ref, parse_claim, verify
+from hermes_trove.refs import RefError, content_sha256, make_ref, parse_claim, verify
 from hermes_trove.store import SessionKey
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from conftest import assistant, make_config, user
 
-from hermes_trove.ops import backups, maintenance
+from hermes_trove import backups
+from hermes_trove.ops import maintenance
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 from conftest import make_config, make_engine
 
-from hermes_trove.evidence.refs import parse_claim, verify
+from hermes_trove.refs import parse_claim, verify
 from hermes_trove.retrieval import recall_search
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey

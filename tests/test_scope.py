@@ -9,7 +9,7 @@ import pytest
 from conftest import assistant, make_config, no_model, user
 
 from hermes_trove.engine import TroveEngine
-from hermes_trove.evidence.refs import make_ref
+from hermes_trove.refs import make_ref
 from hermes_trove.runtime import build_runtime
 from hermes_trove.scope import Visibility, scope_for
 from hermes_trove.tools import dispatch

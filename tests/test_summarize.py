@@ -10,11 +10,10 @@ from hermes_trove.compaction.summarize import (
     MIN_MODEL_INPUT_TOKENS,
     TRUNCATION_MARKER,
     Summarizer,
-    clean_output,
     expand_hint,
-    host_complete,
     truncate_deterministic,
 )
+from hermes_trove.models import clean_output, host_complete
 
 RECORD = "\n".join(f"[USER]: step {i}: ran make test in src/pkg_{i}, saw error E{i} and fixed it" for i in range(120))
 

@@ -19,7 +19,7 @@ import pytest
 from conftest import make_config, make_engine
 
 from hermes_trove import schemas
-from hermes_trove.evidence.refs import make_ref
+from hermes_trove.refs import make_ref
 from hermes_trove.runtime import build_runtime
 from hermes_trove.state import contract
 from hermes_trove.state.assertion_store import AssertionStore

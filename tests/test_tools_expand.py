@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 from conftest import assistant, tool_call, tool_result, user
 
-from hermes_trove.compaction.summarize import host_complete
 from hermes_trove.engine import TroveEngine
+from hermes_trove.models import host_complete
 from hermes_trove.store import SessionKey
 from hermes_trove.tools import dispatch
 

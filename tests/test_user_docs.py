@@ -109,8 +109,8 @@ def test_security_names_real_locations_and_settings():
     for name in set(re.findall(r"`(TROVE_[A-Z0-9_]+)`", text)):
         assert name in ENV_NAMES, name
     cfg = load_config({}, hermes_home="/h")
+    from hermes_trove.backups import backup_dir
     from hermes_trove.config import database_path, payload_dir
-    from hermes_trove.ops.backups import backup_dir
 
     assert database_path(cfg).name in text and payload_dir(cfg).name + "/" in text
     assert "/".join(backup_dir(cfg).parts[-2:]) + "/" in text

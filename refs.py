@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from ..rows import MessageRow
+from .rows import MessageRow
 
 SHORTHAND = re.compile(r"trove:(\d{1,18}):(\d{1,12})-(\d{1,12})")
 MAX_QUOTE_CHARS = 20000

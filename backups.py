@@ -2,21 +2,33 @@
 
 Every copy goes through ``db.backup_file`` (SQLite's online backup API), so it is one
 consistent snapshot while other processes write, checked before it is renamed into place.
-Hygiene, rotate, FTS repair and ``/trove backup`` all take their backups here.
+Hygiene, rotate, FTS repair and ``/trove backup`` all take their backups here, and state's
+drop of its assertion tables. It sits in the kernel beside ``db``: it takes anything
+holding the config and the database (a ``Runtime``), so it names nothing above it.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from ..config import database_path
-from ..db import backup_file
+from .config import database_path
+from .db import backup_file
 
 if TYPE_CHECKING:
-    from ..config import TroveConfig
-    from ..runtime import Runtime
+    from .config import TroveConfig
+    from .db import Database
+
+
+class Runtime(Protocol):
+    """What a backup needs from the runtime: its config and its database."""
+
+    @property
+    def config(self) -> TroveConfig: ...
+
+    @property
+    def db(self) -> Database: ...
 
 
 @dataclass(frozen=True)

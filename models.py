@@ -1,0 +1,55 @@
+"""Models: the completion vocabulary every model-backed family shares.
+
+``Complete`` is the completion callable's type, ``host_complete`` builds one over the host's
+auxiliary client (or ``ctx.llm``), and ``clean_output`` strips reasoning blocks from what a
+model returned and refuses output that is only reasoning. Summaries, rollups, state
+extraction, query expansion and answers all call models through these; none of it knows
+what the call is for beyond the host's task name.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger("hermes_trove.summarize")  # the name host_complete has always logged under
+
+# A completion function: (messages, model, timeout_s, max_tokens) -> text. Raises on failure.
+Complete = Callable[[list[dict[str, Any]], str, float, int], str]
+
+_REASONING = re.compile(r"<(think|thinking|reasoning|thought)>.*?</\1>", re.S | re.I)
+_OPEN_REASONING = re.compile(r"<(think|thinking|reasoning|thought)>", re.I)
+
+
+def clean_output(text: str) -> str | None:
+    """Strip closed reasoning blocks; reject output that is only (or unfinished) reasoning."""
+    text = _REASONING.sub("", text or "").strip()
+    if not text or _OPEN_REASONING.search(text):
+        return None
+    return text
+
+
+def host_complete(runtime_info: Callable[[], dict[str, Any]], plugin_llm: Any = None,
+                  task: str = "compression") -> Complete | None:
+    """A completion function over the host's auxiliary client (or ``ctx.llm``); None offline."""
+    try:
+        from agent.auxiliary_client import call_llm, extract_content_or_reasoning
+    except ImportError:  # no Hermes host in this process: ctx.llm or no model at all
+        log.debug("trove: host auxiliary client not importable")
+        call_llm = None
+    if call_llm is None and plugin_llm is None:
+        return None
+
+    def complete(messages: list[dict[str, Any]], model: str, timeout_s: float, max_tokens: int) -> str:
+        if call_llm is not None:
+            kwargs: dict[str, Any] = {"task": task, "main_runtime": runtime_info(), "messages": messages,
+                                      "timeout": timeout_s, "max_tokens": max_tokens}
+            if model:
+                kwargs["model"] = model
+            resp = call_llm(**kwargs)
+            return extract_content_or_reasoning(resp)
+        res = plugin_llm.complete(messages, timeout=timeout_s, max_tokens=max_tokens, purpose="trove-summary")
+        return str(getattr(res, "text", "") or "")
+
+    return complete
