@@ -87,12 +87,13 @@ def make_hooks(runtime: Runtime) -> dict[str, Callable[..., Any]]:
         """Store the turn (a failed ingest is retried on the next turn: the store is idempotent)."""
         session_id = str(kw.get("session_id") or "")
         history = kw.get("conversation_history")
-        if runtime.bound_sessions.get(session_id) != "active" or not isinstance(history, list) \
-                or host_side_agent(session_id, str(kw.get("platform") or "")):  # e.g. the review fork
-            return
         platform = str(kw.get("platform") or "")
-        if not runtime.store_usable(SessionKey(session_id, "", platform)):
-            runtime.unstored.hold(SessionKey(session_id, "", platform), history)  # written on recovery
+        if runtime.bound_sessions.get(session_id) != "active" or not isinstance(history, list) \
+                or host_side_agent(session_id, platform):  # e.g. the review fork
+            return
+        pending = SessionKey(session_id, "", platform)  # what is held while the store takes no writes
+        if not runtime.store_usable(pending):
+            runtime.unstored.hold(pending, history)  # written on recovery
             return
         try:
             row = runtime.store.session(session_id)
@@ -105,7 +106,7 @@ def make_hooks(runtime: Runtime) -> dict[str, Callable[..., Any]]:
         except Exception as exc:
             if not runtime.store_failed(exc, "ingest"):
                 raise
-            runtime.unstored.hold(SessionKey(session_id, "", platform), history)
+            runtime.unstored.hold(pending, history)
             return
         if runtime.config.assertions_enabled:  # background extraction of the new turn (opt-in, leased)
             engine = runtime.foreground_engine()

@@ -131,9 +131,9 @@ class Unstored:
         """Add what ``messages`` holds past the held copy of ``key``'s session; returns how many."""
         if not key.session_id:
             return 0
-        raw = [dict(m) for m in messages if isinstance(m, dict) and not is_synthetic(m)]
+        raw = [m for m in messages if isinstance(m, dict) and not is_synthetic(m)]
         _, held = self.sessions.pop(key.session_id, (key, []))
-        new = raw[_new_from(raw, held):]
+        new = [dict(m) for m in raw[_new_from(raw, held):]]  # copy only what is new
         held.extend(new)
         self.sessions[key.session_id] = (key, held)  # most recently held last
         self._bound(held)
