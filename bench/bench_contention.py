@@ -2,14 +2,14 @@
 """Turn latency with several processes writing one trove.db, and where the time goes.
 
 Each writer process runs its own session through the host-loop simulator
-(``harness/simulate.py``: tool-heavy turns, compaction with an instant fake model when the
+(``bench/simulate.py``: tool-heavy turns, compaction with an instant fake model when the
 engine asks for it); a turn's time is the engine's own time, the model excluded. Inside it,
 each turn records the time spent waiting to start write transactions (cross-process lock waits), committing
 them (WAL appends; checkpoints and their fsyncs land here) and the rest (statements,
 Python). Prints p50/p95/max per writer count; figures on a shared machine are noisy.
 
-    python scripts/bench_contention.py                    # 1 and 8 writers, 120 turns each
-    python scripts/bench_contention.py --writers 1 4 8 --turns 200
+    python bench/bench_contention.py                    # 1 and 8 writers, 120 turns each
+    python bench/bench_contention.py --writers 1 4 8 --turns 200
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 import _bootstrap  # noqa: E402,F401
 
 
@@ -91,7 +91,7 @@ def worker(home: str, name: str, turns: int, start_at: float, context_length: in
     eng = TroveEngine(build_runtime(cfg), complete=fake_complete)
     eng.update_model("fake", context_length)
     eng.on_session_start(name, platform="cli", conversation_id=None)
-    from hermes_trove.harness.simulate import HostLoop, build_conversation
+    from simulate import HostLoop, build_conversation
 
     loop = HostLoop(eng)
     conversation = list(build_conversation(turns, seed=sum(map(ord, name))))

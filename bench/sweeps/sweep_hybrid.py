@@ -12,7 +12,7 @@ years old). The "full text" and "shipped" rows reproduce bench_recall's recall f
 hybrid figures (a check the capture is faithful). The vectors are the product's: each message
 chunk embedded with the two turns before it (``TROVE_EMBEDDING_CONTEXT_MESSAGES``).
 
-    python scripts/sweep_hybrid.py [--data ../shared/data/locomo-dev.json] [--json]
+    python bench/sweeps/sweep_hybrid.py [--data ../shared/data/locomo-dev.json] [--json]
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _locomo import DEFAULT_DATA, load_dev_split  # noqa: E402
 
 KS = (5, 10)

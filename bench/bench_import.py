@@ -8,9 +8,9 @@ imports each into a fresh target in a child process, reporting messages/second, 
 RSS of the importing process and of its forked source reader, and traced Python memory per
 size, so flat memory shows as the size grows.
 
-    python scripts/bench_import.py                    # 25k, 50k, 100k messages, 3 runs each
-    python scripts/bench_import.py --sizes 10000 --runs 1
-    python scripts/bench_import.py --breakdown 20000   # µs per message, stage by stage
+    python bench/bench_import.py                    # 25k, 50k, 100k messages, 3 runs each
+    python bench/bench_import.py --sizes 10000 --runs 1
+    python bench/bench_import.py --breakdown 20000   # µs per message, stage by stage
 """
 from __future__ import annotations
 
@@ -263,7 +263,7 @@ def breakdown(size: int) -> None:
 
 
 def child_setup() -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
     import _bootstrap  # noqa: F401  (this checkout is the hermes_trove package)
 
 
