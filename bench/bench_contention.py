@@ -33,12 +33,12 @@ def fake_complete(messages, model, timeout_s, max_tokens):
 
 
 def instrument() -> dict[str, float]:
-    """Wrap ``db.transaction`` and ``db._retry`` to time BEGIN IMMEDIATE and COMMIT per thread."""
+    """Wrap ``db.transaction`` and ``db.retry`` to time BEGIN IMMEDIATE and COMMIT per thread."""
     from hermes_trove import db as dbmod
 
     totals = {"begin_wait": 0.0, "commit": 0.0, "held": 0.0, "transactions": 0}
     phase = threading.local()
-    real_retry, real_transaction = dbmod._retry, dbmod.Database.transaction
+    real_retry, real_transaction = dbmod.retry, dbmod.Database.transaction
 
     def timed_retry(fn, attempts=5):
         start = time.perf_counter()
@@ -71,7 +71,7 @@ def instrument() -> dict[str, float]:
                 phase.next = None
         return cm()
 
-    dbmod._retry = timed_retry
+    dbmod.retry = timed_retry
     dbmod.Database.transaction = timed_transaction
     return totals
 

@@ -324,8 +324,8 @@ class _Probe:
         index = vector_index.VectorIndex
         self._patch(index, "refresh", self._timed("index_refresh_ms", index.refresh))
         self._patch(index, "search", self._timed("vector_search_ms", index.search))
-        self._patch(recall_search, "_fts_arm", self._timed("fts_arm_ms", recall_search._fts_arm))
-        self._patch(recall_search, "_summary_arm", self._timed("summary_arm_ms", recall_search._summary_arm))
+        self._patch(recall_search, "fts_arm", self._timed("fts_arm_ms", recall_search.fts_arm))
+        self._patch(recall_search, "summary_arm", self._timed("summary_arm_ms", recall_search.summary_arm))
         return self
 
     def __exit__(self, *exc: Any) -> None:

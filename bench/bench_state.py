@@ -172,11 +172,11 @@ def bench_preanswer(total: int, turns: int, tmp: str) -> dict:
            "whole_block": run(lambda text: preanswer.evidence_block(rt, text, "bench-now"))}
     lookup = getattr(preanswer, "assertion_lines", None)
     if lookup is not None:
-        out["assertion_lookup"] = run(lambda text: lookup(rt, preanswer._words(text)))
+        out["assertion_lookup"] = run(lambda text: lookup(rt, preanswer.query_words(text)))
         examined = []
         for text in asks[:30]:
             stats: dict = {}
-            lookup(rt, preanswer._words(text), stats)
+            lookup(rt, preanswer.query_words(text), stats)
             examined.append(stats.get("examined", 0))
         out["rows_examined_max"] = max(examined)
     return out
