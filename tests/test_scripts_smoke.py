@@ -275,6 +275,14 @@ def test_bench_bounds_prints_the_timings_the_tests_no_longer_assert(tmp_path):
     assert figure(r"^deadline trove_expand_query.* median\s+([\d.]+) ms", out) > 0
 
 
+def test_every_benchmark_has_a_smoke_test_and_a_row_in_the_bench_readme():
+    smoked = set(re.findall(r'run_script\("([\w/]+\.py)"', Path(__file__).read_text(encoding="utf-8")))
+    readme = (BENCH / "README.md").read_text(encoding="utf-8")
+    benches = {str(p.relative_to(BENCH)) for p in BENCH.rglob("*.py") if p.name.startswith(("bench_", "sweep_"))}
+    assert benches - smoked == set()
+    assert [name for name in benches if f"`{name}`" not in readme] == []
+
+
 # -- operator scripts ----------------------------------------------------------------
 
 
