@@ -221,13 +221,13 @@ def _reader(source: ClawSource | None, runtime: Runtime, namespace: str,
     """A child process converting the source (and preparing store rows) for the writing pass."""
     if source is None or not opts.reader_process or not pipe.available():
         return None
-    sessions = [(c.conversation_id, target_session(namespace, opts.agent, _session_of(c, opts.session_identity)))
+    sessions = [(c.conversation_id, target_session(namespace, opts.agent, session_of(c, opts.session_identity)))
                 for c in source.conversations()]
     return pipe.ForkedReader(str(source.path), sessions, runtime.store, opts.remaps, opts.busy_timeout_s,
                              opts.batch_size)
 
 
-def _session_of(conv: Conversation, identity: str) -> str:
+def session_of(conv: Conversation, identity: str) -> str:
     """The source session a conversation's messages belong to, before namespacing."""
     return (conv.session_key if identity == "session_key" else None) or conv.session_id \
         or f"conversation:{conv.conversation_id}"
@@ -236,7 +236,7 @@ def _session_of(conv: Conversation, identity: str) -> str:
 def _sqlite_units(source: ClawSource, identity: str,
                   reader: pipe.ForkedReader | None = None) -> Callable[[], Iterator[Unit]]:
     def unit(conv: Conversation) -> Unit:
-        session = _session_of(conv, identity)
+        session = session_of(conv, identity)
         messages = ((lambda: reader.messages(conv.conversation_id)) if reader is not None
                     else (lambda: source.messages(conv)))
         return Unit(label=f"conversation {conv.conversation_id}", session=session,

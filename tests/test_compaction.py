@@ -10,10 +10,10 @@ import textwrap
 
 import pytest
 from conftest import ROOT, assistant, make_config, make_engine, tool_call, tool_result, user
+from simulate import HostLoop, build_conversation
 
 from hermes_trove import tokens
 from hermes_trove.engine import TroveEngine
-from hermes_trove.harness.simulate import HostLoop, build_conversation
 from hermes_trove.runtime import build_runtime
 
 

@@ -6,10 +6,10 @@ import json
 
 import pytest
 from conftest import make_config, make_engine
+from simulate import HostLoop, build_conversation
 from test_compaction import fake_model
 
 from hermes_trove import command
-from hermes_trove.harness.simulate import HostLoop, build_conversation
 from hermes_trove.ops import dag_view
 from hermes_trove.runtime import build_runtime
 

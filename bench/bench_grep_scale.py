@@ -5,7 +5,7 @@ engine to one session of typical size, and times trove_grep through ``tools.disp
 for session-scoped and archive-wide (session_scope='all') queries. Prints the build time
 separately, then median and p95 latency per query kind.
 
-    python scripts/bench_grep_scale.py [--sizes 100000 1000000] [--repeat 5] [--rebuild]
+    python bench/bench_grep_scale.py [--sizes 100000 1000000] [--repeat 5] [--rebuild]
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ BATCH = 5000
 
 def load_package():
     """Register this checkout as ``hermes_trove`` (scripts/_bootstrap.py)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
     import _bootstrap  # noqa: F401
     return sys.modules["hermes_trove"]
 

@@ -2,14 +2,14 @@
 """Turn latency with several processes writing one trove.db, and where the time goes.
 
 Each writer process runs its own session through the host-loop simulator
-(``harness/simulate.py``: tool-heavy turns, compaction with an instant fake model when the
+(``bench/simulate.py``: tool-heavy turns, compaction with an instant fake model when the
 engine asks for it); a turn's time is the engine's own time, the model excluded. Inside it,
 each turn records the time spent waiting to start write transactions (cross-process lock waits), committing
 them (WAL appends; checkpoints and their fsyncs land here) and the rest (statements,
 Python). Prints p50/p95/max per writer count; figures on a shared machine are noisy.
 
-    python scripts/bench_contention.py                    # 1 and 8 writers, 120 turns each
-    python scripts/bench_contention.py --writers 1 4 8 --turns 200
+    python bench/bench_contention.py                    # 1 and 8 writers, 120 turns each
+    python bench/bench_contention.py --writers 1 4 8 --turns 200
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 import _bootstrap  # noqa: E402,F401
 
 
@@ -33,12 +33,12 @@ def fake_complete(messages, model, timeout_s, max_tokens):
 
 
 def instrument() -> dict[str, float]:
-    """Wrap ``db.transaction`` and ``db._retry`` to time BEGIN IMMEDIATE and COMMIT per thread."""
+    """Wrap ``db.transaction`` and ``db.retry`` to time BEGIN IMMEDIATE and COMMIT per thread."""
     from hermes_trove import db as dbmod
 
     totals = {"begin_wait": 0.0, "commit": 0.0, "held": 0.0, "transactions": 0}
     phase = threading.local()
-    real_retry, real_transaction = dbmod._retry, dbmod.Database.transaction
+    real_retry, real_transaction = dbmod.retry, dbmod.Database.transaction
 
     def timed_retry(fn, attempts=5):
         start = time.perf_counter()
@@ -71,7 +71,7 @@ def instrument() -> dict[str, float]:
                 phase.next = None
         return cm()
 
-    dbmod._retry = timed_retry
+    dbmod.retry = timed_retry
     dbmod.Database.transaction = timed_transaction
     return totals
 
@@ -91,7 +91,7 @@ def worker(home: str, name: str, turns: int, start_at: float, context_length: in
     eng = TroveEngine(build_runtime(cfg), complete=fake_complete)
     eng.update_model("fake", context_length)
     eng.on_session_start(name, platform="cli", conversation_id=None)
-    from hermes_trove.harness.simulate import HostLoop, build_conversation
+    from simulate import HostLoop, build_conversation
 
     loop = HostLoop(eng)
     conversation = list(build_conversation(turns, seed=sum(map(ord, name))))

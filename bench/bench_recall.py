@@ -10,11 +10,11 @@ evidence turns among the top k message hits (the definition of
 Figures are per conversation and pooled; leave-one-conversation-out (LOO) picks a knob on
 four conversations and scores the fifth.
 
-    python scripts/bench_recall.py [--data ../shared/data/locomo-dev.json]
-    python scripts/bench_recall.py --embeddings          # + semantic-only and hybrid recall
-    python scripts/bench_recall.py --sweep               # LOO over fusion weights / pool sizes
-    python scripts/bench_recall.py --scale 100000        # recall latency with N stored messages
-    python scripts/bench_recall.py --scale 100000 --embeddings --scale-only   # ... with a vector for every row
+    python bench/bench_recall.py [--data ../shared/data/locomo-dev.json]
+    python bench/bench_recall.py --embeddings          # + semantic-only and hybrid recall
+    python bench/bench_recall.py --sweep               # LOO over fusion weights / pool sizes
+    python bench/bench_recall.py --scale 100000        # recall latency with N stored messages
+    python bench/bench_recall.py --scale 100000 --embeddings --scale-only   # ... with a vector for every row
 """
 from __future__ import annotations
 
@@ -324,8 +324,8 @@ class _Probe:
         index = vector_index.VectorIndex
         self._patch(index, "refresh", self._timed("index_refresh_ms", index.refresh))
         self._patch(index, "search", self._timed("vector_search_ms", index.search))
-        self._patch(recall_search, "_fts_arm", self._timed("fts_arm_ms", recall_search._fts_arm))
-        self._patch(recall_search, "_summary_arm", self._timed("summary_arm_ms", recall_search._summary_arm))
+        self._patch(recall_search, "fts_arm", self._timed("fts_arm_ms", recall_search.fts_arm))
+        self._patch(recall_search, "summary_arm", self._timed("summary_arm_ms", recall_search.summary_arm))
         return self
 
     def __exit__(self, *exc: Any) -> None:

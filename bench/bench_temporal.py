@@ -19,7 +19,7 @@ an occurrence interval lies inside an accepted interval, or contains one while b
 7 days long. Typos and approximate golds ("around", "early", seasons, durations) are not
 eligible and are counted separately.
 
-    python scripts/bench_temporal.py [--data ../shared/data/locomo-dev.json] [--examples 3]
+    python bench/bench_temporal.py [--data ../shared/data/locomo-dev.json] [--examples 3]
 """
 from __future__ import annotations
 

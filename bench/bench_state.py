@@ -8,9 +8,9 @@ versions, each value superseding the previous one) and times the tool through ``
 (parsing, SQL, shaping, JSON): one predicate (current), one predicate ``as_of`` a past
 time, and a whole subject (limit 25). Prints p50/p95/max; a shared machine is noisy.
 
-    python scripts/bench_state.py                          # 1,000 messages, 100,000 assertions
-    python scripts/bench_state.py --messages 2000 --assertions 20000 --queries 200
-    python scripts/bench_state.py --preanswer              # per-turn evidence block at 100,000 assertions
+    python bench/bench_state.py                          # 1,000 messages, 100,000 assertions
+    python bench/bench_state.py --messages 2000 --assertions 20000 --queries 200
+    python bench/bench_state.py --preanswer              # per-turn evidence block at 100,000 assertions
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 import _bootstrap  # noqa: E402,F401
 
 from hermes_trove.config import load_config  # noqa: E402
@@ -172,11 +172,11 @@ def bench_preanswer(total: int, turns: int, tmp: str) -> dict:
            "whole_block": run(lambda text: preanswer.evidence_block(rt, text, "bench-now"))}
     lookup = getattr(preanswer, "assertion_lines", None)
     if lookup is not None:
-        out["assertion_lookup"] = run(lambda text: lookup(rt, preanswer._words(text)))
+        out["assertion_lookup"] = run(lambda text: lookup(rt, preanswer.query_words(text)))
         examined = []
         for text in asks[:30]:
             stats: dict = {}
-            lookup(rt, preanswer._words(text), stats)
+            lookup(rt, preanswer.query_words(text), stats)
             examined.append(stats.get("examined", 0))
         out["rows_examined_max"] = max(examined)
     return out

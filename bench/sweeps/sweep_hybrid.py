@@ -3,8 +3,8 @@
 Builds bench_recall's LoCoMo memories once (every LoCoMo session its own Hermes session, real
 dates, vectors for every row through the product's indexer), then captures per question what
 the product's arms see: the full-text arm's candidates with trove's own re-ranked scores
-BEFORE recall's context smoothing (``recall_search._fts_arm`` runs unchanged; its call to
-``fusion.context_smoothing`` is intercepted to record the input), and the vector hits of the
+BEFORE recall's context smoothing (``recall_search.fts_arm`` runs with a context weight of 0,
+which leaves its scores max-normalised and unsmoothed), and the vector hits of the
 whole conversation. Each design is then a pure function of those captures, with ONE
 parameter (the dense share ``a`` in [0, 1]) chosen by leave-one-conversation-out; nothing is
 fitted beyond it. The recency prior is the product's (constant on this data: all of it is
@@ -12,7 +12,7 @@ years old). The "full text" and "shipped" rows reproduce bench_recall's recall f
 hybrid figures (a check the capture is faithful). The vectors are the product's: each message
 chunk embedded with the two turns before it (``TROVE_EMBEDDING_CONTEXT_MESSAGES``).
 
-    python scripts/sweep_hybrid.py [--data ../shared/data/locomo-dev.json] [--json]
+    python bench/sweeps/sweep_hybrid.py [--data ../shared/data/locomo-dev.json] [--json]
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _locomo import DEFAULT_DATA, load_dev_split  # noqa: E402
 
 KS = (5, 10)
@@ -39,7 +39,7 @@ class Capture:
     """One question: the product's full-text arm before smoothing, and dense cosines."""
 
     gold: set[str]
-    reranked: dict[int, float]   # store_id -> trove's re-ranked full-text score (pre-smoothing)
+    reranked: dict[int, float]   # store_id -> trove's re-ranked full-text score (max-normalised, unsmoothed)
     groups: dict[int, str]       # store_id -> session id (every row seen by either arm)
     dense: list[tuple[int, float]]  # (store_id, cosine) best first, whole conversation
     at: dict[int, float]         # store_id -> created_at
@@ -53,32 +53,23 @@ class Conv:
 
 
 def capture(memories: list[Any]) -> list[Conv]:
-    from hermes_trove.retrieval import fusion, recall_search, semantic
+    from hermes_trove.retrieval import recall_search, semantic
     from hermes_trove.retrieval.query import build_match
 
     convs: list[Conv] = []
-    real = fusion.context_smoothing
     for m in memories:
         rt = m.runtime
         cfg = rt.config
+        unsmoothed = dataclasses.replace(rt, config=dataclasses.replace(cfg, recall_context_weight=0.0))
         caps: list[Capture] = []
         for question, gold, _cat in m.questions:
-            seen: dict[str, Any] = {}
-
-            def spy(scores: Any, groups: Any, radius: int, weight: float, seen: dict[str, Any] = seen) -> Any:
-                seen["scores"], seen["groups"] = dict(scores), dict(groups)
-                return real(scores, groups, radius, weight)
-
             req = recall_search.RecallRequest(query=question, limit=10, current=f"{m.name}-ask")
-            gate = recall_search._Gate(rt, req)
+            gate = recall_search.Gate(rt, req)
             rows: dict[int, Any] = {}
             report = recall_search.ArmReport("fts", 1.0)
-            fusion.context_smoothing = spy
-            try:
-                recall_search._fts_arm(rt, req, build_match(question), max(int(cfg.recall_candidates), 40), gate,
-                                       rows, {}, report)
-            finally:
-                fusion.context_smoothing = real
+            fts = recall_search.fts_arm(unsmoothed, req, build_match(question), max(int(cfg.recall_candidates), 40),
+                                        gate, rows, {}, report)
+            scores = {item_id: score for (_kind, item_id), score in fts.items()}
             res = semantic.search(rt, question, kinds=("message",), limit=DENSE_ALL, deadline_s=120.0)
             if not res.ran:
                 raise RuntimeError(f"vector arm did not run: {res.degraded_reason}")
@@ -88,7 +79,7 @@ def capture(memories: list[Any]) -> list[Conv]:
                 rows[row.store_id] = row
             dense = [(i, s) for i, s in dense if i in rows and gate.admit_row(rows[i])]
             groups = {i: rows[i].session_id for i in rows}
-            caps.append(Capture(gold, seen.get("scores", {}), groups, dense,
+            caps.append(Capture(gold, scores, groups, dense,
                                 {i: float(rows[i].created_at or 0.0) for i in rows}))
         convs.append(Conv(m.name, m.dia, caps))
     return convs

@@ -20,7 +20,7 @@ _SESSION = re.compile(r"session_(\d+)")
 
 def load_package() -> Any:
     """Register this checkout as ``hermes_trove`` (scripts/_bootstrap.py) and return it."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
     import _bootstrap  # noqa: F401
 
     return sys.modules["hermes_trove"]

@@ -6,7 +6,7 @@ Each conversation is ingested as one session (one stored message per turn, text
 any of its evidence turns is among the top k raw-message hits. Prints R@5, R@10 and
 query latency (p50/p95).
 
-    python scripts/bench_retrieval.py [--data ../shared/data/locomo-dev.json] [--sort relevance]
+    python bench/bench_retrieval.py [--data ../shared/data/locomo-dev.json] [--sort relevance]
 """
 from __future__ import annotations
 

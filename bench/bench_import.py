@@ -8,9 +8,9 @@ imports each into a fresh target in a child process, reporting messages/second, 
 RSS of the importing process and of its forked source reader, and traced Python memory per
 size, so flat memory shows as the size grows.
 
-    python scripts/bench_import.py                    # 25k, 50k, 100k messages, 3 runs each
-    python scripts/bench_import.py --sizes 10000 --runs 1
-    python scripts/bench_import.py --breakdown 20000   # µs per message, stage by stage
+    python bench/bench_import.py                    # 25k, 50k, 100k messages, 3 runs each
+    python bench/bench_import.py --sizes 10000 --runs 1
+    python bench/bench_import.py --breakdown 20000   # µs per message, stage by stage
 """
 from __future__ import annotations
 
@@ -166,7 +166,7 @@ def breakdown(size: int) -> None:
     from hermes_trove.config import load_config
     from hermes_trove.importer import ImportOptions, pipe, run_import
     from hermes_trove.importer.claw_db import ClawSource
-    from hermes_trove.importer.run import _session_of, target_session
+    from hermes_trove.importer.run import session_of, target_session
     from hermes_trove.importer.target import Writer, discard, staging_file, unjournaled
     from hermes_trove.ingest import message_identity
     from hermes_trove.runtime import build_runtime
@@ -219,9 +219,9 @@ def breakdown(size: int) -> None:
         # The import's own write path with everything else taken away: rows prepared in advance
         # for their real (import-shaped) session ids, inserted with their ledger rows into a
         # staged, unjournaled target. No reading, converting or counting: the writer's floor.
-        sessions = [(target_session("openclaw-trove", "main", _session_of(c, "session_id")), rows)
+        sessions = [(target_session("openclaw-trove", "main", session_of(c, "session_id")), rows)
                     for c, rows in by_conv]
-        batches = [(sid, pipe._prepared(preparer, sid, rows[i:i + 500]))
+        batches = [(sid, pipe.prepared(preparer, sid, rows[i:i + 500]))
                    for sid, rows in sessions for i in range(0, len(rows), 500)]
 
         def writer_floor() -> None:
@@ -263,7 +263,7 @@ def breakdown(size: int) -> None:
 
 
 def child_setup() -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
     import _bootstrap  # noqa: F401  (this checkout is the hermes_trove package)
 
 

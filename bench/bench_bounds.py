@@ -16,7 +16,7 @@ is measured here and read, never asserted (a benchmark prints, it does not fail)
 * pack: trove_evidence_pack over --pack-rows refs to rows of --pack-row-chars characters,
   drifted quotes then whole-row refs with a computation (tests/test_evidence_pack.py).
 
-    python scripts/bench_bounds.py [--only hostile fuzz deadlines pack] [--repeat 5]
+    python bench/bench_bounds.py [--only hostile fuzz deadlines pack] [--repeat 5]
         [--bytes 1048576] [--fuzz-calls 1200] [--pack-rows 50] [--pack-row-chars 1000000]
 """
 from __future__ import annotations
@@ -42,9 +42,6 @@ def _bootstrap() -> None:
     """The tests' helpers (tests/conftest.py registers this checkout as ``hermes_trove``)."""
     sys.path.insert(0, str(ROOT / "tests"))
     import conftest  # noqa: F401
-
-    # conftest puts scripts/ first, where scripts/reliability.py would shadow tests/reliability
-    sys.path[:] = [str(ROOT / "tests")] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "scripts"]
 
 
 def timed(fn: Callable[[], Any]) -> float:

@@ -16,12 +16,12 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 import _bootstrap  # noqa: E402,F401
+from simulate import HostLoop, build_conversation  # noqa: E402
 
 from hermes_trove.config import load_config  # noqa: E402
 from hermes_trove.engine import TroveEngine  # noqa: E402
-from hermes_trove.harness.simulate import HostLoop, build_conversation  # noqa: E402
 from hermes_trove.runtime import build_runtime  # noqa: E402
 from hermes_trove.store import SessionKey  # noqa: E402
 

@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .. import tokens
-from ..store import SessionKey
+from hermes_trove import tokens
+from hermes_trove.store import SessionKey
 
 if TYPE_CHECKING:
-    from ..engine import TroveEngine
+    from hermes_trove.engine import TroveEngine
 
 SYSTEM_PROMPT_TOKENS = 1500  # what a host system prompt plus tool schemas roughly costs
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The reliability suite at larger sizes, printing its figures (tests/reliability runs CI sizes).
 
-    python scripts/reliability.py                       # every section, default sizes
-    python scripts/reliability.py --only hostile fuzz   # some sections
-    python scripts/reliability.py --writers 8 --exchanges 60 --kills 30 --fuzz-calls 20000
+    python bench/bench_reliability.py                       # every section, default sizes
+    python bench/bench_reliability.py --only hostile fuzz   # some sections
+    python bench/bench_reliability.py --writers 8 --exchanges 60 --kills 30 --fuzz-calls 20000
 
 Sections: hostile (1 MiB of each hostile shape: parse and tool-reply times), fuzz (seeded
 calls over every tool: escapes, over-cap replies, slowest reply), writers (processes sharing
@@ -24,9 +24,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 import conftest  # noqa: E402  (registers the checkout as hermes_trove)
-
-# conftest puts scripts/ first, where this file would shadow the tests' ``reliability`` package
-sys.path[:] = [str(ROOT / "tests")] + [p for p in sys.path if Path(p or ".").resolve() != ROOT / "scripts"]
 from reliability import checks, corpus, fuzz  # noqa: E402
 from reliability.conftest import SHAPES, MiB  # noqa: E402
 

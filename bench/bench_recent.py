@@ -7,7 +7,7 @@ one ``tools.dispatch`` call (parse, query, shape, bound JSON), for a mix of peri
 with rollups off (leaf summaries), then with every rollup built (rollups mode). The build
 uses a fake model that records its calls and input, giving the cost per day of conversation.
 
-    python scripts/bench_recent.py [--days 365] [--repeat 20]
+    python bench/bench_recent.py [--days 365] [--repeat 20]
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ WORDS = ("deploy", "kiln", "invoice", "router", "garden", "schema", "pottery", "
 
 def _bootstrap() -> None:
     """Register this checkout as ``hermes_trove`` (scripts/_bootstrap.py)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
     import _bootstrap  # noqa: F401
 
 

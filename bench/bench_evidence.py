@@ -14,7 +14,7 @@ real tool dispatcher (no model anywhere):
   ``candidate_answer``; a hit is ``candidate_verification.agrees == true`` (the computed span,
   expressed in the gold's unit, equals the gold number or rounds to it).
 
-    python scripts/bench_evidence.py [--data ../shared/data/locomo-dev.json] [--examples 3]
+    python bench/bench_evidence.py [--data ../shared/data/locomo-dev.json] [--examples 3]
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@
    max(4000, 1%) + int8 rescoring), beside a full exact int8 scan; recall@10 of the plan
    against the exact scan. A size whose database does not fit is skipped with a message.
 
-    python scripts/bench_embed.py [--texts 1000] [--sizes 100000 1000000] [--queries 100]
+    python bench/bench_embed.py [--texts 1000] [--sizes 100000 1000000] [--queries 100]
 """
 from __future__ import annotations
 

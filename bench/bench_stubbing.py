@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 import _bootstrap  # noqa: E402,F401  (registers this checkout as the hermes_trove package)
 
 from hermes_trove import tokens  # noqa: E402
