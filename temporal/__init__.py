@@ -1,1 +1,1 @@
-"""Natural time without a model: tool periods (periods.py) and occurrence time in message text (occurrence.py)."""
+"""Time-shaped reading: tool periods (periods.py, over the kernel's dates grammar), day/week/month rollups and ``trove_recent``."""

@@ -15,9 +15,9 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from . import expressions as ex
-from . import intervals as iv
-from . import lexicon as lx
+from ..dates import expressions as ex
+from ..dates import intervals as iv
+from ..dates import lexicon as lx
 
 MAX_PERIOD_CHARS = 200
 MAX_HOURS = 24 * 366

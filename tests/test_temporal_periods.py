@@ -265,7 +265,7 @@ def test_unknown_spoken_forms_say_why_and_list_the_accepted_forms(text, reason):
 def test_the_grammar_periods_use_is_the_one_messages_use():
     """Standalone mode only lifts the sentence rules (capitals, tense cues, a preposition before a
     bare month); the same words in a message resolve the same way when the sentence says past."""
-    from hermes_trove.temporal.occurrence import resolve_occurrences
+    from hermes_trove.dates.occurrence import resolve_occurrences
 
     now = at(WED)
     for phrase, sentence in (("last tuesday", "We met last Tuesday."), ("two weeks ago", "I went two weeks ago."),

@@ -4,7 +4,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
-from hermes_trove.temporal.occurrence import MAX_SCAN_CHARS, Occurrence, resolve_occurrences
+from hermes_trove.dates.occurrence import MAX_SCAN_CHARS, Occurrence, resolve_occurrences
 
 MON = "2023-07-17"  # a Monday
 SUN = "2023-07-16"
