@@ -34,12 +34,19 @@ RULES = """\
 - "last week/month/year" and "N weeks/months/years ago" are whole calendar units (ISO week,
   month, year); "the past N days/weeks" is a rolling window of days ending with the
   observation day (like the period "Nd"), granularity "day".
+- "the day/week/weekend/<weekday> before (after) X", "N units before (after) X" and "the week of X",
+  with X a stated day ("May 3", "last Friday", "yesterday"): days count from X's near edge, weeks,
+  months and years are whole calendar units counted from X's; the weekend before X is the last
+  Saturday and Sunday ending before it, the weekend after X the first one after it.
+- "between A and B", "from A to/until/through B": the start of A to the end of B; a bare weekday
+  B is the first one on or after A; a range that ends before it starts is two expressions.
 - A weekend is Saturday and Sunday: a 2-day interval with granularity "day". "last weekend"
   is the weekend of the previous ISO week; "N weekends ago" counts back N ISO weeks.
 - "last night" is the day before the observation day; "tonight" the observation day.
 - Vague or approximate quantities ("a few days ago", "about a year ago"), seasons (hemisphere-
-  dependent), "recently", and offsets from an unstated reference ("the week before") stay
-  unresolved with a reason. Numeric dates like 3/4/2023 are unresolved unless one part is > 12.
+  dependent), "recently", and offsets from an unstated reference ("the week before", "the day
+  before my birthday") stay unresolved with a reason. Numeric dates like 3/4/2023 are
+  unresolved unless one part is > 12.
 - Only the first MAX_SCAN_CHARS characters of a message are read.
 """
 

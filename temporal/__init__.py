@@ -1,1 +1,2 @@
-"""Time-shaped reading: tool periods (periods.py, over the kernel's dates grammar), day/week/month rollups and ``trove_recent``."""
+"""Time-shaped reading: tool periods (periods.py, ISO forms over the kernel's dates grammar),
+day/week/month rollups and ``trove_recent``."""
