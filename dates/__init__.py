@@ -6,7 +6,7 @@ grammar on a bare phrase, for tool periods) and ``intervals`` (UTC day, ISO week
 year arithmetic). ``lexicon``, ``cursor`` and ``expressions`` hold the grammar itself.
 """
 from . import intervals
-from .expressions import Match, find_expressions
-from .occurrence import Occurrence, occurrences_for, resolve_occurrences
+from .expressions import Occurrence, find_expressions
+from .occurrence import occurrences_for, resolve_occurrences
 
-__all__ = ["Match", "Occurrence", "find_expressions", "intervals", "occurrences_for", "resolve_occurrences"]
+__all__ = ["Occurrence", "find_expressions", "intervals", "occurrences_for", "resolve_occurrences"]

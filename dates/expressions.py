@@ -2,19 +2,18 @@
 to a ``[first_day, end_day)`` interval against the observation day, or to an unresolved reason.
 
 A left-to-right scan over lexicon tokens; at each token every matcher may claim a run of
-tokens and the longest claim wins, so the work is linear in the text. Dates only: turning
-them into the public ``Occurrence`` shape is occurrence.py's job.
+tokens and the longest claim wins, so the work is linear in the text. Each claim comes back
+as an ``Occurrence``; which text to read and against what time is occurrence.py's job.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 
 from . import intervals as iv
 from . import lexicon as lx
 from .cursor import Hit, TokenCursor
-from .lexicon import Token
 
 VAGUE = "vague reference"
 VAGUE_QUANTITY = "vague quantity"
@@ -37,42 +36,58 @@ _TRIGGERS = frozenset(
 )
 
 
+@dataclass(frozen=True)
+class Occurrence:
+    """One time expression at ``text[span[0]:span[1]]``. Resolved: ``start``/``end`` (aware UTC,
+    ``[start, end)``) and ``granularity`` (day/week/month/year) are set; otherwise ``unresolved``
+    says why."""
 
-@dataclass(frozen=True, slots=True)
-class Match:
-    """One expression at ``text[begin:finish]``: resolved (first, end, granularity) or ``reason``."""
-
-    begin: int
-    finish: int
-    first: date | None = None
-    end: date | None = None
+    expression: str
+    span: tuple[int, int]
+    start: datetime | None = None
+    end: datetime | None = None
     granularity: str | None = None
-    reason: str | None = None
+    unresolved: str | None = None
+
+    @property
+    def resolved(self) -> bool:
+        return self.unresolved is None
+
+    def to_dict(self) -> dict[str, str]:
+        if self.start is None or self.end is None or self.granularity is None:
+            return {"expression": self.expression, "unresolved": self.unresolved or VAGUE}
+        return {"expression": self.expression, "start": iv.iso_z(self.start), "end": iv.iso_z(self.end),
+                "granularity": self.granularity}
 
 
-def find_expressions(text: str, today: date, *, standalone: bool = False) -> list[Match]:
+def find_expressions(text: str, today: date, *, standalone: bool = False) -> list[Occurrence]:
     """Every time expression of ``text``, in order, resolved against the observation day ``today``.
 
     ``standalone``: ``text`` is a time phrase on its own ("last tuesday", "in march"), as a tool's
     period argument is: names need no capital, a bare month needs no preposition and a phrase
     without a tense cue reads as past (see ``TokenCursor``)."""
-    return _Scanner(lx.tokenize(text), today, standalone=standalone).run()
+    return _Scanner(text, today, standalone=standalone).run()
+
+
+def _out_of_range(stop: int, unit: str, count: int) -> Hit | None:
+    """A count of none of a unit names no time; a count past the bound says so."""
+    return Hit(stop, reason=f"more than {MAX_COUNT[unit]} {unit}s") if count > 0 else None
 
 
 class _Scanner:
     """Left-to-right scan: at each token every matcher may claim a run of tokens; the longest wins."""
 
-    def __init__(self, tokens: list[Token], today: date, *, standalone: bool = False) -> None:
-        self.tokens = tokens
-        self.c = TokenCursor(tokens, today, standalone=standalone)
+    def __init__(self, text: str, today: date, *, standalone: bool = False) -> None:
+        self.text, self.tokens = text, lx.tokenize(text)
+        self.c = TokenCursor(self.tokens, today, standalone=standalone)
         self.nested = False  # reading the stated day of a relation or the end of a range: no deeper
         self.matchers: tuple[Callable[[int], Hit | None], ...] = (
             self._numeric, self._day_word, self._ago, self._qualified, self._the, self._date,
             self._weekday, self._vague, self._season, self._range,
         )
 
-    def run(self) -> list[Match]:
-        found: list[Match] = []
+    def run(self) -> list[Occurrence]:
+        found: list[Occurrence] = []
         index, count = 0, len(self.tokens)
         while index < count:
             token = self.tokens[index]
@@ -88,12 +103,9 @@ class _Scanner:
         return found
 
     def _longest(self, index: int) -> Hit | None:
-        best: Hit | None = None
-        for matcher in self.matchers:
-            hit = matcher(index)
-            if hit is not None and (best is None or hit.stop > best.stop):
-                best = hit
-        return best
+        """The longest claim at ``index``; of equal ones, the first matcher's."""
+        hits = (hit for matcher in self.matchers if (hit := matcher(index)) is not None)
+        return max(hits, key=lambda hit: hit.stop, default=None)
 
     def _anchor(self, at: int, *, days: bool = True) -> Hit | None:
         """The resolved time a relation ("the week before May 3") or a range end names at ``at``:
@@ -101,19 +113,18 @@ class _Scanner:
         if self.nested:
             return None
         self.nested = True
-        try:
-            hit = self._longest(at)
-        finally:
-            self.nested = False
+        hit = self._longest(at)
+        self.nested = False
         if hit is None or hit.first is None or (days and hit.granularity != "day"):
             return None
         return hit
 
-    def _match(self, index: int, hit: Hit) -> Match:
-        begin, finish = self.tokens[index].start, self.tokens[hit.stop - 1].end
+    def _match(self, index: int, hit: Hit) -> Occurrence:
+        span = self.tokens[index].start, self.tokens[hit.stop - 1].end
+        expression = self.text[span[0]:span[1]]
         if hit.first is None or hit.end is None or hit.granularity is None:
-            return Match(begin, finish, reason=hit.reason or VAGUE)
-        return Match(begin, finish, hit.first, hit.end, hit.granularity)
+            return Occurrence(expression, span, unresolved=hit.reason or VAGUE)
+        return Occurrence(expression, span, *iv.utc_bounds(hit.first, hit.end), hit.granularity)
 
     # ---- matchers (each returns the longest expression starting at ``index`` or None) --------
     def _numeric(self, index: int) -> Hit | None:
@@ -202,7 +213,7 @@ class _Scanner:
             return Hit(stop, reason=APPROXIMATE)
         assert count is not None
         if not 1 <= count <= MAX_COUNT[unit]:
-            return None
+            return _out_of_range(stop, unit, count)
         if anchor is not None:
             return self.c.around(stop, unit, sign * count, anchor)
         return self.c.offset(stop, unit, sign * count)
@@ -299,7 +310,7 @@ class _Scanner:
             return Hit(stop, reason=VAGUE_QUANTITY)
         count = count or 1
         if not 1 <= count <= MAX_COUNT[unit]:
-            return None
+            return _out_of_range(stop, unit, count)
         if unit == "day":
             back = self.c.today - timedelta(days=count)
         elif unit == "week":

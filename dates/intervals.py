@@ -10,7 +10,6 @@ from datetime import UTC, date, datetime, time, timedelta
 
 DAY = timedelta(days=1)
 WEEK = timedelta(days=7)
-GRANULARITIES = ("day", "week", "month", "year")
 
 
 def as_utc(moment: datetime | int | float) -> datetime:

@@ -8,12 +8,11 @@ as an occurrence. Pure, deterministic, no model. The grammar lives in expression
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from . import intervals as iv
-from .expressions import VAGUE, find_expressions
+from .expressions import Occurrence, find_expressions
 
 MAX_SCAN_CHARS = 20_000
 
@@ -50,43 +49,11 @@ RULES = """\
 - Only the first MAX_SCAN_CHARS characters of a message are read.
 """
 
-@dataclass(frozen=True)
-class Occurrence:
-    """One time expression of a message. Resolved: ``start``/``end`` (aware UTC, ``[start, end)``)
-    and ``granularity`` (day/week/month/year) are set; otherwise ``unresolved`` says why."""
-
-    expression: str
-    span: tuple[int, int]
-    start: datetime | None = None
-    end: datetime | None = None
-    granularity: str | None = None
-    unresolved: str | None = None
-
-    @property
-    def resolved(self) -> bool:
-        return self.unresolved is None
-
-    def to_dict(self) -> dict[str, str]:
-        if self.start is None or self.end is None or self.granularity is None:
-            return {"expression": self.expression, "unresolved": self.unresolved or VAGUE}
-        return {"expression": self.expression, "start": iv.iso_z(self.start), "end": iv.iso_z(self.end),
-                "granularity": self.granularity}
-
-
 def resolve_occurrences(text: str, observed_at: datetime | int | float) -> list[Occurrence]:
     """Time expressions of ``text`` (first MAX_SCAN_CHARS characters) resolved against ``observed_at``
     (aware datetime or epoch seconds). See RULES for how ambiguous wording is treated."""
     today = iv.as_utc(observed_at).date()
-    text = text[:MAX_SCAN_CHARS] if isinstance(text, str) else ""
-    found: list[Occurrence] = []
-    for match in find_expressions(text, today):
-        expression, span = text[match.begin:match.finish], (match.begin, match.finish)
-        if match.first is None or match.end is None or match.granularity is None:
-            found.append(Occurrence(expression, span, unresolved=match.reason or VAGUE))
-        else:
-            start, end = iv.utc_bounds(match.first, match.end)
-            found.append(Occurrence(expression, span, start, end, match.granularity))
-    return found
+    return find_expressions(text[:MAX_SCAN_CHARS] if isinstance(text, str) else "", today)
 
 
 MAX_REPORTED = 12

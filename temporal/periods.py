@@ -44,7 +44,6 @@ _MONTH = re.compile(r"(\d{4})-(\d{2})")
 _YEAR = re.compile(r"(\d{4})")
 _DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}t[0-9:.,]{2,18}(?:z|[+-][0-9:]{2,5})?")
 _COUNTED = re.compile(r"(\d{1,5}|[a-z]+) (days?|weeks?|months?|years?)")  # "3 days": the last 3 days
-_COUNT_OF_UNITS = re.compile(r"(\d{1,9}) (days?|weeks?|months?|years?|weekends?)\b")
 _LEAD = frozenset({"in", "on", "during", "over", "at", "earlier"})  # words a spoken period may open with
 _OPEN_ENDED = frozenset({"until", "till", "by", "before", "after", "prior"})
 _HINTS = {
@@ -154,34 +153,26 @@ def _spoken(norm: str, original: str, now: datetime) -> Period | None:
     if found is None and _COUNTED.fullmatch(norm):
         found = _one_expression(f"last {norm}", today)
     if found is None:
-        _refuse_too_many(norm, original)
         return None
-    if found.first is None or found.end is None or found.granularity is None:
-        reason = found.reason or ex.VAGUE
+    if found.start is None or found.end is None or found.granularity is None:
+        reason = found.unresolved or ex.VAGUE
         raise PeriodError(original, f"{reason}: {_HINTS.get(reason, 'give a date')}")
-    if found.first > today:
-        raise PeriodError(original, f"it begins on {found.first.isoformat()}, after today ({today.isoformat()}); "
+    first = found.start.date()
+    if first > today:
+        raise PeriodError(original, f"it begins on {first.isoformat()}, after today ({today.isoformat()}); "
                           "a period reads what already happened")
-    return _days(found.first, found.end, f"{norm} ({_span_label(found.first, found.end, found.granularity)})",
-                 found.granularity)
+    label = _span_label(first, found.end.date(), found.granularity)
+    return Period(found.start, found.end, f"{norm} ({label})", found.granularity)
 
 
-def _refuse_too_many(norm: str, original: str) -> None:
-    """Raise when a count of units is past the grammar's bound (the grammar just skips it)."""
-    for count, unit in _COUNT_OF_UNITS.findall(norm):
-        limit = ex.MAX_COUNT[lx.UNITS[unit]]
-        if int(count) > limit:
-            raise PeriodError(original, f"{count} {unit} is more than {limit} {lx.UNITS[unit]}s")
-
-
-def _one_expression(norm: str, today: date) -> ex.Match | None:
+def _one_expression(norm: str, today: date) -> ex.Occurrence | None:
     matches = ex.find_expressions(norm, today, standalone=True)
     if len(matches) != 1:
         return None
-    match = matches[0]
-    if norm[match.finish:].strip() or not set(norm[:match.begin].split()) <= _LEAD:
+    begin, finish = matches[0].span
+    if norm[finish:].strip() or not set(norm[:begin].split()) <= _LEAD:
         return None
-    return match
+    return matches[0]
 
 
 # -- ISO calendar units ---------------------------------------------------------------

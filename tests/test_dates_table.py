@@ -209,6 +209,9 @@ TABLE = [
     (WED, "a while ago", "unresolvable: vague reference"),
     (WED, "the other day", "unresolvable: vague reference"),
     (WED, "some time ago", "unresolvable: vague reference"),
+    (WED, "5000 days ago", "unresolvable: more than 3660 days"),
+    (WED, "300 years ago", "unresolvable: more than 200 years"),
+    (WED, "over the last 2000 weeks", "unresolvable: more than 520 weeks"),
     (WED, "last summer", "unresolvable: season (hemisphere-dependent)"),
     (WED, "in the winter", "unresolvable: season (hemisphere-dependent)"),
 ]
@@ -236,3 +239,17 @@ def test_time_expression_means_its_interval(observed, text, expected):
 def test_the_table_is_large_and_has_no_duplicate_rows():
     assert len(TABLE) >= 120
     assert len({(observed, text) for observed, text, _ in TABLE}) == len(TABLE)
+
+
+@pytest.mark.parametrize(("text", "expressions"), [
+    ("from May 9 to May 3", ["from May 9", "May 3"]),  # a range ending before it starts is two dates
+    ("I drove from May 3 to visit", ["from May 3"]),
+    ("between two and three days", []),
+    ("the week before my birthday on May 20, 2024", ["the week before", "on May 20, 2024"]),
+    ("the end of May 2024", ["of May 2024"]),
+    ("the day before 2023", ["the day before"]),  # a year is no stated day
+    ("0 days ago", []),
+])
+def test_a_relation_or_range_that_does_not_hold_leaves_its_parts(text, expressions):
+    found = resolve_occurrences(text, datetime.fromisoformat(WED).replace(hour=15, tzinfo=UTC))
+    assert [o.expression for o in found] == expressions
