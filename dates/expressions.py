@@ -258,7 +258,7 @@ class _Scanner:
         return None
 
     def _the(self, index: int) -> Hit | None:
-        """Phrases opening with "the": rolling windows, "the week before last", "the weekend",
+        """Phrases opening with "the": rolling windows, "the week before last" / "after next", "the weekend",
         the day/week/weekend/weekday before, after or of a stated day ("the Friday before May 3"),
         and offsets from an unstated reference ("the day before")."""
         if self.c.low(index) != "the":
@@ -279,8 +279,8 @@ class _Scanner:
             return None
         if anchor is not None and (relation != "of" or unit in ("week", "month")):
             return self.c.around(anchor.stop, unit, {"before": -1, "after": 1, "of": 0}[relation], anchor)
-        if relation == "before" and self.c.low(index + 3) == "last" and unit != "day":
-            return self.c.offset(index + 4, unit, -2)
+        if (relation, self.c.low(index + 3)) in (("before", "last"), ("after", "next")) and unit != "day":
+            return self.c.offset(index + 4, unit, -2 if relation == "before" else 2)  # "the week after next"
         if relation in ("before", "after"):
             return Hit(index + 3, reason=NO_REFERENCE)
         if unit == "weekend":

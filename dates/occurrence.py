@@ -37,6 +37,7 @@ RULES = """\
   with X a stated day ("May 3", "last Friday", "yesterday"): days count from X's near edge, weeks,
   months and years are whole calendar units counted from X's; the weekend before X is the last
   Saturday and Sunday ending before it, the weekend after X the first one after it.
+  "the week/weekend/month/year before last" ("after next") is two units back (ahead).
 - "between A and B", "from A to/until/through B": the start of A to the end of B; a bare weekday
   B is the first one on or after A; a range that ends before it starts is two expressions.
 - A weekend is Saturday and Sunday: a 2-day interval with granularity "day". "last weekend"

@@ -115,15 +115,11 @@ def _hours(norm: str, now: datetime) -> Period | None:
     if match is None:
         return None
     anchor, count_text, unit = match.groups()
-    if count_text is None:
-        if anchor is None or unit not in ("h", "hr", "hour"):
-            return None
-        count = 1
-    else:
-        found = int(count_text) if count_text.isdigit() else lx.NUMBER_WORDS.get(count_text)
-        if found is None:
-            return None
-        count = found
+    if count_text is None and (anchor is None or unit not in ("h", "hr", "hour")):
+        return None  # "hours" alone, or "h" with no count and no "last"
+    count = 1 if count_text is None else int(count_text) if count_text.isdigit() else lx.NUMBER_WORDS.get(count_text)
+    if count is None:
+        return None
     hours = _bounded(count, MAX_HOURS, norm)
     return Period(now - timedelta(hours=hours), now, f"last {hours}h", "hour")
 
@@ -282,14 +278,10 @@ def _bounded(value: int, limit: int, norm: str) -> int:
     return value
 
 
-def _week_label(monday: date) -> str:
-    year, week, _ = monday.isocalendar()
-    return f"{year}-W{week:02d}"
-
-
 def _unit_label(start: date, granularity: str) -> str:
     if granularity == "week":
-        return _week_label(start)
+        year, week, _ = start.isocalendar()
+        return f"{year}-W{week:02d}"
     if granularity == "month":
         return start.strftime("%Y-%m")
     if granularity == "year":
