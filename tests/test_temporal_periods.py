@@ -196,6 +196,13 @@ MON = "2026-06-15T09:00:00"
         ("earlier this week", WED, "2026-06-08", "2026-06-15", "week"),
         ("during last week", WED, "2026-06-01", "2026-06-08", "week"),
         ("last month?", WED, "2026-05-01", "2026-06-01", "month"),
+        # units before, after or holding a stated day
+        ("the week before 2026-06-01", WED, "2026-05-25", "2026-06-01", "week"),
+        ("the friday before last sunday", WED, "2026-06-05", "2026-06-06", "day"),
+        ("two days after 3 may", WED, "2026-05-05", "2026-05-06", "day"),
+        ("the week of 2026-05-04", WED, "2026-05-04", "2026-05-11", "week"),
+        ("the weekend before 2026-06-01", WED, "2026-05-30", "2026-06-01", "day"),
+        ("the week before last", WED, "2026-05-25", "2026-06-01", "week"),
         # since / from ... to / between ... and: each end any period
         ("since monday", WED, "2026-06-08", "2026-06-11", "day"),
         ("since last week", WED, "2026-06-01", "2026-06-11", "day"),
