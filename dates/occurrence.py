@@ -45,8 +45,9 @@ RULES = """\
 - "last night" is the day before the observation day; "tonight" the observation day.
 - Vague or approximate quantities ("a few days ago", "about a year ago"), seasons (hemisphere-
   dependent), "recently", and offsets from an unstated reference ("the week before", "the day
-  before my birthday") stay unresolved with a reason. Numeric dates like 3/4/2023 are
-  unresolved unless one part is > 12.
+  before my birthday") stay unresolved with a reason, as do counts past the bounds (3660 days,
+  520 weeks or weekends, 1200 months, 200 years). Numeric dates like 3/4/2023 are unresolved
+  unless one part is > 12.
 - Only the first MAX_SCAN_CHARS characters of a message are read.
 """
 

@@ -4,7 +4,7 @@ Pure and deterministic: ``now`` is always passed in (aware datetime or epoch sec
 tests and tools agree on what "today" means. Calendar periods are UTC days, ISO weeks
 (Monday first), months and years; hour windows (``last 24 hours``, ``Nh``) roll back from
 ``now``. Spoken periods ("last tuesday", "two weeks ago", "in march", "this morning") are read
-by the one English time grammar (expressions.py, in its standalone mode: past by default);
+by the one English time grammar (the kernel's dates/expressions.py, standalone: past by default);
 this module adds only what a period needs beyond a date: ISO units, hour windows, the ``Nd``
 shorthand, ranges and "since". A part of a day reads as that whole UTC day. Periods that
 have not begun yet are refused. It knows nothing about rollups or storage.
