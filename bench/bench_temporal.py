@@ -1,4 +1,4 @@
-"""Occurrence-time accuracy of temporal.occurrence on LoCoMo temporal questions (no model).
+"""Occurrence-time accuracy of dates.occurrence on LoCoMo temporal questions (no model).
 
 Every turn's observation time is its session's ``session_N_date_time`` (read as UTC). For each
 category-2 question whose gold answer is a date, a month, a year, or a relative form such as
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     samples = load_dev_split(args.data, "bench_temporal")
     if samples is None:
         return 0
-    from hermes_trove.temporal.occurrence import resolve_occurrences
+    from hermes_trove.dates import resolve_occurrences
 
     category2 = eligible = exact_hits = loose_hits = 0
     ineligible: Counter[str] = Counter()

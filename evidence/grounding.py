@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from ..dates import Occurrence, resolve_occurrences
 from ..refs import ExactRef, RefClaim, RefError, parse_claim, verify
 from ..rows import MessageRow
-from ..temporal.occurrence import Occurrence, resolve_occurrences
 from .units import Quantity, Unit, fmt, parse_number, quantities, unit_in_quote, unit_of
 
 MAX_OPERANDS = 50

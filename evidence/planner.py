@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
-from ..temporal.occurrence import resolve_occurrences
+from ..dates import resolve_occurrences
 from .grounding import OperandSpec
 from .units import SPACED_AMBIGUOUS, Unit, unit_of
 

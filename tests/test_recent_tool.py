@@ -11,10 +11,10 @@ from conftest import make_config, make_engine
 from test_rollups import NOW, Model, add_leaf, at
 
 from hermes_trove.compaction.summarize import build_prompt, serialize_messages
+from hermes_trove.dates.occurrence import occurrences_for
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
 from hermes_trove.temporal import recent, rollups
-from hermes_trove.temporal.occurrence import occurrences_for
 from hermes_trove.tools import dispatch
 
 

@@ -24,6 +24,12 @@ class Hit:
     granularity: str | None = None
     reason: str | None = None
 
+    @property
+    def days(self) -> tuple[date, date]:
+        """First and last day of a resolved hit."""
+        assert self.first is not None and self.end is not None
+        return self.first, self.end - iv.DAY
+
 
 class TokenCursor:
     """``standalone``: the tokens are a time phrase on its own (a tool's period argument), not a
@@ -90,18 +96,30 @@ class TokenCursor:
     def day_hit(stop: int, day: date) -> Hit:
         return Hit(stop, *iv.day_span(day), "day")
 
-    def offset(self, stop: int, unit: str, count: int) -> Hit | None:
-        """The calendar unit ``count`` units away from the observation's (ISO week, month, year)."""
+    def offset(self, stop: int, unit: str, count: int, base: date | None = None) -> Hit | None:
+        """The calendar unit ``count`` units away from the one holding ``base`` (the observation day
+        unless given): a day, ISO week, weekend, month or year."""
+        base = base or self.today
         try:
             if unit == "day":
-                return self.day(stop, count)
+                return self.day_hit(stop, base + timedelta(days=count))
             if unit == "week":
-                return Hit(stop, *iv.week_span(self.today, count), "week")
+                return Hit(stop, *iv.week_span(base, count), "week")
             if unit == "weekend":
-                return Hit(stop, *iv.weekend_span(self.today, count), "day")
+                return Hit(stop, *iv.weekend_span(base, count), "day")
             if unit == "month":
-                first = iv.add_months(iv.month_start(self.today), count)
+                first = iv.add_months(iv.month_start(base), count)
                 return Hit(stop, first, iv.add_months(first, 1), "month")
-            return Hit(stop, *iv.year_span(self.today.year + count), "year")
+            return Hit(stop, *iv.year_span(base.year + count), "year")
         except (ValueError, OverflowError):
             return None
+
+    def around(self, stop: int, unit: str, count: int, anchor: Hit) -> Hit | None:
+        """``count`` units before (negative) or after a stated day or run of days, counted from its
+        near edge like "N units ago" from today; weekends after it start with the first Saturday
+        after it ("the weekend after Monday 3 July" is 8-9 July)."""
+        first, last = anchor.days
+        if unit != "weekend" or count <= 0:
+            return self.offset(stop, unit, count, first if count <= 0 else last)
+        saturday = iv.weekday_after(last, 5) + iv.WEEK * (count - 1)
+        return Hit(stop, saturday, saturday + timedelta(days=2), "day")

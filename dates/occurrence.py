@@ -8,12 +8,11 @@ as an occurrence. Pure, deterministic, no model. The grammar lives in expression
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from . import intervals as iv
-from .expressions import VAGUE, find_expressions
+from .expressions import Occurrence, find_expressions
 
 MAX_SCAN_CHARS = 20_000
 
@@ -34,52 +33,29 @@ RULES = """\
 - "last week/month/year" and "N weeks/months/years ago" are whole calendar units (ISO week,
   month, year); "the past N days/weeks" is a rolling window of days ending with the
   observation day (like the period "Nd"), granularity "day".
+- "the day/week/weekend/<weekday> before (after) X", "N units before (after) X" and "the week of X",
+  with X a stated day ("May 3", "last Friday", "yesterday"): days count from X's near edge, weeks,
+  months and years are whole calendar units counted from X's; the weekend before X is the last
+  Saturday and Sunday ending before it, the weekend after X the first one after it.
+  "the week/weekend/month/year before last" ("after next") is two units back (ahead).
+- "between A and B", "from A to/until/through B": the start of A to the end of B; a bare weekday
+  B is the first one on or after A; a range that ends before it starts is two expressions.
 - A weekend is Saturday and Sunday: a 2-day interval with granularity "day". "last weekend"
   is the weekend of the previous ISO week; "N weekends ago" counts back N ISO weeks.
 - "last night" is the day before the observation day; "tonight" the observation day.
 - Vague or approximate quantities ("a few days ago", "about a year ago"), seasons (hemisphere-
-  dependent), "recently", and offsets from an unstated reference ("the week before") stay
-  unresolved with a reason. Numeric dates like 3/4/2023 are unresolved unless one part is > 12.
+  dependent), "recently", and offsets from an unstated reference ("the week before", "the day
+  before my birthday") stay unresolved with a reason, as do counts past the bounds (3660 days,
+  520 weeks or weekends, 1200 months, 200 years). Numeric dates like 3/4/2023 are unresolved
+  unless one part is > 12.
 - Only the first MAX_SCAN_CHARS characters of a message are read.
 """
-
-@dataclass(frozen=True)
-class Occurrence:
-    """One time expression of a message. Resolved: ``start``/``end`` (aware UTC, ``[start, end)``)
-    and ``granularity`` (day/week/month/year) are set; otherwise ``unresolved`` says why."""
-
-    expression: str
-    span: tuple[int, int]
-    start: datetime | None = None
-    end: datetime | None = None
-    granularity: str | None = None
-    unresolved: str | None = None
-
-    @property
-    def resolved(self) -> bool:
-        return self.unresolved is None
-
-    def to_dict(self) -> dict[str, str]:
-        if self.start is None or self.end is None or self.granularity is None:
-            return {"expression": self.expression, "unresolved": self.unresolved or VAGUE}
-        return {"expression": self.expression, "start": iv.iso_z(self.start), "end": iv.iso_z(self.end),
-                "granularity": self.granularity}
-
 
 def resolve_occurrences(text: str, observed_at: datetime | int | float) -> list[Occurrence]:
     """Time expressions of ``text`` (first MAX_SCAN_CHARS characters) resolved against ``observed_at``
     (aware datetime or epoch seconds). See RULES for how ambiguous wording is treated."""
     today = iv.as_utc(observed_at).date()
-    text = text[:MAX_SCAN_CHARS] if isinstance(text, str) else ""
-    found: list[Occurrence] = []
-    for match in find_expressions(text, today):
-        expression, span = text[match.begin:match.finish], (match.begin, match.finish)
-        if match.first is None or match.end is None or match.granularity is None:
-            found.append(Occurrence(expression, span, unresolved=match.reason or VAGUE))
-        else:
-            start, end = iv.utc_bounds(match.first, match.end)
-            found.append(Occurrence(expression, span, start, end, match.granularity))
-    return found
+    return find_expressions(text[:MAX_SCAN_CHARS] if isinstance(text, str) else "", today)
 
 
 MAX_REPORTED = 12

@@ -2,19 +2,18 @@
 to a ``[first_day, end_day)`` interval against the observation day, or to an unresolved reason.
 
 A left-to-right scan over lexicon tokens; at each token every matcher may claim a run of
-tokens and the longest claim wins, so the work is linear in the text. Dates only: turning
-them into the public ``Occurrence`` shape is occurrence.py's job.
+tokens and the longest claim wins, so the work is linear in the text. Each claim comes back
+as an ``Occurrence``; which text to read and against what time is occurrence.py's job.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 
 from . import intervals as iv
 from . import lexicon as lx
 from .cursor import Hit, TokenCursor
-from .lexicon import Token
 
 VAGUE = "vague reference"
 VAGUE_QUANTITY = "vague quantity"
@@ -29,59 +28,73 @@ _SINGULAR = frozenset({"week", "month", "year"})
 MAX_COUNT = {"day": 3660, "week": 520, "weekend": 520, "month": 1200, "year": 200}
 _TRIGGERS = frozenset(
     {"today", "tonight", "yesterday", "tomorrow", "the", "day", "last", "past", "this", "next", "on", "a", "an",
-     "recently", "lately", "long", "not", "in", "for", "over", "during", "through", "throughout", "more", "less"}
+     "recently", "lately", "long", "not", "in", "for", "over", "during", "through", "throughout", "more", "less",
+     "between"}
     | lx.MONTH_CONTEXT | lx.YEAR_CONTEXT | lx.APPROXIMATORS | lx.VAGUE_QUANTITIES | set(lx.NUMBER_WORDS)
     | set(lx.MONTHS) | set(lx.MONTH_ABBREVIATIONS) | set(lx.WEEKDAYS) | set(lx.WEEKDAY_ABBREVIATIONS)
     | lx.SEASONS
 )
 
 
+@dataclass(frozen=True)
+class Occurrence:
+    """One time expression at ``text[span[0]:span[1]]``. Resolved: ``start``/``end`` (aware UTC,
+    ``[start, end)``) and ``granularity`` (day/week/month/year) are set; otherwise ``unresolved``
+    says why."""
 
-@dataclass(frozen=True, slots=True)
-class Match:
-    """One expression at ``text[begin:finish]``: resolved (first, end, granularity) or ``reason``."""
-
-    begin: int
-    finish: int
-    first: date | None = None
-    end: date | None = None
+    expression: str
+    span: tuple[int, int]
+    start: datetime | None = None
+    end: datetime | None = None
     granularity: str | None = None
-    reason: str | None = None
+    unresolved: str | None = None
+
+    @property
+    def resolved(self) -> bool:
+        return self.unresolved is None
+
+    def to_dict(self) -> dict[str, str]:
+        if self.start is None or self.end is None or self.granularity is None:
+            return {"expression": self.expression, "unresolved": self.unresolved or VAGUE}
+        return {"expression": self.expression, "start": iv.iso_z(self.start), "end": iv.iso_z(self.end),
+                "granularity": self.granularity}
 
 
-def find_expressions(text: str, today: date, *, standalone: bool = False) -> list[Match]:
+def find_expressions(text: str, today: date, *, standalone: bool = False) -> list[Occurrence]:
     """Every time expression of ``text``, in order, resolved against the observation day ``today``.
 
     ``standalone``: ``text`` is a time phrase on its own ("last tuesday", "in march"), as a tool's
     period argument is: names need no capital, a bare month needs no preposition and a phrase
     without a tense cue reads as past (see ``TokenCursor``)."""
-    return _Scanner(lx.tokenize(text), today, standalone=standalone).run()
+    return _Scanner(text, today, standalone=standalone).run()
+
+
+def _out_of_range(stop: int, unit: str, count: int) -> Hit | None:
+    """A count of none of a unit names no time; a count past the bound says so."""
+    return Hit(stop, reason=f"more than {MAX_COUNT[unit]} {unit}s") if count > 0 else None
 
 
 class _Scanner:
     """Left-to-right scan: at each token every matcher may claim a run of tokens; the longest wins."""
 
-    def __init__(self, tokens: list[Token], today: date, *, standalone: bool = False) -> None:
-        self.tokens = tokens
-        self.c = TokenCursor(tokens, today, standalone=standalone)
+    def __init__(self, text: str, today: date, *, standalone: bool = False) -> None:
+        self.text, self.tokens = text, lx.tokenize(text)
+        self.c = TokenCursor(self.tokens, today, standalone=standalone)
+        self.nested = False  # reading the stated day of a relation or the end of a range: no deeper
         self.matchers: tuple[Callable[[int], Hit | None], ...] = (
             self._numeric, self._day_word, self._ago, self._qualified, self._the, self._date,
-            self._weekday, self._vague, self._season,
+            self._weekday, self._vague, self._season, self._range,
         )
 
-    def run(self) -> list[Match]:
-        found: list[Match] = []
+    def run(self) -> list[Occurrence]:
+        found: list[Occurrence] = []
         index, count = 0, len(self.tokens)
         while index < count:
             token = self.tokens[index]
             if token.base not in _TRIGGERS and not token.low[:1].isdigit():
                 index += 1
                 continue
-            best: Hit | None = None
-            for matcher in self.matchers:
-                hit = matcher(index)
-                if hit is not None and (best is None or hit.stop > best.stop):
-                    best = hit
+            best = self._longest(index)
             if best is None:
                 index += 1
                 continue
@@ -89,11 +102,29 @@ class _Scanner:
             index = best.stop
         return found
 
-    def _match(self, index: int, hit: Hit) -> Match:
-        begin, finish = self.tokens[index].start, self.tokens[hit.stop - 1].end
+    def _longest(self, index: int) -> Hit | None:
+        """The longest claim at ``index``; of equal ones, the first matcher's."""
+        hits = (hit for matcher in self.matchers if (hit := matcher(index)) is not None)
+        return max(hits, key=lambda hit: hit.stop, default=None)
+
+    def _anchor(self, at: int, *, days: bool = True) -> Hit | None:
+        """The resolved time a relation ("the week before May 3") or a range end names at ``at``:
+        days only unless ``days`` is False; read with month context and never nested."""
+        if self.nested:
+            return None
+        self.nested = True
+        hit = self._longest(at)
+        self.nested = False
+        if hit is None or hit.first is None or (days and hit.granularity != "day"):
+            return None
+        return hit
+
+    def _match(self, index: int, hit: Hit) -> Occurrence:
+        span = self.tokens[index].start, self.tokens[hit.stop - 1].end
+        expression = self.text[span[0]:span[1]]
         if hit.first is None or hit.end is None or hit.granularity is None:
-            return Match(begin, finish, reason=hit.reason or VAGUE)
-        return Match(begin, finish, hit.first, hit.end, hit.granularity)
+            return Occurrence(expression, span, unresolved=hit.reason or VAGUE)
+        return Occurrence(expression, span, *iv.utc_bounds(hit.first, hit.end), hit.granularity)
 
     # ---- matchers (each returns the longest expression starting at ``index`` or None) --------
     def _numeric(self, index: int) -> Hit | None:
@@ -135,7 +166,7 @@ class _Scanner:
         """"3 days ago", "two weekends ago", "a year ago", "in two weeks" (future sentences only),
         "for a month now" (an ongoing state: its start); vague ("a few") and approximate
         ("about") quantities stay unresolved."""
-        at, approximate, onset = index, False, self.c.low(index) == "for"
+        at, approximate, onset, anchor = index, False, self.c.low(index) == "for", None
         at += onset
         if self.c.low(at) in lx.APPROXIMATORS or (self.c.low(at) in ("more", "less") and self.c.low(at + 1) == "than"):
             approximate = True
@@ -170,6 +201,8 @@ class _Scanner:
             stop, sign = at + 2, -1
         elif after == "from" and self.c.low(at + 2) == "now":
             stop, sign = at + 3, 1
+        elif after in ("before", "after") and (anchor := self._anchor(at + 2)) is not None:
+            stop, sign = anchor.stop, -1 if after == "before" else 1
         elif after in ("before", "after", "later", "earlier", "prior"):
             return Hit(at + 2, reason=NO_REFERENCE)
         else:
@@ -180,7 +213,9 @@ class _Scanner:
             return Hit(stop, reason=APPROXIMATE)
         assert count is not None
         if not 1 <= count <= MAX_COUNT[unit]:
-            return None
+            return _out_of_range(stop, unit, count)
+        if anchor is not None:
+            return self.c.around(stop, unit, sign * count, anchor)
         return self.c.offset(stop, unit, sign * count)
 
     def _qualified(self, index: int) -> Hit | None:
@@ -223,8 +258,9 @@ class _Scanner:
         return None
 
     def _the(self, index: int) -> Hit | None:
-        """Phrases opening with "the": rolling windows, "the week before last", "the weekend",
-        "the other day", and offsets from an unstated reference ("the day before")."""
+        """Phrases opening with "the": rolling windows, "the week before last" / "after next", "the weekend",
+        the day/week/weekend/weekday before, after or of a stated day ("the Friday before May 3"),
+        and offsets from an unstated reference ("the day before")."""
         if self.c.low(index) != "the":
             return None
         word, unit = self.c.low(index + 1), lx.UNITS.get(self.c.low(index + 1))
@@ -232,11 +268,19 @@ class _Scanner:
             return self._rolling(index, index + 2)
         if word in ("next", "following", "previous", "prior") and lx.UNITS.get(self.c.low(index + 2)):
             return Hit(index + 3, reason=NO_REFERENCE)
+        relation, weekday = self.c.low(index + 2), self.c.weekday_at(index + 1, abbreviations=False)
+        named = weekday is not None or word in ("day", "week", "weekend", "month", "year")
+        anchor = self._anchor(index + 3) if named and relation in ("before", "after", "of") else None
+        if weekday is not None and anchor is not None and relation != "of":
+            first, last = anchor.days
+            day = iv.weekday_before(first, weekday) if relation == "before" else iv.weekday_after(last, weekday)
+            return self.c.day_hit(anchor.stop, day)
         if word not in ("day", "week", "weekend", "month", "year") or unit is None:
             return None
-        relation = self.c.low(index + 2)
-        if relation == "before" and self.c.low(index + 3) == "last" and unit != "day":
-            return self.c.offset(index + 4, unit, -2)
+        if anchor is not None and (relation != "of" or unit in ("week", "month")):
+            return self.c.around(anchor.stop, unit, {"before": -1, "after": 1, "of": 0}[relation], anchor)
+        if (relation, self.c.low(index + 3)) in (("before", "last"), ("after", "next")) and unit != "day":
+            return self.c.offset(index + 4, unit, -2 if relation == "before" else 2)  # "the week after next"
         if relation in ("before", "after"):
             return Hit(index + 3, reason=NO_REFERENCE)
         if unit == "weekend":
@@ -266,7 +310,7 @@ class _Scanner:
             return Hit(stop, reason=VAGUE_QUANTITY)
         count = count or 1
         if not 1 <= count <= MAX_COUNT[unit]:
-            return None
+            return _out_of_range(stop, unit, count)
         if unit == "day":
             back = self.c.today - timedelta(days=count)
         elif unit == "week":
@@ -289,7 +333,7 @@ class _Scanner:
             after = at + 2 if self.c.low(at + 1) == "," else at + 1
             dated = self._written_date(after, context=False)
             return dated if dated is not None and dated.first is not None else None
-        return self._written_date(at, context=context or self.c.standalone, on=self.c.low(index) == "on")
+        return self._written_date(at, context=context or self.c.standalone or self.nested, on=self.c.low(index) == "on")
 
     def _written_date(self, at: int, *, context: bool, on: bool = False) -> Hit | None:
         start_the = self.c.low(at) == "the"
@@ -313,7 +357,7 @@ class _Scanner:
             day = lx.day_number(self.c.tok(at + 1))
             if day is not None and lx.UNITS.get(self.c.low(at + 2)) is None and self.c.low(at + 2) != ":":
                 return self._day_month(at + 2, month, day)
-            year_at = at + 2 if self.c.low(at + 1) in (",", ".") else at + 1
+            year_at = at + 2 if self.c.low(at + 1) in (",", ".", "of") else at + 1
             year = lx.year_number(self.c.tok(year_at))
             if year is not None:
                 return Hit(year_at + 1, *iv.month_span(year, month), "month")
@@ -371,3 +415,19 @@ class _Scanner:
             return None
         at = index + 2 if self.c.low(index + 1) == "the" else index + 1
         return Hit(at + 1, reason=SEASON) if self.c.low(at) in lx.SEASONS else None
+
+    def _range(self, index: int) -> Hit | None:
+        """"between A and B", "from A to/until/through B": from the start of A to the end of B, each
+        end any resolved expression; a bare weekday B is the first one on or after A."""
+        joiners = {"between": ("and",), "from": ("to", "until", "till", "through")}.get(self.c.low(index))
+        start = self._anchor(index + 1, days=False) if joiners else None
+        if start is None or joiners is None or self.c.low(start.stop) not in joiners:
+            return None
+        at, first = start.stop + 1, start.days[0]
+        weekday = self.c.weekday_at(at, abbreviations=False)
+        end = self._anchor(at, days=False) if weekday is None else (
+            self.c.day_hit(self.c.skip_part_of_day(at + 1), iv.weekday_after(first - iv.DAY, weekday)))
+        if end is None or end.days[1] < first:
+            return None
+        granularity = start.granularity if start.granularity == end.granularity else "day"
+        return Hit(end.stop, first, end.days[1] + iv.DAY, granularity)

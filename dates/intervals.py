@@ -2,7 +2,7 @@
 
 Everything here is pure and works on ``date`` values; ``utc_bounds`` turns a half-open
 ``[first_day, end_day)`` pair into aware UTC datetimes. Weeks are ISO weeks (Monday first).
-It does not parse text; periods.py and occurrence.py do.
+It does not parse text; expressions.py and the tools' periods do.
 """
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from datetime import UTC, date, datetime, time, timedelta
 
 DAY = timedelta(days=1)
 WEEK = timedelta(days=7)
-GRANULARITIES = ("day", "week", "month", "year")
 
 
 def as_utc(moment: datetime | int | float) -> datetime:

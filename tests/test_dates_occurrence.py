@@ -1,10 +1,11 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
-from hermes_trove.temporal.occurrence import MAX_SCAN_CHARS, Occurrence, resolve_occurrences
+from hermes_trove.dates.occurrence import MAX_SCAN_CHARS, Occurrence, occurrences_for, resolve_occurrences
 
 MON = "2023-07-17"  # a Monday
 SUN = "2023-07-16"
@@ -203,3 +204,42 @@ def test_long_repetitive_input_finishes_and_is_bounded():
     found = resolve_occurrences("on Friday " * 10_000, observed(MON))
     assert 0 < len(found) <= MAX_SCAN_CHARS // len("on Friday ") + 1
     assert resolve_occurrences("", observed(MON)) == []
+
+
+NOON = datetime(2024, 5, 15, 12, tzinfo=UTC).timestamp()  # a Wednesday
+
+
+@dataclass(frozen=True)
+class Node:
+    summary: str
+    latest_at: float | None
+    created_at: float
+
+
+@pytest.mark.parametrize(("row", "starts"), [
+    ({"content": "I went there yesterday", "created_at": NOON}, ["2024-05-14T00:00:00Z"]),
+    ({"summary": "Planned for next Friday.", "latest_at": NOON}, ["2024-05-17T00:00:00Z"]),
+    ({"summary": "Met on Monday.", "latest_at": None, "created_at": NOON}, ["2024-05-13T00:00:00Z"]),
+    (Node("Done last week.", NOON, 0.0), ["2024-05-06T00:00:00Z"]),
+    (Node("Done last week.", None, NOON), ["2024-05-06T00:00:00Z"]),  # no latest_at: its creation time
+    ({"content": "yesterday", "created_at": datetime(2024, 5, 15, 12, tzinfo=UTC)}, ["2024-05-14T00:00:00Z"]),
+    ({"content": "a few days ago", "created_at": NOON}, [None]),  # unresolved, with its reason
+    ({"content": "no time here", "created_at": NOON}, []),
+    ({"content": "yesterday"}, []),  # no observation time: nothing is guessed
+    ({"content": "yesterday", "created_at": True}, []),
+    ({"content": "yesterday", "created_at": "2024-05-15"}, []),
+    ({"content": "", "created_at": NOON}, []),
+    ({"content": None, "summary": 7, "created_at": NOON}, []),
+    ({"content": "yesterday", "created_at": 1e20}, []),  # a time past the calendar
+])
+def test_occurrences_for_reads_a_row_against_its_own_time(row, starts):
+    assert [o.get("start") for o in occurrences_for(row)] == starts
+
+
+def test_occurrences_for_keeps_at_most_limit_in_text_order():
+    row = {"content": "yesterday, today, last week and in March 2024", "created_at": NOON}
+    assert [o["expression"] for o in occurrences_for(row)] == ["yesterday", "today", "last week", "in March 2024"]
+    assert [o["expression"] for o in occurrences_for(row, limit=2)] == ["yesterday", "today"]
+    assert occurrences_for(row, limit=-1) == []
+    assert occurrences_for({"content": "a few days ago", "created_at": NOON}) == [
+        {"expression": "a few days ago", "unresolved": "vague quantity"}]
