@@ -418,27 +418,21 @@ def bound_json(payload: dict[str, Any], cap: int) -> str:
         if key is None:
             break
         value = obj[key]
-        if isinstance(value, list) and len(value) > 1:
-            obj[key] = value[: len(value) // 2]
-        elif isinstance(value, dict) and len(value) > 1:
-            obj[key] = _shrink_dict(value)
+        if (isinstance(value, (list, dict)) and len(value) > 1) or len(dumps(value)) > 200:
+            obj[key] = _shrink(value)
         else:
-            size = len(dumps(value))
-            obj[key] = {"omitted": True, "chars": size} if size > 200 else str(value)[:100]
+            obj[key] = str(value)[:100]
     return dumps({"response_truncated": True, "error": "response too large to return within its bound"})
 
 
-def _shrink_dict(value: dict[str, Any]) -> dict[str, Any]:
-    key = max(value, key=lambda k: len(dumps(value[k])))
-    inner = value[key]
-    out = dict(value)
-    if isinstance(inner, list) and len(inner) > 1:
-        out[key] = inner[: len(inner) // 2]
-    elif isinstance(inner, dict) and len(inner) > 1:
-        out[key] = _shrink_dict(inner)
-    else:
-        out[key] = {"omitted": True, "chars": len(dumps(inner))}
-    return out
+def _shrink(value: Any) -> Any:
+    """A smaller ``value``: a list halved, a dict with its largest entry shrunk, anything else omitted."""
+    if isinstance(value, list) and len(value) > 1:
+        return value[: len(value) // 2]
+    if isinstance(value, dict) and len(value) > 1:
+        key = max(value, key=lambda k: len(dumps(value[k])))
+        return {**value, key: _shrink(value[key])}
+    return {"omitted": True, "chars": len(dumps(value))}
 
 
 # -- rendering rows ---------------------------------------------------------------
