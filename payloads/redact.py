@@ -8,12 +8,13 @@ were stored before it was enabled. ``describe()`` reports the setup without any 
 """
 from __future__ import annotations
 
-import hashlib
 import re
 import string
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from ..refs import content_sha256
 
 if TYPE_CHECKING:
     from ..config import TroveConfig
@@ -24,15 +25,12 @@ PLACEHOLDER_FORMAT = "[REDACTED:<pattern>:sha256=<8 hex digits>]; password_assig
 # Quote closing a JSON key: plain, or backslash-escaped when JSON sits inside a string.
 _Q = r"(?:\\?[\"'])"
 # Values: a quoted string (spaces allowed), an escaped-quoted string, or a bare token.
-_VALUE = (r"(?:\\\"(?P<ev>(?:(?!\\\").){1,4096}?)\\\""
-          r"|\"(?P<dv>(?:[^\"\\\n]|\\.){1,4096})\""
-          r"|'(?P<sv>[^'\n]{1,4096})'"
-          r"|(?P<bv>[^\s\"',;&}\])]{1,4096}))")
+_QUOTED = (r"(?:\\\"(?P<ev>(?:(?!\\\").){1,4096}?)\\\""
+           r"|\"(?P<dv>(?:[^\"\\\n]|\\.){1,4096})\""
+           r"|'(?P<sv>[^'\n]{1,4096})'")
+_VALUE = _QUOTED + r"|(?P<bv>[^\s\"',;&}\])]{1,4096}))"
 # password=a;b&c: the whole value, including what follows ; and & (lossy on purpose).
-_PASSWORD_VALUE = (r"(?:\\\"(?P<ev>(?:(?!\\\").){1,4096}?)\\\""
-                   r"|\"(?P<dv>(?:[^\"\\\n]|\\.){1,4096})\""
-                   r"|'(?P<sv>[^'\n]{1,4096})'"
-                   r"|(?P<bv>[^\s\"',}\])]{1,4096}))")
+_PASSWORD_VALUE = _QUOTED + r"|(?P<bv>[^\s\"',}\])]{1,4096}))"
 
 
 def _assignment(keys: str) -> re.Pattern[str]:
@@ -80,14 +78,10 @@ _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)  # keeps every index
 
 
-def _digest(value: str) -> str:
-    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST_CHARS]
-
-
 def _placeholder(name: str, value: str) -> str:
     if name == "password_assignment":
         return "[REDACTED:password]"
-    return f"[REDACTED:{name}:sha256={_digest(value)}]"
+    return f"[REDACTED:{name}:sha256={content_sha256(value)[:DIGEST_CHARS]}]"
 
 
 def _looks_like_token(value: str) -> bool:
