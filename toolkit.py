@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from . import tokens
 from .models import Complete
 from .refs import MAX_QUOTE_CHARS, make_ref, shorthand
+from .rows import json_or_text
 from .scope import EVERYTHING, Visibility
 
 if TYPE_CHECKING:
@@ -473,10 +474,7 @@ def message_item(row: Any, current_session: str | None, *, offset: int = 0, max_
     if row.tool_calls:
         calls = row.tool_calls
         if len(calls) <= TOOL_CALLS_PREVIEW_CHARS:
-            try:
-                out["tool_calls"] = json.loads(calls)
-            except ValueError:
-                out["tool_calls"] = calls
+            out["tool_calls"] = json_or_text(calls)
         else:
             out["tool_calls_preview"] = calls[:TOOL_CALLS_PREVIEW_CHARS]
             out["tool_calls_chars"] = len(calls)
