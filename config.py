@@ -278,44 +278,27 @@ def _parse(var: Var, raw: str) -> Any:
 SANITY_LIMIT = 1_000_000_000
 
 
-@dataclass(frozen=True)
-class Consistency:
-    """A rule between knobs: when ``ok(values)`` is false, ``field`` falls back to its default."""
-
-    field: str
-    ok: Callable[[Mapping[str, Any]], bool]
-    why: str
-
-
-CONSISTENCY: tuple[Consistency, ...] = (
-    Consistency("dynamic_leaf_chunk_max", lambda v: v["dynamic_leaf_chunk_max"] >= v["leaf_chunk_tokens"],
-                "must be at least TROVE_LEAF_CHUNK_TOKENS"),
-    Consistency("fresh_tail_max_tokens",
-                lambda v: v["fresh_tail_max_tokens"] == 0 or v["fresh_tail_max_tokens"] >= 64,
-                "a protected tail under 64 tokens cannot hold one exchange"),
-    Consistency("reserve_tokens_floor", lambda v: v["reserve_tokens_floor"] <= 10_000_000,
-                "is larger than any model's context window"),
-)
+def _rules(v: Mapping[str, Any]) -> tuple[tuple[str, bool, str], ...]:
+    """Rules between knobs as (field, whether ``v`` keeps it, why not); a broken one falls back to its default."""
+    return (("dynamic_leaf_chunk_max", v["dynamic_leaf_chunk_max"] >= v["leaf_chunk_tokens"],
+             "must be at least TROVE_LEAF_CHUNK_TOKENS"),
+            ("fresh_tail_max_tokens", v["fresh_tail_max_tokens"] == 0 or v["fresh_tail_max_tokens"] >= 64,
+             "a protected tail under 64 tokens cannot hold one exchange"),
+            ("reserve_tokens_floor", v["reserve_tokens_floor"] <= 10_000_000, "is larger than any model's context window"))
 
 
 def check_consistency(values: dict[str, Any], warn: Callable[[str], None], warnings: list[str],
                       sources: dict[str, str]) -> None:
     """Reset knobs that contradict the others to their defaults, warning by name (in place)."""
-    defaults = {v.field: v.default for v in SPEC}
-    for rule in CONSISTENCY:
-        merged = {**defaults, **values}
-        try:
-            fine = rule.ok(merged)
-        except (KeyError, TypeError):  # a field renamed or removed: the rule no longer applies
+    for name, fine, why in _rules({**{v.field: v.default for v in SPEC}, **values}):
+        if fine or name not in values:
             continue
-        if fine or rule.field not in values:
-            continue
-        var = next(v for v in SPEC if v.field == rule.field)
-        msg = f"{var.name}={values[rule.field]!r} {rule.why}; using default {var.default!r}"
+        var = next(v for v in SPEC if v.field == name)
+        msg = f"{var.name}={values[name]!r} {why}; using default {var.default!r}"
         warn(msg)
         warnings.append(msg)
-        values.pop(rule.field)
-        sources[rule.field] = "default (inconsistent env)"
+        values.pop(name)
+        sources[name] = "default (inconsistent env)"
 
 
 def reserve_floor_cap(config: TroveConfig, context_length: int) -> int | None:
