@@ -284,7 +284,8 @@ def _rules(v: Mapping[str, Any]) -> tuple[tuple[str, bool, str], ...]:
              "must be at least TROVE_LEAF_CHUNK_TOKENS"),
             ("fresh_tail_max_tokens", v["fresh_tail_max_tokens"] == 0 or v["fresh_tail_max_tokens"] >= 64,
              "a protected tail under 64 tokens cannot hold one exchange"),
-            ("reserve_tokens_floor", v["reserve_tokens_floor"] <= 10_000_000, "is larger than any model's context window"))
+            ("reserve_tokens_floor", v["reserve_tokens_floor"] <= 10_000_000,
+             "is larger than any model's context window"))
 
 
 def check_consistency(values: dict[str, Any], warn: Callable[[str], None], warnings: list[str],
