@@ -220,14 +220,16 @@ def _has_digit(value: str) -> bool:
     return any(ch.isdigit() for ch in value)
 
 
+# Order matters, it is the order rules apply in: whole PEM blocks first, then URL credentials
+# and specific key names, then credentials known by their shape, the generic names last.
 CATALOG: dict[str, tuple[_Rule, ...]] = {
     "private_key": (_Rule(_PEM, ("-----begin ",), _pem_sub),),
+    "url_credentials": (_Rule(_URL_CREDENTIALS, ("://",), _shape_sub("url_credentials")),),
     "api_key": (_Rule(_API_KEY, ("api", "access", "secret", "client"), _value_sub("api_key")),),
     "bearer_token": (_Rule(_BEARER, ("bearer",), _value_sub("bearer_token", bearer=True)),
                      _Rule(_TOKEN_KEY, ("token", "authorization", "bearer"), _value_sub("bearer_token"),
                            accept=_json_key_before)),
     "password_assignment": (_Rule(_PASSWORD, ("pass", "pwd"), _value_sub("password_assignment")),),
-    "url_credentials": (_Rule(_URL_CREDENTIALS, ("://",), _shape_sub("url_credentials")),),
     "jwt": (_Rule(_JWT, ("eyj",), _shape_sub("jwt"), accept=_boundary),),
     "provider_key": (_Rule(_PROVIDER, _PROVIDER_ANCHORS, _shape_sub("provider_key", _has_digit),
                            accept=_boundary),),
@@ -236,10 +238,6 @@ CATALOG: dict[str, tuple[_Rule, ...]] = {
     "generic_secret": (_Rule(_GENERIC, ("token", "secret", "key", "credential", "passphrase"), _generic_sub,
                              accept=_key_boundary),),
 }
-# Order matters: whole PEM blocks first, then URL credentials and specific key names, then
-# credentials known by their shape, and the generic *_TOKEN/*_SECRET/*_KEY names last.
-_ORDER = ("private_key", "url_credentials", "api_key", "bearer_token", "password_assignment", "jwt",
-          "provider_key", "cloud_key", "generic_secret")
 # The original four names also switch on the formats people paste alongside them, so the
 # default TROVE_SENSITIVE_PATTERNS covers them without a configuration change.
 IMPLIES: dict[str, tuple[str, ...]] = {
@@ -254,7 +252,7 @@ def rule_names(patterns: tuple[str, ...]) -> tuple[str, ...]:
     on = set(patterns)
     for name in patterns:
         on.update(IMPLIES.get(name, ()))
-    return tuple(n for n in _ORDER if n in on)
+    return tuple(n for n in CATALOG if n in on)
 
 
 @dataclass(frozen=True)
@@ -272,7 +270,7 @@ class Redactor:
         sources = dict(getattr(config, "sources", ()) or ())
         src = {sources.get("sensitive_patterns_enabled", "default"), sources.get("sensitive_patterns", "default")}
         return cls(enabled=bool(config.sensitive_patterns_enabled),
-                   patterns=tuple(n for n in _ORDER if n in names),
+                   patterns=tuple(n for n in CATALOG if n in names),
                    unknown_patterns=tuple(n for n in names if n not in CATALOG),
                    source="env" if "env" in src else "default")
 
