@@ -63,7 +63,7 @@ class Structure:
 
     @property
     def ok(self) -> bool:
-        return not (self.missing_tables or self.missing_fts or self.missing_triggers or self.missing_indexes)
+        return not self.missing
 
     @property
     def missing(self) -> tuple[str, ...]:
