@@ -195,9 +195,10 @@ def number(raw: Any, name: str, accepted: str) -> int | float:
     return value
 
 
-def whole_number(raw: Any, name: str, low: int, high: int) -> int:
-    """An integer in ``[low, high]`` (a whole float such as 3.0 counts); anything else is refused."""
-    accepted = f"an integer from {low} to {high}"
+def whole_number(raw: Any, name: str, low: int, high: int, accepted: str = "") -> int:
+    """An integer in ``[low, high]`` (a whole float such as 3.0 counts); anything else is refused,
+    saying it must be ``accepted`` (by default the range)."""
+    accepted = accepted or f"an integer from {low} to {high}"
     value = number(raw, name, accepted)
     if value != int(value) or not low <= value <= high:
         raise ToolError(f"{name} must be {accepted}, got {echo(raw)}")
@@ -221,10 +222,7 @@ def int_arg(args: Mapping[str, Any], name: str, default: int | None, *, minimum:
     if cap is None:
         return whole_number(raw, name, minimum, MAX_SAFE_INTEGER)
     accepted = f"an integer from {minimum} to {cap} (larger values up to {MAX_SAFE_INTEGER} are clamped to {cap})"
-    value = number(raw, name, accepted)
-    if value != int(value) or value < minimum:
-        raise ToolError(f"{name} must be {accepted}, got {echo(raw)}")
-    out = int(value)
+    out = whole_number(raw, name, minimum, MAX_SAFE_INTEGER, accepted)
     if out > cap:
         if clamped is not None:
             clamped[f"{name}_clamped_from"] = out
