@@ -12,10 +12,10 @@ import pytest
 from conftest import ROOT
 
 from hermes_trove import command
-from hermes_trove.config import TroveConfig, load_config
+from hermes_trove.config import SPEC, load_config
 
 DOCS = ROOT / "docs"
-ENV_NAMES = {f.metadata["env"] for f in TroveConfig.__dataclass_fields__.values() if "env" in f.metadata}
+ENV_NAMES = {v.name for v in SPEC}
 
 
 def table_rows(text: str, header: str) -> list[list[str]]:
@@ -80,8 +80,7 @@ def test_every_agent_profile_names_real_variables_with_accepted_values():
         assert set(block) <= ENV_NAMES, set(block) - ENV_NAMES
         config = load_config(block, hermes_home="/nonexistent")
         assert config.warnings == (), config.warnings
-        assert {dict(config.sources)[f] for f in (n for n, fl in TroveConfig.__dataclass_fields__.items()
-                                                  if fl.metadata.get("env") in block)} == {"env"}
+        assert {dict(config.sources)[v.field] for v in SPEC if v.name in block} == {"env"}
 
 
 def test_the_feature_overview_covers_every_family_and_every_tool():
