@@ -75,19 +75,13 @@ def start(event: str, runtime: Runtime, completion: Completion = lambda: None) -
 
 # -- embeddings -----------------------------------------------------------------------------------
 
-def _embed(action: str) -> Handler:
-    """``embed status|warmup|backfill``: inside Hermes a backfill is bounded; the CLI runs it to the end."""
-    def handler(r: Request) -> dict[str, Any]:
-        if action == "status":
-            return indexer.status(r.runtime)
-        if action == "warmup":
-            return indexer.warmup(r.runtime)
-        progress = None if r.in_host else indexer.tty_progress()
-        result = indexer.backfill(r.runtime, max_seconds=60.0 if r.in_host else None, progress=progress)
-        if progress is not None:
-            sys.stderr.write("\n")
-        return result
-    return handler
+def _backfill(r: Request) -> dict[str, Any]:
+    """Inside Hermes a backfill is bounded; the CLI runs it to the end, with progress on a terminal."""
+    progress = None if r.in_host else indexer.tty_progress()
+    result = indexer.backfill(r.runtime, max_seconds=60.0 if r.in_host else None, progress=progress)
+    if progress is not None:
+        sys.stderr.write("\n")
+    return result
 
 
 def _check_embeddings(runtime: Runtime, conn: sqlite3.Connection, ctx: dict[str, Any]) -> Check:
@@ -108,11 +102,13 @@ def _check_embeddings(runtime: Runtime, conn: sqlite3.Connection, ctx: dict[str,
 EMBEDDINGS = Subsystem(
     name="embeddings", switch="embeddings_enabled", migrations=None,
     background={"load": lambda runtime, completion: indexer.start_background(runtime)},
-    commands={("embed",): (_embed("status"), "embeddings: provider, generation, coverage, backlog, last error"),
-              ("embed", "status"): (_embed("status"), "the same"),
-              ("embed", "warmup"): (_embed("warmup"), "load the embedding provider and embed one text"),
-              ("embed", "backfill"): (_embed("backfill"), "index every pending row now (60 s per call inside"
-                                                         " Hermes; the CLI runs to the end)")},
+    commands={("embed",): (lambda r: indexer.status(r.runtime),
+                           "embeddings: provider, generation, coverage, backlog, last error"),
+              ("embed", "status"): (lambda r: indexer.status(r.runtime), "the same"),
+              ("embed", "warmup"): (lambda r: indexer.warmup(r.runtime),
+                                    "load the embedding provider and embed one text"),
+              ("embed", "backfill"): (_backfill, "index every pending row now (60 s per call inside Hermes; the CLI"
+                                                 " runs to the end)")},
     usage="embed [status|warmup|backfill]",
     section="embeddings", status=indexer.status, inspect_omits=("generations", "last_pass"),
     checks=(("embeddings", _check_embeddings),))

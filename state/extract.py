@@ -123,20 +123,13 @@ def schedule(runtime: Runtime, completion: Callable[[], Complete | None]) -> thr
         complete = completion()
         return None if complete is None else functools.partial(_background, runtime, complete)
 
-    try:
-        return _PASSES.start(runtime.db.path, prepare, interval_s=PASS_INTERVAL_S)
-    except Exception:  # scheduling must never fail the caller's turn
-        log.exception("trove: could not schedule an assertion pass")
-        return None
+    return _PASSES.start(runtime.db.path, prepare, interval_s=PASS_INTERVAL_S)
 
 
 def _background(runtime: Runtime, complete: Complete) -> None:
-    try:
-        report = run_pass(runtime, complete)
-        if report.get("stored"):
-            log.info("trove: assertion pass stored %d, backlog %d", report["stored"], report.get("backlog", 0))
-    except Exception:  # logged; the next pass retries
-        log.exception("trove: assertion pass failed")
+    report = run_pass(runtime, complete)
+    if report.get("stored"):
+        log.info("trove: assertion pass stored %d, backlog %d", report["stored"], report.get("backlog", 0))
 
 
 # -- operators -------------------------------------------------------------------------

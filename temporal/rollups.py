@@ -203,21 +203,14 @@ def schedule(runtime: Runtime, completion: Callable[[], Complete | None], *,
     """
     if not runtime.config.temporal_rollups_enabled:
         return None
-    try:
-        return _PASSES.start(runtime.db.path, lambda: functools.partial(_background_pass, runtime, completion()),
-                             interval_s=PASS_INTERVAL_S, force=force)
-    except Exception:  # scheduling must never fail the caller's turn
-        log.exception("trove: could not schedule a rollup pass")
-        return None
+    return _PASSES.start(runtime.db.path, lambda: functools.partial(_background_pass, runtime, completion()),
+                         interval_s=PASS_INTERVAL_S, force=force)
 
 
 def _background_pass(runtime: Runtime, complete: Complete | None) -> None:
-    try:
-        report = run_pass(runtime, complete)
-        if report.get("built"):
-            log.info("trove: rollup pass built %d, %d remaining", len(report["built"]), report["remaining"])
-    except Exception:  # a background failure is logged; the next pass retries
-        log.exception("trove: rollup pass failed")
+    report = run_pass(runtime, complete)
+    if report.get("built"):
+        log.info("trove: rollup pass built %d, %d remaining", len(report["built"]), report["remaining"])
 
 
 # -- operators: status and rebuild --------------------------------------------------------
