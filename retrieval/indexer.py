@@ -275,12 +275,11 @@ class _Groups:
     guard: Any
     gen: Generation
     replacing: bool        # the messages are being embedded again (their old vectors go)
-    report: PassReport
+    report: PassReport     # its ``rows`` count what the pass moved past so far
     kind: str = "message"
-    done: int = 0
 
     def _next(self) -> list[PendingText]:
-        take = min(max(1, min(GROUP_ROWS, self.plan.spec.batch_size)), self.plan.limit - self.done)
+        take = min(max(1, min(GROUP_ROWS, self.plan.spec.batch_size)), self.plan.limit - self.report.rows)
         if self.kind == "message":
             items = self.store.pending_messages(self.gen.message_cursor, take)
             if items:
@@ -289,7 +288,7 @@ class _Groups:
         return self.store.pending_nodes(self.gen.node_cursor, take)
 
     def step(self) -> bool:
-        items = self._next() if self.done < self.plan.limit else []
+        items = self._next() if self.report.rows < self.plan.limit else []
         if not items:
             return False
         store, gen, kind, policy = self.store, self.gen, self.kind, self.plan.policy
@@ -302,7 +301,6 @@ class _Groups:
                                            node_cursor=top if kind == "summary" else None)
         self.report.embedded += embedded
         self.report.rows += len(items)
-        self.done += len(items)
         self.gen = store.generation(gen.generation_id) or gen
         return True
 
