@@ -33,7 +33,7 @@ from .ops.maintenance import gc_empty_lifecycle
 from .runtime import Runtime, build_runtime
 from .scope import scope_for
 from .store import SessionKey
-from .temporal.rollups import schedule as schedule_rollups
+from .subsystems import start as start_subsystems
 from .toolkit import ToolContext
 from .tools import TOOL_SCHEMAS, dispatch
 
@@ -251,12 +251,8 @@ class TroveEngine(ContextEngine):
                          scope=scope_for(platform, conversation))
         self._bind(key)
         self.state.just_ended = ""  # an in-place compaction boundary ends nothing
-        if self.state.mode == "active" and self.runtime.health.usable:  # days may have closed (background, opt-in)
-            schedule_rollups(self.runtime, lambda: self.completion_for("compression"))
-            if self.config.assertions_enabled:  # messages stored since the last pass (opt-in, leased)
-                from .state.extract import schedule as schedule_extraction
-
-                schedule_extraction(self.runtime, lambda: self.completion_for("compression"))
+        if self.state.mode == "active" and self.runtime.health.usable:  # opt-in background passes (leased)
+            start_subsystems("session_start", self.runtime, lambda: self.completion_for("compression"))
         if (kwargs.get("boundary_reason") == "compression" and old and old != session_id
                 and self.state.mode == "active" and self.runtime.health.usable):
             try:  # legacy rotation to a child id: the summaries follow the conversation
@@ -444,7 +440,7 @@ class TroveEngine(ContextEngine):
             return messages
         self.state.no_progress_tokens = 0
         self.compression_count += 1
-        schedule_rollups(self.runtime, lambda: self.completion_for("compression"), force=True)  # new leaves
+        start_subsystems("compaction", self.runtime, lambda: self.completion_for("compression"))  # new leaves
         return result.messages
 
     def _native_compressor(self) -> Any:

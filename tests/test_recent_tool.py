@@ -21,7 +21,7 @@ from hermes_trove.tools import dispatch
 @pytest.fixture(autouse=True)
 def _now(monkeypatch):
     monkeypatch.setattr(recent, "clock", lambda: NOW)  # relative periods count from 10 June 2024
-    monkeypatch.setattr("hermes_trove.engine.schedule_rollups", lambda *a, **k: None)  # no background passes
+    monkeypatch.setattr("hermes_trove.temporal.rollups.schedule", lambda *a, **k: None)  # no background passes
 
 
 def call(engine, **args) -> dict:
