@@ -14,10 +14,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..operands import OperandSpec, norm_key
 from ..refs import RefClaim, RefError, parse_claim, verify
 from ..rows import MessageRow
 from .compute import AGGREGATES, ComputeRequest, compute
-from .grounding import GroundingError, OperandSpec, ground, norm_key
+from .grounding import GroundingError, ground
 from .planner import OPERATIONS
 
 MAX_SELECTIONS = 50

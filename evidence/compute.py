@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from ..operands import OperandSpec, norm_key
 from ..rows import MessageRow
-from .grounding import Grounded, GroundingError, OperandSpec, When, ground, norm_key
+from ..units import Unit, convert, fmt, parse_number, quantities, unit_of
+from .grounding import Grounded, GroundingError, When, ground
 from .planner import Plan, PlanFailure, Window, plan
-from .units import Unit, convert, fmt, parse_number, quantities, unit_of
 
 AGGREGATES = ("count_distinct", "sum", "date_filter", "order", "latest_state")
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
+from ..operands import OperandSpec
 from ..temporal.occurrence import resolve_occurrences
-from .grounding import OperandSpec
-from .units import SPACED_AMBIGUOUS, Unit, unit_of
+from ..units import SPACED_AMBIGUOUS, Unit, unit_of
 
 OPERATIONS = ("date_difference", "date_filter", "count_distinct", "sum", "difference", "order", "latest_state")
 NEEDS: dict[str, frozenset[str]] = {
