@@ -7,6 +7,7 @@ dimension. Pure, no I/O.
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -141,6 +142,8 @@ def quantities(quote: str) -> list[Quantity]:
             value = float(m.group("num").replace(",", ""))
         else:
             value = float(NUMBER_WORDS[m.group("word").lower()])
+        if not math.isfinite(value):
+            continue  # hundreds of digits: no value a computation can use
         unit = unit_of(m.group("sym")) if m.group("sym") else None
         after = unit_of(m.group("unit"))
         number_end = m.end("num") if m.group("num") else m.end("word")
@@ -175,6 +178,8 @@ def convert(value: float, source: Unit, target: Unit) -> float:
 
 def fmt(value: float) -> str:
     """A number for a trace: integers without a point, others to at most 4 decimals."""
+    if not math.isfinite(value):
+        return str(value)
     if abs(value - round(value)) < 1e-9:
         return str(int(round(value)))
     return f"{value:.4f}".rstrip("0").rstrip(".")

@@ -10,6 +10,7 @@ do next. Never calls a model.
 """
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -78,6 +79,9 @@ def compute(req: ComputeRequest, rows: Mapping[int, MessageRow],
                          planned, grounded, rejected, stages, started)
     try:
         result = EXECUTORS[planned.operation](grounded, planned, req)
+        value = result.answer.get("value")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise Fallback(f"the result overflows ({value})", "cite values of a size a float can hold")
     except Fallback as exc:
         stages.append({"stage": "execute", "ok": False})
         return _fallback(exc.reason, exc.next_step, planned, grounded, [], stages, started)

@@ -41,7 +41,8 @@ CUES: dict[str, re.Pattern[str]] = {
                                r"latest (?:status|state|value)|presently)\b"),
     "count_distinct": re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b"),
 }
-_VALUE_ORDER = re.compile(r"\b(largest|smallest|biggest|highest|lowest|cheapest|most expensive|most|least)\b")
+_VALUE_ORDER = re.compile(r"\b(largest|smallest|biggest|highest|lowest|cheapest|most expensive|most(?! recent)|"
+                          r"least)\b")
 _EARLIEST = re.compile(r"\b(first|earliest|sooner|earlier)\b")
 _LATEST = re.compile(r"\b(latest|most recent(?:ly)?|more recent(?:ly)?|final|later)\b")
 _LOW = re.compile(r"\b(smallest|lowest|cheapest|least)\b")
