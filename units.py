@@ -146,13 +146,14 @@ def quantities(quote: str) -> list[Quantity]:
             continue  # hundreds of digits: no value a computation can use
         unit = unit_of(m.group("sym")) if m.group("sym") else None
         after = unit_of(m.group("unit"))
-        number_end = m.end("num") if m.group("num") else m.end("word")
+        number_start, number_end = m.span("num") if m.group("num") else m.span("word")
         if after is not None and m.group("unit").lower() in SPACED_AMBIGUOUS and m.start("unit") > number_end:
             after = None  # "3 in March" is not three inches
         if unit is None and after is not None:
             unit = after
         end = m.end("unit") if after is not None else number_end
-        out.append(Quantity(value, unit, quote[m.start():end], (m.start(), end)))
+        start = m.start("sym") if m.group("sym") else number_start
+        out.append(Quantity(value, unit, quote[start:end], (start, end)))
     return out
 
 
