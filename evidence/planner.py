@@ -138,7 +138,7 @@ def _shape(op: str, cue: str, q: str, specs: list[OperandSpec], question_date: f
         unit = re.search(rf"\b(?:how many|in) {_DURATION_UNIT}\b|\b{_DURATION_UNIT} (?:between|apart|passed|"
                          r"elapsed|lapsed|later|earlier|ago)\b", q)
         word = next((g for g in unit.groups() if g), None) if unit else None
-        options["unit"] = (word or "auto").rstrip("s") if word else "auto"
+        options["unit"] = word.rstrip("s") if word else "auto"
         if n == 1 or (n != 2 and re.search(r"\bago\b|\bsince\b|\bhow old\b", q)):
             if question_date is None:
                 return PlanFailure("a duration from one dated operand needs question_date (the 'now' it runs to)",
