@@ -103,15 +103,11 @@ def compute(req: ComputeRequest, rows: Mapping[int, MessageRow],
 
 def _fallback(reason: str, next_step: str, planned: Plan | None, grounded: list[Grounded],
               rejected: list[dict[str, Any]], stages: list[dict[str, Any]], started: float) -> dict[str, Any]:
-    out: dict[str, Any] = {"status": "fallback", "answer": None, "next_path": "evidence_only", "reason": reason,
-                           "next_step": next_step}
-    if rejected:
-        out["rejected_operands"] = rejected
-    out["plan"] = planned.to_dict() if planned else None
-    out["operands"] = [g.trace() for g in grounded]
-    out["provenance"] = {"stages": stages, "model_calls": 0}
-    out["metrics"] = _metrics(len(grounded) + len(rejected), started)
-    return out
+    return {"status": "fallback", "answer": None, "next_path": "evidence_only", "reason": reason,
+            "next_step": next_step, **({"rejected_operands": rejected} if rejected else {}),
+            "plan": planned.to_dict() if planned else None, "operands": [g.trace() for g in grounded],
+            "provenance": {"stages": stages, "model_calls": 0},
+            "metrics": _metrics(len(grounded) + len(rejected), started)}
 
 
 def _metrics(n: int, started: float) -> dict[str, Any]:

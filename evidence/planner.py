@@ -87,21 +87,16 @@ def plan(question: str, specs: list[OperandSpec], question_date: float | None,
          operation: str | None = None) -> Plan | PlanFailure:
     """The one operation the question asks for over these operands, or why none is safe."""
     q = " ".join(question.casefold().split())
-    hits = {op: m.group(0) for op, rx in CUES.items() if (m := rx.search(q))}
     window = _window(question, question_date)  # a failure matters only to a window filter
-    valued = bool(specs) and all(s.value is not None for s in specs)
     if operation is not None:
-        cue = f"operation={operation}"
-        chosen = operation
-    else:
-        picked = _choose(hits, valued, window is not None, len(specs))
-        if isinstance(picked, PlanFailure):
-            return picked
-        chosen, cue = picked
-    return _shape(chosen, cue, q, specs, question_date, window)
+        return _shape(operation, f"operation={operation}", q, specs, question_date, window)
+    hits = {op: m.group(0) for op, rx in CUES.items() if (m := rx.search(q))}
+    valued = bool(specs) and all(s.value is not None for s in specs)
+    picked = _choose(hits, valued, window is not None)
+    return picked if isinstance(picked, PlanFailure) else _shape(*picked, q, specs, question_date, window)
 
 
-def _choose(hits: dict[str, str], valued: bool, windowed: bool, n: int) -> tuple[str, str] | PlanFailure:
+def _choose(hits: dict[str, str], valued: bool, windowed: bool) -> tuple[str, str] | PlanFailure:
     if "sum" in hits and "difference" in hits:
         return PlanFailure(f"the question asks both a total ({hits['sum']!r}) and a difference "
                            f"({hits['difference']!r})", "ask one thing per call, or pass operation=")
