@@ -1,10 +1,8 @@
-"""Full-text search vocabulary both search families share: the FTS5 MATCH grammar and one uncapped match.
+"""The full-text vocabulary retrieval and evidence share: the FTS5 MATCH grammar and one uncapped match.
 
-Natural-language questions become an OR of their content terms (BM25 ranks the rows that
-match most, rarest terms weigh most); ``"quoted phrases"`` stay phrases, ``term*`` stays a
-prefix query and paths or ids become phrases. ``matching_ids`` runs that match over raw
-messages the way ``trove_grep`` gathers its candidates (the SQL lives in the store), for a
-check that needs every hit rather than a page.
+Questions become an OR of their content terms (BM25 weighs the rarest most); ``"phrases"`` stay
+phrases, ``term*`` a prefix, paths and ids phrases. ``matching_ids`` gathers raw messages as
+``trove_grep`` does (the SQL lives in the store), for a check that needs every hit, not a page.
 """
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The operand vocabulary ``trove_compute`` shares with the assertion store.
-
-``OperandSpec`` is what a caller says about one operand before anything is checked; the
-state family resolves an ``assertion_id`` operand into one that cites its exact ref.
-``norm_key`` is the one way keys and text values are compared. Pure, no I/O.
+"""The operand vocabulary ``trove_compute`` shares with the assertion store: ``OperandSpec`` (an
+``assertion_id`` operand is resolved into one citing its exact ref) and ``norm_key``. Pure.
 """
 from __future__ import annotations
 
