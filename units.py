@@ -7,6 +7,7 @@ dimension. Pure, no I/O.
 """
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -141,15 +142,18 @@ def quantities(quote: str) -> list[Quantity]:
             value = float(m.group("num").replace(",", ""))
         else:
             value = float(NUMBER_WORDS[m.group("word").lower()])
+        if not math.isfinite(value):
+            continue  # hundreds of digits: no value a computation can use
         unit = unit_of(m.group("sym")) if m.group("sym") else None
         after = unit_of(m.group("unit"))
-        number_end = m.end("num") if m.group("num") else m.end("word")
+        number_start, number_end = m.span("num") if m.group("num") else m.span("word")
         if after is not None and m.group("unit").lower() in SPACED_AMBIGUOUS and m.start("unit") > number_end:
             after = None  # "3 in March" is not three inches
         if unit is None and after is not None:
             unit = after
         end = m.end("unit") if after is not None else number_end
-        out.append(Quantity(value, unit, quote[m.start():end], (m.start(), end)))
+        start = m.start("sym") if m.group("sym") else number_start
+        out.append(Quantity(value, unit, quote[start:end], (start, end)))
     return out
 
 
@@ -175,6 +179,8 @@ def convert(value: float, source: Unit, target: Unit) -> float:
 
 def fmt(value: float) -> str:
     """A number for a trace: integers without a point, others to at most 4 decimals."""
+    if not math.isfinite(value):
+        return str(value)
     if abs(value - round(value)) < 1e-9:
         return str(int(round(value)))
     return f"{value:.4f}".rstrip("0").rstrip(".")
