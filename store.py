@@ -405,8 +405,10 @@ class MessageStore:
         fts_args: list[Any] = [match]
         if session_ids is not None:
             marks = ",".join("?" * len(session_ids))
-            lo, hi = conn.execute(f"SELECT MIN(store_id), MAX(store_id) FROM messages WHERE session_id IN ({marks})",
-                                  list(session_ids)).fetchone()
+            # Two scalar subqueries: each is one seek on messages_session, not a scan of the session.
+            bounds = f"FROM messages WHERE session_id IN ({marks})"
+            lo, hi = conn.execute(f"SELECT (SELECT MIN(store_id) {bounds}), (SELECT MAX(store_id) {bounds})",
+                                  [*session_ids, *session_ids]).fetchone()
             if lo is None:
                 return []
             fts_where.append("rowid BETWEEN ? AND ?")
