@@ -52,7 +52,9 @@ class TroveConfig:
     dynamic_leaf_chunk_max: int = knob(
         "TROVE_DYNAMIC_LEAF_CHUNK_MAX", 40000, "Upper bound for dynamic leaf chunks.", lo=500)
     incremental_max_depth: int = knob(
-        "TROVE_INCREMENTAL_MAX_DEPTH", 3, "Max condensation depth (-1 unlimited, 0 leaf only).", lo=-1, hi=64)
+        "TROVE_INCREMENTAL_MAX_DEPTH", 3,
+        "Max condensation depth (-1 unlimited, 0 leaf only); past 48 frontier nodes, full groups go deeper.",
+        lo=-1, hi=64)
     condensation_fanin: int = knob(
         "TROVE_CONDENSATION_FANIN", 4, "Same-depth nodes condensed into one parent.", lo=2, hi=64)
     threshold_full_sweep_enabled: bool = knob(
