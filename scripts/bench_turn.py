@@ -20,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _bootstrap  # noqa: E402,F401
 
+from hermes_trove.compaction import assembly, policy  # noqa: E402
 from hermes_trove.config import load_config  # noqa: E402
 from hermes_trove.engine import TroveEngine  # noqa: E402
 from hermes_trove.harness.simulate import HostLoop, build_conversation  # noqa: E402
@@ -34,7 +35,8 @@ def fake_complete(messages, model, timeout_s, max_tokens):
 
 
 def prefill(runtime, session: str, n: int, sessions: int = 1) -> None:
-    """``n`` stored messages already folded into a condensed DAG (fan-in 4 up to depth 3).
+    """``n`` stored messages already folded into a condensed DAG (fan-in 4 up to depth 3, and
+    deeper where the engine's condensation policy would go past the cap).
 
     With ``sessions`` > 1 the history is spread over that many sessions, ``session`` being
     the last of them. Rows go in with executemany (``append_bulk``), one transaction.
@@ -72,6 +74,11 @@ def prefill(runtime, session: str, n: int, sessions: int = 1) -> None:
                                                          earliest_at=time.time(), latest_at=time.time(),
                                                          conn=conn))
                 level = nxt
+            while (group := policy.plan_condensation([assembly.node_info(x) for x in runtime.dag.frontier(name)],
+                                                     4, 3)) is not None:  # the shape the engine keeps past the cap
+                runtime.dag.add_condensed(name, group.depth + 1, f"Condensed over {group.node_ids}", group.node_ids,
+                                          token_count=200, source_token_count=3000 * 4 ** group.depth,
+                                          earliest_at=time.time(), latest_at=time.time(), conn=conn)
             conn.execute("UPDATE sessions SET frontier_store_id=(SELECT MAX(store_id) FROM messages"
                          " WHERE session_id=?) WHERE session_id=?", (name, name))
 
