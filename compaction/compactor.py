@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import tokens
-from ..ingest import is_synthetic, message_identity
+from ..ingest import Identify, is_synthetic, message_identity
 from ..payloads.replay import apply_replay_stubs
 from ..payloads.sidecar import transcript_gc
 from . import assembly, policy
@@ -83,14 +83,15 @@ class Compactor:
 
     # -- entry ---------------------------------------------------------------
     def run(self, messages: list[dict[str, Any]], current_tokens: int | None = None,
-            focus_topic: str | None = None, force: bool = False, memory_context: str = "") -> CompactionResult:
+            focus_topic: str | None = None, force: bool = False, memory_context: str = "",
+            identity: Identify = message_identity) -> CompactionResult:
         store, sid = self.runtime.store, self.key.session_id
         frontier = store.frontier_store_id(sid)
         backlog = store.backlog(sid, frontier)
         # The summary frontier is read once; the passes below keep this copy and its token total
         # current, so a compaction costs what it folds, not the length of the history.
         self._read_nodes()
-        live, live_ids = self._map_live(messages, backlog)
+        live, live_ids = self._map_live(messages, backlog, identity)
         overhead = max(0, int(current_tokens or 0) - tokens.count_messages(messages))
         threshold = int(self.limits.threshold_tokens or 0) or 10 ** 9
         target = max(512, int(threshold * TARGET_RATIO) - overhead)
@@ -191,7 +192,8 @@ class Compactor:
 
     # -- mapping -------------------------------------------------------------
     @staticmethod
-    def _map_live(messages: list[dict[str, Any]], backlog: list[MessageRow]) -> tuple[list[dict[str, Any]], list[int]]:
+    def _map_live(messages: list[dict[str, Any]], backlog: list[MessageRow],
+                  identity: Identify = message_identity) -> tuple[list[dict[str, Any]], list[int]]:
         """The live raw part of the host list (past the frontier) with store ids (0 = unstored).
 
         Pairs equal identities from the end, keeping store order, so a transcript that holds
@@ -206,7 +208,7 @@ class Compactor:
         j = len(backlog)  # rows at index >= j are taken; matches must stay in store order
         first = len(raw)
         for i in range(len(raw) - 1, -1, -1):
-            found = positions.get(message_identity(raw[i]))
+            found = positions.get(identity(raw[i]))
             if not found:
                 continue  # not stored (filtered out) or already behind the frontier
             k = bisect.bisect_left(found, j) - 1
