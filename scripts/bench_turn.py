@@ -123,7 +123,8 @@ def run(size: int, turns: int, context: int, sessions: int = 1, profile: str = "
     leaf_source = sum(n.source_token_count for n in new_nodes if n.depth == 0)
     per_turn = [s * 1000 for s in loop.stats.engine_seconds]
     return {"stored": runtime.store.count("bench"), "prefill_s": round(fill_s, 1),
-            "turn_p50_ms": statistics.median(per_turn), "turn_p95_ms": pct(per_turn, 0.95), "turn_max_ms": max(per_turn),
+            "turn_p50_ms": statistics.median(per_turn), "turn_p95_ms": pct(per_turn, 0.95),
+            "turn_max_ms": max(per_turn),
             "frontier": len(runtime.dag.frontier("bench")),
             "ingest_p50_ms": statistics.median(ingest_times) * 1000, "ingest_p95_ms": pct(ingest_times, 0.95) * 1000,
             "compactions": loop.stats.compactions, "leaf_source_tokens": leaf_source,
