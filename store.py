@@ -13,15 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .db import Database
-from .ingest import (
-    Identify,
-    IngestCursor,
-    is_synthetic,
-    memo_identity,
-    message_identity,
-    plan_aligned,
-    plan_fast,
-)
+from .ingest import IngestCursor, is_synthetic, memo_identity, message_identity, plan_aligned, plan_fast
 from .rows import (
     IngestResult,
     MessageRow,
@@ -133,7 +125,7 @@ class MessageStore:
     # -- ingest ------------------------------------------------------------
     def ingest(self, key: SessionKey, messages: Sequence[dict[str, Any]],
                skip: Callable[[dict[str, Any]], bool] | None = None,
-               identity: Identify | None = None) -> IngestResult:
+               identity: Callable[[dict[str, Any]], str] | None = None) -> IngestResult:
         """Store the messages of ``messages`` not stored yet, in order, exactly once.
 
         Safe to call with the same or a grown transcript any number of times, from any
@@ -146,15 +138,13 @@ class MessageStore:
         identity = identity or memo_identity()  # one digest per message of the list
         srow = self.db.read().execute("SELECT ingest_len, ingest_identity FROM sessions WHERE session_id=?",
                                       (key.session_id,)).fetchone()
-        if srow is not None and len(messages) == int(srow[0]):
-            quick = plan_fast(messages, IngestCursor(int(srow[0]), str(srow[1])), identity)
-            if quick is not None and quick.start == len(messages):
-                return IngestResult((), 0, "up to date")  # nothing new: no write at all
+        seen = IngestCursor(int(srow[0]), str(srow[1])) if srow is not None else IngestCursor()
+        guess = plan_fast(messages, seen, identity)
+        if srow is not None and guess is not None and guess.start == len(messages) == seen.length:
+            return IngestResult((), 0, "up to date")  # nothing new: no write at all
         now = time.time()
         # Storage transforms (redaction, sidecar files and their fsyncs, token counts) run before
         # the write lock: other processes queue on it, so it holds only the inserts.
-        guess = plan_fast(messages, IngestCursor(int(srow[0]), str(srow[1])) if srow is not None else IngestCursor(),
-                          identity)
         answers: dict[int, bool] = {}  # ``skip`` counts what it skips: ask it once per message
         if skip is not None:
             asked = skip
