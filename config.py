@@ -47,7 +47,9 @@ class TroveConfig:
         20000, "Raw tokens summarised per leaf node (base target with dynamic chunking).", lo=500)
     dynamic_leaf_chunk_enabled: bool = knob(False, "Grow the leaf chunk (doubling) while the raw backlog is large.")
     dynamic_leaf_chunk_max: int = knob(40000, "Upper bound for dynamic leaf chunks.", lo=500)
-    incremental_max_depth: int = knob(3, "Max condensation depth (-1 unlimited, 0 leaf only).", lo=-1, hi=64)
+    incremental_max_depth: int = knob(
+        3, "Max condensation depth (-1 unlimited, 0 leaf only); past 48 frontier nodes, full groups go deeper.",
+        lo=-1, hi=64)
     condensation_fanin: int = knob(4, "Same-depth nodes condensed into one parent.", lo=2, hi=64)
     threshold_full_sweep_enabled: bool = knob(False, "At threshold, drain the raw backlog in one bounded sweep.")
     summary_prefix_target_tokens: int = knob(0, "Sweep-only summary-prefix target (0 = one leaf chunk).", lo=0)

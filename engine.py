@@ -27,7 +27,7 @@ from .compaction.summarize import Summarizer
 from .config import reserve_floor_cap
 from .filters import host_side_agent
 from .hostbase import ContextEngine
-from .ingest import is_synthetic
+from .ingest import Identify, is_synthetic, memo_identity
 from .models import Complete, host_complete
 from .ops.maintenance import gc_empty_lifecycle
 from .runtime import Runtime, build_runtime
@@ -379,12 +379,12 @@ class TroveEngine(ContextEngine):
             self.runtime.store_failed(exc, "ingest")
             raise
 
-    def _ingest(self, key: SessionKey, messages: list[dict[str, Any]]) -> int:
+    def _ingest(self, key: SessionKey, messages: list[dict[str, Any]], identity: Identify | None = None) -> int:
         filters = self.runtime.filters
         if filters.ignored_by(key.session_id, key.platform) or filters.stateless_by(key.session_id, key.platform) \
                 or host_side_agent(key.session_id, key.platform):
             return 0
-        result = self.runtime.store.ingest(key, messages, skip=self.runtime.skip_message)
+        result = self.runtime.store.ingest(key, messages, skip=self.runtime.skip_message, identity=identity)
         return len(result.store_ids)
 
     # -- compaction ----------------------------------------------------------
@@ -425,12 +425,13 @@ class TroveEngine(ContextEngine):
         if self.state.key is None:
             self._last_compression_made_progress = False
             return messages
-        self._ingest(self.state.key, messages)
+        identity = memo_identity()  # ingest and the compactor read the same list: one digest each
+        self._ingest(self.state.key, messages, identity)
         compactor = Compactor(self.runtime, self.state.key,
                               CompactionLimits(int(self.threshold_tokens or 0), int(self.context_length or 0)),
                               Summarizer(self.config, self.completion_for("compression")))
         result = compactor.run(messages, current_tokens=current_tokens, focus_topic=focus_topic,
-                               force=force, memory_context=memory_context)
+                               force=force, memory_context=memory_context, identity=identity)
         self.state.last_result = result.report
         self.state.last_status, self.state.last_reason = result.status, result.reason
         self._last_compression_made_progress = result.progress

@@ -39,7 +39,7 @@ def vocabulary(rng: random.Random) -> tuple[list[str], list[float]]:
     return words, weights
 
 
-def build(path: Path, size: int, seed: int = 7) -> float:
+def build(path: Path, size: int, seed: int = 7, session_size: int = SESSION_SIZE) -> float:
     """Create ``size`` messages in sessions of SESSION_SIZE; returns seconds spent.
 
     Rows go straight into ``messages`` with executemany inside one transaction per batch
@@ -62,7 +62,7 @@ def build(path: Path, size: int, seed: int = 7) -> float:
         rows = []
         for i in range(made, made + n):
             # sessions interleave a little, as concurrent gateway chats do
-            sess = i // SESSION_SIZE if rng.random() > 0.05 else max(0, i // SESSION_SIZE - 1)
+            sess = i // session_size if rng.random() > 0.05 else max(0, i // session_size - 1)
             text = " ".join(rng.choices(words, weights, k=rng.randint(8, 40)))
             if rng.random() < 0.01:
                 text += f" ticket ING-{rng.randint(1000, 9999)} in src/service_{rng.randint(1, 50)}.py"
@@ -81,7 +81,7 @@ def build(path: Path, size: int, seed: int = 7) -> float:
     return time.perf_counter() - start
 
 
-def measure(path: Path, repeat: int, seed: int = 11) -> dict[str, dict[str, float]]:
+def measure(path: Path, repeat: int, seed: int = 11, session_size: int = SESSION_SIZE) -> dict[str, dict[str, float]]:
     load_package()
     import dataclasses
 
@@ -94,7 +94,7 @@ def measure(path: Path, repeat: int, seed: int = 11) -> dict[str, dict[str, floa
                               memory_scope="profile")  # one person's archive under a made-up platform
     runtime = build_runtime(cfg)
     total = runtime.store.count()
-    session = f"bench-{(total // SESSION_SIZE) // 2}"
+    session = f"bench-{(total // session_size) // 2}"
     engine = TroveEngine(runtime)
     engine.on_session_start(session, platform="bench")
     rng = random.Random(seed)
@@ -130,16 +130,19 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--dir", type=Path, default=Path("/tmp/trove-bench-scale"))
     parser.add_argument("--rebuild", action="store_true")
+    parser.add_argument("--session-size", type=int, default=SESSION_SIZE,
+                        help="messages per synthetic session (the measured session is one of them)")
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
     for size in args.sizes:
-        path = args.dir / f"grep-{size}.db"
+        path = args.dir / (f"grep-{size}.db" if args.session_size == SESSION_SIZE
+                           else f"grep-{size}-s{args.session_size}.db")
         if args.rebuild or not path.exists():
-            seconds = build(path, size)
+            seconds = build(path, size, session_size=args.session_size)
             print(f"{size:>9,} messages: built in {seconds:.1f} s ({path})")
         else:
             print(f"{size:>9,} messages: reusing {path}")
-        for label, stat in measure(path, args.repeat).items():
+        for label, stat in measure(path, args.repeat, session_size=args.session_size).items():
             print(f"    {label:28s} median {stat['median_ms']:8.2f} ms   p95 {stat['p95_ms']:8.2f} ms")
     return 0
 
