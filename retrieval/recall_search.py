@@ -3,7 +3,8 @@
 Arms: BM25 over the raw messages of every session (re-ranked by ``query.rerank``), BM25
 over every summary node, and vectors through ``retrieval.semantic`` when embeddings are on.
 Each arm ranks a bounded pool; ``fusion`` combines the pools; a soft current-conversation
-bias and a recency prior scale the fused score. Rows of ignored sessions, rows still in the
+bias and a recency prior scale the fused score; ``rescore`` then re-orders the best fused
+candidates by how well they read the question. Rows of ignored sessions, rows still in the
 live prompt and handles the caller has already seen are dropped. No response shaping here.
 """
 from __future__ import annotations
@@ -153,7 +154,7 @@ def recall(runtime: Runtime, req: RecallRequest) -> RecallResult:
         hits.append(RecallHit(kind, item_id, session_id, at, score, found, in_scope, row, node,
                               snippets.get(key, "")))
     hits.sort(key=lambda h: (-h.score, -h.at, h.kind, h.item_id))
-    hits = _rescored(runtime, req, match, hits, rescore.DEFAULT)
+    hits = _rescored(runtime, req, match, hits, rescore.WITH_VECTORS if "semantic" in ran else rescore.DEFAULT)
     if req.detail == "answer_ready":
         hits = _per_session_cap(hits, PER_SESSION_ANSWER_READY)
     degraded = degraded_reason is not None
@@ -347,15 +348,14 @@ def _load_missing(runtime: Runtime, hits: list[Any], rows: dict[int, MessageRow]
 
 def _rescored(runtime: Runtime, req: RecallRequest, match: Match, hits: list[RecallHit],
               weights: rescore.Weights) -> list[RecallHit]:
-    """The fused hits re-scored by ``rescore`` (reading the adjacent turns of the message hits),
-    then diversified over the first ``req.limit`` places."""
-    if weights.rescore <= 0 and weights.diversity <= 0:
+    """The fused hits re-scored by ``rescore`` (reading the adjacent turns of the message hits)."""
+    if weights.rescore <= 0:
         return hits
     items = [rescore.Item((h.kind, h.item_id), h.row.content if h.row is not None else h.node.summary if h.node
-                          else h.snippet, h.session_id, h.item_id if h.kind == "message" else None, h.at, h.score)
+                          else h.snippet, h.session_id, h.at, h.score)
              for h in hits]
     near: dict[Any, str] = {}
-    if weights.rescore > 0 and weights.neighbours > 0:
+    if weights.neighbours > 0:
         head = [h for h in hits[:weights.pool] if h.row is not None]
         around = {i for h in head for i in (h.item_id - 1, h.item_id + 1)}
         found = {r.store_id: r for r in runtime.store.get_many(sorted(around), req.visible)}
@@ -363,7 +363,7 @@ def _rescored(runtime: Runtime, req: RecallRequest, match: Match, hits: list[Rec
             near[("message", h.item_id)] = " ".join(r.content for r in (found.get(h.item_id - 1),
                                                     found.get(h.item_id + 1)) if r and r.session_id == h.session_id)
     q = rescore.question(req.query, match.terms, match.phrases)
-    ordered = rescore.diversify(rescore.rescore(q, items, near, weights), req.limit, weights.diversity)
+    ordered = rescore.rescore(q, items, near, weights)
     by_key: dict[Hashable, RecallHit] = {(h.kind, h.item_id): h for h in hits}
     return [replace(by_key[it.key], score=it.score) for it in ordered]
 

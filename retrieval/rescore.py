@@ -1,4 +1,4 @@
-"""Pure re-scoring of the best fused recall candidates, then a diversity pass over the top.
+"""Pure re-scoring of the best fused recall candidates by signals that read the question.
 
 Fusion orders a pool by arm scores; inside the top of that pool, evidence that reads the
 question tells itself apart by a few plain signals, each in [0, 1]:
@@ -11,10 +11,10 @@ question tells itself apart by a few plain signals, each in [0, 1]:
 - ``date``: the question names a month or a year and the hit's date falls in it;
 - ``neighbours``: the adjacent turns of the same session hold the words the hit lacks.
 
-The new score is the fused score (over the pool's best) plus ``weight`` times the mean of the
-signals. ``diversify`` then fills the first places greedily, docking each candidate by its
-overlap with those already taken (same session, shared words), so questions whose answer
-spans several turns see more of them. Nothing here reads storage.
+The new score is the fused score (over the pool's best) plus ``rescore`` times the weighted mean
+of the signals; candidates past the pool stay below it. The weights were chosen by leaving one
+LoCoMo dev conversation out at a time (``scripts/bench_recall.py --rescore-sweep``), for full
+text alone and with vectors: every fold chose the settings below. Nothing here reads storage.
 """
 from __future__ import annotations
 
@@ -34,25 +34,24 @@ _YEAR = re.compile(r"\b(19\d\d|20\d\d)\b")
 
 @dataclass(frozen=True)
 class Weights:
-    """How far the signals move a fused score, and how hard the top is diversified."""
+    """How far the signals move a fused score (0 turns the stage off)."""
 
-    rescore: float = 0.0          # added at most when every signal is 1 (fused scores span [0, 1])
+    rescore: float = 4.0          # added at most when every signal is 1 (fused scores span [0, 1])
     neighbours: float = 1.0       # the neighbour signal's share against the others' 1 each
-    diversity: float = 0.0        # the largest penalty an item redundant with the top takes
     pool: int = 100               # fused candidates re-scored
 
 
 DEFAULT = Weights()
+WITH_VECTORS = Weights(rescore=2.0)  # the vector arm ran: the fused order already knows more
 
 
 @dataclass(frozen=True)
 class Item:
-    """One fused candidate: its key, text, session, position (store id) and time."""
+    """One fused candidate: its key, text, session, time and fused score."""
 
     key: Hashable
     text: str
     session: str
-    position: int | None
     at: float
     score: float
 
@@ -161,28 +160,7 @@ def rescore(q: Question, items: Sequence[Item], neighbours: Mapping[Hashable, st
     moved = []
     for it, sig in zip(head, signals(q, head, neighbours), strict=True):
         bonus = sum(share[k] * v for k, v in sig.items()) / total
-        moved.append(Item(it.key, it.text, it.session, it.position, it.at, it.score / top + weights.rescore * bonus))
+        moved.append(Item(it.key, it.text, it.session, it.at, it.score / top + weights.rescore * bonus))
     floor = min((it.score for it in moved), default=0.0)
-    tail = [Item(it.key, it.text, it.session, it.position, it.at, min(it.score / top, floor)) for it in tail]
+    tail = [Item(it.key, it.text, it.session, it.at, min(it.score / top, floor)) for it in tail]
     return sorted(moved, key=lambda it: -it.score) + tail
-
-
-def diversify(items: Sequence[Item], places: int, weight: float) -> list[Item]:
-    """Fill the first ``places`` greedily by score minus ``weight`` times the item's largest
-    overlap with those taken: half same session, half shared words (Jaccard)."""
-    if weight <= 0 or len(items) < 2:
-        return list(items)
-    rest = list(items[:4 * places])
-    words = [{w for w in _tokens(it.text) if w not in STOPWORDS} for it in rest]
-    top = max(abs(it.score) for it in rest) or 1.0
-    overlap = [0.0] * len(rest)  # each candidate's largest overlap with the items taken so far
-    left = list(range(len(rest)))
-    taken: list[int] = []
-    while left and len(taken) < places:
-        best = max(left, key=lambda i: (rest[i].score / top - weight * overlap[i], -i))
-        taken.append(best)
-        left.remove(best)
-        for i in left:
-            shared = len(words[i] & words[best]) / max(1, len(words[i] | words[best]))
-            overlap[i] = max(overlap[i], 0.5 * (rest[i].session == rest[best].session) + 0.5 * shared)
-    return [rest[i] for i in taken + left] + list(items[4 * places:])

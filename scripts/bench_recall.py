@@ -167,7 +167,8 @@ def with_config(memories: list[Memory], **overrides: Any) -> None:
         m.runtime.config = dataclasses.replace(m.runtime.config, **overrides)
 
 
-RESCORE_GRID = [{"rescore": r, "diversity": d} for r in (0.0, 0.15, 0.3, 0.6, 1.0) for d in (0.0, 0.1, 0.25)]
+# the re-scoring stage off, then its weight x the neighbour signal's share
+RESCORE_GRID = [{"rescore": 0.0}] + [{"rescore": r, "neighbours": n} for r in (1.0, 2.0, 4.0) for n in (1.0, 3.0)]
 
 
 def loo(memories: list[Memory], grid: list[dict[str, Any]], mode: Mode) -> dict[str, Any]:
@@ -234,12 +235,12 @@ def choose(table: list[tuple[dict[str, Any], dict[str, Score]]], names: list[str
 
 
 def print_sweep(title: str, sweep: dict[str, Any], write: Callable[[str], None] = print) -> None:
-    write(f"{title} (pooled R@10 per grid point; dev, used to choose):")
+    write(f"{title} (pooled R@10 per grid point: the figures the choice is made on):")
     for row in sweep["grid"]:
         write(f"  {row['point']}: {row['R@10']:.4f}  {row['per_conversation']}")
     s = sweep["loo_pooled"]
-    write(f"leave-one-conversation-out R@5 {s['R@5']:.4f} R@10 {s['R@10']:.4f}; by evidence "
-          f"{s['R@10_by_evidence']}; by category {s['R@10_by_category']}:")
+    write(f"leave-one-conversation-out R@10 {s['R@10']:.4f} (R@5 {s['R@5']:.4f}; by evidence "
+          f"{s['R@10_by_evidence']}; by category {s['R@10_by_category']}):")
     for name, v in sweep["loo"].items():
         write(f"  held out {name}: chose {v['chosen']} -> {v['held_out_R@10']:.4f}")
 

@@ -13,8 +13,8 @@ def q(text):
     return rescore.question(text, m.terms, m.phrases)
 
 
-def item(key, text, score=1.0, session="s", position=None, at=0.0):
-    return rescore.Item(key, text, session, position, at, score)
+def item(key, text, score=1.0, session="s", at=0.0):
+    return rescore.Item(key, text, session, at, score)
 
 
 def test_question_parts():
@@ -68,13 +68,6 @@ def test_rescore_leaves_the_tail_below_the_pool():
 def test_question_without_content_words_keeps_the_order():
     items = [item(1, "a", 1.0), item(2, "b", 0.5)]
     assert rescore.rescore(q("what is it"), items, {}, rescore.Weights(rescore=1.0)) == items
-
-
-def test_diversify_spreads_sessions():
-    items = [item(1, "trip ferry booked", 1.0, "s1"), item(2, "trip ferry booked again", 0.95, "s1"),
-             item(3, "hotel in another place", 0.9, "s2")]
-    assert [i.key for i in rescore.diversify(items, 2, 0.0)] == [1, 2, 3]
-    assert [i.key for i in rescore.diversify(items, 2, 0.5)] == [1, 3, 2]
 
 
 def test_recall_uses_the_neighbouring_turn(runtime, monkeypatch):
