@@ -34,7 +34,7 @@ log = logging.getLogger("hermes_trove.embeddings")
 CHUNK_CHARS = 1000         # about 250 MiniLM tokens of English chat text
 CHUNK_OVERLAP = 120
 MAX_CHUNKS_PER_MESSAGE = 16
-GROUP_ROWS = 64            # rows embedded (sorted by length into provider batches) and committed together
+GROUP_ROWS = 64            # local rows embedded (sorted by length into batches) and committed together
 LEASE_TTL_S = 60.0  # renewed per batch; a dead holder's lease is taken over at once
 PRUNE_PER_PASS = 5000
 # A chat turn alone often lacks its topic ("Yes, last Friday!"); each chunk is embedded with the
@@ -129,6 +129,12 @@ def contexts(store: VectorStore, items: list[PendingText], tool_policy: str, wan
     return out
 
 
+def group_rows(spec: ProviderSpec) -> int:
+    """Rows per group: the local model sorts GROUP_ROWS by length into its batches (a batch pads
+    to its longest text); a remote provider commits each paid request before sending the next."""
+    return GROUP_ROWS if spec.provider == "local" else max(1, min(GROUP_ROWS, spec.batch_size))
+
+
 def _group_vectors(provider: Provider, items: list[PendingText], tool_policy: str,
                    guard: Any, context: dict[int, str] | None = None) -> tuple[list[VectorRow], int]:
     texts: list[str] = []
@@ -209,7 +215,7 @@ def run_pass(runtime: Runtime, *, budget_s: float | None = None, max_items: int 
         for kind in ("message", "summary"):
             while done < limit and time.monotonic() - started < budget:
                 cursor = gen.message_cursor if kind == "message" else gen.node_cursor
-                take = min(GROUP_ROWS, limit - done)
+                take = min(group_rows(spec), limit - done)
                 items = (store.pending_messages(cursor, take) if kind == "message"
                          else store.pending_nodes(cursor, take))
                 if not items:
