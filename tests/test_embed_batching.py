@@ -64,3 +64,10 @@ def test_grouped_vectors_equal_each_text_embedded_alone(local_runtime):
         alone = provider.embed([turns[n] + ("\n" + context if context else "")])[0]
         got = stored[item_id] / np.linalg.norm(stored[item_id])
         assert float(got @ alone) > 0.999, n
+
+
+def test_local_groups_are_sorted_wide_and_remote_groups_are_one_request():
+    local = embed_providers.ProviderSpec("local", embed_providers.LOCAL_MODEL, batch_size=8)
+    remote = embed_providers.ProviderSpec("openai", "m", base_url="http://127.0.0.1:1", batch_size=4)
+    assert indexer.group_rows(local) == indexer.GROUP_ROWS > local.batch_size
+    assert indexer.group_rows(remote) == 4

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 
 from hermes_trove.retrieval import recall_search, rescore
@@ -84,3 +85,22 @@ def test_recall_uses_the_neighbouring_turn(runtime, monkeypatch):
     scores = {h.item_id: h.score for h in lifted.hits}
     assert scores[2] > scores[3]  # the answer gains from its neighbour holding the question's words
     assert [h.score for h in lifted.hits] == sorted((h.score for h in lifted.hits), reverse=True)
+
+
+def test_the_weight_is_lower_when_the_vector_arm_ran(runtime, monkeypatch):
+    from types import SimpleNamespace
+
+    ids = runtime.store.append(SessionKey("old", platform="cli"), [
+        {"role": "user", "content": "the ferry to Naxos leaves at seven", "timestamp": 1.0}])
+    used = []
+    real = recall_search._rescored
+    monkeypatch.setattr(recall_search, "_rescored",
+                        lambda rt, req, m, hits, w: used.append(w) or real(rt, req, m, hits, w))
+    recall_search.recall(runtime, RecallRequest("ferry"))
+    runtime.config = dataclasses.replace(runtime.config, embeddings_enabled=True)
+    hit = SimpleNamespace(kind="message", item_id=ids[0], score=0.9)
+    monkeypatch.setattr(recall_search, "semantic_module", lambda: SimpleNamespace(
+        search=lambda *a, **k: SimpleNamespace(hits=[hit], ran=True, degraded_reason=None)))
+    recall_search.recall(runtime, RecallRequest("ferry"))
+    assert used == [rescore.DEFAULT, rescore.WITH_VECTORS]
+    assert 0 < rescore.WITH_VECTORS.rescore < rescore.DEFAULT.rescore
