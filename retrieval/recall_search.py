@@ -352,7 +352,7 @@ def _rescored(runtime: Runtime, req: RecallRequest, match: Match, hits: list[Rec
     if weights.rescore <= 0:
         return hits
     items = [rescore.Item((h.kind, h.item_id), h.row.content if h.row is not None else h.node.summary if h.node
-                          else h.snippet, h.session_id, h.at, h.score)
+                          else h.snippet, h.at, h.score)
              for h in hits]
     near: dict[Any, str] = {}
     if weights.neighbours > 0:

@@ -47,11 +47,10 @@ WITH_VECTORS = Weights(rescore=2.0)  # the vector arm ran: the fused order alrea
 
 @dataclass(frozen=True)
 class Item:
-    """One fused candidate: its key, text, session, time and fused score."""
+    """One fused candidate: its key, text, time and fused score."""
 
     key: Hashable
     text: str
-    session: str
     at: float
     score: float
 
@@ -150,7 +149,7 @@ def _date(q: Question, at: float) -> float:
 
 def rescore(q: Question, items: Sequence[Item], neighbours: Mapping[Hashable, str],
             weights: Weights = DEFAULT) -> list[Item]:
-    """The first ``weights.pool`` items re-scored and re-sorted; the rest follow unchanged."""
+    """The first ``weights.pool`` items re-scored and re-sorted; the rest follow in their order."""
     head, tail = list(items[:weights.pool]), list(items[weights.pool:])
     if weights.rescore <= 0 or not head or not q.stems:
         return list(items)
@@ -160,7 +159,7 @@ def rescore(q: Question, items: Sequence[Item], neighbours: Mapping[Hashable, st
     moved = []
     for it, sig in zip(head, signals(q, head, neighbours), strict=True):
         bonus = sum(share[k] * v for k, v in sig.items()) / total
-        moved.append(Item(it.key, it.text, it.session, it.at, it.score / top + weights.rescore * bonus))
+        moved.append(Item(it.key, it.text, it.at, it.score / top + weights.rescore * bonus))
     floor = min((it.score for it in moved), default=0.0)
-    tail = [Item(it.key, it.text, it.session, it.at, min(it.score / top, floor)) for it in tail]
+    tail = [Item(it.key, it.text, it.at, min(it.score / top, floor)) for it in tail]
     return sorted(moved, key=lambda it: -it.score) + tail

@@ -14,8 +14,8 @@ def q(text):
     return rescore.question(text, m.terms, m.phrases)
 
 
-def item(key, text, score=1.0, session="s", at=0.0):
-    return rescore.Item(key, text, session, at, score)
+def item(key, text, score=1.0, at=0.0):
+    return rescore.Item(key, text, at, score)
 
 
 def test_question_parts():
