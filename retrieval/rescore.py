@@ -75,7 +75,7 @@ def question(text: str, terms: Sequence[str], phrases: Sequence[str]) -> Questio
 
 
 def _tokens(text: str) -> list[str]:
-    return [w.lower() for w in _WORD.findall(text)]
+    return _WORD.findall(text.lower())
 
 
 def _matched(tokens: Sequence[str], stems: Sequence[str],
@@ -130,13 +130,14 @@ def signals(q: Question, items: Sequence[Item], neighbours: Mapping[Hashable, st
     n = len(items)
     idf = [math.log(1 + n / (1 + sum(1 for f in found if i in f))) for i in range(len(q.stems))]
     every = range(len(q.stems))
+    names = [" ".join(_tokens(nm)) for nm in q.names]
     out = []
     for it, toks, mk, have, close in zip(items, tokens, marks, found, near, strict=True):
         lowered = " ".join(toks)
-        names = sum(1 for nm in q.names if " ".join(_tokens(nm)) in lowered) / len(q.names) if q.names else 0.0
+        named = sum(1 for nm in names if nm in lowered) / len(names) if names else 0.0
         missing = [i for i in every if i not in have]
         out.append({"coverage": _share(have, every, idf), "proximity": proximity(mk, len(q.stems)),
-                    "names": names, "date": _date(q, it.at), "neighbours": _share(close, missing, idf)})
+                    "names": named, "date": _date(q, it.at), "neighbours": _share(close, missing, idf)})
     return out
 
 
