@@ -13,7 +13,7 @@ from hermes_trove.temporal import recent
 @pytest.fixture(autouse=True)
 def _now(monkeypatch):
     monkeypatch.setattr(recent, "clock", lambda: NOW)  # relative periods count from Monday 10 June 2024
-    monkeypatch.setattr("hermes_trove.engine.schedule_rollups", lambda *a, **k: None)
+    monkeypatch.setattr("hermes_trove.temporal.rollups.schedule", lambda *a, **k: None)
 
 
 @pytest.fixture
