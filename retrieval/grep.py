@@ -21,7 +21,7 @@ from ..toolkit import (
     str_list_arg,
     time_window,
 )
-from .search import CONTENT_SCOPES, MODES, SCOPES, SORTS, GrepPage, GrepRequest, grep
+from .search import CONTENT_SCOPES, MODES, SCOPES, SORT_ALIASES, SORTS, GrepPage, GrepRequest, grep
 
 
 def trove_grep(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -36,7 +36,10 @@ def _request(ctx: ToolContext, args: Mapping[str, Any], clamped: dict[str, Any])
     query = str_arg(args, "query", required=True) or ""
     limit = int_arg(args, "limit", 10, minimum=1, cap=200, clamped=clamped) or 10
     offset = int_arg(args, "offset", 0, minimum=0, cap=10000) or 0
-    sort = enum_arg(args, "sort", SORTS, "relevance") or "relevance"
+    sort = enum_arg(args, "sort", SORTS + tuple(SORT_ALIASES), "relevance") or "relevance"
+    if sort in SORT_ALIASES:
+        clamped["warnings"] = [f"sort={sort!r} is deprecated; it ran as sort={SORT_ALIASES[sort]!r}"]
+        sort = SORT_ALIASES[sort]
     mode = enum_arg(args, "mode", MODES, "full_text") or "full_text"
     role = enum_arg(args, "role", ROLES, None)
     source = (str_arg(args, "source") or "").strip() or None

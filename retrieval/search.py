@@ -15,23 +15,24 @@ from typing import TYPE_CHECKING, Any
 from ..payloads.sidecar import search_payloads
 from ..scope import EVERYTHING, Visibility
 from ..toolkit import expand_hint, iso
+from . import fusion, semantic
 from .query import Candidate, Match, build_match, rerank
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
 
-SORTS = ("relevance", "recency", "hybrid")
+SORTS = ("relevance", "recency", "recent_relevance")
+SORT_ALIASES = {"hybrid": "recent_relevance"}  # the old, deprecated name (not hybrid search)
 MODES = ("full_text", "semantic", "hybrid")
 # mode=hybrid: min-max interpolation of full text and vectors, this weight on the vector arm.
 # Leave-one-conversation-out on LoCoMo dev picked 0.4 in 4 of 5 folds (docs/embeddings.md).
 HYBRID_SEMANTIC_WEIGHT = 0.4
 SCOPES = ("current", "all", "session")
 CONTENT_SCOPES = ("history", "externalized", "both")
-RRF_K = 60
 RERANK_POOL = 100
 LITERAL_MAX_CHARS = 200
 ARCHIVE_CANDIDATES = 20000  # session_scope='all' ranks at most the newest N matching rows
-HYBRID_DECAY_PER_HOUR = 0.001
+DAY_S = 86400.0
 
 
 @dataclass(frozen=True)
@@ -90,19 +91,19 @@ def grep(runtime: Runtime, req: GrepRequest) -> GrepPage:
     literal_snippets: dict[int, str] = {}
     if req.content_scope != "externalized":
         hits, literal_snippets = _raw_candidates(runtime, req, match, pool, notes)
-        lists.append(_order(_ranked_raw(hits, match.terms), req.sort))
+        lists.append(_ranked_raw(hits, match.terms))
         if req.scope == "all":
             notes["archive_candidate_limit"] = ARCHIVE_CANDIDATES
     want_summaries = req.scope == "current" and not req.raw_filtered and req.content_scope != "externalized"
     if want_summaries and match.expression:
-        lists.append(_order(_summary_hits(runtime, match.expression, req.current or "", req.source, pool),
-                            req.sort))
+        lists.append(_summary_hits(runtime, match.expression, req.current or "", req.source, pool))
     if req.mode != "full_text" and req.content_scope != "externalized":
         lists = _with_vectors(runtime, req, lists, want_summaries, pool, literal_snippets, notes)
     if req.content_scope != "history" and req.scope == "current":
         lists.append([_Hit("external", h, 0.0, 0.0)
                       for h in _external_hits(runtime, req.current or "", req.query, need, req.refs, notes)])
-    merged = _merge(lists, req.sort)
+    now = time.time()
+    merged = _merge([_order(lst, req.sort, runtime.config, now) for lst in lists], req.sort)
 
     if req.scope != "current" or req.raw_filtered:
         notes["summary_results_omitted"] = True
@@ -149,8 +150,6 @@ def _with_vectors(runtime: Runtime, req: GrepRequest, lists: list[list[_Hit]], w
     When vectors cannot answer (embeddings off, unavailable, no vectors, deadline), the full-text
     lists stand and the notes say so.
     """
-    from . import semantic
-
     bound = req.current if req.scope == "current" else req.session_id
     before = None if req.time_to is None else req.time_to + 1e-6  # time_to is inclusive
     session_ids = [bound] if bound else runtime.store.visible_session_ids(req.visible)
@@ -188,23 +187,21 @@ def _with_vectors(runtime: Runtime, req: GrepRequest, lists: list[list[_Hit]], w
         fts = by_kind[kind]
         merged = vec if req.mode == "semantic" else _interpolate(fts, vec)
         if merged:
-            out.append(_order(merged, req.sort))
+            out.append(merged)
     out.extend(lst for lst in lists if lst and lst[0].kind not in by_kind)
     return out
 
 
 def _interpolate(fts: list[_Hit], vec: list[_Hit]) -> list[_Hit]:
     """Min-max interpolation of a full-text list and a vector list of the same kind."""
-    from .fusion import interpolate
-
     def key(h: _Hit) -> int:
         return int(h.item.store_id if h.kind == "message" else h.item.node_id)
 
     items = {key(h): h for h in vec}
     items.update({key(h): h for h in fts})
-    fused = interpolate({"fts": {key(h): h.score for h in fts}, "semantic": {key(h): h.score for h in vec}},
-                        {"fts": 1.0 - HYBRID_SEMANTIC_WEIGHT, "semantic": HYBRID_SEMANTIC_WEIGHT},
-                        floors={"fts": 0.0, "semantic": None})
+    fused = fusion.interpolate({"fts": {key(h): h.score for h in fts}, "semantic": {key(h): h.score for h in vec}},
+                               {"fts": 1.0 - HYBRID_SEMANTIC_WEIGHT, "semantic": HYBRID_SEMANTIC_WEIGHT},
+                               floors={"fts": 0.0, "semantic": None})
     order = sorted(fused, key=lambda k: -fused[k])
     return [_Hit(items[k].kind, items[k].item, fused[k], items[k].at, items[k].snippet) for k in order]
 
@@ -234,31 +231,28 @@ def _external_hits(runtime: Runtime, session_id: str, query: str, need: int, ref
     return list(found.get("results", []))
 
 
-def _order(hits: list[_Hit], sort: str) -> list[_Hit]:
-    """Order one list: relevance keeps ranked order; recency by time; hybrid decays by age."""
+def _order(hits: list[_Hit], sort: str, cfg: Any, now: float) -> list[_Hit]:
+    """Order one list: relevance keeps ranked order, recency goes by time, recent_relevance
+    scales each score by recall's recency prior (``fusion.recency_factor``, its two knobs)."""
     if sort == "recency":
         return sorted(hits, key=lambda h: h.at, reverse=True)
-    if sort == "hybrid":
-        now = time.time()
-
-        def decayed(h: _Hit) -> float:
-            age_hours = max(0.0, (now - h.at) / 3600.0)
-            return h.score / (1.0 + age_hours * HYBRID_DECAY_PER_HOUR)
-
-        return sorted(hits, key=decayed, reverse=True)
+    if sort == "recent_relevance":
+        half_life, floor = float(cfg.recall_recency_half_life_days) * DAY_S, float(cfg.recall_recency_floor)
+        return sorted(hits, key=lambda h: h.score * fusion.recency_factor(now - h.at, half_life, floor),
+                      reverse=True)
     return hits
 
 
 def _merge(lists: list[list[_Hit]], sort: str) -> list[_Hit]:
-    """One ranked list: newest first for recency, else reciprocal-rank interleaving."""
+    """One ranked list: newest first for recency, else reciprocal-rank fusion of the lists."""
     lists = [lst for lst in lists if lst]
     if len(lists) == 1:
         return lists[0]
     if sort == "recency":
         return sorted((h for lst in lists for h in lst), key=lambda h: h.at, reverse=True)
-    scored = [(1.0 / (RRF_K + pos + 1), n, pos, h) for n, lst in enumerate(lists) for pos, h in enumerate(lst)]
-    scored.sort(key=lambda t: (-t[0], t[1], t[2]))
-    return [t[3] for t in scored]
+    arms = {str(n): [(n, pos) for pos in range(len(lst))] for n, lst in enumerate(lists)}
+    fused = fusion.rrf(arms, dict.fromkeys(arms, 1.0))
+    return [lists[n][pos] for n, pos in fusion.ranked(fused)]
 
 
 def _materialize(runtime: Runtime, expression: str, page: list[_Hit], current: str | None,
