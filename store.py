@@ -358,6 +358,13 @@ class MessageStore:
         r = self.db.read().execute("SELECT MAX(store_id) FROM messages WHERE session_id=?", (session_id,)).fetchone()
         return int(r[0] or 0)
 
+    def last_reply_store_id(self, session_id: str) -> int:
+        """The session's last finished assistant reply (one without tool calls; 0: none yet). The rows
+        after it are the turn being answered; the walk back from the newest row stops at it."""
+        r = self.db.read().execute("SELECT store_id FROM messages WHERE session_id=? AND role='assistant'"
+                                   " AND tool_calls IS NULL ORDER BY store_id DESC LIMIT 1", (session_id,)).fetchone()
+        return int(r[0]) if r else 0
+
     def count(self, session_id: str | None = None) -> int:
         if session_id is None:
             r = self.db.read().execute("SELECT COUNT(*) FROM messages").fetchone()

@@ -20,6 +20,7 @@ from ..toolkit import (
     str_arg,
     str_list_arg,
     time_window,
+    turn_start,
 )
 from .search import CONTENT_SCOPES, MODES, SCOPES, SORT_ALIASES, SORTS, GrepPage, GrepRequest, grep
 
@@ -60,7 +61,8 @@ def _request(ctx: ToolContext, args: Mapping[str, Any], clamped: dict[str, Any])
     return GrepRequest(query=query, limit=limit, offset=offset, sort=sort, scope=scope,
                        content_scope=content_scope, current=current, session_id=scope_session, role=role,
                        source=source, time_from=time_from, time_to=time_to,
-                       refs=tuple(refs) if refs is not None else None, mode=mode, visible=ctx.visible)
+                       refs=tuple(refs) if refs is not None else None, mode=mode, visible=ctx.visible,
+                       turn_start=turn_start(ctx))
 
 
 def _response(req: GrepRequest, page: GrepPage, extra: dict[str, Any], cap: int) -> dict[str, Any]:

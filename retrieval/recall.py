@@ -24,6 +24,7 @@ from ..toolkit import (
     parse_time,
     str_arg,
     str_list_arg,
+    turn_start,
 )
 from .recall_hydrate import shape_hits
 from .recall_search import DETAILS, INCLUDES, Key, RecallRequest, RecallResult, recall
@@ -60,7 +61,7 @@ def _request(ctx: ToolContext, args: Mapping[str, Any], clamped: dict[str, Any])
     return RecallRequest(query=query, limit=limit, scope_bias=bias, include=include, detail=detail,
                          seen=seen, since=since, before=before, current=current_session(ctx),
                          current_conversation=(key.conversation_id or None) if key is not None else None,
-                         visible=ctx.visible)
+                         visible=ctx.visible, turn_start=turn_start(ctx))
 
 
 def _unit_float(args: Mapping[str, Any], name: str, default: float, clamped: dict[str, Any]) -> float:

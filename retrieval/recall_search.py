@@ -48,6 +48,7 @@ class RecallRequest:
     current_conversation: str | None = None  # its conversation id, when the host gave one
     now: float | None = None                 # the recency prior's "now" (default: wall clock)
     visible: Visibility = EVERYTHING         # the sessions the caller may read (TROVE_MEMORY_SCOPE)
+    turn_start: int | None = None            # the bound session's rows past this are the turn in flight
 
 
 @dataclass(frozen=True)
@@ -165,7 +166,8 @@ class _Gate:
     def __init__(self, runtime: Runtime, req: RecallRequest):
         self.runtime = runtime
         self.req = req
-        self.excluded = {"ignored_session": 0, "live_context": 0, "seen": 0, "outside_time_bounds": 0}
+        self.excluded = {"ignored_session": 0, "in_flight_turn": 0, "live_context": 0, "seen": 0,
+                         "outside_time_bounds": 0}
         self._ignored: dict[str, bool] = {}
         self._frontier: int | None = None
 
@@ -195,6 +197,10 @@ class _Gate:
             return False
         if self.req.before is not None and float(row.created_at or 0.0) >= self.req.before:
             self.excluded["outside_time_bounds"] += 1
+            return False
+        if self.req.turn_start is not None and row.session_id == self.req.current and \
+                row.store_id > self.req.turn_start:  # the turn being answered is never its own evidence
+            self.excluded["in_flight_turn"] += 1
             return False
         if self.live(row):
             self.excluded["live_context"] += 1

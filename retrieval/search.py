@@ -54,6 +54,11 @@ class GrepRequest:
     refs: tuple[str, ...] | None = None  # externalized refs to restrict payload search to
     mode: str = "full_text"               # full_text | semantic | hybrid (vectors, when embeddings run)
     visible: Visibility = EVERYTHING      # the sessions the caller may read (TROVE_MEMORY_SCOPE)
+    turn_start: int | None = None         # the bound session's rows past this are the turn in flight
+
+    def in_flight(self, row: Any) -> bool:
+        """A row of the turn being answered: never evidence for it."""
+        return self.turn_start is not None and row.session_id == self.current and row.store_id > self.turn_start
 
     @property
     def raw_filtered(self) -> bool:
@@ -121,9 +126,13 @@ def _raw_candidates(runtime: Runtime, req: GrepRequest, match: Match, pool: int,
     """BM25 hits over raw rows; a substring scan when the tokenizer finds nothing."""
     bound = req.current if req.scope == "current" else req.session_id
     session_ids = ([bound] if bound else []) if req.scope in ("current", "session") else None  # [] matches nothing
-    search = partial(runtime.store.search, session_ids=session_ids, role=req.role, source=req.source,
-                     time_from=req.time_from, time_to=req.time_to, visible=req.visible,
-                     max_candidates=ARCHIVE_CANDIDATES if req.scope == "all" else None)
+    find = partial(runtime.store.search, session_ids=session_ids, role=req.role, source=req.source,
+                   time_from=req.time_from, time_to=req.time_to, visible=req.visible,
+                   max_candidates=ARCHIVE_CANDIDATES if req.scope == "all" else None)
+
+    def search(expression: str, **kw: Any) -> list[tuple[Any, float, str]]:
+        return [hit for hit in find(expression, **kw) if not req.in_flight(hit[0])]
+
     hits = search(match.expression, limit=pool, snippets=False) if match.expression else []
     literal = req.query.strip()
     if hits or not 0 < len(literal) <= LITERAL_MAX_CHARS:
@@ -169,7 +178,8 @@ def _with_vectors(runtime: Runtime, req: GrepRequest, lists: list[list[_Hit]], w
     for h in result.hits:
         if h.kind == "message":
             row = rows.get(h.item_id)
-            if row is None or (req.role and row.role != req.role) or (req.source and row.source != req.source):
+            if row is None or req.in_flight(row) or (req.role and row.role != req.role) or \
+                    (req.source and row.source != req.source):
                 continue
             if h.span is not None:
                 snippets.setdefault(row.store_id, row.content[h.span[0]:h.span[1]][:240])
