@@ -9,9 +9,10 @@ live prompt and handles the caller has already seen are dropped. No response sha
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from .. import changed
 from ..scope import EVERYTHING, Visibility
 from . import fusion, semantic
 from .query import Candidate, Match, build_match, rerank
@@ -28,6 +29,7 @@ ARMS = ("fts", "summary", "semantic")
 PER_SESSION_ANSWER_READY = 5  # answer_ready keeps at most this many hits from one session
 DAY_S = 86400.0
 CONTEXT_RADIUS = 8  # store ids either side that count as a raw hit's neighbourhood (same session)
+CHANGED_WINDOW = 50  # best fused hits in which a changed fact's current statement moves first
 
 Key = tuple[str, int]  # ("message", store_id) or ("summary", node_id)
 
@@ -153,6 +155,7 @@ def recall(runtime: Runtime, req: RecallRequest) -> RecallResult:
         hits.append(RecallHit(kind, item_id, session_id, at, score, found, in_scope, row, node,
                               snippets.get(key, "")))
     hits.sort(key=lambda h: (-h.score, -h.at, h.kind, h.item_id))
+    hits = _current_first(runtime, req.query, hits)
     if req.detail == "answer_ready":
         hits = _per_session_cap(hits, PER_SESSION_ANSWER_READY)
     degraded = degraded_reason is not None
@@ -347,6 +350,17 @@ def _load_missing(runtime: Runtime, hits: list[Any], rows: dict[int, MessageRow]
             node = runtime.dag.get(int(h.item_id))
             if node is not None and (allowed is None or node.session_id in allowed):
                 nodes[node.node_id] = node
+
+
+def _current_first(runtime: Runtime, question: str, hits: list[RecallHit]) -> list[RecallHit]:
+    """Raw hits of the window in ``changed.current_first`` order (summaries keep their places);
+    the window's scores keep falling, so a moved hit takes the score of the place it took."""
+    top, rows = hits[:CHANGED_WINDOW], {h.item_id: h for h in hits[:CHANGED_WINDOW] if h.row is not None}
+    order = iter(changed.current_first(question, [(k, h.row.content, h.at) for k, h in rows.items()
+                                                  if h.row is not None],
+                                       runtime.db if runtime.config.assertions_enabled else None))
+    moved = [rows[next(order)] if h.row is not None else h for h in top]
+    return [replace(h, score=old.score) for h, old in zip(moved, top, strict=True)] + hits[CHANGED_WINDOW:]
 
 
 def _per_session_cap(hits: list[RecallHit], cap: int) -> list[RecallHit]:
