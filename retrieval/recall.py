@@ -7,7 +7,6 @@ coverage, and whether the search degraded and why.
 """
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -21,6 +20,7 @@ from ..toolkit import (
     fit_items,
     int_arg,
     iso,
+    number,
     parse_time,
     str_arg,
     str_list_arg,
@@ -68,14 +68,7 @@ def _unit_float(args: Mapping[str, Any], name: str, default: float, clamped: dic
     raw = args.get(name)
     if raw is None or raw == "":
         return default
-    if isinstance(raw, bool):
-        raise ToolError(f"{name} must be a number between 0 and 1")
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise ToolError(f"{name} must be a number between 0 and 1, got {str(raw)[:40]!r}") from None
-    if not math.isfinite(value):
-        raise ToolError(f"{name} must be a finite number between 0 and 1")
+    value = float(number(raw, name, "a number between 0 and 1"))
     if not 0.0 <= value <= 1.0:
         clamped[f"{name}_clamped_from"] = value
         value = min(1.0, max(0.0, value))

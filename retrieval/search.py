@@ -8,13 +8,13 @@ for recency. Only the rows of the requested page get snippets.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..payloads.sidecar import search_payloads
 from ..scope import EVERYTHING, Visibility
-from ..toolkit import expand_hint, iso
+from ..toolkit import expand_hint, iso, message_meta
 from . import fusion, semantic
 from .query import Candidate, Match, build_match, rerank
 
@@ -92,18 +92,19 @@ def grep(runtime: Runtime, req: GrepRequest) -> GrepPage:
     need = req.offset + req.limit + 1
     # BM25 picks a candidate pool; rerank (coverage + adjacent turns) orders it.
     pool = min(1000, max(RERANK_POOL, 4 * need))
-    lists: list[list[_Hit]] = []
+    raw: list[_Hit] = []
     literal_snippets: dict[int, str] = {}
     if req.content_scope != "externalized":
         hits, literal_snippets = _raw_candidates(runtime, req, match, pool, notes)
-        lists.append(_ranked_raw(hits, match.terms))
+        raw = _ranked_raw(hits, match.terms)
         if req.scope == "all":
             notes["archive_candidate_limit"] = ARCHIVE_CANDIDATES
     want_summaries = req.scope == "current" and not req.raw_filtered and req.content_scope != "externalized"
-    if want_summaries and match.expression:
-        lists.append(_summary_hits(runtime, match.expression, req.current or "", req.source, pool))
+    nodes = _summary_hits(runtime, match.expression, req.current or "", req.source, pool) \
+        if want_summaries and match.expression else []
     if req.mode != "full_text" and req.content_scope != "externalized":
-        lists = _with_vectors(runtime, req, lists, want_summaries, pool, literal_snippets, notes)
+        raw, nodes = _with_vectors(runtime, req, raw, nodes, want_summaries, pool, literal_snippets, notes)
+    lists = [raw, nodes]
     if req.content_scope != "history" and req.scope == "current":
         lists.append([_Hit("external", h, 0.0, 0.0)
                       for h in _external_hits(runtime, req.current or "", req.query, need, req.refs, notes)])
@@ -152,8 +153,8 @@ def _ranked_raw(hits: list[tuple[Any, float, str]], terms: tuple[str, ...]) -> l
             for store_id, score in rerank(candidates, terms)]
 
 
-def _with_vectors(runtime: Runtime, req: GrepRequest, lists: list[list[_Hit]], want_summaries: bool, pool: int,
-                  snippets: dict[int, str], notes: dict[str, Any]) -> list[list[_Hit]]:
+def _with_vectors(runtime: Runtime, req: GrepRequest, raw: list[_Hit], nodes: list[_Hit], want_summaries: bool,
+                  pool: int, snippets: dict[int, str], notes: dict[str, Any]) -> tuple[list[_Hit], list[_Hit]]:
     """mode=semantic replaces the full-text lists with vector hits; hybrid fuses them by score.
 
     When vectors cannot answer (embeddings off, unavailable, no vectors, deadline), the full-text
@@ -169,7 +170,7 @@ def _with_vectors(runtime: Runtime, req: GrepRequest, lists: list[list[_Hit]], w
     if not result.ran:
         notes.update({"mode": "full_text", "requested_mode": req.mode, "degraded_to_fts": True,
                       "degraded_reason": result.degraded_reason})
-        return lists
+        return raw, nodes
     notes["mode"] = req.mode
     rows = {r.store_id: r for r in runtime.store.get_many([h.item_id for h in result.hits if h.kind == "message"],
                                                            req.visible)}
@@ -188,18 +189,9 @@ def _with_vectors(runtime: Runtime, req: GrepRequest, lists: list[list[_Hit]], w
             if req.source and not runtime.dag.has_descendant_source(node.node_id, req.source):
                 continue
             vec_nodes.append(_Hit("summary", node, h.score, float(node.latest_at or node.created_at or 0.0)))
-    by_kind = {"message": [], "summary": []}  # type: dict[str, list[_Hit]]
-    for lst in lists:
-        if lst and lst[0].kind in by_kind:
-            by_kind[lst[0].kind] = lst
-    out: list[list[_Hit]] = []
-    for kind, vec in (("message", vec_raw), ("summary", vec_nodes)):
-        fts = by_kind[kind]
-        merged = vec if req.mode == "semantic" else _interpolate(fts, vec)
-        if merged:
-            out.append(merged)
-    out.extend(lst for lst in lists if lst and lst[0].kind not in by_kind)
-    return out
+    if req.mode == "semantic":
+        return vec_raw, vec_nodes
+    return _interpolate(raw, vec_raw), _interpolate(nodes, vec_nodes)
 
 
 def _interpolate(fts: list[_Hit], vec: list[_Hit]) -> list[_Hit]:
@@ -212,8 +204,7 @@ def _interpolate(fts: list[_Hit], vec: list[_Hit]) -> list[_Hit]:
     fused = fusion.interpolate({"fts": {key(h): h.score for h in fts}, "semantic": {key(h): h.score for h in vec}},
                                {"fts": 1.0 - HYBRID_SEMANTIC_WEIGHT, "semantic": HYBRID_SEMANTIC_WEIGHT},
                                floors={"fts": 0.0, "semantic": None})
-    order = sorted(fused, key=lambda k: -fused[k])
-    return [_Hit(items[k].kind, items[k].item, fused[k], items[k].at, items[k].snippet) for k in order]
+    return [replace(items[k], score=fused[k]) for k in fusion.ranked(fused)]
 
 
 def _summary_hits(runtime: Runtime, expression: str, session_id: str, source: str | None,
@@ -278,13 +269,7 @@ def _materialize(runtime: Runtime, expression: str, page: list[_Hit], current: s
 
 
 def _message_hit(row: Any, snippets: dict[int, str], current: str | None) -> dict[str, Any]:
-    hit: dict[str, Any] = {"type": "message", "store_id": row.store_id, "session_id": row.session_id,
-                           "source": row.source, "role": row.role, "timestamp": iso(row.created_at),
-                           "snippet": snippets.get(row.store_id) or row.content[:240],
-                           "from_current_session": bool(current) and row.session_id == current}
-    if row.tool_name:
-        hit["tool_name"] = row.tool_name
-    return hit
+    return {"type": "message", **message_meta(row, current), "snippet": snippets.get(row.store_id) or row.content[:240]}
 
 
 def _summary_hit(node: Any, snippet: str) -> dict[str, Any]:
