@@ -216,3 +216,42 @@ def test_sessions_are_kept_apart_by_scope(engine, turns):
     assert other[0] in ids(ok(engine, query="kiwi", session_scope="all"))
     assert ids(ok(engine, query="kiwi", session_scope="session", session_id="other")) == other
     assert ids(ok(engine, query="kiwi", session_scope="session", session_id="missing")) == []
+
+
+# -- the request's own rules ----------------------------------------------------------------------
+
+def request(**kw):
+    base = {"query": "q", "limit": 10, "offset": 0, "sort": "relevance", "scope": "current",
+            "content_scope": "history", "current": "s1"}
+    return search.GrepRequest(**{**base, **kw})
+
+
+@pytest.mark.parametrize("kw, filtered", [
+    ({}, False), ({"role": "user"}, True), ({"time_from": 0.0}, True), ({"time_to": 5.0}, True),
+    ({"source": "cli"}, False),  # summaries honour a source through their descendants
+    ({"mode": "hybrid"}, False),
+])
+def test_raw_filtered_table(kw, filtered):
+    assert request(**kw).raw_filtered is filtered
+
+
+@pytest.mark.parametrize("turn_start, session, store_id, in_flight", [
+    (None, "s1", 99, False),      # no turn in flight
+    (10, "s1", 10, False),        # the last finished reply itself is history
+    (10, "s1", 11, True),
+    (10, "s1", 500, True),
+    (10, "other", 11, False),     # another session's rows are never the caller's turn
+    (0, "s1", 1, True),           # the first turn: every row of the session
+])
+def test_in_flight_table(turn_start, session, store_id, in_flight):
+    row = type("Row", (), {"session_id": session, "store_id": store_id})()
+    assert request(turn_start=turn_start).in_flight(row) is in_flight
+
+
+def test_the_literal_fallback_also_leaves_the_turn_out(engine):
+    live = [user("部署失败:数据库连接错误"), assistant("noted"), user("数据库?"),
+            assistant("", [{"id": "c1", "type": "function", "function": {"name": "trove_grep",
+                                                                       "arguments": '{"query": "数据库"}'}}])]
+    out = json.loads(engine.handle_tool_call("trove_grep", {"query": "数据库"}, messages=live))
+    texts = [r.content for r in engine.runtime.store.get_many(ids(out))]
+    assert out.get("fallback") == "substring" and texts == ["部署失败:数据库连接错误"]
