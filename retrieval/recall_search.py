@@ -201,12 +201,12 @@ class _Gate:
         if self.req.before is not None and float(row.created_at or 0.0) >= self.req.before:
             self.excluded["outside_time_bounds"] += 1
             return False
-        if self.req.turn_start is not None and row.session_id == self.req.current and \
-                row.store_id > self.req.turn_start:  # the turn being answered is never its own evidence
-            self.excluded["in_flight_turn"] += 1
-            return False
         if self.live(row):
             self.excluded["live_context"] += 1
+            return False
+        if self.req.turn_start is not None and row.session_id == self.req.current and \
+                row.store_id > self.req.turn_start:  # the turn being answered, though a compaction covered it
+            self.excluded["in_flight_turn"] += 1
             return False
         if ("message", row.store_id) in self.req.seen:
             self.excluded["seen"] += 1
