@@ -44,8 +44,8 @@ def same_subject(a: frozenset[str], b: frozenset[str], question: frozenset[str])
     share a word of the question, and they share most of the smaller one's other words."""
     shared = a & b
     small = min(len(a), len(b))
-    return (small >= 2 and bool(a - b) and bool(b - a) and bool(shared & question)
-            and len(shared) >= SAME_SUBJECT * (small - 1))
+    return (small >= 2 and len(shared) >= SAME_SUBJECT * (small - 1) and len(shared) < len(a)
+            and len(shared) < len(b) and not shared.isdisjoint(question))
 
 
 def current_first(question: str, items: Sequence[tuple[int, str, float]], db: Database | None = None) -> list[int]:
@@ -68,9 +68,9 @@ def _reorder(keys: list[int], question: str, items: Sequence[tuple[int, str, flo
     present = set(keys)
     order: list[int] = []
     for key in keys:
-        older = [i for i, k in enumerate(order) if replaced.get(k) == key
-                 or (at[k] < at[key] and same_subject(words[k], words[key], asked))]
-        order.insert(older[0] if older else len(order), key)
+        older = next((i for i, k in enumerate(order) if replaced.get(k) == key
+                      or (at[k] < at[key] and same_subject(words[k], words[key], asked))), len(order))
+        order.insert(older, key)
     stale = [k for k in order if k in replaced and replaced[k] not in present]
     return [k for k in order if k not in stale] + stale
 
