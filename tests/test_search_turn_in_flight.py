@@ -117,3 +117,13 @@ def test_last_reply_store_id_walks_back_to_the_last_finished_answer(runtime):
     more = runtime.store.append(key, [assistant("Done: the blue drawer.")])
     assert runtime.store.last_reply_store_id("s") == more[0]
     assert runtime.store.last_reply_store_id("other") == 0
+
+
+def test_the_walk_back_is_bounded_by_its_window(runtime):
+    key = SessionKey("s", platform="cli")
+    ids = runtime.store.append(key, stamped([assistant("an old finished reply")] + [user(f"u{i}") for i in range(6)]))
+    assert runtime.store.last_reply_store_id("s") == ids[0]
+    assert runtime.store.last_reply_store_id("s", window=3) == ids[-3] - 1  # no reply in the newest 3 rows
+    assert runtime.store.last_reply_store_id("s", window=7) == ids[0]
+    only = runtime.store.append(SessionKey("q", platform="cli"), [user("the first question")])
+    assert runtime.store.last_reply_store_id("q") == only[0] - 1
