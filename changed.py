@@ -3,9 +3,9 @@ before the statements it replaced.
 
 Two signals say which statement replaced which. With assertions on, the optional ``state``
 tables record supersession (``superseded_turns`` reads it: one indexed query over the rows
-being ranked). Without them, two statements speak of one subject when they share nearly all
-their content words apart from the changed value (``same_subject``), and the later one is the
-current one. ``current_first`` moves a current statement just ahead of the one it replaced and
+being ranked). Without them, two statements of one speaker speak of one subject when they
+share a word of the question and all their content words but the changed value, at most
+CHANGED_WORDS words on each side (``same_subject``); the later one is the current one. ``current_first`` moves a current statement just ahead of the one it replaced and
 an orphaned superseded one to the end; every other item keeps the caller's order. A question
 with a past tense or a past-time word or year (``asks_present`` false) keeps its order whole:
 "where did I live in 2023?" wants the old statement.
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .db import Database
 
-SAME_SUBJECT = 0.6  # shared content words / (the smaller statement's words - its changed value)
+CHANGED_WORDS = 2  # content words of one statement the other lacks: at most this many (the changed value)
 _WORD = re.compile(r"[^\W\d_]{3,}", re.U)
 _PAST = re.compile(r"\b(?:did|was|were|had|used|ago|before|earlier|previous(?:ly)?|former(?:ly)?|originally|"
                    r"last|past|(?:19|20)\d\d)\b", re.I)
@@ -40,36 +40,38 @@ def content_words(text: str) -> frozenset[str]:
 
 
 def same_subject(a: frozenset[str], b: frozenset[str], question: frozenset[str]) -> bool:
-    """Two statements of one fact with a changed value: each holds a word the other lacks, they
-    share a word of the question, and they share most of the smaller one's other words."""
+    """Two statements of one fact with a changed value: each holds one to CHANGED_WORDS words the
+    other lacks, and every other word is shared, a word of the question among them."""
     shared = a & b
-    small = min(len(a), len(b))
-    return (small >= 2 and len(shared) >= SAME_SUBJECT * (small - 1) and len(shared) < len(a)
-            and len(shared) < len(b) and not shared.isdisjoint(question))
+    return (0 < len(a) - len(shared) <= CHANGED_WORDS and 0 < len(b) - len(shared) <= CHANGED_WORDS
+            and not shared.isdisjoint(question))
 
 
-def current_first(question: str, items: Sequence[tuple[int, str, float]], db: Database | None = None) -> list[int]:
-    """The store ids of ``items`` (store id, text, unix time; best first) with each current
+Item = tuple[int, str, float, str]  # store id, text, unix time, speaker (role)
+
+
+def current_first(question: str, items: Sequence[Item], db: Database | None = None) -> list[int]:
+    """The store ids of ``items`` (best first) with each current
     statement just ahead of the one it replaced; with ``db`` (assertions on) supersession counts
     too, and a superseded row whose successor is not among ``items`` goes to the end. The input
     order when the question is not about the present."""
-    keys = [key for key, _, _ in items]
+    keys = [item[0] for item in items]
     if not asks_present(question):
         return keys
     replaced = superseded_turns(db, keys) if db is not None else {}
     return _reorder(keys, question, items, replaced)
 
 
-def _reorder(keys: list[int], question: str, items: Sequence[tuple[int, str, float]],
-             replaced: Mapping[int, int]) -> list[int]:
+def _reorder(keys: list[int], question: str, items: Sequence[Item], replaced: Mapping[int, int]) -> list[int]:
     asked = content_words(question)
-    words = {key: content_words(text) for key, text, _ in items}
-    at = {key: when for key, _, when in items}
+    words = {key: content_words(text) for key, text, _, _ in items}
+    at = {key: (when, speaker) for key, _, when, speaker in items}
     present = set(keys)
     order: list[int] = []
     for key in keys:
         older = next((i for i, k in enumerate(order) if replaced.get(k) == key
-                      or (at[k] < at[key] and same_subject(words[k], words[key], asked))), len(order))
+                      or (at[k][1] == at[key][1] and at[k][0] < at[key][0]
+                          and same_subject(words[k], words[key], asked))), len(order))
         order.insert(older, key)
     stale = [k for k in order if k in replaced and replaced[k] not in present]
     return [k for k in order if k not in stale] + stale

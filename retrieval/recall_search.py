@@ -356,7 +356,7 @@ def _current_first(runtime: Runtime, question: str, hits: list[RecallHit]) -> li
     """Raw hits of the window in ``changed.current_first`` order (summaries keep their places);
     the window's scores keep falling, so a moved hit takes the score of the place it took."""
     top, rows = hits[:CHANGED_WINDOW], {h.item_id: h for h in hits[:CHANGED_WINDOW] if h.row is not None}
-    order = iter(changed.current_first(question, [(k, h.row.content, h.at) for k, h in rows.items()
+    order = iter(changed.current_first(question, [(k, h.row.content, h.at, h.row.role) for k, h in rows.items()
                                                   if h.row is not None],
                                        runtime.db if runtime.config.assertions_enabled else None))
     moved = [rows[next(order)] if h.row is not None else h for h in top]

@@ -72,7 +72,8 @@ def evidence_block(runtime: Runtime, user_message: str, session_id: str) -> str:
     expression = " OR ".join(f'"{w}"' for w in words)
     found = {row.store_id: row for row, _, _ in runtime.store.search(
         expression, limit=MAX_ITEMS * 3, snippets=False, max_candidates=2000, visible=visible)}
-    order = changed.current_first(user_message, [(k, r.content, float(r.created_at or 0.0)) for k, r in found.items()],
+    order = changed.current_first(user_message, [(k, r.content, float(r.created_at or 0.0), r.role)
+                                                 for k, r in found.items()],
                                   runtime.db if runtime.config.assertions_enabled else None)
     for row in (found[k] for k in order):
         if len(lines) >= MAX_ITEMS:

@@ -55,14 +55,18 @@ W = changed.content_words
      "We moved the live concert to Porto because of the rain", "live", False),  # one shared word of many
     ("live", "live porto", "live", False),                                      # too short to have a subject
     ("", PORTO, "live", False),
+    ("I live in Lisbon with my two cats", "I live in Porto with my sister and her dog", "live", False),  # 3 new words
+    ("we adopted a cat named Milo", "we adopted a dog named Rex", "adopted", True),           # 2 each side
+    ("we adopted a cat named Milo last spring", "we adopted a dog named Rex", "adopted", False),
 ])
-def test_same_subject_needs_a_shared_question_word_most_words_and_a_changed_value(a, b, question, same):
+def test_same_subject_needs_a_shared_question_word_and_a_small_changed_value(a, b, question, same):
     assert changed.same_subject(W(a), W(b), W(question)) is same
     assert changed.same_subject(W(b), W(a), W(question)) is same
 
 
-def items(*texts_and_times):
-    return [(i + 1, text, at) for i, (text, at) in enumerate(texts_and_times)]
+def items(*rows):
+    """(store id, text, time, speaker) from (text, time) or (text, time, speaker) rows."""
+    return [(i + 1, row[0], row[1], row[2] if len(row) > 2 else "user") for i, row in enumerate(rows)]
 
 
 @pytest.mark.parametrize("question, rows, expected", [
@@ -80,6 +84,8 @@ def items(*texts_and_times):
     # different subjects keep the order
     ("where do I live and what do I eat?", [(LISBON, 1.0), ("I eat rice", 3.0)], [1, 2]),
     ("anything", [], []),
+    # another speaker's statement is about another person
+    ("where do I live?", [(LISBON, 1.0, "user"), (PORTO, 3.0, "assistant")], [1, 2]),
 ])
 def test_current_first_moves_the_later_statement_ahead(question, rows, expected):
     assert changed.current_first(question, items(*rows)) == expected
