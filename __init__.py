@@ -54,7 +54,7 @@ def register(ctx: Any) -> None:
 def _register(ctx: Any) -> None:
     # Imported here, not at the top: `import hermes_trove.store` (CLI, importer, tests)
     # should not load the engine, the host hooks and the tool table.
-    from . import command
+    from . import command, subsystems
     from .config import load_config
     from .engine import TroveEngine
     from .hooks import make_hooks
@@ -87,17 +87,7 @@ def _register(ctx: Any) -> None:
 
     if exists and runtime.health.usable:
         startup(runtime)  # cheap checks; never raises
-    _start_embeddings(runtime)
-
-
-def _start_embeddings(runtime: Any) -> None:
-    """The background embedding indexer (a daemon thread), only when TROVE_EMBEDDINGS_ENABLED."""
-    try:
-        from .retrieval import indexer
-
-        indexer.start_background(runtime)
-    except Exception:
-        log.exception("hermes-trove: the embedding indexer did not start; retrieval stays full-text")
+    subsystems.start("load", runtime)  # the opt-in subsystems' own threads; never raises
 
 
 def _hermes_home(ctx: Any = None) -> str | None:

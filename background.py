@@ -1,14 +1,17 @@
 """Background passes: one thread per database file and kind of pass, never waited on.
 
 An unforced start runs at most once per interval; a forced start (new work just landed) skips
-the interval, and one arriving while a pass runs asks for one more pass right after it. Each
-pass does its own error handling; the caller's turn only ever gets a thread or None.
+the interval, and one arriving while a pass runs asks for one more pass right after it. A pass
+that raises is logged (the next one retries); the caller's turn only ever gets a thread or None.
 """
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
+
+log = logging.getLogger("hermes_trove.background")
 
 
 class PassScheduler:
@@ -43,7 +46,10 @@ class PassScheduler:
 
     def _run(self, path: str, work: Callable[[], None]) -> None:
         while True:
-            work()
+            try:
+                work()
+            except Exception:
+                log.exception("trove: a %s pass failed; the next one retries", self.thread_name)
             with self._lock:
                 if path not in self._rerun:
                     return

@@ -17,13 +17,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from . import backups
+from . import backups, subsystems
 from .config import database_path, load_config
 from .db import probe_path
-from .models import host_complete
+from .models import Complete, host_complete
 from .ops import dag_view, doctor, hygiene, maintenance, rotate, status
 from .runtime import build_runtime
-from .temporal import rollups as temporal_rollups
 from .toolkit import iso
 
 if TYPE_CHECKING:
@@ -91,78 +90,17 @@ def _rotate_preview(t: Target) -> dict[str, Any]:
     return rotate.as_dict(rotate.preview(t.runtime, t.session_id, t.mode))
 
 
-def _embed(action: str) -> Callable[[Target], dict[str, Any]]:
-    """``embed status|warmup|backfill``: inside Hermes a backfill is bounded; the CLI runs it to the end."""
-    def handler(t: Target) -> dict[str, Any]:
-        from .retrieval import indexer
-
-        if action == "status":
-            return indexer.status(t.runtime)
-        if action == "warmup":
-            return indexer.warmup(t.runtime)
-        progress = indexer.tty_progress() if t.engine is None else None
-        result = indexer.backfill(t.runtime, max_seconds=60.0 if t.engine is not None else None, progress=progress)
-        if progress is not None:
-            sys.stderr.write("\n")
-        return result
-    return handler
-
-
-def _rollups_rebuild(t: Target) -> dict[str, Any]:
-    words = list(t.words)
-    scopes = [w[len("scope="):] for w in words if w.lower().startswith("scope=")]
-    words = [w for w in words if not w.lower().startswith("scope=")]
-    apply = bool(words) and words[-1] == "apply"
-    words = words[:-1] if apply else words
-    if not 1 <= len(words) <= 2 or len(scopes) > 1:
-        return {"status": "error", "error": "usage: rollups rebuild day|week|month|all [DATE] [scope=SCOPE] [apply]"}
-    # Inside Hermes the live engine's model (or the plugin's host model) writes the rollups;
-    # a bare `python -m hermes_trove` has none, so it only marks them for Hermes to rebuild.
-    if t.engine is not None:
-        complete = t.engine.completion_for("compression")
-    else:
-        complete = host_complete(dict, t.runtime.llm, task="compression") if t.runtime.llm is not None else None
-    return temporal_rollups.rebuild(t.runtime, complete, words[0], words[1] if len(words) == 2 else None,
-                                    apply=apply, build=complete is not None, scope=scopes[0] if scopes else None)
-
-
-def _assertion_model(t: Target) -> Any:
-    """The model of an operator's extraction run: the live engine's, else the plugin's host model, else None."""
+def _operator_model(t: Target) -> Complete | None:
+    """The model of an operator's run: the live engine's, else the plugin's host model, else None."""
     if t.engine is not None:
         return t.engine.completion_for("compression")
     return host_complete(dict, t.runtime.llm, task="compression") if t.runtime.llm is not None else None
 
 
-def _assertions(t: Target) -> dict[str, Any]:
-    """``assertions [status] | rebuild [--apply] [--limit N] [--reset] | drop [--apply]``."""
-    from .state import extract as state_extract
-
-    words = [w.lower() for w in t.words]
-    action = words[0] if words else "status"
-    apply = "--apply" in words or "apply" in words[1:]
-    if action == "status":
-        return state_extract.status(t.runtime)
-    if action == "drop":
-        return state_extract.drop(t.runtime, apply=apply)
-    if action != "rebuild":
-        return {"status": "error", "error": "usage: assertions [status] | rebuild [--apply] [--limit N] [--reset] |"
-                                            " drop [--apply]"}
-    limit = None
-    if "--limit" in words:
-        at = words.index("--limit")
-        if at + 1 >= len(words) or not words[at + 1].isdigit() or int(words[at + 1]) < 1:
-            return {"status": "error", "error": "--limit needs a positive number of messages"}
-        limit = int(words[at + 1])
-    progress = None
-    if t.engine is None and sys.stderr.isatty():
-        def progress(p: dict[str, Any]) -> None:
-            sys.stderr.write(f"\rassertions: {p['messages']} messages read, {p['stored']} stored, "
-                             f"{p['backlog']} left   ")
-    result = state_extract.rebuild(t.runtime, _assertion_model(t) if apply else None, apply=apply, limit=limit,
-                                   reset="--reset" in words, progress=progress)
-    if progress is not None:
-        sys.stderr.write("\n")
-    return result
+def _subsystem(handler: subsystems.Handler) -> Callable[[Target], dict[str, Any]]:
+    def call(t: Target) -> dict[str, Any]:
+        return handler(subsystems.Request(t.runtime, t.words, lambda: _operator_model(t), t.engine is not None))
+    return call
 
 
 HANDLERS: dict[tuple[str, ...], tuple[Callable[[Target], dict[str, Any]], str]] = {
@@ -188,40 +126,34 @@ HANDLERS: dict[tuple[str, ...], tuple[Callable[[Target], dict[str, Any]], str]] 
     ("rotate",): (_rotate_preview, "read-only preview of an in-place, tail-keeping rotate"),
     ("rotate", "apply"): (lambda t: rotate.apply(t.runtime, t.session_id, t.mode),
                           "backup-first rotate: advance the frontier past the pre-tail"),
-    ("embed",): (_embed("status"), "embeddings: provider, generation, coverage, backlog, last error"),
-    ("embed", "status"): (_embed("status"), "the same"),
-    ("embed", "warmup"): (_embed("warmup"), "load the embedding provider and embed one text"),
-    ("embed", "backfill"): (_embed("backfill"),
-                            "index every pending row now (60 s per call inside Hermes; the CLI runs to the end)"),
-    ("rollups",): (lambda t: temporal_rollups.status(t.runtime), "temporal rollups: counts per status, model spend"),
-    ("rollups", "rebuild"): (_rollups_rebuild, "day|week|month|all [DATE] [scope=SCOPE] [apply]: preview, or"
-                                               " mark stale and"
-                                               " rebuild in one bounded pass (needs TROVE_TEMPORAL_ROLLUPS_ENABLED)"),
-    ("assertions",): (_assertions, "remembered state: status | rebuild [--apply] [--limit N] [--reset] (dry run by"
-                                   " default) | drop [--apply] (turn the options off first; backup first)"),
 }
-# Subcommands whose trailing words are arguments (the handler reads ``Target.words``).
-TAKES_WORDS = (("rollups", "rebuild"), ("assertions",))
+
+
+def handlers() -> dict[tuple[str, ...], tuple[Callable[[Target], dict[str, Any]], str]]:
+    """The core subcommands, then each subsystem's."""
+    table = dict(HANDLERS)
+    for row in subsystems.SUBSYSTEMS:
+        table.update({words: (_subsystem(fn), doc) for words, (fn, doc) in row.commands.items()})
+    return table
 
 
 def lookup(key: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     """``(handler key, trailing words)`` for lower-cased ``key``, or None when nothing matches."""
     key = tuple(key)
-    if key in HANDLERS:
+    if key in handlers():
         return key, ()
-    for prefix in TAKES_WORDS:
+    for prefix in (p for row in subsystems.SUBSYSTEMS for p in row.takes_words):
         if key[:len(prefix)] == prefix:
             return prefix, key[len(prefix):]
     return None
 
 
-ARGS_HINT = ("status | doctor [clean|repair|source|retention] [apply] | backup | dag [mermaid] | rotate [apply] |"
-             " embed [status|warmup|backfill] | rollups [rebuild day|week|month|all [DATE] [apply]] |"
-             " assertions [status|rebuild|drop] [--apply] [--limit N] | help")
+ARGS_HINT = " | ".join(("status | doctor [clean|repair|source|retention] [apply] | backup | dag [mermaid] |"
+                        " rotate [apply]", *(row.usage for row in subsystems.SUBSYSTEMS), "help"))
 
 
 def help_text(prefix: str = "/trove") -> str:
-    lines = [f"{prefix} {' '.join(words)} - {doc}" for words, (_, doc) in HANDLERS.items()]
+    lines = [f"{prefix} {' '.join(words)} - {doc}" for words, (_, doc) in handlers().items()]
     return "\n".join([f"{prefix} commands:", *lines, f"{prefix} help - this help",
                       "Read-only forms never write; apply forms take a backup first."])
 
@@ -235,7 +167,7 @@ def run(runtime: Runtime, words: Sequence[str], session_id: str | None = None,
     key, rest = found
     # an owner scope keeps its case (gateway session keys are case-sensitive); other words are lower-cased
     rest = tuple(w if w.lower().startswith("scope=") else r for w, r in zip(words[len(key):], rest, strict=True))
-    return " ".join(key), HANDLERS[key][0](dataclasses.replace(resolve(runtime, session_id, engine), words=rest))
+    return " ".join(key), handlers()[key][0](dataclasses.replace(resolve(runtime, session_id, engine), words=rest))
 
 
 def usage(words: Sequence[str]) -> tuple[str, dict[str, Any]]:
@@ -353,10 +285,7 @@ EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
 
 
 def setup_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("trove_words", nargs="*", metavar="SUBCOMMAND",
-                        help="status (default) | doctor [clean|repair|source|retention] [apply] | backup | dag |"
-                             " rotate [apply] | embed [status|warmup|backfill] |"
-                             " rollups [rebuild day|week|month|all [DATE] [apply]] | help")
+    parser.add_argument("trove_words", nargs="*", metavar="SUBCOMMAND", help=f"{ARGS_HINT} (default: status)")
     parser.add_argument("--db", dest="trove_db", metavar="PATH",
                         help="database file (default: TROVE_DATABASE_PATH or $HERMES_HOME/trove.db)")
     parser.add_argument("--json", dest="trove_json", action="store_true", help="print JSON instead of text")

@@ -1,9 +1,10 @@
 """Configuration: the frozen ``TroveConfig``, one typed field per ``TROVE_*`` variable.
 
-Each field's metadata names its variable, doc line, group and accepted range; ``SPEC`` is
-the same table read back from ``dataclasses.fields``. ``load_config(mapping)`` parses an
-environment-like mapping: bad values never raise, they log a warning naming the variable
-and what it accepts, and the default is used. This module reads no files and opens nothing.
+Each knob field is read from ``TROVE_<FIELD NAME>``; its metadata holds its doc line, group
+and accepted range; ``SPEC`` is the same table read back from ``dataclasses.fields``.
+``load_config(mapping)`` parses an environment-like mapping: bad values never raise, they log
+a warning naming the variable and what it accepts, and the default is used.
+This module reads no files and opens nothing.
 """
 from __future__ import annotations
 
@@ -26,10 +27,11 @@ _KINDS = {"bool": "bool", "int": "int", "float": "float", "str": "str", "tuple[s
 _T = TypeVar("_T")
 
 
-def knob(env: str, default: _T, doc: str, *, lo: float | None = None, hi: float | None = None,
+def knob(default: _T, doc: str, *, lo: float | None = None, hi: float | None = None,
          group: str = "core", choices: tuple[str, ...] = ()) -> _T:
-    """A ``TroveConfig`` field read from ``env``; ``lo``/``hi`` bound numbers (inclusive), ``choices`` strings."""
-    meta = {"env": env, "doc": doc, "minimum": lo, "maximum": hi, "group": group, "choices": choices}
+    """A ``TroveConfig`` field read from ``TROVE_<FIELD NAME>``; ``lo``/``hi`` bound numbers (inclusive),
+    ``choices`` strings."""
+    meta = {"doc": doc, "minimum": lo, "maximum": hi, "group": group, "choices": choices}
     return field(default=default, metadata=meta)
 
 
@@ -38,251 +40,170 @@ class TroveConfig:
     """Frozen hermes-trove configuration; vary it in tests with ``dataclasses.replace``."""
 
     # Trigger, tail and compaction
-    context_threshold: float = knob(
-        "TROVE_CONTEXT_THRESHOLD", 0.35, "Fraction of the context window that triggers compaction.", lo=0.05, hi=0.95)
-    fresh_tail_count: int = knob(
-        "TROVE_FRESH_TAIL_COUNT", 32, "Most recent messages protected from compaction.", lo=1, hi=10000)
-    fresh_tail_max_tokens: int = knob(
-        "TROVE_FRESH_TAIL_MAX_TOKENS", 0, "Optional token cap on the protected tail (0 disables).", lo=0)
+    context_threshold: float = knob(0.35, "Fraction of the context window that triggers compaction.", lo=0.05, hi=0.95)
+    fresh_tail_count: int = knob(32, "Most recent messages protected from compaction.", lo=1, hi=10000)
+    fresh_tail_max_tokens: int = knob(0, "Optional token cap on the protected tail (0 disables).", lo=0)
     leaf_chunk_tokens: int = knob(
-        "TROVE_LEAF_CHUNK_TOKENS", 20000,
-        "Raw tokens summarised per leaf node (base target with dynamic chunking).", lo=500)
-    dynamic_leaf_chunk_enabled: bool = knob(
-        "TROVE_DYNAMIC_LEAF_CHUNK_ENABLED", False, "Grow the leaf chunk (doubling) while the raw backlog is large.")
-    dynamic_leaf_chunk_max: int = knob(
-        "TROVE_DYNAMIC_LEAF_CHUNK_MAX", 40000, "Upper bound for dynamic leaf chunks.", lo=500)
+        20000, "Raw tokens summarised per leaf node (base target with dynamic chunking).", lo=500)
+    dynamic_leaf_chunk_enabled: bool = knob(False, "Grow the leaf chunk (doubling) while the raw backlog is large.")
+    dynamic_leaf_chunk_max: int = knob(40000, "Upper bound for dynamic leaf chunks.", lo=500)
     incremental_max_depth: int = knob(
-        "TROVE_INCREMENTAL_MAX_DEPTH", 3, "Max condensation depth (-1 unlimited, 0 leaf only).", lo=-1, hi=64)
-    condensation_fanin: int = knob(
-        "TROVE_CONDENSATION_FANIN", 4, "Same-depth nodes condensed into one parent.", lo=2, hi=64)
-    threshold_full_sweep_enabled: bool = knob(
-        "TROVE_THRESHOLD_FULL_SWEEP_ENABLED", False, "At threshold, drain the raw backlog in one bounded sweep.")
-    summary_prefix_target_tokens: int = knob(
-        "TROVE_SUMMARY_PREFIX_TARGET_TOKENS", 0, "Sweep-only summary-prefix target (0 = one leaf chunk).", lo=0)
+        3, "Max condensation depth (-1 unlimited, 0 leaf only); past 48 frontier nodes, full groups go deeper.",
+        lo=-1, hi=64)
+    condensation_fanin: int = knob(4, "Same-depth nodes condensed into one parent.", lo=2, hi=64)
+    threshold_full_sweep_enabled: bool = knob(False, "At threshold, drain the raw backlog in one bounded sweep.")
+    summary_prefix_target_tokens: int = knob(0, "Sweep-only summary-prefix target (0 = one leaf chunk).", lo=0)
     critical_budget_pressure_ratio: float = knob(
-        "TROVE_CRITICAL_BUDGET_PRESSURE_RATIO", 0.0,
-        "Pressure ratio that allows bypassing polite gates (0 disables).", lo=0.0, hi=1.0)
-    max_assembly_tokens: int = knob(
-        "TROVE_MAX_ASSEMBLY_TOKENS", 0, "Hard cap on the assembled prompt (0 = threshold decides).", lo=0)
-    reserve_tokens_floor: int = knob(
-        "TROVE_RESERVE_TOKENS_FLOOR", 0, "Keep this many tokens of the window free (0 disables).", lo=0)
+        0.0, "Pressure ratio that allows bypassing polite gates (0 disables).", lo=0.0, hi=1.0)
+    max_assembly_tokens: int = knob(0, "Hard cap on the assembled prompt (0 = threshold decides).", lo=0)
+    reserve_tokens_floor: int = knob(0, "Keep this many tokens of the window free (0 disables).", lo=0)
     new_session_retain_depth: int = knob(
-        "TROVE_NEW_SESSION_RETAIN_DEPTH", 2,
-        "Summary depth carried into a session after /new (-1 all, 0 none).", lo=-1, hi=64)
+        2, "Summary depth carried into a session after /new (-1 all, 0 none).", lo=-1, hi=64)
     memory_scope: str = knob(
-        "TROVE_MEMORY_SCOPE", "conversation",
-        "Sessions cross-session reads see: conversation (a gateway chat its own, CLI/local sessions share"
-        " one), profile (every session) or session (only the current one).",
-        choices=("conversation", "profile", "session"))
+        "conversation",
+        "Sessions cross-session reads see: conversation (a gateway chat its own, CLI/local sessions share one),"
+        " profile (every session) or session (only the current one).", choices=("conversation", "profile", "session"))
 
     # Summarizer and expansion models
-    summary_model: str = knob(
-        "TROVE_SUMMARY_MODEL", "", "Summarization model (empty = host auxiliary 'compression' default).",
-        group="models")
-    summary_fallback_models: tuple[str, ...] = knob(
-        "TROVE_SUMMARY_FALLBACK_MODELS", (), "Models tried after the summary model fails.", group="models")
-    summary_timeout_ms: int = knob(
-        "TROVE_SUMMARY_TIMEOUT_MS", 60000, "Timeout for one summarization call.", lo=1000, group="models")
+    summary_model: str = knob("", "Summarization model (empty = host auxiliary 'compression' default).", group="models")
+    summary_fallback_models: tuple[str, ...] = knob((), "Models tried after the summary model fails.", group="models")
+    summary_timeout_ms: int = knob(60000, "Timeout for one summarization call.", lo=1000, group="models")
     summary_circuit_breaker_failure_threshold: int = knob(
-        "TROVE_SUMMARY_CIRCUIT_BREAKER_FAILURE_THRESHOLD", 2, "Consecutive failures before a route is skipped.",
-        lo=1, group="models")
-    summary_circuit_breaker_cooldown_seconds: int = knob(
-        "TROVE_SUMMARY_CIRCUIT_BREAKER_COOLDOWN_SECONDS", 300, "Seconds an open route is skipped.", lo=0,
-        group="models")
+        2, "Consecutive failures before a route is skipped.", lo=1, group="models")
+    summary_circuit_breaker_cooldown_seconds: int = knob(300, "Seconds an open route is skipped.", lo=0, group="models")
     l2_budget_ratio: float = knob(
-        "TROVE_L2_BUDGET_RATIO", 0.5, "Aggressive (bullet) budget as a fraction of the normal budget.",
-        lo=0.05, hi=1.0, group="models")
-    l3_truncate_tokens: int = knob(
-        "TROVE_L3_TRUNCATE_TOKENS", 512, "Size of the deterministic truncation summary.", lo=64, group="models")
-    custom_instructions: str = knob(
-        "TROVE_CUSTOM_INSTRUCTIONS", "", "Extra instructions appended to every summary prompt.", group="models")
-    expansion_model: str = knob(
-        "TROVE_EXPANSION_MODEL", "", "trove_expand_query model (empty = summary model).", group="models")
-    expansion_context_tokens: int = knob(
-        "TROVE_EXPANSION_CONTEXT_TOKENS", 32000, "Context budget for trove_expand_query.", lo=1000, group="models")
-    expansion_timeout_ms: int = knob(
-        "TROVE_EXPANSION_TIMEOUT_MS", 120000, "Timeout for one trove_expand_query call.", lo=1000, group="models")
+        0.5, "Aggressive (bullet) budget as a fraction of the normal budget.", lo=0.05, hi=1.0, group="models")
+    l3_truncate_tokens: int = knob(512, "Size of the deterministic truncation summary.", lo=64, group="models")
+    custom_instructions: str = knob("", "Extra instructions appended to every summary prompt.", group="models")
+    expansion_model: str = knob("", "trove_expand_query model (empty = summary model).", group="models")
+    expansion_context_tokens: int = knob(32000, "Context budget for trove_expand_query.", lo=1000, group="models")
+    expansion_timeout_ms: int = knob(120000, "Timeout for one trove_expand_query call.", lo=1000, group="models")
 
     # Storage, filters and diagnostics
-    database_path: str = knob(
-        "TROVE_DATABASE_PATH", "", "SQLite path (empty = $HERMES_HOME/trove.db).", group="storage")
+    database_path: str = knob("", "SQLite path (empty = $HERMES_HOME/trove.db).", group="storage")
     ignore_session_patterns: tuple[str, ...] = knob(
-        "TROVE_IGNORE_SESSION_PATTERNS", (), "Session globs never stored (compaction delegated to the host).",
-        group="storage")
-    stateless_session_patterns: tuple[str, ...] = knob(
-        "TROVE_STATELESS_SESSION_PATTERNS", (), "Session globs kept read-only.", group="storage")
-    ignore_message_patterns: tuple[str, ...] = knob(
-        "TROVE_IGNORE_MESSAGE_PATTERNS", (), "Regexes; matching messages are not stored.", group="storage")
+        (), "Session globs never stored (compaction delegated to the host).", group="storage")
+    stateless_session_patterns: tuple[str, ...] = knob((), "Session globs kept read-only.", group="storage")
+    ignore_message_patterns: tuple[str, ...] = knob((), "Regexes; matching messages are not stored.", group="storage")
     fts_integrity_check_interval_hours: float = knob(
-        "TROVE_FTS_INTEGRITY_CHECK_INTERVAL_HOURS", 24.0,
-        "Hours between startup FTS deep checks (0 always, <0 never).", group="storage")
-    enable_slash_command: bool = knob(
-        "TROVE_ENABLE_SLASH_COMMAND", False, "Register the /trove operator command.", group="storage")
-    doctor_clean_apply_enabled: bool = knob(
-        "TROVE_DOCTOR_CLEAN_APPLY_ENABLED", False, "Allow /trove doctor clean apply.", group="storage")
+        24.0, "Hours between startup FTS deep checks (0 always, <0 never).", group="storage")
+    enable_slash_command: bool = knob(False, "Register the /trove operator command.", group="storage")
+    doctor_clean_apply_enabled: bool = knob(False, "Allow /trove doctor clean apply.", group="storage")
     empty_lifecycle_gc_enabled: bool = knob(
-        "TROVE_EMPTY_LIFECYCLE_GC_ENABLED", True, "Prune lifecycle rows of sessions that stored nothing.",
-        group="storage")
+        True, "Prune lifecycle rows of sessions that stored nothing.", group="storage")
     empty_lifecycle_gc_threshold: int = knob(
-        "TROVE_EMPTY_LIFECYCLE_GC_THRESHOLD", 200, "Lifecycle rows at which the empty-row GC fires.", lo=1,
-        group="storage")
+        200, "Lifecycle rows at which the empty-row GC fires.", lo=1, group="storage")
     empty_lifecycle_gc_max_age_hours: float = knob(
-        "TROVE_EMPTY_LIFECYCLE_GC_MAX_AGE_HOURS", 24.0, "Minimum age of empty lifecycle rows the GC deletes.",
-        lo=0, group="storage")
+        24.0, "Minimum age of empty lifecycle rows the GC deletes.", lo=0, group="storage")
 
     # Large payloads and redaction
     large_output_externalization_enabled: bool = knob(
-        "TROVE_LARGE_OUTPUT_EXTERNALIZATION_ENABLED", False, "Store oversized payloads in sidecar files.",
-        group="payloads")
+        False, "Store oversized payloads in sidecar files.", group="payloads")
     large_output_externalization_threshold_chars: int = knob(
-        "TROVE_LARGE_OUTPUT_EXTERNALIZATION_THRESHOLD_CHARS", 12000, "Externalization threshold in characters.",
-        lo=256, group="payloads")
+        12000, "Externalization threshold in characters.", lo=256, group="payloads")
     large_output_externalization_path: str = knob(
-        "TROVE_LARGE_OUTPUT_EXTERNALIZATION_PATH", "", "Payload directory (empty = beside the database).",
-        group="payloads")
+        "", "Payload directory (empty = beside the database).", group="payloads")
     large_output_active_replay_stubbing_enabled: bool = knob(
-        "TROVE_LARGE_OUTPUT_ACTIVE_REPLAY_STUBBING_ENABLED", False,
-        "Replace big tool results in the replayed prompt with refs.", group="payloads")
+        False, "Replace big tool results in the replayed prompt with refs.", group="payloads")
     large_output_active_replay_stub_threshold_tokens: int = knob(
-        "TROVE_LARGE_OUTPUT_ACTIVE_REPLAY_STUB_THRESHOLD_TOKENS", 25000, "Token threshold for active-replay stubbing.",
-        lo=100, group="payloads")
+        25000, "Token threshold for active-replay stubbing.", lo=100, group="payloads")
     large_output_transcript_gc_enabled: bool = knob(
-        "TROVE_LARGE_OUTPUT_TRANSCRIPT_GC_ENABLED", False,
-        "Rewrite externalized, summarized tool rows to placeholders.", group="payloads")
-    sensitive_patterns_enabled: bool = knob(
-        "TROVE_SENSITIVE_PATTERNS_ENABLED", False, "Redact named secret patterns before storage.", group="payloads")
+        False, "Rewrite externalized, summarized tool rows to placeholders.", group="payloads")
+    sensitive_patterns_enabled: bool = knob(False, "Redact named secret patterns before storage.", group="payloads")
     sensitive_patterns: tuple[str, ...] = knob(
-        "TROVE_SENSITIVE_PATTERNS", ("api_key", "bearer_token", "password_assignment", "private_key"),
-        "Named redaction patterns to apply.", group="payloads")
+        ("api_key", "bearer_token", "password_assignment", "private_key"), "Named redaction patterns to apply.",
+        group="payloads")
 
     # Embeddings (opt-in semantic retrieval; see docs/embeddings.md)
     embeddings_enabled: bool = knob(
-        "TROVE_EMBEDDINGS_ENABLED", False, "Build and search embedding vectors (off = full text only).",
-        group="embeddings")
+        False, "Build and search embedding vectors (off = full text only).", group="embeddings")
     embedding_provider: str = knob(
-        "TROVE_EMBEDDING_PROVIDER", "local", "local (in-process ONNX MiniLM) or openai (any /v1/embeddings API).",
-        group="embeddings")
-    embedding_model: str = knob(
-        "TROVE_EMBEDDING_MODEL", "", "Embedding model (empty = the provider's default).", group="embeddings")
+        "local", "local (in-process ONNX MiniLM) or openai (any /v1/embeddings API).", group="embeddings")
+    embedding_model: str = knob("", "Embedding model (empty = the provider's default).", group="embeddings")
     embedding_base_url: str = knob(
-        "TROVE_EMBEDDING_BASE_URL", "", "openai provider: API base URL ending in /v1 (empty = api.openai.com).",
-        group="embeddings")
+        "", "openai provider: API base URL ending in /v1 (empty = api.openai.com).", group="embeddings")
     embedding_api_key_env: str = knob(
-        "TROVE_EMBEDDING_API_KEY_ENV", "OPENAI_API_KEY",
-        "openai provider: NAME of the variable holding the key (the key itself is never stored).",
+        "OPENAI_API_KEY", "openai provider: NAME of the variable holding the key (the key itself is never stored).",
         group="embeddings")
     embedding_batch_size: int = knob(
-        "TROVE_EMBEDDING_BATCH_SIZE", 0, "Texts per embedding call (0 = provider default: local 8, openai 64).",
-        lo=0, hi=2048, group="embeddings")
-    embedding_timeout_ms: int = knob(
-        "TROVE_EMBEDDING_TIMEOUT_MS", 30000, "Timeout of one embedding request.", lo=100, group="embeddings")
+        0, "Texts per embedding call (0 = provider default: local 8, openai 64).", lo=0, hi=2048, group="embeddings")
+    embedding_timeout_ms: int = knob(30000, "Timeout of one embedding request.", lo=100, group="embeddings")
     embedding_max_texts_per_day: int = knob(
-        "TROVE_EMBEDDING_MAX_TEXTS_PER_DAY", 0,
-        "Spend guard: texts sent to a remote provider per UTC day (0 = no cap).", lo=0, group="embeddings")
+        0, "Spend guard: texts sent to a remote provider per UTC day (0 = no cap).", lo=0, group="embeddings")
     embedding_max_tokens_per_day: int = knob(
-        "TROVE_EMBEDDING_MAX_TOKENS_PER_DAY", 0,
-        "Spend guard: tokens sent to a remote provider per UTC day (0 = no cap).", lo=0, group="embeddings")
+        0, "Spend guard: tokens sent to a remote provider per UTC day (0 = no cap).", lo=0, group="embeddings")
     embedding_query_deadline_ms: int = knob(
-        "TROVE_EMBEDDING_QUERY_DEADLINE_MS", 2000, "Deadline of one semantic query; past it, full text answers.",
-        lo=10, group="embeddings")
+        2000, "Deadline of one semantic query; past it, full text answers.", lo=10, group="embeddings")
     embedding_tool_output_policy: str = knob(
-        "TROVE_EMBEDDING_TOOL_OUTPUT_POLICY", "none", "Tool outputs get vectors: none (default) or all.",
-        group="embeddings")
+        "none", "Tool outputs get vectors: none (default) or all.", group="embeddings")
     embedding_context_messages: int = knob(
-        "TROVE_EMBEDDING_CONTEXT_MESSAGES", 2,
+        2,
         "Earlier user/assistant messages embedded after each message chunk (0 = the chunk alone, about 3x faster"
         " indexing, weaker vectors). Changing it re-embeds messages in place.", lo=0, hi=8, group="embeddings")
     embedding_pass_budget_ms: int = knob(
-        "TROVE_EMBEDDING_PASS_BUDGET_MS", 2000, "Time budget of one background indexing pass.", lo=50,
-        group="embeddings")
+        2000, "Time budget of one background indexing pass.", lo=50, group="embeddings")
     embedding_pass_max_items: int = knob(
-        "TROVE_EMBEDDING_PASS_MAX_ITEMS", 256, "Messages plus summaries read per background pass.", lo=1,
-        group="embeddings")
+        256, "Messages plus summaries read per background pass.", lo=1, group="embeddings")
     embedding_idle_seconds: float = knob(
-        "TROVE_EMBEDDING_IDLE_SECONDS", 5.0, "Background indexer sleep when nothing is pending.", lo=0.05,
-        group="embeddings")
+        5.0, "Background indexer sleep when nothing is pending.", lo=0.05, group="embeddings")
     embedding_threads: int = knob(
-        "TROVE_EMBEDDING_THREADS", 1, "onnxruntime threads of the local provider (leave cores to the agent).",
-        lo=1, hi=64, group="embeddings")
+        1, "onnxruntime threads of the local provider (leave cores to the agent).", lo=1, hi=64, group="embeddings")
 
     # Whole-memory recall (trove_recall; see docs/retrieval-tools.md)
     recall_fusion: str = knob(
-        "TROVE_RECALL_FUSION", "zscore",
+        "zscore",
         "How recall fuses its arms: zscore or interpolate (weighted z-score or min-max normalised scores), or rrf.",
         group="recall")
     recall_fts_weight: float = knob(
-        "TROVE_RECALL_FTS_WEIGHT", 1.0, "Weight of the full-text arm over raw messages.", lo=0.0, hi=100.0,
-        group="recall")
+        1.0, "Weight of the full-text arm over raw messages.", lo=0.0, hi=100.0, group="recall")
     recall_summary_weight: float = knob(
-        "TROVE_RECALL_SUMMARY_WEIGHT", 1.0, "Weight of the full-text arm over summary nodes.", lo=0.0, hi=100.0,
-        group="recall")
+        1.0, "Weight of the full-text arm over summary nodes.", lo=0.0, hi=100.0, group="recall")
     recall_semantic_weight: float = knob(
-        "TROVE_RECALL_SEMANTIC_WEIGHT", 1.0,
-        "Weight of the vector arm beside full text 1.0 (leave-one-conversation-out optimum).", lo=0.0, hi=100.0,
+        1.0, "Weight of the vector arm beside full text 1.0 (leave-one-conversation-out optimum).", lo=0.0, hi=100.0,
         group="recall")
     recall_candidates: int = knob(
-        "TROVE_RECALL_CANDIDATES", 400, "Candidates each recall arm ranks before fusion.", lo=10, hi=2000,
-        group="recall")
+        400, "Candidates each recall arm ranks before fusion.", lo=10, hi=2000, group="recall")
     recall_context_weight: float = knob(
-        "TROVE_RECALL_CONTEXT_WEIGHT", 0.5,
-        "Boost a raw hit by the full-text strength of the turns around it in its session (0 off).",
-        lo=0.0, hi=10.0, group="recall")
+        0.5, "Boost a raw hit by the full-text strength of the turns around it in its session (0 off).", lo=0.0,
+        hi=10.0, group="recall")
     recall_recency_half_life_days: float = knob(
-        "TROVE_RECALL_RECENCY_HALF_LIFE_DAYS", 30.0, "Recency prior half-life in days (0 turns it off).",
-        lo=0.0, hi=36500.0, group="recall")
+        30.0, "Recency prior half-life in days (0 turns it off).", lo=0.0, hi=36500.0, group="recall")
     recall_recency_floor: float = knob(
-        "TROVE_RECALL_RECENCY_FLOOR", 0.5, "Smallest recency multiplier, reached by very old hits.",
-        lo=0.0, hi=1.0, group="recall")
+        0.5, "Smallest recency multiplier, reached by very old hits.", lo=0.0, hi=1.0, group="recall")
 
     # Temporal rollups (opt-in day/week/month summaries; see the operator guide)
     temporal_rollups_enabled: bool = knob(
-        "TROVE_TEMPORAL_ROLLUPS_ENABLED", False, "Build day/week/month rollups of leaf summaries in the background.",
-        group="temporal")
-    rollup_daily_target_tokens: int = knob(
-        "TROVE_ROLLUP_DAILY_TARGET_TOKENS", 1200, "Size a day rollup aims at.", lo=100, hi=15000, group="temporal")
+        False, "Build day/week/month rollups of leaf summaries in the background.", group="temporal")
+    rollup_daily_target_tokens: int = knob(1200, "Size a day rollup aims at.", lo=100, hi=15000, group="temporal")
     rollup_aggregate_target_tokens: int = knob(
-        "TROVE_ROLLUP_AGGREGATE_TARGET_TOKENS", 2000, "Size a week or month rollup aims at.", lo=100, hi=20000,
-        group="temporal")
+        2000, "Size a week or month rollup aims at.", lo=100, hi=20000, group="temporal")
     rollup_input_max_tokens: int = knob(
-        "TROVE_ROLLUP_INPUT_MAX_TOKENS", 60000, "Most input tokens one rollup build sends to the model.",
-        lo=1000, group="temporal")
-    rollup_builds_per_pass: int = knob(
-        "TROVE_ROLLUP_BUILDS_PER_PASS", 2, "Most rollups one background pass builds.", lo=1, hi=1000,
-        group="temporal")
+        60000, "Most input tokens one rollup build sends to the model.", lo=1000, group="temporal")
+    rollup_builds_per_pass: int = knob(2, "Most rollups one background pass builds.", lo=1, hi=1000, group="temporal")
     rollup_maintenance_budget_ms: int = knob(
-        "TROVE_ROLLUP_MAINTENANCE_BUDGET_MS", 5000, "A pass starts no new build after this many milliseconds.",
-        lo=10, group="temporal")
+        5000, "A pass starts no new build after this many milliseconds.", lo=10, group="temporal")
     rollup_lease_ttl_seconds: int = knob(
-        "TROVE_ROLLUP_LEASE_TTL_SECONDS", 180,
-        "Lifetime of the cross-process rollup lease (renewed per build; a dead holder's is taken over at once).",
+        180, "Lifetime of the cross-process rollup lease (renewed per build; a dead holder's is taken over at once).",
         lo=5, group="temporal")
 
     # Remembered state (opt-in assertions, adaptive retrieval, pre-answer evidence; see docs/state.md)
     assertions_enabled: bool = knob(
-        "TROVE_ASSERTIONS_ENABLED", False,
-        "Create the assertion tables, extract assertions in the background and answer trove_query_state.",
+        False, "Create the assertion tables, extract assertions in the background and answer trove_query_state.",
         group="state")
     assertion_extraction_model: str = knob(
-        "TROVE_ASSERTION_EXTRACTION_MODEL", "", "Model of assertion extraction (empty = the auxiliary default).",
-        group="state")
+        "", "Model of assertion extraction (empty = the auxiliary default).", group="state")
     assertion_batch_messages: int = knob(
-        "TROVE_ASSERTION_BATCH_MESSAGES", 8, "Messages sent to the model in one extraction call.", lo=1, hi=32,
-        group="state")
+        8, "Messages sent to the model in one extraction call.", lo=1, hi=32, group="state")
     assertion_batches_per_pass: int = knob(
-        "TROVE_ASSERTION_BATCHES_PER_PASS", 4, "Most extraction calls one background pass makes.", lo=1, hi=100,
-        group="state")
+        4, "Most extraction calls one background pass makes.", lo=1, hi=100, group="state")
     assertion_pass_budget_ms: int = knob(
-        "TROVE_ASSERTION_PASS_BUDGET_MS", 20000, "A pass starts no new extraction call after this many milliseconds.",
-        lo=100, group="state")
-    assertion_timeout_seconds: float = knob(
-        "TROVE_ASSERTION_TIMEOUT_SECONDS", 30.0, "Timeout of one extraction call.", lo=0.1, hi=120.0, group="state")
+        20000, "A pass starts no new extraction call after this many milliseconds.", lo=100, group="state")
+    assertion_timeout_seconds: float = knob(30.0, "Timeout of one extraction call.", lo=0.1, hi=120.0, group="state")
     adaptive_retrieval_enabled: bool = knob(
-        "TROVE_ADAPTIVE_RETRIEVAL_ENABLED", False,
-        "Enable trove_retrieve, the bounded retrieval controller (its tables are created on first use).",
+        False, "Enable trove_retrieve, the bounded retrieval controller (its tables are created on first use).",
         group="state")
     preanswer_evidence_enabled: bool = knob(
-        "TROVE_PREANSWER_EVIDENCE_ENABLED", False,
-        "Add a small fenced block of exact evidence for the user's message before each answer.", group="state")
+        False, "Add a small fenced block of exact evidence for the user's message before each answer.", group="state")
 
     # Not variables: where the host keeps its state, and how each value was obtained.
     hermes_home: str = ""
@@ -321,11 +242,11 @@ def _var(f: dataclasses.Field[Any]) -> Var:
     if kind is None:
         raise TypeError(f"TroveConfig.{f.name}: annotation {f.type!r} is not one of {sorted(_KINDS)}")
     m = f.metadata
-    return Var(name=m["env"], field=f.name, kind=kind, default=f.default, doc=m["doc"],
+    return Var(name="TROVE_" + f.name.upper(), field=f.name, kind=kind, default=f.default, doc=m["doc"],
                minimum=m["minimum"], maximum=m["maximum"], group=m["group"], choices=m["choices"])
 
 
-SPEC: tuple[Var, ...] = tuple(_var(f) for f in dataclasses.fields(TroveConfig) if "env" in f.metadata)
+SPEC: tuple[Var, ...] = tuple(_var(f) for f in dataclasses.fields(TroveConfig) if "doc" in f.metadata)
 BY_NAME: dict[str, Var] = {v.name: v for v in SPEC}
 
 
@@ -359,44 +280,28 @@ def _parse(var: Var, raw: str) -> Any:
 SANITY_LIMIT = 1_000_000_000
 
 
-@dataclass(frozen=True)
-class Consistency:
-    """A rule between knobs: when ``ok(values)`` is false, ``field`` falls back to its default."""
-
-    field: str
-    ok: Callable[[Mapping[str, Any]], bool]
-    why: str
-
-
-CONSISTENCY: tuple[Consistency, ...] = (
-    Consistency("dynamic_leaf_chunk_max", lambda v: v["dynamic_leaf_chunk_max"] >= v["leaf_chunk_tokens"],
-                "must be at least TROVE_LEAF_CHUNK_TOKENS"),
-    Consistency("fresh_tail_max_tokens",
-                lambda v: v["fresh_tail_max_tokens"] == 0 or v["fresh_tail_max_tokens"] >= 64,
-                "a protected tail under 64 tokens cannot hold one exchange"),
-    Consistency("reserve_tokens_floor", lambda v: v["reserve_tokens_floor"] <= 10_000_000,
-                "is larger than any model's context window"),
-)
+def _rules(v: Mapping[str, Any]) -> tuple[tuple[str, bool, str], ...]:
+    """Rules between knobs as (field, whether ``v`` keeps it, why not); a broken one falls back to its default."""
+    return (("dynamic_leaf_chunk_max", v["dynamic_leaf_chunk_max"] >= v["leaf_chunk_tokens"],
+             "must be at least TROVE_LEAF_CHUNK_TOKENS"),
+            ("fresh_tail_max_tokens", v["fresh_tail_max_tokens"] == 0 or v["fresh_tail_max_tokens"] >= 64,
+             "a protected tail under 64 tokens cannot hold one exchange"),
+            ("reserve_tokens_floor", v["reserve_tokens_floor"] <= 10_000_000,
+             "is larger than any model's context window"))
 
 
 def check_consistency(values: dict[str, Any], warn: Callable[[str], None], warnings: list[str],
                       sources: dict[str, str]) -> None:
     """Reset knobs that contradict the others to their defaults, warning by name (in place)."""
-    defaults = {v.field: v.default for v in SPEC}
-    for rule in CONSISTENCY:
-        merged = {**defaults, **values}
-        try:
-            fine = rule.ok(merged)
-        except (KeyError, TypeError):  # a field renamed or removed: the rule no longer applies
+    for name, fine, why in _rules({**{v.field: v.default for v in SPEC}, **values}):
+        if fine or name not in values:
             continue
-        if fine or rule.field not in values:
-            continue
-        var = next(v for v in SPEC if v.field == rule.field)
-        msg = f"{var.name}={values[rule.field]!r} {rule.why}; using default {var.default!r}"
+        var = next(v for v in SPEC if v.field == name)
+        msg = f"{var.name}={values[name]!r} {why}; using default {var.default!r}"
         warn(msg)
         warnings.append(msg)
-        values.pop(rule.field)
-        sources[rule.field] = "default (inconsistent env)"
+        values.pop(name)
+        sources[name] = "default (inconsistent env)"
 
 
 def reserve_floor_cap(config: TroveConfig, context_length: int) -> int | None:

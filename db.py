@@ -207,13 +207,13 @@ class Database:
             if conn.in_transaction:  # nested use joins the outer transaction
                 yield conn
                 return
-            _retry(lambda: conn.execute("BEGIN IMMEDIATE"))
+            retry(lambda: conn.execute("BEGIN IMMEDIATE"))
             try:
                 yield conn
             except BaseException:
                 _rollback(conn)
                 raise
-            _retry(lambda: conn.execute("COMMIT"))
+            retry(lambda: conn.execute("COMMIT"))
 
     def read(self) -> sqlite3.Connection:
         return self.connect()
@@ -555,7 +555,7 @@ def backup_file(source: sqlite3.Connection, dest: str | os.PathLike[str]) -> int
 def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
     """One BEGIN IMMEDIATE on an autocommit connection (retried while another process holds the
     lock): COMMIT at the end, ROLLBACK when the block raises."""
-    _retry(lambda: conn.execute("BEGIN IMMEDIATE"))
+    retry(lambda: conn.execute("BEGIN IMMEDIATE"))
     try:
         yield
         conn.execute("COMMIT")
@@ -572,7 +572,7 @@ def _rollback(conn: sqlite3.Connection) -> None:
             conn.execute("ROLLBACK")
 
 
-def _retry(fn: Callable[[], object], attempts: int = 5) -> object:
+def retry(fn: Callable[[], object], attempts: int = 5) -> object:
     """Retry a statement that hit SQLITE_BUSY after the busy timeout (rare; cross-process)."""
     for i in range(attempts):
         try:

@@ -27,13 +27,13 @@ from .compaction.summarize import Summarizer
 from .config import reserve_floor_cap
 from .filters import host_side_agent
 from .hostbase import ContextEngine
-from .ingest import is_synthetic
+from .ingest import Identify, is_synthetic, memo_identity
 from .models import Complete, host_complete
 from .ops.maintenance import gc_empty_lifecycle
 from .runtime import Runtime, build_runtime
 from .scope import scope_for
 from .store import SessionKey
-from .temporal.rollups import schedule as schedule_rollups
+from .subsystems import start as start_subsystems
 from .toolkit import ToolContext
 from .tools import TOOL_SCHEMAS, dispatch
 
@@ -251,12 +251,8 @@ class TroveEngine(ContextEngine):
                          scope=scope_for(platform, conversation))
         self._bind(key)
         self.state.just_ended = ""  # an in-place compaction boundary ends nothing
-        if self.state.mode == "active" and self.runtime.health.usable:  # days may have closed (background, opt-in)
-            schedule_rollups(self.runtime, lambda: self.completion_for("compression"))
-            if self.config.assertions_enabled:  # messages stored since the last pass (opt-in, leased)
-                from .state.extract import schedule as schedule_extraction
-
-                schedule_extraction(self.runtime, lambda: self.completion_for("compression"))
+        if self.state.mode == "active" and self.runtime.health.usable:  # opt-in background passes (leased)
+            start_subsystems("session_start", self.runtime, lambda: self.completion_for("compression"))
         if (kwargs.get("boundary_reason") == "compression" and old and old != session_id
                 and self.state.mode == "active" and self.runtime.health.usable):
             try:  # legacy rotation to a child id: the summaries follow the conversation
@@ -383,12 +379,12 @@ class TroveEngine(ContextEngine):
             self.runtime.store_failed(exc, "ingest")
             raise
 
-    def _ingest(self, key: SessionKey, messages: list[dict[str, Any]]) -> int:
+    def _ingest(self, key: SessionKey, messages: list[dict[str, Any]], identity: Identify | None = None) -> int:
         filters = self.runtime.filters
         if filters.ignored_by(key.session_id, key.platform) or filters.stateless_by(key.session_id, key.platform) \
                 or host_side_agent(key.session_id, key.platform):
             return 0
-        result = self.runtime.store.ingest(key, messages, skip=self.runtime.skip_message)
+        result = self.runtime.store.ingest(key, messages, skip=self.runtime.skip_message, identity=identity)
         return len(result.store_ids)
 
     # -- compaction ----------------------------------------------------------
@@ -429,12 +425,13 @@ class TroveEngine(ContextEngine):
         if self.state.key is None:
             self._last_compression_made_progress = False
             return messages
-        self._ingest(self.state.key, messages)
+        identity = memo_identity()  # ingest and the compactor read the same list: one digest each
+        self._ingest(self.state.key, messages, identity)
         compactor = Compactor(self.runtime, self.state.key,
                               CompactionLimits(int(self.threshold_tokens or 0), int(self.context_length or 0)),
                               Summarizer(self.config, self.completion_for("compression")))
         result = compactor.run(messages, current_tokens=current_tokens, focus_topic=focus_topic,
-                               force=force, memory_context=memory_context)
+                               force=force, memory_context=memory_context, identity=identity)
         self.state.last_result = result.report
         self.state.last_status, self.state.last_reason = result.status, result.reason
         self._last_compression_made_progress = result.progress
@@ -444,7 +441,7 @@ class TroveEngine(ContextEngine):
             return messages
         self.state.no_progress_tokens = 0
         self.compression_count += 1
-        schedule_rollups(self.runtime, lambda: self.completion_for("compression"), force=True)  # new leaves
+        start_subsystems("compaction", self.runtime, lambda: self.completion_for("compression"))  # new leaves
         return result.messages
 
     def _native_compressor(self) -> Any:

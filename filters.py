@@ -21,23 +21,12 @@ log = logging.getLogger("hermes_trove.filters")
 MATCH_TIMEOUT_S = 0.05
 
 
+_GLOB = {"**": ".*", "*": "[^:]*", "?": "[^:]"}
+
+
 def glob_to_regex(pattern: str) -> re.Pattern[str]:
-    out = []
-    i = 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-            continue
-        if ch == "*":
-            out.append("[^:]*")
-        elif ch == "?":
-            out.append("[^:]")
-        else:
-            out.append(re.escape(ch))
-        i += 1
-    return re.compile("^" + "".join(out) + "$")
+    parts = re.split(r"(\*\*|\*|\?)", pattern)
+    return re.compile("^" + "".join(_GLOB.get(p) or re.escape(p) for p in parts) + "$")
 
 
 # The host's own side agents, recognised without operator patterns (hermes-agent 0.19):

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import tokens
+from . import subsystems, tokens
 from .compaction import assembly
 from .filters import host_side_agent
 from .payloads import replay
@@ -53,17 +53,17 @@ def summary_context(runtime: Runtime, session_id: str, history: list[dict[str, A
     return assembly.render_summary_text(*assembly.select_nodes(frontier, SUMMARY_CONTEXT_TOKENS))
 
 
-def preanswer_evidence(runtime: Runtime, user_message: Any, session_id: str) -> str:
-    """The fenced pre-answer evidence block (opt-in); fail-open: any error adds nothing."""
-    if not runtime.config.preanswer_evidence_enabled or not isinstance(user_message, str):
-        return ""
-    try:
-        from .state.preanswer import evidence_block
-
-        return evidence_block(runtime, user_message, session_id)
-    except Exception:
-        log.warning("trove: pre-answer evidence failed; nothing added", exc_info=True)
-        return ""
+def before_answer(runtime: Runtime, user_message: Any, session_id: str) -> list[str]:
+    """What the subsystems add before the model answers (opt-in); fail-open: an error adds nothing."""
+    texts: list[str] = []
+    for row in subsystems.SUBSYSTEMS:
+        if row.before_answer is None or not isinstance(user_message, str):
+            continue
+        try:
+            texts.append(row.before_answer(runtime, user_message, session_id))
+        except Exception:
+            log.warning("trove: %s failed before the answer; nothing added", row.name, exc_info=True)
+    return [t for t in texts if t]
 
 
 def guarded(name: str, callback: Callable[..., Any]) -> Callable[..., Any]:
@@ -108,12 +108,9 @@ def make_hooks(runtime: Runtime) -> dict[str, Callable[..., Any]]:
                 raise
             runtime.unstored.hold(pending, history)
             return
-        if runtime.config.assertions_enabled:  # background extraction of the new turn (opt-in, leased)
-            engine = runtime.foreground_engine()
-            if engine is not None:
-                from .state.extract import schedule as schedule_extraction
-
-                schedule_extraction(runtime, lambda: engine.completion_for("compression"))
+        engine = runtime.foreground_engine()
+        if engine is not None:  # background passes over the new turn (opt-in, leased)
+            subsystems.start("turn", runtime, lambda: engine.completion_for("compression"))
 
     def pre_llm_call(**kw: Any) -> Any:
         session_id = str(kw.get("session_id") or "")
@@ -129,9 +126,7 @@ def make_hooks(runtime: Runtime) -> dict[str, Callable[..., Any]]:
             summary = summary_context(runtime, session_id, history)
             if summary:
                 parts.append(summary)
-            evidence = preanswer_evidence(runtime, kw.get("user_message"), session_id)
-            if evidence:
-                parts.append(evidence)
+            parts += before_answer(runtime, kw.get("user_message"), session_id)
         return {"context": "\n\n".join(parts)} if parts else None
 
     def transform_tool_result(**kw: Any) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +67,19 @@ def strip_evidence(text: str) -> str:
     return text
 
 
+def memo_identity() -> Identify:
+    """``message_identity`` remembered per message object: one digest per message per ingest."""
+    known: dict[int, str] = {}
+
+    def identity(message: dict[str, Any]) -> str:
+        key = id(message)
+        if key not in known:
+            known[key] = message_identity(message)
+        return known[key]
+
+    return identity
+
+
 @dataclass(frozen=True)
 class IngestCursor:
     length: int = 0
@@ -80,17 +93,22 @@ class IngestPlan:
     reason: str
 
 
-def plan_fast(messages: Sequence[dict[str, Any]], cursor: IngestCursor) -> IngestPlan | None:
+Identify = Callable[[dict[str, Any]], str]
+
+
+def plan_fast(messages: Sequence[dict[str, Any]], cursor: IngestCursor,
+              identity: Identify = message_identity) -> IngestPlan | None:
     """The O(new) path: the transcript still holds the cursor's message at its place."""
     if cursor.length == 0 and not cursor.identity:
         return IngestPlan(0, True, "first ingest")
     n = len(messages)
-    if n >= cursor.length > 0 and message_identity(messages[cursor.length - 1]) == cursor.identity:
+    if n >= cursor.length > 0 and identity(messages[cursor.length - 1]) == cursor.identity:
         return IngestPlan(cursor.length, True, "cursor matched")
     return None
 
 
-def plan_aligned(messages: Sequence[dict[str, Any]], stored_tail: Sequence[str]) -> IngestPlan:
+def plan_aligned(messages: Sequence[dict[str, Any]], stored_tail: Sequence[str],
+                 identity: Identify = message_identity) -> IngestPlan:
     """Align the transcript against the newest stored identities (oldest first).
 
     Walks the transcript from its end for the newest stored identity; a match counts only
@@ -99,7 +117,7 @@ def plan_aligned(messages: Sequence[dict[str, Any]], stored_tail: Sequence[str])
     """
     if not stored_tail:
         return IngestPlan(0, False, "nothing stored")
-    ids = [message_identity(m) for m in messages]
+    ids = [identity(m) for m in messages]
     last = stored_tail[-1]
     window = min(8, len(stored_tail))
     best_partial = -1

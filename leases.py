@@ -2,20 +2,25 @@
 
 Several Hermes processes share one trove.db; rollup builds, embedding passes and extraction
 batches each take a lease by name before working, renew it while they work and release it
-when done. An owner names its pid and host: a lease whose holder no longer runs on this host
-is taken over at once; any other crashed owner's lease expires. Every write is one
-conditional statement in a short transaction.
+when done (``bounded_pass``). An owner names its pid and host: a lease whose holder no longer
+runs on this host is taken over at once; any other crashed owner's lease expires. Every write
+is one conditional statement in a short transaction.
 """
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
 import time
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from .db import Database
+
+log = logging.getLogger("hermes_trove.leases")
 
 _PROCESS = uuid.uuid4().hex[:12]
 _HOST = socket.gethostname()
@@ -109,3 +114,50 @@ def clear_stale(db: Database, leases: list[Lease]) -> int:
                                (lease.name, lease.owner, lease.expires_at))
             removed += cur.rowcount
     return removed
+
+
+class BoundedPass:
+    """One pass of background work under a lease: ``held`` is False when another owner has it
+    (``busy()`` then answers who); ``loop`` runs steps while the budget lasts."""
+
+    def __init__(self, db: Database, name: str, ttl_s: float, budget_s: float, max_steps: int | None,
+                 owner: str | None, clock: Callable[[], float]):
+        self.db, self.name, self.ttl_s, self.budget_s, self.max_steps = db, name, ttl_s, budget_s, max_steps
+        self.clock, self.started = clock, clock()
+        self.lease = acquire(db, name, ttl_s, owner=owner)
+        found = holder(db, name) if self.lease is None else None
+        self.holder = found.owner if found is not None else None
+        self.held, self.steps, self.lost = self.lease is not None, 0, False
+
+    def loop(self, step: Callable[[], bool]) -> int:
+        """Run ``step`` until it answers False, the step count or the time budget runs out, or the
+        lease, renewed after each step, was taken over. Returns the steps that answered True."""
+        while self.lease is not None and not self.lost and self.clock() - self.started < self.budget_s \
+                and (self.max_steps is None or self.steps < self.max_steps):
+            if not step():
+                break
+            self.steps += 1
+            self.lost = acquire(self.db, self.name, self.ttl_s, owner=self.lease.owner) is None
+        return self.steps
+
+    def busy(self) -> dict[str, str | None]:
+        return {"status": "busy", "holder": self.holder}
+
+    def seconds(self) -> float:
+        return round(self.clock() - self.started, 3)
+
+
+@contextmanager
+def bounded_pass(db: Database, name: str, ttl_s: float, *, budget_s: float, max_steps: int | None = None,
+                 owner: str | None = None, clock: Callable[[], float] = time.monotonic) -> Iterator[BoundedPass]:
+    """Take the lease ``name`` for one pass and give it back when the block ends, however it ends.
+    A release that fails is logged: the lease then expires after ``ttl_s``."""
+    run = BoundedPass(db, name, ttl_s, budget_s, max_steps, owner, clock)
+    try:
+        yield run
+    finally:
+        if run.lease is not None:
+            try:
+                release(db, run.lease)
+            except Exception:
+                log.warning("trove: releasing the lease %s failed; it expires by itself", name, exc_info=True)

@@ -17,6 +17,14 @@ from .scope import scope_for
 _KNOWN_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "tool_name", "timestamp"})
 
 
+def json_or_text(text: str) -> Any:
+    """``text`` decoded as JSON, or ``text`` itself when it does not decode."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
 @dataclass(frozen=True)
 class MessageRow:
     store_id: int
@@ -39,21 +47,13 @@ class MessageRow:
 
     def content_value(self) -> Any:
         """Content as the host had it: text, or the decoded multimodal list."""
-        if self.content_is_json:
-            try:
-                return json.loads(self.content)
-            except ValueError:
-                return self.content
-        return self.content
+        return json_or_text(self.content) if self.content_is_json else self.content
 
     def to_message(self) -> dict[str, Any]:
         """Rebuild an OpenAI-style message dict from the stored row."""
         msg: dict[str, Any] = {"role": self.role, "content": self.content_value()}
         if self.tool_calls:
-            try:
-                msg["tool_calls"] = json.loads(self.tool_calls)
-            except ValueError:
-                msg["tool_calls"] = self.tool_calls
+            msg["tool_calls"] = json_or_text(self.tool_calls)
         if self.tool_call_id:
             msg["tool_call_id"] = self.tool_call_id
         if self.tool_name:

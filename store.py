@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .db import Database
-from .ingest import IngestCursor, is_synthetic, message_identity, plan_aligned, plan_fast
+from .ingest import IngestCursor, is_synthetic, memo_identity, message_identity, plan_aligned, plan_fast
 from .rows import (
     IngestResult,
     MessageRow,
@@ -124,25 +124,27 @@ class MessageStore:
 
     # -- ingest ------------------------------------------------------------
     def ingest(self, key: SessionKey, messages: Sequence[dict[str, Any]],
-               skip: Callable[[dict[str, Any]], bool] | None = None) -> IngestResult:
+               skip: Callable[[dict[str, Any]], bool] | None = None,
+               identity: Callable[[dict[str, Any]], str] | None = None) -> IngestResult:
         """Store the messages of ``messages`` not stored yet, in order, exactly once.
 
         Safe to call with the same or a grown transcript any number of times, from any
         engine copy or process: the cursor lives in the ``sessions`` row and the whole
-        decision plus insert runs in one write transaction.
+        decision plus insert runs in one write transaction. ``identity`` (a ``memo_identity``)
+        lets a caller that reads the same list next share its digests.
         """
         if not key.session_id:
             return IngestResult((), 0, "no session")
+        identity = identity or memo_identity()  # one digest per message of the list
         srow = self.db.read().execute("SELECT ingest_len, ingest_identity FROM sessions WHERE session_id=?",
                                       (key.session_id,)).fetchone()
-        if srow is not None and len(messages) == int(srow[0]):
-            quick = plan_fast(messages, IngestCursor(int(srow[0]), str(srow[1])))
-            if quick is not None and quick.start == len(messages):
-                return IngestResult((), 0, "up to date")  # nothing new: no write at all
+        seen = IngestCursor(int(srow[0]), str(srow[1])) if srow is not None else IngestCursor()
+        guess = plan_fast(messages, seen, identity)
+        if srow is not None and guess is not None and guess.start == len(messages) == seen.length:
+            return IngestResult((), 0, "up to date")  # nothing new: no write at all
         now = time.time()
         # Storage transforms (redaction, sidecar files and their fsyncs, token counts) run before
         # the write lock: other processes queue on it, so it holds only the inserts.
-        guess = plan_fast(messages, IngestCursor(int(srow[0]), str(srow[1])) if srow is not None else IngestCursor())
         answers: dict[int, bool] = {}  # ``skip`` counts what it skips: ask it once per message
         if skip is not None:
             asked = skip
@@ -159,12 +161,12 @@ class MessageStore:
             srow = conn.execute("SELECT ingest_len, ingest_identity FROM sessions WHERE session_id=?",
                                 (key.session_id,)).fetchone()
             cursor = IngestCursor(int(srow[0]), str(srow[1])) if srow else IngestCursor()
-            plan = plan_fast(messages, cursor)
+            plan = plan_fast(messages, cursor, identity)
             if plan is None:
                 tail = [r[0] for r in conn.execute(
                     "SELECT identity FROM messages WHERE session_id=? ORDER BY store_id DESC LIMIT ?",
                     (key.session_id, _STORED_TAIL_WINDOW))][::-1]
-                plan = plan_aligned(messages, tail)
+                plan = plan_aligned(messages, tail, identity)
             candidates = list(enumerate(messages))[max(plan.start, 0):]
             ids: list[int] = []
             skipped = 0
@@ -172,18 +174,18 @@ class MessageStore:
                 if not isinstance(msg, dict) or is_synthetic(msg) or (skip is not None and skip(msg)):
                     skipped += 1
                     continue
-                identity = message_identity(msg)
+                ident = identity(msg)
                 if plan.start < 0 and conn.execute(
                         "SELECT 1 FROM messages WHERE session_id=? AND identity=? LIMIT 1",
-                        (key.session_id, identity)).fetchone():
+                        (key.session_id, ident)).fetchone():
                     continue
-                ids.append(self._insert(conn, key, msg, identity, now, prepared.get(id(msg))))
+                ids.append(self._insert(conn, key, msg, ident, now, prepared.get(id(msg))))
             _index_new_rows(conn, ids)
             # A transcript that does not hold the newest stored message (a stale prefix shown by
             # another engine copy, a gateway /compress head) must not move the cursor back.
             if messages and (plan.start >= 0 or ids):
                 last = messages[-1]
-                ident = message_identity(last) if isinstance(last, dict) else ""
+                ident = identity(last) if isinstance(last, dict) else ""
                 conn.execute("UPDATE sessions SET ingest_len=?, ingest_identity=?, updated_at=? WHERE session_id=?",
                              (len(messages), ident, now, key.session_id))
         return IngestResult(tuple(ids), skipped, plan.reason)
@@ -416,8 +418,10 @@ class MessageStore:
         fts_args: list[Any] = [match]
         if session_ids is not None:
             marks = ",".join("?" * len(session_ids))
-            lo, hi = conn.execute(f"SELECT MIN(store_id), MAX(store_id) FROM messages WHERE session_id IN ({marks})",
-                                  list(session_ids)).fetchone()
+            # Two scalar subqueries: each is one seek on messages_session, not a scan of the session.
+            bounds = f"FROM messages WHERE session_id IN ({marks})"
+            lo, hi = conn.execute(f"SELECT (SELECT MIN(store_id) {bounds}), (SELECT MAX(store_id) {bounds})",
+                                  [*session_ids, *session_ids]).fetchone()
             if lo is None:
                 return []
             fts_where.append("rowid BETWEEN ? AND ?")

@@ -20,16 +20,9 @@ _backend = ""
 
 
 def _estimate(text: str) -> int:
-    if not text:
-        return 0
-    n = len(text)
     sample = text[:2000]
-    if sample.isascii():
-        return -(-n // 4)
-    non_ascii = sum(1 for ch in sample if ord(ch) > 127)
-    if non_ascii * 2 > len(sample):
-        return -(-n * 2 // 3)
-    return -(-n // 4)
+    dense = not sample.isascii() and sum(ord(ch) > 127 for ch in sample) * 2 > len(sample)
+    return -(-len(text) * 2 // 3) if dense else -(-len(text) // 4)
 
 
 def _load() -> None:

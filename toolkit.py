@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from . import tokens
 from .models import Complete
 from .refs import MAX_QUOTE_CHARS, make_ref, shorthand
+from .rows import json_or_text
 from .scope import EVERYTHING, Visibility
 
 if TYPE_CHECKING:
@@ -202,9 +203,10 @@ def number(raw: Any, name: str, accepted: str) -> int | float:
     return value
 
 
-def whole_number(raw: Any, name: str, low: int, high: int) -> int:
-    """An integer in ``[low, high]`` (a whole float such as 3.0 counts); anything else is refused."""
-    accepted = f"an integer from {low} to {high}"
+def whole_number(raw: Any, name: str, low: int, high: int, accepted: str = "") -> int:
+    """An integer in ``[low, high]`` (a whole float such as 3.0 counts); anything else is refused,
+    saying it must be ``accepted`` (by default the range)."""
+    accepted = accepted or f"an integer from {low} to {high}"
     value = number(raw, name, accepted)
     if value != int(value) or not low <= value <= high:
         raise ToolError(f"{name} must be {accepted}, got {echo(raw)}")
@@ -228,10 +230,7 @@ def int_arg(args: Mapping[str, Any], name: str, default: int | None, *, minimum:
     if cap is None:
         return whole_number(raw, name, minimum, MAX_SAFE_INTEGER)
     accepted = f"an integer from {minimum} to {cap} (larger values up to {MAX_SAFE_INTEGER} are clamped to {cap})"
-    value = number(raw, name, accepted)
-    if value != int(value) or value < minimum:
-        raise ToolError(f"{name} must be {accepted}, got {echo(raw)}")
-    out = int(value)
+    out = whole_number(raw, name, minimum, MAX_SAFE_INTEGER, accepted)
     if out > cap:
         if clamped is not None:
             clamped[f"{name}_clamped_from"] = out
@@ -426,27 +425,21 @@ def bound_json(payload: dict[str, Any], cap: int) -> str:
         if key is None:
             break
         value = obj[key]
-        if isinstance(value, list) and len(value) > 1:
-            obj[key] = value[: len(value) // 2]
-        elif isinstance(value, dict) and len(value) > 1:
-            obj[key] = _shrink_dict(value)
+        if (isinstance(value, (list, dict)) and len(value) > 1) or len(dumps(value)) > 200:
+            obj[key] = _shrink(value)
         else:
-            size = len(dumps(value))
-            obj[key] = {"omitted": True, "chars": size} if size > 200 else str(value)[:100]
+            obj[key] = str(value)[:100]
     return dumps({"response_truncated": True, "error": "response too large to return within its bound"})
 
 
-def _shrink_dict(value: dict[str, Any]) -> dict[str, Any]:
-    key = max(value, key=lambda k: len(dumps(value[k])))
-    inner = value[key]
-    out = dict(value)
-    if isinstance(inner, list) and len(inner) > 1:
-        out[key] = inner[: len(inner) // 2]
-    elif isinstance(inner, dict) and len(inner) > 1:
-        out[key] = _shrink_dict(inner)
-    else:
-        out[key] = {"omitted": True, "chars": len(dumps(inner))}
-    return out
+def _shrink(value: Any) -> Any:
+    """A smaller ``value``: a list halved, a dict with its largest entry shrunk, anything else omitted."""
+    if isinstance(value, list) and len(value) > 1:
+        return value[: len(value) // 2]
+    if isinstance(value, dict) and len(value) > 1:
+        key = max(value, key=lambda k: len(dumps(value[k])))
+        return {**value, key: _shrink(value[key])}
+    return {"omitted": True, "chars": len(dumps(value))}
 
 
 # -- rendering rows ---------------------------------------------------------------
@@ -487,10 +480,7 @@ def message_item(row: Any, current_session: str | None, *, offset: int = 0, max_
     if row.tool_calls:
         calls = row.tool_calls
         if len(calls) <= TOOL_CALLS_PREVIEW_CHARS:
-            try:
-                out["tool_calls"] = json.loads(calls)
-            except ValueError:
-                out["tool_calls"] = calls
+            out["tool_calls"] = json_or_text(calls)
         else:
             out["tool_calls_preview"] = calls[:TOOL_CALLS_PREVIEW_CHARS]
             out["tool_calls_chars"] = len(calls)

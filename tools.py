@@ -17,17 +17,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from . import schemas
-from .evidence.handlers import (
-    trove_compile_evidence,
-    trove_compute,
-    trove_evidence_pack,
-)
+from .evidence.handlers import trove_compile_evidence, trove_evidence_pack
+from .evidence.handlers import trove_compute as compute_over
 from .ops.handlers import trove_doctor, trove_inspect, trove_status
 from .retrieval.answer import trove_expand_query
 from .retrieval.expand import trove_describe, trove_expand
 from .retrieval.grep import trove_grep
 from .retrieval.recall import trove_recall
 from .retrieval.sessions import trove_load_session
+from .state.operands import resolve_assertions
 from .state.query import trove_query_state
 from .state.retrieve import trove_retrieve
 from .temporal.recent import trove_recent
@@ -64,6 +62,12 @@ class Tool:
     @property
     def parameters(self) -> frozenset[str]:
         return frozenset(self.schema["parameters"]["properties"])
+
+
+def trove_compute(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
+    """Evidence arithmetic with ``assertion_id`` operands resolved by the assertion store: the table
+    joins the two families here, so neither imports the other."""
+    return compute_over(ctx, args, resolve_assertions)
 
 
 TOOLS: tuple[Tool, ...] = (

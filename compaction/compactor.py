@@ -14,13 +14,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import tokens
-from ..ingest import is_synthetic, message_identity
+from ..ingest import Identify, is_synthetic, message_identity
 from ..payloads.replay import apply_replay_stubs
 from ..payloads.sidecar import transcript_gc
 from . import assembly, policy
 from .summarize import Summarizer, SummaryResult, expand_hint, serialize_messages
 
 if TYPE_CHECKING:
+    from ..dag import NodeRow
     from ..runtime import Runtime
     from ..store import MessageRow, SessionKey
 
@@ -77,14 +78,20 @@ class Compactor:
         self.errors: list[str] = []
         self.started = time.monotonic()
         self.extra = ""
+        self.nodes: list[NodeRow] = []  # the session's summary frontier, as dag.frontier orders it
+        self.node_tokens = 0            # their rendered tokens
 
     # -- entry ---------------------------------------------------------------
     def run(self, messages: list[dict[str, Any]], current_tokens: int | None = None,
-            focus_topic: str | None = None, force: bool = False, memory_context: str = "") -> CompactionResult:
+            focus_topic: str | None = None, force: bool = False, memory_context: str = "",
+            identity: Identify = message_identity) -> CompactionResult:
         store, sid = self.runtime.store, self.key.session_id
         frontier = store.frontier_store_id(sid)
         backlog = store.backlog(sid, frontier)
-        live, live_ids = self._map_live(messages, backlog)
+        # The summary frontier is read once; the passes below keep this copy and its token total
+        # current, so a compaction costs what it folds, not the length of the history.
+        self._read_nodes()
+        live, live_ids = self._map_live(messages, backlog, identity)
         overhead = max(0, int(current_tokens or 0) - tokens.count_messages(messages))
         threshold = int(self.limits.threshold_tokens or 0) or 10 ** 9
         target = max(512, int(threshold * TARGET_RATIO) - overhead)
@@ -117,7 +124,7 @@ class Compactor:
         leaves = 0
         for ch in chunks:
             raw_left = sum(sizes[ch.start:])
-            prefix = self._frontier_tokens(sid)
+            prefix = self.node_tokens + (FRONTIER_LABEL_TOKENS if self.nodes else 0)
             if not (force or sweep) and prefix + raw_left + tail_tokens <= target:
                 if not critical or catchup >= CATCHUP_LEAVES:
                     break  # already fits (e.g. after stubbing): no summary call needed
@@ -142,7 +149,7 @@ class Compactor:
         raw_keep = [m for m, _ in candidates[compacted_upto:]]
         # Unstored live messages before the tail (filtered out by ignore patterns) are dropped with
         # the compacted part; those after the last compacted candidate stay in place.
-        out, omitted = self._assemble(sid, raw_keep, live[tail_start:], target)
+        out, omitted = assembly.assemble(self.nodes, raw_keep, live[tail_start:], target)
         progress = out != messages
         status = "compacted" if leaves or condensed else ("stubbed" if self.stubbed else
                                                           "sanitized" if progress else "noop")
@@ -185,7 +192,8 @@ class Compactor:
 
     # -- mapping -------------------------------------------------------------
     @staticmethod
-    def _map_live(messages: list[dict[str, Any]], backlog: list[MessageRow]) -> tuple[list[dict[str, Any]], list[int]]:
+    def _map_live(messages: list[dict[str, Any]], backlog: list[MessageRow],
+                  identity: Identify = message_identity) -> tuple[list[dict[str, Any]], list[int]]:
         """The live raw part of the host list (past the frontier) with store ids (0 = unstored).
 
         Pairs equal identities from the end, keeping store order, so a transcript that holds
@@ -200,7 +208,7 @@ class Compactor:
         j = len(backlog)  # rows at index >= j are taken; matches must stay in store order
         first = len(raw)
         for i in range(len(raw) - 1, -1, -1):
-            found = positions.get(message_identity(raw[i]))
+            found = positions.get(identity(raw[i]))
             if not found:
                 continue  # not stored (filtered out) or already behind the frontier
             k = bisect.bisect_left(found, j) - 1
@@ -236,12 +244,14 @@ class Compactor:
         store, dag, sid = self.runtime.store, self.runtime.dag, self.key.session_id
         with self.runtime.db.transaction() as conn:
             if store.frontier_store_id(sid, conn=conn) >= rows[0].store_id:
+                self._read_nodes()
                 return False  # another engine copy compacted these meanwhile
-            dag.add_leaf(sid, res.text, [r.store_id for r in rows], token_count=res.tokens,
-                         source_token_count=source_tokens, earliest_at=min(r.created_at for r in rows),
-                         latest_at=max(r.created_at for r in rows), level=res.level, model=res.model,
-                         expand_hint=expand_hint(res.text), conn=conn)
+            leaf = dag.add_leaf(sid, res.text, [r.store_id for r in rows], token_count=res.tokens,
+                                source_token_count=source_tokens, earliest_at=min(r.created_at for r in rows),
+                                latest_at=max(r.created_at for r in rows), level=res.level, model=res.model,
+                                expand_hint=expand_hint(res.text), conn=conn)
             store.advance_frontier(sid, rows[-1].store_id)
+            self._replace_nodes((), leaf)
         self.source_tokens += source_tokens
         self._gc_transcript([r.store_id for r in rows])
         return True
@@ -252,26 +262,28 @@ class Compactor:
         done = attempts = 0
         while attempts < 2 * MAX_CALLS:
             attempts += 1
-            frontier = dag.frontier(sid)
-            infos = [assembly.node_info(n) for n in frontier]
-            over = sum(n.tokens for n in infos) > max(0, prefix_budget)
-            group = policy.plan_condensation(infos, cfg.condensation_fanin, cfg.incremental_max_depth,
-                                             allow_partial=(over and eager) or critical)
+            over = self.node_tokens > max(0, prefix_budget)
+            group = policy.plan_condensation([assembly.node_info(n) for n in self.nodes], cfg.condensation_fanin,
+                                             cfg.incremental_max_depth, allow_partial=(over and eager) or critical)
             if group is None or (done >= MAX_CALLS):
                 return done
-            children = [n for n in frontier if n.node_id in set(group.node_ids)]
-            children.sort(key=lambda n: group.node_ids.index(n.node_id))
+            by_id = {n.node_id: n for n in self.nodes}
+            children = [by_id[i] for i in group.node_ids]
             text = "\n\n---\n\n".join(f"[d{c.depth} node {c.node_id}]\n{c.summary}" for c in children)
             res = self._summarize(text, group.depth + 1, condense_budget(group.tokens), "")
             self.levels.append(res.level)
             with self.runtime.db.transaction() as conn:
                 if not dag.on_frontier(sid, group.node_ids, conn):
-                    continue  # another process condensed some of these meanwhile: plan again
-                dag.add_condensed(sid, group.depth + 1, res.text, list(group.node_ids), token_count=res.tokens,
-                                  source_token_count=sum(c.source_token_count for c in children),
-                                  earliest_at=min((c.earliest_at or c.created_at) for c in children),
-                                  latest_at=max((c.latest_at or c.created_at) for c in children),
-                                  level=res.level, model=res.model, expand_hint=expand_hint(res.text), conn=conn)
+                    self._read_nodes()  # another process condensed some of these meanwhile: plan again
+                    continue
+                parent = dag.add_condensed(sid, group.depth + 1, res.text, list(group.node_ids),
+                                           token_count=res.tokens,
+                                           source_token_count=sum(c.source_token_count for c in children),
+                                           earliest_at=min((c.earliest_at or c.created_at) for c in children),
+                                           latest_at=max((c.latest_at or c.created_at) for c in children),
+                                           level=res.level, model=res.model, expand_hint=expand_hint(res.text),
+                                           conn=conn)
+                self._replace_nodes(group.node_ids, parent)
             done += 1
         return done
 
@@ -283,11 +295,15 @@ class Compactor:
         except Exception:
             log.exception("trove: transcript GC failed (rows left as they were)")
 
-    def _frontier_tokens(self, sid: str) -> int:
-        nodes = self.runtime.dag.frontier(sid)
-        return sum(assembly.node_info(n).tokens for n in nodes) + (FRONTIER_LABEL_TOKENS if nodes else 0)
+    def _read_nodes(self) -> None:
+        self.nodes = self.runtime.dag.frontier(self.key.session_id)
+        self.node_tokens = sum(assembly.node_info(n).tokens for n in self.nodes)
 
-    # -- assembly ------------------------------------------------------------
-    def _assemble(self, sid: str, raw_keep: list[dict[str, Any]], tail: list[dict[str, Any]],
-                  target: int) -> tuple[list[dict[str, Any]], list[int]]:
-        return assembly.assemble(self.runtime.dag.frontier(sid), raw_keep, tail, target)
+    def _replace_nodes(self, gone: tuple[int, ...], node_id: int) -> None:
+        """Keep the frontier copy and its token total current: ``gone`` leave, ``node_id`` joins."""
+        node = self.runtime.dag.get(node_id)
+        assert node is not None
+        left = [n for n in self.nodes if n.node_id in gone]
+        self.node_tokens += assembly.node_info(node).tokens - sum(assembly.node_info(n).tokens for n in left)
+        self.nodes = [n for n in self.nodes if n.node_id not in gone] + [node]
+        self.nodes.sort(key=lambda n: (-n.depth, n.earliest_at or n.created_at, n.node_id))

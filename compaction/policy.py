@@ -127,23 +127,30 @@ class CondensationGroup:
     tokens: int
 
 
+FRONTIER_BOUND = 48  # frontier nodes past which condensation may go below the depth cap
+
+
 def plan_condensation(frontier: Sequence[NodeInfo], fanin: int, max_depth: int,
                       allow_partial: bool = False) -> CondensationGroup | None:
     """The next group to condense: the oldest ``fanin`` frontier nodes of the lowest full depth.
 
     ``max_depth`` -1 is unlimited, 0 disables condensation. ``allow_partial`` (pressure or
-    sweep) also accepts a group of two or more at the lowest depth that has them.
+    sweep) also accepts a group of two or more at the lowest depth that has them. A frontier
+    of more than ``FRONTIER_BOUND`` nodes may condense full groups past ``max_depth`` (only
+    then), so its size stays bounded at any history length.
     """
     if max_depth == 0:
         return None
     by_depth: dict[int, list[NodeInfo]] = {}
     for node in frontier:
         by_depth.setdefault(node.depth, []).append(node)
+    over = len(frontier) > FRONTIER_BOUND
     for depth in sorted(by_depth):
-        if max_depth > 0 and depth + 1 > max_depth:
+        capped = max_depth > 0 and depth + 1 > max_depth
+        if capped and not over:
             continue
         nodes = sorted(by_depth[depth], key=lambda n: (n.order, n.node_id))
-        if len(nodes) >= fanin or (allow_partial and len(nodes) >= 2):
+        if len(nodes) >= fanin or (allow_partial and not capped and len(nodes) >= 2):
             group = nodes[:fanin]
             return CondensationGroup(depth, tuple(n.node_id for n in group), sum(n.tokens for n in group))
     return None

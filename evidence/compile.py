@@ -14,16 +14,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..operands import OperandSpec, norm_key
 from ..refs import RefClaim, RefError, parse_claim, verify
 from ..rows import MessageRow
 from .compute import AGGREGATES, ComputeRequest, compute
-from .grounding import GroundingError, OperandSpec, ground, norm_key
+from .grounding import GroundingError, ground
 from .planner import OPERATIONS
 
 MAX_SELECTIONS = 50
 MAX_FACETS = 12
 FIELDS = ("entity", "date", "value", "unit", "distinct_key", "role", "source")
-STATES = ("answer_sufficient", "computation_sufficient", "finite_coverage", "partial", "conflicted", "unknown")
 
 
 @dataclass(frozen=True)
@@ -113,13 +113,13 @@ def check_selection(sel: Selection, row: MessageRow | None, ignored_by: Callable
     verified: dict[str, str] = {}
     failed: dict[str, str] = {}
     f = sel.fields
-    checks: list[tuple[tuple[str, ...], OperandSpec | None, str | None]] = [
+    checks: list[tuple[tuple[str, ...], OperandSpec | None]] = [
         (("value", "unit"), OperandSpec(0, sel.claim, value=f.get("value"), unit=f.get("unit"))
-         if "value" in f or "unit" in f else None, None),
-        (("date",), OperandSpec(0, sel.claim, date=f["date"]) if "date" in f else None, None),
-        (("distinct_key",), OperandSpec(0, sel.claim, key=f["distinct_key"]) if "distinct_key" in f else None, None),
+         if "value" in f or "unit" in f else None),
+        (("date",), OperandSpec(0, sel.claim, date=f["date"]) if "date" in f else None),
+        (("distinct_key",), OperandSpec(0, sel.claim, key=f["distinct_key"]) if "distinct_key" in f else None),
     ]
-    for names, spec, _ in checks:
+    for names, spec in checks:
         if spec is None:
             continue
         try:

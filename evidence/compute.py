@@ -10,16 +10,18 @@ do next. Never calls a model.
 """
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from ..operands import OperandSpec, norm_key
 from ..rows import MessageRow
-from .grounding import Grounded, GroundingError, OperandSpec, When, ground, norm_key
+from ..units import Unit, convert, fmt, parse_number, quantities, unit_of
+from .grounding import Grounded, GroundingError, When, ground
 from .planner import Plan, PlanFailure, Window, plan
-from .units import Unit, convert, fmt, parse_number, quantities, unit_of
 
 AGGREGATES = ("count_distinct", "sum", "date_filter", "order", "latest_state")
 
@@ -77,12 +79,14 @@ def compute(req: ComputeRequest, rows: Mapping[int, MessageRow],
                          planned, grounded, rejected, stages, started)
     try:
         result = EXECUTORS[planned.operation](grounded, planned, req)
+        value = result.answer.get("value")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise Fallback(f"the result overflows ({value})", "cite values of a size a float can hold")
     except Fallback as exc:
         stages.append({"stage": "execute", "ok": False})
         return _fallback(exc.reason, exc.next_step, planned, grounded, [], stages, started)
     stages.append({"stage": "execute", "ok": True})
-    status = "computed"
-    out: dict[str, Any] = {"status": status, "answer": result.answer}
+    out: dict[str, Any] = {"status": "computed", "answer": result.answer}
     if result.partial and not req.evidence_complete:
         out["status"] = "partial"
         out["partial_reason"] = result.partial
@@ -99,15 +103,11 @@ def compute(req: ComputeRequest, rows: Mapping[int, MessageRow],
 
 def _fallback(reason: str, next_step: str, planned: Plan | None, grounded: list[Grounded],
               rejected: list[dict[str, Any]], stages: list[dict[str, Any]], started: float) -> dict[str, Any]:
-    out: dict[str, Any] = {"status": "fallback", "answer": None, "next_path": "evidence_only", "reason": reason,
-                           "next_step": next_step}
-    if rejected:
-        out["rejected_operands"] = rejected
-    out["plan"] = planned.to_dict() if planned else None
-    out["operands"] = [g.trace() for g in grounded]
-    out["provenance"] = {"stages": stages, "model_calls": 0}
-    out["metrics"] = _metrics(len(grounded) + len(rejected), started)
-    return out
+    return {"status": "fallback", "answer": None, "next_path": "evidence_only", "reason": reason,
+            "next_step": next_step, **({"rejected_operands": rejected} if rejected else {}),
+            "plan": planned.to_dict() if planned else None, "operands": [g.trace() for g in grounded],
+            "provenance": {"stages": stages, "model_calls": 0},
+            "metrics": _metrics(len(grounded) + len(rejected), started)}
 
 
 def _metrics(n: int, started: float) -> dict[str, Any]:
@@ -229,15 +229,10 @@ def run_date_filter(ops: list[Grounded], p: Plan, req: ComputeRequest) -> Result
                   "expression": f"{len(seen)} distinct of {len(inside)} inside"})
     answer = {"value": len(seen), "unit": None, "text": str(len(seen)), "inside_operands": [g.index for g in inside],
               "window": window.to_dict()}
-    partial = None
-    if uncertain:
-        answer["uncertain_operands"] = uncertain
-        partial = f"operands {uncertain} overlap the window edge; the count is a lower bound"
-        answer["bound"] = "at_least"
-    elif not req.evidence_complete:
-        partial = "evidence_complete is false: the count covers only the cited operands"
-        answer["bound"] = "at_least"
-    return Result(answer, trace, partial)
+    if not uncertain:
+        return Result(answer, trace, _cited_only(req, answer, "at_least", "the count"))
+    answer.update(uncertain_operands=uncertain, bound="at_least")
+    return Result(answer, trace, f"operands {uncertain} overlap the window edge; the count is a lower bound")
 
 
 # -- keys, values ------------------------------------------------------------------
@@ -256,11 +251,19 @@ def run_count_distinct(ops: list[Grounded], p: Plan, req: ComputeRequest) -> Res
         trace.append({"step": "dedupe", "note": "same ref cited twice; counted once", "operands": duplicates})
     trace.append({"step": "count", "expression": f"{len(groups)} distinct keys"})
     answer: dict[str, Any] = {"value": len(groups), "unit": None, "text": str(len(groups)), "keys": sorted(groups)}
-    partial = None
-    if not req.evidence_complete:
-        answer["bound"] = "at_least"
-        partial = "evidence_complete is false: the count covers only the cited operands"
-    return Result(answer, trace, partial)
+    return Result(answer, trace, _cited_only(req, answer, "at_least", "the count"))
+
+
+def _cited_only(req: ComputeRequest, answer: dict[str, Any], bound: str, what: str) -> str | None:
+    """Unless the caller says the evidence is complete: the answer's bound, and why it is partial."""
+    if req.evidence_complete:
+        return None
+    answer["bound"] = bound
+    return f"evidence_complete is false: {what} covers only the cited operands"
+
+
+def _amount(value: float, unit: Unit | None) -> str:
+    return fmt(value) + (f" {unit.name}" if unit else "")
 
 
 def _valued(ops: list[Grounded]) -> list[Grounded]:
@@ -320,15 +323,9 @@ def run_sum(ops: list[Grounded], p: Plan, req: ComputeRequest) -> Result:
     unit = _common_unit(kept, p.options.get("target_unit"))
     values = _convert_all(kept, unit, trace)
     total = sum(values)
-    name = unit.name if unit else None
-    trace.append({"step": "arithmetic", "expression": " + ".join(fmt(v) for v in values) + f" = {fmt(total)}"
-                  + (f" {name}" if name else "")})
-    answer = {"value": round(total, 6), "unit": name, "text": f"{fmt(total)}" + (f" {name}" if name else "")}
-    partial = None
-    if not req.evidence_complete:
-        answer["bound"] = "covers_cited_only"
-        partial = "evidence_complete is false: the total covers only the cited operands"
-    return Result(answer, trace, partial)
+    trace.append({"step": "arithmetic", "expression": f"{' + '.join(fmt(v) for v in values)} = {_amount(total, unit)}"})
+    answer = {"value": round(total, 6), "unit": unit.name if unit else None, "text": _amount(total, unit)}
+    return Result(answer, trace, _cited_only(req, answer, "covers_cited_only", "the total"))
 
 
 def run_difference(ops: list[Grounded], p: Plan, req: ComputeRequest) -> Result:
@@ -338,12 +335,10 @@ def run_difference(ops: list[Grounded], p: Plan, req: ComputeRequest) -> Result:
     a, b = _convert_all(ops, unit, trace)
     mode = p.options.get("mode", "directed")
     value = abs(a - b) if mode == "absolute" else a - b
-    name = unit.name if unit else None
     expr = f"|{fmt(a)} - {fmt(b)}|" if mode == "absolute" else f"{fmt(a)} - {fmt(b)}"
-    suffix = f" {name}" if name else ""
-    trace.append({"step": "arithmetic", "mode": mode, "expression": f"{expr} = {fmt(value)}{suffix}",
+    trace.append({"step": "arithmetic", "mode": mode, "expression": f"{expr} = {_amount(value, unit)}",
                   "order": f"operand {ops[0].index} minus operand {ops[1].index}"})
-    return Result({"value": round(value, 6), "unit": name, "text": f"{fmt(value)}" + (f" {name}" if name else ""),
+    return Result({"value": round(value, 6), "unit": unit.name if unit else None, "text": _amount(value, unit),
                    "mode": mode}, trace)
 
 
@@ -377,10 +372,11 @@ def run_order(ops: list[Grounded], p: Plan, req: ComputeRequest) -> Result:
         answer: dict[str, Any] = {"value": [_who(g) for g in ordered], "unit": None,
                                   "order": [g.index for g in ordered],
                                   "text": " < ".join(labels[g.index] for g in ordered)}
-        partial = f"ties or overlaps between operands {ties}: their relative order is not determined" if ties else None
-        if ties:
-            answer["ties"] = ties
-        return Result(answer, trace, partial if ties else None)
+        if not ties:
+            return Result(answer, trace)
+        answer["ties"] = ties
+        return Result(answer, trace, f"ties or overlaps between operands {ties}: their relative order is not "
+                                     "determined")
     top = ordered[0]
     tied = [pair for pair in ties if top.index in pair]
     if tied:

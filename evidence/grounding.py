@@ -15,35 +15,18 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from ..refs import ExactRef, RefClaim, RefError, parse_claim, verify
+from ..dates import Occurrence, resolve_occurrences
+from ..operands import ASSERTIONS_DISABLED, OperandSpec, norm_key
+from ..refs import ExactRef, RefError, parse_claim, verify
 from ..rows import MessageRow
-from ..temporal.occurrence import Occurrence, resolve_occurrences
-from .units import Quantity, Unit, fmt, parse_number, quantities, unit_in_quote, unit_of
+from ..units import Quantity, Unit, fmt, parse_number, quantities, unit_in_quote, unit_of
 
 MAX_OPERANDS = 50
-ASSERTIONS_DISABLED = ("assertions are disabled (TROVE_ASSERTIONS_ENABLED=false): an assertion_id operand needs "
-                       "the assertion store; set TROVE_ASSERTIONS_ENABLED=true to enable it, or cite an exact ref")
 _REF_KEYS = ("store_id", "span_start", "span_end", "quote", "content_sha256")
 
 
 class GroundingError(ValueError):
     """One operand that could not be grounded; the message says why."""
-
-
-@dataclass(frozen=True)
-class OperandSpec:
-    """What a caller says about one operand, before anything is checked."""
-
-    index: int
-    claim: RefClaim | None
-    claim_error: str | None = None
-    assertion_id: str | None = None
-    value: Any = None
-    unit: str | None = None
-    key: str | None = None
-    label: str | None = None
-    date: str | None = None
-    tracked_key: str | None = None  # an assertion's subject and predicate: the key of a latest_state
 
 
 @dataclass(frozen=True)
@@ -145,18 +128,13 @@ def _text(value: Any) -> str | None:
     return str(value)[:400]
 
 
-def norm_key(text: str) -> str:
-    """A key compared case- and space-insensitively, punctuation at the edges ignored."""
-    return " ".join(re.sub(r"[^\w$€£¥₹%.:/+-]+", " ", text.casefold()).split()).strip(" .:")
-
-
 def ground(spec: OperandSpec, row: MessageRow | None, *, need: frozenset[str] = frozenset(),
            ignored_by: Any = None, operation: str | None = None) -> Grounded:
     """The grounded operand, or GroundingError naming the first field that does not hold.
 
     ``need`` names fields the plan requires (value, unit, date, key); ``ignored_by(session_id,
     platform)`` returns the ignore pattern a session matches (runtime filters). An assertion
-    operand arrives resolved to its ref (state/operands.py) and grounds like any other; only
+    operand arrives resolved to its ref (by the assertion store) and grounds like any other; only
     ``latest_state`` keys it by what the assertion tracks when no key is given.
     """
     where = f"operand {spec.index}"

@@ -8,10 +8,11 @@ None of these handlers calls a model.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..fulltext import matching_ids
+from ..operands import OperandSpec
 from ..rows import MessageRow
-from ..state.operands import resolve_assertions
 from ..toolkit import (
     ToolContext,
     ToolError,
@@ -26,12 +27,18 @@ from ..toolkit import (
 )
 from .compile import check_coverage, check_selection, computation_for, conflicts, decide, parse_proposal
 from .compute import ComputeRequest, compute
-from .grounding import OperandSpec, parse_operands
+from .grounding import parse_operands
 from .pack import PACK_CAP, build_pack, parse_budgets, parse_refs
 from .planner import OPERATIONS
 
+if TYPE_CHECKING:
+    from ..runtime import Runtime
+
+Resolve = Callable[["Runtime", list[OperandSpec]], list[OperandSpec]]
+
 MAX_QUESTION = 4000
 MAX_CANDIDATES = 48
+COVERAGE_SCAN = 200  # matches the re-run reads; more than max_candidates already fails the check
 
 
 def _question(args: Mapping[str, Any]) -> str:
@@ -52,13 +59,16 @@ def _ignored(ctx: ToolContext) -> Callable[[str, str], str | None]:
 
 
 # -- trove_compute ----------------------------------------------------------------
-def trove_compute(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
+def trove_compute(ctx: ToolContext, args: Mapping[str, Any], resolve: Resolve | None = None) -> dict[str, Any]:
+    """``resolve`` turns ``assertion_id`` operands into cited ones; the tool table passes the assertion
+    store's resolver, so this family never imports state (without one they fail closed)."""
     question = _question(args)
     try:
         specs = parse_operands(args.get("operands"))
     except ValueError as exc:
         raise ToolError(str(exc)) from None
-    specs = resolve_assertions(ctx.runtime, specs)
+    if resolve is not None:
+        specs = resolve(ctx.runtime, specs)
     candidate = str_arg(args, "candidate_answer")
     req = ComputeRequest(question, specs, question_date_arg(args),
                          bool_arg(args, "evidence_complete"), candidate[:1000] if candidate is not None else None,
@@ -152,16 +162,14 @@ def _response_cap(args: Mapping[str, Any], cap: int) -> int:
 def _coverage(ctx: ToolContext, raw: Any, verified_ids: set[int]) -> dict[str, Any] | None:
     """Re-run the caller's bounded search here and test its complete result set against the selections.
 
-    This calls grep's core on purpose, not ``ctx.call("trove_grep")``: coverage needs every match up
-    to the limit and ``more`` meaning "there are more matches", where the tool's reply is a page fitted
-    under its response cap (results dropped for the cap also read as ``has_more``)."""
+    This runs trove_grep's full-text match itself (``fulltext.matching_ids``), not ``ctx.call``:
+    coverage needs every match up to the limit, where the tool's reply is a page fitted under its
+    response cap (results dropped for the cap also read as ``has_more``)."""
     if raw is None:
         return None
     if not isinstance(raw, Mapping) or not isinstance(raw.get("query"), str) or not raw["query"].strip():
         raise ToolError("coverage must be an object with a query (and optional session_scope, session_id, "
                         "max_candidates)")
-    from ..retrieval.search import GrepRequest, grep
-
     scope = enum_arg(raw, "session_scope", ("current", "all", "session"), "current") or "current"
     session_id = (str_arg(raw, "session_id") or "").strip() or None
     current = current_session(ctx)
@@ -170,11 +178,9 @@ def _coverage(ctx: ToolContext, raw: Any, verified_ids: set[int]) -> dict[str, A
     if scope == "current" and not current:
         raise ToolError("coverage over the current session needs a bound session; use session_scope='all'")
     limit = whole_number(raw.get("max_candidates", MAX_CANDIDATES), "coverage.max_candidates", 1, MAX_CANDIDATES)
-    req = GrepRequest(query=raw["query"][:500], limit=200, offset=0, sort="relevance", scope=scope,
-                      content_scope="history", current=current, session_id=session_id if scope == "session" else None,
-                      visible=ctx.visible)
-    page = grep(ctx.runtime, req)
-    ids = [int(r["store_id"]) for r in page.results if r.get("type") == "message"]
-    search = {"query": req.query, "session_scope": scope, "session_id": req.session_id,
+    query = raw["query"][:500]
+    sessions = None if scope == "all" else [(current if scope == "current" else session_id) or ""]
+    ids = matching_ids(ctx.runtime.store, query, COVERAGE_SCAN + 1, sessions, ctx.visible)
+    search = {"query": query, "session_scope": scope, "session_id": session_id if scope == "session" else None,
               "search": "trove_grep full-text search over raw messages, re-run by this tool"}
-    return check_coverage(ids, page.more, limit, verified_ids, search)
+    return check_coverage(ids[:COVERAGE_SCAN], len(ids) > COVERAGE_SCAN, limit, verified_ids, search)

@@ -14,9 +14,9 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from ..dates import resolve_occurrences
 from ..refs import ExactRef, RefClaim, RefError, content_sha256, iso, parse_claim, shorthand, verify
 from ..rows import MessageRow
-from ..temporal.occurrence import resolve_occurrences
 from ..toolkit import clamped_number
 
 MAX_BASELINE = 50

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
-from ..temporal.occurrence import resolve_occurrences
-from .grounding import OperandSpec
-from .units import SPACED_AMBIGUOUS, Unit, unit_of
+from ..dates import resolve_occurrences
+from ..operands import OperandSpec
+from ..units import SPACED_AMBIGUOUS, Unit, unit_of
 
 OPERATIONS = ("date_difference", "date_filter", "count_distinct", "sum", "difference", "order", "latest_state")
 NEEDS: dict[str, frozenset[str]] = {
@@ -41,7 +41,8 @@ CUES: dict[str, re.Pattern[str]] = {
                                r"latest (?:status|state|value)|presently)\b"),
     "count_distinct": re.compile(r"\bhow many\b|\bnumber of\b|\bcount\b"),
 }
-_VALUE_ORDER = re.compile(r"\b(largest|smallest|biggest|highest|lowest|cheapest|most expensive|most|least)\b")
+_VALUE_ORDER = re.compile(r"\b(largest|smallest|biggest|highest|lowest|cheapest|most expensive|most(?! recent)|"
+                          r"least)\b")
 _EARLIEST = re.compile(r"\b(first|earliest|sooner|earlier)\b")
 _LATEST = re.compile(r"\b(latest|most recent(?:ly)?|more recent(?:ly)?|final|later)\b")
 _LOW = re.compile(r"\b(smallest|lowest|cheapest|least)\b")
@@ -86,21 +87,16 @@ def plan(question: str, specs: list[OperandSpec], question_date: float | None,
          operation: str | None = None) -> Plan | PlanFailure:
     """The one operation the question asks for over these operands, or why none is safe."""
     q = " ".join(question.casefold().split())
-    hits = {op: m.group(0) for op, rx in CUES.items() if (m := rx.search(q))}
     window = _window(question, question_date)  # a failure matters only to a window filter
-    valued = bool(specs) and all(s.value is not None for s in specs)
     if operation is not None:
-        cue = f"operation={operation}"
-        chosen = operation
-    else:
-        picked = _choose(hits, valued, window is not None, len(specs))
-        if isinstance(picked, PlanFailure):
-            return picked
-        chosen, cue = picked
-    return _shape(chosen, cue, q, specs, question_date, window)
+        return _shape(operation, f"operation={operation}", q, specs, question_date, window)
+    hits = {op: m.group(0) for op, rx in CUES.items() if (m := rx.search(q))}
+    valued = bool(specs) and all(s.value is not None for s in specs)
+    picked = _choose(hits, valued, window is not None)
+    return picked if isinstance(picked, PlanFailure) else _shape(*picked, q, specs, question_date, window)
 
 
-def _choose(hits: dict[str, str], valued: bool, windowed: bool, n: int) -> tuple[str, str] | PlanFailure:
+def _choose(hits: dict[str, str], valued: bool, windowed: bool) -> tuple[str, str] | PlanFailure:
     if "sum" in hits and "difference" in hits:
         return PlanFailure(f"the question asks both a total ({hits['sum']!r}) and a difference "
                            f"({hits['difference']!r})", "ask one thing per call, or pass operation=")
@@ -137,7 +133,7 @@ def _shape(op: str, cue: str, q: str, specs: list[OperandSpec], question_date: f
         unit = re.search(rf"\b(?:how many|in) {_DURATION_UNIT}\b|\b{_DURATION_UNIT} (?:between|apart|passed|"
                          r"elapsed|lapsed|later|earlier|ago)\b", q)
         word = next((g for g in unit.groups() if g), None) if unit else None
-        options["unit"] = (word or "auto").rstrip("s") if word else "auto"
+        options["unit"] = word.rstrip("s") if word else "auto"
         if n == 1 or (n != 2 and re.search(r"\bago\b|\bsince\b|\bhow old\b", q)):
             if question_date is None:
                 return PlanFailure("a duration from one dated operand needs question_date (the 'now' it runs to)",

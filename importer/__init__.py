@@ -9,4 +9,5 @@ from __future__ import annotations
 from .report import ImportFailure, ImportReport
 from .run import ImportOptions, run_import
 
-__all__ = ["ImportFailure", "ImportOptions", "ImportReport", "run_import"]
+# The public face: these names and the modules the host edge and bench/ use.
+__all__ = ["ImportFailure", "ImportOptions", "ImportReport", "run_import", "claw_db", "cli", "pipe", "run", "target"]

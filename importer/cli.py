@@ -104,11 +104,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "import_lossless_claw.py
         opts = dataclasses.replace(opts, progress=progress)
     try:
         report = run_import(opts)
-    except ImportFailure as exc:
-        print(f"import_lossless_claw: error: {exc}", file=sys.stderr)
-        return 1
-    except Exception as exc:  # an unexpected defect: still a clear message, target untouched (rolled back)
-        print(f"import_lossless_claw: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+    except Exception as exc:  # an unexpected defect, too, gets a clear message; the target is rolled back
+        detail = exc if isinstance(exc, ImportFailure) else f"{type(exc).__name__}: {exc}"
+        print(f"import_lossless_claw: error: {detail}", file=sys.stderr)
         return 1
     finally:
         if progress is not None:

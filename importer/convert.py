@@ -40,15 +40,10 @@ def to_epoch(value: Any) -> float | None:
             return to_epoch(float(text))
         except ValueError:
             return None
-    try:
-        dt = datetime.fromisoformat(text)  # 3.11+: "Z", offsets and "YYYY-MM-DD HH:MM:SS"
+    try:  # offsets and "YYYY-MM-DD HH:MM:SS"; a trailing Z or z (also after a bare date) is UTC
+        dt = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
     except ValueError:
-        if not text.endswith(("Z", "z")):
-            return None
-        try:
-            dt = datetime.fromisoformat(text[:-1] + "+00:00")
-        except ValueError:
-            return None
+        return None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
     return dt.timestamp()

@@ -37,13 +37,9 @@ def expand_sources(files: Iterable[str], dirs: Iterable[str]) -> tuple[list[Path
     return list(dict.fromkeys(out)), problems  # first occurrence of each path, in order
 
 
-def _entry_id(obj: dict[str, Any]) -> str | None:
-    v = obj.get("id", obj.get("uuid"))
-    return str(v) if isinstance(v, (str, int)) and not isinstance(v, bool) else None
-
-
-def _parent_id(obj: dict[str, Any]) -> str | None:
-    v = obj.get("parentId", obj.get("parentUuid"))
+def _entry_id(obj: dict[str, Any], key: str = "id", alias: str = "uuid") -> str | None:
+    """An entry's id (or, with ``parentId``/``parentUuid``, its parent's) when it is a string or integer."""
+    v = obj.get(key, obj.get(alias))
     return str(v) if isinstance(v, (str, int)) and not isinstance(v, bool) else None
 
 
@@ -58,7 +54,7 @@ def active_branch(entries: list[tuple[int, dict[str, Any]]]) -> set[int] | None:
     line: int | None = entries[-1][0]
     while line is not None and line not in keep:
         keep.add(line)
-        parent = _parent_id(objs[line])
+        parent = _entry_id(objs[line], "parentId", "parentUuid")
         line = by_id.get(parent) if parent is not None else None
     return keep
 

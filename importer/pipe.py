@@ -71,7 +71,7 @@ class ForkedReader:
         self._recv.close()
 
 
-def _prepared(store: MessageStore, session_id: str, batch: list[SourceMessage]) -> list[SourceMessage]:
+def prepared(store: MessageStore, session_id: str, batch: list[SourceMessage]) -> list[SourceMessage]:
     """The batch with store rows in place of the message dicts of rows to be written."""
     messages = [m.message for m in batch if m.message is not None and not m.skip]
     if not messages:
@@ -106,10 +106,10 @@ def _serve(out: Connection, path: str, sessions: list[tuple[int, str]], store: M
             for row in source.messages(conv, batch_size):
                 batch.append(row)
                 if len(batch) >= batch_size:
-                    out.send((cid, _prepared(store, session_id, batch)))
+                    out.send((cid, prepared(store, session_id, batch)))
                     batch = []
             if batch:
-                out.send((cid, _prepared(store, session_id, batch)))
+                out.send((cid, prepared(store, session_id, batch)))
             out.send((cid, _END))
         source.close()
     except BaseException as exc:  # handed to the parent, raised there

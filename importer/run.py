@@ -11,6 +11,7 @@ follow their sources.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -221,13 +222,13 @@ def _reader(source: ClawSource | None, runtime: Runtime, namespace: str,
     """A child process converting the source (and preparing store rows) for the writing pass."""
     if source is None or not opts.reader_process or not pipe.available():
         return None
-    sessions = [(c.conversation_id, target_session(namespace, opts.agent, _session_of(c, opts.session_identity)))
+    sessions = [(c.conversation_id, target_session(namespace, opts.agent, session_of(c, opts.session_identity)))
                 for c in source.conversations()]
     return pipe.ForkedReader(str(source.path), sessions, runtime.store, opts.remaps, opts.busy_timeout_s,
                              opts.batch_size)
 
 
-def _session_of(conv: Conversation, identity: str) -> str:
+def session_of(conv: Conversation, identity: str) -> str:
     """The source session a conversation's messages belong to, before namespacing."""
     return (conv.session_key if identity == "session_key" else None) or conv.session_id \
         or f"conversation:{conv.conversation_id}"
@@ -236,7 +237,7 @@ def _session_of(conv: Conversation, identity: str) -> str:
 def _sqlite_units(source: ClawSource, identity: str,
                   reader: pipe.ForkedReader | None = None) -> Callable[[], Iterator[Unit]]:
     def unit(conv: Conversation) -> Unit:
-        session = _session_of(conv, identity)
+        session = session_of(conv, identity)
         messages = ((lambda: reader.messages(conv.conversation_id)) if reader is not None
                     else (lambda: source.messages(conv)))
         return Unit(label=f"conversation {conv.conversation_id}", session=session,
@@ -256,18 +257,33 @@ def _jsonl_units(files: Sequence[Path]) -> Callable[[], Iterator[Unit]]:
 
 
 def _batches(rows: Iterable[SourceMessage], size: int) -> Iterator[list[SourceMessage]]:
-    batch: list[SourceMessage] = []
-    for row in rows:
-        batch.append(row)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
+    it = iter(rows)
+    while batch := list(itertools.islice(it, max(1, size))):
         yield batch
 
 
 _SKIP_COUNTER = {SKIP_EMPTY: "skipped_empty", SKIP_SYNTHETIC: "skipped_synthetic", SKIP_BRANCH: "skipped_branch",
                  SKIP_INVALID: "invalid_rows"}
+
+
+def _live(batch: list[SourceMessage], report: ImportReport, states: dict[Any, int] | None) -> list[SourceMessage]:
+    """The rows of ``batch`` to store; skipped rows, notes and resolved files are counted on ``report``."""
+    live: list[SourceMessage] = []
+    for m in batch:
+        report.scanned += 1
+        if m.note:
+            report.warn(m.note)
+        if m.skip:
+            setattr(report, _SKIP_COUNTER[m.skip], getattr(report, _SKIP_COUNTER[m.skip]) + 1)
+            if states is not None and m.skip in (SKIP_EMPTY, SKIP_SYNTHETIC):
+                states[m.source_id] = SKIPPED
+            continue
+        if m.meta and '"externalized_file"' in m.meta:
+            report.files_resolved += 1
+        elif m.meta and '"unresolved_file"' in m.meta:
+            report.files_unresolved += 1
+        live.append(m)
+    return live
 
 
 def _pass(units: Callable[[], Iterator[Unit]], ledger: Any, writer: Writer | None, report: ImportReport,
@@ -285,23 +301,8 @@ def _pass(units: Callable[[], Iterator[Unit]], ledger: Any, writer: Writer | Non
             states: dict[Any, int] | None = {} if opts.include_summaries and unit.summaries else None
             lossy = 0
             for batch in _batches(unit.messages(), opts.batch_size):
-                live: list[SourceMessage] = []
-                for m in batch:
-                    report.scanned += 1
-                    if m.note:
-                        report.warn(m.note)
-                    if m.skip:
-                        setattr(report, _SKIP_COUNTER[m.skip], getattr(report, _SKIP_COUNTER[m.skip]) + 1)
-                        if states is not None and m.skip in (SKIP_EMPTY, SKIP_SYNTHETIC):
-                            states[m.source_id] = SKIPPED
-                        continue
-                    if m.meta and '"lossy"' in m.meta:
-                        lossy += 1
-                    if m.meta and '"externalized_file"' in m.meta:
-                        report.files_resolved += 1
-                    elif m.meta and '"unresolved_file"' in m.meta:
-                        report.files_unresolved += 1
-                    live.append(m)
+                live = _live(batch, report, states)
+                lossy += sum(1 for m in live if m.meta and '"lossy"' in m.meta)
                 if not live:
                     continue
                 existing = ledger.messages(import_id, [m.key for m in live])

@@ -1,20 +1,22 @@
 """A picture of one session's summary DAG: a text tree for the terminal, Mermaid for docs.
 
-``build_view`` reads the DAG (frontier, children, leaf sources) into plain dicts: per node its
-depth, summary and source tokens, time span and the raw store-id range beneath it. Large
-DAGs are folded to about ``max_nodes`` shown nodes (long child lists keep their ends) and the
-view says what was folded. ``render_text`` and ``render_mermaid`` are pure. Read-only.
+``read_graph`` loads the DAG beneath the frontier (nodes and their sources); the pure
+``plan_view`` turns it into plain dicts: per node its depth, summary and source tokens, time
+span and the raw store-id range beneath it. Large DAGs are folded to about ``max_nodes`` shown
+nodes (long child lists keep their ends) and the view says what was folded. ``render_text``
+and ``render_mermaid`` are pure. Read-only.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..toolkit import iso
 from . import queries
 
 if TYPE_CHECKING:
-    from ..dag import NodeRow
+    from ..dag import NodeRow, SummaryDAG
     from ..runtime import Runtime
 
 MAX_NODES = 40      # nodes drawn before the rest is folded
@@ -29,110 +31,122 @@ def default_session(runtime: Runtime) -> str:
     return prints[0].session_id if prints else ""
 
 
+@dataclass(frozen=True)
+class Graph:
+    """What ``read_graph`` loads: the frontier, the nodes beneath it, each node's source ids."""
+
+    roots: list[NodeRow]
+    nodes: dict[int, NodeRow]        # the session's visible nodes and every node reached from the roots
+    sources: dict[int, list[int]]    # node -> child node ids (depth > 0) or raw store ids (depth 0)
+
+    def children(self, n: NodeRow) -> list[NodeRow]:
+        ids = self.sources.get(n.node_id, []) if n.depth else []
+        return [self.nodes[i] for i in ids if i in self.nodes]
+
+
+def read_graph(dag: SummaryDAG, session_id: str) -> Graph:
+    """Every node reachable from the session's frontier, with its sources (read-only)."""
+    nodes: dict[int, NodeRow] = {n.node_id: n for n in dag.visible(session_id)}
+    roots = dag.frontier(session_id)
+    sources: dict[int, list[int]] = {}
+    stack = list(roots)
+    while stack:
+        n = stack.pop()
+        if n.node_id in sources:
+            continue
+        sources[n.node_id] = dag.source_ids(n)
+        for i in sources[n.node_id] if n.depth else ():
+            if i not in nodes and (row := dag.get(i)) is not None:
+                nodes[i] = row
+            if i in nodes:
+                stack.append(nodes[i])
+    return Graph(roots, nodes, sources)
+
+
 def build_view(runtime: Runtime, session_id: str, max_nodes: int = MAX_NODES) -> dict[str, Any]:
     """The session's DAG as nested dicts, folded to about ``max_nodes`` drawn nodes."""
-    dag = runtime.dag
-    nodes: dict[int, NodeRow] = {n.node_id: n for n in dag.visible(session_id)}
-    sources: dict[int, list[int]] = {}
+    graph = read_graph(runtime.dag, session_id)
+    store = runtime.store
+    tail = store.count_after(session_id, store.frontier_store_id(session_id))
+    return plan_view(graph, session_id, max_nodes, store.stats(session_id)["messages"], tail)
 
-    def node(node_id: int) -> NodeRow | None:
-        if node_id not in nodes and (row := dag.get(node_id)) is not None:
-            nodes[node_id] = row
-        return nodes.get(node_id)
 
-    def srcs(n: NodeRow) -> list[int]:
-        if n.node_id not in sources:
-            sources[n.node_id] = dag.source_ids(n)
-        return sources[n.node_id]
+def plan_view(graph: Graph, session_id: str, max_nodes: int, raw_messages: int, tail: int) -> dict[str, Any]:
+    """Pure: the view of ``graph`` with its totals, the raw message count and the unsummarised tail."""
+    drawing = _Drawing(graph, session_id, max_nodes)
+    trees = drawing.draw(graph.roots)
+    all_nodes = list(graph.nodes.values())
+    times = [t for n in all_nodes for t in (n.earliest_at, n.latest_at) if t is not None]
+    return {"session_id": session_id, "depth": max((n.depth for n in all_nodes), default=-1) + 1,
+            "nodes": len(all_nodes), "tokens": sum(n.token_count for n in all_nodes),
+            "source_tokens": sum(r.source_token_count for r in graph.roots),
+            "from": iso(min(times)) if times else None, "to": iso(max(times)) if times else None,
+            "raw_messages": raw_messages, "unsummarised_tail": tail,
+            "shown_nodes": drawing.shown, "folded_nodes": drawing.folded, "roots": trees}
 
-    spans: dict[int, tuple[int, int, int]] = {}  # node -> (first store id, last store id, raw messages)
 
-    def span(n: NodeRow) -> tuple[int, int, int]:
-        if n.node_id in spans:
-            return spans[n.node_id]
-        if n.depth == 0:
-            ids = srcs(n)
-            out = (min(ids), max(ids), len(ids)) if ids else (0, 0, 0)
-        else:
-            parts = [span(c) for c in (node(i) for i in srcs(n)) if c is not None]
-            parts = [p for p in parts if p[2]]
-            out = (min(p[0] for p in parts), max(p[1] for p in parts), sum(p[2] for p in parts)) if parts \
-                else (0, 0, 0)
-        spans[n.node_id] = out
+def _merged(spans: list[tuple[int, int, int]]) -> tuple[int, int, int]:
+    """One (first store id, last store id, count) over the non-empty ``spans``."""
+    parts = [p for p in spans if p[2]]
+    return (min(p[0] for p in parts), max(p[1] for p in parts), sum(p[2] for p in parts)) if parts else (0, 0, 0)
+
+
+class _Drawing:
+    """Draws nodes in order until ``max_nodes`` are shown, then folds the rest, counting both."""
+
+    def __init__(self, graph: Graph, session_id: str, max_nodes: int):
+        self.graph, self.session_id, self.max_nodes = graph, session_id, max_nodes
+        self.shown = self.folded = 0
+        self.spans: dict[int, tuple[int, int, int]] = {}
+
+    def span(self, n: NodeRow) -> tuple[int, int, int]:
+        """(first store id, last store id, raw messages) beneath ``n``."""
+        if n.node_id not in self.spans:
+            ids = self.graph.sources.get(n.node_id, [])
+            if n.depth:
+                self.spans[n.node_id] = _merged([self.span(c) for c in self.graph.children(n)])
+            else:
+                self.spans[n.node_id] = (min(ids), max(ids), len(ids)) if ids else (0, 0, 0)
+        return self.spans[n.node_id]
+
+    def size(self, n: NodeRow) -> int:
+        """Nodes beneath ``n`` (not counting it)."""
+        return sum(1 + self.size(c) for c in self.graph.children(n))
+
+    def draw(self, rows: list[NodeRow]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for i, n in enumerate(rows):
+            if self.shown >= self.max_nodes:
+                out.append(self.fold(rows[i:]))
+                break
+            out.append(self.describe(n))
         return out
 
-    shown = 0
-    folded_total = 0
-
-    def fold(rows: list[NodeRow]) -> dict[str, Any]:
-        nonlocal folded_total
-        count = sum(1 + _subtree_size(r, node, srcs) for r in rows)
-        folded_total += count
-        ranges = [span(r) for r in rows if span(r)[2]]
+    def fold(self, rows: list[NodeRow]) -> dict[str, Any]:
+        count = sum(1 + self.size(r) for r in rows)
+        self.folded += count
+        first, last, messages = _merged([self.span(r) for r in rows])
         return {"folded": count, "node_ids": [rows[0].node_id, rows[-1].node_id],
                 "depths": sorted({r.depth for r in rows}),
-                "messages": [min(p[0] for p in ranges), max(p[1] for p in ranges)] if ranges else None,
-                "message_count": sum(p[2] for p in ranges)}
+                "messages": [first, last] if messages else None, "message_count": messages}
 
-    def describe(n: NodeRow) -> dict[str, Any]:
-        nonlocal shown
-        shown += 1
-        first, last, count = span(n)
+    def describe(self, n: NodeRow) -> dict[str, Any]:
+        self.shown += 1
+        first, last, count = self.span(n)
         item: dict[str, Any] = {"node_id": n.node_id, "depth": n.depth, "tokens": n.token_count,
                                 "source_tokens": n.source_token_count, "level": n.level,
                                 "from": iso(n.earliest_at), "to": iso(n.latest_at),
                                 "messages": [first, last] if count else None, "message_count": count,
-                                "carried": n.session_id != session_id}
+                                "carried": n.session_id != self.session_id}
         if n.depth == 0:
             return item
-        kids = [c for c in (node(i) for i in srcs(n)) if c is not None]
-        children: list[dict[str, Any]] = []
-        head, middle, tail = kids, [], []
-        if len(kids) > MAX_CHILDREN:
-            head, middle, tail = kids[:KEEP_HEAD], kids[KEEP_HEAD:-KEEP_TAIL], kids[-KEEP_TAIL:]
-        for group in (head, middle, tail):
-            if group is middle:
-                if middle:
-                    children.append(fold(middle))
-                continue
-            for i, c in enumerate(group):
-                if shown >= max_nodes:
-                    children.append(fold(group[i:]))
-                    break
-                children.append(describe(c))
-        item["children"] = children
+        kids = self.graph.children(n)
+        if len(kids) <= MAX_CHILDREN:
+            item["children"] = self.draw(kids)
+        else:  # the first and last few stay; the middle folds
+            middle = kids[KEEP_HEAD:-KEEP_TAIL]
+            item["children"] = self.draw(kids[:KEEP_HEAD]) + [self.fold(middle)] + self.draw(kids[-KEEP_TAIL:])
         return item
-
-    roots = dag.frontier(session_id)
-    trees: list[dict[str, Any]] = []
-    for i, r in enumerate(roots):
-        if shown >= max_nodes:
-            trees.append(fold(roots[i:]))
-            break
-        trees.append(describe(r))
-    all_nodes = list(nodes.values())
-    times = [t for n in all_nodes for t in (n.earliest_at, n.latest_at) if t is not None]
-    frontier_id = runtime.store.frontier_store_id(session_id)
-    stats = runtime.store.stats(session_id)
-    tail_count = runtime.store.count_after(session_id, frontier_id)
-    return {"session_id": session_id, "depth": max((n.depth for n in all_nodes), default=-1) + 1,
-            "nodes": len(all_nodes), "tokens": sum(n.token_count for n in all_nodes),
-            "source_tokens": sum(r.source_token_count for r in roots),
-            "from": iso(min(times)) if times else None, "to": iso(max(times)) if times else None,
-            "raw_messages": stats["messages"], "unsummarised_tail": tail_count,
-            "shown_nodes": shown, "folded_nodes": folded_total, "roots": trees}
-
-
-def _subtree_size(n: NodeRow, node: Any, srcs: Any) -> int:
-    """Nodes beneath ``n`` (not counting it)."""
-    if n.depth == 0:
-        return 0
-    total = 0
-    for i in srcs(n):
-        c = node(i)
-        if c is not None:
-            total += 1 + _subtree_size(c, node, srcs)
-    return total
 
 
 def _msgs(item: Mapping[str, Any]) -> str:
@@ -153,11 +167,10 @@ def _label(item: Mapping[str, Any]) -> str:
 
 
 def header(view: Mapping[str, Any]) -> list[str]:
-    lines = [f"session {view['session_id']}: depth {view['depth']}, {view['nodes']} nodes,"
-             f" {view['tokens']} summary tokens over {view['source_tokens']} source tokens",
-             f"time span: {view['from'] or '-'} .. {view['to'] or '-'}; {view['raw_messages']} raw messages,"
-             f" {view['unsummarised_tail']} after the frontier (not summarised yet)"]
-    return lines
+    return [f"session {view['session_id']}: depth {view['depth']}, {view['nodes']} nodes,"
+            f" {view['tokens']} summary tokens over {view['source_tokens']} source tokens",
+            f"time span: {view['from'] or '-'} .. {view['to'] or '-'}; {view['raw_messages']} raw messages,"
+            f" {view['unsummarised_tail']} after the frontier (not summarised yet)"]
 
 
 def render_text(view: Mapping[str, Any]) -> str:

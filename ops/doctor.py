@@ -12,11 +12,13 @@ import sqlite3
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .. import subsystems
 from ..config import reserve_floor_cap
 from ..dag import SummaryDAG
 from ..payloads import health as payload_health
 from ..payloads.redact import describe_config
 from ..runtime import store_fix, store_reason
+from ..subsystems import Check
 from . import background_health, install, queries
 from .maintenance import (
     FTS_TABLES,
@@ -34,7 +36,6 @@ if TYPE_CHECKING:
     from ..runtime import Runtime
 
 WAL_WARN_BYTES = 256 * 1024 * 1024
-Check = tuple[str, str, str]  # (status, detail, guidance or "")
 Shared = dict[str, Any]  # facts one check leaves for a later one (structure, snapshot, payload report)
 
 
@@ -228,46 +229,6 @@ def _check_plugin(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Ch
     return "pass", detail, ""
 
 
-def _check_embeddings(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
-    from ..retrieval import indexer
-
-    report = indexer.status(runtime)
-    if not report.get("enabled"):
-        return "pass", "embeddings off (full-text retrieval only)", ""
-    if not report.get("available"):
-        return "warn", str(report.get("unavailable_reason")), \
-            "install the extra: pip install 'hermes-trove[embeddings]'"
-    detail = (f"{report.get('provider')}, generation {report.get('generation')} ({report.get('generation_state')}),"
-              f" coverage {report.get('coverage')}, backlog {report.get('backlog')}, worker {report.get('worker')}")
-    if report.get("last_error"):
-        return "warn", f"{detail}; last error: {report['last_error']}", \
-            "check the provider (base URL, key variable, spend guard); /trove embed warmup tests it"
-    return "pass", detail, ""
-
-
-def _check_state(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
-    """The opt-in state tables: absent and off is healthy; on (or present) they must be whole."""
-    from ..db import optional_schema, schema_objects
-    from ..state import extract
-
-    report = extract.status(runtime)
-    on = [n for n in ("assertions_enabled", "adaptive_retrieval_enabled", "preanswer_evidence_enabled") if report[n]]
-    if not report["tables_present"]:
-        return "pass", f"state tables absent; on: {', '.join(on) or 'none'}", ""
-    want, have = optional_schema("state"), schema_objects(conn)
-    missing = sorted({*want.tables} - {*have.tables} | {*want.indexes} - {*have.indexes}
-                     | {*want.triggers} - {*have.triggers})
-    if missing:
-        return "fail", f"state tables incomplete: missing {', '.join(missing)}", \
-            "turn the options off, `/trove assertions drop --apply`, then turn them on again to recreate them"
-    detail = (f"on: {', '.join(on) or 'none'}; {report['tables']['assertions']} assertions,"
-              f" backlog {report['backlog']} messages")
-    if report["recent_errors"]:
-        return "warn", f"{detail}; last error: {report['recent_errors'][0]['error']}", \
-            "check the auxiliary model; `/trove assertions status` lists the failed batches"
-    return "pass", detail, ""
-
-
 def _check_scopes(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
     total, ids = queries.unscoped_sessions(conn)
     mode = runtime.config.memory_scope
@@ -303,11 +264,14 @@ CHECKS: tuple[tuple[str, Callable[[Runtime, sqlite3.Connection, Shared], Check]]
     ("largest_rows", _check_largest),
     ("payload_storage", _check_payloads),
     ("plugin_identity", _check_plugin),
-    ("embeddings", _check_embeddings),
-    ("remembered_state", _check_state),
     ("session_scopes", _check_scopes),
     ("background_work", _check_background),
 )
+
+
+def all_checks() -> tuple[tuple[str, Callable[[Runtime, sqlite3.Connection, Shared], Check]], ...]:
+    """The core checks, then each subsystem's."""
+    return CHECKS + tuple(check for row in subsystems.SUBSYSTEMS for check in row.checks)
 
 
 def run_doctor(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -321,7 +285,7 @@ def run_doctor(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = Non
         conn = runtime.db.read()
     except Exception as exc:
         return _unopenable(runtime, exc)
-    for name, fn in CHECKS:
+    for name, fn in all_checks():
         try:
             status, detail, advice = fn(runtime, conn, ctx)
         except Exception as exc:

@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from ..runtime import Runtime
 
 log = logging.getLogger("hermes_trove.install")
-PACKAGE_DIR = Path(__file__).resolve().parents[1]
 SKILL_NAME = "hermes-trove"
 ENGINE_NAME = "trove"
 
@@ -153,7 +152,6 @@ def git_identity(path: str) -> dict[str, Any]:
     return {"plugin_git_commit": git("rev-parse", "HEAD"),
             "plugin_git_branch": git("rev-parse", "--abbrev-ref", "HEAD"),
             "plugin_git_dirty": None if dirty is None else bool(dirty)}
-
 
 
 def identity_section(runtime: Runtime, in_host: bool = True) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..backups import take_backup
@@ -63,7 +63,7 @@ class Structure:
 
     @property
     def ok(self) -> bool:
-        return not (self.missing_tables or self.missing_fts or self.missing_triggers or self.missing_indexes)
+        return not self.missing
 
     @property
     def missing(self) -> tuple[str, ...]:
@@ -121,11 +121,8 @@ def diagnose_fts(conn: sqlite3.Connection, deep: bool = True) -> dict[str, Any]:
     needs = bool(not structure.ok or any(not t.get("present") or not t.get("in_sync")
                                          or t.get("integrity", "ok") != "ok" for t in tables.values())
                  or lineage["multi_parent_nodes"] or lineage["overlapping_frontier"])
-    return {"lineage": lineage,
-            "missing_tables": list(structure.missing_tables), "missing_fts": list(structure.missing_fts),
-            "missing_triggers": list(structure.missing_triggers),
-            "missing_indexes": list(structure.missing_indexes), "fts": tables, "needs_repair": needs,
-            "recorded": fts_health(conn)}
+    return {"lineage": lineage, **{name: list(names) for name, names in asdict(structure).items()},
+            "fts": tables, "needs_repair": needs, "recorded": fts_health(conn)}
 
 
 def diagnose_lineage(conn: sqlite3.Connection) -> dict[str, Any]:

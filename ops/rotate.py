@@ -8,7 +8,7 @@ backup first; a rotate that would not move the frontier is a ``noop`` and touche
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -90,10 +90,10 @@ def preview(runtime: Runtime, session_id: str, mode: str = "active") -> RotatePl
     plan = plan_rotate(session_id, newest, frontier, tail, total)
     if plan.status == "ready":
         moved = queries.count_between(conn, session_id, frontier, plan.target_frontier)
-        plan = RotatePlan(**{**asdict(plan), "pre_tail_messages": moved})
+        plan = replace(plan, pre_tail_messages=moved)
         if not moved:
-            plan = RotatePlan(**{**asdict(plan), "status": "noop", "target_frontier": frontier,
-                                 "reason": "no raw messages lie between the frontier and the live tail"})
+            plan = replace(plan, status="noop", target_frontier=frontier,
+                           reason="no raw messages lie between the frontier and the live tail")
     return plan
 
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import tokens
+from .. import subsystems, tokens
 from ..config import public_view
 from ..db import probe_path
 from ..payloads.redact import describe_config
@@ -26,6 +26,7 @@ from .maintenance import fts_health
 if TYPE_CHECKING:
     from ..dag import NodeRow
     from ..runtime import Runtime
+    from ..subsystems import Subsystem
 
 UNBOUND = "(unbound)"
 REASON_CHARS = 1000
@@ -135,25 +136,12 @@ def filters_section(runtime: Runtime, session_id: str | None, platform: str) -> 
             "ignored_message_count": int(runtime.counters.get("ignored_message_count", 0))}
 
 
-def embeddings_section(runtime: Runtime) -> dict[str, Any]:
-    """Provider, generation, coverage (0..1), backlog and last error of the embeddings subsystem."""
+def subsystem_section(runtime: Runtime, row: Subsystem) -> dict[str, Any]:
+    """A subsystem's status section; a failure is reported in it, not raised."""
     try:
-        from ..retrieval import indexer
-
-        return indexer.status(runtime)
+        return row.status(runtime) if row.status is not None else {}
     except Exception as exc:
-        return {"enabled": bool(runtime.config.embeddings_enabled), "error": f"{type(exc).__name__}: {exc}"[:300]}
-
-
-def state_section(runtime: Runtime) -> dict[str, Any]:
-    """Remembered state: which options are on, table sizes, extraction backlog, spend and errors."""
-    try:
-        from ..state import extract
-
-        return extract.status(runtime)
-    except Exception as exc:
-        return {"assertions_enabled": bool(runtime.config.assertions_enabled),
-                "error": f"{type(exc).__name__}: {exc}"[:300]}
+        return {"enabled": bool(getattr(runtime.config, row.switch)), "error": f"{type(exc).__name__}: {exc}"[:300]}
 
 
 # -- status -----------------------------------------------------------------------------------
@@ -185,8 +173,9 @@ def build_status(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = N
     except Exception as exc:
         status["store_error"] = f"{type(exc).__name__}: {exc}"
     status["plugin"] = install.identity_section(runtime, in_host=snapshot is not None)
-    status["embeddings"] = embeddings_section(runtime)
-    status["remembered_state"] = state_section(runtime)
+    for system in subsystems.SUBSYSTEMS:
+        if system.status is not None:
+            status[system.section] = subsystem_section(runtime, system)
     status["session_filters"] = filters_section(runtime, sid, platform)
     status["sensitive_patterns"] = describe_config(runtime.config)
     status["config"] = public_view(runtime.config)
@@ -225,7 +214,8 @@ def build_inspect(runtime: Runtime, snapshot: Mapping[str, Any] | None, session_
         "externalized_refs": externalized_refs_section(runtime, session_id, limit),
         "redaction": describe_config(runtime.config),
         "plugin": install.identity_section(runtime, in_host=snapshot is not None),
-        "embeddings": {k: v for k, v in embeddings_section(runtime).items() if k not in ("generations", "last_pass")},
+        **{row.section: {k: v for k, v in subsystem_section(runtime, row).items() if k not in row.inspect_omits}
+           for row in subsystems.SUBSYSTEMS if row.inspect_omits is not None},
     }
 
 

@@ -1,2 +1,5 @@
 """What crosses the storage boundary: sidecar payload files, the storage guard, secret
 redaction, active-replay stubbing and the payload health report for the doctor."""
+
+# The public face: the modules the host edge and bench/ use.
+__all__ = ["guard", "redact", "replay", "sidecar"]

@@ -8,12 +8,13 @@ were stored before it was enabled. ``describe()`` reports the setup without any 
 """
 from __future__ import annotations
 
-import hashlib
 import re
 import string
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from ..refs import content_sha256
 
 if TYPE_CHECKING:
     from ..config import TroveConfig
@@ -24,15 +25,12 @@ PLACEHOLDER_FORMAT = "[REDACTED:<pattern>:sha256=<8 hex digits>]; password_assig
 # Quote closing a JSON key: plain, or backslash-escaped when JSON sits inside a string.
 _Q = r"(?:\\?[\"'])"
 # Values: a quoted string (spaces allowed), an escaped-quoted string, or a bare token.
-_VALUE = (r"(?:\\\"(?P<ev>(?:(?!\\\").){1,4096}?)\\\""
-          r"|\"(?P<dv>(?:[^\"\\\n]|\\.){1,4096})\""
-          r"|'(?P<sv>[^'\n]{1,4096})'"
-          r"|(?P<bv>[^\s\"',;&}\])]{1,4096}))")
+_QUOTED = (r"(?:\\\"(?P<ev>(?:(?!\\\").){1,4096}?)\\\""
+           r"|\"(?P<dv>(?:[^\"\\\n]|\\.){1,4096})\""
+           r"|'(?P<sv>[^'\n]{1,4096})'")
+_VALUE = _QUOTED + r"|(?P<bv>[^\s\"',;&}\])]{1,4096}))"
 # password=a;b&c: the whole value, including what follows ; and & (lossy on purpose).
-_PASSWORD_VALUE = (r"(?:\\\"(?P<ev>(?:(?!\\\").){1,4096}?)\\\""
-                   r"|\"(?P<dv>(?:[^\"\\\n]|\\.){1,4096})\""
-                   r"|'(?P<sv>[^'\n]{1,4096})'"
-                   r"|(?P<bv>[^\s\"',}\])]{1,4096}))")
+_PASSWORD_VALUE = _QUOTED + r"|(?P<bv>[^\s\"',}\])]{1,4096}))"
 
 
 def _assignment(keys: str) -> re.Pattern[str]:
@@ -80,14 +78,10 @@ _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)  # keeps every index
 
 
-def _digest(value: str) -> str:
-    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST_CHARS]
-
-
 def _placeholder(name: str, value: str) -> str:
     if name == "password_assignment":
         return "[REDACTED:password]"
-    return f"[REDACTED:{name}:sha256={_digest(value)}]"
+    return f"[REDACTED:{name}:sha256={content_sha256(value)[:DIGEST_CHARS]}]"
 
 
 def _looks_like_token(value: str) -> bool:
@@ -226,14 +220,16 @@ def _has_digit(value: str) -> bool:
     return any(ch.isdigit() for ch in value)
 
 
+# Order matters, it is the order rules apply in: whole PEM blocks first, then URL credentials
+# and specific key names, then credentials known by their shape, the generic names last.
 CATALOG: dict[str, tuple[_Rule, ...]] = {
     "private_key": (_Rule(_PEM, ("-----begin ",), _pem_sub),),
+    "url_credentials": (_Rule(_URL_CREDENTIALS, ("://",), _shape_sub("url_credentials")),),
     "api_key": (_Rule(_API_KEY, ("api", "access", "secret", "client"), _value_sub("api_key")),),
     "bearer_token": (_Rule(_BEARER, ("bearer",), _value_sub("bearer_token", bearer=True)),
                      _Rule(_TOKEN_KEY, ("token", "authorization", "bearer"), _value_sub("bearer_token"),
                            accept=_json_key_before)),
     "password_assignment": (_Rule(_PASSWORD, ("pass", "pwd"), _value_sub("password_assignment")),),
-    "url_credentials": (_Rule(_URL_CREDENTIALS, ("://",), _shape_sub("url_credentials")),),
     "jwt": (_Rule(_JWT, ("eyj",), _shape_sub("jwt"), accept=_boundary),),
     "provider_key": (_Rule(_PROVIDER, _PROVIDER_ANCHORS, _shape_sub("provider_key", _has_digit),
                            accept=_boundary),),
@@ -242,10 +238,6 @@ CATALOG: dict[str, tuple[_Rule, ...]] = {
     "generic_secret": (_Rule(_GENERIC, ("token", "secret", "key", "credential", "passphrase"), _generic_sub,
                              accept=_key_boundary),),
 }
-# Order matters: whole PEM blocks first, then URL credentials and specific key names, then
-# credentials known by their shape, and the generic *_TOKEN/*_SECRET/*_KEY names last.
-_ORDER = ("private_key", "url_credentials", "api_key", "bearer_token", "password_assignment", "jwt",
-          "provider_key", "cloud_key", "generic_secret")
 # The original four names also switch on the formats people paste alongside them, so the
 # default TROVE_SENSITIVE_PATTERNS covers them without a configuration change.
 IMPLIES: dict[str, tuple[str, ...]] = {
@@ -260,7 +252,7 @@ def rule_names(patterns: tuple[str, ...]) -> tuple[str, ...]:
     on = set(patterns)
     for name in patterns:
         on.update(IMPLIES.get(name, ()))
-    return tuple(n for n in _ORDER if n in on)
+    return tuple(n for n in CATALOG if n in on)
 
 
 @dataclass(frozen=True)
@@ -278,7 +270,7 @@ class Redactor:
         sources = dict(getattr(config, "sources", ()) or ())
         src = {sources.get("sensitive_patterns_enabled", "default"), sources.get("sensitive_patterns", "default")}
         return cls(enabled=bool(config.sensitive_patterns_enabled),
-                   patterns=tuple(n for n in _ORDER if n in names),
+                   patterns=tuple(n for n in CATALOG if n in names),
                    unknown_patterns=tuple(n for n in names if n not in CATALOG),
                    source="env" if "env" in src else "default")
 

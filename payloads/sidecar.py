@@ -7,7 +7,6 @@ intact. Deciding what leaves a row is the storage guard's job (``guard.py``).
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -20,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..refs import content_sha256 as digest  # the SHA-256 of a text's UTF-8, as refs hash rows
 from .redact import Redactor
 
 if TYPE_CHECKING:
@@ -64,12 +64,8 @@ def _encode(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
-def digest(text: str) -> str:
-    return hashlib.sha256(_encode(text)).hexdigest()
-
-
 def session_tag(session_id: str) -> str:
-    return hashlib.sha256(_encode(session_id)).hexdigest()[:8]
+    return digest(session_id)[:8]
 
 
 def ref_for(session_id: str, payload: str) -> str:

@@ -99,6 +99,7 @@ class PassReport:
     restarted: bool = False   # the generation's messages are being embedded again (new recipe)
     pruned: int = 0
     error: str | None = None
+    holder: str | None = None  # busy: the owner of the lease
     seconds: float = 0.0
     pending: int | None = None
 
@@ -162,77 +163,76 @@ def _generation_for(store: VectorStore, spec: ProviderSpec, provider: Provider, 
     return found if found is not None and found.state != "retired" else None
 
 
+@dataclass(frozen=True)
+class PassPlan:
+    """What one indexing pass is to do, decided before any lease is taken."""
+
+    spec: ProviderSpec
+    budget_s: float
+    limit: int             # rows the pass moves past at most
+    policy: str            # TROVE_EMBEDDING_TOOL_OUTPUT_POLICY
+    context_messages: int
+    recipe: str
+
+
+def plan_pass(runtime: Runtime, store: VectorStore, budget_s: float | None = None,
+              max_items: int | None = None) -> PassPlan | PassReport:
+    """The pass to run, or the report of one with nothing to do (off, unavailable, caught up)."""
+    cfg = runtime.config
+    if not cfg.embeddings_enabled:
+        return PassReport(status="off")
+    spec = target_spec(runtime)
+    reason = check_available(spec)
+    if reason:
+        return PassReport(status="unavailable", error=reason)
+    want = int(cfg.embedding_context_messages)
+    current = _caught_up(store, spec, recipe(want))
+    if current is not None:  # the common idle case: a few indexed reads, no lease, no writes
+        return PassReport(status="done", generation=current.generation_id, pending=0)
+    return PassPlan(spec, cfg.embedding_pass_budget_ms / 1000.0 if budget_s is None else budget_s,
+                    cfg.embedding_pass_max_items if max_items is None else max_items,
+                    cfg.embedding_tool_output_policy, want, recipe(want))
+
+
 def run_pass(runtime: Runtime, *, budget_s: float | None = None, max_items: int | None = None,
              owner: str | None = None) -> PassReport:
     """One bounded indexing pass; never raises (failures are in the report and the generation row)."""
     started = time.monotonic()
-    report = PassReport()
-    cfg = runtime.config
-    if not cfg.embeddings_enabled:
-        report.status = "off"
-        return report
-    spec = target_spec(runtime)
-    reason = check_available(spec)
-    if reason:
-        report.status, report.error = "unavailable", reason
-        return report
-    budget = cfg.embedding_pass_budget_ms / 1000.0 if budget_s is None else budget_s
-    limit = cfg.embedding_pass_max_items if max_items is None else max_items
     store = vector_store(runtime)
-    current = _caught_up(store, spec, recipe(int(cfg.embedding_context_messages)))
-    if current is not None:  # the common idle case: a few indexed reads, no lease, no writes
-        report.status, report.generation, report.pending = "done", current.generation_id, 0
-        return report
-    lease = leases.acquire(runtime.db, f"embeddings:{spec.label}", LEASE_TTL_S, owner=owner)
-    if lease is None:
-        report.status = "busy"  # another process (or thread) is indexing this generation
-        return report
+    plan = plan_pass(runtime, store, budget_s, max_items)
+    if isinstance(plan, PassReport):
+        return plan
+    report = PassReport()
+    with leases.bounded_pass(runtime.db, f"embeddings:{plan.spec.label}", LEASE_TTL_S, budget_s=plan.budget_s,
+                             owner=owner) as run:
+        if run.held:
+            apply_pass(runtime, store, plan, run, report)
+        else:  # another process (or thread) is indexing this generation
+            report.status, report.holder = "busy", run.holder
+    report.seconds = round(time.monotonic() - started, 3)
+    return report
+
+
+def apply_pass(runtime: Runtime, store: VectorStore, plan: PassPlan, run: leases.BoundedPass,
+               report: PassReport) -> None:
+    """The effects of ``plan`` under its lease: one group of rows per step, then the generation's
+    upkeep. A failure is recorded on the generation and in ``report``."""
     gen: Generation | None = None
     try:
-        provider = get_provider(spec)
-        guard = spend_guard(runtime, spec)
-        policy = cfg.embedding_tool_output_policy
-        want = int(cfg.embedding_context_messages)
-        made_with = recipe(want)
-        gen = _generation_for(store, spec, provider, made_with)
-        if gen is None:  # a remote provider's dimension is learned from one probe vector
-            provider.embed(["dimension probe"], guard)
-            gen = _generation_for(store, spec, provider, made_with)
-            if gen is None:
-                raise EmbeddingUnavailable("the provider returned no vector to learn its dimension from")
-        if gen.recipe != made_with:  # made with another recipe: embed every message again, in place
-            gen = store.restart_messages(gen.generation_id, made_with) or gen
-            report.restarted = True
-        report.generation = gen.generation_id
+        provider = get_provider(plan.spec)
+        guard = spend_guard(runtime, plan.spec)
+        gen = _open_generation(store, plan, provider, guard, report)
         replacing = gen.message_cursor < store.highest_vectored(gen.generation_id, "message")
-        done = 0
-        for kind in ("message", "summary"):
-            while done < limit and time.monotonic() - started < budget:
-                cursor = gen.message_cursor if kind == "message" else gen.node_cursor
-                take = min(max(1, min(GROUP_ROWS, spec.batch_size)), limit - done)
-                items = (store.pending_messages(cursor, take) if kind == "message"
-                         else store.pending_nodes(cursor, take))
-                if not items:
-                    break
-                context = contexts(store, items, policy, want) if kind == "message" else None
-                rows, embedded = _group_vectors(provider, items, policy, guard, context)
-                top = items[-1].item_id
-                again = [(i.kind, i.item_id) for i in items] if kind == "message" and replacing else []
-                report.vectors += store.write(gen.generation_id, rows, replaces=again,
-                                              message_cursor=top if kind == "message" else None,
-                                              node_cursor=top if kind == "summary" else None)
-                report.embedded += embedded
-                report.rows += len(items)
-                done += len(items)
-                gen = store.generation(gen.generation_id) or gen
-                leases.acquire(runtime.db, lease.name, LEASE_TTL_S, owner=lease.owner)  # renew
+        groups = _Groups(store, plan, provider, guard, gen, replacing, report)
+        run.loop(groups.step)
+        gen = groups.gen
         if replacing and gen.message_cursor >= store.highest_vectored(gen.generation_id, "message"):
             store.invalidate(gen.generation_id)  # re-embedding done: mirrors reload the new vectors once
         if gen.last_error:
             store.record_error(gen.generation_id, None)
         report.swapped = _maybe_activate(store, gen)
         gen = store.generation(gen.generation_id) or gen
-        report.pending = store.backlog(gen, policy).pending
+        report.pending = store.backlog(gen, plan.policy).pending
         top_message, top_node = store.heads()
         caught_up = gen.message_cursor >= top_message and gen.node_cursor >= top_node
         report.status = "done" if caught_up else "partial"
@@ -246,13 +246,63 @@ def run_pass(runtime: Runtime, *, budget_s: float | None = None, max_items: int 
         log.warning("trove: embedding pass failed: %s", report.error)
         if gen is not None:
             store.record_error(gen.generation_id, report.error)
-    finally:
-        try:
-            leases.release(runtime.db, lease)
-        except Exception:
-            log.debug("trove: embedding lease release failed", exc_info=True)
-        report.seconds = round(time.monotonic() - started, 3)
-    return report
+
+
+def _open_generation(store: VectorStore, plan: PassPlan, provider: Provider, guard: Any,
+                     report: PassReport) -> Generation:
+    """The generation the pass writes; one made with another recipe has its messages embedded again."""
+    gen = _generation_for(store, plan.spec, provider, plan.recipe)
+    if gen is None:  # a remote provider's dimension is learned from one probe vector
+        provider.embed(["dimension probe"], guard)
+        gen = _generation_for(store, plan.spec, provider, plan.recipe)
+        if gen is None:
+            raise EmbeddingUnavailable("the provider returned no vector to learn its dimension from")
+    if gen.recipe != plan.recipe:  # made with another recipe: embed every message again, in place
+        gen = store.restart_messages(gen.generation_id, plan.recipe) or gen
+        report.restarted = True
+    report.generation = gen.generation_id
+    return gen
+
+
+@dataclass
+class _Groups:
+    """The steps of one pass: each embeds the next group of pending rows (messages, then summaries)
+    and writes its vectors with the advanced cursor."""
+
+    store: VectorStore
+    plan: PassPlan
+    provider: Provider
+    guard: Any
+    gen: Generation
+    replacing: bool        # the messages are being embedded again (their old vectors go)
+    report: PassReport     # its ``rows`` count what the pass moved past so far
+    kind: str = "message"
+
+    def _next(self) -> list[PendingText]:
+        take = min(max(1, min(GROUP_ROWS, self.plan.spec.batch_size)), self.plan.limit - self.report.rows)
+        if self.kind == "message":
+            items = self.store.pending_messages(self.gen.message_cursor, take)
+            if items:
+                return items
+            self.kind = "summary"
+        return self.store.pending_nodes(self.gen.node_cursor, take)
+
+    def step(self) -> bool:
+        items = self._next() if self.report.rows < self.plan.limit else []
+        if not items:
+            return False
+        store, gen, kind, policy = self.store, self.gen, self.kind, self.plan.policy
+        context = contexts(store, items, policy, self.plan.context_messages) if kind == "message" else None
+        rows, embedded = _group_vectors(self.provider, items, policy, self.guard, context)
+        top = items[-1].item_id
+        again = [(i.kind, i.item_id) for i in items] if kind == "message" and self.replacing else []
+        self.report.vectors += store.write(gen.generation_id, rows, replaces=again,
+                                           message_cursor=top if kind == "message" else None,
+                                           node_cursor=top if kind == "summary" else None)
+        self.report.embedded += embedded
+        self.report.rows += len(items)
+        self.gen = store.generation(gen.generation_id) or gen
+        return True
 
 
 def _caught_up(store: VectorStore, spec: ProviderSpec, made_with: str) -> Generation | None:

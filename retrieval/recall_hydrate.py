@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..dates import occurrences_for
 from ..refs import make_ref
-from ..temporal.occurrence import occurrences_for
 from ..toolkit import iso
 from .query import rough_stem
 from .recall_search import RecallHit

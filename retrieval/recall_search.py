@@ -115,18 +115,18 @@ def recall(runtime: Runtime, req: RecallRequest) -> RecallResult:
     pool = max(int(cfg.recall_candidates), 4 * req.limit)
     w = weights(runtime)
     reports = {name: ArmReport(name, w[name]) for name in ARMS}
-    gate = _Gate(runtime, req)
+    gate = Gate(runtime, req)
     scores: dict[str, dict[Key, float]] = {}
     rows: dict[int, MessageRow] = {}
     nodes: dict[int, NodeRow] = {}
     snippets: dict[Key, str] = {}
 
     if req.include != "summaries":
-        scores["fts"] = _fts_arm(runtime, req, match, pool, gate, rows, snippets, reports["fts"])
+        scores["fts"] = fts_arm(runtime, req, match, pool, gate, rows, snippets, reports["fts"])
     else:
         reports["fts"].reason = "include='summaries'"
     if req.include != "verbatim":
-        scores["summary"] = _summary_arm(runtime, req, match, pool, gate, nodes, snippets, reports["summary"])
+        scores["summary"] = summary_arm(runtime, req, match, pool, gate, nodes, snippets, reports["summary"])
     else:
         reports["summary"].reason = "include='verbatim'"
     degraded_reason = _semantic_arm(runtime, req, pool, gate, rows, nodes, scores, reports["semantic"])
@@ -163,7 +163,7 @@ def recall(runtime: Runtime, req: RecallRequest) -> RecallResult:
                         degraded_reason, gate.excluded, note)
 
 
-class _Gate:
+class Gate:
     """Which stored items recall may return: not ignored, not live in the prompt, not seen."""
 
     def __init__(self, runtime: Runtime, req: RecallRequest):
@@ -228,7 +228,7 @@ class _Gate:
         return bool(self.req.current_conversation) and conversation_id == self.req.current_conversation
 
 
-def _fts_arm(runtime: Runtime, req: RecallRequest, match: Match, pool: int, gate: _Gate,
+def fts_arm(runtime: Runtime, req: RecallRequest, match: Match, pool: int, gate: Gate,
              rows: dict[int, MessageRow], snippets: dict[Key, str], report: ArmReport) -> dict[Key, float]:
     """BM25 over raw rows of every session, then coverage and adjacent-turn re-ranking."""
     report.ran, report.pool = True, pool
@@ -262,7 +262,7 @@ def _fts_arm(runtime: Runtime, req: RecallRequest, match: Match, pool: int, gate
     return {("message", key): score for key, score in smoothed.items()}
 
 
-def _summary_arm(runtime: Runtime, req: RecallRequest, match: Match, pool: int, gate: _Gate,
+def summary_arm(runtime: Runtime, req: RecallRequest, match: Match, pool: int, gate: Gate,
                  nodes: dict[int, NodeRow], snippets: dict[Key, str], report: ArmReport) -> dict[Key, float]:
     """BM25 over the summary nodes of every session."""
     report.ran, report.pool = True, pool
@@ -282,7 +282,7 @@ def _summary_arm(runtime: Runtime, req: RecallRequest, match: Match, pool: int, 
     return out
 
 
-def _semantic_arm(runtime: Runtime, req: RecallRequest, pool: int, gate: _Gate, rows: dict[int, MessageRow],
+def _semantic_arm(runtime: Runtime, req: RecallRequest, pool: int, gate: Gate, rows: dict[int, MessageRow],
                   nodes: dict[int, NodeRow], scores: dict[str, dict[Key, float]],
                   report: ArmReport) -> str | None:
     """The vector arm through ``retrieval.semantic``; returns the degradation reason, if any."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from ..fulltext import ARCHIVE_CANDIDATES, LITERAL_MAX_CHARS
 from ..payloads.sidecar import search_payloads
 from ..scope import EVERYTHING, Visibility
 from ..toolkit import expand_hint, iso, message_meta
@@ -30,8 +31,6 @@ HYBRID_SEMANTIC_WEIGHT = 0.4
 SCOPES = ("current", "all", "session")
 CONTENT_SCOPES = ("history", "externalized", "both")
 RERANK_POOL = 100
-LITERAL_MAX_CHARS = 200
-ARCHIVE_CANDIDATES = 20000  # session_scope='all' ranks at most the newest N matching rows
 DAY_S = 86400.0
 
 

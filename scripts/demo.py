@@ -17,11 +17,12 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))  # the stand-in host loop
 import _bootstrap  # noqa: E402,F401
+from simulate import HostLoop, build_conversation  # noqa: E402
 
 from hermes_trove.config import load_config  # noqa: E402
 from hermes_trove.engine import TroveEngine  # noqa: E402
-from hermes_trove.harness.simulate import HostLoop, build_conversation  # noqa: E402
 from hermes_trove.runtime import build_runtime  # noqa: E402
 from hermes_trove.tools import dispatch  # noqa: E402
 

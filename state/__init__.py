@@ -5,3 +5,6 @@ the ``trove_retrieve`` controller and the pre-answer evidence block.
 ``assertion_store`` (all SQL), ``extract`` (leased bounded passes, status, rebuild, drop),
 ``query`` (``trove_query_state``), ``retrieve`` (``trove_retrieve``), ``preanswer`` (the hook's block).
 """
+
+# The public face: the modules the host edge and bench/ use.
+__all__ = ["assertion_store", "contract", "extract", "preanswer", "query", "retrieve"]

@@ -4,7 +4,7 @@ and the relations between assertions. Pure: rows come in, frozen values go out.
 The model proposes; nothing it says is trusted. Each proposed assertion must name a message of
 the batch and quote it exactly; the quote is located in the stored row and checked with
 ``refs.verify``. Speaker role and observation time come from the stored row, event
-time from ``temporal.occurrence`` over the quote, never from the model.
+time from ``dates.occurrence`` over the quote, never from the model.
 """
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..dates import resolve_occurrences
 from ..refs import RefClaim, RefError, verify
 from ..rows import MessageRow
-from ..temporal.occurrence import resolve_occurrences
 
 VERSION = "assertions-v1"
 MARKER = "TROVE-ASSERTION-EXTRACTION"

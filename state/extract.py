@@ -55,34 +55,28 @@ def run_pass(runtime: Runtime, complete: Complete | None, *, max_batches: int | 
     max_batches = int(cfg.assertion_batches_per_pass) if max_batches is None else int(max_batches)
     budget_s = cfg.assertion_pass_budget_ms / 1000.0 if budget_s is None else float(budget_s)
     per_batch = int(cfg.assertion_batch_messages)
-    started = clock()
-    lease = leases.acquire(runtime.db, LEASE, LEASE_TTL_S)
-    if lease is None:
-        held = leases.holder(runtime.db, LEASE)
-        return {"status": "busy", "holder": held.owner if held else None}
     totals = {"batches": 0, "messages": 0, "model_calls": 0, "input_chars": 0, "proposed": 0, "stored": 0,
               "unverified": 0, "invalid": 0, "malformed": 0, "errors": 0}
-    try:
-        while totals["batches"] < max_batches and clock() - started < budget_s:
-            room = per_batch if max_messages is None else min(per_batch, max_messages - totals["messages"])
-            if room <= 0:
-                break
-            cursor = store.cursor()
-            rows = store.pending(cursor, room)
-            if not rows:
-                break
-            outcome = _batch(runtime, store, complete, cursor, rows)
-            for k in totals:
-                totals[k] += int(outcome.get(k, 0))
-            if progress is not None:
-                progress(dict(totals, backlog=store.backlog()))
-            if outcome.get("stop"):
-                break
-            if leases.acquire(runtime.db, LEASE, LEASE_TTL_S, owner=lease.owner) is None:
-                break  # the lease expired mid-pass and another process took it over
-    finally:
-        leases.release(runtime.db, lease)
-    return {"status": "ok", **totals, "backlog": store.backlog(), "seconds": round(clock() - started, 3)}
+
+    def step() -> bool:
+        room = per_batch if max_messages is None else min(per_batch, max_messages - totals["messages"])
+        cursor = store.cursor()
+        rows = store.pending(cursor, room) if room > 0 else []
+        if not rows:
+            return False
+        outcome = _batch(runtime, store, complete, cursor, rows)
+        for k in totals:
+            totals[k] += int(outcome.get(k, 0))
+        if progress is not None:
+            progress(dict(totals, backlog=store.backlog()))
+        return not outcome.get("stop")
+
+    with leases.bounded_pass(runtime.db, LEASE, LEASE_TTL_S, budget_s=budget_s, max_steps=max_batches,
+                             clock=clock) as run:
+        if not run.held:
+            return run.busy()
+        run.loop(step)
+    return {"status": "ok", **totals, "backlog": store.backlog(), "seconds": run.seconds()}
 
 
 def _batch(runtime: Runtime, store: AssertionStore, complete: Complete, cursor: int,
@@ -129,20 +123,13 @@ def schedule(runtime: Runtime, completion: Callable[[], Complete | None]) -> thr
         complete = completion()
         return None if complete is None else functools.partial(_background, runtime, complete)
 
-    try:
-        return _PASSES.start(runtime.db.path, prepare, interval_s=PASS_INTERVAL_S)
-    except Exception:  # scheduling must never fail the caller's turn
-        log.exception("trove: could not schedule an assertion pass")
-        return None
+    return _PASSES.start(runtime.db.path, prepare, interval_s=PASS_INTERVAL_S)
 
 
 def _background(runtime: Runtime, complete: Complete) -> None:
-    try:
-        report = run_pass(runtime, complete)
-        if report.get("stored"):
-            log.info("trove: assertion pass stored %d, backlog %d", report["stored"], report.get("backlog", 0))
-    except Exception:  # logged; the next pass retries
-        log.exception("trove: assertion pass failed")
+    report = run_pass(runtime, complete)
+    if report.get("stored"):
+        log.info("trove: assertion pass stored %d, backlog %d", report["stored"], report.get("backlog", 0))
 
 
 # -- operators -------------------------------------------------------------------------

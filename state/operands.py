@@ -13,9 +13,9 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ..evidence.grounding import ASSERTIONS_DISABLED, OperandSpec, norm_key
-from ..evidence.units import parse_number, quantities
+from ..operands import ASSERTIONS_DISABLED, OperandSpec, norm_key
 from ..refs import RefClaim
+from ..units import parse_number, quantities
 from .assertion_store import AssertionRow, AssertionStore
 
 if TYPE_CHECKING:

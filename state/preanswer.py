@@ -35,7 +35,7 @@ _STOP = frozenset("that this what which when where with have from your about the
                   "into them they were been does doing just like than then some more also only very".split())
 
 
-def _words(text: str) -> list[str]:
+def query_words(text: str) -> list[str]:
     out: list[str] = []
     for w in _WORD.findall(text.lower()):
         if w not in _STOP and w not in out:
@@ -64,7 +64,7 @@ def assertion_lines(runtime: Runtime, words: list[str], stats: dict[str, int] | 
 
 def evidence_block(runtime: Runtime, user_message: str, session_id: str) -> str:
     """The fenced block for ``user_message`` ("" when nothing relevant is stored)."""
-    words = _words(user_message or "")
+    words = query_words(user_message or "")
     if not words:
         return ""
     visible = runtime.visibility(SessionKey(session_id))  # the block quotes only the caller's scope

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import tokens
-from ..refs import RefError, make_ref, parse_claim
+from ..refs import RefError, make_ref, parse_claim, shorthand
 from ..toolkit import ToolContext, ToolError, current_session, question_date_arg, str_arg
 from .assertion_store import AssertionStore
 
@@ -149,7 +149,9 @@ def _search(ctx: ToolContext, store: AssertionStore, episode: dict[str, Any],
     tool_args = args.get("tool_args") or {}
     if not isinstance(tool_args, Mapping) or len(json.dumps(tool_args, default=str)) > MAX_TOOL_ARGS:
         raise ToolError(f"tool_args must be an object of at most {MAX_TOOL_ARGS} characters of JSON")
-    result = _called(ctx, name, tool_args)
+    result = ctx.call(name, dict(tool_args))
+    if "error" in result:  # the callee's refusal (an argument it does not take too) refuses this step: no round
+        raise ToolError(f"{name} refused its arguments: {result['error']}")
     observed = list(episode["observed"])
     added, skipped = _observe(ctx, result, observed, str(slot))
     trace = {"tool": name, "slot": slot, "tool_args": dict(tool_args), "refs_added": [o["ref"] for o in added],
@@ -160,15 +162,6 @@ def _search(ctx: ToolContext, store: AssertionStore, episode: dict[str, Any],
             "observed": added, "refs_skipped_for_limits": skipped, "limits": _limits(rounds, observed),
             "tool_result_status": result.get("status") or ("error" if "error" in result else "ok"),
             "tool_note": result.get("note") or result.get("reason")}
-
-
-def _called(ctx: ToolContext, name: str, tool_args: Mapping[str, Any]) -> dict[str, Any]:
-    """The searched tool's reply; its refusal (an argument it does not take included) refuses this
-    step, which then uses no round."""
-    result = ctx.call(name, dict(tool_args))
-    if "error" in result:
-        raise ToolError(f"{name} refused its arguments: {result['error']}")
-    return result
 
 
 def _observe(ctx: ToolContext, result: Any, observed: list[dict[str, Any]], slot: str) -> tuple[list[dict], int]:
@@ -230,7 +223,7 @@ def _finish(ctx: ToolContext, store: AssertionStore, episode: dict[str, Any],
             claim = parse_claim(raw)
         except RefError as exc:
             raise ToolError(f"selected_refs: {exc}") from None
-        short = f"trove:{claim.store_id}:{claim.span_start}-{claim.span_end}"
+        short = shorthand(claim.store_id, claim.span_start, claim.span_end)
         seen = by_ref.get(short)
         if seen is None or (claim.quote is not None and claim.quote != seen["quote"]):
             raise ToolError(f"{short} was not observed in this episode's searches; only observed refs are accepted")
@@ -257,7 +250,6 @@ def _finish(ctx: ToolContext, store: AssertionStore, episode: dict[str, Any],
 
 
 def _compute(ctx: ToolContext, episode: dict[str, Any], comp: Any, by_ref: dict[str, Any]) -> dict[str, Any]:
-
     if not isinstance(comp, Mapping) or set(comp) - {"operands", "candidate_answer", "operation"}:
         raise ToolError("computation is {operands, candidate_answer, operation}")
     operands = comp.get("operands")
@@ -272,13 +264,10 @@ def _compute(ctx: ToolContext, episode: dict[str, Any], comp: Any, by_ref: dict[
             claim = parse_claim({k: op[k] for k in ("store_id", "span_start", "span_end", "ref") if k in op})
         except RefError as exc:
             raise ToolError(f"computation operand: {exc}") from None
-        if f"trove:{claim.store_id}:{claim.span_start}-{claim.span_end}" not in by_ref:
+        if shorthand(claim.store_id, claim.span_start, claim.span_end) not in by_ref:
             raise ToolError("every computation operand must cite a ref observed in this episode")
-    call = {"question": episode["question"], "operands": operands}
-    for k in ("candidate_answer", "operation"):
-        if comp.get(k) is not None:
-            call[k] = comp[k]
-    result = ctx.call("trove_compute", call)
+    given = {k: comp[k] for k in ("candidate_answer", "operation") if comp.get(k) is not None}
+    result = ctx.call("trove_compute", {"question": episode["question"], "operands": operands, **given})
     if "error" in result:
         raise ToolError(str(result["error"]))
     return result

@@ -4,7 +4,7 @@ Pure and deterministic: ``now`` is always passed in (aware datetime or epoch sec
 tests and tools agree on what "today" means. Calendar periods are UTC days, ISO weeks
 (Monday first), months and years; hour windows (``last 24 hours``, ``Nh``) roll back from
 ``now``. Spoken periods ("last tuesday", "two weeks ago", "in march", "this morning") are read
-by the one English time grammar (expressions.py, in its standalone mode: past by default);
+by the one English time grammar (the kernel's dates/expressions.py, standalone: past by default);
 this module adds only what a period needs beyond a date: ISO units, hour windows, the ``Nd``
 shorthand, ranges and "since". A part of a day reads as that whole UTC day. Periods that
 have not begun yet are refused. It knows nothing about rollups or storage.
@@ -15,9 +15,9 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from . import expressions as ex
-from . import intervals as iv
-from . import lexicon as lx
+from ..dates import expressions as ex
+from ..dates import intervals as iv
+from ..dates import lexicon as lx
 
 MAX_PERIOD_CHARS = 200
 MAX_HOURS = 24 * 366
@@ -30,6 +30,7 @@ ACCEPTED_FORMS = (
     "this/last week, month, year, weekend",
     "last/past N days|weeks|months|years, last 24h / last Nh / Nh, Nd",
     "march, in march, last march, march 2026",
+    "the week/weekend/day/friday before or after <day>, N days before <day>, the week of <day>",
     "since <period>",
     "YYYY-MM-DD (or date:YYYY-MM-DD), YYYY-Www (ISO week), YYYY-MM, YYYY",
     "START..END, START/END, from START to END, between START and END (each a period or ISO datetime)",
@@ -44,7 +45,6 @@ _MONTH = re.compile(r"(\d{4})-(\d{2})")
 _YEAR = re.compile(r"(\d{4})")
 _DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}t[0-9:.,]{2,18}(?:z|[+-][0-9:]{2,5})?")
 _COUNTED = re.compile(r"(\d{1,5}|[a-z]+) (days?|weeks?|months?|years?)")  # "3 days": the last 3 days
-_COUNT_OF_UNITS = re.compile(r"(\d{1,9}) (days?|weeks?|months?|years?|weekends?)\b")
 _LEAD = frozenset({"in", "on", "during", "over", "at", "earlier"})  # words a spoken period may open with
 _OPEN_ENDED = frozenset({"until", "till", "by", "before", "after", "prior"})
 _HINTS = {
@@ -116,15 +116,11 @@ def _hours(norm: str, now: datetime) -> Period | None:
     if match is None:
         return None
     anchor, count_text, unit = match.groups()
-    if count_text is None:
-        if anchor is None or unit not in ("h", "hr", "hour"):
-            return None
-        count = 1
-    else:
-        found = int(count_text) if count_text.isdigit() else lx.NUMBER_WORDS.get(count_text)
-        if found is None:
-            return None
-        count = found
+    if count_text is None and (anchor is None or unit not in ("h", "hr", "hour")):
+        return None  # "hours" alone, or "h" with no count and no "last"
+    count = 1 if count_text is None else int(count_text) if count_text.isdigit() else lx.NUMBER_WORDS.get(count_text)
+    if count is None:
+        return None
     hours = _bounded(count, MAX_HOURS, norm)
     return Period(now - timedelta(hours=hours), now, f"last {hours}h", "hour")
 
@@ -154,34 +150,26 @@ def _spoken(norm: str, original: str, now: datetime) -> Period | None:
     if found is None and _COUNTED.fullmatch(norm):
         found = _one_expression(f"last {norm}", today)
     if found is None:
-        _refuse_too_many(norm, original)
         return None
-    if found.first is None or found.end is None or found.granularity is None:
-        reason = found.reason or ex.VAGUE
+    if found.start is None or found.end is None or found.granularity is None:
+        reason = found.unresolved or ex.VAGUE
         raise PeriodError(original, f"{reason}: {_HINTS.get(reason, 'give a date')}")
-    if found.first > today:
-        raise PeriodError(original, f"it begins on {found.first.isoformat()}, after today ({today.isoformat()}); "
+    first = found.start.date()
+    if first > today:
+        raise PeriodError(original, f"it begins on {first.isoformat()}, after today ({today.isoformat()}); "
                           "a period reads what already happened")
-    return _days(found.first, found.end, f"{norm} ({_span_label(found.first, found.end, found.granularity)})",
-                 found.granularity)
+    label = _span_label(first, found.end.date(), found.granularity)
+    return Period(found.start, found.end, f"{norm} ({label})", found.granularity)
 
 
-def _refuse_too_many(norm: str, original: str) -> None:
-    """Raise when a count of units is past the grammar's bound (the grammar just skips it)."""
-    for count, unit in _COUNT_OF_UNITS.findall(norm):
-        limit = ex.MAX_COUNT[lx.UNITS[unit]]
-        if int(count) > limit:
-            raise PeriodError(original, f"{count} {unit} is more than {limit} {lx.UNITS[unit]}s")
-
-
-def _one_expression(norm: str, today: date) -> ex.Match | None:
+def _one_expression(norm: str, today: date) -> ex.Occurrence | None:
     matches = ex.find_expressions(norm, today, standalone=True)
     if len(matches) != 1:
         return None
-    match = matches[0]
-    if norm[match.finish:].strip() or not set(norm[:match.begin].split()) <= _LEAD:
+    begin, finish = matches[0].span
+    if norm[finish:].strip() or not set(norm[:begin].split()) <= _LEAD:
         return None
-    return match
+    return matches[0]
 
 
 # -- ISO calendar units ---------------------------------------------------------------
@@ -291,14 +279,10 @@ def _bounded(value: int, limit: int, norm: str) -> int:
     return value
 
 
-def _week_label(monday: date) -> str:
-    year, week, _ = monday.isocalendar()
-    return f"{year}-W{week:02d}"
-
-
 def _unit_label(start: date, granularity: str) -> str:
     if granularity == "week":
-        return _week_label(start)
+        year, week, _ = start.isocalendar()
+        return f"{year}-W{week:02d}"
     if granularity == "month":
         return start.strftime("%Y-%m")
     if granularity == "year":

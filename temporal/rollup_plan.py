@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from . import intervals as iv
+from ..dates import intervals as iv
 
 KINDS = ("day", "week", "month")
 DAY_S = 86400.0

@@ -166,31 +166,27 @@ def run_pass(runtime: Runtime, complete: Complete | None, *, now: float | None =
     max_builds = int(cfg.rollup_builds_per_pass) if max_builds is None else int(max_builds)
     budget_s = cfg.rollup_maintenance_budget_ms / 1000.0 if budget_s is None else float(budget_s)
     ttl = float(cfg.rollup_lease_ttl_seconds)
-    started = clock()
-    lease = leases.acquire(runtime.db, LEASE, ttl)
-    if lease is None:
-        held = leases.holder(runtime.db, LEASE)
-        return {"status": "busy", "holder": held.owner if held else None}
     store = RollupStore(runtime.db)
     built: list[dict[str, Any]] = []
-    try:
+    summarizer = Summarizer(cfg, complete)
+
+    def step() -> bool:
+        todo = _pending(store, now, ttl, limit=1)
+        if todo:
+            built.append(build(runtime, store, todo[0], summarizer, now))
+        return bool(todo)
+
+    with leases.bounded_pass(runtime.db, LEASE, ttl, budget_s=budget_s, max_steps=max_builds, clock=clock) as run:
+        if not run.held:
+            return run.busy()
         # Under the lease no one else builds: a row an earlier holder left 'building' (killed
         # mid-pass) is rebuilt now, not after its claim ages past the ttl.
         store.abandon_building([s.rollup_id for s in store.states() if s.status == "building"], now)
         synced = sync(runtime, store, now)
-        summarizer = Summarizer(cfg, complete)
-        while len(built) < max_builds and clock() - started < budget_s:
-            todo = _pending(store, now, ttl, limit=1)
-            if not todo:
-                break
-            built.append(build(runtime, store, todo[0], summarizer, now))
-            if leases.acquire(runtime.db, LEASE, ttl, owner=lease.owner) is None:
-                break  # the lease expired mid-pass and another process took it over
+        run.loop(step)
         remaining = len(_pending(store, now, ttl))
-    finally:
-        leases.release(runtime.db, lease)
     return {"status": "ok", "synced_periods": synced, "built": built, "remaining": remaining,
-            "seconds": round(clock() - started, 3)}
+            "seconds": run.seconds()}
 
 
 # -- the background schedule -----------------------------------------------------------
@@ -207,21 +203,14 @@ def schedule(runtime: Runtime, completion: Callable[[], Complete | None], *,
     """
     if not runtime.config.temporal_rollups_enabled:
         return None
-    try:
-        return _PASSES.start(runtime.db.path, lambda: functools.partial(_background_pass, runtime, completion()),
-                             interval_s=PASS_INTERVAL_S, force=force)
-    except Exception:  # scheduling must never fail the caller's turn
-        log.exception("trove: could not schedule a rollup pass")
-        return None
+    return _PASSES.start(runtime.db.path, lambda: functools.partial(_background_pass, runtime, completion()),
+                         interval_s=PASS_INTERVAL_S, force=force)
 
 
 def _background_pass(runtime: Runtime, complete: Complete | None) -> None:
-    try:
-        report = run_pass(runtime, complete)
-        if report.get("built"):
-            log.info("trove: rollup pass built %d, %d remaining", len(report["built"]), report["remaining"])
-    except Exception:  # a background failure is logged; the next pass retries
-        log.exception("trove: rollup pass failed")
+    report = run_pass(runtime, complete)
+    if report.get("built"):
+        log.info("trove: rollup pass built %d, %d remaining", len(report["built"]), report["remaining"])
 
 
 # -- operators: status and rebuild --------------------------------------------------------

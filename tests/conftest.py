@@ -16,6 +16,7 @@ SHARED = ROOT.parent / "shared"
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT]
 
 sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "bench"))  # simulate.py, the stand-in host loop
 import _bootstrap  # noqa: E402,F401  (registers this checkout as the hermes_trove package)
 
 from hermes_trove.config import load_config  # noqa: E402

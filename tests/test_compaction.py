@@ -10,10 +10,10 @@ import textwrap
 
 import pytest
 from conftest import ROOT, assistant, make_config, make_engine, tool_call, tool_result, user
+from simulate import HostLoop, build_conversation
 
 from hermes_trove import tokens
 from hermes_trove.engine import TroveEngine
-from hermes_trove.harness.simulate import HostLoop, build_conversation
 from hermes_trove.runtime import build_runtime
 
 
@@ -354,3 +354,36 @@ def test_compressing_only_a_head_of_the_transcript_summarises_it_without_gaps(tm
     assert frontier == rows[25].store_id  # everything before the head's tail, nothing after it
     eng.ingest(msgs + [user("after")])
     assert eng.runtime.store.count("s1") == 41
+
+
+def test_a_long_history_keeps_the_frontier_bounded_and_its_lineage_whole(tmp_path):
+    """A history whose depth-3 nodes alone overflow the frontier bound condenses past the cap,
+    one full group at a time, until the bound holds; every message stays reachable once."""
+    from hermes_trove.compaction import policy
+    from hermes_trove.compaction.compactor import CompactionLimits, Compactor
+    from hermes_trove.compaction.summarize import Summarizer
+    from hermes_trove.store import SessionKey
+
+    eng = engine_on(tmp_path)
+    rt, key = eng.runtime, SessionKey("s1", platform="cli")
+    tops = policy.FRONTIER_BOUND + 12
+    with rt.db.transaction() as conn:
+        ids = rt.store.append_bulk(key, [user(f"old message {i}") for i in range(tops * 64)], conn=conn)
+        level = [rt.dag.add_leaf("s1", f"leaf {i}", [i], token_count=5, source_token_count=5, earliest_at=i,
+                                 latest_at=i, conn=conn) for i in ids]
+        for depth in (1, 2, 3):
+            level = [rt.dag.add_condensed("s1", depth, f"d{depth}", level[j:j + 4], token_count=5,
+                                          source_token_count=20, earliest_at=0, latest_at=0, conn=conn)
+                     for j in range(0, len(level), 4)]
+        rt.store.advance_frontier("s1", ids[-1])
+    assert len(rt.dag.frontier("s1")) == tops
+    for _ in range(3):
+        Compactor(rt, key, CompactionLimits(eng.threshold_tokens, eng.context_length),
+                  Summarizer(rt.config, fake_model())).run([user("now")])
+    frontier = rt.dag.frontier("s1")
+    assert len(frontier) <= policy.FRONTIER_BOUND and max(n.depth for n in frontier) == 4
+    with rt.db.transaction() as conn:
+        assert rt.dag.multi_parent_nodes(conn) == [] and rt.dag.overlapping_frontier(conn) == {}
+    assert_lossless(eng)
+    covered = [s for n in frontier for s in rt.dag.descendant_store_ids(n.node_id)]
+    assert sorted(covered) == ids  # each message beneath exactly one frontier node

@@ -6,10 +6,11 @@ import json
 
 import pytest
 from conftest import make_config, make_engine
+from simulate import HostLoop, build_conversation
 from test_compaction import fake_model
 
 from hermes_trove import command
-from hermes_trove.harness.simulate import HostLoop, build_conversation
+from hermes_trove.dag import NodeRow
 from hermes_trove.ops import dag_view
 from hermes_trove.runtime import build_runtime
 
@@ -87,3 +88,31 @@ def test_a_session_without_summaries_draws_an_honest_empty_picture(tmp_path):
     view = dag_view.build_view(rt, "nobody")
     assert view["nodes"] == 0 and "nothing has been compacted" in dag_view.render_text(view)
     assert command.make_handler(rt)("dag") == "no session has summary nodes yet"
+
+
+def node(node_id, depth, session="s1", at=100.0):
+    return NodeRow(node_id, session, depth, f"summary {node_id}", 10, 100, at, at + 1, "normal", "", "", at)
+
+
+def test_plan_view_keeps_the_ends_of_a_long_child_list_and_folds_its_middle():
+    leaves = [node(i, 0) for i in range(1, 13)]
+    root = node(100, 1)
+    graph = dag_view.Graph([root], {n.node_id: n for n in [root, *leaves]},
+                           {100: [n.node_id for n in leaves], **{n.node_id: [n.node_id * 10] for n in leaves}})
+    view = dag_view.plan_view(graph, "s1", max_nodes=40, raw_messages=12, tail=3)
+    kids = view["roots"][0]["children"]
+    assert [k.get("node_id") for k in kids] == [1, 2, 3, 4, None, 10, 11, 12]
+    assert kids[4] == {"folded": 5, "node_ids": [5, 9], "depths": [0], "messages": [50, 90], "message_count": 5}
+    assert view["roots"][0]["messages"] == [10, 120] and view["roots"][0]["message_count"] == 12
+    assert (view["shown_nodes"], view["folded_nodes"], view["nodes"], view["depth"]) == (8, 5, 13, 2)
+    assert view["unsummarised_tail"] == 3 and view["raw_messages"] == 12
+
+
+def test_plan_view_folds_whatever_is_left_once_max_nodes_are_drawn():
+    roots = [node(i, 0, session="other" if i == 2 else "s1") for i in (1, 2, 3)]
+    graph = dag_view.Graph(roots, {n.node_id: n for n in roots}, {1: [], 2: [7], 3: [8, 9]})
+    view = dag_view.plan_view(graph, "s1", max_nodes=2, raw_messages=3, tail=0)
+    assert [r.get("node_id") for r in view["roots"]] == [1, 2, None]
+    assert view["roots"][0]["messages"] is None and view["roots"][1]["carried"] is True
+    assert view["roots"][2] == {"folded": 1, "node_ids": [3, 3], "depths": [0], "messages": [8, 9],
+                                "message_count": 2}

@@ -169,7 +169,7 @@ def test_openai_provider_batches_and_reads_the_key_from_the_named_variable():
 @needs_numpy
 def test_openai_provider_times_out_and_reports_http_errors():
     # The server answers after 1.5 s; only the 0.2 s timeout turns that into this error.
-    # How soon the error comes: scripts/bench_bounds.py (deadlines).
+    # How soon the error comes: bench/bench_bounds.py (deadlines).
     with FakeEmbeddings(delay_s=1.5) as slow:
         provider = OpenAIProvider(ProviderSpec("openai", "fake-8", base_url=slow.base_url, timeout_s=0.2))
         with pytest.raises(RuntimeError, match="embedding request failed: .*timed out"):

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from conftest import assistant, make_config, no_model, user
+from simulate import HostLoop, build_conversation
 
 from hermes_trove.engine import TroveEngine
-from hermes_trove.harness.simulate import HostLoop, build_conversation
 from hermes_trove.runtime import build_runtime
 
 

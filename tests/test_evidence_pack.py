@@ -116,7 +116,7 @@ def test_fifty_refs_to_one_megabyte_rows_stay_under_the_cap(runtime):
     assert len(raw) <= 64000
     assert out["truncated"] is True and out["items_omitted_for_cap"] > 0 and out["returned"] >= 1
     assert all(item["quote_truncated"] and len(item["quote"]) == 2400 for item in out["items"])
-    # how long the packs take: scripts/bench_bounds.py (pack)
+    # how long the packs take: bench/bench_bounds.py (pack)
 
 
 def test_an_attached_computation_uses_the_pack_refs(setup):

@@ -274,7 +274,7 @@ def test_update_reports_a_broken_plugin_link(checkout, home, tmp_path):
 def test_the_checkout_is_imported_only_as_hermes_trove():
     """Neither pytest nor a test imported the checkout by its folder name or put it on sys.path."""
     assert ROOT not in {Path(p or ".").resolve() for p in sys.path}
-    outside_the_package = (ROOT / "tests", ROOT / "scripts", ROOT / ".venv")
+    outside_the_package = (ROOT / "tests", ROOT / "scripts", ROOT / "bench", ROOT / ".venv")
     for name, module in list(sys.modules.items()):
         file = getattr(module, "__file__", None)
         path = Path(file).resolve() if file else None

@@ -7,6 +7,8 @@ import os
 import signal
 from typing import Any
 
+import pytest
+
 from hermes_trove import leases
 from hermes_trove.db import Database
 
@@ -93,3 +95,80 @@ def test_stale_leases_are_cleared_only_while_unchanged(tmp_path):
     leases.acquire(db, "x", 10, owner="b", now=300.0)  # taken again meanwhile
     assert leases.clear_stale(db, found) == 0
     assert leases.clear_stale(db, leases.stale(db, now=400.0)) == 1
+
+
+# -- bounded_pass: the shared prologue and loop of the leased background passes -------------------
+
+class Script:
+    """A step function that plays one action per call on a fake clock (one second per step):
+    "ok" (more work), "done" (nothing left), "steal" (another owner takes the lease, then ok), "raise"."""
+
+    def __init__(self, db: Database, actions: list[str]):
+        self.db, self.actions, self.now, self.calls = db, list(actions), 0.0, 0
+
+    def clock(self) -> float:
+        return self.now
+
+    def __call__(self) -> bool:
+        action = self.actions[self.calls]
+        self.calls += 1
+        self.now += 1.0
+        if action == "raise":
+            raise RuntimeError("the step failed")
+        if action == "steal":  # the lease expired under this pass and another process took it (far in the future)
+            assert leases.acquire(self.db, "pass", 30, owner="thief", now=4_000_000_000.0) is not None
+        return action != "done"
+
+
+@pytest.mark.parametrize("actions, budget_s, max_steps, held_by, steps, lost, holder_after", [
+    (["ok", "ok", "done"], 100.0, None, None, 2, False, None),        # runs until the step says done
+    (["ok"] * 10, 100.0, 3, None, 3, False, None),                     # stops at its step count
+    (["ok"] * 10, 2.5, None, None, 3, False, None),                    # stops once the budget is spent
+    (["ok", "steal", "ok"], 100.0, None, None, 2, True, "thief"),     # stops when the lease was taken over
+    (["ok"], 100.0, None, "other", 0, False, "other"),                 # busy: nothing runs, the holder is named
+    (["ok"], 100.0, 0, None, 0, False, None),                          # no steps allowed: none run
+], ids=["done", "max-steps", "budget", "lease-lost", "busy", "zero-steps"])
+def test_a_bounded_pass_loops_while_it_may_and_always_gives_the_lease_back(
+        tmp_path, actions, budget_s, max_steps, held_by, steps, lost, holder_after):
+    db = Database(tmp_path / "t.db")
+    if held_by:
+        assert leases.acquire(db, "pass", 30, owner=held_by) is not None
+    step = Script(db, actions)
+    with leases.bounded_pass(db, "pass", 30, budget_s=budget_s, max_steps=max_steps, clock=step.clock) as run:
+        assert run.held is (held_by is None)
+        assert run.loop(step) == steps and run.steps == steps and run.lost is lost
+        if held_by:
+            assert run.busy() == {"status": "busy", "holder": held_by} and step.calls == 0
+    held = leases.holder(db, "pass")
+    assert (held.owner if held else None) == holder_after
+
+
+def test_a_step_that_raises_ends_the_pass_and_frees_the_lease(tmp_path):
+    db = Database(tmp_path / "t.db")
+    step = Script(db, ["ok", "raise", "ok"])
+    with pytest.raises(RuntimeError, match="the step failed"):
+        with leases.bounded_pass(db, "pass", 30, budget_s=100.0, clock=step.clock) as run:
+            run.loop(step)
+    assert step.calls == 2 and run.steps == 1 and leases.holder(db, "pass") is None
+
+
+def test_a_release_that_fails_is_logged_and_the_lease_left_to_expire(tmp_path, monkeypatch, caplog):
+    db = Database(tmp_path / "t.db")
+
+    def broken(db: Database, lease: leases.Lease) -> bool:
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(leases, "release", broken)
+    with leases.bounded_pass(db, "pass", 30, budget_s=100.0) as run:
+        run.loop(lambda: False)
+    assert "releasing the lease pass failed" in caplog.text and leases.holder(db, "pass") is not None
+
+
+def test_a_pass_takes_over_the_lease_of_a_holder_that_died(tmp_path):
+    db = Database(tmp_path / "t.db")
+    host = leases.owner_id().rpartition("@")[2]
+    gone = f"{2 ** 22 + 12345}:1:deadbeef0000@{host}"  # a pid above the kernel's limit: never alive
+    assert leases.acquire(db, "pass", 300, owner=gone) is not None
+    with leases.bounded_pass(db, "pass", 30, budget_s=100.0) as run:
+        assert run.held and run.loop(Script(db, ["ok", "done"])) == 1
+    assert leases.holder(db, "pass") is None

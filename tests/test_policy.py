@@ -109,3 +109,19 @@ def test_trim_head_tail_bounds_a_foreign_session():
     out = policy.trim_head_tail(msgs, 500, size)
     assert sum(size(m) for m in out) <= 600
     assert out[0]["content"] == "first" and out[-1] is not msgs[-1] and out[-1] == msgs[-1]
+
+
+def test_a_frontier_over_the_bound_condenses_past_the_depth_cap():
+    capped = nodes(*[3] * policy.FRONTIER_BOUND)
+    assert policy.plan_condensation(capped, 4, 3) is None  # at the bound the cap holds
+    group = policy.plan_condensation(nodes(*[3] * (policy.FRONTIER_BOUND + 1)), 4, 3)
+    assert group is not None and group.depth == 3 and group.node_ids == (1, 2, 3, 4)
+
+
+def test_below_the_cap_comes_first_and_past_it_only_full_groups():
+    over = nodes(*([3] * policy.FRONTIER_BOUND + [2, 2, 2, 2]))
+    assert policy.plan_condensation(over, 4, 3).depth == 2
+    partial = nodes(*([3] * 3 + [4] * 2 + [0] * policy.FRONTIER_BOUND))
+    assert policy.plan_condensation(partial, 4, 3, allow_partial=True).depth == 0
+    assert policy.plan_condensation(nodes(*[3] * 3 + [4] * (policy.FRONTIER_BOUND - 1)), 4, 3,
+                                    allow_partial=True).depth == 4

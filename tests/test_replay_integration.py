@@ -79,8 +79,7 @@ def test_recall_policy_is_injected_once_while_it_rides_in_the_transcript(tmp_pat
 
 def test_new_session_sees_carried_summaries_once_before_its_first_compaction(tmp_path):
     from conftest import make_config
-
-    from hermes_trove.harness.simulate import HostLoop, build_conversation
+    from simulate import HostLoop, build_conversation
 
     rt = build_runtime(make_config(tmp_path, leaf_chunk_tokens=600, condensation_fanin=2, fresh_tail_count=2))
     eng = make_engine(rt, session="old", context_length=64000)

@@ -59,7 +59,7 @@ def _no_background_passes(request, monkeypatch):
     """Engines schedule passes on their own threads; tests build synchronously instead
     (except the test of that schedule)."""
     if "schedules" not in request.node.name:
-        monkeypatch.setattr("hermes_trove.engine.schedule_rollups", lambda *a, **k: None)
+        monkeypatch.setattr("hermes_trove.temporal.rollups.schedule", lambda *a, **k: None)
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""Every script in scripts/ runs end to end at its smallest size, and prints sane figures.
+"""Every benchmark in bench/ and every operator script in scripts/ runs end to end at its smallest
+size, and prints sane figures.
 
 Benchmarks rot quietly (a changed signature, a figure silently 0.000): each test runs one
 script as a subprocess with small existing flags, a temporary HERMES_HOME and TMPDIR, no
@@ -24,6 +25,7 @@ import pytest
 from conftest import PROVIDER_ENV, ROOT, SHARED, assistant, make_config, tool_call, tool_result, user
 
 SCRIPTS = ROOT / "scripts"
+BENCH = ROOT / "bench"
 NETGUARD = ROOT / "tests" / "e2e" / "netguard"
 LOCOMO = SHARED / "data" / "locomo-dev.json"
 CLAW_DB = SHARED / "fixtures" / "lossless-claw" / "head" / "lcm.db"
@@ -37,7 +39,7 @@ needs_embeddings = pytest.mark.skipif(
 
 
 def run_script(name: str, *args: str | Path, tmp_path: Path) -> str:
-    """Run scripts/<name> hermetically; fail with its output unless it exits 0 without reaching the network."""
+    """Run bench/<name> (else scripts/<name>) hermetically; fail unless it exits 0 without reaching the network."""
     home, tmpdir, netlog = tmp_path / "hermes-home", tmp_path / "tmp", tmp_path / "netlog"
     home.mkdir(exist_ok=True)
     tmpdir.mkdir(exist_ok=True)
@@ -45,7 +47,8 @@ def run_script(name: str, *args: str | Path, tmp_path: Path) -> str:
     env.update(HERMES_HOME=str(home), TMPDIR=str(tmpdir), TROVE_E2E_NETLOG=str(netlog), PYTHONUNBUFFERED="1",
                PYTHONPATH=os.pathsep.join([str(NETGUARD)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, str(SCRIPTS / name), *map(str, args)], cwd=str(ROOT), env=env,
+    script = BENCH / name if (BENCH / name).is_file() else SCRIPTS / name
+    done = subprocess.run([sys.executable, str(script), *map(str, args)], cwd=str(ROOT), env=env,
                           capture_output=True, text=True, timeout=TIMEOUT_S)
     seconds = time.perf_counter() - started
     shown = f"{name} {' '.join(map(str, args))} -> rc {done.returncode} in {seconds:.1f}s\n" \
@@ -138,7 +141,7 @@ def test_bench_recall_with_embeddings_runs_hybrid_and_semantic_recall(tmp_path):
 @needs_locomo
 @needs_embeddings
 def test_sweep_hybrid_scores_every_fusion_design_by_leave_one_out(tmp_path):
-    out = run_script("sweep_hybrid.py", "--data", locomo_slice(tmp_path), "--json", tmp_path=tmp_path)
+    out = run_script("sweeps/sweep_hybrid.py", "--data", locomo_slice(tmp_path), "--json", tmp_path=tmp_path)
     report = json.loads(out)
     designs = report["designs"]
     assert report["questions"] >= 30 and len(designs) >= 10
@@ -254,8 +257,8 @@ def test_bench_embed_embeds_and_searches_a_small_index(tmp_path):
 
 
 def test_reliability_sections_at_tiny_sizes_find_no_loss_or_leak(tmp_path):
-    out = run_script("reliability.py", "--writers", "2", "--exchanges", "4", "--kills", "2", "--fuzz-calls", "150",
-                     tmp_path=tmp_path)
+    out = run_script("bench_reliability.py", "--writers", "2", "--exchanges", "4", "--kills", "2",
+                     "--fuzz-calls", "150", tmp_path=tmp_path)
     assert "0 escapes, 0 over cap, 0 bad JSON, 0 other-session leaks" in out
     assert out.count('"lost": 0, "duplicated": 0') == 2  # writers and kills
     assert "0 leaked []" in out and "0 leaks (tests/reliability/test_secret_corpus.py rc=0)" in out
@@ -270,6 +273,14 @@ def test_bench_bounds_prints_the_timings_the_tests_no_longer_assert(tmp_path):
     assert sections.count("deadline") == (3 if importlib.util.find_spec("numpy") else 1), out
     assert "calls over 1 s: " in out and "slowest argument: " in out
     assert figure(r"^deadline trove_expand_query.* median\s+([\d.]+) ms", out) > 0
+
+
+def test_every_benchmark_has_a_smoke_test_and_a_row_in_the_bench_readme():
+    smoked = set(re.findall(r'run_script\("([\w/]+\.py)"', Path(__file__).read_text(encoding="utf-8")))
+    readme = (BENCH / "README.md").read_text(encoding="utf-8")
+    benches = {str(p.relative_to(BENCH)) for p in BENCH.rglob("*.py") if p.name.startswith(("bench_", "sweep_"))}
+    assert benches - smoked == set()
+    assert [name for name in benches if f"`{name}`" not in readme] == []
 
 
 # -- operator scripts ----------------------------------------------------------------

@@ -64,7 +64,7 @@ def test_a_slow_provider_hits_the_deadline_and_the_caller_falls_back(tmp_path, f
     runtime, *_ = build(tmp_path, fake)
     fake.delay_s = 2.0
     # "passed its deadline" is said only while the provider is still working: the caller did not
-    # wait for it. How soon search returns: scripts/bench_bounds.py (deadlines).
+    # wait for it. How soon search returns: bench/bench_bounds.py (deadlines).
     res = semantic.search(runtime, "puppy", deadline_s=0.2)
     assert not res.ran and "deadline of 200 ms" in (res.degraded_reason or "")
     fake.delay_s, fake.fail = 0.0, True

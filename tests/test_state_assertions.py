@@ -308,7 +308,7 @@ def test_the_command_previews_by_default_and_applies_with_progress(tmp_path, mon
     assert AssertionStore(runtime.db).present() is False  # a preview creates nothing
     _, refused = command.run(runtime, ["assertions", "rebuild", "--apply"])
     assert refused["status"] == "refused"  # no model outside Hermes
-    monkeypatch.setattr(command, "_assertion_model", lambda t: FactModel())
+    monkeypatch.setattr(command, "_operator_model", lambda t: FactModel())
     out = io.StringIO()
     args = command.argparse.Namespace(trove_words=["assertions", "rebuild"], trove_apply=True, trove_limit=3,
                                       trove_db=runtime.db.path, trove_json=True, trove_session=None)

@@ -41,7 +41,7 @@ def add(rt, facts: list[tuple[str, str, str]], start: float) -> None:
 
 def lookup(rt, text: str) -> tuple[list[str], int]:
     stats: dict[str, int] = {}
-    lines = preanswer.assertion_lines(rt, preanswer._words(text), stats)
+    lines = preanswer.assertion_lines(rt, preanswer.query_words(text), stats)
     return lines, stats.get("examined", 0)
 
 

@@ -31,6 +31,23 @@ def test_ingest_stores_each_message_once_when_transcript_is_shown_again(runtime)
     assert contents(runtime) == [m["content"] for m in msgs] + ["next"]
 
 
+def test_ingest_digests_each_message_of_the_list_once(runtime, monkeypatch):
+    from hermes_trove import ingest
+
+    digested: list[int] = []
+    real = ingest.message_identity
+    monkeypatch.setattr(ingest, "message_identity", lambda m: digested.append(id(m)) or real(m))
+    key = SessionKey("s1", platform="cli")
+    msgs = transcript(6)
+    runtime.store.ingest(key, msgs)
+    assert sorted(digested) == sorted(id(m) for m in msgs)
+    digested.clear()
+    rewritten = [user("a summary the host wrote")] + msgs[3:] + [user("next")]  # aligns on the stored tail
+    runtime.store.ingest(key, rewritten)
+    assert sorted(digested) == sorted(id(m) for m in rewritten)
+    assert contents(runtime) == [m["content"] for m in msgs] + ["next"]
+
+
 def test_ingest_keeps_repeated_identical_messages_that_are_new(runtime):
     key = SessionKey("s1")
     msgs = [user("continue"), assistant("ok")]

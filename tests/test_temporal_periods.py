@@ -196,6 +196,13 @@ MON = "2026-06-15T09:00:00"
         ("earlier this week", WED, "2026-06-08", "2026-06-15", "week"),
         ("during last week", WED, "2026-06-01", "2026-06-08", "week"),
         ("last month?", WED, "2026-05-01", "2026-06-01", "month"),
+        # units before, after or holding a stated day
+        ("the week before 2026-06-01", WED, "2026-05-25", "2026-06-01", "week"),
+        ("the friday before last sunday", WED, "2026-06-05", "2026-06-06", "day"),
+        ("two days after 3 may", WED, "2026-05-05", "2026-05-06", "day"),
+        ("the week of 2026-05-04", WED, "2026-05-04", "2026-05-11", "week"),
+        ("the weekend before 2026-06-01", WED, "2026-05-30", "2026-06-01", "day"),
+        ("the week before last", WED, "2026-05-25", "2026-06-01", "week"),
         # since / from ... to / between ... and: each end any period
         ("since monday", WED, "2026-06-08", "2026-06-11", "day"),
         ("since last week", WED, "2026-06-01", "2026-06-11", "day"),
@@ -265,7 +272,7 @@ def test_unknown_spoken_forms_say_why_and_list_the_accepted_forms(text, reason):
 def test_the_grammar_periods_use_is_the_one_messages_use():
     """Standalone mode only lifts the sentence rules (capitals, tense cues, a preposition before a
     bare month); the same words in a message resolve the same way when the sentence says past."""
-    from hermes_trove.temporal.occurrence import resolve_occurrences
+    from hermes_trove.dates.occurrence import resolve_occurrences
 
     now = at(WED)
     for phrase, sentence in (("last tuesday", "We met last Tuesday."), ("two weeks ago", "I went two weeks ago."),
@@ -274,3 +281,111 @@ def test_the_grammar_periods_use_is_the_one_messages_use():
         [found] = [o for o in resolve_occurrences(sentence, now) if o.resolved]
         period = parse_period(phrase, now)
         assert (found.start, found.end) == (period.start, period.end), (phrase, sentence)
+
+
+# -- the strict ISO forms, table-driven: accepted forms with their labels, then refusals -------
+ISO_NOW = "2026-06-10T14:00:00"  # a Wednesday
+
+ISO_FORMS = [
+    # (text, first..last inclusive, granularity, label)
+    ("2024", "2024-01-01..2024-12-31", "year", "2024"),
+    ("1999", "1999-01-01..1999-12-31", "year", "1999"),
+    ("2024-01", "2024-01-01..2024-01-31", "month", "2024-01"),
+    ("2024-02", "2024-02-01..2024-02-29", "month", "2024-02"),
+    ("2024-05.", "2024-05-01..2024-05-31", "month", "2024-05"),
+    ("2024-05?", "2024-05-01..2024-05-31", "month", "2024-05"),
+    (" 2024-05 ", "2024-05-01..2024-05-31", "month", "2024-05"),
+    ("2024-W01", "2024-01-01..2024-01-07", "week", "2024-W01"),
+    ("2024-w01", "2024-01-01..2024-01-07", "week", "2024-W01"),
+    ("2020-W53", "2020-12-28..2021-01-03", "week", "2020-W53"),
+    ("2026-W01", "2025-12-29..2026-01-04", "week", "2026-W01"),
+    ("2024-02-29", "2024-02-29..2024-02-29", "day", "2024-02-29"),
+    ("date:2024-02-29", "2024-02-29..2024-02-29", "day", "2024-02-29"),
+    ("DATE:2024-02-29", "2024-02-29..2024-02-29", "day", "2024-02-29"),
+    ("2023-12-31", "2023-12-31..2023-12-31", "day", "2023-12-31"),
+    # ranges: from the start of one unit to the end of the other
+    ("2024-01-01..2024-01-07", "2024-01-01..2024-01-07", "day", "2024-01-01..2024-01-07"),
+    ("2024-01-01 .. 2024-01-07", "2024-01-01..2024-01-07", "day", "2024-01-01..2024-01-07"),
+    ("2024-01-01/2024-01-07", "2024-01-01..2024-01-07", "day", "2024-01-01..2024-01-07"),
+    ("from 2024-01-01 to 2024-01-07", "2024-01-01..2024-01-07", "day", "2024-01-01..2024-01-07"),
+    ("from 2024-01-01 until 2024-01-03", "2024-01-01..2024-01-03", "day", "2024-01-01..2024-01-03"),
+    ("1999-12-31..2000-01-01", "1999-12-31..2000-01-01", "day", "1999-12-31..2000-01-01"),
+    ("2024-01..2024-03", "2024-01-01..2024-03-31", "day", "2024-01..2024-03 (2024-01-01..2024-03-31)"),
+    ("between 2024 and 2025", "2024-01-01..2025-12-31", "day", "2024..2025 (2024-01-01..2025-12-31)"),
+    ("2023..2024", "2023-01-01..2024-12-31", "day", "2023..2024 (2023-01-01..2024-12-31)"),
+    ("2024-W01..2024-W02", "2024-01-01..2024-01-14", "day", "2024-w01..2024-w02 (2024-01-01..2024-01-14)"),
+    ("2024-02-29..2024-02-29", "2024-02-29..2024-02-29", "day", "2024-02-29..2024-02-29"),
+    # open ranges run to the end of today
+    ("since 2026-06-01", "2026-06-01..2026-06-10", "day", "since 2026-06-01 (2026-06-01..2026-06-10)"),
+    ("from 2026-06-01", "2026-06-01..2026-06-10", "day", "from 2026-06-01 (2026-06-01..2026-06-10)"),
+    ("since 2026-W23", "2026-06-01..2026-06-10", "day", "since 2026-w23 (2026-06-01..2026-06-10)"),
+    ("since 2026-06", "2026-06-01..2026-06-10", "day", "since 2026-06 (2026-06-01..2026-06-10)"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected", "granularity", "label"), ISO_FORMS)
+def test_iso_forms_resolve_to_their_calendar_units(text, expected, granularity, label):
+    period = parse_period(text, at(ISO_NOW))
+    first, _, last = expected.partition("..")
+    assert days(period) == (date.fromisoformat(first), date.fromisoformat(last) + timedelta(days=1))
+    assert (period.granularity, period.label) == (granularity, label)
+
+
+@pytest.mark.parametrize(("text", "start", "end"), [
+    ("2024-01-01T10:00Z..2024-01-01T12:00Z", "2024-01-01T10:00:00", "2024-01-01T12:00:00"),
+    ("2024-01-01t10:00z/2024-01-01t11:00z", "2024-01-01T10:00:00", "2024-01-01T11:00:00"),
+    ("2024-01-01T10:00:00+02:00..2024-01-02", "2024-01-01T08:00:00", "2024-01-03T00:00:00"),
+    ("2024-01-01..2024-01-01T12:00Z", "2024-01-01T00:00:00", "2024-01-01T12:00:00"),
+    ("2024-01-01T23:30:00-01:00..2024-01-03", "2024-01-02T00:30:00", "2024-01-04T00:00:00"),
+    ("since 2026-06-10T13:00Z", "2026-06-10T13:00:00", ISO_NOW),
+])
+def test_a_datetime_end_makes_an_hour_aligned_range(text, start, end):
+    period = parse_period(text, at(ISO_NOW))
+    assert (period.start, period.end, period.granularity) == (at(start), at(end), "hour")
+
+
+@pytest.mark.parametrize(("text", "reason"), [
+    ("2024-13", "no such calendar date or week"),
+    ("2024-00", "no such calendar date or week"),
+    ("2024-02-30", "no such calendar date or week"),
+    ("2023-02-29", "no such calendar date or week"),
+    ("2021-W53", "no such calendar date or week"),
+    ("2024-W00", "no such calendar date or week"),
+    ("2024-W54", "no such calendar date or week"),
+    ("0000", "no such calendar date or week"),
+    ("9999-W52", "no such calendar date or week"),
+    ("2024-1-5", "not a recognised form"),
+    ("24-01-05", "not a recognised form"),
+    ("2024/01/05", "not a recognised form"),
+    ("20240105", "not a recognised form"),
+    ("2024-W1", "not a recognised form"),
+    ("10000", "not a recognised form"),
+    ("date:2024-1-01", "not a recognised form"),
+    ("2024-01-01-02", "not a recognised form"),
+    ("2024-02-29T10:00Z", "not a recognised form"),
+    ("2024-01-01/2024-01-02/2024-01-03", "not a recognised form"),
+    ("between 2024-01 and", "not a recognised form"),
+    ("2024-01-07..2024-01-01", "the range ends before it starts"),
+    ("2024-12..2024-01", "the range ends before it starts"),
+    ("2024-06-01T10:00..2024-06-01T09:00", "the range ends before it starts"),
+    ("2024-01-01..2024-01-02..2024-01-03", "exactly one START and one END"),
+    ("2024-01-01..", "exactly one START and one END"),
+    ("..2024-01-01", "exactly one START and one END"),
+    ("2024-01-01..someday", "range end 'someday' is not a period or an ISO datetime"),
+    ("from 2024-01-01 to", "is not a period or an ISO datetime"),
+    ("2024-01-01T25:00Z..2024-01-02", "bad datetime"),
+    ("2024-13..2024-14", "range end '2024-13': no such calendar date or week"),
+    ("since 2030-01-01", "it begins after now"),
+    ("since 2026-06-10T15:00Z", "it begins after now"),
+    ("", "empty"),
+    ("   ", "empty"),
+    ("x" * (MAX_PERIOD_CHARS + 1), f"longer than {MAX_PERIOD_CHARS} characters"),
+    ("0d", "the count must be between 1 and 3660"),
+    ("3661d", "the count must be between 1 and 3660"),
+    ("0h", "the count must be between 1 and 8784"),
+    ("8785h", "the count must be between 1 and 8784"),
+])
+def test_bad_iso_forms_say_why(text, reason):
+    with pytest.raises(PeriodError) as caught:
+        parse_period(text, at(ISO_NOW))
+    assert reason in caught.value.reason, caught.value.reason

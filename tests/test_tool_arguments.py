@@ -47,7 +47,7 @@ class World:
 
 @pytest.fixture
 def world(tmp_path, monkeypatch) -> World:
-    monkeypatch.setattr("hermes_trove.engine.schedule_rollups", lambda *a, **k: None)
+    monkeypatch.setattr("hermes_trove.temporal.rollups.schedule", lambda *a, **k: None)
     runtime = build_runtime(make_config(tmp_path, assertions_enabled=True, adaptive_retrieval_enabled=True))
     engine = make_engine(runtime)
     ids = runtime.store.append(SessionKey("s1"), [

@@ -284,7 +284,7 @@ def test_expand_query_degrades_on_timeout(engine, tree):
         out = call(engine, "trove_expand_query", prompt="topic 1?")
     finally:
         release.set()
-    # the reply came while the model was still stuck; how soon: scripts/bench_bounds.py (deadlines)
+    # the reply came while the model was still stuck; how soon: bench/bench_bounds.py (deadlines)
     assert out["degraded"] is True and "timed out" in out["error"] and out["timeout_seconds"] == 1.0
 
 

@@ -8,13 +8,14 @@ import re
 import sys
 import tomllib
 
+import pytest
 from conftest import ROOT
 
 from hermes_trove import command
-from hermes_trove.config import TroveConfig, load_config
+from hermes_trove.config import SPEC, load_config
 
 DOCS = ROOT / "docs"
-ENV_NAMES = {f.metadata["env"] for f in TroveConfig.__dataclass_fields__.values() if "env" in f.metadata}
+ENV_NAMES = {v.name for v in SPEC}
 
 
 def table_rows(text: str, header: str) -> list[list[str]]:
@@ -34,7 +35,8 @@ def runtime_imports() -> set[str]:
     for path in ROOT.rglob("*.py"):
         rel = path.relative_to(ROOT)
         # hidden directories hold virtualenvs (.venv, .venv-host) and caches, not the package
-        if rel.parts[0] in {"tests", "scripts", "build"} or rel.parts[0].startswith(".") or "egg-info" in str(rel):
+        top = rel.parts[0]
+        if top in {"tests", "scripts", "bench", "build"} or top.startswith(".") or "egg-info" in str(rel):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
@@ -78,8 +80,7 @@ def test_every_agent_profile_names_real_variables_with_accepted_values():
         assert set(block) <= ENV_NAMES, set(block) - ENV_NAMES
         config = load_config(block, hermes_home="/nonexistent")
         assert config.warnings == (), config.warnings
-        assert {dict(config.sources)[f] for f in (n for n, fl in TroveConfig.__dataclass_fields__.items()
-                                                  if fl.metadata.get("env") in block)} == {"env"}
+        assert {dict(config.sources)[v.field] for v in SPEC if v.name in block} == {"env"}
 
 
 def test_the_feature_overview_covers_every_family_and_every_tool():
@@ -87,7 +88,7 @@ def test_the_feature_overview_covers_every_family_and_every_tool():
 
     text = (DOCS / "feature-overview.md").read_text(encoding="utf-8")
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    families = {r[0] for r in table_rows(readme, "| family | where | what it owns |")}
+    families = {r[0] for r in table_rows(readme, "| family | where | lines | what it owns |")}
     assert families == {r[0] for r in table_rows(text, "| family | what it does | why |")}
     tools = [r[0].strip("`") for r in table_rows(text, "| tool | what it is for |")]
     assert sorted(tools) == sorted(t.schema["name"] for t in TOOLS)
@@ -96,7 +97,7 @@ def test_the_feature_overview_covers_every_family_and_every_tool():
 def test_contributing_carries_the_readme_layout_map_and_commands_that_exist():
     text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    header = "| family | where | what it owns |"
+    header = "| family | where | lines | what it owns |"
     assert table_rows(text, header) == table_rows(readme, header)
     for script in re.findall(r"(scripts/[a-z_]+\.(?:sh|py))", text):
         assert (ROOT / script).exists(), script
@@ -202,7 +203,7 @@ def _reads_clock(node: ast.AST, clocks: set[str]) -> bool:
 
 def test_no_test_asserts_on_wall_clock_time():
     """CONTRIBUTING.md and the README promise it: how long something takes is printed by
-    scripts/bench_*.py, never asserted. No assert reads a duration clock, directly or through a
+    bench/bench_*.py, never asserted. No assert reads a duration clock, directly or through a
     variable assigned from one, nor compares time.time() (timeouts that only stop a hang are fine)."""
     offenders = []
     for path in sorted((ROOT / "tests").rglob("*.py")):
@@ -224,3 +225,31 @@ def test_docs_testing_lists_every_e2e_file():
     missing = sorted(name for name in files
                      if not any(item.endswith(name) or item.startswith(name + "/") for item in listed))
     assert missing == []
+
+
+def test_the_layout_table_counts_each_familys_lines_as_the_tree_does():
+    """README's Layout table (and CONTRIBUTING's copy) give each family its product lines, and
+    every product file belongs to a row. On a difference the message carries the rows to paste
+    (or run ``python bench/layout_lines.py --write``)."""
+    from layout_lines import assign, counted, stale
+
+    for name in ("README.md", "CONTRIBUTING.md"):
+        text = (ROOT / name).read_text(encoding="utf-8")
+        unclaimed = [str(p.relative_to(ROOT)) for p in assign(text)[1]]
+        assert unclaimed == [], f"{name}: name each file (or its folder) in a row's `where`"
+        assert stale(text) == [], f"{name}: the table names files the tree does not have"
+        want = counted(text)
+        if want != text:
+            changed = [line for line in want.splitlines() if line not in text.splitlines()]
+            pytest.fail(f"{name}: the counts differ from the tree; run python bench/layout_lines.py --write, "
+                        "or replace these lines:\n" + "\n".join(changed))
+
+
+def test_product_code_stays_within_the_readme_budget():
+    from layout_lines import BUDGET, line_count, product_files
+
+    total = line_count(product_files())
+    budget = int(BUDGET.search((ROOT / "README.md").read_text(encoding="utf-8"))[1].replace(",", ""))
+    print(f"product code: {total:,} lines, budget {budget:,}")
+    if total > budget:
+        pytest.xfail(f"product code is {total:,} lines, {total - budget:,} over the {budget:,}-line budget")

@@ -1,4 +1,4 @@
-"""Post-run checks shared by the concurrency and SIGKILL tests (and scripts/reliability.py)."""
+"""Post-run checks shared by the concurrency and SIGKILL tests (and bench/bench_reliability.py)."""
 from __future__ import annotations
 
 import sqlite3

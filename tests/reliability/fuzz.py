@@ -1,4 +1,4 @@
-"""A seeded fuzzer over every tool in the table (used by the suite and scripts/reliability.py)."""
+"""A seeded fuzzer over every tool in the table (used by the suite and bench/bench_reliability.py)."""
 from __future__ import annotations
 
 import json

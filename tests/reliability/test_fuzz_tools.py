@@ -1,6 +1,6 @@
 """A seeded fuzzer over every tool: 0 escapes, every reply under its cap, no other session's
-payload served. The slowest reply is printed by scripts/bench_bounds.py (fuzz) and
-scripts/reliability.py; tests assert no wall-clock time."""
+payload served. The slowest reply is printed by bench/bench_bounds.py (fuzz) and
+bench/bench_reliability.py; tests assert no wall-clock time."""
 from __future__ import annotations
 
 import os

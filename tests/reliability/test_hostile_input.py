@@ -1,5 +1,5 @@
 """Findings 2, 5 and 6: hostile arguments get a bounded, validated reply. How fast each one
-comes is printed by scripts/bench_bounds.py (hostile section); tests assert no wall-clock time."""
+comes is printed by bench/bench_bounds.py (hostile section); tests assert no wall-clock time."""
 from __future__ import annotations
 
 import json

@@ -36,12 +36,18 @@ class RacingSummarizer:
     def summarize(self, text, depth, budget, focus="", extra="", *, allow_model=True):
         if self.rival is not None:
             rival, self.rival = self.rival, None
-            rival._condense(KEY.session_id, prefix_budget=0, eager=True)
+            condense(rival)
         return SummaryResult(f"condensed d{depth}", "normal", "fake", 5, 1, 10)
 
 
 def compactor(runtime, summarizer):
     return Compactor(runtime, KEY, CompactionLimits(100000, 128000), summarizer)
+
+
+def condense(c):
+    """The condensation pass alone, on the frontier as a compaction reads it at its start."""
+    c._read_nodes()
+    return c._condense(KEY.session_id, prefix_budget=0, eager=True)
 
 
 def lineage(runtime):
@@ -57,7 +63,7 @@ def test_a_rival_condensation_between_plan_and_commit_is_not_repeated(tmp_path):
     b = build_runtime(make_config(tmp_path))  # a second process: its own connections, same file
     seed_leaves(a)
     rival = compactor(b, RacingSummarizer())
-    done = compactor(a, RacingSummarizer(rival))._condense(KEY.session_id, prefix_budget=0, eager=True)
+    done = condense(compactor(a, RacingSummarizer(rival)))
     conn = a.db.read()
     assert a.dag.multi_parent_nodes(conn) == []
     assert a.dag.overlapping_frontier(conn) == {}

@@ -1,0 +1,125 @@
+"""A read-only view over one message's tokens for the expression matchers, and the Hit they return.
+
+Token lookups that tolerate running off either end, tense lookup, month and weekday names
+with their capitalisation rules, and builders for day/week/month/year hits relative to the
+observation day. No grammar lives here (expressions.py owns it).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+from . import intervals as iv
+from . import lexicon as lx
+from .lexicon import Token
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """What a matcher claims: tokens up to ``stop`` and a day interval or an unresolved reason."""
+
+    stop: int  # index one past the last token of the expression
+    first: date | None = None
+    end: date | None = None
+    granularity: str | None = None
+    reason: str | None = None
+
+    @property
+    def days(self) -> tuple[date, date]:
+        """First and last day of a resolved hit."""
+        assert self.first is not None and self.end is not None
+        return self.first, self.end - iv.DAY
+
+
+class TokenCursor:
+    """``standalone``: the tokens are a time phrase on its own (a tool's period argument), not a
+    sentence: month and weekday names need no capital letter and a phrase without a tense cue
+    reads as past (recall asks about what already happened)."""
+
+    def __init__(self, tokens: list[Token], today: date, *, standalone: bool = False) -> None:
+        self.tokens = tokens
+        self.today = today
+        self.standalone = standalone
+        self.sentences: dict[int, tuple[int, int]] = {}
+        for index, token in enumerate(tokens):
+            first, _ = self.sentences.get(token.sentence, (index, index))
+            self.sentences[token.sentence] = (first, index + 1)
+
+    def tok(self, index: int) -> Token | None:
+        return self.tokens[index] if 0 <= index < len(self.tokens) else None
+
+    def low(self, index: int) -> str:
+        token = self.tok(index)
+        return token.low if token is not None else ""
+
+    def base(self, index: int) -> str:
+        token = self.tok(index)
+        return token.base if token is not None else ""
+
+    def tense(self, begin: int, end: int | None = None) -> str:
+        """"past", "future" or "unclear" for the expression at tokens ``begin..end`` (see lexicon)."""
+        first, last = self.sentences[self.tokens[begin].sentence]
+        tense = lx.sentence_tense(self.tokens, first, last, begin, min(end or begin + 1, last))
+        return "past" if tense == "unclear" and self.standalone else tense
+
+    def month_at(self, index: int) -> int | None:
+        """Month number of a month-name token; verb-like names ("may", "march") and abbreviations
+        need a capital letter (unless standalone). Context (a day, a year, a preposition) is the
+        caller's job."""
+        token = self.tok(index)
+        if token is None:
+            return None
+        low, named = token.low, token.capitalised or self.standalone
+        if low in lx.MONTHS:
+            return lx.MONTHS[low] if (low not in lx.VERB_MONTHS or named) else None
+        if low in lx.MONTH_ABBREVIATIONS and named:
+            return lx.MONTH_ABBREVIATIONS[low]
+        return None
+
+    def weekday_at(self, index: int, *, abbreviations: bool) -> int | None:
+        token = self.tok(index)
+        if token is None:
+            return None
+        if token.low in lx.WEEKDAYS:
+            return lx.WEEKDAYS[token.low]
+        if abbreviations and token.low in lx.WEEKDAY_ABBREVIATIONS and (token.capitalised or self.standalone):
+            return lx.WEEKDAY_ABBREVIATIONS[token.low]
+        return None
+
+    def skip_part_of_day(self, index: int) -> int:
+        return index + 1 if self.low(index) in lx.PARTS_OF_DAY else index
+
+    def day(self, stop: int, offset: int) -> Hit:
+        return self.day_hit(stop, self.today + timedelta(days=offset))
+
+    @staticmethod
+    def day_hit(stop: int, day: date) -> Hit:
+        return Hit(stop, *iv.day_span(day), "day")
+
+    def offset(self, stop: int, unit: str, count: int, base: date | None = None) -> Hit | None:
+        """The calendar unit ``count`` units away from the one holding ``base`` (the observation day
+        unless given): a day, ISO week, weekend, month or year."""
+        base = base or self.today
+        try:
+            if unit == "day":
+                return self.day_hit(stop, base + timedelta(days=count))
+            if unit == "week":
+                return Hit(stop, *iv.week_span(base, count), "week")
+            if unit == "weekend":
+                return Hit(stop, *iv.weekend_span(base, count), "day")
+            if unit == "month":
+                first = iv.add_months(iv.month_start(base), count)
+                return Hit(stop, first, iv.add_months(first, 1), "month")
+            return Hit(stop, *iv.year_span(base.year + count), "year")
+        except (ValueError, OverflowError):
+            return None
+
+    def around(self, stop: int, unit: str, count: int, anchor: Hit) -> Hit | None:
+        """``count`` units before (negative) or after a stated day or run of days, counted from its
+        near edge like "N units ago" from today; weekends after it start with the first Saturday
+        after it ("the weekend after Monday 3 July" is 8-9 July)."""
+        first, last = anchor.days
+        if unit != "weekend" or count <= 0:
+            return self.offset(stop, unit, count, first if count <= 0 else last)
+        saturday = iv.weekday_after(last, 5) + iv.WEEK * (count - 1)
+        return Hit(stop, saturday, saturday + timedelta(days=2), "day")

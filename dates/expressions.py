@@ -1,0 +1,433 @@
+"""The English time-expression grammar: finds expressions in a message and resolves each one
+to a ``[first_day, end_day)`` interval against the observation day, or to an unresolved reason.
+
+A left-to-right scan over lexicon tokens; at each token every matcher may claim a run of
+tokens and the longest claim wins, so the work is linear in the text. Each claim comes back
+as an ``Occurrence``; which text to read and against what time is occurrence.py's job.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+from . import intervals as iv
+from . import lexicon as lx
+from .cursor import Hit, TokenCursor
+
+VAGUE = "vague reference"
+VAGUE_QUANTITY = "vague quantity"
+APPROXIMATE = "approximate quantity"
+SEASON = "season (hemisphere-dependent)"
+NO_REFERENCE = "relative to an unstated reference"
+UNCLEAR_TENSE = "weekday or day without last/this/next and unclear tense"
+DAY_MONTH_ORDER = "day/month order ambiguous"
+
+_CONTEXT = lx.MONTH_CONTEXT | lx.YEAR_CONTEXT
+_SINGULAR = frozenset({"week", "month", "year"})
+MAX_COUNT = {"day": 3660, "week": 520, "weekend": 520, "month": 1200, "year": 200}
+_TRIGGERS = frozenset(
+    {"today", "tonight", "yesterday", "tomorrow", "the", "day", "last", "past", "this", "next", "on", "a", "an",
+     "recently", "lately", "long", "not", "in", "for", "over", "during", "through", "throughout", "more", "less",
+     "between"}
+    | lx.MONTH_CONTEXT | lx.YEAR_CONTEXT | lx.APPROXIMATORS | lx.VAGUE_QUANTITIES | set(lx.NUMBER_WORDS)
+    | set(lx.MONTHS) | set(lx.MONTH_ABBREVIATIONS) | set(lx.WEEKDAYS) | set(lx.WEEKDAY_ABBREVIATIONS)
+    | lx.SEASONS
+)
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    """One time expression at ``text[span[0]:span[1]]``. Resolved: ``start``/``end`` (aware UTC,
+    ``[start, end)``) and ``granularity`` (day/week/month/year) are set; otherwise ``unresolved``
+    says why."""
+
+    expression: str
+    span: tuple[int, int]
+    start: datetime | None = None
+    end: datetime | None = None
+    granularity: str | None = None
+    unresolved: str | None = None
+
+    @property
+    def resolved(self) -> bool:
+        return self.unresolved is None
+
+    def to_dict(self) -> dict[str, str]:
+        if self.start is None or self.end is None or self.granularity is None:
+            return {"expression": self.expression, "unresolved": self.unresolved or VAGUE}
+        return {"expression": self.expression, "start": iv.iso_z(self.start), "end": iv.iso_z(self.end),
+                "granularity": self.granularity}
+
+
+def find_expressions(text: str, today: date, *, standalone: bool = False) -> list[Occurrence]:
+    """Every time expression of ``text``, in order, resolved against the observation day ``today``.
+
+    ``standalone``: ``text`` is a time phrase on its own ("last tuesday", "in march"), as a tool's
+    period argument is: names need no capital, a bare month needs no preposition and a phrase
+    without a tense cue reads as past (see ``TokenCursor``)."""
+    return _Scanner(text, today, standalone=standalone).run()
+
+
+def _out_of_range(stop: int, unit: str, count: int) -> Hit | None:
+    """A count of none of a unit names no time; a count past the bound says so."""
+    return Hit(stop, reason=f"more than {MAX_COUNT[unit]} {unit}s") if count > 0 else None
+
+
+class _Scanner:
+    """Left-to-right scan: at each token every matcher may claim a run of tokens; the longest wins."""
+
+    def __init__(self, text: str, today: date, *, standalone: bool = False) -> None:
+        self.text, self.tokens = text, lx.tokenize(text)
+        self.c = TokenCursor(self.tokens, today, standalone=standalone)
+        self.nested = False  # reading the stated day of a relation or the end of a range: no deeper
+        self.matchers: tuple[Callable[[int], Hit | None], ...] = (
+            self._numeric, self._day_word, self._ago, self._qualified, self._the, self._date,
+            self._weekday, self._vague, self._season, self._range,
+        )
+
+    def run(self) -> list[Occurrence]:
+        found: list[Occurrence] = []
+        index, count = 0, len(self.tokens)
+        while index < count:
+            token = self.tokens[index]
+            if token.base not in _TRIGGERS and not token.low[:1].isdigit():
+                index += 1
+                continue
+            best = self._longest(index)
+            if best is None:
+                index += 1
+                continue
+            found.append(self._match(index, best))
+            index = best.stop
+        return found
+
+    def _longest(self, index: int) -> Hit | None:
+        """The longest claim at ``index``; of equal ones, the first matcher's."""
+        hits = (hit for matcher in self.matchers if (hit := matcher(index)) is not None)
+        return max(hits, key=lambda hit: hit.stop, default=None)
+
+    def _anchor(self, at: int, *, days: bool = True) -> Hit | None:
+        """The resolved time a relation ("the week before May 3") or a range end names at ``at``:
+        days only unless ``days`` is False; read with month context and never nested."""
+        if self.nested:
+            return None
+        self.nested = True
+        hit = self._longest(at)
+        self.nested = False
+        if hit is None or hit.first is None or (days and hit.granularity != "day"):
+            return None
+        return hit
+
+    def _match(self, index: int, hit: Hit) -> Occurrence:
+        span = self.tokens[index].start, self.tokens[hit.stop - 1].end
+        expression = self.text[span[0]:span[1]]
+        if hit.first is None or hit.end is None or hit.granularity is None:
+            return Occurrence(expression, span, unresolved=hit.reason or VAGUE)
+        return Occurrence(expression, span, *iv.utc_bounds(hit.first, hit.end), hit.granularity)
+
+    # ---- matchers (each returns the longest expression starting at ``index`` or None) --------
+    def _numeric(self, index: int) -> Hit | None:
+        """ISO dates and months, and d/m/y or m/d/y dates when one part is over 12."""
+        low = self.c.low(index)
+        try:
+            if len(low) == 10 and low[4] == "-" and low[7] == "-":
+                day = date(int(low[:4]), int(low[5:7]), int(low[8:]))
+                return Hit(index + 1, *iv.day_span(day), "day")
+            if len(low) == 7 and low[4] == "-":
+                return Hit(index + 1, *iv.month_span(int(low[:4]), int(low[5:])), "month")
+            if low.count("/") == 2:
+                first, second, year_text = (int(part) for part in low.split("/"))
+                year = year_text + 2000 if year_text < 100 else year_text
+                if year < 1000:
+                    return None
+                if first <= 12 and second <= 12 and first != second:
+                    return Hit(index + 1, reason=DAY_MONTH_ORDER)
+                month, day_of_month = (second, first) if first > 12 else (first, second)
+                return Hit(index + 1, *iv.day_span(date(year, month, day_of_month)), "day")
+        except ValueError:
+            return None
+        return None
+
+    def _day_word(self, index: int) -> Hit | None:
+        """today/tonight/yesterday/tomorrow (+ morning...), the day before yesterday / after tomorrow."""
+        offsets = {"today": 0, "tonight": 0, "yesterday": -1, "tomorrow": 1}
+        base = self.c.base(index)
+        if base in offsets:
+            return self.c.day(self.c.skip_part_of_day(index + 1), offsets[base])
+        at = index + 1 if base == "the" else index
+        if self.c.low(at) == "day" and self.c.low(at + 1) in ("before", "after"):
+            pair = (self.c.low(at + 1), self.c.base(at + 2))
+            if pair in (("before", "yesterday"), ("after", "tomorrow")):
+                return self.c.day(at + 3, -2 if pair[0] == "before" else 2)
+        return None
+
+    def _ago(self, index: int) -> Hit | None:
+        """"3 days ago", "two weekends ago", "a year ago", "in two weeks" (future sentences only),
+        "for a month now" (an ongoing state: its start); vague ("a few") and approximate
+        ("about") quantities stay unresolved."""
+        at, approximate, onset, anchor = index, False, self.c.low(index) == "for", None
+        at += onset
+        if self.c.low(at) in lx.APPROXIMATORS or (self.c.low(at) in ("more", "less") and self.c.low(at + 1) == "than"):
+            approximate = True
+            at += 2 if self.c.low(at + 1) == "than" else 1
+        future_form = False
+        if not approximate and not onset and self.c.low(at) == "in":
+            future_form, at = True, at + 1
+        vague, count = False, lx.number_value(self.c.tok(at))
+        if self.c.low(at) in lx.ARTICLES and self.c.low(at + 1) in lx.VAGUE_QUANTITIES:
+            vague, at = True, at + 2
+        elif self.c.low(at) in lx.VAGUE_QUANTITIES:
+            vague, at = True, at + 1
+        elif count is not None:
+            at += 1
+        else:
+            return None
+        if vague and self.c.low(at) == "of":
+            at += 1
+        unit = lx.UNITS.get(self.c.low(at))
+        if unit is None:
+            return None
+        after = self.c.low(at + 1)
+        if onset:
+            if after != "now":
+                return None
+            stop, sign = at + 2, -1
+        elif future_form:
+            if after == "ago" or self.c.tense(index, at + 1) != "future":
+                return None
+            stop, sign = at + 1, 1
+        elif after in ("ago", "back"):
+            stop, sign = at + 2, -1
+        elif after == "from" and self.c.low(at + 2) == "now":
+            stop, sign = at + 3, 1
+        elif after in ("before", "after") and (anchor := self._anchor(at + 2)) is not None:
+            stop, sign = anchor.stop, -1 if after == "before" else 1
+        elif after in ("before", "after", "later", "earlier", "prior"):
+            return Hit(at + 2, reason=NO_REFERENCE)
+        else:
+            return None
+        if vague:
+            return Hit(stop, reason=VAGUE_QUANTITY)
+        if approximate:
+            return Hit(stop, reason=APPROXIMATE)
+        assert count is not None
+        if not 1 <= count <= MAX_COUNT[unit]:
+            return _out_of_range(stop, unit, count)
+        if anchor is not None:
+            return self.c.around(stop, unit, sign * count, anchor)
+        return self.c.offset(stop, unit, sign * count)
+
+    def _qualified(self, index: int) -> Hit | None:
+        """last/this/next (+ "this past", "this coming") + night, unit, weekday, month or season;
+        "past N units" (without "the") is a rolling window like "the past N units"."""
+        word = self.c.low(index)
+        if word not in ("last", "this", "next", "past") or self.c.low(index - 1) in lx.POSSESSIVE_BLOCKERS:
+            return None
+        if word == "past":  # "past 3 days", "past week"; not "past years" (no count) or "walked past the"
+            counted = lx.number_value(self.c.tok(index + 1), allow_article=False) is not None
+            return self._rolling(index, index + 1) if counted or self.c.low(index + 1) in _SINGULAR else None
+        step, at = {"last": -1, "this": 0, "next": 1}[word], index + 1
+        if word == "this" and self.c.low(at) in ("past", "coming"):
+            step, at = (-1 if self.c.low(at) == "past" else 1), at + 1
+        target = self.c.base(at)
+        if target in ("night", "evening") and step == -1:
+            return self.c.day(at + 1, -1)
+        if target in lx.PARTS_OF_DAY and word == "this":
+            return self.c.day(at + 1, 0)
+        if target == "weekend" and word == "this" and step == 0 and self.c.tense(index, at + 1) == "past":
+            step = -1 if iv.weekend_span(self.c.today)[0] > self.c.today else 0  # the weekend already begun
+        if target in ("week", "month", "year", "weekend"):
+            return self.c.offset(at + 1, target, step)
+        weekday = self.c.weekday_at(at, abbreviations=True)
+        if weekday is not None:
+            stop = self.c.skip_part_of_day(at + 1)
+            if step < 0:
+                return self.c.day_hit(stop, iv.weekday_before(self.c.today, weekday))
+            if step > 0:
+                return self.c.day_hit(stop, iv.weekday_after(self.c.today, weekday))
+            return self.c.day_hit(stop, iv.week_start(self.c.today) + timedelta(days=weekday))
+        month = self.c.month_at(at)
+        if month is not None:
+            year = self.c.today.year if step == 0 else iv.month_year(self.c.today, month, forward=step > 0, strict=True)
+            return Hit(at + 1, *iv.month_span(year, month), "month")
+        if target in lx.SEASONS:
+            return Hit(at + 1, reason=SEASON)
+        if word == "last" or (word == "this" and step < 0):
+            return self._rolling(index, at)
+        return None
+
+    def _the(self, index: int) -> Hit | None:
+        """Phrases opening with "the": rolling windows, "the week before last" / "after next", "the weekend",
+        the day/week/weekend/weekday before, after or of a stated day ("the Friday before May 3"),
+        and offsets from an unstated reference ("the day before")."""
+        if self.c.low(index) != "the":
+            return None
+        word, unit = self.c.low(index + 1), lx.UNITS.get(self.c.low(index + 1))
+        if word in ("past", "last"):
+            return self._rolling(index, index + 2)
+        if word in ("next", "following", "previous", "prior") and lx.UNITS.get(self.c.low(index + 2)):
+            return Hit(index + 3, reason=NO_REFERENCE)
+        relation, weekday = self.c.low(index + 2), self.c.weekday_at(index + 1, abbreviations=False)
+        named = weekday is not None or word in ("day", "week", "weekend", "month", "year")
+        anchor = self._anchor(index + 3) if named and relation in ("before", "after", "of") else None
+        if weekday is not None and anchor is not None and relation != "of":
+            first, last = anchor.days
+            day = iv.weekday_before(first, weekday) if relation == "before" else iv.weekday_after(last, weekday)
+            return self.c.day_hit(anchor.stop, day)
+        if word not in ("day", "week", "weekend", "month", "year") or unit is None:
+            return None
+        if anchor is not None and (relation != "of" or unit in ("week", "month")):
+            return self.c.around(anchor.stop, unit, {"before": -1, "after": 1, "of": 0}[relation], anchor)
+        if (relation, self.c.low(index + 3)) in (("before", "last"), ("after", "next")) and unit != "day":
+            return self.c.offset(index + 4, unit, -2 if relation == "before" else 2)  # "the week after next"
+        if relation in ("before", "after"):
+            return Hit(index + 3, reason=NO_REFERENCE)
+        if unit == "weekend":
+            tense = self.c.tense(index, index + 2)
+            if tense == "unclear":
+                return None
+            saturday = iv.weekday_before(self.c.today + iv.DAY, 5) if tense == "past" else (
+                iv.weekday_after(self.c.today - iv.DAY, 5))
+            if tense == "past" and saturday >= self.c.today:
+                saturday -= iv.WEEK
+            return Hit(index + 2, saturday, saturday + timedelta(days=2), "day")
+        return None
+
+    def _rolling(self, index: int, at: int) -> Hit | None:
+        """"(the) past/last [N] days|weeks|months|years": N units of days ending with the observation day."""
+        count, vague = lx.number_value(self.c.tok(at), allow_article=False), self.c.low(at) in lx.VAGUE_QUANTITIES
+        if self.c.low(at) in lx.ARTICLES and self.c.low(at + 1) in lx.VAGUE_QUANTITIES:
+            at, vague = at + 1, True
+        unit_at = at + 1 if (count is not None or vague) else at
+        unit = lx.UNITS.get(self.c.low(unit_at))
+        if unit is None or unit == "weekend" or self.c.low(unit_at + 1) in ("of", "before", "after"):
+            return None
+        if count is None and not vague and unit == "day":
+            return None
+        stop = unit_at + 1
+        if vague:
+            return Hit(stop, reason=VAGUE_QUANTITY)
+        count = count or 1
+        if not 1 <= count <= MAX_COUNT[unit]:
+            return _out_of_range(stop, unit, count)
+        if unit == "day":
+            back = self.c.today - timedelta(days=count)
+        elif unit == "week":
+            back = self.c.today - iv.WEEK * count
+        else:
+            back = iv.shift_months(self.c.today, -count * (12 if unit == "year" else 1))
+        return Hit(stop, back + iv.DAY, self.c.today + iv.DAY, "day")
+
+    def _date(self, index: int) -> Hit | None:
+        """Written dates: "3 July 2023", "the 3rd of July", "July 3rd, 2023", "June 2023",
+        "in May", "in 2022", "the summer of 2022" (-> 2022), "on the 15th" (tense rule)."""
+        at, context = index, False
+        if self.c.low(at) == "on":
+            at += 1
+        elif self.c.low(at) in _CONTEXT:
+            context, at = True, at + 1
+            if self.c.low(at) == "-":
+                at += 1
+        if self.c.weekday_at(at, abbreviations=False) is not None:
+            after = at + 2 if self.c.low(at + 1) == "," else at + 1
+            dated = self._written_date(after, context=False)
+            return dated if dated is not None and dated.first is not None else None
+        return self._written_date(at, context=context or self.c.standalone or self.nested, on=self.c.low(index) == "on")
+
+    def _written_date(self, at: int, *, context: bool, on: bool = False) -> Hit | None:
+        start_the = self.c.low(at) == "the"
+        day_at = at + 1 if start_the else at
+        day = lx.day_number(self.c.tok(day_at))
+        if day is not None:
+            month_at = day_at + 2 if self.c.low(day_at + 1) == "of" else day_at + 1
+            month = self.c.month_at(month_at)
+            if month is not None:
+                return self._day_month(month_at + 1, month, day)
+            ordinal = not self.c.low(day_at).isdigit()
+            if on and start_the and ordinal:
+                tense = self.c.tense(day_at)
+                if tense == "unclear":
+                    return Hit(day_at + 1, reason=UNCLEAR_TENSE)
+                found = iv.day_of_month_date(self.c.today, day, forward=tense == "future")
+                return self.c.day_hit(day_at + 1, found) if found else None
+            return None
+        month = self.c.month_at(at)
+        if month is not None:
+            day = lx.day_number(self.c.tok(at + 1))
+            if day is not None and lx.UNITS.get(self.c.low(at + 2)) is None and self.c.low(at + 2) != ":":
+                return self._day_month(at + 2, month, day)
+            year_at = at + 2 if self.c.low(at + 1) in (",", ".", "of") else at + 1
+            year = lx.year_number(self.c.tok(year_at))
+            if year is not None:
+                return Hit(year_at + 1, *iv.month_span(year, month), "month")
+            if context and self.c.low(at) in lx.MONTHS:
+                forward = self.c.tense(at) == "future"
+                year = iv.month_year(self.c.today, month, forward=forward, strict=False)
+                return Hit(at + 1, *iv.month_span(year, month), "month")
+            return None
+        season_at = at + 1 if start_the else at
+        if self.c.low(season_at) in lx.SEASONS:
+            year_at = season_at + 2 if self.c.low(season_at + 1) == "of" else season_at + 1
+            year = lx.year_number(self.c.tok(year_at))
+            return Hit(year_at + 1, *iv.year_span(year), "year") if year is not None else None
+        year = lx.year_number(self.c.tok(at))
+        if context and year is not None and not start_the:
+            return Hit(at + 1, *iv.year_span(year), "year")
+        return None
+
+    def _day_month(self, after: int, month: int, day: int) -> Hit | None:
+        year_at = after + 1 if self.c.low(after) == "," else after
+        year = lx.year_number(self.c.tok(year_at))
+        try:
+            if year is not None:
+                return self.c.day_hit(year_at + 1, date(year, month, day))
+            date(2000, month, day)  # 2000 is a leap year: rejects only days that never exist
+        except ValueError:
+            return None
+        found = iv.day_month_date(self.c.today, month, day, forward=self.c.tense(after - 1) == "future")
+        return self.c.day_hit(after, found) if found else None
+
+    def _weekday(self, index: int) -> Hit | None:
+        """A weekday with no last/this/next: resolved by the sentence's tense, else unresolved."""
+        at = index + 1 if self.c.low(index) == "on" else index
+        weekday = self.c.weekday_at(at, abbreviations=False)
+        if weekday is None or self.c.low(at - 1) in ("every", "good", "black", "each"):
+            return None
+        stop = self.c.skip_part_of_day(at + 1)
+        tense = self.c.tense(at, stop)
+        if tense == "unclear":
+            return Hit(stop, reason=UNCLEAR_TENSE)
+        forward = tense == "future"
+        day = iv.weekday_after(self.c.today, weekday) if forward else iv.weekday_before(self.c.today, weekday)
+        return self.c.day_hit(stop, day)
+
+    def _vague(self, index: int) -> Hit | None:
+        """"recently", "lately", "a while ago", "the other day"...: no time to resolve."""
+        for phrase in lx.VAGUE_PHRASES:
+            if all(self.c.low(index + offset) == word for offset, word in enumerate(phrase)):
+                return Hit(index + len(phrase), reason=VAGUE)
+        return None
+
+    def _season(self, index: int) -> Hit | None:
+        """"in (the) summer", "over the winter": a season without a year stays unresolved."""
+        if self.c.low(index) not in ("in", "over", "during", "through", "throughout"):
+            return None
+        at = index + 2 if self.c.low(index + 1) == "the" else index + 1
+        return Hit(at + 1, reason=SEASON) if self.c.low(at) in lx.SEASONS else None
+
+    def _range(self, index: int) -> Hit | None:
+        """"between A and B", "from A to/until/through B": from the start of A to the end of B, each
+        end any resolved expression; a bare weekday B is the first one on or after A."""
+        joiners = {"between": ("and",), "from": ("to", "until", "till", "through")}.get(self.c.low(index))
+        start = self._anchor(index + 1, days=False) if joiners else None
+        if start is None or joiners is None or self.c.low(start.stop) not in joiners:
+            return None
+        at, first = start.stop + 1, start.days[0]
+        weekday = self.c.weekday_at(at, abbreviations=False)
+        end = self._anchor(at, days=False) if weekday is None else (
+            self.c.day_hit(self.c.skip_part_of_day(at + 1), iv.weekday_after(first - iv.DAY, weekday)))
+        if end is None or end.days[1] < first:
+            return None
+        granularity = start.granularity if start.granularity == end.granularity else "day"
+        return Hit(end.stop, first, end.days[1] + iv.DAY, granularity)

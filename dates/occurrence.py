@@ -1,0 +1,83 @@
+"""Occurrence time: the time expressions a message contains, resolved against when it was said.
+
+``resolve_occurrences(text, observed_at)`` returns one ``Occurrence`` per expression, in
+text order: a UTC ``[start, end)`` interval with a granularity, or an unresolved reason when
+the words do not pin a time down. Observation time is an input only; it is never reported
+as an occurrence. Pure, deterministic, no model. The grammar lives in expressions.py.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from . import intervals as iv
+from .expressions import Occurrence, find_expressions
+
+MAX_SCAN_CHARS = 20_000
+
+RULES = """\
+- Calendar arithmetic uses the UTC date of the observation; weeks are ISO weeks (Monday first).
+- "last/next <weekday>": the nearest such day strictly before/after the observation day;
+  "this <weekday>": that day of the observation's ISO week.
+- A weekday with no last/this/next ("on Friday") follows the tense of its sentence, read from
+  the tense cue nearest to it (went, -ed, was / will, 'll, going to, plan, next...): past ->
+  the nearest one strictly before, future -> strictly after; no cue or a tie -> unresolved.
+  "on the 15th" follows the same rule.
+- A month without a year resolves to the most recent such month not after the observation
+  month, or to the next one not before it when the nearest tense cue is future. A day and
+  month without a year follow the same rule at day precision.
+- "for N units now" (an ongoing state) resolves to its start, like "N units ago".
+- "last <month>" is the latest such month strictly before the observation month; "next <month>"
+  the earliest strictly after.
+- "last week/month/year" and "N weeks/months/years ago" are whole calendar units (ISO week,
+  month, year); "the past N days/weeks" is a rolling window of days ending with the
+  observation day (like the period "Nd"), granularity "day".
+- "the day/week/weekend/<weekday> before (after) X", "N units before (after) X" and "the week of X",
+  with X a stated day ("May 3", "last Friday", "yesterday"): days count from X's near edge, weeks,
+  months and years are whole calendar units counted from X's; the weekend before X is the last
+  Saturday and Sunday ending before it, the weekend after X the first one after it.
+  "the week/weekend/month/year before last" ("after next") is two units back (ahead).
+- "between A and B", "from A to/until/through B": the start of A to the end of B; a bare weekday
+  B is the first one on or after A; a range that ends before it starts is two expressions.
+- A weekend is Saturday and Sunday: a 2-day interval with granularity "day". "last weekend"
+  is the weekend of the previous ISO week; "N weekends ago" counts back N ISO weeks.
+- "last night" is the day before the observation day; "tonight" the observation day.
+- Vague or approximate quantities ("a few days ago", "about a year ago"), seasons (hemisphere-
+  dependent), "recently", and offsets from an unstated reference ("the week before", "the day
+  before my birthday") stay unresolved with a reason, as do counts past the bounds (3660 days,
+  520 weeks or weekends, 1200 months, 200 years). Numeric dates like 3/4/2023 are unresolved
+  unless one part is > 12.
+- Only the first MAX_SCAN_CHARS characters of a message are read.
+"""
+
+def resolve_occurrences(text: str, observed_at: datetime | int | float) -> list[Occurrence]:
+    """Time expressions of ``text`` (first MAX_SCAN_CHARS characters) resolved against ``observed_at``
+    (aware datetime or epoch seconds). See RULES for how ambiguous wording is treated."""
+    today = iv.as_utc(observed_at).date()
+    return find_expressions(text[:MAX_SCAN_CHARS] if isinstance(text, str) else "", today)
+
+
+MAX_REPORTED = 12
+
+
+def occurrences_for(row: Any, *, limit: int = MAX_REPORTED) -> list[dict[str, str]]:
+    """The ``to_dict()`` occurrences of one stored row, at most ``limit``, resolved against
+    the row's own time: a message (``content``, ``created_at``) or a summary node
+    (``summary``, observed at ``latest_at``). Mappings with those keys work too. A row
+    without a usable time or text gives ``[]``; unresolved expressions keep their reason."""
+    def field(name: str) -> Any:
+        return row.get(name) if isinstance(row, Mapping) else getattr(row, name, None)
+
+    text = field("content")
+    observed = field("created_at")
+    if text is None:
+        text, observed = field("summary"), field("latest_at") or field("created_at")
+    if not isinstance(text, str) or not text or isinstance(observed, bool) \
+            or not isinstance(observed, (int, float, datetime)):
+        return []
+    try:
+        found = resolve_occurrences(text, observed)
+    except (OverflowError, OSError, ValueError):
+        return []
+    return [o.to_dict() for o in found[:max(0, int(limit))]]

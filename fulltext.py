@@ -1,0 +1,141 @@
+"""The full-text vocabulary retrieval and evidence share: the FTS5 MATCH grammar and one uncapped match.
+
+Questions become an OR of their content terms (BM25 weighs the rarest most); ``"phrases"`` stay
+phrases, ``term*`` a prefix, paths and ids phrases. ``matching_ids`` gathers raw messages as
+``trove_grep`` does (the SQL lives in the store), for a check that needs every hit, not a page.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .scope import Visibility
+
+if TYPE_CHECKING:
+    from .store import MessageStore
+
+LITERAL_MAX_CHARS = 200
+ARCHIVE_CANDIDATES = 20000  # session_scope='all' ranks at most the newest N matching rows
+
+# Short, frequent English words that only add noise to an OR query.
+STOPWORDS = frozenset("""
+a about above after again against all am an and any are as at be because been before being below
+between both but by can could did do does doing down during each few for from further had has have
+having he her here hers herself him himself his how i if in into is it its itself just me more most
+my myself no nor not now of off on once only or other our ours ourselves out over own same she
+should so some such than that the their theirs them themselves then there these they this those
+through to too under until up very was we were what when where which while who whom why will with
+would you your yours yourself yourselves also did does doesn't don't get got go going gone know like
+make made many much one really said say says tell told thing things think way well went yes yeah
+""".split())
+
+_PHRASE = re.compile(r'"([^"]+)"')
+_RUN = re.compile(r"[^\W_]+", re.UNICODE)
+_POSSESSIVE = re.compile(r"(?<=[^\W_])['’][sS]$")
+_CONTRACTION = re.compile(r"^[^\W_]+(?:['’][^\W_]+)+$", re.UNICODE)
+_WORD_CHAR = re.compile(r"[\w*]", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class Match:
+    expression: str  # FTS5 MATCH text; empty when the query has no searchable term
+    terms: tuple[str, ...]
+    phrases: tuple[str, ...]
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _phrase(runs: list[str], prefix: bool = False) -> str:
+    return _quote(" ".join(runs)) + ("*" if prefix else "")
+
+
+def _strip_trailing(chunk: str) -> str:
+    """``chunk`` without its trailing punctuation (keeps ``*``), in linear time.
+
+    A ``[^\\w*]+$`` search restarts at every position of a punctuation run: quadratic.
+    """
+    end = len(chunk)
+    while end and _WORD_CHAR.match(chunk, end - 1) is None:
+        end -= 1
+    return chunk[:end]
+
+
+def _chunks(text: str) -> list[tuple[list[str], bool, bool]]:
+    """Whitespace chunks as (word runs, is_prefix, is_compound); possessive 's dropped."""
+    out = []
+    for chunk in text.split():
+        chunk = _strip_trailing(chunk)
+        prefix = chunk.endswith("*")
+        chunk = _POSSESSIVE.sub("", chunk.rstrip("*"))
+        runs = _RUN.findall(chunk)
+        if runs:
+            # "don't" stays one phrase; "src/app.py" or "deploy-key" is a compound identifier
+            compound = len(runs) > 1 and not _CONTRACTION.match(chunk)
+            out.append((runs, prefix, compound))
+    return out
+
+
+def build_match(query: str, max_terms: int = 32) -> Match:
+    """Turn free text into an OR query over its terms and phrases.
+
+    Compound tokens such as paths, ids and hyphenated words (``src/app.py``, ``ING-7731``)
+    become a phrase of their parts (matching exactly how the tokenizer split the stored
+    text) plus their distinctive parts as plain terms, so exact identifiers rank first.
+    """
+    text = query if isinstance(query, str) else str(query)
+    phrases = tuple(p.strip() for p in _PHRASE.findall(text) if p.strip())
+    rest = _PHRASE.sub(" ", text)
+    parts: list[str] = []
+    terms: list[str] = []
+    seen: set[str] = set()
+
+    def add(expr: str, term: str | None = None) -> None:
+        key = expr.lower()
+        if key in seen or expr in ('""', '""*'):
+            return
+        seen.add(key)
+        parts.append(expr)
+        if term is not None:
+            terms.append(term)
+
+    for p in phrases:
+        add(_phrase(_RUN.findall(p)) if _RUN.findall(p) else _quote(p))
+    chunks = _chunks(rest)
+    single = [c for c in chunks if len(c[0]) == 1 or not c[2]]
+    for runs, prefix, compound in chunks:
+        if compound:
+            add(_phrase(runs, prefix))
+            for i, run in enumerate(runs):
+                last_prefix = prefix and i == len(runs) - 1
+                if len(run) > 1 and run.lower() not in STOPWORDS:
+                    add(_quote(run) + ("*" if last_prefix else ""), run + ("*" if last_prefix else ""))
+            continue
+        word = "'".join(runs)
+        if word.lower() in STOPWORDS and len(chunks) > 1:
+            continue
+        add(_phrase(runs, prefix), word + ("*" if prefix else ""))
+    if not parts and single:  # a query of stopwords only still searches its words
+        for runs, prefix, _ in single:
+            add(_phrase(runs, prefix), "'".join(runs))
+    return Match(" OR ".join(parts[:max_terms]), tuple(terms[:max_terms]), phrases)
+
+
+def matching_ids(store: MessageStore, query: str, limit: int, session_ids: Sequence[str] | None,
+                 visible: Visibility) -> list[int]:
+    """Store ids of up to ``limit`` raw messages matching ``query``, best BM25 rank first.
+
+    ``session_ids`` None searches every visible session (the newest ARCHIVE_CANDIDATES
+    matches); text the tokenizer cannot split falls back to a substring scan, newest first.
+    """
+    bound = ARCHIVE_CANDIDATES if session_ids is None else None
+    expression = build_match(query).expression
+    hits = store.search(expression, session_ids, limit=limit, snippets=False, max_candidates=bound,
+                        visible=visible) if expression else []
+    literal = query.strip()
+    if not hits and 0 < len(literal) <= LITERAL_MAX_CHARS:
+        hits = store.search("", session_ids, limit=limit, max_candidates=bound, literal=literal, visible=visible)
+    return [row.store_id for row, _, _ in hits]

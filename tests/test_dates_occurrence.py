@@ -1,0 +1,245 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta, timezone
+
+import pytest
+
+from hermes_trove.dates.occurrence import MAX_SCAN_CHARS, Occurrence, occurrences_for, resolve_occurrences
+
+MON = "2023-07-17"  # a Monday
+SUN = "2023-07-16"
+FRI = "2023-07-21"
+NEW_YEAR = "2024-01-02"  # a Tuesday
+LEAP = "2024-03-01"
+
+
+def observed(day: str, hour: int = 14) -> datetime:
+    return datetime.fromisoformat(day).replace(hour=hour, minute=31, tzinfo=UTC)
+
+
+def only(text: str, day: str) -> Occurrence:
+    found = resolve_occurrences(text, observed(day))
+    assert len(found) == 1, [o.to_dict() for o in found]
+    return found[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "obs", "expression", "first", "end", "granularity"),
+    [
+        # relative days
+        ("I went there yesterday.", MON, "yesterday", "2023-07-16", "2023-07-17", "day"),
+        ("Yesterday was fun", LEAP, "Yesterday", "2024-02-29", "2024-03-01", "day"),
+        ("we eat out today", NEW_YEAR, "today", "2024-01-02", "2024-01-03", "day"),
+        ("see you tonight", MON, "tonight", "2023-07-17", "2023-07-18", "day"),
+        ("Last night was amazing", MON, "Last night", "2023-07-16", "2023-07-17", "day"),
+        ("I'll call tomorrow morning", SUN, "tomorrow morning", "2023-07-17", "2023-07-18", "day"),
+        ("the day before yesterday", NEW_YEAR, "the day before yesterday", "2023-12-31", "2024-01-01", "day"),
+        ("leaving the day after tomorrow", MON, "the day after tomorrow", "2023-07-19", "2023-07-20", "day"),
+        ("I did it 3 days ago", LEAP, "3 days ago", "2024-02-27", "2024-02-28", "day"),
+        ("two days ago", NEW_YEAR, "two days ago", "2023-12-31", "2024-01-01", "day"),
+        # weekdays with last/this/next: nearest strictly before/after; "this" = same ISO week
+        ("last Saturday", MON, "last Saturday", "2023-07-15", "2023-07-16", "day"),
+        ("last Friday", FRI, "last Friday", "2023-07-14", "2023-07-15", "day"),
+        ("Last Fri I went", FRI, "Last Fri", "2023-07-14", "2023-07-15", "day"),
+        ("last Tues", MON, "last Tues", "2023-07-11", "2023-07-12", "day"),
+        ("next Friday", FRI, "next Friday", "2023-07-28", "2023-07-29", "day"),
+        ("next Friday", MON, "next Friday", "2023-07-21", "2023-07-22", "day"),
+        ("this Friday", MON, "this Friday", "2023-07-21", "2023-07-22", "day"),
+        ("this Monday", SUN, "this Monday", "2023-07-10", "2023-07-11", "day"),
+        ("this past Sunday", FRI, "this past Sunday", "2023-07-16", "2023-07-17", "day"),
+        # weekdays without a qualifier follow the nearest tense cue
+        ("On Friday, I got great news", MON, "On Friday", "2023-07-14", "2023-07-15", "day"),
+        ("I'll see you on Friday", FRI, "on Friday", "2023-07-28", "2023-07-29", "day"),
+        ("I went for a check-up Monday and my doc said it can get worse if I don't change soon", SUN,
+         "Monday", "2023-07-10", "2023-07-11", "day"),
+        ("I met them on the 15th", MON, "on the 15th", "2023-07-15", "2023-07-16", "day"),
+        ("we fly on the 3rd, can't wait", MON, "on the 3rd", "2023-08-03", "2023-08-04", "day"),
+        # weeks (ISO) and weekends (2 days, granularity day)
+        ("last week", MON, "last week", "2023-07-10", "2023-07-17", "week"),
+        ("last week", NEW_YEAR, "last week", "2023-12-25", "2024-01-01", "week"),
+        ("this week", SUN, "this week", "2023-07-10", "2023-07-17", "week"),
+        ("next week", SUN, "next week", "2023-07-17", "2023-07-24", "week"),
+        ("a week ago", MON, "a week ago", "2023-07-10", "2023-07-17", "week"),
+        ("two weeks ago", MON, "two weeks ago", "2023-07-03", "2023-07-10", "week"),
+        ("the week before last", MON, "the week before last", "2023-07-03", "2023-07-10", "week"),
+        ("last weekend", MON, "last weekend", "2023-07-15", "2023-07-17", "day"),
+        ("last weekend", SUN, "last weekend", "2023-07-08", "2023-07-10", "day"),
+        ("this weekend", MON, "this weekend", "2023-07-22", "2023-07-24", "day"),
+        ("next weekend", FRI, "next weekend", "2023-07-29", "2023-07-31", "day"),
+        ("two weekends ago", MON, "two weekends ago", "2023-07-08", "2023-07-10", "day"),
+        ("that roadtrip this past weekend was insane", FRI, "this past weekend", "2023-07-15", "2023-07-17", "day"),
+        ("we hiked over the weekend", MON, "the weekend", "2023-07-15", "2023-07-17", "day"),
+        # months and years
+        ("this month", LEAP, "this month", "2024-03-01", "2024-04-01", "month"),
+        ("last month", NEW_YEAR, "last month", "2023-12-01", "2024-01-01", "month"),
+        ("last month", LEAP, "last month", "2024-02-01", "2024-03-01", "month"),
+        ("next month", "2023-12-31", "next month", "2024-01-01", "2024-02-01", "month"),
+        ("two months ago", NEW_YEAR, "two months ago", "2023-11-01", "2023-12-01", "month"),
+        ("last year", NEW_YEAR, "last year", "2023-01-01", "2024-01-01", "year"),
+        ("this year", MON, "this year", "2023-01-01", "2024-01-01", "year"),
+        ("ten years ago", MON, "ten years ago", "2013-01-01", "2014-01-01", "year"),
+        ("I've been playing for a month now", MON, "for a month now", "2023-06-01", "2023-07-01", "month"),
+        # absolute dates
+        ("on 3 July", MON, "on 3 July", "2023-07-03", "2023-07-04", "day"),
+        ("3 July 2022", MON, "3 July 2022", "2022-07-03", "2022-07-04", "day"),
+        ("July 3rd", MON, "July 3rd", "2023-07-03", "2023-07-04", "day"),
+        ("on July 3rd, 2021", MON, "on July 3rd, 2021", "2021-07-03", "2021-07-04", "day"),
+        ("the 3rd of July", MON, "the 3rd of July", "2023-07-03", "2023-07-04", "day"),
+        ("Friday, July 14", MON, "Friday, July 14", "2023-07-14", "2023-07-15", "day"),
+        ("on 25 July", MON, "on 25 July", "2022-07-25", "2022-07-26", "day"),
+        ("I will return on July 25", MON, "on July 25", "2023-07-25", "2023-07-26", "day"),
+        ("on 29 February", "2023-06-01", "on 29 February", "2020-02-29", "2020-03-01", "day"),
+        ("2024-02-29", MON, "2024-02-29", "2024-02-29", "2024-03-01", "day"),
+        ("on 13/4/2023", MON, "13/4/2023", "2023-04-13", "2023-04-14", "day"),
+        ("in 2022", MON, "in 2022", "2022-01-01", "2023-01-01", "year"),
+        ("the summer of 2022", MON, "the summer of 2022", "2022-01-01", "2023-01-01", "year"),
+        ("June 2023", MON, "June 2023", "2023-06-01", "2023-07-01", "month"),
+        ("September, 2023", MON, "September, 2023", "2023-09-01", "2023-10-01", "month"),
+        ("2023-06", MON, "2023-06", "2023-06-01", "2023-07-01", "month"),
+        ("In Jan 2023 we left", MON, "In Jan 2023", "2023-01-01", "2023-02-01", "month"),
+        # a month without a year: the most recent one not after the observation month
+        ("in May", MON, "in May", "2023-05-01", "2023-06-01", "month"),
+        ("in July", MON, "in July", "2023-07-01", "2023-08-01", "month"),
+        ("in December", NEW_YEAR, "in December", "2023-12-01", "2024-01-01", "month"),
+        ("I will go in December", MON, "in December", "2023-12-01", "2024-01-01", "month"),
+        ("mid-June was fun", MON, "mid-June", "2023-06-01", "2023-07-01", "month"),
+        ("last May", "2023-05-20", "last May", "2022-05-01", "2022-06-01", "month"),
+        ("next May", "2023-05-20", "next May", "2024-05-01", "2024-06-01", "month"),
+        ("Last August I told you", NEW_YEAR, "Last August", "2023-08-01", "2023-09-01", "month"),
+        # rolling windows of days ending with the observation day
+        ("over the last two days", MON, "the last two days", "2023-07-16", "2023-07-18", "day"),
+        ("in the past week", MON, "the past week", "2023-07-11", "2023-07-18", "day"),
+        ("in the last month", "2024-03-31", "the last month", "2024-03-01", "2024-04-01", "day"),
+    ],
+)
+def test_expression_resolves_to_interval(text, obs, expression, first, end, granularity):
+    occ = only(text, obs)
+    assert occ.expression == expression
+    assert (occ.start.date(), occ.end.date()) == (date.fromisoformat(first), date.fromisoformat(end))
+    assert occ.granularity == granularity
+    assert occ.unresolved is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I may go.", "We march forward.", "march forward in the rain", "I sat in the sun.", "He last sat there.",
+     "May I ask you something?", "March on!", "an august gathering", "Jan said hi", "I trust Jan's judgement",
+     "2000 people came", "the 15th century", "the last time", "next door", "at last", "on Fridays we swim",
+     "every Saturday", "I have 3 apples and 12 pears", "version 1.2.3", "I did it in two weeks.",
+     "We sun ourselves and wed", "the last week of the course", "it lasted 5 days",
+     "I went to the gym and ate well."],
+)
+def test_no_false_matches(text):
+    assert resolve_occurrences(text, observed(MON)) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expression", "reason"),
+    [
+        ("a few days ago", "a few days ago", "vague quantity"),
+        ("few days ago", "few days ago", "vague quantity"),
+        ("a couple of weeks ago", "a couple of weeks ago", "vague quantity"),
+        ("these last few days", "last few days", "vague quantity"),
+        ("recently", "recently", "vague reference"),
+        ("lately", "lately", "vague reference"),
+        ("the other day", "the other day", "vague reference"),
+        ("a while ago", "a while ago", "vague reference"),
+        ("about a year ago", "about a year ago", "approximate quantity"),
+        ("more than a week ago", "more than a week ago", "approximate quantity"),
+        ("the week before", "the week before", "relative to an unstated reference"),
+        ("the day after", "the day after", "relative to an unstated reference"),
+        ("two days later", "two days later", "relative to an unstated reference"),
+        ("the next day", "the next day", "relative to an unstated reference"),
+        ("last summer", "last summer", "season (hemisphere-dependent)"),
+        ("in the winter", "in the winter", "season (hemisphere-dependent)"),
+        ("on 3/4/2023", "3/4/2023", "day/month order ambiguous"),
+        ("Friday is a day", "Friday", "weekday or day without last/this/next and unclear tense"),
+    ],
+)
+def test_ambiguous_expressions_stay_unresolved_with_a_reason(text, expression, reason):
+    occ = only(text, MON)
+    assert occ.to_dict() == {"expression": expression, "unresolved": reason}
+    assert occ.start is None and occ.end is None and not occ.resolved
+
+
+def test_to_dict_has_exactly_the_documented_keys_with_utc_iso_strings():
+    occ = only("I went to a support group yesterday", "2023-05-08")
+    assert occ.to_dict() == {"expression": "yesterday", "start": "2023-05-07T00:00:00Z",
+                             "end": "2023-05-08T00:00:00Z", "granularity": "day"}
+    parsed = datetime.fromisoformat(occ.to_dict()["start"].replace("Z", "+00:00"))
+    assert parsed == datetime(2023, 5, 7, tzinfo=UTC)
+
+
+def test_several_expressions_come_back_in_text_order_with_spans():
+    text = "Last week I scored 40 points, and next month we travel; it was 2 days ago too."
+    found = resolve_occurrences(text, observed(MON))
+    assert [o.expression for o in found] == ["Last week", "next month", "2 days ago"]
+    assert all(text[o.span[0]:o.span[1]] == o.expression for o in found)
+
+
+def test_observation_time_is_never_reported_as_an_occurrence():
+    assert resolve_occurrences("I went to the museum with the kids.", observed(MON)) == []
+
+
+def test_observation_uses_the_utc_date_of_an_aware_time_or_epoch():
+    east = datetime(2023, 7, 17, 1, 0, tzinfo=timezone(timedelta(hours=3)))  # 2023-07-16 22:00 UTC
+    assert only("yesterday", MON).start == datetime(2023, 7, 16, tzinfo=UTC)
+    assert resolve_occurrences("yesterday", east)[0].start == datetime(2023, 7, 15, tzinfo=UTC)
+    assert resolve_occurrences("yesterday", east.timestamp()) == resolve_occurrences("yesterday", east)
+
+
+def test_naive_observation_time_is_refused():
+    with pytest.raises(ValueError):
+        resolve_occurrences("yesterday", datetime(2023, 7, 17))
+
+
+def test_only_the_first_max_scan_chars_are_read():
+    filler = "x " * (MAX_SCAN_CHARS // 2)
+    assert resolve_occurrences("yesterday " + filler, observed(MON))[0].expression == "yesterday"
+    assert resolve_occurrences(filler + " yesterday", observed(MON)) == []
+
+
+def test_long_repetitive_input_finishes_and_is_bounded():
+    found = resolve_occurrences("on Friday " * 10_000, observed(MON))
+    assert 0 < len(found) <= MAX_SCAN_CHARS // len("on Friday ") + 1
+    assert resolve_occurrences("", observed(MON)) == []
+
+
+NOON = datetime(2024, 5, 15, 12, tzinfo=UTC).timestamp()  # a Wednesday
+
+
+@dataclass(frozen=True)
+class Node:
+    summary: str
+    latest_at: float | None
+    created_at: float
+
+
+@pytest.mark.parametrize(("row", "starts"), [
+    ({"content": "I went there yesterday", "created_at": NOON}, ["2024-05-14T00:00:00Z"]),
+    ({"summary": "Planned for next Friday.", "latest_at": NOON}, ["2024-05-17T00:00:00Z"]),
+    ({"summary": "Met on Monday.", "latest_at": None, "created_at": NOON}, ["2024-05-13T00:00:00Z"]),
+    (Node("Done last week.", NOON, 0.0), ["2024-05-06T00:00:00Z"]),
+    (Node("Done last week.", None, NOON), ["2024-05-06T00:00:00Z"]),  # no latest_at: its creation time
+    ({"content": "yesterday", "created_at": datetime(2024, 5, 15, 12, tzinfo=UTC)}, ["2024-05-14T00:00:00Z"]),
+    ({"content": "a few days ago", "created_at": NOON}, [None]),  # unresolved, with its reason
+    ({"content": "no time here", "created_at": NOON}, []),
+    ({"content": "yesterday"}, []),  # no observation time: nothing is guessed
+    ({"content": "yesterday", "created_at": True}, []),
+    ({"content": "yesterday", "created_at": "2024-05-15"}, []),
+    ({"content": "", "created_at": NOON}, []),
+    ({"content": None, "summary": 7, "created_at": NOON}, []),
+    ({"content": "yesterday", "created_at": 1e20}, []),  # a time past the calendar
+])
+def test_occurrences_for_reads_a_row_against_its_own_time(row, starts):
+    assert [o.get("start") for o in occurrences_for(row)] == starts
+
+
+def test_occurrences_for_keeps_at_most_limit_in_text_order():
+    row = {"content": "yesterday, today, last week and in March 2024", "created_at": NOON}
+    assert [o["expression"] for o in occurrences_for(row)] == ["yesterday", "today", "last week", "in March 2024"]
+    assert [o["expression"] for o in occurrences_for(row, limit=2)] == ["yesterday", "today"]
+    assert occurrences_for(row, limit=-1) == []
+    assert occurrences_for({"content": "a few days ago", "created_at": NOON}) == [
+        {"expression": "a few days ago", "unresolved": "vague quantity"}]

@@ -1,0 +1,291 @@
+"""A table of English time expressions and the intervals they mean, written from the rules a
+person would state for them (weekday arithmetic, "the week before X", counts of units ago,
+month and year context, ranges), not from any benchmark.
+
+Each row: the observation day (when the sentence was said), the sentence, and the expected
+interval as inclusive days ``first..last`` (one day alone for a single day), or
+``unresolvable: <reason>``. Every row holds exactly one time expression.
+"""
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+
+from hermes_trove.dates import resolve_occurrences
+
+WED = "2024-05-15"  # a Wednesday; ISO week 2024-05-13..2024-05-19
+SUN = "2023-07-09"  # a Sunday; ISO week 2023-07-03..2023-07-09
+NEW_YEAR = "2024-01-01"  # a Monday
+SAT = "2022-10-15"  # a Saturday; ISO week 2022-10-10..2022-10-16
+LEAP = "2024-03-01"  # a Friday, the day after 29 February
+
+TABLE = [
+    # -- words for days --------------------------------------------------------------------
+    (WED, "I went there yesterday.", "2024-05-14"),
+    (WED, "we eat out today", "2024-05-15"),
+    (WED, "see you tonight", "2024-05-15"),
+    (WED, "I'll call tomorrow", "2024-05-16"),
+    (WED, "Last night was loud", "2024-05-14"),
+    (WED, "this morning I ran", "2024-05-15"),
+    (WED, "yesterday afternoon was slow", "2024-05-14"),
+    (WED, "the day before yesterday", "2024-05-13"),
+    (WED, "we leave the day after tomorrow", "2024-05-17"),
+    (NEW_YEAR, "I went out yesterday", "2023-12-31"),
+    (NEW_YEAR, "the day before yesterday", "2023-12-30"),
+    (LEAP, "it snowed yesterday", "2024-02-29"),
+    # -- last/next/this + weekday: nearest strictly before/after; "this" = the same ISO week ---
+    (WED, "We went hiking last Friday.", "2024-05-10"),
+    (WED, "last Wednesday", "2024-05-08"),
+    (WED, "last Tuesday", "2024-05-14"),
+    (WED, "last Sat", "2024-05-11"),
+    (WED, "last Sunday", "2024-05-12"),
+    (WED, "next Tuesday", "2024-05-21"),
+    (WED, "next Wednesday", "2024-05-22"),
+    (WED, "next Thursday", "2024-05-16"),
+    (WED, "this Monday", "2024-05-13"),
+    (WED, "this Sunday", "2024-05-19"),
+    (WED, "this past Sunday", "2024-05-12"),
+    (WED, "this past Monday", "2024-05-13"),
+    (WED, "this coming Friday", "2024-05-17"),
+    (WED, "last Friday night", "2024-05-10"),
+    (WED, "last Monday", "2024-05-13"),
+    (WED, "last Thursday", "2024-05-09"),
+    (WED, "last Saturday", "2024-05-11"),
+    (WED, "next Monday", "2024-05-20"),
+    (WED, "next Friday", "2024-05-17"),
+    (WED, "next Saturday", "2024-05-18"),
+    (WED, "next Sunday", "2024-05-19"),
+    (WED, "this Tuesday", "2024-05-14"),
+    (WED, "this Wednesday", "2024-05-15"),
+    (WED, "this Thursday", "2024-05-16"),
+    (WED, "this Friday", "2024-05-17"),
+    (WED, "this Saturday", "2024-05-18"),
+    (SUN, "last Sunday", "2023-07-02"),
+    (SUN, "last Saturday", "2023-07-08"),
+    (SUN, "next Monday", "2023-07-10"),
+    (SUN, "this Monday", "2023-07-03"),
+    (SUN, "this Saturday", "2023-07-08"),
+    (NEW_YEAR, "last Friday", "2023-12-29"),
+    (NEW_YEAR, "next Monday", "2024-01-08"),
+    (NEW_YEAR, "this Sunday", "2024-01-07"),
+    (LEAP, "last Thursday", "2024-02-29"),
+    # -- a bare weekday follows its sentence's tense: past -> strictly before, future -> after --
+    (WED, "I saw her on Monday.", "2024-05-13"),
+    (WED, "I'll see her on Monday.", "2024-05-20"),
+    (WED, "She called on Wednesday", "2024-05-08"),
+    (WED, "Monday morning I went running", "2024-05-13"),
+    (SUN, "On Saturday we went to the beach", "2023-07-08"),
+    (SUN, "I will visit on Sunday", "2023-07-16"),
+    (WED, "Friday works for me", "unresolvable: weekday or day without last/this/next and unclear tense"),
+    # -- weeks are ISO weeks (Monday first); N weeks ago counts back whole weeks --------------
+    (WED, "last week", "2024-05-06..2024-05-12"),
+    (WED, "this week", "2024-05-13..2024-05-19"),
+    (WED, "next week", "2024-05-20..2024-05-26"),
+    (WED, "a week ago", "2024-05-06..2024-05-12"),
+    (WED, "three weeks ago", "2024-04-22..2024-04-28"),
+    (WED, "the week before last", "2024-04-29..2024-05-05"),
+    (NEW_YEAR, "last week", "2023-12-25..2023-12-31"),
+    (SUN, "this week", "2023-07-03..2023-07-09"),
+    (WED, "the week after next", "2024-05-27..2024-06-02"),
+    (NEW_YEAR, "a week ago", "2023-12-25..2023-12-31"),
+    (NEW_YEAR, "two weeks ago", "2023-12-18..2023-12-24"),
+    (NEW_YEAR, "We will start in two weeks", "2024-01-15..2024-01-21"),
+    # -- weekends are Saturday and Sunday ------------------------------------------------------
+    (WED, "last weekend", "2024-05-11..2024-05-12"),
+    (WED, "this past weekend", "2024-05-11..2024-05-12"),
+    (WED, "next weekend", "2024-05-25..2024-05-26"),
+    (WED, "two weekends ago", "2024-05-04..2024-05-05"),
+    (WED, "the weekend before last", "2024-05-04..2024-05-05"),
+    (WED, "we hiked over the weekend", "2024-05-11..2024-05-12"),
+    (SAT, "last weekend", "2022-10-08..2022-10-09"),
+    (SAT, "this past weekend", "2022-10-08..2022-10-09"),
+    (SAT, "We went camping this weekend", "2022-10-15..2022-10-16"),
+    (SAT, "two weekends ago", "2022-10-01..2022-10-02"),
+    (SAT, "next weekend", "2022-10-22..2022-10-23"),
+    (SAT, "last Saturday", "2022-10-08"),
+    (WED, "the weekend after next", "2024-06-01..2024-06-02"),
+    (NEW_YEAR, "last weekend", "2023-12-30..2023-12-31"),
+    (NEW_YEAR, "two weekends ago", "2023-12-23..2023-12-24"),
+    (NEW_YEAR, "next weekend", "2024-01-13..2024-01-14"),
+    (NEW_YEAR, "this weekend", "2024-01-06..2024-01-07"),
+    (SAT, "next Saturday", "2022-10-22"),
+    (SAT, "this Saturday", "2022-10-15"),
+    # -- N days/months/years ago, and counts forward in future sentences ------------------------
+    (WED, "3 days ago", "2024-05-12"),
+    (WED, "a day ago", "2024-05-14"),
+    (WED, "two days ago", "2024-05-13"),
+    (WED, "two months ago", "2024-03-01..2024-03-31"),
+    (WED, "a year ago", "2023-01-01..2023-12-31"),
+    (WED, "five years ago", "2019-01-01..2019-12-31"),
+    (WED, "I'll be back in two weeks", "2024-05-27..2024-06-02"),
+    (WED, "two weeks from now", "2024-05-27..2024-06-02"),
+    (WED, "We will leave in 3 days", "2024-05-18"),
+    (WED, "I've played chess for two years now", "2022-01-01..2022-12-31"),
+    (NEW_YEAR, "two months ago", "2023-11-01..2023-11-30"),
+    (WED, "I'll see you in a week", "2024-05-20..2024-05-26"),
+    (WED, "a month from now", "2024-06-01..2024-06-30"),
+    (WED, "three days from now", "2024-05-18"),
+    (NEW_YEAR, "three days ago", "2023-12-29"),
+    (NEW_YEAR, "a year ago", "2023-01-01..2023-12-31"),
+    (LEAP, "a month ago", "2024-02-01..2024-02-29"),
+    # -- calendar months and years ------------------------------------------------------------
+    (WED, "last month", "2024-04-01..2024-04-30"),
+    (WED, "this month", "2024-05-01..2024-05-31"),
+    (WED, "next month", "2024-06-01..2024-06-30"),
+    (WED, "last year", "2023-01-01..2023-12-31"),
+    (WED, "earlier this year", "2024-01-01..2024-12-31"),
+    (NEW_YEAR, "last month", "2023-12-01..2023-12-31"),
+    (WED, "the month after next", "2024-07-01..2024-07-31"),
+    (WED, "the year before last", "2022-01-01..2022-12-31"),
+    (NEW_YEAR, "last year", "2023-01-01..2023-12-31"),
+    (LEAP, "last month", "2024-02-01..2024-02-29"),
+    # -- a month without a year: the latest not after this month (the next one, in the future) --
+    (WED, "in March", "2024-03-01..2024-03-31"),
+    (WED, "in May", "2024-05-01..2024-05-31"),
+    (WED, "in June", "2023-06-01..2023-06-30"),
+    (WED, "I will go to Paris in June", "2024-06-01..2024-06-30"),
+    (WED, "last March", "2024-03-01..2024-03-31"),
+    (WED, "last May", "2023-05-01..2023-05-31"),
+    (WED, "next March", "2025-03-01..2025-03-31"),
+    (WED, "next June", "2024-06-01..2024-06-30"),
+    (WED, "this June", "2024-06-01..2024-06-30"),
+    (WED, "mid-June", "2023-06-01..2023-06-30"),
+    (WED, "early March", "2024-03-01..2024-03-31"),
+    (WED, "late May", "2024-05-01..2024-05-31"),
+    (NEW_YEAR, "in December", "2023-12-01..2023-12-31"),
+    (NEW_YEAR, "last December", "2023-12-01..2023-12-31"),
+    (NEW_YEAR, "next December", "2024-12-01..2024-12-31"),
+    (LEAP, "in February", "2024-02-01..2024-02-29"),
+    (WED, "in January", "2024-01-01..2024-01-31"),
+    (WED, "in December", "2023-12-01..2023-12-31"),
+    (WED, "next January", "2025-01-01..2025-01-31"),
+    (WED, "last January", "2024-01-01..2024-01-31"),
+    (WED, "this December", "2024-12-01..2024-12-31"),
+    (WED, "We will move in September", "2024-09-01..2024-09-30"),
+    # -- a month or season with its year; a year with a preposition ----------------------------
+    (WED, "March 2022", "2022-03-01..2022-03-31"),
+    (WED, "in March of 2022", "2022-03-01..2022-03-31"),
+    (WED, "September, 2023", "2023-09-01..2023-09-30"),
+    (WED, "In Jan 2023 we left", "2023-01-01..2023-01-31"),
+    (WED, "in 2021", "2021-01-01..2021-12-31"),
+    (WED, "in 1999", "1999-01-01..1999-12-31"),
+    (WED, "since 2019", "2019-01-01..2019-12-31"),
+    (WED, "late 2022", "2022-01-01..2022-12-31"),
+    (WED, "early 2023", "2023-01-01..2023-12-31"),
+    (WED, "the summer of 2022", "2022-01-01..2022-12-31"),
+    (WED, "in spring 2021", "2021-01-01..2021-12-31"),
+    # -- written dates; a day and month without a year follow the month rule ---------------------
+    (WED, "the 5th of May", "2024-05-05"),
+    (WED, "May 5th", "2024-05-05"),
+    (WED, "on 5 June", "2023-06-05"),
+    (WED, "June 5th, 2021", "2021-06-05"),
+    (WED, "on Friday, May 10", "2024-05-10"),
+    (WED, "3 July 2023", "2023-07-03"),
+    (LEAP, "on 29 February", "2024-02-29"),
+    # -- "on the Nth": the nearest such day of a month, by tense ---------------------------------
+    (WED, "I met him on the 5th", "2024-05-05"),
+    (WED, "I met him on the 15th", "2024-04-15"),
+    (WED, "We fly out on the 20th, can't wait", "2024-05-20"),
+    (WED, "on the 5th", "unresolvable: weekday or day without last/this/next and unclear tense"),
+    # -- numeric dates ----------------------------------------------------------------------
+    (WED, "2024-02-29", "2024-02-29"),
+    (WED, "2023-06", "2023-06-01..2023-06-30"),
+    (WED, "on 13/4/2023", "2023-04-13"),
+    (WED, "on 4/13/2023", "2023-04-13"),
+    (WED, "on 31/12/2023", "2023-12-31"),
+    (WED, "on 3/4/2023", "unresolvable: day/month order ambiguous"),
+    # -- rolling windows of days ending with the observation day -------------------------------
+    (WED, "in the past week", "2024-05-09..2024-05-15"),
+    (WED, "over the last two days", "2024-05-14..2024-05-15"),
+    (LEAP, "in the past week", "2024-02-24..2024-03-01"),
+    (LEAP, "the last 3 days", "2024-02-28..2024-03-01"),
+    # -- the day/week/weekend/weekday before or after a stated day ------------------------------
+    (WED, "We moved the week before May 3", "2024-04-22..2024-04-28"),
+    (WED, "We met the weekend before May 3", "2024-04-27..2024-04-28"),
+    (WED, "the day before May 3, 2024", "2024-05-02"),
+    (WED, "the day after July 4, 2023", "2023-07-05"),
+    (WED, "the Friday before May 20, 2024", "2024-05-17"),
+    (WED, "the Sunday before 3 July 2023", "2023-07-02"),
+    (WED, "the Saturday after 3 July 2023", "2023-07-08"),
+    (WED, "the weekend after 3 July 2023", "2023-07-08..2023-07-09"),
+    (WED, "the weekend before Sunday, May 12, 2024", "2024-05-04..2024-05-05"),
+    (WED, "the week after 3 July 2023", "2023-07-10..2023-07-16"),
+    (WED, "the week of May 6, 2024", "2024-05-06..2024-05-12"),
+    (WED, "two days before May 10, 2024", "2024-05-08"),
+    (WED, "a week before 3 July 2023", "2023-06-26..2023-07-02"),
+    (WED, "two weeks after 1 June 2024", "2024-06-10..2024-06-16"),
+    (WED, "the day before last Friday", "2024-05-09"),
+    (WED, "the day after yesterday", "2024-05-15"),
+    (WED, "the week before my birthday", "unresolvable: relative to an unstated reference"),
+    (WED, "the day before", "unresolvable: relative to an unstated reference"),
+    (WED, "the next day", "unresolvable: relative to an unstated reference"),
+    (WED, "the following week", "unresolvable: relative to an unstated reference"),
+    (WED, "three days later", "unresolvable: relative to an unstated reference"),
+    (WED, "two weeks earlier", "unresolvable: relative to an unstated reference"),
+    # -- ranges: from the start of the first end to the end of the second ------------------------
+    (WED, "between May 3 and May 9", "2024-05-03..2024-05-09"),
+    (WED, "I was off from Monday to Wednesday", "2024-05-13..2024-05-15"),
+    (WED, "I'll be away between Monday and Wednesday", "2024-05-20..2024-05-22"),
+    (WED, "from March to May", "2024-03-01..2024-05-31"),
+    (WED, "from yesterday to today", "2024-05-14..2024-05-15"),
+    (WED, "from 2024-05-01 to 2024-05-03", "2024-05-01..2024-05-03"),
+    (SUN, "from June 3 to June 7", "2023-06-03..2023-06-07"),
+    (SUN, "from 3 June until 7 June", "2023-06-03..2023-06-07"),
+    (SAT, "between last Monday and Thursday", "2022-10-10..2022-10-13"),
+    # -- vague, approximate and hemisphere-dependent words stay unresolved --------------------
+    (WED, "a couple of days ago", "unresolvable: vague quantity"),
+    (WED, "a few weeks ago", "unresolvable: vague quantity"),
+    (WED, "several months ago", "unresolvable: vague quantity"),
+    (WED, "these last few days", "unresolvable: vague quantity"),
+    (WED, "about two weeks ago", "unresolvable: approximate quantity"),
+    (WED, "nearly a year ago", "unresolvable: approximate quantity"),
+    (WED, "more than a month ago", "unresolvable: approximate quantity"),
+    (WED, "recently", "unresolvable: vague reference"),
+    (WED, "a while ago", "unresolvable: vague reference"),
+    (WED, "the other day", "unresolvable: vague reference"),
+    (WED, "some time ago", "unresolvable: vague reference"),
+    (WED, "5000 days ago", "unresolvable: more than 3660 days"),
+    (WED, "300 years ago", "unresolvable: more than 200 years"),
+    (WED, "over the last 2000 weeks", "unresolvable: more than 520 weeks"),
+    (WED, "last summer", "unresolvable: season (hemisphere-dependent)"),
+    (WED, "in the winter", "unresolvable: season (hemisphere-dependent)"),
+]
+
+
+def expected_interval(expected: str) -> tuple[date, date]:
+    first, _, last = expected.partition("..")
+    return date.fromisoformat(first), date.fromisoformat(last or first) + timedelta(days=1)
+
+
+@pytest.mark.parametrize(("observed", "text", "expected"), TABLE, ids=[f"{row[0]} {row[1]}" for row in TABLE])
+def test_time_expression_means_its_interval(observed, text, expected):
+    at = datetime.fromisoformat(observed).replace(hour=15, tzinfo=UTC)
+    found = resolve_occurrences(text, at)
+    assert len(found) == 1, [o.to_dict() for o in found]
+    occurrence = found[0]
+    if expected.startswith("unresolvable: "):
+        assert occurrence.unresolved == expected.removeprefix("unresolvable: ")
+        return
+    assert occurrence.unresolved is None, occurrence.unresolved
+    assert occurrence.start is not None and occurrence.end is not None
+    assert (occurrence.start.date(), occurrence.end.date()) == expected_interval(expected)
+
+
+def test_the_table_is_large_and_has_no_duplicate_rows():
+    assert len(TABLE) >= 120
+    assert len({(observed, text) for observed, text, _ in TABLE}) == len(TABLE)
+
+
+@pytest.mark.parametrize(("text", "expressions"), [
+    ("from May 9 to May 3", ["from May 9", "May 3"]),  # a range ending before it starts is two dates
+    ("I drove from May 3 to visit", ["from May 3"]),
+    ("between two and three days", []),
+    ("the week before my birthday on May 20, 2024", ["the week before", "on May 20, 2024"]),
+    ("the end of May 2024", ["of May 2024"]),
+    ("the day before 2023", ["the day before"]),  # a year is no stated day
+    ("0 days ago", []),
+])
+def test_a_relation_or_range_that_does_not_hold_leaves_its_parts(text, expressions):
+    found = resolve_occurrences(text, datetime.fromisoformat(WED).replace(hour=15, tzinfo=UTC))
+    assert [o.expression for o in found] == expressions
