@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_trove.retrieval.query import STOPWORDS, Candidate, build_match, rerank, rough_stem
+from hermes_trove.fulltext import STOPWORDS, build_match
+from hermes_trove.retrieval.query import Candidate, rerank, rough_stem
 from hermes_trove.store import SessionKey
 
 
