@@ -133,7 +133,7 @@ def test_nothing_excluded_means_no_excluded_field(asker):
 
 
 def gate(runtime, **req):
-    return recall_search._Gate(runtime, RecallRequest(query="q", **req))
+    return recall_search.Gate(runtime, RecallRequest(query="q", **req))
 
 
 def row_of(runtime, store_id):
