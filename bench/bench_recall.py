@@ -13,6 +13,7 @@ four conversations and scores the fifth.
     python bench/bench_recall.py [--data ../shared/data/locomo-dev.json]
     python bench/bench_recall.py --embeddings          # + semantic-only and hybrid recall
     python bench/bench_recall.py --sweep               # LOO over fusion weights / pool sizes
+    python bench/bench_recall.py --rescore-sweep [--embeddings]   # LOO over the re-scoring weights
     python bench/bench_recall.py --scale 100000        # recall latency with N stored messages
     python bench/bench_recall.py --scale 100000 --embeddings --scale-only   # ... with a vector for every row
 """
@@ -105,6 +106,7 @@ class Score:
     hit: dict[int, list[float]] = dataclasses.field(default_factory=lambda: {k: [] for k in KS})
     latency: list[float] = dataclasses.field(default_factory=list)
     by_category: dict[int, list[float]] = dataclasses.field(default_factory=dict)
+    by_evidence: dict[str, list[float]] = dataclasses.field(default_factory=lambda: {"single": [], "multi": []})
 
     def add(self, ranked: list[str | None], gold: set[str], category: int, ms: float) -> None:
         for k in KS:
@@ -112,6 +114,7 @@ class Score:
             self.recall[k].append(len(gold & top) / len(gold))
             self.hit[k].append(float(bool(gold & top)))
         self.by_category.setdefault(category, []).append(len(gold & set(ranked[:10])) / len(gold))
+        self.by_evidence["multi" if len(gold) > 1 else "single"].append(len(gold & set(ranked[:10])) / len(gold))
         self.latency.append(ms)
 
     def merge(self, other: Score) -> None:
@@ -121,6 +124,8 @@ class Score:
         self.latency += other.latency
         for c, v in other.by_category.items():
             self.by_category.setdefault(c, []).extend(v)
+        for e, v in other.by_evidence.items():
+            self.by_evidence[e] += v
 
     def summary(self) -> dict[str, Any]:
         lat = sorted(self.latency)
@@ -128,7 +133,9 @@ class Score:
         return {"n": len(self.recall[10]), **{f"R@{k}": round(mean(self.recall[k]), 4) for k in KS},
                 **{f"hit@{k}": round(mean(self.hit[k]), 4) for k in KS},
                 "p50_ms": round(statistics.median(lat), 2), "p95_ms": round(lat[int(0.95 * (len(lat) - 1))], 2),
-                "R@10_by_category": {c: round(mean(v), 4) for c, v in sorted(self.by_category.items())}}
+                "R@10_by_category": {c: round(mean(v), 4) for c, v in sorted(self.by_category.items())},
+                "R@10_by_evidence": {e: {"n": len(v), "R@10": round(mean(v), 4) if v else None}
+                                     for e, v in self.by_evidence.items()}}
 
 
 Mode = tuple[str, str, dict[str, Any]]  # (label, tool, extra args)
@@ -160,29 +167,82 @@ def with_config(memories: list[Memory], **overrides: Any) -> None:
         m.runtime.config = dataclasses.replace(m.runtime.config, **overrides)
 
 
+# the re-scoring stage off, then its weight x the neighbour signal's share
+RESCORE_GRID = [{"rescore": 0.0}] + [{"rescore": r, "neighbours": n} for r in (1.0, 2.0, 4.0) for n in (1.0, 3.0)]
+
+
 def loo(memories: list[Memory], grid: list[dict[str, Any]], mode: Mode) -> dict[str, Any]:
     """Leave one conversation out: pick the grid point best on four, score it on the fifth."""
-    table: list[tuple[dict[str, Any], dict[str, float]]] = []
+    table: list[tuple[dict[str, Any], dict[str, Score]]] = []
     for point in grid:
         with_config(memories, **point)
-        scores = evaluate(memories, [mode])[mode[0]]
-        table.append((point, {name: statistics.fmean(s.recall[10]) for name, s in scores.items()},))
-        # weight by question count: a conversation's R@10 sum
-        table[-1][1].update({f"{name}#sum": sum(s.recall[10]) for name, s in scores.items()})
-        table[-1][1].update({f"{name}#n": len(s.recall[10]) for name, s in scores.items()})
-    names = [m.name for m in memories]
+        table.append((point, evaluate(memories, [mode])[mode[0]]))
+    return choose(table, [m.name for m in memories])
+
+
+def rescore_table(memories: list[Memory], grid: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Score]]]:
+    """Scores of ``trove_recall`` per re-scoring grid point: each question is asked once through
+    ``tools.dispatch`` with the fused hits captured at the re-scoring hook, then every point
+    re-orders those hits exactly as the hook would (``recall_search.rescored``)."""
+    from hermes_trove.retrieval import recall_search, rescore
+
+    hook = recall_search.rescored
+    seen: list[tuple[Any, ...]] = []
+
+    def capture(runtime: Any, req: Any, match: Any, hits: list[Any], weights: Any) -> list[Any]:
+        seen.append((runtime, req, match, hits))
+        return hits
+
+    asked: list[tuple[Memory, set[str], int, tuple[Any, ...]]] = []
+    recall_search.rescored = capture
+    try:
+        for memory in memories:
+            for question, gold, category in memory.questions:
+                ask(memory, "trove_recall", {"query": question, "limit": 10})
+                asked.append((memory, gold, category, seen.pop()))
+    finally:
+        recall_search.rescored = hook
+    table: list[tuple[dict[str, Any], dict[str, Score]]] = []
+    for point in grid:
+        weights = dataclasses.replace(rescore.Weights(), **point)
+        scores: dict[str, Score] = {m.name: Score() for m in memories}
+        for memory, gold, category, (runtime, req, match, hits) in asked:
+            start = time.perf_counter()
+            top = hook(runtime, req, match, hits, weights)[:req.limit]
+            ms = (time.perf_counter() - start) * 1000
+            scores[memory.name].add([memory.dia.get(h.item_id) for h in top if h.kind == "message"], gold,
+                                    category, ms)
+        table.append((point, scores))
+    return table
+
+
+def choose(table: list[tuple[dict[str, Any], dict[str, Score]]], names: list[str]) -> dict[str, Any]:
+    """The leave-one-conversation-out choice over a table of (grid point, scores per conversation)."""
     held: dict[str, Any] = {}
-    total_sum = total_n = 0.0
+    held_out = Score()  # each conversation scored at the point chosen without it
     for out in names:
-        def train(row: dict[str, float], out: str = out) -> float:
-            return sum(row[f"{n}#sum"] for n in names if n != out) / sum(row[f"{n}#n"] for n in names if n != out)
-        best_point, best_row = max(table, key=lambda pr: train(pr[1]))
-        held[out] = {"chosen": best_point, "held_out_R@10": round(best_row[out], 4)}
-        total_sum += best_row[f"{out}#sum"]
-        total_n += best_row[f"{out}#n"]
-    grid_rows = [{"point": p, "R@10": round(sum(r[f"{n}#sum"] for n in names) / sum(r[f"{n}#n"] for n in names), 4),
-                  "per_conversation": {n: round(r[n], 4) for n in names}} for p, r in table]
-    return {"grid": grid_rows, "loo": held, "loo_pooled_R@10": round(total_sum / total_n, 4)}
+        def train(scores: dict[str, Score], out: str = out) -> float:
+            # weighted by question count: the R@10 sum over the other conversations
+            return pooled({n: s for n, s in scores.items() if n != out}).summary()["R@10"]
+        best_point, best = max(table, key=lambda pr: train(pr[1]))
+        held[out] = {"chosen": best_point, "held_out_R@10": round(statistics.fmean(best[out].recall[10]), 4)}
+        held_out.merge(best[out])
+    grid_rows = [{"point": p, "R@10": pooled(r).summary()["R@10"],
+                  "per_conversation": {n: round(statistics.fmean(r[n].recall[10]), 4) for n in names}}
+                 for p, r in table]
+    summary = held_out.summary()
+    return {"grid": grid_rows, "loo": held, "loo_pooled_R@10": summary["R@10"], "loo_pooled": summary}
+
+
+def print_sweep(title: str, sweep: dict[str, Any], write: Callable[[str], None] = print) -> None:
+    write(f"{title} (pooled R@10 per grid point: the figures the choice is made on):")
+    for row in sweep["grid"]:
+        write(f"  {row['point']}: {row['R@10']:.4f}  {row['per_conversation']}")
+    s = sweep["loo_pooled"]
+    write(f"leave-one-conversation-out R@10 {s['R@10']:.4f} (R@5 {s['R@5']:.4f}; by evidence "
+          f"{s['R@10_by_evidence']}; by category {s['R@10_by_category']}):")
+    for name, v in sweep["loo"].items():
+        write(f"  held out {name}: chose {v['chosen']} -> {v['held_out_R@10']:.4f}")
 
 
 # -- scale -------------------------------------------------------------------------
@@ -446,6 +506,9 @@ def main() -> int:
     parser.add_argument("--embeddings", action="store_true",
                         help="also run semantic-only and hybrid recall (needs the embeddings extra)")
     parser.add_argument("--sweep", action="store_true", help="leave-one-conversation-out over fusion knobs")
+    parser.add_argument("--rescore-sweep", action="store_true",
+                        help="leave-one-conversation-out over the recall re-scoring weights (full text, and "
+                             "hybrid with --embeddings)")
     parser.add_argument("--scale", type=int, default=0, help="pad the first conversation's store to N messages")
     parser.add_argument("--scale-only", action="store_true",
                         help="with --scale: build only the first conversation and skip the dev-split table")
@@ -497,6 +560,14 @@ def main() -> int:
             grid = [{"recall_candidates": c, "recall_context_weight": w} for c in (100, 400)
                     for w in (0.0, 0.2, 0.4, 0.7, 1.0)]
         report["sweep"] = loo(memories, grid, mode)
+    if args.rescore_sweep:
+        if args.embeddings:
+            with_config(memories, embeddings_enabled=False)
+        names = [m.name for m in memories]
+        report["rescore_sweep"] = choose(rescore_table(memories, RESCORE_GRID), names)
+        if args.embeddings:
+            with_config(memories, embeddings_enabled=True)
+            report["rescore_sweep_hybrid"] = choose(rescore_table(memories, RESCORE_GRID), names)
     if args.scale:
         report["scale"] = scale(memories, args.scale, args.embeddings, args.pad_pool)
     if args.json:
@@ -507,15 +578,11 @@ def main() -> int:
           "session. R@k = share of a question's evidence turns in the top k message hits.")
     print_table(result)
     for label, v in report["modes"].items():
-        print(f"  {label}: R@10 by category {v['pooled']['R@10_by_category']}")
-    if "sweep" in report:
-        sweep = report["sweep"]
-        print("sweep (pooled R@10 per grid point):")
-        for row in sweep["grid"]:
-            print(f"  {row['point']}: {row['R@10']:.4f}  {row['per_conversation']}")
-        print(f"leave-one-conversation-out R@10 {sweep['loo_pooled_R@10']:.4f}:")
-        for name, v in sweep["loo"].items():
-            print(f"  held out {name}: chose {v['chosen']} -> {v['held_out_R@10']:.4f}")
+        print(f"  {label}: R@10 by category {v['pooled']['R@10_by_category']}, "
+              f"by evidence {v['pooled']['R@10_by_evidence']}")
+    for key in ("sweep", "rescore_sweep", "rescore_sweep_hybrid"):
+        if key in report:
+            print_sweep(key.replace("_", " "), report[key])
     if "scale" in report:
         print_scale(report["scale"])
     return 0

@@ -7,4 +7,4 @@ their handlers and import none of each other.
 
 # The public face: the modules the host edge and bench/ use.
 __all__ = ["answer", "embed_providers", "expand", "fusion", "grep", "indexer", "query", "recall", "recall_search",
-           "semantic", "sessions", "vector_index", "vector_store"]
+           "rescore", "semantic", "sessions", "vector_index", "vector_store"]

@@ -119,13 +119,22 @@ def _wordpiece(word: str) -> tuple[int, ...]:
     return tuple(pieces)
 
 
+@functools.lru_cache(maxsize=4096)
+def _line(line: str) -> tuple[int, ...]:
+    return tuple(i for word in pre_tokenize(normalize(line)) for i in _wordpiece(word))
+
+
 def encode(text: str, max_tokens: int = MAX_TOKENS) -> list[int]:
-    """Token ids ``[CLS] ... [SEP]``, truncated to ``max_tokens``."""
+    """Token ids ``[CLS] ... [SEP]``, truncated to ``max_tokens``.
+
+    A newline only separates words, so each line is tokenized once and remembered: the context
+    turns embedded after each message are not tokenized again for every message that carries them.
+    """
     vocab = load_vocab()
     ids: list[int] = []
     budget = max_tokens - 2
-    for word in pre_tokenize(normalize(text)):
-        ids.extend(_wordpiece(word))
+    for line in text.split("\n"):
+        ids.extend(_line(line))
         if len(ids) >= budget:
             del ids[budget:]
             break

@@ -34,7 +34,7 @@ log = logging.getLogger("hermes_trove.embeddings")
 CHUNK_CHARS = 1000         # about 250 MiniLM tokens of English chat text
 CHUNK_OVERLAP = 120
 MAX_CHUNKS_PER_MESSAGE = 16
-GROUP_ROWS = 32            # at most this many rows (and at most one batch of them) committed together
+GROUP_ROWS = 64            # local rows embedded (sorted by length into batches) and committed together
 LEASE_TTL_S = 60.0  # renewed per batch; a dead holder's lease is taken over at once
 PRUNE_PER_PASS = 5000
 # A chat turn alone often lacks its topic ("Yes, last Friday!"); each chunk is embedded with the
@@ -128,6 +128,12 @@ def contexts(store: VectorStore, items: list[PendingText], tool_policy: str, wan
             window.append(text)
             del window[:-want]
     return out
+
+
+def group_rows(spec: ProviderSpec) -> int:
+    """Rows per group: the local model sorts GROUP_ROWS by length into its batches (a batch pads
+    to its longest text); a remote provider commits each paid request before sending the next."""
+    return GROUP_ROWS if spec.provider == "local" else max(1, min(GROUP_ROWS, spec.batch_size))
 
 
 def _group_vectors(provider: Provider, items: list[PendingText], tool_policy: str,
@@ -279,7 +285,7 @@ class _Groups:
     kind: str = "message"
 
     def _next(self) -> list[PendingText]:
-        take = min(max(1, min(GROUP_ROWS, self.plan.spec.batch_size)), self.plan.limit - self.report.rows)
+        take = min(group_rows(self.plan.spec), self.plan.limit - self.report.rows)
         if self.kind == "message":
             items = self.store.pending_messages(self.gen.message_cursor, take)
             if items:

@@ -3,18 +3,20 @@
 Arms: BM25 over the raw messages of every session (re-ranked by ``query.rerank``), BM25
 over every summary node, and vectors through ``retrieval.semantic`` when embeddings are on.
 Each arm ranks a bounded pool; ``fusion`` combines the pools; a soft current-conversation
-bias and a recency prior scale the fused score. Rows of ignored sessions, rows still in the
+bias and a recency prior scale the fused score; ``rescore`` then re-orders the best fused
+candidates by how well they read the question. Rows of ignored sessions, rows still in the
 live prompt and handles the caller has already seen are dropped. No response shaping here.
 """
 from __future__ import annotations
 
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .. import changed
 from ..scope import EVERYTHING, Visibility
-from . import fusion, semantic
+from . import fusion, rescore, semantic
 from .query import Candidate, Match, build_match, rerank
 from .search import ARCHIVE_CANDIDATES, LITERAL_MAX_CHARS
 
@@ -155,6 +157,7 @@ def recall(runtime: Runtime, req: RecallRequest) -> RecallResult:
         hits.append(RecallHit(kind, item_id, session_id, at, score, found, in_scope, row, node,
                               snippets.get(key, "")))
     hits.sort(key=lambda h: (-h.score, -h.at, h.kind, h.item_id))
+    hits = rescored(runtime, req, match, hits, rescore.WITH_VECTORS if "semantic" in ran else rescore.DEFAULT)
     hits = _current_first(runtime, req.query, hits)
     if req.detail == "answer_ready":
         hits = _per_session_cap(hits, PER_SESSION_ANSWER_READY)
@@ -350,6 +353,28 @@ def _load_missing(runtime: Runtime, hits: list[Any], rows: dict[int, MessageRow]
             node = runtime.dag.get(int(h.item_id))
             if node is not None and (allowed is None or node.session_id in allowed):
                 nodes[node.node_id] = node
+
+
+def rescored(runtime: Runtime, req: RecallRequest, match: Match, hits: list[RecallHit],
+              weights: rescore.Weights) -> list[RecallHit]:
+    """The fused hits re-scored by ``rescore`` (reading the adjacent turns of the message hits)."""
+    if weights.rescore <= 0:
+        return hits
+    items = [rescore.Item((h.kind, h.item_id), h.row.content if h.row is not None else h.node.summary if h.node
+                          else h.snippet, h.at, h.score)
+             for h in hits]
+    near: dict[Any, str] = {}
+    if weights.neighbours > 0:
+        head = [h for h in hits[:weights.pool] if h.row is not None]
+        around = {i for h in head for i in (h.item_id - 1, h.item_id + 1)}
+        found = {r.store_id: r for r in runtime.store.get_many(sorted(around), req.visible)}
+        for h in head:
+            near[("message", h.item_id)] = " ".join(r.content for r in (found.get(h.item_id - 1),
+                                                    found.get(h.item_id + 1)) if r and r.session_id == h.session_id)
+    q = rescore.question(req.query, match.terms, match.phrases)
+    ordered = rescore.rescore(q, items, near, weights)
+    by_key: dict[Hashable, RecallHit] = {(h.kind, h.item_id): h for h in hits}
+    return [replace(by_key[it.key], score=it.score) for it in ordered]
 
 
 def _current_first(runtime: Runtime, question: str, hits: list[RecallHit]) -> list[RecallHit]:

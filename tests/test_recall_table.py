@@ -215,7 +215,7 @@ def test_scope_bias_multiplies_the_current_conversation(runtime):
         out = recall_search.recall(runtime, RecallRequest(query="silver teapot", current="here", scope_bias=bias,
                                                           now=T0))
         scores = {h.session_id: h.score for h in out.hits}
-        assert scores["here"] == pytest.approx(scores["other"] * (1 + bias))
+        assert (scores["here"] > scores["other"]) is (bias > 0)  # the re-scoring stage keeps the bias's order
         if first:
             assert out.hits[0].session_id == first and out.hits[0].in_scope
 

@@ -104,12 +104,16 @@ def test_bench_retrieval_finds_evidence_on_a_locomo_slice(tmp_path):
 
 
 @needs_locomo
-def test_bench_recall_scores_recall_and_grep_and_the_sweep(tmp_path):
-    out = run_script("bench_recall.py", "--data", locomo_slice(tmp_path), "--sweep", tmp_path=tmp_path)
-    for mode in ("trove_recall full-text", "trove_grep session_scope=all"):
-        assert figure(rf"^{re.escape(mode)}\s+[\d.]+\s+([\d.]+)", out) >= FLOOR, mode
-    assert figure(r"leave-one-conversation-out R@10 ([\d.]+)", out) >= FLOOR
-    assert len(re.findall(r"held out conv-\d+: chose", out)) == 2
+def test_bench_recall_scores_recall_and_grep_and_the_sweeps(tmp_path):
+    out = run_script("bench_recall.py", "--data", locomo_slice(tmp_path), "--sweep", "--rescore-sweep",
+                     tmp_path=tmp_path)
+    # floors a little under the figures of this slice (recall 0.83, grep 0.79, held out 0.81 and 0.80)
+    for mode, floor in (("trove_recall full-text", 0.75), ("trove_grep session_scope=all", 0.7)):
+        assert figure(rf"^{re.escape(mode)}\s+[\d.]+\s+([\d.]+)", out) >= floor, mode
+    for sweep in out.split("leave-one-conversation-out R@10 ")[1:]:
+        assert float(sweep.split()[0]) >= 0.72
+    assert len(re.findall(r"held out conv-\d+: chose", out)) == 4
+    assert re.search(r"by evidence \{'single': \{'n': \d+, 'R@10': [\d.]+\}, 'multi'", out)
 
 
 @needs_locomo
@@ -130,8 +134,10 @@ def test_bench_recall_with_embeddings_runs_hybrid_and_semantic_recall(tmp_path):
     out = run_script("bench_recall.py", "--data", locomo_slice(tmp_path, {"conv-26": 3}), "--embeddings",
                      "--scale", "600", "--pad-pool", "20", "--json", tmp_path=tmp_path)
     report = json.loads(out)
-    for mode in ("trove_recall hybrid", "trove_recall semantic-only", "trove_recall full-text"):
-        assert report["modes"][mode]["pooled"]["R@10"] >= FLOOR, mode
+    # this slice's 20 questions: hybrid 0.85, vectors alone 0.9, full text 0.75
+    for mode, floor in (("trove_recall hybrid", 0.75), ("trove_recall semantic-only", 0.75),
+                        ("trove_recall full-text", 0.65)):
+        assert report["modes"][mode]["pooled"]["R@10"] >= floor, mode
     scale = report["scale"]
     assert scale["pad_vectors"]["coverage"] == 1.0
     assert scale["pad_vectors"]["vectors_total"] >= 600

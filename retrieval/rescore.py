@@ -1,0 +1,167 @@
+"""Pure re-scoring of the best fused recall candidates by signals that read the question.
+
+Fusion orders a pool by arm scores; inside the top of that pool, evidence that reads the
+question tells itself apart by a few plain signals, each in [0, 1]:
+
+- ``coverage``: the share of the question's content words in the hit, each weighted by its
+  rarity in the pool (a word most candidates share tells little);
+- ``proximity``: how close together the matched words sit (the tightest window holding one
+  of each), scaled by how many of them matched;
+- ``names``: the question's capitalised names and quoted phrases found in the hit;
+- ``date``: the question names a month or a year and the hit's date falls in it;
+- ``neighbours``: the adjacent turns of the same session hold the words the hit lacks.
+
+The new score is the fused score (over the pool's best) plus ``rescore`` times the weighted mean
+of the signals; candidates past the pool stay below it. The weights were chosen by leaving one
+LoCoMo dev conversation out at a time (``bench/bench_recall.py --rescore-sweep``), for full
+text alone and with vectors: every fold chose the settings below. Nothing here reads storage.
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from ..fulltext import STOPWORDS
+from .query import rough_stem
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_MONTHS = {m: i + 1 for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july",
+                                            "august", "september", "october", "november", "december"))}
+_YEAR = re.compile(r"\b(19\d\d|20\d\d)\b")
+
+
+@dataclass(frozen=True)
+class Weights:
+    """How far the signals move a fused score (0 turns the stage off)."""
+
+    rescore: float = 4.0          # added at most when every signal is 1 (fused scores span [0, 1])
+    neighbours: float = 1.0       # the neighbour signal's share against the others' 1 each
+    pool: int = 100               # fused candidates re-scored
+
+
+DEFAULT = Weights()
+WITH_VECTORS = Weights(rescore=2.0)  # the vector arm ran: the fused order already knows more
+
+
+@dataclass(frozen=True)
+class Item:
+    """One fused candidate: its key, text, time and fused score."""
+
+    key: Hashable
+    text: str
+    at: float
+    score: float
+
+
+@dataclass(frozen=True)
+class Question:
+    stems: tuple[str, ...]
+    names: tuple[str, ...]
+    months: frozenset[int]
+    years: frozenset[int]
+
+
+def question(text: str, terms: Sequence[str], phrases: Sequence[str]) -> Question:
+    """The parts of a question the signals look for; ``terms`` are its full-text terms."""
+    stems = tuple(s for s in dict.fromkeys(rough_stem(t) for t in terms) if s)
+    names = [p.lower() for p in phrases]
+    names += [t.lower() for t in terms if t[:1].isupper() and t.lower() not in STOPWORDS
+              and t.lower() not in _MONTHS]
+    words = [w.lower() for w in _WORD.findall(text)]
+    return Question(stems, tuple(dict.fromkeys(names)), frozenset(_MONTHS[w] for w in words if w in _MONTHS),
+                    frozenset(int(y) for y in _YEAR.findall(text)))
+
+
+def _tokens(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def _matched(tokens: Sequence[str], stems: Sequence[str],
+             memo: dict[str, int | None] | None = None) -> list[int | None]:
+    """Per token, the index of the question stem it starts with (None: no stem)."""
+    memo = {} if memo is None else memo
+    out: list[int | None] = []
+    for tok in tokens:
+        if tok not in memo:
+            memo[tok] = next((i for i, s in enumerate(stems) if tok.startswith(s)), None)
+        out.append(memo[tok])
+    return out
+
+
+def proximity(marks: Sequence[int | None], wanted: int) -> float:
+    """``(m / wanted) * (m - 1) / (w - 1)``: m distinct stems matched, w the tightest token
+    window holding one of each; 0 when fewer than two matched."""
+    seen = {m for m in marks if m is not None}
+    if len(seen) < 2 or wanted <= 0:
+        return 0.0
+    counts: dict[int, int] = {}
+    best = len(marks)
+    lo = 0
+    for hi, m in enumerate(marks):
+        if m is None:
+            continue
+        counts[m] = counts.get(m, 0) + 1
+        while len(counts) == len(seen):
+            if marks[lo] is not None:
+                best = min(best, hi - lo + 1)
+                mark = marks[lo]
+                counts[mark] -= 1  # type: ignore[index]
+                if not counts[mark]:  # type: ignore[index]
+                    del counts[mark]  # type: ignore[arg-type]
+            lo += 1
+    return (len(seen) / wanted) * (len(seen) - 1) / max(1, best - 1)
+
+
+def _share(found: set[int], among: Sequence[int], idf: Sequence[float]) -> float:
+    total = sum(idf[i] for i in among)
+    return sum(idf[i] for i in among if i in found) / total if total > 0 else 0.0
+
+
+def signals(q: Question, items: Sequence[Item], neighbours: Mapping[Hashable, str]) -> list[dict[str, float]]:
+    """The five signals of every item, in order."""
+    memo: dict[str, int | None] = {}
+    tokens = [_tokens(it.text) for it in items]
+    marks = [_matched(t, q.stems, memo) for t in tokens]
+    found = [{m for m in mk if m is not None} for mk in marks]
+    near = [{m for m in _matched(_tokens(neighbours.get(it.key, "")), q.stems, memo) if m is not None}
+            for it in items]
+    n = len(items)
+    idf = [math.log(1 + n / (1 + sum(1 for f in found if i in f))) for i in range(len(q.stems))]
+    every = range(len(q.stems))
+    names = [" ".join(_tokens(nm)) for nm in q.names]
+    out = []
+    for it, toks, mk, have, close in zip(items, tokens, marks, found, near, strict=True):
+        lowered = " ".join(toks)
+        named = sum(1 for nm in names if nm in lowered) / len(names) if names else 0.0
+        missing = [i for i in every if i not in have]
+        out.append({"coverage": _share(have, every, idf), "proximity": proximity(mk, len(q.stems)),
+                    "names": named, "date": _date(q, it.at), "neighbours": _share(close, missing, idf)})
+    return out
+
+
+def _date(q: Question, at: float) -> float:
+    if not (q.months or q.years) or at <= 0:
+        return 0.0
+    day = datetime.fromtimestamp(at, UTC)
+    return float((not q.months or day.month in q.months) and (not q.years or day.year in q.years))
+
+
+def rescore(q: Question, items: Sequence[Item], neighbours: Mapping[Hashable, str],
+            weights: Weights = DEFAULT) -> list[Item]:
+    """The first ``weights.pool`` items re-scored and re-sorted; the rest follow in their order."""
+    head, tail = list(items[:weights.pool]), list(items[weights.pool:])
+    if weights.rescore <= 0 or not head or not q.stems:
+        return list(items)
+    top = max(it.score for it in head) or 1.0
+    share = {"coverage": 1.0, "proximity": 1.0, "names": 1.0, "date": 1.0, "neighbours": weights.neighbours}
+    total = sum(share.values())
+    moved = []
+    for it, sig in zip(head, signals(q, head, neighbours), strict=True):
+        bonus = sum(share[k] * v for k, v in sig.items()) / total
+        moved.append(Item(it.key, it.text, it.at, it.score / top + weights.rescore * bonus))
+    floor = min((it.score for it in moved), default=0.0)
+    tail = [Item(it.key, it.text, it.at, min(it.score / top, floor)) for it in tail]
+    return sorted(moved, key=lambda it: -it.score) + tail

@@ -1,0 +1,106 @@
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+
+from hermes_trove.retrieval import recall_search, rescore
+from hermes_trove.retrieval.query import build_match
+from hermes_trove.retrieval.recall_search import RecallRequest
+from hermes_trove.store import SessionKey
+
+
+def q(text):
+    m = build_match(text)
+    return rescore.question(text, m.terms, m.phrases)
+
+
+def item(key, text, score=1.0, at=0.0):
+    return rescore.Item(key, text, at, score)
+
+
+def test_question_parts():
+    got = q('What did Melanie paint in May 2023 for "the garden club"?')
+    assert "melanie" in got.names and "the garden club" in got.names
+    assert got.months == frozenset({5}) and got.years == frozenset({2023})
+    assert "paint" in got.stems and "may" not in got.names
+
+
+def test_proximity_tight_window_beats_spread():
+    stems = ("ferry", "naxos")
+    tight = rescore._matched("we took the ferry naxos".split(), stems)
+    spread = rescore._matched("ferry a b c d e f g naxos".split(), stems)
+    assert rescore.proximity(tight, 2) == 1.0
+    assert 0 < rescore.proximity(spread, 2) < 0.2
+    assert rescore.proximity(rescore._matched(["ferry"], stems), 2) == 0.0
+
+
+def test_signals_are_bounded_and_named():
+    question = q("When did Caroline join the pottery class in March?")
+    at = datetime(2023, 3, 9, tzinfo=UTC).timestamp()
+    items = [item(1, "Caroline: I joined a pottery class last week!", at=at),
+             item(2, "Nice weather today", at=at)]
+    sig = rescore.signals(question, items, {1: "", 2: "Caroline joined pottery"})
+    assert set(sig[0]) == {"coverage", "proximity", "names", "date", "neighbours"}
+    assert all(0.0 <= v <= 1.0 for s in sig for v in s.values())
+    assert sig[0]["names"] == 1.0 and sig[1]["names"] == 0.0
+    assert sig[0]["date"] == 1.0
+    assert sig[0]["coverage"] > sig[1]["coverage"] and sig[1]["neighbours"] > 0
+
+
+def test_rescore_lifts_the_hit_that_reads_the_question():
+    question = q("Where did Jon buy his red bicycle?")
+    items = [item("a", "the weather was red hot and bicycle lanes were closed", 1.0),
+             item("b", "Jon: I bought my red bicycle at the market downtown", 0.9),
+             item("c", "unrelated", 0.1)]
+    off = rescore.rescore(question, items, {}, rescore.Weights(rescore=0.0))
+    assert [i.key for i in off] == ["a", "b", "c"]
+    on = rescore.rescore(question, items, {}, rescore.Weights(rescore=0.5))
+    assert [i.key for i in on][:2] == ["b", "a"]
+
+
+def test_rescore_leaves_the_tail_below_the_pool():
+    question = q("red bicycle")
+    items = [item(i, "red bicycle" if i == 2 else "x", 1.0 - i / 10) for i in range(5)]
+    out = rescore.rescore(question, items, {}, rescore.Weights(rescore=1.0, pool=3))
+    assert [i.key for i in out][3:] == [3, 4]
+    assert out[0].key == 2 and max(i.score for i in out[3:]) <= min(i.score for i in out[:3])
+
+
+def test_question_without_content_words_keeps_the_order():
+    items = [item(1, "a", 1.0), item(2, "b", 0.5)]
+    assert rescore.rescore(q("what is it"), items, {}, rescore.Weights(rescore=1.0)) == items
+
+
+def test_recall_uses_the_neighbouring_turn(runtime, monkeypatch):
+    runtime.store.append(SessionKey("old", platform="cli"), [
+        {"role": "user", "content": "Did you ever adopt that dog from the shelter?", "timestamp": 1.0},
+        {"role": "assistant", "content": "Yes! Her name is Biscuit.", "timestamp": 2.0},
+        {"role": "user", "content": "My name is on the list for a cat", "timestamp": 3.0}])
+    monkeypatch.setattr(rescore, "DEFAULT", rescore.Weights(rescore=0.0))
+    req = RecallRequest("what is the name of the dog from the shelter", limit=3)
+    plain = recall_search.recall(runtime, req)
+    monkeypatch.setattr(rescore, "DEFAULT", rescore.Weights(rescore=1.0, neighbours=3.0))
+    lifted = recall_search.recall(runtime, req)
+    assert {h.item_id for h in plain.hits} == {h.item_id for h in lifted.hits}
+    scores = {h.item_id: h.score for h in lifted.hits}
+    assert scores[2] > scores[3]  # the answer gains from its neighbour holding the question's words
+    assert [h.score for h in lifted.hits] == sorted((h.score for h in lifted.hits), reverse=True)
+
+
+def test_the_weight_is_lower_when_the_vector_arm_ran(runtime, monkeypatch):
+    from types import SimpleNamespace
+
+    ids = runtime.store.append(SessionKey("old", platform="cli"), [
+        {"role": "user", "content": "the ferry to Naxos leaves at seven", "timestamp": 1.0}])
+    used = []
+    real = recall_search.rescored
+    monkeypatch.setattr(recall_search, "rescored",
+                        lambda rt, req, m, hits, w: used.append(w) or real(rt, req, m, hits, w))
+    recall_search.recall(runtime, RecallRequest("ferry"))
+    runtime.config = dataclasses.replace(runtime.config, embeddings_enabled=True)
+    hit = SimpleNamespace(kind="message", item_id=ids[0], score=0.9)
+    monkeypatch.setattr(recall_search, "semantic_module", lambda: SimpleNamespace(
+        search=lambda *a, **k: SimpleNamespace(hits=[hit], ran=True, degraded_reason=None)))
+    recall_search.recall(runtime, RecallRequest("ferry"))
+    assert used == [rescore.DEFAULT, rescore.WITH_VECTORS]
+    assert 0 < rescore.WITH_VECTORS.rescore < rescore.DEFAULT.rescore
