@@ -506,12 +506,12 @@ class TroveEngine(ContextEngine):
                 self.ingest(live)
             except Exception:  # a failed ingest must not cost the model its tool answer
                 log.debug("trove: ingest before %s failed", name, exc_info=True)
-        return dispatch(self.tool_context(), name, args)
+        return dispatch(self.tool_context(mid_turn=isinstance(live, list)), name, args)
 
-    def tool_context(self) -> ToolContext:
+    def tool_context(self, mid_turn: bool = False) -> ToolContext:
         """What the tools see of this engine: storage, the bound session, facts, the model."""
         return ToolContext(runtime=self.runtime, session=self.state.key, snapshot=self.snapshot(),
-                           complete=self.completion_for("expand_query"))
+                           complete=self.completion_for("expand_query"), mid_turn=mid_turn)
 
     # -- status --------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:

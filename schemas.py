@@ -30,9 +30,9 @@ TROVE_GREP: dict[str, Any] = {
             "limit": {"type": "integer", "description": "Maximum results (default 10, max 200).", "minimum": 1},
             "offset": {"type": "integer", "minimum": 0,
                        "description": "Skip this many ranked results (continue with next_offset)."},
-            "sort": {"type": "string", "enum": ["relevance", "recency", "hybrid"],
-                     "description": ("relevance (default), recency (best matches newest first) or hybrid "
-                                     "(relevance decayed by age).")},
+            "sort": {"type": "string", "enum": ["relevance", "recency", "recent_relevance"],
+                     "description": ("relevance (default), recency (best matches newest first) or "
+                                     "recent_relevance (relevance decayed by age).")},
             "mode": {"type": "string", "enum": ["full_text", "semantic", "hybrid"],
                      "description": ("full_text (default, keywords), semantic (by meaning, needs embeddings) or "
                                      "hybrid (both, fused). Without embeddings it answers from full text and "

@@ -360,6 +360,17 @@ class MessageStore:
         r = self.db.read().execute("SELECT MAX(store_id) FROM messages WHERE session_id=?", (session_id,)).fetchone()
         return int(r[0] or 0)
 
+    def last_reply_store_id(self, session_id: str, window: int = 1000) -> int:
+        """The session's last finished assistant reply (one without tool calls) among its newest
+        ``window`` rows; the rows after it are the turn being answered. Without one, the row before
+        that window (0: the whole session is the turn)."""
+        newest = ("(SELECT store_id, role, tool_calls FROM messages WHERE session_id=? ORDER BY store_id DESC"
+                  " LIMIT ?)")  # read newest first, so the first reply found ends the walk
+        conn, args = self.db.read(), (session_id, int(window))
+        r = conn.execute(f"SELECT store_id FROM {newest} WHERE role='assistant' AND tool_calls IS NULL LIMIT 1",
+                         args).fetchone() or conn.execute(f"SELECT MIN(store_id) - 1 FROM {newest}", args).fetchone()
+        return int(r[0] or 0)
+
     def count(self, session_id: str | None = None) -> int:
         if session_id is None:
             r = self.db.read().execute("SELECT COUNT(*) FROM messages").fetchone()

@@ -139,6 +139,7 @@ class ToolContext:
     visible: Visibility = EVERYTHING          # the sessions this call may read; ``tools.dispatch`` sets it
     dispatcher: Dispatcher | None = None      # ``tools.dispatch`` sets it, so a handler can ``call`` another tool
     calling: tuple[str, ...] = ()             # the tools running in this call, outermost first
+    mid_turn: bool = False                    # called by the model while it answers a turn of the session
 
     def call(self, name: str, args: Mapping[str, Any]) -> dict[str, Any]:
         """Another tool's parsed reply, run through dispatch with its own checks and cap, the same
@@ -158,6 +159,13 @@ class ToolContext:
 def current_session(ctx: ToolContext) -> str | None:
     key = ctx.session
     return key.session_id if key is not None and key.session_id else None
+
+
+def turn_start(ctx: ToolContext) -> int | None:
+    """Mid-turn, the bound session's rows above this store id are the turn being answered (its
+    question, tool calls and results), which no search may return as evidence; None otherwise."""
+    sid = current_session(ctx)
+    return ctx.runtime.store.last_reply_store_id(sid) if ctx.mid_turn and sid else None
 
 
 def require_session(ctx: ToolContext, tool: str) -> str:

@@ -20,8 +20,9 @@ from ..toolkit import (
     str_arg,
     str_list_arg,
     time_window,
+    turn_start,
 )
-from .search import CONTENT_SCOPES, MODES, SCOPES, SORTS, GrepPage, GrepRequest, grep
+from .search import CONTENT_SCOPES, MODES, SCOPES, SORT_ALIASES, SORTS, GrepPage, GrepRequest, grep
 
 
 def trove_grep(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -36,7 +37,10 @@ def _request(ctx: ToolContext, args: Mapping[str, Any], clamped: dict[str, Any])
     query = str_arg(args, "query", required=True) or ""
     limit = int_arg(args, "limit", 10, minimum=1, cap=200, clamped=clamped) or 10
     offset = int_arg(args, "offset", 0, minimum=0, cap=10000) or 0
-    sort = enum_arg(args, "sort", SORTS, "relevance") or "relevance"
+    sort = enum_arg(args, "sort", SORTS + tuple(SORT_ALIASES), "relevance") or "relevance"
+    if sort in SORT_ALIASES:
+        clamped["warnings"] = [f"sort={sort!r} is deprecated; it ran as sort={SORT_ALIASES[sort]!r}"]
+        sort = SORT_ALIASES[sort]
     mode = enum_arg(args, "mode", MODES, "full_text") or "full_text"
     role = enum_arg(args, "role", ROLES, None)
     source = (str_arg(args, "source") or "").strip() or None
@@ -57,7 +61,8 @@ def _request(ctx: ToolContext, args: Mapping[str, Any], clamped: dict[str, Any])
     return GrepRequest(query=query, limit=limit, offset=offset, sort=sort, scope=scope,
                        content_scope=content_scope, current=current, session_id=scope_session, role=role,
                        source=source, time_from=time_from, time_to=time_to,
-                       refs=tuple(refs) if refs is not None else None, mode=mode, visible=ctx.visible)
+                       refs=tuple(refs) if refs is not None else None, mode=mode, visible=ctx.visible,
+                       turn_start=turn_start(ctx))
 
 
 def _response(req: GrepRequest, page: GrepPage, extra: dict[str, Any], cap: int) -> dict[str, Any]:

@@ -7,7 +7,6 @@ coverage, and whether the search degraded and why.
 """
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -21,9 +20,11 @@ from ..toolkit import (
     fit_items,
     int_arg,
     iso,
+    number,
     parse_time,
     str_arg,
     str_list_arg,
+    turn_start,
 )
 from .recall_hydrate import shape_hits
 from .recall_search import DETAILS, INCLUDES, Key, RecallRequest, RecallResult, recall
@@ -60,21 +61,14 @@ def _request(ctx: ToolContext, args: Mapping[str, Any], clamped: dict[str, Any])
     return RecallRequest(query=query, limit=limit, scope_bias=bias, include=include, detail=detail,
                          seen=seen, since=since, before=before, current=current_session(ctx),
                          current_conversation=(key.conversation_id or None) if key is not None else None,
-                         visible=ctx.visible)
+                         visible=ctx.visible, turn_start=turn_start(ctx))
 
 
 def _unit_float(args: Mapping[str, Any], name: str, default: float, clamped: dict[str, Any]) -> float:
     raw = args.get(name)
     if raw is None or raw == "":
         return default
-    if isinstance(raw, bool):
-        raise ToolError(f"{name} must be a number between 0 and 1")
-    try:
-        value = float(raw)
-    except (TypeError, ValueError):
-        raise ToolError(f"{name} must be a number between 0 and 1, got {str(raw)[:40]!r}") from None
-    if not math.isfinite(value):
-        raise ToolError(f"{name} must be a finite number between 0 and 1")
+    value = float(number(raw, name, "a number between 0 and 1"))
     if not 0.0 <= value <= 1.0:
         clamped[f"{name}_clamped_from"] = value
         value = min(1.0, max(0.0, value))
@@ -99,7 +93,8 @@ def _response(req: RecallRequest, result: RecallResult, hits: list[dict[str, Any
                   "arm_weights": {name: arm.weight for name, arm in result.arms.items()},
                   "fusion": result.fusion,
                   "coverage": {name: arm.to_dict() for name, arm in result.arms.items()},
-                  "ordering": "fused score x (1 + scope_bias if current conversation) x recency prior"}
+                  "ordering": "fused score x (1 + scope_bias if current conversation) x recency prior;"
+                              " a changed fact's current statement first for a question about the present"}
     if result.fusion_note:
         provenance["fusion_note"] = result.fusion_note
     excluded = {k: v for k, v in result.excluded.items() if v}

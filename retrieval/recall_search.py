@@ -14,6 +14,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from .. import changed
 from ..scope import EVERYTHING, Visibility
 from . import fusion, rescore, semantic
 from .query import Candidate, Match, build_match, rerank
@@ -30,6 +31,7 @@ ARMS = ("fts", "summary", "semantic")
 PER_SESSION_ANSWER_READY = 5  # answer_ready keeps at most this many hits from one session
 DAY_S = 86400.0
 CONTEXT_RADIUS = 8  # store ids either side that count as a raw hit's neighbourhood (same session)
+CHANGED_WINDOW = 50  # best fused hits in which a changed fact's current statement moves first
 
 Key = tuple[str, int]  # ("message", store_id) or ("summary", node_id)
 
@@ -50,6 +52,7 @@ class RecallRequest:
     current_conversation: str | None = None  # its conversation id, when the host gave one
     now: float | None = None                 # the recency prior's "now" (default: wall clock)
     visible: Visibility = EVERYTHING         # the sessions the caller may read (TROVE_MEMORY_SCOPE)
+    turn_start: int | None = None            # the bound session's rows past this are the turn in flight
 
 
 @dataclass(frozen=True)
@@ -155,6 +158,7 @@ def recall(runtime: Runtime, req: RecallRequest) -> RecallResult:
                               snippets.get(key, "")))
     hits.sort(key=lambda h: (-h.score, -h.at, h.kind, h.item_id))
     hits = rescored(runtime, req, match, hits, rescore.WITH_VECTORS if "semantic" in ran else rescore.DEFAULT)
+    hits = _current_first(runtime, req.query, hits)
     if req.detail == "answer_ready":
         hits = _per_session_cap(hits, PER_SESSION_ANSWER_READY)
     degraded = degraded_reason is not None
@@ -168,7 +172,8 @@ class Gate:
     def __init__(self, runtime: Runtime, req: RecallRequest):
         self.runtime = runtime
         self.req = req
-        self.excluded = {"ignored_session": 0, "live_context": 0, "seen": 0, "outside_time_bounds": 0}
+        self.excluded = {"ignored_session": 0, "in_flight_turn": 0, "live_context": 0, "seen": 0,
+                         "outside_time_bounds": 0}
         self._ignored: dict[str, bool] = {}
         self._frontier: int | None = None
 
@@ -201,6 +206,10 @@ class Gate:
             return False
         if self.live(row):
             self.excluded["live_context"] += 1
+            return False
+        if self.req.turn_start is not None and row.session_id == self.req.current and \
+                row.store_id > self.req.turn_start:  # the turn being answered, though a compaction covered it
+            self.excluded["in_flight_turn"] += 1
             return False
         if ("message", row.store_id) in self.req.seen:
             self.excluded["seen"] += 1
@@ -366,6 +375,17 @@ def rescored(runtime: Runtime, req: RecallRequest, match: Match, hits: list[Reca
     ordered = rescore.rescore(q, items, near, weights)
     by_key: dict[Hashable, RecallHit] = {(h.kind, h.item_id): h for h in hits}
     return [replace(by_key[it.key], score=it.score) for it in ordered]
+
+
+def _current_first(runtime: Runtime, question: str, hits: list[RecallHit]) -> list[RecallHit]:
+    """Raw hits of the window in ``changed.current_first`` order (summaries keep their places);
+    the window's scores keep falling, so a moved hit takes the score of the place it took."""
+    top, rows = hits[:CHANGED_WINDOW], {h.item_id: h for h in hits[:CHANGED_WINDOW] if h.row is not None}
+    order = iter(changed.current_first(question, [(k, h.row.content, h.at, h.row.role) for k, h in rows.items()
+                                                  if h.row is not None],
+                                       runtime.db if runtime.config.assertions_enabled else None))
+    moved = [rows[next(order)] if h.row is not None else h for h in top]
+    return [replace(h, score=old.score) for h, old in zip(moved, top, strict=True)] + hits[CHANGED_WINDOW:]
 
 
 def _per_session_cap(hits: list[RecallHit], cap: int) -> list[RecallHit]:

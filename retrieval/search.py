@@ -8,29 +8,30 @@ for recency. Only the rows of the requested page get snippets.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..fulltext import ARCHIVE_CANDIDATES, LITERAL_MAX_CHARS
 from ..payloads.sidecar import search_payloads
 from ..scope import EVERYTHING, Visibility
-from ..toolkit import expand_hint, iso
+from ..toolkit import expand_hint, iso, message_meta
+from . import fusion, semantic
 from .query import Candidate, Match, build_match, rerank
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
 
-SORTS = ("relevance", "recency", "hybrid")
+SORTS = ("relevance", "recency", "recent_relevance")
+SORT_ALIASES = {"hybrid": "recent_relevance"}  # the old, deprecated name (not hybrid search)
 MODES = ("full_text", "semantic", "hybrid")
 # mode=hybrid: min-max interpolation of full text and vectors, this weight on the vector arm.
 # Leave-one-conversation-out on LoCoMo dev picked 0.4 in 4 of 5 folds (docs/embeddings.md).
 HYBRID_SEMANTIC_WEIGHT = 0.4
 SCOPES = ("current", "all", "session")
 CONTENT_SCOPES = ("history", "externalized", "both")
-RRF_K = 60
 RERANK_POOL = 100
-HYBRID_DECAY_PER_HOUR = 0.001
+DAY_S = 86400.0
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,11 @@ class GrepRequest:
     refs: tuple[str, ...] | None = None  # externalized refs to restrict payload search to
     mode: str = "full_text"               # full_text | semantic | hybrid (vectors, when embeddings run)
     visible: Visibility = EVERYTHING      # the sessions the caller may read (TROVE_MEMORY_SCOPE)
+    turn_start: int | None = None         # the bound session's rows past this are the turn in flight
+
+    def in_flight(self, row: Any) -> bool:
+        """A row of the turn being answered: never evidence for it."""
+        return self.turn_start is not None and row.session_id == self.current and row.store_id > self.turn_start
 
     @property
     def raw_filtered(self) -> bool:
@@ -85,23 +91,24 @@ def grep(runtime: Runtime, req: GrepRequest) -> GrepPage:
     need = req.offset + req.limit + 1
     # BM25 picks a candidate pool; rerank (coverage + adjacent turns) orders it.
     pool = min(1000, max(RERANK_POOL, 4 * need))
-    lists: list[list[_Hit]] = []
+    raw: list[_Hit] = []
     literal_snippets: dict[int, str] = {}
     if req.content_scope != "externalized":
         hits, literal_snippets = _raw_candidates(runtime, req, match, pool, notes)
-        lists.append(_order(_ranked_raw(hits, match.terms), req.sort))
+        raw = _ranked_raw(hits, match.terms)
         if req.scope == "all":
             notes["archive_candidate_limit"] = ARCHIVE_CANDIDATES
     want_summaries = req.scope == "current" and not req.raw_filtered and req.content_scope != "externalized"
-    if want_summaries and match.expression:
-        lists.append(_order(_summary_hits(runtime, match.expression, req.current or "", req.source, pool),
-                            req.sort))
+    nodes = _summary_hits(runtime, match.expression, req.current or "", req.source, pool) \
+        if want_summaries and match.expression else []
     if req.mode != "full_text" and req.content_scope != "externalized":
-        lists = _with_vectors(runtime, req, lists, want_summaries, pool, literal_snippets, notes)
+        raw, nodes = _with_vectors(runtime, req, raw, nodes, want_summaries, pool, literal_snippets, notes)
+    lists = [raw, nodes]
     if req.content_scope != "history" and req.scope == "current":
         lists.append([_Hit("external", h, 0.0, 0.0)
                       for h in _external_hits(runtime, req.current or "", req.query, need, req.refs, notes)])
-    merged = _merge(lists, req.sort)
+    now = time.time()
+    merged = _merge([_order(lst, req.sort, runtime.config, now) for lst in lists], req.sort)
 
     if req.scope != "current" or req.raw_filtered:
         notes["summary_results_omitted"] = True
@@ -119,9 +126,13 @@ def _raw_candidates(runtime: Runtime, req: GrepRequest, match: Match, pool: int,
     """BM25 hits over raw rows; a substring scan when the tokenizer finds nothing."""
     bound = req.current if req.scope == "current" else req.session_id
     session_ids = ([bound] if bound else []) if req.scope in ("current", "session") else None  # [] matches nothing
-    search = partial(runtime.store.search, session_ids=session_ids, role=req.role, source=req.source,
-                     time_from=req.time_from, time_to=req.time_to, visible=req.visible,
-                     max_candidates=ARCHIVE_CANDIDATES if req.scope == "all" else None)
+    find = partial(runtime.store.search, session_ids=session_ids, role=req.role, source=req.source,
+                   time_from=req.time_from, time_to=req.time_to, visible=req.visible,
+                   max_candidates=ARCHIVE_CANDIDATES if req.scope == "all" else None)
+
+    def search(expression: str, **kw: Any) -> list[tuple[Any, float, str]]:
+        return [hit for hit in find(expression, **kw) if not req.in_flight(hit[0])]
+
     hits = search(match.expression, limit=pool, snippets=False) if match.expression else []
     literal = req.query.strip()
     if hits or not 0 < len(literal) <= LITERAL_MAX_CHARS:
@@ -141,15 +152,13 @@ def _ranked_raw(hits: list[tuple[Any, float, str]], terms: tuple[str, ...]) -> l
             for store_id, score in rerank(candidates, terms)]
 
 
-def _with_vectors(runtime: Runtime, req: GrepRequest, lists: list[list[_Hit]], want_summaries: bool, pool: int,
-                  snippets: dict[int, str], notes: dict[str, Any]) -> list[list[_Hit]]:
+def _with_vectors(runtime: Runtime, req: GrepRequest, raw: list[_Hit], nodes: list[_Hit], want_summaries: bool,
+                  pool: int, snippets: dict[int, str], notes: dict[str, Any]) -> tuple[list[_Hit], list[_Hit]]:
     """mode=semantic replaces the full-text lists with vector hits; hybrid fuses them by score.
 
     When vectors cannot answer (embeddings off, unavailable, no vectors, deadline), the full-text
     lists stand and the notes say so.
     """
-    from . import semantic
-
     bound = req.current if req.scope == "current" else req.session_id
     before = None if req.time_to is None else req.time_to + 1e-6  # time_to is inclusive
     session_ids = [bound] if bound else runtime.store.visible_session_ids(req.visible)
@@ -160,7 +169,7 @@ def _with_vectors(runtime: Runtime, req: GrepRequest, lists: list[list[_Hit]], w
     if not result.ran:
         notes.update({"mode": "full_text", "requested_mode": req.mode, "degraded_to_fts": True,
                       "degraded_reason": result.degraded_reason})
-        return lists
+        return raw, nodes
     notes["mode"] = req.mode
     rows = {r.store_id: r for r in runtime.store.get_many([h.item_id for h in result.hits if h.kind == "message"],
                                                            req.visible)}
@@ -169,7 +178,8 @@ def _with_vectors(runtime: Runtime, req: GrepRequest, lists: list[list[_Hit]], w
     for h in result.hits:
         if h.kind == "message":
             row = rows.get(h.item_id)
-            if row is None or (req.role and row.role != req.role) or (req.source and row.source != req.source):
+            if row is None or req.in_flight(row) or (req.role and row.role != req.role) or \
+                    (req.source and row.source != req.source):
                 continue
             if h.span is not None:
                 snippets.setdefault(row.store_id, row.content[h.span[0]:h.span[1]][:240])
@@ -178,34 +188,22 @@ def _with_vectors(runtime: Runtime, req: GrepRequest, lists: list[list[_Hit]], w
             if req.source and not runtime.dag.has_descendant_source(node.node_id, req.source):
                 continue
             vec_nodes.append(_Hit("summary", node, h.score, float(node.latest_at or node.created_at or 0.0)))
-    by_kind = {"message": [], "summary": []}  # type: dict[str, list[_Hit]]
-    for lst in lists:
-        if lst and lst[0].kind in by_kind:
-            by_kind[lst[0].kind] = lst
-    out: list[list[_Hit]] = []
-    for kind, vec in (("message", vec_raw), ("summary", vec_nodes)):
-        fts = by_kind[kind]
-        merged = vec if req.mode == "semantic" else _interpolate(fts, vec)
-        if merged:
-            out.append(_order(merged, req.sort))
-    out.extend(lst for lst in lists if lst and lst[0].kind not in by_kind)
-    return out
+    if req.mode == "semantic":
+        return vec_raw, vec_nodes
+    return _interpolate(raw, vec_raw), _interpolate(nodes, vec_nodes)
 
 
 def _interpolate(fts: list[_Hit], vec: list[_Hit]) -> list[_Hit]:
     """Min-max interpolation of a full-text list and a vector list of the same kind."""
-    from .fusion import interpolate
-
     def key(h: _Hit) -> int:
         return int(h.item.store_id if h.kind == "message" else h.item.node_id)
 
     items = {key(h): h for h in vec}
     items.update({key(h): h for h in fts})
-    fused = interpolate({"fts": {key(h): h.score for h in fts}, "semantic": {key(h): h.score for h in vec}},
-                        {"fts": 1.0 - HYBRID_SEMANTIC_WEIGHT, "semantic": HYBRID_SEMANTIC_WEIGHT},
-                        floors={"fts": 0.0, "semantic": None})
-    order = sorted(fused, key=lambda k: -fused[k])
-    return [_Hit(items[k].kind, items[k].item, fused[k], items[k].at, items[k].snippet) for k in order]
+    fused = fusion.interpolate({"fts": {key(h): h.score for h in fts}, "semantic": {key(h): h.score for h in vec}},
+                               {"fts": 1.0 - HYBRID_SEMANTIC_WEIGHT, "semantic": HYBRID_SEMANTIC_WEIGHT},
+                               floors={"fts": 0.0, "semantic": None})
+    return [replace(items[k], score=fused[k]) for k in fusion.ranked(fused)]
 
 
 def _summary_hits(runtime: Runtime, expression: str, session_id: str, source: str | None,
@@ -233,31 +231,28 @@ def _external_hits(runtime: Runtime, session_id: str, query: str, need: int, ref
     return list(found.get("results", []))
 
 
-def _order(hits: list[_Hit], sort: str) -> list[_Hit]:
-    """Order one list: relevance keeps ranked order; recency by time; hybrid decays by age."""
+def _order(hits: list[_Hit], sort: str, cfg: Any, now: float) -> list[_Hit]:
+    """Order one list: relevance keeps ranked order, recency goes by time, recent_relevance
+    scales each score by recall's recency prior (``fusion.recency_factor``, its two knobs)."""
     if sort == "recency":
         return sorted(hits, key=lambda h: h.at, reverse=True)
-    if sort == "hybrid":
-        now = time.time()
-
-        def decayed(h: _Hit) -> float:
-            age_hours = max(0.0, (now - h.at) / 3600.0)
-            return h.score / (1.0 + age_hours * HYBRID_DECAY_PER_HOUR)
-
-        return sorted(hits, key=decayed, reverse=True)
+    if sort == "recent_relevance":
+        half_life, floor = float(cfg.recall_recency_half_life_days) * DAY_S, float(cfg.recall_recency_floor)
+        return sorted(hits, key=lambda h: h.score * fusion.recency_factor(now - h.at, half_life, floor),
+                      reverse=True)
     return hits
 
 
 def _merge(lists: list[list[_Hit]], sort: str) -> list[_Hit]:
-    """One ranked list: newest first for recency, else reciprocal-rank interleaving."""
+    """One ranked list: newest first for recency, else reciprocal-rank fusion of the lists."""
     lists = [lst for lst in lists if lst]
     if len(lists) == 1:
         return lists[0]
     if sort == "recency":
         return sorted((h for lst in lists for h in lst), key=lambda h: h.at, reverse=True)
-    scored = [(1.0 / (RRF_K + pos + 1), n, pos, h) for n, lst in enumerate(lists) for pos, h in enumerate(lst)]
-    scored.sort(key=lambda t: (-t[0], t[1], t[2]))
-    return [t[3] for t in scored]
+    arms = {str(n): [(n, pos) for pos in range(len(lst))] for n, lst in enumerate(lists)}
+    fused = fusion.rrf(arms, dict.fromkeys(arms, 1.0))
+    return [lists[n][pos] for n, pos in fusion.ranked(fused)]
 
 
 def _materialize(runtime: Runtime, expression: str, page: list[_Hit], current: str | None,
@@ -273,13 +268,7 @@ def _materialize(runtime: Runtime, expression: str, page: list[_Hit], current: s
 
 
 def _message_hit(row: Any, snippets: dict[int, str], current: str | None) -> dict[str, Any]:
-    hit: dict[str, Any] = {"type": "message", "store_id": row.store_id, "session_id": row.session_id,
-                           "source": row.source, "role": row.role, "timestamp": iso(row.created_at),
-                           "snippet": snippets.get(row.store_id) or row.content[:240],
-                           "from_current_session": bool(current) and row.session_id == current}
-    if row.tool_name:
-        hit["tool_name"] = row.tool_name
-    return hit
+    return {"type": "message", **message_meta(row, current), "snippet": snippets.get(row.store_id) or row.content[:240]}
 
 
 def _summary_hit(node: Any, snippet: str) -> dict[str, Any]:

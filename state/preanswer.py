@@ -3,7 +3,8 @@
 ``evidence_block`` searches stored raw messages (full text, the sessions of the caller's
 scope (TROVE_MEMORY_SCOPE), this turn's own message excluded) and, with assertions on, the
 active assertions whose subject name, predicate or value holds a word of the message (an
-indexed lookup over ``assertion_terms``, capped rows).
+indexed lookup over ``assertion_terms``, capped rows). For a question about the present, the
+current statement of a changed fact comes before the one it replaced (``changed``).
 The block is fenced by ``ingest.EVIDENCE_OPEN``/``EVIDENCE_CLOSE``: ingest strips it from any
 user message that carries it, so it is never stored or summarised as something the user said. Bounded: at most
 MAX_ITEMS refs, MAX_QUOTE characters each, MAX_BLOCK characters in all. The hook calls it
@@ -14,6 +15,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from .. import changed
 from ..ingest import EVIDENCE_CLOSE, EVIDENCE_OPEN
 from ..refs import iso, make_ref, shorthand
 from ..rows import SessionKey
@@ -68,9 +70,12 @@ def evidence_block(runtime: Runtime, user_message: str, session_id: str) -> str:
     visible = runtime.visibility(SessionKey(session_id))  # the block quotes only the caller's scope
     lines = assertion_lines(runtime, words, visible=visible) if runtime.config.assertions_enabled else []
     expression = " OR ".join(f'"{w}"' for w in words)
-    hits = runtime.store.search(expression, limit=MAX_ITEMS * 3, snippets=False, max_candidates=2000,
-                                visible=visible)
-    for row, _score, _snip in hits:
+    found = {row.store_id: row for row, _, _ in runtime.store.search(
+        expression, limit=MAX_ITEMS * 3, snippets=False, max_candidates=2000, visible=visible)}
+    order = changed.current_first(user_message, [(k, r.content, float(r.created_at or 0.0), r.role)
+                                                 for k, r in found.items()],
+                                  runtime.db if runtime.config.assertions_enabled else None)
+    for row in (found[k] for k in order):
         if len(lines) >= MAX_ITEMS:
             break
         if row.content.strip() == (user_message or "").strip() or row.role not in ("user", "assistant"):

@@ -167,11 +167,11 @@ def test_recency_sort_puts_newest_matches_first(engine):
     assert [h["store_id"] for h in out["results"]] == ids[::-1]
 
 
-def test_hybrid_sort_returns_the_same_hits_reordered(engine):
+def test_recent_relevance_sort_returns_the_same_hits_reordered(engine):
     seed(engine.runtime)
     rel = {h["store_id"] for h in call(engine, "trove_grep", query="deploy key")["results"]}
-    hyb = {h["store_id"] for h in call(engine, "trove_grep", query="deploy key", sort="hybrid")["results"]}
-    assert rel == hyb
+    out = call(engine, "trove_grep", query="deploy key", sort="recent_relevance")
+    assert {h["store_id"] for h in out["results"]} == rel and "warnings" not in out
 
 
 def test_offset_continues_where_the_previous_page_stopped(engine):
