@@ -125,6 +125,29 @@ def test_bench_recall_scale_pads_the_store_and_still_finds_evidence(tmp_path):
 
 
 @needs_locomo
+def test_bench_recall_scale_asks_each_conversation_alone_and_among_others(tmp_path):
+    out = run_script("bench_recall_scale.py", "--data", locomo_slice(tmp_path), "--size", "1500", "--json",
+                     tmp_path=tmp_path)
+    report = json.loads(out)
+    assert set(report["conversations"]) == {"conv-26", "conv-43"}
+    for row in report["conversations"].values():
+        assert row["stored"] == 1500 and row["alone"]["n"] == row["padded"]["n"] >= 10
+        assert row["alone"]["R@10"] >= FLOOR and row["padded"]["R@10"] > 0
+    pooled = report["pooled"]
+    assert pooled["R@10_drop"] == round(pooled["alone"]["R@10"] - pooled["padded"]["R@10"], 4)
+
+
+@needs_locomo
+def test_bench_disk_prints_bytes_per_raw_character_and_the_split(tmp_path):
+    out = run_script("bench_disk.py", "--turns", "20", "--data", locomo_slice(tmp_path), tmp_path=tmp_path)
+    for corpus in ("agent", "chat"):
+        per_char = figure(rf"^{corpus} .*= ([\d.]+) bytes per raw character", out)
+        assert 1.0 < per_char < 50, corpus
+    assert figure(r"^  messages FTS\s+([\d.]+)", out) > 0
+    assert "messages_source" not in out  # dropped by migration 0014
+
+
+@needs_locomo
 @needs_embeddings
 def test_bench_recall_with_embeddings_runs_hybrid_and_semantic_recall(tmp_path):
     out = run_script("bench_recall.py", "--data", locomo_slice(tmp_path, {"conv-26": 3}), "--embeddings",
