@@ -38,8 +38,9 @@ def runtime_in(home: Path) -> Any:
 
 
 def agent_store(home: Path, turns: int) -> str:
-    from hermes_trove.engine import TroveEngine
     from simulate import HostLoop, build_conversation
+
+    from hermes_trove.engine import TroveEngine
 
     runtime = runtime_in(home)
     engine = TroveEngine(runtime, complete=fake_complete)
@@ -55,6 +56,7 @@ def agent_store(home: Path, turns: int) -> str:
 
 def chat_store(home: Path, data: list[dict[str, Any]]) -> str:
     from bench_recall import turn_text
+
     from hermes_trove.store import SessionKey
 
     runtime = runtime_in(home)
