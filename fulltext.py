@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from .scope import Visibility
 
 if TYPE_CHECKING:
+    from .rows import MessageRow
     from .store import MessageStore
 
 LITERAL_MAX_CHARS = 200
@@ -125,12 +126,26 @@ def build_match(query: str, max_terms: int = 32) -> Match:
 
 
 def matching_ids(store: MessageStore, query: str, limit: int, session_ids: Sequence[str] | None,
-                 visible: Visibility) -> list[int]:
+                 visible: Visibility, turn: tuple[str, int] | None = None) -> list[int]:
     """Store ids of up to ``limit`` raw messages matching ``query``, best BM25 rank first.
 
     ``session_ids`` None searches every visible session (the newest ARCHIVE_CANDIDATES
     matches); text the tokenizer cannot split falls back to a substring scan, newest first.
+    ``turn`` (session id, turn start) drops that session's rows past the start, the turn in
+    flight, and reads further so the result still holds ``limit`` other matches when there are.
     """
+    fetch = limit
+    while True:
+        rows = _matching_rows(store, query, fetch, session_ids, visible)
+        kept = [row.store_id for row in rows
+                if turn is None or row.session_id != turn[0] or row.store_id <= turn[1]]
+        if len(rows) < fetch or len(kept) >= limit:
+            return kept[:limit]
+        fetch += limit - len(kept)
+
+
+def _matching_rows(store: MessageStore, query: str, limit: int, session_ids: Sequence[str] | None,
+                   visible: Visibility) -> list[MessageRow]:
     bound = ARCHIVE_CANDIDATES if session_ids is None else None
     expression = build_match(query).expression
     hits = store.search(expression, session_ids, limit=limit, snippets=False, max_candidates=bound,
@@ -138,4 +153,4 @@ def matching_ids(store: MessageStore, query: str, limit: int, session_ids: Seque
     literal = query.strip()
     if not hits and 0 < len(literal) <= LITERAL_MAX_CHARS:
         hits = store.search("", session_ids, limit=limit, max_candidates=bound, literal=literal, visible=visible)
-    return [row.store_id for row, _, _ in hits]
+    return [row for row, _, _ in hits]

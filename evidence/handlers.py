@@ -23,6 +23,7 @@ from ..toolkit import (
     fit_items,
     question_date_arg,
     str_arg,
+    turn_start,
     whole_number,
 )
 from .compile import check_coverage, check_selection, computation_for, conflicts, decide, parse_proposal
@@ -180,7 +181,9 @@ def _coverage(ctx: ToolContext, raw: Any, verified_ids: set[int]) -> dict[str, A
     limit = whole_number(raw.get("max_candidates", MAX_CANDIDATES), "coverage.max_candidates", 1, MAX_CANDIDATES)
     query = raw["query"][:500]
     sessions = None if scope == "all" else [(current if scope == "current" else session_id) or ""]
-    ids = matching_ids(ctx.runtime.store, query, COVERAGE_SCAN + 1, sessions, ctx.visible)
+    start = turn_start(ctx)  # the turn being answered is not evidence, so not a match to cover
+    ids = matching_ids(ctx.runtime.store, query, COVERAGE_SCAN + 1, sessions, ctx.visible,
+                       turn=(current, start) if current and start is not None else None)
     search = {"query": query, "session_scope": scope, "session_id": session_id if scope == "session" else None,
               "search": "trove_grep full-text search over raw messages, re-run by this tool"}
     return check_coverage(ids[:COVERAGE_SCAN], len(ids) > COVERAGE_SCAN, limit, verified_ids, search)

@@ -8,6 +8,7 @@ import json
 import pytest
 from conftest import assistant, tool_call, tool_result, user
 
+from hermes_trove.refs import make_ref
 from hermes_trove.store import SessionKey
 from hermes_trove.tools import dispatch
 
@@ -127,3 +128,16 @@ def test_the_walk_back_is_bounded_by_its_window(runtime):
     assert runtime.store.last_reply_store_id("s", window=7) == ids[0]
     only = runtime.store.append(SessionKey("q", platform="cli"), [user("the first question")])
     assert runtime.store.last_reply_store_id("q") == only[0] - 1
+
+
+def test_evidence_coverage_rerun_leaves_the_turn_out(engine):
+    live = stamped(earlier_turns() + in_flight(True))
+    mid_turn(engine, "trove_grep", live, query="passport")  # stores the live turn
+    stored = engine.runtime.store.tail("s1", len(live))
+    fact = stored[0]
+    proposal = {"version": "evidence-selector-v1", "operation": "count_distinct", "selections": [
+        {"facet": "place", "exact_ref": make_ref(fact, 0, len(fact.content)).to_dict(), "distinct_key": "drawer"}]}
+    out = mid_turn(engine, "trove_compile_evidence", live, question="where is my passport?", proposal=proposal,
+                   coverage={"query": "passport"})
+    assert out["coverage"]["complete_result_set"] and out["coverage"]["candidates"] == 1, out["coverage"]
+    assert out["state"] == "finite_coverage"
