@@ -22,9 +22,8 @@ from .background import PassScheduler
 from .migrations import FTS_TABLES, MIGRATIONS, OPTIONAL_DROPS, OPTIONAL_MIGRATIONS
 
 BUSY_TIMEOUT_MS = 30000
-# Past CHECKPOINT_WAL_BYTES (SQLite's default, 1000 pages) a background thread checkpoints, at most
-# once a CHECKPOINT_INTERVAL_S (a WAL file keeps its size), so a commit does not; the safety net
-# bounds the WAL should that thread fall behind.
+# Past CHECKPOINT_WAL_BYTES (SQLite's default) a background thread checkpoints, at most once an interval
+# (a WAL file keeps its size), so a commit does not; the safety net bounds the WAL if it falls behind.
 CHECKPOINT_WAL_BYTES = 1000 * 4096
 CHECKPOINT_INTERVAL_S = 1.0
 SAFETY_NET_PAGES = 16000
