@@ -18,9 +18,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .background import PassScheduler
 from .migrations import FTS_TABLES, MIGRATIONS, OPTIONAL_DROPS, OPTIONAL_MIGRATIONS
 
 BUSY_TIMEOUT_MS = 30000
+# Past CHECKPOINT_WAL_BYTES (SQLite's default) a background thread checkpoints, at most once an interval
+# (a WAL file keeps its size), so a commit does not; the safety net bounds the WAL if it falls behind.
+CHECKPOINT_WAL_BYTES = 1000 * 4096
+CHECKPOINT_INTERVAL_S = 1.0
+SAFETY_NET_PAGES = 16000
+_CHECKPOINTS = PassScheduler("trove-checkpoint")
 LEDGER_DDL = "CREATE TABLE IF NOT EXISTS schema_migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
 FTS_SHADOWS = ("data", "idx", "docsize", "config", "content")
 KNOWN_MIGRATIONS = frozenset(name for name, _ in MIGRATIONS)
@@ -183,6 +190,7 @@ class Database:
             except sqlite3.OperationalError:
                 pass  # another process holds the file mid-switch; WAL is persistent once set
             conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(f"PRAGMA wal_autocheckpoint={SAFETY_NET_PAGES}")
             conn.execute("PRAGMA foreign_keys=ON")
             if set(applied_names(conn)) - OPTIONAL_NAMES != KNOWN_MIGRATIONS:
                 with _write_lock(self.path):
@@ -214,6 +222,17 @@ class Database:
                 _rollback(conn)
                 raise
             retry(lambda: conn.execute("COMMIT"))
+        with contextlib.suppress(OSError):  # the WAL goes back into the file off the turn
+            if os.stat(self.path + "-wal").st_size >= CHECKPOINT_WAL_BYTES:
+                _CHECKPOINTS.start(self.path, lambda: self.checkpoint, interval_s=CHECKPOINT_INTERVAL_S)
+
+    def checkpoint(self) -> None:
+        """A passive checkpoint on its own connection: copies what no reader needs, waits for nobody."""
+        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        try:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        finally:
+            conn.close()
 
     def read(self) -> sqlite3.Connection:
         return self.connect()

@@ -97,6 +97,7 @@ def run(size: int, turns: int, context: int, sessions: int = 1, profile: str = "
     engine.on_session_start("bench", platform="cli")
     t0 = time.perf_counter()
     prefill(runtime, "bench", size, sessions)
+    runtime.db.read().execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the turns start from a checkpointed file
     fill_s = time.perf_counter() - t0
     ingest_times: list[float] = []
     store_ingest = runtime.store.ingest
