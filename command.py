@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from . import backups, subsystems
 from .config import database_path, load_config
-from .db import probe_path
 from .models import Complete, host_complete
 from .ops import dag_view, doctor, hygiene, maintenance, rotate, status
+from .pathprobe import probe_path
 from .runtime import build_runtime
 from .toolkit import iso
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .background import PassScheduler
 from .migrations import FTS_TABLES, MIGRATIONS, OPTIONAL_DROPS, OPTIONAL_MIGRATIONS
+from .pathprobe import non_directory_ancestor
 
 BUSY_TIMEOUT_MS = 30000
 # Past CHECKPOINT_WAL_BYTES (SQLite's default) a background thread checkpoints, at most once an interval
@@ -52,7 +53,7 @@ class UnusableDatabaseError(sqlite3.DatabaseError):
 
 def _unusable(path: str, exc: BaseException) -> UnusableDatabaseError:
     p = Path(path)
-    blocker = _non_directory_ancestor(p)
+    blocker = non_directory_ancestor(p)
     if p.is_dir():
         why = "it is a directory"
     elif blocker is not None:
@@ -66,55 +67,6 @@ def _unusable(path: str, exc: BaseException) -> UnusableDatabaseError:
     return UnusableDatabaseError(
         f"trove database {path} cannot be used ({why}); fix or move that file, or set TROVE_DATABASE_PATH "
         "to another file", path=path, why=why)
-
-
-def _non_directory_ancestor(path: Path) -> Path | None:
-    """The nearest existing ancestor of ``path`` when it is not a directory (a file where one should be)."""
-    for parent in path.parents:
-        if parent.exists():
-            return None if parent.is_dir() else parent
-    return None
-
-
-SQLITE_HEADER = b"SQLite format 3\x00"
-
-
-def probe_path(path: str | os.PathLike[str]) -> str | None:
-    """Why ``path`` cannot hold a writable trove database, or None when nothing says so.
-
-    Read-only and creates nothing: file types, permissions, the file header and free space,
-    so a process that never opened the file (``hermes trove status``) can name the problem.
-    """
-    p = Path(path).expanduser()
-    if p.is_dir():
-        return f"{p} is a directory"
-    blocker = _non_directory_ancestor(p)
-    if blocker is not None:
-        return f"its parent {blocker} is not a directory"
-    home = next((a for a in p.parents if a.exists()), None)
-    if home is not None and not os.access(home, os.W_OK | os.X_OK):
-        return f"the directory {home} is not writable"
-    if p.exists():
-        if not os.access(p, os.R_OK | os.W_OK):
-            return f"{p} is not writable"
-        try:
-            with open(p, "rb") as fh:
-                head = fh.read(len(SQLITE_HEADER))
-        except OSError as exc:
-            return f"{p} cannot be read ({exc.strerror or exc})"
-        if head and head != SQLITE_HEADER:
-            return f"{p} is not a SQLite database"
-    if home is not None and _free_bytes(home) == 0:
-        return f"the file system holding {home} is full"
-    return None
-
-
-def _free_bytes(directory: Path) -> int | None:
-    try:
-        st = os.statvfs(directory)
-    except (OSError, AttributeError):  # no statvfs (Windows) or an unreadable mount
-        return None
-    return int(st.f_bavail) * int(st.f_frsize)
 
 
 _local = threading.local()

@@ -43,7 +43,7 @@ def store_reason(exc: BaseException) -> str | None:
 
 
 def store_fix(path: str, reason: str) -> str:
-    """What the operator does about ``reason`` (a ``store_reason`` or ``db.probe_path`` answer)."""
+    """What the operator does about ``reason`` (a ``store_reason`` or ``pathprobe.probe_path`` answer)."""
     low = reason.lower()
     folder = str(Path(path).parent)
     if "not a directory" in low:

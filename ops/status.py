@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import subsystems, tokens
 from ..config import public_view
-from ..db import probe_path
+from ..pathprobe import probe_path
 from ..payloads.redact import describe_config
 from ..runtime import DELEGATED, store_fix
 from ..toolkit import iso
