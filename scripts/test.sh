@@ -3,13 +3,17 @@
 # tests/ with the first:
 #   .venv       hermes-trove installed editable with its test extras, plus hermes-agent==0.19.0:
 #               the interpreter pytest and the unit tests run in.
-#   .venv-host  hermes-agent==0.19.0 ONLY: the real host the end-to-end suite starts. It must
+#   .venv-host  hermes-agent==0.19.0 and the PostgreSQL driver ONLY: the real host the end-to-end suite starts. It must
 #               not be able to import hermes_trove (checked on every run), so the e2e suite
 #               loads the plugin the way Hermes users do, as the directory plugin
 #               $HERMES_HOME/plugins/hermes-trove, and never through a shadowing pip copy.
 #               Beside it, wheelhouse/ holds the build backend (setuptools) so the e2e
 #               route tests can `pip install` the checkout offline.
 # A whole-suite run lints first (scripts/lint.sh: ruff, mypy, lint-imports) and stops on any finding.
+# Then, unless TROVE_TEST_DATABASE_URL is already set, a throwaway PostgreSQL server is started on
+# 127.0.0.1 (scripts/pg_server.sh, a temp dir, the first free port from 55432 up) for the
+# PostgreSQL tests, exported as TROVE_TEST_DATABASE_URL, and stopped and removed on exit. When it
+# cannot start, those tests skip (with TROVE_PG_REQUIRED=1 the run fails instead).
 #
 #   scripts/test.sh                       # lint, then everything, end-to-end suite included
 #   scripts/test.sh -m "not e2e"          # lint, then unit tests only
@@ -19,6 +23,8 @@
 # TROVE_VENV (test venv path, default .venv), TROVE_HOST_VENV (host venv path, default
 # .venv-host), TROVE_SKIP_INSTALL=1 (use both venvs as they are), TROVE_SKIP_LINT=1 (skip the
 # lint step). TROVE_E2E_PYTHON (the e2e host interpreter) defaults to .venv-host's python.
+# TROVE_TEST_DATABASE_URL (a PostgreSQL server of your own: no server is started), TROVE_PG=0
+# (start none: the PostgreSQL tests skip), TROVE_PG_REQUIRED=1 (no server is a failure, as in CI).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -26,6 +32,8 @@ VENV="${TROVE_VENV:-$ROOT/.venv}"
 HOST_VENV="${TROVE_HOST_VENV:-$ROOT/.venv-host}"
 HOST_PIN="hermes-agent==0.19.0"
 BUILD_PIN="setuptools>=70.1"  # builds wheels without the separate `wheel` package
+# The PostgreSQL driver, as a user adds it to Hermes' Python for TROVE_DATABASE_URL (the postgres extra).
+PG_PIN="psycopg[binary]>=3.1"
 
 say() { printf 'test.sh: %s\n' "$*" >&2; }
 
@@ -44,7 +52,7 @@ deps_fingerprint() {
 
 host_fingerprint() {
     # The host venv depends on the host pin, the build pin and its interpreter only.
-    { echo "$HOST_PIN"; echo "$BUILD_PIN"; "$HOST_VENV/bin/python" -VV; } | sha256sum | cut -d' ' -f1
+    { echo "$HOST_PIN"; echo "$BUILD_PIN"; echo "$PG_PIN"; "$HOST_VENV/bin/python" -VV; } | sha256sum | cut -d' ' -f1
 }
 
 create_venv() {
@@ -72,9 +80,9 @@ ensure_venv() {
     if [ "${TROVE_SKIP_INSTALL:-0}" = 1 ] || { [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; }; then
         return
     fi
-    say "installing hermes-trove (editable, [test,regex,embeddings]) and $HOST_PIN into $VENV"
+    say "installing hermes-trove (editable, [test,regex,embeddings,postgres]) and $HOST_PIN into $VENV"
     retry_once "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-        -e "$ROOT[test,regex,embeddings]" "$HOST_PIN"
+        -e "$ROOT[test,regex,embeddings,postgres]" "$HOST_PIN"
     # The checkout root is the package: prove the editable mapping works from elsewhere.
     (cd / && "$VENV/bin/python" -c 'import hermes_trove, sys; sys.exit(0 if hasattr(hermes_trove, "register") else 1)') || {
         say "import hermes_trove failed in $VENV after the editable install"; exit 2; }
@@ -88,8 +96,8 @@ ensure_host_venv() {
     local stamp="$HOST_VENV/.trove-host-deps" want
     want="$(host_fingerprint)"
     if [ "${TROVE_SKIP_INSTALL:-0}" != 1 ] && { [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; }; then
-        say "installing $HOST_PIN (and nothing else) into $HOST_VENV"
-        retry_once "$HOST_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$HOST_PIN"
+        say "installing $HOST_PIN and the PostgreSQL driver (and nothing else) into $HOST_VENV"
+        retry_once "$HOST_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "$HOST_PIN" "$PG_PIN"
         retry_once "$HOST_VENV/bin/python" -m pip download --quiet --disable-pip-version-check --no-deps \
             --dest "$HOST_VENV/wheelhouse" "$BUILD_PIN"
         echo "$want" > "$stamp"
@@ -104,6 +112,49 @@ ensure_host_venv() {
         say "warning: $HOST_VENV cannot import the host (run_agent): the e2e suite will skip (CI: fail); remove it and rerun"
 }
 
+PG_DIR=""
+stop_pg() {
+    [ -n "$PG_DIR" ] || return 0
+    bash "$ROOT/scripts/pg_server.sh" stop "$PG_DIR" || say "could not stop the PostgreSQL test server in $PG_DIR"
+    PG_DIR=""
+}
+
+start_pg() {
+    # Export TROVE_TEST_DATABASE_URL for the PostgreSQL tests: the caller's, or a throwaway server's.
+    if [ -n "${TROVE_TEST_DATABASE_URL:-}" ]; then
+        say "PostgreSQL tests use TROVE_TEST_DATABASE_URL (no server started)"
+        return
+    fi
+    local required="${TROVE_PG_REQUIRED:-0}" log url
+    if [ "${TROVE_PG:-1}" = 0 ]; then
+        [ "$required" = 1 ] && { say "TROVE_PG=0 but TROVE_PG_REQUIRED=1: the PostgreSQL tests need a server"; exit 2; }
+        say "no PostgreSQL test server (TROVE_PG=0): PostgreSQL tests will be skipped"
+        return
+    fi
+    PG_DIR="$(mktemp -d /tmp/trove-pg.XXXXXX)"
+    trap stop_pg EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+    if [ "$required" = 1 ]; then
+        # CI: the install and any failure are shown as they happen.
+        url="$(bash "$ROOT/scripts/pg_server.sh" start "$PG_DIR")" || {
+            say "the PostgreSQL test server did not start (TROVE_PG_REQUIRED=1); see above"; exit 2; }
+        export TROVE_TEST_DATABASE_URL="$url"
+        say "PostgreSQL test server at $url (stopped on exit)"
+        return
+    fi
+    log="$(mktemp)"
+    if url="$(bash "$ROOT/scripts/pg_server.sh" start "$PG_DIR" 2>"$log")"; then
+        rm -f "$log"
+        export TROVE_TEST_DATABASE_URL="$url"
+        say "PostgreSQL test server at $url (stopped on exit)"
+        return
+    fi
+    say "no PostgreSQL test server ($(grep -v '^\s*$' "$log" | tail -n 1 | sed 's/^pg_server.sh: //')); PostgreSQL tests will be skipped"
+    rm -f "$log"
+    stop_pg
+}
+
 ensure_venv
 ensure_host_venv
 export TROVE_E2E_PYTHON="${TROVE_E2E_PYTHON:-$HOST_VENV/bin/python}"
@@ -115,7 +166,10 @@ for arg in "${args[@]+"${args[@]}"}"; do
 done
 cd "$ROOT"
 if [ "$has_path" = 1 ]; then
-    exec "$VENV/bin/python" -m pytest "${args[@]}"
+    start_pg
+    set +e  # pytest's own exit status is the script's, 5 ("no tests collected") included
+    "$VENV/bin/python" -m pytest "${args[@]}"
+    exit $?
 fi
 if [ "${TROVE_SKIP_LINT:-0}" = 1 ]; then
     say "lint skipped (TROVE_SKIP_LINT=1)"
@@ -126,4 +180,7 @@ else
         say "lint failed; fix the findings above (TROVE_SKIP_LINT=1 skips)"; exit 1; }
     say "lint passed in $(( ($(date +%s%N) - lint_started) / 1000000 ))ms"
 fi
-exec "$VENV/bin/python" -m pytest tests/ "${args[@]+"${args[@]}"}"
+start_pg
+set +e
+"$VENV/bin/python" -m pytest tests/ "${args[@]+"${args[@]}"}"
+exit $?

@@ -2,8 +2,14 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
+import threading
+import uuid
+import warnings
 from pathlib import Path
+from typing import NoReturn
+from urllib.parse import quote, unquote
 
 import pytest
 
@@ -19,7 +25,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "bench"))  # simulate.py, the stand-in host loop
 import _bootstrap  # noqa: E402,F401  (registers this checkout as the hermes_trove package)
 
-from hermes_trove.config import load_config  # noqa: E402
+from hermes_trove.config import load_config, redact_url  # noqa: E402
 from hermes_trove.engine import TroveEngine  # noqa: E402
 from hermes_trove.runtime import build_runtime  # noqa: E402
 
@@ -42,9 +48,18 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_CheckoutAsPlainDirectory(), "trove-checkout-as-plain-directory")
 
 
+# The PostgreSQL URL of the test running now on that backend (see ``backend``): every config
+# ``make_config`` builds during that test selects it (in its subprocesses too, through
+# TROVE_TEST_STORE_URL), so tests that build their own runtimes follow.
+_BACKEND_URL: list[str] = []
+
+
 def make_config(tmp_path: Path, **overrides):
     cfg = load_config({}, hermes_home=str(tmp_path))
     cfg = dataclasses.replace(cfg, database_path=str(tmp_path / "trove.db"))
+    url = _BACKEND_URL[-1] if _BACKEND_URL else os.environ.get("TROVE_TEST_STORE_URL", "")
+    if url and "database_url" not in overrides:
+        cfg = dataclasses.replace(cfg, database_url=url)
     return dataclasses.replace(cfg, **overrides) if overrides else cfg
 
 
@@ -128,8 +143,43 @@ def _fresh_circuit_breakers():
     BREAKERS.reset()
 
 
+# Storage backends. The ``config`` fixture is SQLite's unless a module sets ``BACKENDS`` (a tuple
+# of these names) or a test, class or module carries ``@pytest.mark.both_backends``: then it runs
+# once per backend, ids ``[sqlite]`` and ``[postgresql]``, the second on its own empty schema.
+BACKEND_NAMES = ("sqlite", "postgresql")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    backends = getattr(metafunc.module, "BACKENDS", None)
+    if metafunc.definition.get_closest_marker("both_backends") is not None:
+        backends = BACKEND_NAMES
+    if not backends or "backend" not in metafunc.fixturenames:
+        return
+    unknown = [name for name in backends if name not in BACKEND_NAMES]
+    if unknown:
+        raise pytest.UsageError(f"{metafunc.module.__name__}.BACKENDS names {unknown}; known: {BACKEND_NAMES}")
+    metafunc.parametrize("backend", list(backends), indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def backend(request: pytest.FixtureRequest):
+    """The storage backend this test runs on: "sqlite" unless parametrized (above). On
+    "postgresql" every ``make_config`` of the test selects an empty schema of its own."""
+    name = getattr(request, "param", "sqlite")
+    if name != "postgresql":
+        yield name
+        return
+    _BACKEND_URL.append(request.getfixturevalue("pg_store_url"))
+    os.environ["TROVE_TEST_STORE_URL"] = _BACKEND_URL[-1]  # the test's subprocesses follow too
+    try:
+        yield name
+    finally:
+        _BACKEND_URL.pop()
+        os.environ.pop("TROVE_TEST_STORE_URL", None)
+
+
 @pytest.fixture
-def config(tmp_path):
+def config(tmp_path, backend):
     return make_config(tmp_path)
 
 
@@ -176,3 +226,178 @@ def tool_call(call_id: str, name: str, args: str = "{}") -> dict:
 
 def tool_result(call_id: str, text: str, name: str = "terminal") -> dict:
     return {"role": "tool", "tool_call_id": call_id, "name": name, "content": text}
+
+
+# PostgreSQL: a real server, never a mock. scripts/test.sh starts a throwaway one and exports its
+# URL as TROVE_TEST_DATABASE_URL; each test gets an empty schema of its own (docs/testing.md).
+PG_REQUIRED = os.environ.get("TROVE_PG_REQUIRED") == "1"
+
+
+def _pg_unavailable(reason: str) -> NoReturn:
+    if PG_REQUIRED:
+        pytest.fail(f"{reason} (TROVE_PG_REQUIRED=1: PostgreSQL tests may not skip)", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> str:
+    """The PostgreSQL test server's URL (TROVE_TEST_DATABASE_URL), checked to answer once, with the
+    ``unaccent`` extension created in schema public. Skips when unset (fails under TROVE_PG_REQUIRED=1)."""
+    url = os.environ.get("TROVE_TEST_DATABASE_URL", "").strip()
+    if not url:
+        _pg_unavailable("no PostgreSQL test server: TROVE_TEST_DATABASE_URL is unset"
+                        " (scripts/test.sh starts one; see docs/testing.md)")
+    try:
+        import psycopg
+    except ImportError:
+        _pg_unavailable("psycopg is not installed (pip install -e '.[postgres]')")
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn, conn.transaction():
+            # Several runs may share one server: serialize the one-time setup.
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('hermes-trove test setup'))")
+            conn.execute("CREATE EXTENSION IF NOT EXISTS unaccent SCHEMA public")
+    except psycopg.Error as exc:
+        pytest.fail(f"PostgreSQL test server {redact_url(url)} (TROVE_TEST_DATABASE_URL) is unusable: {exc}",
+                    pytrace=False)
+    return url
+
+
+def with_search_path(url: str, *schemas: str) -> str:
+    """``url`` whose sessions start with ``search_path`` set to ``schemas``: an ``options`` query
+    parameter on a URL (merged with one already there), or an ``options`` keyword on a
+    ``key=value`` connection string."""
+    setting = "-csearch_path=" + ",".join(schemas)
+    if not url.startswith(("postgresql://", "postgres://")):
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+        before = str(conninfo_to_dict(url).get("options") or "")
+        return make_conninfo(url, options=f"{before} {setting}".strip())
+    base, _, fragment = url.partition("#")
+    head, _, query = base.partition("?")
+    params = [p for p in query.split("&") if p]
+    for i, param in enumerate(params):
+        key, _, value = param.partition("=")
+        if unquote(key) == "options":
+            params[i] = "options=" + quote(f"{unquote(value)} {setting}", safe=",")
+            break
+    else:
+        params.append("options=" + quote(setting, safe=","))
+    return f"{head}?{'&'.join(params)}" + (f"#{fragment}" if fragment else "")
+
+
+def drop_schema(url: str, schema: str, lock_timeout: str = "5s") -> bool:
+    """DROP SCHEMA ... CASCADE, waiting at most ``lock_timeout`` for locks. Backends that still hold locks in
+    the schema (a connection the test left open mid-transaction) are terminated and the drop is
+    tried once more; if that fails too the schema is left behind with a warning. True if dropped."""
+    import psycopg
+    from psycopg import sql
+
+    drop = sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
+    with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+        conn.execute(sql.SQL("SET lock_timeout = {}").format(sql.Literal(lock_timeout)))
+        for attempt in (1, 2):
+            try:
+                conn.execute(drop)
+                return True
+            except psycopg.errors.LockNotAvailable:
+                if attempt == 2:
+                    break
+                conn.execute("SELECT pg_terminate_backend(l.pid) FROM pg_locks l"
+                             " JOIN pg_class c ON c.oid = l.relation JOIN pg_namespace n ON n.oid = c.relnamespace"
+                             " WHERE n.nspname = %s AND l.pid <> pg_backend_pid() GROUP BY l.pid", (schema,))
+    warnings.warn(f"PostgreSQL test schema {schema} left behind: its locks were still held", stacklevel=1)
+    return False
+
+
+@pytest.fixture
+def pg_schema(pg_url: str):
+    """A new empty schema ``t_<uuid hex>`` for one test, dropped (CASCADE) after it; yields its name."""
+    import psycopg
+    from psycopg import sql
+
+    schema = f"t_{uuid.uuid4().hex}"
+    with psycopg.connect(pg_url, autocommit=True, connect_timeout=10) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    yield schema
+    drop_schema(pg_url, schema)
+
+
+@pytest.fixture
+def pg_database_url(pg_url: str, pg_schema: str):
+    """A URL whose sessions see only this test's empty schema, then public (where ``unaccent`` is).
+    The connections the product opened to it in this process are closed after the test."""
+    from hermes_trove.pgdb import close_connections
+
+    url = with_search_path(pg_url, pg_schema, "public")
+    before = set(threading.enumerate())
+    yield url
+    background_passes_finish(before)
+    close_connections()
+
+
+def background_passes_finish(since: set, budget_s: float = 10.0) -> None:
+    """Wait (bounded) for the product's background passes (``trove-*`` threads) started since
+    ``since`` (the threads alive when the test began) to end."""
+    import threading
+    import time as _time
+
+    deadline = _time.monotonic() + budget_s
+    for thread in [t for t in threading.enumerate() if t.name.startswith("trove-") and t not in since]:
+        thread.join(max(0.0, deadline - _time.monotonic()))
+
+
+# Migrated schemas a finished PostgreSQL-backend test left empty: the next one reuses them, which
+# spares it the schema's creation (about 0.4 s of DDL on this machine).
+_POOL: list[str] = []
+
+
+@pytest.fixture
+def pg_store_url(pg_url: str):
+    """A URL for one test's store: a schema holding the product's tables and no rows (from the pool,
+    or new and migrated on first use). Afterwards the product's connections are closed and the
+    rows are removed (identities restarted) so the next test finds it as new; a schema that took
+    an opt-in set, or whose cleanup failed, is dropped instead."""
+    import psycopg
+    from psycopg import sql
+
+    from hermes_trove import pgschema
+    from hermes_trove.pgdb import PgConnection, close_connections
+
+    schema = _POOL.pop() if _POOL else f"t_{uuid.uuid4().hex}"
+    url = with_search_path(pg_url, schema, "public")
+    with psycopg.connect(pg_url, autocommit=True, connect_timeout=10) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+    before = set(threading.enumerate())
+    yield url
+    from hermes_trove.ops import server_schema
+
+    background_passes_finish(before)  # a pass still shipping or building would land in the next test's store
+    close_connections()
+    core = {name for name, _ in pgschema.migrations()}
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
+            applied = {r[0] for r in conn.execute("SELECT name FROM schema_migrations")} \
+                if conn.execute("SELECT to_regclass('schema_migrations')").fetchone()[0] else set()
+            tables = [r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s"
+                                                 " AND tablename <> 'schema_migrations'", (schema,))]
+            if applied == core and any(server_schema.missing(PgConnection(conn)).values()):
+                applied = set()  # a test dropped part of the schema: drop it, never reuse it
+            if applied == core:
+                idents = conn.execute("SELECT table_name, column_name FROM information_schema.columns"
+                                      " WHERE table_schema = %s AND is_identity = 'YES'", (schema,)).fetchall()
+                # DELETE, not TRUNCATE: a handful of rows each, and TRUNCATE makes every table anew.
+                # The roots first: their rows take the rows that reference them along (ON DELETE CASCADE).
+                roots = [t for t in ("messages", "summary_nodes", "temporal_rollups", "embedding_generations")
+                         if t in tables]
+                with conn.transaction():
+                    conn.execute("SET LOCAL lock_timeout = '5s'")
+                    for t in [*roots, *(t for t in tables if t not in roots)]:
+                        conn.execute(sql.SQL("DELETE FROM {}").format(sql.Identifier(schema, t)))
+                    for t, column in idents:
+                        conn.execute(sql.SQL("ALTER TABLE {} ALTER COLUMN {} RESTART").format(
+                            sql.Identifier(schema, t), sql.Identifier(column)))
+                _POOL.append(schema)
+                return
+    except psycopg.Error:
+        pass
+    drop_schema(pg_url, schema)
