@@ -124,6 +124,8 @@ def describe_failure(exc: BaseException) -> dict[str, Any]:
 
 
 def _fix_for(exc: BaseException, failure: dict[str, Any]) -> str:
+    if type(exc).__name__ == "StoreSelectionError":  # its message names the variable and the fix
+        return f"{exc}; then restart Hermes."
     if isinstance(exc, ImportError):
         return _import_fix(exc, failure)
     if isinstance(exc, sqlite3.Error) or type(exc).__name__ in ("SchemaTooNewError", "UnusableDatabaseError"):

@@ -3,15 +3,21 @@
 Every copy goes through ``db.backup_file`` (SQLite's online backup API), so it is one
 consistent snapshot while other processes write, checked before it is renamed into place.
 Hygiene, rotate, FTS repair and ``/trove backup`` all take their backups here, and state's
-drop of its assertion tables. It sits in the kernel beside ``db``: it takes anything
-holding the config and the database (a ``Runtime``), so it names nothing above it.
+drop of its assertion tables. A PostgreSQL store is not copied to a file: taking a backup
+raises ``FileBackupUnavailable`` naming the ``pg_dump`` command to run, and ``backup_first``
+lets an apply go ahead only when the operator says they hold their own (``--have-backup``).
+It sits in the kernel beside ``db``: it takes anything holding the config and the database
+(a ``Runtime``), so it names nothing above it.
 """
 from __future__ import annotations
 
+import re
+import shlex
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import unquote
 
 from .config import database_path
 from .db import backup_file
@@ -68,5 +74,52 @@ def backup_to(runtime: Runtime, dest: Path) -> Backup:
 
 
 def take_backup(runtime: Runtime) -> Backup:
-    """A new timestamped backup in ``backup_dir``."""
+    """A new timestamped backup in ``backup_dir``; on a PostgreSQL store ``FileBackupUnavailable``."""
+    if runtime.db.kind != "sqlite":
+        raise FileBackupUnavailable(runtime)
     return backup_to(runtime, timestamped_backup_path(runtime))
+
+
+HAVE_BACKUP = "--have-backup"
+OWN_BACKUP_NOTE = ("no file backup: a PostgreSQL store is not copied by trove; the operator confirmed their own"
+                   f" backup ({HAVE_BACKUP})")
+
+
+class FileBackupUnavailable(RuntimeError):
+    """trove cannot copy a PostgreSQL store to a file; ``command`` is the ``pg_dump`` line that can."""
+
+    def __init__(self, runtime: Runtime):
+        self.command = pg_dump_command(runtime)
+        super().__init__(f"a PostgreSQL store cannot be backed up to a file by trove: back it up with `{self.command}`"
+                         " (the password shows as ***: pass it through PGPASSWORD or ~/.pgpass)")
+
+    def refusal(self) -> dict[str, Any]:
+        """The answer of an apply refused for want of a backup: what to run, then how to go on."""
+        return {"status": "refused", "reason": str(self), "pg_dump": self.command,
+                "fix": f"run that pg_dump (or take the server's own backup), then repeat the command with"
+                       f" {HAVE_BACKUP}"}
+
+
+def pg_dump_command(runtime: Runtime) -> str:
+    """The ``pg_dump`` line that backs up the store's schema into ``backup_dir``, its URL redacted."""
+    shown = runtime.db.path  # PgDatabase.path: the URL with its password as ***
+    stamp = time.strftime("%Y%m%d_%H%M%S", time.localtime())
+    dest = backup_dir(runtime.config) / f"trove-{stamp}.dump"
+    found = re.search(r"search_path\s*=\s*([^\s,&']+)", unquote(shown))
+    schema = f" --schema={shlex.quote(found.group(1))}" if found else ""
+    return f"pg_dump --format=custom --file={shlex.quote(str(dest))}{schema} --dbname={shlex.quote(shown)}"
+
+
+def backup_first(runtime: Runtime, have_backup: bool = False) -> Backup | None:
+    """The backup a mutating apply takes first: a file on SQLite; on PostgreSQL None when the operator
+    confirmed their own backup (``have_backup``), else ``FileBackupUnavailable`` (the apply is refused)."""
+    if runtime.db.kind == "sqlite":
+        return take_backup(runtime)
+    if have_backup:
+        return None
+    raise FileBackupUnavailable(runtime)
+
+
+def backup_fields(backup: Backup | None) -> dict[str, Any]:
+    """How an apply's answer names its backup: the file, or why there is none."""
+    return {"backup": backup.path} if backup is not None else {"backup": None, "backup_note": OWN_BACKUP_NOTE}

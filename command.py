@@ -2,8 +2,9 @@
 
 Subcommands are one table of handlers keyed by their words; each handler returns plain
 data and ``render`` turns it into text. Read-only forms never write; every ``apply`` form
-is narrow and takes a backup first. Nothing raises into the host: ``make_handler`` is the
-``/trove`` boundary and ``execute`` the CLI's.
+is narrow and takes a backup first (a PostgreSQL store cannot be copied to a file: its
+applies need ``--have-backup``, the operator's word that a pg_dump exists). Nothing raises
+into the host: ``make_handler`` is the ``/trove`` boundary and ``execute`` the CLI's.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from . import backups, subsystems
 from .config import database_path, load_config
 from .models import Complete, host_complete
-from .ops import dag_view, doctor, hygiene, maintenance, rotate, status
+from .ops import dag_view, doctor, hygiene, maintenance, migrate_store, rotate, status
 from .pathprobe import probe_path
 from .runtime import build_runtime
 from .toolkit import iso
@@ -41,6 +42,7 @@ class Target:
     engine: TroveEngine | None = None
     session_id: str = ""
     words: tuple[str, ...] = ()  # trailing words of a subcommand in TAKES_WORDS
+    have_backup: bool = False  # --have-backup: the operator holds a backup trove cannot take (PostgreSQL)
 
     @property
     def snapshot(self) -> Mapping[str, Any] | None:
@@ -86,6 +88,13 @@ def _dag(fmt: str) -> Callable[[Target], dict[str, Any]]:
     return draw
 
 
+def _backup(t: Target) -> dict[str, Any]:
+    try:
+        return {"status": "ok", **vars(backups.take_backup(t.runtime))}
+    except backups.FileBackupUnavailable as exc:  # a PostgreSQL store: the pg_dump line instead
+        return {"status": "refused", "reason": str(exc), "pg_dump": exc.command}
+
+
 def _rotate_preview(t: Target) -> dict[str, Any]:
     return rotate.as_dict(rotate.preview(t.runtime, t.session_id, t.mode))
 
@@ -108,24 +117,26 @@ HANDLERS: dict[tuple[str, ...], tuple[Callable[[Target], dict[str, Any]], str]] 
     ("doctor",): (_doctor, "read-only health checks"),
     ("doctor", "clean"): (lambda t: hygiene.scan_clean(t.runtime, _protected(t)),
                           "read-only scan for junk/noise sessions (pattern-matched or empty)"),
-    ("doctor", "clean", "apply"): (lambda t: hygiene.apply_clean(t.runtime, _protected(t)),
+    ("doctor", "clean", "apply"): (lambda t: hygiene.apply_clean(t.runtime, _protected(t), have_backup=t.have_backup),
                                    "backup-first delete of those sessions (needs TROVE_DOCTOR_CLEAN_APPLY_ENABLED)"),
     ("doctor", "repair"): (lambda t: maintenance.diagnose(t.runtime),
                            "read-only SQLite/FTS diagnostics, stale leases and rollups stuck building"),
-    ("doctor", "repair", "apply"): (lambda t: maintenance.repair_fts(t.runtime),
+    ("doctor", "repair", "apply"): (lambda t: maintenance.repair_fts(t.runtime, have_backup=t.have_backup),
                                     "backup-first FTS rebuild, missing-trigger repair, stale-lease cleanup"),
     ("doctor", "source"): (lambda t: hygiene.scan_source(t.runtime), "read-only scan for blank-source rows"),
-    ("doctor", "source", "apply"): (lambda t: hygiene.apply_source(t.runtime),
+    ("doctor", "source", "apply"): (lambda t: hygiene.apply_source(t.runtime, have_backup=t.have_backup),
                                     "backup-first normalization of blank source to 'unknown'"),
     ("doctor", "retention"): (lambda t: hygiene.retention_report(t.runtime),
                               "read-only per-session footprint and age"),
-    ("backup",): (lambda t: {"status": "ok", **vars(backups.take_backup(t.runtime))},
-                  "timestamped online SQLite backup"),
+    ("backup",): (_backup, "timestamped online SQLite backup (a PostgreSQL store: the pg_dump command to run)"),
     ("dag",): (_dag("text"), "the session's summary DAG as a text tree (depth, tokens, time span, raw ranges)"),
     ("dag", "mermaid"): (_dag("mermaid"), "the same DAG as a Mermaid graph for docs and issues"),
     ("rotate",): (_rotate_preview, "read-only preview of an in-place, tail-keeping rotate"),
     ("rotate", "apply"): (lambda t: rotate.apply(t.runtime, t.session_id, t.mode),
                           "backup-first rotate: advance the frontier past the pre-tail"),
+    ("migrate",): (lambda t: {"status": "refused", "error": "a copy can take long: run `hermes trove migrate --to"
+                              " TARGET` in a terminal (TARGET: a postgresql:// URL or a SQLite file path)"},
+                   "copy the store to PostgreSQL or to a SQLite file (CLI only: `hermes trove migrate --to TARGET`)"),
 }
 
 
@@ -148,26 +159,31 @@ def lookup(key: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]] | None
     return None
 
 
-ARGS_HINT = " | ".join(("status | doctor [clean|repair|source|retention] [apply] | backup | dag [mermaid] |"
-                        " rotate [apply]", *(row.usage for row in subsystems.SUBSYSTEMS), "help"))
+ARGS_HINT = " | ".join(("status | doctor [clean|repair|source|retention] [apply [--have-backup]] | backup |"
+                        " dag [mermaid] | rotate [apply] | migrate --to TARGET",
+                        *(row.usage for row in subsystems.SUBSYSTEMS), "help"))
 
 
 def help_text(prefix: str = "/trove") -> str:
     lines = [f"{prefix} {' '.join(words)} - {doc}" for words, (_, doc) in handlers().items()]
     return "\n".join([f"{prefix} commands:", *lines, f"{prefix} help - this help",
-                      "Read-only forms never write; apply forms take a backup first."])
+                      "Read-only forms never write; apply forms take a backup first. On a PostgreSQL store trove"
+                      f" cannot take one: run the pg_dump `{prefix} backup` prints, then add {backups.HAVE_BACKUP}."])
 
 
 def run(runtime: Runtime, words: Sequence[str], session_id: str | None = None,
         engine: TroveEngine | None = None) -> tuple[str, dict[str, Any]]:
     """Dispatch ``words`` (lower-cased) to a handler; returns ``(name, result)``."""
+    have_backup = any(w.lower() == backups.HAVE_BACKUP for w in words)
+    words = [w for w in words if w.lower() != backups.HAVE_BACKUP]
     found = lookup(tuple(w.lower() for w in words) or ("status",))
     if found is None:
         return usage(words)
     key, rest = found
     # an owner scope keeps its case (gateway session keys are case-sensitive); other words are lower-cased
     rest = tuple(w if w.lower().startswith("scope=") else r for w, r in zip(words[len(key):], rest, strict=True))
-    return " ".join(key), handlers()[key][0](dataclasses.replace(resolve(runtime, session_id, engine), words=rest))
+    target = dataclasses.replace(resolve(runtime, session_id, engine), words=rest, have_backup=have_backup)
+    return " ".join(key), handlers()[key][0](target)
 
 
 def usage(words: Sequence[str]) -> tuple[str, dict[str, Any]]:
@@ -297,6 +313,12 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
                         help="assertions rebuild|drop: do it (the default is a dry run)")
     parser.add_argument("--limit", dest="trove_limit", type=int, metavar="N",
                         help="assertions rebuild: read at most N messages")
+    parser.add_argument(backups.HAVE_BACKUP, dest="trove_have_backup", action="store_true",
+                        help="doctor clean|source|repair apply on a PostgreSQL store: you took your own backup"
+                             " (trove cannot copy a server to a file; `backup` prints the pg_dump to run)")
+    parser.add_argument("--to", dest="trove_to", metavar="TARGET",
+                        help="migrate: the copy's target, a postgresql:// URL (or libpq 'service=NAME') or a SQLite"
+                             " file path; the source (--db, TROVE_DATABASE_PATH or TROVE_DATABASE_URL) is only read")
 
 
 def _runtime_for(db: str | None, fallback: Runtime | None = None) -> Runtime:
@@ -305,14 +327,15 @@ def _runtime_for(db: str | None, fallback: Runtime | None = None) -> Runtime:
     A path that cannot hold one (under a regular file, in a read-only directory, on a full disk) is
     no usage error: the runtime is returned so the report names the reason (exit 1)."""
     if fallback is not None and not db:
-        if not os.path.exists(fallback.db.path) and probe_path(fallback.db.path) is None:
+        missing = not os.path.exists(fallback.db.path) and probe_path(fallback.db.path) is None
+        if fallback.db.kind == "sqlite" and missing:
             raise FileNotFoundError(f"no trove database at {fallback.db.path} yet (trove has not stored anything)")
         return fallback
     config = load_config(os.environ)
     if db:
         config = dataclasses.replace(config, database_path=os.path.abspath(os.path.expanduser(db)))
     path = database_path(config)
-    if not path.exists() and probe_path(path) is None:
+    if not config.database_url and not path.exists() and probe_path(path) is None:
         raise FileNotFoundError(f"no trove database at {path} (pass --db PATH)")
     return build_runtime(config)
 
@@ -348,9 +371,13 @@ def execute(args: argparse.Namespace, runtime: Runtime | None = None, out: TextI
         words.append("mermaid")
     if getattr(args, "trove_apply", False):
         words.append("--apply")
+    if getattr(args, "trove_have_backup", False):
+        words.append(backups.HAVE_BACKUP)
     if getattr(args, "trove_limit", None) is not None:
         words += ["--limit", str(args.trove_limit)]
-    key = tuple(w.lower() for w in words)
+    key = tuple(w.lower() for w in words if w.lower() != backups.HAVE_BACKUP)
+    if key == ("migrate",) or getattr(args, "trove_to", None) is not None:
+        return _migrate(args, key, runtime, out, prog)
     if key == ("help",) or (key and lookup(key) is None):  # usage needs no database
         name, result = usage(words)
     else:
@@ -368,6 +395,33 @@ def execute(args: argparse.Namespace, runtime: Runtime | None = None, out: TextI
     else:
         _emit(render(name, result, prefix=prog), out)
     return exit_code(result)
+
+
+def _migrate(args: argparse.Namespace, key: tuple[str, ...], runtime: Runtime | None, out: TextIO,
+             prog: str) -> int:
+    """``migrate --to TARGET``: a copy with a progress bar on stderr; exit 1 unless fully copied."""
+    to = getattr(args, "trove_to", None)
+    if key != ("migrate",) or not to:
+        _emit(f"trove: {prog} migrate needs --to TARGET (a postgresql:// URL or a SQLite file path);"
+              " --to is only for migrate", sys.stderr)
+        return EXIT_USAGE
+    try:
+        runtime = _runtime_for(getattr(args, "trove_db", None), runtime)
+    except (FileNotFoundError, ValueError) as exc:
+        _emit(f"trove: {exc}", sys.stderr)
+        return EXIT_USAGE
+    bar = migrate_store.TerminalProgress(sys.stderr)
+    try:
+        result = migrate_store.migrate(runtime, to, progress=bar)
+    except migrate_store.TargetError as exc:
+        _emit(f"trove: {exc}", sys.stderr)
+        return EXIT_USAGE
+    except Exception as exc:
+        _, result = _failure(["migrate"], exc)
+    bar.finish(result)
+    _emit(json.dumps(result, indent=2, default=str) if getattr(args, "trove_json", False)
+          else render("migrate", result, prefix=prog), out)
+    return EXIT_OK if result.get("status") == "ok" else EXIT_PROBLEM
 
 
 def cli_handler(runtime: Runtime) -> Callable[[argparse.Namespace], int]:

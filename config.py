@@ -12,6 +12,7 @@ import dataclasses
 import logging
 import math
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,6 +82,9 @@ class TroveConfig:
 
     # Storage, filters and diagnostics
     database_path: str = knob("", "SQLite path (empty = $HERMES_HOME/trove.db).", group="storage")
+    database_url: str = knob(
+        "", "PostgreSQL URL (postgresql://...) or libpq service name (service=NAME); set, it replaces the"
+        " SQLite file as the store (needs the postgres extra).", group="storage")
     ignore_session_patterns: tuple[str, ...] = knob(
         (), "Session globs never stored (compaction delegated to the host).", group="storage")
     stateless_session_patterns: tuple[str, ...] = knob((), "Session globs kept read-only.", group="storage")
@@ -365,8 +369,14 @@ def payload_dir(config: TroveConfig) -> Path:
     return database_path(config).parent / "trove-payloads"
 
 
+def redact_url(url: str) -> str:
+    """``url`` with any password replaced by ``***`` (status and logs never show it)."""
+    return re.sub(r"(://[^:/@]*:)[^/]*@", r"\1***@", re.sub(r"(password=)\S+", r"\1***", url))
+
+
 def public_view(config: TroveConfig) -> dict[str, Any]:
     """Config values with their sources, for status output (no secrets live here)."""
     src = dict(config.sources)
-    return {v.name: {"value": list(getattr(config, v.field)) if v.kind == "csv" else getattr(config, v.field),
+    return {v.name: {"value": list(getattr(config, v.field)) if v.kind == "csv" else
+                     redact_url(config.database_url) if v.field == "database_url" else getattr(config, v.field),
                      "source": src.get(v.field, "default")} for v in SPEC}

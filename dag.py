@@ -13,7 +13,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .db import Database
+from . import pgtext
+from .db import Database, on_server
 from .scope import EVERYTHING, Visibility
 
 _VISIBLE = "(n.session_id = :s OR n.node_id IN (SELECT node_id FROM carried_nodes WHERE session_id = :s))"
@@ -67,16 +68,18 @@ class SummaryDAG:
             raise ValueError("a summary node needs at least one source")
 
         def write(c: sqlite3.Connection) -> int:
-            cur = c.execute(
+            node_id = int(c.execute(
                 "INSERT INTO summary_nodes(session_id, depth, summary, token_count, source_token_count, earliest_at,"
-                " latest_at, level, model, expand_hint, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                " latest_at, level, model, expand_hint, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?) RETURNING node_id",
                 (session_id, depth, summary, token_count, source_token_count, earliest_at, latest_at, level,
-                 model, expand_hint, time.time()))
-            node_id = int(cur.lastrowid or 0)
+                 model, expand_hint, time.time())).fetchone()[0])
+            if on_server(c):
+                pgtext.index_nodes(c, [(node_id, summary)])
             c.executemany(f"INSERT INTO {table}(node_id, ordinal, {column}) VALUES (?,?,?)",
                           [(node_id, i, int(x)) for i, x in enumerate(ids)])
             # keep the session's frontier current: the new node joins, condensed children leave
-            c.execute("INSERT OR IGNORE INTO session_frontier(session_id, node_id) VALUES (?,?)", (session_id, node_id))
+            c.execute("INSERT INTO session_frontier(session_id, node_id) VALUES (?,?) ON CONFLICT DO NOTHING",
+                      (session_id, node_id))
             if depth > 0:
                 c.executemany("DELETE FROM session_frontier WHERE session_id=? AND node_id=?",
                               [(session_id, int(x)) for x in ids])
@@ -86,6 +89,100 @@ class SummaryDAG:
             return write(conn)
         with self.db.transaction() as c:
             return write(c)
+
+    # -- the compactor's two writes: each one conditional statement on a server ----------
+    def add_leaf_below_frontier(self, session_id: str, summary: str, store_ids: Sequence[int], *, token_count: int,
+                                source_token_count: int, earliest_at: float | None, latest_at: float | None,
+                                level: str = "normal", model: str = "", expand_hint: str = "") -> NodeRow | None:
+        """Add a leaf over ``store_ids`` (in store order) and move the session's frontier to the last
+        of them, only while the frontier is still below the first; None when another engine copy
+        compacted them meanwhile. The frontier is the sessions row's: this is the one write of it
+        the DAG makes, so that the check and both writes are one statement on a server."""
+        ids = [int(i) for i in store_ids]
+        meta = (token_count, source_token_count, earliest_at, latest_at, level, model, expand_hint, time.time())
+        if not ids:
+            raise ValueError("a summary node needs at least one source")
+        with self.db.transaction() as conn:
+            if on_server(conn):
+                (words,) = pgtext.document(summary)
+                row = conn.execute(
+                    "WITH moved AS (UPDATE sessions SET frontier_store_id = ?, updated_at = ?"
+                    " WHERE session_id = ? AND frontier_store_id < ? RETURNING session_id),"
+                    " node AS (INSERT INTO summary_nodes(session_id, depth, summary, token_count, source_token_count,"
+                    " earliest_at, latest_at, level, model, expand_hint, created_at)"
+                    " SELECT session_id, 0, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM moved RETURNING *),"
+                    " lineage AS (INSERT INTO node_messages(node_id, ordinal, store_id)"
+                    " SELECT node.node_id, u.n - 1, u.id FROM node,"
+                    " unnest(?::bigint[]) WITH ORDINALITY AS u(id, n)),"
+                    " visible AS (INSERT INTO session_frontier(session_id, node_id)"
+                    " SELECT session_id, node_id FROM node),"
+                    f" indexed AS (INSERT INTO node_search(node_id, doc, doc_len) SELECT node_id,"
+                    f" setweight(to_tsvector('{pgtext.CONFIG}', ?), 'A'), ? FROM node)"
+                    " SELECT * FROM node",
+                    (ids[-1], time.time(), session_id, ids[0], summary, *meta, ids, words, len(words.split()))
+                ).fetchone()
+                return None if row is None else _node(row)
+            if self._frontier_at(conn, session_id) >= ids[0]:
+                return None
+            node_id = self.add_leaf(session_id, summary, ids, token_count=token_count,
+                                    source_token_count=source_token_count, earliest_at=earliest_at,
+                                    latest_at=latest_at, level=level, model=model, expand_hint=expand_hint, conn=conn)
+            conn.execute("UPDATE sessions SET frontier_store_id = CASE WHEN frontier_store_id > ? THEN"
+                         " frontier_store_id ELSE ? END, updated_at = ? WHERE session_id = ?",
+                         (ids[-1], ids[-1], time.time(), session_id))
+            return _node(conn.execute("SELECT * FROM summary_nodes WHERE node_id = ?", (node_id,)).fetchone())
+
+    def condense_on_frontier(self, session_id: str, depth: int, summary: str, child_ids: Sequence[int], *,
+                             token_count: int, source_token_count: int, earliest_at: float | None,
+                             latest_at: float | None, level: str = "normal", model: str = "",
+                             expand_hint: str = "") -> NodeRow | None:
+        """Condense ``child_ids`` into a depth-``depth`` node only while every one of them is still on
+        the session's frontier; None when another process condensed some meanwhile (nothing written)."""
+        ids = [int(i) for i in child_ids]
+        if depth < 1 or not ids:
+            raise ValueError("condensed nodes have depth >= 1 and at least one child")
+        meta = (token_count, source_token_count, earliest_at, latest_at, level, model, expand_hint, time.time())
+        with self.db.transaction() as conn:
+            if on_server(conn):
+                (words,) = pgtext.document(summary)
+                # the children leave the frontier first; when fewer than all were there, trove_refuse
+                # raises and the statement (one transaction) leaves everything as it was
+                try:
+                    row = conn.execute(
+                        "WITH gone AS (DELETE FROM session_frontier"
+                        " WHERE session_id = ? AND node_id = ANY(?::bigint[]) RETURNING node_id),"
+                        " checked AS (SELECT CASE WHEN (SELECT COUNT(*) FROM gone) = ? THEN 1"
+                        " ELSE trove_refuse('a child left the frontier') END AS ok),"
+                        " node AS (INSERT INTO summary_nodes(session_id, depth, summary, token_count,"
+                        " source_token_count, earliest_at, latest_at, level, model, expand_hint, created_at)"
+                        " SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM checked WHERE ok = 1 RETURNING *),"
+                        " lineage AS (INSERT INTO node_children(node_id, ordinal, child_id)"
+                        " SELECT node.node_id, u.n - 1, u.id FROM node,"
+                        " unnest(?::bigint[]) WITH ORDINALITY AS u(id, n)),"
+                        " visible AS (INSERT INTO session_frontier(session_id, node_id)"
+                        " SELECT session_id, node_id FROM node),"
+                        f" indexed AS (INSERT INTO node_search(node_id, doc, doc_len) SELECT node_id,"
+                        f" setweight(to_tsvector('{pgtext.CONFIG}', ?), 'A'), ? FROM node)"
+                        " SELECT * FROM node",
+                        (session_id, ids, len(set(ids)), session_id, depth, summary, *meta, ids, words,
+                         len(words.split()))).fetchone()
+                except Exception as exc:
+                    if "a child left the frontier" not in str(exc):
+                        raise
+                    return None
+                return None if row is None else _node(row)
+            if not self.on_frontier(session_id, ids, conn):
+                return None
+            node_id = self.add_condensed(session_id, depth, summary, ids, token_count=token_count,
+                                         source_token_count=source_token_count, earliest_at=earliest_at,
+                                         latest_at=latest_at, level=level, model=model, expand_hint=expand_hint,
+                                         conn=conn)
+            return _node(conn.execute("SELECT * FROM summary_nodes WHERE node_id = ?", (node_id,)).fetchone())
+
+    @staticmethod
+    def _frontier_at(conn: sqlite3.Connection, session_id: str) -> int:
+        r = conn.execute("SELECT frontier_store_id FROM sessions WHERE session_id=?", (session_id,)).fetchone()
+        return int(r[0]) if r else 0
 
     def carry_over(self, from_session: str, to_session: str, min_depth: int) -> list[int]:
         """Make ``from_session``'s frontier nodes of depth >= ``min_depth`` visible in ``to_session``.
@@ -98,10 +195,10 @@ class SummaryDAG:
         now = time.time()
         with self.db.transaction() as conn:
             conn.executemany(
-                "INSERT OR IGNORE INTO carried_nodes(session_id, node_id, from_session_id, carried_at)"
-                " VALUES (?,?,?,?)",
+                "INSERT INTO carried_nodes(session_id, node_id, from_session_id, carried_at)"
+                " VALUES (?,?,?,?) ON CONFLICT DO NOTHING",
                 [(to_session, n.node_id, from_session, now) for n in nodes])
-            conn.executemany("INSERT OR IGNORE INTO session_frontier(session_id, node_id) VALUES (?,?)",
+            conn.executemany("INSERT INTO session_frontier(session_id, node_id) VALUES (?,?) ON CONFLICT DO NOTHING",
                              [(to_session, n.node_id) for n in nodes])
         return [n.node_id for n in nodes]
 
@@ -131,7 +228,7 @@ class SummaryDAG:
                " JOIN cover ON c.node_id = cover.id)"
                " SELECT session_id, COUNT(*) FROM (SELECT cover.session_id, nm.store_id FROM cover"
                " JOIN node_messages nm ON nm.node_id = cover.id GROUP BY cover.session_id, nm.store_id"
-               " HAVING COUNT(DISTINCT cover.top) > 1) GROUP BY session_id")
+               " HAVING COUNT(DISTINCT cover.top) > 1) AS covered GROUP BY session_id")
         return {str(r[0]): int(r[1]) for r in conn.execute(sql)}
 
     @staticmethod
@@ -149,7 +246,7 @@ class SummaryDAG:
                 break
             for session_id, parent in {(str(r[0]), int(r[1])) for r in rows}:
                 doomed = [int(r[0]) for r in conn.execute(
-                    "WITH RECURSIVE up(id) AS (SELECT ? UNION SELECT c.node_id FROM node_children c"
+                    "WITH RECURSIVE up(id) AS (SELECT CAST(? AS BIGINT) UNION SELECT c.node_id FROM node_children c"
                     " JOIN up ON c.child_id = up.id JOIN summary_nodes p ON p.node_id = c.node_id"
                     " WHERE p.session_id = ?) SELECT id FROM up", (parent, session_id))]
                 gone = deleted.setdefault(session_id, [])
@@ -168,12 +265,12 @@ class SummaryDAG:
         """Recompute one session's frontier from its nodes and lineage (as migration 0003 did)."""
         conn.execute("DELETE FROM session_frontier WHERE session_id=?", (session_id,))
         conn.execute(
-            "INSERT OR IGNORE INTO session_frontier(session_id, node_id)"
-            " SELECT :s, v.node_id FROM (SELECT node_id FROM summary_nodes WHERE session_id = :s"
+            "INSERT INTO session_frontier(session_id, node_id)"
+            " SELECT CAST(:s AS TEXT), v.node_id FROM (SELECT node_id FROM summary_nodes WHERE session_id = :s"
             " UNION SELECT node_id FROM carried_nodes WHERE session_id = :s) v"
             " WHERE NOT EXISTS (SELECT 1 FROM node_children c JOIN summary_nodes p ON p.node_id = c.node_id"
             " WHERE c.child_id = v.node_id AND (p.session_id = :s OR p.node_id IN"
-            " (SELECT node_id FROM carried_nodes WHERE session_id = :s)))", {"s": session_id})
+            " (SELECT node_id FROM carried_nodes WHERE session_id = :s))) ON CONFLICT DO NOTHING", {"s": session_id})
 
     # -- reads -------------------------------------------------------------
     def get(self, node_id: int) -> NodeRow | None:
@@ -218,7 +315,7 @@ class SummaryDAG:
         """Immediate sources in order: store ids (depth 0) or child node ids."""
         table, col = ("node_messages", "store_id") if node.depth == 0 else ("node_children", "child_id")
         sql = f"SELECT {col} FROM {table} WHERE node_id=? ORDER BY ordinal LIMIT ? OFFSET ?"
-        rows = self.db.read().execute(sql, (node.node_id, -1 if limit is None else int(limit), int(offset)))
+        rows = self.db.read().execute(sql, (node.node_id, 2 ** 62 if limit is None else int(limit), int(offset)))
         return [int(r[0]) for r in rows]
 
     def parent_of(self, node_id: int, session_id: str) -> int | None:
@@ -229,14 +326,14 @@ class SummaryDAG:
 
     def descendant_store_ids(self, node_id: int) -> list[int]:
         """Every raw message beneath a node, in store order (unbounded by design)."""
-        sql = ("WITH RECURSIVE sub(id) AS (SELECT ? UNION ALL SELECT c.child_id FROM node_children c"
+        sql = ("WITH RECURSIVE sub(id) AS (SELECT CAST(? AS BIGINT) UNION ALL SELECT c.child_id FROM node_children c"
                " JOIN sub ON c.node_id = sub.id)"
                " SELECT DISTINCT nm.store_id FROM node_messages nm JOIN sub ON nm.node_id = sub.id"
                " ORDER BY nm.store_id")
         return [int(r[0]) for r in self.db.read().execute(sql, (int(node_id),))]
 
     def has_descendant_source(self, node_id: int, source: str) -> bool:
-        sql = ("WITH RECURSIVE sub(id) AS (SELECT ? UNION ALL SELECT c.child_id FROM node_children c"
+        sql = ("WITH RECURSIVE sub(id) AS (SELECT CAST(? AS BIGINT) UNION ALL SELECT c.child_id FROM node_children c"
                " JOIN sub ON c.node_id = sub.id)"
                " SELECT 1 FROM node_messages nm JOIN sub ON nm.node_id = sub.id"
                " JOIN messages m ON m.store_id = nm.store_id"
@@ -263,6 +360,13 @@ class SummaryDAG:
         """
         if not match:
             return []
+        conn = self.db.read()
+        if on_server(conn):
+            reach = ("(n.session_id = ? OR n.node_id IN (WITH RECURSIVE carried(id) AS ("
+                     " SELECT node_id FROM carried_nodes WHERE session_id = ?"
+                     " UNION SELECT c.child_id FROM node_children c JOIN carried ON c.node_id = carried.id)"
+                     " SELECT id FROM carried))")
+            return self._server_hits(conn, match, [reach], [session_id, session_id], limit)
         sql = ("WITH RECURSIVE carried(id) AS ("
                " SELECT node_id FROM carried_nodes WHERE session_id = :s"
                " UNION SELECT c.child_id FROM node_children c JOIN carried ON c.node_id = carried.id)"
@@ -294,8 +398,10 @@ class SummaryDAG:
         if time_to is not None:
             where.append("COALESCE(n.earliest_at, n.created_at) < ?")
             args.append(time_to)
-        window = int(limit) * (4 if where else 1)
         conn = self.db.read()
+        if on_server(conn):
+            return self._server_hits(conn, match, where, args[1:], limit)
+        window = int(limit) * (4 if where else 1)
         while True:
             sql = ("SELECT n.*, f.r AS _rank, snippet(nodes_fts, 0, '>>>', '<<<', '…', 40) AS _snippet"
                    " FROM (SELECT rowid AS rid, bm25(nodes_fts) AS r FROM nodes_fts WHERE nodes_fts MATCH ?"
@@ -310,3 +416,9 @@ class SummaryDAG:
                 break
             window = window * 8 if window * 8 < total else -1
         return [(_node(r), float(r["_rank"]), str(r["_snippet"] or "")) for r in rows]
+
+    def _server_hits(self, conn: sqlite3.Connection, match: str, where: list[str], args: list[object],
+                     limit: int) -> list[tuple[NodeRow, float, str]]:
+        """``search``/``search_all`` on a PostgreSQL store: ranked in SQL by ``pgtext``."""
+        hits = pgtext.search_nodes(conn, match, where=where, args=list(args), limit=int(limit), rows=True)
+        return [(_node(h[0]), float(h[1]), str(h[2] or "")) for h in hits]

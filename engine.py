@@ -295,7 +295,7 @@ class TroveEngine(ContextEngine):
             self.state.just_ended = session_id
         # A session this copy served before /new keeps its owner (conversation, platform, scope).
         key = replace(self.state.key or SessionKey(""), session_id=session_id)
-        if not self.runtime.store_usable(self.state.key):
+        if not self.runtime.store.local_writes and not self.runtime.store_usable(self.state.key):
             self._hold(key, messages)
             return
         try:
@@ -303,6 +303,8 @@ class TroveEngine(ContextEngine):
                 self.runtime.store.mark_ended(session_id)  # cleared again if the session binds anew
             if messages and session_id:
                 self._ingest(key, messages)
+            if self.runtime.store.local_writes:  # the process may exit next: ship what waits (bounded)
+                self.runtime.store.settle(timeout_s=5.0)
         except Exception as exc:  # never let a flush failure reach the host
             if self._storage_error(exc, f"the end-of-session flush of {session_id}"):
                 self._hold(key, messages)
@@ -427,6 +429,7 @@ class TroveEngine(ContextEngine):
             return messages
         identity = memo_identity()  # ingest and the compactor read the same list: one digest each
         self._ingest(self.state.key, messages, identity)
+        self.runtime.store.settle()  # a server store: what the outbox holds ships before compaction reads
         compactor = Compactor(self.runtime, self.state.key,
                               CompactionLimits(int(self.threshold_tokens or 0), int(self.context_length or 0)),
                               Summarizer(self.config, self.completion_for("compression")))
@@ -504,9 +507,12 @@ class TroveEngine(ContextEngine):
         if isinstance(live, list) and name != "trove_inspect" and self.runtime.store_usable(self.state.key):
             try:
                 self.ingest(live)
+                self.runtime.store.settle(timeout_s=2.0)  # a server store: the tool reads this turn too
             except Exception:  # a failed ingest must not cost the model its tool answer
                 log.debug("trove: ingest before %s failed", name, exc_info=True)
-        return dispatch(self.tool_context(mid_turn=isinstance(live, list)), name, args)
+        ctx = self.tool_context(mid_turn=isinstance(live, list))
+        offline = self.runtime.offline_view()  # a server store that is down: answer from the outbox
+        return dispatch(ctx if offline is None else replace(ctx, runtime=offline), name, args)
 
     def tool_context(self, mid_turn: bool = False) -> ToolContext:
         """What the tools see of this engine: storage, the bound session, facts, the model."""

@@ -92,7 +92,7 @@ def make_hooks(runtime: Runtime) -> dict[str, Callable[..., Any]]:
                 or host_side_agent(session_id, platform):  # e.g. the review fork
             return
         pending = SessionKey(session_id, "", platform)  # what is held while the store takes no writes
-        if not runtime.store_usable(pending):
+        if not runtime.store_usable(pending) and not runtime.store.local_writes:
             runtime.unstored.hold(pending, history)  # written on recovery
             return
         try:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import math
-import sqlite3
 import time
 import weakref
 from collections.abc import Callable, Sequence
@@ -19,10 +18,13 @@ from typing import Any
 
 from .config import TroveConfig, database_path, load_config, payload_dir
 from .dag import SummaryDAG
-from .db import Database, SchemaTooNewError, UnusableDatabaseError
+from .db import Database, UnusableDatabaseError, storage_error
 from .filters import SessionFilters
 from .ingest import is_synthetic, message_identity, plan_aligned
+from .outbox import Outbox, Shipper, ShippingStore, outbox_path
 from .payloads.guard import storage_transform
+from .payloads.sidecar import SpoolDir
+from .pgdb import PgDatabase
 from .scope import Visibility
 from .store import MessageStore, SessionKey
 
@@ -37,7 +39,7 @@ def store_reason(exc: BaseException) -> str | None:
     """The short reason ``exc`` says the store is unusable, or None when it is not a storage error."""
     if isinstance(exc, UnusableDatabaseError) and exc.why:
         return exc.why
-    if isinstance(exc, (sqlite3.Error, OSError, SchemaTooNewError)):
+    if storage_error(exc):
         return f"{type(exc).__name__}: {exc}"[:300]
     return None
 
@@ -45,6 +47,9 @@ def store_reason(exc: BaseException) -> str | None:
 def store_fix(path: str, reason: str) -> str:
     """What the operator does about ``reason`` (a ``store_reason`` or ``pathprobe.probe_path`` answer)."""
     low = reason.lower()
+    if path.startswith(("postgresql://", "postgres://")) or "=" in path:
+        return ("check that the PostgreSQL server in TROVE_DATABASE_URL runs and this machine reaches it (host, port,"
+                " credentials, pg_hba.conf); turns keep writing to the local outbox, which ships when it answers")
     folder = str(Path(path).parent)
     if "not a directory" in low:
         return (f"a file sits where a directory of {path} should be: move it away, or set TROVE_DATABASE_PATH"
@@ -185,12 +190,25 @@ class Runtime:
     bound_sessions: dict[str, str] = field(default_factory=dict)
     health: StoreHealth = field(default_factory=StoreHealth)
     unstored: Unstored = field(default_factory=Unstored)
+    degraded: str = ""  # set on the outbox view below: every tool reply carries it
 
     # the engine is typed loosely here: naming it would make runtime and engine import each other
     _foreground: weakref.ref[Any] | None = field(default=None, repr=False)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Runtime:
         return self
+
+    def offline_view(self) -> Runtime | None:
+        """While a PostgreSQL store is known to be unreachable: a runtime over the local outbox (this
+        machine's own messages, shipped or not; no summaries), marked degraded. None otherwise."""
+        store = self.store
+        if not isinstance(store, ShippingStore) or not store.shipper.state.down_recently():
+            return None
+        note = (f"degraded: the PostgreSQL store is unreachable ({store.shipper.state.last_error[:160]}); this"
+                " answer comes from this machine's own messages only (no summaries, no other machine's turns)")
+        return Runtime(config=self.config, db=store.outbox.db, store=store.outbox.store,
+                       dag=SummaryDAG(store.outbox.db), filters=self.filters, llm=self.llm,
+                       bound_sessions=self.bound_sessions, degraded=note)
 
     def set_foreground(self, engine: Any) -> None:
         """Remember the engine copy that bound a session most recently (for /trove commands)."""
@@ -247,7 +265,7 @@ class Runtime:
         if not self.health.retry_due():
             return False
         try:
-            self.db.connect()
+            self.store.probe()
             written = self.unstored.flush(self.store, self.skip_message)
             if key is not None and key.session_id:
                 self.store.ensure_session(key)
@@ -261,10 +279,22 @@ class Runtime:
         return True
 
 
+def open_database(config: TroveConfig) -> Database:
+    """The store ``config`` selects: PostgreSQL when ``TROVE_DATABASE_URL`` is set (checked now, connected
+    on first use), else the SQLite file. A bad URL or a missing driver raises ``StoreSelectionError``."""
+    if config.database_url:
+        return PgDatabase(config.database_url)  # type: ignore[return-value]
+    return Database(database_path(config))
+
+
 def build_runtime(config: TroveConfig | None = None, llm: Any = None) -> Runtime:
     """Build the runtime from a config (default: the environment)."""
     config = config if config is not None else load_config()
-    db = Database(database_path(config))
-    store = MessageStore(db, transform=storage_transform(config))
+    db = open_database(config)
+    if isinstance(db, PgDatabase):
+        outbox = Outbox(outbox_path(database_path(config).parent), transform=storage_transform(config))
+        store: MessageStore = ShippingStore(db, outbox, Shipper(outbox, db, payloads=SpoolDir(payload_dir(config))))
+    else:
+        store = MessageStore(db, transform=storage_transform(config))
     return Runtime(config=config, db=db, store=store, dag=SummaryDAG(db),
                    filters=SessionFilters.from_config(config), llm=llm)

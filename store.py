@@ -12,7 +12,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from .db import Database
+from . import pgtext
+from .db import Database, insert_returning, on_server
 from .ingest import IngestCursor, is_synthetic, memo_identity, message_identity, plan_aligned, plan_fast
 from .rows import (
     IngestResult,
@@ -32,6 +33,9 @@ _EMPTY_SESSION = ("NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.s
                   " AND NOT EXISTS (SELECT 1 FROM summary_nodes n WHERE n.session_id = s.session_id)"
                   " AND NOT EXISTS (SELECT 1 FROM carried_nodes c WHERE c.session_id = s.session_id)")
 _STORED_TAIL_WINDOW = 64
+# The frontier never moves back: the larger of the stored value and the parameter (given twice),
+# written so that SQLite and PostgreSQL read it alike (their two-argument max differ).
+_LARGER = "CASE WHEN frontier_store_id > ? THEN frontier_store_id ELSE ? END"
 
 
 def _upsert_session(conn: sqlite3.Connection, key: SessionKey, previous_session_id: str | None) -> None:
@@ -46,13 +50,19 @@ def _upsert_session(conn: sqlite3.Connection, key: SessionKey, previous_session_
         " COALESCE((SELECT scope FROM sessions WHERE session_id=? AND scope!=''), ?))"
         " ON CONFLICT(session_id) DO UPDATE SET"
         " conversation_id=CASE WHEN excluded.conversation_id!=''"
-        " THEN excluded.conversation_id ELSE conversation_id END,"
-        " platform=CASE WHEN excluded.platform!='' THEN excluded.platform ELSE platform END,"
-        " previous_session_id=COALESCE(previous_session_id, excluded.previous_session_id),"
-        " scope=CASE WHEN scope='' OR (platform='' AND excluded.platform!='') THEN excluded.scope ELSE scope END,"
+        " THEN excluded.conversation_id ELSE sessions.conversation_id END,"
+        " platform=CASE WHEN excluded.platform!='' THEN excluded.platform ELSE sessions.platform END,"
+        " previous_session_id=COALESCE(sessions.previous_session_id, excluded.previous_session_id),"
+        " scope=CASE WHEN sessions.scope='' OR (sessions.platform='' AND excluded.platform!='')"
+        " THEN excluded.scope ELSE sessions.scope END,"
         " updated_at=excluded.updated_at, ended_at=NULL",
         (key.session_id, key.conversation_id or "", key.platform or "", previous_session_id, now, now,
          previous_session_id or "", key.effective_scope))
+
+
+_INSERT_MESSAGE = ("session_id, conversation_id, platform, source, role, content, content_is_json, tool_calls,"
+                   " tool_call_id, tool_name, extra, token_count, identity, created_at, ingested_at",
+                   ",".join("?" * 15))
 
 
 Transform = Callable[[dict[str, Any]], dict[str, Any]]
@@ -84,9 +94,9 @@ class MessageStore:
     def advance_frontier(self, session_id: str, store_id: int) -> int:
         """Move the compaction frontier forward (never back); returns the new frontier."""
         with self.db.transaction() as conn:
-            conn.execute("UPDATE sessions SET frontier_store_id=MAX(frontier_store_id, ?), updated_at=?"
-                         " WHERE session_id=?", (int(store_id), time.time(), session_id))
-            r = conn.execute("SELECT frontier_store_id FROM sessions WHERE session_id=?", (session_id,)).fetchone()
+            r = conn.execute(f"UPDATE sessions SET frontier_store_id={_LARGER}, updated_at=?"
+                             " WHERE session_id=? RETURNING frontier_store_id",
+                             (int(store_id), int(store_id), time.time(), session_id)).fetchone()
         return int(r[0]) if r else 0
 
     def frontier_store_id(self, session_id: str, conn: sqlite3.Connection | None = None) -> int:
@@ -96,15 +106,26 @@ class MessageStore:
         return int(r[0]) if r else 0
 
     def mark_ended(self, session_id: str) -> None:
+        now = time.time()
         with self.db.transaction() as conn:
-            conn.execute("UPDATE sessions SET ended_at=? WHERE session_id=?", (time.time(), session_id))
+            conn.execute("UPDATE sessions SET ended_at=?, updated_at=? WHERE session_id=?", (now, now, session_id))
+
+    # -- where writes land -------------------------------------------------
+    local_writes = False  # True when turns write to a local outbox while a server is away
+
+    def probe(self) -> None:
+        """Open the store (raises when it is unusable): the retry of an unusable store."""
+        self.db.connect()
+
+    def settle(self, timeout_s: float = 10.0) -> None:
+        """Make every write so far readable through this store (the embedded file already is)."""
 
     def record_rotate(self, session_id: str, frontier: int, backup_path: str) -> None:
         now = time.time()
         with self.db.transaction() as conn:
-            conn.execute("UPDATE sessions SET frontier_store_id=MAX(frontier_store_id, ?), last_rotate_at=?,"
+            conn.execute(f"UPDATE sessions SET frontier_store_id={_LARGER}, last_rotate_at=?,"
                          " last_rotate_backup=?, updated_at=? WHERE session_id=?",
-                         (frontier, now, backup_path, now, session_id))
+                         (frontier, frontier, now, backup_path, now, session_id))
 
     def sessions(self, limit: int = 1000) -> list[SessionRow]:
         rows = self.db.read().execute("SELECT * FROM sessions ORDER BY updated_at DESC LIMIT ?", (limit,))
@@ -118,8 +139,8 @@ class MessageStore:
         spare = f" AND s.session_id NOT IN ({','.join('?' * len(keep))})" if keep else ""
         with self.db.transaction() as conn:
             cur = conn.execute(f"DELETE FROM sessions WHERE session_id IN (SELECT s.session_id FROM sessions s"
-                               f" WHERE {_EMPTY_SESSION} AND MAX(s.created_at, s.updated_at) <= ?{spare})",
-                               [untouched_since, *keep])
+                               f" WHERE {_EMPTY_SESSION} AND s.created_at <= ? AND s.updated_at <= ?{spare})",
+                               [untouched_since, untouched_since, *keep])
         return int(cur.rowcount or 0)
 
     # -- ingest ------------------------------------------------------------
@@ -243,16 +264,17 @@ class MessageStore:
         if not rows:
             return []
         now = time.time()
-        seq = conn.execute("SELECT seq FROM sqlite_sequence WHERE name='messages'").fetchone()
-        top = conn.execute("SELECT MAX(store_id) FROM messages").fetchone()
-        first = max(int(seq[0]) if seq else 0, int(top[0] or 0)) + 1
         head = (key.session_id, key.conversation_id or "", key.platform or "", key.effective_source)
-        conn.executemany(
-            "INSERT INTO messages(store_id, session_id, conversation_id, platform, source, role, content,"
-            " content_is_json, tool_calls, tool_call_id, tool_name, extra, token_count, identity, created_at,"
-            " ingested_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,COALESCE(?,?16),?16)",
-            [(i, *head, *row, now) for i, row in enumerate(rows, first)])
-        ids = list(range(first, first + len(rows)))
+        values = [(*head, *row[:9], row[9] if row[9] is not None else now, now) for row in rows]
+        if on_server(conn):
+            ids = insert_returning(conn, _INSERT_MESSAGE, values)
+        else:
+            seq = conn.execute("SELECT seq FROM sqlite_sequence WHERE name='messages'").fetchone()
+            top = conn.execute("SELECT MAX(store_id) FROM messages").fetchone()
+            first = max(int(seq[0]) if seq else 0, int(top[0] or 0)) + 1
+            conn.executemany(f"INSERT INTO messages(store_id, {_INSERT_MESSAGE[0]}) VALUES (?,{_INSERT_MESSAGE[1]})",
+                             [(i, *v) for i, v in enumerate(values, first)])
+            ids = list(range(first, first + len(rows)))
         _index_new_rows(conn, ids)
         return ids
 
@@ -274,15 +296,15 @@ class MessageStore:
     @staticmethod
     def _write_row(conn: sqlite3.Connection, key: SessionKey, cols: dict[str, Any], identity: str,
                    now: float) -> int:
-        cur = conn.execute(
+        r = conn.execute(
             "INSERT INTO messages(session_id, conversation_id, platform, source, role, content, content_is_json,"
             " tool_calls, tool_call_id, tool_name, extra, token_count, identity, created_at, ingested_at)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING store_id",
             (key.session_id, key.conversation_id or "", key.platform or "", key.effective_source,
              cols["role"], cols["content"], cols["content_is_json"], cols["tool_calls"], cols["tool_call_id"],
              cols["tool_name"], cols["extra"], cols["token_count"], identity,
-             cols["created_at"] if cols["created_at"] is not None else now, now))
-        return int(cur.lastrowid or 0)
+             cols["created_at"] if cols["created_at"] is not None else now, now)).fetchone()
+        return int(r[0])
 
     # -- reads -------------------------------------------------------------
     def visible_session(self, session_id: str, visible: Visibility) -> bool:
@@ -365,7 +387,7 @@ class MessageStore:
         ``window`` rows; the rows after it are the turn being answered. Without one, the row before
         that window (0: the whole session is the turn)."""
         newest = ("(SELECT store_id, role, tool_calls FROM messages WHERE session_id=? ORDER BY store_id DESC"
-                  " LIMIT ?)")  # read newest first, so the first reply found ends the walk
+                  " LIMIT ?) AS newest")  # read newest first, so the first reply found ends the walk
         conn, args = self.db.read(), (session_id, int(window))
         r = conn.execute(f"SELECT store_id FROM {newest} WHERE role='assistant' AND tool_calls IS NULL LIMIT 1",
                          args).fetchone() or conn.execute(f"SELECT MIN(store_id) - 1 FROM {newest}", args).fetchone()
@@ -414,6 +436,8 @@ class MessageStore:
             return self._search_literal(conn, literal, where, args, limit, max_candidates)
         if not match:
             return []
+        if on_server(conn):
+            return self._server_search(conn, match, where, args, store_ids, limit, max_candidates, snippets)
         fts_where = ["messages_fts MATCH ?"]
         fts_args: list[Any] = [match]
         if session_ids is not None:
@@ -472,6 +496,16 @@ class MessageStore:
 
 
     @staticmethod
+    def _server_search(conn: sqlite3.Connection, match: str, where: list[str], args: list[Any],
+                       store_ids: Sequence[int] | None, limit: int,
+                       max_candidates: int | None, snippets: bool) -> list[tuple[MessageRow, float, str]]:
+        """``search`` on a PostgreSQL store: BM25 in SQL (``pgtext``), then the page's rows in one read."""
+        hits = pgtext.search_messages(conn, match, where=where, args=args, limit=int(limit),
+                                      max_candidates=max_candidates, snippets=snippets, rows=True,
+                                      store_ids=None if store_ids is None else [int(i) for i in store_ids][:500])
+        return [(message_row_from(dict(h[0])), float(h[1]), str(h[2] or "")) for h in hits]
+
+    @staticmethod
     def _search_literal(conn: sqlite3.Connection, literal: str, where: list[str], args: list[Any], limit: int,
                         max_candidates: int | None) -> list[tuple[MessageRow, float, str]]:
         """Case-insensitive substring scan, newest first, bounded to the newest candidates."""
@@ -515,13 +549,16 @@ class MessageStore:
 
     def replace_contents(self, rewrites: Sequence[tuple[int, str, str]]) -> int:
         """Set ``(store_id, old, new)`` content on unpinned rows still holding ``old``; returns rows changed."""
-        changed = 0
         with self.db.transaction() as conn:
+            done = []
             for store_id, old, new in rewrites:  # compare-and-set: a row changed meanwhile is left alone
                 cur = conn.execute("UPDATE messages SET content=?, content_is_json=0 WHERE store_id=? AND content=?"
                                    " AND pinned=0", (new, int(store_id), old))
-                changed += cur.rowcount
-        return changed
+                if cur.rowcount:
+                    done.append(int(store_id))
+            if done and on_server(conn):  # SQLite's trigger keeps FTS5 current; the server's docs follow here
+                pgtext.reindex_messages(conn, done)
+        return len(done)
 
 
 def count_empty_sessions(conn: sqlite3.Connection) -> int:
@@ -531,7 +568,11 @@ def count_empty_sessions(conn: sqlite3.Connection) -> int:
 
 def _index_new_rows(conn: sqlite3.Connection, store_ids: Sequence[int]) -> None:
     """Add rows just inserted in this transaction to the full-text index in one statement."""
-    if store_ids:
+    if store_ids and on_server(conn):
+        pgtext.index_messages(conn, conn.execute(
+            "SELECT store_id, content, tool_calls FROM messages WHERE store_id BETWEEN ? AND ?",
+            (min(store_ids), max(store_ids))).fetchall())
+    elif store_ids:
         conn.execute("INSERT INTO messages_fts(rowid, content, tool_calls) SELECT store_id, content, tool_calls"
                      " FROM messages WHERE store_id BETWEEN ? AND ?", (min(store_ids), max(store_ids)))
 

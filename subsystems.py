@@ -15,11 +15,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .db import optional_schema, schema_objects
 from .models import Complete
 from .retrieval import indexer
 from .state import extract, preanswer
 from .state.assertion_store import FEATURE as STATE_TABLES
+from .state.assertion_store import AssertionStore
 from .temporal import rollups
 
 if TYPE_CHECKING:
@@ -179,9 +179,7 @@ def _check_state(runtime: Runtime, conn: sqlite3.Connection, ctx: dict[str, Any]
     on = [n for n in ("assertions_enabled", "adaptive_retrieval_enabled", "preanswer_evidence_enabled") if report[n]]
     if not report["tables_present"]:
         return "pass", f"state tables absent; on: {', '.join(on) or 'none'}", ""
-    want, have = optional_schema(STATE_TABLES), schema_objects(conn)
-    missing = sorted({*want.tables} - {*have.tables} | {*want.indexes} - {*have.indexes}
-                     | {*want.triggers} - {*have.triggers})
+    missing = AssertionStore(runtime.db).missing()  # either backend's catalogue
     if missing:
         return "fail", f"state tables incomplete: missing {', '.join(missing)}", \
             "turn the options off, `/trove assertions drop --apply`, then turn them on again to recreate them"

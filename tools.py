@@ -125,6 +125,8 @@ def _run(ctx: ToolContext, name: str, args: Any) -> tuple[dict[str, Any], int]:
         payload = tool.handler(inner, parsed)
         if ignored:
             payload["ignored_arguments"] = ignored
+        if ctx.runtime.degraded:
+            payload["degraded"] = ctx.runtime.degraded
         return payload, tool.response_cap
     except ToolError as exc:
         return {"error": str(exc)}, tool.response_cap

@@ -241,17 +241,15 @@ class Compactor:
         source_tokens = sum(r.token_count for r in rows)
         res = self._summarize(text, 0, leaf_budget(source_tokens), focus)
         self.levels.append(res.level)
-        store, dag, sid = self.runtime.store, self.runtime.dag, self.key.session_id
-        with self.runtime.db.transaction() as conn:
-            if store.frontier_store_id(sid, conn=conn) >= rows[0].store_id:
-                self._read_nodes()
-                return False  # another engine copy compacted these meanwhile
-            leaf = dag.add_leaf(sid, res.text, [r.store_id for r in rows], token_count=res.tokens,
-                                source_token_count=source_tokens, earliest_at=min(r.created_at for r in rows),
-                                latest_at=max(r.created_at for r in rows), level=res.level, model=res.model,
-                                expand_hint=expand_hint(res.text), conn=conn)
-            store.advance_frontier(sid, rows[-1].store_id)
-            self._replace_nodes((), leaf)
+        leaf = self.runtime.dag.add_leaf_below_frontier(
+            self.key.session_id, res.text, [r.store_id for r in rows], token_count=res.tokens,
+            source_token_count=source_tokens, earliest_at=min(r.created_at for r in rows),
+            latest_at=max(r.created_at for r in rows), level=res.level, model=res.model,
+            expand_hint=expand_hint(res.text))
+        if leaf is None:
+            self._read_nodes()
+            return False  # another engine copy compacted these meanwhile
+        self._replace_nodes((), leaf)
         self.source_tokens += source_tokens
         self._gc_transcript([r.store_id for r in rows])
         return True
@@ -272,18 +270,16 @@ class Compactor:
             text = "\n\n---\n\n".join(f"[d{c.depth} node {c.node_id}]\n{c.summary}" for c in children)
             res = self._summarize(text, group.depth + 1, condense_budget(group.tokens), "")
             self.levels.append(res.level)
-            with self.runtime.db.transaction() as conn:
-                if not dag.on_frontier(sid, group.node_ids, conn):
-                    self._read_nodes()  # another process condensed some of these meanwhile: plan again
-                    continue
-                parent = dag.add_condensed(sid, group.depth + 1, res.text, list(group.node_ids),
-                                           token_count=res.tokens,
-                                           source_token_count=sum(c.source_token_count for c in children),
-                                           earliest_at=min((c.earliest_at or c.created_at) for c in children),
-                                           latest_at=max((c.latest_at or c.created_at) for c in children),
-                                           level=res.level, model=res.model, expand_hint=expand_hint(res.text),
-                                           conn=conn)
-                self._replace_nodes(group.node_ids, parent)
+            parent = dag.condense_on_frontier(
+                sid, group.depth + 1, res.text, list(group.node_ids), token_count=res.tokens,
+                source_token_count=sum(c.source_token_count for c in children),
+                earliest_at=min((c.earliest_at or c.created_at) for c in children),
+                latest_at=max((c.latest_at or c.created_at) for c in children),
+                level=res.level, model=res.model, expand_hint=expand_hint(res.text))
+            if parent is None:
+                self._read_nodes()  # another process condensed some of these meanwhile: plan again
+                continue
+            self._replace_nodes(group.node_ids, parent)
             done += 1
         return done
 
@@ -299,10 +295,8 @@ class Compactor:
         self.nodes = self.runtime.dag.frontier(self.key.session_id)
         self.node_tokens = sum(assembly.node_info(n).tokens for n in self.nodes)
 
-    def _replace_nodes(self, gone: tuple[int, ...], node_id: int) -> None:
-        """Keep the frontier copy and its token total current: ``gone`` leave, ``node_id`` joins."""
-        node = self.runtime.dag.get(node_id)
-        assert node is not None
+    def _replace_nodes(self, gone: tuple[int, ...], node: NodeRow) -> None:
+        """Keep the frontier copy and its token total current: ``gone`` leave, ``node`` joins."""
         left = [n for n in self.nodes if n.node_id in gone]
         self.node_tokens += assembly.node_info(node).tokens - sum(assembly.node_info(n).tokens for n in left)
         self.nodes = [n for n in self.nodes if n.node_id not in gone] + [node]

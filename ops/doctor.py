@@ -27,8 +27,9 @@ from .maintenance import (
     check_structure,
     empty_lifecycle_rows,
     fts_integrity,
-    fts_sync,
+    index_sync,
     meta_get,
+    search_indexes,
 )
 from .status import UNBOUND, health_section, pressure_section
 
@@ -77,7 +78,8 @@ def _check_tables(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Ch
     s = check_structure(conn)
     ctx["structure"] = s
     if s.ok:
-        return "pass", "core tables, FTS tables and triggers present", ""
+        search = "FTS tables" if runtime.db.kind == "sqlite" else "search side tables, indexes"
+        return "pass", f"core tables, {search} and triggers present", ""
     missing = list(s.missing_tables) + list(s.missing_fts) + [f"trigger {t}" for t in s.missing_triggers] \
         + [f"index {i}" for i in s.missing_indexes]
     status = "fail" if s.missing_tables or s.missing_fts else "warn"
@@ -87,10 +89,10 @@ def _check_tables(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Ch
 def _check_fts_sync(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
     missing = ctx["structure"].missing_fts if "structure" in ctx else ()
     parts, bad = [], False
-    for fts in FTS_TABLES:
+    for fts in search_indexes(conn):
         if fts in missing:
             continue
-        s = fts_sync(conn, fts)
+        s = index_sync(conn, fts)
         bad = bad or not s.ok
         parts.append(f"{fts}: {s.indexed_rows}/{s.content_rows} indexed, {s.unindexed} unindexed, {s.ghosts} ghost")
     return ("warn" if bad else "pass"), "; ".join(parts) or "no FTS tables", \
@@ -198,7 +200,9 @@ def _check_payloads(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> 
     ctx["payload_report"] = result
     pdir = result.get("payload_dir") or {}
     inline, missing = int(result.get("suspicious_inline_rows") or 0), int(pdir.get("missing_refs") or 0)
-    detail = (f"{inline} suspicious inline payload rows; payload dir {pdir.get('files', 0)} files,"
+    home = f"payload table {pdir.get('files', 0)} rows" if pdir.get("table") else \
+        f"payload dir {pdir.get('files', 0)} files"
+    detail = (f"{inline} suspicious inline payload rows; {home},"
               f" {pdir.get('bytes', 0)} bytes; {missing} missing and {pdir.get('unreadable_refs', 0)} unreadable refs")
     if pdir.get("not_a_directory"):
         return "fail", f"payload directory {pdir.get('path')} is a file, not a directory: every sidecar write fails", \
@@ -208,7 +212,10 @@ def _check_payloads(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> 
         detail += f"; {pdir['stale_temp_files']} stale temp files"
         return "warn", detail, "temp files left by a crashed writer: restart Hermes (startup removes them)"
     if missing or pdir.get("unreadable_refs"):
-        return "warn", detail, "inspect: externalized payload files are missing; their rows keep only the stub"
+        return "warn", detail, "inspect: externalized payloads are missing or damaged; their rows keep only the stub"
+    if inline and pdir.get("table"):
+        return "warn", detail, ("inspect: these rows predate the storage guard or the server refused their payload"
+                              " (the log says why); they stay whole and readable inline")
     if inline:
         return "warn", detail, ("inspect: these rows predate the storage guard or their sidecar write failed; run"
                               " scripts/backfill_externalized_tool_outputs.py and check the payload dir is writable")
@@ -269,9 +276,34 @@ CHECKS: tuple[tuple[str, Callable[[Runtime, sqlite3.Connection, Shared], Check]]
 )
 
 
-def all_checks() -> tuple[tuple[str, Callable[[Runtime, sqlite3.Connection, Shared], Check]], ...]:
-    """The core checks, then each subsystem's."""
-    return CHECKS + tuple(check for row in subsystems.SUBSYSTEMS for check in row.checks)
+def _check_outbox(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
+    shipper = getattr(runtime.store, "shipper", None)
+    if shipper is None:
+        return "pass", "the SQLite file is the store (no outbox)", ""
+    state = shipper.status()
+    if not state["reachable"]:
+        return ("fail", f"the PostgreSQL server is unreachable ({state['last_error']}); {state['pending']} message(s)"
+                f" wait in {state['outbox']}", "bring the server back (or fix TROVE_DATABASE_URL): the outbox"
+                " ships by itself; meanwhile compaction is delegated to the built-in compressor")
+    if state["pending"]:
+        return "warn", f"{state['pending']} message(s) wait in {state['outbox']} to ship", \
+            "they ship in the background after each turn; a steady backlog means the server is slow"
+    return "pass", f"outbox {state['outbox']} is empty; the server took every message", ""
+
+
+# Checks that read SQLite's own structures (pragmas, the file, FTS5's integrity-check): not run on a
+# server. There the schema check reads the catalog, the index check pgtext's side tables, and the
+# payload check the server's payloads table; the outbox check is added.
+SQLITE_ONLY = frozenset({"database_integrity", "journal_mode", "storage_size", "fts_integrity"})
+
+
+def all_checks(runtime: Runtime | None = None) -> tuple[tuple[str, Callable[[Runtime, sqlite3.Connection, Shared],
+                                                                          Check]], ...]:
+    """The core checks, then each subsystem's; on a PostgreSQL store the file checks give way to the outbox's."""
+    checks = CHECKS + tuple(check for row in subsystems.SUBSYSTEMS for check in row.checks)
+    if runtime is not None and runtime.db.kind != "sqlite":
+        checks = tuple(c for c in checks if c[0] not in SQLITE_ONLY) + (("outbox", _check_outbox),)
+    return checks
 
 
 def run_doctor(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -282,10 +314,10 @@ def run_doctor(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = Non
     checks, guidance = [], []
     ctx: Shared = {"snapshot": dict(snapshot) if snapshot is not None else None}
     try:
-        conn = runtime.db.read()
+        conn = queries.settled(runtime)  # a server store: this process's outbox rows count too
     except Exception as exc:
         return _unopenable(runtime, exc)
-    for name, fn in all_checks():
+    for name, fn in all_checks(runtime):
         try:
             status, detail, advice = fn(runtime, conn, ctx)
         except Exception as exc:

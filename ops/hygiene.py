@@ -1,8 +1,9 @@
 """Session hygiene for operators: junk-session clean-up, legacy source normalization, retention.
 
 Every scan is read-only and returns plain data; ``apply_clean`` and ``apply_source`` take a
-backup first and then change only the rows the scan named, in one transaction. Deciding
-what is junk is a pure function over per-session footprints (``plan_clean``).
+backup first (on a PostgreSQL store: refused unless the operator confirms their own backup)
+and then change only the rows the scan named, in one transaction. Deciding what is junk is a
+pure function over per-session footprints (``plan_clean``).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..backups import take_backup
+from ..backups import FileBackupUnavailable, backup_fields, backup_first
 from . import queries
 from .queries import Footprint
 
@@ -80,7 +81,8 @@ def _plan_clean(runtime: Runtime, conn: sqlite3.Connection, protected: Iterable[
 
 def scan_clean(runtime: Runtime, protected: Iterable[str] = (), now: float | None = None) -> dict[str, Any]:
     """Read-only: the junk/noise sessions ``apply_clean`` would delete."""
-    plan = _plan_clean(runtime, runtime.db.read(), _protect(runtime, protected), time.time() if now is None else now)
+    plan = _plan_clean(runtime, queries.settled(runtime), _protect(runtime, protected),
+                       time.time() if now is None else now)
     return {"read_only": True, "candidate_count": len(plan.candidates),
             "candidate_messages": sum(c.messages for c in plan.candidates),
             "candidates": [asdict(c) for c in plan.candidates[:LIST_LIMIT]],
@@ -89,23 +91,27 @@ def scan_clean(runtime: Runtime, protected: Iterable[str] = (), now: float | Non
             "apply_enabled": bool(runtime.config.doctor_clean_apply_enabled)}
 
 
-def apply_clean(runtime: Runtime, protected: Iterable[str] = (), now: float | None = None) -> dict[str, Any]:
+def apply_clean(runtime: Runtime, protected: Iterable[str] = (), now: float | None = None,
+                have_backup: bool = False) -> dict[str, Any]:
     """Backup first, then delete the candidate sessions' rows in one transaction."""
     if not runtime.config.doctor_clean_apply_enabled:
         return {"status": "refused", "reason": "set TROVE_DOCTOR_CLEAN_APPLY_ENABLED=true to allow clean apply"}
     now = time.time() if now is None else now
     guard = _protect(runtime, protected)
-    preview = _plan_clean(runtime, runtime.db.read(), guard, now)
+    preview = _plan_clean(runtime, queries.settled(runtime), guard, now)
     if not preview.candidates:
         return {"status": "noop", "reason": "no junk sessions found", "deleted_sessions": 0}
-    backup = take_backup(runtime)
+    try:
+        backup = backup_first(runtime, have_backup)
+    except FileBackupUnavailable as exc:
+        return exc.refusal()
     allowed = {c.session_id for c in preview.candidates}
 
     def still_junk(conn: sqlite3.Connection) -> list[str]:  # re-decided under the write lock
         return [c.session_id for c in _plan_clean(runtime, conn, guard, now).candidates if c.session_id in allowed]
 
     deleted = queries.delete_sessions(runtime.db, still_junk)
-    return {"status": "applied", "backup": backup.path, "deleted_sessions": len(deleted.sessions),
+    return {"status": "applied", **backup_fields(backup), "deleted_sessions": len(deleted.sessions),
             "sessions": list(deleted.sessions[:LIST_LIMIT]), "deleted_rows": deleted.rows_by_table}
 
 
@@ -116,18 +122,21 @@ def _protect(runtime: Runtime, extra: Iterable[str]) -> set[str]:
 # -- legacy blank source -------------------------------------------------------------------
 
 def scan_source(runtime: Runtime) -> dict[str, Any]:
-    rows = queries.blank_source_counts(runtime.db.read())
+    rows = queries.blank_source_counts(queries.settled(runtime))
     return {"read_only": True, "blank_source_rows": sum(n for _, n in rows), "sessions": len(rows),
             "by_session": [{"session_id": sid, "rows": n} for sid, n in rows[:LIST_LIMIT]]}
 
 
-def apply_source(runtime: Runtime) -> dict[str, Any]:
+def apply_source(runtime: Runtime, have_backup: bool = False) -> dict[str, Any]:
     """Backup first, then set blank ``messages.source`` to ``unknown`` (content and FTS untouched)."""
     if not scan_source(runtime)["blank_source_rows"]:
         return {"status": "noop", "reason": "no blank-source rows", "updated_rows": 0}
-    backup = take_backup(runtime)
+    try:
+        backup = backup_first(runtime, have_backup)
+    except FileBackupUnavailable as exc:
+        return exc.refusal()
     n = queries.fill_blank_source(runtime.db, "unknown")
-    return {"status": "applied", "backup": backup.path, "updated_rows": n}
+    return {"status": "applied", **backup_fields(backup), "updated_rows": n}
 
 
 # -- retention ---------------------------------------------------------------------------------
@@ -135,7 +144,7 @@ def apply_source(runtime: Runtime) -> dict[str, Any]:
 def retention_report(runtime: Runtime, now: float | None = None, limit: int = 20) -> dict[str, Any]:
     """Read-only per-session footprint and age, with stale (≥30 d, ≥90 d) token totals."""
     now = time.time() if now is None else now
-    prints = queries.footprints(runtime.db.read())
+    prints = queries.footprints(queries.settled(runtime))
 
     def age_days(fp: Footprint) -> float | None:
         return None if fp.last_at is None else max(0.0, (now - fp.last_at) / DAY)

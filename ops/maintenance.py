@@ -1,9 +1,10 @@
 """Database upkeep: schema and FTS health checks, FTS repair, startup checks, lifecycle GC.
 
-Plans and reports only: the statements they run are ``db``'s schema and FTS primitives and
-``store``'s session-row methods. Checks are read-only; repair takes a backup first
-(the root ``backups.py``) and works in one short transaction. Session-level clean-up lives in
-``hygiene.py`` and rotate in ``rotate.py``.
+Plans and reports only: the statements they run are ``db``'s schema and FTS primitives (on a
+PostgreSQL store ``server_schema``'s catalog reads and side-table rebuild) and ``store``'s
+session-row methods. Checks are read-only; repair takes a backup first (the root
+``backups.py``; a server store's repair needs the operator's own) and works in one short
+transaction. Session-level clean-up lives in ``hygiene.py`` and rotate in ``rotate.py``.
 """
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..backups import take_backup
+from ..backups import FileBackupUnavailable, backup_fields, backup_first
 from ..dag import SummaryDAG
 from ..db import (
+    FtsSync,
     SchemaObjects,
     blank_schema,
     create_index,
@@ -26,6 +28,7 @@ from ..db import (
     fts_integrity,
     fts_sync,
     meta_value,
+    on_server,
     rebuild_fts,
     recreate_fts,
     schema_objects,
@@ -33,7 +36,7 @@ from ..db import (
 from ..migrations import FTS_TABLES
 from ..payloads.sidecar import clean_stale_temp
 from ..store import count_empty_sessions
-from . import background_health
+from . import background_health, queries, server_schema
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
@@ -79,7 +82,26 @@ def plan_structure(expected: SchemaObjects, present: SchemaObjects) -> Structure
 
 
 def check_structure(conn: sqlite3.Connection) -> Structure:
+    if on_server(conn):  # a server's catalog against its migrations; the search side tables count as FTS
+        gone = server_schema.missing(conn)
+        return Structure(gone["tables"], gone["search"], gone["triggers"], gone["indexes"])
     return plan_structure(expected_schema(), schema_objects(conn))
+
+
+# -- the full-text indexes of either store ------------------------------------------
+
+def search_indexes(conn: sqlite3.Connection) -> dict[str, tuple[str, str]]:
+    """Index name -> (base table, id column): FTS5 tables on SQLite, ``pgtext``'s side tables on a server."""
+    return server_schema.SEARCH_TABLES if on_server(conn) else FTS_TABLES
+
+
+def index_sync(conn: sqlite3.Connection, name: str, exact: bool = True) -> FtsSync:
+    return server_schema.search_sync(conn, name, exact) if on_server(conn) else fts_sync(conn, name, exact)
+
+
+def index_integrity(conn: sqlite3.Connection, name: str) -> str | None:
+    """The deep check of one index: FTS5's integrity-check, or a side table's exact row agreement."""
+    return server_schema.search_problem(index_sync(conn, name)) if on_server(conn) else fts_integrity(conn, name)
 
 
 # -- meta ------------------------------------------------------------------------
@@ -105,16 +127,16 @@ def diagnose_fts(conn: sqlite3.Connection, deep: bool = True) -> dict[str, Any]:
     """Structural and FTS diagnostics; changes nothing (``deep`` runs integrity-check)."""
     structure = check_structure(conn)
     tables: dict[str, Any] = {}
-    for fts in FTS_TABLES:
+    for fts in search_indexes(conn):
         if fts in structure.missing_fts:
             tables[fts] = {"present": False}
             continue
-        sync = fts_sync(conn, fts)
+        sync = index_sync(conn, fts)
         entry: dict[str, Any] = {"present": True, "content_rows": sync.content_rows,
                                  "indexed_rows": sync.indexed_rows, "unindexed_rows": sync.unindexed,
                                  "ghost_rows": sync.ghosts, "in_sync": sync.ok}
         if deep:
-            error = fts_integrity(conn, fts)
+            error = index_integrity(conn, fts)
             entry["integrity"] = "ok" if error is None else error
         tables[fts] = entry
     lineage = diagnose_lineage(conn)
@@ -132,46 +154,58 @@ def diagnose_lineage(conn: sqlite3.Connection) -> dict[str, Any]:
             "overlapping_frontier": SummaryDAG.overlapping_frontier(conn)}
 
 
-def repair_fts(runtime: Runtime) -> dict[str, Any]:
+def repair_fts(runtime: Runtime, have_backup: bool = False) -> dict[str, Any]:
     """Backup first, then recreate missing FTS tables, triggers and indexes, rebuild both indexes,
-    and undo duplicate condensations (the later parent goes; raw messages stay)."""
-    before = diagnose_fts(runtime.db.read())
+    and undo duplicate condensations (the later parent goes; raw messages stay). On a PostgreSQL
+    store it is refused unless ``have_backup``; the search side tables are rebuilt from the base rows."""
+    before = diagnose_fts(queries.settled(runtime))
     background = background_health.diagnose(runtime.db)
-    backup = take_backup(runtime)
+    try:
+        backup = backup_first(runtime, have_backup)
+    except FileBackupUnavailable as exc:
+        return {**exc.refusal(), "before": {**before, "background": background}}
     actions: list[str] = background_health.repair(runtime.db)  # a killed pass's leases and rows
     with runtime.db.transaction() as c:
         for sid, ids in SummaryDAG.repair_duplicate_condensations(c).items():
             actions.append(f"session {sid}: removed {len(ids)} duplicate summary nodes and rebuilt its frontier")
-        structure = check_structure(c)
-        for name in structure.missing_fts:
-            recreate_fts(c, name)  # also clears leftover shadow tables that would block the create
-            actions.append(f"created {name}")
-        for name in structure.missing_triggers:
-            create_trigger(c, name)
-            actions.append(f"created trigger {name}")
-        for name in structure.missing_indexes:
-            create_index(c, name)
-            actions.append(f"created index {name}")
-        for fts in FTS_TABLES:
-            try:
-                rebuild_fts(c, fts)
-                actions.append(f"rebuilt {fts}")
-            except sqlite3.DatabaseError:
-                # Shadow tables too damaged to rebuild in place: recreate the index from scratch.
-                recreate_fts(c, fts)
-                rebuild_fts(c, fts)
-                actions.append(f"recreated and rebuilt {fts}")
+        if on_server(c):
+            actions += server_schema.repair(c)
+        else:
+            _repair_file(c, actions)
     after = diagnose_fts(runtime.db.read())
     runtime.db.set_meta({META_CHECKED_AT: repr(time.time()),
                          META_FAILED: None if not after["needs_repair"] else json.dumps(after["fts"])})
-    return {"status": "repaired" if not after["needs_repair"] else "still_unhealthy", "backup": backup.path,
+    return {"status": "repaired" if not after["needs_repair"] else "still_unhealthy", **backup_fields(backup),
             "actions": actions, "before": {**before, "background": background},
             "after": {**after, "background": background_health.diagnose(runtime.db)}}
 
 
+def _repair_file(c: sqlite3.Connection, actions: list[str]) -> None:
+    """SQLite's repair inside the caller's transaction: missing objects, then both FTS5 indexes rebuilt."""
+    structure = check_structure(c)
+    for name in structure.missing_fts:
+        recreate_fts(c, name)  # also clears leftover shadow tables that would block the create
+        actions.append(f"created {name}")
+    for name in structure.missing_triggers:
+        create_trigger(c, name)
+        actions.append(f"created trigger {name}")
+    for name in structure.missing_indexes:
+        create_index(c, name)
+        actions.append(f"created index {name}")
+    for fts in FTS_TABLES:
+        try:
+            rebuild_fts(c, fts)
+            actions.append(f"rebuilt {fts}")
+        except sqlite3.DatabaseError:
+            # Shadow tables too damaged to rebuild in place: recreate the index from scratch.
+            recreate_fts(c, fts)
+            rebuild_fts(c, fts)
+            actions.append(f"recreated and rebuilt {fts}")
+
+
 def diagnose(runtime: Runtime) -> dict[str, Any]:
     """``/trove doctor repair`` (read-only): SQLite/FTS diagnostics plus a killed pass's leftovers."""
-    out = diagnose_fts(runtime.db.read())
+    out = diagnose_fts(queries.settled(runtime))
     background = background_health.diagnose(runtime.db)
     out["background"] = background
     out["needs_repair"] = bool(out["needs_repair"] or background["stale_leases"]
@@ -220,10 +254,10 @@ def deep_check_due(interval_hours: float, last_checked: float | None, now: float
 
 
 def run_deep_check(runtime: Runtime) -> bool:
-    """Integrity-check both FTS indexes; record the time and any failure in ``meta``."""
+    """Integrity-check both full-text indexes; record the time and any failure in ``meta``."""
     conn = runtime.db.read()
-    failures = {fts: err for fts in FTS_TABLES
-                if fts not in check_structure(conn).missing_fts and (err := fts_integrity(conn, fts))}
+    missing = check_structure(conn).missing_fts
+    failures = {fts: err for fts in search_indexes(conn) if fts not in missing and (err := index_integrity(conn, fts))}
     runtime.db.set_meta({META_CHECKED_AT: repr(time.time()),
                          META_FAILED: json.dumps({"at": time.time(), "tables": failures}) if failures else None})
     if failures:
@@ -248,13 +282,14 @@ def _startup(runtime: Runtime, background: bool, now: float) -> StartupReport:
     if not structure.ok:
         problems.append(f"missing schema objects: {', '.join(structure.missing)}")
     synced = True
-    for fts in FTS_TABLES:
+    indexes = search_indexes(conn)
+    for fts in indexes:
         if fts in structure.missing_fts:
             continue
-        sync = fts_sync(conn, fts, exact=False)
+        sync = index_sync(conn, fts, exact=False)
         if not sync.ok:
             synced = False
-            problems.append(f"{fts} indexes {sync.indexed_rows} rows but {FTS_TABLES[fts][0]} has {sync.content_rows}")
+            problems.append(f"{fts} indexes {sync.indexed_rows} rows but {indexes[fts][0]} has {sync.content_rows}")
     if problems:
         log.warning("trove: %s. Run `%s` (it takes a backup first).", "; ".join(problems), REPAIR_HINT)
     interval = float(runtime.config.fts_integrity_check_interval_hours)
@@ -267,7 +302,8 @@ def _startup(runtime: Runtime, background: bool, now: float) -> StartupReport:
         else:
             deep = "ok" if run_deep_check(runtime) else "failed"
     deleted = gc_empty_lifecycle(runtime, now=now)
-    clean_stale_temp(runtime.payload_dir)  # temp files a crashed sidecar write left behind
+    if not on_server(conn):  # a server store keeps its payloads in a table: no sidecar files here
+        clean_stale_temp(runtime.payload_dir)  # temp files a crashed sidecar write left behind
     return StartupReport(structure, synced, deep, deleted, tuple(problems))
 
 

@@ -1,8 +1,9 @@
 """Operators' data: the SQL behind status, doctor, hygiene and rotate, and nothing else.
 
 Reads take a connection, so a caller may run them inside its own write transaction, and
-return plain values or frozen dataclasses. Each write opens one short ``db.transaction()``.
-Deciding what to report, delete or move stays in the ops modules that call these.
+return plain values or frozen dataclasses; ``settled`` hands out that connection once this
+process's unshipped outbox rows reached a PostgreSQL store. Each write opens one short
+``db.transaction()``. Deciding what to report, delete or move stays in the ops modules that call these.
 """
 from __future__ import annotations
 
@@ -11,11 +12,25 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..db import on_server
+
 if TYPE_CHECKING:
     from ..db import Database
+    from ..runtime import Runtime
 
 # Deleted first to last, so summaries never outlive the rows their lineage names.
 CORE_SESSION_TABLES = ("carried_nodes", "summary_nodes", "messages", "sessions")
+SETTLE_S = 2.0
+
+
+def settled(runtime: Runtime) -> sqlite3.Connection:
+    """The connection operators read through, after the rows this process wrote to the PostgreSQL
+    store's local outbox shipped (at most ``SETTLE_S``); a server that is down is read as it is."""
+    try:
+        runtime.store.settle(SETTLE_S)
+    except ConnectionError:  # outbox.ServerUnreachableError: the read itself reports the outage
+        pass
+    return runtime.db.read()
 
 
 # -- whole-database totals (status) ---------------------------------------------------------
@@ -152,6 +167,12 @@ def carried_into(conn: sqlite3.Connection) -> dict[str, set[str]]:
 
 def session_tables(conn: sqlite3.Connection) -> list[str]:
     """Core per-session tables first, then any other plain table keyed by ``session_id``."""
+    if on_server(conn):
+        keyed = [str(r[0]) for r in conn.execute(
+            "SELECT c.table_name FROM information_schema.columns c JOIN information_schema.tables t"
+            " ON t.table_schema = c.table_schema AND t.table_name = c.table_name WHERE c.table_schema ="
+            " current_schema() AND c.column_name = 'session_id' AND t.table_type = 'BASE TABLE' ORDER BY 1")]
+        return [*CORE_SESSION_TABLES, *(n for n in keyed if n not in CORE_SESSION_TABLES)]
     names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND sql NOT LIKE"
                                         " 'CREATE VIRTUAL%' AND name NOT LIKE 'sqlite_%' ORDER BY name")]
     extra = [n for n in names if n not in CORE_SESSION_TABLES and any(

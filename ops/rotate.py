@@ -4,6 +4,8 @@ The live tail (``TROVE_FRESH_TAIL_COUNT`` newest raw messages, widened so it nev
 inside a tool-call group) stays; nothing is deleted, no model is called, and the session
 and conversation ids never change. Apply writes a rolling ``<dbstem>-rotate-latest.sqlite3``
 backup first; a rotate that would not move the frontier is a ``noop`` and touches nothing.
+On a PostgreSQL store no file copy is possible and none is needed: the only change is the
+session row's frontier, so the answer names the frontier before and the statement that restores it.
 """
 from __future__ import annotations
 
@@ -76,7 +78,7 @@ def preview(runtime: Runtime, session_id: str, mode: str = "active") -> RotatePl
     reason = _refusal(runtime, session_id, mode)
     if reason:
         return RotatePlan(session_id or "(unbound)", "refused", reason, 0, 0, 0, 0, 0)
-    conn = runtime.db.read()
+    conn = queries.settled(runtime)
     tail = int(runtime.config.fresh_tail_count)
     row = runtime.store.session(session_id)
     frontier = int(row.frontier_store_id) if row else 0
@@ -97,6 +99,11 @@ def preview(runtime: Runtime, session_id: str, mode: str = "active") -> RotatePl
     return plan
 
 
+# Why rotate needs no copy of a server store: it deletes nothing and changes one row.
+SERVER_NOTE = ("no file backup: a PostgreSQL store is not copied by trove, and rotate deletes nothing: it only moved"
+               " this session's frontier (every raw message stays); `undo` puts the frontier back")
+
+
 def rolling_backup_path(runtime: Runtime) -> Path:
     return backup_dir(runtime.config) / f"{Path(runtime.db.path).stem}-rotate-latest.sqlite3"
 
@@ -106,10 +113,17 @@ def apply(runtime: Runtime, session_id: str, mode: str = "active") -> dict[str, 
     plan = preview(runtime, session_id, mode)
     if plan.status != "ready":
         return {**asdict(plan), "applied": False}
-    backup = backup_to(runtime, rolling_backup_path(runtime))
-    runtime.store.record_rotate(session_id, plan.target_frontier, backup.path)
+    if runtime.db.kind == "sqlite":
+        backup = backup_to(runtime, rolling_backup_path(runtime))
+        saved: dict[str, Any] = {"backup": backup.path, "backup_bytes": backup.bytes}
+    else:
+        saved = {"backup": None, "backup_bytes": None, "backup_note": SERVER_NOTE,
+                 "undo": f"UPDATE sessions SET frontier_store_id = {plan.current_frontier} WHERE session_id ="
+                         f" '{session_id.replace(chr(39), chr(39) * 2)}'"}
+    runtime.store.record_rotate(session_id, plan.target_frontier, saved["backup"] or
+                                f"none: PostgreSQL store, the frontier was {plan.current_frontier}")
     row = runtime.store.session(session_id)
-    return {**asdict(plan), "status": "rotated", "applied": True, "backup": backup.path, "backup_bytes": backup.bytes,
+    return {**asdict(plan), "status": "rotated", "applied": True, **saved,
             "frontier": int(row.frontier_store_id) if row else plan.target_frontier,
             "last_rotate_at": row.last_rotate_at if row else None}
 

@@ -17,6 +17,8 @@ from .. import subsystems, tokens
 from ..config import public_view
 from ..pathprobe import probe_path
 from ..payloads.redact import describe_config
+from ..payloads.sidecar import payload_home
+from ..pgdb import server_reachable
 from ..runtime import DELEGATED, store_fix
 from ..toolkit import iso
 from ..version import __version__
@@ -52,8 +54,13 @@ def runtime_section(runtime: Runtime) -> dict[str, Any]:
     path = runtime.db.path
     section: dict[str, Any] = {"plugin_version": __version__, "plugin_path": runtime.plugin_path,
                                **install.git_identity(runtime.plugin_path), "database_path": path,
-                               "database_bytes": _size(path), "wal_bytes": _size(path + "-wal"),
-                               "token_counter": tokens.backend()}
+                               "backend": runtime.db.kind, "token_counter": tokens.backend()}
+    section["payload_store"] = payload_home(runtime)  # sidecar files, or a server store's payloads table
+    shipper = getattr(runtime.store, "shipper", None)
+    if shipper is not None:
+        section["outbox"] = shipper.status()
+    else:
+        section.update(database_bytes=_size(path), wal_bytes=_size(path + "-wal"))
     try:
         section["schema_migrations"] = runtime.db.applied_migrations()
         section["fts"] = fts_health(runtime.db.read())
@@ -66,9 +73,12 @@ def runtime_section(runtime: Runtime) -> dict[str, Any]:
 
 def health_section(runtime: Runtime) -> dict[str, Any]:
     """Is the store usable? This process's verdict (a live engine found it broken and delegates
-    compaction, retrying) or, without one, what the file system says about the path."""
+    compaction, retrying) or, without one, what the file system (a server: a new connection) says."""
     health, path = runtime.health, runtime.db.path
-    reason = health.reason or probe_path(path) or ""
+    if runtime.db.kind != "sqlite":  # the outbox's last failure may be old: ask the server now
+        reason = health.reason or server_reachable(getattr(runtime.db, "url", path))
+    else:
+        reason = health.reason or probe_path(path) or ""
     section: dict[str, Any] = {"usable": not reason, "database_path": path}
     if not reason:
         return {**section, "state": "ok"}
@@ -97,7 +107,7 @@ def pressure_section(snapshot: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def store_section(runtime: Runtime) -> dict[str, Any]:
-    totals = queries.store_totals(runtime.db.read())
+    totals = queries.store_totals(queries.settled(runtime))
     return {"total_messages": totals.messages, "total_tokens": totals.tokens,
             "total_sessions": totals.sessions, "total_nodes": totals.nodes}
 
@@ -220,20 +230,21 @@ def build_inspect(runtime: Runtime, snapshot: Mapping[str, Any] | None, session_
 
 
 def externalized_refs_section(runtime: Runtime, session_id: str, limit: int) -> dict[str, Any]:
-    """The session's externalized payload refs (newest rows first) and whether each file still reads."""
-    from ..payloads.sidecar import PayloadError, load_record, refs_in
+    """The session's externalized payload refs (newest rows first) and whether each still reads
+    (a file beside a SQLite store, a row of a PostgreSQL store's ``payloads`` table)."""
+    from ..payloads.sidecar import PayloadError, check_ref, refs_in
 
     items: list[dict[str, Any]] = []
     unreadable = 0
-    for store_id, content in queries.session_payload_rows(runtime.db.read(), session_id, limit):
+    for store_id, content in queries.session_payload_rows(queries.settled(runtime), session_id, limit):
         for ref in refs_in(content):
             try:
-                load_record(runtime.payload_dir, ref)
+                check_ref(runtime, ref)
                 items.append({"store_id": store_id, "ref": ref, "readable": True})
             except PayloadError as exc:
                 unreadable += 1
                 items.append({"store_id": store_id, "ref": ref, "readable": False, "reason": str(exc)[:200]})
-    return {"payload_dir": str(runtime.payload_dir), "refs": items[:limit], "unreadable": unreadable,
+    return {"payload_dir": payload_home(runtime), "refs": items[:limit], "unreadable": unreadable,
             "truncated": len(items) > limit}
 
 

@@ -3,7 +3,8 @@
 Detects data URIs and long random-looking base64 runs, and builds ``storage_transform``,
 the column transform ``MessageStore`` applies before every INSERT: redaction first, then
 payloads and (opt-in) oversized content go to sidecars, then text SQLite cannot encode.
-``scan_inline`` finds rows that still hold a payload inline. Files are ``sidecar.py``'s job.
+``scan_inline`` finds rows that still hold a payload inline. Where sidecars go (files, or a
+PostgreSQL store's ``payloads`` table) is ``sidecar.py``'s job.
 """
 from __future__ import annotations
 
@@ -12,12 +13,10 @@ import logging
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import payload_dir
 from .redact import Redactor
-from .sidecar import PREVIEW_CHARS, externalized_placeholder, payload_placeholder, refs_in, try_write_payload
+from .sidecar import PREVIEW_CHARS, Writer, externalized_placeholder, payload_placeholder, payload_writer, refs_in
 
 if TYPE_CHECKING:
     from ..config import TroveConfig
@@ -158,7 +157,7 @@ def _has_media(value: Any) -> bool:
 
 def storage_transform(config: TroveConfig) -> Callable[[dict[str, Any]], dict[str, Any]]:
     """The column transform ``MessageStore`` applies to every row before INSERT."""
-    directory = payload_dir(config)
+    writer = payload_writer(config)
     redactor = Redactor.from_config(config)
     if redactor.enabled and redactor.unknown_patterns:
         log.warning("trove: unknown TROVE_SENSITIVE_PATTERNS entries ignored: %s", ", ".join(redactor.unknown_patterns))
@@ -172,7 +171,7 @@ def storage_transform(config: TroveConfig) -> Callable[[dict[str, Any]], dict[st
             return cols  # the common row, decided by length and substring checks alone
         out = dict(cols)
         try:
-            _apply(out, directory, redactor, externalize, threshold)
+            _apply(out, writer, redactor, externalize, threshold)
             return out
         except Exception:  # never raise into ingest; keep what was already made safe
             log.exception("trove: storage transform failed for one row; storing it as prepared so far")
@@ -193,12 +192,12 @@ def _nothing_to_guard(cols: dict[str, Any], externalize: bool, threshold: int) -
     return True
 
 
-def _apply(cols: dict[str, Any], directory: Path, redactor: Redactor, externalize: bool, threshold: int) -> None:
+def _apply(cols: dict[str, Any], writer: Writer, redactor: Redactor, externalize: bool, threshold: int) -> None:
     session_id = str(cols.get("session_id") or "")
     meta = {k: cols.get(k) for k in ("role", "tool_call_id", "tool_name") if cols.get(k)}
 
     def write(payload: str, *, kind: str, mime: str) -> str | None:
-        return try_write_payload(directory, session_id, payload, kind=kind, mime=mime, meta=meta)
+        return writer(session_id, payload, kind=kind, mime=mime, meta=meta)
 
     def guard(text: str) -> str:
         return _guard_text(text, write)

@@ -1,7 +1,8 @@
 """The payload report behind the doctor's ``payload_storage`` check (metadata only).
 
-Combines the guard's scan for payloads still stored inline, the largest rows, and the
-sidecar directory's census with the refs that rows point at. It reads; it changes nothing.
+Combines the guard's scan for payloads still stored inline, the largest rows, and the census
+of the sidecars (the directory, or a PostgreSQL store's table) with the refs that rows point at.
+It reads; it changes nothing.
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import dataclasses
 from typing import Any
 
 from .guard import BASE64_RUN_MIN, scan_inline
-from .sidecar import PayloadRuntime, directory_census, refs_in
+from .sidecar import PayloadRuntime, payload_census, refs_in
 
 
 def doctor_report(runtime: PayloadRuntime, largest: int = 10, sample: int = 50) -> dict[str, Any]:
@@ -21,4 +22,4 @@ def doctor_report(runtime: PayloadRuntime, largest: int = 10, sample: int = 50) 
         refs.update(refs_in(content))
     return {"suspicious_inline_rows": inline.count, "suspicious_rows": list(inline.sample),
             "largest_rows": [dataclasses.asdict(r) for r in store.largest_rows(largest)],
-            "payload_dir": directory_census(runtime.payload_dir, refs)}
+            "payload_dir": payload_census(runtime, refs)}

@@ -1,12 +1,14 @@
-"""The sidecar store: payload files named by digest, their refs and their placeholders.
+"""The sidecar store: payloads named by digest, their refs and their placeholders.
 
-Writes one payload per JSON file atomically, loads it back verified (digest, owner, no
-symlinks), pages and describes it for the recovery tools, searches one session's files,
-counts the directory for the doctor, and shrinks externalized tool rows whose sidecar is
-intact. Deciding what leaves a row is the storage guard's job (``guard.py``).
+Writes one payload per JSON file atomically (a SQLite store) or per row of the server's
+``payloads`` table (a PostgreSQL store, ``server.py``), loads it back verified (digest, owner,
+no symlinks), pages and describes it for the recovery tools, searches one session's payloads,
+counts them for the doctor, and shrinks externalized tool rows whose sidecar is intact.
+Deciding what leaves a row is the storage guard's job (``guard.py``).
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -15,12 +17,15 @@ import stat
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..config import payload_dir
+from ..outbox import PAYLOAD_COLUMNS
 from ..refs import content_sha256 as digest  # the SHA-256 of a text's UTF-8, as refs hash rows
 from .redact import Redactor
+from .server import ServerPayloads, payloads_for
 
 if TYPE_CHECKING:
     from ..config import TroveConfig
@@ -57,6 +62,15 @@ class PayloadRuntime(Protocol):
 
 class PayloadError(Exception):
     """A ref that cannot be served: invalid name, missing, tampered, or another session's."""
+
+
+Writer = Callable[..., "str | None"]  # (session_id, payload, *, kind, mime, meta) -> ref, or None: keep it inline
+
+
+def server_payloads(config: TroveConfig) -> ServerPayloads | None:
+    """The payloads table of a PostgreSQL store (``TROVE_DATABASE_URL``), or None: files beside SQLite."""
+    url = getattr(config, "database_url", "")
+    return payloads_for(url) if url else None
 
 
 # -- refs ------------------------------------------------------------------------------
@@ -138,6 +152,13 @@ def sync_directory(directory: Path) -> None:
         pass
 
 
+def _record(session_id: str, payload: str, kind: str, mime: str, meta: dict[str, Any] | None) -> dict[str, Any]:
+    """The sidecar record of ``payload`` (a file's JSON, a server row's columns)."""
+    return {"format": FORMAT, "ref": ref_for(session_id, payload), "session_id": session_id, "kind": kind,
+            "mime": mime, "original_chars": len(payload), "original_bytes": len(_encode(payload)),
+            "sha256": digest(payload), "created_at": time.time(), **(meta or {}), "payload": payload}
+
+
 def write_payload(directory: Path, session_id: str, payload: str, *, kind: str, mime: str = "text/plain",
                   meta: dict[str, Any] | None = None) -> str:
     """Durably store ``payload`` and return its ref; reuses an intact existing file. Raises OSError."""
@@ -147,10 +168,7 @@ def write_payload(directory: Path, session_id: str, payload: str, *, kind: str, 
             return ref
     except PayloadError:
         pass  # absent, or damaged: (re)write it atomically below
-    record = {"format": FORMAT, "ref": ref, "session_id": session_id, "kind": kind, "mime": mime,
-              "original_chars": len(payload), "original_bytes": len(_encode(payload)),
-              "sha256": digest(payload), "created_at": time.time(), **(meta or {}), "payload": payload}
-    _write_atomic(directory, ref, _render(record))
+    _write_atomic(directory, ref, _render(_record(session_id, payload, kind, mime, meta)))
     return ref
 
 
@@ -165,17 +183,69 @@ def try_write_payload(directory: Path, session_id: str, payload: str, *, kind: s
         return None
 
 
+def payload_writer(config: TroveConfig) -> Writer:
+    """Where payloads go: a file in the payload directory. On a PostgreSQL store that file waits there
+    (no network in a turn) until the outbox's shipper uploads it to the server's ``payloads`` table,
+    before any message that names it (``SpoolDir``), so the ref resolves on every machine. The writer
+    returns the ref, or None (logged): the caller keeps the payload inline."""
+    directory = payload_dir(config)
+
+    def to_file(session_id: str, payload: str, *, kind: str, mime: str = "text/plain",
+                meta: dict[str, Any] | None = None) -> str | None:
+        return try_write_payload(directory, session_id, payload, kind=kind, mime=mime, meta=meta)
+    return to_file
+
+
+class SpoolDir:
+    """The payload directory of a PostgreSQL store, as the outbox's shipper reads it: each file a
+    payload waiting to ship (``outbox.PayloadSpool``); a shipped one is removed."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+
+    def pending(self, max_bytes: int) -> list[tuple[Any, ...]]:
+        try:
+            entries = sorted((e for e in os.scandir(self.directory) if REF_RE.fullmatch(e.name)),
+                             key=lambda e: e.stat().st_mtime)
+        except OSError:
+            return []
+        out: list[tuple[Any, ...]] = []
+        total = 0
+        for entry in entries:
+            try:
+                record = load_record(self.directory, entry.name)
+            except PayloadError:
+                log.warning("trove: payload %s in %s is damaged; it stays there, unshipped", entry.name,
+                            self.directory)
+                continue
+            data = _encode(record["payload"])
+            if out and total + len(data) > max_bytes:
+                break
+            meta = {k: v for k, v in record.items() if k not in (*PAYLOAD_COLUMNS.split(", "), "format", "payload")}
+            out.append((record["ref"], record["session_id"], record["kind"], record["mime"],
+                        record["original_chars"], record["original_bytes"], record["sha256"],
+                        json.dumps(meta, ensure_ascii=False, default=str), data, float(record["created_at"])))
+            total += len(data)
+        return out
+
+    def shipped(self, refs: Sequence[str]) -> None:
+        for ref in refs:
+            try:
+                (self.directory / ref).unlink()
+            except FileNotFoundError:
+                pass
+
+
 def externalize_text(runtime: PayloadRuntime, session_id: str, text: str, kind: str = "tool_result") -> str | None:
     """Write ``text`` (redacted) as one sidecar and confirm it reads back intact; None keeps it inline."""
     if not session_id or not isinstance(text, str):
         return None
-    directory = runtime.payload_dir
     text = Redactor.from_config(runtime.config).redact(text)
-    ref = try_write_payload(directory, session_id, text, kind=kind, mime="text/plain")
+    ref = payload_writer(runtime.config)(session_id, text, kind=kind, mime="text/plain")
     if ref is None:
         return None
     try:
-        if load_record(directory, ref)["payload"] != text:
+        if load_ref(runtime, ref)["payload"] != text:
             return None
     except PayloadError as exc:
         log.warning("trove: externalized payload did not verify after writing: %s", exc)
@@ -225,22 +295,99 @@ def load_record(directory: Path, ref: str) -> dict[str, Any]:
     payload = record.get("payload") if isinstance(record, dict) else None
     if not isinstance(payload, str) or record.get("format") != FORMAT:
         raise PayloadError(f"externalized_ref {ref} is corrupt (not a trove payload JSON file)")
-    sha = digest(payload)
+    _verify(record, ref)
+    _remember(key, record)
+    return record
+
+
+def _verify(record: dict[str, Any], ref: str) -> None:
+    """The payload hashes to its recorded digest, and the ref names that digest and its owner."""
+    sha = digest(record["payload"])
     m = REF_RE.fullmatch(ref)
     assert m is not None
     if record.get("sha256") != sha or m.group(1) != sha[:32] \
             or m.group(2) != session_tag(str(record.get("session_id", ""))):
         raise PayloadError(f"externalized_ref {ref} failed its integrity check (tampered or corrupt)")
+
+
+def _remember(key: tuple[Any, ...], record: dict[str, Any]) -> None:
     with _cache_lock:
         _cache[key] = record
         while len(_cache) > RECORD_CACHE_SIZE:
             _cache.popitem(last=False)
+
+
+def load_server_record(server: ServerPayloads, ref: str) -> dict[str, Any]:
+    """``load_record`` for a PostgreSQL store's ``payloads`` table: the same checks, the same errors."""
+    validate_ref(ref)
+    key = ("server", server.db.url, ref)
+    with _cache_lock:
+        hit = _cache.get(key)
+    try:
+        # A verified copy serves while the row still holds those bytes (the server hashes them).
+        if hit is not None and server.stored_digest(ref) == hit["sha256"]:
+            with _cache_lock:
+                if key in _cache:
+                    _cache.move_to_end(key)
+            return hit
+        record = server.load(ref)
+    except UnicodeDecodeError:
+        raise PayloadError(f"externalized_ref {ref} is corrupt (its stored bytes are not UTF-8)") from None
+    except Exception as exc:  # the server is down or refused the read
+        raise PayloadError(f"externalized_ref {ref} is unreadable: {type(exc).__name__}: "
+                           f"{str(exc).strip()[:200]}") from None
+    if record is None:
+        raise PayloadError(f"externalized_ref {ref} was not found in {server.where}")
+    record["format"] = FORMAT
+    _verify(record, ref)
+    _remember(key, record)
     return record
 
 
-def _load_owned(directory: Path, ref: str, session_id: str | None) -> dict[str, Any]:
-    """``load_record``, refusing a record of another session when ``session_id`` is given."""
-    record = load_record(directory, ref)
+def load_ref(runtime: PayloadRuntime, ref: str) -> dict[str, Any]:
+    """The verified record of ``ref`` where the runtime's store keeps payloads (table or directory).
+    On a server, a payload this machine wrote that has not shipped yet is read from its local file."""
+    server = server_payloads(runtime.config)
+    if server is None:
+        return load_record(runtime.payload_dir, ref)
+    validate_ref(ref)
+    if (runtime.payload_dir / ref).is_file():
+        return load_record(runtime.payload_dir, ref)
+    return load_server_record(server, ref)
+
+
+def check_ref(runtime: PayloadRuntime, ref: str) -> None:
+    """Raise ``PayloadError`` unless ``ref`` would load intact; a server checks its row's digest in place
+    (no payload crosses the network), a file is loaded as ``load_ref`` would."""
+    server = server_payloads(runtime.config)
+    if server is not None:
+        validate_ref(ref)
+    if server is None or (runtime.payload_dir / ref).is_file():  # a file store, or not shipped yet
+        load_record(runtime.payload_dir, ref)
+        return
+    try:
+        facts = server.facts(ref)
+    except Exception as exc:  # the server is down or refused the read
+        raise PayloadError(f"externalized_ref {ref} is unreadable: {type(exc).__name__}: "
+                           f"{str(exc).strip()[:200]}") from None
+    if facts is None:
+        raise PayloadError(f"externalized_ref {ref} was not found in {server.where}")
+    recorded, owner, stored = facts
+    m = REF_RE.fullmatch(ref)
+    assert m is not None
+    if stored != recorded or m.group(1) != recorded[:32] or m.group(2) != session_tag(owner):
+        raise PayloadError(f"externalized_ref {ref} failed its integrity check (tampered or corrupt)")
+
+
+def payload_home(runtime: PayloadRuntime) -> str:
+    """Where the runtime's payloads live, for reports: the directory, or the server's table."""
+    server = server_payloads(runtime.config)
+    return str(runtime.payload_dir) if server is None else server.where
+
+
+def _load_owned(runtime: PayloadRuntime, ref: str, session_id: str | None) -> dict[str, Any]:
+    """``load_ref``, refusing a record of another session when ``session_id`` is given."""
+    record = load_ref(runtime, ref)
     if session_id is not None and record.get("session_id") != session_id:
         raise PayloadError(f"externalized_ref {ref} belongs to another session")
     return record
@@ -279,7 +426,7 @@ def read_ref(runtime: PayloadRuntime, ref: str, content_offset: int = 0, max_cha
         raise PayloadError("content_offset must be a non-negative integer")
     if not isinstance(max_chars, int) or isinstance(max_chars, bool):
         raise PayloadError("max_chars must be an integer")
-    record = _load_owned(runtime.payload_dir, ref, session_id)
+    record = _load_owned(runtime, ref, session_id)
     payload: str = record["payload"]
     limit = max(1, min(int(max_chars), READ_MAX_CHARS))
     start = min(content_offset, len(payload))
@@ -294,7 +441,7 @@ def read_ref(runtime: PayloadRuntime, ref: str, content_offset: int = 0, max_cha
 
 def describe_ref(runtime: PayloadRuntime, ref: str, session_id: str | None = None) -> dict[str, Any]:
     """Metadata and a short preview of an externalized payload (never the full content)."""
-    record = _load_owned(runtime.payload_dir, ref, session_id)
+    record = _load_owned(runtime, ref, session_id)
     payload: str = record["payload"]
     return {**_metadata(record), "readable": True, "content_preview": payload[:DESCRIBE_PREVIEW_CHARS],
             "preview_truncated": len(payload) > DESCRIBE_PREVIEW_CHARS}
@@ -322,9 +469,9 @@ def search_payloads(runtime: PayloadRuntime, session_id: str, query: str, limit:
     """Bounded literal, case-insensitive scan of one session's sidecars."""
     if not isinstance(query, str) or not query.strip():
         raise PayloadError("query must be a non-empty string")
-    directory = runtime.payload_dir
     limit = max(1, min(int(limit), 200))
     rejected = 0
+    server = server_payloads(runtime.config)
     if refs is not None:
         names = []
         for r in list(refs)[:SEARCH_FILE_LIMIT * 4]:
@@ -332,19 +479,24 @@ def search_payloads(runtime: PayloadRuntime, session_id: str, query: str, limit:
                 names.append(validate_ref(r))
             except PayloadError:
                 rejected += 1
-        paths = [directory / n for n in dict.fromkeys(names)]
+        paths = list(dict.fromkeys(names))
+    elif server is not None:
+        with contextlib.suppress(Exception):  # this machine's waiting payloads first; else what the server has
+            runtime.store.settle(timeout_s=2.0)
+        paths = list(dict.fromkeys([*(p.name for p in _session_files(runtime.payload_dir, session_id)),
+                                    *server.session_refs(session_id, 2**31)]))
     else:
-        paths = _session_files(directory, session_id)
+        paths = [p.name for p in _session_files(runtime.payload_dir, session_id)]
     needle = re.compile(re.escape(query.strip()), re.IGNORECASE)
     results: list[dict[str, Any]] = []
     scanned = matched = 0
     truncated = len(paths) > SEARCH_FILE_LIMIT
-    for path in paths[:SEARCH_FILE_LIMIT]:
+    for name in paths[:SEARCH_FILE_LIMIT]:
         if len(results) >= limit:
             truncated = True
             break
         try:
-            record = _load_owned(directory, path.name, session_id)
+            record = _load_owned(runtime, name, session_id)
         except PayloadError:
             rejected += 1
             continue
@@ -361,7 +513,7 @@ def search_payloads(runtime: PayloadRuntime, session_id: str, query: str, limit:
             if len(results) >= limit or hits >= 3:
                 break
             hits += 1
-            results.append({"type": "externalized", "ref": path.name, "kind": record.get("kind"),
+            results.append({"type": "externalized", "ref": name, "kind": record.get("kind"),
                             "tool_call_id": record.get("tool_call_id"),
                             "snippet": text[max(0, m.start() - 120):m.end() + 180],
                             "line": text.count("\n", 0, m.start()) + 1,
@@ -456,12 +608,17 @@ def directory_census(directory: Path, refs: Iterable[str]) -> dict[str, Any]:
             "referenced_refs": len(referenced), "missing_refs": missing, "unreadable_refs": unreadable}
 
 
+def payload_census(runtime: PayloadRuntime, refs: Iterable[str]) -> dict[str, Any]:
+    """``directory_census`` of the runtime's payload home: the server's table on PostgreSQL."""
+    server = server_payloads(runtime.config)
+    return directory_census(runtime.payload_dir, refs) if server is None else server.census(refs)
+
+
 # -- transcript GC -----------------------------------------------------------------------
 def transcript_gc(runtime: PayloadRuntime, session_id: str, store_ids: Sequence[int]) -> int:
     """Shrink externalized, unpinned tool rows to their compact placeholder; returns rows rewritten."""
     if not runtime.config.large_output_transcript_gc_enabled or not store_ids:
         return 0
-    directory = runtime.payload_dir
     rewrites: list[tuple[int, str, str]] = []
     for row in runtime.store.get_many(list(store_ids)):
         if row.session_id != session_id or row.role != "tool" or row.pinned:
@@ -471,7 +628,7 @@ def transcript_gc(runtime: PayloadRuntime, session_id: str, store_ids: Sequence[
         if ref is None:
             continue
         try:
-            record = _load_owned(directory, ref, session_id)
+            record = _load_owned(runtime, ref, session_id)
         except PayloadError:
             continue  # no intact sidecar: the row stays the only copy
         if found is None and (row.content_is_json or record["payload"] != row.content):

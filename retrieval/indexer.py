@@ -228,8 +228,12 @@ def apply_pass(runtime: Runtime, store: VectorStore, plan: PassPlan, run: leases
         provider = get_provider(plan.spec)
         guard = spend_guard(runtime, plan.spec)
         gen = _open_generation(store, plan, provider, guard, report)
+        upto = store.settled_heads()
+        if upto is None:  # a server's writer of messages or summaries is still busy: next pass
+            report.status, report.holder = "busy", "a writer of messages or summaries"
+            return
         replacing = gen.message_cursor < store.highest_vectored(gen.generation_id, "message")
-        groups = _Groups(store, plan, provider, guard, gen, replacing, report)
+        groups = _Groups(store, plan, provider, guard, gen, replacing, report, upto)
         run.loop(groups.step)
         gen = groups.gen
         if replacing and gen.message_cursor >= store.highest_vectored(gen.generation_id, "message"):
@@ -282,16 +286,17 @@ class _Groups:
     gen: Generation
     replacing: bool        # the messages are being embedded again (their old vectors go)
     report: PassReport     # its ``rows`` count what the pass moved past so far
+    upto: tuple[int, int]  # ``settled_heads``: the pass reads no row past them
     kind: str = "message"
 
     def _next(self) -> list[PendingText]:
         take = min(group_rows(self.plan.spec), self.plan.limit - self.report.rows)
         if self.kind == "message":
-            items = self.store.pending_messages(self.gen.message_cursor, take)
+            items = self.store.pending_messages(self.gen.message_cursor, take, self.upto[0])
             if items:
                 return items
             self.kind = "summary"
-        return self.store.pending_nodes(self.gen.node_cursor, take)
+        return self.store.pending_nodes(self.gen.node_cursor, take, self.upto[1])
 
     def step(self) -> bool:
         items = self._next() if self.report.rows < self.plan.limit else []

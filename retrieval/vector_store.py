@@ -2,10 +2,10 @@
 
 A generation pins provider + model + dimension and records the text recipe its message
 vectors were made with; its two cursors (the highest store_id and node_id it has processed)
-make each indexing pass O(new rows). Vectors are int8 BLOBs with one float32 scale each.
-Writes are short ``BEGIN IMMEDIATE`` transactions; an item written again replaces its
-vectors, and cursors only move forward except when a new recipe restarts the messages.
-Rows come back as frozen dataclasses.
+make each indexing pass O(new rows). Vectors are int8 BLOBs (``bytea`` on PostgreSQL: the same
+bytes, scored by the same numpy code) with one float32 scale each. Writes are short transactions;
+an item written again replaces its vectors, and cursors only move forward except when a new
+recipe restarts the messages. Rows come back as frozen dataclasses.
 """
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from ..db import Database
+from ..db import UNBOUNDED, Database, settled_heads
 
 SPEND_KEY = "embedding_spend:"
+CHARGE_TRIES = 64  # PostgreSQL: compare-and-swap rounds of ``charge`` against other processes
 
 
 @dataclass(frozen=True)
@@ -144,20 +145,22 @@ class VectorStore:
         generation (an existing one keeps its own: ``restart_messages`` moves it on).
         """
         now = time.time()
+        find = f"SELECT {_GEN_COLS} FROM embedding_generations WHERE provider=? AND model=? AND dim=?"
         with self.db.transaction() as conn:
-            conn.execute("INSERT OR IGNORE INTO embedding_generations(provider, model, dim, base_url, created_at,"
-                         " recipe) VALUES (?,?,?,?,?,?)", (provider, model, int(dim), base_url, now, recipe))
-            r = conn.execute(f"SELECT {_GEN_COLS} FROM embedding_generations WHERE provider=? AND model=? AND dim=?",
-                             (provider, model, int(dim))).fetchone()
+            r = conn.execute(find, (provider, model, int(dim))).fetchone()
+            if r is None:  # (checked first: a conflicting insert would still draw a server id)
+                conn.execute("INSERT INTO embedding_generations(provider, model, dim, base_url, created_at, recipe)"
+                             " VALUES (?,?,?,?,?,?) ON CONFLICT(provider, model, dim) DO NOTHING",
+                             (provider, model, int(dim), base_url, now, recipe))
+                r = conn.execute(find, (provider, model, int(dim))).fetchone()
             gen = _generation(r)
-            if gen.state == "retired":
-                conn.execute("DELETE FROM embedding_vectors WHERE generation_id=?", (gen.generation_id,))
-                conn.execute("UPDATE embedding_generations SET state='building', message_cursor=0, node_cursor=0,"
-                             " last_error=NULL, last_error_at=NULL, activated_at=NULL, base_url=?, recipe=?"
-                             " WHERE generation_id=?", (base_url, recipe, gen.generation_id))
-                r = conn.execute(f"SELECT {_GEN_COLS} FROM embedding_generations WHERE generation_id=?",
-                                 (gen.generation_id,)).fetchone()
-                gen = _generation(r)
+            if gen.state == "retired":  # restarted by one caller only: the update is conditional
+                if conn.execute("UPDATE embedding_generations SET state='building', message_cursor=0, node_cursor=0,"
+                                " last_error=NULL, last_error_at=NULL, activated_at=NULL, base_url=?, recipe=?"
+                                " WHERE generation_id=? AND state='retired'",
+                                (base_url, recipe, gen.generation_id)).rowcount:
+                    conn.execute("DELETE FROM embedding_vectors WHERE generation_id=?", (gen.generation_id,))
+                gen = _generation(conn.execute(find, (provider, model, int(dim))).fetchone())
         return gen
 
     def restart_messages(self, generation_id: int, recipe: str) -> Generation | None:
@@ -196,11 +199,11 @@ class VectorStore:
         return r is not None
 
     # -- what to index -------------------------------------------------------------------
-    def pending_messages(self, after: int, limit: int) -> list[PendingText]:
-        """Messages with store_id > ``after`` in id order (every role: the caller filters)."""
+    def pending_messages(self, after: int, limit: int, upto: int = UNBOUNDED) -> list[PendingText]:
+        """Messages with ``after`` < store_id <= ``upto`` in id order (every role: the caller filters)."""
         rows = self.db.read().execute(
             "SELECT store_id, session_id, role, content, content_is_json, created_at FROM messages"
-            " WHERE store_id > ? ORDER BY store_id LIMIT ?", (int(after), int(limit)))
+            " WHERE store_id > ? AND store_id <= ? ORDER BY store_id LIMIT ?", (int(after), int(upto), int(limit)))
         return [PendingText("message", int(r[0]), str(r[1]), str(r[2]), str(r[3] or ""), bool(r[4]),
                             None if r[5] is None else float(r[5])) for r in rows]
 
@@ -213,10 +216,10 @@ class VectorStore:
         return [PendingText("message", int(r[0]), str(r[1]), str(r[2]), str(r[3] or ""), bool(r[4]),
                             None if r[5] is None else float(r[5])) for r in rows]
 
-    def pending_nodes(self, after: int, limit: int) -> list[PendingText]:
+    def pending_nodes(self, after: int, limit: int, upto: int = UNBOUNDED) -> list[PendingText]:
         rows = self.db.read().execute(
             "SELECT node_id, session_id, summary, COALESCE(latest_at, created_at) FROM summary_nodes"
-            " WHERE node_id > ? ORDER BY node_id LIMIT ?", (int(after), int(limit)))
+            " WHERE node_id > ? AND node_id <= ? ORDER BY node_id LIMIT ?", (int(after), int(upto), int(limit)))
         return [PendingText("summary", int(r[0]), str(r[1]), "summary", str(r[2] or ""), False,
                             None if r[3] is None else float(r[3])) for r in rows]
 
@@ -229,16 +232,21 @@ class VectorStore:
         needs no reload until ``invalidate``), and any of their spans not in ``rows`` is deleted.
         """
         now = time.time()
+        moves = (-1 if message_cursor is None else int(message_cursor), -1 if node_cursor is None else int(node_cursor))
         with self.db.transaction() as conn:
-            state = conn.execute("SELECT state FROM embedding_generations WHERE generation_id=?",
-                                 (generation_id,)).fetchone()
-            if state is None or state[0] == "retired":
+            # First, and conditional: it also locks the generation's row, so on a server two writers
+            # of one generation commit their vector ids in order (an in-RAM mirror loads by id).
+            if not conn.execute("UPDATE embedding_generations SET"
+                                " message_cursor = CASE WHEN message_cursor < ? THEN ? ELSE message_cursor END,"
+                                " node_cursor = CASE WHEN node_cursor < ? THEN ? ELSE node_cursor END"
+                                " WHERE generation_id=? AND state <> 'retired'",
+                                (moves[0], moves[0], moves[1], moves[1], generation_id)).rowcount:
                 return 0  # swapped out (or deleted) while this batch was being embedded
             again = {(kind, int(item_id)) for kind, item_id in replaces}
             for kind, item_id in again:  # spans the new text no longer has (rare)
                 keep = [r.span_start for r in rows if (r.kind, r.item_id) == (kind, item_id)]
-                conn.execute(f"DELETE FROM embedding_vectors WHERE generation_id=? AND kind=? AND item_id=?"
-                             f" AND span_start NOT IN ({','.join('?' * len(keep))})",
+                conn.execute("DELETE FROM embedding_vectors WHERE generation_id=? AND kind=? AND item_id=?"
+                             + (f" AND span_start NOT IN ({','.join('?' * len(keep))})" if keep else ""),
                              (generation_id, kind, item_id, *keep))
             fresh: list[tuple[object, ...]] = []
             rewritten: list[tuple[object, ...]] = []
@@ -248,18 +256,12 @@ class VectorStore:
                 (rewritten if (r.kind, r.item_id) in again else fresh).append(values)
             insert = ("INSERT INTO embedding_vectors(generation_id, kind, item_id, span_start, span_end, session_id,"
                       " at, vector, scale, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)")
-            before = conn.total_changes
-            conn.executemany(insert.replace("INSERT", "INSERT OR IGNORE", 1), fresh)
-            inserted = conn.total_changes - before
-            conn.executemany(insert + " ON CONFLICT(generation_id, kind, item_id, span_start) DO UPDATE SET"
-                             " span_end=excluded.span_end, session_id=excluded.session_id, at=excluded.at,"
-                             " vector=excluded.vector, scale=excluded.scale", rewritten)
-            if message_cursor is not None:
-                conn.execute("UPDATE embedding_generations SET message_cursor=MAX(message_cursor, ?)"
-                             " WHERE generation_id=?", (int(message_cursor), generation_id))
-            if node_cursor is not None:
-                conn.execute("UPDATE embedding_generations SET node_cursor=MAX(node_cursor, ?)"
-                             " WHERE generation_id=?", (int(node_cursor), generation_id))
+            key = " ON CONFLICT(generation_id, kind, item_id, span_start)"
+            inserted = conn.executemany(insert + key + " DO NOTHING", fresh).rowcount if fresh else 0
+            if rewritten:
+                conn.executemany(insert + key + " DO UPDATE SET span_end=excluded.span_end,"
+                                 " session_id=excluded.session_id, at=excluded.at, vector=excluded.vector,"
+                                 " scale=excluded.scale", rewritten)
         return int(inserted)
 
     def invalidate(self, generation_id: int) -> None:
@@ -272,12 +274,11 @@ class VectorStore:
     def scan_head(self, generation_id: int) -> tuple[int, int]:
         """(highest vector_id, removals and invalidations so far): what a vector cache compares to
         stay current."""
-        conn = self.db.read()
-        top = conn.execute("SELECT MAX(vector_id) FROM embedding_vectors WHERE generation_id=?",
-                           (generation_id,)).fetchone()[0]
-        removed = conn.execute("SELECT removed FROM embedding_generations WHERE generation_id=?",
-                               (generation_id,)).fetchone()
-        return int(top or 0), int(removed[0]) if removed else 0
+        r = self.db.read().execute(  # one statement: one round trip per query on a server
+            "SELECT (SELECT MAX(vector_id) FROM embedding_vectors WHERE generation_id=?),"
+            " (SELECT removed FROM embedding_generations WHERE generation_id=?)",
+            (generation_id, generation_id)).fetchone()
+        return int(r[0] or 0), int(r[1] or 0)
 
     def iter_vectors(self, generation_id: int, after_vector_id: int = 0,
                      page: int = 20000) -> Iterator[list[StoredVector]]:
@@ -329,10 +330,14 @@ class VectorStore:
 
     def heads(self) -> tuple[int, int]:
         """(highest store_id, highest node_id) stored now."""
-        conn = self.db.read()
-        m = conn.execute("SELECT MAX(store_id) FROM messages").fetchone()[0]
-        n = conn.execute("SELECT MAX(node_id) FROM summary_nodes").fetchone()[0]
-        return int(m or 0), int(n or 0)
+        r = self.db.read().execute("SELECT (SELECT MAX(store_id) FROM messages),"
+                                   " (SELECT MAX(node_id) FROM summary_nodes)").fetchone()
+        return int(r[0] or 0), int(r[1] or 0)
+
+    def settled_heads(self) -> tuple[int, int] | None:
+        """(store_id, node_id) bounds an indexing pass reads up to (``db.settled_heads``)."""
+        heads = settled_heads(self.db, ("messages", "store_id"), ("summary_nodes", "node_id"))
+        return None if heads is None else (heads[0], heads[1])
 
     def vector_bytes(self) -> int:
         """Bytes of vector payload stored (all generations), for the disk-cost report."""
@@ -348,17 +353,32 @@ class VectorStore:
         return int(texts or 0), int(tokens or 0)
 
     def charge(self, day: str, texts: int, tokens: int, max_texts: int, max_tokens: int) -> tuple[int, int] | None:
-        """Add to the day's spend unless a cap (0 = none) would be passed; None when refused."""
+        """Add to the day's spend unless a cap (0 = none) would be passed; None when refused.
+
+        The write is conditional on the value read (compare and swap), so processes charging one
+        server at once each add theirs; SQLite's write transaction never has to try again.
+        """
+        key = SPEND_KEY + day
         with self.db.transaction() as conn:
-            r = conn.execute("SELECT value FROM meta WHERE key=?", (SPEND_KEY + day,)).fetchone()
-            used_texts, used_tokens = 0, 0
-            if r is not None:
-                a, _, b = str(r[0]).partition(",")
-                used_texts, used_tokens = int(a or 0), int(b or 0)
-            if (max_texts and used_texts + texts > max_texts) or (max_tokens and used_tokens + tokens > max_tokens):
-                return None
-            used_texts, used_tokens = used_texts + texts, used_tokens + tokens
-            conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-                         (SPEND_KEY + day, f"{used_texts},{used_tokens}"))
-            conn.execute("DELETE FROM meta WHERE key LIKE ? AND key < ?", (SPEND_KEY + "%", SPEND_KEY + day))
-        return used_texts, used_tokens
+            for _ in range(CHARGE_TRIES):
+                r = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+                used_texts, used_tokens = 0, 0
+                if r is not None:
+                    a, _, b = str(r[0]).partition(",")
+                    used_texts, used_tokens = int(a or 0), int(b or 0)
+                if (max_texts and used_texts + texts > max_texts) or \
+                        (max_tokens and used_tokens + tokens > max_tokens):
+                    return None
+                value = f"{used_texts + texts},{used_tokens + tokens}"
+                if r is None:
+                    swapped = conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO NOTHING",
+                                           (key, value)).rowcount
+                else:
+                    swapped = conn.execute("UPDATE meta SET value=? WHERE key=? AND value=?",
+                                           (value, key, r[0])).rowcount
+                if swapped:
+                    break
+            else:
+                raise RuntimeError(f"the embedding spend ledger {key} changed under {CHARGE_TRIES} tries in a row")
+            conn.execute("DELETE FROM meta WHERE key LIKE ? AND key < ?", (SPEND_KEY + "%", key))
+        return used_texts + texts, used_tokens + tokens

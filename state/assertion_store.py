@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..db import Database
+from ..db import UNBOUNDED, Database, on_server, optional_schema, schema_objects, settled_heads
 from ..rows import MessageRow, message_row
 from ..scope import EVERYTHING, Visibility
 from .contract import Candidate, Known, relation, terms
@@ -24,6 +24,7 @@ FEATURE = "state"
 CURSOR = "extraction"
 EXTRACT_ROLES = ("user", "assistant")
 RELATION_SCAN = 50  # live assertions of one subject+predicate+scope a new one is compared with
+NO_LIMIT = UNBOUNDED  # a LIMIT that bounds nothing (both backends; SQLite's -1 is not PostgreSQL's)
 _KNOWN = "assertion_id, kind, value_norm, polarity, speaker_role, observed_at, valid_from"
 
 
@@ -76,40 +77,74 @@ class AssertionStore:
     def drop(self) -> list[str]:
         return self.db.drop_optional(FEATURE)
 
+    def missing(self) -> list[str]:
+        """The set's tables, indexes and triggers the store lacks (the doctor's check). Both
+        backends name them alike, so the SQLite set built in memory says what to expect."""
+        want = optional_schema(FEATURE)
+        conn = self.db.read()
+        if not on_server(conn):
+            have = schema_objects(conn)
+            return sorted({*want.tables} - {*have.tables} | {*want.indexes} - {*have.indexes}
+                          | {*want.triggers} - {*have.triggers})
+        found: dict[str, set[str]] = {"table": set(), "index": set(), "trigger": set()}
+        for kind, name in conn.execute(
+                "SELECT 'table', table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+                " UNION ALL SELECT 'index', indexname FROM pg_indexes WHERE schemaname = current_schema()"
+                " UNION ALL SELECT 'trigger', t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE n.nspname = current_schema() AND NOT t.tgisinternal"):
+            found[str(kind)].add(str(name))
+        return sorted({*want.tables} - found["table"] | {*want.indexes} - found["index"]
+                      | {*want.triggers} - found["trigger"])
+
     # -- extraction cursor and input ---------------------------------------------------
     def cursor(self) -> int:
         r = self.db.read().execute("SELECT cursor FROM assertion_extraction WHERE name=?", (CURSOR,)).fetchone()
         return int(r[0]) if r else 0
 
-    def pending(self, after: int, limit: int) -> list[MessageRow]:
-        """The next messages extraction reads: user and assistant text past ``after``."""
+    def pending(self, after: int, limit: int, upto: int = NO_LIMIT) -> list[MessageRow]:
+        """The next messages extraction reads: user and assistant text past ``after``, up to ``upto``."""
         rows = self.db.read().execute(
-            "SELECT * FROM messages WHERE store_id > ? AND role IN (?, ?) AND content_is_json = 0"
-            " AND length(content) > 0 ORDER BY store_id LIMIT ?", (int(after), *EXTRACT_ROLES, int(limit)))
+            "SELECT * FROM messages WHERE store_id > ? AND store_id <= ? AND role IN (?, ?) AND content_is_json = 0"
+            " AND length(content) > 0 ORDER BY store_id LIMIT ?", (int(after), int(upto), *EXTRACT_ROLES, int(limit)))
         return [message_row(r) for r in rows]
+
+    def settled_head(self) -> int | None:
+        """The store_id extraction reads up to, so its cursor never passes a message that commits
+        later (``db.settled_heads``); None when a writer did not finish within the wait."""
+        heads = settled_heads(self.db, ("messages", "store_id"))
+        return None if heads is None else heads[0]
 
     def backlog(self, after: int | None = None, cap: int | None = None) -> int:
         """Messages extraction has not read yet (counted up to ``cap + 1`` when ``cap`` is given)."""
         after = self.cursor() if after is None else after
-        limit = -1 if cap is None else int(cap) + 1
+        limit = NO_LIMIT if cap is None else int(cap) + 1
         return int(self.db.read().execute(
             "SELECT COUNT(*) FROM (SELECT 1 FROM messages WHERE store_id > ? AND role IN (?, ?)"
-            " AND content_is_json = 0 AND length(content) > 0 LIMIT ?)", (int(after), *EXTRACT_ROLES, limit)
-        ).fetchone()[0])
+            " AND content_is_json = 0 AND length(content) > 0 LIMIT ?) AS pending",
+            (int(after), *EXTRACT_ROLES, limit)).fetchone()[0])
 
     def commit_batch(self, expected: int, new_cursor: int, candidates: Sequence[Candidate], log: BatchLog,
                      extractor: str, now: float | None = None) -> int | None:
         """Store ``candidates`` and their relations, move the cursor and log the batch, in one
-        transaction; None (nothing written) when another process moved the cursor first."""
+        transaction; None (nothing written) when another process moved the cursor first.
+
+        The cursor moves first, by a compare-and-set (one conditional statement: a cursor row
+        that is not at ``expected`` is left alone), so a racing process that loses writes nothing;
+        no cursor row is the cursor at 0."""
         now = time.time() if now is None else now
         with self.db.transaction() as conn:
-            r = conn.execute("SELECT cursor FROM assertion_extraction WHERE name=?", (CURSOR,)).fetchone()
-            if (int(r[0]) if r else 0) != int(expected):
+            if int(expected) == 0:
+                moved = conn.execute(
+                    "INSERT INTO assertion_extraction(name, cursor, updated_at) VALUES (?,?,?)"
+                    " ON CONFLICT(name) DO UPDATE SET cursor=excluded.cursor, updated_at=excluded.updated_at"
+                    " WHERE assertion_extraction.cursor = 0", (CURSOR, int(new_cursor), now))
+            else:
+                moved = conn.execute("UPDATE assertion_extraction SET cursor=?, updated_at=? WHERE name=? AND cursor=?",
+                                     (int(new_cursor), now, CURSOR, int(expected)))
+            if moved.rowcount != 1:
                 return None
             stored = self._insert(conn, candidates, extractor, now)
-            conn.execute("INSERT INTO assertion_extraction(name, cursor, updated_at) VALUES (?,?,?)"
-                         " ON CONFLICT(name) DO UPDATE SET cursor=excluded.cursor, updated_at=excluded.updated_at",
-                         (CURSOR, int(new_cursor), now))
             self._log(conn, log, stored, now)
         return stored
 
@@ -126,10 +161,11 @@ class AssertionStore:
         stored = 0
         for c in candidates:
             cur = conn.execute(
-                "INSERT OR IGNORE INTO assertions(assertion_id, store_id, span_start, span_end, quote, content_sha256,"
+                "INSERT INTO assertions(assertion_id, store_id, span_start, span_end, quote, content_sha256,"
                 " session_id, subject_key, predicate_key, value_text, value_norm, kind, polarity, scope_key,"
                 " speaker_role, observed_at, event_at, event_end, event_expression, valid_from, valid_to, confidence,"
-                " extractor, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " extractor, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                " ON CONFLICT(assertion_id) DO NOTHING",
                 (c.assertion_id, c.store_id, c.span_start, c.span_end, c.quote, c.content_sha256, c.session_id,
                  c.subject_key, c.predicate_key, c.value_text, c.value_norm, c.kind, c.polarity, c.scope_key,
                  c.speaker_role, c.observed_at, c.event_at, c.event_end, c.event_expression, c.valid_from,
@@ -137,7 +173,8 @@ class AssertionStore:
             if cur.rowcount != 1:
                 continue  # already stored (re-extraction is idempotent)
             stored += 1
-            conn.executemany("INSERT OR IGNORE INTO assertion_terms(term, observed_at, assertion_id) VALUES (?,?,?)",
+            conn.executemany("INSERT INTO assertion_terms(term, observed_at, assertion_id) VALUES (?,?,?)"
+                             " ON CONFLICT(term, observed_at, assertion_id) DO NOTHING",
                              [(t, c.observed_at, c.assertion_id)
                               for t in terms(c.subject_key, c.predicate_key, c.value_norm)])
             new = Known(c.assertion_id, c.kind, c.value_norm, c.polarity, c.speaker_role, c.observed_at, c.valid_from)
@@ -154,8 +191,8 @@ class AssertionStore:
                 if rel is None or (rel[2] == "restates" and restated):
                     continue
                 restated = restated or rel[2] == "restates"
-                conn.execute("INSERT OR IGNORE INTO assertion_relations(from_id, to_id, relation, at)"
-                             " VALUES (?,?,?,?)", rel)
+                conn.execute("INSERT INTO assertion_relations(from_id, to_id, relation, at) VALUES (?,?,?,?)"
+                             " ON CONFLICT(from_id, to_id, relation) DO NOTHING", rel)
         return stored
 
     @staticmethod
@@ -240,11 +277,12 @@ class AssertionStore:
                     " ORDER BY observed_at DESC LIMIT ?") if not owned else (
             "SELECT t.assertion_id, t.observed_at FROM assertion_terms t JOIN assertions a"
             f" ON a.assertion_id = t.assertion_id WHERE t.term = ? AND {owned} ORDER BY t.observed_at DESC LIMIT ?")
-        for word in words:
-            for aid, at in conn.execute(postings, (word, *owned_args, per_word)):
-                examined += 1
-                hit = found.setdefault(str(aid), [0.0, float(at)])
-                hit[0] += 1
+        # every word's postings in one statement (one round trip on a server), each word's capped alone
+        union = " UNION ALL ".join(f"SELECT * FROM ({postings}) AS w{i}" for i in range(len(words)))
+        for aid, at in conn.execute(union, [v for word in words for v in (word, *owned_args, per_word)]):
+            examined += 1
+            hit = found.setdefault(str(aid), [0.0, float(at)])
+            hit[0] += 1
         out: list[AssertionRow] = []
         for aid in sorted(found, key=lambda a: (-found[a][0], -found[a][1], a))[:max(limit, examine // 4)]:
             examined += 1

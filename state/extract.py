@@ -61,7 +61,7 @@ def run_pass(runtime: Runtime, complete: Complete | None, *, max_batches: int | 
     def step() -> bool:
         room = per_batch if max_messages is None else min(per_batch, max_messages - totals["messages"])
         cursor = store.cursor()
-        rows = store.pending(cursor, room) if room > 0 else []
+        rows = store.pending(cursor, room, head) if room > 0 and head is not None else []
         if not rows:
             return False
         outcome = _batch(runtime, store, complete, cursor, rows)
@@ -75,6 +75,7 @@ def run_pass(runtime: Runtime, complete: Complete | None, *, max_batches: int | 
                              clock=clock) as run:
         if not run.held:
             return run.busy()
+        head = store.settled_head()  # None: a message writer is mid-commit; the next pass reads on
         run.loop(step)
     return {"status": "ok", **totals, "backlog": store.backlog(), "seconds": run.seconds()}
 
@@ -142,7 +143,8 @@ def status(runtime: Runtime) -> dict[str, Any]:
                            "preanswer_evidence_enabled": bool(cfg.preanswer_evidence_enabled),
                            "tables_present": store.present()}
     if not out["tables_present"]:
-        out["note"] = "no state tables in this file (they are created when an option is turned on)"
+        out["note"] = (f"no state tables in this {'file' if runtime.db.kind == 'sqlite' else 'store'}"
+                       " (they are created when an option is turned on)")
         return out
     held = leases.holder(runtime.db, LEASE)
     out.update(tables=store.sizes(), relations=store.relation_counts(), cursor=store.cursor(),
@@ -177,16 +179,23 @@ def rebuild(runtime: Runtime, complete: Complete | None, *, apply: bool, limit: 
 
 
 def drop(runtime: Runtime, *, apply: bool) -> dict[str, Any]:
-    """Turn-off helper: drop every state table and its ledger entries (preview without ``apply``)."""
+    """Turn-off helper: drop every state table and its ledger entries (preview without ``apply``).
+    A SQLite file is backed up first; a PostgreSQL store is the server's to back up (no file copy)."""
     store = AssertionStore(runtime.db)
+    on_file = runtime.db.kind == "sqlite"
     if not store.present():
-        return {"status": "ok", "dropped": [], "note": "no state tables in this file"}
+        return {"status": "ok", "dropped": [], "note": f"no state tables in this {'file' if on_file else 'store'}"}
     if not apply:
         return {"status": "preview", "would_drop": store.sizes(),
-                "hint": "turn the options off first, then add --apply (a backup is taken first)"}
+                "hint": "turn the options off first, then add --apply "
+                        + ("(a backup is taken first)" if on_file else "(no file backup of a PostgreSQL store:"
+                                                                           " pg_dump the schema first to keep one)")}
     if runtime.config.assertions_enabled or runtime.config.adaptive_retrieval_enabled:
         return {"status": "refused", "reason": "turn TROVE_ASSERTIONS_ENABLED and TROVE_ADAPTIVE_RETRIEVAL_ENABLED"
                                                " off first, or the next turn creates the tables again"}
+    if not on_file:
+        return {"status": "ok", "dropped": store.drop(), "backup": None,
+                "note": "a PostgreSQL store: no file backup taken (the server's own backups cover it)"}
     from ..backups import take_backup
 
     backup = take_backup(runtime)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..dag import NodeRow
-from ..db import Database
+from ..db import UNBOUNDED, Database
 from ..rows import MessageRow, message_row
 from ..scope import EVERYTHING, Visibility
 
@@ -68,7 +68,7 @@ def leaves(db: Database, start: float, end: float, *, session_id: str | None = N
            visible: Visibility = EVERYTHING) -> list[NodeRow]:
     """Leaf summaries overlapping the window in time order, strictly after ``after`` = (time, node_id)."""
     tail = ""
-    args = _args(start, end, session_id, visible, l=-1 if limit is None else int(limit))
+    args = _args(start, end, session_id, visible, l=UNBOUNDED if limit is None else int(limit))
     if after is not None:
         tail += f" AND ({_LEAF_ORDER}, n.node_id) > (:at, :id)"
         args.update({"at": float(after[0]), "id": int(after[1])})
@@ -122,6 +122,6 @@ def count_unsummarized(db: Database, start: float, end: float, session_id: str |
                        cap: int = 5000, visible: Visibility = EVERYTHING) -> int:
     """Messages in the window no leaf summary covers yet, counted up to ``cap``."""
     sql = (f"SELECT COUNT(*) FROM (SELECT 1 FROM messages m WHERE {_message_where(session_id, visible)}"
-           " AND NOT EXISTS (SELECT 1 FROM node_messages nm WHERE nm.store_id = m.store_id) LIMIT :cap)")
+           " AND NOT EXISTS (SELECT 1 FROM node_messages nm WHERE nm.store_id = m.store_id) LIMIT :cap) AS uncovered")
     args = _args(start, end, session_id, visible, cap=int(cap))
     return int(db.read().execute(sql, args).fetchone()[0])

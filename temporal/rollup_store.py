@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..db import Database, meta_value
+from ..db import UNBOUNDED, Database, meta_value, on_server, settled_heads
 from .rollup_plan import KINDS, PeriodKey, RollupState
 
 CURSOR_KEY = "temporal_rollups.leaf_cursor"
@@ -68,6 +68,14 @@ def _scoped(scope: str | None, sql: str, args: list[Any]) -> tuple[str, list[Any
     return (sql, args) if scope is None else (sql + " AND scope = ?", [*args, scope])
 
 
+def _lock_in_order(conn: Any, where: str, args: Sequence[Any]) -> None:
+    """On a server, lock the rows a write of several will touch in rollup_id order first: the leaf
+    triggers lock theirs in that order too, so a build finishing as a leaf lands cannot deadlock
+    (SQLite has one writer at a time)."""
+    if on_server(conn):
+        conn.execute(f"SELECT rollup_id FROM temporal_rollups WHERE {where} ORDER BY rollup_id FOR UPDATE", args)
+
+
 class RollupStore:
     """Scope-aware: every read takes an optional owner scope (None: all scopes, for operators)."""
 
@@ -79,14 +87,18 @@ class RollupStore:
         return int(meta_value(self.db.read(), CURSOR_KEY) or 0)
 
     def leaf_spans_after(self, node_id: int) -> list[tuple[int, float, float, str]]:
-        """``(node_id, earliest, latest, owner scope)`` of every leaf summary past ``node_id``
-        (the scope is its session's; ``""`` for an unscoped or unknown session)."""
+        """``(node_id, earliest, latest, owner scope)`` of every leaf summary past ``node_id``, up to
+        the settled head (``db.settled_heads``: a leaf that commits later is read next time; none
+        while a writer is mid-commit). The scope is its session's; ``""`` for an unscoped or unknown one."""
+        heads = settled_heads(self.db, ("summary_nodes", "node_id"))
+        if heads is None:
+            return []
         sql = ("SELECT n.node_id, COALESCE(n.earliest_at, n.created_at),"
                " COALESCE(n.latest_at, n.earliest_at, n.created_at), COALESCE(s.scope, '')"
                " FROM summary_nodes n LEFT JOIN sessions s ON s.session_id = n.session_id"
-               " WHERE n.depth = 0 AND n.node_id > ? ORDER BY n.node_id")
+               " WHERE n.depth = 0 AND n.node_id > ? AND n.node_id <= ? ORDER BY n.node_id")
         return [(int(r[0]), float(r[1]), float(r[2]), str(r[3]))
-                for r in self.db.read().execute(sql, (int(node_id),))]
+                for r in self.db.read().execute(sql, (int(node_id), heads[0]))]
 
     def unsynced_leaves(self) -> int:
         sql = "SELECT COUNT(*) FROM summary_nodes WHERE depth = 0 AND node_id > ?"
@@ -96,20 +108,20 @@ class RollupStore:
         """Create pending rows for ``(scope, period)`` pairs that have none and move the leaf cursor;
         returns rows made."""
         now = time.time() if now is None else now
+        rows = [(k.kind, k.start, k.end, scope, now, now) for scope, k in keys]
         with self.db.transaction() as conn:
-            before = conn.total_changes
-            conn.executemany(
-                "INSERT OR IGNORE INTO temporal_rollups(period_kind, period_start, period_end, scope, status,"
-                " created_at, updated_at) VALUES (?,?,?,?,'pending',?,?)",
-                [(k.kind, k.start, k.end, scope, now, now) for scope, k in keys])
-            made = conn.total_changes - before
+            # executemany's rowcount sums the rows each statement inserted (both drivers)
+            made = max(0, conn.executemany(
+                "INSERT INTO temporal_rollups(period_kind, period_start, period_end, scope, status,"
+                " created_at, updated_at) VALUES (?,?,?,?,'pending',?,?)"
+                " ON CONFLICT (period_kind, period_start, scope) DO NOTHING", rows).rowcount) if rows else 0
             conn.execute("INSERT INTO meta(key, value) VALUES (?, ?)"
                          " ON CONFLICT(key) DO UPDATE SET value = excluded.value", (CURSOR_KEY, str(int(cursor))))
         return made
 
     # -- reads -------------------------------------------------------------------
     def states(self, scope: str | None = None) -> list[RollupState]:
-        sql, args = _scoped(scope, f"SELECT {_STATE_COLUMNS} FROM temporal_rollups WHERE 1", [])
+        sql, args = _scoped(scope, f"SELECT {_STATE_COLUMNS} FROM temporal_rollups WHERE true", [])
         return [_state(r) for r in self.db.read().execute(sql, args)]
 
     def states_in(self, start: float, end: float, scope: str) -> list[RollupState]:
@@ -140,7 +152,7 @@ class RollupStore:
 
     def source_node_ids(self, rollup_id: int, limit: int | None = None) -> list[int]:
         sql = "SELECT node_id FROM temporal_rollup_sources WHERE rollup_id = ? ORDER BY ordinal LIMIT ?"
-        rows = self.db.read().execute(sql, (int(rollup_id), -1 if limit is None else int(limit)))
+        rows = self.db.read().execute(sql, (int(rollup_id), UNBOUNDED if limit is None else int(limit)))
         return [int(r[0]) for r in rows]
 
     def scopes(self) -> dict[str, int]:
@@ -153,7 +165,7 @@ class RollupStore:
         out: dict[str, dict[str, Any]] = {k: {"statuses": {}, "model_calls": 0, "input_tokens": 0,
                                               "last_built_at": None} for k in KINDS}
         sql, args = _scoped(scope, "SELECT period_kind, status, COUNT(*), SUM(model_calls), SUM(input_tokens),"
-                            " MAX(built_at) FROM temporal_rollups WHERE 1", [])
+                            " MAX(built_at) FROM temporal_rollups WHERE true", [])
         for kind, status, n, calls, tokens_in, built in self.db.read().execute(sql + " GROUP BY period_kind, status",
                                                                                args):
             entry = out[str(kind)]
@@ -173,10 +185,11 @@ class RollupStore:
         ids = [int(i) for i in rollup_ids]
         if not ids:
             return 0
+        where = f"status = 'building' AND rollup_id IN ({','.join('?' * len(ids))})"
         with self.db.transaction() as conn:
-            cur = conn.execute(f"UPDATE temporal_rollups SET status = 'stale', updated_at = ? WHERE status = 'building'"
-                               f" AND rollup_id IN ({','.join('?' * len(ids))})", [now, *ids])
-            return int(cur.rowcount)
+            _lock_in_order(conn, where, ids)
+            return int(conn.execute(f"UPDATE temporal_rollups SET status = 'stale', updated_at = ? WHERE {where}",
+                                    [now, *ids]).rowcount)
 
     # -- the build protocol -------------------------------------------------------
     def claim(self, state: RollupState, now: float) -> int | None:
@@ -193,6 +206,18 @@ class RollupStore:
                now: float) -> bool:
         """Store a built rollup and its lineage; False when its claim went stale meanwhile."""
         with self.db.transaction() as conn:
+            found = conn.execute("SELECT period_kind, period_start, period_end, scope FROM temporal_rollups"
+                                 " WHERE rollup_id = ?", (rollup_id,)).fetchone()
+            if found is None:
+                return False
+            kind, p_start, p_end, scope = found
+            # the weeks and months written from this rollup's earlier text are out of date once it lands
+            larger = KINDS[KINDS.index(str(kind)) + 1:]
+            outdated = (f"scope = ? AND status = 'ready' AND period_kind IN ({','.join('?' * len(larger))})"
+                        " AND period_start < ? AND period_end > ?")
+            outdated_args = (scope, *larger, p_end, p_start)
+            if larger:
+                _lock_in_order(conn, f"rollup_id = ? OR ({outdated})", (rollup_id, *outdated_args))
             cur = conn.execute(
                 "UPDATE temporal_rollups SET status = 'ready', summary = ?, token_count = ?, source_count = ?,"
                 " source_token_count = ?, level = ?, model = ?, model_calls = model_calls + ?,"
@@ -202,15 +227,9 @@ class RollupStore:
                  now, now, rollup_id, generation))
             if cur.rowcount != 1:
                 return False
-            # the weeks and months written from this rollup's earlier text are out of date now
-            kind, p_start, p_end, scope = conn.execute(
-                "SELECT period_kind, period_start, period_end, scope FROM temporal_rollups WHERE rollup_id = ?",
-                (rollup_id,)).fetchone()
-            larger = KINDS[KINDS.index(str(kind)) + 1:]
             if larger:
-                conn.execute(f"UPDATE temporal_rollups SET status = 'stale', updated_at = ? WHERE scope = ?"
-                             f" AND status = 'ready' AND period_kind IN ({','.join('?' * len(larger))})"
-                             " AND period_start < ? AND period_end > ?", (now, scope, *larger, p_end, p_start))
+                conn.execute(f"UPDATE temporal_rollups SET status = 'stale', updated_at = ? WHERE {outdated}",
+                             (now, *outdated_args))
             conn.execute("DELETE FROM temporal_rollup_sources WHERE rollup_id = ?", (rollup_id,))
             conn.executemany("INSERT INTO temporal_rollup_sources(rollup_id, ordinal, node_id) VALUES (?,?,?)",
                              [(rollup_id, i, int(n)) for i, n in enumerate(node_ids)])
@@ -238,13 +257,15 @@ class RollupStore:
         """Ask for a rebuild of the ``kinds`` rollups overlapping ``[start, end)`` (all when None),
         of one owner scope or all."""
         now = time.time() if now is None else now
-        sql, args = _scoped(scope, f"UPDATE temporal_rollups SET status = 'stale', updated_at = ? WHERE"
-                            f" period_kind IN ({','.join('?' * len(kinds))}) AND status != 'stale'", [now, *kinds])
+        where, args = _scoped(scope, f"period_kind IN ({','.join('?' * len(kinds))}) AND status != 'stale'",
+                              list(kinds))
         if start is not None and end is not None:
-            sql += " AND period_start < ? AND period_end > ?"
+            where += " AND period_start < ? AND period_end > ?"
             args += [float(end), float(start)]
         with self.db.transaction() as conn:
-            return int(conn.execute(sql, args).rowcount)
+            _lock_in_order(conn, where, args)
+            return int(conn.execute(f"UPDATE temporal_rollups SET status = 'stale', updated_at = ? WHERE {where}",
+                                    [now, *args]).rowcount)
 
     def count_matching(self, kinds: Sequence[str], start: float | None = None, end: float | None = None,
                        scope: str | None = None) -> int:

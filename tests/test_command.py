@@ -14,11 +14,43 @@ from hermes_trove.engine import TroveEngine
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
 
+BACKENDS = ("sqlite", "postgresql")
+
 
 def fingerprint(path: str) -> tuple[str, str]:
     def digest(p: Path) -> str:
         return hashlib.sha256(p.read_bytes()).hexdigest() if p.exists() else "-"
     return digest(Path(path)), digest(Path(path + "-wal"))
+
+
+def store_dump(rt) -> object:
+    """Everything the store holds, to compare before and after a read: the SQLite file and its dump,
+    or (PostgreSQL) a digest of every table of the server schema and the local outbox's dump."""
+    if rt.db.kind == "sqlite":
+        return fingerprint(rt.db.path), list(rt.db.read().iterdump())
+    from hermes_trove.outbox import _SHIPPERS
+
+    rt.store.settle()  # nothing waits to ship: a read that ships would change the outbox
+    shipping = _SHIPPERS.threads.get(rt.store.outbox.path)
+    if shipping is not None:  # the pass the last write started also refreshes search statistics
+        shipping.join(30)
+    conn = rt.db.read()
+    tables = [r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+                                         " ORDER BY 1")]
+    rows = {t: conn.execute(f"SELECT md5(COALESCE(string_agg(x::text, '|' ORDER BY x::text), '')) FROM {t} x"
+                            ).fetchone()[0] for t in tables}
+    return rows, list(rt.store.outbox.db.read().iterdump())  # its rows: a checkpoint may move the file's bytes
+
+
+@pytest.fixture(autouse=True)
+def shippers_finish():
+    """PostgreSQL: a test ends once its outboxes' background passes have (a pass still shipping
+    when the test's pooled schema is emptied would ship into the next test's store)."""
+    yield
+    from hermes_trove.outbox import _SHIPPERS
+
+    for thread in list(_SHIPPERS.threads.values()):
+        thread.join(10)
 
 
 class FakeCtx:
@@ -146,16 +178,21 @@ def test_read_only_forms_write_nothing(tmp_path, words):
     eng.ingest([user(f"q{i}") if i % 2 == 0 else assistant(f"a{i}") for i in range(8)])
     with rt.db.transaction() as c:
         c.execute("UPDATE messages SET source='' WHERE store_id=1")
-    before, dump = fingerprint(rt.db.path), list(rt.db.read().iterdump())
+    before = store_dump(rt)
     text = command.make_handler(rt)(" ".join(words))
     assert text
-    assert fingerprint(rt.db.path) == before
-    assert list(rt.db.read().iterdump()) == dump
+    assert store_dump(rt) == before
     assert not (tmp_path / "backups").exists()
 
 
-def test_backup_subcommand_writes_a_timestamped_copy(engine):
+def test_backup_subcommand_writes_a_timestamped_copy(engine, backend):
     name, result = command.run(engine.runtime, ["backup"])
+    if backend == "postgresql":  # no file copy of a server: the answer is the pg_dump line to run
+        assert name == "backup" and result["status"] == "refused" and command.exit_code(result) == 1
+        assert result["pg_dump"].startswith("pg_dump --format=custom --file=") and "--schema=t_" in result["pg_dump"]
+        assert result["pg_dump"] in result["reason"]
+        assert not (Path(engine.runtime.config.hermes_home) / "backups").exists()
+        return
     assert name == "backup" and result["status"] == "ok"
     assert Path(result["path"]).parent.name == "trove" and result["bytes"] > 0
 

@@ -1,12 +1,14 @@
 """``/trove doctor clean|source|retention``: read-only scans and backup-first, narrow applies."""
 from __future__ import annotations
 
-import hashlib
+import argparse
 import sqlite3
 import time
 from pathlib import Path
 
+import pytest
 from conftest import assistant, make_config, user
+from test_command import shippers_finish, store_dump  # noqa: F401  (shippers_finish: autouse)
 
 from hermes_trove import command
 from hermes_trove.engine import TroveEngine
@@ -14,13 +16,9 @@ from hermes_trove.ops import hygiene, maintenance
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
 
+BACKENDS = ("sqlite", "postgresql")
+
 DAY = 86400
-
-
-def fingerprint(path: str) -> tuple[str, str]:
-    def digest(p: Path) -> str:
-        return hashlib.sha256(p.read_bytes()).hexdigest() if p.exists() else "-"
-    return digest(Path(path)), digest(Path(path + "-wal"))
 
 
 def seed(rt, sid: str, n: int = 4, platform: str = "cli") -> list[int]:
@@ -53,7 +51,7 @@ def sessions_in(rt) -> set[str]:
 
 def test_clean_scan_lists_pattern_matched_and_old_empty_sessions_and_writes_nothing(tmp_path):
     rt = junk_runtime(tmp_path)
-    before = fingerprint(rt.db.path)
+    before = store_dump(rt)
     result = command.run(rt, ["doctor", "clean"])[1]
     assert result["read_only"] and result["apply_enabled"] is False
     reasons = {c["session_id"]: c["reason"] for c in result["candidates"]}
@@ -61,7 +59,7 @@ def test_clean_scan_lists_pattern_matched_and_old_empty_sessions_and_writes_noth
     assert "ignore pattern 'cron_*'" in reasons["cron_nightly"]
     assert "stateless pattern 'probe_*'" in reasons["probe_1"]
     assert result["candidate_messages"] == 8
-    assert fingerprint(rt.db.path) == before
+    assert store_dump(rt) == before
 
 
 def test_clean_never_offers_the_bound_session(tmp_path):
@@ -75,19 +73,20 @@ def test_clean_never_offers_the_bound_session(tmp_path):
 
 def test_clean_apply_is_refused_without_the_flag_and_changes_nothing(tmp_path):
     rt = junk_runtime(tmp_path)
-    before = fingerprint(rt.db.path)
+    before = store_dump(rt)
     result = command.run(rt, ["doctor", "clean", "apply"])[1]
     assert result["status"] == "refused" and "TROVE_DOCTOR_CLEAN_APPLY_ENABLED" in result["reason"]
-    assert fingerprint(rt.db.path) == before
+    assert store_dump(rt) == before
     assert not (Path(rt.config.hermes_home) / "backups").exists()
 
 
-def test_clean_apply_backs_up_then_deletes_only_the_candidates(tmp_path):
+def test_clean_apply_backs_up_then_deletes_only_the_candidates(tmp_path, backend):
     rt = junk_runtime(tmp_path, doctor_clean_apply_enabled=True)
     ids = [r[0] for r in rt.db.read().execute("SELECT store_id FROM messages WHERE session_id='cron_nightly'")]
     rt.dag.add_leaf("cron_nightly", "nightly job summary", ids, token_count=4, source_token_count=40,
                     earliest_at=None, latest_at=None)
-    result = command.run(rt, ["doctor", "clean", "apply"])[1]
+    vouch = ["--have-backup"] if backend == "postgresql" else []  # a server store: the operator's own backup
+    result = command.run(rt, ["doctor", "clean", "apply", *vouch])[1]
     assert result["status"] == "applied" and result["deleted_sessions"] == 3
     rows = result["deleted_rows"]
     assert (rows["messages"], rows["summary_nodes"], rows["carried_nodes"], rows["sessions"]) == (8, 1, 0, 3)
@@ -98,19 +97,35 @@ def test_clean_apply_backs_up_then_deletes_only_the_candidates(tmp_path):
     assert sessions_in(rt) == {"real", "other", "empty_new"}
     assert maintenance.diagnose_fts(rt.db.read())["needs_repair"] is False
     assert rt.db.read().execute("SELECT COUNT(*) FROM node_messages").fetchone()[0] == 0
+    assert command.run(rt, ["doctor", "clean", "apply"])[1]["status"] == "noop"
+    if backend == "postgresql":  # no copy: the operator's word (--have-backup) stands in for it
+        assert result["backup"] is None and "--have-backup" in result["backup_note"]
+        return
     copy = sqlite3.connect(result["backup"])
     assert copy.execute("SELECT COUNT(*) FROM messages WHERE session_id='cron_nightly'").fetchone()[0] == 6
-    assert command.run(rt, ["doctor", "clean", "apply"])[1]["status"] == "noop"
+
+
+def test_a_server_clean_apply_without_the_operators_backup_is_refused_and_deletes_nothing(tmp_path, backend):
+    if backend == "sqlite":
+        pytest.skip("a SQLite store takes its own file backup first")
+    rt = junk_runtime(tmp_path, doctor_clean_apply_enabled=True)
+    before = store_dump(rt)
+    result = command.run(rt, ["doctor", "clean", "apply"])[1]
+    assert result["status"] == "refused" and command.exit_code(result) == 1
+    assert result["pg_dump"].startswith("pg_dump --format=custom") and "--have-backup" in result["fix"]
+    assert store_dump(rt) == before and "cron_nightly" in sessions_in(rt)
+    assert not (Path(rt.config.hermes_home) / "backups").exists()
 
 
 def test_clean_keeps_a_junk_session_whose_summaries_live_on_elsewhere(tmp_path):
+    # --have-backup is the operator's word on a PostgreSQL store; a SQLite store takes its backup anyway
     rt = junk_runtime(tmp_path, doctor_clean_apply_enabled=True)
     ids = [r[0] for r in rt.db.read().execute("SELECT store_id FROM messages WHERE session_id='cron_nightly'")]
     node = rt.dag.add_leaf("cron_nightly", "summary", ids, token_count=4, source_token_count=40,
                            earliest_at=None, latest_at=None)
     with rt.db.transaction() as c:
         c.execute("INSERT INTO carried_nodes VALUES ('real', ?, 'cron_nightly', 0)", (node,))
-    result = command.run(rt, ["doctor", "clean", "apply"])[1]
+    result = command.run(rt, ["doctor", "clean", "apply", "--have-backup"])[1]
     assert "cron_nightly" in sessions_in(rt)
     assert result["deleted_sessions"] == 2
     assert rt.dag.is_visible("real", node)
@@ -127,17 +142,21 @@ def test_plan_clean_is_pure_over_footprints():
     assert [c.session_id for c in plan.candidates] == ["cron_a", "ghost"]
 
 
-def test_source_scan_and_apply_normalize_blank_rows_to_unknown(runtime):
+def test_source_scan_and_apply_normalize_blank_rows_to_unknown(runtime, backend):
     ids = seed(runtime, "legacy", 4)
     seed(runtime, "modern", 2)
     with runtime.db.transaction() as c:
         c.execute("UPDATE messages SET source='' WHERE store_id IN (?, ?)", (ids[0], ids[1]))
-    before = fingerprint(runtime.db.path)
+    before = store_dump(runtime)
     scan = command.run(runtime, ["doctor", "source"])[1]
     assert scan["blank_source_rows"] == 2 and scan["by_session"] == [{"session_id": "legacy", "rows": 2}]
-    assert fingerprint(runtime.db.path) == before
-    applied = command.run(runtime, ["doctor", "source", "apply"])[1]
-    assert applied["status"] == "applied" and applied["updated_rows"] == 2 and Path(applied["backup"]).exists()
+    assert store_dump(runtime) == before
+    if backend == "postgresql":
+        assert command.run(runtime, ["doctor", "source", "apply"])[1]["status"] == "refused"
+        assert store_dump(runtime) == before
+    applied = command.run(runtime, ["doctor", "source", "apply", "--have-backup"])[1]
+    assert applied["status"] == "applied" and applied["updated_rows"] == 2
+    assert Path(applied["backup"]).exists() if backend == "sqlite" else applied["backup"] is None
     assert {r[0] for r in runtime.db.read().execute("SELECT source FROM messages")} == {"cli"} | {"unknown"}
     assert maintenance.diagnose_fts(runtime.db.read())["needs_repair"] is False
     assert command.run(runtime, ["doctor", "source", "apply"])[1]["status"] == "noop"
@@ -155,7 +174,7 @@ def test_retention_reports_footprints_and_stale_totals_without_writing(runtime):
         c.execute("UPDATE messages SET created_at=? WHERE session_id='oldish'", (now - 45 * DAY,))
         c.execute("UPDATE sessions SET created_at=?, updated_at=? WHERE session_id='oldish'",
                   (now - 45 * DAY, now - 45 * DAY))
-    before = fingerprint(runtime.db.path)
+    before = store_dump(runtime)
     report = command.run(runtime, ["doctor", "retention"])[1]
     tokens = {s["session_id"]: s["tokens"] for s in report["largest_sessions"]}
     assert report["sessions"] == 3 and report["messages"] == 12
@@ -163,4 +182,20 @@ def test_retention_reports_footprints_and_stale_totals_without_writing(runtime):
     assert report["stale_90d"] == {"sessions": 1, "messages": 4, "tokens": tokens["ancient"]}
     ages = {s["session_id"]: s["age_days"] for s in report["largest_sessions"]}
     assert ages["ancient"] >= 119 and ages["today"] < 1
-    assert fingerprint(runtime.db.path) == before
+    assert store_dump(runtime) == before
+
+
+def test_the_cli_passes_have_backup_to_the_apply(runtime, capsys, backend):
+    seed(runtime, "legacy", 2)
+    with runtime.db.transaction() as c:
+        c.execute("UPDATE messages SET source=''")
+    parser = argparse.ArgumentParser(prog="hermes trove")
+    command.setup_parser(parser)
+    assert command.execute(parser.parse_args(["doctor", "source", "apply", "--json"]), runtime) == \
+        (command.EXIT_PROBLEM if backend == "postgresql" else command.EXIT_OK)
+    capsys.readouterr()
+    args = parser.parse_args(["doctor", "source", "apply", "--have-backup", "--json"])
+    assert command.execute(args, runtime) == command.EXIT_OK
+    second = "applied" if backend == "postgresql" else "noop"  # SQLite applied the first time, backup taken
+    assert f'"status": "{second}"' in capsys.readouterr().out
+    assert "--have-backup" in command.help_text()

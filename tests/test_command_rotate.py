@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import assistant, make_config, tool_call, tool_result, user
+from test_command import shippers_finish, store_dump  # noqa: F401  (shippers_finish: autouse)
 
 from hermes_trove import command
 from hermes_trove.engine import TroveEngine
@@ -15,11 +16,7 @@ from hermes_trove.ops import rotate
 from hermes_trove.ops.status import build_status
 from hermes_trove.runtime import build_runtime
 
-
-def fingerprint(path: str) -> tuple[str, str]:
-    def digest(p: Path) -> str:
-        return hashlib.sha256(p.read_bytes()).hexdigest() if p.exists() else "-"
-    return digest(Path(path)), digest(Path(path + "-wal"))
+BACKENDS = ("sqlite", "postgresql")
 
 
 def chat(n: int) -> list[dict]:
@@ -36,6 +33,7 @@ def small_tail(tmp_path):
 
 
 def store_ids(rt, sid: str = "s1") -> list[int]:
+    rt.store.settle()  # PostgreSQL: the engine's turns wait in the local outbox until they ship
     rows = rt.db.read().execute("SELECT store_id FROM messages WHERE session_id=? ORDER BY store_id", (sid,))
     return [r[0] for r in rows]
 
@@ -43,17 +41,22 @@ def store_ids(rt, sid: str = "s1") -> list[int]:
 def test_preview_reports_the_plan_and_writes_nothing(small_tail):
     rt, eng = small_tail
     eng.ingest(chat(10))
-    before = fingerprint(rt.db.path)
+    before = store_dump(rt)
     name, result = command.run(rt, ["rotate"])
     assert name == "rotate" and result["read_only"] is True
     ids = store_ids(rt)
     assert result["status"] == "ready" and result["tail_count"] == 4
     assert result["target_frontier"] == ids[-4] - 1 and result["pre_tail_messages"] == 6
-    assert fingerprint(rt.db.path) == before
+    assert store_dump(rt) == before
     assert not (Path(rt.config.hermes_home) / "backups").exists()
 
 
-def test_apply_keeps_the_tail_advances_the_frontier_and_deletes_nothing(small_tail):
+def sqlite_only(backend: str) -> None:
+    if backend == "postgresql":
+        pytest.skip("about the rolling SQLite backup file; a server store's rotate is tested below")
+
+
+def test_apply_keeps_the_tail_advances_the_frontier_and_deletes_nothing(small_tail, backend):
     rt, eng = small_tail
     eng.ingest(chat(10))
     ids = store_ids(rt)
@@ -61,15 +64,22 @@ def test_apply_keeps_the_tail_advances_the_frontier_and_deletes_nothing(small_ta
     assert name == "rotate apply" and result["status"] == "rotated"
     row = rt.store.session("s1")
     assert row.frontier_store_id == ids[-4] - 1 == result["frontier"]
-    assert row.last_rotate_at and row.last_rotate_backup == result["backup"]
+    recorded = result["backup"] if backend == "sqlite" else "none: PostgreSQL store, the frontier was 0"
+    assert row.last_rotate_at and row.last_rotate_backup == recorded
     assert row.conversation_id == "conv-1" and eng.session_id == "s1"
     assert store_ids(rt) == ids  # every raw row is still there
     assert [m.store_id for m in rt.store.backlog("s1", row.frontier_store_id)] == ids[-4:]
+    if backend == "postgresql":  # nothing copied: the answer says why none is needed and how to undo
+        assert result["backup"] is None and "deletes nothing" in result["backup_note"]
+        assert result["undo"] == "UPDATE sessions SET frontier_store_id = 0 WHERE session_id = 's1'"
+        assert not (Path(rt.config.hermes_home) / "backups").exists()
+        return
     backup = Path(result["backup"])
     assert backup.name == "trove-rotate-latest.sqlite3" and backup.exists()
 
 
-def test_second_apply_is_a_noop_that_leaves_the_rolling_backup_untouched(small_tail):
+def test_second_apply_is_a_noop_that_leaves_the_rolling_backup_untouched(small_tail, backend):
+    sqlite_only(backend)
     rt, eng = small_tail
     eng.ingest(chat(10))
     first = command.run(rt, ["rotate", "apply"])[1]
@@ -83,7 +93,8 @@ def test_second_apply_is_a_noop_that_leaves_the_rolling_backup_untouched(small_t
     assert rt.store.session("s1").last_rotate_at == first["last_rotate_at"]
 
 
-def test_a_later_rotate_overwrites_the_single_rolling_slot(small_tail):
+def test_a_later_rotate_overwrites_the_single_rolling_slot(small_tail, backend):
+    sqlite_only(backend)
     rt, eng = small_tail
     eng.ingest(chat(10))
     first = command.run(rt, ["rotate", "apply"])[1]
@@ -128,16 +139,30 @@ def test_a_session_shorter_than_the_tail_is_a_noop(small_tail):
     assert result["status"] == "noop" and "inside the live tail" in result["reason"]
 
 
-def test_status_shows_when_the_last_rotate_ran_and_where_its_backup_is(small_tail):
+def test_status_shows_when_the_last_rotate_ran_and_where_its_backup_is(small_tail, backend):
     rt, eng = small_tail
     eng.ingest(chat(10))
     result = command.run(rt, ["rotate", "apply"])[1]
     life = build_status(eng.runtime, eng.snapshot())["lifecycle"]
     assert life["last_rotate_at"] == result["last_rotate_at"]
-    assert life["last_rotate_backup"] == result["backup"]
-    assert life["last_rotate_backup_bytes"] == os.path.getsize(result["backup"])
+    backup = result["backup"] or f"none: PostgreSQL store, the frontier was {result['current_frontier']}"
+    assert life["last_rotate_backup"] == backup
+    assert life["last_rotate_backup_bytes"] == (os.path.getsize(backup) if backend == "sqlite" else None)
     text = command.make_handler(rt)("status")
-    assert "last_rotate_backup: " + result["backup"] in text
+    assert "last_rotate_backup: " + backup in text
+
+
+def test_a_server_rotate_is_a_second_noop_and_its_undo_restores_the_frontier(small_tail, backend):
+    if backend == "sqlite":
+        pytest.skip("about a PostgreSQL store's rotate (no file backup; undo statement)")
+    rt, eng = small_tail
+    eng.ingest(chat(10))
+    first = command.run(rt, ["rotate", "apply"])[1]
+    assert first["status"] == "rotated" and command.run(rt, ["rotate", "apply"])[1]["status"] == "noop"
+    with rt.db.transaction() as c:
+        c.execute(first["undo"])
+    assert rt.store.session("s1").frontier_store_id == first["current_frontier"]
+    assert command.run(rt, ["rotate"])[1]["status"] == "ready"
 
 
 @pytest.mark.parametrize("rows,frontier,tail,total,expected", [

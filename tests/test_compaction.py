@@ -16,6 +16,8 @@ from hermes_trove import tokens
 from hermes_trove.engine import TroveEngine
 from hermes_trove.runtime import build_runtime
 
+BACKENDS = ("sqlite", "postgresql")  # every test here runs on the file and on a server
+
 
 def fake_model(behaviour="good", log=None):
     """A completion function standing in for the host's auxiliary model."""
@@ -310,8 +312,9 @@ def test_crash_between_summary_call_and_commit_loses_nothing(tmp_path):
     out = eng.compress(msgs, current_tokens=40000, force=True)
     assert out != msgs
     assert_lossless(eng)
-    with rt.db.transaction() as conn:
-        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    if rt.db.kind == "sqlite":  # the file's own check; a server has no file to check
+        with rt.db.transaction() as conn:
+            assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
 def test_rotate_style_frontier_drops_pre_frontier_messages_from_the_prompt(tmp_path):

@@ -10,6 +10,8 @@ from hermes_trove.dag import NodeRow, SummaryDAG
 from hermes_trove.runtime import Runtime
 from hermes_trove.store import SessionKey
 
+BACKENDS = ("sqlite", "postgresql")  # every test here runs on the file and on a server
+
 
 def messages(runtime: Runtime, session: str, n: int, source: str = "") -> list[int]:
     key = SessionKey(session, platform="cli", source=source)

@@ -7,12 +7,15 @@ import json
 import pytest
 from conftest import make_config, make_engine
 from simulate import HostLoop, build_conversation
+from test_command import shippers_finish  # noqa: F401  (autouse: background shipping ends with the test)
 from test_compaction import fake_model
 
 from hermes_trove import command
 from hermes_trove.dag import NodeRow
 from hermes_trove.ops import dag_view
 from hermes_trove.runtime import build_runtime
+
+BACKENDS = ("sqlite", "postgresql")
 
 
 @pytest.fixture(scope="module")

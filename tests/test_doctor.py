@@ -1,22 +1,33 @@
 """``run_doctor``: every check on real databases, healthy and damaged, and that it never writes."""
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
-
 import pytest
 from conftest import assistant, make_config, user
+from test_command import shippers_finish, store_dump  # noqa: F401  (shippers_finish: autouse)
 
 from hermes_trove import command
 from hermes_trove.ops import doctor, maintenance
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
 
+BACKENDS = ("sqlite", "postgresql")
+UNREACHABLE = "postgresql://trove@127.0.0.1:1/trove"  # nothing listens on port 1: refused at once
+# A trigger each store keeps (SQLite's FTS upkeep; the server's rollup staleness) and its table's name.
+TRIGGER = {"sqlite": "messages_fts_delete", "postgresql": "temporal_rollups_leaf_added"}
 
-def fingerprint(path: str) -> tuple[str, str]:
-    def digest(p: Path) -> str:
-        return hashlib.sha256(p.read_bytes()).hexdigest() if p.exists() else "-"
-    return digest(Path(path)), digest(Path(path + "-wal"))
+
+@pytest.fixture
+def own_runtime(tmp_path, backend, request):
+    """A runtime on a store of this test's own, for tests that damage the schema (on PostgreSQL a
+    throwaway schema, dropped after, never one a later test reuses)."""
+    if backend == "postgresql":
+        return build_runtime(make_config(tmp_path, database_url=request.getfixturevalue("pg_database_url")))
+    return build_runtime(make_config(tmp_path))
+
+
+def drop_trigger(rt, name: str) -> None:
+    with rt.db.transaction() as c:
+        c.execute(f"DROP TRIGGER {name}" + ("" if rt.db.kind == "sqlite" else " ON summary_nodes"))
 
 
 def seed(rt, sid: str = "s1", n: int = 6) -> list[int]:
@@ -28,27 +39,53 @@ def by_check(report: dict) -> dict[str, dict]:
     return {c["check"]: c for c in report["checks"]}
 
 
-def test_a_sound_database_is_healthy_and_every_check_reports(engine):
+def test_a_sound_database_is_healthy_and_every_check_reports(engine, backend):
     seed(engine.runtime)
     report = doctor.run_doctor(engine.runtime, engine.snapshot())
     assert report["overall"] == "healthy" and report["guidance"] == []
-    assert [c["check"] for c in report["checks"]] == [name for name, _ in doctor.all_checks()]
+    assert [c["check"] for c in report["checks"]] == [name for name, _ in doctor.all_checks(engine.runtime)]
     assert all(c["status"] == "pass" for c in report["checks"])
     checks = by_check(report)
-    assert checks["journal_mode"]["detail"] == "journal_mode=wal"
-    assert "messages_fts: 6/6 indexed" in checks["fts_index_sync"]["detail"]
     assert "session s1" in checks["context_pressure"]["detail"]
     assert report["session_id"] == "s1"
+    if backend == "sqlite":
+        assert checks["journal_mode"]["detail"] == "journal_mode=wal"
+        assert "messages_fts: 6/6 indexed" in checks["fts_index_sync"]["detail"]
+        assert "outbox" not in checks
+        return
+    assert not set(checks) & doctor.SQLITE_ONLY  # no pragma, file size or FTS5 check on a server
+    assert "message_search: 6/6 indexed, 0 unindexed" in checks["fts_index_sync"]["detail"]
+    assert checks["schema_core_tables"]["detail"].startswith("core tables, search side tables")
+    assert checks["outbox"]["detail"].startswith("outbox ") and "payload table 0 rows" in \
+        checks["payload_storage"]["detail"]
 
 
 def test_the_doctor_writes_nothing(engine):
     seed(engine.runtime)
-    before = fingerprint(engine.runtime.db.path)
+    engine.ingest([user("a turn through the outbox")])
+    before = store_dump(engine.runtime)
     doctor.run_doctor(engine.runtime, engine.snapshot())
-    assert fingerprint(engine.runtime.db.path) == before
+    assert store_dump(engine.runtime) == before
 
 
-def test_corrupted_fts_is_unhealthy_and_guidance_names_the_repair(runtime):
+def test_a_missing_search_document_warns_and_repair_apply_fixes_it(runtime, backend):
+    if backend == "sqlite":
+        pytest.skip("a server's side tables (SQLite's FTS5 damage is the next test)")
+    ids = seed(runtime)
+    with runtime.db.transaction() as c:
+        c.execute("DELETE FROM message_search WHERE store_id=?", (ids[0],))
+    report = doctor.run_doctor(runtime)
+    check = by_check(report)["fts_index_sync"]
+    assert report["overall"] == "warnings" and check["status"] == "warn"
+    assert "message_search: 5/6 indexed, 1 unindexed" in check["detail"]
+    assert any("/trove doctor repair apply" in g for g in report["guidance"])
+    maintenance.repair_fts(runtime, have_backup=True)
+    assert doctor.run_doctor(runtime)["overall"] == "healthy"
+
+
+def test_corrupted_fts_is_unhealthy_and_guidance_names_the_repair(runtime, backend):
+    if backend == "postgresql":
+        pytest.skip("writes an FTS5 ghost row; a server has no FTS5 tables (see the search document test)")
     seed(runtime)
     with runtime.db.transaction() as c:
         c.execute("INSERT INTO messages_fts(rowid, content, tool_calls) VALUES (424242, 'phantom', NULL)")
@@ -62,22 +99,23 @@ def test_corrupted_fts_is_unhealthy_and_guidance_names_the_repair(runtime):
     assert doctor.run_doctor(runtime)["overall"] == "healthy"
 
 
-def test_a_missing_trigger_is_reported(runtime):
-    with runtime.db.transaction() as c:
-        c.execute("DROP TRIGGER messages_fts_delete")
-    check = by_check(doctor.run_doctor(runtime))["schema_core_tables"]
-    assert check["status"] == "warn" and "trigger messages_fts_delete" in check["detail"]
+def test_a_missing_trigger_is_reported(own_runtime, backend):
+    drop_trigger(own_runtime, TRIGGER[backend])
+    check = by_check(doctor.run_doctor(own_runtime))["schema_core_tables"]
+    assert check["status"] == "warn" and f"trigger {TRIGGER[backend]}" in check["detail"]
 
 
-def test_a_missing_core_table_fails_without_hiding_the_other_checks(runtime):
-    with runtime.db.transaction() as c:
+def test_a_missing_core_table_fails_without_hiding_the_other_checks(own_runtime, backend):
+    with own_runtime.db.transaction() as c:
         c.execute("DROP TABLE carried_nodes")
-    report = doctor.run_doctor(runtime)
+    report = doctor.run_doctor(own_runtime)
     checks = by_check(report)
     schema = checks["schema_core_tables"]
     assert schema["status"] == "fail" and "carried_nodes" in schema["detail"]
-    assert checks["lifecycle"]["status"] == "fail" and "check crashed" in checks["lifecycle"]["detail"]
-    assert checks["database_integrity"]["status"] == "pass"
+    assert list(checks) == [name for name, _ in doctor.all_checks(own_runtime)]
+    if backend == "sqlite":  # a server may resolve the name in a later schema of the search_path instead
+        assert checks["lifecycle"]["status"] == "fail" and "check crashed" in checks["lifecycle"]["detail"]
+    assert checks["database_integrity" if backend == "sqlite" else "orphaned_lineage"]["status"] == "pass"
     assert report["overall"] == "unhealthy"
 
 
@@ -146,23 +184,25 @@ def test_payload_report_feeds_the_payload_check(runtime, monkeypatch):
     assert report["payloads"]["suspicious_inline_rows"] == 2
 
 
-def test_an_unopenable_database_is_unhealthy_not_an_exception(tmp_path):
+def test_an_unopenable_database_is_unhealthy_not_an_exception(tmp_path, backend):
     blocker = tmp_path / "dir.db"
     blocker.mkdir()
-    report = doctor.run_doctor(build_runtime(make_config(tmp_path, database_path=str(blocker))))
+    where = {"database_path": str(blocker)} if backend == "sqlite" else {"database_url": UNREACHABLE}
+    report = doctor.run_doctor(build_runtime(make_config(tmp_path, **where)))
     assert report["overall"] == "unhealthy" and report["checks"][0]["check"] == "database_open"
     assert doctor.run_doctor(None)["overall"] == "unhealthy"
 
 
-def test_doctor_text_marks_failures(runtime):
-    with runtime.db.transaction() as c:
-        c.execute("DROP TRIGGER nodes_fts_insert")
-    text = command.make_handler(runtime)("doctor")
+def test_doctor_text_marks_failures(own_runtime, backend):
+    drop_trigger(own_runtime, "nodes_fts_insert" if backend == "sqlite" else "temporal_rollups_leaf_removed")
+    text = command.make_handler(own_runtime)("doctor")
     assert text.startswith("trove doctor: warnings") and "[WARN] schema_core_tables" in text
     assert "guidance:" in text
 
 
-def test_store_usable_is_checked_first_and_an_unusable_path_fails_with_the_fix(tmp_path):
+def test_store_usable_is_checked_first_and_an_unusable_path_fails_with_the_fix(tmp_path, backend):
+    if backend == "postgresql":
+        pytest.skip("about the SQLite file's directory; an unreachable server is the next test")
     blocker = tmp_path / "afile"
     blocker.write_text("x", encoding="utf-8")
     report = doctor.run_doctor(build_runtime(make_config(tmp_path, database_path=str(blocker / "trove.db"))))
@@ -174,11 +214,23 @@ def test_store_usable_is_checked_first_and_an_unusable_path_fails_with_the_fix(t
     assert doctor.CHECKS[0][0] == "store_usable"
 
 
-def test_a_store_a_live_engine_found_full_fails_the_doctor_even_when_the_file_opens(engine):
+def test_an_unreachable_server_fails_the_doctor_first_with_the_fix(tmp_path, backend):
+    if backend == "sqlite":
+        pytest.skip("about a PostgreSQL server")
+    report = doctor.run_doctor(build_runtime(make_config(tmp_path, database_url=UNREACHABLE)))
+    checks = by_check(report)
+    assert report["overall"] == "unhealthy" and report["database_path"] == UNREACHABLE
+    assert checks["database_open"]["status"] == "fail" and checks["store_usable"]["status"] == "fail"
+    assert "OperationalError" in checks["store_usable"]["detail"]
+    assert "TROVE_DATABASE_URL" in report["guidance"][0] and "retries by itself" in report["guidance"][0]
+
+
+def test_a_store_a_live_engine_found_full_fails_the_doctor_even_when_the_file_opens(engine, backend):
     engine.runtime.health.fail("OperationalError: database or disk is full")
     report = doctor.run_doctor(engine.runtime, engine.snapshot())
     check = by_check(report)["store_usable"]
     assert report["overall"] == "unhealthy" and check["status"] == "fail"
     assert check["detail"].startswith("degraded: store unusable: OperationalError: database or disk is full;"
                                       " compaction delegated to the built-in compressor; retry in ")
-    assert any("free space" in g for g in report["guidance"])
+    fix = "free space" if backend == "sqlite" else "TROVE_DATABASE_URL"  # runtime.store_fix: a file's, a server's
+    assert any(fix in g for g in report["guidance"])

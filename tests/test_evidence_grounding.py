@@ -59,6 +59,7 @@ GROUNDED = [
 ]
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize("quote,fields,need,value,text,unit", GROUNDED,
                          ids=[f"{i}-{c[0][:20]}" for i, c in enumerate(GROUNDED)])
 def test_values_and_units_are_read_from_the_quote(stored, quote, fields, need, value, text, unit):
@@ -91,6 +92,7 @@ REFUSED = [
 ]
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize("quote,fields,need,reason", REFUSED, ids=[f"{i}-{c[3][:24]}" for i, c in enumerate(REFUSED)])
 def test_a_field_the_quote_does_not_hold_fails_closed_with_the_reason(stored, quote, fields, need, reason):
     spec, row = stored(quote, index=3, **fields)
@@ -108,6 +110,7 @@ QUOTE_CHECKS = [
 ]
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize("change,reason", QUOTE_CHECKS, ids=[r for _, r in QUOTE_CHECKS])
 def test_the_quote_must_be_the_stored_span(stored, change, reason):
     spec, row = stored("The hat cost $15.")
@@ -115,12 +118,14 @@ def test_the_quote_must_be_the_stored_span(stored, change, reason):
         ground(OperandSpec(1, change(spec.claim)), row)
 
 
+@pytest.mark.both_backends
 def test_a_claim_without_a_quote_or_hash_reads_both_from_the_row(stored):
     spec, row = stored("The hat cost $15.")
     g = ground(OperandSpec(1, RefClaim(row.store_id, 4, 7, None, None)), row)
     assert g.ref.quote == "hat" and g.ref.shorthand == f"trove:{row.store_id}:4-7"
 
 
+@pytest.mark.both_backends
 def test_a_missing_row_an_unresolved_assertion_and_an_ignored_session_are_refused(stored):
     spec, row = stored("The hat cost $15.")
     with pytest.raises(GroundingError, match="not stored"):
@@ -149,6 +154,7 @@ DATES = [
 ]
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize("quote,given,start,end,granularity,source", DATES,
                          ids=[f"{i}-{c[0][:20]}" for i, c in enumerate(DATES)])
 def test_dates_are_written_in_or_resolved_from_the_quote(stored, quote, given, start, end, granularity, source):
@@ -159,6 +165,7 @@ def test_dates_are_written_in_or_resolved_from_the_quote(stored, quote, given, s
                                                                                                granularity, source)
 
 
+@pytest.mark.both_backends
 def test_a_date_is_read_only_when_the_plan_needs_it(stored):
     spec, row = stored("We moved on 3 March 2024.")
     assert ground(spec, row).when is None
@@ -175,6 +182,7 @@ KEYS = [
 ]
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize("quote,key,label,need_key,expected", KEYS, ids=[f"{i}" for i in range(len(KEYS))])
 def test_keys_are_the_quotes_own_words(stored, quote, key, label, need_key, expected):
     spec, row = stored(quote, key=key, label=label)
@@ -182,12 +190,14 @@ def test_keys_are_the_quotes_own_words(stored, quote, key, label, need_key, expe
     assert g.key == expected and g.label == label
 
 
+@pytest.mark.both_backends
 def test_an_assertion_tracked_key_stands_only_for_a_latest_state(stored):
     spec, row = stored("I live in Madrid.", tracked_key="user:self lives_in")
     assert ground(spec, row, operation="latest_state").key == "user:self lives_in"
     assert ground(spec, row, operation="order").key is None
 
 
+@pytest.mark.both_backends
 def test_a_trace_shows_what_grounded(stored):
     spec, row = stored("The shoes cost $20 on 3 March 2024.", label="shoes", key="shoes")
     g = ground(spec, row, need=frozenset({"value", "date"}))

@@ -15,6 +15,8 @@ from hermes_trove.store import SessionKey
 from hermes_trove.toolkit import ToolContext
 from hermes_trove.tools import dispatch
 
+BACKENDS = ("sqlite", "postgresql")
+
 DAY = 86400
 T0 = datetime(2024, 5, 6, 12, tzinfo=UTC).timestamp()  # the first quote's observation time
 

@@ -14,6 +14,7 @@ def row(runtime):
     return runtime.store.get(ids[0])
 
 
+@pytest.mark.both_backends
 def test_a_made_ref_verifies_and_every_span_carries_the_row_hash(row):
     ref = make_ref(row, 12, 18)
     assert ref.quote == "Lisbon" and ref.content_sha256 == content_sha256(row.content)
@@ -21,11 +22,13 @@ def test_a_made_ref_verifies_and_every_span_carries_the_row_hash(row):
     assert verify(parse_claim(ref.to_dict()), row) == ref
 
 
+@pytest.mark.both_backends
 def test_the_shorthand_is_a_claim_without_quote(row):
     ref = verify(parse_claim(f"trove:{row.store_id}:12-18"), row)
     assert ref.quote == "Lisbon" and ref.to_dict()["ref"] == f"trove:{row.store_id}:12-18"
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize("change,reason", [
     ({"quote": "Lisbom"}, "quote is not the stored text"),
     ({"span_start": 11}, "quote is not the stored text"),
@@ -38,6 +41,7 @@ def test_a_ref_that_does_not_match_the_row_is_rejected_with_the_reason(row, chan
         verify(parse_claim(claim), row)
 
 
+@pytest.mark.both_backends
 def test_a_ref_to_a_missing_row_is_rejected(row):
     with pytest.raises(RefError, match="not stored"):
         verify(parse_claim(f"trove:{row.store_id + 99}:0-1"), None)
@@ -50,6 +54,7 @@ def test_malformed_claims_are_refused_before_any_lookup(bad):
         parse_claim(bad)
 
 
+@pytest.mark.both_backends
 def test_expand_and_load_session_return_the_full_ref_object_that_verifies(runtime):
     import json
 

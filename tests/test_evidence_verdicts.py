@@ -161,6 +161,7 @@ COVERAGE_RUNS = [
 ]
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize("chosen,coverage,session,proven,candidates,uncovered", COVERAGE_RUNS,
                          ids=[str(i) for i in range(len(COVERAGE_RUNS))])
 def test_the_coverage_rerun_over_every_scope(world, chosen, coverage, session, proven, candidates, uncovered):
@@ -177,6 +178,7 @@ def test_the_coverage_rerun_over_every_scope(world, chosen, coverage, session, p
     assert out["state"] == ("finite_coverage" if proven else "partial")
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize("coverage,session,error", [
     ({"query": ""}, "s1", "coverage must be an object with a query"),
     ("ticket", "s1", "coverage must be an object"),
@@ -192,6 +194,7 @@ def test_a_malformed_coverage_argument_is_refused(world, coverage, session, erro
     assert error in out["error"], out
 
 
+@pytest.mark.both_backends
 def test_a_coverage_rerun_honours_the_memory_scope(world, runtime):
     """Rows of a session the caller may not read are no candidates (and cannot be selected)."""
     call, refs = world
@@ -200,6 +203,7 @@ def test_a_coverage_rerun_honours_the_memory_scope(world, runtime):
     assert out["coverage"]["candidates"] == 1  # TROVE_MEMORY_SCOPE defaults to every session
 
 
+@pytest.mark.both_backends
 def test_compile_computes_over_the_verified_fields_only(world):
     call, refs = world
     sels = selections(refs, 0, 1, value="120") + [{"claim_id": "x", "facet": "price", "exact_ref": refs[1],
@@ -224,6 +228,7 @@ SELECTION_VERDICTS = [
 ]
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize("fields,status,good,bad", SELECTION_VERDICTS, ids=[str(i) for i in range(7)])
 def test_selection_verdict_table(world, fields, status, good, bad):
     call, refs = world
@@ -233,6 +238,7 @@ def test_selection_verdict_table(world, fields, status, good, bad):
     assert set(sel.get("failed_fields", {})) == bad
 
 
+@pytest.mark.both_backends
 def test_a_rejected_selection_carries_the_ref_error(world):
     call, refs = world
     out = call("trove_compile_evidence", proposal={"selections": [{"exact_ref": dict(refs[0], quote="nope")},
@@ -242,6 +248,7 @@ def test_a_rejected_selection_carries_the_ref_error(world):
     assert "not the stored text" in first["reason"] and "not stored" in second["reason"]
 
 
+@pytest.mark.both_backends
 def test_a_small_response_cap_keeps_the_leading_selections(world):
     call, refs = world
     sels = [{"claim_id": f"c{i}", "exact_ref": refs[i % 3], "label": "x" * 190} for i in range(40)]
@@ -287,6 +294,7 @@ PACK_VERDICTS = [
 ]
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize("change,kept,words", PACK_VERDICTS, ids=[str(i) for i in range(len(PACK_VERDICTS))])
 def test_pack_ref_verdicts(world, change, kept, words):
     call, refs = world
@@ -299,6 +307,7 @@ def test_pack_ref_verdicts(world, change, kept, words):
         assert out["status"] == "empty" and words in out["rejected"][0]["reason"], out["rejected"]
 
 
+@pytest.mark.both_backends
 def test_pack_items_carry_their_occurrences_and_observation_time(world):
     call, refs = world
     out = call("trove_evidence_pack", baseline_refs=[refs[2], refs[0]])

@@ -183,5 +183,6 @@ def test_the_storage_guard_fast_path_changes_nothing_the_full_guard_would_change
     for cols in samples:
         cols = {**cols, "session_id": "s"}
         full = dict(cols)
-        payloads._apply(full, tmp_path / "payloads", payloads.Redactor.from_config(runtime.config), False, 10**9)
+        payloads._apply(full, payloads.payload_writer(runtime.config), payloads.Redactor.from_config(runtime.config),
+                        False, 10**9)
         assert transform(cols) == full, cols

@@ -19,6 +19,8 @@ from hermes_trove.retrieval.indexer import chunk_spans
 from hermes_trove.retrieval.vector_store import VectorRow, VectorStore
 from hermes_trove.store import SessionKey
 
+BACKENDS = ("sqlite", "postgresql")
+
 pytest.importorskip("numpy", reason="the [embeddings] extra is not installed: pip install 'hermes-trove[embeddings]'")
 pytestmark = pytest.mark.usefixtures("fresh_embedding_caches")
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,6 +31,12 @@ def seed(runtime, n=20, session="s1", start=0):
     for i in range(start, start + n):
         msgs.append({"role": "user" if i % 2 == 0 else "assistant", "content": f"note {i} about topic{i % 5}"})
     return runtime.store.append(SessionKey(session), msgs)
+
+
+def env_for(runtime, tmp_path, fake):
+    """``fake_env`` plus the store the test runs on (a PostgreSQL schema on that backend)."""
+    env = fake_env(tmp_path, fake)
+    return {**env, "TROVE_DATABASE_URL": runtime.config.database_url} if runtime.config.database_url else env
 
 
 def vectors(runtime):
@@ -124,6 +132,25 @@ def test_writes_ignore_duplicates_and_cursors_never_move_back(tmp_path, fake):
     assert store.write(gen.generation_id, [row], message_cursor=3) == 0
     assert store.generation(gen.generation_id).message_cursor == 10
     assert store.vector_count(gen.generation_id) == 1
+
+
+def test_charges_from_several_threads_at_once_all_count_and_the_cap_holds(tmp_path, fake):
+    import threading
+
+    runtime = fake_runtime(tmp_path, fake)
+    store = VectorStore(runtime.db)
+    granted: list[tuple[int, int] | None] = []
+
+    def charge_many():
+        for _ in range(20):
+            granted.append(store.charge("2030-01-01", 1, 3, 70, 0))
+
+    threads = [threading.Thread(target=charge_many) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sum(g is not None for g in granted) == 70 and store.spend("2030-01-01") == (70, 210)
 
 
 def inputs(fake):
@@ -273,7 +300,7 @@ print("ok")
 def test_two_processes_indexing_one_database_write_no_duplicates_and_lose_no_rows(tmp_path, fake):
     runtime = fake_runtime(tmp_path, fake, embedding_batch_size=4)
     seed(runtime, 60, session="a")
-    env = {**os.environ, **fake_env(tmp_path, fake), "TROVE_EMBEDDING_BATCH_SIZE": "4"}
+    env = {**os.environ, **env_for(runtime, tmp_path, fake), "TROVE_EMBEDDING_BATCH_SIZE": "4"}
     code = _WORKER.format(scripts=str(ROOT / "scripts"))
     procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True) for _ in range(2)]
@@ -292,6 +319,27 @@ def test_two_processes_indexing_one_database_write_no_duplicates_and_lose_no_row
     assert sorted(items) == ids  # every message exactly once: nothing lost, nothing twice
     assert store.duplicate_vectors(gen.generation_id) == 0
     assert len(store.generations()) == 1
+
+
+def test_a_pass_never_moves_its_cursor_past_a_message_still_being_written(tmp_path, fake, backend):
+    if backend == "sqlite":
+        pytest.skip("SQLite has one writer at a time: its ids commit in the order they are drawn")
+    runtime = fake_runtime(tmp_path, fake)
+    first = seed(runtime, 2)
+    writer = runtime.db.open_connection()  # another client of the server, mid-transaction
+    try:
+        with writer.raw.transaction():
+            slow = writer.execute("INSERT INTO messages(session_id, role, content, created_at, ingested_at)"
+                                  " VALUES ('s1', 'user', 'a note written slowly', 1.0, 1.0)"
+                                  " RETURNING store_id").fetchone()[0]
+            later = seed(runtime, 1, start=10)  # committed with an id above the one still in flight
+            assert later[0] > slow
+            assert indexer.run_pass(runtime, budget_s=30).status == "busy"
+            assert VectorStore(runtime.db).find("openai", "fake-32").message_cursor < slow
+    finally:
+        writer.close()
+    index_all(runtime)
+    assert sorted(r[2] for r in vectors(runtime)) == sorted([*first, slow, *later])
 
 
 def test_the_background_worker_reaches_full_coverage_between_turns_and_stops(tmp_path, fake):
@@ -323,7 +371,7 @@ def test_the_operator_cli_backfills_and_reports_status(tmp_path, fake, monkeypat
 
     runtime = fake_runtime(tmp_path, fake)
     seed(runtime, 25)
-    for key, value in fake_env(tmp_path, fake).items():
+    for key, value in env_for(runtime, tmp_path, fake).items():
         monkeypatch.setenv(key, value)
     out = io.StringIO()
     assert command.main(["embed", "backfill", "--db", str(tmp_path / "trove.db"), "--json"], out=out) == 0

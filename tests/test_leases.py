@@ -12,6 +12,8 @@ import pytest
 from hermes_trove import leases
 from hermes_trove.db import Database
 
+BACKENDS = ("sqlite", "postgresql")  # every test here runs on the file and on a server
+
 
 def test_one_owner_holds_a_lease_until_it_expires(tmp_path):
     db = Database(tmp_path / "t.db")

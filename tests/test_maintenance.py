@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
 import sqlite3
 import subprocess
@@ -11,18 +10,46 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
 from conftest import assistant, make_config, user
+from test_command import shippers_finish, store_dump  # noqa: F401  (shippers_finish: autouse)
 
 from hermes_trove import backups
 from hermes_trove.ops import maintenance
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
 
+BACKENDS = ("sqlite", "postgresql")
+UNREACHABLE = "postgresql://trove@127.0.0.1:1/trove"  # nothing listens on port 1: refused at once
 
-def fingerprint(path: str) -> tuple[str, str]:
-    def digest(p: Path) -> str:
-        return hashlib.sha256(p.read_bytes()).hexdigest() if p.exists() else "-"
-    return digest(Path(path)), digest(Path(path + "-wal"))
+
+def sqlite_only(backend: str, why: str) -> None:
+    if backend == "postgresql":
+        pytest.skip(f"about {why}; a PostgreSQL store's counterpart is tested beside it")
+
+
+def server_only(backend: str) -> None:
+    if backend == "sqlite":
+        pytest.skip("about a PostgreSQL store (the SQLite file's counterpart is tested beside it)")
+
+
+@pytest.fixture
+def own_runtime(tmp_path, backend, request):
+    """A runtime on a store of this test's own, for tests that damage the schema (on PostgreSQL a
+    throwaway schema, dropped after, never one a later test reuses)."""
+    if backend == "postgresql":
+        return build_runtime(make_config(tmp_path, database_url=request.getfixturevalue("pg_database_url")))
+    return build_runtime(make_config(tmp_path))
+
+
+def lose_search_document(runtime, store_id: int) -> None:
+    """A stored row without its search document: search would miss it (the index's damage on either store)."""
+    with runtime.db.transaction() as c:
+        if runtime.db.kind == "sqlite":
+            c.execute("INSERT INTO messages_fts(messages_fts, rowid, content, tool_calls) SELECT 'delete', store_id,"
+                      " content, tool_calls FROM messages WHERE store_id=?", (store_id,))
+        else:
+            c.execute("DELETE FROM message_search WHERE store_id=?", (store_id,))
 
 
 def seed(runtime, session_id: str = "s1", n: int = 10, platform: str = "cli") -> list[int]:
@@ -37,7 +64,8 @@ def raw(runtime) -> sqlite3.Connection:
 
 # -- backups --------------------------------------------------------------------------
 
-def test_backup_is_a_timestamped_single_file_copy_that_opens_and_matches(runtime):
+def test_backup_is_a_timestamped_single_file_copy_that_opens_and_matches(runtime, backend):
+    sqlite_only(backend, "a SQLite file copy")
     seed(runtime, n=12)
     b = backups.take_backup(runtime)
     path = Path(b.path)
@@ -53,7 +81,8 @@ def test_backup_is_a_timestamped_single_file_copy_that_opens_and_matches(runtime
     copy.close()
 
 
-def test_two_backups_in_the_same_second_keep_both(runtime):
+def test_two_backups_in_the_same_second_keep_both(runtime, backend):
+    sqlite_only(backend, "SQLite file copies")
     seed(runtime, n=2)
     a = backups.backup_to(runtime, backups.timestamped_backup_path(runtime, now=1_700_000_000))
     b = backups.backup_to(runtime, backups.timestamped_backup_path(runtime, now=1_700_000_000))
@@ -81,7 +110,8 @@ WRITER = textwrap.dedent("""
 """)
 
 
-def test_backup_taken_while_another_process_writes_is_consistent(runtime, tmp_path):
+def test_backup_taken_while_another_process_writes_is_consistent(runtime, tmp_path, backend):
+    sqlite_only(backend, "SQLite's online backup while another process writes the file")
     seed(runtime, n=4)
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
@@ -109,6 +139,22 @@ def test_backup_taken_while_another_process_writes_is_consistent(runtime, tmp_pa
     assert seen == sorted(seen) and len(set(seen)) > 1  # the writer really ran between backups
 
 
+def test_a_server_store_is_not_copied_to_a_file_and_the_refusal_names_pg_dump(tmp_path, backend):
+    server_only(backend)
+    url = "postgresql://trove:s3cret@db.internal:5432/fleet?options=-csearch_path%3Dtrove_a%2Cpublic"
+    rt = build_runtime(make_config(tmp_path, database_url=url))  # never connects: no server is asked
+    try:
+        backups.take_backup(rt)
+        raise AssertionError("a server store has no file backup")
+    except backups.FileBackupUnavailable as exc:
+        refusal = exc.refusal()
+    cmd = refusal["pg_dump"]
+    assert cmd.startswith(f"pg_dump --format=custom --file={backups.backup_dir(rt.config)}/trove-")
+    assert " --schema=trove_a " in cmd and "trove:***@db.internal:5432/fleet" in cmd and "s3cret" not in str(refusal)
+    assert refusal["status"] == "refused" and "--have-backup" in refusal["fix"] and cmd in refusal["reason"]
+    assert backups.backup_first(rt, have_backup=True) is None and not backups.backup_dir(rt.config).exists()
+
+
 # -- FTS diagnosis and repair ----------------------------------------------------------
 
 def corrupt_with_ghost(runtime) -> None:
@@ -117,17 +163,45 @@ def corrupt_with_ghost(runtime) -> None:
         c.execute("INSERT INTO messages_fts(rowid, content, tool_calls) VALUES (999999, 'ghost words', NULL)")
 
 
-def test_diagnosis_of_a_sound_database_needs_no_repair_and_writes_nothing(runtime):
+def test_diagnosis_of_a_sound_database_needs_no_repair_and_writes_nothing(runtime, backend):
     seed(runtime)
-    before = fingerprint(runtime.db.path)
+    before = store_dump(runtime)
     report = maintenance.diagnose_fts(raw(runtime))
     assert report["needs_repair"] is False
-    assert report["fts"]["messages_fts"] == {"present": True, "content_rows": 10, "indexed_rows": 10,
-                                             "unindexed_rows": 0, "ghost_rows": 0, "in_sync": True, "integrity": "ok"}
-    assert fingerprint(runtime.db.path) == before
+    index = "messages_fts" if backend == "sqlite" else "message_search"
+    assert report["fts"][index] == {"present": True, "content_rows": 10, "indexed_rows": 10,
+                                    "unindexed_rows": 0, "ghost_rows": 0, "in_sync": True, "integrity": "ok"}
+    assert store_dump(runtime) == before
 
 
-def test_ghost_fts_rows_are_detected_and_repair_apply_removes_them_after_a_backup(runtime):
+def test_a_row_without_its_search_document_is_found_and_repair_apply_restores_it(runtime, backend):
+    ids = seed(runtime)
+    lose_search_document(runtime, ids[0])
+    index = "messages_fts" if backend == "sqlite" else "message_search"
+    report = maintenance.diagnose_fts(raw(runtime))
+    assert report["needs_repair"] and report["fts"][index]["unindexed_rows"] == 1
+    assert ids[0] not in [h[0].store_id for h in runtime.store.search("pelicans", limit=50)]
+    result = maintenance.repair_fts(runtime, have_backup=True)
+    assert result["status"] == "repaired" and f"rebuilt {index}" in result["actions"]
+    assert ids[0] in [h[0].store_id for h in runtime.store.search("pelicans", limit=50)]
+    if backend == "postgresql":
+        assert result["backup"] is None and "--have-backup" in result["backup_note"]
+        assert "refreshed search statistics" in result["actions"]
+
+
+def test_a_server_repair_without_the_operators_backup_is_refused_and_changes_nothing(runtime, backend):
+    server_only(backend)
+    ids = seed(runtime)
+    lose_search_document(runtime, ids[0])
+    before = store_dump(runtime)
+    result = maintenance.repair_fts(runtime)
+    assert result["status"] == "refused" and result["pg_dump"].startswith("pg_dump ")
+    assert result["before"]["fts"]["message_search"]["unindexed_rows"] == 1
+    assert store_dump(runtime) == before
+
+
+def test_ghost_fts_rows_are_detected_and_repair_apply_removes_them_after_a_backup(runtime, backend):
+    sqlite_only(backend, "an FTS5 ghost row and a file backup")
     seed(runtime)
     corrupt_with_ghost(runtime)
     report = maintenance.diagnose_fts(raw(runtime))
@@ -144,7 +218,8 @@ def test_ghost_fts_rows_are_detected_and_repair_apply_removes_them_after_a_backu
     assert copy.execute("SELECT COUNT(*) FROM messages_fts_docsize").fetchone()[0] == 11
 
 
-def test_lost_docsize_rows_and_content_drift_are_found_by_the_deep_check_and_fixed(runtime):
+def test_lost_docsize_rows_and_content_drift_are_found_by_the_deep_check_and_fixed(runtime, backend):
+    sqlite_only(backend, "FTS5 shadow tables and triggers")
     ids = seed(runtime)
     with runtime.db.transaction() as c:
         c.execute("DELETE FROM messages_fts_docsize WHERE id=?", (ids[0],))
@@ -165,17 +240,38 @@ def test_lost_docsize_rows_and_content_drift_are_found_by_the_deep_check_and_fix
     assert [h[0].store_id for h in runtime.store.search("albatross")] == [ids[2]]
 
 
-def test_repair_recreates_a_dropped_fts_table_and_reindexes_every_row(runtime):
+def test_repair_recreates_a_dropped_fts_table_and_reindexes_every_row(own_runtime, backend):
+    runtime = own_runtime
     seed(runtime, n=6)
+    index = "messages_fts" if backend == "sqlite" else "message_search"
     with runtime.db.transaction() as c:
-        c.execute("DROP TABLE messages_fts")
-    assert maintenance.check_structure(raw(runtime)).missing_fts == ("messages_fts",)
-    result = maintenance.repair_fts(runtime)
-    assert result["status"] == "repaired"
+        c.execute(f"DROP TABLE {index}")
+    assert maintenance.check_structure(raw(runtime)).missing_fts == (index,)
+    result = maintenance.repair_fts(runtime, have_backup=True)
+    assert result["status"] == "repaired" and f"created {index}" in result["actions"]
     assert len(runtime.store.search("pelicans", limit=50)) == 3
+    assert maintenance.check_structure(raw(runtime)).ok
 
 
-def test_expected_schema_is_what_the_migrations_leave_not_what_they_once_created(runtime):
+def test_a_server_repair_rebuilds_drifted_documents_and_a_dropped_trigger(own_runtime, backend):
+    server_only(backend)
+    runtime = own_runtime
+    ids = seed(runtime)
+    with runtime.db.transaction() as c:
+        c.execute("DROP TRIGGER temporal_rollups_leaf_changed ON summary_nodes")
+        c.execute("UPDATE messages SET content='flamingo' WHERE store_id=?", (ids[1],))  # behind the index's back
+    assert maintenance.diagnose_fts(raw(runtime))["missing_triggers"] == ["temporal_rollups_leaf_changed"]
+    assert runtime.store.search("flamingo") == []
+    result = maintenance.repair_fts(runtime, have_backup=True)
+    assert "created trigger temporal_rollups_leaf_changed" in result["actions"] and result["status"] == "repaired"
+    assert [h[0].store_id for h in runtime.store.search("flamingo")] == [ids[1]]
+
+
+def test_expected_schema_is_what_the_migrations_leave_not_what_they_once_created(runtime, backend):
+    if backend == "postgresql":  # the server's expectation is read from its migrations' statements
+        assert maintenance.check_structure(raw(runtime)).ok
+        assert "payloads" in maintenance.server_schema.expected(raw(runtime))["tables"]
+        return
     expected = maintenance.expected_schema()
     assert "messages_fts_insert" not in expected.triggers  # retired by 0004: the store indexes batches
     assert "imported_messages_store" not in expected.indexes  # gone with 0005's rebuilt ledger table
@@ -183,19 +279,21 @@ def test_expected_schema_is_what_the_migrations_leave_not_what_they_once_created
     assert maintenance.check_structure(raw(runtime)).ok
 
 
-def test_a_dropped_index_is_reported_and_repair_recreates_it(runtime):
+def test_a_dropped_index_is_reported_and_repair_recreates_it(own_runtime):
+    runtime = own_runtime
     seed(runtime, n=4)
     with runtime.db.transaction() as c:
         c.execute("DROP INDEX messages_identity")
     structure = maintenance.check_structure(raw(runtime))
     assert structure.missing_indexes == ("messages_identity",) and not structure.ok
     assert maintenance.diagnose_fts(raw(runtime))["needs_repair"] is True
-    result = maintenance.repair_fts(runtime)
+    result = maintenance.repair_fts(runtime, have_backup=True)
     assert "created index messages_identity" in result["actions"] and result["status"] == "repaired"
     assert maintenance.check_structure(raw(runtime)).ok
 
 
-def test_repair_recreates_an_index_whose_shadow_tables_are_too_damaged_to_rebuild(runtime):
+def test_repair_recreates_an_index_whose_shadow_tables_are_too_damaged_to_rebuild(runtime, backend):
+    sqlite_only(backend, "FTS5 shadow tables")
     seed(runtime, n=6)
     with runtime.db.transaction() as c:
         c.execute("UPDATE messages_fts_config SET v=99 WHERE k='version'")
@@ -226,37 +324,43 @@ def test_startup_runs_the_deep_check_once_per_interval_and_remembers_when(tmp_pa
 
 
 def test_interval_zero_checks_every_startup_and_negative_never_checks(tmp_path):
-    always = runtime_with(tmp_path / "a", fts_integrity_check_interval_hours=0.0)
-    assert maintenance.startup(always, background=False).deep_check == "ok"
-    assert maintenance.startup(always, background=False).deep_check == "ok"
+    # On PostgreSQL both runtimes share the test's store: the one that never checks goes first.
     never = runtime_with(tmp_path / "b", fts_integrity_check_interval_hours=-1.0)
     assert maintenance.startup(never, background=False).deep_check == "skipped"
     assert maintenance.meta_get(raw(never), maintenance.META_CHECKED_AT) is None
+    always = runtime_with(tmp_path / "a", fts_integrity_check_interval_hours=0.0)
+    assert maintenance.startup(always, background=False).deep_check == "ok"
+    assert maintenance.startup(always, background=False).deep_check == "ok"
 
 
-def test_startup_records_corruption_and_warns_with_the_repair_command(tmp_path, caplog):
+def test_startup_records_corruption_and_warns_with_the_repair_command(tmp_path, caplog, backend):
     rt = runtime_with(tmp_path)
-    seed(rt)
-    corrupt_with_ghost(rt)
+    ids = seed(rt)
+    if backend == "sqlite":
+        corrupt_with_ghost(rt)
+    else:
+        lose_search_document(rt, ids[0])
     with caplog.at_level(logging.WARNING, logger="hermes_trove.ops.maintenance"):
         report = maintenance.startup(rt, background=False)
     assert report is not None and report.deep_check == "failed" and not report.counts_in_sync
     assert "/trove doctor repair apply" in caplog.text
     recorded = maintenance.fts_health(raw(rt))["recorded_failure"]
-    assert "messages_fts" in recorded["tables"]
-    maintenance.repair_fts(rt)
+    assert ("messages_fts" if backend == "sqlite" else "message_search") in recorded["tables"]
+    maintenance.repair_fts(rt, have_backup=True)
     assert maintenance.fts_health(raw(rt))["recorded_failure"] is None
 
 
-def test_startup_notices_a_missing_trigger_without_changing_the_schema(tmp_path, caplog):
-    rt = runtime_with(tmp_path, fts_integrity_check_interval_hours=-1.0)
+def test_startup_notices_a_missing_trigger_without_changing_the_schema(tmp_path, caplog, backend, request):
+    url = {"database_url": request.getfixturevalue("pg_database_url")} if backend == "postgresql" else {}
+    rt = runtime_with(tmp_path, fts_integrity_check_interval_hours=-1.0, **url)  # a schema of its own
+    trigger = "nodes_fts_insert" if backend == "sqlite" else "temporal_rollups_leaf_added"
     with rt.db.transaction() as c:
-        c.execute("DROP TRIGGER nodes_fts_insert")
+        c.execute(f"DROP TRIGGER {trigger}" + ("" if backend == "sqlite" else " ON summary_nodes"))
     with caplog.at_level(logging.WARNING, logger="hermes_trove.ops.maintenance"):
         report = maintenance.startup(rt, background=False)
-    assert report is not None and report.structure.missing_triggers == ("nodes_fts_insert",)
-    assert "nodes_fts_insert" in caplog.text and "repair apply" in caplog.text
-    assert maintenance.check_structure(raw(rt)).missing_triggers == ("nodes_fts_insert",)
+    assert report is not None and report.structure.missing_triggers == (trigger,)
+    assert trigger in caplog.text and "repair apply" in caplog.text
+    assert maintenance.check_structure(raw(rt)).missing_triggers == (trigger,)
 
 
 def test_background_deep_check_finishes_and_stamps_meta(tmp_path):
@@ -269,10 +373,12 @@ def test_background_deep_check_finishes_and_stamps_meta(tmp_path):
     assert maintenance.meta_get(raw(rt), maintenance.META_CHECKED_AT) is not None
 
 
-def test_startup_never_raises_even_when_the_database_cannot_open(tmp_path):
+def test_startup_never_raises_even_when_the_database_cannot_open(tmp_path, backend):
     blocker = tmp_path / "not-a-db"
     blocker.mkdir()
     cfg = dataclasses.replace(make_config(tmp_path), database_path=str(blocker))
+    if backend == "postgresql":
+        cfg = dataclasses.replace(cfg, database_path=str(tmp_path / "trove.db"), database_url=UNREACHABLE)
     assert maintenance.startup(build_runtime(cfg), background=False) is None
 
 

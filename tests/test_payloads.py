@@ -5,15 +5,20 @@ import json
 import os
 import random
 
+import psycopg
 import pytest
 from conftest import assistant, make_config, make_engine, tool_call, tool_result, user
+from test_command import shippers_finish  # noqa: F401  (autouse: background shipping ends with the test)
 
 from hermes_trove.hooks import make_hooks
+from hermes_trove.outbox import ServerUnreachableError
 from hermes_trove.payloads import guard
 from hermes_trove.payloads import sidecar as payloads
 from hermes_trove.payloads.sidecar import PayloadError
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
+
+BACKENDS = ("sqlite", "postgresql")
 
 KEY = SessionKey("s1", platform="cli")
 
@@ -27,15 +32,85 @@ def b64_run(n_bytes: int = 2000, seed: int = 2) -> str:
     return base64.b64encode(random.Random(seed).randbytes(n_bytes)).decode()
 
 
-def db_bytes(runtime) -> bytes:
-    runtime.db.read().execute("PRAGMA wal_checkpoint(FULL)")
+def file_bytes(db) -> bytes:
+    db.read().execute("PRAGMA wal_checkpoint(FULL)")
     out = b""
     for suffix in ("", "-wal"):
-        path = runtime.db.path + suffix
+        path = db.path + suffix
         if os.path.exists(path):
             with open(path, "rb") as fh:
                 out += fh.read()
     return out
+
+
+def db_bytes(runtime) -> bytes:
+    """Every stored byte of the rows (sidecars aside): the SQLite file, or on PostgreSQL, once the
+    outbox has shipped, its local file plus the server's message columns and search docs."""
+    if runtime.db.kind == "sqlite":
+        return file_bytes(runtime.db)
+    runtime.store.settle()  # spooled payloads ship (and leave the outbox) first
+    conn = runtime.db.read()
+    rows = conn.execute("SELECT content, COALESCE(tool_calls, ''), COALESCE(extra, '') FROM messages").fetchall()
+    docs = conn.execute("SELECT doc::text FROM message_search").fetchall()
+    text = "\n".join(str(v) for r in [*rows, *docs] for v in r)
+    return file_bytes(runtime.store.outbox.db) + text.encode("utf-8", "surrogatepass")
+
+
+def stored_refs(runtime) -> list[str]:
+    """The refs the store holds sidecars for: files in the payload directory, or the server's rows."""
+    server = payloads.server_payloads(runtime.config)
+    if server is not None:
+        return sorted(r[0] for r in server.db.read().execute("SELECT ref FROM payloads"))
+    d = runtime.payload_dir
+    return sorted(p.name for p in d.iterdir() if payloads.REF_RE.fullmatch(p.name)) if d.exists() else []
+
+
+def stored_record(runtime, ref: str) -> dict:
+    """The sidecar record as stored, unverified (a file's JSON, or the server's row)."""
+    server = payloads.server_payloads(runtime.config)
+    if server is None:
+        return json.loads((runtime.payload_dir / ref).read_text())
+    record = server.load(ref)
+    assert record is not None
+    return record
+
+
+def overwrite_stored(runtime, ref: str, payload: str | bytes) -> None:
+    """Damage a stored sidecar behind the store's back: its payload replaced, its digest kept."""
+    server = payloads.server_payloads(runtime.config)
+    if server is not None:
+        runtime.store.settle()  # the server's row is then the only copy (the local file shipped)
+    if server is None:
+        path = runtime.payload_dir / ref
+        if isinstance(payload, bytes):
+            path.write_bytes(payload)
+            return
+        record = json.loads(path.read_text())
+        record["payload"] = payload
+        path.write_text(json.dumps(record))
+        return
+    data = payload if isinstance(payload, bytes) else payload.encode("utf-8", "surrogatepass")
+    with server.db.transaction() as c:
+        if c.execute("UPDATE payloads SET data=? WHERE ref=?", (data, ref)).rowcount == 0:
+            c.execute("INSERT INTO payloads(ref, session_id, kind, mime, original_chars, original_bytes, sha256,"
+                      " data, created_at) VALUES (?, 's1', 'raw', 'text/plain', 1, 1, 'x', ?, 0)", (ref, data))
+
+
+def remove_stored(runtime, ref: str) -> None:
+    """Lose a sidecar behind the store's back."""
+    server = payloads.server_payloads(runtime.config)
+    if server is not None:
+        runtime.store.settle()  # the server's row is then the only copy (the local file shipped)
+    if server is None:
+        os.unlink(runtime.payload_dir / ref)
+        return
+    with server.db.transaction() as c:
+        assert c.execute("DELETE FROM payloads WHERE ref=?", (ref,)).rowcount == 1
+
+
+def file_store_only(backend: str, why: str) -> None:
+    if backend == "postgresql":
+        pytest.skip(f"about sidecar files ({why}); a PostgreSQL store keeps payloads in its table")
 
 
 def only_ref(text: str) -> str:
@@ -118,6 +193,7 @@ def test_short_tokens_hashes_and_hex_are_left_alone(runtime):
              "data:text/plain;base64,aGk=", "AAAA" * 600]
     runtime.store.ingest(KEY, [user(t) for t in texts])
     assert [r.content for r in runtime.store.page("s1")] == texts
+    assert stored_refs(runtime) == []
     assert not runtime.payload_dir.exists() or not list(runtime.payload_dir.iterdir())
 
 
@@ -126,22 +202,27 @@ def test_same_payload_twice_writes_one_sidecar(runtime):
     runtime.store.ingest(KEY, [user(uri), assistant("ok"), user(uri)])
     rows = runtime.store.page("s1")
     assert only_ref(rows[0].content) == only_ref(rows[2].content)
-    assert len([p for p in runtime.payload_dir.iterdir() if p.suffix == ".json"]) == 1
+    assert stored_refs(runtime) == [only_ref(rows[0].content)]
 
 
-def test_sidecar_records_owner_kind_mime_sizes_and_digest(runtime):
+def test_sidecar_records_owner_kind_mime_sizes_and_digest(runtime, backend):
     uri = png_uri()
     runtime.store.ingest(KEY, [tool_result("call-9", uri, name="screenshot")])
     ref = only_ref(runtime.store.page("s1")[0].content)
-    record = json.loads((runtime.payload_dir / ref).read_text())
+    record = stored_record(runtime, ref)
     assert record["session_id"] == "s1" and record["kind"] == "data_uri" and record["mime"] == "image/png"
     assert record["original_chars"] == len(uri) and record["original_bytes"] == len(uri.encode())
     assert record["sha256"] == payloads.digest(uri) and record["payload"] == uri
     assert record["tool_call_id"] == "call-9" and record["tool_name"] == "screenshot"
-    assert oct((runtime.payload_dir / ref).stat().st_mode & 0o777) == "0o600"
+    if backend == "sqlite":
+        assert oct((runtime.payload_dir / ref).stat().st_mode & 0o777) == "0o600"
+    else:  # the file waited for the shipper, which uploaded it and removed it
+        runtime.store.settle()
+        assert not (runtime.payload_dir / ref).exists()
 
 
-def test_unwritable_payload_dir_keeps_the_payload_inline_and_warns(tmp_path, caplog):
+def test_unwritable_payload_dir_keeps_the_payload_inline_and_warns(tmp_path, caplog, backend):
+    file_store_only(backend, "an unwritable payload directory")
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the payload directory should be")
     rt = build_runtime(make_config(tmp_path, large_output_externalization_path=str(blocker / "sub")))
@@ -152,7 +233,8 @@ def test_unwritable_payload_dir_keeps_the_payload_inline_and_warns(tmp_path, cap
 
 
 @pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root ignores directory permissions")
-def test_read_only_payload_dir_keeps_the_payload_inline(tmp_path):
+def test_read_only_payload_dir_keeps_the_payload_inline(tmp_path, backend):
+    file_store_only(backend, "directory permissions")
     pdir = tmp_path / "payloads"
     pdir.mkdir()
     pdir.chmod(0o500)
@@ -165,7 +247,9 @@ def test_read_only_payload_dir_keeps_the_payload_inline(tmp_path):
         pdir.chmod(0o700)
 
 
-def test_disk_full_during_sidecar_write_keeps_the_payload_inline_and_leaves_no_temp_file(runtime, monkeypatch):
+def test_disk_full_during_sidecar_write_keeps_the_payload_inline_and_leaves_no_temp_file(runtime, monkeypatch,
+                                                                                         backend):
+    file_store_only(backend, "a full disk under the payload directory")
     def full(fd, data):
         raise OSError(28, "No space left on device")
 
@@ -177,7 +261,8 @@ def test_disk_full_during_sidecar_write_keeps_the_payload_inline_and_leaves_no_t
     assert not [p for p in runtime.payload_dir.iterdir()] if runtime.payload_dir.exists() else True
 
 
-def test_failed_fsync_is_treated_as_not_durable(runtime, monkeypatch):
+def test_failed_fsync_is_treated_as_not_durable(runtime, monkeypatch, backend):
+    file_store_only(backend, "fsync of a sidecar file")
     def broken(fd):
         raise OSError(5, "Input/output error")
 
@@ -201,7 +286,7 @@ def test_damaged_sidecar_is_rewritten_when_the_same_payload_arrives_again(runtim
     uri = png_uri()
     runtime.store.ingest(KEY, [user(uri)])
     ref = only_ref(runtime.store.page("s1")[0].content)
-    (runtime.payload_dir / ref).write_text("{broken")
+    overwrite_stored(runtime, ref, b"{broken")
     runtime.store.append(KEY, [user(uri)])
     assert read_all(runtime, ref) == uri
 
@@ -249,7 +334,8 @@ def test_small_messages_are_untouched_when_externalization_is_on(ext_runtime):
     assert [r.content for r in ext_runtime.store.page("s1")] == ["hi", "short output"]
 
 
-def test_large_output_is_kept_inline_when_the_sidecar_cannot_be_written(tmp_path, monkeypatch):
+def test_large_output_is_kept_inline_when_the_sidecar_cannot_be_written(tmp_path, monkeypatch, backend):
+    file_store_only(backend, "a failed rename in the payload directory")
     rt = build_runtime(make_config(tmp_path, large_output_externalization_enabled=True,
                                    large_output_externalization_threshold_chars=1000))
     monkeypatch.setattr(payloads.os, "replace", lambda *a: (_ for _ in ()).throw(OSError(28, "disk full")))
@@ -279,8 +365,9 @@ def test_redaction_happens_before_sidecars_and_sqlite_see_the_secret(tmp_path):
     assert secret not in recovered and "OPENAI_API_KEY=[REDACTED:api_key:sha256=" in recovered
     assert rows[1].content == 'password = "[REDACTED:password]"'
     assert secret.encode() not in db_bytes(rt) and b"hunter two" not in db_bytes(rt)
-    for path in rt.payload_dir.iterdir():
-        assert secret.encode() not in path.read_bytes()
+    assert stored_refs(rt) == sorted({only_ref(stub), only_ref(rows[0].content)})
+    for ref in stored_refs(rt):
+        assert secret not in json.dumps(stored_record(rt, ref))
 
 
 def test_redaction_covers_tool_call_arguments_and_multimodal_text(tmp_path):
@@ -318,7 +405,8 @@ def test_traversal_ref_is_refused_before_touching_the_filesystem(runtime):
         payloads.read_ref(runtime, "../trove.db")
 
 
-def test_symlinked_sidecar_is_refused(runtime, tmp_path):
+def test_symlinked_sidecar_is_refused(runtime, tmp_path, backend):
+    file_store_only(backend, "a symlink in the payload directory")
     target = tmp_path / "secret.txt"
     target.write_text("not a payload")
     runtime.payload_dir.mkdir(parents=True, exist_ok=True)
@@ -332,10 +420,7 @@ def test_tampered_sidecar_fails_the_integrity_check(runtime):
     uri = png_uri()
     runtime.store.ingest(KEY, [user(uri)])
     ref = only_ref(runtime.store.page("s1")[0].content)
-    path = runtime.payload_dir / ref
-    record = json.loads(path.read_text())
-    record["payload"] = record["payload"][:-4] + "AAAA"
-    path.write_text(json.dumps(record))
+    overwrite_stored(runtime, ref, uri[:-4] + "AAAA")
     with pytest.raises(PayloadError, match="integrity"):
         payloads.read_ref(runtime, ref)
 
@@ -343,7 +428,7 @@ def test_tampered_sidecar_fails_the_integrity_check(runtime):
 def test_corrupt_sidecar_is_reported_clearly(runtime):
     runtime.payload_dir.mkdir(parents=True, exist_ok=True)
     ref = payloads.ref_for("s1", "x")
-    (runtime.payload_dir / ref).write_bytes(b"\x00\xff not json")
+    overwrite_stored(runtime, ref, b"\x00\xff not json")
     with pytest.raises(PayloadError, match="corrupt"):
         payloads.describe_ref(runtime, ref)
 
@@ -365,7 +450,7 @@ def test_refs_of_another_session_are_refused_when_a_session_is_given(runtime):
 
 
 def test_read_ref_pages_report_cursor_fields_and_always_progress(runtime):
-    ref = payloads.write_payload(runtime.payload_dir, "s1", "abcdefghij", kind="tool_result")
+    ref = payloads.payload_writer(runtime.config)("s1", "abcdefghij", kind="tool_result")
     page = payloads.read_ref(runtime, ref, content_offset=0, max_chars=4)
     assert page == {"ref": ref, "kind": "tool_result", "mime": "text/plain", "original_chars": 10,
                     "content": "abcd", "content_offset": 0, "content_returned_chars": 4,
@@ -380,7 +465,7 @@ def test_read_ref_pages_report_cursor_fields_and_always_progress(runtime):
         payloads.read_ref(runtime, ref, content_offset=-1)
 
 
-def test_externalize_text_returns_a_verified_ref_or_none(runtime, monkeypatch):
+def test_externalize_text_returns_a_verified_ref_or_none(runtime, monkeypatch, backend):
     ref = payloads.externalize_text(runtime, "s1", "big tool output")
     assert ref and payloads.read_ref(runtime, ref, session_id="s1")["content"] == "big tool output"
     monkeypatch.setattr(payloads, "_write_atomic", lambda *a: (_ for _ in ()).throw(OSError(30, "read-only")))
@@ -397,3 +482,25 @@ def test_text_sqlite_cannot_encode_moves_to_a_sidecar_instead_of_failing_ingest(
     assert read_all(runtime, only_ref(first.content)) == odd
     args = json.loads(second.to_message()["tool_calls"][0]["function"]["arguments"])
     assert args == {"text": "x\ud83dy"}
+
+
+def test_a_message_never_reaches_the_server_before_the_payload_it_names(runtime, backend):
+    if backend == "sqlite":
+        pytest.skip("about the server's payloads table (the file store's failures are tested above)")
+    with runtime.db.transaction() as c:
+        c.execute("ALTER TABLE payloads ADD CONSTRAINT refused CHECK (false) NOT VALID")  # every upload fails
+    try:
+        runtime.store.ingest(KEY, [user(png_uri(seed=7))])
+        with pytest.raises(ServerUnreachableError):
+            runtime.store.shipper.drain()
+        with psycopg.connect(runtime.config.database_url, autocommit=True) as conn:
+            assert conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 0  # it waits for its payload
+    finally:
+        with runtime.db.transaction() as c:
+            c.execute("ALTER TABLE payloads DROP CONSTRAINT refused")
+    runtime.store.shipper.state.last_error_at = 0.0  # past the grace period
+    runtime.store.settle()
+    (row,) = runtime.store.page("s1")
+    ref = only_ref(row.content)
+    assert stored_record(runtime, ref)["payload"] == png_uri(seed=7) and not (runtime.payload_dir / ref).exists()
+

@@ -1,16 +1,17 @@
 """Searching one session's sidecars and transcript GC of externalized tool rows."""
 from __future__ import annotations
 
-import json
-import os
-
 import pytest
 from conftest import make_config, tool_result, user
+from test_command import shippers_finish  # noqa: F401  (autouse: background shipping ends with the test)
+from test_payloads import overwrite_stored, remove_stored
 
 from hermes_trove.payloads import sidecar as payloads
 from hermes_trove.payloads.sidecar import PayloadError
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
+
+BACKENDS = ("sqlite", "postgresql")
 
 
 @pytest.fixture
@@ -92,10 +93,7 @@ def test_search_treats_regex_characters_literally(rt):
 
 def test_search_skips_tampered_files(rt):
     ref = payloads.externalize_text(rt, "s1", "needle in a file")
-    path = rt.payload_dir / ref
-    record = json.loads(path.read_text())
-    record["payload"] = "needle, changed"
-    path.write_text(json.dumps(record))
+    overwrite_stored(rt, ref, "needle, changed")
     out = payloads.search_payloads(rt, "s1", "needle")
     assert out["results"] == [] and out["scan"]["rejected_files"] == 1
 
@@ -121,7 +119,7 @@ def test_gc_keeps_fts_in_step_with_the_rewrite(rt):
     rt.store.ingest(SessionKey("s1"), [tool_result("c1", "uniquepreviewword " + log_output("x"))])
     row = rt.store.page("s1")[0]
     assert rt.store.search('"uniquepreviewword"', session_ids=["s1"])
-    payloads.transcript_gc(rt, "s1", [row.store_id])
+    assert payloads.transcript_gc(rt, "s1", [row.store_id]) == 1
     assert rt.store.search('"uniquepreviewword"', session_ids=["s1"]) == []
 
 
@@ -133,7 +131,7 @@ def test_gc_skips_pinned_rows_other_sessions_and_rows_without_a_sidecar(rt):
     other = rt.store.page("s2")[0]
     with rt.db.transaction() as conn:
         conn.execute("UPDATE messages SET pinned=1 WHERE store_id=?", (a.store_id,))
-    os.unlink(rt.payload_dir / payloads.refs_in(b.content)[0])
+    remove_stored(rt, payloads.refs_in(b.content)[0])
     ids = [a.store_id, b.store_id, small.store_id, other.store_id]
     assert payloads.transcript_gc(rt, "s1", ids) == 0
     assert [rt.store.get(i).content for i in ids] == [a.content, b.content, small.content, other.content]
@@ -156,7 +154,7 @@ def test_gc_uses_sidecars_made_for_inline_rows_by_backfill(tmp_path):
     assert row.content == text
     rt = build_runtime(make_config(tmp_path, large_output_transcript_gc_enabled=True))
     assert payloads.transcript_gc(rt, "s1", [row.store_id]) == 0  # no sidecar yet
-    payloads.write_payload(rt.payload_dir, "s1", text, kind="tool_result")
+    payloads.payload_writer(rt.config)("s1", text, kind="tool_result")  # as the backfill script does
     assert payloads.transcript_gc(rt, "s1", [row.store_id]) == 1
     ref = payloads.refs_in(rt.store.get(row.store_id).content)[0]
     assert payloads.read_ref(rt, ref, max_chars=100000, session_id="s1")["content"] == text

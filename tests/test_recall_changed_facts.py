@@ -17,6 +17,8 @@ from hermes_trove.state.assertion_store import AssertionStore
 from hermes_trove.store import SessionKey
 from hermes_trove.tools import dispatch
 
+BACKENDS = ("sqlite", "postgresql")
+
 DAY = 86400.0
 T0 = 1_672_531_200.0  # 2023-01-01
 LISBON = "I live in Lisbon"

@@ -9,6 +9,8 @@ from hermes_trove.retrieval import recall_hydrate as hydrate
 from hermes_trove.retrieval.recall_search import RecallHit
 from hermes_trove.store import SessionKey
 
+BACKENDS = ("sqlite", "postgresql")
+
 T0 = 1_700_000_000.0
 
 

@@ -14,6 +14,8 @@ from hermes_trove.store import SessionKey
 from hermes_trove.toolkit import ToolError
 from hermes_trove.tools import dispatch
 
+BACKENDS = ("sqlite", "postgresql")
+
 DAY = 86400.0
 T0 = 1_700_000_000.0
 

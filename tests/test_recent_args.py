@@ -9,6 +9,8 @@ from test_rollups import NOW, add_leaf
 
 from hermes_trove.temporal import recent
 
+BACKENDS = ("sqlite", "postgresql")
+
 
 @pytest.fixture(autouse=True)
 def _now(monkeypatch):

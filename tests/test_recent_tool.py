@@ -17,6 +17,8 @@ from hermes_trove.store import SessionKey
 from hermes_trove.temporal import recent, rollups
 from hermes_trove.tools import dispatch
 
+BACKENDS = ("sqlite", "postgresql")
+
 
 @pytest.fixture(autouse=True)
 def _now(monkeypatch):

@@ -1,5 +1,6 @@
-"""RollupStore (temporal/rollup_store.py) against a real SQLite file: period rows per scope, the
-claim/finish/fail/discard generation protocol, staleness of larger periods, operator reads."""
+"""RollupStore (temporal/rollup_store.py) on both backends: period rows per scope, the
+claim/finish/fail/discard generation protocol, staleness of larger periods, operator reads, and
+the leaf triggers (SQLite's 0013, pgschema's PL/pgSQL) that mark rollups stale."""
 from __future__ import annotations
 
 import pytest
@@ -9,6 +10,8 @@ from test_rollups import add_leaf, at
 from hermes_trove.runtime import build_runtime
 from hermes_trove.temporal import rollup_plan as plan
 from hermes_trove.temporal.rollup_store import RollupStore
+
+BACKENDS = ("sqlite", "postgresql")
 
 MAY3 = plan.period_of("day", at(3))
 MAY4 = plan.period_of("day", at(4))
@@ -152,3 +155,70 @@ def test_unsynced_leaves_count_leaf_summaries_past_the_cursor(runtime):
     rollups.ensure_periods([], cursor=first, now=at(5))
     assert rollups.unsynced_leaves() == 1
     assert rollups.get_many([]) == [] and rollups.get(999) is None
+
+
+def _statuses(store: RollupStore) -> dict[tuple[str, str], str]:
+    return {(s.scope, s.key.label): s.status for s in store.states() if s.scope}
+
+
+def _all_ready(runtime) -> None:
+    with runtime.db.transaction() as conn:
+        conn.execute("UPDATE temporal_rollups SET status = 'ready', updated_at = 0 WHERE status != 'pending'")
+
+
+def test_a_leaf_added_changed_or_removed_marks_its_scopes_overlapping_rollups_stale(runtime, store):
+    leaf = add_leaf(runtime, 3)  # session s1, owner scope "local"
+    assert runtime.db.read().execute("SELECT scope FROM sessions WHERE session_id = 's1'").fetchone()[0] == "local"
+    store.ensure_periods([("local", MAY3), ("local", MAY4), ("local", WEEK18), ("local", MAY)], cursor=leaf)
+    for key in (MAY3, MAY4, WEEK18):  # May stays pending: the triggers leave pending rows alone
+        build(store, key, scope="local")
+    build(store, MAY3, scope="team")
+    _all_ready(runtime)
+    team = ("team", "2024-05-03")
+
+    add_leaf(runtime, 3, hours=(14, 15))
+    assert _statuses(store) == {("local", "2024-05-03"): "stale", ("local", "2024-05-04"): "ready",
+                                ("local", "2024-W18"): "stale", ("local", "2024-05"): "pending", team: "ready"}
+    stamped = store.get(state(store, MAY3, "local").rollup_id)
+    assert stamped is not None and stamped.updated_at > 1e9  # the trigger stamps epoch seconds, not Julian days
+
+    _all_ready(runtime)
+    with runtime.db.transaction() as conn:  # a column the triggers do not watch
+        conn.execute("UPDATE summary_nodes SET token_count = 451 WHERE node_id = ?", (leaf,))
+    assert set(_statuses(store).values()) == {"ready", "pending"}
+    with runtime.db.transaction() as conn:
+        conn.execute("UPDATE summary_nodes SET summary = 'rewritten' WHERE node_id = ?", (leaf,))
+    changed = _statuses(store)
+    assert changed[("local", "2024-05-03")] == "stale" and changed[("local", "2024-05-04")] == "ready"
+
+    _all_ready(runtime)
+    with runtime.db.transaction() as conn:  # moved from 3 to 4 May: both days go stale
+        conn.execute("UPDATE summary_nodes SET earliest_at = ?, latest_at = ? WHERE node_id = ?",
+                     (at(4, 9), at(4, 11), leaf))
+    moved = _statuses(store)
+    assert moved[("local", "2024-05-03")] == moved[("local", "2024-05-04")] == "stale" and moved[team] == "ready"
+
+    _all_ready(runtime)
+    with runtime.db.transaction() as conn:
+        conn.execute("DELETE FROM temporal_rollup_sources")
+        conn.execute("DELETE FROM node_messages WHERE node_id = ?", (leaf,))
+        conn.execute("DELETE FROM session_frontier WHERE node_id = ?", (leaf,))
+        conn.execute("DELETE FROM summary_nodes WHERE node_id = ?", (leaf,))
+    removed = _statuses(store)
+    assert removed[("local", "2024-05-04")] == "stale" and removed[("local", "2024-05-03")] == "ready"
+    assert removed[team] == "ready"
+
+
+def test_a_leaf_of_a_session_without_a_row_marks_every_scope_and_condensed_nodes_mark_none(runtime, store):
+    store.ensure_periods([("local", MAY3)], cursor=0)
+    build(store, MAY3, scope="local")
+    build(store, MAY3, scope="team")
+    _all_ready(runtime)
+    with runtime.db.transaction() as conn:
+        conn.execute("INSERT INTO summary_nodes(session_id, depth, summary, earliest_at, latest_at, created_at)"
+                     " VALUES ('gone', 1, 'condensed', ?, ?, ?)", (at(3, 9), at(3, 10), at(3, 10)))
+    assert _statuses(store) == {("local", "2024-05-03"): "ready", ("team", "2024-05-03"): "ready"}
+    with runtime.db.transaction() as conn:  # no times: its creation instant is its span
+        conn.execute("INSERT INTO summary_nodes(session_id, depth, summary, earliest_at, latest_at, created_at)"
+                     " VALUES ('gone', 0, 'orphan leaf', NULL, NULL, ?)", (at(3, 10),))
+    assert _statuses(store) == {("local", "2024-05-03"): "stale", ("team", "2024-05-03"): "stale"}

@@ -14,6 +14,8 @@ from hermes_trove.runtime import build_runtime
 from hermes_trove.scope import Visibility, scope_for
 from hermes_trove.tools import dispatch
 
+BACKENDS = ("sqlite", "postgresql")  # every test here runs on the file and on a server
+
 A_KEY = "agent:main:telegram:dm:111"
 B_KEY = "agent:main:telegram:dm:222"
 SECRET = "my gym locker code is 4471"

@@ -141,6 +141,20 @@ def test_bench_recall_scale_asks_each_conversation_alone_and_among_others(tmp_pa
 
 
 @needs_locomo
+def test_bench_pg_measures_turns_the_drain_and_search_on_a_server(tmp_path, pg_url):
+    out = run_script("bench_pg.py", "--url", pg_url, "--quick", "--turns", "6", "--history", "100",
+                     "--drain-turns", "10", "--sizes", "300", "--repeat", "2", "--gap-ms", "10", tmp_path=tmp_path)
+    assert re.search(r"^pg loopback\s+quiet\s+6\s", out, re.M), out
+    assert figure(r"^pg loopback \(relay\)\s+(\d+)", out) == 40  # every row written in the outage drained
+    assert re.search(r"^\s+300 pg loopback\s+trove_grep\s+[\d.]+", out, re.M), out
+
+
+def test_bench_pg_search_ranks_the_same_questions_on_both_stores(tmp_path, pg_url):
+    out = run_script("bench_pg_search.py", "--data", locomo_slice(tmp_path), "--url", pg_url, tmp_path=tmp_path)
+    r10 = [float(x) for x in re.findall(r"R@10 ([\d.]+)", out)]
+    assert len(r10) >= 2 and min(r10) > 0.3, out
+
+
 def test_bench_disk_prints_bytes_per_raw_character_and_the_split(tmp_path):
     out = run_script("bench_disk.py", "--turns", "20", "--data", locomo_slice(tmp_path), tmp_path=tmp_path)
     for corpus in ("agent", "chat"):

@@ -8,6 +8,8 @@ import pytest
 from hermes_trove.retrieval.query import Candidate, build_match, rerank, rough_stem
 from hermes_trove.store import SessionKey
 
+BACKENDS = ("sqlite", "postgresql")  # every test here runs on the file and on a server
+
 NASTY = [
     "", " ", "?", "\"", "\"\"", "\"unbalanced", "*", "**", "a*b*", "AND", "OR NOT", "NEAR(a b)", "(", ")",
     "col:value", "-x", "^start", "a-b x:y p/q", "what's up?", "don't stop", "C++ / C#", "50% off!!!",

@@ -12,6 +12,8 @@ from hermes_trove.refs import make_ref
 from hermes_trove.store import SessionKey
 from hermes_trove.tools import dispatch
 
+BACKENDS = ("sqlite", "postgresql")  # every test here runs on the file and on a server
+
 T0 = 1_700_000_000.0
 QUESTION = "what did I say about my passport?"
 

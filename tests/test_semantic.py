@@ -10,9 +10,11 @@ import pytest
 from conftest import make_engine
 from embed_fakes import fake_embeddings_server, fake_runtime, fresh_embedding_caches, index_all  # noqa: F401  (fixtures)
 
-from hermes_trove.retrieval import semantic, vector_index
+from hermes_trove.retrieval import embed_providers, semantic, vector_index
 from hermes_trove.store import SessionKey
 from hermes_trove.tools import dispatch
+
+BACKENDS = ("sqlite", "postgresql")
 
 np = pytest.importorskip("numpy", reason="the [embeddings] extra is not installed: pip install "
                                          "'hermes-trove[embeddings]'")
@@ -50,6 +52,24 @@ def test_search_returns_one_hit_per_item_with_filters(tmp_path, fake):
     assert {h.item_id for h in window.hits} == set(a)
     top = semantic.search(runtime, "golden retriever", limit=1).hits[0]
     assert (top.kind, top.item_id) in {("message", b[1]), ("summary", node), ("message", a[0])} and top.score > 0.3
+
+
+def test_stored_vectors_are_the_quantized_bytes_and_scores_are_the_numpy_product_exactly(tmp_path, fake):
+    texts = ["my sister adopted a golden retriever puppy", "the quarterly budget spreadsheet is late",
+             "golden retriever puppy photos please", "a cat sleeps on the warm laptop"]
+    runtime = fake_runtime(tmp_path, fake, embedding_context_messages=0)  # the embedded text is the content
+    ids = runtime.store.append(SessionKey("s1"), [{"role": "user", "content": t} for t in texts])
+    index_all(runtime)
+    gen = semantic.searched_generation(semantic.vector_store(runtime))
+    provider = embed_providers.get_provider(semantic.spec_for(runtime, gen))
+    q, scale = vector_index.quantize(provider.embed(texts, None))
+    rows = runtime.db.read().execute("SELECT item_id, vector, scale FROM embedding_vectors ORDER BY item_id")
+    assert [(r[0], bytes(r[1]), r[2]) for r in rows] == [(ids[i], q[i].tobytes(), float(scale[i]))
+                                                         for i in range(len(texts))]
+    query = provider.embed(["golden retriever puppy"], None)[0]
+    expected = (q.astype(np.float32) @ np.asarray(query, dtype=np.float32)) * scale
+    hits = semantic.search(runtime, "golden retriever puppy", limit=10).hits
+    assert {h.item_id: h.score for h in hits} == {ids[i]: float(expected[i]) for i in range(len(texts))}
 
 
 def test_embeddings_off_or_without_vectors_degrade_with_a_reason(tmp_path, fake, runtime):

@@ -12,6 +12,8 @@ from hermes_trove.retrieval import search
 from hermes_trove.store import SessionKey
 from hermes_trove.tools import dispatch
 
+BACKENDS = ("sqlite", "postgresql")
+
 pytest.importorskip("numpy", reason="the [embeddings] extra is not installed: pip install 'hermes-trove[embeddings]'")
 pytestmark = pytest.mark.usefixtures("fresh_embedding_caches")
 

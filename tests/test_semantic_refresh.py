@@ -9,6 +9,8 @@ from embed_fakes import FakeEmbeddings, fake_runtime, fresh_embedding_caches, in
 from hermes_trove.retrieval import semantic, vector_index
 from hermes_trove.store import SessionKey
 
+BACKENDS = ("sqlite", "postgresql")
+
 pytest.importorskip("numpy", reason="the [embeddings] extra is not installed: pip install "
                                     "'hermes-trove[embeddings]'")
 pytestmark = pytest.mark.usefixtures("fresh_embedding_caches")

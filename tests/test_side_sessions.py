@@ -11,6 +11,8 @@ from hermes_trove.filters import host_side_agent
 from hermes_trove.hooks import make_hooks
 from hermes_trove.runtime import build_runtime
 
+BACKENDS = ("sqlite", "postgresql")  # every test here runs on the file and on a server
+
 
 def chat(n: int) -> list[dict]:
     return [user(f"question {i} " + "word " * 40) if i % 2 == 0 else assistant(f"answer {i}") for i in range(n)]

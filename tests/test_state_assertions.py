@@ -13,15 +13,18 @@ import sqlite3
 import pytest
 from conftest import make_config
 
-from hermes_trove import command
-from hermes_trove.db import OPTIONAL_NAMES, Database
+from hermes_trove import command, pgschema
+from hermes_trove.db import OPTIONAL_NAMES, on_server
+from hermes_trove.migrations import OPTIONAL_MIGRATIONS
 from hermes_trove.ops import doctor, status
-from hermes_trove.runtime import build_runtime
+from hermes_trove.runtime import build_runtime, open_database
 from hermes_trove.state import contract, extract
 from hermes_trove.state.assertion_store import AssertionStore
 from hermes_trove.store import SessionKey
 from hermes_trove.toolkit import ToolContext
 from hermes_trove.tools import dispatch
+
+BACKENDS = ("sqlite", "postgresql")
 
 DAY = 86400.0
 T0 = 1_714_550_400.0  # 2024-05-01 08:00 UTC
@@ -74,20 +77,35 @@ def query(runtime, complete=None, **args):
     return json.loads(dispatch(ctx, "trove_query_state", args))
 
 
+def table_names(db) -> set[str]:
+    conn = db.read()
+    if on_server(conn):
+        return {r[0] for r in conn.execute("SELECT table_name FROM information_schema.tables"
+                                           " WHERE table_schema = current_schema()")}
+    return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+
+
+def state_migrations(backend: str) -> list[str]:
+    """The ledger names of the opt-in set ``state`` on ``backend``."""
+    entries = OPTIONAL_MIGRATIONS["state"] if backend == "sqlite" else pgschema.OPTIONAL["state"]
+    return [name for name, _ in entries]
+
+
 # -- tables only when enabled ------------------------------------------------------------
 
-def test_state_tables_exist_only_once_enabled_and_the_doctor_is_quiet_either_way(tmp_path):
+def test_state_tables_exist_only_once_enabled_and_the_doctor_is_quiet_either_way(tmp_path, backend):
     off = build_runtime(make_config(tmp_path))
     off.store.append(SessionKey("s"), [{"role": "user", "content": "hi"}])
-    names = {r[0] for r in off.db.read().execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    assert "assertions" not in names and not (set(off.db.applied_migrations()) & OPTIONAL_NAMES)
+    optional = OPTIONAL_NAMES | {name for entries in pgschema.OPTIONAL.values() for name, _ in entries}
+    assert "assertions" not in table_names(off.db) and not (set(off.db.applied_migrations()) & optional)
     assert query(off)["status"] == "disabled"
     report = doctor.run_doctor(off)
-    assert next(c for c in report["checks"] if c["check"] == "schema_core_tables")["status"] == "pass"
+    if backend == "sqlite":  # the core-table check reads sqlite_master; a server store has no such check
+        assert next(c for c in report["checks"] if c["check"] == "schema_core_tables")["status"] == "pass"
     assert next(c for c in report["checks"] if c["check"] == "remembered_state")["status"] == "pass"
     on = build_runtime(dataclasses.replace(off.config, assertions_enabled=True))
     assert query(on, subject_key="user:self")["status"] == "ok"
-    assert "0009_assertions" in on.db.applied_migrations()
+    assert set(state_migrations(backend)) <= set(on.db.applied_migrations())
     report = doctor.run_doctor(on)
     assert report["overall"] != "unhealthy", report
     assert next(c for c in report["checks"] if c["check"] == "remembered_state")["status"] == "pass"
@@ -96,20 +114,25 @@ def test_state_tables_exist_only_once_enabled_and_the_doctor_is_quiet_either_way
     assert bad["status"] == "fail" and "assertions_subject" in bad["detail"]
 
 
-def test_a_file_with_the_state_set_reopens_and_drop_removes_tables_and_ledger(tmp_path):
+def test_a_file_with_the_state_set_reopens_and_drop_removes_tables_and_ledger(tmp_path, backend):
     runtime = rt(tmp_path)
     AssertionStore(runtime.db).ensure()
     runtime.db.close()
-    again = Database(runtime.db.path)  # a fresh connection: the optional ledger name is not refused
-    assert "0009_assertions" in again.applied_migrations()
+    again = open_database(runtime.config)  # a fresh connection: the optional ledger name is not refused
+    assert set(state_migrations(backend)) <= set(again.applied_migrations())
     off = build_runtime(dataclasses.replace(runtime.config, assertions_enabled=False))
     assert extract.drop(off, apply=False)["status"] == "preview"
     assert extract.drop(runtime, apply=True)["status"] == "refused"  # still enabled
     done = extract.drop(off, apply=True)
-    assert done["dropped"] == ["0009_assertions", "0010_assertion_terms"] and done["backup"]["path"]
-    names = {r[0] for r in off.db.read().execute("SELECT name FROM sqlite_master")}
-    assert not {"assertions", "assertion_relations", "assertion_terms", "retrieval_episodes"} & names
-    assert not {"0009_assertions", "0010_assertion_terms"} & set(off.db.applied_migrations())
+    assert done["dropped"] == state_migrations(backend)
+    if backend == "sqlite":
+        assert done["backup"]["path"]
+    else:  # no file copy of a server store: the result says so instead of naming a path
+        assert done["backup"] is None and "PostgreSQL" in done["note"]
+    assert not {"assertions", "assertion_relations", "assertion_terms", "retrieval_episodes"} & table_names(off.db)
+    assert not set(state_migrations(backend)) & set(off.db.applied_migrations())
+    assert extract.drop(off, apply=True)["dropped"] == []  # nothing left to drop
+    assert AssertionStore(runtime.db).ensure() == state_migrations(backend)  # turning it on again recreates it
 
 
 # -- extraction -----------------------------------------------------------------------------
@@ -162,17 +185,25 @@ def test_malformed_hostile_and_partly_verifiable_answers_store_only_verified_ass
     assert {e["outcome"] for e in st["recent_errors"]} == {"malformed"}
 
 
-def test_the_database_refuses_an_assertion_whose_quote_is_not_the_stored_text(tmp_path):
+def test_the_database_refuses_an_assertion_whose_quote_is_not_the_stored_text(tmp_path, backend):
     runtime = rt(tmp_path)
     [sid] = add(runtime, [("user", "I live in Paris")])
     extract.run_pass(runtime, FactModel())
-    with pytest.raises(sqlite3.IntegrityError, match="not the stored text"):
+    refused = sqlite3.IntegrityError if backend == "sqlite" else pytest.importorskip("psycopg").IntegrityError
+    with pytest.raises(refused, match="not the stored text"):
         with runtime.db.transaction() as conn:
             conn.execute("UPDATE assertions SET assertion_id = 'x'")  # untouched rows stay valid
             conn.execute("INSERT INTO assertions SELECT 'forged', store_id, span_start, span_end, 'I live in Nice',"
                          " content_sha256, session_id, subject_key, predicate_key, value_text, value_norm, kind,"
                          " polarity, scope_key, speaker_role, observed_at, event_at, event_end, event_expression,"
                          " valid_from, valid_to, confidence, extractor, created_at FROM assertions")
+    with pytest.raises(refused, match="not the stored text"):  # a span that ends before it starts
+        with runtime.db.transaction() as conn:
+            conn.execute("INSERT INTO assertions SELECT 'backwards', store_id, 9, 7, 'ive',"
+                         " content_sha256, session_id, subject_key, predicate_key, value_text, value_norm, kind,"
+                         " polarity, scope_key, speaker_role, observed_at, event_at, event_end, event_expression,"
+                         " valid_from, valid_to, confidence, extractor, created_at FROM assertions")
+    assert [r[0] for r in runtime.db.read().execute("SELECT quote FROM assertions")] == ["I live in Paris"]
 
 
 def test_a_model_failure_leaves_the_batch_pending_and_is_reported(tmp_path):
@@ -266,12 +297,42 @@ def test_a_stale_cursor_commits_nothing(tmp_path):
     assert store.commit_batch(0, 1, [], log, "t") is None  # another process already moved it
 
 
-def _extract_in_child(db_path: str, home: str, barrier) -> None:
+def test_extraction_never_moves_past_a_message_that_commits_later(tmp_path, backend):
+    if backend == "sqlite":
+        pytest.skip("SQLite draws ids in commit order (one writer at a time): no id commits below one read")
+    runtime = rt(tmp_path)
+    add(runtime, [("user", "I live in Paris")])
+    store = AssertionStore(runtime.db)
+    store.ensure()
+    slow = runtime.db.open_connection()  # another writer, its transaction still open
+    try:
+        with slow.raw.transaction():
+            [late] = runtime.store.append(SessionKey("s2"), [{"role": "user", "content": "I live in Oslo"}], conn=slow)
+            [early] = add(runtime, [("user", "I live in Rome")])
+            assert early > late  # committed first, with the higher id
+            assert extract.run_pass(runtime, FactModel())["stored"] == 0 and store.cursor() < late
+        done = extract.run_pass(runtime, FactModel())
+    finally:
+        slow.close()
+    assert done["stored"] == 3 and store.cursor() == early
+    stored = {r[0] for r in runtime.db.read().execute("SELECT value_text FROM assertions")}
+    assert stored == {"Paris", "Oslo", "Rome"}
+
+
+def test_a_quote_after_non_ascii_text_is_checked_by_characters(tmp_path):
+    runtime = rt(tmp_path)
+    add(runtime, [("user", "São Paulo, 3 °C, 😀 — I live in Curitiba")])
+    assert extract.run_pass(runtime, FactModel())["stored"] == 1
+    quote, start, end = runtime.db.read().execute("SELECT quote, span_start, span_end FROM assertions").fetchone()
+    assert quote == "I live in Curitiba" and (start, end) == (21, 39)
+
+
+def _extract_in_child(db_path: str, db_url: str, home: str, barrier) -> None:
     import conftest  # noqa: F401
 
     from hermes_trove.config import load_config
-    cfg = dataclasses.replace(load_config({}, hermes_home=home), database_path=db_path, assertions_enabled=True,
-                              assertion_batch_messages=2, assertion_batches_per_pass=100)
+    cfg = dataclasses.replace(load_config({}, hermes_home=home), database_path=db_path, database_url=db_url,
+                              assertions_enabled=True, assertion_batch_messages=2, assertion_batches_per_pass=100)
     runtime = build_runtime(cfg)
     barrier.wait()
     for _ in range(20):
@@ -284,7 +345,8 @@ def test_two_processes_extracting_one_database_store_each_assertion_once(tmp_pat
     AssertionStore(runtime.db).ensure()
     ctx = multiprocessing.get_context("spawn")
     barrier = ctx.Barrier(2)
-    procs = [ctx.Process(target=_extract_in_child, args=(runtime.db.path, str(tmp_path), barrier)) for _ in range(2)]
+    where = (runtime.config.database_path, runtime.config.database_url, str(tmp_path), barrier)
+    procs = [ctx.Process(target=_extract_in_child, args=where) for _ in range(2)]
     for p in procs:
         p.start()
     for p in procs:
@@ -310,8 +372,12 @@ def test_the_command_previews_by_default_and_applies_with_progress(tmp_path, mon
     assert refused["status"] == "refused"  # no model outside Hermes
     monkeypatch.setattr(command, "_operator_model", lambda t: FactModel())
     out = io.StringIO()
+    on_file = runtime.db.kind == "sqlite"  # the CLI takes a file by --db, a server by TROVE_DATABASE_URL
     args = command.argparse.Namespace(trove_words=["assertions", "rebuild"], trove_apply=True, trove_limit=3,
-                                      trove_db=runtime.db.path, trove_json=True, trove_session=None)
+                                      trove_db=runtime.db.path if on_file else None, trove_json=True,
+                                      trove_session=None)
+    if not on_file:
+        monkeypatch.setenv("TROVE_DATABASE_URL", runtime.config.database_url)
     monkeypatch.setenv("TROVE_ASSERTIONS_ENABLED", "1")
     assert command.execute(args, out=out) == 0
     result = json.loads(out.getvalue())

@@ -19,6 +19,8 @@ from hermes_trove.store import SessionKey
 from hermes_trove.toolkit import ToolContext
 from hermes_trove.tools import dispatch
 
+BACKENDS = ("sqlite", "postgresql")
+
 DAY = 86400.0
 T0 = 1_714_550_400.0  # 2024-05-01 08:00 UTC
 

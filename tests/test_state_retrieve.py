@@ -18,6 +18,8 @@ from hermes_trove.store import SessionKey
 from hermes_trove.toolkit import ToolContext
 from hermes_trove.tools import dispatch
 
+BACKENDS = ("sqlite", "postgresql")
+
 START = {"action": "start", "question": "Which city does the user live in now?",
          "identity": {"intent_type": "current_state", "subject_key": "user:self"},
          "requirements": [{"slot_id": "city", "description": "the city", "minimum_refs": 1}]}

@@ -17,6 +17,8 @@ from hermes_trove.runtime import build_runtime
 from hermes_trove.state import contract, extract
 from hermes_trove.state.assertion_store import AssertionStore
 
+BACKENDS = ("sqlite", "postgresql")
+
 _MSG = re.compile(r"--- message store_id=(\d+) role=(\w+) ---\n(.*?)(?=\n--- message|\n</messages>)", re.S)
 _FACT = re.compile(r"my (\w+) is (\w+)")
 

@@ -5,12 +5,21 @@ import subprocess
 
 import pytest
 from conftest import assistant, make_config, user
+from test_command import shippers_finish  # noqa: F401  (autouse: background shipping ends with the test)
 
 from hermes_trove.config import SPEC
 from hermes_trove.engine import TroveEngine
 from hermes_trove.ops import install, status
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
+
+BACKENDS = ("sqlite", "postgresql")
+UNREACHABLE = "postgresql://trove@127.0.0.1:1/trove"  # nothing listens on port 1: refused at once
+
+
+def file_store_only(backend: str) -> None:
+    if backend == "postgresql":
+        pytest.skip("about the SQLite file at TROVE_DATABASE_PATH; a PostgreSQL store's outage is tested below")
 
 
 def test_status_without_an_engine_says_unbound_plainly_and_still_counts_the_database(runtime):
@@ -106,7 +115,8 @@ def test_git_identity_names_commit_branch_and_dirtiness_of_a_checkout(tmp_path):
     assert install.git_identity(str(sub))["plugin_git_commit"] is None  # inside, but not the checkout root
 
 
-def test_status_reports_a_broken_database_instead_of_raising(tmp_path):
+def test_status_reports_a_broken_database_instead_of_raising(tmp_path, backend):
+    file_store_only(backend)
     blocker = tmp_path / "db-is-a-directory"
     blocker.mkdir()
     rt = build_runtime(make_config(tmp_path, database_path=str(blocker)))
@@ -122,7 +132,8 @@ def test_a_healthy_store_says_ok_and_overall_healthy(runtime):
                                                                 "state": "ok"}
 
 
-def test_an_unusable_store_makes_status_unhealthy_with_the_reason_and_fix(tmp_path):
+def test_an_unusable_store_makes_status_unhealthy_with_the_reason_and_fix(tmp_path, backend):
+    file_store_only(backend)
     blocker = tmp_path / "afile"
     blocker.write_text("x", encoding="utf-8")
     rt = build_runtime(make_config(tmp_path, database_path=str(blocker / "sub" / "trove.db")))
@@ -134,8 +145,50 @@ def test_an_unusable_store_makes_status_unhealthy_with_the_reason_and_fix(tmp_pa
     assert "TROVE_DATABASE_PATH" in health["fix"] and not (blocker / "sub").exists()
 
 
-def test_a_directory_at_the_database_path_is_unhealthy(tmp_path):
+def test_a_directory_at_the_database_path_is_unhealthy(tmp_path, backend):
+    file_store_only(backend)
     blocker = tmp_path / "db-is-a-directory"
     blocker.mkdir()
     s = status.build_status(build_runtime(make_config(tmp_path, database_path=str(blocker))))
     assert s["overall"] == "unhealthy" and "is a directory" in s["store_health"]["reason"]
+
+
+def test_a_server_store_reports_its_backend_and_outbox_instead_of_file_sizes(runtime, backend):
+    runtime.store.ingest(SessionKey("s1"), [user("hello")])
+    section = status.build_status(runtime)["runtime"]
+    assert section["backend"] == backend and section["healthy"] is True
+    if backend == "sqlite":
+        assert section["database_bytes"] > 0 and "outbox" not in section
+        assert section["payload_store"] == str(runtime.payload_dir)
+    else:
+        assert section["payload_store"].startswith("the payloads table of postgresql://")
+        assert "database_bytes" not in section and "wal_bytes" not in section
+        assert section["outbox"]["outbox"] == runtime.store.outbox.path and section["outbox"]["reachable"] is True
+        assert "pg0005_payloads" in section["schema_migrations"]
+
+
+def test_an_unreachable_server_makes_status_unhealthy_with_the_reason_and_fix(tmp_path, backend):
+    if backend == "sqlite":
+        pytest.skip("about a PostgreSQL server; the SQLite file's failures are tested above")
+    rt = build_runtime(make_config(tmp_path, database_url=UNREACHABLE + "?password=hunter2"))
+    s = status.build_status(rt)
+    health = s["store_health"]
+    assert s["overall"] == "unhealthy" and health["usable"] is False and s["runtime"]["healthy"] is False
+    assert "OperationalError" in health["reason"] and "TROVE_DATABASE_URL" in health["fix"]
+    assert "store_error" in s and "hunter2" not in str(s)
+
+
+def test_inspect_lists_a_sessions_payload_refs_and_which_no_longer_read(tmp_path):
+    from test_payloads import overwrite_stored, png_uri
+
+    from hermes_trove.payloads.sidecar import refs_in
+
+    rt = build_runtime(make_config(tmp_path))
+    rt.store.ingest(SessionKey("s1"), [user(png_uri(seed=1)), user(png_uri(seed=2))])
+    rows = rt.store.page("s1")
+    overwrite_stored(rt, refs_in(rows[0].content)[0], "not the payload")
+    found = status.build_inspect(rt, None, "s1")["externalized_refs"]
+    assert [(r["store_id"], r["readable"]) for r in found["refs"]] == [(rows[1].store_id, True),
+                                                                      (rows[0].store_id, False)]
+    assert found["unreadable"] == 1 and "integrity" in found["refs"][1]["reason"]
+    assert found["payload_dir"] == status.build_status(rt)["runtime"]["payload_store"]

@@ -9,6 +9,8 @@ from conftest import assistant, tool_call, tool_result, user
 from hermes_trove.db import Database, SchemaTooNewError
 from hermes_trove.store import SessionKey
 
+BACKENDS = ("sqlite", "postgresql")  # every test here runs on the file and on a server
+
 
 def transcript(n: int) -> list[dict]:
     out = []
@@ -135,12 +137,14 @@ def test_database_refuses_a_ledger_naming_a_migration_this_build_does_not_know(t
         Database(path).connect()
 
 
-def test_migrations_are_recorded_by_name(runtime):
+def test_migrations_are_recorded_by_name(runtime, backend):
     runtime.db.connect()
     from hermes_trove.migrations import MIGRATIONS
+    from hermes_trove.pgschema import migrations
 
-    assert runtime.db.applied_migrations() == sorted(name for name, _ in MIGRATIONS)
-    assert "0001_core" in runtime.db.applied_migrations()
+    known = migrations() if backend == "postgresql" else MIGRATIONS
+    assert runtime.db.applied_migrations() == sorted(name for name, _ in known)
+    assert ("pg0001_core" if backend == "postgresql" else "0001_core") in runtime.db.applied_migrations()
 
 
 def test_page_is_cursor_ordered(runtime):

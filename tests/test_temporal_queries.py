@@ -1,4 +1,4 @@
-"""Time-window reads (temporal/queries.py) against a real SQLite file: which leaf summaries and
+"""Time-window reads (temporal/queries.py) on both backends: which leaf summaries and
 raw messages a UTC window holds, over every session, one session's view (its own and carried
 nodes) or one owner scope, with keyset pages and counts."""
 from __future__ import annotations
@@ -11,6 +11,8 @@ from hermes_trove.runtime import build_runtime
 from hermes_trove.scope import Visibility
 from hermes_trove.store import SessionKey
 from hermes_trove.temporal import queries
+
+BACKENDS = ("sqlite", "postgresql")
 
 
 @pytest.fixture

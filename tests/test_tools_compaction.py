@@ -10,6 +10,8 @@ from conftest import assistant, make_config, make_engine, user
 from hermes_trove.runtime import build_runtime
 from hermes_trove.tools import dispatch
 
+BACKENDS = ("sqlite", "postgresql")  # every test here runs on the file and on a server
+
 CANARY = "ORCHID-4417"
 
 

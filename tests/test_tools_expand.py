@@ -14,6 +14,8 @@ from hermes_trove.models import host_complete
 from hermes_trove.store import SessionKey
 from hermes_trove.tools import dispatch
 
+BACKENDS = ("sqlite", "postgresql")  # every test here runs on the file and on a server
+
 KEY = SessionKey("s1", platform="cli")
 
 

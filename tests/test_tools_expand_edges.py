@@ -12,6 +12,8 @@ from hermes_trove.refs import parse_claim, verify
 from hermes_trove.store import SessionKey
 from hermes_trove.tools import dispatch
 
+BACKENDS = ("sqlite", "postgresql")  # every test here runs on the file and on a server
+
 KEY = SessionKey("s1", platform="cli")
 
 

@@ -10,6 +10,8 @@ from conftest import assistant, tool_call, tool_result, user
 from hermes_trove.store import SessionKey
 from hermes_trove.tools import dispatch
 
+BACKENDS = ("sqlite", "postgresql")  # every test here runs on the file and on a server
+
 KEY = SessionKey("s1", platform="cli")
 
 

@@ -11,6 +11,8 @@ from hermes_trove.retrieval import search
 from hermes_trove.store import SessionKey
 from hermes_trove.tools import dispatch
 
+BACKENDS = ("sqlite", "postgresql")  # every test here runs on the file and on a server
+
 KEY = SessionKey("s1", platform="cli")
 T0 = 1_700_000_000.0
 DAY = 86400.0

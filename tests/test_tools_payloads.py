@@ -5,10 +5,13 @@ import json
 
 import pytest
 from conftest import make_config, tool_result, user
+from test_command import shippers_finish  # noqa: F401  (autouse: background shipping ends with the test)
 
 from hermes_trove.engine import TroveEngine
 from hermes_trove.runtime import build_runtime
 from hermes_trove.tools import dispatch
+
+BACKENDS = ("sqlite", "postgresql")
 
 
 def call(engine, name, **args):
@@ -63,3 +66,40 @@ def test_payload_ref_of_another_session_is_refused(ext_engine, tmp_path):
     other = TroveEngine(eng.runtime)
     other.on_session_start("s2", platform="cli")
     assert call(other, "trove_expand", externalized_ref=ref)["error"].startswith("externalized_ref")
+
+
+def test_another_machine_expands_a_ref_this_one_wrote(tmp_path, backend, monkeypatch):
+    if backend == "sqlite":
+        pytest.skip("a SQLite store's sidecars are files on the machine that wrote them; only a server is shared")
+    options = {"large_output_externalization_enabled": True, "large_output_externalization_threshold_chars": 256}
+    laptop = build_runtime(make_config(tmp_path / "laptop", **options))
+    desk = build_runtime(make_config(tmp_path / "desk", **options))
+    monkeypatch.setattr(laptop.store.shipper, "wake", lambda: None)  # nothing ships until settle below
+    writer = TroveEngine(laptop)
+    writer.on_session_start("s1", platform="cli")
+    big = "".join(f"line {i}: build step ok\n" for i in range(500)) + "ERROR: linker ran out of memory\n"
+    writer.ingest([user("build it"), tool_result("c1", big)])
+    # Nothing crossed the network in the turn: the payload waits as a local file, the row in the outbox.
+    server = laptop.db.read()
+    assert server.execute("SELECT COUNT(*) FROM payloads").fetchone()[0] == 0
+    assert server.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 0
+    assert len(list(laptop.payload_dir.glob("trove-*.json"))) == 1
+    laptop.store.settle()  # the payload ships first, then the message that names it
+    assert server.execute("SELECT COUNT(*) FROM payloads").fetchone()[0] == 1
+    assert not list(laptop.payload_dir.glob("trove-*.json"))
+    reader = TroveEngine(desk)
+    reader.update_model("m", 64000)
+    reader.on_session_start("s1", platform="cli")
+    row = [r for r in desk.store.page("s1") if r.role == "tool"][0]
+    ref = call(reader, "trove_expand", store_id=row.store_id)["externalized_refs"][0]
+    text, offset = "", 0
+    while True:
+        page = call(reader, "trove_expand", externalized_ref=ref, content_offset=offset, max_tokens=4000)
+        text += page["content"]
+        if not page["has_more"]:
+            break
+        offset = page["next_content_offset"]
+    assert text == big
+    assert not list((tmp_path / "laptop" / "trove-payloads").glob("trove-*.json"))  # shipped: the server holds it
+    hits = call(reader, "trove_grep", query="linker ran out", content_scope="externalized")["results"]
+    assert [h["ref"] for h in hits if h["type"] == "externalized"] == [ref]

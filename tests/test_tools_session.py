@@ -9,6 +9,8 @@ from hermes_trove.engine import TroveEngine
 from hermes_trove.store import SessionKey
 from hermes_trove.tools import dispatch
 
+BACKENDS = ("sqlite", "postgresql")  # every test here runs on the file and on a server
+
 KEY = SessionKey("s1", platform="cli")
 
 

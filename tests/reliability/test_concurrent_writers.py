@@ -14,6 +14,8 @@ from hermes_trove.runtime import build_runtime
 
 from .checks import doctor_report, store_report
 
+BACKENDS = ("sqlite", "postgresql")  # every test here runs on the file and on a server
+
 pytestmark = pytest.mark.reliability
 
 WRITER = Path(__file__).with_name("writer.py")

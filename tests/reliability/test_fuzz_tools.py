@@ -13,6 +13,8 @@ from hermes_trove.tools import TOOLS
 
 from .fuzz import OTHER_MARK, fuzz
 
+BACKENDS = ("sqlite", "postgresql")  # every test here runs on the file and on a server
+
 pytestmark = pytest.mark.reliability
 
 CALLS = int(os.environ.get("TROVE_FUZZ_CALLS", "1200"))

@@ -12,6 +12,8 @@ from hermes_trove.tools import TOOLS, TOOLS_BY_NAME, dispatch
 
 from .conftest import SHAPES, MiB, reply, string_parameters
 
+BACKENDS = ("sqlite", "postgresql")  # every test here runs on the file and on a server
+
 pytestmark = pytest.mark.reliability
 
 

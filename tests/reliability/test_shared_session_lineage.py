@@ -11,6 +11,8 @@ from hermes_trove.ops import doctor, maintenance
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
 
+BACKENDS = ("sqlite", "postgresql")  # every test here runs on the file and on a server
+
 pytestmark = pytest.mark.reliability
 
 KEY = SessionKey("shared", platform="cli")
@@ -94,7 +96,7 @@ def test_doctor_repair_removes_the_later_duplicate_and_keeps_every_message(runti
     children = make_duplicates(runtime)
     diag = maintenance.diagnose_fts(runtime.db.read())
     assert diag["needs_repair"] and diag["lineage"]["multi_parent_nodes"] == 4
-    out = maintenance.repair_fts(runtime)
+    out = maintenance.repair_fts(runtime, have_backup=True)  # a server's backup is the operator's pg_dump
     assert out["status"] == "repaired" and any("removed 1 duplicate" in a for a in out["actions"])
     frontier = runtime.dag.frontier(KEY.session_id)
     assert [n.summary for n in frontier] == ["first parent"]
@@ -113,7 +115,7 @@ def test_repair_of_a_duplicate_with_a_grandparent_returns_the_other_children_to_
                                     earliest_at=9.0, latest_at=9.5, conn=conn)
         runtime.dag.add_condensed(KEY.session_id, 2, "grandparent", [second, leaf], token_count=5,
                                   source_token_count=50, earliest_at=1.0, latest_at=9.5, conn=conn)
-    maintenance.repair_fts(runtime)
+    maintenance.repair_fts(runtime, have_backup=True)
     frontier = runtime.dag.frontier(KEY.session_id)
     assert sorted(n.summary for n in frontier) == ["first parent", "later leaf"]
     covered = sorted(s for n in frontier for s in runtime.dag.descendant_store_ids(n.node_id))

@@ -1,0 +1,324 @@
+"""The only place that opens PostgreSQL: the server backend of the store.
+
+``PgDatabase`` has ``Database``'s shape (``connect``/``read``/``transaction``, the migration
+ledger, meta), so the data modules run one SQL text on either backend: they write SQLite-style
+``?`` and ``:name`` placeholders and portable SQL, and ``PgConnection`` turns the placeholders
+into psycopg's. Full text and other server-only SQL live in ``pgtext`` and ``pgschema``.
+Nothing connects at load: a server that is down at start is an outage, not a load failure.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import threading
+import weakref
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from .config import redact_url
+
+CONNECT_TIMEOUT_S = 5
+STATEMENT_TIMEOUT_MS = 60000
+_SCHEMES = ("postgresql://", "postgres://")
+
+
+class StoreSelectionError(ValueError):
+    """``TROVE_DATABASE_URL`` cannot select a store: malformed, or the driver is missing."""
+
+
+def check_url(url: str) -> str:
+    """``url`` stripped, once it is a PostgreSQL URL or libpq key=value string psycopg can parse.
+
+    Raises ``StoreSelectionError`` naming the variable and the fix; touches no network.
+    """
+    value = (url or "").strip()
+    if not value:
+        raise StoreSelectionError("TROVE_DATABASE_URL is empty")
+    if "://" in value and not value.startswith(_SCHEMES):
+        raise StoreSelectionError(
+            f"TROVE_DATABASE_URL={redact_url(value)!r} is not a PostgreSQL URL: it must start with postgresql://"
+            " (or be a libpq string such as 'service=trove'); unset it to keep the SQLite file")
+    if "://" not in value and "=" not in value:
+        raise StoreSelectionError(
+            f"TROVE_DATABASE_URL={redact_url(value)!r} is neither a postgresql:// URL nor a libpq key=value string"
+            " (for a service name write 'service=NAME')")
+    conninfo = _driver().conninfo
+    try:
+        if "://" in value:
+            urlsplit(value).port  # noqa: B018  (a port that is not a number raises here; libpq waits)
+        conninfo.conninfo_to_dict(value)
+    except Exception as exc:  # psycopg.ProgrammingError: the parser's own words
+        raise StoreSelectionError(f"TROVE_DATABASE_URL={redact_url(value)!r} is malformed: {exc}") from None
+    return value
+
+
+def _driver() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise StoreSelectionError(
+            "TROVE_DATABASE_URL selects PostgreSQL but psycopg is not installed: install the postgres extra"
+            " (pip install 'hermes-trove[postgres]') or unset TROVE_DATABASE_URL to keep the SQLite file") from None
+    return psycopg
+
+
+# -- placeholders ------------------------------------------------------------------------
+
+_TOKEN = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|::|\?|(?<![:\w]):([A-Za-z_]\w*)|%")
+
+
+def translate(sql: str) -> str:
+    """SQLite placeholders to psycopg's: ``?`` to ``%s``, ``:name`` to ``%(name)s``, ``%`` doubled.
+
+    Quoted literals and identifiers keep their text (a ``%`` inside one is still doubled: psycopg
+    reads the whole string); ``::`` casts stay.
+    """
+    def swap(m: re.Match[str]) -> str:
+        text = m.group(0)
+        if text == "?":
+            return "%s"
+        if text == "%":
+            return "%%"
+        if m.group(1):
+            return f"%({m.group(1)})s"
+        if text[0] in "'\"":
+            return text.replace("%", "%%")
+        return text
+
+    return _TOKEN.sub(swap, sql)
+
+
+_translated: dict[str, str] = {}
+
+
+def translated(sql: str) -> str:
+    """``translate`` with a cache: the data modules repeat a small set of statements."""
+    out = _translated.get(sql)
+    if out is None:
+        out = translate(sql)
+        if len(_translated) < 4096:
+            _translated[sql] = out
+    return out
+
+
+class PgRow(tuple[Any, ...]):
+    """One result row read by position or by column name, like ``sqlite3.Row``."""
+
+    __slots__ = ()
+    _names: tuple[str, ...] = ()
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            return tuple.__getitem__(self, self._names.index(key))
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> list[str]:
+        return list(self._names)
+
+
+def _row_factory(cursor: Any) -> Any:
+    names = tuple(c.name for c in (cursor.description or ()))
+    cls = type("Row", (PgRow,), {"__slots__": (), "_names": names})
+    return lambda values: cls(values)
+
+
+def _bool_dumper() -> Any:
+    """Booleans travel as 0/1 integers: the schema keeps SQLite's INTEGER flags."""
+    psycopg = _driver()
+    from psycopg.adapt import Dumper
+
+    class BoolAsInt(Dumper):
+        oid = psycopg.postgres.types["int4"].oid
+
+        def dump(self, obj: bool) -> bytes:
+            return b"1" if obj else b"0"
+
+    return BoolAsInt
+
+
+class PgCursor:
+    """What ``PgConnection.execute`` returns: rows, ``rowcount``, and ``lastrowid`` from RETURNING."""
+
+    def __init__(self, cursor: Any):
+        self._cursor = cursor
+
+    @property
+    def rowcount(self) -> int:
+        return int(self._cursor.rowcount)
+
+    @property
+    def lastrowid(self) -> int | None:
+        raise AttributeError("PostgreSQL has no lastrowid: write the statement with RETURNING")
+
+    def fetchone(self) -> Any:
+        return self._cursor.fetchone() if self._cursor.description else None
+
+    def fetchall(self) -> list[Any]:
+        return list(self._cursor.fetchall()) if self._cursor.description else []
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.fetchall())
+
+
+class PgConnection:
+    """A psycopg connection that takes the data modules' SQL: ``execute``, ``executemany``,
+    ``in_transaction``. Autocommit outside ``PgDatabase.transaction``."""
+
+    def __init__(self, raw: Any):
+        self.raw = raw
+        self.owner = threading.get_ident()  # the thread that opened it (``close_connections`` spares live ones)
+
+    def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> PgCursor:
+        cur = self.raw.cursor(row_factory=_row_factory)
+        cur.execute(translated(sql), params if isinstance(params, Mapping) else tuple(params))
+        return PgCursor(cur)
+
+    def executemany(self, sql: str, seq: Sequence[Any] | Iterator[Any]) -> PgCursor:
+        cur = self.raw.cursor(row_factory=_row_factory)
+        rows = [r if isinstance(r, Mapping) else tuple(r) for r in seq]
+        if rows:
+            cur.executemany(translated(sql), rows)
+        return PgCursor(cur)
+
+    @property
+    def in_transaction(self) -> bool:
+        return bool(self.raw.info.transaction_status != _driver().pq.TransactionStatus.IDLE)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.raw.close()
+
+
+_local = threading.local()
+_OPENED: weakref.WeakSet[PgConnection] = weakref.WeakSet()  # every connection this process opened
+_OPENED_LOCK = threading.Lock()
+
+
+def close_connections() -> int:
+    """Close the server connections this process opened, except those of threads still running
+    (closing a connection another thread is using would pull libpq from under it); each reopens on
+    next use. For tests and shutdown."""
+    running = {t.ident for t in threading.enumerate()} - {threading.get_ident()}
+    with _OPENED_LOCK:
+        opened = list(_OPENED)
+    n = 0
+    for conn in opened:
+        if not conn.raw.closed and conn.owner not in running:
+            conn.close()
+            n += 1
+    return n
+
+
+class PgDatabase:
+    """A PostgreSQL database (one schema of it, by the URL's search_path). Copies share it."""
+
+    kind = "postgresql"
+
+    def __init__(self, url: str):
+        self.url = check_url(url)
+        self.path = redact_url(self.url)  # what status and doctor show where SQLite shows a file
+
+    def __deepcopy__(self, memo: dict) -> PgDatabase:
+        return self
+
+    def connect(self) -> PgConnection:
+        """This thread's connection, opened (and the schema migrated) on first use."""
+        conns: dict[tuple[int, str], PgConnection] = getattr(_local, "pg", None) or {}
+        _local.pg = conns
+        key = (os.getpid(), self.url)
+        conn = conns.get(key)
+        if conn is not None and (conn.raw.closed or conn.raw.broken):
+            conn = None
+        if conn is None:
+            conn = self._open()
+            conns[key] = conn
+        return conn
+
+    def _open(self) -> PgConnection:
+        """A new connection, the schema migrated: ``connect`` keeps one per thread; a long-lived
+        worker (the outbox's shipper) keeps its own."""
+        from .pgschema import migrate
+
+        psycopg = _driver()
+        raw = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
+                              options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}"
+                              if "options=" not in self.url else None)
+        raw.adapters.register_dumper(bool, _bool_dumper())
+        conn = PgConnection(raw)
+        try:
+            migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        with _OPENED_LOCK:
+            _OPENED.add(conn)
+        return conn
+
+    def open_connection(self) -> PgConnection:
+        return self._open()
+
+    def close(self) -> None:
+        conns = getattr(_local, "pg", None) or {}
+        conn = conns.pop((os.getpid(), self.url), None)
+        if conn is not None:
+            conn.close()
+
+    def read(self) -> PgConnection:
+        return self.connect()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[PgConnection]:
+        """One short server transaction (BEGIN ... COMMIT, ROLLBACK on error); nested use joins it."""
+        conn = self.connect()
+        if conn.in_transaction:
+            yield conn
+            return
+        try:
+            with conn.raw.transaction():
+                yield conn
+        except _driver().OperationalError:
+            self.close()  # a broken connection is reopened on next use
+            raise
+
+    def checkpoint(self) -> None:
+        """The server keeps its own write-ahead log."""
+
+    # -- schema and meta (Database's names) -----------------------------------------------
+    def applied_migrations(self) -> list[str]:
+        return sorted(str(r[0]) for r in self.read().execute("SELECT name FROM schema_migrations"))
+
+    def ensure_optional(self, feature: str) -> list[str]:
+        from .pgschema import migrate_optional
+
+        return migrate_optional(self.connect(), feature)
+
+    def drop_optional(self, feature: str) -> list[str]:
+        from .pgschema import drop_optional
+
+        return drop_optional(self.connect(), feature)
+
+    def has_optional(self, feature: str) -> bool:
+        from .pgschema import optional_applied
+
+        return optional_applied(self.read(), feature)
+
+    def set_meta(self, values: Mapping[str, str | None]) -> None:
+        with self.transaction() as conn:
+            for key, value in values.items():
+                if value is None:
+                    conn.execute("DELETE FROM meta WHERE key=?", (key,))
+                else:
+                    conn.execute("INSERT INTO meta(key, value) VALUES (?, ?)"
+                                 " ON CONFLICT(key) DO UPDATE SET value=excluded.value", (key, value))
+
+
+def server_reachable(url: str, timeout_s: float = 2.0) -> str:
+    """``""`` when a connection to ``url`` opens within ``timeout_s``, else the reason (for status)."""
+    try:
+        conn = _driver().connect(url, autocommit=True, connect_timeout=max(1, int(timeout_s)))
+    except Exception as exc:
+        return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:300]
+    conn.close()
+    return ""

@@ -1,0 +1,656 @@
+"""PostgreSQL full text, the server store's FTS5: search docs, BM25 in SQL, snippets (not the core
+tables, ``pgschema``'s, nor when rows are indexed: store, dag and outbox call ``index_*``).
+
+Text is split as unicode61 splits it (``normalise``: runs of letters and digits, so paths and ids
+become their parts), stemmed by the ``trove`` configuration (unaccent, Snowball English, no
+stopwords) into side tables, and ranked by FTS5's BM25 (k1 1.2, b 0.75, content 1.0 / tool_calls
+0.6, negated) from the document frequencies ``refresh_stats`` keeps. Only a row's first
+INDEX_MAX_CHARS characters are indexed: text past them is not found by full text on PostgreSQL
+(the substring scan still reads it), nor a phrase past its 16,383rd word (tsvector positions stop).
+"""
+from __future__ import annotations
+
+import math
+import re
+import time
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from .pgdb import PgConnection
+
+CONFIG = "trove"
+K1 = 1.2
+B = 0.75
+TOOL_WEIGHT = 0.6           # bm25(messages_fts, 1.0, 0.6): content weighs 1.0
+# A tsvector must stay under 1 MB. The first INDEX_MAX_CHARS characters of a row (content, then
+# tool_calls) are indexed, and at most INDEX_MAX_BYTES bytes of their words: a tsvector costs at
+# most ~3 bytes per byte of words (4-byte entry + 2-byte position per short distinct word).
+INDEX_MAX_CHARS = 200_000
+INDEX_MAX_BYTES = 300_000
+MAX_WORD_CHARS = 500        # longer runs are dropped (PostgreSQL refuses words over 2047 bytes)
+MAX_PHRASES = 64            # a MATCH expression's phrases past this are ignored
+PREFIX_EXPANSIONS = 64      # a prefix term's tf counts its 64 most frequent known lexemes
+MAX_IDS = 500               # store_ids restricts to at most this many rows (as store.search)
+MAX_LIMIT = 100_000
+SNIPPET_WORDS = 40          # snippet(..., 40) on SQLite
+_BIGINT = 2**63 - 1
+
+
+class Executes(Protocol):
+    """A connection taking SQLite-style placeholders (``PgConnection``; callers may type it as SQLite's)."""
+
+    def execute(self, sql: str, params: Any = ..., /) -> Any: ...
+
+
+SEARCH_DDL: tuple[str, ...] = (
+    """DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_ts_dict WHERE dictname = 'unaccent' AND pg_ts_dict_is_visible(oid)) THEN
+        RAISE EXCEPTION 'hermes-trove full text needs the unaccent extension on the search_path'
+            USING HINT = 'As a database owner run: CREATE EXTENSION IF NOT EXISTS unaccent SCHEMA public;'
+                         ' and keep public on the store''s search_path (options=-csearch_path=<schema>,public).';
+    END IF;
+END $$""",
+    "CREATE TEXT SEARCH DICTIONARY trove_stem (TEMPLATE = snowball, Language = english)",
+    "CREATE TEXT SEARCH CONFIGURATION trove (PARSER = default)",
+    # After normalise only asciiword, word, numword and the number types occur; the others map
+    # too so that headlines over raw text still stem their words.
+    "ALTER TEXT SEARCH CONFIGURATION trove ADD MAPPING FOR asciiword, word, numword, asciihword, hword,"
+    " numhword, hword_asciipart, hword_part, hword_numpart, email, url, host, url_path, file, sfloat,"
+    " float, int, uint, version WITH unaccent, trove_stem",
+    """CREATE TABLE message_search (
+    store_id BIGINT PRIMARY KEY REFERENCES messages(store_id) ON DELETE CASCADE,
+    doc      tsvector NOT NULL,
+    doc_len  INTEGER NOT NULL,
+    tool_len INTEGER NOT NULL DEFAULT 0
+)""",
+    "CREATE INDEX message_search_doc ON message_search USING gin (doc)",
+    """CREATE TABLE node_search (
+    node_id BIGINT PRIMARY KEY REFERENCES summary_nodes(node_id) ON DELETE CASCADE,
+    doc     tsvector NOT NULL,
+    doc_len INTEGER NOT NULL
+)""",
+    "CREATE INDEX node_search_doc ON node_search USING gin (doc)",
+    # Document frequency per lexeme and corpus ('messages', 'nodes'); a lexeme missing here counts
+    # as in one document (new since the last refresh, or a full refresh's hapax).
+    """CREATE TABLE search_terms (
+    corpus TEXT NOT NULL,
+    lexeme TEXT COLLATE "C" NOT NULL,
+    docs   INTEGER NOT NULL,
+    PRIMARY KEY (corpus, lexeme)
+)""",
+    """CREATE TABLE search_stats (
+    corpus       TEXT PRIMARY KEY,
+    docs         BIGINT NOT NULL,
+    avg_len      DOUBLE PRECISION NOT NULL,
+    last_id      BIGINT NOT NULL,
+    full_docs    BIGINT NOT NULL,
+    refreshed_at DOUBLE PRECISION NOT NULL
+)""",
+)
+
+
+# -- text ---------------------------------------------------------------------------------
+
+_RUN = re.compile(r"[^\W_]+")
+_DIACRITICS = re.compile("[\u0300-\u036f]+")  # combining marks unicode61 drops (remove_diacritics 2)
+
+
+def normalise(text: str) -> str:
+    """``text`` as the words FTS5's unicode61 tokenizer finds, joined by single spaces.
+
+    Runs of letters and digits are words; everything else (punctuation, ``_``, emoji) separates,
+    so ``src/billing/invoice.py`` becomes ``src billing invoice py``. Case and accents stay for
+    the ``trove`` configuration to fold. Pure.
+    """
+    if not text:
+        return ""
+    if not isinstance(text, str):
+        text = str(text)
+    if not text.isascii():
+        text = _DIACRITICS.sub("", unicodedata.normalize("NFC", text))
+    return " ".join(run for run in _RUN.findall(text) if len(run) <= MAX_WORD_CHARS)
+
+
+def _capped(words: str, max_bytes: int) -> str:
+    """``words`` cut to at most ``max_bytes`` UTF-8 bytes, at a word boundary."""
+    if len(words) * 4 <= max_bytes or len(words.encode("utf-8")) <= max_bytes:
+        return words
+    head = words.encode("utf-8")[:max(0, max_bytes) + 1].decode("utf-8", "ignore")
+    return head.rsplit(" ", 1)[0] if " " in head else ""
+
+
+def document(*texts: str | None) -> tuple[str, ...]:
+    """The indexed words of a row's texts (content first): within INDEX_MAX_CHARS characters and
+    INDEX_MAX_BYTES bytes of words together. Pure."""
+    out: list[str] = []
+    chars, room = INDEX_MAX_CHARS, INDEX_MAX_BYTES
+    for text in texts:
+        part = (text if isinstance(text, str) else str(text or ""))[:max(0, chars)]
+        chars -= len(part)
+        words = _capped(normalise(part), room)
+        room -= len(words.encode("utf-8")) if not words.isascii() else len(words)
+        out.append(words)
+    return tuple(out)
+
+
+def _word_count(words: str) -> int:
+    return words.count(" ") + 1 if words else 0
+
+
+# -- the MATCH grammar --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Phrase:
+    words: tuple[str, ...]
+    prefix: bool = False    # the last word is a prefix ("deplo"*)
+
+    def tsquery(self) -> str:
+        return "(" + " <-> ".join(self.words) + (":*" if self.prefix else "") + ")"
+
+
+@dataclass(frozen=True)
+class Query:
+    text: str                       # to_tsquery('trove', text)
+    phrases: tuple[Phrase, ...]     # the phrases BM25 weighs (not those under NOT)
+
+
+_TOKEN = re.compile(r'\s+|"(?:[^"]|"")*"?|[()*]|[^\s"()*]+')
+_OPS = ("OR", "AND", "NOT")
+
+
+def parse_match(expression: str) -> Query | None:
+    """The FTS5 MATCH text ``fulltext.build_match`` writes as a tsquery; None when nothing to search.
+
+    Reads ``"phrases"``, barewords, a ``*`` prefix mark, ``OR``/``AND``/implicit AND/``NOT`` and
+    parentheses; NEAR, column filters and broken syntax (an open quote or parenthesis, a dangling
+    operator) give None, never an error. Pure.
+    """
+    if not isinstance(expression, str):
+        expression = str(expression)
+    tokens = [t for t in _TOKEN.findall(expression) if not t.isspace()]
+    if any(t.startswith('"') and t.count('"') % 2 for t in tokens):  # an open quote
+        return None
+    parser = _Parser(tokens)
+    try:
+        text = parser.expr(0)
+        if parser.pos != len(tokens):
+            return None
+    except _Broken:
+        return None
+    if not text or not parser.phrases:
+        return None
+    return Query(text, tuple(dict.fromkeys(parser.phrases)))
+
+
+class _Broken(Exception):
+    pass
+
+
+class _Parser:
+    """Recursive descent over FTS5's boolean grammar (NOT binds tighter than AND, AND than OR)."""
+
+    def __init__(self, tokens: list[str]):
+        self.tokens = tokens
+        self.pos = 0
+        self.phrases: list[Phrase] = []
+        self.count = 0
+
+    def peek(self) -> str | None:
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
+
+    def take(self) -> str:
+        tok = self.peek()
+        if tok is None:
+            raise _Broken
+        self.pos += 1
+        return tok
+
+    # Each level returns tsquery text, None for "matches nothing" (an empty phrase) or "" for
+    # "ignored" (a phrase past MAX_PHRASES).
+    def expr(self, depth: int, negated: bool = False) -> str | None:
+        parts = [self.conj(depth, negated)]
+        while self.peek() == "OR":
+            self.take()
+            parts.append(self.conj(depth, negated))
+        kept = [p for p in parts if p]
+        if not kept:
+            return "" if "" in parts else None
+        return kept[0] if len(kept) == 1 else "(" + " | ".join(kept) + ")"
+
+    def conj(self, depth: int, negated: bool) -> str | None:
+        parts = [self.neg(depth, negated)]
+        while (tok := self.peek()) is not None and tok not in ("OR", ")"):
+            if tok == "AND":
+                self.take()
+            parts.append(self.neg(depth, negated))
+        if any(p is None for p in parts):  # an empty phrase matches nothing: so does the AND
+            return None
+        kept = [str(p) for p in parts if p]  # "": a phrase past MAX_PHRASES, ignored
+        if not kept:
+            return ""
+        return kept[0] if len(kept) == 1 else "(" + " & ".join(kept) + ")"
+
+    def neg(self, depth: int, negated: bool) -> str | None:
+        left = self.primary(depth, negated)
+        while self.peek() == "NOT":
+            self.take()
+            right = self.primary(depth, not negated)
+            if left and right:
+                left = f"({left} & !{right})"
+        return left
+
+    def primary(self, depth: int, negated: bool) -> str | None:
+        tok = self.take()
+        if tok == "(":
+            if depth >= 32:
+                raise _Broken
+            inner = self.expr(depth + 1, negated)
+            if self.take() != ")":
+                raise _Broken
+            return inner
+        if tok in (")", "*") or tok in _OPS or tok == "NEAR" and self.peek() == "(":
+            raise _Broken
+        text = tok[1:-1].replace('""', '"') if tok.startswith('"') else tok
+        prefix = self.peek() == "*"
+        if prefix:
+            self.take()
+        words = tuple(normalise(text).split())[:64]
+        if not words:
+            return None
+        if self.count >= MAX_PHRASES:
+            return ""
+        self.count += 1
+        phrase = Phrase(words, prefix)
+        if not negated:
+            self.phrases.append(phrase)
+        return phrase.tsquery()
+
+
+def tsquery_for(expression: str) -> tuple[str, list[Any]] | None:
+    """``(sql, params)`` of the tsquery ``expression`` (FTS5 MATCH text) means, or None for no query."""
+    query = parse_match(expression)
+    return None if query is None else (f"to_tsquery('{CONFIG}', ?)", [query.text])
+
+
+# -- writing ------------------------------------------------------------------------------
+
+# A message's search doc from its indexed words (``message_doc``): content weighs A, tool_calls B.
+MESSAGE_DOC_SQL = f"setweight(to_tsvector('{CONFIG}', {{c}}), 'A') || setweight(to_tsvector('{CONFIG}', {{t}}), 'B')"
+
+
+def message_doc(content: str | None, tool_calls: str | None) -> tuple[str, str, int, int]:
+    """``(content words, tool_calls words, doc_len, tool_len)`` of one message: what ``MESSAGE_DOC_SQL``
+    and the ``message_search`` columns take. Pure."""
+    c, t = document(content, tool_calls)
+    tool_len = _word_count(t)
+    return c, t, _word_count(c) + tool_len, tool_len
+
+
+def index_messages(conn: Executes, rows: Sequence[tuple[int, str | None, str | None]]) -> int:
+    """Write (or rewrite) the search docs of ``(store_id, content, tool_calls)`` rows in one statement.
+
+    Content positions weigh A, tool_calls B; an existing doc is replaced (content rewrites).
+    """
+    latest = {int(r[0]): r for r in rows}  # one write per id
+    ids = list(latest)
+    if not ids:
+        return 0
+    docs = [message_doc(r[1], r[2]) for r in latest.values()]
+    conn.execute(
+        "INSERT INTO message_search(store_id, doc, doc_len, tool_len)"
+        f" SELECT r.id, {MESSAGE_DOC_SQL.format(c='r.c', t='r.t')},"
+        " r.n, r.k FROM unnest(?::bigint[], ?::text[], ?::text[], ?::int[], ?::int[]) AS r(id, c, t, n, k)"
+        " ON CONFLICT (store_id) DO UPDATE SET doc = excluded.doc, doc_len = excluded.doc_len,"
+        " tool_len = excluded.tool_len", [ids, *(list(col) for col in zip(*docs, strict=True))])
+    return len(ids)
+
+
+def index_nodes(conn: Executes, rows: Sequence[tuple[int, str | None]]) -> int:
+    """Write (or rewrite) the search docs of ``(node_id, summary)`` rows in one statement."""
+    ids, texts, lens = [], [], []
+    for node_id, summary in {int(r[0]): r for r in rows}.values():
+        (words,) = document(summary)
+        ids.append(int(node_id))
+        texts.append(words)
+        lens.append(_word_count(words))
+    if not ids:
+        return 0
+    conn.execute(
+        f"INSERT INTO node_search(node_id, doc, doc_len) SELECT r.id, setweight(to_tsvector('{CONFIG}', r.t), 'A'), r.n"
+        " FROM unnest(?::bigint[], ?::text[], ?::int[]) AS r(id, t, n)"
+        " ON CONFLICT (node_id) DO UPDATE SET doc = excluded.doc, doc_len = excluded.doc_len", [ids, texts, lens])
+    return len(ids)
+
+
+def reindex_messages(conn: Executes, store_ids: Sequence[int]) -> int:
+    """Rebuild the search docs of stored rows from their current text (after ``replace_contents``)."""
+    ids = [int(i) for i in store_ids]
+    if not ids:
+        return 0
+    rows = conn.execute("SELECT store_id, content, tool_calls FROM messages WHERE store_id = ANY(?::bigint[])",
+                        [ids]).fetchall()
+    return index_messages(conn, [(r[0], r[1], r[2]) for r in rows])
+
+
+# -- document frequencies -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Corpus:
+    name: str       # key in search_stats / search_terms
+    side: str       # the side table
+    key: str        # its id column (the base table's too)
+    base: str       # the base table
+    alias: str      # the base table's alias in callers' predicates
+    source: str     # SQL of the text a snippet is cut from, over ``alias``
+    tools: bool     # whether docs carry tool_calls (weight B)
+
+
+MESSAGES = _Corpus("messages", "message_search", "store_id", "messages", "m",
+                   "m.content || COALESCE(E'\\n' || m.tool_calls, '')", True)
+NODES = _Corpus("nodes", "node_search", "node_id", "summary_nodes", "n", "n.summary", False)
+
+
+@dataclass(frozen=True)
+class StatsRefresh:
+    corpus: str
+    full: bool       # rebuilt from every doc, or only docs added since the last refresh
+    docs: int        # documents counted now
+    added: int       # documents read by this refresh
+    lexemes: int     # search_terms rows written
+
+
+def refresh_stats(conn: PgConnection, *, full: bool | None = None, now: float | None = None) -> list[StatsRefresh]:
+    """Bring ``search_terms``/``search_stats`` up to date for both corpora, in one transaction.
+
+    Incremental by default: only docs added since the last refresh are read (ts_stat over their
+    id range), so its cost follows new rows. A full rebuild (reads every doc, ts_stat holds every
+    lexeme in memory) runs on the first refresh, when ``full`` is True, or automatically once the
+    docs added since the last full one outnumber it (amortised O(new docs)); it also forgets
+    deleted and rewritten docs, which incremental refreshes still count. Meant for a background
+    job under a lease; searches never wait for it (lexemes it has not seen count as rare).
+    """
+    stamp = time.time() if now is None else float(now)
+    nested = conn.in_transaction
+    with conn.raw.transaction():
+        if not nested:  # one snapshot: the counts, the id range and ts_stat read the same rows
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        return [_refresh(conn, corpus, full, stamp) for corpus in (MESSAGES, NODES)]
+
+
+def _refresh(conn: PgConnection, corpus: _Corpus, full: bool | None, stamp: float) -> StatsRefresh:
+    prev = conn.execute("SELECT docs, avg_len, last_id, full_docs FROM search_stats WHERE corpus = ? FOR UPDATE",
+                        [corpus.name]).fetchone()
+    last = int(prev[2]) if prev else 0
+    added, added_len, top = conn.execute(
+        f"SELECT count(*), COALESCE(sum(doc_len), 0), COALESCE(max({corpus.key}), ?) FROM {corpus.side}"
+        f" WHERE {corpus.key} > ?", [last, last]).fetchone()
+    added, top = int(added), int(top)
+    if prev is None:
+        full = True
+    elif full is None:
+        full = added >= max(1, int(prev[3]))
+    if full:
+        conn.execute("DELETE FROM search_terms WHERE corpus = ?", [corpus.name])
+        # Hapaxes are left out: a missing lexeme counts as in one document anyway.
+        written = conn.execute(
+            "INSERT INTO search_terms(corpus, lexeme, docs) SELECT ?, word, ndoc"
+            f" FROM ts_stat('SELECT doc FROM {corpus.side}') WHERE ndoc > 1", [corpus.name]).rowcount
+        docs, avg_len, top = conn.execute(
+            f"SELECT count(*), COALESCE(avg(doc_len), 0), COALESCE(max({corpus.key}), 0) FROM {corpus.side}"
+        ).fetchone()
+        docs, avg_len, full_docs = int(docs), float(avg_len), int(docs)
+        added = docs
+    else:
+        written = conn.execute(
+            "INSERT INTO search_terms(corpus, lexeme, docs) SELECT ?, word, ndoc"
+            f" FROM ts_stat('SELECT doc FROM {corpus.side} WHERE {corpus.key} > {last:d}"
+            f" AND {corpus.key} <= {top:d}')"
+            " ON CONFLICT (corpus, lexeme) DO UPDATE SET docs = search_terms.docs + excluded.docs",
+            [corpus.name]).rowcount if added else 0
+        assert prev is not None  # a first refresh is always full
+        old_docs, old_avg = int(prev[0]), float(prev[1])
+        docs = old_docs + added
+        avg_len = (old_avg * old_docs + float(added_len)) / docs if docs else 0.0
+        full_docs = int(prev[3])
+    conn.execute(
+        "INSERT INTO search_stats(corpus, docs, avg_len, last_id, full_docs, refreshed_at) VALUES (?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (corpus) DO UPDATE SET docs = excluded.docs, avg_len = excluded.avg_len,"
+        " last_id = excluded.last_id, full_docs = excluded.full_docs, refreshed_at = excluded.refreshed_at",
+        [corpus.name, docs, avg_len, top, full_docs, stamp])
+    return StatsRefresh(corpus.name, bool(full), docs, added, max(0, written))
+
+
+# -- searching ----------------------------------------------------------------------------
+
+# Headlines run over the text with ASCII (and common typographic) punctuation blanked, so the
+# parser splits it as normalise does; blanking keeps every offset, so the original is restored.
+_PUNCT = ("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+          "\u2018\u2019\u201a\u201c\u201d\u201e\u2013\u2014\u2026\u00ab\u00bb\u00b7\u2022")
+# One fragment (MaxFragments=1) centres the best cover in its words, as FTS5's snippet() does.
+_HEADLINE = (f'StartSel=">>>", StopSel="<<<", MaxWords={SNIPPET_WORDS}, MinWords={SNIPPET_WORDS // 2},'
+             " ShortWord=0, MaxFragments=1")
+# Fragment mode drops a number (a non-word token) that ends the text: a word appended after the
+# text keeps it, and is cut from the headline again.
+_TAIL = "trovetextendsentinel"
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def search_messages(conn: Executes, match_expression: str, *, where: Sequence[str] = (),
+                    args: Sequence[Any] = (), limit: int = 10, max_candidates: int | None = None,
+                    store_ids: Sequence[int] | None = None, snippets: bool = True,
+                    session_bounds: tuple[int, int] | None = None,
+                    rows: bool = False) -> list[tuple[Any, float, str]]:
+    """Raw messages matching ``match_expression`` (FTS5 MATCH text), best BM25 first: ``(store_id, score, snippet)``.
+
+    ``score`` is FTS5's ``bm25(messages_fts, 1.0, 0.6)``: negative, lower is better. ``where``/``args``
+    are SQLite-style predicates on ``m`` (messages), as ``store._row_filters`` and
+    ``Visibility.clause("m.session_id")`` write them. ``max_candidates`` ranks only the newest N
+    matching rows that pass them; ``session_bounds`` (lowest, highest store id) and ``store_ids``
+    narrow the candidates. Snippets (``>>>hit<<<``, ``…`` at cut ends) are built for the returned
+    page only. ``rows`` returns each message's columns (a dict) in place of its id. One statement.
+    """
+    return _search(conn, MESSAGES, match_expression, where, args, limit, max_candidates, store_ids,
+                   snippets, session_bounds, rows)
+
+
+def search_nodes(conn: Executes, match_expression: str, *, where: Sequence[str] = (), args: Sequence[Any] = (),
+                 limit: int = 10, max_candidates: int | None = None, node_ids: Sequence[int] | None = None,
+                 snippets: bool = True, rows: bool = False) -> list[tuple[Any, float, str]]:
+    """Summary nodes matching ``match_expression``, best BM25 first: ``(node_id, score, snippet)``.
+
+    ``score`` is FTS5's ``bm25(nodes_fts)``. ``where``/``args`` are predicates on ``n``
+    (summary_nodes), as ``SummaryDAG.search`` and ``search_all`` filter: a session's reachable
+    nodes, ``Visibility.clause("n.session_id")``, a time window. ``rows`` returns each node's
+    columns (a dict) in place of its id. One statement.
+    """
+    return _search(conn, NODES, match_expression, where, args, limit, max_candidates, node_ids,
+                   snippets, None, rows)
+
+
+def _count(value: Any, default: int, top: int) -> int:
+    """``value`` as an int in ``[0, top]``; NaN, None and junk read as ``default``. Pure."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return default
+    if math.isnan(number):
+        return default
+    return min(top, int(max(0.0, min(float(top), number))))
+
+
+def _search(conn: Executes, corpus: _Corpus, expression: str, where: Sequence[str], args: Sequence[Any],
+            limit: int, max_candidates: int | None, ids: Sequence[int] | None, snippets: bool,
+            bounds: tuple[int, int] | None, rows: bool) -> list[tuple[Any, float, str]]:
+    query = parse_match(expression)
+    limit = _count(limit, 10, MAX_LIMIT)
+    if query is None or limit == 0:
+        return []
+    cand_where = [f"s.doc @@ to_tsquery('{CONFIG}', ?)"]
+    cand_args: list[Any] = [query.text]
+    if bounds is not None:
+        cand_where.append(f"s.{corpus.key} BETWEEN ? AND ?")
+        cand_args += [_count(bounds[0], 0, _BIGINT), _count(bounds[1], _BIGINT, _BIGINT)]
+    if ids is not None:
+        wanted = [n for n in (_count(i, -1, _BIGINT) for i in list(ids)[:MAX_IDS]) if n >= 0]
+        if not wanted:
+            return []
+        cand_where.append(f"s.{corpus.key} = ANY(?::bigint[])")
+        cand_args.append(wanted)
+    cand_where += [f"({w})" for w in where]
+    cand_args += list(args)
+    newest = ""
+    if max_candidates is not None:
+        newest = f" ORDER BY s.{corpus.key} DESC LIMIT ?"
+        cand_args.append(_count(max_candidates, MAX_LIMIT, _BIGINT))
+    pis, parts, words, prefixes = [], [], [], []
+    for i, phrase in enumerate(query.phrases, start=1):
+        for j, word in enumerate(phrase.words, start=1):
+            pis.append(i)
+            parts.append(j)
+            words.append(word)
+            prefixes.append(phrase.prefix and j == len(phrase.words))
+    # A phrase of several words must match as a phrase (@@: adjacency); one word matches by its lexeme.
+    # A prefix term's lexemes come from search_terms: a doc matching it through one the last refresh
+    # had not seen counts tf 1.
+    multi = [i for i, p in enumerate(query.phrases, start=1) if len(p.words) > 1]
+    check = [i for i, p in enumerate(query.phrases, start=1) if len(p.words) > 1 or p.prefix]
+    columns = (", sn._hl, sn._at, sn._orig, sn._more" if snippets else "") + (", b.*" if rows else "")
+    sql = _ranking_sql(corpus, " AND ".join(cand_where), newest, bool(where), multi, check, columns)
+    params: list[Any] = [[p.tsquery() for p in query.phrases], pis, parts, words, prefixes, *cand_args, limit]
+    if snippets:
+        sql += _snippet_sql(corpus)
+        params.append(query.text)
+    if rows:
+        sql += f" JOIN {corpus.base} b ON b.{corpus.key} = r.id"
+    sql += " ORDER BY r.score, r.id"
+    out: list[tuple[Any, float, str]] = []
+    for r in conn.execute(sql, params).fetchall():
+        item: Any = int(r[0])
+        if rows:
+            item = {k: r[k] for k in r.keys() if not k.startswith("_")}
+        out.append((item, float(r[1]), _snippet(r[2], r[3], r[4], r[5]) if snippets else ""))
+    return out
+
+
+def _ranking_sql(corpus: _Corpus, cand_where: str, newest: str, join_base: bool, multi: list[int], check: list[int],
+                 columns: str) -> str:
+    """The ranked page: phrases and their idf, candidates, per-candidate term frequencies, BM25."""
+    name, side = _literal(corpus.name), _literal(corpus.side)
+    join = f" JOIN {corpus.base} {corpus.alias} ON {corpus.alias}.{corpus.key} = s.{corpus.key}" if join_base else ""
+    # A lexeme's tf: its positions; on a row with tool_calls, those past the content's (the
+    # tool_calls words follow the content's) count TOOL_WEIGHT.
+    tf = "cardinality(x.positions)::float8"
+    if corpus.tools:
+        tf += (f" - CASE WHEN c.tool_len > 0 THEN {1.0 - TOOL_WEIGHT!r} * (SELECT count(*) FROM unnest(x.positions) p"
+               " WHERE p > c.doc_len - c.tool_len) ELSE 0 END")
+    # FTS5's idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len / avglen)), written with tf once (it is an expression)
+    norm = f"{K1} * ({1 - B} + {B} * p.doc_len / nd.avgdl)"
+    bm25 = f"{K1 + 1} * (1.0 - {norm} / (p.tf + {norm}))"
+    if not check:  # every phrase is one word: one row per candidate and query lexeme, summed
+        scoring = f"""lw AS MATERIALIZED (SELECT pl.lexeme, idf.w FROM pl JOIN idf ON idf.i = pl.i),
+scored AS (
+    SELECT p.id, -sum(lw.w * {bm25}) AS score
+    FROM hit p JOIN lw ON lw.lexeme = p.lexeme CROSS JOIN nd GROUP BY p.id)"""
+    else:
+        keep = (f" WHERE p.i NOT IN ({','.join(map(str, multi))}) OR (p.id, p.i) IN (SELECT id, i FROM mm)"
+                if multi else "")
+        scoring = f"""mm AS MATERIALIZED (
+    SELECT c.id, c.doc_len, idf.i FROM cand c JOIN idf ON idf.i IN ({','.join(map(str, check))}) AND c.doc @@ idf.q),
+ptf AS MATERIALIZED (
+    SELECT z.id, z.doc_len, z.i, min(z.f) AS tf FROM (
+        SELECT h.id, h.doc_len, pl.i, pl.part, sum(h.tf) AS f FROM hit h JOIN pl ON pl.lexeme = h.lexeme
+        GROUP BY h.id, h.doc_len, pl.i, pl.part) z
+    GROUP BY z.id, z.doc_len, z.i),
+scored AS (
+    SELECT p.id, -sum(idf.w * {bm25}) AS score
+    FROM (SELECT * FROM ptf p{keep}
+          UNION ALL SELECT mm.id, mm.doc_len, mm.i, 1.0 FROM mm WHERE (mm.id, mm.i) NOT IN (SELECT id, i FROM ptf)) p
+    JOIN idf ON idf.i = p.i CROSS JOIN nd
+    GROUP BY p.id)"""
+    # df of a phrase: its rarest word's (FTS5 counts the phrase's rows: at most that); of a prefix
+    # word: the sum over its known lexemes. Before a first refresh N is the planner's row estimate
+    # (or the candidates) and avgdl the candidates' mean length: no search reads the whole table.
+    return f"""WITH ph AS MATERIALIZED (
+    SELECT x.i, to_tsquery('{CONFIG}', x.qtext) AS q FROM unnest(?::text[]) WITH ORDINALITY AS x(qtext, i)),
+pw AS (
+    SELECT w.i, w.part, w.prefix, l.lexeme
+    FROM unnest(?::int[], ?::int[], ?::text[], ?::boolean[]) AS w(i, part, word, prefix)
+    CROSS JOIN LATERAL unnest(tsvector_to_array(to_tsvector('{CONFIG}', w.word))) AS l(lexeme)),
+pl AS MATERIALIZED (
+    SELECT pw.i, pw.part, pw.lexeme, COALESCE(t.docs, 1) AS docs, pw.prefix
+    FROM pw LEFT JOIN search_terms t ON t.corpus = {name} AND t.lexeme = pw.lexeme
+    UNION
+    SELECT pw.i, pw.part, e.lexeme, e.docs, true FROM pw CROSS JOIN LATERAL (
+        SELECT t.lexeme, t.docs FROM search_terms t WHERE t.corpus = {name} AND t.lexeme >= pw.lexeme
+        AND t.lexeme < pw.lexeme || chr(1114111) ORDER BY t.docs DESC LIMIT {PREFIX_EXPANSIONS}) e
+    WHERE pw.prefix),
+cand AS MATERIALIZED (
+    SELECT s.{corpus.key} AS id, s.doc, s.doc_len{", s.tool_len" if corpus.tools else ""}
+    FROM {corpus.side} s{join} WHERE {cand_where}{newest}),
+st AS (SELECT max(docs) AS docs, max(avg_len) AS avg_len FROM search_stats WHERE corpus = {name}),
+nd AS MATERIALIZED (
+    SELECT GREATEST(COALESCE(st.docs, (SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass({side})),
+                             0), (SELECT count(*) FROM cand), 3) AS docs,
+           GREATEST(COALESCE(st.avg_len, (SELECT avg(doc_len) FROM cand)), 1) AS avgdl FROM st),
+idf AS MATERIALIZED (
+    SELECT ph.i, ph.q, CASE WHEN v.x > 0 THEN v.x ELSE 1e-6 END AS w
+    FROM ph CROSS JOIN nd
+    CROSS JOIN LATERAL (SELECT LEAST(COALESCE(min(p.df), 1), nd.docs) AS df FROM (
+        SELECT CASE WHEN bool_or(pl.prefix) THEN sum(pl.docs) ELSE min(pl.docs) END AS df
+        FROM pl WHERE pl.i = ph.i GROUP BY pl.part) p) d
+    CROSS JOIN LATERAL (SELECT ln((nd.docs - d.df + 0.5) / (d.df + 0.5)) AS x) v
+    WHERE numnode(ph.q) > 0),
+qa AS (SELECT array_agg(DISTINCT lexeme) AS lex FROM pl),
+hit AS (
+    SELECT c.id, c.doc_len, x.lexeme, {tf} AS tf
+    FROM cand c CROSS JOIN qa CROSS JOIN LATERAL unnest(ts_filter(setweight(c.doc, 'D', qa.lex), '{{d}}')) x),
+{scoring}
+SELECT r.id AS _id, r.score AS _score{columns} FROM (SELECT id, score FROM scored ORDER BY score, id LIMIT ?) r"""
+
+
+def _snippet_sql(corpus: _Corpus) -> str:
+    """A LATERAL join adding the page's headlines (``_hl``) and where they sit in the original text.
+
+    Each level is fenced (OFFSET 0): flattened, the planner would evaluate ts_headline once per use.
+    """
+    source = corpus.source
+    blanks = _literal(" " * len(_PUNCT))
+    return f""" LEFT JOIN LATERAL (
+    SELECT g.hl AS _hl, g.at AS _at, substr(g.src, g.at, g.n) AS _orig, g.at + g.n <= length(g.src) OR g.cut AS _more
+    FROM (SELECT f.hl, f.src, f.cut, length(f.bare) AS n, strpos(f.tx, f.bare) AS at FROM (
+        SELECT e.hl, e.src, e.cut, e.tx, replace(replace(e.hl, '>>>', ''), '<<<', '') AS bare FROM (
+            SELECT regexp_replace(ts_headline('{CONFIG}', b.tx || ' {_TAIL}', to_tsquery('{CONFIG}', ?),
+                                              {_literal(_HEADLINE)}), ' ?{_TAIL}$', '') AS hl,
+                   b.src, b.cut, b.tx
+            FROM (SELECT a.src, a.cut, translate(a.src, {_literal(_PUNCT)}, {blanks}) AS tx
+                  FROM (SELECT left({source}, {INDEX_MAX_CHARS}) AS src, length({source}) > {INDEX_MAX_CHARS} AS cut
+                        FROM {corpus.base} {corpus.alias} WHERE {corpus.alias}.{corpus.key} = r.id OFFSET 0) a
+                  OFFSET 0) b OFFSET 0) e OFFSET 0) f OFFSET 0) g
+) sn ON true"""
+
+
+def _snippet(headline: str | None, at: int | None, original: str | None, more: bool | None) -> str:
+    """The headline's words with the original punctuation back, ``…`` where the text was cut. Pure."""
+    if not headline:
+        return ""
+    bare = headline.replace(">>>", "").replace("<<<", "")
+    if not at or original is None or len(original) != len(bare):
+        return headline
+    out: list[str] = []
+    i = k = 0
+    while i < len(headline):
+        if headline.startswith((">>>", "<<<"), i):
+            out.append(headline[i:i + 3])
+            i += 3
+            continue
+        out.append(original[k])
+        k += 1
+        i += 1
+    return ("…" if at > 1 else "") + "".join(out) + ("…" if more else "")

@@ -1,0 +1,221 @@
+"""PostgreSQL mode end to end on a real server: selection, the outbox, shipping exactly once,
+an outage mid-run, and the engine compacting against the server."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+
+import psycopg
+import pytest
+from conftest import assistant, make_engine, tool_call, tool_result, user
+from pg_proxy import PgProxy
+
+from hermes_trove.outbox import _SHIPPERS, ServerUnreachableError, ship_batch
+from hermes_trove.pgdb import PgDatabase, StoreSelectionError, check_url, translate
+from hermes_trove.runtime import build_runtime
+from hermes_trove.store import SessionKey
+
+
+@pytest.fixture
+def pg_config(config, pg_database_url):
+    return dataclasses.replace(config, database_url=pg_database_url)
+
+
+def server_rows(url: str, sql: str, *args):
+    with psycopg.connect(url, autocommit=True) as conn:
+        return conn.execute(sql, args).fetchall()
+
+
+def turns(n: int, tag: str = "t"):
+    out = []
+    for i in range(n):
+        out += [user(f"{tag} question {i} about kiln{i}"),
+                assistant(f"{tag} answer {i}", [tool_call(f"c{tag}{i}", "terminal")]),
+                tool_result(f"c{tag}{i}", f"{tag} output {i} " + "x" * 50), assistant(f"{tag} done {i}")]
+    return out
+
+
+# -- selection -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("url, words", [
+    ("mysql://u@h/db", "not a PostgreSQL URL"),
+    ("trove", "neither a postgresql:// URL nor a libpq key=value"),
+    ("postgresql://u@h:notaport/db", "malformed"),
+    ("host=x port", "malformed"),
+    ("   ", "empty"),
+])
+def test_a_bad_database_url_is_a_clear_load_error(url, words):
+    with pytest.raises(StoreSelectionError, match=words):
+        check_url(url)
+
+
+def test_a_password_never_appears_in_the_error():
+    with pytest.raises(StoreSelectionError) as err:
+        check_url("mysql://u:hunter2@h/db")
+    assert "hunter2" not in str(err.value)
+
+
+def test_a_missing_driver_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(StoreSelectionError, match=r"hermes-trove\[postgres\]"):
+        check_url("postgresql://u@127.0.0.1/db")
+
+
+def test_a_server_down_at_load_is_not_a_load_failure(config):
+    cfg = dataclasses.replace(config, database_url="postgresql://postgres@127.0.0.1:1/none?connect_timeout=1")
+    runtime = build_runtime(cfg)  # no network at load
+    assert runtime.store.local_writes
+    assert runtime.db.path.startswith("postgresql://")
+
+
+@pytest.mark.parametrize("sql, want", [
+    ("SELECT ? , :name", "SELECT %s , %(name)s"),
+    ("x LIKE '%;base64,%' AND y = ?", "x LIKE '%%;base64,%%' AND y = %s"),
+    ("SELECT '?', ':x', a::text", "SELECT '?', ':x', a::text"),
+    ('SELECT "we?ird"', 'SELECT "we?ird"'),
+    ("mod(a, 3) % 2", "mod(a, 3) %% 2"),
+])
+def test_placeholders_translate_outside_quotes(sql, want):
+    assert translate(sql) == want
+
+
+# -- the outbox --------------------------------------------------------------------------------
+
+def test_a_turn_writes_the_outbox_and_the_shipper_moves_it_exactly_once(pg_config, pg_database_url):
+    runtime = build_runtime(pg_config)
+    key = SessionKey("s1", "", "cli")
+    history = turns(5)
+    result = runtime.store.ingest(key, history)
+    assert len(result.store_ids) == 20
+    runtime.store.settle()
+    rows = server_rows(pg_database_url, "SELECT session_id, role, content FROM messages ORDER BY store_id")
+    assert [r[2] for r in rows] == [m.get("content") or "" for m in history]
+    # the same transcript again, and a grown one: only the new rows ship
+    runtime.store.ingest(key, history)
+    runtime.store.ingest(key, history + turns(1, "u"))
+    runtime.store.settle()
+    assert server_rows(pg_database_url, "SELECT COUNT(*) FROM messages")[0][0] == 24
+    assert runtime.store.outbox.pending() == 0
+
+
+def test_a_replayed_batch_adds_nothing(pg_config, pg_database_url):
+    runtime = build_runtime(pg_config)
+    runtime.store.ingest(SessionKey("s1", "", "cli"), turns(3))
+    outbox = runtime.store.outbox
+    rows, sessions, _, _ = outbox.batch()
+    conn = PgDatabase(pg_database_url).connect()
+    ship_batch(conn, outbox.origin(), rows, sessions)  # the background shipper may have shipped it already
+    assert ship_batch(conn, outbox.origin(), rows, sessions) == 0  # a crash before the cursor moved
+    assert server_rows(pg_database_url, "SELECT COUNT(*) FROM messages")[0][0] == 12
+
+
+def test_ids_stay_in_session_order_across_interleaved_sessions(pg_config, pg_database_url):
+    runtime = build_runtime(pg_config)
+    a, b = SessionKey("a", "", "cli"), SessionKey("b", "", "cli")
+    ha, hb = [], []
+    for i in range(6):
+        ha += turns(1, f"a{i}")
+        hb += turns(1, f"b{i}")
+        runtime.store.ingest(a, ha)
+        runtime.store.ingest(b, hb)
+    runtime.store.settle()
+    for sid, hist in (("a", ha), ("b", hb)):
+        got = server_rows(pg_database_url, "SELECT content FROM messages WHERE session_id=%s ORDER BY store_id", sid)
+        assert [r[0] for r in got] == [m.get("content") or "" for m in hist]
+
+
+def test_an_outage_keeps_every_row_on_disk_and_the_return_drains_it_once(config, pg_database_url):
+    proxy = PgProxy(pg_database_url).start()
+    runtime = build_runtime(dataclasses.replace(config, database_url=proxy.url))
+    key = SessionKey("s1", "", "telegram:1")
+    history = turns(2)
+    runtime.store.ingest(key, history)
+    runtime.store.settle()
+    proxy.down()
+    for i in range(5):  # turns go on while the server is away
+        history += turns(1, f"down{i}")
+        assert runtime.store.ingest(key, history).store_ids
+    with pytest.raises(ServerUnreachableError):
+        runtime.store.settle(timeout_s=2)
+    with pytest.raises(ServerUnreachableError):  # known down: fails at once, no network wait
+        runtime.store.settle()
+    status = runtime.store.shipper.status()
+    assert status["pending"] == 20 and not status["reachable"]
+    proxy.up()
+    runtime.store.shipper.state.last_error_at = 0.0  # the grace period is over
+    runtime.store.settle()
+    got = server_rows(pg_database_url, "SELECT content, COUNT(*) FROM messages GROUP BY content HAVING COUNT(*) > 1")
+    assert got == []
+    assert server_rows(pg_database_url, "SELECT COUNT(*) FROM messages")[0][0] == len(history)
+    proxy.down()
+
+
+def test_a_new_process_ships_what_an_earlier_one_left(pg_config, pg_database_url):
+    first = build_runtime(dataclasses.replace(pg_config, database_url="postgresql://postgres@127.0.0.1:1/x"))
+    first.store.ingest(SessionKey("s1", "", "cli"), turns(4))
+    second = build_runtime(pg_config)  # same HERMES_HOME, so the same outbox file
+    assert second.store.outbox.pending() == 16
+    second.store.settle()
+    assert server_rows(pg_database_url, "SELECT COUNT(*) FROM messages")[0][0] == 16
+
+
+# -- the engine on the server ------------------------------------------------------------------
+
+def test_the_engine_compacts_on_the_server_and_grep_finds_a_canary(pg_config, pg_database_url):
+    runtime = build_runtime(pg_config)
+    engine = make_engine(runtime, complete=lambda messages, model, timeout_s, max_tokens: "summary of kiln work",
+                         context_length=8000)
+    history = []
+    for i in range(40):
+        history += [user(f"step {i} " + "word " * 60), assistant(f"reply {i} " + "text " * 60)]
+    history += [user("the canary is zebra-4471"), assistant("noted")]
+    engine.ingest(history)
+    out = engine.compress(history, current_tokens=7000, force=True)
+    assert len(out) < len(history)
+    nodes = server_rows(pg_database_url, "SELECT COUNT(*) FROM summary_nodes")[0][0]
+    assert nodes >= 1
+    reply = engine.handle_tool_call("trove_grep", {"query": "zebra-4471", "session_scope": "all"})
+    assert "zebra" in reply
+
+
+def test_tools_answer_from_the_outbox_and_say_so_while_the_server_is_down(config, pg_database_url):
+    proxy = PgProxy(pg_database_url).start()
+    runtime = build_runtime(dataclasses.replace(config, database_url=proxy.url))
+    engine = make_engine(runtime)
+    history = turns(2) + [user("the spare key is under the blue heron statue"), assistant("noted")]
+    engine.ingest(history)
+    runtime.store.settle()
+    proxy.down()
+    history += [user("where is the spare key?")]
+    reply = json.loads(engine.handle_tool_call("trove_grep", {"query": "blue heron", "session_scope": "all"},
+                                               messages=history))
+    assert "unreachable" in reply["degraded"]
+    assert any("heron" in json.dumps(hit) for hit in reply["results"])
+    proxy.up()
+    runtime.store.shipper.state.last_error_at = 0.0  # past the grace period: the server answers again
+    runtime.store.settle()
+    reply = json.loads(engine.handle_tool_call("trove_grep", {"query": "blue heron", "session_scope": "all"}))
+    assert "degraded" not in reply and reply["results"]
+    proxy.down()
+
+
+def test_the_shipper_keeps_the_search_statistics_current_under_a_lease(pg_config, pg_database_url):
+    runtime = build_runtime(pg_config)
+    runtime.store.ingest(SessionKey("s1", "", "cli"), turns(3))
+    runtime.store.settle()
+    shipper = runtime.store.shipper
+    for thread in list(_SHIPPERS.threads.values()):  # the pass the ingest woke refreshes once too
+        thread.join(10)
+    shipper._stats_at = -3600.0
+    shipper.refresh_stats()
+    docs = server_rows(pg_database_url, "SELECT corpus, docs FROM search_stats ORDER BY corpus")
+    assert dict(docs)["messages"] == 12
+    runtime.store.ingest(SessionKey("s1", "", "cli"), turns(4))
+    runtime.store.settle()
+    shipper.refresh_stats()  # within STATS_EVERY_S: not again
+    assert dict(server_rows(pg_database_url, "SELECT corpus, docs FROM search_stats"))["messages"] == 12
+    shipper._stats_at -= 3600
+    shipper.refresh_stats()
+    assert dict(server_rows(pg_database_url, "SELECT corpus, docs FROM search_stats"))["messages"] == 16
+    assert server_rows(pg_database_url, "SELECT COUNT(*) FROM work_leases WHERE name = 'search-stats'")[0][0] == 0
