@@ -13,8 +13,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from . import pgtext
-from .db import Database, on_server
+from . import pgtext, pgwords
+from .backend import on_server
+from .db import Database
 from .scope import EVERYTHING, Visibility
 
 _VISIBLE = "(n.session_id = :s OR n.node_id IN (SELECT node_id FROM carried_nodes WHERE session_id = :s))"
@@ -104,7 +105,7 @@ class SummaryDAG:
             raise ValueError("a summary node needs at least one source")
         with self.db.transaction() as conn:
             if on_server(conn):
-                (words,) = pgtext.document(summary)
+                (words,) = pgwords.document(summary)
                 row = conn.execute(
                     "WITH moved AS (UPDATE sessions SET frontier_store_id = ?, updated_at = ?"
                     " WHERE session_id = ? AND frontier_store_id < ? RETURNING session_id),"
@@ -117,7 +118,7 @@ class SummaryDAG:
                     " visible AS (INSERT INTO session_frontier(session_id, node_id)"
                     " SELECT session_id, node_id FROM node),"
                     f" indexed AS (INSERT INTO node_search(node_id, doc, doc_len) SELECT node_id,"
-                    f" setweight(to_tsvector('{pgtext.CONFIG}', ?), 'A'), ? FROM node)"
+                    f" setweight(to_tsvector('{pgwords.CONFIG}', ?), 'A'), ? FROM node)"
                     " SELECT * FROM node",
                     (ids[-1], time.time(), session_id, ids[0], summary, *meta, ids, words, len(words.split()))
                 ).fetchone()
@@ -144,7 +145,7 @@ class SummaryDAG:
         meta = (token_count, source_token_count, earliest_at, latest_at, level, model, expand_hint, time.time())
         with self.db.transaction() as conn:
             if on_server(conn):
-                (words,) = pgtext.document(summary)
+                (words,) = pgwords.document(summary)
                 # the children leave the frontier first; when fewer than all were there, trove_refuse
                 # raises and the statement (one transaction) leaves everything as it was
                 try:
@@ -162,7 +163,7 @@ class SummaryDAG:
                         " visible AS (INSERT INTO session_frontier(session_id, node_id)"
                         " SELECT session_id, node_id FROM node),"
                         f" indexed AS (INSERT INTO node_search(node_id, doc, doc_len) SELECT node_id,"
-                        f" setweight(to_tsvector('{pgtext.CONFIG}', ?), 'A'), ? FROM node)"
+                        f" setweight(to_tsvector('{pgwords.CONFIG}', ?), 'A'), ? FROM node)"
                         " SELECT * FROM node",
                         (session_id, ids, len(set(ids)), session_id, depth, summary, *meta, ids, words,
                          len(words.split()))).fetchone()

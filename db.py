@@ -221,58 +221,6 @@ class Database:
                     conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
 
 
-def storage_error(exc: BaseException) -> bool:
-    """True when ``exc`` comes from a store (SQLite, the file system, the PostgreSQL driver), not from a bug."""
-    return isinstance(exc, (sqlite3.Error, OSError, SchemaTooNewError)) or type(exc).__module__.startswith("psycopg")
-
-
-def on_server(conn: object) -> bool:
-    """True when ``conn`` talks to a PostgreSQL server (``pgdb.PgConnection``), not a SQLite file."""
-    return not isinstance(conn, sqlite3.Connection)
-
-
-UNBOUNDED = 2**62  # an id bound (or LIMIT) that bounds nothing, on both backends
-SETTLE_WAIT = "1s"  # PostgreSQL: how long ``settled_heads`` waits for the tables' writers to finish
-
-
-def settled_heads(db: Database, *columns: tuple[str, str]) -> tuple[int, ...] | None:
-    """The highest id of each ``(table, id column)`` that no later commit can undercut, for a worker
-    whose cursor must never pass a row still being written; None when a writer did not finish
-    within SETTLE_WAIT (the next pass reads on).
-
-    SQLite draws ids in commit order: no bound. A server draws them at insert, so a transaction can
-    commit an id below one already read: the heads are read once the tables' writers have finished
-    (a SHARE lock held for the index lookups; turns write the outbox, never these tables).
-    """
-    if not on_server(db.read()):
-        return tuple(UNBOUNDED for _ in columns)
-    heads = ", ".join(f"(SELECT MAX({column}) FROM {table})" for table, column in columns)
-    try:
-        with db.transaction() as conn:
-            conn.execute(f"SET LOCAL lock_timeout = '{SETTLE_WAIT}'")
-            conn.execute(f"LOCK TABLE {', '.join(table for table, _ in columns)} IN SHARE MODE")
-            row = conn.execute(f"SELECT {heads}").fetchone()
-    except Exception as exc:
-        if getattr(exc, "sqlstate", None) != "55P03":  # lock_not_available: a writer is still busy
-            raise
-        return None
-    return tuple(int(v or 0) for v in row)
-
-
-def insert_returning(conn: sqlite3.Connection, insert: tuple[str, str], rows: Sequence[Sequence[object]],
-                     table: str = "messages", key: str = "store_id", chunk: int = 400) -> list[int]:
-    """Insert ``rows`` (``insert`` = (column list, one row's ``?`` marks)) with multi-row VALUES,
-    a few statements in all; returns the ids the database drew, in row order."""
-    ids: list[int] = []
-    for i in range(0, len(rows), chunk):
-        part = rows[i:i + chunk]
-        marks = ",".join(f"({insert[1]})" for _ in part)
-        got = conn.execute(f"INSERT INTO {table}({insert[0]}) VALUES {marks} RETURNING {key}",
-                           [v for row in part for v in row]).fetchall()
-        ids.extend(sorted(int(r[0]) for r in got))
-    return ids
-
-
 # -- migrations ------------------------------------------------------------------------
 
 def applied_names(conn: sqlite3.Connection) -> list[str]:

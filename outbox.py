@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
 from . import leases, pgtext
+from .backend import storage_error
 from .background import PassScheduler
-from .db import Database, storage_error
+from .db import Database
 from .rows import IngestResult, SessionKey, SessionRow
 from .store import MessageStore
 

@@ -167,3 +167,29 @@ def message_row_from(d: dict[str, Any]) -> MessageRow:
     d["pinned"] = bool(d["pinned"])
     d["source"] = d["source"] or "unknown"
     return MessageRow(**d)
+
+
+def encodable(cols: dict[str, Any]) -> bool:
+    """True when every text column value can be written as UTF-8 (no lone surrogates)."""
+    for column in ("role", "content", "tool_calls", "tool_call_id", "tool_name", "extra"):
+        value = cols.get(column)
+        if isinstance(value, str) and not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return False
+    return True
+
+
+def escaped(cols: dict[str, Any]) -> dict[str, Any]:
+    """Lone surrogates cannot be stored as UTF-8: keep them as visible escapes, flagged."""
+    cols = {k: _escape_surrogates(v) for k, v in cols.items()}
+    extra = json.loads(cols["extra"]) if cols.get("extra") else {}
+    cols["extra"] = json.dumps({**extra, "_trove_escaped_surrogates": True})
+    return cols
+
+
+def _escape_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value

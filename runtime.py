@@ -16,14 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .backend import storage_error
 from .config import TroveConfig, database_path, load_config, payload_dir
 from .dag import SummaryDAG
-from .db import Database, UnusableDatabaseError, storage_error
+from .db import Database, UnusableDatabaseError
 from .filters import SessionFilters
 from .ingest import is_synthetic, message_identity, plan_aligned
 from .outbox import Outbox, Shipper, ShippingStore, outbox_path
 from .payloads.guard import storage_transform
-from .payloads.sidecar import SpoolDir
+from .payloads.spool import SpoolDir
 from .pgdb import PgDatabase
 from .scope import Visibility
 from .store import MessageStore, SessionKey

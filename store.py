@@ -6,14 +6,14 @@ It does not summarise, assemble prompts, or know about the host beyond message d
 """
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from . import pgtext
-from .db import Database, insert_returning, on_server
+from .backend import insert_returning, on_server
+from .db import Database
 from .ingest import IngestCursor, is_synthetic, memo_identity, message_identity, plan_aligned, plan_fast
 from .rows import (
     IngestResult,
@@ -21,6 +21,8 @@ from .rows import (
     RowSize,
     SessionKey,
     SessionRow,
+    encodable,
+    escaped,
     message_row,
     message_row_from,
     normalize_message,
@@ -111,7 +113,7 @@ class MessageStore:
             conn.execute("UPDATE sessions SET ended_at=?, updated_at=? WHERE session_id=?", (now, now, session_id))
 
     # -- where writes land -------------------------------------------------
-    local_writes = False  # True when turns write to a local outbox while a server is away
+    local_writes = False  # True when turns write a local outbox that ships to a server (no network in a turn)
 
     def probe(self) -> None:
         """Open the store (raises when it is unusable): the retry of an unusable store."""
@@ -245,8 +247,8 @@ class MessageStore:
         rows = []
         for msg in messages:
             cols = self._columns(key, msg)
-            if not _encodable(cols):
-                cols = _escaped(cols)
+            if not encodable(cols):
+                cols = escaped(cols)
             rows.append((cols["role"], cols["content"], cols["content_is_json"], cols["tool_calls"],
                          cols["tool_call_id"], cols["tool_name"], cols["extra"], cols["token_count"],
                          message_identity(msg), cols["created_at"]))
@@ -291,15 +293,13 @@ class MessageStore:
         try:
             return self._write_row(conn, key, cols, identity, now)
         except UnicodeEncodeError:
-            return self._write_row(conn, key, _escaped(cols), identity, now)
+            return self._write_row(conn, key, escaped(cols), identity, now)
 
     @staticmethod
     def _write_row(conn: sqlite3.Connection, key: SessionKey, cols: dict[str, Any], identity: str,
                    now: float) -> int:
         r = conn.execute(
-            "INSERT INTO messages(session_id, conversation_id, platform, source, role, content, content_is_json,"
-            " tool_calls, tool_call_id, tool_name, extra, token_count, identity, created_at, ingested_at)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING store_id",
+            f"INSERT INTO messages({_INSERT_MESSAGE[0]}) VALUES ({_INSERT_MESSAGE[1]}) RETURNING store_id",
             (key.session_id, key.conversation_id or "", key.platform or "", key.effective_source,
              cols["role"], cols["content"], cols["content_is_json"], cols["tool_calls"], cols["tool_call_id"],
              cols["tool_name"], cols["extra"], cols["token_count"], identity,
@@ -598,29 +598,3 @@ def _row_filters(session_ids: Sequence[str] | None, role: str | None, source: st
         where.append("m.created_at<=?")
         args.append(time_to)
     return where, args
-
-
-def _encodable(cols: dict[str, Any]) -> bool:
-    """True when every text column value can be written as UTF-8 (no lone surrogates)."""
-    for column in ("role", "content", "tool_calls", "tool_call_id", "tool_name", "extra"):
-        value = cols.get(column)
-        if isinstance(value, str) and not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                return False
-    return True
-
-
-def _escaped(cols: dict[str, Any]) -> dict[str, Any]:
-    """Lone surrogates cannot be stored as UTF-8: keep them as visible escapes, flagged."""
-    cols = {k: _escape_surrogates(v) for k, v in cols.items()}
-    extra = json.loads(cols["extra"]) if cols.get("extra") else {}
-    cols["extra"] = json.dumps({**extra, "_trove_escaped_surrogates": True})
-    return cols
-
-
-def _escape_surrogates(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.encode("utf-8", "backslashreplace").decode("utf-8")
-    return value

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..backend import on_server
 from ..backups import FileBackupUnavailable, backup_fields, backup_first
 from ..dag import SummaryDAG
 from ..db import (
@@ -28,7 +29,6 @@ from ..db import (
     fts_integrity,
     fts_sync,
     meta_value,
-    on_server,
     rebuild_fts,
     recreate_fts,
     schema_objects,

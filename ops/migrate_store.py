@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .. import pgtext
+from ..backend import on_server
 from ..config import redact_url
-from ..db import Database, on_server, optional_schema
+from ..db import Database, optional_schema
 from ..pgdb import PgDatabase, StoreSelectionError
 
 if TYPE_CHECKING:

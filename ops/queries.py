@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..db import on_server
+from ..backend import on_server
 
 if TYPE_CHECKING:
     from ..db import Database

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..config import payload_dir
-from ..outbox import PAYLOAD_COLUMNS
 from ..refs import content_sha256 as digest  # the SHA-256 of a text's UTF-8, as refs hash rows
 from .redact import Redactor
 from .server import ServerPayloads, payloads_for
@@ -74,7 +73,8 @@ def server_payloads(config: TroveConfig) -> ServerPayloads | None:
 
 
 # -- refs ------------------------------------------------------------------------------
-def _encode(text: str) -> bytes:
+def encode_text(text: str) -> bytes:
+    """A payload's exact UTF-8 bytes (lone surrogates kept), as files and the server store them."""
     return text.encode("utf-8", "surrogatepass")
 
 
@@ -113,7 +113,7 @@ def refs_in(text: str | None) -> list[str]:
 # -- writing -----------------------------------------------------------------------------
 def _render(record: dict[str, Any]) -> bytes:
     try:
-        return _encode(json.dumps(record, ensure_ascii=False))
+        return encode_text(json.dumps(record, ensure_ascii=False))
     except UnicodeEncodeError:
         return json.dumps(record, ensure_ascii=True).encode("ascii")
 
@@ -155,7 +155,7 @@ def sync_directory(directory: Path) -> None:
 def _record(session_id: str, payload: str, kind: str, mime: str, meta: dict[str, Any] | None) -> dict[str, Any]:
     """The sidecar record of ``payload`` (a file's JSON, a server row's columns)."""
     return {"format": FORMAT, "ref": ref_for(session_id, payload), "session_id": session_id, "kind": kind,
-            "mime": mime, "original_chars": len(payload), "original_bytes": len(_encode(payload)),
+            "mime": mime, "original_chars": len(payload), "original_bytes": len(encode_text(payload)),
             "sha256": digest(payload), "created_at": time.time(), **(meta or {}), "payload": payload}
 
 
@@ -186,7 +186,7 @@ def try_write_payload(directory: Path, session_id: str, payload: str, *, kind: s
 def payload_writer(config: TroveConfig) -> Writer:
     """Where payloads go: a file in the payload directory. On a PostgreSQL store that file waits there
     (no network in a turn) until the outbox's shipper uploads it to the server's ``payloads`` table,
-    before any message that names it (``SpoolDir``), so the ref resolves on every machine. The writer
+    before any message that names it (``spool.SpoolDir``), so the ref resolves on every machine. The writer
     returns the ref, or None (logged): the caller keeps the payload inline."""
     directory = payload_dir(config)
 
@@ -194,46 +194,6 @@ def payload_writer(config: TroveConfig) -> Writer:
                 meta: dict[str, Any] | None = None) -> str | None:
         return try_write_payload(directory, session_id, payload, kind=kind, mime=mime, meta=meta)
     return to_file
-
-
-class SpoolDir:
-    """The payload directory of a PostgreSQL store, as the outbox's shipper reads it: each file a
-    payload waiting to ship (``outbox.PayloadSpool``); a shipped one is removed."""
-
-    def __init__(self, directory: Path):
-        self.directory = directory
-
-    def pending(self, max_bytes: int) -> list[tuple[Any, ...]]:
-        try:
-            entries = sorted((e for e in os.scandir(self.directory) if REF_RE.fullmatch(e.name)),
-                             key=lambda e: e.stat().st_mtime)
-        except OSError:
-            return []
-        out: list[tuple[Any, ...]] = []
-        total = 0
-        for entry in entries:
-            try:
-                record = load_record(self.directory, entry.name)
-            except PayloadError:
-                log.warning("trove: payload %s in %s is damaged; it stays there, unshipped", entry.name,
-                            self.directory)
-                continue
-            data = _encode(record["payload"])
-            if out and total + len(data) > max_bytes:
-                break
-            meta = {k: v for k, v in record.items() if k not in (*PAYLOAD_COLUMNS.split(", "), "format", "payload")}
-            out.append((record["ref"], record["session_id"], record["kind"], record["mime"],
-                        record["original_chars"], record["original_bytes"], record["sha256"],
-                        json.dumps(meta, ensure_ascii=False, default=str), data, float(record["created_at"])))
-            total += len(data)
-        return out
-
-    def shipped(self, refs: Sequence[str]) -> None:
-        for ref in refs:
-            try:
-                (self.directory / ref).unlink()
-            except FileNotFoundError:
-                pass
 
 
 def externalize_text(runtime: PayloadRuntime, session_id: str, text: str, kind: str = "tool_result") -> str | None:
@@ -502,7 +462,7 @@ def search_payloads(runtime: PayloadRuntime, session_id: str, query: str, limit:
             continue
         scanned += 1
         payload: str = record["payload"]
-        data = _encode(payload)
+        data = encode_text(payload)
         if len(data) > SEARCH_BYTES_PER_FILE:
             truncated = True
             text = data[:SEARCH_BYTES_PER_FILE].decode("utf-8", "ignore")
@@ -517,7 +477,7 @@ def search_payloads(runtime: PayloadRuntime, session_id: str, query: str, limit:
                             "tool_call_id": record.get("tool_call_id"),
                             "snippet": text[max(0, m.start() - 120):m.end() + 180],
                             "line": text.count("\n", 0, m.start()) + 1,
-                            "byte_position": len(_encode(text[:m.start()])),
+                            "byte_position": len(encode_text(text[:m.start()])),
                             "original_chars": len(payload)})
         matched += bool(hits)
     return {"results": results,

@@ -13,7 +13,8 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from ..db import UNBOUNDED, Database, settled_heads
+from ..backend import UNBOUNDED, settled_heads
+from ..db import Database
 
 SPEND_KEY = "embedding_spend:"
 CHARGE_TRIES = 64  # PostgreSQL: compare-and-swap rounds of ``charge`` against other processes
@@ -335,7 +336,7 @@ class VectorStore:
         return int(r[0] or 0), int(r[1] or 0)
 
     def settled_heads(self) -> tuple[int, int] | None:
-        """(store_id, node_id) bounds an indexing pass reads up to (``db.settled_heads``)."""
+        """(store_id, node_id) bounds an indexing pass reads up to (``backend.settled_heads``)."""
         heads = settled_heads(self.db, ("messages", "store_id"), ("summary_nodes", "node_id"))
         return None if heads is None else (heads[0], heads[1])
 

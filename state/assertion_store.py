@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..db import UNBOUNDED, Database, on_server, optional_schema, schema_objects, settled_heads
+from ..backend import UNBOUNDED, on_server, settled_heads
+from ..db import Database, optional_schema, schema_objects
 from ..rows import MessageRow, message_row
 from ..scope import EVERYTHING, Visibility
 from .contract import Candidate, Known, relation, terms
@@ -111,7 +112,7 @@ class AssertionStore:
 
     def settled_head(self) -> int | None:
         """The store_id extraction reads up to, so its cursor never passes a message that commits
-        later (``db.settled_heads``); None when a writer did not finish within the wait."""
+        later (``backend.settled_heads``); None when a writer did not finish within the wait."""
         heads = settled_heads(self.db, ("messages", "store_id"))
         return None if heads is None else heads[0]
 

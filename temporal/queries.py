@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..backend import UNBOUNDED
 from ..dag import NodeRow
-from ..db import UNBOUNDED, Database
+from ..db import Database
 from ..rows import MessageRow, message_row
 from ..scope import EVERYTHING, Visibility
 

@@ -15,7 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..db import UNBOUNDED, Database, meta_value, on_server, settled_heads
+from ..backend import UNBOUNDED, on_server, settled_heads
+from ..db import Database, meta_value
 from .rollup_plan import KINDS, PeriodKey, RollupState
 
 CURSOR_KEY = "temporal_rollups.leaf_cursor"
@@ -88,7 +89,7 @@ class RollupStore:
 
     def leaf_spans_after(self, node_id: int) -> list[tuple[int, float, float, str]]:
         """``(node_id, earliest, latest, owner scope)`` of every leaf summary past ``node_id``, up to
-        the settled head (``db.settled_heads``: a leaf that commits later is read next time; none
+        the settled head (``backend.settled_heads``: a leaf that commits later is read next time; none
         while a writer is mid-commit). The scope is its session's; ``""`` for an unscoped or unknown one."""
         heads = settled_heads(self.db, ("summary_nodes", "node_id"))
         if heads is None:

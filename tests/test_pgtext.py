@@ -15,7 +15,7 @@ import uuid
 import pytest
 from conftest import drop_schema, with_search_path
 
-from hermes_trove import pgtext
+from hermes_trove import pgtext, pgwords
 from hermes_trove.db import Database
 from hermes_trove.fulltext import build_match
 from hermes_trove.scope import Visibility
@@ -66,10 +66,10 @@ TABLES = (
     ("lone \ud800 surrogate", "lone surrogate"),
     ("", ""),
     ("!!! ... ---", ""),
-    ("a" * (pgtext.MAX_WORD_CHARS + 1) + " kept", "kept"),
+    ("a" * (pgwords.MAX_WORD_CHARS + 1) + " kept", "kept"),
 ])
 def test_normalise_splits_into_runs_of_letters_and_digits(text, words):
-    assert pgtext.normalise(text) == words
+    assert pgwords.normalise(text) == words
 
 
 def test_normalise_finds_the_tokens_fts5_unicode61_finds():
@@ -87,21 +87,21 @@ def test_normalise_finds_the_tokens_fts5_unicode61_finds():
 
     for i, text in enumerate(samples):
         fts5 = [r[0] for r in db.execute("SELECT term FROM v WHERE doc = ? ORDER BY offset", (i,))]
-        ours = pgtext.normalise(text).split()
+        ours = pgwords.normalise(text).split()
         assert [folded(w) for w in ours] == [folded(w) for w in fts5], text
 
 
 def test_document_bounds_a_row_and_shares_the_bound_between_its_texts():
     huge = "alpha " * 600_000  # 3.6 MB
-    content, tools = pgtext.document(huge, "beta gamma")
-    assert len(content) <= pgtext.INDEX_MAX_CHARS and content.startswith("alpha alpha")
+    content, tools = pgwords.document(huge, "beta gamma")
+    assert len(content) <= pgwords.INDEX_MAX_CHARS and content.startswith("alpha alpha")
     assert tools == ""  # the content used the whole bound
-    content, tools = pgtext.document("short text", '{"name": "terminal"}')
+    content, tools = pgwords.document("short text", '{"name": "terminal"}')
     assert (content, tools) == ("short text", "name terminal")
     wide = " ".join(chr(0x20000 + i) * 2 for i in range(60_000))  # 4-byte letters: the byte bound governs
-    (words,) = pgtext.document(wide)
-    assert len(words.encode("utf-8")) <= pgtext.INDEX_MAX_BYTES and not words.endswith(" ")
-    assert pgtext.document(None, 42) == ("", "42")
+    (words,) = pgwords.document(wide)
+    assert len(words.encode("utf-8")) <= pgwords.INDEX_MAX_BYTES and not words.endswith(" ")
+    assert pgwords.document(None, 42) == ("", "42")
 
 
 @pytest.mark.parametrize("expression, tsquery", [
@@ -123,22 +123,22 @@ def test_document_bounds_a_row_and_shares_the_bound_between_its_texts():
     ("NEAR(a b)", None), ("(" * 40 + "a" + ")" * 40, None), ("🙂", None), ('"a" NOT "!!!"', "(a)"),
 ])
 def test_parse_match_reads_the_fts5_grammar_and_refuses_broken_input(expression, tsquery):
-    query = pgtext.parse_match(expression)
+    query = pgwords.parse_match(expression)
     assert (None if query is None else query.text) == tsquery
 
 
 def test_parse_match_keeps_negated_phrases_out_of_the_ranking_and_caps_the_phrases():
-    query = pgtext.parse_match('"alpha" NOT "beta"')
+    query = pgwords.parse_match('"alpha" NOT "beta"')
     assert query is not None and [p.words for p in query.phrases] == [("alpha",)]
-    many = pgtext.parse_match(" OR ".join(f'"w{i}"' for i in range(500)))
-    assert many is not None and len(many.phrases) == pgtext.MAX_PHRASES
-    assert pgtext.parse_match(float("nan")) == pgtext.parse_match("nan")  # type: ignore[arg-type]
-    assert pgtext.parse_match("word " * 200_000) is not None
+    many = pgwords.parse_match(" OR ".join(f'"w{i}"' for i in range(500)))
+    assert many is not None and len(many.phrases) == pgwords.MAX_PHRASES
+    assert pgwords.parse_match(float("nan")) == pgwords.parse_match("nan")  # type: ignore[arg-type]
+    assert pgwords.parse_match("word " * 200_000) is not None
 
 
 def test_tsquery_for_is_sql_and_params_or_nothing():
-    assert pgtext.tsquery_for('"deploy"*') == ("to_tsquery('trove', ?)", ["(deploy:*)"])
-    assert pgtext.tsquery_for('"open') is None and pgtext.tsquery_for("") is None
+    assert pgwords.tsquery_for('"deploy"*') == ("to_tsquery('trove', ?)", ["(deploy:*)"])
+    assert pgwords.tsquery_for('"open') is None and pgwords.tsquery_for("") is None
 
 
 def test_snippet_puts_the_original_punctuation_back_around_the_markers():
@@ -221,7 +221,7 @@ def test_search_ddl_refuses_a_schema_without_unaccent_with_a_clear_error(pg_url)
                                         "東京タワー", "١٢٣", "ǅemal ﬃ", "1e5 3.5 0x1F", "don't", "C++ / C#")
 ] + ['"a" AND ("b" OR "c") NOT "d"', '"x²y"', '"²"', '"' + "z" * 600 + '" OR "ok"'])
 def test_every_parsed_query_is_a_valid_server_tsquery(pg, expression):
-    made = pgtext.tsquery_for(expression)
+    made = pgwords.tsquery_for(expression)
     assert made is not None
     sql, params = made
     pg.execute(f"SELECT {sql}", params).fetchone()  # never a server error
@@ -323,7 +323,7 @@ def test_a_huge_text_indexes_within_the_tsvector_bound_and_its_early_words_are_f
     store_id = add(pg, "s1", text)
     size, doc_len = pg.execute("SELECT pg_column_size(doc), doc_len FROM message_search WHERE store_id = ?",
                                [store_id]).fetchone()
-    assert size < 1_000_000 and 0 < doc_len <= pgtext.INDEX_MAX_CHARS
+    assert size < 1_000_000 and 0 < doc_len <= pgwords.INDEX_MAX_CHARS
     assert ids(search(pg, "needle")) == [store_id]
     assert search(pg, "lastword") == []  # past INDEX_MAX_CHARS: not searchable by full text
     snippet = search(pg, "needle")[0][2]

@@ -14,7 +14,8 @@ import pytest
 from conftest import make_config
 
 from hermes_trove import command, pgschema
-from hermes_trove.db import OPTIONAL_NAMES, on_server
+from hermes_trove.backend import on_server
+from hermes_trove.db import OPTIONAL_NAMES
 from hermes_trove.migrations import OPTIONAL_MIGRATIONS
 from hermes_trove.ops import doctor, status
 from hermes_trove.runtime import build_runtime, open_database
