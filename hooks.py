@@ -96,7 +96,7 @@ def make_hooks(runtime: Runtime) -> dict[str, Callable[..., Any]]:
             runtime.unstored.hold(pending, history)  # written on recovery
             return
         try:
-            row = runtime.store.session(session_id)
+            row = runtime.store.owner(session_id)
             platform, conversation = platform or (row.platform if row else ""), row.conversation_id if row else ""
             # A gateway session the host started without a session key takes its sender's scope here.
             scope = row.scope if row is not None and row.scope else scope_for(platform, conversation,

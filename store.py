@@ -101,10 +101,9 @@ class MessageStore:
                              (int(store_id), int(store_id), time.time(), session_id)).fetchone()
         return int(r[0]) if r else 0
 
-    def frontier_store_id(self, session_id: str, conn: sqlite3.Connection | None = None) -> int:
-        """The session's compaction frontier (0 for an unknown session); read inside ``conn`` when given."""
-        r = (conn or self.db.read()).execute("SELECT frontier_store_id FROM sessions WHERE session_id=?",
-                                             (session_id,)).fetchone()
+    def frontier_store_id(self, session_id: str) -> int:
+        """The session's compaction frontier (0 for an unknown session)."""
+        r = self.db.read().execute("SELECT frontier_store_id FROM sessions WHERE session_id=?", [session_id]).fetchone()
         return int(r[0]) if r else 0
 
     def mark_ended(self, session_id: str) -> None:
@@ -121,6 +120,10 @@ class MessageStore:
 
     def settle(self, timeout_s: float = 10.0) -> None:
         """Make every write so far readable through this store (the embedded file already is)."""
+
+    def owner(self, session_id: str) -> SessionRow | None:
+        """The row naming a session's platform, conversation and scope (what the turn hooks need)."""
+        return self.session(session_id)
 
     def record_rotate(self, session_id: str, frontier: int, backup_path: str) -> None:
         now = time.time()
@@ -394,11 +397,8 @@ class MessageStore:
         return int(r[0] or 0)
 
     def count(self, session_id: str | None = None) -> int:
-        if session_id is None:
-            r = self.db.read().execute("SELECT COUNT(*) FROM messages").fetchone()
-        else:
-            r = self.db.read().execute("SELECT COUNT(*) FROM messages WHERE session_id=?", (session_id,)).fetchone()
-        return int(r[0])
+        where, args = ("", ()) if session_id is None else (" WHERE session_id=?", (session_id,))
+        return int(self.db.read().execute(f"SELECT COUNT(*) FROM messages{where}", args).fetchone()[0])
 
     def stats(self, session_id: str) -> dict[str, int]:
         r = self.db.read().execute(

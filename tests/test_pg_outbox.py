@@ -5,12 +5,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+import threading
 
 import psycopg
 import pytest
 from conftest import assistant, make_engine, tool_call, tool_result, user
 from pg_proxy import PgProxy
 
+from hermes_trove.hooks import make_hooks
 from hermes_trove.outbox import _SHIPPERS, ServerUnreachableError, ship_batch
 from hermes_trove.pgdb import PgDatabase, StoreSelectionError, check_url, translate
 from hermes_trove.runtime import build_runtime
@@ -219,3 +221,22 @@ def test_the_shipper_keeps_the_search_statistics_current_under_a_lease(pg_config
     shipper.refresh_stats()
     assert dict(server_rows(pg_database_url, "SELECT corpus, docs FROM search_stats"))["messages"] == 16
     assert server_rows(pg_database_url, "SELECT COUNT(*) FROM work_leases WHERE name = 'search-stats'")[0][0] == 0
+
+
+def test_the_post_turn_hook_writes_the_outbox_without_reaching_the_server(pg_config, monkeypatch):
+    runtime = build_runtime(pg_config)
+    make_engine(runtime)  # binds s1: its row is in the outbox
+    runtime.store.settle()
+    from hermes_trove import pgdb
+
+    here, calls = threading.get_ident(), []
+    real = pgdb.PgConnection.execute
+
+    def execute(self, sql, params=()):
+        if threading.get_ident() == here:  # the turn's own thread (the shipper runs on another)
+            calls.append(sql)
+        return real(self, sql, params)
+
+    monkeypatch.setattr(pgdb.PgConnection, "execute", execute)
+    make_hooks(runtime)["post_llm_call"](session_id="s1", platform="cli", conversation_history=turns(2))
+    assert calls == [] and runtime.store.outbox.store.count("s1") == 8
