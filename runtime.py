@@ -7,6 +7,7 @@ owns the store's health: ``StoreHealth`` (is the store usable, why not, when to 
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
@@ -198,6 +199,12 @@ class Runtime:
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Runtime:
         return self
+
+    def settle(self) -> None:
+        """Before a background pass reads the store: ship this machine's waiting writes (a SQLite
+        store has none); an unreachable server is the pass's own to find."""
+        with contextlib.suppress(Exception):
+            self.store.settle(timeout_s=5.0)
 
     def offline_view(self) -> Runtime | None:
         """While a PostgreSQL store is known to be unreachable: a runtime over the local outbox (this

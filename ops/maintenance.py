@@ -302,8 +302,7 @@ def _startup(runtime: Runtime, background: bool, now: float) -> StartupReport:
         else:
             deep = "ok" if run_deep_check(runtime) else "failed"
     deleted = gc_empty_lifecycle(runtime, now=now)
-    if not on_server(conn):  # a server store keeps its payloads in a table: no sidecar files here
-        clean_stale_temp(runtime.payload_dir)  # temp files a crashed sidecar write left behind
+    clean_stale_temp(runtime.payload_dir)  # temp files a crashed sidecar write left (on a server: the spool)
     return StartupReport(structure, synced, deep, deleted, tuple(problems))
 
 

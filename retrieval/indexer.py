@@ -203,6 +203,7 @@ def plan_pass(runtime: Runtime, store: VectorStore, budget_s: float | None = Non
 def run_pass(runtime: Runtime, *, budget_s: float | None = None, max_items: int | None = None,
              owner: str | None = None) -> PassReport:
     """One bounded indexing pass; never raises (failures are in the report and the generation row)."""
+    runtime.settle()  # a server store: this machine's rows ship before the pass reads
     started = time.monotonic()
     store = vector_store(runtime)
     plan = plan_pass(runtime, store, budget_s, max_items)

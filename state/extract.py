@@ -45,6 +45,7 @@ def run_pass(runtime: Runtime, complete: Complete | None, *, max_batches: int | 
              clock: Callable[[], float] = time.monotonic,
              progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """One bounded pass under the lease; ``force`` runs it with assertions off (operators)."""
+    runtime.settle()  # a server store: this machine's rows ship before the pass reads
     cfg = runtime.config
     if not enabled(runtime) and not force:
         return {"status": "disabled", "reason": "TROVE_ASSERTIONS_ENABLED is off"}

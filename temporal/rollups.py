@@ -159,6 +159,7 @@ def run_pass(runtime: Runtime, complete: Complete | None, *, now: float | None =
              max_builds: int | None = None, budget_s: float | None = None,
              clock: Callable[[], float] = time.monotonic, force: bool = False) -> dict[str, Any]:
     """One bounded maintenance pass under the lease; ``force`` runs it with rollups off."""
+    runtime.settle()  # a server store: this machine's rows ship before the pass reads
     cfg = runtime.config
     if not cfg.temporal_rollups_enabled and not force:
         return {"status": "disabled", "reason": "TROVE_TEMPORAL_ROLLUPS_ENABLED is off"}

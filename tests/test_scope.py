@@ -178,6 +178,7 @@ def test_query_state_assertions_and_the_pre_answer_block_stay_in_scope(tmp_path,
     a.ingest([user("I live in Reykjavik and my editor is helix."), assistant("Noted.")])
     b = start(runtime, "b1", "telegram", B_KEY)
     b.ingest([user("I live in Porto."), assistant("Noted.")])
+    runtime.store.settle()  # a server store: the turns ship before the pass reads them
     report = extract.run_pass(runtime, FactModel())
     assert report.get("stored", 0) >= 2, report
     seen_by_b = call(b, "trove_query_state", subject_key="user:self", predicate_key="lives_in")
