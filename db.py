@@ -214,11 +214,17 @@ class Database:
     def set_meta(self, values: Mapping[str, str | None]) -> None:
         """Write ``meta`` keys in one transaction; a None value deletes the key."""
         with self.transaction() as conn:
-            for key, value in values.items():
-                if value is None:
-                    conn.execute("DELETE FROM meta WHERE key=?", (key,))
-                else:
-                    conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+            write_meta(conn, values)
+
+
+def write_meta(conn: sqlite3.Connection, values: Mapping[str, str | None]) -> None:
+    """Set ``meta`` keys inside the caller's transaction (either backend); a None value deletes the key."""
+    for key, value in values.items():
+        if value is None:
+            conn.execute("DELETE FROM meta WHERE key=?", (key,))
+        else:
+            conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET"
+                         " value=excluded.value", (key, value))
 
 
 # -- migrations ------------------------------------------------------------------------

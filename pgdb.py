@@ -305,13 +305,10 @@ class PgDatabase:
         return optional_applied(self.read(), feature)
 
     def set_meta(self, values: Mapping[str, str | None]) -> None:
+        from .db import write_meta
+
         with self.transaction() as conn:
-            for key, value in values.items():
-                if value is None:
-                    conn.execute("DELETE FROM meta WHERE key=?", (key,))
-                else:
-                    conn.execute("INSERT INTO meta(key, value) VALUES (?, ?)"
-                                 " ON CONFLICT(key) DO UPDATE SET value=excluded.value", (key, value))
+            write_meta(conn, values)  # type: ignore[arg-type]
 
 
 def server_reachable(url: str, timeout_s: float = 2.0) -> str:
