@@ -18,7 +18,11 @@ if TYPE_CHECKING:
     from .store import MessageStore
 
 LITERAL_MAX_CHARS = 200
-ARCHIVE_CANDIDATES = 20000  # session_scope='all' ranks at most the newest N matching rows
+# session_scope='all' ranks the newest N matching rows, and every match of the query's rare
+# terms (ftsbound.RARE_BUDGET); a substring scan (text the tokenizer cannot split) reads the
+# newest LITERAL_CANDIDATES rows.
+ARCHIVE_CANDIDATES = 5000
+LITERAL_CANDIDATES = 20000
 
 # Short, frequent English words that only add noise to an OR query.
 STOPWORDS = frozenset("""
@@ -130,7 +134,8 @@ def matching_ids(store: MessageStore, query: str, limit: int, session_ids: Seque
     """Store ids of up to ``limit`` raw messages matching ``query``, best BM25 rank first.
 
     ``session_ids`` None searches every visible session (the newest ARCHIVE_CANDIDATES
-    matches); text the tokenizer cannot split falls back to a substring scan, newest first.
+    matches and every match of its rare terms); text the tokenizer cannot split falls back to
+    a substring scan, newest first.
     ``turn`` (session id, turn start) drops that session's rows past the start, the turn in
     flight, and reads further so the result still holds ``limit`` other matches when there are.
     """
@@ -152,5 +157,6 @@ def _matching_rows(store: MessageStore, query: str, limit: int, session_ids: Seq
                         visible=visible) if expression else []
     literal = query.strip()
     if not hits and 0 < len(literal) <= LITERAL_MAX_CHARS:
-        hits = store.search("", session_ids, limit=limit, max_candidates=bound, literal=literal, visible=visible)
+        hits = store.search("", session_ids, limit=limit, literal=literal, visible=visible,
+                            max_candidates=None if bound is None else LITERAL_CANDIDATES)
     return [row for row, _, _ in hits]

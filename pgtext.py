@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from . import ftsbound
 from .pgwords import CONFIG, INDEX_MAX_CHARS, document, parse_match, word_count
 
 K1 = 1.2
@@ -320,10 +321,9 @@ def _search(conn: Executes, corpus: _Corpus, expression: str, where: Sequence[st
         cand_args.append(wanted)
     cand_where += [f"({w})" for w in where]
     cand_args += list(args)
-    newest = ""
-    if max_candidates is not None:
-        newest = f" ORDER BY s.{corpus.key} DESC LIMIT ?"
-        cand_args.append(_count(max_candidates, MAX_LIMIT, _BIGINT))
+    window: list[Any] = []
+    if max_candidates is not None:  # the newest N matches, then the older ones of the rare phrases
+        window = [ftsbound.RARE_BUDGET, *cand_args, _count(max_candidates, MAX_LIMIT, _BIGINT)]
     pis, parts, words, prefixes = [], [], [], []
     for i, phrase in enumerate(query.phrases, start=1):
         for j, word in enumerate(phrase.words, start=1):
@@ -337,8 +337,9 @@ def _search(conn: Executes, corpus: _Corpus, expression: str, where: Sequence[st
     multi = [i for i, p in enumerate(query.phrases, start=1) if len(p.words) > 1]
     check = [i for i, p in enumerate(query.phrases, start=1) if len(p.words) > 1 or p.prefix]
     columns = (", sn._hl, sn._at, sn._orig, sn._more" if snippets else "") + (", b.*" if rows else "")
-    sql = _ranking_sql(corpus, " AND ".join(cand_where), newest, bool(where), multi, check, columns)
-    params: list[Any] = [[p.tsquery() for p in query.phrases], pis, parts, words, prefixes, *cand_args, limit]
+    sql = _ranking_sql(corpus, " AND ".join(cand_where), bool(window), bool(where), multi, check, columns)
+    params: list[Any] = [[p.tsquery() for p in query.phrases], pis, parts, words, prefixes, *window, *cand_args,
+                         limit]
     if snippets:
         sql += _snippet_sql(corpus)
         params.append(query.text)
@@ -354,11 +355,30 @@ def _search(conn: Executes, corpus: _Corpus, expression: str, where: Sequence[st
     return out
 
 
-def _ranking_sql(corpus: _Corpus, cand_where: str, newest: str, join_base: bool, multi: list[int], check: list[int],
-                 columns: str) -> str:
+def _ranking_sql(corpus: _Corpus, cand_where: str, windowed: bool, join_base: bool, multi: list[int],
+                 check: list[int], columns: str) -> str:
     """The ranked page: phrases and their idf, candidates, per-candidate term frequencies, BM25."""
     name, side = _literal(corpus.name), _literal(corpus.side)
     join = f" JOIN {corpus.base} {corpus.alias} ON {corpus.alias}.{corpus.key} = s.{corpus.key}" if join_base else ""
+    picked = f"s.{corpus.key} AS id, s.doc, s.doc_len{', s.tool_len' if corpus.tools else ''}"
+    cand = f"SELECT {picked} FROM {corpus.side} s{join} WHERE {cand_where}"
+    if windowed:
+        # A windowed search ranks the newest N matches and every older match of the rarest phrases
+        # whose matches add up to at most ? rows (from the last stats refresh; none before one).
+        cand = f"""rq AS MATERIALIZED (
+    SELECT to_tsquery('{CONFIG}', string_agg(r.qtext, ' | ')) AS q FROM (
+        SELECT ph.qtext, sum(d.df) OVER (ORDER BY d.df, ph.i) AS running FROM ph CROSS JOIN LATERAL (
+            SELECT min(p.df) AS df FROM (
+                SELECT CASE WHEN bool_or(pl.prefix) THEN sum(pl.docs) ELSE min(pl.docs) END AS df
+                FROM pl WHERE pl.i = ph.i GROUP BY pl.part) p) d
+        WHERE numnode(ph.q) > 0 AND EXISTS (SELECT 1 FROM search_stats WHERE corpus = {name})) r
+    WHERE r.running <= ?),
+newest AS MATERIALIZED ({cand} ORDER BY s.{corpus.key} DESC LIMIT ?),
+cand AS MATERIALIZED (
+    SELECT * FROM newest UNION ALL
+    {cand} AND s.{corpus.key} < (SELECT min(id) FROM newest) AND s.doc @@ (SELECT q FROM rq))"""
+    else:
+        cand = f"cand AS MATERIALIZED ({cand})"
     # A lexeme's tf: its positions; on a row with tool_calls, those past the content's (the
     # tool_calls words follow the content's) count TOOL_WEIGHT.
     tf = "cardinality(x.positions)::float8"
@@ -393,7 +413,7 @@ scored AS (
     # word: the sum over its known lexemes. Before a first refresh N is the planner's row estimate
     # (or the candidates) and avgdl the candidates' mean length: no search reads the whole table.
     return f"""WITH ph AS MATERIALIZED (
-    SELECT x.i, to_tsquery('{CONFIG}', x.qtext) AS q FROM unnest(?::text[]) WITH ORDINALITY AS x(qtext, i)),
+    SELECT x.i, x.qtext, to_tsquery('{CONFIG}', x.qtext) AS q FROM unnest(?::text[]) WITH ORDINALITY AS x(qtext, i)),
 pw AS (
     SELECT w.i, w.part, w.prefix, l.lexeme
     FROM unnest(?::int[], ?::int[], ?::text[], ?::boolean[]) AS w(i, part, word, prefix)
@@ -406,9 +426,7 @@ pl AS MATERIALIZED (
         SELECT t.lexeme, t.docs FROM search_terms t WHERE t.corpus = {name} AND t.lexeme >= pw.lexeme
         AND t.lexeme < pw.lexeme || chr(1114111) ORDER BY t.docs DESC LIMIT {PREFIX_EXPANSIONS}) e
     WHERE pw.prefix),
-cand AS MATERIALIZED (
-    SELECT s.{corpus.key} AS id, s.doc, s.doc_len{", s.tool_len" if corpus.tools else ""}
-    FROM {corpus.side} s{join} WHERE {cand_where}{newest}),
+{cand},
 st AS (SELECT max(docs) AS docs, max(avg_len) AS avg_len FROM search_stats WHERE corpus = {name}),
 nd AS MATERIALIZED (
     SELECT GREATEST(COALESCE(st.docs, (SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass({side})),

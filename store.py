@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from . import pgtext
+from . import ftsbound, pgtext, substring
 from .backend import insert_returning, on_server
 from .db import Database
 from .ingest import IngestCursor, is_synthetic, memo_identity, message_identity, plan_aligned, plan_fast
@@ -433,7 +433,8 @@ class MessageStore:
             where.append(scoped)
             args += scope_args
         if literal:
-            return self._search_literal(conn, literal, where, args, limit, max_candidates)
+            return [(message_row_from({k: r[k] for k in r.keys()}), 0.0, snip)
+                    for r, snip in substring.scan(conn, literal, where, args, limit, max_candidates)]
         if not match:
             return []
         if on_server(conn):
@@ -456,6 +457,7 @@ class MessageStore:
                 return []
             fts_where.append(f"rowid IN ({','.join('?' * len(ids))})")
             fts_args += ids
+        narrow, narrow_args = fts_where[1:], fts_args[1:]  # a session's id range, without the bound below
         if max_candidates is not None:
             bound = conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid DESC"
                                  " LIMIT 1 OFFSET ?", (match, max(0, int(max_candidates) - 1))).fetchone() \
@@ -488,12 +490,30 @@ class MessageStore:
             if window >= total:
                 break
             window = window * 8 if window * 8 < total else -1
+        if max_candidates is not None and bound is not None and store_ids is None:
+            rows = self._with_older(conn, match, int(bound[0]), narrow, narrow_args, where, args, limit, rows,
+                                    snippets)
         out = []
         for r in rows:
             d = {k: r[k] for k in r.keys() if not k.startswith("_")}
             out.append((message_row_from(d), float(r["_rank"]), str(r["_snippet"] or "")))
         return out
 
+
+    def _with_older(self, conn: sqlite3.Connection, match: str, below: int, narrow: list[str], narrow_args: list[Any],
+                    where: list[str], args: list[Any], limit: int, rows: list[Any], snippets: bool) -> list[Any]:
+        """``rows`` (the newest-N window's best) merged with older matches of the query's rare phrases."""
+        rare = ftsbound.rare_phrases(conn, match)
+        older = ftsbound.older_hits(conn, match, rare, below, narrow, narrow_args, where, args, limit) if rare else []
+        if not older:
+            return rows
+        merged = sorted([*rows, *older], key=lambda r: (float(r["_rank"]), int(r["store_id"])))[:limit]
+        if snippets:
+            found = {row.store_id: snip for row, _, snip in
+                     self.search(match, store_ids=[int(r["store_id"]) for r in merged], limit=len(merged))}
+            merged = [{**{k: r[k] for k in r.keys()}, "_snippet": found.get(int(r["store_id"]), r["_snippet"])}
+                      for r in merged]
+        return merged
 
     @staticmethod
     def _server_search(conn: sqlite3.Connection, match: str, where: list[str], args: list[Any],
@@ -504,28 +524,6 @@ class MessageStore:
                                       max_candidates=max_candidates, snippets=snippets, rows=True,
                                       store_ids=None if store_ids is None else [int(i) for i in store_ids][:500])
         return [(message_row_from(dict(h[0])), float(h[1]), str(h[2] or "")) for h in hits]
-
-    @staticmethod
-    def _search_literal(conn: sqlite3.Connection, literal: str, where: list[str], args: list[Any], limit: int,
-                        max_candidates: int | None) -> list[tuple[MessageRow, float, str]]:
-        """Case-insensitive substring scan, newest first, bounded to the newest candidates."""
-        where = ["instr(lower(m.content || ' ' || COALESCE(m.tool_calls, '')), lower(?)) > 0", *where]
-        args = [literal, *args]
-        if max_candidates is not None:
-            top = conn.execute("SELECT MAX(store_id) FROM messages").fetchone()[0] or 0
-            where.append("m.store_id > ?")
-            args.append(int(top) - int(max_candidates))
-        sql = f"SELECT m.* FROM messages m WHERE {' AND '.join(where)} ORDER BY m.store_id DESC LIMIT ?"
-        out = []
-        for r in conn.execute(sql, [*args, int(limit)]):
-            row = message_row_from({k: r[k] for k in r.keys()})
-            text = row.content
-            pos = text.lower().find(literal.lower())
-            start = max(0, pos - 80)
-            snippet = ("…" if start else "") + text[start:pos] + ">>>" + text[pos:pos + len(literal)] + "<<<" \
-                + text[pos + len(literal):pos + len(literal) + 160] if pos >= 0 else text[:240]
-            out.append((row, 0.0, snippet))
-        return out
 
     # -- payload upkeep ----------------------------------------------------
     def rows_maybe_holding_payloads(self, min_chars: int) -> Iterable[MessageRow]:

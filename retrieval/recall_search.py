@@ -14,11 +14,11 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from .. import changed
+from .. import changed, ftsbound
 from ..scope import EVERYTHING, Visibility
 from . import fusion, rescore, semantic
 from .query import Candidate, Match, build_match, rerank
-from .search import ARCHIVE_CANDIDATES, LITERAL_MAX_CHARS
+from .search import ARCHIVE_CANDIDATES, LITERAL_CANDIDATES, LITERAL_MAX_CHARS
 
 if TYPE_CHECKING:
     from ..dag import NodeRow
@@ -236,6 +236,7 @@ def fts_arm(runtime: Runtime, req: RecallRequest, match: Match, pool: int, gate:
     """BM25 over raw rows of every session, then coverage and adjacent-turn re-ranking."""
     report.ran, report.pool = True, pool
     report.facts["archive_candidate_limit"] = ARCHIVE_CANDIDATES
+    report.facts["archive_rare_term_budget"] = ftsbound.RARE_BUDGET
     store = runtime.store
     found = store.search(match.expression, time_from=req.since, time_to=req.before, limit=pool,
                          snippets=False, max_candidates=ARCHIVE_CANDIDATES,
@@ -244,7 +245,7 @@ def fts_arm(runtime: Runtime, req: RecallRequest, match: Match, pool: int, gate:
     if not found and 0 < len(literal) <= LITERAL_MAX_CHARS:
         # Text the tokenizer cannot split (CJK runs, emoji, partial ids): a bounded substring scan.
         found = store.search("", time_from=req.since, time_to=req.before, limit=pool, literal=literal,
-                             max_candidates=ARCHIVE_CANDIDATES, visible=req.visible)
+                             max_candidates=LITERAL_CANDIDATES, visible=req.visible)
         if found:
             report.facts["fallback"] = "substring"
             for row, _, snip in found:

@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ..fulltext import ARCHIVE_CANDIDATES, LITERAL_MAX_CHARS
+from .. import ftsbound
+from ..fulltext import ARCHIVE_CANDIDATES, LITERAL_CANDIDATES, LITERAL_MAX_CHARS
 from ..payloads.sidecar import search_payloads
 from ..scope import EVERYTHING, Visibility
 from ..toolkit import expand_hint, iso, message_meta
@@ -98,6 +99,7 @@ def grep(runtime: Runtime, req: GrepRequest) -> GrepPage:
         raw = _ranked_raw(hits, match.terms)
         if req.scope == "all":
             notes["archive_candidate_limit"] = ARCHIVE_CANDIDATES
+            notes["archive_rare_term_budget"] = ftsbound.RARE_BUDGET
     want_summaries = req.scope == "current" and not req.raw_filtered and req.content_scope != "externalized"
     nodes = _summary_hits(runtime, match.expression, req.current or "", req.source, pool) \
         if want_summaries and match.expression else []
@@ -138,7 +140,8 @@ def _raw_candidates(runtime: Runtime, req: GrepRequest, match: Match, pool: int,
     if hits or not 0 < len(literal) <= LITERAL_MAX_CHARS:
         return hits, {}
     # Text the tokenizer cannot split (CJK runs, emoji, partial ids): substring scan.
-    hits = search("", limit=pool, literal=literal)
+    hits = search("", limit=pool, literal=literal,
+                  max_candidates=LITERAL_CANDIDATES if req.scope == "all" else None)
     if hits:
         notes["fallback"] = "substring"
     return hits, {row.store_id: snip for row, _, snip in hits}

@@ -15,7 +15,7 @@ import uuid
 import pytest
 from conftest import drop_schema, with_search_path
 
-from hermes_trove import pgtext, pgwords
+from hermes_trove import ftsbound, pgtext, pgwords
 from hermes_trove.db import Database
 from hermes_trove.fulltext import build_match
 from hermes_trove.scope import Visibility
@@ -282,7 +282,8 @@ def test_filters_on_messages_apply_inside_the_candidates(pg):
     assert hits(session_bounds=(a2, b1)) == [a2, b1]
 
 
-def test_max_candidates_ranks_only_the_newest_matching_rows(pg):
+def test_max_candidates_ranks_only_the_newest_matching_rows(pg, monkeypatch):
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 0)  # no phrase counts as rare: the plain window
     strong = add(pg, "s1", "walrus walrus walrus")
     rows = [add(pg, "s1", f"a walrus note number {i} with several other words in it") for i in range(5)]
     add(pg, "s1", "no match at all")
@@ -291,6 +292,21 @@ def test_max_candidates_ranks_only_the_newest_matching_rows(pg):
     newest = search(pg, "walrus", limit=10, max_candidates=3)
     assert sorted(ids(newest)) == rows[-3:]
     assert ids(search(pg, "walrus", where=["m.role = ?"], args=["user"], max_candidates=2, limit=10)) != []
+
+
+def test_max_candidates_also_ranks_every_older_match_of_the_rare_phrases(pg, monkeypatch):
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 3)
+    old = add(pg, "s1", "the zanzibar walrus")
+    add(pg, "s1", "an older zanzibar note without the other word")
+    rows = [add(pg, "s1", f"a walrus note number {i} with several other words in it") for i in range(6)]
+    assert sorted(ids(search(pg, "zanzibar walrus", limit=10, max_candidates=3))) == rows[-3:]  # no stats yet
+    pgtext.refresh_stats(pg)
+    exact = dict((i, score) for i, score, _ in search(pg, "zanzibar walrus", limit=20))
+    windowed = search(pg, "zanzibar walrus", limit=20, max_candidates=3)
+    assert ids(windowed)[0] == old and len(windowed) == 5  # two older rare matches, three newest
+    assert all(score == pytest.approx(exact[i], rel=1e-9) for i, score, _ in windowed)
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 1)  # "zanzibar" has 2 matches: too many now
+    assert sorted(ids(search(pg, "zanzibar walrus", limit=10, max_candidates=3))) == rows[-3:]
 
 
 def test_a_snippet_keeps_the_number_that_ends_a_short_text(pg):

@@ -1,0 +1,74 @@
+"""Archive-wide full text on SQLite past the newest-N window: every match of a rare term is ranked.
+
+An archive search ranks only the newest ``ARCHIVE_CANDIDATES`` matching rows, so its cost does
+not follow the archive. On common words that is harmless, but a name or an identifier said in
+an old conversation would fall out of the window behind newer rows that share only common
+words. So the query's rarest phrases (together at most ``RARE_BUDGET`` matching rows) have every
+older match ranked as well, with the exact score the whole query gives it.
+
+FTS5's ``bm25()`` sums one term per phrase of the expression, so over ``(rare) AND (whole)`` a
+row scores its rare phrases twice and the rest once; subtracting its score over ``(rare)``
+alone leaves its score over the whole query, with no ``rowid IN`` list (which FTS5 would answer
+by running the query once per id).
+"""
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+RARE_BUDGET = 5000  # rows: the rare phrases' matches ranked beyond the window, at most (PostgreSQL too)
+
+_PART = re.compile(r'"(?:[^"]|"")*"\*?')
+_RANK = "bm25(messages_fts, 1.0, 0.6)"
+
+
+def phrases(expression: str) -> list[str]:
+    """The phrases of a ``build_match`` expression (``"a" OR "b c" OR "d"*``); [] for any other form. Pure."""
+    parts = _PART.findall(expression)
+    return parts if parts and " OR ".join(parts) == expression else []
+
+
+def pick_rare(counts: Sequence[tuple[str, int]], budget: int) -> list[str]:
+    """The rarest phrases whose matches, added up, stay within ``budget``; phrases with none are left out. Pure."""
+    out, total = [], 0
+    for part, count in sorted(counts, key=lambda pc: pc[1]):
+        if count <= 0:
+            continue
+        if total + count > budget:
+            break
+        out.append(part)
+        total += count
+    return out
+
+
+def rare_phrases(conn: sqlite3.Connection, expression: str, budget: int | None = None) -> list[str]:
+    """The expression's rare phrases: each count stops at ``budget + 1``, so a common word costs no more."""
+    budget = RARE_BUDGET if budget is None else budget
+    counts = [(p, int(conn.execute("SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ?"
+                                   " LIMIT ?)", (p, budget + 1)).fetchone()[0])) for p in phrases(expression)]
+    return pick_rare(counts, budget)
+
+
+def older_hits(conn: sqlite3.Connection, expression: str, rare: Sequence[str], below: int,
+               fts_where: Sequence[str], fts_args: Sequence[Any], where: Sequence[str], args: Sequence[Any],
+               limit: int) -> list[sqlite3.Row]:
+    """Rows under store id ``below`` matching a ``rare`` phrase, best first by their score over ``expression``.
+
+    Each row carries ``messages`` columns plus ``_rank`` (FTS5's bm25 of the whole expression) and
+    an empty ``_snippet``. ``fts_where``/``fts_args`` narrow the full-text side (a session's id
+    range), ``where``/``args`` filter on ``m`` as ``Store.search`` writes them.
+    """
+    rare_expr = " OR ".join(rare)
+    narrow = "".join(f" AND {w}" for w in fts_where)
+    filters = f" WHERE {' AND '.join(where)}" if where else ""
+    sql = (f"WITH one AS MATERIALIZED (SELECT rowid AS rid, {_RANK} AS r FROM messages_fts"
+           f" WHERE messages_fts MATCH ? AND rowid < ?{narrow}),"
+           f" two AS MATERIALIZED (SELECT rowid AS rid, {_RANK} AS r FROM messages_fts"
+           f" WHERE messages_fts MATCH ? AND rowid < ?{narrow})"
+           f" SELECT m.*, two.r - one.r AS _rank, '' AS _snippet FROM two JOIN one ON one.rid = two.rid"
+           f" JOIN messages m ON m.store_id = two.rid{filters} ORDER BY _rank, m.store_id LIMIT ?")
+    params = [rare_expr, int(below), *fts_args, f"({rare_expr}) AND ({expression})", int(below), *fts_args,
+              *args, int(limit)]
+    return list(conn.execute(sql, params).fetchall())

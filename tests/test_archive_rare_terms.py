@@ -1,0 +1,111 @@
+"""An archive-wide search ranks every older match of the query's rare terms, past the newest-N window.
+
+A name said once in an old conversation must not fall out of the window behind newer rows that
+share only a common word with the question; its score is the one the whole query gives it.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import make_engine, user
+
+from hermes_trove import ftsbound, pgtext
+from hermes_trove.fulltext import build_match, matching_ids
+from hermes_trove.retrieval import recall_search
+from hermes_trove.scope import EVERYTHING, Visibility
+from hermes_trove.store import SessionKey
+from hermes_trove.tools import dispatch
+
+OLD = SessionKey("old-chat")
+NEW = SessionKey("new-chat")
+
+
+def fill(runtime, newer: int = 60) -> int:
+    """One old row naming a rare place, then ``newer`` rows sharing only the common word; the old row's id."""
+    runtime.store.append(OLD, [{**user("we planned the zanzibar trip over coffee"), "timestamp": 1_700_000_000.0}])
+    runtime.store.append(NEW, [{**user(f"coffee note {i}: the coffee was fine"), "timestamp": 1_700_100_000.0}
+                               for i in range(newer)])
+    return runtime.store.search('"zanzibar"', limit=1)[0][0].store_id
+
+
+def ranked(runtime, query: str, bound: int | None, **kw) -> list[tuple[int, float]]:
+    hits = runtime.store.search(build_match(query).expression, limit=kw.pop("limit", 10), snippets=False,
+                                max_candidates=bound, **kw)
+    return [(row.store_id, rank) for row, rank, _ in hits]
+
+
+def test_phrases_split_only_what_build_match_writes():
+    expr = build_match('"exact phrase" deploy* src/app.py ING-7731 won\'t').expression
+    assert " OR ".join(ftsbound.phrases(expr)) == expr
+    assert ftsbound.phrases('"a" OR "b ""c"""*') == ['"a"', '"b ""c"""*']
+    for other in ("", "a OR b", '"a" AND "b"', '"a" OR', 'NEAR("a" "b")', '"a" "b"'):
+        assert ftsbound.phrases(other) == []
+
+
+def test_pick_rare_takes_the_rarest_phrases_within_the_budget():
+    counts = [('"coffee"', 5001), ('"zanzibar"', 3), ('"trip"', 900), ('"absent"', 0), ('"plan"', 4200)]
+    assert ftsbound.pick_rare(counts, 5000) == ['"zanzibar"', '"trip"']
+    assert ftsbound.pick_rare(counts, 2) == []
+    assert ftsbound.pick_rare([], 10) == []
+
+
+def test_an_old_rare_match_outside_the_window_is_ranked_with_the_whole_querys_score(runtime, backend, monkeypatch):
+    if backend != "sqlite":
+        pytest.skip("about FTS5's window; PostgreSQL's candidate set is tested in test_pgtext")
+    old_id = fill(runtime)
+    exact = dict(ranked(runtime, "zanzibar coffee", None, limit=100))
+    bounded = ranked(runtime, "zanzibar coffee", 5)
+    assert bounded[0][0] == old_id  # the rare name wins although its row is far older than the window
+    assert bounded[0][1] == pytest.approx(exact[old_id], rel=1e-9, abs=1e-12)
+    # 61 matches in all fit the rare budget: every one is ranked, as an unbounded search ranks them
+    assert len(bounded) == 10
+    assert all(rank == pytest.approx(exact[i], rel=1e-9, abs=1e-12) for i, rank in bounded)
+    # a word with more matches than the budget keeps its newest-N window; the rarer name still ranks
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 20)
+    assert old_id not in [i for i, _ in ranked(runtime, "coffee", 5)]
+    bounded = ranked(runtime, "zanzibar coffee", 5)
+    assert bounded[0][0] == old_id and len(bounded) == 6  # the window's five newest, plus the older rare match
+    assert all(rank == pytest.approx(exact[i], rel=1e-9, abs=1e-12) for i, rank in bounded)
+
+
+def test_older_rare_matches_still_obey_the_filters_and_scopes(runtime, backend, monkeypatch):
+    if backend != "sqlite":
+        pytest.skip("about FTS5's window; PostgreSQL's candidate set is tested in test_pgtext")
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 20)
+    old_id = fill(runtime)
+    assert old_id not in [i for i, _ in ranked(runtime, "zanzibar coffee", 5, role="assistant")]
+    assert old_id not in [i for i, _ in ranked(runtime, "zanzibar coffee", 5, time_from=1_700_050_000.0)]
+    assert old_id in [i for i, _ in ranked(runtime, "zanzibar coffee", 5, time_from=1_600_000_000.0)]
+    own = Visibility(mode="session", session_id="new-chat")
+    mine = ranked(runtime, "zanzibar coffee", 5, visible=own)
+    assert old_id not in [i for i, _ in mine] and len(mine) == 5  # another session's row never shows
+    theirs = ranked(runtime, "zanzibar coffee", 5, visible=Visibility(mode="session", session_id="old-chat"))
+    assert [i for i, _ in theirs] == [old_id]
+
+
+def test_snippets_are_built_for_older_rows_too(runtime, backend, monkeypatch):
+    if backend != "sqlite":
+        pytest.skip("about FTS5's window")
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 20)
+    old_id = fill(runtime)
+    hits = runtime.store.search(build_match("zanzibar coffee").expression, limit=3, max_candidates=5)
+    snip = {row.store_id: s for row, _, s in hits}
+    assert ">>>zanzibar<<<" in snip[old_id]
+
+
+def test_matching_ids_and_recall_find_the_old_name_in_a_full_archive(runtime, backend, monkeypatch):
+    monkeypatch.setattr(recall_search, "ARCHIVE_CANDIDATES", 5)
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 20)
+    old_id = fill(runtime)
+    if backend == "sqlite":
+        import hermes_trove.fulltext as fulltext
+        monkeypatch.setattr(fulltext, "ARCHIVE_CANDIDATES", 5)
+        assert matching_ids(runtime.store, "zanzibar coffee", 3, None, EVERYTHING)[0] == old_id
+    if backend == "postgresql":  # rare means rare by the last stats refresh there
+        runtime.store.settle()
+        pgtext.refresh_stats(runtime.store.db)
+    engine = make_engine(runtime, session="asker")
+    out = json.loads(dispatch(engine.tool_context(), "trove_recall", {"query": "zanzibar coffee"}))
+    assert "error" not in out, out
+    assert any("zanzibar" in json.dumps(item) for item in out["hits"][:3]), out
