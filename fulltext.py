@@ -18,9 +18,9 @@ if TYPE_CHECKING:
     from .store import MessageStore
 
 LITERAL_MAX_CHARS = 200
-# session_scope='all' ranks the newest N matching rows, and every match of the query's rare
-# terms (ftsbound.RARE_BUDGET); a substring scan (text the tokenizer cannot split) reads the
-# newest LITERAL_CANDIDATES rows.
+# An archive search (and trove_grep in any scope) ranks the newest N matching rows and every
+# match of the query's rare terms (ftsbound.RARE_BUDGET); a substring scan (text the tokenizer
+# cannot split) reads the newest LITERAL_CANDIDATES rows.
 ARCHIVE_CANDIDATES = 5000
 LITERAL_CANDIDATES = 20000
 

@@ -458,13 +458,15 @@ class MessageStore:
             fts_where.append(f"rowid IN ({','.join('?' * len(ids))})")
             fts_args += ids
         narrow, narrow_args = fts_where[1:], fts_args[1:]  # a session's id range, without the bound below
-        if max_candidates is not None:
-            bound = conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? ORDER BY rowid DESC"
-                                 " LIMIT 1 OFFSET ?", (match, max(0, int(max_candidates) - 1))).fetchone() \
+        if max_candidates is not None:  # the newest N matches (in the session's range, if any) that are visible
+            skip = max(0, int(max_candidates) - 1)
+            bound = conn.execute(f"SELECT rowid FROM messages_fts WHERE {' AND '.join(fts_where)}"
+                                 " ORDER BY rowid DESC LIMIT 1 OFFSET ?", [*fts_args, skip]).fetchone() \
                 if not scoped else conn.execute(
-                    "SELECT m.store_id FROM messages_fts JOIN messages m ON m.store_id = messages_fts.rowid"
-                    f" WHERE messages_fts MATCH ? AND {scoped} ORDER BY m.store_id DESC LIMIT 1 OFFSET ?",
-                    [match, *scope_args, max(0, int(max_candidates) - 1)]).fetchone()
+                    "SELECT m.store_id FROM messages_fts JOIN messages m ON m.store_id = messages_fts.rowid WHERE "
+                    + " AND ".join(w.replace("rowid", "messages_fts.rowid") for w in fts_where)
+                    + f" AND {scoped} ORDER BY m.store_id DESC LIMIT 1 OFFSET ?",
+                    [*fts_args, *scope_args, skip]).fetchone()
             if bound is not None:
                 fts_where.append("rowid >= ?")
                 fts_args.append(int(bound[0]))

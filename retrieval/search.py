@@ -130,7 +130,7 @@ def _raw_candidates(runtime: Runtime, req: GrepRequest, match: Match, pool: int,
     session_ids = ([bound] if bound else []) if req.scope in ("current", "session") else None  # [] matches nothing
     find = partial(runtime.store.search, session_ids=session_ids, role=req.role, source=req.source,
                    time_from=req.time_from, time_to=req.time_to, visible=req.visible,
-                   max_candidates=ARCHIVE_CANDIDATES if req.scope == "all" else None)
+                   max_candidates=ARCHIVE_CANDIDATES)
 
     def search(expression: str, **kw: Any) -> list[tuple[Any, float, str]]:
         return [hit for hit in find(expression, **kw) if not req.in_flight(hit[0])]

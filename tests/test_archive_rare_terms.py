@@ -109,3 +109,26 @@ def test_matching_ids_and_recall_find_the_old_name_in_a_full_archive(runtime, ba
     out = json.loads(dispatch(engine.tool_context(), "trove_recall", {"query": "zanzibar coffee"}))
     assert "error" not in out, out
     assert any("zanzibar" in json.dumps(item) for item in out["hits"][:3]), out
+
+
+def test_a_long_sessions_grep_ranks_its_newest_matches_and_every_rare_match(runtime, backend, monkeypatch):
+    from hermes_trove.retrieval import search as grep_search
+    monkeypatch.setattr(grep_search, "ARCHIVE_CANDIDATES", 5)
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 20)
+    key = SessionKey("long-chat")
+    runtime.store.append(key, [user("the zanzibar trip, over coffee coffee coffee")])
+    runtime.store.append(key, [user(f"coffee note {i}: the coffee was fine today") for i in range(40)])
+    if backend == "postgresql":
+        runtime.store.settle()
+        pgtext.refresh_stats(runtime.store.db)
+    engine = make_engine(runtime, session="long-chat")
+
+    def grep(query: str) -> list[str]:
+        out = json.loads(dispatch(engine.tool_context(), "trove_grep", {"query": query, "limit": 10}))
+        assert "error" not in out, out
+        return [hit["snippet"] for hit in out["results"] if hit.get("store_id")]
+
+    assert "zanzibar" in grep("zanzibar coffee")[0]  # the oldest row, but its rare word ranks it
+    common = grep("coffee")
+    assert len(common) == 5 and not any("zanzibar" in s for s in common)  # only the newest 5 matches
+    assert all(any(f"note {i}" in s for s in common) for i in range(35, 40))
