@@ -495,11 +495,10 @@ class MessageStore:
         if max_candidates is not None and bound is not None and store_ids is None:
             rows = self._with_older(conn, match, int(bound[0]), narrow, narrow_args, where, args, limit, rows,
                                     snippets)
-        out = []
-        for r in rows:
-            d = {k: r[k] for k in r.keys() if not k.startswith("_")}
-            out.append((message_row_from(d), float(r["_rank"]), str(r["_snippet"] or "")))
-        return out
+        # m.* come first, then _rank and _snippet: values by position, not a name lookup per column
+        names = [k for k in rows[0].keys() if not k.startswith("_")] if rows else []
+        return [(message_row_from(dict(zip(names, tuple(r.values() if isinstance(r, dict) else r)))),
+                 float(r["_rank"]), str(r["_snippet"] or "")) for r in rows]
 
 
     def _with_older(self, conn: sqlite3.Connection, match: str, below: int, narrow: list[str], narrow_args: list[Any],
