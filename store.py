@@ -497,7 +497,7 @@ class MessageStore:
                                     snippets)
         # m.* come first, then _rank and _snippet: values by position, not a name lookup per column
         names = [k for k in rows[0].keys() if not k.startswith("_")] if rows else []
-        return [(message_row_from(dict(zip(names, tuple(r.values() if isinstance(r, dict) else r)))),
+        return [(message_row_from(dict(zip(names, tuple(r.values() if isinstance(r, dict) else r), strict=False))),
                  float(r["_rank"]), str(r["_snippet"] or "")) for r in rows]
 
 
