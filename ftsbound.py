@@ -62,6 +62,9 @@ def older_hits(conn: sqlite3.Connection, expression: str, rare: Sequence[str], b
     """
     rare_expr = " OR ".join(rare)
     narrow = "".join(f" AND {w}" for w in fts_where)
+    if conn.execute(f"SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? AND rowid < ?{narrow} LIMIT 1",
+                    [rare_expr, int(below), *fts_args]).fetchone() is None:
+        return []  # every rare match is inside the window: skip the scoring, which counts every phrase's matches
     filters = f" WHERE {' AND '.join(where)}" if where else ""
     sql = (f"WITH one AS MATERIALIZED (SELECT rowid AS rid, {_RANK} AS r FROM messages_fts"
            f" WHERE messages_fts MATCH ? AND rowid < ?{narrow}),"
