@@ -132,3 +132,14 @@ def test_a_long_sessions_grep_ranks_its_newest_matches_and_every_rare_match(runt
     common = grep("coffee")
     assert len(common) == 5 and not any("zanzibar" in s for s in common)  # only the newest 5 matches
     assert all(any(f"note {i}" in s for s in common) for i in range(35, 40))
+
+
+def test_rare_matches_already_inside_the_window_add_nothing(runtime, backend, monkeypatch):
+    if backend != "sqlite":
+        pytest.skip("about FTS5's window")
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 20)
+    runtime.store.append(OLD, [user(f"coffee note {i}: the coffee was fine") for i in range(40)])
+    new_id = runtime.store.append(NEW, [user("the zanzibar coffee plan")])[0]
+    bounded = ranked(runtime, "zanzibar coffee", 5)
+    assert bounded[0][0] == new_id and len(bounded) == 5  # the window alone: the rare row is its newest
+    assert min(i for i, _ in bounded) == new_id - 4
