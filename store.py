@@ -500,7 +500,6 @@ class MessageStore:
         return [(message_row_from(dict(zip(names, tuple(r.values() if isinstance(r, dict) else r), strict=False))),
                  float(r["_rank"]), str(r["_snippet"] or "")) for r in rows]
 
-
     def _with_older(self, conn: sqlite3.Connection, match: str, below: int, narrow: list[str], narrow_args: list[Any],
                     where: list[str], args: list[Any], limit: int, rows: list[Any], snippets: bool) -> list[Any]:
         """``rows`` (the newest-N window's best) merged with older matches of the query's rare phrases."""
