@@ -54,3 +54,15 @@ def sessions(conversation: dict[str, Any]) -> list[tuple[str, datetime | None, l
 def evidence_ids(raw: list[Any] | None) -> list[str]:
     """A question's evidence dialog ids in order; malformed entries like 'D8:6; D9:17' are split."""
     return [d for item in raw or [] for d in _DIA.findall(str(item))]
+
+
+def turns(conversation: dict[str, Any]) -> list[tuple[str, dict[str, Any], float | None]]:
+    """(speaker role, turn, timestamp) in conversation order: speaker_a is the user, turns 30 s apart."""
+    speaker_a = conversation.get("speaker_a")
+    out = []
+    for _, stamp, session_turns in sessions(conversation):
+        base = None if stamp is None else stamp.timestamp()
+        for i, turn in enumerate(session_turns):
+            role = "user" if turn.get("speaker") == speaker_a else "assistant"
+            out.append((role, turn, None if base is None else base + i * 30))
+    return out

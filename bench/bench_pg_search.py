@@ -26,20 +26,9 @@ from typing import Any
 from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _locomo import DEFAULT_DATA, evidence_ids, load_dev_split, sessions  # noqa: E402
+from _locomo import DEFAULT_DATA, evidence_ids, load_dev_split, turns  # noqa: E402
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:55432/trove_test"
-
-
-def turns(conversation: dict[str, Any]) -> list[tuple[str, dict[str, Any], float | None]]:
-    speaker_a = conversation.get("speaker_a")
-    out = []
-    for _, stamp, session_turns in sessions(conversation):
-        base = None if stamp is None else stamp.timestamp()
-        for i, turn in enumerate(session_turns):
-            role = "user" if turn.get("speaker") == speaker_a else "assistant"
-            out.append((role, turn, None if base is None else base + i * 30))
-    return out
 
 
 def messages(rows: list[tuple[str, dict[str, Any], float | None]]) -> list[dict[str, Any]]:

@@ -21,19 +21,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _locomo import DEFAULT_DATA, evidence_ids, load_package, sessions  # noqa: E402
-
-
-def turns(conversation: dict) -> list[tuple[str, dict, float | None]]:
-    """(speaker role, turn, timestamp) in conversation order."""
-    speaker_a = conversation.get("speaker_a")
-    out = []
-    for _, stamp, session_turns in sessions(conversation):
-        base = None if stamp is None else stamp.timestamp()
-        for i, turn in enumerate(session_turns):
-            role = "user" if turn.get("speaker") == speaker_a else "assistant"
-            out.append((role, turn, None if base is None else base + i * 30))
-    return out
+from _locomo import DEFAULT_DATA, evidence_ids, load_package, turns  # noqa: E402
 
 
 def plain_or(question: str) -> str:

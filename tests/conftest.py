@@ -188,6 +188,15 @@ def runtime(config):
     return build_runtime(config)
 
 
+@pytest.fixture
+def own_runtime(tmp_path, backend, request):
+    """A runtime on a store of this test's own, for tests that damage the schema (on PostgreSQL a
+    throwaway schema, dropped after, never one a later test reuses)."""
+    if backend == "postgresql":
+        return build_runtime(make_config(tmp_path, database_url=request.getfixturevalue("pg_database_url")))
+    return build_runtime(make_config(tmp_path))
+
+
 def no_model(messages, model, timeout_s, max_tokens):
     """The fake model of tests that want none: every call fails, so summaries truncate."""
     raise RuntimeError("no model in this test")

@@ -16,15 +16,6 @@ UNREACHABLE = "postgresql://trove@127.0.0.1:1/trove"  # nothing listens on port 
 TRIGGER = {"sqlite": "messages_fts_delete", "postgresql": "temporal_rollups_leaf_added"}
 
 
-@pytest.fixture
-def own_runtime(tmp_path, backend, request):
-    """A runtime on a store of this test's own, for tests that damage the schema (on PostgreSQL a
-    throwaway schema, dropped after, never one a later test reuses)."""
-    if backend == "postgresql":
-        return build_runtime(make_config(tmp_path, database_url=request.getfixturevalue("pg_database_url")))
-    return build_runtime(make_config(tmp_path))
-
-
 def drop_trigger(rt, name: str) -> None:
     with rt.db.transaction() as c:
         c.execute(f"DROP TRIGGER {name}" + ("" if rt.db.kind == "sqlite" else " ON summary_nodes"))

@@ -33,15 +33,6 @@ def server_only(backend: str) -> None:
         pytest.skip("about a PostgreSQL store (the SQLite file's counterpart is tested beside it)")
 
 
-@pytest.fixture
-def own_runtime(tmp_path, backend, request):
-    """A runtime on a store of this test's own, for tests that damage the schema (on PostgreSQL a
-    throwaway schema, dropped after, never one a later test reuses)."""
-    if backend == "postgresql":
-        return build_runtime(make_config(tmp_path, database_url=request.getfixturevalue("pg_database_url")))
-    return build_runtime(make_config(tmp_path))
-
-
 def lose_search_document(runtime, store_id: int) -> None:
     """A stored row without its search document: search would miss it (the index's damage on either store)."""
     with runtime.db.transaction() as c:

@@ -18,6 +18,17 @@ def call(engine, name, **args):
     return json.loads(dispatch(engine.tool_context(), name, args))
 
 
+def expand_whole(engine, ref: str) -> str:
+    """A payload's whole text, read page by page through trove_expand."""
+    text, offset = "", 0
+    while True:
+        page = call(engine, "trove_expand", externalized_ref=ref, content_offset=offset, max_tokens=4000)
+        text += page["content"]
+        if not page["has_more"]:
+            return text
+        offset = page["next_content_offset"]
+
+
 @pytest.fixture
 def ext_engine(tmp_path):
     rt = build_runtime(make_config(tmp_path, large_output_externalization_enabled=True,
@@ -43,14 +54,7 @@ def test_describe_and_expand_read_a_payload_ref_exactly(ext_engine):
     ref = call(eng, "trove_grep", query="disk quota", content_scope="externalized")["results"][0]["ref"]
     meta = call(eng, "trove_describe", externalized_ref=ref)
     assert meta["content_preview"] == big[:500]
-    text, offset = "", 0
-    while True:
-        page = call(eng, "trove_expand", externalized_ref=ref, content_offset=offset, max_tokens=4000)
-        text += page["content"]
-        if not page["has_more"]:
-            break
-        offset = page["next_content_offset"]
-    assert text == big
+    assert expand_whole(eng, ref) == big
 
 
 def test_stored_placeholder_row_lists_its_ref_when_expanded_by_store_id(ext_engine):
@@ -92,14 +96,7 @@ def test_another_machine_expands_a_ref_this_one_wrote(tmp_path, backend, monkeyp
     reader.on_session_start("s1", platform="cli")
     row = [r for r in desk.store.page("s1") if r.role == "tool"][0]
     ref = call(reader, "trove_expand", store_id=row.store_id)["externalized_refs"][0]
-    text, offset = "", 0
-    while True:
-        page = call(reader, "trove_expand", externalized_ref=ref, content_offset=offset, max_tokens=4000)
-        text += page["content"]
-        if not page["has_more"]:
-            break
-        offset = page["next_content_offset"]
-    assert text == big
+    assert expand_whole(reader, ref) == big
     assert not list((tmp_path / "laptop" / "trove-payloads").glob("trove-*.json"))  # shipped: the server holds it
     hits = call(reader, "trove_grep", query="linker ran out", content_scope="externalized")["results"]
     assert [h["ref"] for h in hits if h["type"] == "externalized"] == [ref]
