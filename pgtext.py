@@ -367,11 +367,8 @@ def _ranking_sql(corpus: _Corpus, cand_where: str, windowed: bool, join_base: bo
         # whose matches add up to at most ? rows (from the last stats refresh; none before one).
         cand = f"""rq AS MATERIALIZED (
     SELECT to_tsquery('{CONFIG}', string_agg(r.qtext, ' | ')) AS q FROM (
-        SELECT ph.qtext, sum(d.df) OVER (ORDER BY d.df, ph.i) AS running FROM ph CROSS JOIN LATERAL (
-            SELECT min(p.df) AS df FROM (
-                SELECT CASE WHEN bool_or(pl.prefix) THEN sum(pl.docs) ELSE min(pl.docs) END AS df
-                FROM pl WHERE pl.i = ph.i GROUP BY pl.part) p) d
-        WHERE numnode(ph.q) > 0 AND EXISTS (SELECT 1 FROM search_stats WHERE corpus = {name})) r
+        SELECT pdf.qtext, sum(pdf.df) OVER (ORDER BY pdf.df, pdf.i) AS running FROM pdf
+        WHERE EXISTS (SELECT 1 FROM search_stats WHERE corpus = {name})) r
     WHERE r.running <= ?),
 newest AS MATERIALIZED ({cand} ORDER BY s.{corpus.key} DESC LIMIT ?),
 cand AS MATERIALIZED (
@@ -426,6 +423,12 @@ pl AS MATERIALIZED (
         SELECT t.lexeme, t.docs FROM search_terms t WHERE t.corpus = {name} AND t.lexeme >= pw.lexeme
         AND t.lexeme < pw.lexeme || chr(1114111) ORDER BY t.docs DESC LIMIT {PREFIX_EXPANSIONS}) e
     WHERE pw.prefix),
+pdf AS MATERIALIZED (
+    SELECT ph.i, ph.qtext, ph.q, d.df FROM ph CROSS JOIN LATERAL (
+        SELECT min(p.df) AS df FROM (
+            SELECT CASE WHEN bool_or(pl.prefix) THEN sum(pl.docs) ELSE min(pl.docs) END AS df
+            FROM pl WHERE pl.i = ph.i GROUP BY pl.part) p) d
+    WHERE numnode(ph.q) > 0),
 {cand},
 st AS (SELECT max(docs) AS docs, max(avg_len) AS avg_len FROM search_stats WHERE corpus = {name}),
 nd AS MATERIALIZED (
@@ -433,13 +436,10 @@ nd AS MATERIALIZED (
                              0), (SELECT count(*) FROM cand), 3) AS docs,
            GREATEST(COALESCE(st.avg_len, (SELECT avg(doc_len) FROM cand)), 1) AS avgdl FROM st),
 idf AS MATERIALIZED (
-    SELECT ph.i, ph.q, CASE WHEN v.x > 0 THEN v.x ELSE 1e-6 END AS w
-    FROM ph CROSS JOIN nd
-    CROSS JOIN LATERAL (SELECT LEAST(COALESCE(min(p.df), 1), nd.docs) AS df FROM (
-        SELECT CASE WHEN bool_or(pl.prefix) THEN sum(pl.docs) ELSE min(pl.docs) END AS df
-        FROM pl WHERE pl.i = ph.i GROUP BY pl.part) p) d
-    CROSS JOIN LATERAL (SELECT ln((nd.docs - d.df + 0.5) / (d.df + 0.5)) AS x) v
-    WHERE numnode(ph.q) > 0),
+    SELECT pdf.i, pdf.q, CASE WHEN v.x > 0 THEN v.x ELSE 1e-6 END AS w
+    FROM pdf CROSS JOIN nd
+    CROSS JOIN LATERAL (SELECT LEAST(COALESCE(pdf.df, 1), nd.docs) AS df) d
+    CROSS JOIN LATERAL (SELECT ln((nd.docs - d.df + 0.5) / (d.df + 0.5)) AS x) v),
 qa AS (SELECT array_agg(DISTINCT lexeme) AS lex FROM pl),
 hit AS (
     SELECT c.id, c.doc_len, x.lexeme, {tf} AS tf
