@@ -19,6 +19,14 @@ from .db import Database
 from .scope import EVERYTHING, Visibility
 
 _VISIBLE = "(n.session_id = :s OR n.node_id IN (SELECT node_id FROM carried_nodes WHERE session_id = :s))"
+_NODE_COLUMNS = ("summary_nodes(session_id, depth, summary, token_count, source_token_count, earliest_at, latest_at,"
+                 " level, model, expand_hint, created_at)")
+# What both one-statement node writes on a server end with: the new node joins the session's
+# frontier and gets its search document (parameters: its words, their count).
+_PG_NODE_TAIL = (" visible AS (INSERT INTO session_frontier(session_id, node_id) SELECT session_id, node_id FROM node),"
+                 f" indexed AS (INSERT INTO node_search(node_id, doc, doc_len) SELECT node_id,"
+                 f" setweight(to_tsvector('{pgwords.CONFIG}', ?), 'A'), ? FROM node)"
+                 " SELECT * FROM node")
 
 
 @dataclass(frozen=True)
@@ -70,8 +78,7 @@ class SummaryDAG:
 
         def write(c: sqlite3.Connection) -> int:
             node_id = int(c.execute(
-                "INSERT INTO summary_nodes(session_id, depth, summary, token_count, source_token_count, earliest_at,"
-                " latest_at, level, model, expand_hint, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?) RETURNING node_id",
+                f"INSERT INTO {_NODE_COLUMNS} VALUES (?,?,?,?,?,?,?,?,?,?,?) RETURNING node_id",
                 (session_id, depth, summary, token_count, source_token_count, earliest_at, latest_at, level,
                  model, expand_hint, time.time())).fetchone()[0])
             if on_server(c):
@@ -109,17 +116,12 @@ class SummaryDAG:
                 row = conn.execute(
                     "WITH moved AS (UPDATE sessions SET frontier_store_id = ?, updated_at = ?"
                     " WHERE session_id = ? AND frontier_store_id < ? RETURNING session_id),"
-                    " node AS (INSERT INTO summary_nodes(session_id, depth, summary, token_count, source_token_count,"
-                    " earliest_at, latest_at, level, model, expand_hint, created_at)"
+                    f" node AS (INSERT INTO {_NODE_COLUMNS}"
                     " SELECT session_id, 0, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM moved RETURNING *),"
                     " lineage AS (INSERT INTO node_messages(node_id, ordinal, store_id)"
                     " SELECT node.node_id, u.n - 1, u.id FROM node,"
                     " unnest(?::bigint[]) WITH ORDINALITY AS u(id, n)),"
-                    " visible AS (INSERT INTO session_frontier(session_id, node_id)"
-                    " SELECT session_id, node_id FROM node),"
-                    f" indexed AS (INSERT INTO node_search(node_id, doc, doc_len) SELECT node_id,"
-                    f" setweight(to_tsvector('{pgwords.CONFIG}', ?), 'A'), ? FROM node)"
-                    " SELECT * FROM node",
+                    + _PG_NODE_TAIL,
                     (ids[-1], time.time(), session_id, ids[0], summary, *meta, ids, words, len(words.split()))
                 ).fetchone()
                 return None if row is None else _node(row)
@@ -154,17 +156,12 @@ class SummaryDAG:
                         " WHERE session_id = ? AND node_id = ANY(?::bigint[]) RETURNING node_id),"
                         " checked AS (SELECT CASE WHEN (SELECT COUNT(*) FROM gone) = ? THEN 1"
                         " ELSE trove_refuse('a child left the frontier') END AS ok),"
-                        " node AS (INSERT INTO summary_nodes(session_id, depth, summary, token_count,"
-                        " source_token_count, earliest_at, latest_at, level, model, expand_hint, created_at)"
+                        f" node AS (INSERT INTO {_NODE_COLUMNS}"
                         " SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? FROM checked WHERE ok = 1 RETURNING *),"
                         " lineage AS (INSERT INTO node_children(node_id, ordinal, child_id)"
                         " SELECT node.node_id, u.n - 1, u.id FROM node,"
                         " unnest(?::bigint[]) WITH ORDINALITY AS u(id, n)),"
-                        " visible AS (INSERT INTO session_frontier(session_id, node_id)"
-                        " SELECT session_id, node_id FROM node),"
-                        f" indexed AS (INSERT INTO node_search(node_id, doc, doc_len) SELECT node_id,"
-                        f" setweight(to_tsvector('{pgwords.CONFIG}', ?), 'A'), ? FROM node)"
-                        " SELECT * FROM node",
+                        + _PG_NODE_TAIL,
                         (session_id, ids, len(set(ids)), session_id, depth, summary, *meta, ids, words,
                          len(words.split()))).fetchone()
                 except Exception as exc:
