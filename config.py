@@ -140,10 +140,15 @@ class TroveConfig:
         2000, "Deadline of one semantic query; past it, full text answers.", lo=10, group="embeddings")
     embedding_tool_output_policy: str = knob(
         "none", "Tool outputs get vectors: none (default) or all.", group="embeddings")
+    embedding_context: str = knob(
+        "text",
+        "How a message chunk's vector carries the turns before it: text (the model reads the chunk followed by the"
+        " earlier messages; a new vector space is built first with vector context, about 3x faster, then embedded"
+        " again in place), vector (each chunk embedded alone, mixed with the previous message's vector), none."
+        " Changing it re-embeds messages in place.", group="embeddings", choices=("text", "vector", "none"))
     embedding_context_messages: int = knob(
-        2,
-        "Earlier user/assistant messages embedded after each message chunk (0 = the chunk alone, about 3x faster"
-        " indexing, weaker vectors). Changing it re-embeds messages in place.", lo=0, hi=8, group="embeddings")
+        2, "Earlier user/assistant messages embedded after each chunk with embedding_context=text (0 = none).",
+        lo=0, hi=8, group="embeddings")
     embedding_pass_budget_ms: int = knob(
         2000, "Time budget of one background indexing pass.", lo=50, group="embeddings")
     embedding_pass_max_items: int = knob(

@@ -291,10 +291,10 @@ def pad_store(memory: Memory, total: int, words: list[str], seed: int = 7,
 def embed_pool(memory: Memory, pool: list[str]) -> tuple[dict[str, tuple[bytes, float]], float]:
     """Chunk text -> (int8 vector bytes, scale) for every chunk of the pool texts, embedded
     once with the configured provider exactly as the indexer chunks and quantizes them."""
-    from hermes_trove.retrieval import indexer, semantic
+    from hermes_trove.retrieval import embed_text, semantic
     from hermes_trove.retrieval.vector_index import quantize
 
-    chunks = sorted({text[s:e] for text in pool for s, e in indexer.chunk_spans(text)})
+    chunks = sorted({text[s:e] for text in pool for s, e in embed_text.chunk_spans(text)})
     start = time.perf_counter()
     provider = semantic.get_provider(semantic.target_spec(memory.runtime))
     q, scale = quantize(provider.embed(chunks))
@@ -305,7 +305,7 @@ def vectors_for_padding(memory: Memory, cache: dict[str, tuple[bytes, float]]) -
     """Write vectors for every row past the active generation's message cursor, reading the rows
     through the vector store (as the indexer does) and taking each chunk's vector from ``cache``.
     A chunk not in the cache (none expected) is embedded with the provider."""
-    from hermes_trove.retrieval import indexer, semantic
+    from hermes_trove.retrieval import embed_text, semantic
     from hermes_trove.retrieval.vector_index import quantize
     from hermes_trove.retrieval.vector_store import VectorRow
 
@@ -323,8 +323,8 @@ def vectors_for_padding(memory: Memory, cache: dict[str, tuple[bytes, float]]) -
             break
         rows: list[VectorRow] = []
         for item in items:
-            text = indexer.item_text(item, policy)
-            for s, e in indexer.chunk_spans(text):
+            text = embed_text.item_text(item, policy)
+            for s, e in embed_text.chunk_spans(text):
                 chunk = text[s:e]
                 if chunk not in cache:
                     provider = semantic.get_provider(semantic.spec_for(runtime, gen))

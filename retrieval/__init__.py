@@ -6,5 +6,5 @@ their handlers and import none of each other.
 """
 
 # The public face: the modules the host edge and bench/ use.
-__all__ = ["answer", "embed_providers", "expand", "fusion", "grep", "indexer", "query", "recall", "recall_search",
-           "rescore", "semantic", "sessions", "vector_index", "vector_store"]
+__all__ = ["answer", "embed_providers", "embed_text", "expand", "fusion", "grep", "indexer", "query", "recall",
+           "recall_search", "rescore", "semantic", "sessions", "vector_index", "vector_store"]

@@ -11,7 +11,6 @@ count. When a generation has caught up it becomes the active one. The worker thr
 """
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import threading
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from .. import leases
 from .embed_providers import EmbeddingUnavailable, Provider, ProviderSpec, check_available, get_provider
+from .embed_text import CHUNK_CHARS, VectorCarry, chunk_spans, contexts, item_text, recipe
 from .semantic import coverage, searched_generation, spend_guard, target_spec, vector_store
 from .vector_index import quantize
 from .vector_store import Generation, PendingText, VectorRow, VectorStore
@@ -31,63 +31,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hermes_trove.embeddings")
 
-CHUNK_CHARS = 1000         # about 250 MiniLM tokens of English chat text
-CHUNK_OVERLAP = 120
-MAX_CHUNKS_PER_MESSAGE = 16
 GROUP_ROWS = 64            # local rows embedded (sorted by length into batches) and committed together
 LEASE_TTL_S = 60.0  # renewed per batch; a dead holder's lease is taken over at once
 PRUNE_PER_PASS = 5000
-# A chat turn alone often lacks its topic ("Yes, last Friday!"); each chunk is embedded with the
-# TROVE_EMBEDDING_CONTEXT_MESSAGES user/assistant messages before it in its session, after the
-# chunk (so a long chunk keeps its own words when the model truncates), each cut to CONTEXT_CHARS.
-CONTEXT_CHARS = 300
-CONTEXT_LOOKBACK = 8       # earlier rows read past blank ones, beyond the messages wanted
-
-
-def recipe(context_messages: int) -> str:
-    """The name of the text recipe recorded on a generation (``chunk``: each chunk alone)."""
-    return f"chunk+{context_messages}prev:{CONTEXT_CHARS}" if context_messages > 0 else "chunk"
-
-
-def chunk_spans(text: str, size: int = CHUNK_CHARS, overlap: int = CHUNK_OVERLAP,
-                max_chunks: int = MAX_CHUNKS_PER_MESSAGE) -> list[tuple[int, int]]:
-    """[start, end) windows over ``text``, cut at whitespace where possible; none for blank text."""
-    if not text.strip():
-        return []
-    spans: list[tuple[int, int]] = []
-    start, n = 0, len(text)
-    while start < n and len(spans) < max_chunks:
-        end = min(n, start + size)
-        if end < n:
-            cut = text.rfind(" ", start + size // 2, end)
-            end = cut if cut > start else end
-        if text[start:end].strip():
-            spans.append((start, end))
-        if end >= n:
-            break
-        start = max(end - overlap, start + 1)
-        while start < n and text[start - 1] not in " \n\t" and start < end:
-            start += 1  # begin the next window on a word boundary
-    return spans
-
-
-def item_text(item: PendingText, tool_policy: str) -> str:
-    """The text of a row that gets vectors, or '' when it gets none."""
-    if item.kind == "summary":
-        return item.text
-    if item.role not in ("user", "assistant") and not (tool_policy == "all" and item.role == "tool"):
-        return ""
-    if not item.is_json:
-        return item.text
-    try:  # multimodal content: its text parts only
-        parts = json.loads(item.text)
-    except ValueError:
-        return item.text
-    if isinstance(parts, list):
-        return "\n".join(str(p.get("text", "")) for p in parts if isinstance(p, dict) and p.get("type") == "text")
-    return ""
-
-
 @dataclass
 class PassReport:
     status: str = "idle"      # idle | done | partial | busy | unavailable | error | off
@@ -107,37 +53,15 @@ class PassReport:
         return {k: v for k, v in vars(self).items() if v is not None}
 
 
-def contexts(store: VectorStore, items: list[PendingText], tool_policy: str, want: int) -> dict[int, str]:
-    """The context text each message of ``items`` (in store_id order) is embedded with: the
-    ``want`` earlier user/assistant messages of its session, oldest first, each cut."""
-    recent: dict[str, list[str]] = {}
-    out: dict[int, str] = {}
-    if want <= 0:
-        return out
-    for item in items:
-        if item.kind != "message":
-            continue
-        if item.session_id not in recent:
-            earlier = store.preceding_messages(item.session_id, item.item_id, want + CONTEXT_LOOKBACK)
-            texts = [t for t in (item_text(p, tool_policy).strip() for p in earlier) if t]
-            recent[item.session_id] = list(reversed(texts[:want]))
-        window = recent[item.session_id]
-        out[item.item_id] = "\n".join(t[:CONTEXT_CHARS] for t in window)
-        text = item_text(item, tool_policy).strip() if item.role in ("user", "assistant") else ""
-        if text:
-            window.append(text)
-            del window[:-want]
-    return out
-
-
 def group_rows(spec: ProviderSpec) -> int:
     """Rows per group: the local model sorts GROUP_ROWS by length into its batches (a batch pads
     to its longest text); a remote provider commits each paid request before sending the next."""
     return GROUP_ROWS if spec.provider == "local" else max(1, min(GROUP_ROWS, spec.batch_size))
 
 
-def _group_vectors(provider: Provider, items: list[PendingText], tool_policy: str,
-                   guard: Any, context: dict[int, str] | None = None) -> tuple[list[VectorRow], int]:
+def _group_vectors(provider: Provider, items: list[PendingText], tool_policy: str, guard: Any,
+                   context: dict[int, str] | None = None,
+                   carry: VectorCarry | None = None) -> tuple[list[VectorRow], int]:
     texts: list[str] = []
     meta: list[tuple[PendingText, int, int | None]] = []
     context = context or {}
@@ -154,7 +78,8 @@ def _group_vectors(provider: Provider, items: list[PendingText], tool_policy: st
             meta.append((item, start, end))
     if not texts:
         return [], 0
-    q, scale = quantize(provider.embed(texts, guard))
+    vectors = provider.embed(texts, guard)
+    q, scale = quantize(carry.mix(meta, vectors) if carry is not None else vectors)
     rows = [VectorRow(item.kind, item.item_id, start, end, item.session_id, item.at, q[i].tobytes(), float(scale[i]))
             for i, (item, start, end) in enumerate(meta)]
     return rows, len(texts)
@@ -177,8 +102,10 @@ class PassPlan:
     budget_s: float
     limit: int             # rows the pass moves past at most
     policy: str            # TROVE_EMBEDDING_TOOL_OUTPUT_POLICY
-    context_messages: int
+    context: str           # TROVE_EMBEDDING_CONTEXT: vector | text | none
+    context_messages: int  # earlier messages read as text (context=text)
     recipe: str
+    then: str = ""         # the recipe the generation is embedded with again once this one is done
 
 
 def plan_pass(runtime: Runtime, store: VectorStore, budget_s: float | None = None,
@@ -191,13 +118,16 @@ def plan_pass(runtime: Runtime, store: VectorStore, budget_s: float | None = Non
     reason = check_available(spec)
     if reason:
         return PassReport(status="unavailable", error=reason)
-    want = int(cfg.embedding_context_messages)
-    current = _caught_up(store, spec, recipe(want))
+    mode, want = str(cfg.embedding_context), int(cfg.embedding_context_messages)
+    current = _caught_up(store, spec, recipe(mode, want))
     if current is not None:  # the common idle case: a few indexed reads, no lease, no writes
         return PassReport(status="done", generation=current.generation_id, pending=0)
+    then = ""
+    if mode == "text" and want > 0 and _first_build(store, spec):
+        mode, then = "vector", recipe(mode, want)  # searchable sooner; the text recipe follows in place
     return PassPlan(spec, cfg.embedding_pass_budget_ms / 1000.0 if budget_s is None else budget_s,
                     cfg.embedding_pass_max_items if max_items is None else max_items,
-                    cfg.embedding_tool_output_policy, want, recipe(want))
+                    cfg.embedding_tool_output_policy, mode, want, recipe(mode, want), then)
 
 
 def run_pass(runtime: Runtime, *, budget_s: float | None = None, max_items: int | None = None,
@@ -246,7 +176,7 @@ def apply_pass(runtime: Runtime, store: VectorStore, plan: PassPlan, run: leases
         report.pending = store.backlog(gen, plan.policy).pending
         top_message, top_node = store.heads()
         caught_up = gen.message_cursor >= top_message and gen.node_cursor >= top_node
-        report.status = "done" if caught_up else "partial"
+        report.status = "done" if caught_up and not plan.then else "partial"
         report.pruned = store.prune_retired(PRUNE_PER_PASS)
     except EmbeddingUnavailable as exc:
         report.status, report.error = "unavailable", str(exc)
@@ -289,6 +219,7 @@ class _Groups:
     report: PassReport     # its ``rows`` count what the pass moved past so far
     upto: tuple[int, int]  # ``settled_heads``: the pass reads no row past them
     kind: str = "message"
+    carry: VectorCarry | None = None  # context=vector: each session's latest vector, carried over groups
 
     def _next(self) -> list[PendingText]:
         take = min(group_rows(self.plan.spec), self.plan.limit - self.report.rows)
@@ -304,8 +235,12 @@ class _Groups:
         if not items:
             return False
         store, gen, kind, policy = self.store, self.gen, self.kind, self.plan.policy
-        context = contexts(store, items, policy, self.plan.context_messages) if kind == "message" else None
-        rows, embedded = _group_vectors(self.provider, items, policy, self.guard, context)
+        context = carry = None
+        if kind == "message" and self.plan.context == "text":
+            context = contexts(store, items, policy, self.plan.context_messages)
+        elif kind == "message" and self.plan.context == "vector":
+            carry = self.carry = self.carry or VectorCarry(store, gen.generation_id, policy)
+        rows, embedded = _group_vectors(self.provider, items, policy, self.guard, context, carry)
         top = items[-1].item_id
         again = [(i.kind, i.item_id) for i in items] if kind == "message" and self.replacing else []
         self.report.vectors += store.write(gen.generation_id, rows, replaces=again,
@@ -315,6 +250,12 @@ class _Groups:
         self.report.rows += len(items)
         self.gen = store.generation(gen.generation_id) or gen
         return True
+
+
+def _first_build(store: VectorStore, spec: ProviderSpec) -> bool:
+    """Whether the provider's newest generation is not searchable yet (none, building or retired)."""
+    gen = store.find(spec.provider, spec.model)
+    return gen is None or gen.state != "active"
 
 
 def _caught_up(store: VectorStore, spec: ProviderSpec, made_with: str) -> Generation | None:
@@ -436,7 +377,7 @@ def status(runtime: Runtime) -> dict[str, Any]:
         out.update({"generation": searched.generation_id, "generation_label": searched.label,
                     "generation_state": searched.state, "coverage": backlog.coverage, "vectors": backlog.vectors,
                     "eligible_rows": backlog.eligible, "backlog": backlog.pending, "recipe": searched.recipe})
-        wanted = recipe(int(cfg.embedding_context_messages))
+        wanted = recipe(str(cfg.embedding_context), int(cfg.embedding_context_messages))
         if searched.recipe != wanted:
             out["recipe_pending"] = f"messages will be embedded again with {wanted} (now {searched.recipe})"
         coverage(runtime, searched, fresh=True)

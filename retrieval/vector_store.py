@@ -217,6 +217,13 @@ class VectorStore:
         return [PendingText("message", int(r[0]), str(r[1]), str(r[2]), str(r[3] or ""), bool(r[4]),
                             None if r[5] is None else float(r[5])) for r in rows]
 
+    def message_vectors(self, generation_id: int, store_id: int) -> list[tuple[bytes, float]]:
+        """(int8 vector bytes, scale) of each chunk of one message in the generation, in span order."""
+        rows = self.db.read().execute(
+            "SELECT vector, scale FROM embedding_vectors WHERE kind='message' AND item_id=? AND generation_id=?"
+            " ORDER BY span_start", (int(store_id), int(generation_id)))
+        return [(bytes(r[0]), float(r[1])) for r in rows]
+
     def pending_nodes(self, after: int, limit: int, upto: int = UNBOUNDED) -> list[PendingText]:
         rows = self.db.read().execute(
             "SELECT node_id, session_id, summary, COALESCE(latest_at, created_at) FROM summary_nodes"

@@ -12,16 +12,24 @@ import time
 from pathlib import Path
 
 import pytest
-from embed_fakes import fake_embeddings_server, fake_env, fake_runtime, fresh_embedding_caches, index_all  # noqa: F401
+from embed_fakes import (  # noqa: F401
+    fake_embeddings_server,
+    fake_env,
+    fake_runtime,
+    fake_vector,
+    fresh_embedding_caches,
+    index_all,
+)
 
-from hermes_trove.retrieval import indexer, semantic
-from hermes_trove.retrieval.indexer import chunk_spans
+from hermes_trove.retrieval import embed_text, indexer, semantic
+from hermes_trove.retrieval.embed_text import chunk_spans
 from hermes_trove.retrieval.vector_store import VectorRow, VectorStore
 from hermes_trove.store import SessionKey
 
 BACKENDS = ("sqlite", "postgresql")
 
-pytest.importorskip("numpy", reason="the [embeddings] extra is not installed: pip install 'hermes-trove[embeddings]'")
+np = pytest.importorskip("numpy",
+                         reason="the [embeddings] extra is not installed: pip install 'hermes-trove[embeddings]'")
 pytestmark = pytest.mark.usefixtures("fresh_embedding_caches")
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -68,7 +76,7 @@ def test_a_pass_indexes_text_messages_and_summaries_with_spans_back_to_the_messa
     node = runtime.dag.add_leaf("s1", "summary of the vault talk", ids[:2], token_count=5, source_token_count=10,
                                 earliest_at=1.0, latest_at=2.0)
     report = indexer.run_pass(runtime, budget_s=30)
-    assert report.status == "done" and report.swapped
+    assert report.status == "partial" and report.swapped  # searchable; the text recipe follows
     rows = vectors(runtime)
     by_item = {}
     for _gen, kind, item, start, end, size in rows:
@@ -157,8 +165,9 @@ def inputs(fake):
     return [text for r in fake.requests for text in r["body"]["input"] if text != "dimension probe"]
 
 
-def test_each_message_is_embedded_with_the_two_turns_before_it_in_its_own_session(tmp_path, fake):
-    runtime = fake_runtime(tmp_path, fake, embedding_batch_size=2)  # groups of two: context crosses groups
+def test_with_text_context_each_message_is_embedded_with_the_two_turns_before_it_in_its_session(tmp_path, fake):
+    # groups of two: context crosses groups
+    runtime = fake_runtime(tmp_path, fake, embedding_batch_size=2, embedding_context="text")
     long_turn = "x" * 1000
     runtime.store.append(SessionKey("s1"), [
         {"role": "user", "content": "we adopted a puppy"},
@@ -170,13 +179,78 @@ def test_each_message_is_embedded_with_the_two_turns_before_it_in_its_own_sessio
     ])
     runtime.store.append(SessionKey("s2"), [{"role": "user", "content": "another conversation"}])
     index_all(runtime)
-    sent = inputs(fake)
+    first, sent = inputs(fake)[:4], inputs(fake)[4:]  # a new space is built with vector context first
+    assert first == ["we adopted a puppy", long_turn[:embed_text.CHUNK_CHARS], "her name is Biscuit",
+                     "another conversation"]
     assert sent[0] == "we adopted a puppy"  # the first turn has no context
-    assert sent[1].startswith(long_turn[:indexer.CHUNK_CHARS]) and sent[1].endswith("\nwe adopted a puppy")
+    assert sent[1].startswith(long_turn[:embed_text.CHUNK_CHARS]) and sent[1].endswith("\nwe adopted a puppy")
     # the chunk first, then the two earlier user/assistant turns, oldest first, each cut
-    assert sent[2] == "her name is Biscuit\nwe adopted a puppy\n" + "x" * indexer.CONTEXT_CHARS
+    assert sent[2] == "her name is Biscuit\nwe adopted a puppy\n" + "x" * embed_text.CONTEXT_CHARS
     assert sent[3] == "another conversation"  # no context from another session
     assert not any("tool output" in t for t in sent)
+
+
+def stored(runtime, store_id):
+    """The dequantised vectors of one message, in span order."""
+    rows = runtime.db.read().execute("SELECT vector, scale FROM embedding_vectors WHERE kind='message' AND item_id=?"
+                                     " ORDER BY span_start", (store_id,)).fetchall()
+    return [np.frombuffer(bytes(v), dtype=np.int8).astype(np.float32) * s for v, s in rows]
+
+
+def unit(v):
+    return v / np.linalg.norm(v)
+
+
+@pytest.mark.parametrize("max_items", [64, 2])  # one pass, or a pass per two rows (the carry is read back)
+def test_with_vector_context_each_vector_carries_the_previous_turns_vector_in_its_session(tmp_path, fake,
+                                                                                       max_items):
+    runtime = fake_runtime(tmp_path, fake, embedding_batch_size=2, embedding_context="vector")
+    long_turn = " ".join(f"w{i}" for i in range(400))  # several chunks
+    ids = runtime.store.append(SessionKey("s1"), [
+        {"role": "user", "content": "we adopted a puppy"},
+        {"role": "tool", "tool_call_id": "c1", "content": "tool output is never context"},
+        {"role": "assistant", "content": long_turn},
+        {"role": "user", "content": "her name is Biscuit"},
+    ])
+    other = runtime.store.append(SessionKey("s2"), [{"role": "user", "content": "another conversation"}])
+    while indexer.run_pass(runtime, budget_s=30, max_items=max_items).status == "partial":
+        pass
+    sent = inputs(fake)
+    assert "we adopted a puppy" in sent and "her name is Biscuit" in sent  # each chunk is embedded alone
+    assert all("\n" not in t for t in sent) and not any("tool output" in t for t in sent)
+    own = {t: np.asarray(fake_vector(t, 32), dtype=np.float32) for t in sent}
+    w = embed_text.CONTEXT_WEIGHT
+    first = unit(own["we adopted a puppy"])
+    assert np.allclose(stored(runtime, ids[0])[0], first, atol=0.02)  # nothing before it
+    spans = [long_turn[s:e] for s, e in chunk_spans(long_turn)]
+    chunks = [unit(own[t] + w * first) for t in spans]  # every chunk carries the turn before
+    assert len(stored(runtime, ids[2])) == len(spans) >= 2
+    assert all(np.allclose(got, want, atol=0.02) for got, want in zip(stored(runtime, ids[2]), chunks, strict=True))
+    carried = unit(sum(chunks))  # a message passes on its chunks' mean
+    assert np.allclose(stored(runtime, ids[3])[0], unit(own["her name is Biscuit"] + w * carried), atol=0.02)
+    assert np.allclose(stored(runtime, other[0])[0], unit(own["another conversation"]), atol=0.02)
+    assert VectorStore(runtime.db).active().recipe == f"chunk+prev-vector:{w}"
+
+
+def test_a_new_space_is_searchable_after_a_vector_context_build_then_embedded_again_with_text(tmp_path, fake):
+    runtime = fake_runtime(tmp_path, fake)  # the default: context=text
+    ids = seed(runtime, 12)
+    store = VectorStore(runtime.db)
+    first = indexer.run_pass(runtime, budget_s=30)
+    gen = store.active()
+    assert first.status == "partial" and first.swapped
+    assert gen.recipe == f"chunk+prev-vector:{embed_text.CONTEXT_WEIGHT}"
+    assert inputs(fake) == [f"note {i} about topic{i % 5}" for i in range(12)]  # each chunk alone
+    assert "recipe_pending" in indexer.status(runtime)
+    row_ids = sorted(r[0] for r in runtime.db.read().execute("SELECT vector_id FROM embedding_vectors"))
+    fake.requests.clear()
+    report = indexer.backfill(runtime)  # runs through the second stage
+    assert report["status"] == "ok" and store.active().generation_id == gen.generation_id
+    assert store.active().recipe == "chunk+2prev:300" and "recipe_pending" not in indexer.status(runtime)
+    assert inputs(fake)[1] == "note 1 about topic1\nnote 0 about topic0"
+    assert sorted(r[0] for r in runtime.db.read().execute("SELECT vector_id FROM embedding_vectors")) == row_ids
+    assert store.vector_count(gen.generation_id) == len(ids) and store.duplicate_vectors(gen.generation_id) == 0
+    assert indexer.run_pass(runtime, budget_s=30).status == "done"
 
 
 def test_a_generation_of_an_older_recipe_is_embedded_again_in_place_and_stays_searchable(tmp_path, fake):
@@ -212,17 +286,20 @@ def test_a_generation_of_an_older_recipe_is_embedded_again_in_place_and_stays_se
     assert zero.fetchone()[0] == 0  # every old vector was replaced
 
 
-def test_without_context_messages_each_chunk_is_embedded_alone_and_changing_it_re_embeds(tmp_path, fake):
+@pytest.mark.parametrize("context", [{"embedding_context": "none"},
+                                     {"embedding_context": "text", "embedding_context_messages": 0}])
+def test_without_context_each_chunk_is_embedded_alone_and_changing_it_re_embeds(tmp_path, fake, context):
     import dataclasses
 
-    runtime = fake_runtime(tmp_path, fake, embedding_context_messages=0)
+    runtime = fake_runtime(tmp_path, fake, **context)
     ids = seed(runtime, 4)
     index_all(runtime)
     assert inputs(fake) == [f"note {i} about topic{i % 5}" for i in range(4)]
     store = VectorStore(runtime.db)
     assert store.active().recipe == "chunk"
     assert indexer.status(runtime)["recipe"] == "chunk" and "recipe_pending" not in indexer.status(runtime)
-    one = dataclasses.replace(runtime, config=dataclasses.replace(runtime.config, embedding_context_messages=1))
+    one = dataclasses.replace(runtime, config=dataclasses.replace(runtime.config, embedding_context="text",
+                                                                  embedding_context_messages=1))
     assert "recipe_pending" in indexer.status(one)
     fake.requests.clear()
     report = indexer.run_pass(one, budget_s=30)

@@ -294,8 +294,9 @@ def test_bench_embed_embeds_and_searches_a_small_index(tmp_path):
     if not throughput:
         assert next(v["throughput"] for v in lines if "throughput" in v)["emb_per_s"] > 0
         indexed = next(v["indexer"] for v in lines if "indexer" in v)
-        assert indexed["messages"] == 24 and indexed["status"] == "ok" and indexed["messages_per_s"] > 0
-        assert indexed["recipe"] == "chunk+2prev:300"
+        assert indexed["messages"] == 24 and indexed["status"] == "done" and indexed["messages_per_s"] > 0
+        assert indexed["recipe"] == "chunk+2prev:300" and indexed["searchable_recipe"] == "chunk+prev-vector:0.7"
+        assert indexed["searchable_messages_per_s"] > indexed["messages_per_s"]
 
 
 def test_reliability_sections_at_tiny_sizes_find_no_loss_or_leak(tmp_path):

@@ -57,7 +57,7 @@ def test_search_returns_one_hit_per_item_with_filters(tmp_path, fake):
 def test_stored_vectors_are_the_quantized_bytes_and_scores_are_the_numpy_product_exactly(tmp_path, fake):
     texts = ["my sister adopted a golden retriever puppy", "the quarterly budget spreadsheet is late",
              "golden retriever puppy photos please", "a cat sleeps on the warm laptop"]
-    runtime = fake_runtime(tmp_path, fake, embedding_context_messages=0)  # the embedded text is the content
+    runtime = fake_runtime(tmp_path, fake, embedding_context="none")  # the embedded text is the content
     ids = runtime.store.append(SessionKey("s1"), [{"role": "user", "content": t} for t in texts])
     index_all(runtime)
     gen = semantic.searched_generation(semantic.vector_store(runtime))
