@@ -10,7 +10,7 @@ live prompt and handles the caller has already seen are dropped. No response sha
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -123,6 +123,7 @@ def recall(runtime: Runtime, req: RecallRequest) -> RecallResult:
     nodes: dict[int, NodeRow] = {}
     snippets: dict[Key, str] = {}
 
+    pending = _start_semantic(runtime, req, pool, reports["semantic"])  # it runs while the full-text arms do
     if req.include != "summaries":
         scores["fts"] = fts_arm(runtime, req, match, pool, gate, rows, snippets, reports["fts"])
     else:
@@ -131,7 +132,7 @@ def recall(runtime: Runtime, req: RecallRequest) -> RecallResult:
         scores["summary"] = summary_arm(runtime, req, match, pool, gate, nodes, snippets, reports["summary"])
     else:
         reports["summary"].reason = "include='verbatim'"
-    degraded_reason = _semantic_arm(runtime, req, pool, gate, rows, nodes, scores, reports["semantic"])
+    degraded_reason = _semantic_arm(runtime, req, pending, gate, rows, nodes, scores, reports["semantic"])
 
     method = cfg.recall_fusion if cfg.recall_fusion in fusion.FUSIONS else fusion.FUSIONS[0]
     note = None if method == cfg.recall_fusion else (f"unknown TROVE_RECALL_FUSION {str(cfg.recall_fusion)[:40]!r}"
@@ -158,7 +159,7 @@ def recall(runtime: Runtime, req: RecallRequest) -> RecallResult:
                               snippets.get(key, "")))
     hits.sort(key=lambda h: (-h.score, -h.at, h.kind, h.item_id))
     hits = rescored(runtime, req, match, hits, rescore.WITH_VECTORS if "semantic" in ran else rescore.DEFAULT)
-    hits = _current_first(runtime, req.query, hits)
+    hits = _distinct_text(_current_first(runtime, req.query, hits), gate.excluded)
     if req.detail == "answer_ready":
         hits = _per_session_cap(hits, PER_SESSION_ANSWER_READY)
     degraded = degraded_reason is not None
@@ -173,7 +174,7 @@ class Gate:
         self.runtime = runtime
         self.req = req
         self.excluded = {"ignored_session": 0, "in_flight_turn": 0, "live_context": 0, "seen": 0,
-                         "outside_time_bounds": 0}
+                         "outside_time_bounds": 0, "repeated_text": 0}
         self._ignored: dict[str, bool] = {}
         self._frontier: int | None = None
 
@@ -286,28 +287,44 @@ def summary_arm(runtime: Runtime, req: RecallRequest, match: Match, pool: int, g
     return out
 
 
-def _semantic_arm(runtime: Runtime, req: RecallRequest, pool: int, gate: Gate, rows: dict[int, MessageRow],
-                  nodes: dict[int, NodeRow], scores: dict[str, dict[Key, float]],
-                  report: ArmReport) -> str | None:
-    """The vector arm through ``retrieval.semantic``; returns the degradation reason, if any."""
+def _start_semantic(runtime: Runtime, req: RecallRequest, pool: int,
+                    report: ArmReport) -> tuple[Callable[[], Any] | None, str | None]:
+    """The vector arm begun through ``retrieval.semantic.start``: (a function that waits for its
+    result, None), or (None, the degradation reason; None when embeddings are off)."""
     cfg = runtime.config
     if not bool(getattr(cfg, "embeddings_enabled", False)):
         report.reason = "embeddings disabled (TROVE_EMBEDDINGS_ENABLED=false)"
-        return None
+        return None, None
     report.pool = pool
     semantic = semantic_module()
     if semantic is None:
         report.reason = "embeddings module unavailable"
-        return report.reason
+        return None, report.reason
     kinds = {"all": ("message", "summary"), "verbatim": ("message",), "summaries": ("summary",)}[req.include]
     deadline_s = float(getattr(cfg, "embedding_query_deadline_ms", 2000)) / 1000.0
     try:
-        result = semantic.search(runtime, req.query, kinds=kinds,
-                                 session_ids=runtime.store.visible_session_ids(req.visible), since=req.since,
-                                 before=req.before, limit=pool, deadline_s=deadline_s)
+        finish: Callable[[], Any] = semantic.start(
+            runtime, req.query, kinds=kinds, session_ids=runtime.store.visible_session_ids(req.visible),
+            since=req.since, before=req.before, limit=pool, deadline_s=deadline_s)
+    except Exception as exc:  # a vector failure must leave full text answering
+        report.reason = f"semantic search failed: {type(exc).__name__}: {str(exc)[:200]}"
+        return None, report.reason
+    return finish, None
+
+
+def _semantic_arm(runtime: Runtime, req: RecallRequest, pending: tuple[Callable[[], Any] | None, str | None],
+                  gate: Gate, rows: dict[int, MessageRow], nodes: dict[int, NodeRow],
+                  scores: dict[str, dict[Key, float]], report: ArmReport) -> str | None:
+    """The vector arm's hits, admitted and scored; returns the degradation reason, if any."""
+    finish, reason = pending
+    if finish is None:
+        return reason
+    try:
+        result = finish()
     except Exception as exc:  # a vector failure must leave full text answering
         report.reason = f"semantic search failed: {type(exc).__name__}: {str(exc)[:200]}"
         return report.reason
+    pool = report.pool
     for name in ("provider", "model", "generation", "coverage", "elapsed_ms"):
         value = getattr(result, name, None)
         if value is not None and isinstance(value, (str, int, float, bool, dict, list)):
@@ -387,6 +404,22 @@ def _current_first(runtime: Runtime, question: str, hits: list[RecallHit]) -> li
                                        runtime.db if runtime.config.assertions_enabled else None))
     moved = [rows[next(order)] if h.row is not None else h for h in top]
     return [replace(h, score=old.score) for h, old in zip(moved, top, strict=True)] + hits[CHANGED_WINDOW:]
+
+
+def _distinct_text(hits: list[RecallHit], excluded: dict[str, int]) -> list[RecallHit]:
+    """The hits without raw rows that repeat a better-placed row's role and text exactly (a message
+    sent again, a tool output repeated, one history imported twice): each place goes to new text."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for h in hits:
+        if h.row is not None:
+            key = (h.row.role, h.row.content)
+            if key in seen:
+                excluded["repeated_text"] += 1
+                continue
+            seen.add(key)
+        out.append(h)
+    return out
 
 
 def _per_session_cap(hits: list[RecallHit], cap: int) -> list[RecallHit]:

@@ -118,9 +118,9 @@ def test_an_unknown_fusion_setting_falls_back_to_the_default_and_says_so(memory)
 
 
 def test_scope_bias_prefers_the_current_conversation_softly(runtime):
-    # the same words said in the current session (already compacted) and, later, elsewhere
+    # the same matching words said in the current session (already compacted) and, later, elsewhere
     here = store(runtime, "here", ["the blue heron nests by the weir"], t0=T0)
-    store(runtime, "other", ["the blue heron nests by the weir"], t0=T0 + 3 * DAY)
+    store(runtime, "other", ["the blue heron nests at the weir"], t0=T0 + 3 * DAY)
     runtime.store.advance_frontier("here", here[-1])
     engine = make_engine(runtime, session="here")
     biased = call(engine, "trove_recall", query="blue heron weir", scope_bias=1.0)
@@ -133,7 +133,7 @@ def test_scope_bias_prefers_the_current_conversation_softly(runtime):
 def test_recency_prior_prefers_newer_of_equal_matches(runtime):
     now = time.time()
     old = store(runtime, "old", ["quarterly budget review notes"], t0=now - 90 * DAY)
-    new = store(runtime, "new", ["quarterly budget review notes"], t0=now - DAY)
+    new = store(runtime, "new", ["quarterly budget review memo"], t0=now - DAY)  # equal matches, other text
     engine = make_engine(runtime, session="asker")
     hits = call(engine, "trove_recall", query="quarterly budget review")["hits"]
     assert [h["store_id"] for h in hits] == [new[0], old[0]]
@@ -169,6 +169,22 @@ def test_rows_still_in_the_live_prompt_are_not_returned(runtime):
     out = call(engine, "trove_recall", query="wifi password")
     assert [h["session_id"] for h in out["hits"]] == ["earlier"]
     assert out["excluded"]["live_context"] == 1
+
+
+def test_a_text_repeated_in_several_rows_takes_one_place_and_the_rest_go_to_other_rows(runtime):
+    repeated = "the backup job failed on the nightly volume snapshot"
+    copies = [store(runtime, f"cron-{i}", [repeated], t0=T0 + i * DAY)[0] for i in range(4)]  # user rows
+    question = store(runtime, "ops", ["why did the nightly backup job fail?"], t0=T0)[0]
+    answer = store(runtime, "fix", ["the snapshot failed because the backup volume was full"], t0=T0)[0]
+    engine = make_engine(runtime, session="asker")
+    out = call(engine, "trove_recall", query="nightly backup job failed volume snapshot", limit=5)
+    ids = [h["store_id"] for h in out["hits"]]
+    assert [i for i in ids if i in copies] == [copies[-1]]  # one place, for the best-placed copy (the newest)
+    assert question in ids and answer in ids and len(ids) == 3 and out["excluded"]["repeated_text"] == 3
+    # the same text said by the other side is a row of its own
+    echo = store(runtime, "echo", ["ok", repeated], t0=T0)[1]  # an assistant row
+    again = call(engine, "trove_recall", query="nightly backup job failed volume snapshot", limit=10)
+    assert echo in [h["store_id"] for h in again["hits"]] and again["excluded"]["repeated_text"] == 3
 
 
 def test_answer_ready_hydrates_windows_whose_exact_refs_verify(memory, runtime):
@@ -283,12 +299,12 @@ def test_semantic_failure_or_timeout_degrades_to_full_text(memory, runtime, monk
     def broken(*args, **kwargs):
         raise TimeoutError("provider took too long")
 
-    monkeypatch.setattr(recall_search, "semantic_module", lambda: SimpleNamespace(search=broken))
+    monkeypatch.setattr(recall_search, "semantic_module", lambda: SimpleNamespace(start=broken))
     out = call(memory.engine, "trove_recall", query="ferry")
     assert out["hits"] and out["degraded"] is True and "TimeoutError" in out["degraded_reason"]
     not_ran = SimpleNamespace(hits=[], ran=False, degraded_reason="deadline passed", provider="local")
     monkeypatch.setattr(recall_search, "semantic_module",
-                        lambda: SimpleNamespace(search=lambda *a, **k: not_ran))
+                        lambda: SimpleNamespace(start=lambda *a, **k: lambda: not_ran))
     out = call(memory.engine, "trove_recall", query="ferry")
     assert out["degraded_reason"] == "deadline passed"
     assert out["provenance"]["coverage"]["semantic"]["provider"] == "local"
@@ -298,14 +314,14 @@ def test_semantic_hits_are_fused_with_full_text_and_found_by_meaning_alone(memor
     _with_embeddings(runtime)
     seen: dict = {}
 
-    def search(rt, query, *, kinds, session_ids, since, before, limit, deadline_s):
+    def start(rt, query, *, kinds, session_ids, since, before, limit, deadline_s):
         seen.update(kinds=kinds, limit=limit, deadline_s=deadline_s)
         hits = [SimpleNamespace(kind="message", item_id=memory.garden[0], score=0.82),  # meaning only
                 SimpleNamespace(kind="message", item_id=memory.trip[0], score=0.40),
                 SimpleNamespace(kind="summary", item_id=memory.node, score=0.35)]
-        return SimpleNamespace(hits=hits, ran=True, degraded_reason=None, provider="fake", generation=3)
+        return lambda: SimpleNamespace(hits=hits, ran=True, degraded_reason=None, provider="fake", generation=3)
 
-    monkeypatch.setattr(recall_search, "semantic_module", lambda: SimpleNamespace(search=search))
+    monkeypatch.setattr(recall_search, "semantic_module", lambda: SimpleNamespace(start=start))
     out = call(memory.engine, "trove_recall", query="ferry")
     assert seen["kinds"] == ("message", "summary") and seen["deadline_s"] > 0
     by_ref = {h["ref"]: h for h in out["hits"]}

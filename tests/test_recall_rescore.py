@@ -100,7 +100,7 @@ def test_the_weight_is_lower_when_the_vector_arm_ran(runtime, monkeypatch):
     runtime.config = dataclasses.replace(runtime.config, embeddings_enabled=True)
     hit = SimpleNamespace(kind="message", item_id=ids[0], score=0.9)
     monkeypatch.setattr(recall_search, "semantic_module", lambda: SimpleNamespace(
-        search=lambda *a, **k: SimpleNamespace(hits=[hit], ran=True, degraded_reason=None)))
+        start=lambda *a, **k: lambda: SimpleNamespace(hits=[hit], ran=True, degraded_reason=None)))
     recall_search.recall(runtime, RecallRequest("ferry"))
     assert used == [rescore.DEFAULT, rescore.WITH_VECTORS]
     assert 0 < rescore.WITH_VECTORS.rescore < rescore.DEFAULT.rescore

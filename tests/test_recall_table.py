@@ -4,6 +4,7 @@ limits), what the gate leaves out and counts, the per-session cap, and the order
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 from conftest import make_engine
@@ -191,17 +192,37 @@ def test_per_session_cap_table(sessions, cap, expected):
     assert [h.item_id for h in recall_search._per_session_cap(hits, cap)] == expected
 
 
+def text_hit(n, role, content):
+    return RecallHit("message", n, "s", 0.0, 1.0, ("fts",), False, row=SimpleNamespace(role=role, content=content))
+
+
+@pytest.mark.parametrize("rows, expected, repeated", [
+    ([], [], 0),
+    ([("user", "a"), ("user", "b")], [1, 2], 0),
+    ([("user", "a"), ("user", "a"), ("user", "a")], [1], 2),
+    ([("user", "a"), ("assistant", "a"), ("tool", "a")], [1, 2, 3], 0),  # another role: another row
+    ([("user", "a"), ("user", "A"), ("user", "a ")], [1, 2, 3], 0),     # exact text only
+    ([("user", "a"), None, ("user", "b"), ("user", "a"), None], [1, 2, 3, 5], 1),  # summaries are kept
+])
+def test_distinct_text_table(rows, expected, repeated):
+    hits = [text_hit(i + 1, *r) if r else RecallHit("summary", i + 1, "s", 0.0, 1.0, ("summary",), False)
+            for i, r in enumerate(rows)]
+    excluded = {"repeated_text": 0}
+    assert [h.item_id for h in recall_search._distinct_text(hits, excluded)] == expected
+    assert excluded["repeated_text"] == repeated
+
+
 def test_equal_scores_order_newer_first(runtime):
     older = store(runtime, "a", ["copper kettle polish"], t0=T0)
-    newer = store(runtime, "b", ["copper kettle polish"], t0=T0 + DAY)
+    newer = store(runtime, "b", ["copper kettle shine"], t0=T0 + DAY)  # equal matches, other text
     out = recall_search.recall(runtime, RecallRequest(query="copper kettle", now=T0 + DAY))
     assert [h.item_id for h in out.hits] == [newer[0], older[0]]
 
 
 @pytest.mark.parametrize("age_days, newer_first", [(0.0, True), (30.0, True), (3000.0, True)])
-def test_the_recency_prior_never_reverses_equal_text_but_fades(runtime, age_days, newer_first):
+def test_the_recency_prior_never_reverses_equal_matches_but_fades(runtime, age_days, newer_first):
     older = store(runtime, "a", ["brass lantern wick"], t0=T0)
-    newer = store(runtime, "b", ["brass lantern wick"], t0=T0 + 10 * DAY)
+    newer = store(runtime, "b", ["brass lantern hook"], t0=T0 + 10 * DAY)
     out = recall_search.recall(runtime, RecallRequest(query="brass lantern", now=T0 + 10 * DAY + age_days * DAY))
     order = [h.item_id for h in out.hits]
     assert (order == [newer[0], older[0]]) is newer_first
@@ -211,7 +232,7 @@ def test_the_recency_prior_never_reverses_equal_text_but_fades(runtime, age_days
 
 def test_scope_bias_multiplies_the_current_conversation(runtime):
     here = store(runtime, "here", ["silver teapot lid"], t0=T0)
-    store(runtime, "other", ["silver teapot lid"], t0=T0)
+    store(runtime, "other", ["silver teapot cup"], t0=T0)
     runtime.store.advance_frontier("here", here[-1])
     for bias, first in ((0.0, None), (0.5, "here"), (1.0, "here")):
         out = recall_search.recall(runtime, RecallRequest(query="silver teapot", current="here", scope_bias=bias,
