@@ -8,6 +8,7 @@ for recency. Only the rows of the requested page get snippets.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -94,17 +95,19 @@ def grep(runtime: Runtime, req: GrepRequest) -> GrepPage:
     pool = min(1000, max(RERANK_POOL, 4 * need))
     raw: list[_Hit] = []
     literal_snippets: dict[int, str] = {}
+    want_summaries = req.scope == "current" and not req.raw_filtered and req.content_scope != "externalized"
+    vectors = _start_vectors(runtime, req, want_summaries, pool) \
+        if req.mode != "full_text" and req.content_scope != "externalized" else None  # runs beside full text
     if req.content_scope != "externalized":
         hits, literal_snippets = _raw_candidates(runtime, req, match, pool, notes)
         raw = _ranked_raw(hits, match.terms)
         if req.scope == "all":
             notes["archive_candidate_limit"] = ARCHIVE_CANDIDATES
             notes["archive_rare_term_budget"] = ftsbound.RARE_BUDGET
-    want_summaries = req.scope == "current" and not req.raw_filtered and req.content_scope != "externalized"
     nodes = _summary_hits(runtime, match.expression, req.current or "", req.source, pool) \
         if want_summaries and match.expression else []
-    if req.mode != "full_text" and req.content_scope != "externalized":
-        raw, nodes = _with_vectors(runtime, req, raw, nodes, want_summaries, pool, literal_snippets, notes)
+    if vectors is not None:
+        raw, nodes = _with_vectors(runtime, req, vectors(), raw, nodes, literal_snippets, notes)
     lists = [raw, nodes]
     if req.content_scope != "history" and req.scope == "current":
         lists.append([_Hit("external", h, 0.0, 0.0)
@@ -155,19 +158,23 @@ def _ranked_raw(hits: list[tuple[Any, float, str]], terms: tuple[str, ...]) -> l
             for store_id, score in rerank(candidates, terms)]
 
 
-def _with_vectors(runtime: Runtime, req: GrepRequest, raw: list[_Hit], nodes: list[_Hit], want_summaries: bool,
-                  pool: int, snippets: dict[int, str], notes: dict[str, Any]) -> tuple[list[_Hit], list[_Hit]]:
+def _start_vectors(runtime: Runtime, req: GrepRequest, want_summaries: bool,
+                   pool: int) -> Callable[[], semantic.SemanticResult]:
+    """The vector search begun (``semantic.start``); calling the result waits for it."""
+    bound = req.current if req.scope == "current" else req.session_id
+    before = None if req.time_to is None else req.time_to + 1e-6  # time_to is inclusive
+    session_ids = [bound] if bound else runtime.store.visible_session_ids(req.visible)
+    return semantic.start(runtime, req.query, kinds=("message", "summary") if want_summaries else ("message",),
+                          session_ids=session_ids, since=req.time_from, before=before, limit=pool)
+
+
+def _with_vectors(runtime: Runtime, req: GrepRequest, result: semantic.SemanticResult, raw: list[_Hit],
+                  nodes: list[_Hit], snippets: dict[int, str], notes: dict[str, Any]) -> tuple[list[_Hit], list[_Hit]]:
     """mode=semantic replaces the full-text lists with vector hits; hybrid fuses them by score.
 
     When vectors cannot answer (embeddings off, unavailable, no vectors, deadline), the full-text
     lists stand and the notes say so.
     """
-    bound = req.current if req.scope == "current" else req.session_id
-    before = None if req.time_to is None else req.time_to + 1e-6  # time_to is inclusive
-    session_ids = [bound] if bound else runtime.store.visible_session_ids(req.visible)
-    result = semantic.search(runtime, req.query, kinds=("message", "summary") if want_summaries else ("message",),
-                             session_ids=session_ids, since=req.time_from, before=before,
-                             limit=pool)
     notes["semantic"] = result.to_dict()
     if not result.ran:
         notes.update({"mode": "full_text", "requested_mode": req.mode, "degraded_to_fts": True,
