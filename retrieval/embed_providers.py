@@ -110,7 +110,8 @@ def _import_onnxruntime() -> Any:
                                    f"({type(exc).__name__}: {str(exc)[:160]})") from None
 
 
-def _normalise(np: Any, rows: Any) -> Any:
+def normalise(np: Any, rows: Any) -> Any:
+    """Each row scaled to unit length (float32); a zero row stays zero."""
     rows = np.asarray(rows, dtype=np.float32)
     norms = np.linalg.norm(rows, axis=1, keepdims=True)
     return rows / np.maximum(norms, 1e-12)
@@ -191,7 +192,7 @@ class LocalProvider:
                                         "token_type_ids": np.zeros_like(ids)})[0]
             m = mask[..., None].astype(np.float32)
             pooled = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
-            out[idx] = _normalise(np, pooled)
+            out[idx] = normalise(np, pooled)
         return out
 
 
@@ -229,7 +230,7 @@ class OpenAIProvider:
             rows.extend(self._request(batch))
         if not rows:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
-        arr = _normalise(np, rows)
+        arr = normalise(np, rows)
         self._dim = int(arr.shape[1])
         return arr
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .embed_providers import normalise
 from .vector_store import PendingText, VectorStore
 
 CHUNK_CHARS = 1000         # about 250 MiniLM tokens of English chat text
@@ -114,6 +115,8 @@ class VectorCarry:
     def mix(self, meta: list[tuple[PendingText, int, int | None]], vectors: Any) -> Any:
         """``vectors`` (one unit row per ``meta`` entry, each message's chunks adjacent, messages
         in store_id order) with each message's rows mixed with its predecessor's vector."""
+        import numpy as np
+
         out = vectors.copy()
         start = 0
         while start < len(meta):
@@ -124,17 +127,11 @@ class VectorCarry:
             if item.kind == "message":
                 before = self._previous(item)
                 if before is not None:
-                    out[start:end] = _unit_rows(out[start:end] + CONTEXT_WEIGHT * before)
+                    out[start:end] = normalise(np, out[start:end] + CONTEXT_WEIGHT * before)
                 if item.role in ("user", "assistant"):
-                    self.last[item.session_id] = _unit_rows(out[start:end].mean(axis=0, keepdims=True))[0]
+                    self.last[item.session_id] = normalise(np, out[start:end].mean(axis=0, keepdims=True))[0]
             start = end
         return out
-
-
-def _unit_rows(rows: Any) -> Any:
-    import numpy as np
-
-    return rows / np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
 
 
 def _unit_mean(stored: list[tuple[bytes, float]]) -> Any:
@@ -142,4 +139,4 @@ def _unit_mean(stored: list[tuple[bytes, float]]) -> Any:
     import numpy as np
 
     rows = np.stack([np.frombuffer(v, dtype=np.int8).astype(np.float32) * scale for v, scale in stored])
-    return _unit_rows(rows.mean(axis=0, keepdims=True))[0]
+    return normalise(np, rows.mean(axis=0, keepdims=True))[0]
