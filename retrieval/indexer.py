@@ -105,7 +105,7 @@ class PassPlan:
     context: str           # TROVE_EMBEDDING_CONTEXT: vector | text | none
     context_messages: int  # earlier messages read as text (context=text)
     recipe: str
-    then: str = ""         # the recipe the generation is embedded with again once this one is done
+    text_follows: bool = False  # a first build with vector context: text context follows in place
 
 
 def plan_pass(runtime: Runtime, store: VectorStore, budget_s: float | None = None,
@@ -122,12 +122,12 @@ def plan_pass(runtime: Runtime, store: VectorStore, budget_s: float | None = Non
     current = _caught_up(store, spec, recipe(mode, want))
     if current is not None:  # the common idle case: a few indexed reads, no lease, no writes
         return PassReport(status="done", generation=current.generation_id, pending=0)
-    then = ""
-    if mode == "text" and want > 0 and _first_build(store, spec):
-        mode, then = "vector", recipe(mode, want)  # searchable sooner; the text recipe follows in place
+    text_follows = mode == "text" and want > 0 and _first_build(store, spec)
+    if text_follows:
+        mode = "vector"  # searchable sooner; the text recipe follows in place
     return PassPlan(spec, cfg.embedding_pass_budget_ms / 1000.0 if budget_s is None else budget_s,
                     cfg.embedding_pass_max_items if max_items is None else max_items,
-                    cfg.embedding_tool_output_policy, mode, want, recipe(mode, want), then)
+                    cfg.embedding_tool_output_policy, mode, want, recipe(mode, want), text_follows)
 
 
 def run_pass(runtime: Runtime, *, budget_s: float | None = None, max_items: int | None = None,
@@ -176,7 +176,7 @@ def apply_pass(runtime: Runtime, store: VectorStore, plan: PassPlan, run: leases
         report.pending = store.backlog(gen, plan.policy).pending
         top_message, top_node = store.heads()
         caught_up = gen.message_cursor >= top_message and gen.node_cursor >= top_node
-        report.status = "done" if caught_up and not plan.then else "partial"
+        report.status = "done" if caught_up and not plan.text_follows else "partial"
         report.pruned = store.prune_retired(PRUNE_PER_PASS)
     except EmbeddingUnavailable as exc:
         report.status, report.error = "unavailable", str(exc)
