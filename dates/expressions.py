@@ -22,6 +22,7 @@ SEASON = "season (hemisphere-dependent)"
 NO_REFERENCE = "relative to an unstated reference"
 UNCLEAR_TENSE = "weekday or day without last/this/next and unclear tense"
 DAY_MONTH_ORDER = "day/month order ambiguous"
+MOVABLE = "holiday whose date moves with the year or the country"
 
 _CONTEXT = lx.MONTH_CONTEXT | lx.YEAR_CONTEXT
 _SINGULAR = frozenset({"week", "month", "year"})
@@ -32,8 +33,12 @@ _TRIGGERS = frozenset(
      "between"}
     | lx.MONTH_CONTEXT | lx.YEAR_CONTEXT | lx.APPROXIMATORS | lx.VAGUE_QUANTITIES | set(lx.NUMBER_WORDS)
     | set(lx.MONTHS) | set(lx.MONTH_ABBREVIATIONS) | set(lx.WEEKDAYS) | set(lx.WEEKDAY_ABBREVIATIONS)
-    | lx.SEASONS
+    | lx.SEASONS | set(lx.ORDINALS) | lx.HOLIDAY_LEADS
+    | {name[0] for name in (*lx.FIXED_HOLIDAYS, *lx.MOVABLE_HOLIDAYS)}
 )
+_HOLIDAYS: dict[str, list[tuple[str, ...]]] = {}  # first word -> the names it opens, longest first
+for _name in sorted((*lx.FIXED_HOLIDAYS, *lx.MOVABLE_HOLIDAYS), key=len, reverse=True):
+    _HOLIDAYS.setdefault(_name[0], []).append(_name)
 
 
 @dataclass(frozen=True)
@@ -83,7 +88,7 @@ class _Scanner:
         self.nested = False  # reading the stated day of a relation or the end of a range: no deeper
         self.matchers: tuple[Callable[[int], Hit | None], ...] = (
             self._numeric, self._day_word, self._ago, self._qualified, self._the, self._date,
-            self._weekday, self._vague, self._season, self._range,
+            self._weekday, self._vague, self._season, self._range, self._nth_of_month, self._holiday,
         )
 
     def run(self) -> list[Occurrence]:
@@ -185,8 +190,10 @@ class _Scanner:
             return None
         if vague and self.c.low(at) == "of":
             at += 1
-        unit = lx.UNITS.get(self.c.low(at))
-        if unit is None:
+        unit, weekday = lx.UNITS.get(self.c.low(at)), self._plural_weekday(at)
+        if unit is None and self.c.low(at) in lx.FORTNIGHTS:  # two weeks each
+            unit, count = "week", None if count is None else 2 * count
+        if unit is None and weekday is None:
             return None
         after = self.c.low(at + 1)
         if onset:
@@ -212,11 +219,23 @@ class _Scanner:
         if approximate:
             return Hit(stop, reason=APPROXIMATE)
         assert count is not None
-        if not 1 <= count <= MAX_COUNT[unit]:
-            return _out_of_range(stop, unit, count)
+        if not 1 <= count <= MAX_COUNT[unit or "week"]:
+            return _out_of_range(stop, unit or "week", count)
+        if weekday is not None:  # "two Fridays ago": the second Friday back
+            if onset or future_form:
+                return None
+            first, last = anchor.days if anchor is not None else (self.c.today, self.c.today)
+            day = (iv.weekday_before(first, weekday) - iv.WEEK * (count - 1) if sign < 0
+                   else iv.weekday_after(last, weekday) + iv.WEEK * (count - 1))
+            return self.c.day_hit(stop, day)
+        assert unit is not None
         if anchor is not None:
             return self.c.around(stop, unit, sign * count, anchor)
         return self.c.offset(stop, unit, sign * count)
+
+    def _plural_weekday(self, at: int) -> int | None:
+        low = self.c.low(at)
+        return lx.WEEKDAYS.get(low[:-1]) if low.endswith("s") else None
 
     def _qualified(self, index: int) -> Hit | None:
         """last/this/next (+ "this past", "this coming") + night, unit, weekday, month or season;
@@ -265,6 +284,8 @@ class _Scanner:
             return None
         word, unit = self.c.low(index + 1), lx.UNITS.get(self.c.low(index + 1))
         if word in ("past", "last"):
+            if self.c.low(index + 2) == "weekend" and self.c.low(index + 3) != "of":
+                return self.c.offset(index + 3, "weekend", -1)  # "the past weekend" is last weekend
             return self._rolling(index, index + 2)
         if word in ("next", "following", "previous", "prior") and lx.UNITS.get(self.c.low(index + 2)):
             return Hit(index + 3, reason=NO_REFERENCE)
@@ -275,6 +296,13 @@ class _Scanner:
             first, last = anchor.days
             day = iv.weekday_before(first, weekday) if relation == "before" else iv.weekday_after(last, weekday)
             return self.c.day_hit(anchor.stop, day)
+        if (relation, self.c.low(index + 3)) in (("before", "last"), ("after", "next")) and \
+                not self._names_time(index + 4):
+            if weekday is not None:  # "the Friday before last": the Friday before last Friday
+                return self.c.day_hit(index + 4, iv.weekday_before(self.c.today, weekday) - iv.WEEK
+                                      if relation == "before" else iv.weekday_after(self.c.today, weekday) + iv.WEEK)
+            if word in ("night", "evening") and relation == "before":
+                return self.c.day(index + 4, -2)
         if word not in ("day", "week", "weekend", "month", "year") or unit is None:
             return None
         if anchor is not None and (relation != "of" or unit in ("week", "month")):
@@ -293,6 +321,11 @@ class _Scanner:
                 saturday -= iv.WEEK
             return Hit(index + 2, saturday, saturday + timedelta(days=2), "day")
         return None
+
+    def _names_time(self, at: int) -> bool:
+        """Whether the token at ``at`` is a unit, weekday or month ("the Friday before last week")."""
+        return self.c.low(at) in lx.UNITS or self.c.weekday_at(at, abbreviations=False) is not None or \
+            self.c.month_at(at) is not None
 
     def _rolling(self, index: int, at: int) -> Hit | None:
         """"(the) past/last [N] days|weeks|months|years": N units of days ending with the observation day."""
@@ -361,6 +394,10 @@ class _Scanner:
             year = lx.year_number(self.c.tok(year_at))
             if year is not None:
                 return Hit(year_at + 1, *iv.month_span(year, month), "month")
+            year_at = at + 2 if self.c.low(at + 1) == "of" else at + 1  # "March (of) last year"
+            step = {"last": -1, "this": 0, "next": 1}.get(self.c.low(year_at))
+            if step is not None and self.c.low(year_at + 1) == "year":
+                return Hit(year_at + 2, *iv.month_span(self.c.today.year + step, month), "month")
             if context and self.c.low(at) in lx.MONTHS:
                 forward = self.c.tense(at) == "future"
                 year = iv.month_year(self.c.today, month, forward=forward, strict=False)
@@ -415,6 +452,53 @@ class _Scanner:
             return None
         at = index + 2 if self.c.low(index + 1) == "the" else index + 1
         return Hit(at + 1, reason=SEASON) if self.c.low(at) in lx.SEASONS else None
+
+    def _nth_of_month(self, index: int) -> Hit | None:
+        """"(the) first/second/third/fourth/last week|weekend of <month>": days 1-7, 8-14, 15-21,
+        22-28 or the month's last seven; the month's first (nth, last) Saturday and the Sunday after."""
+        at = index + 1 if self.c.low(index) == "the" else index
+        nth, unit = lx.ORDINALS.get(self.c.low(at)), self.c.low(at + 1)
+        if nth is None or unit not in ("week", "weekend") or self.c.low(at + 2) != "of":
+            return None
+        month = self._anchor(at + 3, days=False)
+        if month is None or month.granularity != "month" or month.first is None or month.end is None:
+            return None
+        if unit == "week":
+            start = month.end - iv.WEEK if nth < 0 else month.first + iv.WEEK * (nth - 1)
+            return Hit(month.stop, start, start + iv.WEEK, "day")
+        saturday = iv.weekday_before(month.end, 5) if nth < 0 else (
+            iv.weekday_after(month.first - iv.DAY, 5) + iv.WEEK * (nth - 1))
+        return Hit(month.stop, saturday, saturday + timedelta(days=2), "day")
+
+    def _holiday(self, index: int) -> Hit | None:
+        """Christmas, New Year's Eve, Halloween...: "last Christmas", "on Christmas Eve 2022", "for
+        Christmas" (by the sentence's tense); a one-word name needs a lead word or a year ("a Christmas
+        tree" is no date). A holiday whose date moves or differs by country is named, not guessed."""
+        lead = self.c.low(index)
+        at = index + 1 if lead in lx.HOLIDAY_LEADS else index
+        name = next((n for n in _HOLIDAYS.get(self.c.base(at), ())
+                     if all(self.c.base(at + i) == word for i, word in enumerate(n))), None)
+        if name is None:
+            return None
+        stop, fixed = at + len(name), lx.FIXED_HOLIDAYS.get(name)
+        year = lx.year_number(self.c.tok(stop))
+        if at == index and len(name) == 1 and year is None and not self.c.standalone:
+            return None
+        if fixed is None:
+            return Hit(stop + (year is not None), reason=MOVABLE)
+        month, day = fixed
+        today = self.c.today
+        if year is not None:
+            found: date | None = date(year, month, day)
+            stop += 1
+        elif lead == "this":
+            found = date(today.year, month, day)
+        elif lead in ("last", "next"):
+            forward = lead == "next"
+            found = iv.day_month_date(today + (iv.DAY if forward else -iv.DAY), month, day, forward=forward)
+        else:
+            found = iv.day_month_date(today, month, day, forward=self.c.tense(at, stop) == "future")
+        return self.c.day_hit(stop, found) if found is not None else None
 
     def _range(self, index: int) -> Hit | None:
         """"between A and B", "from A to/until/through B": from the start of A to the end of B, each

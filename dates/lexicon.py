@@ -52,6 +52,21 @@ SEASONS = frozenset({"spring", "summer", "fall", "autumn", "winter"})
 PARTS_OF_DAY = frozenset({"morning", "afternoon", "evening", "night"})
 UNITS = {"day": "day", "days": "day", "week": "week", "weeks": "week", "weekend": "weekend",
          "weekends": "weekend", "month": "month", "months": "month", "year": "year", "years": "year"}
+FORTNIGHTS = frozenset({"fortnight", "fortnights"})  # two weeks each
+ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "last": -1}  # a week or weekend of a month
+# Holidays on one date every year, by the words naming them (a possessive 's dropped: "year's" -> "year").
+FIXED_HOLIDAYS = {
+    ("christmas", "eve"): (12, 24), ("christmas", "day"): (12, 25), ("christmas",): (12, 25),
+    ("boxing", "day"): (12, 26), ("new", "year", "eve"): (12, 31), ("new", "years", "eve"): (12, 31),
+    ("new", "year", "day"): (1, 1), ("new", "years", "day"): (1, 1), ("halloween",): (10, 31),
+    ("valentine", "day"): (2, 14), ("valentines", "day"): (2, 14),
+}
+# Holidays whose date moves from year to year or differs between countries: named, never guessed.
+MOVABLE_HOLIDAYS = (("thanksgiving",), ("easter",), ("mother", "day"), ("mothers", "day"), ("father", "day"),
+                    ("fathers", "day"), ("labor", "day"), ("labour", "day"), ("memorial", "day"))
+# A one-word holiday name is a date only after one of these ("at Christmas", not "a Christmas tree").
+HOLIDAY_LEADS = frozenset({"on", "at", "for", "over", "around", "during", "since", "until", "till", "before",
+                           "after", "by", "last", "this", "next", "past"})
 POSSESSIVE_BLOCKERS = frozenset({"the", "my", "your", "his", "her", "our", "their", "its", "a", "at", "very"})
 
 _PAST_WORDS = frozenset({

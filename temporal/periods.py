@@ -31,6 +31,7 @@ ACCEPTED_FORMS = (
     "last/past N days|weeks|months|years, last 24h / last Nh / Nh, Nd",
     "march, in march, last march, march 2026",
     "the week/weekend/day/friday before or after <day>, N days before <day>, the week of <day>",
+    "the friday before last, two fridays ago, the first week of <month>, last christmas",
     "since <period>",
     "YYYY-MM-DD (or date:YYYY-MM-DD), YYYY-Www (ISO week), YYYY-MM, YYYY",
     "START..END, START/END, from START to END, between START and END (each a period or ISO datetime)",

@@ -19,6 +19,7 @@ SUN = "2023-07-09"  # a Sunday; ISO week 2023-07-03..2023-07-09
 NEW_YEAR = "2024-01-01"  # a Monday
 SAT = "2022-10-15"  # a Saturday; ISO week 2022-10-10..2022-10-16
 LEAP = "2024-03-01"  # a Friday, the day after 29 February
+MOVABLE = "unresolvable: holiday whose date moves with the year or the country"
 
 TABLE = [
     # -- words for days --------------------------------------------------------------------
@@ -250,6 +251,56 @@ TABLE = [
     (WED, "over the last 2000 weeks", "unresolvable: more than 520 weeks"),
     (WED, "last summer", "unresolvable: season (hemisphere-dependent)"),
     (WED, "in the winter", "unresolvable: season (hemisphere-dependent)"),
+    # -- "the <weekday> before last / after next", and "N <weekday>s ago" ------------------------
+    (WED, "the Friday before last", "2024-05-03"),
+    (WED, "the Tuesday before last", "2024-05-07"),
+    (WED, "the Wednesday before last", "2024-05-01"),
+    (SUN, "the Sunday before last", "2023-06-25"),
+    (NEW_YEAR, "the Saturday before last", "2023-12-23"),
+    (WED, "the Monday after next", "2024-05-27"),
+    (WED, "the night before last", "2024-05-13"),
+    (WED, "two Fridays ago", "2024-05-03"),
+    (WED, "three Sundays ago", "2024-04-28"),
+    (SAT, "two Saturdays ago", "2022-10-01"),
+    (WED, "two Fridays before May 3", "2024-04-19"),
+    (WED, "a few Mondays ago", "unresolvable: vague quantity"),
+    # -- a fortnight is two weeks --------------------------------------------------------------
+    (WED, "a fortnight ago", "2024-04-29..2024-05-05"),
+    (NEW_YEAR, "two fortnights ago", "2023-12-04..2023-12-10"),
+    (WED, "We will meet in a fortnight", "2024-05-27..2024-06-02"),
+    # -- "the past weekend" is last weekend ------------------------------------------------------
+    (WED, "the past weekend", "2024-05-11..2024-05-12"),
+    (SAT, "the past weekend", "2022-10-08..2022-10-09"),
+    # -- a month of last/this/next year ----------------------------------------------------------
+    (WED, "in March of last year", "2023-03-01..2023-03-31"),
+    (WED, "March last year", "2023-03-01..2023-03-31"),
+    (WED, "in June of next year", "2025-06-01..2025-06-30"),
+    (WED, "in October this year", "2024-10-01..2024-10-31"),
+    # -- the nth (or last) week or weekend of a month ----------------------------------------------
+    (WED, "the first week of May", "2024-05-01..2024-05-07"),
+    (WED, "the second week of April", "2024-04-08..2024-04-14"),
+    (WED, "the last week of April", "2024-04-24..2024-04-30"),
+    (WED, "the last week of February", "2024-02-23..2024-02-29"),
+    (WED, "the fourth week of February", "2024-02-22..2024-02-28"),
+    (WED, "the first week of last month", "2024-04-01..2024-04-07"),
+    (WED, "the first weekend of May", "2024-05-04..2024-05-05"),
+    (WED, "the last weekend of April", "2024-04-27..2024-04-28"),
+    (WED, "the third weekend of March 2023", "2023-03-18..2023-03-19"),
+    (SUN, "the last weekend of June", "2023-06-24..2023-06-25"),
+    # -- holidays on one date every year; movable ones are named, not guessed ------------------------
+    (WED, "last Christmas", "2023-12-25"),
+    (WED, "on Christmas Eve", "2023-12-24"),
+    (WED, "We will celebrate on Christmas Day", "2024-12-25"),
+    (WED, "this Christmas", "2024-12-25"),
+    (WED, "next Halloween", "2024-10-31"),
+    (WED, "last New Year's Eve", "2023-12-31"),
+    (NEW_YEAR, "on New Year's Day", "2024-01-01"),
+    (NEW_YEAR, "last New Year's Day", "2023-01-01"),
+    (WED, "Valentine's Day 2023", "2023-02-14"),
+    (WED, "for Valentine's Day he cooked", "2024-02-14"),
+    (WED, "on Thanksgiving", MOVABLE),
+    (WED, "last Easter", MOVABLE),
+    (WED, "on Mother's Day", MOVABLE),
 ]
 
 
@@ -287,5 +338,17 @@ def test_the_table_is_large_and_has_no_duplicate_rows():
     ("0 days ago", []),
 ])
 def test_a_relation_or_range_that_does_not_hold_leaves_its_parts(text, expressions):
+    found = resolve_occurrences(text, datetime.fromisoformat(WED).replace(hour=15, tzinfo=UTC))
+    assert [o.expression for o in found] == expressions
+
+
+@pytest.mark.parametrize(("text", "expressions"), [
+    ("we bought a Christmas tree", []),  # a one-word holiday name needs a lead word ("at Christmas") or a year
+    ("Halloween costumes are fun", []),
+    ("Thanksgiving dinner was loud", []),
+    ("a new year begins", []),
+    ("the Friday before last week", ["Friday", "last week"]),  # "before last" only when nothing follows it
+])
+def test_words_that_name_no_date_here_claim_nothing(text, expressions):
     found = resolve_occurrences(text, datetime.fromisoformat(WED).replace(hour=15, tzinfo=UTC))
     assert [o.expression for o in found] == expressions
