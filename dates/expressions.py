@@ -476,14 +476,16 @@ class _Scanner:
         tree" is no date). A holiday whose date moves or differs by country is named, not guessed."""
         lead = self.c.low(index)
         at = index + 1 if lead in lx.HOLIDAY_LEADS else index
+        if lead == "this" and self.c.low(at) in ("past", "coming"):  # "this past Christmas"
+            lead, at = ("last" if self.c.low(at) == "past" else "next"), at + 1
         name = next((n for n in _HOLIDAYS.get(self.c.base(at), ())
                      if all(self.c.base(at + i) == word for i, word in enumerate(n))), None)
         if name is None:
             return None
         stop, fixed = at + len(name), lx.FIXED_HOLIDAYS.get(name)
         year = lx.year_number(self.c.tok(stop))
-        if at == index and len(name) == 1 and year is None and not self.c.standalone:
-            return None
+        if at == index and len(name) == 1 and year is None and not (self.c.standalone or self.nested):
+            return None  # a bare one-word name is a date alone, after a relation ("the day after") or with a year
         if fixed is None:
             return Hit(stop + (year is not None), reason=MOVABLE)
         month, day = fixed
@@ -498,7 +500,7 @@ class _Scanner:
             found = iv.day_month_date(today + (iv.DAY if forward else -iv.DAY), month, day, forward=forward)
         else:
             found = iv.day_month_date(today, month, day, forward=self.c.tense(at, stop) == "future")
-        return self.c.day_hit(stop, found) if found is not None else None
+        return self.c.day_hit(self.c.skip_part_of_day(stop), found) if found is not None else None
 
     def _range(self, index: int) -> Hit | None:
         """"between A and B", "from A to/until/through B": from the start of A to the end of B, each

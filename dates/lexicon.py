@@ -47,11 +47,13 @@ WEEKDAYS = {"monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 
 WEEKDAY_ABBREVIATIONS = {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "thu": 3, "thur": 3, "thurs": 3,
                          "fri": 4, "sat": 5, "sun": 6}
 VAGUE_PHRASES = (("recently",), ("lately",), ("not", "long", "ago"), ("long", "ago"), ("a", "while", "ago"),
-                 ("a", "while", "back"), ("some", "time", "ago"), ("a", "long", "time", "ago"), ("the", "other", "day"))
+                 ("a", "while", "back"), ("some", "time", "ago"), ("a", "long", "time", "ago"), ("the", "other", "day"),
+                 ("the", "other", "week"))
 SEASONS = frozenset({"spring", "summer", "fall", "autumn", "winter"})
 PARTS_OF_DAY = frozenset({"morning", "afternoon", "evening", "night"})
 UNITS = {"day": "day", "days": "day", "week": "week", "weeks": "week", "weekend": "weekend",
-         "weekends": "weekend", "month": "month", "months": "month", "year": "year", "years": "year"}
+         "weekends": "weekend", "month": "month", "months": "month", "year": "year", "years": "year",
+         "wk": "week", "wks": "week", "mos": "month", "mths": "month", "yr": "year", "yrs": "year"}
 FORTNIGHTS = frozenset({"fortnight", "fortnights"})  # two weeks each
 ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "last": -1}  # a week or weekend of a month
 # Holidays on one date every year, by the words naming them (a possessive 's dropped: "year's" -> "year").

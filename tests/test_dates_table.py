@@ -301,6 +301,17 @@ TABLE = [
     (WED, "on Thanksgiving", MOVABLE),
     (WED, "last Easter", MOVABLE),
     (WED, "on Mother's Day", MOVABLE),
+    (WED, "We left the day after Christmas", "2023-12-26"),
+    (WED, "the weekend before Halloween", "2023-10-28..2023-10-29"),
+    (WED, "on Christmas morning", "2023-12-25"),
+    (WED, "this past Christmas", "2023-12-25"),
+    (WED, "we will eat this coming Christmas", "2024-12-25"),
+    (WED, "Christmas 2022 was fun", "2022-12-25"),
+    # -- common abbreviations of units ------------------------------------------------------------
+    (WED, "2 wks ago", "2024-04-29..2024-05-05"),
+    (WED, "a yr ago", "2023-01-01..2023-12-31"),
+    (WED, "3 mths ago", "2024-02-01..2024-02-29"),
+    (WED, "We met the other week", "unresolvable: vague reference"),
 ]
 
 
