@@ -14,6 +14,7 @@ four conversations and scores the fifth.
     python bench/bench_recall.py --embeddings          # + semantic-only and hybrid recall
     python bench/bench_recall.py --sweep               # LOO over fusion weights / pool sizes
     python bench/bench_recall.py --rescore-sweep [--embeddings]   # LOO over the re-scoring weights
+    python bench/bench_recall.py --lowercase [--embeddings]       # + every question typed in lower case, no "?"
     python bench/bench_recall.py --scale 100000        # recall latency with N stored messages
     python bench/bench_recall.py --scale 100000 --embeddings --scale-only   # ... with a vector for every row
 """
@@ -151,6 +152,24 @@ def evaluate(memories: list[Memory], modes: list[Mode]) -> dict[str, dict[str, S
                 ranked, ms = ask(memory, tool, {"query": question, "limit": 10, **extra})
                 score.add(ranked, gold, category, ms)
             out[label][memory.name] = score
+    return out
+
+
+def lowercase_modes(memories: list[Memory], embeddings: bool) -> dict[str, dict[str, Score]]:
+    """``trove_recall`` with every question typed the way people often type: lower case, no "?"."""
+    asked = [m.questions for m in memories]
+    for m in memories:
+        m.questions = [(q.lower().rstrip(" ?"), gold, cat) for q, gold, cat in m.questions]
+    try:
+        if embeddings:
+            with_config(memories, embeddings_enabled=False)
+        out = evaluate(memories, [("trove_recall full-text, lower case", "trove_recall", {})])
+        if embeddings:
+            with_config(memories, embeddings_enabled=True)
+            out.update(evaluate(memories, [("trove_recall hybrid, lower case", "trove_recall", {})]))
+    finally:
+        for m, questions in zip(memories, asked, strict=True):
+            m.questions = questions
     return out
 
 
@@ -445,6 +464,8 @@ def main() -> int:
                         help="with --scale: build only the first conversation and skip the dev-split table")
     parser.add_argument("--pad-pool", type=int, default=1000,
                         help="with --scale --embeddings: distinct padding texts embedded once (default 1000)")
+    parser.add_argument("--lowercase", action="store_true",
+                        help="also ask every question in lower case without its question mark (recall modes)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     data = load_dev_split(args.data, "bench_recall")
@@ -479,6 +500,8 @@ def main() -> int:
         with_config(memories, recall_fts_weight=0.0, recall_summary_weight=0.0)
         result.update(evaluate(memories, [("trove_recall semantic-only", "trove_recall", {})]))
         with_config(memories, recall_fts_weight=1.0, recall_summary_weight=1.0)
+    if args.lowercase:
+        result.update(lowercase_modes(memories, args.embeddings))
     report["modes"] = {label: {"pooled": pooled(per).summary(),
                                "per_conversation": {n: s.summary() for n, s in per.items()}}
                        for label, per in result.items()}

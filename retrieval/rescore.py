@@ -7,7 +7,9 @@ question tells itself apart by a few plain signals, each in [0, 1]:
   rarity in the pool (a word most candidates share tells little);
 - ``proximity``: how close together the matched words sit (the tightest window holding one
   of each), scaled by how many of them matched;
-- ``names``: the question's capitalised names and quoted phrases found in the hit;
+- ``names``: the question's capitalised names and quoted phrases found in the hit; a word the
+  question types in lower case counts as a name when the pool writes it with a capital letter
+  (``written_as_names``: "what did john say" asks for John as "What did John say" does);
 - ``date``: the question names a month or a year and the hit's date falls in it;
 - ``neighbours``: the adjacent turns of the same session hold the words the hit lacks.
 
@@ -62,6 +64,7 @@ class Question:
     names: tuple[str, ...]
     months: frozenset[int]
     years: frozenset[int]
+    plain: tuple[str, ...] = ()  # lower-case content words that may still be names
 
 
 def question(text: str, terms: Sequence[str], phrases: Sequence[str]) -> Question:
@@ -71,8 +74,26 @@ def question(text: str, terms: Sequence[str], phrases: Sequence[str]) -> Questio
     names += [t.lower() for t in terms if t[:1].isupper() and t.lower() not in STOPWORDS
               and t.lower() not in _MONTHS]
     words = [w.lower() for w in _WORD.findall(text)]
+    plain = [t for t in terms if t.isalpha() and t.islower() and t not in STOPWORDS and t not in _MONTHS]
     return Question(stems, tuple(dict.fromkeys(names)), frozenset(_MONTHS[w] for w in words if w in _MONTHS),
-                    frozenset(int(y) for y in _YEAR.findall(text)))
+                    frozenset(int(y) for y in _YEAR.findall(text)), tuple(dict.fromkeys(plain)))
+
+
+def written_as_names(words: Sequence[str], texts: Sequence[str]) -> tuple[str, ...]:
+    """The ``words`` that ``texts`` write with a capital letter at least twice and in lower case at
+    most once in ten: names, though the question typed them in lower case."""
+    out = []
+    for word in words:
+        upper = lower = 0
+        for text in texts:
+            for m in re.finditer(rf"\b{re.escape(word)}\b", text, re.IGNORECASE):
+                if m.group(0)[:1].isupper():
+                    upper += 1
+                else:
+                    lower += 1
+        if upper >= 2 and 9 * lower <= upper:
+            out.append(word)
+    return tuple(out)
 
 
 def _tokens(text: str) -> list[str]:
@@ -131,7 +152,7 @@ def signals(q: Question, items: Sequence[Item], neighbours: Mapping[Hashable, st
     n = len(items)
     idf = [math.log(1 + n / (1 + sum(1 for f in found if i in f))) for i in range(len(q.stems))]
     every = range(len(q.stems))
-    names = [" ".join(_tokens(nm)) for nm in q.names]
+    names = [" ".join(_tokens(nm)) for nm in (*q.names, *written_as_names(q.plain, [it.text for it in items]))]
     out = []
     for it, toks, mk, have, close in zip(items, tokens, marks, found, near, strict=True):
         lowered = " ".join(toks)

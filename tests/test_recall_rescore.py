@@ -3,6 +3,8 @@ from __future__ import annotations
 import dataclasses
 from datetime import UTC, datetime
 
+import pytest
+
 from hermes_trove.retrieval import recall_search, rescore
 from hermes_trove.retrieval.query import build_match
 from hermes_trove.retrieval.recall_search import RecallRequest
@@ -23,6 +25,28 @@ def test_question_parts():
     assert "melanie" in got.names and "the garden club" in got.names
     assert got.months == frozenset({5}) and got.years == frozenset({2023})
     assert "paint" in got.stems and "may" not in got.names
+
+
+@pytest.mark.parametrize(("texts", "names"), [
+    (["Hey Jon! How was Naxos?", "Jon said Naxos was sunny"], ("jon", "naxos")),  # written capitalised: names
+    (["the red bicycle", "A bicycle lane"], ()),                          # lower case mid-sentence: a word
+    (["Jon went out"], ()),                                               # once is not enough
+    (["Naxos, then naxos, naxos and Naxos"], ()),                         # mostly lower case: a word
+    ([], ()),
+])
+def test_a_lower_case_word_the_pool_writes_capitalised_is_a_name(texts, names):
+    found = rescore.written_as_names(("jon", "naxos", "bicycle"), texts)
+    assert found == tuple(n for n in ("jon", "naxos") if n in names)
+
+
+def test_a_question_typed_in_lower_case_finds_its_names():
+    items = [item("a", "someone asked where the red bicycle came from", 1.0),
+             item("b", "Jon: I bought my red bicycle from Jon's uncle. Jon loves it", 0.9)]
+    lower, asked = q("where did jon buy his red bicycle"), q("Where did Jon buy his red bicycle?")
+    assert lower.names == () and lower.plain[:1] == ("jon",) and "jon" in asked.names
+    assert rescore.signals(lower, items, {})[1]["names"] == rescore.signals(asked, items, {})[1]["names"] == 1.0
+    on = rescore.rescore(lower, items, {}, rescore.Weights(rescore=1.0))
+    assert [i.key for i in on] == [i.key for i in rescore.rescore(asked, items, {}, rescore.Weights(rescore=1.0))]
 
 
 def test_proximity_tight_window_beats_spread():
