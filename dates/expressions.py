@@ -33,7 +33,7 @@ _TRIGGERS = frozenset(
      "between"}
     | lx.MONTH_CONTEXT | lx.YEAR_CONTEXT | lx.APPROXIMATORS | lx.VAGUE_QUANTITIES | set(lx.NUMBER_WORDS)
     | set(lx.MONTHS) | set(lx.MONTH_ABBREVIATIONS) | set(lx.WEEKDAYS) | set(lx.WEEKDAY_ABBREVIATIONS)
-    | lx.SEASONS | set(lx.ORDINALS) | lx.HOLIDAY_LEADS
+    | lx.SEASONS | set(lx.ORDINALS) | lx.HOLIDAY_LEADS | {"half"}
     | {name[0] for name in (*lx.FIXED_HOLIDAYS, *lx.MOVABLE_HOLIDAYS)}
 )
 _HOLIDAYS: dict[str, list[tuple[str, ...]]] = {}  # first word -> the names it opens, longest first
@@ -179,6 +179,8 @@ class _Scanner:
         future_form = False
         if not approximate and not onset and self.c.low(at) == "in":
             future_form, at = True, at + 1
+        half = self.c.low(at) == "half" and self.c.low(at + 1) in lx.ARTICLES  # "half a year ago"
+        at += half
         vague, count = False, lx.number_value(self.c.tok(at))
         if self.c.low(at) in lx.ARTICLES and self.c.low(at + 1) in lx.VAGUE_QUANTITIES:
             vague, at = True, at + 2
@@ -195,6 +197,8 @@ class _Scanner:
             unit, count = "week", None if count is None else 2 * count
         if unit is None and weekday is None:
             return None
+        if half:  # half a year is six months; half of any other unit names no calendar unit
+            unit, count, approximate = ("month", 6, approximate) if unit == "year" else (unit, count, True)
         after = self.c.low(at + 1)
         if onset:
             if after != "now":
@@ -377,6 +381,13 @@ class _Scanner:
             month = self.c.month_at(month_at)
             if month is not None:
                 return self._day_month(month_at + 1, month, day)
+            step = {"last": -1, "this": 0, "next": 1}.get(self.c.low(month_at))
+            if month_at > day_at + 1 and step is not None and self.c.low(month_at + 1) == "month":
+                first = iv.add_months(iv.month_start(self.c.today), step)  # "the 15th of last month"
+                try:
+                    return self.c.day_hit(month_at + 2, first.replace(day=day))
+                except ValueError:
+                    return None
             ordinal = not self.c.low(day_at).isdigit()
             if on and start_the and ordinal:
                 tense = self.c.tense(day_at)
@@ -395,9 +406,9 @@ class _Scanner:
             if year is not None:
                 return Hit(year_at + 1, *iv.month_span(year, month), "month")
             year_at = at + 2 if self.c.low(at + 1) == "of" else at + 1  # "March (of) last year"
-            step = {"last": -1, "this": 0, "next": 1}.get(self.c.low(year_at))
-            if step is not None and self.c.low(year_at + 1) == "year":
-                return Hit(year_at + 2, *iv.month_span(self.c.today.year + step, month), "month")
+            year = self._relative_year(year_at)
+            if year is not None:
+                return Hit(year_at + 2, *iv.month_span(year, month), "month")
             if context and self.c.low(at) in lx.MONTHS:
                 forward = self.c.tense(at) == "future"
                 year = iv.month_year(self.c.today, month, forward=forward, strict=False)
@@ -413,9 +424,16 @@ class _Scanner:
             return Hit(at + 1, *iv.year_span(year), "year")
         return None
 
+    def _relative_year(self, at: int) -> int | None:
+        """The year "last/this/next year" at ``at`` names (two tokens), else None."""
+        step = {"last": -1, "this": 0, "next": 1}.get(self.c.low(at))
+        return self.c.today.year + step if step is not None and self.c.low(at + 1) == "year" else None
+
     def _day_month(self, after: int, month: int, day: int) -> Hit | None:
         year_at = after + 1 if self.c.low(after) == "," else after
         year = lx.year_number(self.c.tok(year_at))
+        if year is None and (year := self._relative_year(after)) is not None:
+            year_at = after + 1  # "3 May last year": the year the two words name, ending at ``after + 2``
         try:
             if year is not None:
                 return self.c.day_hit(year_at + 1, date(year, month, day))
@@ -457,7 +475,10 @@ class _Scanner:
         """"(the) first/second/third/fourth/last week|weekend of <month>": days 1-7, 8-14, 15-21,
         22-28 or the month's last seven; the month's first (nth, last) Saturday and the Sunday after."""
         at = index + 1 if self.c.low(index) == "the" else index
-        nth, unit = lx.ORDINALS.get(self.c.low(at)), self.c.low(at + 1)
+        low, unit = self.c.low(at), self.c.low(at + 1)
+        nth = lx.ORDINALS.get(low) or (lx.day_number(self.c.tok(at)) if low[-2:] in ("st", "nd", "rd", "th") else None)
+        if nth is not None and nth > 4:
+            return None
         if nth is None or unit not in ("week", "weekend") or self.c.low(at + 2) != "of":
             return None
         month = self._anchor(at + 3, days=False)

@@ -312,6 +312,17 @@ TABLE = [
     (WED, "a yr ago", "2023-01-01..2023-12-31"),
     (WED, "3 mths ago", "2024-02-01..2024-02-29"),
     (WED, "We met the other week", "unresolvable: vague reference"),
+    # -- half a year; a day of a relative month; a day and month of a relative year -------------------
+    (WED, "half a year ago", "2023-11-01..2023-11-30"),
+    (WED, "We will move in half a year", "2024-11-01..2024-11-30"),
+    (WED, "half a month ago", "unresolvable: approximate quantity"),
+    (WED, "on the 15th of last month", "2024-04-15"),
+    (WED, "the 3rd of this month", "2024-05-03"),
+    (NEW_YEAR, "the 20th of last month", "2023-12-20"),
+    (WED, "on May 3rd last year", "2023-05-03"),
+    (WED, "3 May last year", "2023-05-03"),
+    (WED, "the 2nd week of May", "2024-05-08..2024-05-14"),
+    (WED, "the 1st weekend of June", "2023-06-03..2023-06-04"),
 ]
 
 
@@ -359,6 +370,8 @@ def test_a_relation_or_range_that_does_not_hold_leaves_its_parts(text, expressio
     ("Thanksgiving dinner was loud", []),
     ("a new year begins", []),
     ("the Friday before last week", ["Friday", "last week"]),  # "before last" only when nothing follows it
+    ("the 31st of last month", ["last month"]),  # April has no 31st
+    ("the 5th week of May", ["of May"]),  # a month has four whole weeks
 ])
 def test_words_that_name_no_date_here_claim_nothing(text, expressions):
     found = resolve_occurrences(text, datetime.fromisoformat(WED).replace(hour=15, tzinfo=UTC))
