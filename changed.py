@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from .db import Database
 
 CHANGED_WORDS = 2  # content words of one statement the other lacks: at most this many (the changed value)
+STATEMENT_MAX_CHARS = 2000  # a longer row (a tool output, a pasted file) states no one fact: never read for it
 _WORD = re.compile(r"[^\W\d_]{3,}", re.U)
 _PAST = re.compile(r"\b(?:did|was|were|had|used|ago|before|earlier|previous(?:ly)?|former(?:ly)?|originally|"
                    r"last|past|(?:19|20)\d\d)\b", re.I)
@@ -65,13 +66,13 @@ def current_first(question: str, items: Sequence[Item], db: Database | None = No
 
 def _reorder(keys: list[int], question: str, items: Sequence[Item], replaced: Mapping[int, int]) -> list[int]:
     asked = content_words(question)
-    words = {key: content_words(text) for key, text, _, _ in items}
+    words = {key: content_words(text) for key, text, _, _ in items if len(text) <= STATEMENT_MAX_CHARS}
     at = {key: (when, speaker) for key, _, when, speaker in items}
     present = set(keys)
     order: list[int] = []
     for key in keys:
         older = next((i for i, k in enumerate(order) if replaced.get(k) == key
-                      or (at[k][1] == at[key][1] and at[k][0] < at[key][0]
+                      or (at[k][1] == at[key][1] and at[k][0] < at[key][0] and k in words and key in words
                           and same_subject(words[k], words[key], asked))), len(order))
         order.insert(older, key)
     stale = [k for k in order if k in replaced and replaced[k] not in present]

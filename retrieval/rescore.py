@@ -13,6 +13,10 @@ question tells itself apart by a few plain signals, each in [0, 1]:
 - ``date``: the question names a month or a year and the hit's date falls in it;
 - ``neighbours``: the adjacent turns of the same session hold the words the hit lacks.
 
+A long candidate (a large tool output, a pasted file) is read as ``excerpt`` gives it: the
+parts around the question's words, at most TEXT_CAP characters, so the stage costs the same
+whatever the rows hold.
+
 The new score is the fused score (over the pool's best) plus ``rescore`` times the weighted mean
 of the signals; candidates past the pool stay below it. The weights were chosen by leaving one
 LoCoMo dev conversation out at a time (``bench/bench_recall.py --rescore-sweep``), for full
@@ -33,6 +37,7 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _MONTHS = {m: i + 1 for i, m in enumerate(("january", "february", "march", "april", "may", "june", "july",
                                             "august", "september", "october", "november", "december"))}
 _YEAR = re.compile(r"\b(19\d\d|20\d\d)\b")
+TEXT_CAP = 2000  # characters of one candidate (or of its neighbours) the signals read
 
 
 @dataclass(frozen=True)
@@ -82,18 +87,16 @@ def question(text: str, terms: Sequence[str], phrases: Sequence[str]) -> Questio
 def written_as_names(words: Sequence[str], texts: Sequence[str]) -> tuple[str, ...]:
     """The ``words`` that ``texts`` write with a capital letter at least twice and in lower case at
     most once in ten: names, though the question typed them in lower case."""
-    out = []
-    for word in words:
-        upper = lower = 0
-        for text in texts:
-            for m in re.finditer(rf"\b{re.escape(word)}\b", text, re.IGNORECASE):
-                if m.group(0)[:1].isupper():
-                    upper += 1
-                else:
-                    lower += 1
-        if upper >= 2 and 9 * lower <= upper:
-            out.append(word)
-    return tuple(out)
+    if not words:
+        return ()
+    find = re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + r")\b", re.IGNORECASE).finditer
+    upper: dict[str, int] = dict.fromkeys(words, 0)
+    lower = dict(upper)
+    for text in texts:  # one pass over each text for all the words
+        for m in find(text):
+            seen = m.group(0)
+            (upper if seen[:1].isupper() else lower)[seen.lower()] += 1
+    return tuple(w for w in words if upper[w] >= 2 and 9 * lower[w] <= upper[w])
 
 
 def _tokens(text: str) -> list[str]:
@@ -141,18 +144,38 @@ def _share(found: set[int], among: Sequence[int], idf: Sequence[float]) -> float
     return sum(idf[i] for i in among if i in found) / total if total > 0 else 0.0
 
 
+def excerpt(text: str, stems: Sequence[str], cap: int = TEXT_CAP) -> str:
+    """``text`` itself when it is at most ``cap`` characters; else windows around the first place
+    each stem occurs, in text order and about ``cap`` characters in all (the text's head when no
+    stem occurs)."""
+    if len(text) <= cap:
+        return text
+    lowered, half = text.lower(), cap // (2 * max(1, len(stems)))
+    spans = sorted((max(0, i - half), i + len(stem) + half) for stem in stems if (i := lowered.find(stem)) >= 0)
+    if not spans:
+        return text[:cap]
+    merged = [list(spans[0])]
+    for start, end in spans[1:]:
+        if start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return " … ".join(text[start:end] for start, end in merged)
+
+
 def signals(q: Question, items: Sequence[Item], neighbours: Mapping[Hashable, str]) -> list[dict[str, float]]:
     """The five signals of every item, in order."""
     memo: dict[str, int | None] = {}
-    tokens = [_tokens(it.text) for it in items]
+    texts = [excerpt(it.text, q.stems) for it in items]
+    tokens = [_tokens(text) for text in texts]
     marks = [_matched(t, q.stems, memo) for t in tokens]
     found = [{m for m in mk if m is not None} for mk in marks]
-    near = [{m for m in _matched(_tokens(neighbours.get(it.key, "")), q.stems, memo) if m is not None}
-            for it in items]
+    near = [{m for m in _matched(_tokens(excerpt(neighbours.get(it.key, ""), q.stems)), q.stems, memo)
+             if m is not None} for it in items]
     n = len(items)
     idf = [math.log(1 + n / (1 + sum(1 for f in found if i in f))) for i in range(len(q.stems))]
     every = range(len(q.stems))
-    names = [" ".join(_tokens(nm)) for nm in (*q.names, *written_as_names(q.plain, [it.text for it in items]))]
+    names = [" ".join(_tokens(nm)) for nm in (*q.names, *written_as_names(q.plain, texts))]
     out = []
     for it, toks, mk, have, close in zip(items, tokens, marks, found, near, strict=True):
         lowered = " ".join(toks)

@@ -88,6 +88,8 @@ def items(*rows):
     ("anything", [], []),
     # another speaker's statement is about another person
     ("where do I live?", [(LISBON, 1.0, "user"), (PORTO, 3.0, "assistant")], [1, 2]),
+    # a row past STATEMENT_MAX_CHARS (a tool output, a pasted file) states no one fact: never moved for one
+    ("where do I live?", [(LISBON, 1.0), (PORTO + " x" * changed.STATEMENT_MAX_CHARS, 3.0)], [1, 2]),
 ])
 def test_current_first_moves_the_later_statement_ahead(question, rows, expected):
     assert changed.current_first(question, items(*rows)) == expected

@@ -49,6 +49,19 @@ def test_a_question_typed_in_lower_case_finds_its_names():
     assert [i.key for i in on] == [i.key for i in rescore.rescore(asked, items, {}, rescore.Weights(rescore=1.0))]
 
 
+def test_a_long_candidate_is_read_around_the_questions_words():
+    question = q("Where did Jon buy his red bicycle?")
+    deep = "filler text " * 20000 + "Jon: I bought my red bicycle at the market" + " more filler" * 20000
+    part = rescore.excerpt(deep, question.stems)
+    assert len(part) <= rescore.TEXT_CAP + 16 and "red bicycle at the market" in part
+    assert rescore.excerpt("short", question.stems) == "short"
+    assert rescore.excerpt("z" * 9000, question.stems) == "z" * rescore.TEXT_CAP  # no stem: the head
+    short = item("s", "Jon: I bought my red bicycle at the market")
+    long_sig, short_sig = rescore.signals(question, [item("l", deep), short], {"l": deep})[:2]
+    assert long_sig["coverage"] == short_sig["coverage"] and long_sig["names"] == short_sig["names"] == 1.0
+    assert long_sig["proximity"] == short_sig["proximity"] > 0
+
+
 def test_proximity_tight_window_beats_spread():
     stems = ("ferry", "naxos")
     tight = rescore._matched("we took the ferry naxos".split(), stems)
