@@ -116,6 +116,41 @@ def test_bench_recall_scores_recall_and_grep_and_the_sweeps(tmp_path):
 
 
 @needs_locomo
+def test_bench_recall_asks_the_questions_in_lower_case_too(tmp_path):
+    out = run_script("bench_recall.py", "--data", locomo_slice(tmp_path), "--lowercase", tmp_path=tmp_path)
+    asked = figure(r"^trove_recall full-text\s+[\d.]+\s+([\d.]+)", out)
+    lower = figure(r"^trove_recall full-text, lower case\s+[\d.]+\s+([\d.]+)", out)
+    assert asked >= 0.75 and lower >= asked - 0.03  # names typed in lower case are still names
+
+
+@needs_locomo
+def test_sweep_multi_evidence_scores_each_design_leaving_one_conversation_out(tmp_path):
+    out = run_script("sweeps/sweep_multi_evidence.py", "--data", locomo_slice(tmp_path), tmp_path=tmp_path)
+    shipped = figure(r"^\s+shipped\s+R@10 ([\d.]+)", out)
+    assert shipped >= 0.75  # this slice: recall full text
+    for design in ("cap", "words", "names"):
+        held = figure(rf"^\s+{design}\s+R@10 ([\d.]+)", out)
+        assert 0 < held <= 1, design
+        assert figure(rf"^\s+{design}\s+R@10 [\d.]+\s+single [\d.]+\s+multi ([\d.]+)", out) >= 0, design
+
+
+@needs_locomo
+@needs_embeddings
+def test_sweep_multi_evidence_with_vectors_scores_the_vector_second_query(tmp_path):
+    data = locomo_slice(tmp_path, {"conv-26": 2, "conv-43": 2})
+    out = run_script("sweeps/sweep_multi_evidence.py", "--data", data, "--embeddings", tmp_path=tmp_path)
+    assert "recall hybrid" in out
+    assert 0 < figure(r"^\s+vector\s+R@10 ([\d.]+)", out) <= 1
+
+
+def test_bench_long_rows_times_recall_and_grep_over_long_tool_outputs(tmp_path):
+    out = run_script("bench_long_rows.py", "--sessions", "2", "--words", "300", "--repeat", "1", tmp_path=tmp_path)
+    assert "200 rows in 2 sessions" in out
+    assert figure(r"trove_recall\s+median\s+([\d.]+) ms", out) > 0
+    assert figure(r"trove_grep\s+median\s+([\d.]+) ms", out) > 0
+
+
+@needs_locomo
 def test_bench_recall_scale_pads_the_store_and_still_finds_evidence(tmp_path):
     out = run_script("bench_recall.py", "--data", locomo_slice(tmp_path), "--scale", "1500", "--scale-only",
                      "--json", tmp_path=tmp_path)
