@@ -477,9 +477,7 @@ class _Scanner:
         at = index + 1 if self.c.low(index) == "the" else index
         low, unit = self.c.low(at), self.c.low(at + 1)
         nth = lx.ORDINALS.get(low) or (lx.day_number(self.c.tok(at)) if low[-2:] in ("st", "nd", "rd", "th") else None)
-        if nth is not None and nth > 4:
-            return None
-        if nth is None or unit not in ("week", "weekend") or self.c.low(at + 2) != "of":
+        if nth is None or nth > 4 or unit not in ("week", "weekend") or self.c.low(at + 2) != "of":
             return None
         month = self._anchor(at + 3, days=False)
         if month is None or month.granularity != "month" or month.first is None or month.end is None:

@@ -95,7 +95,9 @@ def written_as_names(words: Sequence[str], texts: Sequence[str]) -> tuple[str, .
     for text in texts:  # one pass over each text for all the words
         for m in find(text):
             seen = m.group(0)
-            (upper if seen[:1].isupper() else lower)[seen.lower()] += 1
+            key = seen.lower()
+            if key in upper:  # case-insensitive matching also takes letters that lower to others ("ſ")
+                (upper if seen[:1].isupper() else lower)[key] += 1
     return tuple(w for w in words if upper[w] >= 2 and 9 * lower[w] <= upper[w])
 
 

@@ -32,6 +32,7 @@ def test_question_parts():
     (["the red bicycle", "A bicycle lane"], ()),                          # lower case mid-sentence: a word
     (["Jon went out"], ()),                                               # once is not enough
     (["Naxos, then naxos, naxos and Naxos"], ()),                         # mostly lower case: a word
+    (["Jon and Jon", "Naxoſ, Naxoſ"], ("jon",)),                          # "ſ" matches "s" but lowers to itself
     ([], ()),
 ])
 def test_a_lower_case_word_the_pool_writes_capitalised_is_a_name(texts, names):
