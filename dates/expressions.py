@@ -65,13 +65,14 @@ class Occurrence:
                 "granularity": self.granularity}
 
 
-def find_expressions(text: str, today: date, *, standalone: bool = False) -> list[Occurrence]:
-    """Every time expression of ``text``, in order, resolved against the observation day ``today``.
+def find_expressions(text: str, today: date, *, standalone: bool = False, limit: int | None = None) -> list[Occurrence]:
+    """Every time expression of ``text`` (the first ``limit`` when given), in order, resolved against
+    the observation day ``today``.
 
     ``standalone``: ``text`` is a time phrase on its own ("last tuesday", "in march"), as a tool's
     period argument is: names need no capital, a bare month needs no preposition and a phrase
     without a tense cue reads as past (see ``TokenCursor``)."""
-    return _Scanner(text, today, standalone=standalone).run()
+    return _Scanner(text, today, standalone=standalone).run(limit)
 
 
 def _out_of_range(stop: int, unit: str, count: int) -> Hit | None:
@@ -91,10 +92,10 @@ class _Scanner:
             self._weekday, self._vague, self._season, self._range, self._nth_of_month, self._holiday,
         )
 
-    def run(self) -> list[Occurrence]:
+    def run(self, limit: int | None = None) -> list[Occurrence]:
         found: list[Occurrence] = []
         index, count = 0, len(self.tokens)
-        while index < count:
+        while index < count and (limit is None or len(found) < limit):
             token = self.tokens[index]
             if token.base not in _TRIGGERS and not token.low[:1].isdigit():
                 index += 1

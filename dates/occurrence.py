@@ -48,21 +48,34 @@ RULES = """\
   before my birthday") stay unresolved with a reason, as do counts past the bounds (3660 days,
   520 weeks or weekends, 1200 months, 200 years). Numeric dates like 3/4/2023 are unresolved
   unless one part is > 12.
+- "the <weekday> before last" ("after next") is the one before the last such weekday (after the
+  next); "N <weekday>s ago" the Nth such day strictly before; a fortnight is two weeks; "half a
+  year ago" six months back.
+- "the first/second/third/fourth/last week of <month>" is days 1-7, 8-14, 15-21, 22-28 or the
+  month's last seven days; the nth (last) weekend of a month its nth (last) Saturday and the
+  Sunday after.
+- Holidays on one date every year (Christmas, New Year's Eve and Day, Halloween, Valentine's Day,
+  Boxing Day) resolve like a day and month; one-word names need a lead word ("at Christmas") or
+  a year. Holidays whose date moves or differs by country stay unresolved.
 - Only the first MAX_SCAN_CHARS characters of a message are read.
 """
 
-def resolve_occurrences(text: str, observed_at: datetime | int | float) -> list[Occurrence]:
-    """Time expressions of ``text`` (first MAX_SCAN_CHARS characters) resolved against ``observed_at``
-    (aware datetime or epoch seconds). See RULES for how ambiguous wording is treated."""
+def resolve_occurrences(text: str, observed_at: datetime | int | float, *, limit: int | None = None,
+                        max_chars: int = MAX_SCAN_CHARS) -> list[Occurrence]:
+    """Time expressions of ``text`` (its first ``max_chars`` characters, at most MAX_SCAN_CHARS; the
+    first ``limit`` expressions when given) resolved against ``observed_at`` (aware datetime or
+    epoch seconds). See RULES for how ambiguous wording is treated."""
     today = iv.as_utc(observed_at).date()
-    return find_expressions(text[:MAX_SCAN_CHARS] if isinstance(text, str) else "", today)
+    head = text[:max(0, min(int(max_chars), MAX_SCAN_CHARS))] if isinstance(text, str) else ""
+    return find_expressions(head, today, limit=limit)
 
 
 MAX_REPORTED = 12
 
 
-def occurrences_for(row: Any, *, limit: int = MAX_REPORTED) -> list[dict[str, str]]:
-    """The ``to_dict()`` occurrences of one stored row, at most ``limit``, resolved against
+def occurrences_for(row: Any, *, limit: int = MAX_REPORTED, max_chars: int = MAX_SCAN_CHARS) -> list[dict[str, str]]:
+    """The ``to_dict()`` occurrences of one stored row (its first ``max_chars`` characters), at most
+    ``limit`` (the scan stops there), resolved against
     the row's own time: a message (``content``, ``created_at``) or a summary node
     (``summary``, observed at ``latest_at``). Mappings with those keys work too. A row
     without a usable time or text gives ``[]``; unresolved expressions keep their reason."""
@@ -77,7 +90,7 @@ def occurrences_for(row: Any, *, limit: int = MAX_REPORTED) -> list[dict[str, st
             or not isinstance(observed, (int, float, datetime)):
         return []
     try:
-        found = resolve_occurrences(text, observed)
+        found = resolve_occurrences(text, observed, limit=max(0, int(limit)), max_chars=max_chars)
     except (OverflowError, OSError, ValueError):
         return []
-    return [o.to_dict() for o in found[:max(0, int(limit))]]
+    return [o.to_dict() for o in found]

@@ -26,6 +26,7 @@ WINDOW_CHARS = 2400          # characters of evidence per hydrated hit
 NEIGHBOR_CHARS = 400         # of that, at most this much per adjacent turn
 SUMMARY_SOURCES = 2          # source rows shown for a summary hit
 OCCURRENCES_PER_HIT = 8
+OCCURRENCE_SCAN_CHARS = 4000  # characters of a hit read for its occurrence time (a tool output can be far longer)
 LOAD_SESSION_BEFORE = 3      # rows of context before a hit when paging its session
 
 
@@ -40,7 +41,8 @@ def shape_hits(runtime: Runtime, hits: list[RecallHit], expression: str, terms: 
         if answer_ready and n < ANSWER_READY_HITS:
             item["evidence"] = _evidence(runtime, hit, sources, terms, occurrence_time)
         elif occurrence_time:
-            item["occurrence_time"] = occurrences_for(hit.row or hit.node, limit=OCCURRENCES_PER_HIT)
+            item["occurrence_time"] = occurrences_for(hit.row or hit.node, limit=OCCURRENCES_PER_HIT,
+                                                      max_chars=OCCURRENCE_SCAN_CHARS)
         out.append(item)
     return out
 

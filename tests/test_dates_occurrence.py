@@ -236,6 +236,16 @@ def test_occurrences_for_reads_a_row_against_its_own_time(row, starts):
     assert [o.get("start") for o in occurrences_for(row)] == starts
 
 
+def test_the_scan_stops_at_its_limit_and_reads_at_most_max_chars():
+    text = "yesterday, today, last week and in March 2024"
+    assert [o.expression for o in resolve_occurrences(text, observed(MON), limit=2)] == ["yesterday", "today"]
+    assert resolve_occurrences(text, observed(MON), limit=0) == []
+    assert [o.expression for o in resolve_occurrences(text, observed(MON), max_chars=12)] == ["yesterday"]
+    assert len(resolve_occurrences("yesterday " * 5000, observed(MON), max_chars=10 ** 9)) == MAX_SCAN_CHARS // 10
+    row = {"content": "x " * 3000 + "yesterday", "created_at": NOON}
+    assert occurrences_for(row, max_chars=4000) == [] and occurrences_for(row)[0]["expression"] == "yesterday"
+
+
 def test_occurrences_for_keeps_at_most_limit_in_text_order():
     row = {"content": "yesterday, today, last week and in March 2024", "created_at": NOON}
     assert [o["expression"] for o in occurrences_for(row)] == ["yesterday", "today", "last week", "in March 2024"]

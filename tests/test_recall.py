@@ -225,6 +225,17 @@ def test_occurrence_time_resolves_dates_against_when_the_hit_was_said(runtime):
     assert window["occurrence_time"][0]["start"] == "2023-11-17T00:00:00Z"
 
 
+def test_occurrence_time_of_a_long_hit_reads_its_first_4000_characters(runtime):
+    from hermes_trove.retrieval.recall_hydrate import OCCURRENCE_SCAN_CHARS
+
+    early = "We fly to Lisbon next Friday. " + "log line " * 2000 + "deploy was yesterday"
+    store(runtime, "plans", [early], t0=1_700_000_000.0)
+    engine = make_engine(runtime, session="asker")
+    hit = call(engine, "trove_recall", query="Lisbon fly", include_occurrence_time=True)["hits"][0]
+    assert len(early) > OCCURRENCE_SCAN_CHARS
+    assert [o["expression"] for o in hit["occurrence_time"]] == ["next Friday"]  # "yesterday" lies past the scan
+
+
 def test_seen_refs_leave_already_read_hits_out(memory):
     first = call(memory.engine, "trove_recall", query="ferry")
     refs = [h["ref"] for h in first["hits"]]
