@@ -26,6 +26,7 @@ MOVABLE = "holiday whose date moves with the year or the country"
 
 _CONTEXT = lx.MONTH_CONTEXT | lx.YEAR_CONTEXT
 _SINGULAR = frozenset({"week", "month", "year"})
+_STEP = {"last": -1, "this": 0, "next": 1}  # units from the observation's own: "last year", "this month"
 MAX_COUNT = {"day": 3660, "week": 520, "weekend": 520, "month": 1200, "year": 200}
 _TRIGGERS = frozenset(
     {"today", "tonight", "yesterday", "tomorrow", "the", "day", "last", "past", "this", "next", "on", "a", "an",
@@ -224,8 +225,9 @@ class _Scanner:
         if approximate:
             return Hit(stop, reason=APPROXIMATE)
         assert count is not None
-        if not 1 <= count <= MAX_COUNT[unit or "week"]:
-            return _out_of_range(stop, unit or "week", count)
+        bound_unit = unit or "week"  # N weekdays are bounded like N weeks
+        if not 1 <= count <= MAX_COUNT[bound_unit]:
+            return _out_of_range(stop, bound_unit, count)
         if weekday is not None:  # "two Fridays ago": the second Friday back
             if onset or future_form:
                 return None
@@ -251,7 +253,7 @@ class _Scanner:
         if word == "past":  # "past 3 days", "past week"; not "past years" (no count) or "walked past the"
             counted = lx.number_value(self.c.tok(index + 1), allow_article=False) is not None
             return self._rolling(index, index + 1) if counted or self.c.low(index + 1) in _SINGULAR else None
-        step, at = {"last": -1, "this": 0, "next": 1}[word], index + 1
+        step, at = _STEP[word], index + 1
         if word == "this" and self.c.low(at) in ("past", "coming"):
             step, at = (-1 if self.c.low(at) == "past" else 1), at + 1
         target = self.c.base(at)
@@ -382,7 +384,7 @@ class _Scanner:
             month = self.c.month_at(month_at)
             if month is not None:
                 return self._day_month(month_at + 1, month, day)
-            step = {"last": -1, "this": 0, "next": 1}.get(self.c.low(month_at))
+            step = _STEP.get(self.c.low(month_at))
             if month_at > day_at + 1 and step is not None and self.c.low(month_at + 1) == "month":
                 first = iv.add_months(iv.month_start(self.c.today), step)  # "the 15th of last month"
                 try:
@@ -427,7 +429,7 @@ class _Scanner:
 
     def _relative_year(self, at: int) -> int | None:
         """The year "last/this/next year" at ``at`` names (two tokens), else None."""
-        step = {"last": -1, "this": 0, "next": 1}.get(self.c.low(at))
+        step = _STEP.get(self.c.low(at))
         return self.c.today.year + step if step is not None and self.c.low(at + 1) == "year" else None
 
     def _day_month(self, after: int, month: int, day: int) -> Hit | None:
