@@ -10,6 +10,8 @@ from __future__ import annotations
 # FTS index -> (its external content table, that table's rowid column)
 FTS_TABLES: dict[str, tuple[str, str]] = {"messages_fts": ("messages", "store_id"),
                                           "nodes_fts": ("summary_nodes", "node_id")}
+# how messages_fts splits text (as 0001_core writes it): a scratch index that must match the same rows uses it too
+MESSAGES_TOKENIZE = "porter unicode61 remove_diacritics 2"
 
 MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("0001_core", """

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from . import ftsbound, pgtext, substring
+from . import ftsbound, ftsrows, pgtext, substring
 from .backend import insert_returning, on_server
 from .db import Database
 from .ingest import IngestCursor, is_synthetic, memo_identity, message_identity, plan_aligned, plan_fast
@@ -439,6 +439,9 @@ class MessageStore:
             return []
         if on_server(conn):
             return self._server_search(conn, match, where, args, store_ids, limit, max_candidates, snippets)
+        if store_ids is not None:  # known rows (a page's snippets, a summary's sources) are matched on their own
+            return [(message_row_from({k: r[k] for k in r.keys() if not k.startswith("_")}), 0.0, snip)
+                    for r, snip in ftsrows.matching(conn, match, store_ids, where, args, snippets)][:int(limit)]
         fts_where = ["messages_fts MATCH ?"]
         fts_args: list[Any] = [match]
         if session_ids is not None:
@@ -451,12 +454,6 @@ class MessageStore:
                 return []
             fts_where.append("rowid BETWEEN ? AND ?")
             fts_args += [int(lo), int(hi)]
-        if store_ids is not None:
-            ids = [int(i) for i in store_ids][:500]
-            if not ids:
-                return []
-            fts_where.append(f"rowid IN ({','.join('?' * len(ids))})")
-            fts_args += ids
         narrow, narrow_args = fts_where[1:], fts_args[1:]  # a session's id range, without the bound below
         if max_candidates is not None:  # the newest N matches (in the session's range, if any) that are visible
             skip = max(0, int(max_candidates) - 1)
@@ -473,15 +470,14 @@ class MessageStore:
         # Rank inside the full-text index first and join only the best rows: joining every
         # match costs a random row read each. Filters on messages may drop ranked rows, so
         # the ranked window widens until it holds ``limit`` survivors or every match.
-        # bm25() reads each term's doclist for its statistics; known rows need no ranking.
-        rank = "0.0" if store_ids is not None else "bm25(messages_fts, 1.0, 0.6)"
+        # bm25() reads each term's doclist for its statistics.
+        rank = "bm25(messages_fts, 1.0, 0.6)"
         snippet = "snippet(messages_fts, -1, '>>>', '<<<', '…', 40)" if snippets else "''"
-        order = "" if store_ids is not None else " ORDER BY r"
         limit = int(limit)
         window = limit * 4 if where else limit
         while True:
             sql = (f"SELECT m.*, f.r AS _rank, f.s AS _snippet FROM (SELECT rowid AS rid, {rank} AS r, {snippet} AS s"
-                   f" FROM messages_fts WHERE {' AND '.join(fts_where)}{order} LIMIT ?) f"
+                   f" FROM messages_fts WHERE {' AND '.join(fts_where)} ORDER BY r LIMIT ?) f"
                    f" JOIN messages m ON m.store_id = f.rid{' WHERE ' + ' AND '.join(where) if where else ''}"
                    f" ORDER BY f.r LIMIT ?")
             rows = conn.execute(sql, fts_args + [window] + args + [limit]).fetchall()
@@ -492,7 +488,7 @@ class MessageStore:
             if window >= total:
                 break
             window = window * 8 if window * 8 < total else -1
-        if max_candidates is not None and bound is not None and store_ids is None:
+        if max_candidates is not None and bound is not None:
             rows = self._with_older(conn, match, int(bound[0]), narrow, narrow_args, where, args, limit, rows,
                                     snippets)
         # m.* come first, then _rank and _snippet: values by position, not a name lookup per column
