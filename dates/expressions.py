@@ -13,6 +13,7 @@ from datetime import date, datetime, timedelta
 
 from . import intervals as iv
 from . import lexicon as lx
+from . import parts
 from .cursor import Hit, TokenCursor
 
 VAGUE = "vague reference"
@@ -31,7 +32,7 @@ MAX_COUNT = {"day": 3660, "week": 520, "weekend": 520, "month": 1200, "year": 20
 _TRIGGERS = frozenset(
     {"today", "tonight", "yesterday", "tomorrow", "the", "day", "last", "past", "this", "next", "on", "a", "an",
      "recently", "lately", "long", "not", "in", "for", "over", "during", "through", "throughout", "more", "less",
-     "between"}
+     "between", "earlier", "later"}
     | lx.MONTH_CONTEXT | lx.YEAR_CONTEXT | lx.APPROXIMATORS | lx.VAGUE_QUANTITIES | set(lx.NUMBER_WORDS)
     | set(lx.MONTHS) | set(lx.MONTH_ABBREVIATIONS) | set(lx.WEEKDAYS) | set(lx.WEEKDAY_ABBREVIATIONS)
     | lx.SEASONS | set(lx.ORDINALS) | lx.HOLIDAY_LEADS | {"half"}
@@ -89,7 +90,7 @@ class _Scanner:
         self.c = TokenCursor(self.tokens, today, standalone=standalone)
         self.nested = False  # reading the stated day of a relation or the end of a range: no deeper
         self.matchers: tuple[Callable[[int], Hit | None], ...] = (
-            self._numeric, self._day_word, self._ago, self._qualified, self._the, self._date,
+            self._part, self._numeric, self._day_word, self._ago, self._qualified, self._the, self._date,
             self._weekday, self._vague, self._season, self._range, self._nth_of_month, self._holiday,
         )
 
@@ -134,6 +135,11 @@ class _Scanner:
         return Occurrence(expression, span, *iv.utc_bounds(hit.first, hit.end), hit.granularity)
 
     # ---- matchers (each returns the longest expression starting at ``index`` or None) --------
+    def _part(self, index: int) -> Hit | None:
+        """A part of a month or year ("early May", "the end of last month"), or the rest of this one
+        on either side of today ("earlier this week"): ``parts``."""
+        return parts.part_of(self.c, index, lambda at: self._anchor(at, days=False)) or parts.rest_of(self.c, index)
+
     def _numeric(self, index: int) -> Hit | None:
         """ISO dates and months, and d/m/y or m/d/y dates when one part is over 12."""
         low = self.c.low(index)
@@ -210,10 +216,14 @@ class _Scanner:
             if after == "ago" or self.c.tense(index, at + 1) != "future":
                 return None
             stop, sign = at + 1, 1
+        elif after in ("ago", "back") and self.c.base(at + 2) == "today" and not (onset or future_form):
+            stop, sign, anchor = at + 3, -1, self.c.day(at + 3, 0)  # "a year ago today": that very day
         elif after in ("ago", "back"):
             stop, sign = at + 2, -1
         elif after == "from" and self.c.low(at + 2) == "now":
             stop, sign = at + 3, 1
+        elif after == "from" and not (onset or future_form) and (anchor := self._anchor(at + 2)) is not None:
+            stop, sign = anchor.stop, 1  # "a week from Friday", "two days from today": that very day
         elif after in ("before", "after") and (anchor := self._anchor(at + 2)) is not None:
             stop, sign = anchor.stop, -1 if after == "before" else 1
         elif after in ("before", "after", "later", "earlier", "prior"):
@@ -236,9 +246,20 @@ class _Scanner:
                    else iv.weekday_after(last, weekday) + iv.WEEK * (count - 1))
             return self.c.day_hit(stop, day)
         assert unit is not None
+        if anchor is not None and after in ("ago", "back", "from"):
+            return self._exact(stop, anchor.days[0], unit, sign * count)
         if anchor is not None:
             return self.c.around(stop, unit, sign * count, anchor)
         return self.c.offset(stop, unit, sign * count)
+
+    def _exact(self, stop: int, day: date, unit: str, count: int) -> Hit | None:
+        """The day ``count`` units (a weekend counts as a week) away from ``day``."""
+        try:
+            if unit in ("month", "year"):
+                return self.c.day_hit(stop, iv.shift_months(day, count * (12 if unit == "year" else 1)))
+            return self.c.day_hit(stop, day + timedelta(days=count * (1 if unit == "day" else 7)))
+        except (ValueError, OverflowError):
+            return None
 
     def _plural_weekday(self, at: int) -> int | None:
         low = self.c.low(at)
@@ -263,6 +284,11 @@ class _Scanner:
             return self.c.day(at + 1, 0)
         if target == "weekend" and word == "this" and step == 0 and self.c.tense(index, at + 1) == "past":
             step = -1 if iv.weekend_span(self.c.today)[0] > self.c.today else 0  # the weekend already begun
+        if target == "week":  # "last week (on) Tuesday": that day of that week
+            day_at = at + 2 if self.c.low(at + 1) == "on" else at + 1
+            weekday = self.c.weekday_at(day_at, abbreviations=False)
+            if weekday is not None:
+                return self._day_of_week(self.c.skip_part_of_day(day_at + 1), step, weekday)
         if target in ("week", "month", "year", "weekend"):
             return self.c.offset(at + 1, target, step)
         weekday = self.c.weekday_at(at, abbreviations=True)
@@ -299,6 +325,9 @@ class _Scanner:
         relation, weekday = self.c.low(index + 2), self.c.weekday_at(index + 1, abbreviations=False)
         named = weekday is not None or word in ("day", "week", "weekend", "month", "year")
         anchor = self._anchor(index + 3) if named and relation in ("before", "after", "of") else None
+        week = self._week_named(index + 2) if weekday is not None and relation == "of" else None
+        if weekday is not None and week is not None:  # "the Tuesday of last week"
+            return self._day_of_week(week[1], week[0], weekday)
         if weekday is not None and anchor is not None and relation != "of":
             first, last = anchor.days
             day = iv.weekday_before(first, weekday) if relation == "before" else iv.weekday_after(last, weekday)
@@ -310,6 +339,8 @@ class _Scanner:
                                       if relation == "before" else iv.weekday_after(self.c.today, weekday) + iv.WEEK)
             if word in ("night", "evening") and relation == "before":
                 return self.c.day(index + 4, -2)
+        if word in ("night", "evening") and relation in ("before", "after"):
+            return Hit(index + 3, reason=NO_REFERENCE)  # "the night before" (a stated day is no night)
         if word not in ("day", "week", "weekend", "month", "year") or unit is None:
             return None
         if anchor is not None and (relation != "of" or unit in ("week", "month")):
@@ -453,12 +484,25 @@ class _Scanner:
         if weekday is None or self.c.low(at - 1) in ("every", "good", "black", "each"):
             return None
         stop = self.c.skip_part_of_day(at + 1)
+        week = self._week_named(stop)
+        if week is not None:  # "Tuesday (of) last week"
+            return self._day_of_week(week[1], week[0], weekday)
         tense = self.c.tense(at, stop)
         if tense == "unclear":
             return Hit(stop, reason=UNCLEAR_TENSE)
         forward = tense == "future"
         day = iv.weekday_after(self.c.today, weekday) if forward else iv.weekday_before(self.c.today, weekday)
         return self.c.day_hit(stop, day)
+
+    def _week_named(self, at: int) -> tuple[int, int] | None:
+        """``(step, stop)`` for "(of) last/this/next week" at ``at``, else None."""
+        at += self.c.low(at) == "of"
+        step = _STEP.get(self.c.low(at))
+        return (step, at + 2) if step is not None and self.c.low(at + 1) == "week" else None
+
+    def _day_of_week(self, stop: int, step: int, weekday: int) -> Hit:
+        """``weekday`` of the ISO week ``step`` weeks from the observation's."""
+        return self.c.day_hit(stop, iv.week_start(self.c.today) + iv.WEEK * step + timedelta(days=weekday))
 
     def _vague(self, index: int) -> Hit | None:
         """"recently", "lately", "a while ago", "the other day"...: no time to resolve."""

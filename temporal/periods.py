@@ -32,6 +32,7 @@ ACCEPTED_FORMS = (
     "march, in march, last march, march 2026",
     "the week/weekend/day/friday before or after <day>, N days before <day>, the week of <day>",
     "the friday before last, two fridays ago, the first week of <month>, last christmas",
+    "early may, end of last month, tuesday last week",
     "since <period>",
     "YYYY-MM-DD (or date:YYYY-MM-DD), YYYY-Www (ISO week), YYYY-MM, YYYY",
     "START..END, START/END, from START to END, between START and END (each a period or ISO datetime)",
@@ -292,10 +293,9 @@ def _unit_label(start: date, granularity: str) -> str:
 
 
 def _span_label(first: date, end: date, granularity: str) -> str:
-    """One unit's ISO label, or ``first..last`` for a run of days."""
-    if granularity != "day" or end - first == iv.DAY:
-        return _unit_label(first, granularity)
-    return f"{first.isoformat()}..{(end - iv.DAY).isoformat()}"
+    """One unit's ISO label, or ``first..last`` in that unit for a run of them ("2023-09..2023-12")."""
+    one, other = _unit_label(first, granularity), _unit_label(end - iv.DAY, granularity)
+    return one if one == other else f"{one}..{other}"
 
 
 def _edge_label(moment: datetime, is_end: bool = False) -> str:

@@ -103,7 +103,7 @@ def only(text: str, day: str) -> Occurrence:
         ("in July", MON, "in July", "2023-07-01", "2023-08-01", "month"),
         ("in December", NEW_YEAR, "in December", "2023-12-01", "2024-01-01", "month"),
         ("I will go in December", MON, "in December", "2023-12-01", "2024-01-01", "month"),
-        ("mid-June was fun", MON, "mid-June", "2023-06-01", "2023-07-01", "month"),
+        ("mid-June was fun", MON, "mid-June", "2023-06-11", "2023-06-21", "day"),
         ("last May", "2023-05-20", "last May", "2022-05-01", "2022-06-01", "month"),
         ("next May", "2023-05-20", "next May", "2024-05-01", "2024-06-01", "month"),
         ("Last August I told you", NEW_YEAR, "Last August", "2023-08-01", "2023-09-01", "month"),

@@ -135,7 +135,7 @@ TABLE = [
     (WED, "this month", "2024-05-01..2024-05-31"),
     (WED, "next month", "2024-06-01..2024-06-30"),
     (WED, "last year", "2023-01-01..2023-12-31"),
-    (WED, "earlier this year", "2024-01-01..2024-12-31"),
+    (WED, "earlier this year", "2024-01-01..2024-05-15"),  # up to the observation day
     (NEW_YEAR, "last month", "2023-12-01..2023-12-31"),
     (WED, "the month after next", "2024-07-01..2024-07-31"),
     (WED, "the year before last", "2022-01-01..2022-12-31"),
@@ -151,9 +151,9 @@ TABLE = [
     (WED, "next March", "2025-03-01..2025-03-31"),
     (WED, "next June", "2024-06-01..2024-06-30"),
     (WED, "this June", "2024-06-01..2024-06-30"),
-    (WED, "mid-June", "2023-06-01..2023-06-30"),
-    (WED, "early March", "2024-03-01..2024-03-31"),
-    (WED, "late May", "2024-05-01..2024-05-31"),
+    (WED, "mid-June", "2023-06-11..2023-06-20"),  # a month in thirds: 1-10, 11-20, 21-end
+    (WED, "early March", "2024-03-01..2024-03-10"),
+    (WED, "late May", "2023-05-21..2023-05-31"),  # this May's end is still ahead
     (NEW_YEAR, "in December", "2023-12-01..2023-12-31"),
     (NEW_YEAR, "last December", "2023-12-01..2023-12-31"),
     (NEW_YEAR, "next December", "2024-12-01..2024-12-31"),
@@ -172,8 +172,8 @@ TABLE = [
     (WED, "in 2021", "2021-01-01..2021-12-31"),
     (WED, "in 1999", "1999-01-01..1999-12-31"),
     (WED, "since 2019", "2019-01-01..2019-12-31"),
-    (WED, "late 2022", "2022-01-01..2022-12-31"),
-    (WED, "early 2023", "2023-01-01..2023-12-31"),
+    (WED, "late 2022", "2022-09-01..2022-12-31"),  # a year in thirds of four months
+    (WED, "early 2023", "2023-01-01..2023-04-30"),
     (WED, "the summer of 2022", "2022-01-01..2022-12-31"),
     (WED, "in spring 2021", "2021-01-01..2021-12-31"),
     # -- written dates; a day and month without a year follow the month rule ---------------------
@@ -323,6 +323,43 @@ TABLE = [
     (WED, "3 May last year", "2023-05-03"),
     (WED, "the 2nd week of May", "2024-05-08..2024-05-14"),
     (WED, "the 1st weekend of June", "2023-06-03..2023-06-04"),
+    # -- a weekday of a named week: that day of that ISO week, whatever the tense ------------------
+    (WED, "we met on Tuesday last week", "2024-05-07"),
+    (WED, "we met last week on Tuesday", "2024-05-07"),
+    (WED, "last week Thursday was busy", "2024-05-09"),
+    (WED, "Friday of last week", "2024-05-10"),
+    (WED, "we will meet the Tuesday of next week", "2024-05-21"),
+    (WED, "Monday next week", "2024-05-20"),
+    (WED, "it opens Sunday this week", "2024-05-19"),
+    (SUN, "we met on Monday last week", "2023-06-26"),
+    (NEW_YEAR, "Friday of last week", "2023-12-29"),
+    # -- counts from a stated day, and "ago today": that very day ---------------------------------
+    (WED, "I'll call you a week from Friday", "2024-05-24"),
+    (WED, "we will meet one week from today", "2024-05-22"),
+    (WED, "three days from tomorrow", "2024-05-19"),
+    (WED, "we married a year ago today", "2023-05-15"),
+    (WED, "we met a week ago today", "2024-05-08"),
+    (LEAP, "a month ago today", "2024-02-01"),
+    (WED, "we met the night before", "unresolvable: relative to an unstated reference"),
+    # -- parts of a month (1-10, 11-20, 21 to its end) or a year (four months each) ---------------
+    (WED, "we met in early May", "2024-05-01..2024-05-10"),
+    (WED, "I'll see you in late May", "2024-05-21..2024-05-31"),
+    (WED, "we met in late May 2024", "2024-05-21..2024-05-31"),
+    (WED, "we went in mid June", "2023-06-11..2023-06-20"),
+    (WED, "we went in the middle of June", "2023-06-11..2023-06-20"),
+    (WED, "at the end of last month", "2024-04-21..2024-04-30"),
+    (WED, "at the start of next month we move", "2024-06-01..2024-06-10"),
+    (WED, "the end of the month", "2024-05-21..2024-05-31"),
+    (WED, "at the beginning of the year", "2024-01-01..2024-04-30"),
+    (WED, "it happened early last year", "2023-01-01..2023-04-30"),
+    (WED, "it happened late last year", "2023-09-01..2023-12-31"),
+    (LEAP, "the end of February", "2024-02-21..2024-02-29"),
+    # -- the rest of this unit on either side of today (today belongs to both) -------------------
+    (WED, "I quit earlier this month", "2024-05-01..2024-05-15"),
+    (WED, "earlier this week", "2024-05-13..2024-05-15"),
+    (WED, "I'll quit later this month", "2024-05-15..2024-05-31"),
+    (WED, "later this year", "2024-05-15..2024-12-31"),
+    (WED, "I saw him earlier today", "2024-05-15"),
 ]
 
 
@@ -355,7 +392,6 @@ def test_the_table_is_large_and_has_no_duplicate_rows():
     ("I drove from May 3 to visit", ["from May 3"]),
     ("between two and three days", []),
     ("the week before my birthday on May 20, 2024", ["the week before", "on May 20, 2024"]),
-    ("the end of May 2024", ["of May 2024"]),
     ("the day before 2023", ["the day before"]),  # a year is no stated day
     ("0 days ago", []),
 ])
@@ -372,6 +408,11 @@ def test_a_relation_or_range_that_does_not_hold_leaves_its_parts(text, expressio
     ("the Friday before last week", ["Friday", "last week"]),  # "before last" only when nothing follows it
     ("the 31st of last month", ["last month"]),  # April has no 31st
     ("the 5th week of May", ["of May"]),  # a month has four whole weeks
+    ("the end of the week", []),  # a week has no agreed thirds
+    ("at the end of the day we agreed", []),
+    ("a late lunch and an early night", []),
+    ("early on we agreed", []),
+    ("the start of the meeting", []),
 ])
 def test_words_that_name_no_date_here_claim_nothing(text, expressions):
     found = resolve_occurrences(text, datetime.fromisoformat(WED).replace(hour=15, tzinfo=UTC))

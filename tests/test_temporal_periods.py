@@ -193,7 +193,7 @@ MON = "2026-06-15T09:00:00"
         ("13/4/2026", WED, "2026-04-13", "2026-04-14", "day"),
         # this/last units, with trailing punctuation and an opening word
         ("this week", WED, "2026-06-08", "2026-06-15", "week"),
-        ("earlier this week", WED, "2026-06-08", "2026-06-15", "week"),
+        ("earlier this week", WED, "2026-06-08", "2026-06-11", "day"),  # up to today
         ("during last week", WED, "2026-06-01", "2026-06-08", "week"),
         ("last month?", WED, "2026-05-01", "2026-06-01", "month"),
         # units before, after or holding a stated day

@@ -1,0 +1,83 @@
+"""Parts of a named month or year, and the rest of this week, month or year on either side of today.
+
+A month splits in three: days 1-10 ("early May", "the beginning of last month"), 11-20
+("mid-June", "the middle of June") and 21 to its last day ("late April", "the end of the
+month"). A year splits into January-April, May-August and September-December ("early 2023",
+"late last year"). A week has no agreed thirds, so "the end of the week" claims nothing.
+"earlier this week/month/year" runs from the unit's first day to the observation day,
+"later this ..." from the observation day to the unit's last day (today belongs to both: "earlier
+this week" may be this morning). A bare month part that would lie after the observation day in
+a sentence that is not about the future is last year's ("we met in late May", said on 15 May).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import date
+
+from . import intervals as iv
+from .cursor import Hit, TokenCursor
+
+PARTS = {"early": 0, "beginning": 0, "start": 0, "mid": 1, "middle": 1, "late": 2, "end": 2}
+_ADJECTIVES = frozenset({"early", "mid", "late"})   # "early May"
+_NOUNS = frozenset({"beginning", "start", "middle", "end"})  # "the end of May"
+
+
+def third(first: date, end: date, granularity: str | None, which: int) -> tuple[date, date, str] | None:
+    """The ``which``-th third (0, 1, 2) of the month or year ``[first, end)``, with its granularity. Pure."""
+    if granularity == "month":
+        cuts, grain = (first, first.replace(day=11), first.replace(day=21), end), "day"
+    elif granularity == "year":
+        cuts, grain = (first, first.replace(month=5), first.replace(month=9), end), "month"
+    else:
+        return None
+    return cuts[which], cuts[which + 1], grain
+
+
+def part_of(c: TokenCursor, index: int, anchor: Callable[[int], Hit | None]) -> Hit | None:
+    """"early/mid/late <month or year>" or "(the) beginning/middle/end of <month or year>" at ``index``;
+    ``anchor(at)`` reads the month or year expression at ``at`` (any granularity)."""
+    at = index + 1 if c.low(index) == "the" else index
+    word = c.low(at)
+    if word in _ADJECTIVES and at == index:
+        at += 2 if c.low(at + 1) == "-" else 1
+    elif word in _NOUNS and at > index and c.low(at + 1) == "of":
+        at += 2
+        unit = c.low(at + 1)
+        if c.low(at) == "the" and unit in ("month", "year"):  # "the end of the month": this one
+            first, end = (iv.month_start(c.today), iv.add_months(iv.month_start(c.today), 1)) if unit == "month" \
+                else iv.year_span(c.today.year)
+            return _third_hit(at + 2, first, end, unit, PARTS[word])
+    else:
+        return None
+    named = anchor(at)
+    if named is None or named.first is None or named.end is None:
+        return None
+    first, end = named.first, named.end
+    if named.stop == at + 1 and c.month_at(at) is not None and c.tense(index, named.stop) != "future":
+        part = third(first, end, "month", PARTS[word])
+        if part is not None and part[0] > c.today:  # a bare month's part still ahead: last year's
+            first = first.replace(year=first.year - 1)
+            end = iv.add_months(first, 1)
+    return _third_hit(named.stop, first, end, named.granularity, PARTS[word])
+
+
+def _third_hit(stop: int, first: date, end: date, granularity: str | None, which: int) -> Hit | None:
+    found = third(first, end, granularity, which)
+    return Hit(stop, found[0], found[1], found[2]) if found is not None else None
+
+
+def rest_of(c: TokenCursor, index: int) -> Hit | None:
+    """"earlier/later this week|month|year" and "earlier/later today": the part before or after today."""
+    word = c.low(index)
+    if word not in ("earlier", "later"):
+        return None
+    if c.base(index + 1) == "today":
+        return c.day(index + 2, 0)
+    unit = c.low(index + 2)
+    if c.low(index + 1) != "this" or unit not in ("week", "month", "year"):
+        return None
+    whole = c.offset(index + 3, unit, 0)
+    if whole is None or whole.first is None or whole.end is None:
+        return None
+    first, end = (whole.first, c.today + iv.DAY) if word == "earlier" else (c.today, whole.end)
+    return Hit(index + 3, first, end, "day")
