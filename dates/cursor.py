@@ -114,6 +114,15 @@ class TokenCursor:
         except (ValueError, OverflowError):
             return None
 
+    def exact(self, stop: int, day: date, unit: str, count: int) -> Hit | None:
+        """The day ``count`` units (a weekend counts as a week) from ``day``: "a week from Friday"."""
+        try:
+            if unit in ("month", "year"):
+                return self.day_hit(stop, iv.shift_months(day, count * (12 if unit == "year" else 1)))
+            return self.day_hit(stop, day + timedelta(days=count * (1 if unit == "day" else 7)))
+        except (ValueError, OverflowError):
+            return None
+
     def around(self, stop: int, unit: str, count: int, anchor: Hit) -> Hit | None:
         """``count`` units before (negative) or after a stated day or run of days, counted from its
         near edge like "N units ago" from today; weekends after it start with the first Saturday

@@ -115,17 +115,28 @@ class _Scanner:
         hits = (hit for matcher in self.matchers if (hit := matcher(index)) is not None)
         return max(hits, key=lambda hit: hit.stop, default=None)
 
-    def _anchor(self, at: int, *, days: bool = True) -> Hit | None:
-        """The resolved time a relation ("the week before May 3") or a range end names at ``at``:
-        days only unless ``days`` is False; read with month context and never nested."""
+    def _inner(self, at: int) -> Hit | None:
+        """The longest claim at ``at``, read as a relation's stated day or a range end: never nested."""
         if self.nested:
             return None
         self.nested = True
         hit = self._longest(at)
         self.nested = False
+        return hit
+
+    def _anchor(self, at: int, *, days: bool = True) -> Hit | None:
+        """The resolved time a relation ("the week before May 3") or a range end names at ``at``:
+        days only unless ``days`` is False; read with month context."""
+        hit = self._inner(at)
         if hit is None or hit.first is None or (days and hit.granularity != "day"):
             return None
         return hit
+
+    def _refused(self, at: int) -> Hit | None:
+        """An expression at ``at`` that names a time it cannot resolve (a movable holiday), read as a
+        relation's stated day: the relation is refused with its reason rather than split."""
+        hit = self._inner(at)
+        return hit if hit is not None and hit.first is None and hit.reason is not None else None
 
     def _match(self, index: int, hit: Hit) -> Occurrence:
         span = self.tokens[index].start, self.tokens[hit.stop - 1].end
@@ -247,19 +258,10 @@ class _Scanner:
             return self.c.day_hit(stop, day)
         assert unit is not None
         if anchor is not None and after in ("ago", "back", "from"):
-            return self._exact(stop, anchor.days[0], unit, sign * count)
+            return self.c.exact(stop, anchor.days[0], unit, sign * count)
         if anchor is not None:
             return self.c.around(stop, unit, sign * count, anchor)
         return self.c.offset(stop, unit, sign * count)
-
-    def _exact(self, stop: int, day: date, unit: str, count: int) -> Hit | None:
-        """The day ``count`` units (a weekend counts as a week) away from ``day``."""
-        try:
-            if unit in ("month", "year"):
-                return self.c.day_hit(stop, iv.shift_months(day, count * (12 if unit == "year" else 1)))
-            return self.c.day_hit(stop, day + timedelta(days=count * (1 if unit == "day" else 7)))
-        except (ValueError, OverflowError):
-            return None
 
     def _plural_weekday(self, at: int) -> int | None:
         low = self.c.low(at)
@@ -320,8 +322,9 @@ class _Scanner:
             if self.c.low(index + 2) == "weekend" and self.c.low(index + 3) != "of":
                 return self.c.offset(index + 3, "weekend", -1)  # "the past weekend" is last weekend
             return self._rolling(index, index + 2)
-        if word in ("next", "following", "previous", "prior") and lx.UNITS.get(self.c.low(index + 2)):
-            return Hit(index + 3, reason=NO_REFERENCE)
+        if word in ("next", "following", "previous", "prior") and (
+                lx.UNITS.get(self.c.low(index + 2)) or self.c.base(index + 2) in lx.PARTS_OF_DAY):
+            return Hit(index + 3, reason=NO_REFERENCE)  # "the next day", "the previous evening"
         relation, weekday = self.c.low(index + 2), self.c.weekday_at(index + 1, abbreviations=False)
         named = weekday is not None or word in ("day", "week", "weekend", "month", "year")
         anchor = self._anchor(index + 3) if named and relation in ("before", "after", "of") else None
@@ -341,6 +344,9 @@ class _Scanner:
                 return self.c.day(index + 4, -2)
         if word in ("night", "evening") and relation in ("before", "after"):
             return Hit(index + 3, reason=NO_REFERENCE)  # "the night before" (a stated day is no night)
+        if named and anchor is None and relation in ("before", "after") and \
+                (refused := self._refused(index + 3)) is not None:  # "the Monday after Easter"
+            return Hit(refused.stop, reason=refused.reason)
         if word not in ("day", "week", "weekend", "month", "year") or unit is None:
             return None
         if anchor is not None and (relation != "of" or unit in ("week", "month")):
@@ -371,6 +377,7 @@ class _Scanner:
         if self.c.low(at) in lx.ARTICLES and self.c.low(at + 1) in lx.VAGUE_QUANTITIES:
             at, vague = at + 1, True
         unit_at = at + 1 if (count is not None or vague) else at
+        unit_at += vague and self.c.low(unit_at) == "of"  # "the last couple of days"
         unit = lx.UNITS.get(self.c.low(unit_at))
         if unit is None or unit == "weekend" or self.c.low(unit_at + 1) in ("of", "before", "after"):
             return None

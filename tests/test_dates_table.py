@@ -360,6 +360,12 @@ TABLE = [
     (WED, "I'll quit later this month", "2024-05-15..2024-05-31"),
     (WED, "later this year", "2024-05-15..2024-12-31"),
     (WED, "I saw him earlier today", "2024-05-15"),
+    # -- a relation to a day that cannot be resolved is refused whole, not split into a wrong day -----
+    (WED, "I started the job the Monday after Easter", MOVABLE),
+    (WED, "we left the week after Thanksgiving", MOVABLE),
+    (WED, "we had dinner the previous evening", "unresolvable: relative to an unstated reference"),
+    (WED, "the next morning we left", "unresolvable: relative to an unstated reference"),
+    (WED, "it happened in the last couple of days", "unresolvable: vague quantity"),
 ]
 
 
