@@ -342,8 +342,10 @@ class _Scanner:
                                       if relation == "before" else iv.weekday_after(self.c.today, weekday) + iv.WEEK)
             if word in ("night", "evening") and relation == "before":
                 return self.c.day(index + 4, -2)
+        if word in ("night", "evening") and relation == "before" and (night := self._anchor(index + 3)) is not None:
+            return self.c.day_hit(night.stop, night.days[0] - iv.DAY)  # "the night before May 3": 2 May
         if word in ("night", "evening") and relation in ("before", "after"):
-            return Hit(index + 3, reason=NO_REFERENCE)  # "the night before" (a stated day is no night)
+            return Hit(index + 3, reason=NO_REFERENCE)  # "the night before", "the evening after"
         if named and anchor is None and relation in ("before", "after") and \
                 (refused := self._refused(index + 3)) is not None:  # "the Monday after Easter"
             return Hit(refused.stop, reason=refused.reason)

@@ -341,6 +341,7 @@ TABLE = [
     (WED, "we met a week ago today", "2024-05-08"),
     (LEAP, "a month ago today", "2024-02-01"),
     (WED, "we met the night before", "unresolvable: relative to an unstated reference"),
+    (WED, "we met the night before May 3", "2024-05-02"),
     # -- parts of a month (1-10, 11-20, 21 to its end) or a year (four months each) ---------------
     (WED, "we met in early May", "2024-05-01..2024-05-10"),
     (WED, "I'll see you in late May", "2024-05-21..2024-05-31"),
