@@ -13,7 +13,7 @@ from datetime import date, datetime, timedelta
 
 from . import intervals as iv
 from . import lexicon as lx
-from . import parts
+from . import parts, written
 from .cursor import Hit, TokenCursor
 
 VAGUE = "vague reference"
@@ -27,7 +27,6 @@ MOVABLE = "holiday whose date moves with the year or the country"
 
 _CONTEXT = lx.MONTH_CONTEXT | lx.YEAR_CONTEXT
 _SINGULAR = frozenset({"week", "month", "year"})
-_STEP = {"last": -1, "this": 0, "next": 1}  # units from the observation's own: "last year", "this month"
 MAX_COUNT = {"day": 3660, "week": 520, "weekend": 520, "month": 1200, "year": 200}
 _TRIGGERS = frozenset(
     {"today", "tonight", "yesterday", "tomorrow", "the", "day", "last", "past", "this", "next", "on", "a", "an",
@@ -276,7 +275,7 @@ class _Scanner:
         if word == "past":  # "past 3 days", "past week"; not "past years" (no count) or "walked past the"
             counted = lx.number_value(self.c.tok(index + 1), allow_article=False) is not None
             return self._rolling(index, index + 1) if counted or self.c.low(index + 1) in _SINGULAR else None
-        step, at = _STEP[word], index + 1
+        step, at = written.STEP[word], index + 1
         if word == "this" and self.c.low(at) in ("past", "coming"):
             step, at = (-1 if self.c.low(at) == "past" else 1), at + 1
         target = self.c.base(at)
@@ -420,11 +419,13 @@ class _Scanner:
         day_at = at + 1 if start_the else at
         day = lx.day_number(self.c.tok(day_at))
         if day is not None:
-            month_at = day_at + 2 if self.c.low(day_at + 1) == "of" else day_at + 1
+            run = written.day_run(self.c, day_at + 1, day)  # "13-15 May"
+            month_at = run[0] if run else day_at + 1
+            month_at += self.c.low(month_at) == "of"
             month = self.c.month_at(month_at)
             if month is not None:
-                return self._day_month(month_at + 1, month, day)
-            step = _STEP.get(self.c.low(month_at))
+                return written.day_month(self.c, month_at + 1, month, day, run[1] if run else day)
+            step = written.STEP.get(self.c.low(month_at))
             if month_at > day_at + 1 and step is not None and self.c.low(month_at + 1) == "month":
                 first = iv.add_months(iv.month_start(self.c.today), step)  # "the 15th of last month"
                 try:
@@ -441,15 +442,18 @@ class _Scanner:
             return None
         month = self.c.month_at(at)
         if month is not None:
-            day = lx.day_number(self.c.tok(at + 1))
-            if day is not None and lx.UNITS.get(self.c.low(at + 2)) is None and self.c.low(at + 2) != ":":
-                return self._day_month(at + 2, month, day)
+            day_at = at + 1 + (self.c.low(at + 1) == "." and self.c.low(at) in lx.MONTH_ABBREVIATIONS)  # "Jan. 5"
+            day_at += self.c.low(day_at) == "the"  # "January the 5th"
+            day = lx.day_number(self.c.tok(day_at))
+            if day is not None and lx.UNITS.get(self.c.low(day_at + 1)) is None and self.c.low(day_at + 1) != ":":
+                run = written.day_run(self.c, day_at + 1, day)  # "May 13-15"
+                return written.day_month(self.c, run[0] if run else day_at + 1, month, day, run[1] if run else day)
             year_at = at + 2 if self.c.low(at + 1) in (",", ".", "of") else at + 1
             year = lx.year_number(self.c.tok(year_at))
             if year is not None:
                 return Hit(year_at + 1, *iv.month_span(year, month), "month")
             year_at = at + 2 if self.c.low(at + 1) == "of" else at + 1  # "March (of) last year"
-            year = self._relative_year(year_at)
+            year = written.relative_year(self.c, year_at)
             if year is not None:
                 return Hit(year_at + 2, *iv.month_span(year, month), "month")
             if context and self.c.low(at) in lx.MONTHS:
@@ -466,25 +470,6 @@ class _Scanner:
         if context and year is not None and not start_the:
             return Hit(at + 1, *iv.year_span(year), "year")
         return None
-
-    def _relative_year(self, at: int) -> int | None:
-        """The year "last/this/next year" at ``at`` names (two tokens), else None."""
-        step = _STEP.get(self.c.low(at))
-        return self.c.today.year + step if step is not None and self.c.low(at + 1) == "year" else None
-
-    def _day_month(self, after: int, month: int, day: int) -> Hit | None:
-        year_at = after + 1 if self.c.low(after) == "," else after
-        year = lx.year_number(self.c.tok(year_at))
-        if year is None and (year := self._relative_year(after)) is not None:
-            year_at = after + 1  # "3 May last year": the year the two words name, ending at ``after + 2``
-        try:
-            if year is not None:
-                return self.c.day_hit(year_at + 1, date(year, month, day))
-            date(2000, month, day)  # 2000 is a leap year: rejects only days that never exist
-        except ValueError:
-            return None
-        found = iv.day_month_date(self.c.today, month, day, forward=self.c.tense(after - 1) == "future")
-        return self.c.day_hit(after, found) if found else None
 
     def _weekday(self, index: int) -> Hit | None:
         """A weekday with no last/this/next: resolved by the sentence's tense, else unresolved."""
@@ -506,7 +491,7 @@ class _Scanner:
     def _week_named(self, at: int) -> tuple[int, int] | None:
         """``(step, stop)`` for "(of) last/this/next week" at ``at``, else None."""
         at += self.c.low(at) == "of"
-        step = _STEP.get(self.c.low(at))
+        step = written.STEP.get(self.c.low(at))
         return (step, at + 2) if step is not None and self.c.low(at + 1) == "week" else None
 
     def _day_of_week(self, stop: int, step: int, weekday: int) -> Hit:

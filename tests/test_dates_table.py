@@ -367,6 +367,14 @@ TABLE = [
     (WED, "we had dinner the previous evening", "unresolvable: relative to an unstated reference"),
     (WED, "the next morning we left", "unresolvable: relative to an unstated reference"),
     (WED, "it happened in the last couple of days", "unresolvable: vague quantity"),
+    # -- written days: an abbreviation's full stop, "the" before the day, a run of days of one month --
+    (WED, "we met on Jan. 5", "2024-01-05"),
+    (WED, "we met on January the 5th", "2024-01-05"),
+    (WED, "we were away May 13-15", "2024-05-13..2024-05-15"),
+    (WED, "we were away 13-15 May", "2024-05-13..2024-05-15"),
+    (WED, "we were away May 13–15, 2023", "2023-05-13..2023-05-15"),
+    (WED, "we were away from 13 to 15 May", "2024-05-13..2024-05-15"),
+    (WED, "I'll be away June 3-7", "2024-06-03..2024-06-07"),
 ]
 
 
@@ -401,6 +409,9 @@ def test_the_table_is_large_and_has_no_duplicate_rows():
     ("the week before my birthday on May 20, 2024", ["the week before", "on May 20, 2024"]),
     ("the day before 2023", ["the day before"]),  # a year is no stated day
     ("0 days ago", []),
+    ("we met May 3 - 5 pm", ["May 3"]),  # a run of days never ends on a clock time
+    ("it was April 29-31", []),  # April has no 31st
+    ("we met May 15-13", ["May 15"]),  # a run ends after it begins
 ])
 def test_a_relation_or_range_that_does_not_hold_leaves_its_parts(text, expressions):
     found = resolve_occurrences(text, datetime.fromisoformat(WED).replace(hour=15, tzinfo=UTC))

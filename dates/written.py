@@ -1,0 +1,59 @@
+"""Days written with a month name: the year they belong to, and runs of days ("May 13-15").
+
+A day and month take the year written after them ("3 May 2023", "May 3rd, 2023"), or the one
+"last/this/next year" names ("3 May last year"), else the one the sentence's tense picks: the
+latest such day not after the observation day, or the next one in a sentence about the future.
+A run of days of one month ("May 13-15", "13 to 15 May") runs from its first to its last day.
+"""
+from __future__ import annotations
+
+from datetime import date
+
+from . import intervals as iv
+from . import lexicon as lx
+from .cursor import Hit, TokenCursor
+
+STEP = {"last": -1, "this": 0, "next": 1}  # units from the observation's own: "last year", "this month"
+_RUN = frozenset({"-", "–", "to", "through", "until", "till"})
+_CLOCK = frozenset({"am", "pm", "a.m", "p.m", ":", "o'clock"})  # "May 3 - 5 pm" is a day and an hour
+
+
+def relative_year(c: TokenCursor, at: int) -> int | None:
+    """The year "last/this/next year" at ``at`` names (two tokens), else None."""
+    step = STEP.get(c.low(at))
+    return c.today.year + step if step is not None and c.low(at + 1) == "year" else None
+
+
+def day_run(c: TokenCursor, at: int, first_day: int) -> tuple[int, int] | None:
+    """``(index after it, last day)`` for "-15", "–15" or "to 15" at ``at`` closing a run of days of one
+    month that opens on ``first_day``; None otherwise."""
+    if c.low(at) not in _RUN or c.low(at + 2) in _CLOCK:
+        return None
+    last = lx.day_number(c.tok(at + 1))
+    return (at + 2, last) if last is not None and last > first_day else None
+
+
+def day_month(c: TokenCursor, after: int, month: int, day: int, last_day: int | None = None) -> Hit | None:
+    """The day (or the run of days up to ``last_day``) of ``month``, its year read at ``after``."""
+    hit = _one_day(c, after, month, day)
+    if hit is None or hit.first is None or last_day is None or last_day == day:
+        return hit
+    try:
+        return Hit(hit.stop, hit.first, hit.first.replace(day=last_day) + iv.DAY, "day")
+    except ValueError:
+        return None  # "April 29-31"
+
+
+def _one_day(c: TokenCursor, after: int, month: int, day: int) -> Hit | None:
+    year_at = after + 1 if c.low(after) == "," else after
+    year = lx.year_number(c.tok(year_at))
+    if year is None and (year := relative_year(c, after)) is not None:
+        year_at = after + 1  # "3 May last year": the year the two words name, ending at ``after + 2``
+    try:
+        if year is not None:
+            return c.day_hit(year_at + 1, date(year, month, day))
+        date(2000, month, day)  # 2000 is a leap year: rejects only days that never exist
+    except ValueError:
+        return None
+    found = iv.day_month_date(c.today, month, day, forward=c.tense(after - 1) == "future")
+    return c.day_hit(after, found) if found else None
