@@ -226,8 +226,9 @@ class _Scanner:
             if after == "ago" or self.c.tense(index, at + 1) != "future":
                 return None
             stop, sign = at + 1, 1
-        elif after in ("ago", "back") and self.c.base(at + 2) == "today" and not (onset or future_form):
-            stop, sign, anchor = at + 3, -1, self.c.day(at + 3, 0)  # "a year ago today": that very day
+        elif after in ("ago", "back") and self.c.base(at + 2) in ("today", "yesterday") and not (onset or future_form):
+            stop, sign = at + 3, -1  # "a year ago today", "a week ago yesterday": that very day
+            anchor = self.c.day(stop, -(self.c.base(at + 2) == "yesterday"))
         elif after in ("ago", "back"):
             stop, sign = at + 2, -1
         elif after == "from" and self.c.low(at + 2) == "now":
@@ -326,7 +327,9 @@ class _Scanner:
             return Hit(index + 3, reason=NO_REFERENCE)  # "the next day", "the previous evening"
         relation, weekday = self.c.low(index + 2), self.c.weekday_at(index + 1, abbreviations=False)
         named = weekday is not None or word in ("day", "week", "weekend", "month", "year")
-        anchor = self._anchor(index + 3) if named and relation in ("before", "after", "of") else None
+        # a weekday is counted from any stated time ("the Friday before last week"); a unit from a day
+        anchor = self._anchor(index + 3, days=weekday is None) if named and relation in ("before", "after", "of") \
+            else None
         week = self._week_named(index + 2) if weekday is not None and relation == "of" else None
         if weekday is not None and week is not None:  # "the Tuesday of last week"
             return self._day_of_week(week[1], week[0], weekday)
@@ -348,6 +351,8 @@ class _Scanner:
         if named and anchor is None and relation in ("before", "after") and \
                 (refused := self._refused(index + 3)) is not None:  # "the Monday after Easter"
             return Hit(refused.stop, reason=refused.reason)
+        if weekday is not None and relation in ("before", "after"):
+            return Hit(index + 3, reason=NO_REFERENCE)  # "the Wednesday before" (before what?)
         if word not in ("day", "week", "weekend", "month", "year") or unit is None:
             return None
         if anchor is not None and (relation != "of" or unit in ("week", "month")):
@@ -356,7 +361,7 @@ class _Scanner:
             return self.c.offset(index + 4, unit, -2 if relation == "before" else 2)  # "the week after next"
         if relation in ("before", "after"):
             return Hit(index + 3, reason=NO_REFERENCE)
-        if unit == "weekend":
+        if unit == "weekend" and relation != "of":  # "the weekend of the 4th" is no bare weekend
             tense = self.c.tense(index, index + 2)
             if tense == "unclear":
                 return None
@@ -513,16 +518,23 @@ class _Scanner:
         return Hit(at + 1, reason=SEASON) if self.c.low(at) in lx.SEASONS else None
 
     def _nth_of_month(self, index: int) -> Hit | None:
-        """"(the) first/second/third/fourth/last week|weekend of <month>": days 1-7, 8-14, 15-21,
-        22-28 or the month's last seven; the month's first (nth, last) Saturday and the Sunday after."""
+        """"(the) first/second/third/fourth/last week|weekend|<weekday> of (or in) <month>": days 1-7,
+        8-14, 15-21, 22-28 or the month's last seven; the month's first (nth, last) Saturday and the
+        Sunday after; the month's nth or last Monday, Tuesday..."""
         at = index + 1 if self.c.low(index) == "the" else index
         low, unit = self.c.low(at), self.c.low(at + 1)
         nth = lx.ORDINALS.get(low) or (lx.day_number(self.c.tok(at)) if low[-2:] in ("st", "nd", "rd", "th") else None)
-        if nth is None or nth > 4 or unit not in ("week", "weekend") or self.c.low(at + 2) != "of":
+        weekday = self.c.weekday_at(at + 1, abbreviations=False)
+        if nth is None or nth > 4 or (unit not in ("week", "weekend") and weekday is None) or \
+                self.c.low(at + 2) not in ("of", "in"):
             return None
         month = self._anchor(at + 3, days=False)
         if month is None or month.granularity != "month" or month.first is None or month.end is None:
             return None
+        if weekday is not None:  # "the first Monday of June", "the last Friday of last month"
+            day = iv.weekday_before(month.end, weekday) if nth < 0 else (
+                iv.weekday_after(month.first - iv.DAY, weekday) + iv.WEEK * (nth - 1))
+            return self.c.day_hit(month.stop, day) if month.first <= day < month.end else None
         if unit == "week":
             start = month.end - iv.WEEK if nth < 0 else month.first + iv.WEEK * (nth - 1)
             return Hit(month.stop, start, start + iv.WEEK, "day")
