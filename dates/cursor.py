@@ -7,7 +7,7 @@ observation day. No grammar lives here (expressions.py owns it).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 
 from . import intervals as iv
 from . import lexicon as lx
@@ -36,9 +36,11 @@ class TokenCursor:
     sentence: month and weekday names need no capital letter and a phrase without a tense cue
     reads as past (recall asks about what already happened)."""
 
-    def __init__(self, tokens: list[Token], today: date, *, standalone: bool = False) -> None:
+    def __init__(self, tokens: list[Token], today: date, *, standalone: bool = False,
+                 now: datetime | None = None) -> None:
         self.tokens = tokens
         self.today = today
+        self.now = now  # the observation's instant (aware UTC) when known: hours and minutes need it
         self.standalone = standalone
         self.sentences: dict[int, tuple[int, int]] = {}
         for index, token in enumerate(tokens):

@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
+from . import clock, parts, written
 from . import intervals as iv
 from . import lexicon as lx
-from . import parts, written
 from .cursor import Hit, TokenCursor
 
 VAGUE = "vague reference"
@@ -66,14 +66,15 @@ class Occurrence:
                 "granularity": self.granularity}
 
 
-def find_expressions(text: str, today: date, *, standalone: bool = False, limit: int | None = None) -> list[Occurrence]:
+def find_expressions(text: str, today: date, *, standalone: bool = False, limit: int | None = None,
+                     now: datetime | None = None) -> list[Occurrence]:
     """Every time expression of ``text`` (the first ``limit`` when given), in order, resolved against
-    the observation day ``today``.
+    the observation day ``today`` (and its instant ``now``, which counts of hours need).
 
     ``standalone``: ``text`` is a time phrase on its own ("last tuesday", "in march"), as a tool's
     period argument is: names need no capital, a bare month needs no preposition and a phrase
     without a tense cue reads as past (see ``TokenCursor``)."""
-    return _Scanner(text, today, standalone=standalone).run(limit)
+    return _Scanner(text, today, standalone=standalone, now=now).run(limit)
 
 
 def _out_of_range(stop: int, unit: str, count: int) -> Hit | None:
@@ -84,9 +85,9 @@ def _out_of_range(stop: int, unit: str, count: int) -> Hit | None:
 class _Scanner:
     """Left-to-right scan: at each token every matcher may claim a run of tokens; the longest wins."""
 
-    def __init__(self, text: str, today: date, *, standalone: bool = False) -> None:
+    def __init__(self, text: str, today: date, *, standalone: bool = False, now: datetime | None = None) -> None:
         self.text, self.tokens = text, lx.tokenize(text)
-        self.c = TokenCursor(self.tokens, today, standalone=standalone)
+        self.c = TokenCursor(self.tokens, today, standalone=standalone, now=now)
         self.nested = False  # reading the stated day of a relation or the end of a range: no deeper
         self.matchers: tuple[Callable[[int], Hit | None], ...] = (
             self._part, self._numeric, self._day_word, self._ago, self._qualified, self._the, self._date,
@@ -211,6 +212,11 @@ class _Scanner:
         if vague and self.c.low(at) == "of":
             at += 1
         unit, weekday = lx.UNITS.get(self.c.low(at)), self._plural_weekday(at)
+        if self.c.low(at) in lx.CLOCK_UNITS:  # "3 hours ago", "in ten minutes"
+            if onset or (future_form and self.c.tense(index, at + 1) != "future"):
+                return None
+            return clock.ago(self.c, at, count, VAGUE_QUANTITY if vague else APPROXIMATE if approximate else None,
+                             future=future_form)
         if unit is None and self.c.low(at) in lx.FORTNIGHTS:  # two weeks each
             unit, count = "week", None if count is None else 2 * count
         if unit is None and weekday is None:

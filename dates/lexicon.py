@@ -55,6 +55,8 @@ UNITS = {"day": "day", "days": "day", "week": "week", "weeks": "week", "weekend"
          "weekends": "weekend", "month": "month", "months": "month", "year": "year", "years": "year",
          "wk": "week", "wks": "week", "mos": "month", "mths": "month", "yr": "year", "yrs": "year"}
 FORTNIGHTS = frozenset({"fortnight", "fortnights"})  # two weeks each
+CLOCK_UNITS = {"hour": 3600, "hours": 3600, "hr": 3600, "hrs": 3600,  # seconds each: "3 hours ago"
+               "minute": 60, "minutes": 60, "min": 60, "mins": 60}
 ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "last": -1}  # a week or weekend of a month
 # Holidays on one date every year, by the words naming them (a possessive 's dropped: "year's" -> "year").
 FIXED_HOLIDAYS = {

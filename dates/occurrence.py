@@ -57,6 +57,13 @@ RULES = """\
 - Holidays on one date every year (Christmas, New Year's Eve and Day, Halloween, Valentine's Day,
   Boxing Day) resolve like a day and month; one-word names need a lead word ("at Christmas") or
   a year. Holidays whose date moves or differs by country stay unresolved.
+- "<weekday> (of) last/this/next week" is that day of that ISO week; "the nth (last) <weekday> of
+  <month>" the month's nth (last) such day; "N units from X" and "N units ago today (yesterday)"
+  that very day; "N hours/minutes ago" the day of that instant.
+- Early/beginning, mid/middle and late/end of a month are days 1-10, 11-20 and 21 to its end; of a
+  year January-April, May-August and September-December. "earlier (later) this week/month/year"
+  runs from the unit's start to the observation day (from it to the unit's end). "May 13-15" is
+  the run of days.
 - Only the first MAX_SCAN_CHARS characters of a message are read.
 """
 
@@ -65,9 +72,9 @@ def resolve_occurrences(text: str, observed_at: datetime | int | float, *, limit
     """Time expressions of ``text`` (its first ``max_chars`` characters, at most MAX_SCAN_CHARS; the
     first ``limit`` expressions when given) resolved against ``observed_at`` (aware datetime or
     epoch seconds). See RULES for how ambiguous wording is treated."""
-    today = iv.as_utc(observed_at).date()
+    now = iv.as_utc(observed_at)
     head = text[:max(0, min(int(max_chars), MAX_SCAN_CHARS))] if isinstance(text, str) else ""
-    return find_expressions(head, today, limit=limit)
+    return find_expressions(head, now.date(), limit=limit, now=now)
 
 
 MAX_REPORTED = 12

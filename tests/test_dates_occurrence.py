@@ -5,6 +5,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
+from hermes_trove.dates import find_expressions
 from hermes_trove.dates.occurrence import MAX_SCAN_CHARS, Occurrence, occurrences_for, resolve_occurrences
 
 MON = "2023-07-17"  # a Monday
@@ -22,6 +23,14 @@ def only(text: str, day: str) -> Occurrence:
     found = resolve_occurrences(text, observed(day))
     assert len(found) == 1, [o.to_dict() for o in found]
     return found[0]
+
+
+def test_a_count_of_hours_names_the_day_of_its_instant_and_needs_the_instant():
+    just_after_midnight = datetime(2024, 5, 15, 0, 30, tzinfo=UTC)
+    (occ,) = resolve_occurrences("I pushed the fix an hour ago", just_after_midnight)
+    assert (occ.start.date(), occ.granularity) == (date(2024, 5, 14), "day")
+    assert find_expressions("an hour ago", date(2024, 5, 15)) == []  # a day alone has no hours
+    assert [o.expression for o in resolve_occurrences("it took two hours; for 3 hours now", just_after_midnight)] == []
 
 
 @pytest.mark.parametrize(

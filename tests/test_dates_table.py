@@ -385,6 +385,13 @@ TABLE = [
     (WED, "a week ago yesterday", "2024-05-07"),
     (WED, "the Friday before last week", "2024-05-03"),  # the Friday before last week began
     (WED, "the Monday after next month", "2024-07-01"),
+    # -- hours and minutes: the day of the instant (said at 15:00) ------------------------------------
+    (WED, "I pushed the fix an hour ago", "2024-05-15"),
+    (WED, "I pushed the fix 10 minutes ago", "2024-05-15"),
+    (WED, "the job died 48 hours ago", "2024-05-13"),
+    (WED, "I'll push it in 20 hours", "2024-05-16"),
+    (WED, "a few hours ago", "unresolvable: vague quantity"),
+    (WED, "about 3 hours ago", "unresolvable: approximate quantity"),
 ]
 
 
