@@ -20,8 +20,9 @@ MAX_ROWS = 500
 SCRATCH_MAX_CHARS = 2000
 
 
-def _snippet(table: str, snippets: bool) -> str:
-    """``messages_fts``'s snippet arguments over ``table``, or an empty string when snippets are off."""
+def snippet_sql(table: str, snippets: bool = True) -> str:
+    """The snippet every message search shows (FTS5 ``snippet()`` over ``table``), or an empty string
+    when snippets are off."""
     return f"snippet({table}, -1, '>>>', '<<<', '…', 40)" if snippets else "''"
 
 
@@ -44,12 +45,12 @@ def matching(conn: sqlite3.Connection, expression: str, store_ids: Sequence[int]
                      f" tokenize='{MESSAGES_TOKENIZE}')")
         try:
             conn.executemany("INSERT INTO temp.trove_rows_fts(rowid, content, tool_calls) VALUES (?,?,?)", short)
-            found += conn.execute(f"SELECT rowid, {_snippet('trove_rows_fts', snippets)} FROM temp.trove_rows_fts"
+            found += conn.execute(f"SELECT rowid, {snippet_sql('trove_rows_fts', snippets)} FROM temp.trove_rows_fts"
                                   " WHERE trove_rows_fts MATCH ?", (expression,)).fetchall()
         finally:
             conn.execute("DELETE FROM temp.trove_rows_fts")
     if long:
-        found += conn.execute(f"SELECT rowid, {_snippet('messages_fts', snippets)} FROM messages_fts"
+        found += conn.execute(f"SELECT rowid, {snippet_sql('messages_fts', snippets)} FROM messages_fts"
                               f" WHERE messages_fts MATCH ? AND rowid IN ({','.join('?' * len(long))})",
                               (expression, *long)).fetchall()
     return [(rows[int(rid)], str(snip or "")) for rid, snip in sorted(found, key=lambda f: int(f[0]))]

@@ -472,7 +472,7 @@ class MessageStore:
         # the ranked window widens until it holds ``limit`` survivors or every match.
         # bm25() reads each term's doclist for its statistics.
         rank = "bm25(messages_fts, 1.0, 0.6)"
-        snippet = "snippet(messages_fts, -1, '>>>', '<<<', '…', 40)" if snippets else "''"
+        snippet = ftsrows.snippet_sql("messages_fts", snippets)
         limit = int(limit)
         window = limit * 4 if where else limit
         while True:

@@ -537,16 +537,13 @@ class _Scanner:
         month = self._anchor(at + 3, days=False)
         if month is None or month.granularity != "month" or month.first is None or month.end is None:
             return None
-        if weekday is not None:  # "the first Monday of June", "the last Friday of last month"
-            day = iv.weekday_before(month.end, weekday) if nth < 0 else (
-                iv.weekday_after(month.first - iv.DAY, weekday) + iv.WEEK * (nth - 1))
-            return self.c.day_hit(month.stop, day) if month.first <= day < month.end else None
-        if unit == "week":
+        if weekday is None and unit == "week":
             start = month.end - iv.WEEK if nth < 0 else month.first + iv.WEEK * (nth - 1)
             return Hit(month.stop, start, start + iv.WEEK, "day")
-        saturday = iv.weekday_before(month.end, 5) if nth < 0 else (
-            iv.weekday_after(month.first - iv.DAY, 5) + iv.WEEK * (nth - 1))
-        return Hit(month.stop, saturday, saturday + timedelta(days=2), "day")
+        named = 5 if weekday is None else weekday  # a weekend is its Saturday and the Sunday after
+        day = iv.weekday_before(month.end, named) if nth < 0 else (  # the 4th is at most the 28th
+            iv.weekday_after(month.first - iv.DAY, named) + iv.WEEK * (nth - 1))
+        return self.c.day_hit(month.stop, day) if weekday is not None else Hit(month.stop, day, day + 2 * iv.DAY, "day")
 
     def _holiday(self, index: int) -> Hit | None:
         """Christmas, New Year's Eve, Halloween...: "last Christmas", "on Christmas Eve 2022", "for

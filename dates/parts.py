@@ -44,9 +44,9 @@ def part_of(c: TokenCursor, index: int, anchor: Callable[[int], Hit | None]) -> 
         at += 2
         unit = c.low(at + 1)
         if c.low(at) == "the" and unit in ("month", "year"):  # "the end of the month": this one
-            first, end = (iv.month_start(c.today), iv.add_months(iv.month_start(c.today), 1)) if unit == "month" \
-                else iv.year_span(c.today.year)
-            return _third_hit(at + 2, first, end, unit, PARTS[word])
+            this = c.offset(at + 2, unit, 0)
+            return _third_hit(this.stop, this.first, this.end, unit, PARTS[word]) \
+                if this is not None and this.first is not None and this.end is not None else None
     else:
         return None
     named = anchor(at)
