@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import packed
 from .background import PassScheduler
 from .migrations import FTS_TABLES, MIGRATIONS, OPTIONAL_DROPS, OPTIONAL_MIGRATIONS
 from .pathprobe import non_directory_ancestor
@@ -138,6 +139,7 @@ class Database:
     def _prepare(self, conn: sqlite3.Connection) -> sqlite3.Connection:
         try:
             conn.row_factory = sqlite3.Row
+            packed.register(conn)
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             try:
                 conn.execute("PRAGMA journal_mode=WAL")
@@ -276,6 +278,7 @@ def _apply_pending(conn: sqlite3.Connection, entries: Sequence[tuple[str, str]],
                    stop_before: str | None = None) -> list[str]:
     """Inside a write transaction: run the scripts of ``entries`` the ledger lacks, in order, and
     record each in the ledger; stop at ``stop_before``. Returns the names applied."""
+    packed.register(conn)  # the full-text index's rebuild reads rows through ``trove_text``
     conn.execute(LEDGER_DDL)
     done = set(applied_names(conn))
     applied: list[str] = []
@@ -319,7 +322,7 @@ def optional_schema(feature: str) -> SchemaObjects:
     finally:
         conn.close()
     return SchemaObjects(*({k: v for k, v in getattr(full, f).items() if k not in getattr(base, f)}
-                           for f in ("tables", "fts", "triggers", "indexes")))
+                           for f in ("tables", "fts", "triggers", "indexes", "views")))
 
 
 def split_sql(script: str) -> list[str]:
@@ -358,6 +361,7 @@ class SchemaObjects:
     fts: Mapping[str, str]
     triggers: Mapping[str, str]
     indexes: Mapping[str, str]
+    views: Mapping[str, str]
 
 
 def schema_objects(conn: sqlite3.Connection) -> SchemaObjects:
@@ -371,7 +375,7 @@ def schema_objects(conn: sqlite3.Connection) -> SchemaObjects:
                 if k == kind and sql is not None and not name.startswith("sqlite_")
                 and name not in virtual and name not in shadows}
 
-    return SchemaObjects(named("table"), virtual, named("trigger"), named("index"))
+    return SchemaObjects(named("table"), virtual, named("trigger"), named("index"), named("view"))
 
 
 @functools.lru_cache(maxsize=1)
@@ -393,6 +397,11 @@ def create_trigger(conn: sqlite3.Connection, name: str) -> None:
 def create_index(conn: sqlite3.Connection, name: str) -> None:
     """Create an index as the migrations define it."""
     conn.execute(blank_schema().indexes[name])
+
+
+def create_view(conn: sqlite3.Connection, name: str) -> None:
+    """Create a view as the migrations define it."""
+    conn.execute(blank_schema().views[name])
 
 
 # -- meta ----------------------------------------------------------------------------------
@@ -490,6 +499,7 @@ def open_readonly(path: str | os.PathLike[str], immutable: bool = False,
     uri = Path(path).resolve().as_uri() + ("?immutable=1" if immutable else "?mode=ro")
     conn = sqlite3.connect(uri, uri=True, timeout=timeout_s, check_same_thread=False)
     conn.row_factory = sqlite3.Row
+    packed.register(conn)
     return conn
 
 

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .migrations import MESSAGES_TOKENIZE
+from .packed import unpack
 
 MAX_ROWS = 500
 SCRATCH_MAX_CHARS = 2000
@@ -35,9 +36,9 @@ def matching(conn: sqlite3.Connection, expression: str, store_ids: Sequence[int]
         return []
     filters = "".join(f" AND {w}" for w in where)
     rows = {int(r["store_id"]): r for r in conn.execute(
-        "SELECT m.*, length(m.content) + COALESCE(length(m.tool_calls), 0) AS _chars FROM messages m"
+        "SELECT m.*, length(trove_text(m.content)) + COALESCE(length(m.tool_calls), 0) AS _chars FROM messages m"
         f" WHERE m.store_id IN ({','.join('?' * len(ids))}){filters}", [*ids, *args])}
-    short = [(i, r["content"], r["tool_calls"]) for i, r in rows.items() if r["_chars"] <= SCRATCH_MAX_CHARS]
+    short = [(i, unpack(r["content"]), r["tool_calls"]) for i, r in rows.items() if r["_chars"] <= SCRATCH_MAX_CHARS]
     long = [i for i, r in rows.items() if r["_chars"] > SCRATCH_MAX_CHARS]
     found: list[Any] = []
     if short:

@@ -364,6 +364,29 @@ END;
     ("0014_drop_source_index", """
 DROP INDEX IF EXISTS messages_source;
 """),
+    # Long message text is stored deflated (``packed.py``): a BLOB in ``content``. The index now
+    # reads rows, and its triggers pass rows, through ``trove_text``, which gives the text back; it
+    # is rebuilt once here, because an FTS5 table cannot change its content table in place.
+    ("0015_packed_text", """
+CREATE VIEW IF NOT EXISTS messages_text AS
+    SELECT store_id, trove_text(content) AS content, tool_calls FROM messages;
+DROP TRIGGER IF EXISTS messages_fts_delete;
+DROP TRIGGER IF EXISTS messages_fts_update;
+DROP TABLE IF EXISTS messages_fts;
+CREATE VIRTUAL TABLE messages_fts USING fts5(
+    content, tool_calls, content='messages_text', content_rowid='store_id',
+    tokenize='porter unicode61 remove_diacritics 2');
+INSERT INTO messages_fts(messages_fts) VALUES ('rebuild');
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content, tool_calls)
+    VALUES ('delete', old.store_id, trove_text(old.content), old.tool_calls);
+END;
+CREATE TRIGGER messages_fts_update AFTER UPDATE OF content, tool_calls ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content, tool_calls)
+    VALUES ('delete', old.store_id, trove_text(old.content), old.tool_calls);
+    INSERT INTO messages_fts(rowid, content, tool_calls) VALUES (new.store_id, trove_text(new.content), new.tool_calls);
+END;
+"""),
 )
 
 
@@ -486,6 +509,16 @@ WITH RECURSIVE words(assertion_id, observed_at, word, rest) AS (
 )
 INSERT OR IGNORE INTO assertion_terms(term, observed_at, assertion_id)
 SELECT word, observed_at, assertion_id FROM words WHERE length(word) >= 4 AND word <> 'self';
+"""),
+        # The quote guard compares against the message's text, which may be stored deflated (0015).
+        ("0016_quote_guard_reads_text", """
+DROP TRIGGER IF EXISTS assertions_quote_guard;
+CREATE TRIGGER assertions_quote_guard BEFORE INSERT ON assertions
+WHEN NOT EXISTS (SELECT 1 FROM messages m WHERE m.store_id = new.store_id
+                 AND substr(trove_text(m.content), new.span_start + 1, new.span_end - new.span_start) = new.quote)
+BEGIN
+    SELECT RAISE(ABORT, 'assertion quote is not the stored text at its span');
+END;
 """),
     ),
 }

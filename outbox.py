@@ -37,6 +37,8 @@ SPOOL_BYTES = 16 << 20      # payload bytes shipped per statement (at least one 
 _SHIPPERS = PassScheduler("trove-outbox")
 _COLUMNS = ("session_id, conversation_id, platform, source, role, content, content_is_json, tool_calls,"
             " tool_call_id, tool_name, extra, token_count, identity, pinned, created_at, ingested_at")
+# what ``batch`` reads: the same columns, a packed text read back as text (``packed.py``)
+_SHIPPED_COLUMNS = _COLUMNS.replace(" content,", " trove_text(content),", 1)
 _SESSION_COLUMNS = ("session_id, conversation_id, platform, previous_session_id, created_at, updated_at,"
                     " ended_at, scope")
 PAYLOAD_COLUMNS = "ref, session_id, kind, mime, original_chars, original_bytes, sha256, meta, data, created_at"
@@ -116,7 +118,7 @@ class Outbox:
         """The next rows and changed sessions to ship, with the cursor values they move to."""
         shipped, sessions_at = self.cursor()
         conn = self.db.read()
-        rows = conn.execute(f"SELECT store_id, {_COLUMNS} FROM messages WHERE store_id > ? ORDER BY store_id"
+        rows = conn.execute(f"SELECT store_id, {_SHIPPED_COLUMNS} FROM messages WHERE store_id > ? ORDER BY store_id"
                             " LIMIT ?", (shipped, int(limit))).fetchall()
         named = sorted({str(r[1]) for r in rows})  # every session a row names ships with it
         changed = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE updated_at > ? OR session_id IN"

@@ -394,6 +394,11 @@ PAYLOADS = (
 )""",
     "CREATE INDEX payloads_session ON payloads(session_id, created_at)",
 )
+# SQL shared with SQLite reads a message's text as ``trove_text(content)`` (a SQLite file may store
+# it deflated, ``packed.py``); the server stores plain text, so here it is the text itself.
+TEXT_READER = (
+    "CREATE OR REPLACE FUNCTION trove_text(t TEXT) RETURNS TEXT LANGUAGE sql IMMUTABLE PARALLEL SAFE AS 'SELECT t'",
+)
 
 
 def migrations() -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -402,7 +407,7 @@ def migrations() -> tuple[tuple[str, tuple[str, ...]], ...]:
 
     core = tuple(s.strip() for s in CORE.split(";\n") if s.strip())  # a function body keeps its own ";"
     return (("pg0001_core", core), ("pg0002_search", tuple(SEARCH_DDL)), ("pg0003_rollups", ROLLUPS),
-            ("pg0004_embeddings", EMBEDDINGS), ("pg0005_payloads", PAYLOADS))
+            ("pg0004_embeddings", EMBEDDINGS), ("pg0005_payloads", PAYLOADS), ("pg0006_text_reader", TEXT_READER))
 
 
 def applied_names(conn: Any) -> list[str]:

@@ -5,6 +5,7 @@ types, never ``sqlite3.Row``. No SQL here.
 """
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from typing import Any
 
 from . import tokens
 from .ingest import EVIDENCE_OPEN, HOST_INTERNAL_KEYS, strip_evidence
+from .packed import unpack
 from .scope import scope_for
 
 _KNOWN_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "tool_name", "timestamp"})
@@ -33,7 +35,7 @@ class MessageRow:
     platform: str
     source: str
     role: str
-    content: str
+    stored: str | bytes  # ``content`` as the column holds it: a SQLite file packs long text (packed.py)
     content_is_json: bool
     tool_calls: str | None
     tool_call_id: str | None
@@ -44,6 +46,11 @@ class MessageRow:
     pinned: bool
     created_at: float
     ingested_at: float
+
+    @functools.cached_property
+    def content(self) -> str:
+        """The message's text, unpacked on first read (a search builds rows whose text it never reads)."""
+        return str(unpack(self.stored))
 
     def content_value(self) -> Any:
         """Content as the host had it: text, or the decoded multimodal list."""
@@ -163,6 +170,7 @@ def normalize_message(message: dict[str, Any]) -> dict[str, Any]:
 
 def message_row_from(d: dict[str, Any]) -> MessageRow:
     """A MessageRow from a column dict (booleans and blank sources normalised)."""
+    d["stored"] = d.pop("content")
     d["content_is_json"] = bool(d["content_is_json"])
     d["pinned"] = bool(d["pinned"])
     d["source"] = d["source"] or "unknown"

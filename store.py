@@ -15,6 +15,7 @@ from . import ftsbound, ftsrows, pgtext, substring
 from .backend import insert_returning, on_server
 from .db import Database
 from .ingest import IngestCursor, is_synthetic, memo_identity, message_identity, plan_aligned, plan_fast
+from .packed import pack
 from .rows import (
     IngestResult,
     MessageRow,
@@ -270,8 +271,10 @@ class MessageStore:
             return []
         now = time.time()
         head = (key.session_id, key.conversation_id or "", key.platform or "", key.effective_source)
-        values = [(*head, *row[:9], row[9] if row[9] is not None else now, now) for row in rows]
-        if on_server(conn):
+        server = on_server(conn)  # a SQLite file stores long text deflated; the server compresses its own
+        values = [(*head, row[0], row[1] if server else pack(row[1]), *row[2:9], row[9] if row[9] is not None else now,
+                   now) for row in rows]
+        if server:
             ids = insert_returning(conn, _INSERT_MESSAGE, values)
         else:
             seq = conn.execute("SELECT seq FROM sqlite_sequence WHERE name='messages'").fetchone()
@@ -304,8 +307,8 @@ class MessageStore:
         r = conn.execute(
             f"INSERT INTO messages({_INSERT_MESSAGE[0]}) VALUES ({_INSERT_MESSAGE[1]}) RETURNING store_id",
             (key.session_id, key.conversation_id or "", key.platform or "", key.effective_source,
-             cols["role"], cols["content"], cols["content_is_json"], cols["tool_calls"], cols["tool_call_id"],
-             cols["tool_name"], cols["extra"], cols["token_count"], identity,
+             cols["role"], cols["content"] if on_server(conn) else pack(cols["content"]), cols["content_is_json"],
+             cols["tool_calls"], cols["tool_call_id"], cols["tool_name"], cols["extra"], cols["token_count"], identity,
              cols["created_at"] if cols["created_at"] is not None else now, now)).fetchone()
         return int(r[0])
 
@@ -525,20 +528,21 @@ class MessageStore:
     def rows_maybe_holding_payloads(self, min_chars: int) -> Iterable[MessageRow]:
         """Rows with a ``;base64,`` marker or a column of at least ``min_chars`` (payload guard candidates)."""
         rows = self.db.read().execute(
-            "SELECT * FROM messages WHERE content LIKE '%;base64,%' OR tool_calls LIKE '%;base64,%'"
-            " OR length(content) >= ? OR length(tool_calls) >= ?", (int(min_chars), int(min_chars)))
+            "SELECT * FROM messages WHERE trove_text(content) LIKE '%;base64,%' OR tool_calls LIKE '%;base64,%'"
+            " OR length(trove_text(content)) >= ? OR length(tool_calls) >= ?", (int(min_chars), int(min_chars)))
         return (message_row(r) for r in rows)
 
     def contents_with_payload_refs(self) -> Iterable[str]:
         """The content of every row holding a ``[trove:… ref=trove-…]`` payload placeholder."""
-        rows = self.db.read().execute("SELECT content FROM messages WHERE content LIKE '%[trove:%ref=trove-%'")
+        rows = self.db.read().execute("SELECT trove_text(content) FROM messages"
+                                      " WHERE trove_text(content) LIKE '%[trove:%ref=trove-%'")
         return (str(r[0]) for r in rows)
 
     def largest_rows(self, limit: int) -> list[RowSize]:
         """The ``limit`` rows with the most content plus tool-call characters, largest first."""
         rows = self.db.read().execute(
-            "SELECT store_id, role, length(content) + COALESCE(length(tool_calls), 0) AS n, length(content),"
-            " COALESCE(length(tool_calls), 0) FROM messages ORDER BY n DESC LIMIT ?", (int(limit),))
+            "SELECT store_id, role, c + t AS n, c, t FROM (SELECT store_id, role, length(trove_text(content)) AS c,"
+            " COALESCE(length(tool_calls), 0) AS t FROM messages) AS sizes ORDER BY n DESC LIMIT ?", (int(limit),))
         return [RowSize(int(r[0]), str(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in rows]
 
     def replace_contents(self, rewrites: Sequence[tuple[int, str, str]]) -> int:
@@ -546,8 +550,9 @@ class MessageStore:
         with self.db.transaction() as conn:
             done = []
             for store_id, old, new in rewrites:  # compare-and-set: a row changed meanwhile is left alone
-                cur = conn.execute("UPDATE messages SET content=?, content_is_json=0 WHERE store_id=? AND content=?"
-                                   " AND pinned=0", (new, int(store_id), old))
+                cur = conn.execute("UPDATE messages SET content=?, content_is_json=0 WHERE store_id=?"
+                                   " AND trove_text(content)=? AND pinned=0",
+                                   (new if on_server(conn) else pack(new), int(store_id), old))
                 if cur.rowcount:
                     done.append(int(store_id))
             if done and on_server(conn):  # SQLite's trigger keeps FTS5 current; the server's docs follow here
@@ -567,8 +572,8 @@ def _index_new_rows(conn: sqlite3.Connection, store_ids: Sequence[int]) -> None:
             "SELECT store_id, content, tool_calls FROM messages WHERE store_id BETWEEN ? AND ?",
             (min(store_ids), max(store_ids))).fetchall())
     elif store_ids:
-        conn.execute("INSERT INTO messages_fts(rowid, content, tool_calls) SELECT store_id, content, tool_calls"
-                     " FROM messages WHERE store_id BETWEEN ? AND ?", (min(store_ids), max(store_ids)))
+        conn.execute("INSERT INTO messages_fts(rowid, content, tool_calls) SELECT store_id, trove_text(content),"
+                     " tool_calls FROM messages WHERE store_id BETWEEN ? AND ?", (min(store_ids), max(store_ids)))
 
 
 def _row_filters(session_ids: Sequence[str] | None, role: str | None, source: str | None,

@@ -4,6 +4,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .packed import unpack
+
 
 def snippet(text: str, literal: str) -> str:
     """``text`` around the first case-insensitive occurrence of ``literal``, marked ``>>>``/``<<<``. Pure."""
@@ -22,11 +24,11 @@ def scan(conn: Any, literal: str, where: Sequence[str], args: Sequence[Any], lim
     ``where``/``args`` filter on ``m`` as ``Store.search`` writes them; ``max_candidates``
     bounds the scan to the newest N store ids. Returns ``(row, snippet)`` pairs.
     """
-    where = ["instr(lower(m.content || ' ' || COALESCE(m.tool_calls, '')), lower(?)) > 0", *where]
+    where = ["instr(lower(trove_text(m.content) || ' ' || COALESCE(m.tool_calls, '')), lower(?)) > 0", *where]
     params: list[Any] = [literal, *args]
     if max_candidates is not None:
         top = conn.execute("SELECT MAX(store_id) FROM messages").fetchone()[0] or 0
         where.append("m.store_id > ?")
         params.append(int(top) - int(max_candidates))
     sql = f"SELECT m.* FROM messages m WHERE {' AND '.join(where)} ORDER BY m.store_id DESC LIMIT ?"
-    return [(r, snippet(str(r["content"] or ""), literal)) for r in conn.execute(sql, [*params, int(limit)])]
+    return [(r, snippet(str(unpack(r["content"]) or ""), literal)) for r in conn.execute(sql, [*params, int(limit)])]

@@ -81,8 +81,8 @@ def _check_tables(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Ch
         search = "FTS tables" if runtime.db.kind == "sqlite" else "search side tables, indexes"
         return "pass", f"core tables, {search} and triggers present", ""
     missing = list(s.missing_tables) + list(s.missing_fts) + [f"trigger {t}" for t in s.missing_triggers] \
-        + [f"index {i}" for i in s.missing_indexes]
-    status = "fail" if s.missing_tables or s.missing_fts else "warn"
+        + [f"index {i}" for i in s.missing_indexes] + [f"view {v}" for v in s.missing_views]
+    status = "fail" if s.missing_tables or s.missing_fts or s.missing_views else "warn"
     return status, "missing: " + ", ".join(missing), f"run {REPAIR_HINT} (backup-first)"
 
 

@@ -26,6 +26,7 @@ from ..db import (
     blank_schema,
     create_index,
     create_trigger,
+    create_view,
     fts_integrity,
     fts_sync,
     meta_value,
@@ -63,6 +64,7 @@ class Structure:
     missing_fts: tuple[str, ...] = ()
     missing_triggers: tuple[str, ...] = ()
     missing_indexes: tuple[str, ...] = ()
+    missing_views: tuple[str, ...] = ()  # the full-text index reads its rows through one
 
     @property
     def ok(self) -> bool:
@@ -70,7 +72,8 @@ class Structure:
 
     @property
     def missing(self) -> tuple[str, ...]:
-        return self.missing_tables + self.missing_fts + self.missing_triggers + self.missing_indexes
+        return (self.missing_tables + self.missing_fts + self.missing_triggers + self.missing_indexes
+                + self.missing_views)
 
 
 def plan_structure(expected: SchemaObjects, present: SchemaObjects) -> Structure:
@@ -78,7 +81,8 @@ def plan_structure(expected: SchemaObjects, present: SchemaObjects) -> Structure
         return tuple(sorted(set(want) - set(have)))
 
     return Structure(gone(expected.tables, present.tables), gone(expected.fts, present.fts),
-                     gone(expected.triggers, present.triggers), gone(expected.indexes, present.indexes))
+                     gone(expected.triggers, present.triggers), gone(expected.indexes, present.indexes),
+                     gone(expected.views, present.views))
 
 
 def check_structure(conn: sqlite3.Connection) -> Structure:
@@ -183,6 +187,9 @@ def repair_fts(runtime: Runtime, have_backup: bool = False) -> dict[str, Any]:
 def _repair_file(c: sqlite3.Connection, actions: list[str]) -> None:
     """SQLite's repair inside the caller's transaction: missing objects, then both FTS5 indexes rebuilt."""
     structure = check_structure(c)
+    for name in structure.missing_views:  # before the index that reads through it
+        create_view(c, name)
+        actions.append(f"created view {name}")
     for name in structure.missing_fts:
         recreate_fts(c, name)  # also clears leftover shadow tables that would block the create
         actions.append(f"created {name}")

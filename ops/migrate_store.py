@@ -22,6 +22,7 @@ from .. import pgtext
 from ..backend import on_server
 from ..config import redact_url
 from ..db import Database, optional_schema
+from ..packed import pack
 from ..pgdb import PgDatabase, StoreSelectionError
 
 if TYPE_CHECKING:
@@ -86,7 +87,8 @@ TABLES: tuple[Table, ...] = (
 IDENTITIES = (("messages", "store_id"), ("summary_nodes", "node_id"), ("temporal_rollups", "rollup_id"),
               ("embedding_generations", "generation_id"), ("embedding_vectors", "vector_id"),
               ("assertion_batches", "batch_id"))
-CHECKSUMS = {"messages": "content", "summary_nodes": "summary"}  # sum of text lengths, compared
+# sum of text lengths, compared (a message's text read through ``trove_text``: a SQLite file may store it packed)
+CHECKSUMS = {"messages": "trove_text(content)", "summary_nodes": "summary"}
 
 
 # -- the target -----------------------------------------------------------------------------
@@ -213,6 +215,14 @@ def _insert(conn: Any, table: Table, columns: Sequence[str], rows: Sequence[Sequ
     return new
 
 
+def _stored(conn: Any, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Sequence[Sequence[Any]]:
+    """``rows`` as the target stores them: a SQLite file packs long message text (``packed.py``)."""
+    if table != "messages" or on_server(conn):
+        return rows
+    at = columns.index("content")
+    return [(*r[:at], pack(r[at]), *r[at + 1:]) for r in rows]
+
+
 def _present(conn: Any, table: Table, keys: Sequence[tuple[Any, ...]]) -> set[tuple[Any, ...]]:
     (name,) = table.key  # upsert tables have one-column keys
     out: set[tuple[Any, ...]] = set()
@@ -285,8 +295,9 @@ def copy_table(run: _Run, table: Table) -> dict[str, Any]:
     while run.budget is None or run.budget > 0:
         limit = CHUNK_ROWS if run.budget is None else min(CHUNK_ROWS, run.budget)
         where, args = _after(table.key, cursor)
+        reads = [f"trove_text({c})" if (table.name, c) == ("messages", "content") else c for c in columns]
         rows = [tuple(r) for r in src.execute(
-            f"SELECT {', '.join(columns)} FROM {table.name}{where} ORDER BY {order} LIMIT ?", (*args, limit))]
+            f"SELECT {', '.join(reads)} FROM {table.name}{where} ORDER BY {order} LIMIT ?", (*args, limit))]
         if not rows:
             break
         cursor = [rows[-1][columns.index(k)] for k in table.key]
@@ -295,7 +306,7 @@ def copy_table(run: _Run, table: Table) -> dict[str, Any]:
         if table.mode == "sync":
             keys_seen.update(tuple(r[columns.index(k)] for k in table.key) for r in rows)
         with run.target.transaction() as conn:
-            new = _insert(conn, table, columns, rows) if rows else []
+            new = _insert(conn, table, columns, _stored(conn, table.name, columns, rows)) if rows else []
             _index(conn, table.name, columns, rows, {k[0] for k in new})
             if table.mode == "append":
                 _set_cursor(conn, progress_key, cursor)

@@ -110,7 +110,7 @@ class MessageSize:
 
 
 def largest_messages(conn: sqlite3.Connection, limit: int = 5) -> list[MessageSize]:
-    rows = conn.execute("SELECT store_id, session_id, role, token_count, length(content) FROM messages"
+    rows = conn.execute("SELECT store_id, session_id, role, token_count, length(trove_text(content)) FROM messages"
                         " ORDER BY token_count DESC LIMIT ?", (int(limit),))
     return [MessageSize(int(r[0]), str(r[1]), str(r[2]), int(r[3]), int(r[4] or 0)) for r in rows]
 
@@ -229,8 +229,8 @@ def count_between(conn: sqlite3.Connection, session_id: str, after: int, upto: i
 
 def session_payload_rows(conn: sqlite3.Connection, session_id: str, limit: int) -> list[tuple[int, str]]:
     """``(store_id, content)`` of a session's rows holding a payload placeholder, newest first."""
-    rows = conn.execute("SELECT store_id, content FROM messages WHERE session_id=? AND"
-                        " content LIKE '%[trove:%ref=trove-%' ORDER BY store_id DESC LIMIT ?",
+    rows = conn.execute("SELECT store_id, trove_text(content) FROM messages WHERE session_id=? AND"
+                        " trove_text(content) LIKE '%[trove:%ref=trove-%' ORDER BY store_id DESC LIMIT ?",
                         (session_id, int(limit)))
     return [(int(r[0]), str(r[1])) for r in rows]
 

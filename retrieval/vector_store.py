@@ -203,7 +203,7 @@ class VectorStore:
     def pending_messages(self, after: int, limit: int, upto: int = UNBOUNDED) -> list[PendingText]:
         """Messages with ``after`` < store_id <= ``upto`` in id order (every role: the caller filters)."""
         rows = self.db.read().execute(
-            "SELECT store_id, session_id, role, content, content_is_json, created_at FROM messages"
+            "SELECT store_id, session_id, role, trove_text(content), content_is_json, created_at FROM messages"
             " WHERE store_id > ? AND store_id <= ? ORDER BY store_id LIMIT ?", (int(after), int(upto), int(limit)))
         return [PendingText("message", int(r[0]), str(r[1]), str(r[2]), str(r[3] or ""), bool(r[4]),
                             None if r[5] is None else float(r[5])) for r in rows]
@@ -211,7 +211,7 @@ class VectorStore:
     def preceding_messages(self, session_id: str, before: int, limit: int) -> list[PendingText]:
         """Up to ``limit`` user/assistant messages of ``session_id`` before store_id ``before``, newest first."""
         rows = self.db.read().execute(
-            "SELECT store_id, session_id, role, content, content_is_json, created_at FROM messages"
+            "SELECT store_id, session_id, role, trove_text(content), content_is_json, created_at FROM messages"
             " WHERE session_id=? AND store_id<? AND role IN ('user','assistant') ORDER BY store_id DESC LIMIT ?",
             (session_id, int(before), int(limit)))
         return [PendingText("message", int(r[0]), str(r[1]), str(r[2]), str(r[3] or ""), bool(r[4]),

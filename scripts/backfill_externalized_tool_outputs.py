@@ -78,8 +78,9 @@ class Candidate:
 
 
 def candidates(conn: sqlite3.Connection, threshold: int) -> Iterator[Candidate]:
-    rows = conn.execute("SELECT store_id, session_id, tool_call_id, content FROM messages WHERE role='tool'"
-                        " AND content_is_json=0 AND length(content) > ? ORDER BY store_id", (threshold,))
+    rows = conn.execute("SELECT store_id, session_id, tool_call_id, trove_text(content) AS content FROM messages"
+                        " WHERE role='tool' AND content_is_json=0 AND length(trove_text(content)) > ?"
+                        " ORDER BY store_id", (threshold,))
     for r in rows:
         if not payloads.EXTERNALIZED_HEAD.match(r["content"]):
             yield Candidate(int(r["store_id"]), str(r["session_id"]), r["tool_call_id"], r["content"])
@@ -146,7 +147,8 @@ def rollback(manifest: dict[str, Any], db: Path, directory: Path, apply: bool) -
                     results.append({"ref": ref, "action": action})
                     continue
                 changed = True  # damaged or replaced since: leave it for an operator to inspect
-            referenced = conn.execute("SELECT 1 FROM messages WHERE instr(content, ?) > 0 OR instr(tool_calls, ?) > 0"
+            referenced = conn.execute("SELECT 1 FROM messages WHERE instr(trove_text(content), ?) > 0"
+                                      " OR instr(tool_calls, ?) > 0"
                                       " LIMIT 1", (ref, ref)).fetchone() is not None
             if changed:
                 action = "kept_changed"

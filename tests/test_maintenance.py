@@ -14,7 +14,7 @@ import pytest
 from conftest import assistant, make_config, user
 from test_command import shippers_finish, store_dump  # noqa: F401  (shippers_finish: autouse)
 
-from hermes_trove import backups
+from hermes_trove import backups, packed
 from hermes_trove.ops import maintenance
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
@@ -119,6 +119,7 @@ def test_backup_taken_while_another_process_writes_is_consistent(runtime, tmp_pa
     seen = []
     for b in taken:
         conn = sqlite3.connect(b.path)
+        packed.register(conn)  # the index reads its rows through trove_text
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES('integrity-check', 1)")  # raises if torn
         seqs = [int(r[0].split()[1]) for r in conn.execute(

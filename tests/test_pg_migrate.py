@@ -13,6 +13,7 @@ from simulate import HostLoop, build_conversation
 from hermes_trove import command
 from hermes_trove.ops import migrate_store
 from hermes_trove.ops.migrate_store import TABLES, TargetError, migrate
+from hermes_trove.packed import unpack
 from hermes_trove.pgdb import PgDatabase
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
@@ -73,6 +74,8 @@ def rows(conn, table: str) -> dict[tuple, dict]:
     out = {}
     for r in conn.execute(f"SELECT * FROM {table}"):
         values = dict(zip(r.keys(), tuple(r), strict=True))
+        if table == "messages":  # a SQLite file stores long text deflated, the server as text
+            values["content"] = unpack(values["content"])
         if table == "meta" and not migrate_store._meta_copied(values["key"]):
             continue
         out[tuple(values[k] for k in spec.key)] = values

@@ -192,11 +192,15 @@ def test_bench_pg_search_ranks_the_same_questions_on_both_stores(tmp_path, pg_ur
 
 def test_bench_disk_prints_bytes_per_raw_character_and_the_split(tmp_path):
     out = run_script("bench_disk.py", "--turns", "20", "--data", locomo_slice(tmp_path), tmp_path=tmp_path)
-    for corpus in ("agent", "chat"):
+    for corpus in ("agent", "chat", "files"):
         per_char = figure(rf"^{corpus} .*= ([\d.]+) bytes per raw character", out)
-        assert 1.0 < per_char < 50, corpus
+        assert 0.3 < per_char < 50, corpus
+    for corpus in ("agent", "files"):  # long tool outputs are stored deflated
+        assert figure(rf"^{corpus} .*messages \((\d+) stored deflated\)", out) > 0, corpus
     assert figure(r"^  messages FTS\s+([\d.]+)", out) > 0
     assert "messages_source" not in out  # dropped by migration 0014
+    out = run_script("bench_disk.py", "--upgrade", "300", tmp_path=tmp_path)
+    assert figure(r"^upgrade of 300 messages: ([\d.]+) s", out) > 0
 
 
 @needs_locomo

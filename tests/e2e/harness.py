@@ -18,6 +18,7 @@ import sqlite3
 import subprocess
 import tempfile
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -245,10 +246,24 @@ class HermesHome:
                          if p.is_file())
 
 
+def stored_text(value: Any) -> Any:
+    """A ``messages.content`` value as text: the store keeps long text as zlib-deflated UTF-8 (a BLOB)."""
+    return zlib.decompress(value).decode("utf-8") if isinstance(value, bytes) else value
+
+
 def query(db_path: Path, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Read-only query against a trove.db written by the host."""
+    """Read-only query against a trove.db written by the host; ``messages`` reads its text back.
+
+    A temporary view named ``messages`` (the temp schema is searched first) shows every column
+    with ``content`` unpacked, so the tests' SQL compares text whatever the store packed.
+    """
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     try:
+        conn.create_function("e2e_text", 1, stored_text, deterministic=True)
+        names = [str(r[1]) for r in conn.execute("PRAGMA main.table_info(messages)")]
+        if names:
+            columns = ", ".join("e2e_text(content) AS content" if n == "content" else n for n in names)
+            conn.execute(f"CREATE TEMP VIEW messages AS SELECT {columns} FROM main.messages")
         return conn.execute(sql, params).fetchall()
     finally:
         conn.close()
