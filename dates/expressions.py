@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from . import clock, parts, written
+from . import clock, parts, spans, written
 from . import intervals as iv
 from . import lexicon as lx
 from .cursor import Hit, TokenCursor
@@ -35,7 +35,7 @@ _TRIGGERS = frozenset(
     | lx.MONTH_CONTEXT | lx.YEAR_CONTEXT | lx.APPROXIMATORS | lx.VAGUE_QUANTITIES | set(lx.NUMBER_WORDS)
     | set(lx.MONTHS) | set(lx.MONTH_ABBREVIATIONS) | set(lx.WEEKDAYS) | set(lx.WEEKDAY_ABBREVIATIONS)
     | lx.SEASONS | set(lx.ORDINALS) | lx.HOLIDAY_LEADS | {"half"}
-    | {name[0] for name in (*lx.FIXED_HOLIDAYS, *lx.MOVABLE_HOLIDAYS)}
+    | {name[0] for name in (*lx.FIXED_HOLIDAYS, *lx.MOVABLE_HOLIDAYS)} | spans.TRIGGERS
 )
 _HOLIDAYS: dict[str, list[tuple[str, ...]]] = {}  # first word -> the names it opens, longest first
 for _name in sorted((*lx.FIXED_HOLIDAYS, *lx.MOVABLE_HOLIDAYS), key=len, reverse=True):
@@ -91,7 +91,7 @@ class _Scanner:
         self.nested = False  # reading the stated day of a relation or the end of a range: no deeper
         self.matchers: tuple[Callable[[int], Hit | None], ...] = (
             self._part, self._numeric, self._day_word, self._ago, self._qualified, self._the, self._date,
-            self._weekday, self._vague, self._season, self._range, self._nth_of_month, self._holiday,
+            self._weekday, self._vague, self._season, self._range, self._nth_of_month, self._holiday, self._span,
         )
 
     def run(self, limit: int | None = None) -> list[Occurrence]:
@@ -150,6 +150,11 @@ class _Scanner:
         """A part of a month or year ("early May", "the end of last month"), or the rest of this one
         on either side of today ("earlier this week"): ``parts``."""
         return parts.part_of(self.c, index, lambda at: self._anchor(at, days=False)) or parts.rest_of(self.c, index)
+
+    def _span(self, index: int) -> Hit | None:
+        """Quarters, decades, "13.05.2024" and "on 5/13": ``spans``."""
+        return spans.quarter(self.c, index) or spans.decade(self.c, index) or spans.dotted(self.c, index) \
+            or spans.slash_day(self.c, index, DAY_MONTH_ORDER)
 
     def _numeric(self, index: int) -> Hit | None:
         """ISO dates and months, and d/m/y or m/d/y dates when one part is over 12."""

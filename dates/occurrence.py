@@ -64,6 +64,12 @@ RULES = """\
   year January-April, May-August and September-December. "earlier (later) this week/month/year"
   runs from the unit's start to the observation day (from it to the unit's end). "May 13-15" is
   the run of days.
+- A quarter is three months from January, April, July or October ("Q3 2023", "the second quarter
+  of last year", "last quarter"); without a year it follows the month rule. A decade is ten years
+  from a year ending in 0 ("the 1990s", "the '90s", "the nineties"; two digits or a word need
+  "the"), the latest such one begun; early/mid/late take its first four, middle three or last three
+  years; "the 1900s" (a century that has ended) stays unresolved. "13.05.2024" is day-first; "on
+  5/13" (a lead word is needed) follows the day-and-month rule.
 - Only the first MAX_SCAN_CHARS characters of a message are read.
 """
 

@@ -26,7 +26,7 @@ def third(first: date, end: date, granularity: str | None, which: int) -> tuple[
     """The ``which``-th third (0, 1, 2) of the month or year ``[first, end)``, with its granularity. Pure."""
     if granularity == "month":
         cuts, grain = (first, first.replace(day=11), first.replace(day=21), end), "day"
-    elif granularity == "year":
+    elif granularity == "year" and end.year == first.year + 1:  # a decade has parts of its own (spans)
         cuts, grain = (first, first.replace(month=5), first.replace(month=9), end), "month"
     else:
         return None

@@ -392,6 +392,40 @@ TABLE = [
     (WED, "I'll push it in 20 hours", "2024-05-16"),
     (WED, "a few hours ago", "unresolvable: vague quantity"),
     (WED, "about 3 hours ago", "unresolvable: approximate quantity"),
+    # -- quarters: three months from January, April, July or October; without a year by tense ------
+    (WED, "we closed the round in Q3 2023", "2023-07-01..2023-09-30"),
+    (WED, "Q4 of last year was slow", "2023-10-01..2023-12-31"),
+    (WED, "the first quarter of 2023", "2023-01-01..2023-03-31"),
+    (WED, "the last quarter of 2023", "2023-10-01..2023-12-31"),
+    (WED, "the 2nd quarter of next year", "2025-04-01..2025-06-30"),
+    (WED, "sales fell last quarter", "2024-01-01..2024-03-31"),
+    (WED, "in the last quarter we hired two people", "2024-01-01..2024-03-31"),
+    (WED, "this quarter is busy", "2024-04-01..2024-06-30"),
+    (WED, "next quarter we will launch", "2024-07-01..2024-09-30"),
+    (NEW_YEAR, "last quarter was quiet", "2023-10-01..2023-12-31"),
+    (WED, "back in Q1 we moved offices", "2024-01-01..2024-03-31"),
+    (WED, "we shipped it in Q3", "2023-07-01..2023-09-30"),  # not begun yet this year: last year's
+    (WED, "we will ship it in Q3", "2024-07-01..2024-09-30"),
+    # -- decades: ten years from a year ending in 0 -----------------------------------------------
+    (WED, "music from the 1990s", "1990-01-01..1999-12-31"),
+    (WED, "back in the 90s", "1990-01-01..1999-12-31"),
+    (WED, "in the '60s", "1960-01-01..1969-12-31"),
+    (WED, "in the eighties", "1980-01-01..1989-12-31"),
+    (WED, "the 20s have been strange", "2020-01-01..2029-12-31"),  # the latest begun: this decade
+    (WED, "the 30s were hard", "1930-01-01..1939-12-31"),
+    (WED, "in the late 90s", "1997-01-01..1999-12-31"),
+    (WED, "the mid-80s", "1984-01-01..1986-12-31"),
+    (WED, "the early 2010s", "2010-01-01..2013-12-31"),
+    (WED, "in the 2000s", "2000-01-01..2009-12-31"),  # a century still under way: the decade
+    (WED, "houses built in the 1900s", "unresolvable: decade or century (a year ending in 00)"),
+    # -- a day written with dots is day-first; a day and month with a slash need a lead word -------
+    (WED, "the invoice is dated 13.05.2024", "2024-05-13"),
+    (WED, "it was due 3.5.2024", "2024-05-03"),
+    (WED, "it was due 03.05.24", "2024-05-03"),
+    (WED, "we met on 5/13", "2024-05-13"),
+    (WED, "they paid on 12/12", "2023-12-12"),
+    (WED, "I will pay by 31/12", "2024-12-31"),
+    (WED, "it has been down since 3/4", "unresolvable: day/month order ambiguous"),
 ]
 
 
@@ -449,6 +483,13 @@ def test_a_relation_or_range_that_does_not_hold_leaves_its_parts(text, expressio
     ("a late lunch and an early night", []),
     ("early on we agreed", []),
     ("the start of the meeting", []),
+    ("in my 30s I moved", []),  # an age, not a decade
+    ("in her early twenties", []),
+    ("the first quarter of the game", []),  # a quarter of something that is not a year
+    ("5/13 tests passed", []),  # a count: a slash pair needs a lead word
+    ("upgrade to 4.12.10 now", []),  # a version: a two-digit year needs two-digit days and months
+    ("the host 10.1.2.33 is down", []),
+    ("Q5 is no quarter", []),
 ])
 def test_words_that_name_no_date_here_claim_nothing(text, expressions):
     found = resolve_occurrences(text, datetime.fromisoformat(WED).replace(hour=15, tzinfo=UTC))

@@ -211,6 +211,13 @@ MON = "2026-06-15T09:00:00"
         ("between 2026-05-01 and 2026-05-03", WED, "2026-05-01", "2026-05-04", "day"),
         ("last monday..yesterday", WED, "2026-06-08", "2026-06-10", "day"),
         ("2026-05..last week", WED, "2026-05-01", "2026-06-08", "day"),
+        # quarters and decades; a day written with dots
+        ("q1 2026", WED, "2026-01-01", "2026-04-01", "month"),
+        ("last quarter", WED, "2026-01-01", "2026-04-01", "month"),
+        ("q3", WED, "2025-07-01", "2025-10-01", "month"),  # not begun yet: the last one
+        ("the 1990s", WED, "1990-01-01", "2000-01-01", "year"),
+        ("since q2", WED, "2026-04-01", "2026-06-11", "day"),
+        ("13.05.2026", WED, "2026-05-13", "2026-05-14", "day"),
     ],
 )
 def test_spoken_periods_resolve_against_the_callers_clock(text, now, first, end, granularity):

@@ -1,0 +1,145 @@
+"""Quarters, decades, and days written with dots or without a year.
+
+- A quarter is three months from January, April, July or October: "Q3 2023", "Q1 of last year",
+  "the second quarter of 2022", "last/this/next quarter". Without a year it is the latest one
+  begun by the observation day, or the next one in a sentence about the future. "The last
+  quarter of 2023" is its fourth; "the last quarter" alone is the one before this. A quarter
+  "of" anything but a year ("the first quarter of the game") claims nothing.
+- A decade is ten years from a year ending in 0: "the 1990s", "the '90s", "the nineties". Two
+  digits or a word name the latest such decade begun by the observation year; they need "the"
+  ("in my 30s" is an age). "Early/mid/late" take its first four, middle three or last three
+  years. A year ending in 00 may name a century ("the 1900s"), so it is refused with the reason,
+  unless that century is still under way ("the 2000s", "the early 2000s": the decade).
+- "13.05.2024" is day-first (no English writer puts the month first with dots); a two-digit year
+  needs two-digit days and months ("13.05.24"), since "4.12.10" is more often a version. "on 5/13" takes
+  its year like "May 13": a slash pair needs a lead word ("on", "by", "since"...) because "5/13
+  passed" is a count, and when both parts could be the month it is refused, as with a year.
+"""
+from __future__ import annotations
+
+from datetime import date
+
+from . import intervals as iv
+from . import lexicon as lx
+from .cursor import Hit, TokenCursor
+
+DECADE_OR_CENTURY = "decade or century (a year ending in 00)"
+_QUARTER_ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4,
+                     "last": 4}
+_DECADE_WORDS = {"twenties": 20, "thirties": 30, "forties": 40, "fifties": 50, "sixties": 60, "seventies": 70,
+                 "eighties": 80, "nineties": 90}
+_DECADE_PARTS = {"early": (0, 4), "mid": (4, 7), "late": (7, 10)}
+_SLASH_LEADS = frozenset({"on", "by", "since", "until", "till", "before", "after", "from"})
+TRIGGERS = frozenset({"q", *_DECADE_WORDS, *_SLASH_LEADS, "early", "mid", "late"})
+
+
+def _adjacent(c: TokenCursor, index: int) -> bool:
+    """True when token ``index + 1`` follows token ``index`` with nothing between them."""
+    left, right = c.tok(index), c.tok(index + 1)
+    return left is not None and right is not None and left.end == right.start
+
+
+def _quarter_hit(stop: int, year: int, quarter: int) -> Hit:
+    first = date(year, 3 * quarter - 2, 1)
+    return Hit(stop, first, iv.add_months(first, 3), "month")
+
+
+def _quarter_year(c: TokenCursor, at: int, index: int, quarter: int) -> tuple[int, int] | None:
+    """``(stop, year)`` of the year written at ``at`` ("2023", "of 2023", "of last year"), else the
+    one the tense picks; None for "of" something that is no year."""
+    of = c.low(at) == "of"
+    year_at = at + 1 if of else at
+    year = lx.year_number(c.tok(year_at))
+    if year is not None:
+        return year_at + 1, year
+    step = {"last": -1, "this": 0, "next": 1}.get(c.low(year_at))
+    if step is not None and c.low(year_at + 1) == "year":
+        return year_at + 2, c.today.year + step
+    if of:
+        return None
+    forward = c.tense(index, at) == "future"
+    return at, iv.month_year(c.today, 3 * quarter - 2, forward=forward, strict=False)
+
+
+def quarter(c: TokenCursor, index: int) -> Hit | None:
+    """"Q3 (of) 2023", "the second quarter (of last year)", "last/this/next quarter" at ``index``."""
+    low = c.low(index)
+    if low == "q" and _adjacent(c, index) and c.low(index + 1) in ("1", "2", "3", "4"):
+        number, at = int(c.low(index + 1)), index + 2
+    elif low in ("last", "this", "next") and c.low(index + 1) == "quarter":
+        step = {"last": -1, "this": 0, "next": 1}[low]
+        current = (c.today.month - 1) // 3 + step
+        return _quarter_hit(index + 2, c.today.year + current // 4, current % 4 + 1)
+    elif low == "the" and c.low(index + 1) in _QUARTER_ORDINALS and c.low(index + 2) == "quarter":
+        number, at = _QUARTER_ORDINALS[c.low(index + 1)], index + 3
+        if c.low(index + 1) == "last" and c.low(at) != "of":
+            return quarter(c, index + 1)  # "the last quarter": the one before this
+    else:
+        return None
+    found = _quarter_year(c, at, index, number)
+    return _quarter_hit(found[0], found[1], number) if found is not None else None
+
+
+def decade(c: TokenCursor, index: int) -> Hit | None:
+    """"(the) 1990s", "the '90s", "the nineties", with "early/mid(-)/late" before the number."""
+    at = index + 1 if c.low(index) == "the" else index
+    part = _DECADE_PARTS.get(c.low(at))
+    if part is not None:
+        at += 2 if c.low(at + 1) == "-" else 1
+    named = at > index and c.low(index) == "the"  # two digits or a word alone may be an age ("my 30s")
+    if c.low(at) in ("'", "\u2019"):
+        named, at = True, at + 1
+    low = c.low(at)
+    if low in _DECADE_WORDS:
+        digits, stop = low, at + 1
+    elif low.isdigit() and c.low(at + 1) == "s" and _adjacent(c, at):
+        digits, stop = low, at + 2
+    else:
+        return None
+    if len(digits) == 4 and digits.endswith("0") and 1000 <= int(digits) <= 2990:
+        start = int(digits)
+        if digits.endswith("00") and start + 100 <= c.today.year:  # "the 2000s" while that century runs: its decade
+            return Hit(stop, reason=DECADE_OR_CENTURY)
+    elif named and (digits in _DECADE_WORDS or (len(digits) == 2 and digits.endswith("0"))):
+        tens = _DECADE_WORDS.get(digits, 0) or int(digits)
+        start = 2000 + tens if 2000 + tens <= c.today.year else 1900 + tens
+    else:
+        return None
+    lo, hi = part or (0, 10)
+    return Hit(stop, date(start + lo, 1, 1), date(start + hi, 1, 1), "year")
+
+
+def dotted(c: TokenCursor, index: int) -> Hit | None:
+    """"13.05.2024" or "3.5.24": day, month and year joined by dots, nothing else attached."""
+    if not all(_adjacent(c, i) for i in range(index, index + 4)) or c.low(index + 1) != "." \
+            or c.low(index + 3) != "." or (index > 0 and _adjacent(c, index - 1)) \
+            or (c.low(index + 5) == "." and _adjacent(c, index + 4)):
+        return None
+    parts = (c.low(index), c.low(index + 2), c.low(index + 4))
+    if not all(p.isdigit() for p in parts) or len(parts[0]) > 2 or len(parts[1]) > 2 or len(parts[2]) not in (2, 4) \
+            or (len(parts[2]) == 2 and min(len(parts[0]), len(parts[1])) < 2):  # "4.12.10" is a version
+        return None
+    year = int(parts[2]) + (2000 if len(parts[2]) == 2 else 0)
+    try:
+        return c.day_hit(index + 5, date(year, int(parts[1]), int(parts[0])))
+    except ValueError:
+        return None
+
+
+def slash_day(c: TokenCursor, index: int, ambiguous: str) -> Hit | None:
+    """"on 5/13", "since 13/5": a day and month with a lead word, the year by tense (``ambiguous`` is
+    the reason when either part could be the month)."""
+    at = index + 1
+    if c.low(index) not in _SLASH_LEADS or not (_adjacent(c, at) and _adjacent(c, at + 1)) \
+            or c.low(at + 1) != "/" or (c.low(at + 3) in ("/", ".") and _adjacent(c, at + 2)):
+        return None
+    first, second = lx.day_number(c.tok(at)), lx.day_number(c.tok(at + 2))
+    if first is None or second is None or not c.low(at).isdigit() or not c.low(at + 2).isdigit():
+        return None
+    if first <= 12 and second <= 12 and first != second:
+        return Hit(at + 3, reason=ambiguous)
+    month, day = (second, first) if first > 12 else (first, second)
+    if month > 12:
+        return None
+    found = iv.day_month_date(c.today, month, day, forward=c.tense(at, at + 3) == "future")
+    return c.day_hit(at + 3, found) if found else None
