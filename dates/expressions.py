@@ -152,9 +152,9 @@ class _Scanner:
         return parts.part_of(self.c, index, lambda at: self._anchor(at, days=False)) or parts.rest_of(self.c, index)
 
     def _span(self, index: int) -> Hit | None:
-        """Quarters, decades, "13.05.2024" and "on 5/13": ``spans``."""
+        """Quarters, decades, "in '22", "13.05.2024" and "on 5/13": ``spans``."""
         return spans.quarter(self.c, index) or spans.decade(self.c, index) or spans.dotted(self.c, index) \
-            or spans.slash_day(self.c, index, DAY_MONTH_ORDER)
+            or spans.slash_day(self.c, index, DAY_MONTH_ORDER) or spans.short_year(self.c, index)
 
     def _numeric(self, index: int) -> Hit | None:
         """ISO dates and months, and d/m/y or m/d/y dates when one part is over 12."""

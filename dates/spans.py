@@ -1,4 +1,4 @@
-"""Quarters, decades, and days written with dots or without a year.
+"""Quarters, decades, years by two digits, and days written with dots or without a year.
 
 - A quarter is three months from January, April, July or October: "Q3 2023", "Q1 of last year",
   "the second quarter of 2022", "last/this/next quarter". Without a year it is the latest one
@@ -10,6 +10,7 @@
   ("in my 30s" is an age). "Early/mid/late" take its first four, middle three or last three
   years. A year ending in 00 may name a century ("the 1900s"), so it is refused with the reason,
   unless that century is still under way ("the 2000s", "the early 2000s": the decade).
+- "in '22", "class of '98": a year by its last two digits after a lead word, the latest such year.
 - "13.05.2024" is day-first (no English writer puts the month first with dots); a two-digit year
   needs two-digit days and months ("13.05.24"), since "4.12.10" is more often a version. "on 5/13" takes
   its year like "May 13": a slash pair needs a lead word ("on", "by", "since"...) because "5/13
@@ -30,7 +31,9 @@ _DECADE_WORDS = {"twenties": 20, "thirties": 30, "forties": 40, "fifties": 50, "
                  "eighties": 80, "nineties": 90}
 _DECADE_PARTS = {"early": (0, 4), "mid": (4, 7), "late": (7, 10)}
 _SLASH_LEADS = frozenset({"on", "by", "since", "until", "till", "before", "after", "from"})
-TRIGGERS = frozenset({"q", *_DECADE_WORDS, *_SLASH_LEADS, "early", "mid", "late"})
+_YEAR_LEADS = frozenset({"in", "since", "from", "until", "till", "by", "of"})
+_APOSTROPHES = ("'", "\u2019")
+TRIGGERS = frozenset({"q", *_DECADE_WORDS, *_SLASH_LEADS, *_YEAR_LEADS, "early", "mid", "late"})
 
 
 def _adjacent(c: TokenCursor, index: int) -> bool:
@@ -82,12 +85,17 @@ def quarter(c: TokenCursor, index: int) -> Hit | None:
 
 def decade(c: TokenCursor, index: int) -> Hit | None:
     """"(the) 1990s", "the '90s", "the nineties", with "early/mid(-)/late" before the number."""
-    at = index + 1 if c.low(index) == "the" else index
+    first = c.low(index)
+    if first != "the" and first not in _DECADE_PARTS and first not in _DECADE_WORDS and not first[:1].isdigit():
+        return None
+    at = index + 1 if first == "the" else index
     part = _DECADE_PARTS.get(c.low(at))
     if part is not None:
         at += 2 if c.low(at + 1) == "-" else 1
-    named = at > index and c.low(index) == "the"  # two digits or a word alone may be an age ("my 30s")
-    if c.low(at) in ("'", "\u2019"):
+    # two digits or a word alone may be an age ("my 30s"); "'90s" is read from its digits (an
+    # apostrophe is no trigger: code is full of them)
+    named = (at > index and c.low(index) == "the") or (c.low(at - 1) in _APOSTROPHES and _adjacent(c, at - 1))
+    if c.low(at) in _APOSTROPHES:
         named, at = True, at + 1
     low = c.low(at)
     if low in _DECADE_WORDS:
@@ -109,8 +117,25 @@ def decade(c: TokenCursor, index: int) -> Hit | None:
     return Hit(stop, date(start + lo, 1, 1), date(start + hi, 1, 1), "year")
 
 
+def short_year(c: TokenCursor, index: int) -> Hit | None:
+    """"in '22", "class of '98": a year by its last two digits after a lead word, the latest such
+    year not after the observation year."""
+    at = index + 1
+    if c.low(at) not in _APOSTROPHES:
+        return None
+    digits = c.low(at + 1)
+    if c.low(index) not in _YEAR_LEADS or not _adjacent(c, at) \
+            or len(digits) != 2 or not digits.isdigit() or (_adjacent(c, at + 1) and c.low(at + 2) == "s"):
+        return None
+    year = 2000 + int(digits)
+    year -= 100 if year > c.today.year else 0
+    return Hit(at + 2, *iv.year_span(year), "year")
+
+
 def dotted(c: TokenCursor, index: int) -> Hit | None:
     """"13.05.2024" or "3.5.24": day, month and year joined by dots, nothing else attached."""
+    if c.low(index + 1) != "." or c.low(index + 3) != ".":
+        return None
     if not all(_adjacent(c, i) for i in range(index, index + 4)) or c.low(index + 1) != "." \
             or c.low(index + 3) != "." or (index > 0 and _adjacent(c, index - 1)) \
             or (c.low(index + 5) == "." and _adjacent(c, index + 4)):
@@ -130,7 +155,7 @@ def slash_day(c: TokenCursor, index: int, ambiguous: str) -> Hit | None:
     """"on 5/13", "since 13/5": a day and month with a lead word, the year by tense (``ambiguous`` is
     the reason when either part could be the month)."""
     at = index + 1
-    if c.low(index) not in _SLASH_LEADS or not (_adjacent(c, at) and _adjacent(c, at + 1)) \
+    if c.low(at + 1) != "/" or c.low(index) not in _SLASH_LEADS or not (_adjacent(c, at) and _adjacent(c, at + 1)) \
             or c.low(at + 1) != "/" or (c.low(at + 3) in ("/", ".") and _adjacent(c, at + 2)):
         return None
     first, second = lx.day_number(c.tok(at)), lx.day_number(c.tok(at + 2))

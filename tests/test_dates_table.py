@@ -426,6 +426,11 @@ TABLE = [
     (WED, "they paid on 12/12", "2023-12-12"),
     (WED, "I will pay by 31/12", "2024-12-31"),
     (WED, "it has been down since 3/4", "unresolvable: day/month order ambiguous"),
+    # -- a year by its last two digits after a lead word: the latest such year ------------------------
+    (WED, "we moved in '22", "2022-01-01..2022-12-31"),
+    (WED, "she was in the class of '98", "1998-01-01..1998-12-31"),
+    (WED, "back in \u201908 it was cheap", "2008-01-01..2008-12-31"),
+    (WED, "music from '80s bands", "1980-01-01..1989-12-31"),
 ]
 
 
@@ -490,6 +495,7 @@ def test_a_relation_or_range_that_does_not_hold_leaves_its_parts(text, expressio
     ("upgrade to 4.12.10 now", []),  # a version: a two-digit year needs two-digit days and months
     ("the host 10.1.2.33 is down", []),
     ("Q5 is no quarter", []),
+    ("she said '22 is plenty'", []),  # no lead word: a quote, not a year
 ])
 def test_words_that_name_no_date_here_claim_nothing(text, expressions):
     found = resolve_occurrences(text, datetime.fromisoformat(WED).replace(hour=15, tzinfo=UTC))
