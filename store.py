@@ -526,10 +526,10 @@ class MessageStore:
 
     # -- payload upkeep ----------------------------------------------------
     def rows_maybe_holding_payloads(self, min_chars: int) -> Iterable[MessageRow]:
-        """Rows with a ``;base64,`` marker or a column of at least ``min_chars`` (payload guard candidates)."""
+        """Rows with a ``;base64,`` marker or a column of at least ``min_chars`` (guard candidates; lengths first)."""
         rows = self.db.read().execute(
-            "SELECT * FROM messages WHERE trove_text(content) LIKE '%;base64,%' OR tool_calls LIKE '%;base64,%'"
-            " OR length(trove_text(content)) >= ? OR length(tool_calls) >= ?", (int(min_chars), int(min_chars)))
+            "SELECT * FROM messages WHERE length(trove_text(content)) >= ? OR length(tool_calls) >= ?"
+            " OR trove_text(content) LIKE '%;base64,%' OR tool_calls LIKE '%;base64,%'", (int(min_chars),) * 2)
         return (message_row(r) for r in rows)
 
     def contents_with_payload_refs(self) -> Iterable[str]:

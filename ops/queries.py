@@ -111,7 +111,8 @@ class MessageSize:
 
 def largest_messages(conn: sqlite3.Connection, limit: int = 5) -> list[MessageSize]:
     rows = conn.execute("SELECT store_id, session_id, role, token_count, length(trove_text(content)) FROM messages"
-                        " ORDER BY token_count DESC LIMIT ?", (int(limit),))
+                        " WHERE store_id IN (SELECT store_id FROM messages ORDER BY token_count DESC LIMIT ?)"
+                        " ORDER BY token_count DESC", (int(limit),))  # only these rows are unpacked
     return [MessageSize(int(r[0]), str(r[1]), str(r[2]), int(r[3]), int(r[4] or 0)) for r in rows]
 
 
