@@ -15,14 +15,18 @@ from typing import Any
 
 PACK_MIN_CHARS = 1024   # shorter text gains little and is read far more often
 LEVEL = 1               # half level 6's time on a turn's tool output, for about 3% more bytes
+MAX_BYTES = 64 << 20    # larger text stays plain; a packed value that would unpack past it is refused
 SQL_TEXT = "trove_text"  # the SQL function: a stored content value -> its text
+DEFLATE_MAX_RATIO = 1032  # deflate never expands a byte into more than this many
 
 
 def pack(text: str) -> str | bytes:
     """What the ``content`` column stores for ``text``: deflated bytes when long and worth it, else ``text``."""
-    if len(text) < PACK_MIN_CHARS:
+    if not PACK_MIN_CHARS <= len(text) <= MAX_BYTES // 4:
         return text
     raw = text.encode("utf-8")  # a lone surrogate raises UnicodeEncodeError, as the plain insert would
+    if len(raw) > MAX_BYTES:
+        return text
     deflated = zlib.compress(raw, LEVEL)
     return deflated if 4 * len(deflated) <= 3 * len(raw) else text
 
@@ -30,13 +34,22 @@ def pack(text: str) -> str | bytes:
 def unpack(value: Any) -> Any:
     """The text a stored ``content`` value holds; any other value is returned as it is.
 
-    A damaged packed value reads as a marker naming the damage instead of failing the whole
-    read (its ref hash then no longer matches, so nothing cites it as the original).
+    A damaged packed value, or one that would unpack past MAX_BYTES (no write makes one), reads
+    as a marker naming the problem instead of failing the whole read or filling the memory (its
+    ref hash then no longer matches, so nothing cites it as the original).
     """
     if type(value) is not bytes:
         return value
+    reader = zlib.decompressobj()
     try:
-        return zlib.decompress(value).decode("utf-8")
+        if len(value) * DEFLATE_MAX_RATIO <= MAX_BYTES:  # cannot pass the bound: the plain, faster call
+            return zlib.decompress(value).decode("utf-8")
+        raw = reader.decompress(value, MAX_BYTES)
+        if reader.unconsumed_tail:
+            return f"[trove: this message's stored text would unpack past {MAX_BYTES >> 20} MiB and is not read]"
+        if not reader.eof:
+            raise zlib.error("the packed value ends early")
+        return raw.decode("utf-8")
     except (zlib.error, UnicodeDecodeError) as exc:
         return f"[trove: this message's stored text is damaged and cannot be read ({type(exc).__name__})]"
 

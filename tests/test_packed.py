@@ -70,6 +70,15 @@ def test_a_damaged_packed_value_reads_as_a_marker_not_a_crash(damaged):
     assert "damaged" in packed.unpack(damaged)
 
 
+def test_a_value_that_would_unpack_past_the_bound_is_refused_not_read(monkeypatch):
+    monkeypatch.setattr(packed, "MAX_BYTES", 4096)
+    monkeypatch.setattr(packed, "DEFLATE_MAX_RATIO", 4096)  # every value takes the bounded path
+    assert "past" in packed.unpack(zlib.compress(b"a" * 5000))
+    assert packed.unpack(zlib.compress(b"a" * 4096)) == "a" * 4096
+    assert packed.unpack(zlib.compress(b"a" * 5000)[:-4]).startswith("[trove:")  # a stream cut short
+    assert packed.pack("a" * 5000) == "a" * 5000  # text past the bound is stored as it is
+
+
 def test_a_lone_surrogate_raises_as_a_plain_insert_would():
     with pytest.raises(UnicodeEncodeError):
         packed.pack("\ud800" + "x" * packed.PACK_MIN_CHARS)
