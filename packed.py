@@ -22,7 +22,7 @@ DEFLATE_MAX_RATIO = 1032  # deflate never expands a byte into more than this man
 
 def pack(text: str) -> str | bytes:
     """What the ``content`` column stores for ``text``: deflated bytes when long and worth it, else ``text``."""
-    if not PACK_MIN_CHARS <= len(text) <= MAX_BYTES // 4:
+    if not PACK_MIN_CHARS <= len(text) <= MAX_BYTES:
         return text
     raw = text.encode("utf-8")  # a lone surrogate raises UnicodeEncodeError, as the plain insert would
     if len(raw) > MAX_BYTES:
@@ -40,10 +40,10 @@ def unpack(value: Any) -> Any:
     """
     if type(value) is not bytes:
         return value
-    reader = zlib.decompressobj()
     try:
         if len(value) * DEFLATE_MAX_RATIO <= MAX_BYTES:  # cannot pass the bound: the plain, faster call
             return zlib.decompress(value).decode("utf-8")
+        reader = zlib.decompressobj()
         raw = reader.decompress(value, MAX_BYTES)
         if reader.unconsumed_tail:
             return f"[trove: this message's stored text would unpack past {MAX_BYTES >> 20} MiB and is not read]"
