@@ -366,13 +366,23 @@ DROP INDEX IF EXISTS messages_source;
 """),
     # Long message text is stored deflated (``packed.py``): a BLOB in ``content``. The index now
     # reads rows, and its triggers pass rows, through ``trove_text``, which gives the text back; it
-    # is rebuilt once here, because an FTS5 table cannot change its content table in place.
+    # is rebuilt once here, because an FTS5 table cannot change its content table in place. A
+    # damaged index must not stop the file from opening (the doctor repairs from there): the config
+    # row FTS5 needs to drop the table is put back if it is missing (4, a file format every FTS5
+    # reads), and shadow tables an earlier failure left behind are dropped too.
     ("0015_packed_text", """
 CREATE VIEW IF NOT EXISTS messages_text AS
     SELECT store_id, trove_text(content) AS content, tool_calls FROM messages;
 DROP TRIGGER IF EXISTS messages_fts_delete;
 DROP TRIGGER IF EXISTS messages_fts_update;
+CREATE TABLE IF NOT EXISTS messages_fts_config(k PRIMARY KEY, v) WITHOUT ROWID;
+INSERT OR IGNORE INTO messages_fts_config(k, v) VALUES ('version', 4);
 DROP TABLE IF EXISTS messages_fts;
+DROP TABLE IF EXISTS messages_fts_data;
+DROP TABLE IF EXISTS messages_fts_idx;
+DROP TABLE IF EXISTS messages_fts_docsize;
+DROP TABLE IF EXISTS messages_fts_content;
+DROP TABLE IF EXISTS messages_fts_config;
 CREATE VIRTUAL TABLE messages_fts USING fts5(
     content, tool_calls, content='messages_text', content_rowid='store_id',
     tokenize='porter unicode61 remove_diacritics 2');

@@ -242,3 +242,36 @@ def test_the_shared_sql_reads_text_on_either_backend(runtime, backend):
     assert [r.content for r in runtime.store.get_many(ids)] == [placeholder, "short now", WIDE]
     ((row, _, _),) = runtime.store.search("", literal="東京 データ", limit=5)
     assert row.store_id == ids[2]
+
+
+@pytest.mark.parametrize("damage", [
+    "DELETE FROM messages_fts_config WHERE k = 'version'",  # FTS5 cannot even load the table to drop it
+    "DROP TABLE messages_fts; CREATE TABLE messages_fts_data(id INTEGER PRIMARY KEY, block BLOB)",  # a leftover
+])
+def test_an_older_file_with_a_damaged_index_still_opens_and_is_searchable(tmp_path, damage):
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    migrate(conn, stop_before="0015_packed_text")
+    conn.execute("INSERT INTO messages(session_id, role, content, identity, created_at, ingested_at)"
+                 " VALUES (?, 'user', ?, 'i1', 1.0, 1.0)", (KEY.session_id, LOG))
+    conn.execute("INSERT INTO messages_fts(rowid, content, tool_calls) SELECT store_id, content, tool_calls"
+                 " FROM messages")
+    conn.executescript(damage)
+    conn.close()
+    store = MessageStore(Database(path))
+    assert [row.store_id for row, _, _ in store.search("quokkaslide", limit=5)] == [1]
+    assert fts_integrity(store.db.read(), "messages_fts") is None
+
+
+def test_a_file_holding_remembered_state_gets_the_new_quote_guard_when_opened(tmp_path):
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    migrate(conn, stop_before="0015_packed_text")
+    for name, script in OPTIONAL_MIGRATIONS["state"][:2]:  # the set as a build before 0016 left it
+        conn.executescript(script)
+        conn.execute("INSERT INTO schema_migrations(name, applied_at) VALUES (?, 1.0)", (name,))
+    conn.close()
+    db = Database(path)
+    assert db.has_optional("state")  # not read as absent while its tables exist
+    sql = db.read().execute("SELECT sql FROM sqlite_master WHERE name='assertions_quote_guard'").fetchone()[0]
+    assert "trove_text(m.content)" in sql
