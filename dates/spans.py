@@ -23,6 +23,7 @@ from datetime import date
 from . import intervals as iv
 from . import lexicon as lx
 from .cursor import Hit, TokenCursor
+from .written import STEP, relative_year
 
 DECADE_OR_CENTURY = "decade or century (a year ending in 00)"
 _QUARTER_ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4,
@@ -55,9 +56,9 @@ def _quarter_year(c: TokenCursor, at: int, index: int, quarter: int) -> tuple[in
     year = lx.year_number(c.tok(year_at))
     if year is not None:
         return year_at + 1, year
-    step = {"last": -1, "this": 0, "next": 1}.get(c.low(year_at))
-    if step is not None and c.low(year_at + 1) == "year":
-        return year_at + 2, c.today.year + step
+    year = relative_year(c, year_at)  # "of last year"
+    if year is not None:
+        return year_at + 2, year
     if of:
         return None
     forward = c.tense(index, at) == "future"
@@ -69,9 +70,8 @@ def quarter(c: TokenCursor, index: int) -> Hit | None:
     low = c.low(index)
     if low == "q" and _adjacent(c, index) and c.low(index + 1) in ("1", "2", "3", "4"):
         number, at = int(c.low(index + 1)), index + 2
-    elif low in ("last", "this", "next") and c.low(index + 1) == "quarter":
-        step = {"last": -1, "this": 0, "next": 1}[low]
-        current = (c.today.month - 1) // 3 + step
+    elif low in STEP and c.low(index + 1) == "quarter":
+        current = (c.today.month - 1) // 3 + STEP[low]
         return _quarter_hit(index + 2, c.today.year + current // 4, current % 4 + 1)
     elif low == "the" and c.low(index + 1) in _QUARTER_ORDINALS and c.low(index + 2) == "quarter":
         number, at = _QUARTER_ORDINALS[c.low(index + 1)], index + 3
@@ -94,7 +94,7 @@ def decade(c: TokenCursor, index: int) -> Hit | None:
         at += 2 if c.low(at + 1) == "-" else 1
     # two digits or a word alone may be an age ("my 30s"); "'90s" is read from its digits (an
     # apostrophe is no trigger: code is full of them)
-    named = (at > index and c.low(index) == "the") or (c.low(at - 1) in _APOSTROPHES and _adjacent(c, at - 1))
+    named = (at > index and first == "the") or (c.low(at - 1) in _APOSTROPHES and _adjacent(c, at - 1))
     if c.low(at) in _APOSTROPHES:
         named, at = True, at + 1
     low = c.low(at)
@@ -136,8 +136,7 @@ def dotted(c: TokenCursor, index: int) -> Hit | None:
     """"13.05.2024" or "3.5.24": day, month and year joined by dots, nothing else attached."""
     if c.low(index + 1) != "." or c.low(index + 3) != ".":
         return None
-    if not all(_adjacent(c, i) for i in range(index, index + 4)) or c.low(index + 1) != "." \
-            or c.low(index + 3) != "." or (index > 0 and _adjacent(c, index - 1)) \
+    if not all(_adjacent(c, i) for i in range(index, index + 4)) or (index > 0 and _adjacent(c, index - 1)) \
             or (c.low(index + 5) == "." and _adjacent(c, index + 4)):
         return None
     parts = (c.low(index), c.low(index + 2), c.low(index + 4))
@@ -156,7 +155,7 @@ def slash_day(c: TokenCursor, index: int, ambiguous: str) -> Hit | None:
     the reason when either part could be the month)."""
     at = index + 1
     if c.low(at + 1) != "/" or c.low(index) not in _SLASH_LEADS or not (_adjacent(c, at) and _adjacent(c, at + 1)) \
-            or c.low(at + 1) != "/" or (c.low(at + 3) in ("/", ".") and _adjacent(c, at + 2)):
+            or (c.low(at + 3) in ("/", ".") and _adjacent(c, at + 2)):
         return None
     first, second = lx.day_number(c.tok(at)), lx.day_number(c.tok(at + 2))
     if first is None or second is None or not c.low(at).isdigit() or not c.low(at + 2).isdigit():
