@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from . import clock, parts, spans, written
+from . import clock, parts, present, spans, written
 from . import intervals as iv
 from . import lexicon as lx
 from .cursor import Hit, TokenCursor
@@ -35,7 +35,7 @@ _TRIGGERS = frozenset(
     | lx.MONTH_CONTEXT | lx.YEAR_CONTEXT | lx.APPROXIMATORS | lx.VAGUE_QUANTITIES | set(lx.NUMBER_WORDS)
     | set(lx.MONTHS) | set(lx.MONTH_ABBREVIATIONS) | set(lx.WEEKDAYS) | set(lx.WEEKDAY_ABBREVIATIONS)
     | lx.SEASONS | set(lx.ORDINALS) | lx.HOLIDAY_LEADS | {"half"}
-    | {name[0] for name in (*lx.FIXED_HOLIDAYS, *lx.MOVABLE_HOLIDAYS)} | spans.TRIGGERS
+    | {name[0] for name in (*lx.FIXED_HOLIDAYS, *lx.MOVABLE_HOLIDAYS)} | spans.TRIGGERS | present.TRIGGERS
 )
 _HOLIDAYS: dict[str, list[tuple[str, ...]]] = {}  # first word -> the names it opens, longest first
 for _name in sorted((*lx.FIXED_HOLIDAYS, *lx.MOVABLE_HOLIDAYS), key=len, reverse=True):
@@ -92,7 +92,7 @@ class _Scanner:
         self.matchers: tuple[Callable[[int], Hit | None], ...] = (
             self._part, self._numeric, self._day_word, self._ago, self._qualified, self._the, self._date,
             self._weekday, self._vague, self._season, self._range, self._nth_of_month, self._holiday, self._span,
-        )
+            lambda index: present.now(self.c, index))
 
     def run(self, limit: int | None = None) -> list[Occurrence]:
         found: list[Occurrence] = []

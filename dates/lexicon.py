@@ -148,9 +148,12 @@ def _cue(tokens: list[Token], index: int, last: int) -> str | None:
     going_to = low == "going" and index + 1 < last and tokens[index + 1].low == "to"
     if low in _FUTURE_WORDS or low.endswith("'ll") or going_to:
         return "future"
-    if low in _PAST_WORDS or (len(low) >= 5 and low.endswith("ed") and low not in _ED_NOT_PAST):
-        return "past"
-    return None
+    return "past" if past_form(low) else None
+
+
+def past_form(low: str) -> bool:
+    """A lower-case word read as a past-tense cue: a listed past form, or a verb-like ``-ed`` word."""
+    return low in _PAST_WORDS or (len(low) >= 5 and low.endswith("ed") and low not in _ED_NOT_PAST)
 
 
 def number_value(token: Token | None, *, allow_article: bool = True) -> int | None:

@@ -2,8 +2,9 @@
 
 ``resolve_occurrences(text, observed_at)`` returns one ``Occurrence`` per expression, in
 text order: a UTC ``[start, end)`` interval with a granularity, or an unresolved reason when
-the words do not pin a time down. Observation time is an input only; it is never reported
-as an occurrence. Pure, deterministic, no model. The grammar lives in expressions.py.
+the words do not pin a time down. Observation time is an input; it is reported only where the
+words name it ("today", "right now"), never for a message that names no time. Pure,
+deterministic, no model. The grammar lives in expressions.py.
 """
 from __future__ import annotations
 
@@ -43,6 +44,9 @@ RULES = """\
 - A weekend is Saturday and Sunday: a 2-day interval with granularity "day". "last weekend"
   is the weekend of the previous ISO week; "N weekends ago" counts back N ISO weeks.
 - "last night" is the day before the observation day; "tonight" the observation day.
+- Words for the moment of speaking ("right now", "currently", "at the moment", "as we speak", "now"
+  closing a sentence) and "just" before a past form ("I just got back") name the observation day,
+  unless the sentence says when in other words ("I just got back last week").
 - Vague or approximate quantities ("a few days ago", "about a year ago"), seasons (hemisphere-
   dependent), "recently", and offsets from an unstated reference ("the week before", "the day
   before my birthday") stay unresolved with a reason, as do counts past the bounds (3660 days,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
-from ..dates import resolve_occurrences
+from ..dates import resolve_occurrences, speaks_of_now
 from ..operands import OperandSpec
 from ..units import SPACED_AMBIGUOUS, Unit, unit_of
 
@@ -190,9 +190,11 @@ def _named_unit(q: str) -> Unit | None:
 
 
 def _window(question: str, question_date: float | None) -> Window | PlanFailure | None:
-    """The time window the question names, resolved against question_date; None when it names none."""
+    """The time window the question names, resolved against question_date; None when it names none.
+    A question's "currently" or "right now" asks about the present state, so it names no window."""
     anchor = question_date if question_date is not None else 0.0
-    occurrences = [o for o in resolve_occurrences(question, anchor) if o.resolved and o.start and o.end]
+    occurrences = [o for o in resolve_occurrences(question, anchor)
+                   if o.resolved and o.start and o.end and not speaks_of_now(o.expression)]
     if not occurrences:
         return None
     absolute = all(re.search(r"\b\d{4}\b", o.expression) for o in occurrences)

@@ -431,6 +431,20 @@ TABLE = [
     (WED, "she was in the class of '98", "1998-01-01..1998-12-31"),
     (WED, "back in \u201908 it was cheap", "2008-01-01..2008-12-31"),
     (WED, "music from '80s bands", "1980-01-01..1989-12-31"),
+    # -- words for the moment of speaking name the observation day, like "today" ----------------------
+    (WED, "I'm going kayaking right now.", "2024-05-15"),
+    (WED, "We're currently on a road trip!", "2024-05-15"),
+    (WED, "she is at the beach at the moment", "2024-05-15"),
+    (WED, "I'm painting as we speak", "2024-05-15"),
+    (WED, "I'm in Porto now.", "2024-05-15"),
+    (WED, "we're going to try that now!", "2024-05-15"),
+    (WED, "I just got back from a trip to Canada.", "2024-05-15"),
+    (WED, "We've just moved into a new flat", "2024-05-15"),
+    (WED, "I just signed with a new team!", "2024-05-15"),
+    (WED, "She called just now", "2024-05-15"),
+    (NEW_YEAR, "I just finished my first marathon", "2024-01-01"),
+    (WED, "I just got back last week from Rome.", "2024-05-06..2024-05-12"),  # the week says when
+    (WED, "I'm currently reading the book I bought on May 3.", "2024-05-03"),
 ]
 
 
@@ -496,6 +510,19 @@ def test_a_relation_or_range_that_does_not_hold_leaves_its_parts(text, expressio
     ("the host 10.1.2.33 is down", []),
     ("Q5 is no quarter", []),
     ("she said '22 is plenty'", []),  # no lead word: a quote, not a year
+    ("Now, let me tell you something.", []),  # "now" opening a sentence is no time
+    ("By now you should know.", []),
+    ("From now on I'll run daily.", []),
+    ("What do you do now?", []),
+    ("I'm now a teacher", []),
+    ("I've been waiting for a while now", []),  # the tail of a duration says how long, not when
+    ("we have lived here for years now.", []),
+    ("She had just left when I arrived.", []),  # the past of another past
+    ("I'd just finished dinner", []),
+    ("It's just been so busy", []),
+    ("I'm just tired", []),
+    ("I just love this song", []),
+    ("at the moment of his birth", []),
 ])
 def test_words_that_name_no_date_here_claim_nothing(text, expressions):
     found = resolve_occurrences(text, datetime.fromisoformat(WED).replace(hour=15, tzinfo=UTC))

@@ -100,6 +100,9 @@ CASES = [
     ("How many cities did we visit?", [("paris", {"key": "Paris"}), ("rome", {"key": "Rome"})], {}, "partial",
      2, None),
     ("How many cities did we visit?", [("paris", {}), ("rome", {})], {}, "fallback", None, None),  # no keys
+    ("How many cities have we visited at present?", [("paris", {"key": "Paris"}), ("rome", {"key": "Rome"}),
+                                                     ("lisbon", {"key": "Lisbon"})],
+     {"evidence_complete": True}, "computed", 3, None),  # "at present" is no window of one day
     ("How many cities did we visit in June 2023?", [("paris", {"key": "Paris"}), ("rome", {"key": "Rome"}),
                                                     ("lisbon", {"key": "Lisbon"})],
      {"evidence_complete": True}, "computed", 2, None),

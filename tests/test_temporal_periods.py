@@ -159,6 +159,8 @@ MON = "2026-06-15T09:00:00"
         ("this morning", WED, "2026-06-10", "2026-06-11", "day"),
         ("this afternoon", WED, "2026-06-10", "2026-06-11", "day"),
         ("tonight", WED, "2026-06-10", "2026-06-11", "day"),
+        ("right now", WED, "2026-06-10", "2026-06-11", "day"),
+        ("currently", WED, "2026-06-10", "2026-06-11", "day"),
         ("earlier today", WED, "2026-06-10", "2026-06-11", "day"),
         ("yesterday evening", WED, "2026-06-09", "2026-06-10", "day"),
         ("yesterday morning", WED, "2026-06-09", "2026-06-10", "day"),
