@@ -334,8 +334,9 @@ class _Scanner:
                 return self.c.offset(index + 3, "weekend", -1)  # "the past weekend" is last weekend
             return self._rolling(index, index + 2)
         if word in ("next", "following", "previous", "prior") and (
-                lx.UNITS.get(self.c.low(index + 2)) or self.c.base(index + 2) in lx.PARTS_OF_DAY):
-            return Hit(index + 3, reason=NO_REFERENCE)  # "the next day", "the previous evening"
+                lx.UNITS.get(self.c.low(index + 2)) or self.c.base(index + 2) in lx.PARTS_OF_DAY or (word in (
+                    "following", "previous") and self.c.weekday_at(index + 2, abbreviations=False) is not None)):
+            return Hit(index + 3, reason=NO_REFERENCE)  # "the next day", "the previous evening", "the following Monday"
         relation, weekday = self.c.low(index + 2), self.c.weekday_at(index + 1, abbreviations=False)
         named = weekday is not None or word in ("day", "week", "weekend", "month", "year")
         # a weekday is counted from any stated time ("the Friday before last week"); a unit from a day

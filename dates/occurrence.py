@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from . import anaphora
 from . import intervals as iv
 from .expressions import Occurrence, find_expressions
 
@@ -47,6 +48,9 @@ RULES = """\
 - Words for the moment of speaking ("right now", "currently", "at the moment", "as we speak", "now"
   closing a sentence) and "just" before a past form ("I just got back") name the observation day,
   unless the sentence says when in other words ("I just got back last week").
+- "the next day", "the following Monday", "two days later", and "the day after" closing its clause
+  count from the nearest time the message stated before them ("We married on June 1st. The next
+  day we flew": 2 June), as "the day after June 1st" would; with none, they stay unresolved.
 - Vague or approximate quantities ("a few days ago", "about a year ago"), seasons (hemisphere-
   dependent), "recently", and offsets from an unstated reference ("the week before", "the day
   before my birthday") stay unresolved with a reason, as do counts past the bounds (3660 days,
@@ -84,7 +88,7 @@ def resolve_occurrences(text: str, observed_at: datetime | int | float, *, limit
     epoch seconds). See RULES for how ambiguous wording is treated."""
     now = iv.as_utc(observed_at)
     head = text[:max(0, min(int(max_chars), MAX_SCAN_CHARS))] if isinstance(text, str) else ""
-    return find_expressions(head, now.date(), limit=limit, now=now)
+    return anaphora.resolve(head, find_expressions(head, now.date(), limit=limit, now=now))
 
 
 MAX_REPORTED = 12

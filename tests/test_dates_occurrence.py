@@ -172,6 +172,41 @@ def test_ambiguous_expressions_stay_unresolved_with_a_reason(text, expression, r
     assert occ.start is None and occ.end is None and not occ.resolved
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    # an offset from an unstated reference counts from the nearest time stated before it (observed Wed 2024-05-15)
+    ("We got married on June 1st. The next day we flew to Rome.", "2023-06-02"),
+    ("I bought it on May 2. I had seen it the previous day.", "2024-05-01"),
+    ("Last weekend we hiked. The next morning I was sore.", "2024-05-13"),
+    ("I'm flying out today. The next day I'll rest.", "2024-05-16"),
+    ("I moved on May 3 and started the new job the following Monday.", "2024-05-06"),
+    ("I started on May 3 and quit the previous Friday.", "2024-04-26"),
+    ("I ran a 5k last Saturday. Two days later I ran again.", "2024-05-13"),
+    ("I flew home on May 3; the day after, I slept all day.", "2024-05-04"),
+    ("Last Friday I went to the beach, and the day before, I had a picnic.", "2024-05-09"),
+    ("We met on Friday May 3rd and a week later we went out.", "2024-05-06..2024-05-12"),  # the ISO week after
+    ("Last week was busy. The following week we went to Paris.", "2024-05-13..2024-05-19"),
+    ("In March we went to Paris. The following month we went to Rome.", "2024-04-01..2024-04-30"),
+    ("In 2020 I moved here. Two years later I bought a house.", "2022-01-01..2022-12-31"),
+    # no usable reference: the reason stays
+    ("Yes. The next day was rough.", None),
+    ("We met in March. Two days later we went out.", None),  # a day does not count from a month
+    ("I came back on May 3. The day before my birthday we left.", None),  # "my birthday" is its own reference
+    ("Last Friday I went to the beach, and the day before I had a picnic.", None),  # "before I had": a clause
+    ("I came back on May 3." + " So much happened." * 40 + " The next day I rested.", None),  # too far back
+])
+def test_an_offset_counts_from_the_time_stated_before_it(text, expected):
+    found = resolve_occurrences(text, observed("2024-05-15"))
+    assert 1 <= len(found) <= 2, [o.to_dict() for o in found]
+    offset = found[-1]
+    if expected is None:
+        assert offset.unresolved == "relative to an unstated reference", offset.to_dict()
+        return
+    first, _, last = expected.partition("..")
+    assert offset.start is not None and offset.end is not None, offset.to_dict()
+    assert (offset.start.date(), offset.end.date() - timedelta(days=1)) == (
+        date.fromisoformat(first), date.fromisoformat(last or first))
+
+
 def test_to_dict_has_exactly_the_documented_keys_with_utc_iso_strings():
     occ = only("I went to a support group yesterday", "2023-05-08")
     assert occ.to_dict() == {"expression": "yesterday", "start": "2023-05-07T00:00:00Z",
