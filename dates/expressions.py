@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from . import clock, parts, present, spans, written
+from . import clock, holidays, parts, present, spans, written
 from . import intervals as iv
 from . import lexicon as lx
 from .cursor import Hit, TokenCursor
@@ -23,7 +23,6 @@ SEASON = "season (hemisphere-dependent)"
 NO_REFERENCE = "relative to an unstated reference"
 UNCLEAR_TENSE = "weekday or day without last/this/next and unclear tense"
 DAY_MONTH_ORDER = "day/month order ambiguous"
-MOVABLE = "holiday whose date moves with the year or the country"
 
 _CONTEXT = lx.MONTH_CONTEXT | lx.YEAR_CONTEXT
 _SINGULAR = frozenset({"week", "month", "year"})
@@ -35,11 +34,8 @@ _TRIGGERS = frozenset(
     | lx.MONTH_CONTEXT | lx.YEAR_CONTEXT | lx.APPROXIMATORS | lx.VAGUE_QUANTITIES | set(lx.NUMBER_WORDS)
     | set(lx.MONTHS) | set(lx.MONTH_ABBREVIATIONS) | set(lx.WEEKDAYS) | set(lx.WEEKDAY_ABBREVIATIONS)
     | lx.SEASONS | set(lx.ORDINALS) | lx.HOLIDAY_LEADS | {"half"}
-    | {name[0] for name in (*lx.FIXED_HOLIDAYS, *lx.MOVABLE_HOLIDAYS)} | spans.TRIGGERS | present.TRIGGERS
+    | holidays.TRIGGERS | spans.TRIGGERS | present.TRIGGERS
 )
-_HOLIDAYS: dict[str, list[tuple[str, ...]]] = {}  # first word -> the names it opens, longest first
-for _name in sorted((*lx.FIXED_HOLIDAYS, *lx.MOVABLE_HOLIDAYS), key=len, reverse=True):
-    _HOLIDAYS.setdefault(_name[0], []).append(_name)
 
 
 @dataclass(frozen=True)
@@ -193,8 +189,8 @@ class _Scanner:
 
     def _ago(self, index: int) -> Hit | None:
         """"3 days ago", "two weekends ago", "a year ago", "in two weeks" (future sentences only),
-        "for a month now" (an ongoing state: its start); vague ("a few") and approximate
-        ("about") quantities stay unresolved."""
+        "for a month now" (an ongoing state: its start), "it's been a year since" (a year ago); vague
+        ("a few") and approximate ("about") quantities stay unresolved."""
         at, approximate, onset, anchor = index, False, self.c.low(index) == "for", None
         at += onset
         if self.c.low(at) in lx.APPROXIMATORS or (self.c.low(at) in ("more", "less") and self.c.low(at + 1) == "than"):
@@ -250,6 +246,8 @@ class _Scanner:
             stop, sign = anchor.stop, -1 if after == "before" else 1
         elif after in ("before", "after", "later", "earlier", "prior"):
             return Hit(at + 2, reason=NO_REFERENCE)
+        elif after == "since" and self.c.low(index - 1) == "been" and self.c.low(index - 2) not in ("had", "hadn't"):
+            stop, sign = at + 2, -1  # "it's been a year since I moved": a year ago
         else:
             return None
         if vague:
@@ -297,6 +295,9 @@ class _Scanner:
             return self.c.day(at + 1, 0)
         if target == "weekend" and word == "this" and step == 0 and self.c.tense(index, at + 1) == "past":
             step = -1 if iv.weekend_span(self.c.today)[0] > self.c.today else 0  # the weekend already begun
+        if target == "weekend" and self.c.low(index + 1) == "coming":  # "this coming weekend": the next to begin
+            saturday = iv.weekday_after(self.c.today, 5)
+            return Hit(at + 1, saturday, saturday + 2 * iv.DAY, "day")
         if target == "week":  # "last week (on) Tuesday": that day of that week
             day_at = at + 2 if self.c.low(at + 1) == "on" else at + 1
             weekday = self.c.weekday_at(day_at, abbreviations=False)
@@ -552,36 +553,8 @@ class _Scanner:
         return self.c.day_hit(month.stop, day) if weekday is not None else Hit(month.stop, day, day + 2 * iv.DAY, "day")
 
     def _holiday(self, index: int) -> Hit | None:
-        """Christmas, New Year's Eve, Halloween...: "last Christmas", "on Christmas Eve 2022", "for
-        Christmas" (by the sentence's tense); a one-word name needs a lead word or a year ("a Christmas
-        tree" is no date). A holiday whose date moves or differs by country is named, not guessed."""
-        lead = self.c.low(index)
-        at = index + 1 if lead in lx.HOLIDAY_LEADS else index
-        if lead == "this" and self.c.low(at) in ("past", "coming"):  # "this past Christmas"
-            lead, at = ("last" if self.c.low(at) == "past" else "next"), at + 1
-        name = next((n for n in _HOLIDAYS.get(self.c.base(at), ())
-                     if all(self.c.base(at + i) == word for i, word in enumerate(n))), None)
-        if name is None:
-            return None
-        stop, fixed = at + len(name), lx.FIXED_HOLIDAYS.get(name)
-        year = lx.year_number(self.c.tok(stop))
-        if at == index and len(name) == 1 and year is None and not (self.c.standalone or self.nested):
-            return None  # a bare one-word name is a date alone, after a relation ("the day after") or with a year
-        if fixed is None:
-            return Hit(stop + (year is not None), reason=MOVABLE)
-        month, day = fixed
-        today = self.c.today
-        if year is not None:
-            found: date | None = date(year, month, day)
-            stop += 1
-        elif lead == "this":
-            found = date(today.year, month, day)
-        elif lead in ("last", "next"):
-            forward = lead == "next"
-            found = iv.day_month_date(today + (iv.DAY if forward else -iv.DAY), month, day, forward=forward)
-        else:
-            found = iv.day_month_date(today, month, day, forward=self.c.tense(at, stop) == "future")
-        return self.c.day_hit(self.c.skip_part_of_day(stop), found) if found is not None else None
+        """Holidays on one date every year, and movable ones named and refused: ``holidays``."""
+        return holidays.holiday(self.c, index, nested=self.nested)
 
     def _range(self, index: int) -> Hit | None:
         """"between A and B", "from A to/until/through B": from the start of A to the end of B, each

@@ -29,7 +29,8 @@ RULES = """\
 - A month without a year resolves to the most recent such month not after the observation
   month, or to the next one not before it when the nearest tense cue is future. A day and
   month without a year follow the same rule at day precision.
-- "for N units now" (an ongoing state) resolves to its start, like "N units ago".
+- "for N units now" (an ongoing state) resolves to its start, like "N units ago"; so does "it's been N
+  units since" (not "it had been": that counts from another past).
 - "last <month>" is the latest such month strictly before the observation month; "next <month>"
   the earliest strictly after.
 - "last week/month/year" and "N weeks/months/years ago" are whole calendar units (ISO week,
@@ -43,7 +44,8 @@ RULES = """\
 - "between A and B", "from A to/until/through B": the start of A to the end of B; a bare weekday
   B is the first one on or after A; a range that ends before it starts is two expressions.
 - A weekend is Saturday and Sunday: a 2-day interval with granularity "day". "last weekend"
-  is the weekend of the previous ISO week; "N weekends ago" counts back N ISO weeks.
+  is the weekend of the previous ISO week; "N weekends ago" counts back N ISO weeks; "this coming
+  weekend" is the first one to begin after the observation day.
 - "last night" is the day before the observation day; "tonight" the observation day.
 - Words for the moment of speaking ("right now", "currently", "at the moment", "as we speak", "now"
   closing a sentence) and "just" before a past form ("I just got back") name the observation day,

@@ -445,6 +445,13 @@ TABLE = [
     (NEW_YEAR, "I just finished my first marathon", "2024-01-01"),
     (WED, "I just got back last week from Rome.", "2024-05-06..2024-05-12"),  # the week says when
     (WED, "I'm currently reading the book I bought on May 3.", "2024-05-03"),
+    # -- "this coming weekend" is the next one to begin; "it's been N units since" is N units ago --------
+    (WED, "I'll visit my mom this coming weekend.", "2024-05-18..2024-05-19"),
+    (SAT, "we fly out this coming weekend", "2022-10-22..2022-10-23"),
+    (WED, "It's been a year since I moved to Boston.", "2023-01-01..2023-12-31"),
+    (WED, "It has been two weeks since we talked.", "2024-04-29..2024-05-05"),
+    (WED, "It's been 3 days since my last cigarette", "2024-05-12"),
+    (WED, "It's been about a year since I moved", "unresolvable: approximate quantity"),
 ]
 
 
@@ -523,6 +530,7 @@ def test_a_relation_or_range_that_does_not_hold_leaves_its_parts(text, expressio
     ("I'm just tired", []),
     ("I just love this song", []),
     ("at the moment of his birth", []),
+    ("It had been a year since I moved", []),  # since a past time, not since the observation
 ])
 def test_words_that_name_no_date_here_claim_nothing(text, expressions):
     found = resolve_occurrences(text, datetime.fromisoformat(WED).replace(hour=15, tzinfo=UTC))

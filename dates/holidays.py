@@ -1,0 +1,52 @@
+"""Holidays by name: the ones on one date every year resolve like a day and month, the others are refused.
+
+Christmas, New Year's Eve and Day, Halloween, Valentine's Day, Boxing Day: "last Christmas", "on
+Christmas Eve 2022", "this coming Halloween", "for Christmas" (the sentence's tense picks the
+year). A one-word name needs a lead word ("at Christmas") or a year, since "a Christmas tree" is
+no date; read as a relation's stated day ("the day after Christmas") it needs neither. A holiday
+whose date moves with the year or differs by country (Easter, Thanksgiving, Mother's Day) is named
+with the reason, not guessed.
+"""
+from __future__ import annotations
+
+from datetime import date
+
+from . import intervals as iv
+from . import lexicon as lx
+from .cursor import Hit, TokenCursor
+
+MOVABLE = "holiday whose date moves with the year or the country"
+_NAMES: dict[str, list[tuple[str, ...]]] = {}  # first word -> the names it opens, longest first
+for _name in sorted((*lx.FIXED_HOLIDAYS, *lx.MOVABLE_HOLIDAYS), key=len, reverse=True):
+    _NAMES.setdefault(_name[0], []).append(_name)
+TRIGGERS = frozenset(_NAMES)
+
+
+def holiday(c: TokenCursor, index: int, *, nested: bool = False) -> Hit | None:
+    """The holiday named at ``index`` (after a lead word, if any); ``nested``: read as a relation's day."""
+    lead = c.low(index)
+    at = index + 1 if lead in lx.HOLIDAY_LEADS else index
+    if lead == "this" and c.low(at) in ("past", "coming"):  # "this past Christmas"
+        lead, at = ("last" if c.low(at) == "past" else "next"), at + 1
+    name = next((n for n in _NAMES.get(c.base(at), ()) if all(c.base(at + i) == word for i, word in enumerate(n))),
+                None)
+    if name is None:
+        return None
+    stop, fixed = at + len(name), lx.FIXED_HOLIDAYS.get(name)
+    year = lx.year_number(c.tok(stop))
+    if at == index and len(name) == 1 and year is None and not (c.standalone or nested):
+        return None  # a bare one-word name is a date alone, after a relation ("the day after") or with a year
+    if fixed is None:
+        return Hit(stop + (year is not None), reason=MOVABLE)
+    month, day = fixed
+    if year is not None:
+        found: date | None = date(year, month, day)
+        stop += 1
+    elif lead == "this":
+        found = date(c.today.year, month, day)
+    elif lead in ("last", "next"):
+        forward = lead == "next"
+        found = iv.day_month_date(c.today + (iv.DAY if forward else -iv.DAY), month, day, forward=forward)
+    else:
+        found = iv.day_month_date(c.today, month, day, forward=c.tense(at, stop) == "future")
+    return c.day_hit(c.skip_part_of_day(stop), found) if found is not None else None
