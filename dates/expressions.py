@@ -224,6 +224,8 @@ class _Scanner:
             return None
         if half:  # half a year is six months; half of any other unit names no calendar unit
             unit, count, approximate = ("month", 6, approximate) if unit == "year" else (unit, count, True)
+        if unit == "year" and count is not None and [self.c.low(at + i) for i in (1, 2, 3)] == ["and", "a", "half"]:
+            unit, count, at = "month", 12 * count + 6, at + 3  # "a year and a half ago": 18 months
         after = self.c.low(at + 1)
         if onset:
             if after != "now":
@@ -236,6 +238,14 @@ class _Scanner:
         elif after in ("ago", "back") and self.c.base(at + 2) in ("today", "yesterday") and not (onset or future_form):
             stop, sign = at + 3, -1  # "a year ago today", "a week ago yesterday": that very day
             anchor = self.c.day(stop, -(self.c.base(at + 2) == "yesterday"))
+        elif after in ("ago", "back") and self.c.low(at + 2) == "this" and self.c.low(at + 3) in ("week", "month") \
+                and unit in ("day", "week", "month", "year"):
+            stop = at + 4  # "two years ago this month": that month of that year
+            anchor = self.c.exact(stop, self.c.today, unit, -(count or 1))
+            if anchor is None or anchor.first is None:
+                return None
+            return self.c.offset(stop, self.c.low(at + 3), 0, anchor.first) if not (vague or approximate) else \
+                Hit(stop, reason=VAGUE_QUANTITY if vague else APPROXIMATE)
         elif after in ("ago", "back"):
             stop, sign = at + 2, -1
         elif after == "from" and self.c.low(at + 2) == "now":

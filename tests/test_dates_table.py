@@ -452,6 +452,13 @@ TABLE = [
     (WED, "It has been two weeks since we talked.", "2024-04-29..2024-05-05"),
     (WED, "It's been 3 days since my last cigarette", "2024-05-12"),
     (WED, "It's been about a year since I moved", "unresolvable: approximate quantity"),
+    # -- "N units ago this week/month": the week or month holding that day; a year and a half is 18 months --
+    (WED, "We met 2 years ago this month.", "2022-05-01..2022-05-31"),
+    (WED, "I got the job a year ago this week", "2023-05-15..2023-05-21"),
+    (WED, "I did it three months ago this week", "2024-02-12..2024-02-18"),
+    (WED, "We met about 2 years ago this month", "unresolvable: approximate quantity"),
+    (WED, "I started it a year and a half ago.", "2022-11-01..2022-11-30"),
+    (WED, "I've been painting for a year and a half now", "2022-11-01..2022-11-30"),
 ]
 
 
