@@ -23,6 +23,7 @@ SEASON = "season (hemisphere-dependent)"
 NO_REFERENCE = "relative to an unstated reference"
 UNCLEAR_TENSE = "weekday or day without last/this/next and unclear tense"
 DAY_MONTH_ORDER = "day/month order ambiguous"
+NO_SUCH_DAY = "no such weekday on that day of the month nearby"
 
 _CONTEXT = lx.MONTH_CONTEXT | lx.YEAR_CONTEXT
 _SINGULAR = frozenset({"week", "month", "year"})
@@ -371,14 +372,14 @@ class _Scanner:
             return self.c.day_hit(night.stop, night.days[0] - iv.DAY)  # "the night before May 3": 2 May
         if word in ("night", "evening") and relation in ("before", "after"):
             return Hit(index + 3, reason=NO_REFERENCE)  # "the night before", "the evening after"
-        if named and anchor is None and relation in ("before", "after") and \
-                (refused := self._refused(index + 3)) is not None:  # "the Monday after Easter"
+        if named and anchor is None and relation in ("before", "after", "of") and \
+                (refused := self._refused(index + 3)) is not None:  # "the Monday after Easter", "the week of Easter"
             return Hit(refused.stop, reason=refused.reason)
         if weekday is not None and relation in ("before", "after"):
             return Hit(index + 3, reason=NO_REFERENCE)  # "the Wednesday before" (before what?)
         if word not in ("day", "week", "weekend", "month", "year") or unit is None:
             return None
-        if anchor is not None and (relation != "of" or unit in ("week", "month")):
+        if anchor is not None and (relation != "of" or unit in ("week", "weekend", "month")):
             return self.c.around(anchor.stop, unit, {"before": -1, "after": 1, "of": 0}[relation], anchor)
         if (relation, self.c.low(index + 3)) in (("before", "last"), ("after", "next")) and unit != "day":
             return self.c.offset(index + 4, unit, -2 if relation == "before" else 2)  # "the week after next"
@@ -509,10 +510,15 @@ class _Scanner:
         week = self._week_named(stop)
         if week is not None:  # "Tuesday (of) last week"
             return self._day_of_week(week[1], week[0], weekday)
+        nth = lx.day_number(self.c.tok(stop + 1)) if self.c.low(stop) == "the" else None
+        stop += 2 if nth is not None else 0  # "Tuesday the 7th": the nearest 7th that is a Tuesday
         tense = self.c.tense(at, stop)
         if tense == "unclear":
             return Hit(stop, reason=UNCLEAR_TENSE)
         forward = tense == "future"
+        if nth is not None:
+            dated = iv.weekday_month_day(self.c.today, weekday, nth, forward=forward)
+            return self.c.day_hit(stop, dated) if dated is not None else Hit(stop, reason=NO_SUCH_DAY)
         day = iv.weekday_after(self.c.today, weekday) if forward else iv.weekday_before(self.c.today, weekday)
         return self.c.day_hit(stop, day)
 

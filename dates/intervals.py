@@ -136,3 +136,18 @@ def day_of_month_date(today: date, day: int, *, forward: bool) -> date | None:
         if (candidate > today) if forward else (candidate < today):
             return candidate
     return None
+
+
+def weekday_month_day(today: date, weekday: int, day: int, *, forward: bool) -> date | None:
+    """Nearest date that is day ``day`` of its month and falls on ``weekday``, on or before today (on or
+    after, ``forward``), at most two years away: "Tuesday the 7th"."""
+    first = month_start(today)
+    for offset in range(25):
+        start = add_months(first, offset if forward else -offset)
+        try:
+            candidate = start.replace(day=day)
+        except ValueError:
+            continue
+        if candidate.weekday() == weekday and ((candidate >= today) if forward else (candidate <= today)):
+            return candidate
+    return None

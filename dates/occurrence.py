@@ -22,6 +22,8 @@ RULES = """\
 - Calendar arithmetic uses the UTC date of the observation; weeks are ISO weeks (Monday first).
 - "last/next <weekday>": the nearest such day strictly before/after the observation day;
   "this <weekday>": that day of the observation's ISO week.
+- "<weekday> the <nth>" ("Tuesday the 7th") is the nearest such day of a month that falls on that
+  weekday (on or before the observation day, or after it in a sentence about the future).
 - A weekday with no last/this/next ("on Friday") follows the tense of its sentence, read from
   the tense cue nearest to it (went, -ed, was / will, 'll, going to, plan, next...): past ->
   the nearest one strictly before, future -> strictly after; no cue or a tie -> unresolved.
@@ -36,7 +38,7 @@ RULES = """\
 - "last week/month/year" and "N weeks/months/years ago" are whole calendar units (ISO week,
   month, year); "the past N days/weeks" is a rolling window of days ending with the
   observation day (like the period "Nd"), granularity "day".
-- "the day/week/weekend/<weekday> before (after) X", "N units before (after) X" and "the week of X",
+- "the day/week/weekend/<weekday> before (after) X", "N units before (after) X" and "the week (weekend) of X",
   with X a stated day ("May 3", "last Friday", "yesterday"): days count from X's near edge, weeks,
   months and years are whole calendar units counted from X's; the weekend before X is the last
   Saturday and Sunday ending before it, the weekend after X the first one after it.

@@ -459,6 +459,14 @@ TABLE = [
     (WED, "We met about 2 years ago this month", "unresolvable: approximate quantity"),
     (WED, "I started it a year and a half ago.", "2022-11-01..2022-11-30"),
     (WED, "I've been painting for a year and a half now", "2022-11-01..2022-11-30"),
+    # -- "<weekday> the <nth>": the nearest such day that falls on that weekday; "the weekend of X" ---------
+    (WED, "I got my new phone on Tuesday the 7th.", "2024-05-07"),
+    (WED, "We left on Friday the 3rd.", "2024-05-03"),
+    (WED, "on Friday the 13th I stayed home", "2023-10-13"),
+    (WED, "I'll see you on Friday the 31st.", "2024-05-31"),
+    (WED, "We went to the beach on the weekend of May 4th.", "2024-05-04..2024-05-05"),
+    (WED, "The weekend of May 8 we went hiking.", "2024-05-11..2024-05-12"),
+    (WED, "I was in Hawaii the week of Thanksgiving.", MOVABLE),
 ]
 
 
