@@ -89,7 +89,7 @@ class _Scanner:
         self.matchers: tuple[Callable[[int], Hit | None], ...] = (
             self._part, self._numeric, self._day_word, self._ago, self._qualified, self._the, self._date,
             self._weekday, self._vague, self._season, self._range, self._nth_of_month, self._holiday, self._span,
-            lambda index: present.now(self.c, index))
+            self._present)
 
     def run(self, limit: int | None = None) -> list[Occurrence]:
         found: list[Occurrence] = []
@@ -152,6 +152,10 @@ class _Scanner:
         """Quarters, decades, "in '22", "13.05.2024" and "on 5/13": ``spans``."""
         return spans.quarter(self.c, index) or spans.decade(self.c, index) or spans.dotted(self.c, index) \
             or spans.slash_day(self.c, index, DAY_MONTH_ORDER) or spans.short_year(self.c, index)
+
+    def _present(self, index: int) -> Hit | None:
+        """Words for the moment of speaking ("right now", "currently", "I've just moved"): ``present``."""
+        return present.now(self.c, index)
 
     def _numeric(self, index: int) -> Hit | None:
         """ISO dates and months, and d/m/y or m/d/y dates when one part is over 12."""

@@ -8,15 +8,17 @@ deterministic, no model. The grammar lives in expressions.py.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from . import anaphora
+from . import anaphora, present
 from . import intervals as iv
 from .expressions import Occurrence, find_expressions
 
 MAX_SCAN_CHARS = 20_000
+_CLAUSE_BREAK = re.compile(r"[,.;:!?\n]")
 
 RULES = """\
 - Calendar arithmetic uses the UTC date of the observation; weeks are ISO weeks (Monday first).
@@ -49,9 +51,10 @@ RULES = """\
   is the weekend of the previous ISO week; "N weekends ago" counts back N ISO weeks; "this coming
   weekend" is the first one to begin after the observation day.
 - "last night" is the day before the observation day; "tonight" the observation day.
-- Words for the moment of speaking ("right now", "currently", "at the moment", "as we speak", "now"
-  closing a sentence) and "just" before a past form ("I just got back") name the observation day,
-  unless the sentence says when in other words ("I just got back last week").
+- Words for the moment of speaking ("right now", "currently", "at the moment", "now" closing a
+  sentence told in the present) and "just" for the recent past ("I've just moved", "I just got
+  back"; not "I just wanted", where it means "simply") name the observation day; none does in a
+  question, and "just" gives way to a time its clause names ("I just got back on May 3").
 - "the next day", "the following Monday", "two days later", and "the day after" closing its clause
   count from the nearest time the message stated before them ("We married on June 1st. The next
   day we flew": 2 June), as "the day after June 1st" would; with none, they stay unresolved.
@@ -93,7 +96,22 @@ def resolve_occurrences(text: str, observed_at: datetime | int | float, *, limit
     epoch seconds). See RULES for how ambiguous wording is treated."""
     now = iv.as_utc(observed_at)
     head = text[:max(0, min(int(max_chars), MAX_SCAN_CHARS))] if isinstance(text, str) else ""
-    return anaphora.resolve(head, find_expressions(head, now.date(), limit=limit, now=now))
+    return anaphora.resolve(head, _settled(head, find_expressions(head, now.date(), limit=limit, now=now)))
+
+
+def _settled(text: str, found: list[Occurrence]) -> list[Occurrence]:
+    """``found`` without the claims that give way (``present.gives_way``) to another expression of
+    their clause (no ``,.;:!?`` or line break between them): "I just got back on May 3" is May 3."""
+    def stays(i: int, occ: Occurrence) -> bool:
+        if not present.gives_way(occ.expression):
+            return True
+        for other in found[max(0, i - 1):i] + found[i + 1:i + 2]:
+            left, right = sorted((occ.span, other.span))
+            if not _CLAUSE_BREAK.search(text, left[1], right[0]):
+                return False
+        return True
+
+    return [occ for i, occ in enumerate(found) if stays(i, occ)]
 
 
 MAX_REPORTED = 12

@@ -1,87 +1,130 @@
-"""Words for the moment of speaking: "right now", "at the moment", "currently", "just got back".
+"""Words for the moment of speaking: "right now", "at the moment", "currently", "I've just moved".
 
 Each names the observation day (granularity "day"), the way "today" does:
-- "right now", "just now", "at the moment", "at present", "at this moment", "as we speak",
-  "currently", "as of now"; "at the moment of his birth" or "when" is some other moment;
-- "now" closing a sentence ("I'm in Porto now."), unless a word before it makes it a bound
-  ("by now", "until now", "from now", "up to now") or the tail of a duration ("for hours now");
-- "just" before a past form ("I just got back", "we've just moved"): the recent past. After
-  "had" it is the past of another past ("she had just left") and claims nothing, as it does
-  before an auxiliary ("it's just been busy") or an adjective ("just tired").
+- "right now", "just now", "at the moment", "at this moment", "at present", "currently". Not after
+  a word that makes "right" an adjective ("you're right now I see", "all right now"); "at the
+  moment" not before a clause or "of" ("at the moment she walked in", "at the moment of his
+  birth"); "at present" not in a compound ("present-day"); "currently" not after a past "was"/"were";
+- "now" closing a sentence or clause ("I'm in Porto now."), unless a word before it makes it a bound
+  ("by now", "until now"), the tail of a duration ("for hours now") or an interjection ("okay now"),
+  or the sentence is told in the past ("it was late now");
+- "just" for the recent past: in the perfect ("I've just moved", "she has just left") or before a
+  past form of a verb that names an event ("I just got back", "we just signed"). "Just" also means
+  "simply" ("I just wanted to say", "I just knew it"), so other verbs claim nothing, and neither
+  does "just" after "had" ("she had only just left": the past of another past).
 
-None of them claims anything in a sentence that says when in other words ("I just got back last
-week", "I'm currently reading the book I bought on May 3"): the other words say it.
-
-A question's "currently" asks about the present state, not about a day: ``speaks_of_now`` tells
-a caller that reads a question's time window which expressions these are.
+No word claims anything in a question ("Are you currently working?" asks, it reports no event).
+A "just" claim gives way to a time its clause names in other words ("I just got back on May 3":
+May 3 says when; ``gives_way``, applied by occurrence.py). ``speaks_of_now`` tells a caller that
+reads a question's time window which expressions these are.
 """
 from __future__ import annotations
 
 from . import lexicon as lx
 from .cursor import Hit, TokenCursor
 
-_PHRASES = (("right", "now"), ("just", "now"), ("at", "the", "moment"), ("at", "present"),
-            ("at", "this", "moment"), ("as", "we", "speak"), ("currently",), ("as", "of", "now"))
-_NOT_EVENTS = frozenset({"was", "were", "did", "had", "been", "ago", "yesterday", "didn't", "wasn't", "weren't",
-                         "hadn't"})
-_OTHER_MOMENT = frozenset({"of", "when", "that", "where", "before", "after"})
+_PHRASES = {"right": (("right", "now"),), "just": (("just", "now"),), "currently": (("currently",),),
+            "at": (("at", "the", "moment"), ("at", "this", "moment"), ("at", "present"))}
+_ADJECTIVE_RIGHT = frozenset({"you're", "you", "are", "is", "was", "were", "be", "that's", "it's", "all", "i'm", "am",
+                              "he's", "she's", "we're", "they're", "quite", "exactly", "so", "not"})
+_OTHER_MOMENT = frozenset({"of", "when", "that", "where", "before", "after", "the", "a", "an", "my", "your", "his",
+                           "her", "our", "their", "i", "you", "he", "she", "we", "they", "it", "-"})
+_PAST_COPULA = frozenset({"was", "were", "wasn't", "weren't", "had", "hadn't"})
 # "for three hours now", "for a while now": the tail of a duration, which says how long, not when
-_DURATION_TAIL = frozenset({"second", "minute", "hour", "day", "week", "weekend", "month", "year", "decade", "while",
-                            "age", "long", "time"})
+_DURATION_TAIL = frozenset({"second", "sec", "minute", "min", "hour", "hr", "day", "week", "weekend", "fortnight",
+                            "month", "year", "yr", "decade", "while", "age", "long", "time", "forever"})
 _BOUNDS = frozenset({"by", "until", "till", "from", "to", "than", "for", "since"})
-_PAST_PERFECT = frozenset({"had", "hadn't"})
-_TIME_WORDS = frozenset({"yesterday", "today", "tonight", "tomorrow", "ago", "last", "week", "weekend", "month",
-                        "year", "morning", "afternoon", "evening", "night"})
-TRIGGERS = frozenset({"right", "just", "at", "as", "currently", "now"})
-_WORDS = frozenset({" ".join(p) for p in _PHRASES}) | {"now"}
+_INTERJECTIONS = frozenset({"okay", "ok", "on", "and", "then", "well", "so", "right", "oh", "now", "come", "yes",
+                            "no", "yeah", "alright"})
+_CLOSERS = frozenset({".", "!", ",", ";", ":", ")"})
+_PERFECT = frozenset({"have", "has", "i've", "we've", "you've", "they've", "haven't", "hasn't"})
+# Verbs whose past names an event that "just" places a moment ago (not a state or a thought)
+_EVENTS = frozenset({
+    "got", "came", "arrived", "returned", "finished", "completed", "started", "began", "moved", "signed", "bought",
+    "left", "won", "adopted", "graduated", "booked", "landed", "joined", "launched", "opened", "quit", "married",
+    "published", "released", "received", "sold", "ran", "reached", "passed", "submitted", "sent", "paid", "ordered",
+    "picked", "woke", "met", "found", "lost", "broke", "became", "made", "celebrated", "visited", "watched",
+    "wrote", "built", "painted", "baked", "cooked", "ate", "checked", "applied", "accepted", "announced",
+    "enrolled", "registered", "uploaded", "installed", "updated", "upgraded", "fixed", "repaired", "renewed",
+    "retired", "resigned", "hired", "fired", "promoted", "engaged", "divorced", "delivered", "flew", "drove",
+})
+# "I've just got back" is an event, "I've just got one question" a possession
+_GOT_EVENT = frozenset({"back", "home", "in", "off", "out", "up", "here", "there", "engaged", "married", "promoted",
+                        "hired", "fired", "divorced"})
+TRIGGERS = frozenset({*_PHRASES, "now"})
+_WORDS = frozenset(" ".join(p) for phrases in _PHRASES.values() for p in phrases) | {"now"}
 
 
 def now(c: TokenCursor, index: int) -> Hit | None:
     """The observation day for a word of the moment of speaking at ``index``, else None."""
-    stop = next((index + len(phrase) for phrase in _PHRASES
-                 if all(c.low(index + offset) == word for offset, word in enumerate(phrase))), None)
-    if stop is not None and c.low(stop - 1) == "moment" and c.low(stop) in _OTHER_MOMENT:
-        return None
     low = c.low(index)
-    if stop is None and low == "now" and c.low(index - 1) not in _BOUNDS \
-            and c.low(index - 1).rstrip("s") not in _DURATION_TAIL and _closes_sentence(c, index):
+    stop = next((index + len(p) for p in _PHRASES.get(low, ()) if all(c.low(index + i) == w for i, w in enumerate(p))),
+                None)
+    if stop is not None and not _fits(c, index, stop):
+        stop = None
+    if stop is None and low == "now" and _closes(c, index):
         stop = index + 1
     if stop is None and low == "just" and not c.standalone and _recent_past(c, index):
         stop = index + 2
-    return c.day(stop, 0) if stop is not None and (c.standalone or not _said_otherwise(c, index, stop)) else None
+    if stop is None or (not c.standalone and _in_question(c, index)):
+        return None
+    return c.day(stop, 0)
 
 
 def speaks_of_now(expression: str) -> bool:
-    """True for an expression this module claims without a past form ("currently", "right now")."""
-    return " ".join(expression.casefold().split()) in _WORDS
+    """True for an expression this module claims ("currently", "right now", "just moved")."""
+    words = expression.casefold().split()
+    return " ".join(words) in _WORDS or gives_way(expression)
 
 
-def _closes_sentence(c: TokenCursor, index: int) -> bool:
+def gives_way(expression: str) -> bool:
+    """True for a "just" claim ("just moved"): it yields to a time its clause names in other words."""
+    words = expression.casefold().split()
+    return len(words) == 2 and words[0] == "just" and words[1] != "now"
+
+
+def _fits(c: TokenCursor, index: int, stop: int) -> bool:
+    """A fixed phrase means the moment of speaking here (see the module docstring)."""
+    first, after, before = c.low(index), c.low(stop), c.low(index - 1)
+    if first == "right":  # not "you're right\nnow let's go": a line break parts them
+        token, nxt = c.tok(index), c.tok(index + 1)
+        return before not in _ADJECTIVE_RIGHT and token is not None and nxt is not None \
+            and token.sentence == nxt.sentence
+    if first == "at":
+        return after not in _OTHER_MOMENT and not (c.low(stop - 1) == "moment" and lx.past_form(c.low(stop + 1)))
+    if first == "currently":
+        return before not in _PAST_COPULA
+    return True
+
+
+def _closes(c: TokenCursor, index: int) -> bool:
     """``now`` ends its sentence or clause and does not open it ("Now, listen" is no time)."""
     before, token, after = c.tok(index - 1), c.tok(index), c.tok(index + 1)
     if token is None or before is None or before.sentence != token.sentence or not before.low[:1].isalpha():
         return False
-    return after is None or after.sentence != token.sentence or after.low in (".", "!", ",")
+    if before.low in _BOUNDS or before.low in _INTERJECTIONS or before.low.rstrip("s") in _DURATION_TAIL:
+        return False
+    if not (after is None or after.sentence != token.sentence or after.low in _CLOSERS):
+        return False
+    return c.tense(index) != "past"
 
 
 def _recent_past(c: TokenCursor, index: int) -> bool:
-    verb, before = c.low(index + 1), c.low(index - 1)
-    return lx.past_form(verb) and verb not in _NOT_EVENTS and before not in _PAST_PERFECT \
-        and not before.replace("\u2019", "'").endswith("'d")  # "I'd just left": had
+    verb = c.low(index + 1)
+    if not lx.past_form(verb) or verb == "ago":
+        return False
+    near = [c.low(index - 1), c.low(index - 2)]
+    if any(w in ("had", "hadn't") or w.replace("\u2019", "'").endswith("'d") for w in near):
+        return False  # "she had (only) just left": the past of another past
+    if near[0] in _PERFECT or (near[1] in _PERFECT and near[0] in ("only", "really", "finally", "also")):
+        return verb != "got" or c.low(index + 2) in _GOT_EVENT
+    return verb in _EVENTS and not (verb == "got" and c.low(index + 2) == "to")  # "you just got to try it"
 
 
-def _said_otherwise(c: TokenCursor, begin: int, stop: int) -> bool:
-    """The sentence says when in other words: "I just got back last week" is last week, not today.
-    Only ``CUE_REACH`` tokens on each side are read, so a long sentence stays a linear scan."""
-    token = c.tok(begin)
-    assert token is not None
-    first, last = c.sentences[token.sentence]
-    return any(_names_time(c, at) for at in (*range(max(first, begin - lx.CUE_REACH), begin),
-                                             *range(stop, min(last, stop + lx.CUE_REACH))))
-
-
-def _names_time(c: TokenCursor, at: int) -> bool:
-    """A word that says when on its own (a day word, a unit, a year, a month or weekday name)."""
-    low = c.low(at)
-    return low in _TIME_WORDS or lx.year_number(c.tok(at)) is not None or c.month_at(at) is not None \
-        or c.weekday_at(at, abbreviations=False) is not None
+def _in_question(c: TokenCursor, index: int) -> bool:
+    token = c.tok(index)
+    if token is None:
+        return False
+    _, last = c.sentences[token.sentence]
+    end = c.tok(last - 1)
+    return end is not None and end.low == "?"

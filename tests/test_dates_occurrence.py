@@ -207,6 +207,18 @@ def test_an_offset_counts_from_the_time_stated_before_it(text, expected):
         date.fromisoformat(first), date.fromisoformat(last or first))
 
 
+@pytest.mark.parametrize(("text", "expressions"), [
+    ("I just got back on May 3.", ["on May 3"]),  # the clause says when: "just" adds nothing
+    ("I just got back from Rome the other day", ["the other day"]),
+    ("I just got back from Rome, where I spent last week", ["just got", "last week"]),
+    ("I'm currently reading the book I bought on May 3.", ["currently", "on May 3"]),
+    ("It's not easy for us right now, my son had an accident last Tuesday", ["right now", "last Tuesday"]),
+    ("Yesterday was rough. I just went to bed early.", ["Yesterday"]),  # "just" as "simply"
+])
+def test_just_gives_way_to_a_time_its_clause_names(text, expressions):
+    assert [o.expression for o in resolve_occurrences(text, observed("2024-05-15"))] == expressions
+
+
 def test_to_dict_has_exactly_the_documented_keys_with_utc_iso_strings():
     occ = only("I went to a support group yesterday", "2023-05-08")
     assert occ.to_dict() == {"expression": "yesterday", "start": "2023-05-07T00:00:00Z",

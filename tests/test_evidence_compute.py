@@ -103,6 +103,10 @@ CASES = [
     ("How many cities have we visited at present?", [("paris", {"key": "Paris"}), ("rome", {"key": "Rome"}),
                                                      ("lisbon", {"key": "Lisbon"})],
      {"evidence_complete": True}, "computed", 3, None),  # "at present" is no window of one day
+    ("tell me how many cities we have visited since I just moved", [("paris", {"key": "Paris"}),
+                                                                  ("rome", {"key": "Rome"}),
+                                                                  ("lisbon", {"key": "Lisbon"})],
+     {"evidence_complete": True}, "computed", 3, None),  # nor is "just moved"
     ("How many cities did we visit in June 2023?", [("paris", {"key": "Paris"}), ("rome", {"key": "Rome"}),
                                                     ("lisbon", {"key": "Lisbon"})],
      {"evidence_complete": True}, "computed", 2, None),
