@@ -150,3 +150,19 @@ def make_config_from(runtime, **overrides):
     import dataclasses
 
     return dataclasses.replace(runtime.config, **overrides)
+
+
+@pytest.mark.parametrize(("text", "quote", "valid_from"), [
+    ("I live in Porto now.", "I live in Porto now", "said"),  # the day it was said: from the moment said
+    ("Today I moved to Porto.", "Today I moved to Porto", "said"),
+    ("I live in Porto.", "I live in Porto", "said"),  # no time named
+    ("On May 3 I moved to Porto.", "On May 3 I moved to Porto", T0 + 2 * DAY - 8 * 3600),  # 2024-05-03 00:00
+])
+def test_a_state_holds_from_the_time_its_quote_names_or_from_when_it_was_said(tmp_path, text, quote, valid_from):
+    runtime = _runtime(tmp_path)
+    said = T0 + 14 * DAY + 7 * 3600  # 2024-05-15 15:00 UTC
+    [store_id] = runtime.store.append(SessionKey("s1"), [{"role": "user", "content": text, "timestamp": said}])
+    answer = {"assertions": [{"store_id": store_id, "quote": quote, "subject": "user:self", "predicate": "lives_in",
+                              "value": "Porto", "kind": "fact", "confidence": 0.9}]}
+    [candidate] = contract.parse_answer(json.dumps(answer), {store_id: runtime.store.get(store_id)}).candidates
+    assert candidate.valid_from == (said if valid_from == "said" else valid_from)
