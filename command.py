@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 from . import backups, subsystems
-from .config import database_path, load_config
+from .config import database_path, load_config, with_store
 from .models import Complete, host_complete
 from .ops import dag_view, doctor, hygiene, maintenance, migrate_store, rotate, status
 from .pathprobe import probe_path
@@ -303,7 +303,8 @@ EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
 def setup_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trove_words", nargs="*", metavar="SUBCOMMAND", help=f"{ARGS_HINT} (default: status)")
     parser.add_argument("--db", dest="trove_db", metavar="PATH",
-                        help="database file (default: TROVE_DATABASE_PATH or $HERMES_HOME/trove.db)")
+                        help="database file, or a postgresql:// URL or libpq 'service=NAME' string (default:"
+                             " TROVE_DATABASE_URL, else TROVE_DATABASE_PATH or $HERMES_HOME/trove.db)")
     parser.add_argument("--json", dest="trove_json", action="store_true", help="print JSON instead of text")
     parser.add_argument("--session", dest="trove_session", metavar="ID",
                         help="session to report on, draw or rotate (there is no bound session outside Hermes)")
@@ -333,7 +334,7 @@ def _runtime_for(db: str | None, fallback: Runtime | None = None) -> Runtime:
         return fallback
     config = load_config(os.environ)
     if db:
-        config = dataclasses.replace(config, database_path=os.path.abspath(os.path.expanduser(db)))
+        config = with_store(config, db)
     path = database_path(config)
     if not config.database_url and not path.exists() and probe_path(path) is None:
         raise FileNotFoundError(f"no trove database at {path} (pass --db PATH)")

@@ -368,6 +368,25 @@ def database_path(config: TroveConfig) -> Path:
     return Path(config.hermes_home) / "trove.db"
 
 
+_LIBPQ = re.compile(r"[A-Za-z_]+\s*=")  # a libpq key=value string starts with a keyword
+
+
+def names_server(text: str) -> bool:
+    """``text`` names a PostgreSQL store (a ``postgresql://`` URL or a libpq ``service=NAME`` string),
+    not a SQLite file path."""
+    value = (text or "").strip()
+    return "://" in value or bool(_LIBPQ.match(value))
+
+
+def with_store(config: TroveConfig, db: str) -> TroveConfig:
+    """``config`` reading the store an operator names (``--db``): a server URL or libpq string selects
+    that server (its outbox stays where the plugin keeps it); anything else is the SQLite file path,
+    which, as TROVE_DATABASE_PATH does, places the outbox when TROVE_DATABASE_URL selects a server."""
+    if names_server(db):
+        return dataclasses.replace(config, database_url=db.strip())
+    return dataclasses.replace(config, database_path=os.path.abspath(os.path.expanduser(db)))
+
+
 def payload_dir(config: TroveConfig) -> Path:
     if config.large_output_externalization_path:
         return Path(os.path.expanduser(config.large_output_externalization_path))

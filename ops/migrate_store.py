@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from .. import pgtext
 from ..backend import on_server
-from ..config import redact_url
+from ..config import names_server, redact_url
 from ..db import Database, optional_schema
 from ..packed import pack
 from ..pgdb import PgDatabase, StoreSelectionError
@@ -34,7 +33,6 @@ PROGRESS_PREFIX = "migrated_from:"
 LOCAL_META = ("fts_integrity_checked_at", "fts_integrity_failed", "outbox_origin", "outbox_cursor", "outbox_sessions")
 # meta keys that belong to the opt-in tables: copied only with them (never, for now)
 OPT_IN_CORE_TABLES = ("temporal_rollups", "temporal_rollup_sources", "embedding_generations", "embedding_vectors")
-_LIBPQ = re.compile(r"[A-Za-z_]+\s*=")  # a libpq key=value string starts with a keyword
 Progress = Callable[[str, int, int, float], None]  # (table, rows done, rows in all, seconds so far)
 
 
@@ -100,7 +98,7 @@ def open_target(text: str, source: Database | PgDatabase) -> Database | PgDataba
     if not value:
         raise TargetError("--to is empty: give a postgresql:// URL, a libpq string (service=NAME)"
                           " or a SQLite file path")
-    if "://" in value or _LIBPQ.match(value):
+    if names_server(value):
         try:
             server = PgDatabase(value)
         except StoreSelectionError as exc:

@@ -40,6 +40,19 @@ def test_status_json_outside_hermes_is_unbound_and_counts_rows(db):
     assert code == 0 and data["session_id"] == "(unbound)" and data["store"]["total_messages"] == 6
 
 
+def test_db_names_a_server_by_url_without_making_a_folder_of_it(db, tmp_path, monkeypatch):
+    """``--db postgresql://...`` reads that server (here unreachable: status says so), also over
+    another TROVE_DATABASE_URL, and makes no file or folder from the URL."""
+    monkeypatch.chdir(tmp_path)
+    unreachable = "postgresql://trove@127.0.0.1:1/nowhere?connect_timeout=2"
+    code, out = run("status", "--db", unreachable, "--json")
+    assert "no trove database" not in out and "127.0.0.1:1/nowhere" in out, out
+    monkeypatch.setenv("TROVE_DATABASE_URL", "postgresql://trove@127.0.0.1:2/elsewhere?connect_timeout=2")
+    code, out = run("status", "--db", unreachable, "--json")
+    assert "127.0.0.1:1/nowhere" in out and "elsewhere" not in out, out
+    assert not (tmp_path / "postgresql:").exists()
+
+
 def test_status_text_for_a_named_session(db):
     code, out = run("--db", str(db), "--session", "chat-1")
     assert code == 0 and out.startswith("trove status:") and "session_id: chat-1" in out
