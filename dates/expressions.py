@@ -193,9 +193,8 @@ class _Scanner:
         return None
 
     def _ago(self, index: int) -> Hit | None:
-        """"3 days ago", "two weekends ago", "a year ago", "in two weeks" (future sentences only),
-        "for a month now" (an ongoing state: its start), "it's been a year since" (a year ago); vague
-        ("a few") and approximate ("about") quantities stay unresolved."""
+        """"3 days ago", "a year ago", "in two weeks" (future sentences only), "for a month now" (its start),
+        "it's been a year since" (a year ago); vague ("a few") and approximate ("about") ones are unresolved."""
         at, approximate, onset, anchor = index, False, self.c.low(index) == "for", None
         at += onset
         if self.c.low(at) in lx.APPROXIMATORS or (self.c.low(at) in ("more", "less") and self.c.low(at + 1) == "than"):
@@ -251,6 +250,9 @@ class _Scanner:
                 return None
             return self.c.offset(stop, self.c.low(at + 3), 0, anchor.first) if not (vague or approximate) else \
                 Hit(stop, reason=VAGUE_QUANTITY if vague else APPROXIMATE)
+        elif after in ("ago", "back") and unit == "year" and self.c.low(at + 2) == "in" and count is not None \
+                and (month := self.c.month_at(at + 3)) is not None and not approximate:
+            return Hit(at + 4, *iv.month_span(self.c.today.year - count, month), "month")  # "5 years ago in June"
         elif after in ("ago", "back"):
             stop, sign = at + 2, -1
         elif after == "from" and self.c.low(at + 2) == "now":
@@ -587,6 +589,11 @@ class _Scanner:
         weekday = self.c.weekday_at(at, abbreviations=False)
         end = self._anchor(at, days=False) if weekday is None else (
             self.c.day_hit(self.c.skip_part_of_day(at + 1), iv.weekday_after(first - iv.DAY, weekday)))
+        week = self._week_named(self.c.skip_part_of_day(at + 1)) if weekday is not None else None
+        opening = self.c.weekday_at(index + 1, abbreviations=False) if start.stop == index + 2 else None
+        if week is not None and opening is not None and weekday is not None:  # "from Monday to Friday last week"
+            monday = iv.week_start(self.c.today) + iv.WEEK * week[0]
+            first, end = monday + timedelta(days=opening), self.c.day_hit(week[1], monday + timedelta(days=weekday))
         if end is None or end.days[1] < first:
             return None
         granularity = start.granularity if start.granularity == end.granularity else "day"

@@ -470,6 +470,11 @@ TABLE = [
     (WED, "We went to the beach on the weekend of May 4th.", "2024-05-04..2024-05-05"),
     (WED, "The weekend of May 8 we went hiking.", "2024-05-11..2024-05-12"),
     (WED, "I was in Hawaii the week of Thanksgiving.", MOVABLE),
+    # -- a run of weekdays of a named week; "N years ago in <month>" ------------------------------------
+    (WED, "From Monday to Friday last week I was sick.", "2024-05-06..2024-05-10"),
+    (WED, "between Tuesday and Thursday next week I will be away", "2024-05-21..2024-05-23"),
+    (WED, "It was 5 years ago in June.", "2019-06-01..2019-06-30"),
+    (WED, "two years ago in March we met", "2022-03-01..2022-03-31"),
 ]
 
 
