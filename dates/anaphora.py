@@ -2,8 +2,8 @@
 
 English lets a sentence count from a time said earlier: "We married on June 1st. The next day we
 flew to Rome" is 2 June. An expression the grammar leaves relative to an unstated reference takes
-the nearest resolved time before it in the same message (at most ``REACH`` characters back) as
-that reference, when it has one of these forms:
+the expression just before it in the same message (at most ``REACH`` characters back) as that
+reference, when that one is resolved and the offset has one of these forms:
 
 - "the next/following/previous/prior day|week|weekend|month|year", a part of a day counting as a
   day ("the next morning");
@@ -15,12 +15,16 @@ that reference, when it has one of these forms:
 
 Units count as "the week before May 3" does (``TokenCursor.around``). A day, weekday or weekend
 counts from a reference of whole days; a week from days or a week; a month from days, a week
-or a month; a year from any. Any other case keeps its reason.
+or a month; a year from any. A result on the wrong side of the observation day for the
+sentence's tense (a past event counted into the future) means the reference was not the
+story's time, and the reason stays. With no reference, "the previous Monday" is the last
+Monday before the observation day; anything else keeps its reason.
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import date
 
 from . import intervals as iv
 from . import lexicon as lx
@@ -32,21 +36,24 @@ _AFTER = {"next": 1, "following": 1, "later": 1, "after": 1, "previous": -1, "pr
 _FROM = {"day": ("day",), "weekend": ("day",), "week": ("day", "week"), "month": ("day", "week", "month"),
          "year": ("day", "week", "month", "year")}
 _CLOSED = re.compile(r"\s*(?:[,.;:!?)]|$)")
+_SENTENCE_END = re.compile(r"[.!?;\n]")
+_SIDE = 300  # characters of the sentence on each side read for its tense
 
 
-def resolve(text: str, found: Sequence[Occurrence]) -> list[Occurrence]:
-    """``found`` with each offset from an unstated reference counted from the nearest earlier time."""
+def resolve(text: str, found: Sequence[Occurrence], today: date) -> list[Occurrence]:
+    """``found`` with each offset from an unstated reference counted from the time just before it."""
     out: list[Occurrence] = []
-    reference: Occurrence | None = None
     for occ in found:
-        if occ.unresolved == NO_REFERENCE and reference is not None and occ.span[0] - reference.span[1] <= REACH:
-            occ = _counted(text, occ, reference) or occ
-        reference = occ if occ.resolved else reference
+        reference = out[-1] if out else None
+        if occ.unresolved == NO_REFERENCE:
+            near = reference if reference is not None and occ.span[0] - reference.span[1] <= REACH else None
+            counted = _counted(text, occ, near, today) if near is not None and near.resolved else None
+            occ = counted or _alone(occ, today) or occ
         out.append(occ)
     return out
 
 
-def _counted(text: str, occ: Occurrence, reference: Occurrence) -> Occurrence | None:
+def _counted(text: str, occ: Occurrence, reference: Occurrence, today: date) -> Occurrence | None:
     form = _form([t.low for t in lx.tokenize(occ.expression)], bool(_CLOSED.match(text, occ.span[1])))
     if form is None or reference.start is None or reference.end is None or reference.granularity is None:
         return None
@@ -58,10 +65,31 @@ def _counted(text: str, occ: Occurrence, reference: Occurrence) -> Occurrence | 
         day = iv.weekday_after(end - iv.DAY, weekday) if count > 0 else iv.weekday_before(first, weekday)
         hit: Hit | None = Hit(0, *iv.day_span(day), "day")
     else:
-        hit = TokenCursor([], first).around(0, unit, count, Hit(0, first, end, "day"))
+        hit = TokenCursor([], today).around(0, unit, count, Hit(0, first, end, "day"))
     if hit is None or hit.first is None or hit.end is None or hit.granularity is None:
         return None
+    tense = _tense(text, occ.span)  # a past event counted into the future (or the reverse) is a wrong reference
+    if (tense == "past" and hit.first > today) or (tense == "future" and hit.end <= today):
+        return None
     return Occurrence(occ.expression, occ.span, *iv.utc_bounds(hit.first, hit.end), hit.granularity)
+
+
+def _alone(occ: Occurrence, today: date) -> Occurrence | None:
+    """"the previous Monday" with no time before it: the last Monday before the observation day."""
+    words = [t.low for t in lx.tokenize(occ.expression)]
+    if len(words) != 3 or words[:2] != ["the", "previous"] or words[2] not in lx.WEEKDAYS:
+        return None
+    day = iv.weekday_before(today, lx.WEEKDAYS[words[2]])
+    return Occurrence(occ.expression, occ.span, *iv.utc_bounds(*iv.day_span(day)), "day")
+
+
+def _tense(text: str, span: tuple[int, int]) -> str:
+    """The tense of the sentence around ``span``, read from at most ``_SIDE`` characters each side."""
+    left = _SENTENCE_END.split(text[max(0, span[0] - _SIDE):span[0]])[-1]
+    right = _SENTENCE_END.split(text[span[1]:span[1] + _SIDE])[0]
+    before, inside = len(lx.tokenize(left)), len(lx.tokenize(text[span[0]:span[1]]))
+    tokens = lx.tokenize(left + text[span[0]:span[1]] + right)
+    return lx.sentence_tense(tokens, 0, len(tokens), before, min(len(tokens), before + inside))
 
 
 def _form(words: list[str], closed: bool) -> tuple[str, int, int | None] | None:

@@ -58,6 +58,14 @@ class TokenCursor:
         token = self.tok(index)
         return token.base if token is not None else ""
 
+    def in_question(self, index: int) -> bool:
+        """The sentence holding token ``index`` ends with a question mark."""
+        token = self.tok(index)
+        if token is None:
+            return False
+        end = self.tok(self.sentences[token.sentence][1] - 1)
+        return end is not None and end.low == "?"
+
     def tense(self, begin: int, end: int | None = None) -> str:
         """"past", "future" or "unclear" for the expression at tokens ``begin..end`` (see lexicon)."""
         first, last = self.sentences[self.tokens[begin].sentence]

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from . import clock, holidays, parts, present, spans, written
+from . import clock, holidays, parts, present, ranges, spans, written
 from . import intervals as iv
 from . import lexicon as lx
 from .cursor import Hit, TokenCursor
@@ -23,7 +23,6 @@ SEASON = "season (hemisphere-dependent)"
 NO_REFERENCE = "relative to an unstated reference"
 UNCLEAR_TENSE = "weekday or day without last/this/next and unclear tense"
 DAY_MONTH_ORDER = "day/month order ambiguous"
-NO_SUCH_DAY = "no such weekday on that day of the month nearby"
 
 _CONTEXT = lx.MONTH_CONTEXT | lx.YEAR_CONTEXT
 _SINGULAR = frozenset({"week", "month", "year"})
@@ -108,9 +107,17 @@ class _Scanner:
         return found
 
     def _longest(self, index: int) -> Hit | None:
-        """The longest claim at ``index``; of equal ones, the first matcher's."""
-        hits = (hit for matcher in self.matchers if (hit := matcher(index)) is not None)
-        return max(hits, key=lambda hit: hit.stop, default=None)
+        """The longest claim at ``index``; of equal ones, the first matcher's. A matcher whose day
+        falls off the calendar (year 1 or 9999) claims nothing."""
+        best: Hit | None = None
+        for matcher in self.matchers:
+            try:
+                hit = matcher(index)
+            except (ValueError, OverflowError):
+                continue
+            if hit is not None and (best is None or hit.stop > best.stop):
+                best = hit
+        return best
 
     def _inner(self, at: int) -> Hit | None:
         """The longest claim at ``at``, read as a relation's stated day or a range end: never nested."""
@@ -206,6 +213,8 @@ class _Scanner:
         half = self.c.low(at) == "half" and self.c.low(at + 1) in lx.ARTICLES  # "half a year ago"
         at += half
         vague, count = False, lx.number_value(self.c.tok(at))
+        if self.c.low(at - 1) == "." and self.c.low(at - 2).isdigit():
+            return None  # "1.5 years ago": a decimal count names no calendar unit
         if self.c.low(at) in lx.ARTICLES and self.c.low(at + 1) in lx.VAGUE_QUANTITIES:
             vague, at = True, at + 2
         elif self.c.low(at) in lx.VAGUE_QUANTITIES:
@@ -242,8 +251,8 @@ class _Scanner:
         elif after in ("ago", "back") and self.c.base(at + 2) in ("today", "yesterday") and not (onset or future_form):
             stop, sign = at + 3, -1  # "a year ago today", "a week ago yesterday": that very day
             anchor = self.c.day(stop, -(self.c.base(at + 2) == "yesterday"))
-        elif after in ("ago", "back") and self.c.low(at + 2) == "this" and self.c.low(at + 3) in ("week", "month") \
-                and unit in ("day", "week", "month", "year"):
+        elif after in ("ago", "back") and self.c.low(at + 2) == "this" and unit in ("day", "week", "month", "year") \
+                and self.c.low(at + 3) in ("week", "weekend", "month"):
             stop = at + 4  # "two years ago this month": that month of that year
             anchor = self.c.exact(stop, self.c.today, unit, -(count or 1))
             if anchor is None or anchor.first is None:
@@ -263,7 +272,7 @@ class _Scanner:
             stop, sign = anchor.stop, -1 if after == "before" else 1
         elif after in ("before", "after", "later", "earlier", "prior"):
             return Hit(at + 2, reason=NO_REFERENCE)
-        elif after == "since" and self.c.low(index - 1) == "been" and self.c.low(index - 2) not in ("had", "hadn't"):
+        elif after == "since" and self.c.low(index - 1) == "been" and self._since_now(index, at + 2):
             stop, sign = at + 2, -1  # "it's been a year since I moved": a year ago
         else:
             return None
@@ -360,7 +369,7 @@ class _Scanner:
         # a weekday is counted from any stated time ("the Friday before last week"); a unit from a day
         anchor = self._anchor(index + 3, days=weekday is None) if named and relation in ("before", "after", "of") \
             else None
-        week = self._week_named(index + 2) if weekday is not None and relation == "of" else None
+        week = written.week_named(self.c, index + 2) if weekday is not None and relation == "of" else None
         if weekday is not None and week is not None:  # "the Tuesday of last week"
             return self._day_of_week(week[1], week[0], weekday)
         if weekday is not None and anchor is not None and relation != "of":
@@ -385,7 +394,10 @@ class _Scanner:
             return Hit(index + 3, reason=NO_REFERENCE)  # "the Wednesday before" (before what?)
         if word not in ("day", "week", "weekend", "month", "year") or unit is None:
             return None
-        if anchor is not None and (relation != "of" or unit in ("week", "weekend", "month")):
+        if anchor is not None and relation == "of" and unit == "weekend":  # the weekend nearest the day
+            return Hit(anchor.stop, *iv.nearest_weekend(anchor.days[0]), "day") if anchor.days[0] == anchor.days[1] \
+                else None
+        if anchor is not None and (relation != "of" or unit in ("week", "month")):
             return self.c.around(anchor.stop, unit, {"before": -1, "after": 1, "of": 0}[relation], anchor)
         if (relation, self.c.low(index + 3)) in (("before", "last"), ("after", "next")) and unit != "day":
             return self.c.offset(index + 4, unit, -2 if relation == "before" else 2)  # "the week after next"
@@ -513,26 +525,20 @@ class _Scanner:
         if weekday is None or self.c.low(at - 1) in ("every", "good", "black", "each"):
             return None
         stop = self.c.skip_part_of_day(at + 1)
-        week = self._week_named(stop)
+        week = written.week_named(self.c, stop)
         if week is not None:  # "Tuesday (of) last week"
             return self._day_of_week(week[1], week[0], weekday)
-        nth = lx.day_number(self.c.tok(stop + 1)) if self.c.low(stop) == "the" else None
+        ordinal = self.c.low(stop) == "the" and self.c.low(stop + 1)[-2:] in ("st", "nd", "rd", "th")
+        nth = lx.day_number(self.c.tok(stop + 1)) if ordinal and self.c.low(stop + 2) in lx.AFTER_NTH else None
         stop += 2 if nth is not None else 0  # "Tuesday the 7th": the nearest 7th that is a Tuesday
         tense = self.c.tense(at, stop)
         if tense == "unclear":
             return Hit(stop, reason=UNCLEAR_TENSE)
         forward = tense == "future"
-        if nth is not None:
-            dated = iv.weekday_month_day(self.c.today, weekday, nth, forward=forward)
-            return self.c.day_hit(stop, dated) if dated is not None else Hit(stop, reason=NO_SUCH_DAY)
+        if nth is not None and (dated := iv.weekday_month_day(self.c.today, weekday, nth, forward=forward)):
+            return self.c.day_hit(stop, dated)
         day = iv.weekday_after(self.c.today, weekday) if forward else iv.weekday_before(self.c.today, weekday)
         return self.c.day_hit(stop, day)
-
-    def _week_named(self, at: int) -> tuple[int, int] | None:
-        """``(step, stop)`` for "(of) last/this/next week" at ``at``, else None."""
-        at += self.c.low(at) == "of"
-        step = written.STEP.get(self.c.low(at))
-        return (step, at + 2) if step is not None and self.c.low(at + 1) == "week" else None
 
     def _day_of_week(self, stop: int, step: int, weekday: int) -> Hit:
         """``weekday`` of the ISO week ``step`` weeks from the observation's."""
@@ -574,27 +580,20 @@ class _Scanner:
             iv.weekday_after(month.first - iv.DAY, named) + iv.WEEK * (nth - 1))
         return self.c.day_hit(month.stop, day) if weekday is not None else Hit(month.stop, day, day + 2 * iv.DAY, "day")
 
+    def _since_now(self, index: int, after: int) -> bool:
+        """"(it's) been N units since" at ``index`` counts back from now: not after "had" or a negation
+        ("it hasn't been a week since"), in a question, or before a stated time ("since May 3rd")."""
+        lead = {self.c.low(index - 2).replace("\u2019", "'"), self.c.low(index - 3)}
+        if lead & {"had", "hadn't", "hasn't", "haven't", "not", "never"} or \
+                any(word.endswith("'d") for word in lead) or self.c.in_question(index):
+            return False
+        stated = self._inner(after)
+        return stated is None or stated.first is None
+
     def _holiday(self, index: int) -> Hit | None:
         """Holidays on one date every year, and movable ones named and refused: ``holidays``."""
         return holidays.holiday(self.c, index, nested=self.nested)
 
     def _range(self, index: int) -> Hit | None:
-        """"between A and B", "from A to/until/through B": from the start of A to the end of B, each
-        end any resolved expression; a bare weekday B is the first one on or after A."""
-        joiners = {"between": ("and",), "from": ("to", "until", "till", "through")}.get(self.c.low(index))
-        start = self._anchor(index + 1, days=False) if joiners else None
-        if start is None or joiners is None or self.c.low(start.stop) not in joiners:
-            return None
-        at, first = start.stop + 1, start.days[0]
-        weekday = self.c.weekday_at(at, abbreviations=False)
-        end = self._anchor(at, days=False) if weekday is None else (
-            self.c.day_hit(self.c.skip_part_of_day(at + 1), iv.weekday_after(first - iv.DAY, weekday)))
-        week = self._week_named(self.c.skip_part_of_day(at + 1)) if weekday is not None else None
-        opening = self.c.weekday_at(index + 1, abbreviations=False) if start.stop == index + 2 else None
-        if week is not None and opening is not None and weekday is not None:  # "from Monday to Friday last week"
-            monday = iv.week_start(self.c.today) + iv.WEEK * week[0]
-            first, end = monday + timedelta(days=opening), self.c.day_hit(week[1], monday + timedelta(days=weekday))
-        if end is None or end.days[1] < first:
-            return None
-        granularity = start.granularity if start.granularity == end.granularity else "day"
-        return Hit(end.stop, first, end.days[1] + iv.DAY, granularity)
+        """"between A and B", "from A to/until/through B": ``ranges``."""
+        return ranges.run(self.c, index, lambda at: self._anchor(at, days=False))

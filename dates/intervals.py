@@ -151,3 +151,13 @@ def weekday_month_day(today: date, weekday: int, day: int, *, forward: bool) -> 
         if candidate.weekday() == weekday and ((candidate >= today) if forward else (candidate <= today)):
             return candidate
     return None
+
+
+def nearest_weekend(day: date) -> tuple[date, date]:
+    """The Saturday and Sunday nearest ``day``: its own on a weekend; from Monday or Tuesday the one
+    before, from Wednesday to Friday the one after."""
+    saturday = weekday_before(day + timedelta(days=1), 5)  # the Saturday on or before ``day``
+    back = (day - saturday).days - 1  # days since that weekend's Sunday
+    if back > 0 and (saturday + WEEK - day).days <= back:
+        saturday += WEEK
+    return saturday, saturday + timedelta(days=2)

@@ -18,14 +18,16 @@ from . import intervals as iv
 from .expressions import Occurrence, find_expressions
 
 MAX_SCAN_CHARS = 20_000
-_CLAUSE_BREAK = re.compile(r"[,.;:!?\n]")
+_SENTENCE_BREAK = re.compile(r"[.;!?\n]")
 
 RULES = """\
 - Calendar arithmetic uses the UTC date of the observation; weeks are ISO weeks (Monday first).
 - "last/next <weekday>": the nearest such day strictly before/after the observation day;
   "this <weekday>": that day of the observation's ISO week.
-- "<weekday> the <nth>" ("Tuesday the 7th") is the nearest such day of a month that falls on that
-  weekday (on or before the observation day, or after it in a sentence about the future).
+- "<weekday> the <nth>" ("Tuesday the 7th", an ordinal followed by the end of the clause or a word
+  such as "I", "we", "at") is the nearest such day of a month that falls on that weekday: on or
+  before the observation day, on or after it in a sentence about the future; unclear tense leaves
+  it unresolved. "The 7th grade", "the 2nd half" and "the 4 of us" leave the weekday alone.
 - A weekday with no last/this/next ("on Friday") follows the tense of its sentence, read from
   the tense cue nearest to it (went, -ed, was / will, 'll, going to, plan, next...): past ->
   the nearest one strictly before, future -> strictly after; no cue or a tie -> unresolved.
@@ -34,14 +36,17 @@ RULES = """\
   month, or to the next one not before it when the nearest tense cue is future. A day and
   month without a year follow the same rule at day precision.
 - "for N units now" (an ongoing state) resolves to its start, like "N units ago"; so does "it's been N
-  units since" (not "it had been": that counts from another past).
+  units since" (not "it had been", which counts from another past, nor a negation, a question, or
+  "since" a stated time: "it's been two years since Christmas 2021" is Christmas 2021). A decimal
+  count ("1.5 years ago") names no calendar unit.
 - "last <month>" is the latest such month strictly before the observation month; "next <month>"
   the earliest strictly after.
 - "last week/month/year" and "N weeks/months/years ago" are whole calendar units (ISO week,
   month, year); "the past N days/weeks" is a rolling window of days ending with the
   observation day (like the period "Nd"), granularity "day".
 - "the day/week/weekend/<weekday> before (after) X", "N units before (after) X" and "the week (weekend) of X",
-  with X a stated day ("May 3", "last Friday", "yesterday"): days count from X's near edge, weeks,
+  with X a stated day ("May 3", "last Friday", "yesterday"; "the weekend of X" is the weekend
+  nearest X, from a Monday or Tuesday the one before): days count from X's near edge, weeks,
   months and years are whole calendar units counted from X's; the weekend before X is the last
   Saturday and Sunday ending before it, the weekend after X the first one after it.
   "the week/weekend/month/year before last" ("after next") is two units back (ahead).
@@ -56,13 +61,15 @@ RULES = """\
   back"; not "I just wanted", where it means "simply") name the observation day; none does in a
   question, and "just" gives way to a time its clause names ("I just got back on May 3").
 - "the next day", "the following Monday", "two days later", and "the day after" closing its clause
-  count from the nearest time the message stated before them ("We married on June 1st. The next
-  day we flew": 2 June), as "the day after June 1st" would; with none, they stay unresolved.
+  count from the expression just before them when it is a resolved time ("We married on June 1st.
+  The next day we flew": 2 June), as "the day after June 1st" would, unless that puts a past event
+  after the observation day (or a future one before it). Otherwise they stay unresolved, except
+  "the previous Monday", the last Monday before the observation day.
 - Vague or approximate quantities ("a few days ago", "about a year ago"), seasons (hemisphere-
-  dependent), "recently", and offsets from an unstated reference ("the week before", "the day
-  before my birthday") stay unresolved with a reason, as do counts past the bounds (3660 days,
-  520 weeks or weekends, 1200 months, 200 years). Numeric dates like 3/4/2023 are unresolved
-  unless one part is > 12.
+  dependent), "recently", and offsets from an unstated reference ("the day before my birthday", or
+  "the week before" with no time before it) stay unresolved with a reason, as do counts past the
+  bounds (3660 days, 520 weeks or weekends, 1200 months, 200 years). Numeric dates like 3/4/2023
+  are unresolved unless one part is > 12. A day past the calendar's ends (year 1, 9999) claims nothing.
 - "the <weekday> before last" ("after next") is the one before the last such weekday (after the
   next); "N <weekday>s ago" the Nth such day strictly before; a fortnight is two weeks; "half a
   year ago" six months back.
@@ -97,18 +104,19 @@ def resolve_occurrences(text: str, observed_at: datetime | int | float, *, limit
     epoch seconds). See RULES for how ambiguous wording is treated."""
     now = iv.as_utc(observed_at)
     head = text[:max(0, min(int(max_chars), MAX_SCAN_CHARS))] if isinstance(text, str) else ""
-    return anaphora.resolve(head, _settled(head, find_expressions(head, now.date(), limit=limit, now=now)))
+    found = _settled(head, find_expressions(head, now.date(), limit=None if limit is None else limit + 1, now=now))
+    return anaphora.resolve(head, found, now.date())[:limit]
 
 
 def _settled(text: str, found: list[Occurrence]) -> list[Occurrence]:
-    """``found`` without the claims that give way (``present.gives_way``) to another expression of
-    their clause (no ``,.;:!?`` or line break between them): "I just got back on May 3" is May 3."""
+    """``found`` without the "just" claims (``present.recent_past``) that share their sentence (no
+    ``.;!?`` or line break between them) with another expression: "I just got back on May 3" is May 3."""
     def stays(i: int, occ: Occurrence) -> bool:
-        if not present.gives_way(occ.expression):
+        if not present.recent_past(occ.expression):
             return True
         for other in found[max(0, i - 1):i] + found[i + 1:i + 2]:
             left, right = sorted((occ.span, other.span))
-            if not _CLAUSE_BREAK.search(text, left[1], right[0]):
+            if not _SENTENCE_BREAK.search(text, left[1], right[0]):
                 return False
         return True
 

@@ -6,16 +6,18 @@ Each names the observation day (granularity "day"), the way "today" does:
   moment" not before a clause or "of" ("at the moment she walked in", "at the moment of his
   birth"); "at present" not in a compound ("present-day"); "currently" not after a past "was"/"were";
 - "now" closing a sentence or clause ("I'm in Porto now."), unless a word before it makes it a bound
-  ("by now", "until now"), the tail of a duration ("for hours now") or an interjection ("okay now"),
-  or the sentence is told in the past ("it was late now");
+  ("by now", "until now"), the tail of a duration ("for hours now") or an opening interjection
+  ("Okay now,"), or the nearest verb before it is a past "was"/"had" ("it was late now");
 - "just" for the recent past: in the perfect ("I've just moved", "she has just left") or before a
-  past form of a verb that names an event ("I just got back", "we just signed"). "Just" also means
-  "simply" ("I just wanted to say", "I just knew it"), so other verbs claim nothing, and neither
-  does "just" after "had" ("she had only just left": the past of another past).
+  past form of a verb that names an event ("I just got back", "I just saw your message"). "Just"
+  also means "simply" ("I just wanted to say", "I just knew it"), so other verbs claim nothing, and
+  neither does "just" after "had" ("she had only just left": the past of another past).
 
 No word claims anything in a question ("Are you currently working?" asks, it reports no event).
-A "just" claim gives way to a time its clause names in other words ("I just got back on May 3":
-May 3 says when; ``gives_way``, applied by occurrence.py). ``speaks_of_now`` tells a caller that
+A "just" claim gives way to any other time its sentence names ("I just got back on May 3", "back
+in 2015 I was broke, I just ate noodles": the other words say when; ``recent_past``, applied by
+occurrence.py), and claims nothing after a past "was"/"had" in its sentence ("when I was a kid, I
+just found it boring"). ``speaks_of_now`` tells a caller that
 reads a question's time window which expressions these are.
 """
 from __future__ import annotations
@@ -34,8 +36,12 @@ _PAST_COPULA = frozenset({"was", "were", "wasn't", "weren't", "had", "hadn't"})
 _DURATION_TAIL = frozenset({"second", "sec", "minute", "min", "hour", "hr", "day", "week", "weekend", "fortnight",
                             "month", "year", "yr", "decade", "while", "age", "long", "time", "forever"})
 _BOUNDS = frozenset({"by", "until", "till", "from", "to", "than", "for", "since"})
-_INTERJECTIONS = frozenset({"okay", "ok", "on", "and", "then", "well", "so", "right", "oh", "now", "come", "yes",
-                            "no", "yeah", "alright"})
+# "okay now", "come on now", "and now, the weather": "now" after one of these opening its sentence
+_OPENERS = frozenset({"okay", "ok", "on", "and", "then", "well", "so", "right", "oh", "now", "yes", "no", "yeah",
+                      "alright", "but"})
+_PRESENT = frozenset({"am", "is", "are", "i'm", "we're", "you're", "they're", "he's", "she's", "it's", "that's",
+                      "there's", "everything's", "here's", "isn't", "aren't"})
+_PAST_AUX = frozenset({"was", "were", "wasn't", "weren't", "had", "hadn't", "did", "didn't"})
 _CLOSERS = frozenset({".", "!", ",", ";", ":", ")"})
 _PERFECT = frozenset({"have", "has", "i've", "we've", "you've", "they've", "haven't", "hasn't"})
 # Verbs whose past names an event that "just" places a moment ago (not a state or a thought)
@@ -43,10 +49,14 @@ _EVENTS = frozenset({
     "got", "came", "arrived", "returned", "finished", "completed", "started", "began", "moved", "signed", "bought",
     "left", "won", "adopted", "graduated", "booked", "landed", "joined", "launched", "opened", "quit", "married",
     "published", "released", "received", "sold", "ran", "reached", "passed", "submitted", "sent", "paid", "ordered",
-    "picked", "woke", "met", "found", "lost", "broke", "became", "made", "celebrated", "visited", "watched",
-    "wrote", "built", "painted", "baked", "cooked", "ate", "checked", "applied", "accepted", "announced",
-    "enrolled", "registered", "uploaded", "installed", "updated", "upgraded", "fixed", "repaired", "renewed",
-    "retired", "resigned", "hired", "fired", "promoted", "engaged", "divorced", "delivered", "flew", "drove",
+    "picked", "woke", "met", "found", "lost", "broke", "became", "celebrated", "visited", "watched", "wrote",
+    "built", "painted", "baked", "cooked", "checked", "applied", "accepted", "announced", "enrolled", "registered",
+    "uploaded", "installed", "updated", "upgraded", "fixed", "repaired", "renewed", "retired", "resigned", "hired",
+    "fired", "promoted", "engaged", "divorced", "delivered", "flew", "drove",
+    # communication and perception: "I just saw your message", "I just heard the news"
+    "saw", "heard", "told", "texted", "called", "emailed", "messaged", "contacted", "replied", "posted", "noticed",
+    "realized", "realised", "discovered", "learned", "learnt", "achieved", "reorganized", "organized", "performed",
+    "competed", "participated", "skyped",
 })
 # "I've just got back" is an event, "I've just got one question" a possession
 _GOT_EVENT = frozenset({"back", "home", "in", "off", "out", "up", "here", "there", "engaged", "married", "promoted",
@@ -66,7 +76,7 @@ def now(c: TokenCursor, index: int) -> Hit | None:
         stop = index + 1
     if stop is None and low == "just" and not c.standalone and _recent_past(c, index):
         stop = index + 2
-    if stop is None or (not c.standalone and _in_question(c, index)):
+    if stop is None or (not c.standalone and c.in_question(index)):
         return None
     return c.day(stop, 0)
 
@@ -74,11 +84,11 @@ def now(c: TokenCursor, index: int) -> Hit | None:
 def speaks_of_now(expression: str) -> bool:
     """True for an expression this module claims ("currently", "right now", "just moved")."""
     words = expression.casefold().split()
-    return " ".join(words) in _WORDS or gives_way(expression)
+    return " ".join(words) in _WORDS or recent_past(expression)
 
 
-def gives_way(expression: str) -> bool:
-    """True for a "just" claim ("just moved"): it yields to a time its clause names in other words."""
+def recent_past(expression: str) -> bool:
+    """True for a "just" claim ("just moved"), which gives way to any other time its sentence names."""
     words = expression.casefold().split()
     return len(words) == 2 and words[0] == "just" and words[1] != "now"
 
@@ -102,11 +112,27 @@ def _closes(c: TokenCursor, index: int) -> bool:
     before, token, after = c.tok(index - 1), c.tok(index), c.tok(index + 1)
     if token is None or before is None or before.sentence != token.sentence or not before.low[:1].isalpha():
         return False
-    if before.low in _BOUNDS or before.low in _INTERJECTIONS or before.low.rstrip("s") in _DURATION_TAIL:
+    if before.low in _BOUNDS or before.low.rstrip("s") in _DURATION_TAIL:
         return False
     if not (after is None or after.sentence != token.sentence or after.low in _CLOSERS):
         return False
-    return c.tense(index) != "past"
+    first, _ = c.sentences[token.sentence]
+    if (before.low in _OPENERS and first == index - 1) or (first == index - 2 and c.low(first) in ("come", "all")) \
+            or (before.low == "and" and c.low(index - 2) == "then"):
+        return False  # "Okay now, listen", "Come on now", "All right now", "then and now"
+    return _told_in_present(c, index, first)
+
+
+def _told_in_present(c: TokenCursor, index: int, first: int) -> bool:
+    """The nearest verb before ``now`` is not a past "was"/"had"/"did": "I was sick but I'm fine now"
+    is told in the present, "it was late now" in the past (other past forms are often adjectives)."""
+    for at in range(index - 1, max(first, index - lx.CUE_REACH) - 1, -1):
+        low = c.low(at).replace("\u2019", "'")
+        if low in _PRESENT or low.endswith(("'m", "'re")) or (len(low) > 4 and low.endswith("ing")):
+            return True
+        if low in _PAST_AUX:
+            return False
+    return True
 
 
 def _recent_past(c: TokenCursor, index: int) -> bool:
@@ -117,14 +143,12 @@ def _recent_past(c: TokenCursor, index: int) -> bool:
     if any(w in ("had", "hadn't") or w.replace("\u2019", "'").endswith("'d") for w in near):
         return False  # "she had (only) just left": the past of another past
     if near[0] in _PERFECT or (near[1] in _PERFECT and near[0] in ("only", "really", "finally", "also")):
-        return verb != "got" or c.low(index + 2) in _GOT_EVENT
-    return verb in _EVENTS and not (verb == "got" and c.low(index + 2) == "to")  # "you just got to try it"
-
-
-def _in_question(c: TokenCursor, index: int) -> bool:
-    token = c.tok(index)
-    if token is None:
+        if verb == "been":  # "I've just been promoted", "just been to Paris"; not "have just been crazy"
+            return lx.past_form(c.low(index + 2)) or c.low(index + 2) in ("to", "in", "at", "on")
+        return verb not in ("had", "got") or c.low(index + 2) in _GOT_EVENT
+    if verb not in _EVENTS or (verb == "got" and c.low(index + 2) == "to"):  # "you just got to try it"
         return False
-    _, last = c.sentences[token.sentence]
-    end = c.tok(last - 1)
-    return end is not None and end.low == "?"
+    token = c.tok(index)
+    assert token is not None
+    first, _ = c.sentences[token.sentence]
+    return not any(c.low(at) in _PAST_AUX for at in range(max(first, index - lx.CUE_REACH), index))

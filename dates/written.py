@@ -18,6 +18,13 @@ _RUN = frozenset({"-", "–", "to", "through", "until", "till"})
 _CLOCK = frozenset({"am", "pm", "a.m", "p.m", ":", "o'clock"})  # "May 3 - 5 pm" is a day and an hour
 
 
+def week_named(c: TokenCursor, at: int) -> tuple[int, int] | None:
+    """``(step, stop)`` for "(of) last/this/next week" at ``at``, else None."""
+    at += c.low(at) == "of"
+    step = STEP.get(c.low(at))
+    return (step, at + 2) if step is not None and c.low(at + 1) == "week" else None
+
+
 def relative_year(c: TokenCursor, at: int) -> int | None:
     """The year "last/this/next year" at ``at`` names (two tokens), else None."""
     step = STEP.get(c.low(at))

@@ -475,6 +475,18 @@ TABLE = [
     (WED, "between Tuesday and Thursday next week I will be away", "2024-05-21..2024-05-23"),
     (WED, "It was 5 years ago in June.", "2019-06-01..2019-06-30"),
     (WED, "two years ago in March we met", "2022-03-01..2022-03-31"),
+    # -- from a second review: the nearest weekend, near misses of "<weekday> the <nth>", "since" ----------
+    (WED, "We had a party the weekend of Christmas.", "2023-12-23..2023-12-24"),  # a Monday
+    (WED, "We went to the lake the weekend of May 6th.", "2024-05-04..2024-05-05"),  # a Monday: the one before
+    (WED, "We got engaged a year ago this weekend!", "2023-05-20..2023-05-21"),
+    (WED, "On Saturday the 2nd half of the game was awful.", "2024-05-11"),  # "2nd half" is no day
+    (WED, "On Tuesday the 7th grade class went to the museum.", "2024-05-14"),
+    (WED, "On Saturday the 4 of us went camping.", "2024-05-11"),
+    (WED, "It's been two years since Christmas 2021.", "2021-12-25"),  # "since" a stated time
+    (WED, "He started the previous Monday.", "2024-05-13"),  # no time before it: the last Monday
+    (WED, "I'm doing well now.", "2024-05-15"),
+    (WED, "I was sick but I'm fine now.", "2024-05-15"),
+    (WED, "I just saw your message.", "2024-05-15"),
 ]
 
 
@@ -574,6 +586,15 @@ def test_a_relation_or_range_that_does_not_hold_leaves_its_parts(text, expressio
     ("She was currently unemployed.", []),
     ("Are you currently working?", []),  # a question asks; it reports no event
     ("Where are you right now, mate?", []),
+    ("It'd been a year since I saw him.", []),
+    ("It hasn't been a week since I started and I'm already tired.", []),
+    ("Has it really been 10 years since we graduated?", []),
+    ("I quit 1.5 years ago.", []),  # a decimal count names no calendar unit
+    ("Things have just been crazy at work.", []),
+    ("I've just had enough of this job.", []),
+    ("When I was a kid, I just found it boring.", []),
+    ("It was late now, so we went home", []),
+    ("Come on now, be nice", []),
     ("It had been a year since I moved", []),  # since a past time, not since the observation
 ])
 def test_words_that_name_no_date_here_claim_nothing(text, expressions):
