@@ -37,18 +37,22 @@ _FROM = {"day": ("day",), "weekend": ("day",), "week": ("day", "week"), "month":
          "year": ("day", "week", "month", "year")}
 _CLOSED = re.compile(r"\s*(?:[,.;:!?)]|$)")
 _SENTENCE_END = re.compile(r"[.!?;\n]")
-_SIDE = 300  # characters of the sentence on each side read for its tense
+_SIDE = 120  # characters of the sentence before an offset read for its tense
+_PLAN = re.compile(r"\b(?:to|for|planned|agreed|promised|booked|scheduled)\b", re.IGNORECASE)
 
 
 def resolve(text: str, found: Sequence[Occurrence], today: date) -> list[Occurrence]:
     """``found`` with each offset from an unstated reference counted from the time just before it."""
     out: list[Occurrence] = []
+    guessed: set[int] = set()  # positions holding an ``_alone`` reading: no reference for the next
     for occ in found:
-        reference = out[-1] if out else None
         if occ.unresolved == NO_REFERENCE:
-            near = reference if reference is not None and occ.span[0] - reference.span[1] <= REACH else None
-            counted = _counted(text, occ, near, today) if near is not None and near.resolved else None
-            occ = counted or _alone(occ, today) or occ
+            near = out[-1] if out and occ.span[0] - out[-1].span[1] <= REACH else None
+            if near is not None and near.resolved and len(out) - 1 not in guessed:
+                occ = _counted(text, occ, near, today) or occ
+            elif (near is None or len(out) - 1 in guessed) and (alone := _alone(text, occ, today)) is not None:
+                occ = alone
+                guessed.add(len(out))
         out.append(occ)
     return out
 
@@ -68,28 +72,44 @@ def _counted(text: str, occ: Occurrence, reference: Occurrence, today: date) -> 
         hit = TokenCursor([], today).around(0, unit, count, Hit(0, first, end, "day"))
     if hit is None or hit.first is None or hit.end is None or hit.granularity is None:
         return None
-    tense = _tense(text, occ.span)  # a past event counted into the future (or the reverse) is a wrong reference
-    if (tense == "past" and hit.first > today) or (tense == "future" and hit.end <= today):
-        return None
+    # A past event counted into the future (or a future one into the past) had the wrong reference,
+    # unless the sentence reports a plan ("we agreed to meet the following Saturday").
+    if hit.first > today or hit.end <= today:
+        left, right = _sentence_around(text, occ.span)
+        tense = _tense(left, occ.expression, right)
+        planned = bool(_PLAN.search(left) or _PLAN.search(right))
+        if (tense == "past" and hit.first > today and not planned) or (tense == "future" and hit.end <= today):
+            return None
     return Occurrence(occ.expression, occ.span, *iv.utc_bounds(hit.first, hit.end), hit.granularity)
 
 
-def _alone(occ: Occurrence, today: date) -> Occurrence | None:
-    """"the previous Monday" with no time before it: the last Monday before the observation day."""
+def _alone(text: str, occ: Occurrence, today: date) -> Occurrence | None:
+    """"the previous Monday" with no time before it (a summary's "he started the previous Monday"):
+    the last Monday before the observation day; not in a sentence about the future."""
     words = [t.low for t in lx.tokenize(occ.expression)]
     if len(words) != 3 or words[:2] != ["the", "previous"] or words[2] not in lx.WEEKDAYS:
         return None
-    day = iv.weekday_before(today, lx.WEEKDAYS[words[2]])
-    return Occurrence(occ.expression, occ.span, *iv.utc_bounds(*iv.day_span(day)), "day")
+    left, right = _sentence_around(text, occ.span)
+    if _tense(left, occ.expression, right) == "future":
+        return None
+    try:
+        day = iv.weekday_before(today, lx.WEEKDAYS[words[2]])
+        return Occurrence(occ.expression, occ.span, *iv.utc_bounds(*iv.day_span(day)), "day")
+    except (ValueError, OverflowError):  # before year 1
+        return None
 
 
-def _tense(text: str, span: tuple[int, int]) -> str:
-    """The tense of the sentence around ``span``, read from at most ``_SIDE`` characters each side."""
-    left = _SENTENCE_END.split(text[max(0, span[0] - _SIDE):span[0]])[-1]
-    right = _SENTENCE_END.split(text[span[1]:span[1] + _SIDE])[0]
-    before, inside = len(lx.tokenize(left)), len(lx.tokenize(text[span[0]:span[1]]))
-    tokens = lx.tokenize(left + text[span[0]:span[1]] + right)
-    return lx.sentence_tense(tokens, 0, len(tokens), before, min(len(tokens), before + inside))
+def _sentence_around(text: str, span: tuple[int, int]) -> tuple[str, str]:
+    """The words of ``span``'s sentence before and after it, at most ``_SIDE`` characters each."""
+    return (_SENTENCE_END.split(text[max(0, span[0] - _SIDE):span[0]])[-1],
+            _SENTENCE_END.split(text[span[1]:span[1] + _SIDE])[0])
+
+
+def _tense(left: str, expression: str, right: str) -> str:
+    """The tense of the sentence ``left + expression + right`` at the expression (its nearest cue)."""
+    before, inside = lx.tokenize(left), lx.tokenize(expression)
+    tokens = before + inside + lx.tokenize(right)
+    return lx.sentence_tense(tokens, 0, len(tokens), len(before), len(before) + len(inside))
 
 
 def _form(words: list[str], closed: bool) -> tuple[str, int, int | None] | None:

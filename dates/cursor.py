@@ -58,6 +58,11 @@ class TokenCursor:
         token = self.tok(index)
         return token.base if token is not None else ""
 
+    def touching(self, index: int) -> bool:
+        """Token ``index + 1`` follows token ``index`` with nothing between them ("1.5", "'90s")."""
+        left, right = self.tok(index), self.tok(index + 1)
+        return left is not None and right is not None and left.end == right.start
+
     def in_question(self, index: int) -> bool:
         """The sentence holding token ``index`` ends with a question mark."""
         token = self.tok(index)

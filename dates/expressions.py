@@ -25,6 +25,7 @@ UNCLEAR_TENSE = "weekday or day without last/this/next and unclear tense"
 DAY_MONTH_ORDER = "day/month order ambiguous"
 
 _CONTEXT = lx.MONTH_CONTEXT | lx.YEAR_CONTEXT
+_NOT_FROM_NOW = frozenset({"had", "hadn't", "hasn't", "haven't", "not", "never"})  # "it hasn't been a week since"
 _SINGULAR = frozenset({"week", "month", "year"})
 MAX_COUNT = {"day": 3660, "week": 520, "weekend": 520, "month": 1200, "year": 200}
 _TRIGGERS = frozenset(
@@ -107,8 +108,7 @@ class _Scanner:
         return found
 
     def _longest(self, index: int) -> Hit | None:
-        """The longest claim at ``index``; of equal ones, the first matcher's. A matcher whose day
-        falls off the calendar (year 1 or 9999) claims nothing."""
+        """The longest claim at ``index`` (the first of equal ones); a day off the calendar claims nothing."""
         best: Hit | None = None
         for matcher in self.matchers:
             try:
@@ -213,7 +213,8 @@ class _Scanner:
         half = self.c.low(at) == "half" and self.c.low(at + 1) in lx.ARTICLES  # "half a year ago"
         at += half
         vague, count = False, lx.number_value(self.c.tok(at))
-        if self.c.low(at - 1) == "." and self.c.low(at - 2).isdigit():
+        if self.c.low(at)[:1].isdigit() and self.c.low(at - 1) in (".", ",") and self.c.low(at - 2).isdigit() \
+                and self.c.touching(at - 2) and self.c.touching(at - 1):
             return None  # "1.5 years ago": a decimal count names no calendar unit
         if self.c.low(at) in lx.ARTICLES and self.c.low(at + 1) in lx.VAGUE_QUANTITIES:
             vague, at = True, at + 2
@@ -260,7 +261,8 @@ class _Scanner:
             return self.c.offset(stop, self.c.low(at + 3), 0, anchor.first) if not (vague or approximate) else \
                 Hit(stop, reason=VAGUE_QUANTITY if vague else APPROXIMATE)
         elif after in ("ago", "back") and unit == "year" and self.c.low(at + 2) == "in" and count is not None \
-                and (month := self.c.month_at(at + 3)) is not None and not approximate:
+                and (month := self.c.month_at(at + 3)) is not None and not approximate \
+                and lx.year_number(self.c.tok(at + 4)) is None:  # not "two years ago in June 2020"
             return Hit(at + 4, *iv.month_span(self.c.today.year - count, month), "month")  # "5 years ago in June"
         elif after in ("ago", "back"):
             stop, sign = at + 2, -1
@@ -394,9 +396,10 @@ class _Scanner:
             return Hit(index + 3, reason=NO_REFERENCE)  # "the Wednesday before" (before what?)
         if word not in ("day", "week", "weekend", "month", "year") or unit is None:
             return None
-        if anchor is not None and relation == "of" and unit == "weekend":  # the weekend nearest the day
-            return Hit(anchor.stop, *iv.nearest_weekend(anchor.days[0]), "day") if anchor.days[0] == anchor.days[1] \
-                else None
+        if anchor is not None and relation == "of" and unit == "weekend":  # the nearest weekend, or the next
+            forward = self.c.tense(index, anchor.stop) == "future"
+            return Hit(anchor.stop, *iv.nearest_weekend(anchor.days[0], forward=forward), "day") \
+                if anchor.days[0] == anchor.days[1] else None
         if anchor is not None and (relation != "of" or unit in ("week", "month")):
             return self.c.around(anchor.stop, unit, {"before": -1, "after": 1, "of": 0}[relation], anchor)
         if (relation, self.c.low(index + 3)) in (("before", "last"), ("after", "next")) and unit != "day":
@@ -529,7 +532,8 @@ class _Scanner:
         if week is not None:  # "Tuesday (of) last week"
             return self._day_of_week(week[1], week[0], weekday)
         ordinal = self.c.low(stop) == "the" and self.c.low(stop + 1)[-2:] in ("st", "nd", "rd", "th")
-        nth = lx.day_number(self.c.tok(stop + 1)) if ordinal and self.c.low(stop + 2) in lx.AFTER_NTH else None
+        ordinal = ordinal and self.c.low(stop + 2) in lx.AFTER_NTH and not self.c.low(stop + 3)[:1].isdigit()
+        nth = lx.day_number(self.c.tok(stop + 1)) if ordinal else None
         stop += 2 if nth is not None else 0  # "Tuesday the 7th": the nearest 7th that is a Tuesday
         tense = self.c.tense(at, stop)
         if tense == "unclear":
@@ -581,14 +585,11 @@ class _Scanner:
         return self.c.day_hit(month.stop, day) if weekday is not None else Hit(month.stop, day, day + 2 * iv.DAY, "day")
 
     def _since_now(self, index: int, after: int) -> bool:
-        """"(it's) been N units since" at ``index`` counts back from now: not after "had" or a negation
-        ("it hasn't been a week since"), in a question, or before a stated time ("since May 3rd")."""
-        lead = {self.c.low(index - 2).replace("\u2019", "'"), self.c.low(index - 3)}
-        if lead & {"had", "hadn't", "hasn't", "haven't", "not", "never"} or \
-                any(word.endswith("'d") for word in lead) or self.c.in_question(index):
+        """"been N units since" counts from now: not after "had", a negation, in a question, or before a time."""
+        lead = {self.c.low(at).replace("\u2019", "'") for at in range(index - 4, index - 1)}  # "hasn't even been"
+        if lead & _NOT_FROM_NOW or any(word.endswith("'d") for word in lead) or self.c.in_question(index):
             return False
-        stated = self._inner(after)
-        return stated is None or stated.first is None
+        return (stated := self._inner(after)) is None or stated.first is None
 
     def _holiday(self, index: int) -> Hit | None:
         """Holidays on one date every year, and movable ones named and refused: ``holidays``."""

@@ -153,11 +153,12 @@ def weekday_month_day(today: date, weekday: int, day: int, *, forward: bool) -> 
     return None
 
 
-def nearest_weekend(day: date) -> tuple[date, date]:
+def nearest_weekend(day: date, *, forward: bool = False) -> tuple[date, date]:
     """The Saturday and Sunday nearest ``day``: its own on a weekend; from Monday or Tuesday the one
-    before, from Wednesday to Friday the one after."""
+    before, from Wednesday to Friday the one after; ``forward`` (a sentence about the future): never
+    one that ended before ``day``."""
     saturday = weekday_before(day + timedelta(days=1), 5)  # the Saturday on or before ``day``
     back = (day - saturday).days - 1  # days since that weekend's Sunday
-    if back > 0 and (saturday + WEEK - day).days <= back:
+    if back > 0 and ((saturday + WEEK - day).days <= back or forward):
         saturday += WEEK
     return saturday, saturday + timedelta(days=2)

@@ -89,11 +89,12 @@ _ED_NOT_PAST = frozenset({
     "based", "located", "complicated", "planned", "hundred", "sacred", "naked", "wicked", "blessed",
     "focused", "married", "engaged", "obsessed", "involved", "inspired", "overwhelmed", "delighted",
 })
-# What may follow "Tuesday the 7th" for the 7th to be a day (not "the 7th grade", "the 2nd half", or
-# "the 3rd of June", which names its month)
-AFTER_NTH = frozenset({"", ".", ",", "!", "?", ";", ":", ")", "i", "we", "you", "he", "she", "they", "my",
-                                  "our", "at", "in", "and", "was", "is", "will", "i'll", "we'll", "i'm", "we're", "for",
-                                  "to", "with", "after", "before", "when", "so", "but"})
+# What may follow "Tuesday the 7th" for the 7th to be a day (not "the 7th grade", "the 2nd half", "the
+# 3rd and 4th graders", "the 2nd to last race", or "the 3rd of June", which names its month); a comma
+# counts unless a number follows it ("the 1st, 2nd and 3rd place")
+AFTER_NTH = frozenset({"", ".", ",", "!", "?", ";", ":", ")", "i", "we", "you", "he", "she", "they", "my", "our",
+                       "at", "in", "was", "is", "will", "i'll", "we'll", "i'm", "we're", "for", "with", "after",
+                       "before", "when", "so", "but"})
 _FUTURE_WORDS = frozenset({
     "will", "won't", "shall", "gonna", "tomorrow", "next", "soon", "upcoming", "plan", "plans",
     "planning", "planned", "hoping", "intend", "intending", "let's", "lets", "forward", "wait",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from . import anaphora, present
@@ -57,9 +57,10 @@ RULES = """\
   weekend" is the first one to begin after the observation day.
 - "last night" is the day before the observation day; "tonight" the observation day.
 - Words for the moment of speaking ("right now", "currently", "at the moment", "now" closing a
-  sentence told in the present) and "just" for the recent past ("I've just moved", "I just got
-  back"; not "I just wanted", where it means "simply") name the observation day; none does in a
-  question, and "just" gives way to a time its clause names ("I just got back on May 3").
+  clause with no past "was"/"had"/"did") and "just" for the recent past ("I've just moved", "I just
+  got back"; not "I just wanted", where it means "simply") name the observation day; none does in
+  a question, and "just" gives way to a past or vague time its sentence names ("I just got back on
+  May 3").
 - "the next day", "the following Monday", "two days later", and "the day after" closing its clause
   count from the expression just before them when it is a resolved time ("We married on June 1st.
   The next day we flew": 2 June), as "the day after June 1st" would, unless that puts a past event
@@ -104,17 +105,21 @@ def resolve_occurrences(text: str, observed_at: datetime | int | float, *, limit
     epoch seconds). See RULES for how ambiguous wording is treated."""
     now = iv.as_utc(observed_at)
     head = text[:max(0, min(int(max_chars), MAX_SCAN_CHARS))] if isinstance(text, str) else ""
-    found = _settled(head, find_expressions(head, now.date(), limit=None if limit is None else limit + 1, now=now))
-    return anaphora.resolve(head, found, now.date())[:limit]
+    # the post-passes may drop "just" claims: read a few more than asked, then cut
+    found = find_expressions(head, now.date(), limit=None if limit is None else 2 * limit + 2, now=now)
+    return anaphora.resolve(head, _settled(head, found, now.date()), now.date())[:limit]
 
 
-def _settled(text: str, found: list[Occurrence]) -> list[Occurrence]:
+def _settled(text: str, found: list[Occurrence], today: date) -> list[Occurrence]:
     """``found`` without the "just" claims (``present.recent_past``) that share their sentence (no
-    ``.;!?`` or line break between them) with another expression: "I just got back on May 3" is May 3."""
+    ``.;!?`` or line break between them) with a past or vague expression: "I just got back on May 3"
+    is May 3; "I just booked my flight for next Friday" keeps both."""
     def stays(i: int, occ: Occurrence) -> bool:
         if not present.recent_past(occ.expression):
             return True
         for other in found[max(0, i - 1):i] + found[i + 1:i + 2]:
+            if present.recent_past(other.expression) or (other.start is not None and other.start.date() > today):
+                continue
             left, right = sorted((occ.span, other.span))
             if not _SENTENCE_BREAK.search(text, left[1], right[0]):
                 return False

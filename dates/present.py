@@ -7,17 +7,17 @@ Each names the observation day (granularity "day"), the way "today" does:
   birth"); "at present" not in a compound ("present-day"); "currently" not after a past "was"/"were";
 - "now" closing a sentence or clause ("I'm in Porto now."), unless a word before it makes it a bound
   ("by now", "until now"), the tail of a duration ("for hours now") or an opening interjection
-  ("Okay now,"), or the nearest verb before it is a past "was"/"had" ("it was late now");
+  ("Okay now,"), or its clause holds a past "was"/"had"/"did" ("it was late now"; "I was sick but
+  I'm fine now" claims);
 - "just" for the recent past: in the perfect ("I've just moved", "she has just left") or before a
   past form of a verb that names an event ("I just got back", "I just saw your message"). "Just"
   also means "simply" ("I just wanted to say", "I just knew it"), so other verbs claim nothing, and
   neither does "just" after "had" ("she had only just left": the past of another past).
 
 No word claims anything in a question ("Are you currently working?" asks, it reports no event).
-A "just" claim gives way to any other time its sentence names ("I just got back on May 3", "back
-in 2015 I was broke, I just ate noodles": the other words say when; ``recent_past``, applied by
-occurrence.py), and claims nothing after a past "was"/"had" in its sentence ("when I was a kid, I
-just found it boring"). ``speaks_of_now`` tells a caller that
+A "just" claim gives way to a past or vague time its sentence names ("I just got back on May 3", "I
+just got back, 2 days ago": the other words say when; ``recent_past``, applied by occurrence.py);
+beside a future one both stand ("I just booked my flight for next Friday"). ``speaks_of_now`` tells a caller that
 reads a question's time window which expressions these are.
 """
 from __future__ import annotations
@@ -34,13 +34,13 @@ _OTHER_MOMENT = frozenset({"of", "when", "that", "where", "before", "after", "th
 _PAST_COPULA = frozenset({"was", "were", "wasn't", "weren't", "had", "hadn't"})
 # "for three hours now", "for a while now": the tail of a duration, which says how long, not when
 _DURATION_TAIL = frozenset({"second", "sec", "minute", "min", "hour", "hr", "day", "week", "weekend", "fortnight",
-                            "month", "year", "yr", "decade", "while", "age", "long", "time", "forever"})
+                            "month", "year", "yr", "decade", "while", "age", "long", "time", "forever",
+                            "half"})
 _BOUNDS = frozenset({"by", "until", "till", "from", "to", "than", "for", "since"})
 # "okay now", "come on now", "and now, the weather": "now" after one of these opening its sentence
 _OPENERS = frozenset({"okay", "ok", "on", "and", "then", "well", "so", "right", "oh", "now", "yes", "no", "yeah",
                       "alright", "but"})
-_PRESENT = frozenset({"am", "is", "are", "i'm", "we're", "you're", "they're", "he's", "she's", "it's", "that's",
-                      "there's", "everything's", "here's", "isn't", "aren't"})
+_CLAUSE_OPENERS = frozenset({",", ";", ":", "but", "and", "so", "yet", "though", "although"})
 _PAST_AUX = frozenset({"was", "were", "wasn't", "weren't", "had", "hadn't", "did", "didn't"})
 _CLOSERS = frozenset({".", "!", ",", ";", ":", ")"})
 _PERFECT = frozenset({"have", "has", "i've", "we've", "you've", "they've", "haven't", "hasn't"})
@@ -56,8 +56,11 @@ _EVENTS = frozenset({
     # communication and perception: "I just saw your message", "I just heard the news"
     "saw", "heard", "told", "texted", "called", "emailed", "messaged", "contacted", "replied", "posted", "noticed",
     "realized", "realised", "discovered", "learned", "learnt", "achieved", "reorganized", "organized", "performed",
-    "competed", "participated", "skyped",
+    "competed", "participated", "skyped", "talked", "played",
 })
+_BEEN_EVENT = frozenset({"to", "invited", "diagnosed", "offered", "awarded", "selected", "chosen", "told", "asked",
+                         "named", "elected", "admitted", "approved", "given", "shown", "sent"})
+_HAD_EVENT = frozenset({"a", "an", "my", "our", "twins", "surgery", "lunch", "dinner", "breakfast", "news"})
 # "I've just got back" is an event, "I've just got one question" a possession
 _GOT_EVENT = frozenset({"back", "home", "in", "off", "out", "up", "here", "there", "engaged", "married", "promoted",
                         "hired", "fired", "divorced"})
@@ -120,19 +123,19 @@ def _closes(c: TokenCursor, index: int) -> bool:
     if (before.low in _OPENERS and first == index - 1) or (first == index - 2 and c.low(first) in ("come", "all")) \
             or (before.low == "and" and c.low(index - 2) == "then"):
         return False  # "Okay now, listen", "Come on now", "All right now", "then and now"
-    return _told_in_present(c, index, first)
+    return not _past_in_clause(c, index, first)
 
 
-def _told_in_present(c: TokenCursor, index: int, first: int) -> bool:
-    """The nearest verb before ``now`` is not a past "was"/"had"/"did": "I was sick but I'm fine now"
-    is told in the present, "it was late now" in the past (other past forms are often adjectives)."""
+def _past_in_clause(c: TokenCursor, index: int, first: int) -> bool:
+    """A past "was"/"had"/"did" in the clause before token ``index``: "it was late now" is told in the
+    past, "I was sick but I'm fine now" is not (other past forms are often adjectives)."""
     for at in range(index - 1, max(first, index - lx.CUE_REACH) - 1, -1):
         low = c.low(at).replace("\u2019", "'")
-        if low in _PRESENT or low.endswith(("'m", "'re")) or (len(low) > 4 and low.endswith("ing")):
-            return True
-        if low in _PAST_AUX:
+        if low in _CLAUSE_OPENERS:
             return False
-    return True
+        if low in _PAST_AUX:
+            return True
+    return False
 
 
 def _recent_past(c: TokenCursor, index: int) -> bool:
@@ -143,12 +146,17 @@ def _recent_past(c: TokenCursor, index: int) -> bool:
     if any(w in ("had", "hadn't") or w.replace("\u2019", "'").endswith("'d") for w in near):
         return False  # "she had (only) just left": the past of another past
     if near[0] in _PERFECT or (near[1] in _PERFECT and near[0] in ("only", "really", "finally", "also")):
+        after = c.low(index + 2)
         if verb == "been":  # "I've just been promoted", "just been to Paris"; not "have just been crazy"
-            return lx.past_form(c.low(index + 2)) or c.low(index + 2) in ("to", "in", "at", "on")
-        return verb not in ("had", "got") or c.low(index + 2) in _GOT_EVENT
+            return after in _EVENTS or after in _BEEN_EVENT
+        if verb == "had":  # "we've just had a baby", not "I've just had enough"
+            return after in _HAD_EVENT
+        return verb != "got" or after in _GOT_EVENT
     if verb not in _EVENTS or (verb == "got" and c.low(index + 2) == "to"):  # "you just got to try it"
         return False
     token = c.tok(index)
     assert token is not None
     first, _ = c.sentences[token.sentence]
-    return not any(c.low(at) in _PAST_AUX for at in range(max(first, index - lx.CUE_REACH), index))
+    if c.low(first) in ("when", "back", "as", "while", "once"):  # "When I was a kid, I just found it boring"
+        return not any(c.low(at) in _PAST_AUX for at in range(first, index))
+    return not _past_in_clause(c, index, first)  # "I had a long day, I just got home" claims

@@ -20,19 +20,31 @@ _JOINERS = {"between": ("and",), "from": ("to", "until", "till", "through")}
 def run(c: TokenCursor, index: int, anchor: Callable[[int], Hit | None]) -> Hit | None:
     """The run opening at ``index``; ``anchor(at)`` reads the resolved time at ``at`` (an end)."""
     joiners = _JOINERS.get(c.low(index))
-    start = anchor(index + 1) if joiners else None
-    if start is None or joiners is None or c.low(start.stop) not in joiners or start.first is None:
+    if joiners is None:
+        return None
+    named = _weekdays_of_week(c, index, joiners)
+    if named is not None:
+        return named
+    start = anchor(index + 1)
+    if start is None or c.low(start.stop) not in joiners or start.first is None:
         return None
     at, first = start.stop + 1, start.days[0]
     weekday = c.weekday_at(at, abbreviations=False)
     end = anchor(at) if weekday is None else c.day_hit(c.skip_part_of_day(at + 1), iv.weekday_after(first - iv.DAY,
                                                                                                       weekday))
-    week = week_named(c, c.skip_part_of_day(at + 1)) if weekday is not None else None
-    opening = c.weekday_at(index + 1, abbreviations=False) if start.stop == index + 2 else None
-    if week is not None and opening is not None and weekday is not None:  # "from Monday to Friday last week"
-        monday = iv.week_start(c.today) + iv.WEEK * week[0]
-        first, end = monday + timedelta(days=opening), c.day_hit(week[1], monday + timedelta(days=weekday))
     if end is None or end.first is None or end.days[1] < first:
         return None
     granularity = start.granularity if start.granularity == end.granularity else "day"
     return Hit(end.stop, first, end.days[1] + iv.DAY, granularity)
+
+
+def _weekdays_of_week(c: TokenCursor, index: int, joiners: tuple[str, ...]) -> Hit | None:
+    """"from Monday (morning) to Friday (evening) last week": both days of that week, in order."""
+    opening = c.weekday_at(index + 1, abbreviations=False)
+    joiner = c.skip_part_of_day(index + 2)
+    closing = c.weekday_at(joiner + 1, abbreviations=False)
+    week = week_named(c, c.skip_part_of_day(joiner + 2)) if closing is not None else None
+    if opening is None or closing is None or week is None or c.low(joiner) not in joiners or closing < opening:
+        return None
+    monday = iv.week_start(c.today) + iv.WEEK * week[0]
+    return Hit(week[1], monday + timedelta(days=opening), monday + timedelta(days=closing + 1), "day")

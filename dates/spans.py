@@ -37,12 +37,6 @@ _APOSTROPHES = ("'", "\u2019")
 TRIGGERS = frozenset({"q", *_DECADE_WORDS, *_SLASH_LEADS, *_YEAR_LEADS, "early", "mid", "late"})
 
 
-def _adjacent(c: TokenCursor, index: int) -> bool:
-    """True when token ``index + 1`` follows token ``index`` with nothing between them."""
-    left, right = c.tok(index), c.tok(index + 1)
-    return left is not None and right is not None and left.end == right.start
-
-
 def _quarter_hit(stop: int, year: int, quarter: int) -> Hit:
     first = date(year, 3 * quarter - 2, 1)
     return Hit(stop, first, iv.add_months(first, 3), "month")
@@ -68,7 +62,7 @@ def _quarter_year(c: TokenCursor, at: int, index: int, quarter: int) -> tuple[in
 def quarter(c: TokenCursor, index: int) -> Hit | None:
     """"Q3 (of) 2023", "the second quarter (of last year)", "last/this/next quarter" at ``index``."""
     low = c.low(index)
-    if low == "q" and _adjacent(c, index) and c.low(index + 1) in ("1", "2", "3", "4"):
+    if low == "q" and c.touching(index) and c.low(index + 1) in ("1", "2", "3", "4"):
         number, at = int(c.low(index + 1)), index + 2
     elif low in STEP and c.low(index + 1) == "quarter":
         current = (c.today.month - 1) // 3 + STEP[low]
@@ -94,13 +88,13 @@ def decade(c: TokenCursor, index: int) -> Hit | None:
         at += 2 if c.low(at + 1) == "-" else 1
     # two digits or a word alone may be an age ("my 30s"); "'90s" is read from its digits (an
     # apostrophe is no trigger: code is full of them)
-    named = (at > index and first == "the") or (c.low(at - 1) in _APOSTROPHES and _adjacent(c, at - 1))
+    named = (at > index and first == "the") or (c.low(at - 1) in _APOSTROPHES and c.touching(at - 1))
     if c.low(at) in _APOSTROPHES:
         named, at = True, at + 1
     low = c.low(at)
     if low in _DECADE_WORDS:
         digits, stop = low, at + 1
-    elif low.isdigit() and c.low(at + 1) == "s" and _adjacent(c, at):
+    elif low.isdigit() and c.low(at + 1) == "s" and c.touching(at):
         digits, stop = low, at + 2
     else:
         return None
@@ -124,8 +118,8 @@ def short_year(c: TokenCursor, index: int) -> Hit | None:
     if c.low(at) not in _APOSTROPHES:
         return None
     digits = c.low(at + 1)
-    if c.low(index) not in _YEAR_LEADS or not _adjacent(c, at) \
-            or len(digits) != 2 or not digits.isdigit() or (_adjacent(c, at + 1) and c.low(at + 2) == "s"):
+    if c.low(index) not in _YEAR_LEADS or not c.touching(at) \
+            or len(digits) != 2 or not digits.isdigit() or (c.touching(at + 1) and c.low(at + 2) == "s"):
         return None
     year = 2000 + int(digits)
     year -= 100 if year > c.today.year else 0
@@ -136,8 +130,8 @@ def dotted(c: TokenCursor, index: int) -> Hit | None:
     """"13.05.2024" or "3.5.24": day, month and year joined by dots, nothing else attached."""
     if c.low(index + 1) != "." or c.low(index + 3) != ".":
         return None
-    if not all(_adjacent(c, i) for i in range(index, index + 4)) or (index > 0 and _adjacent(c, index - 1)) \
-            or (c.low(index + 5) == "." and _adjacent(c, index + 4)):
+    if not all(c.touching(i) for i in range(index, index + 4)) or (index > 0 and c.touching(index - 1)) \
+            or (c.low(index + 5) == "." and c.touching(index + 4)):
         return None
     parts = (c.low(index), c.low(index + 2), c.low(index + 4))
     if not all(p.isdigit() for p in parts) or len(parts[0]) > 2 or len(parts[1]) > 2 or len(parts[2]) not in (2, 4) \
@@ -154,8 +148,8 @@ def slash_day(c: TokenCursor, index: int, ambiguous: str) -> Hit | None:
     """"on 5/13", "since 13/5": a day and month with a lead word, the year by tense (``ambiguous`` is
     the reason when either part could be the month)."""
     at = index + 1
-    if c.low(at + 1) != "/" or c.low(index) not in _SLASH_LEADS or not (_adjacent(c, at) and _adjacent(c, at + 1)) \
-            or (c.low(at + 3) in ("/", ".") and _adjacent(c, at + 2)):
+    if c.low(at + 1) != "/" or c.low(index) not in _SLASH_LEADS or not (c.touching(at) and c.touching(at + 1)) \
+            or (c.low(at + 3) in ("/", ".") and c.touching(at + 2)):
         return None
     first, second = lx.day_number(c.tok(at)), lx.day_number(c.tok(at + 2))
     if first is None or second is None or not c.low(at).isdigit() or not c.low(at + 2).isdigit():

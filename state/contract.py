@@ -241,7 +241,8 @@ def _candidate(item: Any, rows: Mapping[int, MessageRow]) -> Candidate:
         event_at, event_end, expression = found[0].start.timestamp(), found[0].end.timestamp(), found[0].expression
     # A state said to begin on the day it is said ("I live in Porto now", "today I moved") holds from
     # the moment it was said: the day's start would reach back before earlier statements of that day.
-    said_that_day = event_at is not None and event_end is not None and event_at <= row.created_at < event_end
+    said_that_day = event_at is not None and event_end is not None and event_end - event_at <= 86400.0 \
+        and event_at <= row.created_at < event_end
     valid_from = (row.created_at if event_at is None or said_that_day else event_at) if kind in STATE_KINDS else None
     vnorm = norm_value(value)
     return Candidate(

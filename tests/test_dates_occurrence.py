@@ -197,6 +197,11 @@ def test_ambiguous_expressions_stay_unresolved_with_a_reason(text, expression, r
     ("On May 1 we landed in Lima. A few days later we drove to Cusco. The next day we hiked.", None),
     ("On May 1st I started my diet. Today I'm 5 pounds down. The next day I cheated.", None),
     ("I just adopted a puppy! Two days later she got sick.", None),
+    ("I met her on April 20. Two days later we had coffee.", "2024-04-22"),  # "20." is no decimal
+    ("We met in 2010. A year later we married.", "2011-01-01..2011-12-31"),
+    ("On Monday we agreed to meet the following Saturday.", "2024-05-18"),  # a plan may lie ahead
+    ("Yesterday I booked a table for the following Friday.", "2024-05-17"),
+    ("In March I moved. The previous Monday I quit.", None),  # a month gives no day to count from
 ])
 def test_an_offset_counts_from_the_time_stated_before_it(text, expected):
     found = resolve_occurrences(text, observed("2024-05-15"))
@@ -218,6 +223,8 @@ def test_an_offset_counts_from_the_time_stated_before_it(text, expected):
     ("I just got back from my trip to Rome, 2 days ago.", ["2 days ago"]),
     ("Back in 2015 I was so broke, I just ate noodles every day.", ["in 2015"]),
     ("I just got back from Rome. Last week was wild.", ["just got", "Last week"]),  # another sentence
+    ("I just booked my flight for next Friday!", ["just booked", "next Friday"]),  # a future time: both stand
+    ("I just got home and just saw your message.", ["just got", "just saw"]),
     ("I'm currently reading the book I bought on May 3.", ["currently", "on May 3"]),
     ("It's not easy for us right now, my son had an accident last Tuesday", ["right now", "last Tuesday"]),
     ("Yesterday was rough. I just went to bed early.", ["Yesterday"]),  # "just" as "simply"
@@ -231,6 +238,23 @@ def test_days_past_the_calendar_claim_nothing_and_raise_nothing():
     for text in ("I'll go Tuesday the 7th", "this coming weekend", "next year", "in two weeks we fly"):
         assert all(o.start is None or o.start.year == 9999 for o in resolve_occurrences(text, edge))
     assert resolve_occurrences("we met last year", datetime(1, 1, 2, tzinfo=UTC)) == []  # year 0 does not exist
+    [previous] = resolve_occurrences("I left the previous Monday.", datetime(1, 1, 1, tzinfo=UTC))
+    assert previous.start is None
+
+
+def test_a_previous_weekday_with_no_time_before_it_is_the_last_one_and_does_not_chain():
+    found = resolve_occurrences("He started the previous Monday, and twisted his knee the previous Friday.",
+                                observed("2023-08-27"))  # a Sunday (a summary's date)
+    assert [(o.start.date(), o.end.date()) for o in found if o.start and o.end] == [
+        (date(2023, 8, 21), date(2023, 8, 22)), (date(2023, 8, 25), date(2023, 8, 26))]
+
+
+def test_a_limit_counts_what_the_post_passes_keep():
+    found = resolve_occurrences("I just got home and just saw your message. On May 3 I left.", observed("2024-05-15"),
+                                limit=3)
+    assert [o.expression for o in found] == ["just got", "just saw", "On May 3"]
+    [first] = resolve_occurrences("I just got back on May 3.", observed("2024-05-15"), limit=1)
+    assert first.expression == "on May 3"
 
 
 def test_to_dict_has_exactly_the_documented_keys_with_utc_iso_strings():

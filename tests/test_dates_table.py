@@ -15,6 +15,7 @@ import pytest
 from hermes_trove.dates import resolve_occurrences
 
 WED = "2024-05-15"  # a Wednesday; ISO week 2024-05-13..2024-05-19
+MON_13 = "2024-05-13"  # its Monday
 SUN = "2023-07-09"  # a Sunday; ISO week 2023-07-03..2023-07-09
 NEW_YEAR = "2024-01-01"  # a Monday
 SAT = "2022-10-15"  # a Saturday; ISO week 2022-10-10..2022-10-16
@@ -487,6 +488,21 @@ TABLE = [
     (WED, "I'm doing well now.", "2024-05-15"),
     (WED, "I was sick but I'm fine now.", "2024-05-15"),
     (WED, "I just saw your message.", "2024-05-15"),
+    # -- from a third review ---------------------------------------------------------------------------
+    (WED, "My flight was delayed, but I just landed!", "2024-05-15"),  # the past is another clause
+    (WED, "I had a long day, I just got home.", "2024-05-15"),
+    (WED, "We've just had a baby!", "2024-05-15"),
+    (WED, "We just talked about it.", "2024-05-15"),
+    (WED, "I had a cat, I have a dog now.", "2024-05-15"),
+    (WED, "I didn't like it at first but I love it now.", "2024-05-15"),
+    (WED, "From Monday morning to Friday evening last week I was sick.", "2024-05-06..2024-05-10"),
+    (WED, "From Monday to Friday last week.", "2024-05-06..2024-05-10"),
+    (WED, "On Friday the 3rd and 4th graders went out.", "2024-05-10"),  # "the 3rd and 4th": grades
+    (WED, "On Saturday the 2nd to last race was fun.", "2024-05-11"),
+    (WED, "On Sunday the 1st, 2nd and 3rd place winners got medals.", "2024-05-12"),
+    (WED, "On Tuesday the 7th, I went out.", "2024-05-07"),
+    (MON_13, "The weekend of May 13th we'll relax.", "2024-05-18..2024-05-19"),  # the future: not the one before
+    (WED, "We'll fly out the previous Monday.", "unresolvable: relative to an unstated reference"),
 ]
 
 
@@ -590,6 +606,11 @@ def test_a_relation_or_range_that_does_not_hold_leaves_its_parts(text, expressio
     ("It hasn't been a week since I started and I'm already tired.", []),
     ("Has it really been 10 years since we graduated?", []),
     ("I quit 1.5 years ago.", []),  # a decimal count names no calendar unit
+    ("I quit 1,5 years ago.", []),
+    ("It hasn't really even been a month since the wedding.", []),
+    ("I've just been in love with this song.", []),
+    ("I've just been exhausted.", []),
+    ("It's been a year and a half now.", []),  # the tail of a duration
     ("Things have just been crazy at work.", []),
     ("I've just had enough of this job.", []),
     ("When I was a kid, I just found it boring.", []),
