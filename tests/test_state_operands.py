@@ -157,6 +157,8 @@ def make_config_from(runtime, **overrides):
     ("Today I moved to Porto.", "Today I moved to Porto", "said"),
     ("I live in Porto.", "I live in Porto", "said"),  # no time named
     ("On May 3 I moved to Porto.", "On May 3 I moved to Porto", T0 + 2 * DAY - 8 * 3600),  # 2024-05-03 00:00
+    ("I've lived in Porto for the past three weeks.", "I've lived in Porto for the past three weeks",
+     T0 - 6 * DAY - 8 * 3600),  # a window holding the moment said keeps its start: 2024-04-25 00:00
 ])
 def test_a_state_holds_from_the_time_its_quote_names_or_from_when_it_was_said(tmp_path, text, quote, valid_from):
     runtime = _runtime(tmp_path)
