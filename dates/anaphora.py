@@ -15,10 +15,11 @@ reference, when that one is resolved and the offset has one of these forms:
 
 Units count as "the week before May 3" does (``TokenCursor.around``). A day, weekday or weekend
 counts from a reference of whole days; a week from days or a week; a month from days, a week
-or a month; a year from any. A result on the wrong side of the observation day for the
-sentence's tense (a past event counted into the future) means the reference was not the
-story's time, and the reason stays. With no reference, "the previous Monday" is the last
-Monday before the observation day; anything else keeps its reason.
+or a month; a year from any. A result after the observation day in a sentence neither about the
+future nor reporting a plan (a past event counted into the future), or before it in one about the
+future, means the reference was not the story's time, and the reason stays. With no reference,
+"the previous Monday" is the last Monday before the observation day; anything else keeps its
+reason.
 """
 from __future__ import annotations
 
@@ -72,13 +73,13 @@ def _counted(text: str, occ: Occurrence, reference: Occurrence, today: date) -> 
         hit = TokenCursor([], today).around(0, unit, count, Hit(0, first, end, "day"))
     if hit is None or hit.first is None or hit.end is None or hit.granularity is None:
         return None
-    # A past event counted into the future (or a future one into the past) had the wrong reference,
-    # unless the sentence reports a plan ("we agreed to meet the following Saturday").
+    # A day after the observation day needs a sentence about the future or one reporting a plan ("we
+    # agreed to meet the following Saturday"); a future event counted into the past had the wrong reference.
     if hit.first > today or hit.end <= today:
         left, right = _sentence_around(text, occ.span)
         tense = _tense(left, occ.expression, right)
         planned = bool(_PLAN.search(left) or _PLAN.search(right))
-        if (tense == "past" and hit.first > today and not planned) or (tense == "future" and hit.end <= today):
+        if (hit.first > today and tense != "future" and not planned) or (tense == "future" and hit.end <= today):
             return None
     return Occurrence(occ.expression, occ.span, *iv.utc_bounds(hit.first, hit.end), hit.granularity)
 

@@ -63,9 +63,10 @@ RULES = """\
   May 3").
 - "the next day", "the following Monday", "two days later", and "the day after" closing its clause
   count from the expression just before them when it is a resolved time ("We married on June 1st.
-  The next day we flew": 2 June), as "the day after June 1st" would, unless that puts a past event
-  after the observation day (or a future one before it). Otherwise they stay unresolved, except
-  "the previous Monday", the last Monday before the observation day.
+  The next day we flew": 2 June), as "the day after June 1st" would, unless the result lies after
+  the observation day in a sentence neither about the future nor reporting a plan ("agreed to meet
+  the following Saturday"), or before it in one about the future. Otherwise they stay unresolved,
+  except "the previous Monday", the last Monday before the observation day.
 - Vague or approximate quantities ("a few days ago", "about a year ago"), seasons (hemisphere-
   dependent), "recently", and offsets from an unstated reference ("the day before my birthday", or
   "the week before" with no time before it) stay unresolved with a reason, as do counts past the

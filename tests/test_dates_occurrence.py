@@ -202,6 +202,7 @@ def test_ambiguous_expressions_stay_unresolved_with_a_reason(text, expression, r
     ("On Monday we agreed to meet the following Saturday.", "2024-05-18"),  # a plan may lie ahead
     ("Yesterday I booked a table for the following Friday.", "2024-05-17"),
     ("In March I moved. The previous Monday I quit.", None),  # a month gives no day to count from
+    ("I started on May 6. Two weeks later I quit.", None),  # a later day needs a future or a plan
 ])
 def test_an_offset_counts_from_the_time_stated_before_it(text, expected):
     found = resolve_occurrences(text, observed("2024-05-15"))
