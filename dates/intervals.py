@@ -6,6 +6,7 @@ It does not parse text; expressions.py and the tools' periods do.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, date, datetime, time, timedelta
 
 DAY = timedelta(days=1)
@@ -124,33 +125,27 @@ def day_month_date(today: date, month: int, day: int, *, forward: bool) -> date 
     return None
 
 
-def day_of_month_date(today: date, day: int, *, forward: bool) -> date | None:
-    """Nearest date with day-of-month ``day`` strictly before today (strictly after, ``forward``)."""
+def _days_of_month(today: date, day: int, *, forward: bool, months: int) -> Iterator[date]:
+    """Day ``day`` of today's month and of the ``months - 1`` after it (before it), where it exists."""
     first = month_start(today)
-    for offset in range(13):
-        start = add_months(first, offset if forward else -offset)
+    for offset in range(months):
         try:
-            candidate = start.replace(day=day)
+            yield add_months(first, offset if forward else -offset).replace(day=day)
         except ValueError:
             continue
-        if (candidate > today) if forward else (candidate < today):
-            return candidate
-    return None
+
+
+def day_of_month_date(today: date, day: int, *, forward: bool) -> date | None:
+    """Nearest date with day-of-month ``day`` strictly before today (strictly after, ``forward``)."""
+    return next((d for d in _days_of_month(today, day, forward=forward, months=13)
+                 if (d > today if forward else d < today)), None)
 
 
 def weekday_month_day(today: date, weekday: int, day: int, *, forward: bool) -> date | None:
     """Nearest date that is day ``day`` of its month and falls on ``weekday``, on or before today (on or
     after, ``forward``), at most two years away: "Tuesday the 7th"."""
-    first = month_start(today)
-    for offset in range(25):
-        start = add_months(first, offset if forward else -offset)
-        try:
-            candidate = start.replace(day=day)
-        except ValueError:
-            continue
-        if candidate.weekday() == weekday and ((candidate >= today) if forward else (candidate <= today)):
-            return candidate
-    return None
+    return next((d for d in _days_of_month(today, day, forward=forward, months=25)
+                 if d.weekday() == weekday and (d >= today if forward else d <= today)), None)
 
 
 def nearest_weekend(day: date, *, forward: bool = False) -> tuple[date, date]:
