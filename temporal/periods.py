@@ -221,7 +221,10 @@ def _range(norm: str, original: str, now: datetime) -> Period | None:
         return Period(start, end, f"{norm} ({_edge_label(start)}..{_edge_label(end, True)})",
                       "day" if aligned else "hour")
     end, end_unit = _edge(right, original, now, is_end=True)
-    if end <= start:
+    if end <= start:  # "from monday to friday last week": the ends name days of one week, read whole
+        whole = _single(norm, original, now)
+        if whole is not None:
+            return whole
         raise PeriodError(original, "the range ends before it starts")
     aligned = start_unit != "hour" and end_unit != "hour"
     label = f"{left}..{right}"

@@ -210,6 +210,7 @@ MON = "2026-06-15T09:00:00"
         ("since last week", WED, "2026-06-01", "2026-06-11", "day"),
         ("since 2026-05-30", WED, "2026-05-30", "2026-06-11", "day"),
         ("from monday to yesterday", WED, "2026-06-08", "2026-06-10", "day"),
+        ("from monday to friday last week", WED, "2026-06-01", "2026-06-06", "day"),  # read whole
         ("between 2026-05-01 and 2026-05-03", WED, "2026-05-01", "2026-05-04", "day"),
         ("last monday..yesterday", WED, "2026-06-08", "2026-06-10", "day"),
         ("2026-05..last week", WED, "2026-05-01", "2026-06-08", "day"),
