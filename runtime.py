@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .backend import storage_error
-from .config import TroveConfig, database_path, load_config, payload_dir
+from .config import TroveConfig, database_path, load_config, names_server, payload_dir
 from .dag import SummaryDAG
 from .db import Database, UnusableDatabaseError
 from .filters import SessionFilters
@@ -49,7 +49,7 @@ def store_reason(exc: BaseException) -> str | None:
 def store_fix(path: str, reason: str) -> str:
     """What the operator does about ``reason`` (a ``store_reason`` or ``pathprobe.probe_path`` answer)."""
     low = reason.lower()
-    if path.startswith(("postgresql://", "postgres://")) or "=" in path:
+    if names_server(path):
         return ("check that the PostgreSQL server in TROVE_DATABASE_URL runs and this machine reaches it (host, port,"
                 " credentials, pg_hba.conf); turns keep writing to the local outbox, which ships when it answers")
     folder = str(Path(path).parent)

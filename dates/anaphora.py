@@ -37,7 +37,6 @@ _AFTER = {"next": 1, "following": 1, "later": 1, "after": 1, "previous": -1, "pr
 _FROM = {"day": ("day",), "weekend": ("day",), "week": ("day", "week"), "month": ("day", "week", "month"),
          "year": ("day", "week", "month", "year")}
 _CLOSED = re.compile(r"\s*(?:[,.;:!?)]|$)")
-_SENTENCE_END = re.compile(r"[.!?;\n]")
 _SIDE = 120  # characters of the sentence before an offset read for its tense
 _PLAN = re.compile(r"\b(?:to|for|planned|agreed|promised|booked|scheduled)\b", re.IGNORECASE)
 
@@ -45,21 +44,20 @@ _PLAN = re.compile(r"\b(?:to|for|planned|agreed|promised|booked|scheduled)\b", r
 def resolve(text: str, found: Sequence[Occurrence], today: date) -> list[Occurrence]:
     """``found`` with each offset from an unstated reference counted from the time just before it."""
     out: list[Occurrence] = []
-    guessed: set[int] = set()  # positions holding an ``_alone`` reading: no reference for the next
+    guessed = False  # the expression just before holds an ``_alone`` reading: it is no reference
     for occ in found:
-        if occ.unresolved == NO_REFERENCE:
-            near = out[-1] if out and occ.span[0] - out[-1].span[1] <= REACH else None
-            if near is not None and near.resolved and len(out) - 1 not in guessed:
-                occ = _counted(text, occ, near, today) or occ
-            elif (near is None or len(out) - 1 in guessed) and (alone := _alone(text, occ, today)) is not None:
-                occ = alone
-                guessed.add(len(out))
+        near = out[-1] if out and not guessed and occ.span[0] - out[-1].span[1] <= REACH else None
+        guessed = False
+        if occ.unresolved == NO_REFERENCE and near is not None:
+            occ = (_counted(text, occ, near, today) if near.resolved else None) or occ
+        elif occ.unresolved == NO_REFERENCE and (alone := _alone(text, occ, today)) is not None:
+            occ, guessed = alone, True
         out.append(occ)
     return out
 
 
 def _counted(text: str, occ: Occurrence, reference: Occurrence, today: date) -> Occurrence | None:
-    form = _form([t.low for t in lx.tokenize(occ.expression)], bool(_CLOSED.match(text, occ.span[1])))
+    form = _form(lx.tokenize(occ.expression), bool(_CLOSED.match(text, occ.span[1])))
     if form is None or reference.start is None or reference.end is None or reference.granularity is None:
         return None
     unit, count, weekday = form
@@ -102,8 +100,8 @@ def _alone(text: str, occ: Occurrence, today: date) -> Occurrence | None:
 
 def _sentence_around(text: str, span: tuple[int, int]) -> tuple[str, str]:
     """The words of ``span``'s sentence before and after it, at most ``_SIDE`` characters each."""
-    return (_SENTENCE_END.split(text[max(0, span[0] - _SIDE):span[0]])[-1],
-            _SENTENCE_END.split(text[span[1]:span[1] + _SIDE])[0])
+    return (lx.SENTENCE_BREAK.split(text[max(0, span[0] - _SIDE):span[0]])[-1],
+            lx.SENTENCE_BREAK.split(text[span[1]:span[1] + _SIDE])[0])
 
 
 def _tense(left: str, expression: str, right: str) -> str:
@@ -113,8 +111,9 @@ def _tense(left: str, expression: str, right: str) -> str:
     return lx.sentence_tense(tokens, 0, len(tokens), len(before), len(before) + len(inside))
 
 
-def _form(words: list[str], closed: bool) -> tuple[str, int, int | None] | None:
-    """``(unit, signed count, weekday)`` of an offset expression's words, else None."""
+def _form(tokens: list[lx.Token], closed: bool) -> tuple[str, int, int | None] | None:
+    """``(unit, signed count, weekday)`` of an offset expression's tokens, else None."""
+    words = [t.low for t in tokens]
     if len(words) == 3 and words[0] == "the" and words[1] in ("next", "following", "previous", "prior"):
         unit = "day" if words[2] in lx.PARTS_OF_DAY else lx.UNITS.get(words[2])
         weekday = lx.WEEKDAYS.get(words[2]) if words[1] in ("following", "previous") else None
@@ -125,8 +124,7 @@ def _form(words: list[str], closed: bool) -> tuple[str, int, int | None] | None:
         unit = "day" if words[1] in lx.PARTS_OF_DAY else lx.UNITS.get(words[1])
         return (unit, _AFTER[words[2]], None) if unit is not None else None
     if len(words) == 3 and words[2] in _AFTER and words[2] not in ("next", "following", "previous"):
-        count = 1 if words[0] in lx.ARTICLES else int(words[0]) if words[0].isdigit() else lx.NUMBER_WORDS.get(words[0])
-        unit = lx.UNITS.get(words[1])
+        count, unit = lx.number_value(tokens[0]), lx.UNITS.get(words[1])
         if count is None or unit is None or not 0 < count <= MAX_COUNT[unit] or \
                 (words[2] in ("before", "after", "prior") and not closed):
             return None

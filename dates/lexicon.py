@@ -15,6 +15,7 @@ _TOKEN = re.compile(
     r"|\d+(?:st|nd|rd|th)?|[A-Za-z]+(?:['\u2019][A-Za-z]+)?|[^\sA-Za-z\d]"
 )
 _SENTENCE_END = frozenset(".!?;")
+SENTENCE_BREAK = re.compile(r"[.!?;\n]")  # where a sentence ends in raw text (the tokenizer's ends, and line breaks)
 CUE_REACH = 15  # tokens searched on each side for a tense cue; keeps the scan linear
 
 NUMBER_WORDS = {

@@ -8,17 +8,16 @@ deterministic, no model. The grammar lives in expressions.py.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any
 
 from . import anaphora, present
 from . import intervals as iv
+from . import lexicon as lx
 from .expressions import Occurrence, find_expressions
 
 MAX_SCAN_CHARS = 20_000
-_SENTENCE_BREAK = re.compile(r"[.;!?\n]")
 
 RULES = """\
 - Calendar arithmetic uses the UTC date of the observation; weeks are ISO weeks (Monday first).
@@ -122,7 +121,7 @@ def _settled(text: str, found: list[Occurrence], today: date) -> list[Occurrence
             if present.recent_past(other.expression) or (other.start is not None and other.start.date() > today):
                 continue
             left, right = sorted((occ.span, other.span))
-            if not _SENTENCE_BREAK.search(text, left[1], right[0]):
+            if not lx.SENTENCE_BREAK.search(text, left[1], right[0]):
                 return False
         return True
 

@@ -31,7 +31,6 @@ _ADJECTIVE_RIGHT = frozenset({"you're", "you", "are", "is", "was", "were", "be",
                               "he's", "she's", "we're", "they're", "quite", "exactly", "so", "not"})
 _OTHER_MOMENT = frozenset({"of", "when", "that", "where", "before", "after", "the", "a", "an", "my", "your", "his",
                            "her", "our", "their", "i", "you", "he", "she", "we", "they", "it", "-"})
-_PAST_COPULA = frozenset({"was", "were", "wasn't", "weren't", "had", "hadn't"})
 # "for three hours now", "for a while now": the tail of a duration, which says how long, not when
 _DURATION_TAIL = frozenset({"second", "sec", "minute", "min", "hour", "hr", "day", "week", "weekend", "fortnight",
                             "month", "year", "yr", "decade", "while", "age", "long", "time", "forever",
@@ -106,7 +105,7 @@ def _fits(c: TokenCursor, index: int, stop: int) -> bool:
     if first == "at":
         return after not in _OTHER_MOMENT and not (c.low(stop - 1) == "moment" and lx.past_form(c.low(stop + 1)))
     if first == "currently":
-        return before not in _PAST_COPULA
+        return before not in _PAST_AUX
     return True
 
 
