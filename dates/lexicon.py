@@ -139,10 +139,15 @@ def tokenize(text: str) -> list[Token]:
 def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: int) -> str:
     """"past", "future" or "unclear" for the expression ``tokens[begin:end]``: the tense cue nearest
     to it within its sentence ``tokens[first:last]`` (and CUE_REACH tokens) decides; no cue, or a
-    tie, is "unclear"."""
+    tie, is "unclear". A progressive ("I'm moving in March") counts as future unless the time is the
+    object of "from", "of", "about" or "since" ("I'm sending the photos from Saturday"), which ties
+    it to a thing, not to the arrangement."""
+    owned = tokens[begin].low in _OWNED or (begin > first and tokens[begin - 1].low in _OWNED)
     for distance in range(1, min(CUE_REACH, max(begin - first, last - end)) + 1):
-        found = {_cue(tokens, index, last) for index in (begin - distance, end - 1 + distance)
+        found = {_cue(tokens, index, first, last) for index in (begin - distance, end - 1 + distance)
                  if first <= index < last} - {None}
+        if "progressive" in found:
+            found = (found - {"progressive"}) | (set() if owned else {"future"})
         if len(found) == 1:
             return found.pop() or "unclear"
         if len(found) > 1:
@@ -150,12 +155,57 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
     return "unclear"
 
 
-def _cue(tokens: list[Token], index: int, last: int) -> str | None:
+# A time after one of these belongs to a thing or a span, not to when a planned act happens.
+_OWNED = frozenset({"from", "of", "about", "since"})
+_SUBJECTS = frozenset({"i", "we", "you", "they", "he", "she"})
+_ING_ADVERBS = frozenset({"also", "really", "finally", "actually", "definitely", "probably", "all", "both",
+                          "just", "only", "officially", "still"})
+# -ing words that, after "be", name a state or a quality now, not an arrangement ("I'm feeling better")
+_ING_NOW = frozenset({
+    "feeling", "thinking", "wondering", "trying", "loving", "enjoying", "missing", "hoping", "looking", "being",
+    "struggling", "dealing", "recovering", "living", "waiting", "saying",
+    "telling", "asking", "amazing", "boring", "interesting", "exciting", "annoying", "confusing", "exhausting",
+    "relaxing", "surprising", "disappointing", "frustrating", "inspiring", "fascinating", "overwhelming",
+    "charming", "stunning", "rewarding", "challenging", "worrying", "nothing", "something", "anything",
+    "everything", "kidding", "joking",
+})
+# Present forms that name a timetable ("the flight departs on May 28", "my lease ends in August")
+_SCHEDULED = frozenset({"departs", "leaves", "starts", "begins", "ends", "opens", "closes", "renews", "expires",
+                        "arrives", "lands", "runs", "finishes", "launches", "airs", "premieres", "turns", "due"})
+_WISH = frozenset({"like", "love", "prefer", "rather"})  # "I'd love to come on Saturday": a future wish
+
+
+def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
     low = tokens[index].low.replace("\u2019", "'")
-    going_to = low == "going" and index + 1 < last and tokens[index + 1].low == "to"
-    if low in _FUTURE_WORDS or low.endswith("'ll") or going_to:
+    before = tokens[index - 1].low.replace("\u2019", "'") if index > first else ""
+    after = tokens[index + 1].low if index + 1 < last else ""
+    if low == "going" and after == "to":  # "been going to pottery" is a habit; "was going to" a plan that fell
+        return None if before == "been" else "unclear" if before in ("was", "were") else "future"
+    if low in _FUTURE_WORDS or low.endswith("'ll") or low in _SCHEDULED:
         return "future"
+    if low == "would" or low == "wouldn't" or low.endswith("'d"):  # "would" places a time after another past
+        if after in _WISH:
+            return "future"
+        return "past" if low.endswith("'d") and (past_form(after) or after in ("already", "never")) else "unclear"
+    if low.endswith("ing") and len(low) >= 5 and low not in _ING_NOW and _progressive(tokens, index, first):
+        return "progressive"
     return "past" if past_form(low) else None
+
+
+def _progressive(tokens: list[Token], index: int, first: int) -> bool:
+    """An -ing verb after a present "be" with a personal subject: "I'm moving", "we are flying", "are you
+    coming" (a word such as "also" may stand between). Not "it's": "it's raining" is weather now."""
+    at = index - 1
+    if at > first and tokens[at].low in _ING_ADVERBS:
+        at -= 1
+    if at < first:
+        return False
+    be = tokens[at].low.replace("\u2019", "'")
+    if be in ("i'm", "we're", "you're", "they're", "he's", "she's"):
+        return True
+    if be in ("am", "are", "is"):
+        return at > first and tokens[at - 1].low in _SUBJECTS
+    return be in _SUBJECTS and at > first and tokens[at - 1].low in ("am", "are", "is")
 
 
 def past_form(low: str) -> bool:

@@ -21,6 +21,7 @@ NEW_YEAR = "2024-01-01"  # a Monday
 SAT = "2022-10-15"  # a Saturday; ISO week 2022-10-10..2022-10-16
 LEAP = "2024-03-01"  # a Friday, the day after 29 February
 MOVABLE = "unresolvable: holiday whose date moves with the year or the country"
+UNCLEAR = "unresolvable: weekday or day without last/this/next and unclear tense"
 
 TABLE = [
     # -- words for days --------------------------------------------------------------------
@@ -503,6 +504,28 @@ TABLE = [
     (WED, "On Tuesday the 7th, I went out.", "2024-05-07"),
     (MON_13, "The weekend of May 13th we'll relax.", "2024-05-18..2024-05-19"),  # the future: not the one before
     (WED, "We'll fly out the previous Monday.", "unresolvable: relative to an unstated reference"),
+    # -- the present progressive of an arrangement, timetables, "would" -------------------------------
+    (NEW_YEAR, "I'm moving in March.", "2024-03-01..2024-03-31"),  # an arrangement: not the March gone
+    (NEW_YEAR, "In February I'm starting a new job.", "2024-02-01..2024-02-29"),
+    (WED, "Are you coming to the wedding in July?", "2024-07-01..2024-07-31"),
+    (WED, "We're celebrating our anniversary on Saturday.", "2024-05-18"),
+    (WED, "I'm flying to New York on the 28th.", "2024-05-28"),
+    (WED, "We're getting married on New Year's Eve.", "2024-12-31"),
+    (WED, "I'm going on Saturday.", "2024-05-18"),
+    (WED, "I'm sending you the photos from Saturday.", UNCLEAR),  # a thing's time, not the act's
+    (WED, "I'm still thinking about Saturday, it was great.", "2024-05-11"),
+    (WED, "I'm reading the book I bought in March.", "2024-03-01..2024-03-31"),  # the nearer past decides
+    (WED, "It's raining like it did in March.", "2024-03-01..2024-03-31"),
+    (WED, "Your flight departs on May 28 at 7:40.", "2024-05-28"),  # a timetable's present
+    (WED, "My lease ends in August.", "2024-08-01..2024-08-31"),
+    (WED, "My nephew turns five in August.", "2024-08-01..2024-08-31"),
+    (WED, "I've been going to pottery classes since February.", "2024-02-01..2024-02-29"),  # a habit
+    (WED, "We were going to visit in March but it fell through.", "2024-03-01..2024-03-31"),
+    (WED, "I told him I'd be there on the 18th.", UNCLEAR),  # after the telling: either side of now
+    (WED, "They said the package would arrive on Monday.", UNCLEAR),
+    (WED, "I'd love to go on Saturday.", "2024-05-18"),
+    (WED, "I'd already left on Monday.", "2024-05-13"),
+    (WED, "We went to the beach in March.", "2024-03-01..2024-03-31"),
 ]
 
 
