@@ -13,6 +13,14 @@ from . import intervals as iv
 from . import lexicon as lx
 from .lexicon import Token
 
+# A tag closing a statement: ", right?", ", hasn't it?", ", didn't you?"
+_TAG_WORDS = frozenset({"right", "yeah", "yes", "no", "eh", "huh", "correct", "innit", "ok", "okay"})
+_WH = frozenset({"what", "when", "where", "who", "why", "how", "which"})
+_TAG_SUBJECTS = frozenset({"it", "you", "we", "they", "he", "she", "i", "there", "that"})
+_TAG_VERBS = frozenset({"is", "isn't", "was", "wasn't", "are", "aren't", "were", "weren't", "has", "hasn't", "have",
+                        "haven't", "had", "hadn't", "do", "don't", "does", "doesn't", "did", "didn't", "will", "won't",
+                        "can", "can't", "would", "wouldn't", "shall", "shan't"})
+
 
 @dataclass(frozen=True, slots=True)
 class Hit:
@@ -64,12 +72,20 @@ class TokenCursor:
         return left is not None and right is not None and left.end == right.start
 
     def in_question(self, index: int) -> bool:
-        """The sentence holding token ``index`` ends with a question mark."""
+        """The sentence holding token ``index`` ends with a question mark and no tag: "It's been a
+        year, hasn't it?" and "We met in May, right?" state a thing and ask only to confirm it."""
         token = self.tok(index)
         if token is None:
             return False
-        end = self.tok(self.sentences[token.sentence][1] - 1)
-        return end is not None and end.low == "?"
+        first, last = self.sentences[token.sentence][0], self.sentences[token.sentence][1] - 1
+        if self.low(last) != "?":
+            return False
+        if self.low(first) in _TAG_VERBS or self.low(first) in _WH:  # "Where are you now, huh?" asks
+            return True
+        if self.low(last - 1) in _TAG_WORDS and self.low(last - 2) == ",":
+            return False
+        return not (self.low(last - 1) in _TAG_SUBJECTS and self.low(last - 2).replace("\u2019", "'") in _TAG_VERBS
+                    and self.low(last - 3) == ",")
 
     def tense(self, begin: int, end: int | None = None) -> str:
         """"past", "future" or "unclear" for the expression at tokens ``begin..end`` (see lexicon)."""

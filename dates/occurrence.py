@@ -41,7 +41,7 @@ RULES = """\
 - "for N units now" (an ongoing state) resolves to its start, like "N units ago"; so does "it's been N
   units since" (not "it had been", which counts from another past, nor a negation, a question, or
   "since" a stated time: "it's been two years since Christmas 2021" is Christmas 2021). A decimal
-  count ("1.5 years ago") names no calendar unit.
+  count ("1.5 years ago") names no calendar unit. A tag (", hasn't it?", ", right?") makes no question.
 - "last <month>" is the latest such month strictly before the observation month; "next <month>"
   the earliest strictly after.
 - "last week/month/year" and "N weeks/months/years ago" are whole calendar units (ISO week,

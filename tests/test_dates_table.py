@@ -526,6 +526,10 @@ TABLE = [
     (WED, "I'd love to go on Saturday.", "2024-05-18"),
     (WED, "I'd already left on Monday.", "2024-05-13"),
     (WED, "We went to the beach in March.", "2024-03-01..2024-03-31"),
+    # -- a tag question states its sentence and asks only to confirm it ------------------------------------
+    (WED, "It's been a year since we met, hasn't it?", "2023-01-01..2023-12-31"),
+    (WED, "It's been a week since the surgery, right?", "2024-05-06..2024-05-12"),
+    (WED, "You're in Porto right now, aren't you?", "2024-05-15"),
 ]
 
 
@@ -640,6 +644,9 @@ def test_a_relation_or_range_that_does_not_hold_leaves_its_parts(text, expressio
     ("It was late now, so we went home", []),
     ("Come on now, be nice", []),
     ("It had been a year since I moved", []),  # since a past time, not since the observation
+    ("It hasn't been a week since I started, has it?", []),  # a tag does not undo the negation
+    ("Has it been a year since we met, or two?", []),  # a question that is no tag
+    ("Where are you right now, huh?", []),  # a question that opens as one
 ])
 def test_words_that_name_no_date_here_claim_nothing(text, expressions):
     found = resolve_occurrences(text, datetime.fromisoformat(WED).replace(hour=15, tzinfo=UTC))
