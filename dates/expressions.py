@@ -336,6 +336,8 @@ class _Scanner:
         weekday = self.c.weekday_at(at, abbreviations=True)
         if weekday is not None:
             stop = self.c.skip_part_of_day(at + 1)
+            if step and (named := written.qualified_nth(self.c, stop, weekday, step)):  # "last Tuesday the 7th"
+                return named
             if step < 0:
                 return self.c.day_hit(stop, iv.weekday_before(self.c.today, weekday))
             if step > 0:
@@ -531,9 +533,7 @@ class _Scanner:
         week = written.week_named(self.c, stop)
         if week is not None:  # "Tuesday (of) last week"
             return self._day_of_week(week[1], week[0], weekday)
-        ordinal = self.c.low(stop) == "the" and self.c.low(stop + 1)[-2:] in ("st", "nd", "rd", "th")
-        ordinal = ordinal and self.c.low(stop + 2) in lx.AFTER_NTH and not self.c.low(stop + 3)[:1].isdigit()
-        nth = lx.day_number(self.c.tok(stop + 1)) if ordinal else None
+        nth = written.nth_after(self.c, stop)
         stop += 2 if nth is not None else 0  # "Tuesday the 7th": the nearest 7th that is a Tuesday
         tense = self.c.tense(at, stop)
         if tense == "unclear":

@@ -13,6 +13,7 @@ from . import intervals as iv
 from . import lexicon as lx
 from .cursor import Hit, TokenCursor
 
+DISAGREE = "weekday and day of the month disagree"
 STEP = {"last": -1, "this": 0, "next": 1}  # units from the observation's own: "last year", "this month"
 _RUN = frozenset({"-", "–", "to", "through", "until", "till"})
 _CLOCK = frozenset({"am", "pm", "a.m", "p.m", ":", "o'clock"})  # "May 3 - 5 pm" is a day and an hour
@@ -23,6 +24,29 @@ def week_named(c: TokenCursor, at: int) -> tuple[int, int] | None:
     at += c.low(at) == "of"
     step = STEP.get(c.low(at))
     return (step, at + 2) if step is not None and c.low(at + 1) == "week" else None
+
+
+def nth_after(c: TokenCursor, at: int) -> int | None:
+    """The day of "the 7th" at ``at`` closing "Tuesday the 7th" (followed by the end of the clause or a
+    word in ``lx.AFTER_NTH``, not by a number: "the 1st, 2nd and 3rd place"), else None."""
+    if c.low(at) != "the" or c.low(at + 1)[-2:] not in ("st", "nd", "rd", "th"):
+        return None
+    closed = c.low(at + 2) in lx.AFTER_NTH and not c.low(at + 3)[:1].isdigit()
+    return lx.day_number(c.tok(at + 1)) if closed else None
+
+
+def qualified_nth(c: TokenCursor, at: int, weekday: int, step: int) -> Hit | None:
+    """"last Tuesday the 7th" (``step`` -1) or "next Friday the 24th" (+1), "the 7th" at ``at``: the day
+    of the month names which Tuesday, the nearest such before (after) the observation day, even when
+    it is not the very last one ("last Tuesday the 7th" said on Wednesday the 15th is the 7th). One
+    more than a month away means the weekday and the day disagree: unresolved."""
+    nth = nth_after(c, at)
+    if nth is None:
+        return None
+    dated = iv.weekday_month_day(c.today + iv.DAY * step, weekday, nth, forward=step > 0)
+    if dated is None or abs((dated - c.today).days) > 31:
+        return Hit(at + 2, reason=DISAGREE)
+    return c.day_hit(at + 2, dated)
 
 
 def relative_year(c: TokenCursor, at: int) -> int | None:

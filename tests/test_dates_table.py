@@ -530,6 +530,12 @@ TABLE = [
     (WED, "It's been a year since we met, hasn't it?", "2023-01-01..2023-12-31"),
     (WED, "It's been a week since the surgery, right?", "2024-05-06..2024-05-12"),
     (WED, "You're in Porto right now, aren't you?", "2024-05-15"),
+    # -- "last/next <weekday> the <nth>": the day of the month says which one -------------------------------
+    (WED, "It happened last Tuesday the 7th.", "2024-05-07"),  # not the Tuesday just gone (the 14th)
+    (WED, "last Tuesday the 14th I went", "2024-05-14"),
+    (WED, "See you next Friday the 24th.", "2024-05-24"),  # not the Friday just ahead (the 17th)
+    (WED, "last Tuesday the 8th I went", "unresolvable: weekday and day of the month disagree"),
+    (WED, "last Tuesday the 7th grade class went", "2024-05-14"),  # "the 7th grade": no day
 ]
 
 
