@@ -485,7 +485,7 @@ class _Scanner:
                 except ValueError:
                     return None
             ordinal = not self.c.low(day_at).isdigit()
-            if on and start_the and ordinal:
+            if on and start_the and ordinal and self.c.low(day_at + 1) not in lx.NTH_NOUNS:  # not "the 4th floor"
                 tense = self.c.tense(day_at)
                 if tense == "unclear":
                     return Hit(day_at + 1, reason=UNCLEAR_TENSE)

@@ -96,6 +96,14 @@ _ED_NOT_PAST = frozenset({
 AFTER_NTH = frozenset({"", ".", ",", "!", "?", ";", ":", ")", "i", "we", "you", "he", "she", "they", "my", "our",
                        "at", "in", "was", "is", "will", "i'll", "we'll", "i'm", "we're", "for", "with", "after",
                        "before", "when", "so", "but"})
+# Nouns an ordinal counts ("on the 4th floor", "on the 2nd try", "on the 3rd day of the trip"): no day of a month
+NTH_NOUNS = frozenset({
+    "floor", "floors", "time", "times", "try", "attempt", "day", "night", "morning", "evening", "week", "month", "year",
+    "grade", "place", "round", "lap", "page", "level", "step", "row", "chapter", "inning", "hole", "anniversary",
+    "birthday", "edition", "generation", "century", "story", "storey", "date", "question", "episode", "season",
+    "game", "match", "half", "quarter", "mile", "lesson", "class", "session", "visit", "trip", "street", "avenue",
+    "run", "go", "shot", "take", "lane", "stop", "hour", "minute", "leg", "stage", "set", "part", "book", "film",
+})
 _FUTURE_WORDS = frozenset({
     "will", "won't", "shall", "gonna", "tomorrow", "next", "soon", "upcoming", "plan", "plans",
     "planning", "planned", "hoping", "intend", "intending", "let's", "lets", "forward", "wait",

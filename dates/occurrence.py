@@ -32,8 +32,9 @@ RULES = """\
 - A weekday with no last/this/next ("on Friday") follows the tense of its sentence, read from
   the tense cue nearest to it (went, -ed, was / will, 'll, going to, plan, next...): past ->
   the nearest one strictly before, future -> strictly after; no cue or a tie -> unresolved.
-  "on the 15th" follows the same rule. A present progressive with a personal subject ("I'm moving
-  in March", "are you coming on Friday?") is an arrangement, so future, unless the time follows
+  "on the 15th" follows the same rule; an ordinal counting a noun ("on the 4th floor") is no day.
+  A present progressive with a personal subject ("I'm moving in March", "are you coming on
+  Friday?") is an arrangement, so future, unless the time follows
   "from/of/about/since"; a timetable's present ("departs", "ends", "turns", "due") is future;
   "would" (and "I'd" before a plain verb) places a time after another past, so is unclear, except
   a wish ("I'd love to"); "been going to" is a habit and "was going to" a plan that fell (unclear).

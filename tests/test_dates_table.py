@@ -536,6 +536,8 @@ TABLE = [
     (WED, "See you next Friday the 24th.", "2024-05-24"),  # not the Friday just ahead (the 17th)
     (WED, "last Tuesday the 8th I went", "unresolvable: weekday and day of the month disagree"),
     (WED, "last Tuesday the 7th grade class went", "2024-05-14"),  # "the 7th grade": no day
+    (WED, "On the 3rd I had a dentist appointment.", "2024-05-03"),
+    (WED, "on the 20th it rained", "2024-04-20"),
 ]
 
 
@@ -653,6 +655,9 @@ def test_a_relation_or_range_that_does_not_hold_leaves_its_parts(text, expressio
     ("It hasn't been a week since I started, has it?", []),  # a tag does not undo the negation
     ("Has it been a year since we met, or two?", []),  # a question that is no tag
     ("Where are you right now, huh?", []),  # a question that opens as one
+    ("We live on the 4th floor.", []),  # an ordinal counting a noun is no day of a month
+    ("I passed on the 2nd try.", []),
+    ("On the 3rd day of the trip we rested.", []),
 ])
 def test_words_that_name_no_date_here_claim_nothing(text, expressions):
     found = resolve_occurrences(text, datetime.fromisoformat(WED).replace(hour=15, tzinfo=UTC))
