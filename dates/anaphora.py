@@ -17,7 +17,8 @@ Units count as "the week before May 3" does (``TokenCursor.around``). A day, wee
 counts from a reference of whole days; a week from days or a week; a month from days, a week
 or a month; a year from any. A result after the observation day in a sentence neither about the
 future nor reporting a plan (a past event counted into the future), or before it in one about the
-future, means the reference was not the story's time, and the reason stays. With no reference,
+future, means the reference was not the story's time, and the reason stays; so does a reference
+that is what something is about, not when the story happens (``_topic``). With no reference,
 "the previous Monday" is the last Monday before the observation day; anything else keeps its
 reason.
 """
@@ -38,6 +39,10 @@ _FROM = {"day": ("day",), "weekend": ("day",), "week": ("day", "week"), "month":
          "year": ("day", "week", "month", "year")}
 _CLOSED = re.compile(r"\s*(?:[,.;:!?)]|$)")
 _SIDE = 120  # characters of the sentence before an offset read for its tense
+_TOPIC = frozenset({"about", "regarding", "concerning"})
+_TIME_OF = lx.PARTS_OF_DAY | {"day", "week", "weekend", "end", "beginning", "start", "middle", "rest", "the", "first",
+                              "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"}
+_PRESENT = frozenset({"is", "are", "am", "isn't", "aren't"})
 _PLAN = re.compile(r"\b(?:to|for|planned|agreed|promised|booked|scheduled)\b", re.IGNORECASE)
 
 
@@ -49,7 +54,7 @@ def resolve(text: str, found: Sequence[Occurrence], today: date) -> list[Occurre
         near = out[-1] if out and not guessed and occ.span[0] - out[-1].span[1] <= REACH else None
         guessed = False
         if occ.unresolved == NO_REFERENCE and near is not None:
-            occ = (_counted(text, occ, near, today) if near.resolved else None) or occ
+            occ = (_counted(text, occ, near, today) if near.resolved and not _topic(text, near, today) else None) or occ
         elif occ.unresolved == NO_REFERENCE and (alone := _alone(text, occ, today)) is not None:
             occ, guessed = alone, True
         out.append(occ)
@@ -80,6 +85,24 @@ def _counted(text: str, occ: Occurrence, reference: Occurrence, today: date) -> 
         if (hit.first > today and tense != "future" and not planned) or (tense == "future" and hit.end <= today):
             return None
     return Occurrence(occ.expression, occ.span, *iv.utc_bounds(hit.first, hit.end), hit.granularity)
+
+
+def _topic(text: str, reference: Occurrence, today: date) -> bool:
+    """``reference`` is what something is about, not when the story happens: the object of "about",
+    "regarding" or "concerning" ("a documentary about July 20, 1969"), of "of" after a word that is no
+    part of a day ("the events of September 11, 2001"; not "the morning of May 3"), or a date of another
+    year in a sentence in the present with no past cue ("the film is set on December 25, 1914")."""
+    words = [t.low for t in lx.tokenize(text[max(0, reference.span[0] - 40):reference.span[0]])]
+    words += [t.low for t in lx.tokenize(reference.expression)[:1] if t.low == "of"]
+    if words and words[-1] in _TOPIC:
+        return True
+    if len(words) >= 2 and words[-1] == "of" and words[-2] not in _TIME_OF and not words[-2][:1].isdigit():
+        return True
+    if reference.start is None or reference.start.year == today.year:
+        return False
+    left, right = _sentence_around(text, reference.span)
+    present = any(t.low in _PRESENT for t in lx.tokenize(left + " " + right))
+    return present and _tense(left, reference.expression, right) == "unclear"
 
 
 def _alone(text: str, occ: Occurrence, today: date) -> Occurrence | None:

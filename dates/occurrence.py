@@ -71,8 +71,11 @@ RULES = """\
   count from the expression just before them when it is a resolved time ("We married on June 1st.
   The next day we flew": 2 June), as "the day after June 1st" would, unless the result lies after
   the observation day in a sentence neither about the future nor reporting a plan ("agreed to meet
-  the following Saturday"), or before it in one about the future. Otherwise they stay unresolved,
-  except "the previous Monday", the last Monday before the observation day.
+  the following Saturday"), or before it in one about the future, or that time is what something
+  is about ("a documentary about July 20, 1969", "the events of 9 May 2001"; not "the morning of
+  May 3") or a date of another year in a present sentence ("the film is set on 25 December 1914").
+  Otherwise they stay unresolved, except "the previous Monday", the last Monday before the
+  observation day.
 - Vague or approximate quantities ("a few days ago", "about a year ago"), seasons (hemisphere-
   dependent), "recently", and offsets from an unstated reference ("the day before my birthday", or
   "the week before" with no time before it) stay unresolved with a reason, as do counts past the

@@ -203,6 +203,13 @@ def test_ambiguous_expressions_stay_unresolved_with_a_reason(text, expression, r
     ("Yesterday I booked a table for the following Friday.", "2024-05-17"),
     ("In March I moved. The previous Monday I quit.", None),  # a month gives no day to count from
     ("I started on May 6. Two weeks later I quit.", None),  # a later day needs a future or a plan
+    # a date that is what something is about, or a setting described in the present, is no story time
+    ("I watched a documentary about July 20, 1969. The next day I bought a telescope.", None),
+    ("We read a book on the events of September 11, 2001. The next day I went to work.", None),
+    ("The movie is set on December 25, 1914. The next day we went to see it again.", None),
+    ("My favorite lecture was about June 6, 1944. The following week I had an exam.", None),
+    ("She was born on June 3, 1990. The next day her father came home.", "1990-06-04"),  # an event of the story
+    ("On the morning of May 3 we left. The next day we arrived.", "2024-05-04"),  # a part of that day
 ])
 def test_an_offset_counts_from_the_time_stated_before_it(text, expected):
     found = resolve_occurrences(text, observed("2024-05-15"))
