@@ -90,7 +90,7 @@ def _counted(text: str, occ: Occurrence, reference: Occurrence, today: date) -> 
 def _topic(text: str, reference: Occurrence, today: date) -> bool:
     """``reference`` is what something is about, not when the story happens: the object of "about",
     "regarding" or "concerning" ("a documentary about July 20, 1969"), of "of" after a word that is no
-    part of a day ("the events of September 11, 2001"; not "the morning of May 3"), or a date of another
+    part of a day ("the events of September 11, 2001"; not "the morning of May 3"), or a date of a past
     year in a sentence in the present with no past cue ("the film is set on December 25, 1914")."""
     words = [t.low for t in lx.tokenize(text[max(0, reference.span[0] - 40):reference.span[0]])]
     words += [t.low for t in lx.tokenize(reference.expression)[:1] if t.low == "of"]
@@ -98,7 +98,7 @@ def _topic(text: str, reference: Occurrence, today: date) -> bool:
         return True
     if len(words) >= 2 and words[-1] == "of" and words[-2] not in _TIME_OF and not words[-2][:1].isdigit():
         return True
-    if reference.start is None or reference.start.year == today.year:
+    if reference.start is None or reference.start.year >= today.year:  # "our wedding is on June 1, 2025": a plan
         return False
     left, right = _sentence_around(text, reference.span)
     present = any(t.low in _PRESENT for t in lx.tokenize(left + " " + right))

@@ -73,7 +73,7 @@ RULES = """\
   the observation day in a sentence neither about the future nor reporting a plan ("agreed to meet
   the following Saturday"), or before it in one about the future, or that time is what something
   is about ("a documentary about July 20, 1969", "the events of 9 May 2001"; not "the morning of
-  May 3") or a date of another year in a present sentence ("the film is set on 25 December 1914").
+  May 3") or a date of a past year in a present sentence ("the film is set on 25 December 1914").
   Otherwise they stay unresolved, except "the previous Monday", the last Monday before the
   observation day.
 - Vague or approximate quantities ("a few days ago", "about a year ago"), seasons (hemisphere-

@@ -210,6 +210,7 @@ def test_ambiguous_expressions_stay_unresolved_with_a_reason(text, expression, r
     ("My favorite lecture was about June 6, 1944. The following week I had an exam.", None),
     ("She was born on June 3, 1990. The next day her father came home.", "1990-06-04"),  # an event of the story
     ("On the morning of May 3 we left. The next day we arrived.", "2024-05-04"),  # a part of that day
+    ("Our wedding is on June 1, 2025. The next day we fly to Bali.", "2025-06-02"),  # a plan, not a setting
 ])
 def test_an_offset_counts_from_the_time_stated_before_it(text, expected):
     found = resolve_occurrences(text, observed("2024-05-15"))
