@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any
 
-from . import anaphora, present
+from . import anaphora, carried, present
 from . import intervals as iv
 from . import lexicon as lx
 from .expressions import Occurrence, find_expressions
@@ -41,6 +41,9 @@ RULES = """\
 - A month without a year resolves to the most recent such month not after the observation
   month, or to the next one not before it when the nearest tense cue is future. A day and
   month without a year follow the same rule at day precision.
+- A bare "in/during <month>" after a time of a past year that writes its year ("In 2019 we went to
+  Peru. In June we hiked") is the first such month from that time on, unless its sentence is about
+  the future or that is not before the observation month; a year of birth carries nothing.
 - "for N units now" (an ongoing state) resolves to its start, like "N units ago"; so does "it's been N
   units since" (not "it had been", which counts from another past, nor a negation, a question, or
   "since" a stated time: "it's been two years since Christmas 2021" is Christmas 2021). A decimal
@@ -117,7 +120,8 @@ def resolve_occurrences(text: str, observed_at: datetime | int | float, *, limit
     head = text[:max(0, min(int(max_chars), MAX_SCAN_CHARS))] if isinstance(text, str) else ""
     # the post-passes may drop "just" claims: read a few more than asked, then cut
     found = find_expressions(head, now.date(), limit=None if limit is None else 2 * limit + 2, now=now)
-    return anaphora.resolve(head, _settled(head, found, now.date()), now.date())[:limit]
+    settled = carried.carry(head, _settled(head, found, now.date()), now.date())
+    return anaphora.resolve(head, settled, now.date())[:limit]
 
 
 def _settled(text: str, found: list[Occurrence], today: date) -> list[Occurrence]:
