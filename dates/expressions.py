@@ -21,7 +21,7 @@ VAGUE_QUANTITY = "vague quantity"
 APPROXIMATE = "approximate quantity"
 SEASON = "season (hemisphere-dependent)"
 NO_REFERENCE = "relative to an unstated reference"
-UNCLEAR_TENSE = "weekday or day without last/this/next and unclear tense"
+UNCLEAR_TENSE = lx.UNCLEAR_TENSE
 DAY_MONTH_ORDER = "day/month order ambiguous"
 
 _CONTEXT = lx.MONTH_CONTEXT | lx.YEAR_CONTEXT

@@ -16,6 +16,7 @@ _TOKEN = re.compile(
 )
 _SENTENCE_END = frozenset(".!?;")
 SENTENCE_BREAK = re.compile(r"[.!?;\n]")  # where a sentence ends in raw text (the tokenizer's ends, and line breaks)
+UNCLEAR_TENSE = "weekday or day without last/this/next and unclear tense"
 CUE_REACH = 15  # tokens searched on each side for a tense cue; keeps the scan linear
 
 NUMBER_WORDS = {
@@ -180,6 +181,8 @@ _ING_NOW = frozenset({
 # Present forms that name a timetable ("the flight departs on May 28", "my lease ends in August")
 _SCHEDULED = frozenset({"departs", "leaves", "starts", "begins", "ends", "opens", "closes", "renews", "expires",
                         "arrives", "lands", "runs", "finishes", "launches", "airs", "premieres", "turns", "due"})
+# Present "be" before an -ed word: a state now ("it's closed"); not "he's", "she's", often "has" ("he's moved")
+_BE_NOW = frozenset({"is", "are", "am", "i'm", "we're", "you're", "they're", "it's", "that's", "isn't", "aren't"})
 _WISH = frozenset({"like", "love", "prefer", "rather"})  # "I'd love to come on Saturday": a future wish
 
 
@@ -197,6 +200,8 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
         return "past" if low.endswith("'d") and (past_form(after) or after in ("already", "never")) else "unclear"
     if low.endswith("ing") and len(low) >= 5 and low not in _ING_NOW and _progressive(tokens, index, first):
         return "progressive"
+    if low.endswith("ed") and low not in _PAST_WORDS and before in _BE_NOW:
+        return None  # "the shop is closed", "I'm booked": a state now, not a past event
     return "past" if past_form(low) else None
 
 
