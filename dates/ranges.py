@@ -2,8 +2,9 @@
 
 A run goes from the start of A to the end of B, each end any resolved expression. A bare weekday
 B is the first such day on or after A ("from Monday to Friday"); two bare weekdays followed by
-"last/this/next week" are both days of that week ("from Monday to Friday last week"). A run that
-ends before it starts is no run (its parts are read on their own).
+"last/this/next week" are both days of that week ("from Monday to Friday last week"). Two bare
+ordinals ("from the 2nd to the 5th") are days of one month, picked by the sentence's tense as "on
+the 15th" is. A run that ends before it starts is no run (its parts are read on their own).
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from . import intervals as iv
+from . import lexicon as lx
 from .cursor import Hit, TokenCursor
 from .written import week_named
 
@@ -22,7 +24,7 @@ def run(c: TokenCursor, index: int, anchor: Callable[[int], Hit | None]) -> Hit 
     joiners = _JOINERS.get(c.low(index))
     if joiners is None:
         return None
-    named = _weekdays_of_week(c, index, joiners)
+    named = _weekdays_of_week(c, index, joiners) or _days_of_one_month(c, index, joiners)
     if named is not None:
         return named
     start = anchor(index + 1)
@@ -48,3 +50,31 @@ def _weekdays_of_week(c: TokenCursor, index: int, joiners: tuple[str, ...]) -> H
         return None
     monday = iv.week_start(c.today) + iv.WEEK * week[0]
     return Hit(week[1], monday + timedelta(days=opening), monday + timedelta(days=closing + 1), "day")
+
+
+def _days_of_one_month(c: TokenCursor, index: int, joiners: tuple[str, ...]) -> Hit | None:
+    """"from the 2nd to the 5th", "between the 10th and the 20th" (no month after them): days of one
+    month, in a past sentence the latest such run ending on or before the observation day, in one about
+    the future the first beginning after it; unclear tense leaves them unresolved."""
+    opening = _ordinal(c, index + 2) if c.low(index + 1) == "the" else None
+    if opening is None or c.low(index + 3) not in joiners:
+        return None
+    at = index + 4 + (c.low(index + 4) == "the")
+    closing, stop = _ordinal(c, at), at + 1
+    if closing is None or closing <= opening or c.low(stop) == "of" or c.month_at(stop) is not None:
+        return None
+    tense = c.tense(index, stop)
+    if tense == "unclear":
+        return Hit(stop, reason=lx.UNCLEAR_TENSE)
+    if tense == "future":
+        first = iv.day_of_month_date(c.today, opening, forward=True)
+        last = first.replace(day=closing) if first else None
+    else:
+        last = iv.day_of_month_date(c.today + iv.DAY, closing, forward=False)
+        first = last.replace(day=opening) if last else None
+    return Hit(stop, first, last + iv.DAY, "day") if first and last else None
+
+
+def _ordinal(c: TokenCursor, at: int) -> int | None:
+    """A day of the month written as an ordinal ("5th"), else None."""
+    return lx.day_number(c.tok(at)) if c.low(at)[-2:] in ("st", "nd", "rd", "th") else None

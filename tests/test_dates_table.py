@@ -543,6 +543,13 @@ TABLE = [
     (WED, "I'm booked on Friday.", UNCLEAR),
     (WED, "The shop closed on Sunday.", "2024-05-12"),
     (WED, "He's moved to Denver in March.", "2024-03-01..2024-03-31"),
+    # -- a run of two bare ordinals is days of one month, picked by the tense ------------------------------
+    (WED, "I went to Berlin from the 2nd to the 5th.", "2024-05-02..2024-05-05"),
+    (WED, "We were away between the 1st and the 15th.", "2024-05-01..2024-05-15"),
+    (WED, "we stayed from the 3rd to 9th, it was great", "2024-05-03..2024-05-09"),
+    (WED, "I was off from the 10th to the 20th.", "2024-04-10..2024-04-20"),  # the run ends before now
+    (WED, "I'll be in Japan from the 10th to the 20th.", "2024-06-10..2024-06-20"),
+    (WED, "The office is closed from the 20th to the 24th.", UNCLEAR),
 ]
 
 
