@@ -88,9 +88,13 @@ class TokenCursor:
                     and self.low(last - 3) == ",")
 
     def tense(self, begin: int, end: int | None = None) -> str:
-        """"past", "future" or "unclear" for the expression at tokens ``begin..end`` (see lexicon)."""
+        """"past", "future" or "unclear" for the expression at tokens ``begin..end`` (see lexicon). A
+        bound with no tense cue ("I'm off until Monday", "I need it by Friday") lies ahead: a state
+        lasting from now, or a deadline."""
         first, last = self.sentences[self.tokens[begin].sentence]
         tense = lx.sentence_tense(self.tokens, first, last, begin, min(end or begin + 1, last))
+        if tense == "unclear" and not self.standalone and self.low(begin - 1) in ("until", "till", "by"):
+            return "future"
         return "past" if tense == "unclear" and self.standalone else tense
 
     def month_at(self, index: int) -> int | None:

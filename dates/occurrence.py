@@ -39,6 +39,7 @@ RULES = """\
   "would" (and "I'd" before a plain verb) places a time after another past, so is unclear, except
   a wish ("I'd love to"); "been going to" is a habit and "was going to" a plan that fell (unclear).
   An -ed word after a present "be" ("the shop is closed", "I'm booked") is a state, no past cue.
+  A time after "until", "till" or "by" in a sentence with no cue lies ahead ("I'm off until Monday").
 - A month without a year resolves to the most recent such month not after the observation
   month, or to the next one not before it when the nearest tense cue is future. A day and
   month without a year follow the same rule at day precision.

@@ -550,6 +550,12 @@ TABLE = [
     (WED, "I was off from the 10th to the 20th.", "2024-04-10..2024-04-20"),  # the run ends before now
     (WED, "I'll be in Japan from the 10th to the 20th.", "2024-06-10..2024-06-20"),
     (WED, "The office is closed from the 20th to the 24th.", UNCLEAR),
+    # -- a bound with no tense cue lies ahead: a state lasting from now, or a deadline ----------------------
+    (WED, "I'm off until Monday.", "2024-05-20"),
+    (WED, "I need it done by Friday.", "2024-05-17"),
+    (WED, "I'm in Berlin until March.", "2025-03-01..2025-03-31"),
+    (WED, "I was off until Monday.", "2024-05-13"),  # a past bound
+    (WED, "By Friday I was exhausted.", "2024-05-10"),
 ]
 
 
