@@ -149,7 +149,7 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
     """"past", "future" or "unclear" for the expression ``tokens[begin:end]``: the tense cue nearest
     to it within its sentence ``tokens[first:last]`` (and CUE_REACH tokens) decides; no cue, or a
     tie, is "unclear". A progressive ("I'm moving in March") counts as future unless the time is the
-    object of "from", "of", "about" or "since" ("I'm sending the photos from Saturday"), which ties
+    object of "from", "about" or "since" ("I'm sending the photos from Saturday"), which ties
     it to a thing, not to the arrangement."""
     owned = tokens[begin].low in _OWNED or (begin > first and tokens[begin - 1].low in _OWNED)
     for distance in range(1, min(CUE_REACH, max(begin - first, last - end)) + 1):
@@ -165,7 +165,7 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
 
 
 # A time after one of these belongs to a thing or a span, not to when a planned act happens.
-_OWNED = frozenset({"from", "of", "about", "since"})
+_OWNED = frozenset({"from", "about", "since"})
 _SUBJECTS = frozenset({"i", "we", "you", "they", "he", "she"})
 _ING_ADVERBS = frozenset({"also", "really", "finally", "actually", "definitely", "probably", "all", "both",
                           "just", "only", "officially", "still"})

@@ -35,7 +35,7 @@ RULES = """\
   "on the 15th" follows the same rule; an ordinal counting a noun ("on the 4th floor") is no day.
   A present progressive with a personal subject ("I'm moving in March", "are you coming on
   Friday?") is an arrangement, so future, unless the time follows
-  "from/of/about/since"; a timetable's present ("departs", "ends", "turns", "due") is future;
+  "from/about/since"; a timetable's present ("departs", "ends", "turns", "due") is future;
   "would" (and "I'd" before a plain verb) places a time after another past, so is unclear, except
   a wish ("I'd love to"); "been going to" is a habit and "was going to" a plan that fell (unclear).
   An -ed word after a present "be" ("the shop is closed", "I'm booked") is a state, no past cue.

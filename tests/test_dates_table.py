@@ -525,6 +525,7 @@ TABLE = [
     (WED, "They said the package would arrive on Monday.", UNCLEAR),
     (WED, "I'd love to go on Saturday.", "2024-05-18"),
     (WED, "I'd already left on Monday.", "2024-05-13"),
+    (WED, "I'm taking the first week of June off.", "2024-06-01..2024-06-07"),  # "of June" is the week's month
     (WED, "We went to the beach in March.", "2024-03-01..2024-03-31"),
     # -- a tag question states its sentence and asks only to confirm it ------------------------------------
     (WED, "It's been a year since we met, hasn't it?", "2023-01-01..2023-12-31"),
