@@ -149,8 +149,10 @@ def slash_day(c: TokenCursor, index: int, ambiguous: str) -> Hit | None:
     the reason when either part could be the month)."""
     at = index + 1
     if c.low(at + 1) != "/" or c.low(index) not in _SLASH_LEADS or not (c.touching(at) and c.touching(at + 1)) \
-            or (c.low(at + 3) in ("/", ".") and c.touching(at + 2)):
+            or (c.low(at + 3) == "/" and c.touching(at + 2)):
         return None
+    if c.low(at + 3) == "." and c.touching(at + 2) and c.touching(at + 3) and c.low(at + 4)[:1].isdigit():
+        return None  # "5/13.2" is no date; "on 5/13." closing a sentence is
     first, second = lx.day_number(c.tok(at)), lx.day_number(c.tok(at + 2))
     if first is None or second is None or not c.low(at).isdigit() or not c.low(at + 2).isdigit():
         return None

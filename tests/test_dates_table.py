@@ -557,6 +557,7 @@ TABLE = [
     (WED, "I'm in Berlin until March.", "2025-03-01..2025-03-31"),
     (WED, "I was off until Monday.", "2024-05-13"),  # a past bound
     (WED, "By Friday I was exhausted.", "2024-05-10"),
+    (WED, "I was in Paris on 5/13.", "2024-05-13"),  # a full stop closing the sentence is no decimal
 ]
 
 
@@ -674,6 +675,7 @@ def test_a_relation_or_range_that_does_not_hold_leaves_its_parts(text, expressio
     ("It hasn't been a week since I started, has it?", []),  # a tag does not undo the negation
     ("Has it been a year since we met, or two?", []),  # a question that is no tag
     ("Where are you right now, huh?", []),  # a question that opens as one
+    ("upgrade on 5/13.2 now", []),
     ("We live on the 4th floor.", []),  # an ordinal counting a noun is no day of a month
     ("I passed on the 2nd try.", []),
     ("On the 3rd day of the trip we rested.", []),
