@@ -16,10 +16,10 @@ from datetime import date
 
 from . import intervals as iv
 from . import lexicon as lx
-from .cursor import TokenCursor
 from .expressions import Occurrence
 
 REACH = 300  # characters between the time that states the year and the month
+_SIDE = 120  # characters of the month's sentence on each side read for its tense
 _LEADS = frozenset({"in", "during"})
 
 
@@ -54,9 +54,9 @@ def _moved(text: str, occ: Occurrence, before: Occurrence, today: date) -> Occur
     year = start.year + (month < start.month)
     if (year, month) >= (today.year, today.month) or (occ.start is not None and occ.start.year == year):
         return None
-    sentence = lx.tokenize(text[:occ.span[1] + 120])
-    at = next(i for i, t in enumerate(sentence) if t.start == occ.span[0])
-    if TokenCursor(sentence, today).tense(at, at + 2) == "future":
+    left = lx.tokenize(lx.SENTENCE_BREAK.split(text[max(0, occ.span[0] - _SIDE):occ.span[0]])[-1])
+    right = lx.tokenize(lx.SENTENCE_BREAK.split(text[occ.span[1]:occ.span[1] + _SIDE])[0])
+    if lx.sentence_tense(left + tokens + right, 0, len(left) + 2 + len(right), len(left), len(left) + 2) == "future":
         return None
     first, end = iv.month_span(year, month)
     return replace(occ, start=iv.midnight(first), end=iv.midnight(end))
