@@ -54,7 +54,8 @@ def resolve(text: str, found: Sequence[Occurrence], today: date) -> list[Occurre
         near = out[-1] if out and not guessed and occ.span[0] - out[-1].span[1] <= REACH else None
         guessed = False
         if occ.unresolved == NO_REFERENCE and near is not None:
-            occ = (_counted(text, occ, near, today) if near.resolved and not _topic(text, near, today) else None) or occ
+            occ = (_counted(text, occ, near, today) if near.resolved and not _topic(text, near, occ, today) else None) \
+                or occ
         elif occ.unresolved == NO_REFERENCE and (alone := _alone(text, occ, today)) is not None:
             occ, guessed = alone, True
         out.append(occ)
@@ -87,11 +88,13 @@ def _counted(text: str, occ: Occurrence, reference: Occurrence, today: date) -> 
     return Occurrence(occ.expression, occ.span, *iv.utc_bounds(hit.first, hit.end), hit.granularity)
 
 
-def _topic(text: str, reference: Occurrence, today: date) -> bool:
+def _topic(text: str, reference: Occurrence, occ: Occurrence, today: date) -> bool:
     """``reference`` is what something is about, not when the story happens: the object of "about",
     "regarding" or "concerning" ("a documentary about July 20, 1969"), of "of" after a word that is no
     part of a day ("the events of September 11, 2001"; not "the morning of May 3"), or a date of a past
-    year in a sentence in the present with no past cue ("the film is set on December 25, 1914")."""
+    year in a sentence in the present with no past cue ("the film is set on December 25, 1914") when the
+    offset's sentence is past ("... The next day we went to see it"; a plot told in the present, "The
+    story is set in 1920. The following year the hero returns", counts from its setting)."""
     words = [t.low for t in lx.tokenize(text[max(0, reference.span[0] - 40):reference.span[0]])]
     words += [t.low for t in lx.tokenize(reference.expression)[:1] if t.low == "of"]
     if words and words[-1] in _TOPIC:
@@ -102,7 +105,10 @@ def _topic(text: str, reference: Occurrence, today: date) -> bool:
         return False
     left, right = _sentence_around(text, reference.span)
     present = any(t.low in _PRESENT for t in lx.tokenize(left + " " + right))
-    return present and _tense(left, reference.expression, right) == "unclear"
+    if not present or _tense(left, reference.expression, right) != "unclear":
+        return False
+    left, right = _sentence_around(text, occ.span)
+    return _tense(left, occ.expression, right) == "past"
 
 
 def _alone(text: str, occ: Occurrence, today: date) -> Occurrence | None:

@@ -211,6 +211,7 @@ def test_ambiguous_expressions_stay_unresolved_with_a_reason(text, expression, r
     ("She was born on June 3, 1990. The next day her father came home.", "1990-06-04"),  # an event of the story
     ("On the morning of May 3 we left. The next day we arrived.", "2024-05-04"),  # a part of that day
     ("Our wedding is on June 1, 2025. The next day we fly to Bali.", "2025-06-02"),  # a plan, not a setting
+    ("The story is set in 1920. The following year the hero returns.", "1921-01-01..1921-12-31"),  # the plot's time
 ])
 def test_an_offset_counts_from_the_time_stated_before_it(text, expected):
     found = resolve_occurrences(text, observed("2024-05-15"))
