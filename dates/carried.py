@@ -30,7 +30,8 @@ def carry(text: str, found: Sequence[Occurrence], today: date) -> list[Occurrenc
     for occ in found:
         before = out[-1] if out else None
         carried_now = False
-        if before is not None and (carried or _states_year(before)) and occ.span[0] - before.span[1] <= REACH:
+        if before is not None and occ.granularity == "month" and occ.span[0] - before.span[1] <= REACH \
+                and (carried or _states_year(before)):
             moved = _moved(text, occ, before, today)
             if moved is not None:
                 occ, carried_now = moved, True

@@ -188,21 +188,23 @@ _WISH = frozenset({"like", "love", "prefer", "rather"})  # "I'd love to come on 
 
 def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
     low = tokens[index].low.replace("\u2019", "'")
-    before = tokens[index - 1].low.replace("\u2019", "'") if index > first else ""
-    after = tokens[index + 1].low if index + 1 < last else ""
-    if low == "going" and after == "to":  # "been going to pottery" is a habit; "was going to" a plan that fell
-        return None if before == "been" else "unclear" if before in ("was", "were") else "future"
     if low in _FUTURE_WORDS or low.endswith("'ll") or low in _SCHEDULED:
         return "future"
+    after = tokens[index + 1].low if index + 1 < last else ""
+    if low == "going" and after == "to":  # "been going to pottery" is a habit; "was going to" a plan that fell
+        before = tokens[index - 1].low if index > first else ""
+        return None if before == "been" else "unclear" if before in ("was", "were") else "future"
     if low == "would" or low == "wouldn't" or low.endswith("'d"):  # "would" places a time after another past
         if after in _WISH:
             return "future"
         return "past" if low.endswith("'d") and (past_form(after) or after in ("already", "never")) else "unclear"
     if low.endswith("ing") and len(low) >= 5 and low not in _ING_NOW and _progressive(tokens, index, first):
         return "progressive"
-    if low.endswith("ed") and low not in _PAST_WORDS and before in _BE_NOW:
-        return None  # "the shop is closed", "I'm booked": a state now, not a past event
-    return "past" if past_form(low) else None
+    if not past_form(low):
+        return None
+    # "the shop is closed", "I'm booked": a state now, not a past event
+    return None if low.endswith("ed") and low not in _PAST_WORDS and index > first and \
+        tokens[index - 1].low.replace("\u2019", "'") in _BE_NOW else "past"
 
 
 def _progressive(tokens: list[Token], index: int, first: int) -> bool:
