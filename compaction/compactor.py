@@ -73,6 +73,7 @@ class Compactor:
         self.calls = 0
         self.aux_input_tokens = 0
         self.levels: list[str] = []
+        self.failed_over = 0  # summaries a model failure pushed down the ladder
         self.source_tokens = 0
         self.stubbed = 0
         self.errors: list[str] = []
@@ -169,7 +170,7 @@ class Compactor:
             "seconds": round(time.monotonic() - self.started, 3), "at": time.time(),
         }
         return CompactionResult(out, progress, status, reason, report,
-                                fallback_used=any(lv != "normal" for lv in self.levels))
+                                fallback_used=self.failed_over > 0)
 
     def _critical(self, current_tokens: int | None) -> bool:
         """Pressure at or above TROVE_CRITICAL_BUDGET_PRESSURE_RATIO of the window (0 disables)."""
@@ -234,6 +235,7 @@ class Compactor:
         self.calls += res.calls
         self.aux_input_tokens += res.input_tokens
         self.errors.extend(res.errors)
+        self.failed_over += res.failed_over
         return res
 
     def _leaf(self, rows: list[MessageRow], focus: str) -> bool:

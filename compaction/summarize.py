@@ -45,6 +45,12 @@ class SummaryResult:
     input_tokens: int
     errors: tuple[str, ...] = ()
 
+    @property
+    def failed_over(self) -> bool:
+        """A model was asked and failed (or its route's breaker was open), so a weaker level stands in.
+        A source too small for a model call, or a spent call budget, is shortened by design instead."""
+        return self.level != "normal" and bool(self.errors)
+
 
 class _Breakers:
     """Per-route consecutive-failure counters, shared by all engine copies in a process."""

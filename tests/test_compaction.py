@@ -127,6 +127,20 @@ def test_focus_topic_reaches_the_summary_prompt(tmp_path):
     assert log and any("keep the invoice ids" in p for p in log)
 
 
+def test_the_host_hears_of_a_summary_fallback_only_when_a_model_failed(tmp_path):
+    """The host tells the user "summary generation failed" when ``_last_summary_fallback_used`` is
+    set: a source too small for a model call is shortened by design and is no such failure."""
+    small = [user(f"short note {i}") if i % 2 == 0 else assistant("ok") for i in range(8)]
+    good = engine_on(tmp_path / "good", fresh_tail_count=2)
+    assert good.compress(small, current_tokens=30000, force=True) != small
+    assert "deterministic" in good.state.last_result["levels"]
+    assert good._last_summary_fallback_used is False
+    failing = engine_on(tmp_path / "failing", behaviour="fail", fresh_tail_count=2)
+    big = [user("m" * 3000) if i % 2 == 0 else assistant("n" * 3000) for i in range(10)]
+    assert failing.compress(big, current_tokens=30000, force=True) != big
+    assert failing._last_summary_fallback_used is True
+
+
 def test_summary_model_and_fallbacks_are_tried_in_order_then_deterministic(tmp_path):
     seen = []
 
