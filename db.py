@@ -573,12 +573,15 @@ def _rollback(conn: sqlite3.Connection) -> None:
 
 
 def retry(fn: Callable[[], object], attempts: int = 5) -> object:
-    """Retry a statement that hit SQLITE_BUSY after the busy timeout (rare; cross-process)."""
+    """Retry a statement SQLite refused as busy before the busy timeout had passed (rare; cross-process).
+    Once the attempts together have waited that long the lock is held, and the caller degrades."""
+    started = time.monotonic()
     for i in range(attempts):
         try:
             return fn()
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) and "busy" not in str(exc) or i == attempts - 1:
+            busy = "locked" in str(exc) or "busy" in str(exc)
+            if not busy or i == attempts - 1 or time.monotonic() - started >= BUSY_TIMEOUT_MS / 1000:
                 raise
             time.sleep(0.05 * (i + 1))
     return None

@@ -358,3 +358,29 @@ def test_dropping_the_source_index_keeps_every_message_searchable_expandable_and
     assert [verify(parse_claim(ref), store.get(ref["store_id"])).quote for ref in refs] == ["turn"] * 30
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     conn.execute("INSERT INTO messages_fts(messages_fts, rank) VALUES ('integrity-check', 1)")
+
+
+def test_a_write_lock_held_past_the_busy_timeout_is_waited_for_once_not_once_per_retry(tmp_path, monkeypatch):
+    """Another process holds the write lock longer than the busy timeout (a long import, a shell with
+    an open transaction): a write waits that timeout once and fails, and the engine delegates. It
+    must not wait it again for each retry: five 30 s waits froze Hermes for 2.5 minutes at start."""
+    import hermes_trove.db as db_module
+
+    monkeypatch.setattr(db_module, "BUSY_TIMEOUT_MS", 100)
+    path = tmp_path / "t.db"
+    db = Database(path)
+    conn = db.connect()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    seen: list[str] = []
+    conn.set_trace_callback(seen.append)
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            MessageStore(db).ensure_session(SessionKey("s1"))
+    finally:
+        conn.set_trace_callback(None)
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert [s for s in seen if s.startswith("BEGIN")] == ["BEGIN IMMEDIATE"]
+    MessageStore(db).ensure_session(SessionKey("s1"))  # the lock gone, the same connection writes
+    db.close()
