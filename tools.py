@@ -127,6 +127,8 @@ def _run(ctx: ToolContext, name: str, args: Any) -> tuple[dict[str, Any], int]:
             payload["ignored_arguments"] = ignored
         if ctx.runtime.degraded:
             payload["degraded"] = ctx.runtime.degraded
+        if not ctx.runtime.health.usable:  # it takes no writes: the newest turns are held in memory, unsearched
+            payload["store_state"] = ctx.runtime.health.state()
         return payload, tool.response_cap
     except ToolError as exc:
         return {"error": str(exc)}, tool.response_cap
