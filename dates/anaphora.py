@@ -40,8 +40,9 @@ _FROM = {"day": ("day",), "weekend": ("day",), "week": ("day", "week"), "month":
 _CLOSED = re.compile(r"\s*(?:[,.;:!?)]|$)")
 _SIDE = 120  # characters of the sentence before an offset read for its tense
 _TOPIC = frozenset({"about", "regarding", "concerning"})
-_TIME_OF = lx.PARTS_OF_DAY | {"day", "week", "weekend", "end", "beginning", "start", "middle", "rest", "the", "first",
-                              "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"}
+_TIME_OF = lx.PARTS_OF_DAY | {"day", "week", "weekend", "month", "year", "summer", "winter", "spring", "fall", "autumn",
+                              "end", "beginning", "start", "middle", "rest", "the", "first", "second", "third",
+                              "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"}
 _PRESENT = frozenset({"is", "are", "am", "isn't", "aren't"})
 _PLAN = re.compile(r"\b(?:to|for|planned|agreed|promised|booked|scheduled)\b", re.IGNORECASE)
 

@@ -57,7 +57,7 @@ def _moved(text: str, occ: Occurrence, before: Occurrence, today: date) -> Occur
         return None
     left = lx.tokenize(lx.SENTENCE_BREAK.split(text[max(0, occ.span[0] - _SIDE):occ.span[0]])[-1])
     right = lx.tokenize(lx.SENTENCE_BREAK.split(text[occ.span[1]:occ.span[1] + _SIDE])[0])
-    if lx.sentence_tense(left + tokens + right, 0, len(left) + 2 + len(right), len(left), len(left) + 2) == "future":
+    if lx.sentence_tense(left + tokens + right, 0, len(left) + 2 + len(right), len(left), len(left) + 2) != "past":
         return None
     first, end = iv.month_span(year, month)
     return replace(occ, start=iv.midnight(first), end=iv.midnight(end))

@@ -90,9 +90,12 @@ class TokenCursor:
     def tense(self, begin: int, end: int | None = None) -> str:
         """"past", "future" or "unclear" for the expression at tokens ``begin..end`` (see lexicon). A
         bound with no tense cue ("I'm off until Monday", "I need it by Friday") lies ahead: a state
-        lasting from now, or a deadline."""
+        lasting from now, or a deadline. A time after "since" never lies ahead: a future cue there
+        ("he leaves his shoes everywhere since March") is some other use of the word, so unclear."""
         first, last = self.sentences[self.tokens[begin].sentence]
         tense = lx.sentence_tense(self.tokens, first, last, begin, min(end or begin + 1, last))
+        if tense == "future" and "since" in (self.low(begin - 1), self.low(begin)):
+            return "unclear"
         if tense == "unclear" and not self.standalone and self.low(begin - 1) in ("until", "till", "by"):
             return "future"
         return "past" if tense == "unclear" and self.standalone else tense

@@ -81,6 +81,11 @@ _PAST_WORDS = frozenset({
     "spent", "brought", "caught", "taught", "wrote", "drove", "flew", "ate", "drank", "slept", "kept",
     "held", "heard", "knew", "paid", "stood", "sang", "swam", "threw", "wore", "woke", "broke", "chose",
     "fell", "forgot", "became", "ago", "yesterday", "didn't", "wasn't", "weren't", "hadn't", "been",
+    # irregular pasts that no present, name or common noun shares ("read", "set", "quit" are presents too;
+    # "Drew", "Rose", "Lent", "Sat", "a shot" are names, a season, a day, a noun)
+    "sold", "built", "fought", "rode", "grew", "hung", "led", "fed", "dug", "shook", "stole", "struck", "spoke",
+    "sought", "meant", "hid", "fled", "overcame", "forgave", "understood", "dealt", "swept", "wept", "crept",
+    "leapt", "knelt", "froze", "blew",
 })
 # Words ending in -ed that are usually adjectives (or not verbs) and so say nothing about tense.
 _ED_NOT_PAST = frozenset({
@@ -148,15 +153,19 @@ def tokenize(text: str) -> list[Token]:
 def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: int) -> str:
     """"past", "future" or "unclear" for the expression ``tokens[begin:end]``: the tense cue nearest
     to it within its sentence ``tokens[first:last]`` (and CUE_REACH tokens) decides; no cue, or a
-    tie, is "unclear". A progressive ("I'm moving in March") counts as future unless the time is the
-    object of "from", "about" or "since" ("I'm sending the photos from Saturday"), which ties
-    it to a thing, not to the arrangement."""
+    tie, is "unclear". A progressive ("I'm moving in March") counts as future unless "from", "about"
+    or "since" stands between it and the time ("I'm sending the photos from Saturday", "a photo I'm
+    sharing from the concert on Friday"), which ties the time to a thing, not to the arrangement."""
     owned = tokens[begin].low in _OWNED or (begin > first and tokens[begin - 1].low in _OWNED)
     for distance in range(1, min(CUE_REACH, max(begin - first, last - end)) + 1):
-        found = {_cue(tokens, index, first, last) for index in (begin - distance, end - 1 + distance)
-                 if first <= index < last} - {None}
-        if "progressive" in found:
-            found = (found - {"progressive"}) | (set() if owned else {"future"})
+        found = set()
+        for index in (begin - distance, end - 1 + distance):
+            cue = _cue(tokens, index, first, last) if first <= index < last else None
+            if cue == "progressive":
+                between = tokens[index + 1:begin] if index < begin else ()
+                cue = None if owned or any(t.low in _OWNED for t in between) else "future"
+            if cue is not None:
+                found.add(cue)
         if len(found) == 1:
             return found.pop() or "unclear"
         if len(found) > 1:

@@ -210,6 +210,7 @@ def test_ambiguous_expressions_stay_unresolved_with_a_reason(text, expression, r
     ("My favorite lecture was about June 6, 1944. The following week I had an exam.", None),
     ("She was born on June 3, 1990. The next day her father came home.", "1990-06-04"),  # an event of the story
     ("On the morning of May 3 we left. The next day we arrived.", "2024-05-04"),  # a part of that day
+    ("In the month of May 2019 we moved. The next month we found jobs.", "2019-06-01..2019-06-30"),  # that month
     ("Our wedding is on June 1, 2025. The next day we fly to Bali.", "2025-06-02"),  # a plan, not a setting
     ("The story is set in 1920. The following year the hero returns.", "1921-01-01..1921-12-31"),  # the plot's time
 ])
@@ -233,6 +234,8 @@ def test_an_offset_counts_from_the_time_stated_before_it(text, expected):
     ("In March 2023 I changed jobs, and in May I moved.", ["2023-03", "2023-05"]),
     ("In December 2022 we met, and in March we got engaged.", ["2022-12", "2023-03"]),  # the first March after
     ("I moved here in 2019. In June I'm going to Spain.", ["2019-01", "2024-06"]),  # the future keeps its own
+    ("In 2019 we got married. In June we celebrate our anniversary.", ["2019-01", "2023-06"]),  # a habit: no story
+    ("I started painting in 2021. In June I sold my first piece.", ["2021-01", "2021-06"]),
     ("I was born in 1990. In March I turned 34.", ["1990-01", "2024-03"]),  # a birth year dates a person
     ("In 2024 I started running. In March I ran a 10k.", ["2024-01", "2024-03"]),
     ("Last year we went to Greece. In June we went to Crete.", ["2023-01", "2023-06"]),

@@ -513,12 +513,14 @@ TABLE = [
     (WED, "We're getting married on New Year's Eve.", "2024-12-31"),
     (WED, "I'm going on Saturday.", "2024-05-18"),
     (WED, "I'm sending you the photos from Saturday.", UNCLEAR),  # a thing's time, not the act's
+    (WED, "Here's a photo I'm sharing from the concert on Friday.", UNCLEAR),  # "from" stands between
     (WED, "I'm still thinking about Saturday, it was great.", "2024-05-11"),
     (WED, "I'm reading the book I bought in March.", "2024-03-01..2024-03-31"),  # the nearer past decides
     (WED, "It's raining like it did in March.", "2024-03-01..2024-03-31"),
     (WED, "Your flight departs on May 28 at 7:40.", "2024-05-28"),  # a timetable's present
     (WED, "My lease ends in August.", "2024-08-01..2024-08-31"),
     (WED, "My nephew turns five in August.", "2024-08-01..2024-08-31"),
+    (WED, "He leaves his shoes everywhere since March.", "2024-03-01..2024-03-31"),  # "since": never ahead
     (WED, "I've been going to pottery classes since February.", "2024-02-01..2024-02-29"),  # a habit
     (WED, "We were going to visit in March but it fell through.", "2024-03-01..2024-03-31"),
     (WED, "I told him I'd be there on the 18th.", UNCLEAR),  # after the telling: either side of now

@@ -217,7 +217,8 @@ def test_a_full_disk_delegates_and_the_held_messages_are_written_once_there_is_r
     assert status.build_status(rt, eng.snapshot())["overall"] == "unhealthy"
     # a tool still answers from what is stored, and says the newest turns are not in it
     reply = json.loads(eng.handle_tool_call("trove_grep", {"query": "marker-29"}, messages=host.messages))
-    assert "error" not in reply and reply["store_state"].startswith("degraded: store unusable: OperationalError: database or disk is full")
+    assert "error" not in reply
+    assert reply["store_state"].startswith("degraded: store unusable: OperationalError: database or disk is full")
     conn.execute("PRAGMA max_page_count=1073741823")  # space freed
     clock.pass_backoff(rt.health)
     assert eng.should_compress(10) is False and rt.health.usable  # the retry ran and wrote the held turns
