@@ -9,6 +9,7 @@ This module reads no files and opens nothing.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import logging
 import math
 import os
@@ -356,9 +357,25 @@ def load_config(mapping: Mapping[str, str] | None = None, hermes_home: str | Non
             warnings.append(msg)
             sources[var.field] = "default (invalid env)"
     check_consistency(values, warn, warnings, sources)
+    for msg in misspelled(env):
+        warn(msg)
+        warnings.append(msg)
     home = hermes_home or default_hermes_home(env)
     return TroveConfig(**values, hermes_home=home, sources=tuple(sorted(sources.items())),
                        warnings=tuple(warnings))
+
+
+def misspelled(env: Mapping[str, str]) -> list[str]:
+    """A warning for each ``TROVE_*`` variable that is no setting but one or two letters from one
+    (``TROVE_CONTEXT_TRESHOLD``): set, it would be ignored without a word. A name far from every
+    setting belongs to something else and is left alone."""
+    known = [var.name for var in SPEC]
+    out = []
+    for name in sorted(n for n in env if n.startswith("TROVE_") and n not in known):
+        near = difflib.get_close_matches(name, known, n=1, cutoff=0.9)
+        if near:
+            out.append(f"{name[:80]} is not a hermes-trove setting and is ignored; did you mean {near[0]}?")
+    return out
 
 
 def database_path(config: TroveConfig) -> Path:

@@ -91,6 +91,22 @@ class TestLoadConfig:
         assert len(warned) == 1 and warned[0].startswith(f"{name}={raw!r} is invalid: expected ")
         assert cfg.warnings == tuple(warned) and dict(cfg.sources)[field] == "default (invalid env)"
 
+    @pytest.mark.parametrize(("name", "meant"), [
+        ("TROVE_CONTEXT_TRESHOLD", "TROVE_CONTEXT_THRESHOLD"),
+        ("TROVE_EMBEDDING_ENABLED", "TROVE_EMBEDDINGS_ENABLED"),
+        ("TROVE_MEMORYSCOPE", "TROVE_MEMORY_SCOPE"),
+        ("TROVE_DATABSE_URL", "TROVE_DATABASE_URL"),
+    ])
+    def test_a_misspelled_variable_warns_with_the_setting_it_resembles(self, name, meant):
+        cfg, warned = load({name: "0.5"})
+        assert warned == [f"{name} is not a hermes-trove setting and is ignored; did you mean {meant}?"]
+        assert cfg.warnings == tuple(warned) and cfg == load({})[0]
+
+    def test_variables_far_from_every_setting_belong_to_something_else_and_stay_quiet(self):
+        _, warned = load({"TROVE_TOKENIZER": "estimate", "TROVE_TEST_DATABASE_URL": "postgresql://127.0.0.1/t",
+                          "TROVE_PG_PORT": "55432", "TROVE_SKIP_INSTALL": "1", "TROVE_": "", "OTHER_THING": "1"})
+        assert warned == []
+
     def test_the_range_bounds_themselves_are_accepted(self):
         cfg, warned = load({"TROVE_INCREMENTAL_MAX_DEPTH": "-1", "TROVE_CONDENSATION_FANIN": "64"})
         assert (cfg.incremental_max_depth, cfg.condensation_fanin, warned) == (-1, 64, [])
