@@ -13,6 +13,7 @@ from . import intervals as iv
 from . import lexicon as lx
 from .lexicon import Token
 
+STORY_REACH = 60  # tokens before a sentence read for a past cue of the story it continues
 # A tag closing a statement: ", right?", ", hasn't it?", ", didn't you?"
 _TAG_WORDS = frozenset({"right", "yeah", "yes", "no", "eh", "huh", "correct", "innit", "ok", "okay"})
 _WH = frozenset({"what", "when", "where", "who", "why", "how", "which"})
@@ -90,15 +91,23 @@ class TokenCursor:
     def tense(self, begin: int, end: int | None = None) -> str:
         """"past", "future" or "unclear" for the expression at tokens ``begin..end`` (see lexicon). A
         bound with no tense cue ("I'm off until Monday", "I need it by Friday") lies ahead: a state
-        lasting from now, or a deadline. A time after "since" never lies ahead: a future cue there
+        lasting from now, or a deadline; not in a story told in the past ("We arrived Monday. In Rome
+        until Friday") nor beside a "now" that ends it ("Austin until March, now Denver"). A time
+        after "since" never lies ahead: a future cue there
         ("he leaves his shoes everywhere since March") is some other use of the word, so unclear."""
         first, last = self.sentences[self.tokens[begin].sentence]
         tense = lx.sentence_tense(self.tokens, first, last, begin, min(end or begin + 1, last))
         if tense == "future" and "since" in (self.low(begin - 1), self.low(begin)):
             return "unclear"
-        if tense == "unclear" and not self.standalone and self.low(begin - 1) in ("until", "till", "by"):
+        if tense == "unclear" and not self.standalone and self.low(begin - 1) in ("until", "till", "by") \
+                and not self._told_in_past(first) and "now" not in (t.low for t in self.tokens[first:last]):
             return "future"
         return "past" if tense == "unclear" and self.standalone else tense
+
+    def _told_in_past(self, first: int) -> bool:
+        """A past cue in the sentences just before token ``first`` (``STORY_REACH`` tokens): the
+        message tells a story, so a bound without a cue of its own ("no wifi until Sunday") is in it."""
+        return any(lx.past_form(t.low) for t in self.tokens[max(0, first - STORY_REACH):first])
 
     def month_at(self, index: int) -> int | None:
         """Month number of a month-name token; verb-like names ("may", "march") and abbreviations

@@ -87,6 +87,10 @@ _PAST_WORDS = frozenset({
     "sought", "meant", "hid", "fled", "overcame", "forgave", "understood", "dealt", "swept", "wept", "crept",
     "leapt", "knelt", "froze", "blew",
 })
+# Of those, the ones that are also participles: after a present "be" a state ("it's meant to rain",
+# "the tickets are sold out", "I'm fed up"), as an -ed word is
+_PARTICIPLES = frozenset({"sold", "built", "fought", "hung", "led", "fed", "dug", "shook", "struck", "sought", "meant",
+                          "hid", "understood", "dealt", "swept", "lost", "left", "kept", "held", "caught", "paid"})
 # Words ending in -ed that are usually adjectives (or not verbs) and so say nothing about tense.
 _ED_NOT_PAST = frozenset({
     "need", "feed", "seed", "speed", "bed", "red", "indeed", "embed", "proceed", "succeed", "exceed",
@@ -153,17 +157,18 @@ def tokenize(text: str) -> list[Token]:
 def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: int) -> str:
     """"past", "future" or "unclear" for the expression ``tokens[begin:end]``: the tense cue nearest
     to it within its sentence ``tokens[first:last]`` (and CUE_REACH tokens) decides; no cue, or a
-    tie, is "unclear". A progressive ("I'm moving in March") counts as future unless "from", "about"
-    or "since" stands between it and the time ("I'm sending the photos from Saturday", "a photo I'm
-    sharing from the concert on Friday"), which ties the time to a thing, not to the arrangement."""
-    owned = tokens[begin].low in _OWNED or (begin > first and tokens[begin - 1].low in _OWNED)
+    tie, is "unclear". A progressive ("I'm moving in March") is an arrangement, so future, when the
+    time follows it in its clause with at most its object between ("I'm taking the kids to the zoo on
+    Saturday"); a time before it ("So on Saturday I'm walking the dog and...") is a story told in the
+    present, and one after a comma, a new subject or a word that ties it to a thing ("a photo I'm
+    sharing from the concert on Friday", "I'm editing the video we shot on Sunday", "the pics of our
+    trip in March") is not the arrangement's; such a progressive is no cue."""
     for distance in range(1, min(CUE_REACH, max(begin - first, last - end)) + 1):
         found = set()
         for index in (begin - distance, end - 1 + distance):
             cue = _cue(tokens, index, first, last) if first <= index < last else None
             if cue == "progressive":
-                between = tokens[index + 1:begin] if index < begin else ()
-                cue = None if owned or any(t.low in _OWNED for t in between) else "future"
+                cue = "future" if index < begin and _arranged(tokens[index + 1:begin]) else None
             if cue is not None:
                 found.add(cue)
         if len(found) == 1:
@@ -173,11 +178,36 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
     return "unclear"
 
 
-# A time after one of these belongs to a thing or a span, not to when a planned act happens.
-_OWNED = frozenset({"from", "about", "since"})
+# Between a progressive and a time, any of these ties the time to a thing, a span or another clause,
+# not to when the arranged act happens ("the photos from Saturday", "the video we shot on Sunday").
+_NOT_ARRANGED = frozenset({"from", "about", "since", "of", "after", "for", "on", "that", "which", "who", "where",
+                           "when", "i", "we", "you", "he", "she", "they", "it", ",", ";", ":", "-", "(", ")"})
+_ARRANGED_REACH = 8  # tokens from the -ing verb to the time, its object included
+
+
+# Words that open a time phrase ("on the 28th", "the first week of June"), read back from the time
+_TIME_LEADS = frozenset({"on", "in", "at", "during", "for", "by", "until", "till", "the", "this", "next"})
+_PART_OF = frozenset({"week", "weekend", "month", "end", "beginning", "start", "middle", "rest", "first", "second",
+                      "third", "fourth", "last", "the"})
+
+
+def _arranged(between: list[Token]) -> bool:
+    """The tokens between a progressive and a time (the time phrase's own opening words aside: "on the",
+    "the first week of") leave the time in the progressive's clause, as the when of the arranged act."""
+    words = [t.low for t in between]
+    while words and words[-1] in _TIME_LEADS:
+        words.pop()
+    if len(words) >= 2 and words[-1] == "of" and words[-2] in _PART_OF:
+        words.pop()
+        while words and (words[-1] in _PART_OF or words[-1] in _TIME_LEADS):
+            words.pop()
+    return len(words) <= _ARRANGED_REACH and not any(w in _NOT_ARRANGED for w in words)
+
 _SUBJECTS = frozenset({"i", "we", "you", "they", "he", "she"})
-_ING_ADVERBS = frozenset({"also", "really", "finally", "actually", "definitely", "probably", "all", "both",
-                          "just", "only", "officially", "still"})
+# adverbs that may stand in a progressive of an arrangement ("we're also flying"); not "still" or
+# "finally", which make it an ongoing state ("I'm still healing after the surgery in April")
+_ING_ADVERBS = frozenset({"also", "really", "actually", "definitely", "probably", "all", "both", "just", "only",
+                          "officially"})
 # -ing words that, after "be", name a state or a quality now, not an arrangement ("I'm feeling better")
 _ING_NOW = frozenset({
     "feeling", "thinking", "wondering", "trying", "loving", "enjoying", "missing", "hoping", "looking", "being",
@@ -195,11 +225,29 @@ _BE_NOW = frozenset({"is", "are", "am", "i'm", "we're", "you're", "they're", "it
 _WISH = frozenset({"like", "love", "prefer", "rather"})  # "I'd love to come on Saturday": a future wish
 
 
+_DETERMINERS = frozenset({"the", "my", "our", "your", "his", "her", "their", "its", "a", "an", "this", "that"})
+_TIMETABLE_SUBJECTS = frozenset({"it", "he", "she", "this", "that", "which"})
+
+
+def _timetable(tokens: list[Token], index: int, first: int, after: str) -> bool:
+    """A timetable word used as a verb with a subject: "the flight departs", "my lease ends", "it lands",
+    "rent is due". Not a plural noun ("the leaves", "loose ends", "took turns", "home runs": nothing
+    or a determiner right before it) nor "due to", nor "was due", whose "was" speaks."""
+    before = [tokens[i].low.replace("\u2019", "'") for i in range(max(first, index - 3), index)]
+    if not before or after == "to":
+        return False
+    if tokens[index].low == "due":
+        return before[-1] in ("is", "are", "it's", "'s")
+    if before[-1] in _TIMETABLE_SUBJECTS:
+        return True
+    return before[-1] not in _DETERMINERS and any(w in _DETERMINERS for w in before[:-1])
+
+
 def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
     low = tokens[index].low.replace("\u2019", "'")
-    if low in _FUTURE_WORDS or low.endswith("'ll") or low in _SCHEDULED:
-        return "future"
     after = tokens[index + 1].low if index + 1 < last else ""
+    if low in _FUTURE_WORDS or low.endswith("'ll") or (low in _SCHEDULED and _timetable(tokens, index, first, after)):
+        return "future"
     if low == "going" and after == "to":  # "been going to pottery" is a habit; "was going to" a plan that fell
         before = tokens[index - 1].low if index > first else ""
         return None if before == "been" else "unclear" if before in ("was", "were") else "future"
@@ -211,8 +259,8 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
         return "progressive"
     if not past_form(low):
         return None
-    # "the shop is closed", "I'm booked": a state now, not a past event
-    return None if low.endswith("ed") and low not in _PAST_WORDS and index > first and \
+    # "the shop is closed", "I'm booked", "it's meant to rain": a state now, not a past event
+    return None if (low.endswith("ed") and low not in _PAST_WORDS or low in _PARTICIPLES) and index > first and \
         tokens[index - 1].low.replace("\u2019", "'") in _BE_NOW else "past"
 
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any
 
-from . import anaphora, carried, present
+from . import anaphora, present
 from . import intervals as iv
 from . import lexicon as lx
 from .expressions import Occurrence, find_expressions
@@ -34,18 +34,20 @@ RULES = """\
   the nearest one strictly before, future -> strictly after; no cue or a tie -> unresolved.
   "on the 15th" follows the same rule; an ordinal counting a noun ("on the 4th floor") is no day.
   A present progressive with a personal subject ("I'm moving in March", "are you coming on
-  Friday?") is an arrangement, so future, unless the time follows
-  "from/about/since"; a timetable's present ("departs", "ends", "turns", "due") is future;
+  Friday?") is an arrangement, so future, when the time follows it in its clause with at most its
+  object between; not after "still"/"finally", a comma, a new subject, "of", "after", "for", "on",
+  "from", "about" or "since" ("the pics of our trip in March"), nor a time before it (a story told
+  in the present). A timetable's present with a subject ("the flight departs", "my lease ends",
+  "rent is due") is future; not a plural noun ("the leaves", "took turns"), "due to" or "was due".
   "would" (and "I'd" before a plain verb) places a time after another past, so is unclear, except
   a wish ("I'd love to"); "been going to" is a habit and "was going to" a plan that fell (unclear).
-  An -ed word after a present "be" ("the shop is closed", "I'm booked") is a state, no past cue.
-  A time after "until", "till" or "by" in a sentence with no cue lies ahead ("I'm off until Monday").
+  An -ed word or a participle after a present "be" ("the shop is closed", "it's meant to") is a
+  state, no past cue. A time after "until", "till" or "by" in a sentence with no cue lies ahead
+  ("I'm off until Monday"), unless the sentences before tell a past story or a "now" ends it; a
+  time after "since" never lies ahead.
 - A month without a year resolves to the most recent such month not after the observation
   month, or to the next one not before it when the nearest tense cue is future. A day and
   month without a year follow the same rule at day precision.
-- A bare "in/during <month>" after a time of a past year that writes its year ("In 2019 we went to
-  Peru. In June we hiked") is the first such month from that time on, unless its sentence is about
-  the future or that is not before the observation month; a year of birth carries nothing.
 - "for N units now" (an ongoing state) resolves to its start, like "N units ago"; so does "it's been N
   units since" (not "it had been", which counts from another past, nor a negation, a question, or
   "since" a stated time: "it's been two years since Christmas 2021" is Christmas 2021). A decimal
@@ -124,8 +126,7 @@ def resolve_occurrences(text: str, observed_at: datetime | int | float, *, limit
     head = text[:max(0, min(int(max_chars), MAX_SCAN_CHARS))] if isinstance(text, str) else ""
     # the post-passes may drop "just" claims: read a few more than asked, then cut
     found = find_expressions(head, now.date(), limit=None if limit is None else 2 * limit + 2, now=now)
-    settled = carried.carry(head, _settled(head, found, now.date()), now.date())
-    return anaphora.resolve(head, settled, now.date())[:limit]
+    return anaphora.resolve(head, _settled(head, found, now.date()), now.date())[:limit]
 
 
 def _settled(text: str, found: list[Occurrence], today: date) -> list[Occurrence]:

@@ -506,7 +506,7 @@ TABLE = [
     (WED, "We'll fly out the previous Monday.", "unresolvable: relative to an unstated reference"),
     # -- the present progressive of an arrangement, timetables, "would" -------------------------------
     (NEW_YEAR, "I'm moving in March.", "2024-03-01..2024-03-31"),  # an arrangement: not the March gone
-    (NEW_YEAR, "In February I'm starting a new job.", "2024-02-01..2024-02-29"),
+    (NEW_YEAR, "I'm starting a new job in February.", "2024-02-01..2024-02-29"),
     (WED, "Are you coming to the wedding in July?", "2024-07-01..2024-07-31"),
     (WED, "We're celebrating our anniversary on Saturday.", "2024-05-18"),
     (WED, "I'm flying to New York on the 28th.", "2024-05-28"),
@@ -514,6 +514,20 @@ TABLE = [
     (WED, "I'm going on Saturday.", "2024-05-18"),
     (WED, "I'm sending you the photos from Saturday.", UNCLEAR),  # a thing's time, not the act's
     (WED, "Here's a photo I'm sharing from the concert on Friday.", UNCLEAR),  # "from" stands between
+    (WED, "I'm editing the video we shot on Sunday.", UNCLEAR),  # a new subject: another clause's time
+    (WED, "I'm sharing a few pics of the wedding on the 4th.", UNCLEAR),  # the wedding's day, not the sharing's
+    (WED, "I'm still healing after my knee surgery in April.", "2024-04-01..2024-04-30"),  # ongoing, not arranged
+    (WED, "So on Saturday I'm walking the dog and she just bolts.", UNCLEAR),  # a story told in the present
+    (WED, "I'm having surgery on the 21st.", "2024-05-21"),
+    (WED, "Our flight got cancelled due to the storm on Friday.", "2024-05-10"),  # "due to" is no timetable
+    (WED, "My paper was due on Friday and I finished it at 3am.", "2024-05-10"),  # "was" speaks
+    (WED, "Rent is due on the 1st.", "2024-06-01"),
+    (WED, "We raked the leaves on Saturday.", "2024-05-11"),  # a plural noun, not "leaves" of a timetable
+    (WED, "We took turns carrying the baby in June.", "2023-06-01..2023-06-30"),
+    (WED, "It's meant to rain on Friday.", UNCLEAR),  # a participle after "is": no past
+    (WED, "The tickets are sold out for Saturday.", UNCLEAR),
+    (WED, "We had a great time at the cabin. No wifi until Sunday lol.", UNCLEAR),  # a bound inside a past story
+    (WED, "Austin until March, now Denver.", "2024-03-01..2024-03-31"),  # "now" ends the bound
     (WED, "I'm still thinking about Saturday, it was great.", "2024-05-11"),
     (WED, "I'm reading the book I bought in March.", "2024-03-01..2024-03-31"),  # the nearer past decides
     (WED, "It's raining like it did in March.", "2024-03-01..2024-03-31"),
