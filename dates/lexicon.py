@@ -181,7 +181,8 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
 # Between a progressive and a time, any of these ties the time to a thing, a span or another clause,
 # not to when the arranged act happens ("the photos from Saturday", "the video we shot on Sunday").
 _NOT_ARRANGED = frozenset({"from", "about", "since", "of", "after", "for", "on", "that", "which", "who", "where",
-                           "when", "i", "we", "you", "he", "she", "they", "it", ",", ";", ":", "-", "(", ")"})
+                           "when", "and", "but", "or", "so", "then", "i", "we", "you", "he", "she", "they", "it",
+                           ",", ";", ":", "-", "(", ")"})
 _ARRANGED_REACH = 8  # tokens from the -ing verb to the time, its object included
 
 
@@ -227,6 +228,8 @@ _WISH = frozenset({"like", "love", "prefer", "rather"})  # "I'd love to come on 
 
 _DETERMINERS = frozenset({"the", "my", "our", "your", "his", "her", "their", "its", "a", "an", "this", "that"})
 _TIMETABLE_SUBJECTS = frozenset({"it", "he", "she", "this", "that", "which"})
+_QUANTIFIERS = frozenset({"few", "couple", "lot", "lots", "many", "some", "several", "more", "most", "no", "any", "all",
+                          "both", "long", "short", "loose", "home", "fall", "autumn", "dead", "ski", "sprint"})
 
 
 def _timetable(tokens: list[Token], index: int, first: int, after: str) -> bool:
@@ -234,7 +237,9 @@ def _timetable(tokens: list[Token], index: int, first: int, after: str) -> bool:
     "rent is due". Not a plural noun ("the leaves", "loose ends", "took turns", "home runs": nothing
     or a determiner right before it) nor "due to", nor "was due", whose "was" speaks."""
     before = [tokens[i].low.replace("\u2019", "'") for i in range(max(first, index - 3), index)]
-    if not before or after == "to":
+    if not before or after == "to" or after.endswith("ing"):  # "it starts pouring": no timetable
+        return False
+    if before[-1] in _QUANTIFIERS or before[-1].isdigit() or before[-1] in NUMBER_WORDS:  # "a few runs"
         return False
     if tokens[index].low == "due":
         return before[-1] in ("is", "are", "it's", "'s")

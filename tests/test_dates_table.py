@@ -524,6 +524,9 @@ TABLE = [
     (WED, "Rent is due on the 1st.", "2024-06-01"),
     (WED, "We raked the leaves on Saturday.", "2024-05-11"),  # a plural noun, not "leaves" of a timetable
     (WED, "We took turns carrying the baby in June.", "2023-06-01..2023-06-30"),
+    (WED, "On the 3rd we're walking around the Colosseum and it starts pouring.", UNCLEAR),  # "starts" + -ing
+    (WED, "We did a few runs on Sunday.", "2024-05-12"),  # "a few runs": a noun, "did" speaks
+    (WED, "We took the kids to see the fall leaves in April.", "2024-04-01..2024-04-30"),
     (WED, "It's meant to rain on Friday.", UNCLEAR),  # a participle after "is": no past
     (WED, "The tickets are sold out for Saturday.", UNCLEAR),
     (WED, "We had a great time at the cabin. No wifi until Sunday lol.", UNCLEAR),  # a bound inside a past story
