@@ -61,7 +61,7 @@ def trove_retrieve(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
     if not ctx.runtime.config.adaptive_retrieval_enabled:
         return disabled()
     action = args.get("action")
-    if action not in ARGS:
+    if not isinstance(action, str) or action not in ARGS:
         raise ToolError(f"action must be one of {', '.join(ARGS)}")
     unknown = sorted(set(args) - ARGS[action])
     if unknown:
@@ -141,7 +141,7 @@ def _search(ctx: ToolContext, store: AssertionStore, episode: dict[str, Any],
     if episode["rounds"] >= MAX_ROUNDS:
         raise ToolError(f"illegal transition: all {MAX_ROUNDS} search rounds are used; finish or abandon")
     slot = args.get("missing_slot")
-    if slot not in {s["slot_id"] for s in episode["requirements"]}:
+    if not isinstance(slot, str) or slot not in {s["slot_id"] for s in episode["requirements"]}:
         raise ToolError("missing_slot must be one of the episode's slot ids")
     name = args.get("tool")
     if name not in SEARCH_TOOLS:
@@ -230,7 +230,8 @@ def _finish(ctx: ToolContext, store: AssertionStore, episode: dict[str, Any],
         chosen.append(seen)
     slots = {s["slot_id"]: s for s in episode["requirements"]}
     resolved = args.get("resolved_slots") or []
-    if not isinstance(resolved, list) or len(resolved) > MAX_SLOTS or any(r not in slots for r in resolved):
+    if not isinstance(resolved, list) or len(resolved) > MAX_SLOTS \
+            or any(not isinstance(r, str) or r not in slots for r in resolved):
         raise ToolError("resolved_slots must list slot ids of this episode")
     coverage = {sid: sum(1 for c in chosen if c["slot"] == sid) for sid in slots}
     short_of = [sid for sid in resolved if coverage[sid] < slots[sid]["minimum_refs"]]

@@ -97,6 +97,26 @@ def test_unknown_arguments_bad_slots_and_tools_are_rejected(runtime):
                                tool_args=big)["error"]
 
 
+@pytest.mark.parametrize("value", [["city"], {"city": 1}, [], {}], ids=["list", "object", "empty-list", "empty-object"])
+@pytest.mark.parametrize("argument", ["action", "missing_slot", "resolved_slots item"])
+def test_a_list_or_object_where_a_name_belongs_is_refused_by_name(runtime, argument, value):
+    rid = call(runtime, **START)["retrieval_id"]
+    found = call(runtime, action="search", retrieval_id=rid, missing_slot="city", tool="trove_grep",
+                 tool_args={"query": "Lisbon", "session_scope": "all"})
+    args = {"action": "finish", "retrieval_id": rid, "selected_refs": [found["observed"][0]["ref"]],
+            "resolved_slots": ["city"]}
+    if argument == "action":
+        args["action"] = value
+    elif argument == "missing_slot":
+        args = {"action": "search", "retrieval_id": rid, "missing_slot": value, "tool": "trove_grep",
+                "tool_args": {"query": "Lisbon"}}
+    else:
+        args["resolved_slots"] = [value]
+    err = call(runtime, **args)["error"]
+    assert argument.split()[0] in err and "failed" not in err, err
+    assert call(runtime, action="status", retrieval_id=rid)["status"] == "open"
+
+
 def test_rounds_candidates_and_context_are_capped_and_unobserved_refs_refused(runtime):
     rid = call(runtime, **START)["retrieval_id"]
     total = 0
