@@ -102,7 +102,8 @@ def validate_ref(ref: Any) -> str:
     if "%" in ref or not ref.isascii() or not ref.isprintable():
         raise PayloadError("externalized_ref must be plain ASCII without percent or other encodings")
     if REF_RE.fullmatch(ref) is None:
-        raise PayloadError(f"externalized_ref {ref!r} is not a trove payload name (trove-<32 hex>-<8 hex>.json)")
+        shown = repr(ref[:80]) + (f" (+{len(ref) - 80} more chars)" if len(ref) > 80 else "")
+        raise PayloadError(f"externalized_ref {shown} is not a trove payload name (trove-<32 hex>-<8 hex>.json)")
     return ref
 
 

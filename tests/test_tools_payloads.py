@@ -72,6 +72,13 @@ def test_payload_ref_of_another_session_is_refused(ext_engine, tmp_path):
     assert call(other, "trove_expand", externalized_ref=ref)["error"].startswith("externalized_ref")
 
 
+@pytest.mark.parametrize("tool", ["trove_describe", "trove_expand"])
+def test_a_long_ref_that_is_no_payload_name_is_refused_with_a_short_echo(ext_engine, tool):
+    eng, _ = ext_engine
+    err = call(eng, tool, externalized_ref="x" * 32 * 1024)["error"]  # the longest string an argument may be
+    assert "is not a trove payload name" in err and "more chars" in err and len(err) < 300, err[:300]
+
+
 def test_another_machine_expands_a_ref_this_one_wrote(tmp_path, backend, monkeypatch):
     if backend == "sqlite":
         pytest.skip("a SQLite store's sidecars are files on the machine that wrote them; only a server is shared")
