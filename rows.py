@@ -9,6 +9,7 @@ import functools
 import json
 import sqlite3
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from . import tokens
@@ -17,6 +18,12 @@ from .packed import unpack
 from .scope import scope_for
 
 _KNOWN_KEYS = frozenset({"role", "content", "tool_calls", "tool_call_id", "name", "tool_name", "timestamp"})
+# The times a stored row and a tool argument may carry: calendar arithmetic never overflows inside
+# them. A message timestamp outside them (NaN, infinite, milliseconds) is not stored; the row takes
+# its ingest time instead.
+TIME_MIN = datetime(1000, 1, 1, tzinfo=UTC)
+TIME_MAX = datetime(8999, 12, 31, 23, 59, 59, tzinfo=UTC)
+_TS_LOW, _TS_HIGH = TIME_MIN.timestamp(), TIME_MAX.timestamp()
 
 
 def json_or_text(text: str) -> Any:
@@ -164,7 +171,8 @@ def normalize_message(message: dict[str, Any]) -> dict[str, Any]:
         "tool_name": message.get("tool_name") or message.get("name") or None,
         "extra": COLUMN_JSON(extra) if extra else None,
         "token_count": tokens.count_message(message, calls_json),  # the same JSON text: encoded once
-        "created_at": float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else None,
+        "created_at": float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool)
+        and _TS_LOW <= ts <= _TS_HIGH else None,
     }
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from . import tokens
 from .models import Complete
 from .refs import MAX_QUOTE_CHARS, make_ref, shorthand
-from .rows import json_or_text
+from .rows import TIME_MAX, TIME_MIN, json_or_text  # times outside TIME_MIN..TIME_MAX are refused
 from .scope import EVERYTHING, Visibility
 
 if TYPE_CHECKING:
@@ -45,9 +45,6 @@ MAX_ARGUMENT_DEPTH = 16
 # The largest integer every JSON reader holds exactly (RFC 7493); any number past it in an
 # argument is refused, as are NaN and the infinities Python's json module reads.
 MAX_SAFE_INTEGER = 2**53 - 1
-# Times are refused outside these years, before any calendar arithmetic can overflow.
-TIME_MIN = datetime(1000, 1, 1, tzinfo=UTC)
-TIME_MAX = datetime(8999, 12, 31, 23, 59, 59, tzinfo=UTC)
 ECHO_CHARS = 60
 _SURROGATE = re.compile("[\ud800-\udfff]")
 

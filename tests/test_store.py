@@ -1,13 +1,15 @@
 from __future__ import annotations
 
 import copy
+import json
 import sqlite3
 
 import pytest
-from conftest import assistant, tool_call, tool_result, user
+from conftest import assistant, make_engine, tool_call, tool_result, user
 
 from hermes_trove.db import Database, SchemaTooNewError
 from hermes_trove.store import SessionKey
+from hermes_trove.tools import dispatch
 
 BACKENDS = ("sqlite", "postgresql")  # every test here runs on the file and on a server
 
@@ -89,6 +91,19 @@ def test_host_internal_keys_are_not_stored(runtime):
     assert row.content == "hi"
     assert "api_content" not in (row.extra or "") and "_db_persisted" not in (row.extra or "")
     assert row.to_message()["reasoning"] == "kept as extra"
+
+
+@pytest.mark.parametrize("timestamp", [float("nan"), float("inf"), -float("inf"), 1.7e12, 1e20, -1e12],
+                         ids=["nan", "inf", "-inf", "milliseconds", "1e20", "-1e12"])
+def test_a_message_timestamp_no_calendar_holds_gives_the_row_its_ingest_time(runtime, timestamp):
+    engine = make_engine(runtime)
+    engine.ingest([user("before"), {"role": "user", "content": "stamped oddly", "timestamp": timestamp}, user("after")])
+    assert runtime.health.usable
+    rows = runtime.store.page("s1")
+    assert [r.content for r in rows] == ["before", "stamped oddly", "after"]
+    assert rows[1].created_at == pytest.approx(rows[1].ingested_at)
+    out = json.loads(dispatch(engine.tool_context(), "trove_recent", {"period": "today", "mode": "messages"}))
+    assert "error" not in out, out
 
 
 def test_tool_calls_and_results_round_trip(runtime):
