@@ -167,13 +167,20 @@ def normalize_message(message: dict[str, Any]) -> dict[str, Any]:
         "content": text,
         "content_is_json": int(is_json),
         "tool_calls": calls_json,
-        "tool_call_id": message.get("tool_call_id") or None,
-        "tool_name": message.get("tool_name") or message.get("name") or None,
+        "tool_call_id": _text_or_none(message.get("tool_call_id")),
+        "tool_name": _text_or_none(message.get("tool_name") or message.get("name")),
         "extra": COLUMN_JSON(extra) if extra else None,
         "token_count": tokens.count_message(message, calls_json),  # the same JSON text: encoded once
         "created_at": float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool)
         and _TS_LOW <= ts <= _TS_HIGH else None,
     }
+
+
+def _text_or_none(value: Any) -> str | None:
+    """A text column's value: a string as it is, any other value as its JSON, empty as None."""
+    if value is None or value == "":
+        return None
+    return value if isinstance(value, str) else COLUMN_JSON(value)
 
 
 def message_row_from(d: dict[str, Any]) -> MessageRow:

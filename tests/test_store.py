@@ -106,6 +106,21 @@ def test_a_message_timestamp_no_calendar_holds_gives_the_row_its_ingest_time(run
     assert "error" not in out, out
 
 
+@pytest.mark.parametrize("fields", [{"tool_call_id": ["c1"]}, {"tool_call_id": {"id": "c1"}}, {"tool_call_id": 7},
+                                    {"tool_call_id": "c1", "name": ["read_file"]},
+                                    {"tool_call_id": "c1", "tool_name": {"name": "read_file"}}],
+                         ids=["id-list", "id-object", "id-number", "name-list", "tool_name-object"])
+def test_a_tool_message_with_a_non_text_id_or_name_is_stored_with_it_as_json(runtime, fields):
+    engine = make_engine(runtime)
+    engine.ingest([user("run it"), {"role": "tool", "content": "done", **fields}, user("thanks")])
+    assert runtime.health.usable
+    row = runtime.store.page("s1")[1]
+    assert row.content == "done"
+    for field, value in fields.items():
+        stored = row.tool_call_id if field == "tool_call_id" else row.tool_name
+        assert stored == (value if isinstance(value, str) else json.dumps(value))
+
+
 def test_tool_calls_and_results_round_trip(runtime):
     key = SessionKey("s1")
     call = tool_call("c1", "read_file", '{"path": "/etc/hosts"}')
