@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hermes_trove.command")
 MAX_TEXT = 12000
+ECHO_WORDS = 200  # characters of unknown words an answer repeats
 
 
 @dataclass(frozen=True)
@@ -188,7 +189,10 @@ def run(runtime: Runtime, words: Sequence[str], session_id: str | None = None,
 
 def usage(words: Sequence[str]) -> tuple[str, dict[str, Any]]:
     """The help answer: plain for ``help``, with an error for unknown words. Touches no database."""
-    unknown = "" if [w.lower() for w in words] == ["help"] else f"unknown subcommand: {' '.join(words)}"
+    said = " ".join(words)
+    if len(said) > ECHO_WORDS:
+        said = f"{said[:ECHO_WORDS]} ... (+{len(said) - ECHO_WORDS} more chars)"
+    unknown = "" if [w.lower() for w in words] == ["help"] else f"unknown subcommand: {said}"
     return "help", {"help": True, "error": unknown} if unknown else {"help": True}
 
 

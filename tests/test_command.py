@@ -128,6 +128,13 @@ def test_unknown_subcommands_print_help_naming_the_mistake(runtime):
     assert command.make_handler(runtime)("help").startswith("/trove commands:")
 
 
+@pytest.mark.parametrize("words", ["a" * 100_000, "doctor " * 20_000], ids=["one-long-word", "many-words"])
+def test_unknown_words_are_echoed_bounded_and_the_help_still_follows(runtime, words):
+    text = command.make_handler(runtime)(words)
+    assert text.startswith("unknown subcommand: ") and "more chars)" in text.splitlines()[0]
+    assert "/trove rotate apply" in text and len(text) <= command.MAX_TEXT
+
+
 def test_the_handler_never_raises_into_the_host(runtime, monkeypatch):
     def boom(*a, **k):
         raise OSError("disk on fire")
