@@ -51,7 +51,9 @@ class Match:
 
 
 def _quote(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
+    # FTS5 reads a NUL as the end of the query text ("unterminated string"); it separates no
+    # less than a space does, so it is written as one.
+    return '"' + term.replace('"', '""').replace("\x00", " ") + '"'
 
 
 def _phrase(runs: list[str], prefix: bool = False) -> str:

@@ -257,3 +257,15 @@ def test_the_literal_fallback_also_leaves_the_turn_out(engine):
     out = json.loads(engine.handle_tool_call("trove_grep", {"query": "数据库"}, messages=live))
     texts = [r.content for r in engine.runtime.store.get_many(ids(out))]
     assert out.get("fallback") == "substring" and texts == ["部署失败:数据库连接错误"]
+
+
+@pytest.mark.parametrize("query", ['"\x00"', 'kiwi "\x00"', '"kiwi\x00"', 'kiwi " + \x00 "'],
+                         ids=["nul-phrase", "term-and-nul-phrase", "nul-in-phrase", "punctuation-and-nul-phrase"])
+@pytest.mark.parametrize("tool", ["trove_grep", "trove_recall"])
+def test_a_nul_inside_a_quoted_phrase_searches_instead_of_failing(engine, tool, query):
+    engine.runtime.store.append(SessionKey("s2"), [user("the kiwi orchard needs water")])
+    out = json.loads(dispatch(engine.tool_context(), tool, {"query": query, "session_scope": "all"}
+                              if tool == "trove_grep" else {"query": query}))
+    assert "error" not in out, out
+    hits = out["results" if tool == "trove_grep" else "hits"]
+    assert bool(hits) == ("kiwi" in query)
