@@ -300,6 +300,8 @@ def int_list_arg(args: Mapping[str, Any], name: str, *, max_items: int = 50) -> 
 TIME_FORMS = ("unix seconds or an ISO 8601 time with a timezone (2025-03-01T09:00:00Z, 2025-03-01T11:00:00+02:00, "
               "2025-03-01Z)")
 _DATE_WITH_ZONE = re.compile(r"(\d{4}-\d{2}-\d{2})([+-]\d{2}:?\d{2})?")
+# The shape of an ISO 8601 date or time: one the calendar still refuses names no real day or hour.
+_ISO_SHAPE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}(?::\d{2}(?::\d{2}(?:\.\d{1,6})?)?)?)?(?:[+-]\d{2}:?\d{2})?")
 
 
 def parse_time(value: Any, name: str, *, naive_utc: bool = False) -> float | None:
@@ -331,7 +333,9 @@ def _iso_seconds(text: str, name: str, naive_utc: bool) -> float:
     dated = _DATE_WITH_ZONE.fullmatch(body)
     try:
         parsed = datetime.fromisoformat(f"{dated.group(1)}T00:00:00{dated.group(2) or ''}" if dated else body)
-    except ValueError:
+    except ValueError as exc:
+        if _ISO_SHAPE.fullmatch(body):  # well formed, but 2023-02-30 or 25:00 is no day or hour
+            raise ToolError(f"{name}={echo(text)} is no such date or time ({exc})") from None
         raise ToolError(f"{name}={echo(text)} is not {TIME_FORMS}") from None
     if parsed.tzinfo is None and not naive_utc:
         fixed = f"{text}Z or {text}+02:00" if dated else f"{text[:19]}Z or {text[:19]}+02:00"

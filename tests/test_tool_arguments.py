@@ -276,7 +276,12 @@ def test_other_times_take_a_date_with_its_timezone(raw, expected):
 @pytest.mark.parametrize(("raw", "message"), [
     ("2026-12-01", "time_from='2026-12-01' has no timezone; add one, e.g. 2026-12-01Z or 2026-12-01+02:00"),
     ("2026-12-01T10:00:00", "has no timezone; add one, e.g. 2026-12-01T10:00:00Z"),
-    ("2026-13-01Z", "is not unix seconds or an ISO 8601 time"),
+    ("2026-13-01Z", "time_from='2026-13-01Z' is no such date or time (month must be in 1..12)"),
+    ("2023-02-30T00:00:00Z", "time_from='2023-02-30T00:00:00Z' is no such date or time (day is out of range for"),
+    ("2023-02-29", "time_from='2023-02-29' is no such date or time (day is out of range for month)"),
+    ("2024-01-01T25:00:00+02:00", "is no such date or time (hour must be in 0..23)"),
+    ("2024-01-01T00:00:00+25:00", "is no such date or time (offset must be a timedelta strictly between"),
+    ("2026-12-01 at noon", "is not unix seconds or an ISO 8601 time"),
     ("yesterday", "is not unix seconds or an ISO 8601 time"),
     ("0999-12-31T00:00:00Z", "is out of range: accepted 1000-01-01T00:00:00Z"),
     (1e18, "is out of range"),
