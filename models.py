@@ -23,8 +23,12 @@ _OPEN_REASONING = re.compile(r"<(think|thinking|reasoning|thought)>", re.I)
 
 
 def clean_output(text: str) -> str | None:
-    """Strip closed reasoning blocks; reject output that is only (or unfinished) reasoning."""
+    """Strip closed reasoning blocks; reject output that is only (or unfinished) reasoning.
+
+    Surrogates a streamed reply split apart are joined again; a lone one becomes U+FFFD, so the
+    text can be stored and sent as UTF-8."""
     text = _REASONING.sub("", text or "").strip()
+    text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     if not text or _OPEN_REASONING.search(text):
         return None
     return text

@@ -71,6 +71,23 @@ def test_long_conversation_stays_under_threshold_and_loses_nothing(tmp_path, beh
     assert eng.runtime.dag.depth_stats("s1").get(1)
 
 
+@pytest.mark.parametrize(("said", "stored"), [("Summary \ud83d of the turns", "Summary \ufffd of the turns"),
+                                              ("Summary \ud83d\ude00 of the turns", "Summary \U0001F600 of the turns")],
+                         ids=["lone-surrogate", "split-pair"])
+def test_a_summary_with_surrogates_is_stored_as_utf8_not_handed_to_the_host(tmp_path, said, stored):
+    """A streamed reply can carry an emoji's surrogates apart (or only one of them)."""
+    eng = engine_on(tmp_path, context=32000, complete=lambda *a: said, fresh_tail_count=4, leaf_chunk_tokens=1000)
+    rng = random.Random(3)
+    words = "abcdefgh"
+    msgs = [m for i in range(60) for m in (user(f"question {i}: " + " ".join(rng.choice(words) * 5 for _ in range(80))),
+                                         assistant(f"answer {i}"))]
+    out = eng.compress(msgs, current_tokens=30000, force=True)
+    assert eng.state.last_status == "compacted", eng.state.last_reason
+    assert len(out) < len(msgs)
+    assert eng.runtime.dag.get(1).summary == stored  # the first leaf, as the model wrote it
+    assert_lossless(eng)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_compaction_converges_under_random_configs(tmp_path, seed):
     rng = random.Random(seed)
