@@ -27,11 +27,15 @@ def clean_output(text: str) -> str | None:
 
     Surrogates a streamed reply split apart are joined again; a lone one becomes U+FFFD, so the
     text can be stored and sent as UTF-8."""
-    text = _REASONING.sub("", text or "").strip()
-    text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    text = utf8_text(_REASONING.sub("", text or "").strip())
     if not text or _OPEN_REASONING.search(text):
         return None
     return text
+
+
+def utf8_text(text: str) -> str:
+    """``text`` with surrogates a model's reply split apart joined again and a lone one as U+FFFD."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def host_complete(runtime_info: Callable[[], dict[str, Any]], plugin_llm: Any = None,

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..dates import resolve_occurrences
+from ..models import utf8_text
 from ..refs import RefClaim, RefError, verify
 from ..rows import MessageRow
 
@@ -194,7 +195,7 @@ def _text(item: Mapping[str, Any], name: str, limit: int, required: bool = True)
         return None
     if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
         raise ValueError(f"{name} must be a string")
-    text = str(raw).strip()
+    text = utf8_text(str(raw).strip())  # a JSON escape can spell a lone surrogate
     if len(text) > limit:
         raise ValueError(f"{name} is longer than {limit} characters")
     return text

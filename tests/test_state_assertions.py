@@ -154,6 +154,24 @@ def test_good_answers_store_verified_assertions_with_exact_refs(tmp_path):
     assert out["active_assertion_ids"] == [a["assertion_id"]]
 
 
+@pytest.mark.parametrize(("value", "stored"), [("Paris \ud83c", "Paris \ufffd"),
+                                              ("Paris \ud83c\uddeb", "Paris \U0001F1EB")],
+                         ids=["lone-surrogate", "escaped-pair"])
+def test_a_value_with_surrogates_is_stored_as_utf8_and_the_pass_moves_on(tmp_path, value, stored):
+    """json.loads reads an escaped lone surrogate into the value; the batch must still commit."""
+    runtime = rt(tmp_path)
+    add(runtime, [("user", "Hello. I live in Paris."), ("assistant", "Noted.")])
+
+    def mangle(answer):
+        answer["assertions"][0]["value"] = value
+        return json.dumps(answer)  # ensure_ascii: the surrogates travel as \ud83c escapes, as a provider sends them
+
+    report = extract.run_pass(runtime, FactModel(mangle))
+    assert report["status"] == "ok" and report["stored"] == 1 and report["backlog"] == 0
+    [a] = query(runtime, subject_key="user:self", predicate_key="lives_in")["assertions"]
+    assert a["value_text"] == stored
+
+
 def test_malformed_hostile_and_partly_verifiable_answers_store_only_verified_assertions(tmp_path):
     runtime = rt(tmp_path, assertion_batch_messages=1)
     add(runtime, [("user", "I live in Oslo."),
