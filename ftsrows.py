@@ -6,12 +6,15 @@ of up to ``SCRATCH_MAX_CHARS`` are copied into a scratch FTS5 table in the conne
 schema, matched there and removed; it tokenizes as ``messages_fts`` does
 (``migrations.MESSAGES_TOKENIZE``), so the same rows match and ``snippet()`` marks the same
 spans. Longer rows (a big tool output would be tokenized three more times in the scratch
-table) still ask the archive's index.
+table) still ask the archive's index, and up to ``WHOLE_SNIPPET_MAX_CHARS`` take its snippet.
+A matching row past that takes FTS5's snippet of its best-ranked piece of ``SCRATCH_MAX_CHARS``,
+its pieces tokenized once in the scratch table: ``snippet()`` weighs every match against every
+other, so over a whole big tool output full of the query's words it took seconds a row.
 """
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .migrations import MESSAGES_TOKENIZE
@@ -19,6 +22,8 @@ from .packed import unpack
 
 MAX_ROWS = 500
 SCRATCH_MAX_CHARS = 2000
+WHOLE_SNIPPET_MAX_CHARS = 32000  # longer rows take their snippet from their best piece
+PIECE_OVERLAP = 200  # a long row's pieces overlap by this much, so a phrase across a cut is whole in one
 
 
 def snippet_sql(table: str, snippets: bool = True) -> str:
@@ -40,18 +45,65 @@ def matching(conn: sqlite3.Connection, expression: str, store_ids: Sequence[int]
         f" WHERE m.store_id IN ({','.join('?' * len(ids))}){filters}", [*ids, *args])}
     short = [(i, unpack(r["content"]), r["tool_calls"]) for i, r in rows.items() if r["_chars"] <= SCRATCH_MAX_CHARS]
     long = [i for i, r in rows.items() if r["_chars"] > SCRATCH_MAX_CHARS]
-    found: list[Any] = []
-    if short:
-        conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.trove_rows_fts USING fts5(content, tool_calls,"
-                     f" tokenize='{MESSAGES_TOKENIZE}')")
-        try:
-            conn.executemany("INSERT INTO temp.trove_rows_fts(rowid, content, tool_calls) VALUES (?,?,?)", short)
-            found += conn.execute(f"SELECT rowid, {snippet_sql('trove_rows_fts', snippets)} FROM temp.trove_rows_fts"
-                                  " WHERE trove_rows_fts MATCH ?", (expression,)).fetchall()
-        finally:
-            conn.execute("DELETE FROM temp.trove_rows_fts")
-    if long:
+    found: list[Any] = _scratch(conn, expression, short, snippets) if short else []
+    whole = [i for i in long if not snippets or rows[i]["_chars"] <= WHOLE_SNIPPET_MAX_CHARS]
+    if whole:
         found += conn.execute(f"SELECT rowid, {snippet_sql('messages_fts', snippets)} FROM messages_fts"
-                              f" WHERE messages_fts MATCH ? AND rowid IN ({','.join('?' * len(long))})",
-                              (expression, *long)).fetchall()
+                              f" WHERE messages_fts MATCH ? AND rowid IN ({','.join('?' * len(whole))})",
+                              (expression, *whole)).fetchall()
+    huge = [i for i in long if snippets and rows[i]["_chars"] > WHOLE_SNIPPET_MAX_CHARS]
+    if huge:
+        hits = [int(r[0]) for r in conn.execute(f"SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
+                                                f" AND rowid IN ({','.join('?' * len(huge))})", (expression, *huge))]
+        found += _piece_snippets(conn, expression, [rows[i] for i in hits])
     return [(rows[int(rid)], str(snip or "")) for rid, snip in sorted(found, key=lambda f: int(f[0]))]
+
+
+def _scratch(conn: sqlite3.Connection, expression: str, rows: Sequence[tuple[int, str | None, str | None]],
+             snippets: bool, group: Callable[[int], int] | None = None) -> list[Any]:
+    """``(rowid, snippet)`` of the scratch rows ``(rowid, content, tool_calls)`` matching ``expression``;
+    with ``group`` (rowid -> its group) only each group's best-ranked row."""
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.trove_rows_fts USING fts5(content, tool_calls,"
+                 f" tokenize='{MESSAGES_TOKENIZE}')")
+    try:
+        conn.executemany("INSERT INTO temp.trove_rows_fts(rowid, content, tool_calls) VALUES (?,?,?)", rows)
+        where = "trove_rows_fts MATCH ?"
+        args: list[Any] = [expression]
+        if group is not None:
+            best: dict[int, int] = {}
+            for (rid,) in conn.execute(f"SELECT rowid FROM temp.trove_rows_fts WHERE {where}"
+                                       " ORDER BY bm25(trove_rows_fts)", args):
+                best.setdefault(group(int(rid)), int(rid))
+            where += f" AND rowid IN ({','.join('?' * len(best))})"
+            args += list(best.values())
+        return conn.execute(f"SELECT rowid, {snippet_sql('trove_rows_fts', snippets)} FROM temp.trove_rows_fts"
+                            f" WHERE {where}", args).fetchall()
+    finally:
+        conn.execute("DELETE FROM temp.trove_rows_fts")
+
+
+def _piece_snippets(conn: sqlite3.Connection, expression: str, rows: Sequence[sqlite3.Row]) -> list[tuple[int, str]]:
+    """``(store_id, snippet)`` of long matching rows: each row's text (then its tool calls) cut into
+    overlapping pieces, the snippet of its best-ranked matching piece ("" when none matches alone)."""
+    owner: list[tuple[int, bool, bool]] = []  # per piece: its row, and whether text comes before / after it
+    pieces: list[tuple[int, str | None, str | None]] = []
+    for r in rows:
+        for column, text in ((1, str(unpack(r["content"]) or "")), (2, str(r["tool_calls"] or ""))):
+            for at in _cuts(len(text)):
+                piece = text[at:at + SCRATCH_MAX_CHARS]
+                pieces.append((len(pieces), piece if column == 1 else None, piece if column == 2 else None))
+                owner.append((int(r["store_id"]), at > 0, at + SCRATCH_MAX_CHARS < len(text)))
+    best: dict[int, str] = {}
+    for piece, snip in _scratch(conn, expression, pieces, True, group=lambda rid: owner[rid][0]):
+        store_id, before, after = owner[int(piece)]  # the piece cut the text: say so as FTS5 does for its window
+        best[store_id] = ("…" if before and not snip.startswith("…") else "") + snip \
+            + ("…" if after and not snip.endswith("…") else "")
+    return [(int(r["store_id"]), best.get(int(r["store_id"]), "")) for r in rows]
+
+
+def _cuts(length: int) -> range:
+    """Where a text of ``length`` characters is cut into overlapping pieces of ``SCRATCH_MAX_CHARS``
+    (one piece when it fits, none when empty); the last piece reaches the end."""
+    if length <= SCRATCH_MAX_CHARS:
+        return range(min(1, length))
+    return range(0, length - PIECE_OVERLAP, SCRATCH_MAX_CHARS - PIECE_OVERLAP)

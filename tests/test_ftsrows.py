@@ -1,7 +1,9 @@
 """Known rows matched on their own: the same matches and snippets as the archive's index gives them.
 
 A page of results takes its snippets from a scratch FTS5 table holding only the page's short rows
-(long rows still ask ``messages_fts``); what the user sees must not change with the route.
+(long rows still ask ``messages_fts``); what the user sees must not change with the route. A row
+too long for FTS5's snippet() to read whole in reasonable time (it weighs every match against
+every other) takes the snippet of its best piece.
 """
 from __future__ import annotations
 
@@ -98,3 +100,23 @@ def test_the_scratch_tokenizer_is_the_one_messages_fts_was_created_with(stored):
     _, conn, _ = stored
     sql = conn.execute("SELECT sql FROM sqlite_master WHERE name='messages_fts'").fetchone()[0]
     assert f"tokenize='{ftsrows.MESSAGES_TOKENIZE}'" in sql
+
+
+def test_a_huge_row_full_of_the_query_takes_its_snippet_from_a_piece_never_the_whole_row(runtime, backend):
+    if backend != "sqlite":
+        pytest.skip("the scratch table is SQLite's")
+    log = " ".join(f"deploy worker{i % 7} ok" for i in range(20000))  # 400 KB, 20,000 matches of "deploy"
+    rare = log[:200_000] + " the rollback finally ran " + log[200_000:]
+    [plain, tail] = runtime.store.append(KEY, [tool_result("c1", log), tool_result("c2", rare)])
+    conn = runtime.db.read()
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        got = dict((int(r["store_id"]), snip) for r, snip in
+                   ftsrows.matching(conn, build_match("deploy rollback").expression, [plain, tail], [], []))
+    finally:
+        conn.set_trace_callback(None)
+    assert not [sql for sql in statements if "snippet(messages_fts" in sql]  # never over a whole 400 KB row
+    assert sorted(got) == [plain, tail]
+    assert got[plain].startswith(">>>deploy<<<") and got[plain].endswith("…") and len(got[plain]) < 400
+    assert ">>>rollback<<<" in got[tail] and got[tail].startswith("…")  # the best piece: the rare word's
