@@ -473,13 +473,12 @@ class MessageStore:
         # Rank inside the full-text index first and join only the best rows: joining every
         # match costs a random row read each. Filters on messages may drop ranked rows, so
         # the ranked window widens until it holds ``limit`` survivors or every match.
-        # bm25() reads each term's doclist for its statistics.
+        # bm25() reads each term's doclist for its statistics. Snippets come after, for the rows returned only.
         rank = "bm25(messages_fts, 1.0, 0.6)"
-        snippet = ftsrows.snippet_sql("messages_fts", snippets)
         limit = int(limit)
         window = limit * 4 if where else limit
         while True:
-            sql = (f"SELECT m.*, f.r AS _rank, f.s AS _snippet FROM (SELECT rowid AS rid, {rank} AS r, {snippet} AS s"
+            sql = (f"SELECT m.*, f.r AS _rank, '' AS _snippet FROM (SELECT rowid AS rid, {rank} AS r"
                    f" FROM messages_fts WHERE {' AND '.join(fts_where)} ORDER BY r LIMIT ?) f"
                    f" JOIN messages m ON m.store_id = f.rid{' WHERE ' + ' AND '.join(where) if where else ''}"
                    f" ORDER BY f.r LIMIT ?")
@@ -491,23 +490,24 @@ class MessageStore:
             if window >= total:
                 break
             window = window * 8 if window * 8 < total else -1
-        if max_candidates is not None and bound is not None:
-            rows = self._with_older(conn, match, int(bound[0]), narrow, narrow_args, where, args, limit, rows,
-                                    snippets)
+        rows = self._with_older(conn, match, int(bound[0]) if max_candidates is not None and bound is not None
+                                else None, narrow, narrow_args, where, args, limit, rows, snippets)
         # m.* come first, then _rank and _snippet: values by position, not a name lookup per column
         names = [k for k in rows[0].keys() if not k.startswith("_")] if rows else []
         return [(message_row_from(dict(zip(names, tuple(r.values() if isinstance(r, dict) else r), strict=False))),
                  float(r["_rank"]), str(r["_snippet"] or "")) for r in rows]
 
-    def _with_older(self, conn: sqlite3.Connection, match: str, below: int, narrow: list[str], narrow_args: list[Any],
-                    where: list[str], args: list[Any], limit: int, rows: list[Any], snippets: bool) -> list[Any]:
-        """``rows`` (the newest-N window's best) merged with older matches of the query's rare phrases."""
-        rare = ftsbound.rare_phrases(conn, match)
-        older = ftsbound.older_hits(conn, match, rare, below, narrow, narrow_args, where, args, limit) if rare else []
-        if not older:
-            return rows
-        merged = sorted([*rows, *older], key=lambda r: (float(r["_rank"]), int(r["store_id"])))[:limit]
-        if snippets:
+    def _with_older(self, conn: sqlite3.Connection, match: str, below: int | None, narrow: list[str],
+                    narrow_args: list[Any], where: list[str], args: list[Any], limit: int, rows: list[Any],
+                    snippets: bool) -> list[Any]:
+        """``rows`` (the newest-N window's best) merged with older matches (below ``below``, when a window
+        bounded the search) of the query's rare phrases; each with its snippet (``ftsrows.matching``)."""
+        rare = ftsbound.rare_phrases(conn, match) if below is not None else []
+        older = ftsbound.older_hits(conn, match, rare, below, narrow, narrow_args, where, args, limit) \
+            if rare and below is not None else []
+        merged = sorted([*rows, *older], key=lambda r: (float(r["_rank"]), int(r["store_id"])))[:limit] \
+            if older else rows
+        if snippets and merged:
             found = {row.store_id: snip for row, _, snip in
                      self.search(match, store_ids=[int(r["store_id"]) for r in merged], limit=len(merged))}
             merged = [{**{k: r[k] for k in r.keys()}, "_snippet": found.get(int(r["store_id"]), r["_snippet"])}
