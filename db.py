@@ -52,10 +52,16 @@ class UnusableDatabaseError(sqlite3.DatabaseError):
         self.path, self.why = path, why
 
 
+class ForeignDatabaseError(sqlite3.DatabaseError):
+    """The file is a SQLite database trove did not make (tables, but no trove ledger); it is left as it is."""
+
+
 def _unusable(path: str, exc: BaseException) -> UnusableDatabaseError:
     p = Path(path)
     blocker = non_directory_ancestor(p)
-    if p.is_dir():
+    if isinstance(exc, ForeignDatabaseError):
+        why = str(exc)
+    elif p.is_dir():
         why = "it is a directory"
     elif blocker is not None:
         why = f"its parent {blocker} is not a directory"
@@ -141,6 +147,11 @@ class Database:
             conn.row_factory = sqlite3.Row
             packed.register(conn)
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'"
+                                                 " AND name NOT LIKE 'sqlite!_%' ESCAPE '!' ORDER BY name")]
+            if tables and "schema_migrations" not in tables:  # checked before the first write (WAL is one)
+                raise ForeignDatabaseError(f"it is another program's SQLite database (tables {', '.join(tables[:5])}"
+                                           f"{', ...' if len(tables) > 5 else ''}), not trove's")
             try:
                 conn.execute("PRAGMA journal_mode=WAL")
             except sqlite3.OperationalError:

@@ -93,6 +93,23 @@ def test_a_missing_database_is_an_error_and_is_not_created(tmp_path):
     assert not missing.exists()
 
 
+@pytest.mark.parametrize("argv", [["status"], ["doctor"], ["doctor", "repair"], ["backup"], ["dag"],
+                                  ["doctor", "retention"]], ids=" ".join)
+def test_another_programs_sqlite_file_is_refused_and_left_as_it_was(tmp_path, argv):
+    """A read-only command pointed at the wrong file (the host's own state.db, say) must not
+    turn it into a trove store: no tables added, its journal mode kept."""
+    import sqlite3
+
+    foreign = tmp_path / "state.db"
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT)")
+        conn.execute("INSERT INTO notes(body) VALUES ('keep me')")
+    before = foreign.read_bytes()
+    code, out = run(*argv, "--db", str(foreign), "--json")
+    assert code == 1 and "another program's SQLite database (tables notes), not trove's" in out, out
+    assert foreign.read_bytes() == before and not Path(f"{foreign}-wal").exists()
+
+
 def test_help_and_unknown_words(db):
     code, out = run("help", "--db", str(db))
     assert code == 0 and "python -m hermes_trove rotate apply" in out
