@@ -8,11 +8,13 @@ fits its cap by dropping trailing items and cutting long texts, flagging both.
 """
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..toolkit import (
+    MAX_SAFE_INTEGER,
     ToolContext,
     ToolError,
     current_session,
@@ -50,9 +52,12 @@ def _cursor(mode: str, at: float, ident: int) -> str:
 def _parse_cursor(raw: str) -> tuple[str, float, int]:
     try:
         mode, at, ident = raw.split(":")
-        if mode not in ("rollups", "summaries", "messages"):
-            raise ValueError(mode)
-        return mode, float(at), int(ident)
+        when, number = float(at), int(ident)
+        # what _cursor writes: a finite time and an id SQLite holds (a forged one must not reach a query)
+        if mode not in ("rollups", "summaries", "messages") or not math.isfinite(when) \
+                or not 0 <= number <= MAX_SAFE_INTEGER:
+            raise ValueError(raw)
+        return mode, when, number
     except ValueError:
         raise ToolError("cursor is not one this tool returned; pass next_cursor from the previous page "
                         "unchanged, or leave it out to start again") from None

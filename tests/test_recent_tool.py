@@ -176,6 +176,17 @@ def test_a_cursor_keeps_its_mode_and_foreign_cursors_are_refused(tmp_path):
     assert "not one this tool returned" in call(engine, period="2024-05", cursor="bogus")["error"]
 
 
+@pytest.mark.parametrize("cursor", ["summaries:1714550400.0:99999999999999999999999", "messages:1714550400.0:-3",
+                                   "summaries:nan:2", "messages:inf:2", "summaries:1e999:2"],
+                         ids=["id-past-sqlite-integer", "negative-id", "nan-time", "infinite-time", "overflowing-time"])
+@pytest.mark.parametrize("mode", ["auto", "summaries", "messages"])
+def test_a_forged_cursor_is_refused_like_any_foreign_one(tmp_path, cursor, mode):
+    runtime = runtime_with(tmp_path)
+    add_leaf(runtime, 1)
+    out = call(make_engine(runtime), period="2024-05", mode=mode, cursor=cursor)
+    assert "not one this tool returned" in out["error"] or "cursor belongs to mode" in out["error"], out
+
+
 # ---- occurrence time and dated summaries ------------------------------------------------
 
 def test_occurrences_for_resolves_a_message_against_its_own_time(tmp_path):
