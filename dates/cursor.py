@@ -13,6 +13,7 @@ from . import intervals as iv
 from . import lexicon as lx
 from .lexicon import Token
 
+_PLURAL_PARTS = frozenset(part + "s" for part in lx.PARTS_OF_DAY)
 STORY_REACH = 60  # tokens before a sentence read for a past cue of the story it continues
 # A tag closing a statement: ", right?", ", hasn't it?", ", didn't you?"
 _TAG_WORDS = frozenset({"right", "yeah", "yes", "no", "eh", "huh", "correct", "innit", "ok", "okay"})
@@ -100,7 +101,8 @@ class TokenCursor:
         if tense == "future" and "since" in (self.low(begin - 1), self.low(begin)):
             return "unclear"
         if tense == "unclear" and not self.standalone and self.low(begin - 1) in ("until", "till", "by") \
-                and not self._told_in_past(first) and "now" not in (t.low for t in self.tokens[first:last]):
+                and not self._told_in_past(first) \
+                and "now" not in (t.low for t in self.tokens[max(first, begin - lx.CUE_REACH):begin + lx.CUE_REACH]):
             return "future"
         return "past" if tense == "unclear" and self.standalone else tense
 
@@ -124,8 +126,10 @@ class TokenCursor:
         return None
 
     def weekday_at(self, index: int, *, abbreviations: bool) -> int | None:
+        """The weekday token ``index`` names; none before a plural part of the day ("on Sunday
+        mornings", "Monday nights"), which is a habit, as "on Sundays" is."""
         token = self.tok(index)
-        if token is None:
+        if token is None or self.low(index + 1) in _PLURAL_PARTS:
             return None
         if token.low in lx.WEEKDAYS:
             return lx.WEEKDAYS[token.low]

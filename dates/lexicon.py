@@ -241,8 +241,8 @@ def _timetable(tokens: list[Token], index: int, first: int, after: str) -> bool:
         return False
     if before[-1] in _QUANTIFIERS or before[-1].isdigit() or before[-1] in NUMBER_WORDS:  # "a few runs"
         return False
-    if tokens[index].low == "due":
-        return before[-1] in ("is", "are", "it's", "'s")
+    if tokens[index].low == "due":  # "rent is due", "the baby's due"; not "was due", "due date"
+        return (before[-1] in ("is", "are") or before[-1].endswith("'s")) and after != "date"
     if before[-1] in _TIMETABLE_SUBJECTS:
         return True
     return before[-1] not in _DETERMINERS and any(w in _DETERMINERS for w in before[:-1])
