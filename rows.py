@@ -189,6 +189,9 @@ def message_row_from(d: dict[str, Any]) -> MessageRow:
     d["content_is_json"] = bool(d["content_is_json"])
     d["pinned"] = bool(d["pinned"])
     d["source"] = d["source"] or "unknown"
+    ts = d["created_at"]
+    if not isinstance(ts, (int, float)) or not _TS_LOW <= ts <= _TS_HIGH:  # an older build stored any timestamp
+        d["created_at"] = d["ingested_at"]
     return MessageRow(**d)
 
 

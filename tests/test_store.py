@@ -121,6 +121,21 @@ def test_a_tool_message_with_a_non_text_id_or_name_is_stored_with_it_as_json(run
         assert stored == (value if isinstance(value, str) else json.dumps(value))
 
 
+@pytest.mark.parametrize("timestamp", [float("inf"), 1e20, -1e12], ids=["inf", "1e20", "-1e12"])
+def test_a_row_an_older_build_stored_with_such_a_timestamp_reads_with_its_ingest_time(runtime, timestamp):
+    engine = make_engine(runtime)
+    engine.ingest([user("before"), user("stamped oddly"), user("after")])
+    odd = runtime.store.page("s1")[1]
+    with runtime.db.transaction() as conn:
+        conn.execute("UPDATE messages SET created_at=? WHERE store_id=?", (timestamp, odd.store_id))
+    row = runtime.store.get(odd.store_id)
+    assert row is not None and row.created_at == pytest.approx(row.ingested_at)
+    for name, args in (("trove_recent", {"period": "today", "mode": "messages"}), ("trove_grep", {"query": "oddly"}),
+                       ("trove_expand", {"store_id": odd.store_id}), ("trove_load_session", {"session_id": "s1"})):
+        out = json.loads(dispatch(engine.tool_context(), name, args))
+        assert "error" not in out, (name, out)
+
+
 def test_tool_calls_and_results_round_trip(runtime):
     key = SessionKey("s1")
     call = tool_call("c1", "read_file", '{"path": "/etc/hosts"}')
