@@ -168,7 +168,8 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
         for index in (begin - distance, end - 1 + distance):
             cue = _cue(tokens, index, first, last) if first <= index < last else None
             if cue == "progressive":
-                cue = "future" if index < begin and _arranged(tokens[index + 1:begin]) else None
+                cue = "future" if index < begin and _arranged(tokens[index + 1:begin]) \
+                    and not _told_in_present(tokens[end:min(last, end + CUE_REACH)]) else None
             if cue is not None:
                 found.add(cue)
         if len(found) == 1:
@@ -184,6 +185,27 @@ _NOT_ARRANGED = frozenset({"from", "about", "since", "of", "after", "for", "on",
                            "when", "and", "but", "or", "so", "then", "i", "we", "you", "he", "she", "they", "it",
                            ",", ";", ":", "-", "(", ")"})
 _ARRANGED_REACH = 8  # tokens from the -ing verb to the time, its object included
+
+
+_TELLING = frozenset({"he", "she", "it", "this", "that"})  # a subject; a determiner's noun comes first
+_TELLING_DETERMINERS = frozenset({"my", "his", "her", "our", "their", "the", "a", "some"})
+_NOT_TOLD = frozenset({"is", "was", "has", "does", "its", "this", "his", "hers", "yes", "plus", "thus", "us"})
+
+
+def _told_in_present(tail: list[Token]) -> bool:
+    """After the time, "and" opens a clause whose verb is a simple present of the third person ("and my
+    boss walks in", "and she just bolts"): the sentence tells a story in the present ("so I'm sitting
+    there on Monday and my boss walks in"), and its progressive arranges nothing."""
+    words = [t.low for t in tail]
+    for at, word in enumerate(words[:-1]):
+        subject = words[at + 1]
+        if word != "and" or subject not in _TELLING and subject not in _TELLING_DETERMINERS:
+            continue
+        start = at + 2 + (subject in _TELLING_DETERMINERS)  # past the determiner's noun
+        for verb in words[start:start + 2]:  # an adverb may stand before it ("she just bolts")
+            if len(verb) > 3 and verb.endswith("s") and not verb.endswith("ss") and verb not in _NOT_TOLD:
+                return True
+    return False
 
 
 # Words that open a time phrase ("on the 28th", "the first week of June"), read back from the time

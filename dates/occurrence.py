@@ -37,8 +37,9 @@ RULES = """\
   A present progressive with a personal subject ("I'm moving in March", "are you coming on
   Friday?") is an arrangement, so future, when the time follows it in its clause with at most its
   object between; not after "still"/"finally", a comma, a new subject, "of", "after", "for", "on",
-  "from", "about" or "since" ("the pics of our trip in March"), nor a time before it (a story told
-  in the present). A timetable's present with a subject ("the flight departs", "my lease ends",
+  "from", "about" or "since" ("the pics of our trip in March"), nor a time before it or an "and"
+  after it opening a simple present of the third person ("I'm walking the dog on Sunday and she
+  bolts"): a story told in the present. A timetable's present with a subject ("the flight departs", "my lease ends",
   "rent is due") is future; not a plural noun ("the leaves", "took turns"), "due to" or "was due".
   "would" (and "I'd" before a plain verb) places a time after another past, so is unclear, except
   a wish ("I'd love to"); "been going to" is a habit and "was going to" a plan that fell (unclear).

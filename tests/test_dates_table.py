@@ -518,6 +518,9 @@ TABLE = [
     (WED, "I'm sharing a few pics of the wedding on the 4th.", UNCLEAR),  # the wedding's day, not the sharing's
     (WED, "I'm still healing after my knee surgery in April.", "2024-04-01..2024-04-30"),  # ongoing, not arranged
     (WED, "So on Saturday I'm walking the dog and she just bolts.", UNCLEAR),  # a story told in the present
+    (WED, "I'm walking the dog on Sunday and she just bolts after a squirrel.", UNCLEAR),  # "and she bolts"
+    (WED, "So I'm sitting there on Monday and my boss walks in.", UNCLEAR),
+    (WED, "We're celebrating our anniversary on Saturday and my parents are coming.", "2024-05-18"),
     (WED, "I'm having surgery on the 21st.", "2024-05-21"),
     (WED, "Our flight got cancelled due to the storm on Friday.", "2024-05-10"),  # "due to" is no timetable
     (WED, "My paper was due on Friday and I finished it at 3am.", "2024-05-10"),  # "was" speaks
