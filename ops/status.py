@@ -9,6 +9,7 @@ says ``(unbound)``. ``overall`` is "unhealthy" when the store is unusable (the C
 from __future__ import annotations
 
 import os
+import sqlite3
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -182,6 +183,9 @@ def build_status(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = N
             status["lifecycle"] = lifecycle_section(runtime, sid)
     except Exception as exc:
         status["store_error"] = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, sqlite3.DatabaseError) and health["usable"]:  # the path looked fine; the file would not open
+            health.update(usable=False, state=f"unusable: {exc}", reason=str(exc))
+            status["overall"] = "unhealthy"
     status["plugin"] = install.identity_section(runtime, in_host=snapshot is not None)
     for system in subsystems.SUBSYSTEMS:
         if system.status is not None:

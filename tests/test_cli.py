@@ -108,6 +108,9 @@ def test_another_programs_sqlite_file_is_refused_and_left_as_it_was(tmp_path, ar
     code, out = run(*argv, "--db", str(foreign), "--json")
     assert code == 1 and "another program's SQLite database (tables notes), not trove's" in out, out
     assert foreign.read_bytes() == before and not Path(f"{foreign}-wal").exists()
+    if argv == ["status"]:  # the health section agrees with the error
+        health = json.loads(out)["store_health"]
+        assert health["usable"] is False and "another program's SQLite database" in health["state"], health
 
 
 def test_help_and_unknown_words(db):
