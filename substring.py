@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .backend import on_server
 from .packed import unpack
 
 
@@ -24,6 +25,8 @@ def scan(conn: Any, literal: str, where: Sequence[str], args: Sequence[Any], lim
     ``where``/``args`` filter on ``m`` as ``Store.search`` writes them; ``max_candidates``
     bounds the scan to the newest N store ids. Returns ``(row, snippet)`` pairs.
     """
+    if "\x00" in literal and on_server(conn):  # a server's text holds no NUL, so nothing can hold this
+        return []
     where = ["instr(lower(trove_text(m.content) || ' ' || COALESCE(m.tool_calls, '')), lower(?)) > 0", *where]
     params: list[Any] = [literal, *args]
     if max_candidates is not None:
