@@ -397,6 +397,11 @@ CREATE TRIGGER messages_fts_update AFTER UPDATE OF content, tool_calls ON messag
     INSERT INTO messages_fts(rowid, content, tool_calls) VALUES (new.store_id, trove_text(new.content), new.tool_calls);
 END;
 """),
+    # Imported OpenClaw sessions were written with no owner scope, so no other session could read
+    # them under the default scope; they are the profile owner's history, like a local session.
+    ("0016_imported_sessions_local", """
+UPDATE sessions SET scope = 'local' WHERE platform = 'openclaw' AND scope = '';
+"""),
 )
 
 

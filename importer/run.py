@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config import load_config
 from ..runtime import build_runtime
+from ..scope import LOCAL
 from ..store import SessionKey
 from . import jsonl, pipe
 from .claw_db import ClawSource, Conversation
@@ -297,7 +298,8 @@ def _pass(units: Callable[[], Iterator[Unit]], ledger: Any, writer: Writer | Non
             for note in unit.notes:
                 report.warn(note)
             sid = target_session(report.namespace, opts.agent, unit.session)
-            key = SessionKey(sid, platform="openclaw", source=sid)
+            # The profile owner's history: the owner's local sessions read it, gateway chats do not.
+            key = SessionKey(sid, platform="openclaw", source=sid, scope=LOCAL)
             states: dict[Any, int] | None = {} if opts.include_summaries and unit.summaries else None
             lossy = 0
             for batch in _batches(unit.messages(), opts.batch_size):

@@ -384,3 +384,18 @@ def test_a_write_lock_held_past_the_busy_timeout_is_waited_for_once_not_once_per
     assert [s for s in seen if s.startswith("BEGIN")] == ["BEGIN IMMEDIATE"]
     MessageStore(db).ensure_session(SessionKey("s1"))  # the lock gone, the same connection writes
     db.close()
+
+
+def test_imported_openclaw_sessions_stored_without_a_scope_become_the_owners_local_history(tmp_path):
+    path = tmp_path / "t.db"
+    conn = raw(path)
+    migrate(conn, stop_before="0016_imported_sessions_local")
+    rows = [("openclaw-trove:agent:main:s1", "", "openclaw", ""), ("tg2", "", "telegram", ""),
+            ("tg1", "k", "telegram", "telegram:k")]
+    conn.executemany("INSERT INTO sessions(session_id, conversation_id, platform, created_at, updated_at, scope)"
+                     " VALUES (?,?,?,0,0,?)", rows)
+    conn.close()
+    conn = Database(path).connect()
+    assert [name for name, _ in ledger(conn)] == NAMES
+    scopes = dict(conn.execute("SELECT session_id, scope FROM sessions").fetchall())
+    assert scopes == {"openclaw-trove:agent:main:s1": "local", "tg2": "", "tg1": "telegram:k"}

@@ -7,11 +7,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import make_config
+from conftest import make_config, make_engine
 
 from hermes_trove.importer import ImportOptions, run_import
 from hermes_trove.retrieval.query import build_match
 from hermes_trove.runtime import build_runtime
+from hermes_trove.tools import dispatch
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "lossless-claw"
 pytestmark = pytest.mark.skipif(not (FIXTURES / "head" / "lcm.db").is_file(),
@@ -235,3 +236,13 @@ def test_the_upgraded_fixture_imports_the_same_rows_as_the_original(tmp_path):
     rta = build_runtime(dataclasses.replace(make_config(tmp_path), database_path=str(tmp_path / "a.db")))
     rtb = build_runtime(dataclasses.replace(make_config(tmp_path), database_path=str(tmp_path / "b.db")))
     assert [m.to_message() for m in rta.store.page(S1, 0, 100)] == [m.to_message() for m in rtb.store.page(S1, 0, 100)]
+
+
+def test_a_local_session_recalls_imported_history_under_the_default_scope(tmp_path, head):
+    run(tmp_path, head, apply=True, remaps=remap(head))
+    eng = make_engine(target(tmp_path), session="hermes-cli")
+    out = json.loads(dispatch(eng.tool_context(), "trove_recall", {"query": "ING-7731 ingestion key"}))
+    top = out["hits"][0]
+    assert top["session_id"] == S2
+    expanded = json.loads(dispatch(eng.tool_context(), top["expand"]["tool"], top["expand"]["args"]))
+    assert "ING-7731" in json.dumps(expanded)
