@@ -393,7 +393,11 @@ def migrate(runtime: Runtime, to: str, *, progress: Progress | None = None,
     report: dict[str, Any] = {"source": source_db.path, "target": redact_url(target.path),
                               "target_kind": target.kind}
     source = source_db.read()
-    target.connect()  # creates or migrates the target's schema; a server that is down fails here
+    try:
+        target.connect()  # creates or migrates the target's schema
+    except Exception as exc:  # a server that is down or refuses the schema, a file that will not open
+        return {"status": "error", "error": f"the target cannot be opened: {type(exc).__name__}: {exc}".strip(),
+                **report}
     with _snapshot(source):
         run = _Run(source, target, source_identity(source_db), progress, max_rows, started)
         try:

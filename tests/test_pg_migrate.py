@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
+import socket
 import sqlite3
 from pathlib import Path
 
@@ -250,6 +252,20 @@ def test_cli_migrate_copies_and_reports(source, tmp_path, pg_database_url, capsy
     assert '"status": "ok"' in out.getvalue()
     assert "trove migrate: ok:" in capsys.readouterr().err  # not a terminal: only the final line
     assert command.main(["migrate", "--db", source.db.path, "--to", "mysql://x/y"]) == command.EXIT_USAGE
+
+
+def test_a_target_server_that_cannot_be_reached_is_an_error_report_not_a_traceback(source, caplog):
+    with socket.socket() as sock:  # a port on this machine nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    out = io.StringIO()
+    url = f"postgresql://trove:secret@127.0.0.1:{port}/trove_test"
+    code = command.main(["migrate", "--db", source.db.path, "--to", url, "--json"], out=out)
+    assert code == command.EXIT_PROBLEM
+    report = json.loads(out.getvalue())
+    assert report["status"] == "error" and report["error"].startswith("the target cannot be opened")
+    assert report["target"] == f"postgresql://trove:***@127.0.0.1:{port}/trove_test"
+    assert not [r for r in caplog.records if r.exc_info]
 
 
 def test_slash_trove_migrate_points_to_the_cli(source):
