@@ -13,6 +13,7 @@ import dataclasses
 import json
 import logging
 import os
+import sqlite3
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -20,9 +21,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from . import backups, subsystems
 from .config import database_path, load_config, with_store
+from .db import SchemaTooNewError, UnusableDatabaseError
 from .models import Complete, host_complete
 from .ops import dag_view, doctor, hygiene, maintenance, migrate_store, rotate, status
+from .outbox import ServerUnreachableError
 from .pathprobe import probe_path
+from .pgdb import StoreSelectionError
 from .runtime import build_runtime
 from .toolkit import iso
 
@@ -196,10 +200,20 @@ def usage(words: Sequence[str]) -> tuple[str, dict[str, Any]]:
     return "help", {"help": True, "error": unknown} if unknown else {"help": True}
 
 
+def _store_unavailable(exc: Exception) -> bool:
+    """A store that will not open or read (a damaged or newer file, a server that is down): no bug to trace."""
+    psycopg = sys.modules.get("psycopg")
+    return isinstance(exc, (UnusableDatabaseError, SchemaTooNewError, StoreSelectionError, ServerUnreachableError)) \
+        or type(exc) is sqlite3.DatabaseError or (psycopg is not None and isinstance(exc, psycopg.OperationalError))
+
+
 def _failure(words: Sequence[str], exc: Exception) -> tuple[str, dict[str, Any]]:
-    """The answer of a subcommand that raised, logged with its traceback."""
+    """The answer of a subcommand that raised, logged with its traceback unless the store is unavailable."""
     name = " ".join(w.lower() for w in words) or "status"
-    log.exception("trove: %s failed", name)
+    if _store_unavailable(exc):
+        log.error("trove: %s failed: %s", name, exc)
+    else:
+        log.exception("trove: %s failed", name)
     return name, {"status": "error", "error": f"{type(exc).__name__}: {exc}"}
 
 

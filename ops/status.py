@@ -184,7 +184,8 @@ def build_status(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = N
     except Exception as exc:
         status["store_error"] = f"{type(exc).__name__}: {exc}"
         if isinstance(exc, sqlite3.DatabaseError) and health["usable"]:  # the path looked fine; the file would not open
-            health.update(usable=False, state=f"unusable: {exc}", reason=str(exc))
+            health.update(usable=False, state=f"unusable: {exc}", reason=str(exc),
+                          fix=store_fix(runtime.db.path, str(exc)))
             status["overall"] = "unhealthy"
     status["plugin"] = install.identity_section(runtime, in_host=snapshot is not None)
     for system in subsystems.SUBSYSTEMS:

@@ -113,6 +113,28 @@ def test_another_programs_sqlite_file_is_refused_and_left_as_it_was(tmp_path, ar
         assert health["usable"] is False and "another program's SQLite database" in health["state"], health
 
 
+@pytest.mark.parametrize("argv", [["status"], ["doctor", "repair"], ["backup"], ["dag"], ["doctor", "retention"],
+                                  ["doctor", "clean"]], ids=" ".join)
+def test_a_truncated_store_file_is_reported_with_its_fix_and_no_traceback(db, argv, caplog):
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    os.truncate(db, db.stat().st_size // 2)
+    code, out = run(*argv, "--db", str(db), "--json")
+    assert code == 1 and "malformed" in out, out
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+    if argv == ["status"]:
+        assert "restore a backup" in json.loads(out)["store_health"]["fix"]
+
+
+@pytest.mark.parametrize("argv", [["doctor", "repair"], ["dag"], ["doctor", "retention"]], ids=" ".join)
+def test_a_server_that_is_down_is_reported_without_a_traceback(db, argv, caplog):
+    code, out = run(*argv, "--db", "postgresql://trove@127.0.0.1:1/nowhere?connect_timeout=2", "--json")
+    assert code == 1 and json.loads(out)["status"] == "error", out
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+
+
 def test_help_and_unknown_words(db):
     code, out = run("help", "--db", str(db))
     assert code == 0 and "python -m hermes_trove rotate apply" in out
