@@ -4,7 +4,7 @@ Public face: ``resolve_occurrences`` / ``occurrences_for`` (the time expressions
 resolved against when it was said, as ``Occurrence`` rows), ``find_expressions`` (the same
 grammar on a bare phrase, for tool periods), ``speaks_of_now`` (which expressions are words for
 the moment of speaking, such as "currently") and ``intervals`` (UTC day, ISO week, month and
-year arithmetic). ``lexicon``, ``cursor`` and ``expressions`` hold the grammar itself.
+year arithmetic). ``lexicon``, ``tense``, ``cursor`` and ``expressions`` hold the grammar itself.
 """
 from . import intervals
 from .expressions import Occurrence, find_expressions

@@ -32,6 +32,7 @@ from . import intervals as iv
 from . import lexicon as lx
 from .cursor import Hit, TokenCursor
 from .expressions import MAX_COUNT, NO_REFERENCE, Occurrence
+from .tense import sentence_tense
 
 REACH = 500  # characters between the reference's end and the expression
 _AFTER = {"next": 1, "following": 1, "later": 1, "after": 1, "previous": -1, "prior": -1, "earlier": -1, "before": -1}
@@ -138,7 +139,7 @@ def _tense(left: str, expression: str, right: str) -> str:
     """The tense of the sentence ``left + expression + right`` at the expression (its nearest cue)."""
     before, inside = lx.tokenize(left), lx.tokenize(expression)
     tokens = before + inside + lx.tokenize(right)
-    return lx.sentence_tense(tokens, 0, len(tokens), len(before), len(before) + len(inside))
+    return sentence_tense(tokens, 0, len(tokens), len(before), len(before) + len(inside))
 
 
 def _form(tokens: list[lx.Token], closed: bool) -> tuple[str, int, int | None] | None:

@@ -12,6 +12,7 @@ from datetime import date, datetime, timedelta
 from . import intervals as iv
 from . import lexicon as lx
 from .lexicon import Token
+from .tense import sentence_tense
 
 _PLURAL_PARTS = frozenset(part + "s" for part in lx.PARTS_OF_DAY)
 STORY_REACH = 60  # tokens before a sentence read for a past cue of the story it continues
@@ -90,14 +91,14 @@ class TokenCursor:
                     and self.low(last - 3) == ",")
 
     def tense(self, begin: int, end: int | None = None) -> str:
-        """"past", "future" or "unclear" for the expression at tokens ``begin..end`` (see lexicon). A
+        """"past", "future" or "unclear" for the expression at tokens ``begin..end`` (see tense). A
         bound with no tense cue ("I'm off until Monday", "I need it by Friday") lies ahead: a state
         lasting from now, or a deadline; not in a story told in the past ("We arrived Monday. In Rome
         until Friday") nor beside a "now" that ends it ("Austin until March, now Denver"). A time
         after "since" never lies ahead: a future cue there
         ("he leaves his shoes everywhere since March") is some other use of the word, so unclear."""
         first, last = self.sentences[self.tokens[begin].sentence]
-        tense = lx.sentence_tense(self.tokens, first, last, begin, min(end or begin + 1, last))
+        tense = sentence_tense(self.tokens, first, last, begin, min(end or begin + 1, last))
         if tense == "future" and "since" in (self.low(begin - 1), self.low(begin)):
             return "unclear"
         if tense == "unclear" and not self.standalone and self.low(begin - 1) in ("until", "till", "by") \

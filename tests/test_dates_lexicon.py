@@ -8,6 +8,7 @@ import pytest
 
 from hermes_trove.dates import lexicon as lx
 from hermes_trove.dates.cursor import TokenCursor
+from hermes_trove.dates.tense import sentence_tense
 
 TODAY = date(2024, 5, 15)
 
@@ -40,7 +41,7 @@ def tense_of(text: str, word: str) -> str:
     index = next(i for i, t in enumerate(tokens) if t.low == word)
     first = next(i for i, t in enumerate(tokens) if t.sentence == tokens[index].sentence)
     last = max(i for i, t in enumerate(tokens) if t.sentence == tokens[index].sentence) + 1
-    return lx.sentence_tense(tokens, first, last, index, index + 1)
+    return sentence_tense(tokens, first, last, index, index + 1)
 
 
 @pytest.mark.parametrize(("text", "tense"), [

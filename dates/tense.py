@@ -1,0 +1,170 @@
+"""Which way a sentence points in time: the tense cue nearest to a time expression.
+
+``sentence_tense`` reads the cues of one sentence around an expression: past forms, future words,
+a present progressive of an arrangement, a timetable's present, "would", "going to"; no cue or a
+tie is "unclear".
+"""
+from __future__ import annotations
+
+from . import lexicon as lx
+from .lexicon import Token
+
+_FUTURE_WORDS = frozenset({
+    "will", "won't", "shall", "gonna", "tomorrow", "next", "soon", "upcoming", "plan", "plans",
+    "planning", "planned", "hoping", "intend", "intending", "let's", "lets", "forward", "wait",
+})
+
+# Irregular pasts (lexicon.PAST_WORDS) that are also participles: after a present "be" a state ("it's meant to rain",
+# "the tickets are sold out", "I'm fed up"), as an -ed word is
+_PARTICIPLES = frozenset({"sold", "built", "fought", "hung", "led", "fed", "dug", "shook", "struck", "sought", "meant",
+                          "hid", "understood", "dealt", "swept", "lost", "left", "kept", "held", "caught", "paid"})
+
+
+def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: int) -> str:
+    """"past", "future" or "unclear" for the expression ``tokens[begin:end]``: the tense cue nearest
+    to it within its sentence ``tokens[first:last]`` (and CUE_REACH tokens) decides; no cue, or a
+    tie, is "unclear". A progressive ("I'm moving in March") is an arrangement, so future, when the
+    time follows it in its clause with at most its object between ("I'm taking the kids to the zoo on
+    Saturday"); a time before it ("So on Saturday I'm walking the dog and...") is a story told in the
+    present, and one after a comma, a new subject or a word that ties it to a thing ("a photo I'm
+    sharing from the concert on Friday", "I'm editing the video we shot on Sunday", "the pics of our
+    trip in March") is not the arrangement's; such a progressive is no cue."""
+    for distance in range(1, min(lx.CUE_REACH, max(begin - first, last - end)) + 1):
+        found = set()
+        for index in (begin - distance, end - 1 + distance):
+            cue = _cue(tokens, index, first, last) if first <= index < last else None
+            if cue == "progressive":
+                cue = "future" if index < begin and _arranged(tokens[index + 1:begin]) \
+                    and not _told_in_present(tokens[end:min(last, end + lx.CUE_REACH)]) else None
+            if cue is not None:
+                found.add(cue)
+        if len(found) == 1:
+            return found.pop() or "unclear"
+        if len(found) > 1:
+            return "unclear"
+    return "unclear"
+
+
+# Between a progressive and a time, any of these ties the time to a thing, a span or another clause,
+# not to when the arranged act happens ("the photos from Saturday", "the video we shot on Sunday").
+_NOT_ARRANGED = frozenset({"from", "about", "since", "of", "after", "for", "on", "that", "which", "who", "where",
+                           "when", "and", "but", "or", "so", "then", "i", "we", "you", "he", "she", "they", "it",
+                           ",", ";", ":", "-", "(", ")"})
+_ARRANGED_REACH = 8  # tokens from the -ing verb to the time, its object included
+_TELLING = frozenset({"he", "she", "it", "this", "that"})  # a subject; a determiner's noun comes first
+_TELLING_DETERMINERS = frozenset({"my", "his", "her", "our", "their", "the", "a", "some"})
+_NOT_TOLD = frozenset({"is", "was", "has", "does", "its", "this", "his", "hers", "yes", "plus", "thus", "us"})
+
+
+def _told_in_present(tail: list[Token]) -> bool:
+    """After the time, "and" opens a clause whose verb is a simple present of the third person ("and my
+    boss walks in", "and she just bolts"): the sentence tells a story in the present ("so I'm sitting
+    there on Monday and my boss walks in"), and its progressive arranges nothing."""
+    words = [t.low for t in tail]
+    for at, word in enumerate(words[:-1]):
+        subject = words[at + 1]
+        if word != "and" or subject not in _TELLING and subject not in _TELLING_DETERMINERS:
+            continue
+        start = at + 2 + (subject in _TELLING_DETERMINERS)  # past the determiner's noun
+        for verb in words[start:start + 2]:  # an adverb may stand before it ("she just bolts")
+            if len(verb) > 3 and verb.endswith("s") and not verb.endswith("ss") and verb not in _NOT_TOLD:
+                return True
+    return False
+
+
+# Words that open a time phrase ("on the 28th", "the first week of June"), read back from the time
+_TIME_LEADS = frozenset({"on", "in", "at", "during", "for", "by", "until", "till", "the", "this", "next"})
+_PART_OF = frozenset({"week", "weekend", "month", "end", "beginning", "start", "middle", "rest", "first", "second",
+                      "third", "fourth", "last", "the"})
+
+
+def _arranged(between: list[Token]) -> bool:
+    """The tokens between a progressive and a time (the time phrase's own opening words aside: "on the",
+    "the first week of") leave the time in the progressive's clause, as the when of the arranged act."""
+    words = [t.low for t in between]
+    while words and words[-1] in _TIME_LEADS:
+        words.pop()
+    if len(words) >= 2 and words[-1] == "of" and words[-2] in _PART_OF:
+        words.pop()
+        while words and (words[-1] in _PART_OF or words[-1] in _TIME_LEADS):
+            words.pop()
+    return len(words) <= _ARRANGED_REACH and not any(w in _NOT_ARRANGED for w in words)
+
+
+_SUBJECTS = frozenset({"i", "we", "you", "they", "he", "she"})
+# adverbs that may stand in a progressive of an arrangement ("we're also flying"); not "still" or
+# "finally", which make it an ongoing state ("I'm still healing after the surgery in April")
+_ING_ADVERBS = frozenset({"also", "really", "actually", "definitely", "probably", "all", "both", "just", "only",
+                          "officially"})
+# -ing words that, after "be", name a state or a quality now, not an arrangement ("I'm feeling better")
+_ING_NOW = frozenset({
+    "feeling", "thinking", "wondering", "trying", "loving", "enjoying", "missing", "hoping", "looking", "being",
+    "struggling", "dealing", "recovering", "living", "waiting", "saying",
+    "telling", "asking", "amazing", "boring", "interesting", "exciting", "annoying", "confusing", "exhausting",
+    "relaxing", "surprising", "disappointing", "frustrating", "inspiring", "fascinating", "overwhelming",
+    "charming", "stunning", "rewarding", "challenging", "worrying", "nothing", "something", "anything",
+    "everything", "kidding", "joking",
+})
+# Present forms that name a timetable ("the flight departs on May 28", "my lease ends in August")
+_SCHEDULED = frozenset({"departs", "leaves", "starts", "begins", "ends", "opens", "closes", "renews", "expires",
+                        "arrives", "lands", "runs", "finishes", "launches", "airs", "premieres", "turns", "due"})
+# Present "be" before an -ed word: a state now ("it's closed"); not "he's", "she's", often "has" ("he's moved")
+_BE_NOW = frozenset({"is", "are", "am", "i'm", "we're", "you're", "they're", "it's", "that's", "isn't", "aren't"})
+_WISH = frozenset({"like", "love", "prefer", "rather"})  # "I'd love to come on Saturday": a future wish
+_DETERMINERS = frozenset({"the", "my", "our", "your", "his", "her", "their", "its", "a", "an", "this", "that"})
+_TIMETABLE_SUBJECTS = frozenset({"it", "he", "she", "this", "that", "which"})
+_QUANTIFIERS = frozenset({"few", "couple", "lot", "lots", "many", "some", "several", "more", "most", "no", "any", "all",
+                          "both", "long", "short", "loose", "home", "fall", "autumn", "dead", "ski", "sprint"})
+
+
+def _timetable(tokens: list[Token], index: int, first: int, after: str) -> bool:
+    """A timetable word used as a verb with a subject: "the flight departs", "my lease ends", "it lands",
+    "rent is due". Not a plural noun ("the leaves", "loose ends", "took turns", "home runs": nothing
+    or a determiner right before it) nor "due to", nor "was due", whose "was" speaks."""
+    before = [tokens[i].low.replace("\u2019", "'") for i in range(max(first, index - 3), index)]
+    if not before or after == "to" or after.endswith("ing"):  # "it starts pouring": no timetable
+        return False
+    if before[-1] in _QUANTIFIERS or before[-1].isdigit() or before[-1] in lx.NUMBER_WORDS:  # "a few runs"
+        return False
+    if tokens[index].low == "due":  # "rent is due", "the baby's due"; not "was due", "due date"
+        return (before[-1] in ("is", "are") or before[-1].endswith("'s")) and after != "date"
+    if before[-1] in _TIMETABLE_SUBJECTS:
+        return True
+    return before[-1] not in _DETERMINERS and any(w in _DETERMINERS for w in before[:-1])
+
+
+def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
+    low = tokens[index].low.replace("\u2019", "'")
+    after = tokens[index + 1].low if index + 1 < last else ""
+    if low in _FUTURE_WORDS or low.endswith("'ll") or (low in _SCHEDULED and _timetable(tokens, index, first, after)):
+        return "future"
+    if low == "going" and after == "to":  # "been going to pottery" is a habit; "was going to" a plan that fell
+        before = tokens[index - 1].low if index > first else ""
+        return None if before == "been" else "unclear" if before in ("was", "were") else "future"
+    if low == "would" or low == "wouldn't" or low.endswith("'d"):  # "would" places a time after another past
+        if after in _WISH:
+            return "future"
+        return "past" if low.endswith("'d") and (lx.past_form(after) or after in ("already", "never")) else "unclear"
+    if low.endswith("ing") and len(low) >= 5 and low not in _ING_NOW and _progressive(tokens, index, first):
+        return "progressive"
+    if not lx.past_form(low):
+        return None
+    # "the shop is closed", "I'm booked", "it's meant to rain": a state now, not a past event
+    return None if (low.endswith("ed") and low not in lx.PAST_WORDS or low in _PARTICIPLES) and index > first and \
+        tokens[index - 1].low.replace("\u2019", "'") in _BE_NOW else "past"
+
+
+def _progressive(tokens: list[Token], index: int, first: int) -> bool:
+    """An -ing verb after a present "be" with a personal subject: "I'm moving", "we are flying", "are you
+    coming" (a word such as "also" may stand between). Not "it's": "it's raining" is weather now."""
+    at = index - 1
+    if at > first and tokens[at].low in _ING_ADVERBS:
+        at -= 1
+    if at < first:
+        return False
+    be = tokens[at].low.replace("\u2019", "'")
+    if be in ("i'm", "we're", "you're", "they're", "he's", "she's"):
+        return True
+    if be in ("am", "are", "is"):
+        return at > first and tokens[at - 1].low in _SUBJECTS
+    return be in _SUBJECTS and at > first and tokens[at - 1].low in ("am", "are", "is")
