@@ -13,18 +13,16 @@ import dataclasses
 import json
 import logging
 import os
-import sqlite3
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 from . import backups, subsystems
+from .backend import storage_error
 from .config import database_path, load_config, with_store
-from .db import SchemaTooNewError, UnusableDatabaseError
 from .models import Complete, host_complete
 from .ops import dag_view, doctor, hygiene, maintenance, migrate_store, rotate, status
-from .outbox import ServerUnreachableError
 from .pathprobe import probe_path
 from .pgdb import StoreSelectionError
 from .runtime import build_runtime
@@ -201,10 +199,9 @@ def usage(words: Sequence[str]) -> tuple[str, dict[str, Any]]:
 
 
 def _store_unavailable(exc: Exception) -> bool:
-    """A store that will not open or read (a damaged or newer file, a server that is down): no bug to trace."""
-    psycopg = sys.modules.get("psycopg")
-    return isinstance(exc, (UnusableDatabaseError, SchemaTooNewError, StoreSelectionError, ServerUnreachableError)) \
-        or type(exc) is sqlite3.DatabaseError or (psycopg is not None and isinstance(exc, psycopg.OperationalError))
+    """A store that will not open or read (a damaged or newer file, a server that is down, a URL that
+    selects none): no bug to trace."""
+    return storage_error(exc) or isinstance(exc, StoreSelectionError)
 
 
 def _failure(words: Sequence[str], exc: Exception) -> tuple[str, dict[str, Any]]:

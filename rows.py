@@ -171,9 +171,14 @@ def normalize_message(message: dict[str, Any]) -> dict[str, Any]:
         "tool_name": _text_or_none(message.get("tool_name") or message.get("name")),
         "extra": COLUMN_JSON(extra) if extra else None,
         "token_count": tokens.count_message(message, calls_json),  # the same JSON text: encoded once
-        "created_at": float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool)
-        and _TS_LOW <= ts <= _TS_HIGH else None,
+        "created_at": _calendar_time(ts),
     }
+
+
+def _calendar_time(ts: Any) -> float | None:
+    """``ts`` as epoch seconds when it is a number inside TIME_MIN..TIME_MAX, else None."""
+    return float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) and _TS_LOW <= ts <= _TS_HIGH \
+        else None
 
 
 def _text_or_none(value: Any) -> str | None:
@@ -189,8 +194,7 @@ def message_row_from(d: dict[str, Any]) -> MessageRow:
     d["content_is_json"] = bool(d["content_is_json"])
     d["pinned"] = bool(d["pinned"])
     d["source"] = d["source"] or "unknown"
-    ts = d["created_at"]
-    if not isinstance(ts, (int, float)) or not _TS_LOW <= ts <= _TS_HIGH:  # an older build stored any timestamp
+    if _calendar_time(d["created_at"]) is None:  # an older build stored any timestamp
         d["created_at"] = d["ingested_at"]
     return MessageRow(**d)
 

@@ -490,29 +490,27 @@ class MessageStore:
             if window >= total:
                 break
             window = window * 8 if window * 8 < total else -1
-        rows = self._with_older(conn, match, int(bound[0]) if max_candidates is not None and bound is not None
-                                else None, narrow, narrow_args, where, args, limit, rows, snippets)
+        if max_candidates is not None and bound is not None:
+            rows = self._with_older(conn, match, int(bound[0]), narrow, narrow_args, where, args, limit, rows)
+        if snippets and rows:
+            rows = self._with_snippets(match, rows)
         # m.* come first, then _rank and _snippet: values by position, not a name lookup per column
         names = [k for k in rows[0].keys() if not k.startswith("_")] if rows else []
         return [(message_row_from(dict(zip(names, tuple(r.values() if isinstance(r, dict) else r), strict=False))),
                  float(r["_rank"]), str(r["_snippet"] or "")) for r in rows]
 
-    def _with_older(self, conn: sqlite3.Connection, match: str, below: int | None, narrow: list[str],
-                    narrow_args: list[Any], where: list[str], args: list[Any], limit: int, rows: list[Any],
-                    snippets: bool) -> list[Any]:
-        """``rows`` (the newest-N window's best) merged with older matches (below ``below``, when a window
-        bounded the search) of the query's rare phrases; each with its snippet (``ftsrows.matching``)."""
-        rare = ftsbound.rare_phrases(conn, match) if below is not None else []
-        older = ftsbound.older_hits(conn, match, rare, below, narrow, narrow_args, where, args, limit) \
-            if rare and below is not None else []
-        merged = sorted([*rows, *older], key=lambda r: (float(r["_rank"]), int(r["store_id"])))[:limit] \
-            if older else rows
-        if snippets and merged:
-            found = {row.store_id: snip for row, _, snip in
-                     self.search(match, store_ids=[int(r["store_id"]) for r in merged], limit=len(merged))}
-            merged = [{**{k: r[k] for k in r.keys()}, "_snippet": found.get(int(r["store_id"]), r["_snippet"])}
-                      for r in merged]
-        return merged
+    def _with_older(self, conn: sqlite3.Connection, match: str, below: int, narrow: list[str], narrow_args: list[Any],
+                    where: list[str], args: list[Any], limit: int, rows: list[Any]) -> list[Any]:
+        """``rows`` (the newest-N window's best) merged with older matches of the query's rare phrases."""
+        rare = ftsbound.rare_phrases(conn, match)
+        older = ftsbound.older_hits(conn, match, rare, below, narrow, narrow_args, where, args, limit) if rare else []
+        return sorted([*rows, *older], key=lambda r: (float(r["_rank"]), int(r["store_id"])))[:limit] if older else rows
+
+    def _with_snippets(self, match: str, rows: list[Any]) -> list[Any]:
+        """``rows`` with their snippets (``ftsrows.matching``), built for these rows only."""
+        found = {row.store_id: snip for row, _, snip in
+                 self.search(match, store_ids=[int(r["store_id"]) for r in rows], limit=len(rows))}
+        return [{**{k: r[k] for k in r.keys()}, "_snippet": found.get(int(r["store_id"]), r["_snippet"])} for r in rows]
 
     @staticmethod
     def _server_search(conn: sqlite3.Connection, match: str, where: list[str], args: list[Any],
