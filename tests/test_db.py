@@ -301,19 +301,27 @@ def test_a_generation_made_before_the_recipe_column_is_marked_as_the_old_chunk_r
     assert conn.execute("SELECT recipe, state FROM embedding_generations").fetchone()[:] == ("chunk", "active")
 
 
-def test_sessions_written_before_scopes_get_local_or_their_gateway_key_and_a_keyless_gateway_row_none(tmp_path):
+@pytest.mark.parametrize(("before", "columns", "rows", "scopes"), [
+    # sessions written before scopes: local, their gateway key, or none for a keyless gateway row
+    ("0012_session_scope", "session_id, conversation_id, platform",
+     [("cli1", "", "cli"), ("api1", "", ""), ("tg1", "agent:main:telegram:dm:1", "telegram"), ("tg2", "", "telegram")],
+     {"cli1": "local", "api1": "local", "tg1": "telegram:agent:main:telegram:dm:1", "tg2": ""}),
+    # imported OpenClaw sessions stored without a scope become the owner's local history
+    ("0016_imported_sessions_local", "session_id, conversation_id, platform, scope",
+     [("openclaw-trove:agent:main:s1", "", "openclaw", ""), ("tg2", "", "telegram", ""),
+      ("tg1", "k", "telegram", "telegram:k")],
+     {"openclaw-trove:agent:main:s1": "local", "tg2": "", "tg1": "telegram:k"}),
+], ids=["written-before-scopes", "imported-without-a-scope"])
+def test_an_upgrade_gives_the_sessions_of_an_older_file_their_owner_scope(tmp_path, before, columns, rows, scopes):
     path = tmp_path / "t.db"
     conn = raw(path)
-    migrate(conn, stop_before="0012_session_scope")
-    rows = [("cli1", "", "cli"), ("api1", "", ""), ("tg1", "agent:main:telegram:dm:1", "telegram"),
-            ("tg2", "", "telegram")]
-    conn.executemany("INSERT INTO sessions(session_id, conversation_id, platform, created_at, updated_at)"
-                     " VALUES (?,?,?,0,0)", rows)
+    migrate(conn, stop_before=before)
+    marks = ",".join("?" * len(rows[0]))
+    conn.executemany(f"INSERT INTO sessions({columns}, created_at, updated_at) VALUES ({marks},0,0)", rows)
     conn.close()
     conn = Database(path).connect()
     assert [name for name, _ in ledger(conn)] == NAMES
-    scopes = dict(conn.execute("SELECT session_id, scope FROM sessions").fetchall())
-    assert scopes == {"cli1": "local", "api1": "local", "tg1": "telegram:agent:main:telegram:dm:1", "tg2": ""}
+    assert dict(conn.execute("SELECT session_id, scope FROM sessions").fetchall()) == scopes
 
 
 def test_rollups_built_over_every_scope_before_owner_scopes_are_dropped_and_the_leaf_cursor_reset(tmp_path):
@@ -384,18 +392,3 @@ def test_a_write_lock_held_past_the_busy_timeout_is_waited_for_once_not_once_per
     assert [s for s in seen if s.startswith("BEGIN")] == ["BEGIN IMMEDIATE"]
     MessageStore(db).ensure_session(SessionKey("s1"))  # the lock gone, the same connection writes
     db.close()
-
-
-def test_imported_openclaw_sessions_stored_without_a_scope_become_the_owners_local_history(tmp_path):
-    path = tmp_path / "t.db"
-    conn = raw(path)
-    migrate(conn, stop_before="0016_imported_sessions_local")
-    rows = [("openclaw-trove:agent:main:s1", "", "openclaw", ""), ("tg2", "", "telegram", ""),
-            ("tg1", "k", "telegram", "telegram:k")]
-    conn.executemany("INSERT INTO sessions(session_id, conversation_id, platform, created_at, updated_at, scope)"
-                     " VALUES (?,?,?,0,0,?)", rows)
-    conn.close()
-    conn = Database(path).connect()
-    assert [name for name, _ in ledger(conn)] == NAMES
-    scopes = dict(conn.execute("SELECT session_id, scope FROM sessions").fetchall())
-    assert scopes == {"openclaw-trove:agent:main:s1": "local", "tg2": "", "tg1": "telegram:k"}
