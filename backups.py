@@ -1,7 +1,8 @@
 """Backups of the live database: where they go, what they are named, and taking one.
 
 Every copy goes through ``db.backup_file`` (SQLite's online backup API), so it is one
-consistent snapshot while other processes write, checked before it is renamed into place.
+consistent snapshot while other processes write, checked before it is renamed into place; a
+copy a killed process left half-made is deleted by the next backup and at startup.
 Hygiene, rotate, FTS repair and ``/trove backup`` all take their backups here, and state's
 drop of its assertion tables. A PostgreSQL store is not copied to a file: taking a backup
 raises ``FileBackupUnavailable`` naming the ``pg_dump`` command to run, and ``backup_first``
@@ -11,6 +12,7 @@ It sits in the kernel beside ``db``: it takes anything holding the config and th
 """
 from __future__ import annotations
 
+import contextlib
 import re
 import shlex
 import time
@@ -21,6 +23,7 @@ from urllib.parse import unquote
 
 from .config import database_path
 from .db import backup_file
+from .leases import process_gone
 
 if TYPE_CHECKING:
     from .config import TroveConfig
@@ -42,6 +45,23 @@ class Backup:
     path: str
     bytes: int
     seconds: float
+
+
+# ``db.backup_file`` makes its copy as ``.<name>.<pid>.<thread>.partial`` beside the destination.
+PARTIAL = re.compile(r"\..+\.(\d+)\.\d+\.partial")
+
+
+def remove_dead_leftovers(directory: Path, pattern: re.Pattern[str]) -> int:
+    """Delete the hidden files of ``directory`` that ``pattern`` matches and whose writer, the pid
+    in its first group, is gone (a killed backup or import); returns how many went. Never raises."""
+    removed = 0
+    with contextlib.suppress(OSError):
+        for path in directory.glob(".*"):
+            found = pattern.fullmatch(path.name)
+            if found is not None and process_gone(int(found.group(1))):
+                path.unlink(missing_ok=True)
+                removed += 1
+    return removed
 
 
 def backup_dir(config: TroveConfig) -> Path:
@@ -69,6 +89,7 @@ def timestamped_backup_path(runtime: Runtime, now: float | None = None) -> Path:
 def backup_to(runtime: Runtime, dest: Path) -> Backup:
     """Copy the live database to ``dest``; ``dest`` never holds a partial copy."""
     started = time.perf_counter()
+    remove_dead_leftovers(dest.parent, PARTIAL)
     size = backup_file(runtime.db.read(), dest)
     return Backup(str(dest), size, time.perf_counter() - started)
 

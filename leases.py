@@ -45,11 +45,18 @@ def holder_gone(owner: str) -> bool:
     pid = int(parts[0])
     if pid == os.getpid():
         return parts[2] != _PROCESS
+    return process_gone(pid)
+
+
+def process_gone(pid: int) -> bool:
+    """True when no process ``pid`` runs on this host; this very process never counts as gone."""
+    if pid == os.getpid():
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    except (PermissionError, OSError):
+    except OSError:  # it runs, as another user
         return False
     return False
 

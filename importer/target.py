@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import tokens
+from ..backups import PARTIAL, remove_dead_leftovers
 from ..db import backup_file, open_readonly
 from ..payloads.sidecar import sync_directory
 from ..store import SessionKey
@@ -51,6 +52,7 @@ def backup(target: Path) -> str:
         dest = target.with_name(f"{target.name}.backup-{stamp}-{n}")
         n += 1
     src = open_readonly(target)
+    remove_dead_leftovers(target.parent, PARTIAL)
     try:
         backup_file(src, dest)
     except sqlite3.DatabaseError as exc:

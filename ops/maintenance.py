@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..backend import on_server
-from ..backups import FileBackupUnavailable, backup_fields, backup_first
+from ..backups import PARTIAL, FileBackupUnavailable, backup_dir, backup_fields, backup_first, remove_dead_leftovers
 from ..dag import SummaryDAG
 from ..db import (
     FtsSync,
@@ -310,6 +310,7 @@ def _startup(runtime: Runtime, background: bool, now: float) -> StartupReport:
             deep = "ok" if run_deep_check(runtime) else "failed"
     deleted = gc_empty_lifecycle(runtime, now=now)
     clean_stale_temp(runtime.payload_dir)  # temp files a crashed sidecar write left (on a server: the spool)
+    remove_dead_leftovers(backup_dir(runtime.config), PARTIAL)  # a killed backup's half-made copy
     return StartupReport(structure, synced, deep, deleted, tuple(problems))
 
 

@@ -1,0 +1,67 @@
+"""SIGKILL while a file is being made beside the database (a backup's copy, a new import target):
+the half-made file is never mistaken for a finished one, and the next run or a restart deletes it,
+while a copy a live process is still making stays."""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import make_config
+
+from hermes_trove import backups
+from hermes_trove.ops import maintenance
+from hermes_trove.runtime import build_runtime
+from hermes_trove.store import SessionKey
+
+pytestmark = pytest.mark.reliability
+
+
+def _die_at_rename() -> None:
+    """Make this (forked, throwaway) process die when it renames a finished file into place."""
+    os.replace = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _killed(target: Any, *args: Any) -> None:
+    proc = multiprocessing.get_context("fork").Process(target=target, args=args)
+    proc.start()
+    proc.join(60)
+    assert proc.exitcode == -signal.SIGKILL
+
+
+def _backup_killed_before_its_rename(home: str) -> None:
+    _die_at_rename()
+    backups.take_backup(build_runtime(make_config(Path(home))))
+
+
+def _seeded(home: Path):
+    runtime = build_runtime(make_config(home))
+    runtime.store.append(SessionKey("s"), [{"role": "user", "content": f"message {i}"} for i in range(20)])
+    return runtime
+
+
+def test_a_killed_backups_half_made_copy_goes_at_the_next_backup_and_at_startup(tmp_path):
+    runtime = _seeded(tmp_path)
+    folder = backups.backup_dir(runtime.config)
+    _killed(_backup_killed_before_its_rename, str(tmp_path))
+    left = list(folder.glob(".*.partial"))
+    assert len(left) == 1 and left[0].stat().st_size > 0 and not list(folder.glob("*.sqlite3"))
+    maintenance.startup(runtime, background=False)  # what a restart runs
+    assert not left[0].exists()
+    _killed(_backup_killed_before_its_rename, str(tmp_path))
+    made = backups.take_backup(runtime)
+    assert [p.name for p in folder.iterdir()] == [Path(made.path).name]
+
+
+def test_a_copy_a_live_process_is_making_is_left_alone(tmp_path):
+    runtime = _seeded(tmp_path)
+    folder = backups.backup_dir(runtime.config)
+    folder.mkdir(parents=True)
+    mine = folder / f".trove-20240101_000000.sqlite3.{os.getpid()}.1.partial"
+    mine.write_bytes(b"being copied")
+    maintenance.startup(runtime, background=False)
+    backups.take_backup(runtime)
+    assert mine.exists()
