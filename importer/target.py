@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sqlite3
 import tempfile
 import threading
@@ -63,10 +64,12 @@ def backup(target: Path) -> str:
 
 
 def staging_file(target: Path) -> Path:
-    """A new, empty private file beside ``target`` to build a new target in."""
+    """A new, empty private file beside ``target`` to build a new target in, named with this pid so
+    that the next run deletes one a killed import left (with its SQLite side files)."""
+    remove_dead_leftovers(target.parent, re.compile(rf"\.{re.escape(target.name)}\.(\d+)\.\w+\.importing(-\w+)?"))
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".importing", dir=target.parent)
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".importing", dir=target.parent)
     except OSError as exc:
         raise ImportFailure(f"cannot create the target database in {target.parent}: {exc}") from exc
     os.close(fd)

@@ -13,6 +13,7 @@ import pytest
 from conftest import make_config
 
 from hermes_trove import backups
+from hermes_trove.importer import ImportOptions, run_import
 from hermes_trove.ops import maintenance
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
@@ -20,9 +21,10 @@ from hermes_trove.store import SessionKey
 pytestmark = pytest.mark.reliability
 
 
-def _die_at_rename() -> None:
-    """Make this (forked, throwaway) process die when it renames a finished file into place."""
-    os.replace = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
+def _die_at(name: str) -> None:
+    """Make this (forked, throwaway) process die when it moves a finished file into place
+    (``os.replace`` or ``os.link``)."""
+    setattr(os, name, lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL))
 
 
 def _killed(target: Any, *args: Any) -> None:
@@ -33,7 +35,7 @@ def _killed(target: Any, *args: Any) -> None:
 
 
 def _backup_killed_before_its_rename(home: str) -> None:
-    _die_at_rename()
+    _die_at("replace")
     backups.take_backup(build_runtime(make_config(Path(home))))
 
 
@@ -65,3 +67,22 @@ def test_a_copy_a_live_process_is_making_is_left_alone(tmp_path):
     maintenance.startup(runtime, background=False)
     backups.take_backup(runtime)
     assert mine.exists()
+
+
+def _import_killed_before_it_links_the_target(home: str) -> None:
+    _die_at("link")
+    _import(Path(home))
+
+
+def _import(home: Path):
+    source = home / "export.jsonl"
+    source.write_text("".join(f'{{"role": "user", "content": "line {i}"}}\n' for i in range(30)))
+    return run_import(ImportOptions(target_db=str(home / "trove.db"), source_jsonl=(str(source),), apply=True), env={})
+
+
+def test_a_new_target_a_killed_import_left_half_made_goes_at_the_next_import(tmp_path):
+    _killed(_import_killed_before_it_links_the_target, str(tmp_path))
+    assert not (tmp_path / "trove.db").exists()
+    assert len(list(tmp_path.glob(".trove.db.*.importing"))) == 1
+    assert _import(tmp_path).imported == 30
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["export.jsonl", "trove.db"]
