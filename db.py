@@ -456,17 +456,13 @@ class FtsSync:
 def fts_sync(conn: sqlite3.Connection, fts: str, exact: bool = True) -> FtsSync:
     """Compare ``<fts>_docsize`` with the content table; ``exact`` adds anti-join counts."""
     content, rowid = FTS_TABLES[fts]
-    n_content = int(conn.execute(f"SELECT COUNT(*) FROM {content}").fetchone()[0])
-    n_index = int(conn.execute(f"SELECT COUNT(*) FROM {fts}_docsize").fetchone()[0])
-    unindexed = ghosts = 0
-    if exact:
-        unindexed = int(conn.execute(
-            f"SELECT COUNT(*) FROM {content} c WHERE NOT EXISTS"
-            f" (SELECT 1 FROM {fts}_docsize d WHERE d.id = c.{rowid})").fetchone()[0])
-        ghosts = int(conn.execute(
-            f"SELECT COUNT(*) FROM {fts}_docsize d WHERE NOT EXISTS"
-            f" (SELECT 1 FROM {content} c WHERE c.{rowid} = d.id)").fetchone()[0])
-    return FtsSync(fts, n_content, n_index, unindexed, ghosts)
+    # One statement, so one snapshot: counts read apart disagree whenever another process commits between.
+    exact_sql = (f"(SELECT COUNT(*) FROM {content} c WHERE NOT EXISTS (SELECT 1 FROM {fts}_docsize d"
+                 f" WHERE d.id = c.{rowid})), (SELECT COUNT(*) FROM {fts}_docsize d WHERE NOT EXISTS"
+                 f" (SELECT 1 FROM {content} c WHERE c.{rowid} = d.id))") if exact else "0, 0"
+    row = conn.execute(f"SELECT (SELECT COUNT(*) FROM {content}), (SELECT COUNT(*) FROM {fts}_docsize),"
+                       f" {exact_sql}").fetchone()
+    return FtsSync(fts, *(int(v) for v in row))
 
 
 def fts_integrity(conn: sqlite3.Connection, fts: str) -> str | None:

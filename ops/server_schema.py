@@ -60,15 +60,12 @@ def missing(conn: Any) -> dict[str, tuple[str, ...]]:
 def search_sync(conn: Any, side: str, exact: bool = True) -> FtsSync:
     """Row agreement between a side table and its base table (``exact`` adds the anti-join counts)."""
     base, key = SEARCH_TABLES[side]
-    n_base = int(conn.execute(f"SELECT COUNT(*) FROM {base}").fetchone()[0])
-    n_side = int(conn.execute(f"SELECT COUNT(*) FROM {side}").fetchone()[0])
-    unindexed = ghosts = 0
-    if exact:
-        unindexed = int(conn.execute(f"SELECT COUNT(*) FROM {base} b WHERE NOT EXISTS"
-                                     f" (SELECT 1 FROM {side} s WHERE s.{key} = b.{key})").fetchone()[0])
-        ghosts = int(conn.execute(f"SELECT COUNT(*) FROM {side} s WHERE NOT EXISTS"
-                                  f" (SELECT 1 FROM {base} b WHERE b.{key} = s.{key})").fetchone()[0])
-    return FtsSync(side, n_base, n_side, unindexed, ghosts)
+    # One statement, so one snapshot: counts read apart disagree whenever another writer commits between.
+    exact_sql = (f"(SELECT COUNT(*) FROM {base} b WHERE NOT EXISTS (SELECT 1 FROM {side} s WHERE s.{key} = b.{key})),"
+                 f" (SELECT COUNT(*) FROM {side} s WHERE NOT EXISTS (SELECT 1 FROM {base} b WHERE b.{key} = s.{key}))"
+                 ) if exact else "0, 0"
+    row = conn.execute(f"SELECT (SELECT COUNT(*) FROM {base}), (SELECT COUNT(*) FROM {side}), {exact_sql}").fetchone()
+    return FtsSync(side, *(int(v) for v in row))
 
 
 def search_problem(sync: FtsSync) -> str | None:

@@ -15,7 +15,8 @@ from conftest import assistant, make_config, user
 from test_command import shippers_finish, store_dump  # noqa: F401  (shippers_finish: autouse)
 
 from hermes_trove import backups, packed
-from hermes_trove.ops import maintenance
+from hermes_trove.db import fts_sync
+from hermes_trove.ops import maintenance, server_schema
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
 
@@ -164,6 +165,31 @@ def test_diagnosis_of_a_sound_database_needs_no_repair_and_writes_nothing(runtim
     assert report["fts"][index] == {"present": True, "content_rows": 10, "indexed_rows": 10,
                                     "unindexed_rows": 0, "ghost_rows": 0, "in_sync": True, "integrity": "ok"}
     assert store_dump(runtime) == before
+
+
+class CommitsBetween:
+    """A read connection after each statement of which another writer commits a message."""
+
+    def __init__(self, conn, commit):
+        self.conn, self.commit = conn, commit
+
+    def execute(self, sql, *args):
+        row = self.conn.execute(sql, *args).fetchone()
+        self.commit()
+        return type("Done", (), {"fetchone": staticmethod(lambda: row)})()
+
+
+def test_the_index_counts_agree_while_another_writer_commits_between_statements(runtime, backend):
+    seed(runtime)
+
+    def commit():
+        seed(runtime, "s2", n=1)
+        runtime.store.settle()
+
+    between = CommitsBetween(raw(runtime), commit)
+    found = fts_sync(between, "messages_fts") if backend == "sqlite" else \
+        server_schema.search_sync(between, "message_search")
+    assert found.ok and found.content_rows == found.indexed_rows == 10, found  # not "indexes 11 of 10 rows"
 
 
 def test_a_row_without_its_search_document_is_found_and_repair_apply_restores_it(runtime, backend):
