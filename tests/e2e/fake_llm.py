@@ -158,6 +158,9 @@ class FakeLLM:
         self.log_path.touch()
         self._lock = threading.Lock()
         self._count = 0
+        # Set ``hold_summaries``: each summary request sets ``summary_held`` and waits (up to 120 s) for
+        # ``hold_summaries`` to clear, so a test can kill the host while its summarizer call is in flight.
+        self.hold_summaries, self.summary_held = threading.Event(), threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -225,7 +228,15 @@ def _handler_for(server: FakeLLM) -> type[BaseHTTPRequestHandler]:
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 self._json(404, {"error": {"message": "unsupported: " + self.path}})
                 return
-            self._answer(body, n)
+            if server.hold_summaries.is_set() and decide(body, n).get("text") == SUMMARY_REPLY.format(n=n):
+                server.summary_held.set()
+                deadline = time.monotonic() + 120
+                while server.hold_summaries.is_set() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+            try:
+                self._answer(body, n)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client is gone (killed while it waited)
 
         def _answer(self, body: dict[str, Any], n: int) -> None:
             plan = decide(body, n)

@@ -208,6 +208,22 @@ class HermesHome:
 
         ``spec["wait_threads"]`` (thread names) makes the host process wait, up to
         ``spec["wait_seconds"]``, for those background threads before it exits."""
+        proc = self.start_driver(spec, name)
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+        result_path = self.root / (name + ".result.json")
+        result = json.loads(result_path.read_text(encoding="utf-8")) if result_path.exists() else {}
+        result["stdout"], result["stderr"], result["returncode"] = stdout, stderr, proc.returncode
+        if proc.returncode != 0 or "error" in result:
+            raise AssertionError("host driver {} failed (rc={}):\n{}\n--- stderr ---\n{}".format(
+                name, proc.returncode, result.get("error", ""), stderr[-4000:]))
+        return result
+
+    def start_driver(self, spec: dict[str, Any], name: str) -> subprocess.Popen[str]:
+        """Start tests/e2e/driver.py with ``spec`` and return the running host process."""
         spec = dict(spec)
         spec.setdefault("base_url", self.base_url)
         spec_path, result_path = self.root / (name + ".spec.json"), self.root / (name + ".result.json")
@@ -215,14 +231,8 @@ class HermesHome:
         command = [self.python, str(DRIVER), str(spec_path), str(result_path)]
         if spec.get("wait_threads"):
             command = [self.python, "-c", _DRIVER_WAITING, str(DRIVER), str(spec_path), str(result_path)]
-        done = subprocess.run(command, env=self.env(), cwd=str(self.root), capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL)
-        result = json.loads(result_path.read_text(encoding="utf-8")) if result_path.exists() else {}
-        result["stdout"], result["stderr"], result["returncode"] = done.stdout, done.stderr, done.returncode
-        if done.returncode != 0 or "error" in result:
-            raise AssertionError("host driver {} failed (rc={}):\n{}\n--- stderr ---\n{}".format(
-                name, done.returncode, result.get("error", ""), done.stderr[-4000:]))
-        return result
+        return subprocess.Popen(command, env=self.env(), cwd=str(self.root), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
 
     def run_cli(self, args: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
         """Run the ``hermes`` console script with ``args`` (no stdin); a non-zero exit raises."""
