@@ -56,7 +56,7 @@ def process_gone(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    except OSError:  # it runs, as another user
+    except (OSError, OverflowError):  # it runs, as another user (or the number is no pid at all)
         return False
     return False
 

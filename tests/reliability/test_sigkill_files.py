@@ -63,10 +63,12 @@ def test_a_copy_a_live_process_is_making_is_left_alone(tmp_path):
     folder = backups.backup_dir(runtime.config)
     folder.mkdir(parents=True)
     mine = folder / f".trove-20240101_000000.sqlite3.{os.getpid()}.1.partial"
-    mine.write_bytes(b"being copied")
+    odd = folder / f".trove-20240101_000000.sqlite3.{2**64}.1.partial"  # no pid at all: kept, never an error
+    for path in (mine, odd):
+        path.write_bytes(b"being copied")
     maintenance.startup(runtime, background=False)
     backups.take_backup(runtime)
-    assert mine.exists()
+    assert mine.exists() and odd.exists()
 
 
 def _import_killed_before_it_links_the_target(home: str) -> None:
