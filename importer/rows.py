@@ -48,3 +48,4 @@ class Unit:
     messages: Callable[[], Iterable[SourceMessage]]
     summaries: Callable[[], list[SourceSummary]] | None = None
     notes: tuple[str, ...] = ()
+    imported_as: str = ""         # the target session another source already filled: counted, not written

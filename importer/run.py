@@ -140,7 +140,8 @@ def source_identity(session_id: str) -> tuple[str, str] | None:
 
 def _without_duplicates(units: Callable[[], Iterator[Unit]], target: Path, report: ImportReport,
                         opts: ImportOptions) -> Callable[[], Iterator[Unit]]:
-    """Skip source sessions another source (other namespace) already imported, unless allowed.
+    """Mark source sessions another source (other namespace) already imported, unless allowed: their
+    rows are scanned and counted as existing, never written.
 
     The same OpenClaw session read from the SQLite database and from its JSONL export has the
     same agent and session id; importing both would store every message twice.
@@ -164,13 +165,13 @@ def _without_duplicates(units: Callable[[], Iterator[Unit]], target: Path, repor
             if other is None:
                 yield unit
                 continue
-            if unit.session in skipped:
-                continue
-            skipped.add(unit.session)
-            report.skipped_duplicate_sessions += 1
-            report.warn(f"{unit.label}: source session {unit.session!r} is already imported as {other!r}"
-                        " (the same OpenClaw session from another source); skipped."
-                        " Pass --allow-duplicate-sources to import it again")
+            if unit.session not in skipped:
+                skipped.add(unit.session)
+                report.skipped_duplicate_sessions += 1
+                report.warn(f"{unit.label}: source session {unit.session!r} is already imported as {other!r}"
+                            " (the same OpenClaw session from another source); skipped."
+                            " Pass --allow-duplicate-sources to import it again")
+            yield dataclasses.replace(unit, summaries=None, imported_as=other)  # scanned, never written
     return filtered
 
 
@@ -304,6 +305,10 @@ def _pass(units: Callable[[], Iterator[Unit]], ledger: Any, writer: Writer | Non
             lossy = 0
             for batch in _batches(unit.messages(), opts.batch_size):
                 live = _live(batch, report, states)
+                if unit.imported_as:  # already imported from another source: eligible, not new
+                    report.eligible += len(live)
+                    report.skipped_existing += len(live)
+                    continue
                 lossy += sum(1 for m in live if m.meta and '"lossy"' in m.meta)
                 if not live:
                     continue

@@ -228,6 +228,9 @@ def test_the_same_sessions_from_sqlite_and_jsonl_are_detected_and_not_duplicated
     assert main("--source-jsonl-dir", str(FIXTURES / "openclaw-jsonl"), "--target-db", db, "--apply", "--json") == 0
     report = json.loads(capsys.readouterr().out)
     assert report["skipped_duplicate_sessions"] == 4 and report["imported"] == 0
+    # what it read is still reported: every eligible row counts as already there
+    assert (report["conversations"], report["scanned"], report["skipped_empty"]) == (4, 47, 3)
+    assert (report["eligible"], report["skipped_existing"], report["would_import"]) == (44, 44, 0)
     assert any("--allow-duplicate-sources" in w and "already imported as 'openclaw-trove:" in w
                for w in report["warnings"])
     with sqlite3.connect(db) as conn:
