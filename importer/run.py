@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 DRY = -1      # "would be stored" marker for dry runs
 SKIPPED = 0   # a deliberately skipped source message (empty, synthetic): summaries may ignore it
 IDENTITIES = ("session_id", "session_key")
+Units = Callable[[], Iterator[Unit]]  # each call walks the source's units once more
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,8 @@ def run_import(opts: ImportOptions, env: Mapping[str, str] | None = None) -> Imp
             paths = files
             units = _jsonl_units(files)
         report.import_id = opts.import_id or default_import_id(paths)
-        units = _without_duplicates(units, target, report, opts)
+        dedupe = _without_duplicates(target, report, opts)
+        units = dedupe(units)
         if not opts.apply:
             _pass(units, ReadOnlyLedger(target), None, report, opts)
             return report
@@ -124,7 +126,7 @@ def run_import(opts: ImportOptions, env: Mapping[str, str] | None = None) -> Imp
             probe.warnings = report.warnings + probe.warnings
             probe.skipped_duplicate_sessions = report.skipped_duplicate_sessions
             return probe  # nothing new: no backup, no write
-        _write(units, source, target, report, opts, env)
+        _write(units, dedupe, source, target, report, opts, env)
         return report
     finally:
         if source is not None:
@@ -138,10 +140,9 @@ def source_identity(session_id: str) -> tuple[str, str] | None:
     return (agent, session) if sep and sep2 and session else None
 
 
-def _without_duplicates(units: Callable[[], Iterator[Unit]], target: Path, report: ImportReport,
-                        opts: ImportOptions) -> Callable[[], Iterator[Unit]]:
-    """Mark source sessions another source (other namespace) already imported, unless allowed: their
-    rows are scanned and counted as existing, never written.
+def _without_duplicates(target: Path, report: ImportReport, opts: ImportOptions) -> Callable[[Units], Units]:
+    """A filter marking source sessions another source (other namespace) already imported, unless
+    allowed: their rows are scanned and counted as existing, never written. Every pass applies it.
 
     The same OpenClaw session read from the SQLite database and from its JSONL export has the
     same agent and session id; importing both would store every message twice.
@@ -152,14 +153,17 @@ def _without_duplicates(units: Callable[[], Iterator[Unit]], target: Path, repor
         if ident is not None and not sid.startswith(report.namespace + ":agent:"):
             seen.setdefault(ident, sid)
     if not seen:
-        return units
+        return lambda units: units
     if opts.allow_duplicate_sources:
         report.warn("--allow-duplicate-sources: sessions already imported from another source are imported again")
-        return units
+        return lambda units: units
 
     skipped: set[str] = set()  # counted once although every pass walks the units
 
-    def filtered() -> Iterator[Unit]:
+    def dedupe(units: Units) -> Units:
+        return lambda: filtered(units)
+
+    def filtered(units: Units) -> Iterator[Unit]:
         for unit in units():
             other = seen.get((opts.agent, unit.session))
             if other is None:
@@ -172,11 +176,11 @@ def _without_duplicates(units: Callable[[], Iterator[Unit]], target: Path, repor
                             " (the same OpenClaw session from another source); skipped."
                             " Pass --allow-duplicate-sources to import it again")
             yield dataclasses.replace(unit, summaries=None, imported_as=other)  # scanned, never written
-    return filtered
+    return dedupe
 
 
-def _write(units: Callable[[], Iterator[Unit]], source: ClawSource | None, target: Path, report: ImportReport,
-           opts: ImportOptions, env: Mapping[str, str] | None) -> None:
+def _write(units: Units, dedupe: Callable[[Units], Units], source: ClawSource | None, target: Path,
+           report: ImportReport, opts: ImportOptions, env: Mapping[str, str] | None) -> None:
     """The writing pass: into the existing target after a backup, or into a staged new one."""
     staged = None if target.exists() else staging_file(target)
     if staged is None:
@@ -192,7 +196,7 @@ def _write(units: Callable[[], Iterator[Unit]], source: ClawSource | None, targe
                 unjournaled(runtime.db.connect())
                 syncing = BackgroundSync(staged)
             if reader is not None and source is not None:
-                units = _sqlite_units(source, opts.session_identity, reader)
+                units = dedupe(_sqlite_units(source, opts.session_identity, reader))  # the same sessions skipped
             _apply(units, runtime, report, opts)
             if staged is not None:
                 runtime.db.connect().execute("PRAGMA journal_mode=WAL")  # what Hermes will open

@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -170,6 +171,22 @@ def test_a_new_import_id_imports_again_and_backs_up_the_existing_target(tmp_path
     rt = target(tmp_path)
     assert rt.store.count() == 88
     assert rt.store.count("copy:agent:main:3f1c9a52-0b7e-4c1d-9a11-5e2f7d8c0a01") == 28
+
+
+def test_sessions_a_jsonl_import_brought_in_are_not_written_again_by_the_forked_reader(tmp_path, head):
+    jsonl = ImportOptions(target_db=str(tmp_path / "trove.db"), agent="main", apply=True,
+                          source_jsonl_dirs=(str(FIXTURES.parent / "openclaw-jsonl"),))
+    assert run_import(jsonl, env={}).imported == 44
+    with sqlite3.connect(head) as conn:  # one conversation the export does not have: the apply writes
+        conn.execute("INSERT INTO conversations(conversation_id, session_id) VALUES (9, 'only-in-the-db')")
+        conn.execute("INSERT INTO messages(conversation_id, seq, role, content, token_count)"
+                     " VALUES (9, 1, 'user', 'a question only the database holds', 5)")
+    conn.close()
+    report = run(tmp_path, head, apply=True, remaps=remap(head), reader_process=True)
+    assert (report.imported, report.skipped_duplicate_sessions, report.skipped_existing) == (1, 4, 44)
+    rt = target(tmp_path)
+    assert rt.store.count() == 45 and rt.store.count(S1) == 0
+    assert rt.store.count("openclaw-trove:agent:main:only-in-the-db") == 1
 
 
 def test_changing_the_mapping_under_the_same_import_id_is_the_same_import(tmp_path, head):
