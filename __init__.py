@@ -71,6 +71,7 @@ def _register(ctx: Any) -> None:
         except Exception as exc:
             if not runtime.store_failed(exc, "plugin load"):
                 raise
+    runtime.restore_spilled()  # what an earlier Hermes held while the store was unusable
     ctx.register_context_engine(TroveEngine(runtime))
     if hasattr(ctx, "register_hook"):
         for hook_name, callback in make_hooks(runtime).items():

@@ -3,7 +3,8 @@
 Engine copies, tools, hooks and commands all reach storage through one ``Runtime``; it
 holds no live handle (``Database`` is a path), so deep copies share it unchanged. It also
 owns the store's health: ``StoreHealth`` (is the store usable, why not, when to retry) and
-``Unstored`` (what the host showed while the store took no writes, written once it does).
+``Unstored`` (what the host showed while the store took no writes, kept on disk by ``Spill`` and
+written once it does, by this process or the next one).
 """
 from __future__ import annotations
 
@@ -25,9 +26,11 @@ from .filters import SessionFilters
 from .ingest import is_synthetic, message_identity, plan_aligned
 from .outbox import Outbox, Shipper, ShippingStore, outbox_path
 from .payloads.guard import storage_transform
+from .payloads.redact import Redactor
 from .payloads.spool import SpoolDir
 from .pgdb import PgDatabase
 from .scope import Visibility
+from .spill import SPILL_DIR, Spill
 from .store import MessageStore, SessionKey
 
 log = logging.getLogger("hermes_trove.runtime")
@@ -124,11 +127,12 @@ class Unstored:
 
     The host's compressor drops the middle of a transcript it compacts; holding it here lets
     the store get every message once it is usable again. Bounded: past the limits the oldest
-    held messages go (and are counted).
+    held messages go (and are counted). ``spill`` keeps what is held on disk too.
     """
 
     sessions: dict[str, tuple[SessionKey, list[dict[str, Any]]]] = field(default_factory=dict)
     dropped: int = 0
+    spill: Spill | None = None
 
     @property
     def count(self) -> int:
@@ -144,10 +148,17 @@ class Unstored:
         held.extend(new)
         self.sessions[key.session_id] = (key, held)  # most recently held last
         self._bound(held)
+        if new and self.spill is not None:
+            self.spill.append(key, new, held)
         while len(self.sessions) > MAX_HELD_SESSIONS:
             oldest = next(iter(self.sessions))
             self.dropped += len(self.sessions.pop(oldest)[1])
+            self._forget(oldest)
         return len(new)
+
+    def _forget(self, session_id: str) -> None:
+        if self.spill is not None:
+            self.spill.forget(session_id)
 
     def _bound(self, held: list[dict[str, Any]]) -> None:
         chars = sum(len(str(m.get("content") or "")) for m in held)
@@ -156,14 +167,15 @@ class Unstored:
             self.dropped += 1
 
     def flush(self, store: MessageStore, skip: Callable[[dict[str, Any]], bool] | None = None) -> int:
-        """Write every held session (each one ingest); returns rows added. Raises on a storage error,
-        keeping what is not written yet."""
+        """Write every held session (each one ingest), then every spilled one (of any process); returns
+        rows added. Raises on a storage error, keeping what is not written yet."""
         added = 0
         for sid in list(self.sessions):
             key, held = self.sessions[sid]
             added += len(store.ingest(key, held, skip=skip).store_ids)
             del self.sessions[sid]
-        return added
+            self._forget(sid)
+        return added + (self.spill.restore(store, skip) if self.spill is not None else 0)
 
 
 def _new_from(raw: list[dict[str, Any]], held: list[dict[str, Any]]) -> int:
@@ -265,6 +277,18 @@ class Runtime:
                      self.health.retry_in())
         return True
 
+    def restore_spilled(self) -> None:
+        """At load: write what Hermes processes held on disk while the store was unusable (never raises;
+        a storage error marks the store unusable, and the retry writes them)."""
+        spill = self.unstored.spill
+        if spill is None or not self.health.usable or not spill.pending():
+            return
+        try:
+            log.info("trove: %d held messages from an earlier run stored", spill.restore(self.store, self.skip_message))
+        except Exception as exc:
+            if not self.store_failed(exc, "writing held messages"):
+                log.exception("trove: writing held messages failed; they stay in %s", spill.folder)
+
     def store_usable(self, key: SessionKey | None = None) -> bool:
         """True when trove may use its store now. While it is unusable, a retry runs once the backoff
         has passed: open the file, write the held transcripts and ``key``'s session row."""
@@ -302,7 +326,11 @@ def build_runtime(config: TroveConfig | None = None, llm: Any = None) -> Runtime
     if isinstance(db, PgDatabase):
         outbox = Outbox(outbox_path(database_path(config).parent), transform=storage_transform(config))
         store: MessageStore = ShippingStore(db, outbox, Shipper(outbox, db, payloads=SpoolDir(payload_dir(config))))
+        unstored = Unstored()  # the outbox is on disk already
     else:
         store = MessageStore(db, transform=storage_transform(config))
+        redactor = Redactor.from_config(config)
+        scrub = redactor.redact if redactor.enabled and redactor.patterns else None
+        unstored = Unstored(spill=Spill(Path(config.hermes_home) / SPILL_DIR, scrub))
     return Runtime(config=config, db=db, store=store, dag=SummaryDAG(db),
-                   filters=SessionFilters.from_config(config), llm=llm)
+                   filters=SessionFilters.from_config(config), llm=llm, unstored=unstored)

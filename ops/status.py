@@ -89,7 +89,8 @@ def health_section(runtime: Runtime) -> dict[str, Any]:
     else:  # no live engine here: what a running Hermes does about it
         state = f"unusable: {reason}; while it is, a running Hermes has {DELEGATED}"
     return {**section, "state": state, "reason": reason, "fix": store_fix(path, reason),
-            "held_messages": runtime.unstored.count, "dropped_held_messages": runtime.unstored.dropped}
+            "held_messages": runtime.unstored.count, "dropped_held_messages": runtime.unstored.dropped,
+            "held_sessions_on_disk": runtime.unstored.spill.pending() if runtime.unstored.spill else 0}
 
 
 def engine_section(snapshot: Mapping[str, Any] | None) -> dict[str, Any]:

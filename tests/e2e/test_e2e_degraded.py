@@ -8,15 +8,20 @@
    its pip name (``hermes_trove``, not importable in the host venv). The host keeps its
    compressor, the log says what to do, and ``hermes trove doctor``/``status`` report the
    error, the module and the fix, exiting 1.
+3. Held turns outlive the process: two ``hermes chat`` runs (a session and its resume) while the
+   store is unusable, each exiting before it recovers; once the path is fixed, ``hermes trove
+   status`` (loading the plugin) stores both runs' turns exactly once, and a third run resumes
+   the session without storing anything twice.
 """
 from __future__ import annotations
 
+import re
 import shutil
 from typing import Any
 
 import pytest
 
-from .harness import ROOT, SNAPSHOT_IGNORE, aux_requests, chat_requests, request_tokens, status_json
+from .harness import ROOT, SNAPSHOT_IGNORE, aux_requests, chat_requests, query, request_tokens, status_json
 
 CONTEXT_LENGTH = 64000
 TURNS = 10
@@ -111,3 +116,34 @@ def test_doctor_and_status_report_the_load_error_and_exit_1(broken_home):
     failure = status_json(status)["load_error"]
     assert failure["exception"] == "ModuleNotFoundError" and failure["missing_module"] == "hermes_trove"
     assert failure["imported_by"].endswith(f"engine.py:{failure['line']}")
+
+
+# -- held turns outlive a Hermes that exits before the store is usable ---------------------------------
+
+HELD_TURNS = ["held turn 1: the locker code is 5182", "held turn 2: the bike is the blue one",
+              "held turn 3: back with a working store"]
+
+
+def test_turns_of_runs_that_exited_while_the_store_was_unusable_are_stored_later(make_home, tmp_path_factory):
+    blocker = tmp_path_factory.mktemp("held") / "afile"
+    blocker.write_text("a regular file where the database directory should be\n", encoding="utf-8")
+    db_path = blocker / "trove.db"
+    home = make_home(TROVE_DATABASE_PATH=str(db_path))
+    first = home.run_cli(["chat", "-Q", "-q", HELD_TURNS[0]])
+    found = re.search(r"session_id:\s*(\S+)", first.stdout + first.stderr)
+    assert found, first.stdout + first.stderr
+    session_id = found.group(1)
+    home.run_cli(["chat", "-Q", "-q", HELD_TURNS[1], "--resume", session_id])
+    spilled = list((home.home / "trove-held").glob("*.jsonl"))
+    assert len(spilled) == 1 and not db_path.exists()
+    blocker.unlink()
+    blocker.mkdir()  # the operator fixes the path; no Hermes runs meanwhile
+    done = home.hermes("trove", "status")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    sql = "SELECT role, content FROM messages WHERE session_id = ? ORDER BY store_id"
+    rows = query(db_path, sql, (session_id,))
+    assert [c for r, c in rows if r == "user"] == HELD_TURNS[:2] and len(rows) == 4, rows
+    assert not list((home.home / "trove-held").glob("*.jsonl"))
+    home.run_cli(["chat", "-Q", "-q", HELD_TURNS[2], "--resume", session_id])
+    rows = query(db_path, sql, (session_id,))
+    assert [c for r, c in rows if r == "user"] == HELD_TURNS and len(rows) == 6, rows

@@ -1,0 +1,182 @@
+"""Held transcripts on disk: what ``runtime.Unstored`` holds while the store takes no writes, appended
+to one JSON-lines file per session under ``<HERMES_HOME>/trove-held/``, so a Hermes that exits before
+the store is usable again loses none of it. The next start or recovery, in any process, writes each
+file into the store and removes it once that is committed. A PostgreSQL store never spills: its local
+outbox is on disk already. This module owns the files; what to hold is ``Unstored``'s business.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from .backend import storage_error
+from .ingest import Identify, message_identity
+from .rows import SessionKey
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - no flock on this platform: one Hermes per home is assumed
+    fcntl = None  # type: ignore[assignment]
+
+if TYPE_CHECKING:
+    from .store import MessageStore
+
+log = logging.getLogger("hermes_trove.spill")
+SPILL_DIR = "trove-held"
+MAX_SPILL_BYTES = 64_000_000  # per session file: past it, the file is rewritten from the bounded held copy
+_KEY_FIELDS = {f.name for f in fields(SessionKey)}
+Run = tuple[SessionKey, list[Any], list[str]]  # one process's held transcript of a session, with identities
+
+
+def spill_line(run: str, key: SessionKey, messages: Sequence[dict[str, Any]],
+               scrub: Callable[[str], str] | None = None) -> bytes:
+    """One batch as a JSON line: the run it continues, the session, each message's identity (of the
+    message as shown, so a later ingest aligns it) and the messages, every string passed through ``scrub``."""
+    shown = [_scrubbed(m, scrub) for m in messages] if scrub is not None else list(messages)
+    record = {"run": run, "key": asdict(key), "ids": [message_identity(m) for m in messages], "messages": shown}
+    return json.dumps(record, default=str).encode("ascii") + b"\n"
+
+
+def read_runs(data: bytes) -> list[Run]:
+    """Each run's transcript in a spill file, in order, with the file's newest session key; a line that
+    does not parse (a write torn by a kill or a full disk) is skipped."""
+    key = None
+    runs: dict[str, tuple[list[Any], list[str]]] = {}
+    for line in data.split(b"\n"):
+        try:
+            record = json.loads(line)
+            messages, ids = list(record["messages"]), [str(i) for i in record["ids"]]
+            key = SessionKey(**{k: str(v) for k, v in record["key"].items() if k in _KEY_FIELDS})
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+        if len(messages) == len(ids) and key.session_id:
+            held, known = runs.setdefault(str(record.get("run")), ([], []))
+            held += messages
+            known += ids
+    return [(key, held, known) for held, known in runs.values()] if key is not None else []
+
+
+def _scrubbed(value: Any, scrub: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, list):
+        return [_scrubbed(v, scrub) for v in value]
+    if isinstance(value, dict):
+        return {k: _scrubbed(v, scrub) for k, v in value.items()}
+    return value
+
+
+def _identities(messages: list[Any], ids: list[str]) -> Identify:
+    known = {id(m): i for m, i in zip(messages, ids, strict=True)}
+    return lambda m: known.get(id(m)) or message_identity(m)
+
+
+@contextlib.contextmanager
+def _locked(path: Path, create: bool) -> Iterator[IO[bytes] | None]:
+    """``path`` open and locked against other processes (None when it is gone and not ``create``);
+    a file that was replaced or removed while this waited for the lock is opened anew."""
+    while True:
+        try:
+            fd = os.open(path, (os.O_RDWR | os.O_CREAT) if create else os.O_RDONLY, 0o600)
+        except FileNotFoundError:
+            if create:
+                raise
+            yield None
+            return
+        f = os.fdopen(fd, "r+b" if create else "rb")
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        if os.fstat(fd).st_nlink:
+            break
+        f.close()
+    with f:
+        yield f
+
+
+@dataclass
+class Spill:
+    """The spill folder of one Hermes home. ``append`` never raises (a failure is logged once and
+    the held copy stays in memory only); ``restore`` raises on a storage error, keeping the files."""
+
+    folder: Path
+    scrub: Callable[[str], str] | None = None  # redaction, when it is on: no secret reaches the files either
+    runs: dict[str, str] = field(default_factory=dict)  # session id -> the run this process appends to
+    failed: bool = False
+
+    def path(self, session_id: str) -> Path:
+        digest = hashlib.blake2b(session_id.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
+        return self.folder / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', session_id)[:64]}-{digest}.jsonl"
+
+    def forget(self, session_id: str) -> None:
+        """The held copy of the session is gone from memory: a later one starts a new run."""
+        self.runs.pop(session_id, None)
+
+    def append(self, key: SessionKey, new: Sequence[dict[str, Any]], held: Sequence[dict[str, Any]]) -> None:
+        """Add ``new`` to the session's file, or all of ``held`` as a new run when this process has no
+        run there yet (a first spill, a file another process wrote into the store, a failed write)."""
+        run = self.runs.pop(key.session_id, "")
+        try:
+            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            path = self.path(key.session_id)
+            with _locked(path, create=True) as f:
+                assert f is not None
+                size = f.seek(0, os.SEEK_END)
+                continues = bool(run and size)
+                run = run if continues else uuid.uuid4().hex
+                line = spill_line(run, key, new if continues else held, self.scrub)
+                if size + len(line) > MAX_SPILL_BYTES:  # bounded: the held copy alone replaces the file
+                    run = uuid.uuid4().hex
+                    self._replace(path, spill_line(run, key, held, self.scrub))
+                else:
+                    if size:
+                        f.seek(size - 1)
+                        line = line if f.read(1) == b"\n" else b"\n" + line  # end a torn line first
+                    f.write(line)
+                    f.flush()
+            self.runs[key.session_id] = run
+        except Exception as exc:
+            if not self.failed:
+                self.failed = True
+                log.warning("trove: held messages cannot be saved in %s (%s); until the store is usable they are"
+                            " kept in memory only, and lost if Hermes exits first", self.folder, exc)
+
+    def _replace(self, path: Path, data: bytes) -> None:
+        temp = path.with_name(path.name + ".tmp")
+        with os.fdopen(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as out:
+            out.write(data)
+        os.replace(temp, path)
+
+    def pending(self) -> int:
+        """How many session files wait to be written into the store."""
+        return len(list(self.folder.glob("*.jsonl")))
+
+    def restore(self, store: MessageStore, skip: Callable[[dict[str, Any]], bool] | None = None) -> int:
+        """Write every spilled session into ``store``, each run one ingest (which adds only what is not
+        stored yet), and remove a file once that is committed unless it grew meanwhile; returns rows added."""
+        added = 0
+        for path in sorted(self.folder.glob("*.jsonl")):
+            with _locked(path, create=False) as f:
+                data = f.read() if f is not None else None
+            if data is None:
+                continue
+            try:
+                for key, messages, ids in read_runs(data):
+                    added += len(store.ingest(key, messages, skip=skip, identity=_identities(messages, ids)).store_ids)
+            except Exception as exc:
+                if storage_error(exc):
+                    raise
+                log.exception("trove: the held messages in %s cannot be stored; the file stays", path)
+                continue  # one bad file must not keep the store from recovering
+            with _locked(path, create=False) as f:
+                if f is not None and os.fstat(f.fileno()).st_size == len(data):
+                    path.unlink()
+        return added
