@@ -220,9 +220,6 @@ TROVE_RECALL: dict[str, Any] = {
 }
 
 # -- exact evidence (evidence/) ------------------------------------------------------
-_EXACT_REF = {"type": "object", "description": (
-    "An exact ref {store_id, span_start, span_end, quote, content_sha256} as returned with include_exact_ref=true "
-    "(the shorthand string trove:<store_id>:<start>-<end> is accepted too).")}
 _QUESTION = {"type": "string", "description": "The question, 1-4000 characters."}
 _QUESTION_DATE = dict(_TIME, description=(
     "When the question is asked: the 'now' of relative words and of 'ago'. Unix seconds, a date or an ISO 8601 "

@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 MAX_ITEMS = 4
 MAX_QUOTE = 280
 MAX_BLOCK = 2000
-MIN_WORD = 4
 MAX_ASSERTIONS = 2    # assertion lines in one block
 MAX_EXAMINED = 96     # index postings one turn reads (plus a quarter as many assertion rows)
 _WORD = re.compile(r"[^\W_]{4,}", re.U)

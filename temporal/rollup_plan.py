@@ -18,7 +18,6 @@ DAY_S = 86400.0
 # A leaf whose messages spread over more days than this (an idle session compacted weeks
 # later) belongs to the days of its first and last message only, not to every day between.
 MAX_LEAF_SPAN_DAYS = 31
-BUILDABLE = ("pending", "stale", "building", "failed")
 
 
 @dataclass(frozen=True, order=True)
