@@ -68,14 +68,6 @@ def resolve(runtime: Runtime, session_id: str | None = None, engine: TroveEngine
     return Target(runtime, engine, session_id or (key.session_id if key is not None else ""))
 
 
-def _status(t: Target) -> dict[str, Any]:
-    return status.build_status(t.runtime, t.snapshot, session_id=t.session_id or None)
-
-
-def _doctor(t: Target) -> dict[str, Any]:
-    return doctor.run_doctor(t.runtime, t.snapshot)
-
-
 def _protected(t: Target) -> list[str]:
     return [t.session_id] if t.session_id else []
 
@@ -98,10 +90,6 @@ def _backup(t: Target) -> dict[str, Any]:
         return {"status": "refused", "reason": str(exc), "pg_dump": exc.command}
 
 
-def _rotate_preview(t: Target) -> dict[str, Any]:
-    return rotate.as_dict(rotate.preview(t.runtime, t.session_id, t.mode))
-
-
 def _operator_model(t: Target) -> Complete | None:
     """The model of an operator's run: the live engine's, else the plugin's host model, else None."""
     if t.engine is not None:
@@ -116,8 +104,9 @@ def _subsystem(handler: subsystems.Handler) -> Callable[[Target], dict[str, Any]
 
 
 HANDLERS: dict[tuple[str, ...], tuple[Callable[[Target], dict[str, Any]], str]] = {
-    ("status",): (_status, "runtime, session, store, DAG and config status"),
-    ("doctor",): (_doctor, "read-only health checks"),
+    ("status",): (lambda t: status.build_status(t.runtime, t.snapshot, session_id=t.session_id or None),
+                  "runtime, session, store, DAG and config status"),
+    ("doctor",): (lambda t: doctor.run_doctor(t.runtime, t.snapshot), "read-only health checks"),
     ("doctor", "clean"): (lambda t: hygiene.scan_clean(t.runtime, _protected(t)),
                           "read-only scan for junk/noise sessions (pattern-matched or empty)"),
     ("doctor", "clean", "apply"): (lambda t: hygiene.apply_clean(t.runtime, _protected(t), have_backup=t.have_backup),
@@ -134,7 +123,8 @@ HANDLERS: dict[tuple[str, ...], tuple[Callable[[Target], dict[str, Any]], str]] 
     ("backup",): (_backup, "timestamped online SQLite backup (a PostgreSQL store: the pg_dump command to run)"),
     ("dag",): (_dag("text"), "the session's summary DAG as a text tree (depth, tokens, time span, raw ranges)"),
     ("dag", "mermaid"): (_dag("mermaid"), "the same DAG as a Mermaid graph for docs and issues"),
-    ("rotate",): (_rotate_preview, "read-only preview of an in-place, tail-keeping rotate"),
+    ("rotate",): (lambda t: rotate.as_dict(rotate.preview(t.runtime, t.session_id, t.mode)),
+                  "read-only preview of an in-place, tail-keeping rotate"),
     ("rotate", "apply"): (lambda t: rotate.apply(t.runtime, t.session_id, t.mode),
                           "backup-first rotate: advance the frontier past the pre-tail"),
     ("migrate",): (lambda t: {"status": "refused", "error": "a copy can take long: run `hermes trove migrate --to"

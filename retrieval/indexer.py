@@ -338,10 +338,6 @@ def start_background(runtime: Runtime) -> IndexWorker | None:
         return worker
 
 
-def worker_for(runtime: Runtime) -> IndexWorker | None:
-    return _WORKERS.get(runtime.db.path)
-
-
 def stop_all(timeout: float = 10.0) -> None:
     """Stop every worker of this process (tests, shutdown)."""
     with _WORKERS_LOCK:
@@ -392,7 +388,7 @@ def status(runtime: Runtime) -> dict[str, Any]:
     out["generations"] = [{"generation": g.generation_id, "label": g.label, "state": g.state, "recipe": g.recipe}
                           for g in gens]
     out["vector_bytes"] = store.vector_bytes()
-    worker = worker_for(runtime)
+    worker = _WORKERS.get(runtime.db.path)
     out["worker"] = ("running" if worker is not None and worker.is_alive() else "stopped") if cfg.embeddings_enabled \
         else "off"
     if worker is not None and worker.last is not None:
