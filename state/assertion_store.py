@@ -12,7 +12,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from ..backend import UNBOUNDED, on_server, settled_heads
@@ -27,6 +27,9 @@ EXTRACT_ROLES = ("user", "assistant")
 RELATION_SCAN = 50  # live assertions of one subject+predicate+scope a new one is compared with
 NO_LIMIT = UNBOUNDED  # a LIMIT that bounds nothing (both backends; SQLite's -1 is not PostgreSQL's)
 _KNOWN = "assertion_id, kind, value_norm, polarity, speaker_role, observed_at, valid_from"
+_COLUMNS = tuple(f.name for f in fields(Candidate))  # an assertions row: the candidate, then who and when
+_INSERT = (f"INSERT INTO assertions({', '.join(_COLUMNS)}, extractor, created_at)"
+           f" VALUES ({', '.join('?' * (len(_COLUMNS) + 2))}) ON CONFLICT(assertion_id) DO NOTHING")
 
 
 @dataclass(frozen=True)
@@ -161,16 +164,7 @@ class AssertionStore:
     def _insert(self, conn: sqlite3.Connection, candidates: Sequence[Candidate], extractor: str, now: float) -> int:
         stored = 0
         for c in candidates:
-            cur = conn.execute(
-                "INSERT INTO assertions(assertion_id, store_id, span_start, span_end, quote, content_sha256,"
-                " session_id, subject_key, predicate_key, value_text, value_norm, kind, polarity, scope_key,"
-                " speaker_role, observed_at, event_at, event_end, event_expression, valid_from, valid_to, confidence,"
-                " extractor, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
-                " ON CONFLICT(assertion_id) DO NOTHING",
-                (c.assertion_id, c.store_id, c.span_start, c.span_end, c.quote, c.content_sha256, c.session_id,
-                 c.subject_key, c.predicate_key, c.value_text, c.value_norm, c.kind, c.polarity, c.scope_key,
-                 c.speaker_role, c.observed_at, c.event_at, c.event_end, c.event_expression, c.valid_from,
-                 c.valid_to, c.confidence, extractor, now))
+            cur = conn.execute(_INSERT, (*(getattr(c, name) for name in _COLUMNS), extractor, now))
             if cur.rowcount != 1:
                 continue  # already stored (re-extraction is idempotent)
             stored += 1
