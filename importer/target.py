@@ -137,19 +137,6 @@ def discard(staged: Path) -> None:
         Path(str(staged) + suffix).unlink(missing_ok=True)
 
 
-def _lookup(conn: sqlite3.Connection | None, table: str, column: str, import_id: str,
-            keys: Sequence[str]) -> dict[str, int]:
-    if conn is None or not keys:
-        return {}
-    out: dict[str, int] = {}
-    for i in range(0, len(keys), CHUNK):
-        chunk = list(keys[i:i + CHUNK])
-        sql = (f"SELECT source_key, {column} FROM {table} WHERE import_id=? AND source_key IN"
-               f" ({','.join('?' * len(chunk))})")
-        out.update({str(k): int(v) for k, v in conn.execute(sql, [import_id, *chunk])})
-    return out
-
-
 def imported_session_ids(target: Path) -> list[str]:
     """Session ids of earlier imports in ``target`` (``...:agent:...``), read-only; [] without a target."""
     if not target.exists():
@@ -168,7 +155,30 @@ def imported_session_ids(target: Path) -> list[str]:
         conn.close()
 
 
-class ReadOnlyLedger:
+class Ledger:
+    """The import ledger's look-ups: the target ids of source keys an import already stored."""
+
+    conn: sqlite3.Connection | None = None
+
+    def messages(self, import_id: str, keys: Sequence[str]) -> dict[str, int]:
+        return self._lookup("imported_messages", "store_id", import_id, keys)
+
+    def nodes(self, import_id: str, keys: Sequence[str]) -> dict[str, int]:
+        return self._lookup("imported_nodes", "node_id", import_id, keys)
+
+    def _lookup(self, table: str, column: str, import_id: str, keys: Sequence[str]) -> dict[str, int]:
+        if self.conn is None or not keys:
+            return {}
+        out: dict[str, int] = {}
+        for i in range(0, len(keys), CHUNK):
+            chunk = list(keys[i:i + CHUNK])
+            sql = (f"SELECT source_key, {column} FROM {table} WHERE import_id=? AND source_key IN"
+                   f" ({','.join('?' * len(chunk))})")
+            out.update({str(k): int(v) for k, v in self.conn.execute(sql, [import_id, *chunk])})
+        return out
+
+
+class ReadOnlyLedger(Ledger):
     """What a target already holds for an import id, read without writing anything."""
 
     def __init__(self, target: Path):
@@ -188,19 +198,15 @@ class ReadOnlyLedger:
         else:
             conn.close()
 
-    def messages(self, import_id: str, keys: Sequence[str]) -> dict[str, int]:
-        return _lookup(self.conn, "imported_messages", "store_id", import_id, keys)
-
-    def nodes(self, import_id: str, keys: Sequence[str]) -> dict[str, int]:
-        return _lookup(self.conn, "imported_nodes", "node_id", import_id, keys)
-
     def close(self) -> None:
         if self.conn is not None:
             self.conn.close()
 
 
-class Writer:
+class Writer(Ledger):
     """Writes on the caller's transaction connection; also the ledger it writes to."""
+
+    conn: sqlite3.Connection
 
     def __init__(self, runtime: Runtime, conn: sqlite3.Connection, import_id: str):
         self.store = runtime.store
@@ -214,12 +220,6 @@ class Writer:
             "INSERT INTO imports(import_id, kind, sources, options, first_at, last_at) VALUES (?,?,?,?,?,?)"
             " ON CONFLICT(import_id) DO UPDATE SET last_at=excluded.last_at",
             (self.import_id, kind, json.dumps(list(sources)), json.dumps(options, sort_keys=True), now, now))
-
-    def messages(self, import_id: str, keys: Sequence[str]) -> dict[str, int]:
-        return _lookup(self.conn, "imported_messages", "store_id", import_id, keys)
-
-    def nodes(self, import_id: str, keys: Sequence[str]) -> dict[str, int]:
-        return _lookup(self.conn, "imported_nodes", "node_id", import_id, keys)
 
     def append(self, key: SessionKey, rows: Sequence[SourceMessage]) -> list[int]:
         """Store the rows (prepared by the reader when it could) and record them in the ledger."""
