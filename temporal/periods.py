@@ -180,7 +180,7 @@ def _calendar(norm: str, original: str) -> Period | None:
     if found is None:
         return None
     start, end, granularity = found
-    return _days(start, end, _unit_label(start, granularity), granularity)
+    return _days(start, end, unit_label(start, granularity), granularity)
 
 
 def _unit(norm: str, original: str) -> tuple[date, date, str] | None:
@@ -284,7 +284,8 @@ def _bounded(value: int, limit: int, norm: str) -> int:
     return value
 
 
-def _unit_label(start: date, granularity: str) -> str:
+def unit_label(start: date, granularity: str) -> str:
+    """The ISO label of the unit starting ``start``: 2024-05-03, 2024-W18, 2024-05 or 2024."""
     if granularity == "week":
         year, week, _ = start.isocalendar()
         return f"{year}-W{week:02d}"
@@ -297,7 +298,7 @@ def _unit_label(start: date, granularity: str) -> str:
 
 def _span_label(first: date, end: date, granularity: str) -> str:
     """One unit's ISO label, or ``first..last`` in that unit for a run of them ("2023-09..2023-12")."""
-    one, other = _unit_label(first, granularity), _unit_label(end - iv.DAY, granularity)
+    one, other = unit_label(first, granularity), unit_label(end - iv.DAY, granularity)
     return one if one == other else f"{one}..{other}"
 
 

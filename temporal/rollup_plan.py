@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
 from ..dates import intervals as iv
+from .periods import unit_label
 
 KINDS = ("day", "week", "month")
 DAY_S = 86400.0
@@ -28,13 +29,7 @@ class PeriodKey:
 
     @property
     def label(self) -> str:
-        first = _day(self.start)
-        if self.kind == "week":
-            year, week, _ = first.isocalendar()
-            return f"{year}-W{week:02d}"
-        if self.kind == "month":
-            return first.strftime("%Y-%m")
-        return first.isoformat()
+        return unit_label(_day(self.start), self.kind)
 
     @property
     def description(self) -> str:
