@@ -179,10 +179,8 @@ class Compactor:
         return bool(ratio and window and int(current_tokens or 0) >= ratio * window)
 
     def _stub_history(self, live: list[dict[str, Any]], protect_from: int) -> list[dict[str, Any]]:
-        """Active-replay stubbing of big tool results before the tail (opt-in; rows untouched)."""
-        cfg = self.config
-        if not (cfg.large_output_externalization_enabled and cfg.large_output_active_replay_stubbing_enabled):
-            return live
+        """Active-replay stubbing of big tool results before the tail (opt-in, checked by
+        ``apply_replay_stubs``; rows untouched)."""
         try:
             out, done = apply_replay_stubs(self.runtime, self.key.session_id, live, protect_from=protect_from)
         except Exception:
@@ -286,9 +284,7 @@ class Compactor:
         return done
 
     def _gc_transcript(self, store_ids: list[int]) -> None:
-        if not self.config.large_output_transcript_gc_enabled:
-            return
-        try:
+        try:  # a no-op unless TROVE_LARGE_OUTPUT_TRANSCRIPT_GC_ENABLED
             transcript_gc(self.runtime, self.key.session_id, store_ids)
         except Exception:
             log.exception("trove: transcript GC failed (rows left as they were)")
