@@ -101,9 +101,9 @@ class TokenCursor:
         tense = sentence_tense(self.tokens, first, last, begin, min(end or begin + 1, last))
         if tense == "future" and "since" in (self.low(begin - 1), self.low(begin)):
             return "unclear"
+        near = self.tokens[max(first, begin - lx.CUE_REACH):min(last, begin + lx.CUE_REACH)]  # its sentence only
         if tense == "unclear" and not self.standalone and self.low(begin - 1) in ("until", "till", "by") \
-                and not self._told_in_past(first) \
-                and "now" not in (t.low for t in self.tokens[max(first, begin - lx.CUE_REACH):begin + lx.CUE_REACH]):
+                and not self._told_in_past(first) and "now" not in (t.low for t in near):
             return "future"
         return "past" if tense == "unclear" and self.standalone else tense
 

@@ -581,6 +581,7 @@ TABLE = [
     (WED, "I was off until Monday.", "2024-05-13"),  # a past bound
     (WED, "By Friday I was exhausted.", "2024-05-10"),
     (WED, "I was in Paris on 5/13.", "2024-05-13"),  # a full stop closing the sentence is no decimal
+    (WED, "I'm off until Friday. Now that's settled, who's bringing snacks?", "2024-05-17"),  # not its "now"
 ]
 
 
