@@ -43,6 +43,8 @@ RULES = """\
   "rent is due") is future; not a plural noun ("the leaves", "took turns"), "due to" or "was due".
   "would" (and "I'd" before a plain verb) places a time after another past, so is unclear, except
   a wish ("I'd love to"); "been going to" is a habit and "was going to" a plan that fell (unclear).
+  A modal before a plain verb ("might", "can", "should", "need to", "hope") points ahead when the
+  time shares its clause and is no topic ("about Saturday"); before "have" it points back.
   An -ed word or a participle after a present "be" ("the shop is closed", "it's meant to") is a
   state, no past cue. A time after "until", "till" or "by" in a sentence with no cue lies ahead
   ("I'm off until Monday"), unless the sentences before tell a past story or a "now" ends it; a

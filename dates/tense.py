@@ -1,7 +1,7 @@
 """Which way a sentence points in time: the tense cue nearest to a time expression.
 
 ``sentence_tense`` reads the cues of one sentence around an expression: past forms, future words,
-a present progressive of an arrangement, a timetable's present, "would", "going to"; no cue or a
+a present progressive of an arrangement, a timetable's present, modals, "would", "going to"; no cue or a
 tie is "unclear".
 """
 from __future__ import annotations
@@ -36,6 +36,8 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
             if cue == "progressive":
                 cue = "future" if index < begin and _arranged(tokens[index + 1:begin]) \
                     and not _told_in_present(tokens[end:min(last, end + lx.CUE_REACH)]) else None
+            if cue == "modal":
+                cue = "future" if _modal_time(tokens, index, begin, end, first) else None
             if cue is not None:
                 found.add(cue)
         if len(found) == 1:
@@ -133,9 +135,38 @@ def _timetable(tokens: list[Token], index: int, first: int, after: str) -> bool:
     return before[-1] not in _DETERMINERS and any(w in _DETERMINERS for w in before[:-1])
 
 
+# Modals before a plain verb point ahead ("I might go on Saturday", "can you come on Monday?"); before
+# "have" they point back ("I should have called on Sunday"). Lower-case "may" only: "May" is a month.
+_MODALS = frozenset({"can", "can't", "cannot", "might", "must", "should", "shouldn't", "may", "hope", "hopefully",
+                     "wanna", "gotta"})
+_BACK_MODALS = _MODALS | {"would", "could", "couldn't", "wouldn't", "mustn't"}
+_NEEDS = frozenset({"need", "needs", "have", "has", "want", "wants"})  # with "to": "I have to work on Saturday"
+_TIED = frozenset({"about", "from", "of", "since", "regarding"})  # "about Saturday": a topic, not the modal's time
+
+
+_CLAUSE_BREAKS = frozenset({",", ";", ":", "but", "because", "although", "though"})
+
+
+def _modal_time(tokens: list[Token], index: int, begin: int, end: int, first: int) -> bool:
+    """The modal at ``index`` governs the time at ``begin:end``: the time is no topic ("can you come on
+    Monday", not "I need to tell you about Saturday") and shares its clause ("It snowed on April 2nd, can
+    you believe it" is no plan), unless the time opens the sentence ("On Saturday, we can go")."""
+    lead = begin
+    while lead > first and tokens[lead - 1].low in _TIME_LEADS:
+        lead -= 1
+    between = tokens[index + 1:lead] if index < begin else tokens[end:index]
+    if lead > first and tokens[lead - 1].low in _TIED:
+        return False
+    return lead == first or not any(t.low in _CLAUSE_BREAKS for t in between)
+
+
 def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
     low = tokens[index].low.replace("\u2019", "'")
     after = tokens[index + 1].low if index + 1 < last else ""
+    if (after == "have" and low in _BACK_MODALS) or (low[-3:] == "'ve" and low[:-3] in _BACK_MODALS):
+        return "past"
+    if low in _MODALS and (low != "may" or tokens[index].text == "may") or (low in _NEEDS and after == "to"):
+        return "modal"
     if low in _FUTURE_WORDS or low.endswith("'ll") or (low in _SCHEDULED and _timetable(tokens, index, first, after)):
         return "future"
     if low == "going" and after == "to":  # "been going to pottery" is a habit; "was going to" a plan that fell

@@ -550,6 +550,17 @@ TABLE = [
     (WED, "I'd already left on Monday.", "2024-05-13"),
     (WED, "I'm taking the first week of June off.", "2024-06-01..2024-06-07"),  # "of June" is the week's month
     (WED, "We went to the beach in March.", "2024-03-01..2024-03-31"),
+    # -- a modal before a plain verb points ahead, before "have" back ----------------------------------------
+    (WED, "I might see them on Saturday.", "2024-05-18"),
+    (WED, "Can you pick me up from the station on Monday?", "2024-05-20"),
+    (WED, "We need to talk on Monday.", "2024-05-20"),
+    (WED, "I can't make it on Saturday, sorry.", "2024-05-18"),
+    (WED, "I hope it doesn't rain on Sunday.", "2024-05-19"),
+    (WED, "You should have seen it on Saturday.", "2024-05-11"),
+    (WED, "I should've gone on Sunday.", "2024-05-12"),
+    (WED, "I need to tell you about Saturday.", UNCLEAR),  # a topic, not the modal's time
+    (WED, "It snowed on April 2nd, can you believe it?", "2024-04-02"),  # the modal opens another clause
+    (WED, "On Saturday, we can go to the lake.", "2024-05-18"),  # a time opening the sentence is the clause's
     # -- a tag question states its sentence and asks only to confirm it ------------------------------------
     (WED, "It's been a year since we met, hasn't it?", "2023-01-01..2023-12-31"),
     (WED, "It's been a week since the surgery, right?", "2024-05-06..2024-05-12"),
