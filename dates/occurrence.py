@@ -41,8 +41,10 @@ RULES = """\
   after it opening a simple present of the third person ("I'm walking the dog on Sunday and she
   bolts"): a story told in the present. A timetable's present with a subject ("the flight departs", "my lease ends",
   "rent is due") is future; not a plural noun ("the leaves", "took turns"), "due to" or "was due".
-  "would" (and "I'd" before a plain verb) places a time after another past, so is unclear, except
-  a wish ("I'd love to"); "been going to" is a habit and "was going to" a plan that fell (unclear).
+  "would", "could" (and "I'd" before a plain verb) place a time after another past, so are unclear,
+  except a wish ("I'd love to"); "been going to" is a habit; "was going to", "had planned" a plan
+  seen from the past. Such a plan is past when a clause after it joined by "but", "and" or "so"
+  says in the past how it went ("she said she would call on Monday but never did").
   A modal before a plain verb ("might", "can", "should", "need to", "hope") points ahead when the
   time shares its clause and is no topic ("about Saturday"); before "have" it points back.
   An -ed word or a participle after a present "be" ("the shop is closed", "it's meant to") is a

@@ -36,6 +36,8 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
             if cue == "progressive":
                 cue = "future" if index < begin and _arranged(tokens[index + 1:begin]) \
                     and not _told_in_present(tokens[end:min(last, end + lx.CUE_REACH)]) else None
+            if cue == "prospective":
+                cue = "past" if _how_it_went(tokens[end:last]) else "unclear"
             if cue == "modal":
                 cue = "future" if _modal_time(tokens, index, begin, end, first) else None
             if cue is not None:
@@ -112,6 +114,9 @@ _SCHEDULED = frozenset({"departs", "leaves", "starts", "begins", "ends", "opens"
                         "arrives", "lands", "runs", "finishes", "launches", "airs", "premieres", "turns", "due"})
 # Present "be" before an -ed word: a state now ("it's closed"); not "he's", "she's", often "has" ("he's moved")
 _BE_NOW = frozenset({"is", "are", "am", "i'm", "we're", "you're", "they're", "it's", "that's", "isn't", "aren't"})
+_PERFECT_PARTICIPLES = frozenset({"already", "never", "gone", "done", "seen", "taken", "given", "eaten", "known",
+                                  "written", "driven", "flown", "spoken", "broken", "chosen", "forgotten", "gotten",
+                                  "fallen", "begun", "ridden"})  # "I'd gone", "she'd already left"
 _WISH = frozenset({"like", "love", "prefer", "rather"})  # "I'd love to come on Saturday": a future wish
 _DETERMINERS = frozenset({"the", "my", "our", "your", "his", "her", "their", "its", "a", "an", "this", "that"})
 _TIMETABLE_SUBJECTS = frozenset({"it", "he", "she", "this", "that", "which"})
@@ -144,6 +149,14 @@ _NEEDS = frozenset({"need", "needs", "have", "has", "want", "wants"})  # with "t
 _TIED = frozenset({"about", "from", "of", "since", "regarding"})  # "about Saturday": a topic, not the modal's time
 
 
+def _how_it_went(tail: list[Token]) -> bool:
+    """A plan seen from the past ("she said she would call on Monday") is past once a clause after it,
+    joined by "but", "and" or "so", says in the past how it went ("but never did", "but it fell through")."""
+    words = [t.low for t in tail]
+    joined = next((at for at, word in enumerate(words) if word in ("but", "and", "so", "yet")), len(words))
+    return any(lx.past_form(word) or word == "couldn't" for word in words[joined:])
+
+
 _CLAUSE_BREAKS = frozenset({",", ";", ":", "but", "because", "although", "though"})
 
 
@@ -167,15 +180,18 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
         return "past"
     if low in _MODALS and (low != "may" or tokens[index].text == "may") or (low in _NEEDS and after == "to"):
         return "modal"
+    before = tokens[index - 1].low.replace("\u2019", "'") if index > first else ""
+    if low in _FUTURE_WORDS and (before in ("had", "was", "were") or before.endswith("'d")):
+        return "prospective"  # "we had planned to leave on Friday", "I was hoping to"
     if low in _FUTURE_WORDS or low.endswith("'ll") or (low in _SCHEDULED and _timetable(tokens, index, first, after)):
         return "future"
     if low == "going" and after == "to":  # "been going to pottery" is a habit; "was going to" a plan that fell
-        before = tokens[index - 1].low if index > first else ""
-        return None if before == "been" else "unclear" if before in ("was", "were") else "future"
-    if low == "would" or low == "wouldn't" or low.endswith("'d"):  # "would" places a time after another past
+        return None if before == "been" else "prospective" if before in ("was", "were") else "future"
+    if low in ("would", "wouldn't", "could") or low.endswith("'d"):  # a time after another past
         if after in _WISH:
             return "future"
-        return "past" if low.endswith("'d") and (lx.past_form(after) or after in ("already", "never")) else "unclear"
+        past = low.endswith("'d") and (lx.past_form(after) or after in _PERFECT_PARTICIPLES)
+        return "past" if past else "prospective"
     if low.endswith("ing") and len(low) >= 5 and low not in _ING_NOW and _progressive(tokens, index, first):
         return "progressive"
     if not lx.past_form(low):

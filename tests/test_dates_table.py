@@ -548,6 +548,14 @@ TABLE = [
     (WED, "They said the package would arrive on Monday.", UNCLEAR),
     (WED, "I'd love to go on Saturday.", "2024-05-18"),
     (WED, "I'd already left on Monday.", "2024-05-13"),
+    (WED, "She said she would call on Monday but never did.", "2024-05-13"),  # a later clause says how it went
+    (WED, "He told me he'd quit on Friday, and he actually did.", "2024-05-10"),
+    (WED, "I was hoping to see you on Friday but I got sick.", "2024-05-10"),
+    (WED, "I'd planned to visit in March but couldn't.", "2024-03-01..2024-03-31"),
+    (WED, "We had planned to leave on Friday.", UNCLEAR),  # a plan seen from the past: either side of now
+    (WED, "My boss asked if I could come in on Saturday.", UNCLEAR),
+    (WED, "He said he would come on Monday, which was nice.", UNCLEAR),  # "which" joins no outcome
+    (WED, "I wish I'd gone to the game on Saturday.", "2024-05-11"),
     (WED, "I'm taking the first week of June off.", "2024-06-01..2024-06-07"),  # "of June" is the week's month
     (WED, "We went to the beach in March.", "2024-03-01..2024-03-31"),
     # -- a modal before a plain verb points ahead, before "have" back ----------------------------------------
