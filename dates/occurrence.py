@@ -40,7 +40,8 @@ RULES = """\
   "from", "about" or "since" ("the pics of our trip in March"), nor a time before it or an "and"
   after it opening a simple present of the third person ("I'm walking the dog on Sunday and she
   bolts"): a story told in the present. A timetable's present with a subject ("the flight departs", "my lease ends",
-  "rent is due") is future; not a plural noun ("the leaves", "took turns"), "due to" or "was due".
+  "rent is due") is future; not a plural noun ("the leaves", "took turns"), "due to" or "was due"; a
+  past form as near wins ("the flight departs on the 2nd but we flew on the 3rd": the 2nd was).
   "would", "could" (and "I'd" before a plain verb) place a time after another past, so are unclear,
   except a wish ("I'd love to"); "been going to" is a habit; "was going to", "had planned" a plan
   seen from the past. Such a plan is past when a clause after it joined by "but", "and" or "so"

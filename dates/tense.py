@@ -42,6 +42,9 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
                 cue = "future" if _modal_time(tokens, index, begin, end, first) else None
             if cue is not None:
                 found.add(cue)
+        if "timetable" in found:  # a schedule yields to a past as near: "departs on the 2nd but we flew"
+            found.discard("timetable")
+            found |= set() if "past" in found else {"future"}
         if len(found) == 1:
             return found.pop() or "unclear"
         if len(found) > 1:
@@ -183,7 +186,9 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
     before = tokens[index - 1].low.replace("\u2019", "'") if index > first else ""
     if low in _FUTURE_WORDS and (before in ("had", "was", "were") or before.endswith("'d")):
         return "prospective"  # "we had planned to leave on Friday", "I was hoping to"
-    if low in _FUTURE_WORDS or low.endswith("'ll") or (low in _SCHEDULED and _timetable(tokens, index, first, after)):
+    if low in _SCHEDULED and _timetable(tokens, index, first, after):
+        return "timetable"
+    if low in _FUTURE_WORDS or low.endswith("'ll"):
         return "future"
     if low == "going" and after == "to":  # "been going to pottery" is a habit; "was going to" a plan that fell
         return None if before == "been" else "prospective" if before in ("was", "were") else "future"
