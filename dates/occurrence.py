@@ -42,6 +42,8 @@ RULES = """\
   bolts"): a story told in the present. A timetable's present with a subject ("the flight departs", "my lease ends",
   "rent is due") is future; not a plural noun ("the leaves", "took turns"), "due to" or "was due"; a
   past form as near wins ("the flight departs on the 2nd but we flew on the 3rd": the 2nd was).
+  A present "is"/"are" right before the time ("my interview is on Tuesday", "the concert is in
+  August") states a schedule, so future; not after "today", "it", "date" ("today is the 15th").
   "would", "could" (and "I'd" before a plain verb) place a time after another past, so are unclear,
   except a wish ("I'd love to"); "been going to" is a habit; "was going to", "had planned" a plan
   seen from the past. Such a plan is past when a clause after it joined by "but", "and" or "so"

@@ -38,6 +38,8 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
                     and not _told_in_present(tokens[end:min(last, end + lx.CUE_REACH)]) else None
             if cue == "prospective":
                 cue = "past" if _how_it_went(tokens[end:last]) else "unclear"
+            if cue == "be":  # "my interview is on Tuesday": a present "be" right before the time states a schedule
+                cue = "future" if index < begin and all(_in_time_phrase(t) for t in tokens[index + 1:begin]) else None
             if cue == "modal":
                 cue = "future" if _modal_time(tokens, index, begin, end, first) else None
             if cue is not None:
@@ -152,6 +154,14 @@ _NEEDS = frozenset({"need", "needs", "have", "has", "want", "wants"})  # with "t
 _TIED = frozenset({"about", "from", "of", "since", "regarding"})  # "about Saturday": a topic, not the modal's time
 
 
+_NO_SCHEDULE = frozenset({"today", "tomorrow", "yesterday", "tonight", "it", "date", "day"})  # "today is the 15th"
+
+
+def _in_time_phrase(token: Token) -> bool:
+    """A lead word, number or month name of a time phrase ("on", "the", "June" in "is on June 4")."""
+    return token.low in _TIME_LEADS or token.low[:1].isdigit() or token.low in lx.MONTHS
+
+
 def _how_it_went(tail: list[Token]) -> bool:
     """A plan seen from the past ("she said she would call on Monday") is past once a clause after it,
     joined by "but", "and" or "so", says in the past how it went ("but never did", "but it fell through")."""
@@ -186,6 +196,8 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
     before = tokens[index - 1].low.replace("\u2019", "'") if index > first else ""
     if low in _FUTURE_WORDS and (before in ("had", "was", "were") or before.endswith("'d")):
         return "prospective"  # "we had planned to leave on Friday", "I was hoping to"
+    if low in ("is", "are", "isn't", "aren't") and index > first and before not in _NO_SCHEDULE:
+        return "be"
     if low in _SCHEDULED and _timetable(tokens, index, first, after):
         return "timetable"
     if low in _FUTURE_WORDS or low.endswith("'ll"):

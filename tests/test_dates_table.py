@@ -541,6 +541,11 @@ TABLE = [
     (WED, "Your flight departs on May 28 at 7:40.", "2024-05-28"),  # a timetable's present
     (WED, "My lease ends in August.", "2024-08-01..2024-08-31"),
     (WED, "The flight departs on the 2nd but we flew out a day late.", "2024-05-02"),  # a past as near wins
+    (WED, "My interview is on Tuesday, wish me luck!", "2024-05-21"),  # "is" before the time: a schedule
+    (WED, "The concert is in August.", "2024-08-01..2024-08-31"),
+    (WED, "My sister's wedding is June 22nd.", "2024-06-22"),
+    (WED, "The wedding is on the 25th.", "2024-05-25"),
+    (WED, "The photo is from Saturday.", UNCLEAR),
     (WED, "My nephew turns five in August.", "2024-08-01..2024-08-31"),
     (WED, "He leaves his shoes everywhere since March.", "2024-03-01..2024-03-31"),  # "since": never ahead
     (WED, "I've been going to pottery classes since February.", "2024-02-01..2024-02-29"),  # a habit
