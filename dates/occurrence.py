@@ -34,14 +34,16 @@ RULES = """\
   the tense cue nearest to it (went, -ed, was / will, 'll, going to, plan, next...): past ->
   the nearest one strictly before, future -> strictly after; no cue or a tie -> unresolved.
   "on the 15th" follows the same rule; an ordinal counting a noun ("on the 4th floor") is no day.
-  A present progressive with a personal subject ("I'm moving in March", "are you coming on
-  Friday?") is an arrangement, so future, when the time follows it in its clause with at most its
-  object between; not after "still"/"finally", a comma, a new subject, "of", "after", "for", "on",
-  "from", "about" or "since" ("the pics of our trip in March"), nor a time before it or an "and"
-  after it opening a simple present of the third person ("I'm walking the dog on Sunday and she
-  bolts"): a story told in the present. A timetable's present with a subject ("the flight departs", "my lease ends",
-  "rent is due") is future; not a plural noun ("the leaves", "took turns"), "due to" or "was due"; a
-  past form as near wins ("the flight departs on the 2nd but we flew on the 3rd": the 2nd was).
+  A present progressive ("I'm moving in March", "are you coming on Friday?", "the plumber is
+  coming Monday") or a present "have" ("we have a dinner on Thursday") is an arrangement, so
+  future, when the time follows it in its clause with at most its object between; not after
+  "still"/"finally", a comma, a new subject, "of", "after", "for" (but "for" a bare noun: "meeting
+  Sarah for coffee on Friday"), "on", "from", "about" or "since" ("the pics of our trip in March"),
+  nor a time before it or an "and" after it opening a simple present of the third person ("I'm
+  walking the dog on Sunday and she bolts"): a story told in the present. A timetable's present
+  with a subject ("the flight departs", "my lease ends", "rent is due") is future; not a plural
+  noun ("the leaves", "took turns"), "due to" or "was due"; a past form as near wins ("the
+  flight departs on the 2nd but we flew on the 3rd": the 2nd was).
   A present "is"/"are" right before the time ("my interview is on Tuesday", "the concert is in
   August") states a schedule, so future; not after "today", "it", "date" ("today is the 15th").
   "would", "could" (and "I'd" before a plain verb) place a time after another past, so are unclear,

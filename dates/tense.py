@@ -97,10 +97,16 @@ def _arranged(between: list[Token]) -> bool:
         words.pop()
         while words and (words[-1] in _PART_OF or words[-1] in _TIME_LEADS):
             words.pop()
-    return len(words) <= _ARRANGED_REACH and not any(w in _NOT_ARRANGED for w in words)
+    # "for" before a bare noun is the act's purpose ("meeting Sarah for coffee"), before "the"/"a" a thing
+    return len(words) <= _ARRANGED_REACH and not any(
+        w in _NOT_ARRANGED and not (w == "for" and words[at + 1:at + 2] and words[at + 1] not in _DETERMINERS)
+        for at, w in enumerate(words))
 
 
 _SUBJECTS = frozenset({"i", "we", "you", "they", "he", "she"})
+_OWNERS = frozenset({"the", "my", "our", "your", "his", "her", "their"})  # before a noun subject
+# after "have" these make a perfect or a need ("we have been", "I have never"), not a thing arranged
+_NOT_HELD = frozenset({"been", "had", "got", "gotten", "ever", "always", "not", "just", "to"})
 # adverbs that may stand in a progressive of an arrangement ("we're also flying"); not "still" or
 # "finally", which make it an ongoing state ("I'm still healing after the surgery in April")
 _ING_ADVERBS = frozenset({"also", "really", "actually", "definitely", "probably", "all", "both", "just", "only",
@@ -200,6 +206,9 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
         return "be"
     if low in _SCHEDULED and _timetable(tokens, index, first, after):
         return "timetable"
+    if low in ("have", "has") and before in _SUBJECTS and not (after in _NOT_HELD or after in _PERFECT_PARTICIPLES
+                                                               or lx.past_form(after)):
+        return "progressive"  # "we have a team dinner on Thursday": held like an arrangement
     if low in _FUTURE_WORDS or low.endswith("'ll"):
         return "future"
     if low == "going" and after == "to":  # "been going to pottery" is a habit; "was going to" a plan that fell
@@ -229,6 +238,6 @@ def _progressive(tokens: list[Token], index: int, first: int) -> bool:
     be = tokens[at].low.replace("\u2019", "'")
     if be in ("i'm", "we're", "you're", "they're", "he's", "she's"):
         return True
-    if be in ("am", "are", "is"):
-        return at > first and tokens[at - 1].low in _SUBJECTS
+    if be in ("am", "are", "is"):  # "we are flying", "the plumber is coming", "my parents are visiting"
+        return at > first and (tokens[at - 1].low in _SUBJECTS or at - 1 > first and tokens[at - 2].low in _OWNERS)
     return be in _SUBJECTS and at > first and tokens[at - 1].low in ("am", "are", "is")

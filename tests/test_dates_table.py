@@ -522,6 +522,12 @@ TABLE = [
     (WED, "So I'm sitting there on Monday and my boss walks in.", UNCLEAR),
     (WED, "We're celebrating our anniversary on Saturday and my parents are coming.", "2024-05-18"),
     (WED, "I'm having surgery on the 21st.", "2024-05-21"),
+    (WED, "I'm meeting Sarah for coffee on Friday.", "2024-05-17"),  # "for" before a bare noun: a purpose
+    (WED, "I'm saving for the trip in March.", "2024-03-01..2024-03-31"),  # "for the trip": the trip's time
+    (WED, "The plumber is coming Thursday morning.", "2024-05-16"),  # a noun subject arranges too
+    (WED, "We have a team dinner on Thursday.", "2024-05-16"),  # a present "have": held like an arrangement
+    (WED, "She has a recital on Friday.", "2024-05-17"),
+    (WED, "I have photos from Saturday.", UNCLEAR),
     (WED, "Our flight got cancelled due to the storm on Friday.", "2024-05-10"),  # "due to" is no timetable
     (WED, "My paper was due on Friday and I finished it at 3am.", "2024-05-10"),  # "was" speaks
     (WED, "Rent is due on the 1st.", "2024-06-01"),
