@@ -41,7 +41,7 @@ RULES = """\
   Sarah for coffee on Friday"), "on", "from", "about" or "since" ("the pics of our trip in March"),
   nor a time before it or an "and" after it opening a simple present of the third person ("I'm
   walking the dog on Sunday and she bolts"): a story told in the present. A timetable's present
-  with a subject ("the flight departs", "my lease ends", "rent is due") is future; not a plural
+  with a subject ("the flight departs", "my lease ends", "rent is due", "we leave") is future; not a plural
   noun ("the leaves", "took turns"), "due to" or "was due"; a past form as near wins ("the
   flight departs on the 2nd but we flew on the 3rd": the 2nd was).
   A present "is"/"are" right before the time ("my interview is on Tuesday", "the concert is in

@@ -105,6 +105,8 @@ def _arranged(between: list[Token]) -> bool:
 
 _SUBJECTS = frozenset({"i", "we", "you", "they", "he", "she"})
 _OWNERS = frozenset({"the", "my", "our", "your", "his", "her", "their"})  # before a noun subject
+# "I leave on Friday", "we arrive on the 3rd": a personal subject's timetable
+_SCHEDULED_BASE = frozenset({"leave", "depart", "start", "begin", "arrive", "land", "fly", "finish", "open", "close"})
 # after "have" these make a perfect or a need ("we have been", "I have never"), not a thing arranged
 _NOT_HELD = frozenset({"been", "had", "got", "gotten", "ever", "always", "not", "just", "to"})
 # adverbs that may stand in a progressive of an arrangement ("we're also flying"); not "still" or
@@ -204,7 +206,8 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
         return "prospective"  # "we had planned to leave on Friday", "I was hoping to"
     if low in ("is", "are", "isn't", "aren't") and index > first and before not in _NO_SCHEDULE:
         return "be"
-    if low in _SCHEDULED and _timetable(tokens, index, first, after):
+    if low in _SCHEDULED and _timetable(tokens, index, first, after) or low in _SCHEDULED_BASE and before in \
+            ("i", "we", "you", "they") and after != "to" and not after.endswith("ing"):
         return "timetable"
     if low in ("have", "has") and before in _SUBJECTS and not (after in _NOT_HELD or after in _PERFECT_PARTICIPLES
                                                                or lx.past_form(after)):

@@ -546,6 +546,9 @@ TABLE = [
     (WED, "It's raining like it did in March.", "2024-03-01..2024-03-31"),
     (WED, "Your flight departs on May 28 at 7:40.", "2024-05-28"),  # a timetable's present
     (WED, "My lease ends in August.", "2024-08-01..2024-08-31"),
+    (WED, "In three days we leave for Spain.", "2024-05-18"),  # a personal subject's timetable
+    (WED, "I start at the new place on the 3rd.", "2024-06-03"),
+    (WED, "We start to pack on Friday.", UNCLEAR),  # "start to": no timetable
     (WED, "The flight departs on the 2nd but we flew out a day late.", "2024-05-02"),  # a past as near wins
     (WED, "My interview is on Tuesday, wish me luck!", "2024-05-21"),  # "is" before the time: a schedule
     (WED, "The concert is in August.", "2024-08-01..2024-08-31"),
