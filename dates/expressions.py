@@ -87,7 +87,7 @@ class _Scanner:
         self.c = TokenCursor(self.tokens, today, standalone=standalone, now=now)
         self.nested = False  # reading the stated day of a relation or the end of a range: no deeper
         self.matchers: tuple[Callable[[int], Hit | None], ...] = (
-            self._part, self._numeric, self._day_word, self._ago, self._qualified, self._the, self._date,
+            self._part, self._day_word, self._ago, self._qualified, self._the, self._date,
             self._weekday, self._vague, self._season, self._range, self._nth_of_month, self._holiday, self._span,
             self._present)
 
@@ -156,35 +156,14 @@ class _Scanner:
         return parts.part_of(self.c, index, lambda at: self._anchor(at, days=False)) or parts.rest_of(self.c, index)
 
     def _span(self, index: int) -> Hit | None:
-        """Quarters, decades, "in '22", "13.05.2024" and "on 5/13": ``spans``."""
+        """Quarters, decades, "in '22", "13.05.2024", "on 5/13", ISO and d/m/y dates: ``spans``."""
         return spans.quarter(self.c, index) or spans.decade(self.c, index) or spans.dotted(self.c, index) \
-            or spans.slash_day(self.c, index, DAY_MONTH_ORDER) or spans.short_year(self.c, index)
+            or spans.slash_day(self.c, index, DAY_MONTH_ORDER) or spans.short_year(self.c, index) \
+            or spans.numeric(self.c, index, DAY_MONTH_ORDER)
 
     def _present(self, index: int) -> Hit | None:
         """Words for the moment of speaking ("right now", "currently", "I've just moved"): ``present``."""
         return present.now(self.c, index)
-
-    def _numeric(self, index: int) -> Hit | None:
-        """ISO dates and months, and d/m/y or m/d/y dates when one part is over 12."""
-        low = self.c.low(index)
-        try:
-            if len(low) == 10 and low[4] == "-" and low[7] == "-":
-                day = date(int(low[:4]), int(low[5:7]), int(low[8:]))
-                return Hit(index + 1, *iv.day_span(day), "day")
-            if len(low) == 7 and low[4] == "-":
-                return Hit(index + 1, *iv.month_span(int(low[:4]), int(low[5:])), "month")
-            if low.count("/") == 2:
-                first, second, year_text = (int(part) for part in low.split("/"))
-                year = year_text + 2000 if year_text < 100 else year_text
-                if year < 1000:
-                    return None
-                if first <= 12 and second <= 12 and first != second:
-                    return Hit(index + 1, reason=DAY_MONTH_ORDER)
-                month, day_of_month = (second, first) if first > 12 else (first, second)
-                return Hit(index + 1, *iv.day_span(date(year, month, day_of_month)), "day")
-        except ValueError:
-            return None
-        return None
 
     def _day_word(self, index: int) -> Hit | None:
         """today/tonight/yesterday/tomorrow (+ morning...), the day before yesterday / after tomorrow."""

@@ -1,4 +1,4 @@
-"""Quarters, decades, years by two digits, and days written with dots or without a year.
+"""Quarters, decades, years by two digits, ISO and numeric dates, and days written with dots or without a year.
 
 - A quarter is three months from January, April, July or October: "Q3 2023", "Q1 of last year",
   "the second quarter of 2022", "last/this/next quarter". Without a year it is the latest one
@@ -11,6 +11,7 @@
   years. A year ending in 00 may name a century ("the 1900s"), so it is refused with the reason,
   unless that century is still under way ("the 2000s", "the early 2000s": the decade).
 - "in '22", "class of '98": a year by its last two digits after a lead word, the latest such year.
+- "2024-05-13" and "2024-05" are ISO; "13/5/2024" is a day only when one part is over 12.
 - "13.05.2024" is day-first (no English writer puts the month first with dots); a two-digit year
   needs two-digit days and months ("13.05.24"), since "4.12.10" is more often a version. "on 5/13" takes
   its year like "May 13": a slash pair needs a lead word ("on", "by", "since"...) because "5/13
@@ -163,3 +164,26 @@ def slash_day(c: TokenCursor, index: int, ambiguous: str) -> Hit | None:
         return None
     found = iv.day_month_date(c.today, month, day, forward=c.tense(at, at + 3) == "future")
     return c.day_hit(at + 3, found) if found else None
+
+
+def numeric(c: TokenCursor, index: int, ambiguous: str) -> Hit | None:
+    """ISO dates and months ("2024-05-13", "2024-05"), and d/m/y or m/d/y dates when one part is over 12
+    (``ambiguous`` is the reason when both could be the month)."""
+    low = c.low(index)
+    try:
+        if len(low) == 10 and low[4] == "-" and low[7] == "-":
+            return c.day_hit(index + 1, date(int(low[:4]), int(low[5:7]), int(low[8:])))
+        if len(low) == 7 and low[4] == "-":
+            return Hit(index + 1, *iv.month_span(int(low[:4]), int(low[5:])), "month")
+        if low.count("/") == 2:
+            first, second, year_text = (int(part) for part in low.split("/"))
+            year = year_text + 2000 if year_text < 100 else year_text
+            if year < 1000:
+                return None
+            if first <= 12 and second <= 12 and first != second:
+                return Hit(index + 1, reason=ambiguous)
+            month, day = (second, first) if first > 12 else (first, second)
+            return c.day_hit(index + 1, date(year, month, day))
+    except ValueError:
+        return None
+    return None
