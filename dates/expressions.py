@@ -400,7 +400,7 @@ class _Scanner:
 
     def _names_time(self, at: int) -> bool:
         """Whether the token at ``at`` is a unit, weekday or month ("the Friday before last week")."""
-        return self.c.low(at) in lx.UNITS or self.c.weekday_at(at, abbreviations=False) is not None or \
+        return self.c.base(at) in lx.UNITS or self.c.weekday_at(at, abbreviations=False) is not None or \
             self.c.month_at(at) is not None
 
     def _rolling(self, index: int, at: int) -> Hit | None:
@@ -512,6 +512,11 @@ class _Scanner:
         week = written.week_named(self.c, stop)
         if week is not None:  # "Tuesday (of) last week"
             return self._day_of_week(week[1], week[0], weekday)
+        relation = (self.c.low(stop), self.c.low(stop + 1))
+        if relation in (("before", "last"), ("after", "next")) and not self._names_time(stop + 2):
+            day = iv.weekday_before(self.c.today, weekday) if relation[0] == "before" else \
+                iv.weekday_after(self.c.today, weekday)  # "Monday before last": the one before last Monday
+            return self.c.day_hit(stop + 2, day + iv.WEEK * (1 if relation[0] == "after" else -1))
         nth = written.nth_after(self.c, stop)
         stop += 2 if nth is not None else 0  # "Tuesday the 7th": the nearest 7th that is a Tuesday
         tense = self.c.tense(at, stop)

@@ -101,7 +101,7 @@ RULES = """\
   "the week before" with no time before it) stay unresolved with a reason, as do counts past the
   bounds (3660 days, 520 weeks or weekends, 1200 months, 200 years). Numeric dates like 3/4/2023
   are unresolved unless one part is > 12. A day past the calendar's ends (year 1, 9999) claims nothing.
-- "the <weekday> before last" ("after next") is the one before the last such weekday (after the
+- "(the) <weekday> before last" ("after next") is the one before the last such weekday (after the
   next); "N <weekday>s ago" the Nth such day strictly before; a fortnight is two weeks; "half a
   year ago" six months back.
 - "the first/second/third/fourth/last week of <month>" is days 1-7, 8-14, 15-21, 22-28 or the

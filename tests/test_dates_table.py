@@ -616,6 +616,8 @@ TABLE = [
     (WED, "By Friday I was exhausted.", "2024-05-10"),
     (WED, "I was in Paris on 5/13.", "2024-05-13"),  # a full stop closing the sentence is no decimal
     (WED, "I'm off until Friday. Now that's settled, who's bringing snacks?", "2024-05-17"),  # not its "now"
+    (WED, "Monday before last I had a job interview.", "2024-05-06"),  # as "the Monday before last"
+    (WED, "We fly out Friday after next.", "2024-05-24"),
 ]
 
 
@@ -655,6 +657,7 @@ def test_the_table_is_large_and_has_no_duplicate_rows():
     ("we met May 15-13", ["May 15"]),  # a run ends after it begins
     ("we went there on the weekend of the 4th", []),  # not last weekend: "the 4th" alone names no day
     ("the 5th Monday of May", ["Monday", "of May"]),  # a month has four sure weekdays of each name
+    ("I saw him Monday before last week's game", ["Monday", "last week's"]),  # "last week" is a time of its own
 ])
 def test_a_relation_or_range_that_does_not_hold_leaves_its_parts(text, expressions):
     found = resolve_occurrences(text, datetime.fromisoformat(WED).replace(hour=15, tzinfo=UTC))
