@@ -18,6 +18,7 @@ _PLURAL_PARTS = frozenset(part + "s" for part in lx.PARTS_OF_DAY)
 STORY_REACH = 60  # tokens before a sentence read for a past cue of the story it continues
 # A tag closing a statement: ", right?", ", hasn't it?", ", didn't you?"
 _TAG_WORDS = frozenset({"right", "yeah", "yes", "no", "eh", "huh", "correct", "innit", "ok", "okay"})
+_CLAUSE_VERBS = frozenset({"is", "was", "will", "'s", "falls", "fell"})  # after a time: it is a clause's subject
 _WH = frozenset({"what", "when", "where", "who", "why", "how", "which"})
 _TAG_SUBJECTS = frozenset({"it", "you", "we", "they", "he", "she", "i", "there", "that"})
 _TAG_VERBS = frozenset({"is", "isn't", "was", "wasn't", "are", "aren't", "were", "weren't", "has", "hasn't", "have",
@@ -95,14 +96,15 @@ class TokenCursor:
         bound with no tense cue ("I'm off until Monday", "I need it by Friday") lies ahead: a state
         lasting from now, or a deadline; not in a story told in the past ("We arrived Monday. In Rome
         until Friday") nor beside a "now" that ends it ("Austin until March, now Denver"). A time
-        after "since" never lies ahead: a future cue there
-        ("he leaves his shoes everywhere since March") is some other use of the word, so unclear."""
+        after "since" (or "since the") lies behind, whatever the cues ("he leaves his shoes everywhere
+        since March"), unless a verb follows it ("since Monday is a holiday" gives a reason)."""
         first, last = self.sentences[self.tokens[begin].sentence]
         tense = sentence_tense(self.tokens, first, last, begin, min(end or begin + 1, last))
-        if tense == "future" and "since" in (self.low(begin - 1), self.low(begin)):
-            return "unclear"
+        lead = self.low(begin - 1 - (self.low(begin - 1) == "the"))  # "since (the) 3rd"
+        if "since" in (lead, self.low(begin)) and self.low(min(end or begin + 1, last)) not in _CLAUSE_VERBS:
+            return "past"  # not "since Monday is a holiday", where "since" gives a reason
         near = self.tokens[max(first, begin - lx.CUE_REACH):min(last, begin + lx.CUE_REACH)]  # its sentence only
-        if tense == "unclear" and not self.standalone and self.low(begin - 1) in ("until", "till", "by") \
+        if tense == "unclear" and not self.standalone and lead in ("until", "till", "by") \
                 and not self._told_in_past(first) and "now" not in (t.low for t in near):
             return "future"
         return "past" if tense == "unclear" and self.standalone else tense

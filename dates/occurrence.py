@@ -55,7 +55,7 @@ RULES = """\
   An -ed word or a participle after a present "be" ("the shop is closed", "it's meant to") is a
   state, no past cue. A time after "until", "till" or "by" in a sentence with no cue lies ahead
   ("I'm off until Monday"), unless the sentences before tell a past story or a "now" ends it; a
-  time after "since" never lies ahead.
+  time after "since" lies behind (not "since Monday is a holiday", a reason).
 - A month without a year resolves to the most recent such month not after the observation
   month, or to the next one not before it when the nearest tense cue is future. A day and
   month without a year follow the same rule at day precision.

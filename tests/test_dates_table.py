@@ -616,6 +616,8 @@ TABLE = [
     (WED, "By Friday I was exhausted.", "2024-05-10"),
     (WED, "I was in Paris on 5/13.", "2024-05-13"),  # a full stop closing the sentence is no decimal
     (WED, "I'm off until Friday. Now that's settled, who's bringing snacks?", "2024-05-17"),  # not its "now"
+    (WED, "I have a cold since Monday.", "2024-05-13"),  # a time after "since" lies behind
+    (WED, "Since Monday is a holiday, the office is closed.", UNCLEAR),  # a reason, not a start
     (WED, "Monday before last I had a job interview.", "2024-05-06"),  # as "the Monday before last"
     (WED, "We fly out Friday after next.", "2024-05-24"),
 ]
