@@ -27,6 +27,7 @@ DAY_MONTH_ORDER = "day/month order ambiguous"
 _CONTEXT = lx.MONTH_CONTEXT | lx.YEAR_CONTEXT
 _NOT_FROM_NOW = frozenset({"had", "hadn't", "hasn't", "haven't", "not", "never"})  # "it hasn't been a week since"
 _SINGULAR = frozenset({"week", "month", "year"})
+_DAY_LEADS = frozenset({"on", "by", "until", "till", "since"})  # "by the 20th": a bare ordinal needs one
 MAX_COUNT = {"day": 3660, "week": 520, "weekend": 520, "month": 1200, "year": 200}
 _TRIGGERS = frozenset(
     {"today", "tonight", "yesterday", "tomorrow", "the", "day", "last", "past", "this", "next", "on", "a", "an",
@@ -443,7 +444,8 @@ class _Scanner:
             after = at + 2 if self.c.low(at + 1) == "," else at + 1
             dated = self._written_date(after, context=False)
             return dated if dated is not None and dated.first is not None else None
-        return self._written_date(at, context=context or self.c.standalone or self.nested, on=self.c.low(index) == "on")
+        context = context or self.c.standalone or self.nested
+        return self._written_date(at, context=context, on=self.c.low(index) in _DAY_LEADS)
 
     def _written_date(self, at: int, *, context: bool, on: bool = False) -> Hit | None:
         start_the = self.c.low(at) == "the"

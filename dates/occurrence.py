@@ -33,7 +33,8 @@ RULES = """\
 - A weekday with no last/this/next ("on Friday") follows the tense of its sentence, read from
   the tense cue nearest to it (went, -ed, was / will, 'll, going to, plan, next...): past ->
   the nearest one strictly before, future -> strictly after; no cue or a tie -> unresolved.
-  "on the 15th" follows the same rule; an ordinal counting a noun ("on the 4th floor") is no day.
+  "on (by, until, since) the 15th" follows the same rule; an ordinal counting a noun ("on the 4th
+  floor") is no day.
   A present progressive ("I'm moving in March", "are you coming on Friday?", "the plumber is
   coming Monday") or a present "have" ("we have a dinner on Thursday") is an arrangement, so
   future, when the time follows it in its clause with at most its object between; not after

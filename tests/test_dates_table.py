@@ -617,6 +617,9 @@ TABLE = [
     (WED, "I was in Paris on 5/13.", "2024-05-13"),  # a full stop closing the sentence is no decimal
     (WED, "I'm off until Friday. Now that's settled, who's bringing snacks?", "2024-05-17"),  # not its "now"
     (WED, "I have a cold since Monday.", "2024-05-13"),  # a time after "since" lies behind
+    (WED, "I have to submit it by the 20th.", "2024-05-20"),  # a bare ordinal after a bound is a day
+    (WED, "I'm off until the 24th.", "2024-05-24"),
+    (WED, "She's been staying with us since the 3rd.", "2024-05-03"),
     (WED, "Since Monday is a holiday, the office is closed.", UNCLEAR),  # a reason, not a start
     (WED, "Monday before last I had a job interview.", "2024-05-06"),  # as "the Monday before last"
     (WED, "We fly out Friday after next.", "2024-05-24"),
@@ -745,6 +748,8 @@ def test_a_relation_or_range_that_does_not_hold_leaves_its_parts(text, expressio
     ("upgrade on 5/13.2 now", []),
     ("We live on the 4th floor.", []),  # an ordinal counting a noun is no day of a month
     ("I passed on the 2nd try.", []),
+    ("By the 3rd time I was bored.", []),
+    ("She's played since the 2nd grade.", []),
     ("On the 3rd day of the trip we rested.", []),
 ])
 def test_words_that_name_no_date_here_claim_nothing(text, expressions):
