@@ -21,6 +21,12 @@ future, means the reference was not the story's time, and the reason stays; so d
 that is what something is about, not when the story happens (``_topic``). With no reference,
 "the previous Monday" is the last Monday before the observation day; anything else keeps its
 reason.
+
+A month alone ("In 2022 we lived in Denver. In March we moved": March 2022) takes the year of the
+time just before it when that time lies within one year; a day of the month alone ("the first
+week of April, then on the 10th") the month of a time within one month, or of a single day before
+it ("on April 3 ... on the 5th"). Not when the result lies ahead in a sentence not about the
+future, or behind in one that is.
 """
 from __future__ import annotations
 
@@ -45,6 +51,7 @@ _TIME_OF = lx.PARTS_OF_DAY | {"day", "week", "weekend", "month", "year", "summer
                               "end", "beginning", "start", "middle", "rest", "the", "first", "second", "third",
                               "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"}
 _PRESENT = frozenset({"is", "are", "am", "isn't", "aren't"})
+_BARE_LEADS = lx.MONTH_CONTEXT | {"on", "back", "the", "in"}
 _PLAN = re.compile(r"\b(?:to|for|planned|agreed|promised|booked|scheduled)\b", re.IGNORECASE)
 
 
@@ -60,6 +67,8 @@ def resolve(text: str, found: Sequence[Occurrence], today: date) -> list[Occurre
                 or occ
         elif occ.unresolved == NO_REFERENCE and (alone := _alone(text, occ, today)) is not None:
             occ, guessed = alone, True
+        elif near is not None and near.start is not None and near.end is not None and (bare := _bare(occ)):
+            occ = _in_context(text, occ, bare, near.start.date(), near.end.date() - iv.DAY, today) or occ
         out.append(occ)
     return out
 
@@ -88,6 +97,43 @@ def _counted(text: str, occ: Occurrence, reference: Occurrence, today: date) -> 
         if (hit.first > today and tense != "future" and not planned) or (tense == "future" and hit.end <= today):
             return None
     return Occurrence(occ.expression, occ.span, *iv.utc_bounds(hit.first, hit.end), hit.granularity)
+
+
+def _bare(occ: Occurrence) -> tuple[str, int] | None:
+    """``("month", m)`` for a month alone ("in March"), ``("day", d)`` for a day of the month alone ("on the
+    10th", resolved or left to an unclear tense), else None."""
+    if not occ.resolved and occ.unresolved != lx.UNCLEAR_TENSE:
+        return None
+    words = [t for t in lx.tokenize(occ.expression) if t.low not in _BARE_LEADS]
+    low = words[0].low if len(words) == 1 else ""
+    if low in lx.MONTHS and occ.resolved:
+        return "month", lx.MONTHS[low]
+    day = lx.day_number(words[0]) if low[-2:] in ("st", "nd", "rd", "th") else None
+    return ("day", day) if day is not None else None
+
+
+def _in_context(text: str, occ: Occurrence, bare: tuple[str, int], first: date, last: date,
+                today: date) -> Occurrence | None:
+    """``occ`` read in the year (month) of the time ``first..last`` just before it: a month alone takes the
+    year of a time within one year, a day alone the month of a time within one month (a single day only
+    when it comes before that day: "on April 3 ... on the 5th"). Not against its sentence's tense."""
+    kind, number = bare
+    try:
+        if kind == "month" and first.year == last.year:
+            start, end = iv.month_span(first.year, number)
+        elif kind == "day" and (first.year, first.month) == (last.year, last.month) and \
+                (first != last or number > first.day):
+            start, end = iv.day_span(first.replace(day=number))
+        else:
+            return None
+    except ValueError:  # "the 31st" of a shorter month
+        return None
+    left, right = _sentence_around(text, occ.span)
+    tense = _tense(left, occ.expression, right)
+    if (start, end) == (occ.start and occ.start.date(), occ.end and occ.end.date()) or \
+            (end > today + iv.DAY and tense != "future") or (start <= today and tense == "future"):
+        return None
+    return Occurrence(occ.expression, occ.span, *iv.utc_bounds(start, end), "month" if kind == "month" else "day")
 
 
 def _topic(text: str, reference: Occurrence, occ: Occurrence, today: date) -> bool:

@@ -59,7 +59,9 @@ RULES = """\
   time after "since" lies behind (not "since Monday is a holiday", a reason).
 - A month without a year resolves to the most recent such month not after the observation
   month, or to the next one not before it when the nearest tense cue is future. A day and
-  month without a year follow the same rule at day precision.
+  month without a year follow the same rule at day precision. A month alone takes the year of
+  the time just before it that lies within one year ("In 2022 we lived in Denver. In March we
+  moved"), a day alone ("on the 10th") the month of one within one month; not against the tense.
 - "for N units now" (an ongoing state) resolves to its start, like "N units ago"; so does "it's been N
   units since" (not "it had been", which counts from another past, nor a negation, a question, or
   "since" a stated time: "it's been two years since Christmas 2021" is Christmas 2021). A decimal

@@ -227,6 +227,28 @@ def test_an_offset_counts_from_the_time_stated_before_it(text, expected):
         date.fromisoformat(first), date.fromisoformat(last or first))
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    # a month alone takes the year of the time just before it, a day alone its month (observed Wed 2024-05-15)
+    ("In 2022 we lived in Denver. In March we moved to Austin.", "2022-03-01..2022-03-31"),
+    ("We met on June 3, 2019. In August we got engaged.", "2019-08-01..2019-08-31"),
+    ("In 2025 we'll move to Spain. In March we'll look for a flat.", "2025-03-01..2025-03-31"),
+    ("I was in Spain the first week of April, then on the 10th I flew to Berlin.", "2024-04-10"),
+    ("The conference is in July. I arrive on the 2nd.", "2024-07-02"),
+    ("On April 3 we landed and on the 5th we drove to the coast.", "2024-04-05"),
+    ("In April we went to Italy, and on the 3rd we saw Rome.", "2024-04-03"),
+    # another reading keeps its own: a later month in a past sentence, a day before the one stated
+    ("Last month I was in Rome; in December I was in Paris.", "2023-12-01..2023-12-31"),
+    ("We flew back on April 28 and on the 2nd I started work.", "2024-05-02"),
+    ("In 2022 we lived in Denver. Last week I was there. In March we moved.", "2024-03-01..2024-03-31"),
+])
+def test_a_bare_month_or_day_takes_its_year_or_month_from_the_time_before_it(text, expected):
+    last = resolve_occurrences(text, observed("2024-05-15"))[-1]
+    first, _, final = expected.partition("..")
+    assert last.start is not None and last.end is not None, last.to_dict()
+    assert (last.start.date(), last.end.date() - timedelta(days=1)) == (
+        date.fromisoformat(first), date.fromisoformat(final or first))
+
+
 @pytest.mark.parametrize(("text", "expressions"), [
     ("I just got back on May 3.", ["on May 3"]),  # the clause says when: "just" adds nothing
     ("I just got back from Rome the other day", ["the other day"]),
