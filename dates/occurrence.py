@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any
 
-from . import anaphora, present
+from . import anaphora, present, stories
 from . import intervals as iv
 from . import lexicon as lx
 from .expressions import Occurrence, find_expressions
@@ -128,6 +128,8 @@ RULES = """\
   "the"), the latest such one begun; early/mid/late take its first four, middle three or last three
   years; "the 1900s" (a century that has ended) stays unresolved. "13.05.2024" is day-first; "on
   5/13" (a lead word is needed) follows the day-and-month rule.
+- A time after "in the book/film/movie/show/story..." and a comma or a clause's subject, in that
+  sentence, is the plot's, not the calendar's: unresolved ("in the book the hero leaves on the 3rd").
 - Only the first MAX_SCAN_CHARS characters of a message are read.
 """
 
@@ -140,7 +142,7 @@ def resolve_occurrences(text: str, observed_at: datetime | int | float, *, limit
     head = text[:max(0, min(int(max_chars), MAX_SCAN_CHARS))] if isinstance(text, str) else ""
     # the post-passes may drop "just" claims: read a few more than asked, then cut
     found = find_expressions(head, now.date(), limit=None if limit is None else 2 * limit + 2, now=now)
-    return anaphora.resolve(head, _settled(head, found, now.date()), now.date())[:limit]
+    return stories.plot_times(head, anaphora.resolve(head, _settled(head, found, now.date()), now.date()))[:limit]
 
 
 def _settled(text: str, found: list[Occurrence], today: date) -> list[Occurrence]:

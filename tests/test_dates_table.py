@@ -22,6 +22,7 @@ SAT = "2022-10-15"  # a Saturday; ISO week 2022-10-10..2022-10-16
 LEAP = "2024-03-01"  # a Friday, the day after 29 February
 MOVABLE = "unresolvable: holiday whose date moves with the year or the country"
 UNCLEAR = "unresolvable: weekday or day without last/this/next and unclear tense"
+PLOT = "unresolvable: time inside a story (a book, film or show)"
 
 TABLE = [
     # -- words for days --------------------------------------------------------------------
@@ -573,6 +574,11 @@ TABLE = [
     (WED, "I wish I'd gone to the game on Saturday.", "2024-05-11"),
     (WED, "I'm taking the first week of June off.", "2024-06-01..2024-06-07"),  # "of June" is the week's month
     (WED, "We went to the beach in March.", "2024-03-01..2024-03-31"),
+    # -- a time inside a work of fiction is the plot's ----------------------------------------------------
+    (WED, "In the book the hero leaves on the 3rd.", PLOT),
+    (WED, "In the movie, they get married in June.", PLOT),
+    (WED, "We discussed it in the book club on Monday.", "2024-05-13"),  # a place, not a frame
+    (WED, "I saw it in the movie theater on Friday.", "2024-05-10"),
     # -- a modal before a plain verb points ahead, before "have" back ----------------------------------------
     (WED, "I might see them on Saturday.", "2024-05-18"),
     (WED, "Can you pick me up from the station on Monday?", "2024-05-20"),

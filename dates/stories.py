@@ -1,0 +1,29 @@
+"""Times inside a work of fiction: "in the book the hero leaves on the 3rd" is a day of the plot.
+
+A sentence framed by "in (on) the book/novel/film/movie/show/series/episode/story/play/game"
+followed by a comma or the start of a clause ("in the movie, she...", "in the book the hero...")
+tells what happens in that work, so the times after the frame in that sentence are the plot's, not
+the calendar's: unresolved with a reason. "in the book club", "in the movie theater" are places.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from . import lexicon as lx
+from .expressions import Occurrence
+
+PLOT_TIME = "time inside a story (a book, film or show)"
+_FRAME = re.compile(
+    r"\b(?:in|on) (?:the|that|this) (?:book|novel|film|movie|show|series|episode|story|play|game|sequel)"
+    r"(?:,| (?:the|a|an|he|she|they|it|his|her|their|everyone|nobody|someone)\b)", re.IGNORECASE)
+
+
+def plot_times(text: str, found: list[Occurrence]) -> list[Occurrence]:
+    """``found`` with each time that follows a fiction frame in its sentence unresolved as the plot's."""
+    def framed(occ: Occurrence) -> bool:
+        start = max((m.end() for m in lx.SENTENCE_BREAK.finditer(text, 0, occ.span[0])), default=0)
+        return _FRAME.search(text, start, occ.span[0]) is not None
+
+    return [replace(occ, start=None, end=None, granularity=None, unresolved=PLOT_TIME) if framed(occ) else occ
+            for occ in found]
