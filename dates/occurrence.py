@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any
 
-from . import anaphora, present, stories
+from . import anaphora, corrections, present, stories
 from . import intervals as iv
 from . import lexicon as lx
 from .expressions import Occurrence, find_expressions
@@ -130,6 +130,8 @@ RULES = """\
   5/13" (a lead word is needed) follows the day-and-month rule.
 - A time after "in the book/film/movie/show/story..." and a comma or a clause's subject, in that
   sentence, is the plot's, not the calendar's: unresolved ("in the book the hero leaves on the 3rd").
+- A time the speaker takes back ("on Thursday, no wait, Friday", "it wasn't last week, it was two
+  weeks ago": only correction words between them) is unresolved; the later one stands.
 - Only the first MAX_SCAN_CHARS characters of a message are read.
 """
 
@@ -142,7 +144,8 @@ def resolve_occurrences(text: str, observed_at: datetime | int | float, *, limit
     head = text[:max(0, min(int(max_chars), MAX_SCAN_CHARS))] if isinstance(text, str) else ""
     # the post-passes may drop "just" claims: read a few more than asked, then cut
     found = find_expressions(head, now.date(), limit=None if limit is None else 2 * limit + 2, now=now)
-    return stories.plot_times(head, anaphora.resolve(head, _settled(head, found, now.date()), now.date()))[:limit]
+    found = anaphora.resolve(head, _settled(head, found, now.date()), now.date())
+    return corrections.taken_back(head, stories.plot_times(head, found))[:limit]
 
 
 def _settled(text: str, found: list[Occurrence], today: date) -> list[Occurrence]:

@@ -227,6 +227,23 @@ def test_an_offset_counts_from_the_time_stated_before_it(text, expected):
         date.fromisoformat(first), date.fromisoformat(last or first))
 
 
+@pytest.mark.parametrize(("text", "kept", "withdrawn"), [
+    ("We went on Thursday, no wait, it was Friday.", ["Friday"], ["on Thursday"]),
+    ("I saw her on Tuesday, sorry, I mean Monday.", ["Monday"], ["on Tuesday"]),
+    ("We met on Monday, or rather Tuesday night.", ["Tuesday night"], ["on Monday"]),
+    ("Actually it wasn't last week, it was two weeks ago.", ["two weeks ago"], ["last week"]),
+    ("No, it wasn't on Saturday, it was on Sunday.", ["on Sunday"], ["on Saturday"]),
+    # any other word between them keeps both
+    ("I went on Monday and actually had fun on Tuesday too.", ["on Monday", "on Tuesday"], []),
+    ("I worked on Monday and Tuesday.", ["on Monday", "Tuesday"], []),
+    ("It wasn't on Saturday. It was great on Sunday.", ["on Saturday", "on Sunday"], []),
+])
+def test_a_time_the_speaker_takes_back_is_withdrawn_and_the_later_one_stands(text, kept, withdrawn):
+    found = resolve_occurrences(text, observed("2024-05-15"))
+    assert [o.expression for o in found if o.resolved] == kept
+    assert [o.expression for o in found if o.unresolved == "taken back by the time after it"] == withdrawn
+
+
 @pytest.mark.parametrize(("text", "expected"), [
     # a month alone takes the year of the time just before it, a day alone its month (observed Wed 2024-05-15)
     ("In 2022 we lived in Denver. In March we moved to Austin.", "2022-03-01..2022-03-31"),
