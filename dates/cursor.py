@@ -19,6 +19,8 @@ STORY_REACH = 60  # tokens before a sentence read for a past cue of the story it
 # A tag closing a statement: ", right?", ", hasn't it?", ", didn't you?"
 _TAG_WORDS = frozenset({"right", "yeah", "yes", "no", "eh", "huh", "correct", "innit", "ok", "okay"})
 _CLAUSE_VERBS = frozenset({"is", "was", "will", "'s", "falls", "fell"})  # after a time: it is a clause's subject
+_FREQUENCY = frozenset({"always", "usually", "normally", "typically", "generally", "often", "sometimes", "every",
+                        "each"})
 _WH = frozenset({"what", "when", "where", "who", "why", "how", "which"})
 _TAG_SUBJECTS = frozenset({"it", "you", "we", "they", "he", "she", "i", "there", "that"})
 _TAG_VERBS = frozenset({"is", "isn't", "was", "wasn't", "are", "aren't", "were", "weren't", "has", "hasn't", "have",
@@ -108,6 +110,15 @@ class TokenCursor:
                 and not self._told_in_past(first) and "now" not in (t.low for t in near):
             return "future"
         return "past" if tense == "unclear" and self.standalone else tense
+
+    def habitual(self, index: int) -> bool:
+        """A frequency word ("always", "usually", "every") in the clause of token ``index`` (not past a
+        "but" or ";") with no past form in it: "in May we always plant tomatoes" is a habit."""
+        first, last = self.sentences[self.tokens[index].sentence]
+        lo = max([at + 1 for at in range(first, index) if self.low(at) in ("but", ";")] + [first, index - lx.CUE_REACH])
+        hi = min([at for at in range(index + 1, last) if self.low(at) in ("but", ";")] + [last, index + lx.CUE_REACH])
+        words = [self.low(at) for at in range(lo, hi)]
+        return any(w in _FREQUENCY for w in words) and not any(lx.past_form(w) for w in words)
 
     def _told_in_past(self, first: int) -> bool:
         """A past cue in the sentences just before token ``first`` (``STORY_REACH`` tokens): the

@@ -23,6 +23,7 @@ SEASON = "season (hemisphere-dependent)"
 NO_REFERENCE = "relative to an unstated reference"
 UNCLEAR_TENSE = lx.UNCLEAR_TENSE
 DAY_MONTH_ORDER = "day/month order ambiguous"
+HABIT = "a habit, not one time"
 
 _CONTEXT = lx.MONTH_CONTEXT | lx.YEAR_CONTEXT
 _NOT_FROM_NOW = frozenset({"had", "hadn't", "hasn't", "haven't", "not", "never"})  # "it hasn't been a week since"
@@ -491,6 +492,8 @@ class _Scanner:
                 return Hit(year_at + 2, *iv.month_span(year, month), "month")
             if context and self.c.low(at) in lx.MONTHS:
                 forward = self.c.tense(at) == "future"
+                if not (forward or self.nested or self.c.standalone) and self.c.habitual(at):
+                    return Hit(at + 1, reason=HABIT)  # "in May we always plant tomatoes"
                 year = iv.month_year(self.c.today, month, forward=forward, strict=False)
                 return Hit(at + 1, *iv.month_span(year, month), "month")
             return None

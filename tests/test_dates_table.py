@@ -574,6 +574,11 @@ TABLE = [
     (WED, "I wish I'd gone to the game on Saturday.", "2024-05-11"),
     (WED, "I'm taking the first week of June off.", "2024-06-01..2024-06-07"),  # "of June" is the week's month
     (WED, "We went to the beach in March.", "2024-03-01..2024-03-31"),
+    # -- a month in a clause with a frequency word and no past is a habit ------------------------------
+    (WED, "In May we always plant tomatoes.", "unresolvable: a habit, not one time"),
+    (WED, "Every year in June we go to the coast.", "unresolvable: a habit, not one time"),
+    (WED, "We always went to the lake in July.", "2023-07-01..2023-07-31"),  # a past form tells one time
+    (WED, "I often think about what happened in March.", "2024-03-01..2024-03-31"),
     # -- a time inside a work of fiction is the plot's ----------------------------------------------------
     (WED, "In the book the hero leaves on the 3rd.", PLOT),
     (WED, "In the movie, they get married in June.", PLOT),
