@@ -102,11 +102,18 @@ class TokenCursor:
         since March"), unless a verb follows it ("since Monday is a holiday" gives a reason)."""
         first, last = self.sentences[self.tokens[begin].sentence]
         tense = sentence_tense(self.tokens, first, last, begin, min(end or begin + 1, last))
-        lead = self.low(begin - 1 - (self.low(begin - 1) == "the"))  # "since (the) 3rd"
+        at = begin - 1  # the word before the time's own: "since (the) 3rd", "until June 30"
+        while at > first and at > begin - 4 and (self.low(at) in ("the", "of") or self.month_at(at) is not None
+                                                 or lx.day_number(self.tok(at)) is not None):
+            at -= 1
+        lead = self.low(at)
+        ranged = any(self.low(back) == "from" and (self.low(back + 1)[:1].isdigit() or self.month_at(back + 1)
+                                                  or self.weekday_at(back + 1, abbreviations=False) is not None)
+                     for back in range(max(first, at - 5), at))  # "from 3 June until 7 June": a run, no bound
         if "since" in (lead, self.low(begin)) and self.low(min(end or begin + 1, last)) not in _CLAUSE_VERBS:
             return "past"  # not "since Monday is a holiday", where "since" gives a reason
         near = self.tokens[max(first, begin - lx.CUE_REACH):min(last, begin + lx.CUE_REACH)]  # its sentence only
-        if tense == "unclear" and not self.standalone and lead in ("until", "till", "by") \
+        if tense == "unclear" and not self.standalone and lead in ("until", "till", "by") and not ranged \
                 and not self._told_in_past(first) and "now" not in (t.low for t in near):
             return "future"
         return "past" if tense == "unclear" and self.standalone else tense

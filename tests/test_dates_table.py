@@ -629,6 +629,8 @@ TABLE = [
     (WED, "I'm off until Friday. Now that's settled, who's bringing snacks?", "2024-05-17"),  # not its "now"
     (WED, "I have a cold since Monday.", "2024-05-13"),  # a time after "since" lies behind
     (WED, "I have to submit it by the 20th.", "2024-05-20"),  # a bare ordinal after a bound is a day
+    (WED, "The offer is valid until June 30.", "2024-06-30"),  # the bound's lead read past the date's words
+    (WED, "I need it by May 31.", "2024-05-31"),
     (WED, "I'm off until the 24th.", "2024-05-24"),
     (WED, "She's been staying with us since the 3rd.", "2024-05-03"),
     (WED, "Since Monday is a holiday, the office is closed.", UNCLEAR),  # a reason, not a start
