@@ -212,6 +212,8 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
     if low in ("have", "has") and before in _SUBJECTS and not (after in _NOT_HELD or after in _PERFECT_PARTICIPLES
                                                                or lx.past_form(after)):
         return "progressive"  # "we have a team dinner on Thursday": held like an arrangement
+    if low == "next" and (before == "the" or after == "to"):
+        return None  # "the next day" counts from the story's time, "next to" is a place
     if low in _FUTURE_WORDS or low.endswith("'ll"):
         return "future"
     if low == "going" and after == "to":  # "been going to pottery" is a habit; "was going to" a plan that fell

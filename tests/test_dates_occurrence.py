@@ -187,6 +187,7 @@ def test_ambiguous_expressions_stay_unresolved_with_a_reason(text, expression, r
     ("Last week was busy. The following week we went to Paris.", "2024-05-13..2024-05-19"),
     ("In March we went to Paris. The following month we went to Rome.", "2024-04-01..2024-04-30"),
     ("In 2020 I moved here. Two years later I bought a house.", "2022-01-01..2022-12-31"),
+    ("We got there on the 5th and the next day went surfing.", "2024-05-06"),  # "the next" is no future cue
     # no usable reference: the reason stays
     ("Yes. The next day was rough.", None),
     ("We met in March. Two days later we went out.", None),  # a day does not count from a month
