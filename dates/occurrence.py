@@ -49,8 +49,9 @@ RULES = """\
   August") states a schedule, so future; not after "today", "it", "date" ("today is the 15th").
   "would", "could" (and "I'd" before a plain verb) place a time after another past, so are unclear,
   except a wish ("I'd love to"); "been going to" is a habit; "was going to", "had planned" a plan
-  seen from the past. Such a plan is past when a clause after it joined by "but", "and" or "so"
-  says in the past how it went ("she said she would call on Monday but never did").
+  seen from the past ("going to the concert" is a motion). Such a plan is past when a clause after
+  it joined by "but", "and" or "so" says in the past how it went ("she said she would call on
+  Monday but never did").
   A modal before a plain verb ("might", "can", "should", "need to", "hope") points ahead when the
   time shares its clause and is no topic ("about Saturday"); before "have" it points back.
   An -ed word or a participle after a present "be" ("the shop is closed", "it's meant to") is a

@@ -216,7 +216,9 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
         return None  # "the next day" counts from the story's time, "next to" is a place
     if low in _FUTURE_WORDS or low.endswith("'ll"):
         return "future"
-    if low == "going" and after == "to":  # "been going to pottery" is a habit; "was going to" a plan that fell
+    going_to_verb = after == "to" and index + 2 < last and tokens[index + 2].low not in _DETERMINERS
+    if low == "going" and going_to_verb:  # not "going to the concert", a motion
+        # "been going to pottery" is a habit; "was going to" a plan seen from the past
         return None if before == "been" else "prospective" if before in ("was", "were") else "future"
     if low in ("would", "wouldn't", "could") or low.endswith("'d"):  # a time after another past
         if after in _WISH:

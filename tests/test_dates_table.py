@@ -524,6 +524,8 @@ TABLE = [
     (WED, "We're celebrating our anniversary on Saturday and my parents are coming.", "2024-05-18"),
     (WED, "I'm having surgery on the 21st.", "2024-05-21"),
     (WED, "I stood next to her on Sunday.", "2024-05-12"),  # "next to" is a place, no future
+    (WED, "Did you end up going to the concert on Saturday?", "2024-05-11"),  # "going to the ...": a motion
+    (WED, "Are you going to my party on Saturday?", "2024-05-18"),  # still an arrangement
     (WED, "I'm meeting Sarah for coffee on Friday.", "2024-05-17"),  # "for" before a bare noun: a purpose
     (WED, "I'm saving for the trip in March.", "2024-03-01..2024-03-31"),  # "for the trip": the trip's time
     (WED, "The plumber is coming Thursday morning.", "2024-05-16"),  # a noun subject arranges too
