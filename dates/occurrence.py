@@ -52,6 +52,7 @@ RULES = """\
   seen from the past ("going to the concert" is a motion). Such a plan is past when a clause after
   it joined by "but", "and" or "so" says in the past how it went ("she said she would call on
   Monday but never did").
+  "she quit", "it cost" (a plain form after "he", "she", "it" that a past shares) are past.
   A modal before a plain verb ("might", "can", "should", "need to", "hope") points ahead when the
   time shares its clause and is no topic ("about Saturday"); before "have" it points back.
   An -ed word or a participle after a present "be" ("the shop is closed", "it's meant to") is a

@@ -130,6 +130,9 @@ _BE_NOW = frozenset({"is", "are", "am", "i'm", "we're", "you're", "they're", "it
 _PERFECT_PARTICIPLES = frozenset({"already", "never", "gone", "done", "seen", "taken", "given", "eaten", "known",
                                   "written", "driven", "flown", "spoken", "broken", "chosen", "forgotten", "gotten",
                                   "fallen", "begun", "ridden"})  # "I'd gone", "she'd already left"
+# Verbs whose past is their plain form: after "he", "she", "it" they can only be past ("she quit on Tuesday")
+_SAME_IN_PAST = frozenset({"quit", "put", "cut", "set", "hit", "let", "shut", "hurt", "cost", "split", "spread", "bet",
+                           "burst", "upset", "read"})
 _WISH = frozenset({"like", "love", "prefer", "rather"})  # "I'd love to come on Saturday": a future wish
 _DETERMINERS = frozenset({"the", "my", "our", "your", "his", "her", "their", "its", "a", "an", "this", "that"})
 _TIMETABLE_SUBJECTS = frozenset({"it", "he", "she", "this", "that", "which"})
@@ -225,6 +228,8 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
             return "future"
         past = low.endswith("'d") and (lx.past_form(after) or after in _PERFECT_PARTICIPLES)
         return "past" if past else "prospective"
+    if low in _SAME_IN_PAST and before in ("he", "she", "it"):
+        return "past"  # "she quit", "it cost": a present would take -s
     if low.endswith("ing") and len(low) >= 5 and low not in _ING_NOW and _progressive(tokens, index, first):
         return "progressive"
     if not lx.past_form(low):

@@ -524,6 +524,9 @@ TABLE = [
     (WED, "We're celebrating our anniversary on Saturday and my parents are coming.", "2024-05-18"),
     (WED, "I'm having surgery on the 21st.", "2024-05-21"),
     (WED, "I stood next to her on Sunday.", "2024-05-12"),  # "next to" is a place, no future
+    (WED, "She quit her job on Tuesday without telling anyone.", "2024-05-14"),  # no -s: a past
+    (WED, "It cost us a fortune on Saturday.", "2024-05-11"),
+    (WED, "They quit on Tuesday.", UNCLEAR),  # a plural subject leaves the form open
     (WED, "Did you end up going to the concert on Saturday?", "2024-05-11"),  # "going to the ...": a motion
     (WED, "Are you going to my party on Saturday?", "2024-05-18"),  # still an arrangement
     (WED, "I'm meeting Sarah for coffee on Friday.", "2024-05-17"),  # "for" before a bare noun: a purpose
