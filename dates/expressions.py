@@ -466,6 +466,8 @@ class _Scanner:
                     return self.c.day_hit(month_at + 2, first.replace(day=day))
                 except ValueError:
                     return None
+            if [self.c.low(day_at + i) for i in (1, 2, 3)] in (["of", "every", "month"], ["of", "each", "month"]):
+                return Hit(day_at + 4, reason=HABIT)  # "on the 15th of every month"
             ordinal = not self.c.low(day_at).isdigit()
             if on and start_the and ordinal and self.c.low(day_at + 1) not in lx.NTH_NOUNS:  # not "the 4th floor"
                 tense = self.c.tense(day_at)

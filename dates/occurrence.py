@@ -65,7 +65,7 @@ RULES = """\
   the time just before it that lies within one year ("In 2022 we lived in Denver. In March we
   moved"), a day alone ("on the 10th") the month of one within one month; not against the tense.
   A month alone in a clause with a frequency word ("always", "usually", "every") and no past form
-  is a habit ("in May we always plant tomatoes"): unresolved.
+  is a habit ("in May we always plant tomatoes"): unresolved; so is "the 15th of every month".
 - "for N units now" (an ongoing state) resolves to its start, like "N units ago"; so does "it's been N
   units since" (not "it had been", which counts from another past, nor a negation, a question, or
   "since" a stated time: "it's been two years since Christmas 2021" is Christmas 2021). A decimal

@@ -583,6 +583,7 @@ TABLE = [
     # -- a month in a clause with a frequency word and no past is a habit ------------------------------
     (WED, "In May we always plant tomatoes.", "unresolvable: a habit, not one time"),
     (WED, "Every year in June we go to the coast.", "unresolvable: a habit, not one time"),
+    (WED, "I get paid on the 15th of every month.", "unresolvable: a habit, not one time"),
     (WED, "We always went to the lake in July.", "2023-07-01..2023-07-31"),  # a past form tells one time
     (WED, "I often think about what happened in March.", "2024-03-01..2024-03-31"),
     # -- a time inside a work of fiction is the plot's ----------------------------------------------------
