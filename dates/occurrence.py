@@ -30,35 +30,34 @@ RULES = """\
   "last (next) Tuesday the 7th" is the nearest such day before (after) the observation day, at
   most a month away; none that near means the weekday and the day disagree (unresolved).
 - A weekday before a plural part of the day ("on Sunday mornings") is a habit and claims nothing.
-- A weekday with no last/this/next ("on Friday") follows the tense of its sentence, read from
-  the tense cue nearest to it (went, -ed, was / will, 'll, going to, plan, next...): past ->
-  the nearest one strictly before, future -> strictly after; no cue or a tie -> unresolved.
-  "on (by, until, since) the 15th" follows the same rule; an ordinal counting a noun ("on the 4th
-  floor") is no day.
-  A present progressive ("I'm moving in March", "are you coming on Friday?", "the plumber is
-  coming Monday") or a present "have" ("we have a dinner on Thursday") is an arrangement, so
-  future, when the time follows it in its clause with at most its object between; not after
-  "still"/"finally", a comma, a new subject, "of", "after", "for" (but "for" a bare noun: "meeting
-  Sarah for coffee on Friday"), "on", "from", "about" or "since" ("the pics of our trip in March"),
-  nor a time before it or an "and" after it opening a simple present of the third person ("I'm
-  walking the dog on Sunday and she bolts"): a story told in the present. A timetable's present
-  with a subject ("the flight departs", "my lease ends", "rent is due", "we leave") is future; not a plural
-  noun ("the leaves", "took turns"), "due to" or "was due"; a past form as near wins ("the
-  flight departs on the 2nd but we flew on the 3rd": the 2nd was).
-  A present "is"/"are" right before the time ("my interview is on Tuesday", "the concert is in
-  August") states a schedule, so future; not after "today", "it", "date" ("today is the 15th").
-  "would", "could" (and "I'd" before a plain verb) place a time after another past, so are unclear,
-  except a wish ("I'd love to"); "been going to" is a habit; "was going to", "had planned" a plan
-  seen from the past ("going to the concert" is a motion). Such a plan is past when a clause after
-  it joined by "but", "and" or "so" says in the past how it went ("she said she would call on
-  Monday but never did").
-  "she quit", "it cost" (a plain form after "he", "she", "it" that a past shares) are past.
-  A modal before a plain verb ("might", "can", "should", "need to", "hope") points ahead when the
-  time shares its clause and is no topic ("about Saturday"); before "have" it points back.
-  An -ed word or a participle after a present "be" ("the shop is closed", "it's meant to") is a
-  state, no past cue. A time after "until", "till" or "by" in a sentence with no cue lies ahead
-  ("I'm off until Monday"), unless the sentences before tell a past story or a "now" ends it; a
-  time after "since" lies behind (not "since Monday is a holiday", a reason).
+- A weekday with no last/this/next ("on Friday") follows the tense of its sentence, read from the
+  tense cue nearest to it (went, -ed, was / will, 'll, going to, plan, next...): past -> the nearest
+  one strictly before, future -> strictly after; no cue or a tie -> unresolved. "on (by, until,
+  since) the 15th" follows the same rule; an ordinal counting a noun ("on the 4th floor") is no day.
+  A present progressive ("I'm moving in March", "are you coming on Friday?", "the plumber is coming
+  Monday") or a present "have" ("we have a dinner on Thursday") is an arrangement, so future, when
+  the time follows it in its clause with at most its object between; not after "still"/"finally", a
+  comma, a new subject, "of", "after", "for" (but "for" a bare noun: "meeting Sarah for coffee on
+  Friday"), "on", "from", "about" or "since" ("the pics of our trip in March"), nor a time before it
+  or an "and" after it opening a simple present of the third person ("I'm walking the dog on Sunday
+  and she bolts"): a story told in the present. A timetable's present with a subject ("the flight
+  departs", "my lease ends", "rent is due", "we leave") is future; not a plural noun ("the leaves",
+  "took turns"), "due to" or "was due"; a past form as near wins ("the flight departs on the 2nd but
+  we flew on the 3rd": the 2nd was). A present "is"/"are" before the time, with at most its subject
+  between as an arrangement's object, and no participle ("my interview is on Tuesday", "what time is
+  the game on Sunday?"; not "the film is set in 1914"), states a schedule, so future; not after
+  "today", "it", "date" ("today is the 15th"). "would", "could" (and "I'd" before a plain verb)
+  place a time after another past, so are unclear, except a wish ("I'd love to"); "been going to" is
+  a habit; "was going to", "had planned" a plan seen from the past ("going to the concert" is a
+  motion). Such a plan is past when a clause after it joined by "but", "and" or "so" says in the
+  past how it went ("she said she would call on Monday but never did"). "she quit", "it cost" (a
+  plain form after "he", "she", "it" that a past shares) are past. A modal before a plain verb
+  ("might", "can", "should", "need to", "hope") points ahead when the time shares its clause and is
+  no topic ("about Saturday"); before "have" it points back. An -ed word or a participle after a
+  present "be" ("the shop is closed", "it's meant to") is a state, no past cue. A time after
+  "until", "till" or "by" in a sentence with no cue lies ahead ("I'm off until Monday"), unless the
+  sentences before tell a past story or a "now" ends it; a time after "since" lies behind (not
+  "since Monday is a holiday", a reason).
 - A month without a year resolves to the most recent such month not after the observation
   month, or to the next one not before it when the nearest tense cue is future. A day and
   month without a year follow the same rule at day precision. A month alone takes the year of

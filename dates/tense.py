@@ -39,7 +39,9 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
             if cue == "prospective":
                 cue = "past" if _how_it_went(tokens[end:last]) else "unclear"
             if cue == "be":  # "my interview is on Tuesday": a present "be" right before the time states a schedule
-                cue = "future" if index < begin and all(_in_time_phrase(t) for t in tokens[index + 1:begin]) else None
+                between = tokens[index + 1:begin]  # the time itself, or its subject ("is the game on Sunday")
+                held = _arranged(between) and not any(lx.past_form(t.low) or t.low in _SAME_IN_PAST for t in between)
+                cue = "future" if index < begin and (all(map(_in_time_phrase, between)) or held) else None
             if cue == "modal":
                 cue = "future" if _modal_time(tokens, index, begin, end, first) else None
             if cue is not None:

@@ -562,6 +562,9 @@ TABLE = [
     (WED, "My sister's wedding is June 22nd.", "2024-06-22"),
     (WED, "The wedding is on the 25th.", "2024-05-25"),
     (WED, "The photo is from Saturday.", UNCLEAR),
+    (WED, "What time is the game on Sunday?", "2024-05-19"),  # its subject may stand between
+    (WED, "The party is at my place on Saturday.", "2024-05-18"),
+    (WED, "She is the one I met on Saturday.", "2024-05-11"),  # a new clause between: its past decides
     (WED, "My nephew turns five in August.", "2024-08-01..2024-08-31"),
     (WED, "He leaves his shoes everywhere since March.", "2024-03-01..2024-03-31"),  # "since": never ahead
     (WED, "I've been going to pottery classes since February.", "2024-02-01..2024-02-29"),  # a habit
