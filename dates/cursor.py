@@ -122,8 +122,10 @@ class TokenCursor:
         """A frequency word ("always", "usually", "every") in the clause of token ``index`` (not past a
         "but" or ";") with no past form in it: "in May we always plant tomatoes" is a habit."""
         first, last = self.sentences[self.tokens[index].sentence]
-        lo = max([at + 1 for at in range(first, index) if self.low(at) in ("but", ";")] + [first, index - lx.CUE_REACH])
-        hi = min([at for at in range(index + 1, last) if self.low(at) in ("but", ";")] + [last, index + lx.CUE_REACH])
+        lo = max([at + 1 for at in range(max(first, index - lx.CUE_REACH), index) if self.low(at) in ("but", ";")]
+                 + [first, index - lx.CUE_REACH])
+        hi = min([at for at in range(index + 1, min(last, index + lx.CUE_REACH)) if self.low(at) in ("but", ";")]
+                 + [last, index + lx.CUE_REACH])
         words = [self.low(at) for at in range(lo, hi)]
         return any(w in _FREQUENCY for w in words) and not any(lx.past_form(w) for w in words)
 

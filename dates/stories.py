@@ -14,16 +14,19 @@ from . import lexicon as lx
 from .expressions import Occurrence
 
 PLOT_TIME = "time inside a story (a book, film or show)"
+REACH = 300  # characters before a time read for its frame
 _FRAME = re.compile(
     r"\b(?:in|on) (?:the|that|this) (?:book|novel|film|movie|show|series|episode|story|play|game|sequel)"
     r"(?:,| (?:the|a|an|he|she|they|it|his|her|their|everyone|nobody|someone)\b)", re.IGNORECASE)
 
 
 def plot_times(text: str, found: list[Occurrence]) -> list[Occurrence]:
-    """``found`` with each time that follows a fiction frame in its sentence unresolved as the plot's."""
-    def framed(occ: Occurrence) -> bool:
-        start = max((m.end() for m in lx.SENTENCE_BREAK.finditer(text, 0, occ.span[0])), default=0)
-        return _FRAME.search(text, start, occ.span[0]) is not None
-
-    return [replace(occ, start=None, end=None, granularity=None, unresolved=PLOT_TIME) if framed(occ) else occ
-            for occ in found]
+    """``found`` with each time that follows a fiction frame in its sentence (at most ``REACH``
+    characters back) unresolved as the plot's. One pass over the text."""
+    out, start, read = [], 0, 0
+    for occ in found:
+        start = max((m.end() for m in lx.SENTENCE_BREAK.finditer(text, read, occ.span[0])), default=start)
+        read = max(read, occ.span[0])
+        framed = _FRAME.search(text, max(start, occ.span[0] - REACH), occ.span[0]) is not None
+        out.append(replace(occ, start=None, end=None, granularity=None, unresolved=PLOT_TIME) if framed else occ)
+    return out

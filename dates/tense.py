@@ -37,7 +37,7 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
                 cue = "future" if index < begin and _arranged(tokens[index + 1:begin]) \
                     and not _told_in_present(tokens[end:min(last, end + lx.CUE_REACH)]) else None
             if cue == "prospective":
-                cue = "past" if _how_it_went(tokens[end:last]) else "unclear"
+                cue = "past" if _how_it_went(tokens[end:min(last, end + 2 * lx.CUE_REACH)]) else "unclear"
             if cue == "be":  # "my interview is on Tuesday": a present "be" right before the time states a schedule
                 between = tokens[index + 1:begin]  # the time itself, or its subject ("is the game on Sunday")
                 held = _arranged(between) and not any(lx.past_form(t.low) or t.low in _SAME_IN_PAST for t in between)
