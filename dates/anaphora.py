@@ -128,10 +128,11 @@ def _in_context(text: str, occ: Occurrence, bare: tuple[str, int], first: date, 
             return None
     except ValueError:  # "the 31st" of a shorter month
         return None
+    if (start, end) == (occ.start and occ.start.date(), occ.end and occ.end.date()):
+        return None
     left, right = _sentence_around(text, occ.span)
     tense = _tense(left, occ.expression, right)
-    if (start, end) == (occ.start and occ.start.date(), occ.end and occ.end.date()) or \
-            (end > today + iv.DAY and tense != "future") or (start <= today and tense == "future"):
+    if (end > today + iv.DAY and tense != "future") or (start <= today and tense == "future"):
         return None
     return Occurrence(occ.expression, occ.span, *iv.utc_bounds(start, end), "month" if kind == "month" else "day")
 
