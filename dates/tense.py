@@ -167,7 +167,9 @@ _NEEDS = frozenset({"need", "needs", "have", "has", "want", "wants"})  # with "t
 _TIED = frozenset({"about", "from", "of", "since", "regarding"})  # "about Saturday": a topic, not the modal's time
 
 
-_NO_SCHEDULE = frozenset({"today", "tomorrow", "yesterday", "tonight", "it", "date", "day"})  # "today is the 15th"
+# a subject naming a day, not an event: "today is the 15th", "my favorite day of the week is Friday"
+_NO_SCHEDULE = frozenset({"today", "tomorrow", "yesterday", "tonight", "it", "date", "day", "week", "month", "year",
+                          "season"})
 
 
 def _in_time_phrase(token: Token) -> bool:
@@ -209,7 +211,8 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
     before = tokens[index - 1].low.replace("\u2019", "'") if index > first else ""
     if low in _FUTURE_WORDS and (before in ("had", "was", "were") or before.endswith("'d")):
         return "prospective"  # "we had planned to leave on Friday", "I was hoping to"
-    if low in ("is", "are", "isn't", "aren't") and index > first and before not in _NO_SCHEDULE:
+    if low in ("is", "are", "isn't", "aren't") and index > first and \
+            not any(t.low in _NO_SCHEDULE for t in tokens[max(first, index - 4):index]):
         return "be"
     if low in _SCHEDULED and _timetable(tokens, index, first, after) or low in _SCHEDULED_BASE and before in \
             ("i", "we", "you", "they") and after != "to" and not after.endswith("ing"):

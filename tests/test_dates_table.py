@@ -563,6 +563,7 @@ TABLE = [
     (WED, "The wedding is on the 25th.", "2024-05-25"),
     (WED, "The photo is from Saturday.", UNCLEAR),
     (WED, "What time is the game on Sunday?", "2024-05-19"),  # its subject may stand between
+    (WED, "My favorite day of the week is Friday.", UNCLEAR),  # a subject naming a day: no schedule
     (WED, "The party is at my place on Saturday.", "2024-05-18"),
     (WED, "She is the one I met on Saturday.", "2024-05-11"),  # a new clause between: its past decides
     (WED, "My nephew turns five in August.", "2024-08-01..2024-08-31"),
