@@ -101,7 +101,8 @@ class TokenCursor:
         after "since" (or "since the") lies behind, whatever the cues ("he leaves his shoes everywhere
         since March"), unless a verb follows it ("since Monday is a holiday" gives a reason)."""
         first, last = self.sentences[self.tokens[begin].sentence]
-        tense = sentence_tense(self.tokens, first, last, begin, min(end or begin + 1, last))
+        tense = sentence_tense(self.tokens, first, last, begin, min(end or begin + 1, last), plans=True)
+        planned, tense = tense == "plan", "unclear" if tense == "plan" else tense  # "he said he'd be back by Sunday"
         at = begin - 1  # the word before the time's own: "since (the) 3rd", "until June 30"
         while at > first and at > begin - 4 and (self.low(at) in ("the", "of") or self.month_at(at) is not None
                                                  or lx.day_number(self.tok(at)) is not None):
@@ -113,7 +114,7 @@ class TokenCursor:
         if "since" in (lead, self.low(begin)) and self.low(min(end or begin + 1, last)) not in _CLAUSE_VERBS:
             return "past"  # not "since Monday is a holiday", where "since" gives a reason
         near = self.tokens[max(first, begin - lx.CUE_REACH):min(last, begin + lx.CUE_REACH)]  # its sentence only
-        if tense == "unclear" and not self.standalone and lead in ("until", "till", "by") and not ranged \
+        if tense == "unclear" and not self.standalone and lead in ("until", "till", "by") and not (ranged or planned) \
                 and not self._told_in_past(first) and "now" not in (t.low for t in near):
             return "future"
         return "past" if tense == "unclear" and self.standalone else tense

@@ -55,9 +55,9 @@ RULES = """\
   modal before a plain verb ("might", "can", "should", "need to", "hope") points ahead when the time
   shares its clause and is no topic ("about Saturday"); before "have" it points back. An -ed word or
   a participle after a present "be" ("the shop is closed", "it's meant to") is a state, no past cue.
-  A time after "until", "till" or "by" in a sentence with no cue lies ahead ("I'm off until
-  Monday"), unless the sentences before tell a past story or a "now" ends it; a time after "since"
-  lies behind (not "since Monday is a holiday", a reason).
+  A time after "until", "till" or "by" in a sentence with no cue (a plan seen from the past is one)
+  lies ahead ("I'm off until Monday"), unless the sentences before tell a past story or a "now" ends
+  it; a time after "since" lies behind (not "since Monday is a holiday", a reason).
 - A month without a year resolves to the most recent such month not after the observation
   month, or to the next one not before it when the nearest tense cue is future. A day and
   month without a year follow the same rule at day precision. A month alone takes the year of

@@ -20,7 +20,7 @@ _PARTICIPLES = frozenset({"sold", "built", "fought", "hung", "led", "fed", "dug"
                           "hid", "understood", "dealt", "swept", "lost", "left", "kept", "held", "caught", "paid"})
 
 
-def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: int) -> str:
+def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: int, *, plans: bool = False) -> str:
     """"past", "future" or "unclear" for the expression ``tokens[begin:end]``: the tense cue nearest
     to it within its sentence ``tokens[first:last]`` (and CUE_REACH tokens) decides; no cue, or a
     tie, is "unclear". A progressive ("I'm moving in March") is an arrangement, so future, when the
@@ -37,7 +37,7 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
                 cue = "future" if index < begin and _arranged(tokens[index + 1:begin]) \
                     and not _told_in_present(tokens[end:min(last, end + lx.CUE_REACH)]) else None
             if cue == "prospective":
-                cue = "past" if _how_it_went(tokens[end:min(last, end + 2 * lx.CUE_REACH)]) else "unclear"
+                cue = "past" if _how_it_went(tokens[end:min(last, end + 2 * lx.CUE_REACH)]) else "plan"
             if cue == "be":  # "my interview is on Tuesday": a present "be" right before the time states a schedule
                 between = tokens[index + 1:begin]  # the time itself, or its subject ("is the game on Sunday")
                 held = _arranged(between) and not any(lx.past_form(t.low) or t.low in _SAME_IN_PAST for t in between)
@@ -49,8 +49,9 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
         if "timetable" in found:  # a schedule yields to a past as near: "departs on the 2nd but we flew"
             found.discard("timetable")
             found |= set() if "past" in found else {"future"}
-        if len(found) == 1:
-            return found.pop() or "unclear"
+        if len(found) == 1:  # "plan" (a plan seen from the past, its outcome untold) only when asked for
+            tense = found.pop()
+            return "unclear" if tense == "plan" and not plans else tense
         if len(found) > 1:
             return "unclear"
     return "unclear"

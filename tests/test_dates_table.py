@@ -641,6 +641,8 @@ TABLE = [
     (WED, "I have a cold since Monday.", "2024-05-13"),  # a time after "since" lies behind
     (WED, "I have to submit it by the 20th.", "2024-05-20"),  # a bare ordinal after a bound is a day
     (WED, "The offer is valid until June 30.", "2024-06-30"),  # the bound's lead read past the date's words
+    (WED, "He said he'd be back by Sunday.", UNCLEAR),  # a plan seen from the past is a cue: no bound from now
+    (WED, "He promised he would fix it by Friday.", UNCLEAR),
     (WED, "I need it by May 31.", "2024-05-31"),
     (WED, "I'm off until the 24th.", "2024-05-24"),
     (WED, "She's been staying with us since the 3rd.", "2024-05-03"),
