@@ -205,21 +205,24 @@ def _modal_time(tokens: list[Token], index: int, begin: int, end: int, first: in
 def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
     low = tokens[index].low.replace("\u2019", "'")
     after = tokens[index + 1].low if index + 1 < last else ""
-    if (after == "have" and low in _BACK_MODALS) or (low[-3:] == "'ve" and low[:-3] in _BACK_MODALS):
+    then = tokens[index + 2].low if index + 2 < last else ""  # "would you have": a question's perfect
+    if (low in _BACK_MODALS and "have" in (after, then if after in _SUBJECTS else "")) or \
+            (low[-3:] == "'ve" and low[:-3] in _BACK_MODALS):
         return "past"
     if low in _MODALS and (low != "may" or tokens[index].text == "may") or (low in _NEEDS and after == "to"):
         return "modal"
     before = tokens[index - 1].low.replace("\u2019", "'") if index > first else ""
     if low in _FUTURE_WORDS and (before in ("had", "was", "were") or before.endswith("'d")):
         return "prospective"  # "we had planned to leave on Friday", "I was hoping to"
-    if low in ("is", "are", "isn't", "aren't") and index > first and \
+    if low in ("is", "are", "isn't", "aren't") and (index > first or tokens[last - 1].low == "?") and \
             not any(t.low in _NO_SCHEDULE for t in tokens[max(first, index - 4):index]):
         return "be"
     if low in _SCHEDULED and _timetable(tokens, index, first, after) or low in _SCHEDULED_BASE and before in \
             ("i", "we", "you", "they") and after != "to" and not after.endswith("ing"):
         return "timetable"
-    if low in ("have", "has") and before in _SUBJECTS and not (after in _NOT_HELD or after in _PERFECT_PARTICIPLES
-                                                               or lx.past_form(after)):
+    modal_before = index - 2 >= first and tokens[index - 2].low in _BACK_MODALS  # "would you have": no holding
+    if low in ("have", "has") and before in _SUBJECTS and not (modal_before or after in _NOT_HELD
+                                                               or after in _PERFECT_PARTICIPLES or lx.past_form(after)):
         return "progressive"  # "we have a team dinner on Thursday": held like an arrangement
     if low == "next" and (before == "the" or after == "to"):
         return None  # "the next day" counts from the story's time, "next to" is a place
@@ -230,8 +233,8 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
         # "been going to pottery" is a habit; "was going to" a plan seen from the past
         return None if before == "been" else "prospective" if before in ("was", "were") else "future"
     if low in ("would", "wouldn't", "could") or low.endswith("'d"):  # a time after another past
-        if after in _WISH:
-            return "future"
+        if after in _WISH or (after == "you" and tokens[last - 1].low == "?"):
+            return "future"  # "I'd love to", "could you water my plants on Friday?": a wish, a request
         past = low.endswith("'d") and (lx.past_form(after) or after in _PERFECT_PARTICIPLES)
         return "past" if past else "prospective"
     if low in _SAME_IN_PAST and before in ("he", "she", "it"):

@@ -563,6 +563,9 @@ TABLE = [
     (WED, "The wedding is on the 25th.", "2024-05-25"),
     (WED, "The photo is from Saturday.", UNCLEAR),
     (WED, "What time is the game on Sunday?", "2024-05-19"),  # its subject may stand between
+    (WED, "Is the meeting still on Thursday?", "2024-05-16"),  # a question opening with "is"
+    (WED, "Could you water my plants on Friday?", "2024-05-17"),  # a request
+    (WED, "Would you have come on Saturday?", "2024-05-11"),  # a question's perfect: past
     (WED, "My favorite day of the week is Friday.", UNCLEAR),  # a subject naming a day: no schedule
     (WED, "The party is at my place on Saturday.", "2024-05-18"),
     (WED, "She is the one I met on Saturday.", "2024-05-11"),  # a new clause between: its past decides
