@@ -525,6 +525,7 @@ TABLE = [
     (WED, "I'm having surgery on the 21st.", "2024-05-21"),
     (WED, "I stood next to her on Sunday.", "2024-05-12"),  # "next to" is a place, no future
     (WED, "She quit her job on Tuesday without telling anyone.", "2024-05-14"),  # no -s: a past
+    (WED, "My phone died on Saturday so I couldn't text you.", "2024-05-11"),  # a short -ed past
     (WED, "It cost us a fortune on Saturday.", "2024-05-11"),
     (WED, "They quit on Tuesday.", UNCLEAR),  # a plural subject leaves the form open
     (WED, "Did you end up going to the concert on Saturday?", "2024-05-11"),  # "going to the ...": a motion
