@@ -1,7 +1,8 @@
 """Times the speaker takes back: "on Thursday, no wait, Friday", "it wasn't last week, it was two weeks ago".
 
 A time followed in its sentence by another, with only words of a correction between them ("no wait,
-it was", "sorry, I mean", "or rather", "scratch that"), or one negated ("wasn't", "isn't", "not" just
+it was", "sorry, I mean", "or rather", "scratch that"; after the first time's own clause too: "on
+Sunday we went hiking, no wait, it was Saturday"), or one negated ("wasn't", "isn't", "not" just
 before it) and followed by its replacement ("..., it was", "but"), is withdrawn: unresolved with a
 reason, and the later time stands. Any other word between them keeps both ("on Monday and actually
 on Tuesday too").
@@ -34,7 +35,10 @@ def taken_back(text: str, found: list[Occurrence]) -> list[Occurrence]:
 
 def _corrects(text: str, here: Occurrence, between: str) -> bool:
     words = [t.low.replace("\u2019", "'") for t in lx.tokenize(between)]
-    if words and _MARKERS.intersection(words) and all(w in _MARKERS or w in _FILLERS for w in words):
+    marker = next((at for at, w in enumerate(words) if w in _MARKERS), None)
+    if marker is not None and (marker == 0 or words[marker - 1] in (",", "-") or
+                               all(w in _FILLERS for w in words[:marker])) and \
+            all(w in _MARKERS or w in _FILLERS for w in words[marker:]):  # "..., no wait, it was"
         return True
     before = [t.low.replace("\u2019", "'") for t in lx.tokenize(text[max(0, here.span[0] - 20):here.span[0]])][-2:]
     return bool(words) and bool(_NEGATIONS.intersection(before)) and all(w in _REPLACING for w in words)

@@ -234,6 +234,8 @@ def test_an_offset_counts_from_the_time_stated_before_it(text, expected):
     ("We met on Monday, or rather Tuesday night.", ["Tuesday night"], ["on Monday"]),
     ("Actually it wasn't last week, it was two weeks ago.", ["two weeks ago"], ["last week"]),
     ("No, it wasn't on Saturday, it was on Sunday.", ["on Sunday"], ["on Saturday"]),
+    ("On Sunday we went hiking, no wait, it was Saturday.", ["Saturday"], ["On Sunday"]),  # after its clause
+    ("On Sunday we went hiking, no idea why, and on Saturday we rested.", ["On Sunday", "on Saturday"], []),
     # any other word between them keeps both
     ("I went on Monday and actually had fun on Tuesday too.", ["on Monday", "on Tuesday"], []),
     ("I worked on Monday and Tuesday.", ["on Monday", "Tuesday"], []),
