@@ -49,7 +49,8 @@ RULES = """\
   states a schedule, so future; not after a subject naming a day ("today is the 15th", "my favorite
   day of the week is Friday"). "would", "could" (and "I'd" before a plain verb) place a time after
   another past, so are unclear, except a wish ("I'd love to") or a request ("could you come on
-  Friday?"); "been going to" is a habit; "was going to", "had planned" a plan seen from the past
+  Friday?") or an offer ("I could come on Friday if you want": "I", "we" or "you" and an "if" with
+  no past); "been going to" is a habit; "was going to", "had planned" a plan seen from the past
   ("going to the concert" is a motion). Such a plan is past when a clause after it joined by "but",
   "and" or "so" says in the past how it went ("she said she would call on Monday but never did").
   "she quit", "it cost" (a plain form after "he", "she", "it" that a past shares) are past. A modal

@@ -37,7 +37,8 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
                 cue = "future" if index < begin and _arranged(tokens[index + 1:begin]) \
                     and not _told_in_present(tokens[end:min(last, end + lx.CUE_REACH)]) else None
             if cue == "prospective":
-                cue = "past" if _how_it_went(tokens[end:min(last, end + 2 * lx.CUE_REACH)]) else "plan"
+                tail = tokens[end:min(last, end + 2 * lx.CUE_REACH)]
+                cue = "past" if _how_it_went(tail) else "future" if _offered(tokens, index, first, tail) else "plan"
             if cue == "be":  # "my interview is on Tuesday": a present "be" right before the time states a schedule
                 between = tokens[index + 1:begin]  # the time itself, or its subject ("is the game on Sunday")
                 held = _arranged(between) and not any(lx.past_form(t.low) or t.low in _SAME_IN_PAST for t in between)
@@ -184,6 +185,16 @@ def _how_it_went(tail: list[Token]) -> bool:
     words = [t.low for t in tail]
     joined = next((at for at, word in enumerate(words) if word in ("but", "and", "so", "yet")), len(words))
     return any(lx.past_form(word) or word == "couldn't" for word in words[joined:])
+
+
+def _offered(tokens: list[Token], index: int, first: int, tail: list[Token]) -> bool:
+    """"I could come over on Thursday if you want", "we could meet on Saturday if it's nice": the speaker's
+    (or listener's) "could"/"would" with an "if" after the time that holds no past is an offer for later."""
+    low = tokens[index].low.replace("\u2019", "'")
+    offer = low in ("i'd", "we'd", "you'd") or (low in ("could", "would") and index > first
+                                                 and tokens[index - 1].low in ("i", "we", "you"))
+    words = [t.low for t in tail]
+    return offer and "if" in words and not any(lx.past_form(w) for w in words[words.index("if"):])
 
 
 _CLAUSE_BREAKS = frozenset({",", ";", ":", "but", "because", "although", "though"})

@@ -566,6 +566,9 @@ TABLE = [
     (WED, "What time is the game on Sunday?", "2024-05-19"),  # its subject may stand between
     (WED, "Is the meeting still on Thursday?", "2024-05-16"),  # a question opening with "is"
     (WED, "Could you water my plants on Friday?", "2024-05-17"),  # a request
+    (WED, "I could come over on Thursday if you want.", "2024-05-16"),  # an offer for later
+    (WED, "We could meet up on Saturday if the weather's nice.", "2024-05-18"),
+    (WED, "She said she could come on Saturday if she finished early.", UNCLEAR),  # reported, and a past "if"
     (WED, "Would you have come on Saturday?", "2024-05-11"),  # a question's perfect: past
     (WED, "My favorite day of the week is Friday.", UNCLEAR),  # a subject naming a day: no schedule
     (WED, "The party is at my place on Saturday.", "2024-05-18"),
