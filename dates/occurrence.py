@@ -4,7 +4,9 @@
 text order: a UTC ``[start, end)`` interval with a granularity, or an unresolved reason when
 the words do not pin a time down. Observation time is an input; it is reported only where the
 words name it ("today", "right now"), never for a message that names no time. Pure,
-deterministic, no model. The grammar lives in expressions.py.
+deterministic, no model. The grammar lives in expressions.py; the passes over its readings that
+look across expressions in anaphora.py (times counted from an earlier one), stories.py (a plot's
+times) and corrections.py (times the speaker takes back).
 """
 from __future__ import annotations
 
