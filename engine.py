@@ -31,7 +31,7 @@ from .ingest import Identify, is_synthetic, memo_identity
 from .models import Complete, host_complete
 from .ops.maintenance import gc_empty_lifecycle
 from .runtime import Runtime, build_runtime
-from .scope import scope_for
+from .scope import LOCAL_PLATFORMS, scope_for
 from .store import SessionKey
 from .subsystems import start as start_subsystems
 from .toolkit import ToolContext
@@ -130,6 +130,7 @@ class TroveEngine(ContextEngine):
         self.last_compression_rough_tokens = 0
         self._verify_compaction_cleared_threshold = False
         self._native: Any = None  # host ContextCompressor for delegated compaction (built lazily)
+        self._host_db: Any = None  # the host's SessionDB (state.db), given by bind_session_state
 
     # -- identity ------------------------------------------------------------
     @property
@@ -246,7 +247,8 @@ class TroveEngine(ContextEngine):
             self.context_length = int(kwargs["context_length"])
             self.threshold_tokens = self._compute_threshold()
         old = kwargs.get("old_session_id") or ""
-        conversation, platform = str(kwargs.get("conversation_id") or ""), str(kwargs.get("platform") or "")
+        platform, conversation = self._host_owner(session_id, str(kwargs.get("platform") or ""),
+                                                  str(kwargs.get("conversation_id") or ""))
         key = SessionKey(session_id=session_id or "", conversation_id=conversation, platform=platform,
                          scope=scope_for(platform, conversation))
         self._bind(key)
@@ -264,9 +266,12 @@ class TroveEngine(ContextEngine):
     def bind_session_state(self, session_db: Any = None, session_id: str = "", *args: Any, **kwargs: Any) -> None:
         if not session_id:
             return
+        self._host_db = session_db if session_db is not None else self._host_db
         previous = self.state.pending_reset_from
         base = self.state.key or SessionKey("")
-        key = SessionKey(session_id, base.conversation_id, base.platform, base.source, base.scope)
+        platform, conversation = self._host_owner(session_id, base.platform, base.conversation_id)
+        key = SessionKey(session_id, conversation, platform, base.source,
+                         base.scope if conversation == base.conversation_id else "")
         self._bind(key)
         if previous and previous != session_id and self.state.mode == "active" and self.runtime.health.usable:
             self._carry_after_new(previous, session_id)
@@ -308,6 +313,19 @@ class TroveEngine(ContextEngine):
         except Exception as exc:  # never let a flush failure reach the host
             if self._storage_error(exc, f"the end-of-session flush of {session_id}"):
                 self._hold(key, messages)
+
+    def _host_owner(self, session_id: str, platform: str, conversation: str) -> tuple[str, str]:
+        """``(platform, conversation)``; a local-looking bind takes the chat the host's own session row
+        names (the gateway builds its hygiene agent for a chat's session without the chat's identity)."""
+        if conversation or platform.strip().lower() not in LOCAL_PLATFORMS or self._host_db is None:
+            return platform, conversation
+        try:
+            row = self._host_db.get_session(session_id) or {}
+        except Exception:
+            log.debug("trove: the host's session row of %s is unreadable", session_id, exc_info=True)
+            return platform, conversation
+        chat = str(row.get("session_key") or "")
+        return (str(row.get("source") or platform), chat) if chat else (platform, conversation)
 
     def _bind(self, key: SessionKey) -> None:
         filters = self.runtime.filters

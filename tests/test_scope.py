@@ -270,3 +270,27 @@ def test_a_coverage_rerun_counts_only_rows_the_caller_may_read(world):
     mine = call(a, "trove_compile_evidence", question="locker code?", proposal=proposal,
                 coverage={"query": "locker", "session_scope": "all"})
     assert mine["coverage"]["candidates"] >= 1, mine
+
+
+class HostSessions:
+    """The host's SessionDB as the engine reads it: the gateway records each chat session's key."""
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def get_session(self, session_id):
+        return self.rows.get(session_id)
+
+
+def test_a_bind_that_names_no_chat_takes_the_chat_the_host_recorded_for_the_session(tmp_path):
+    runtime = build_runtime(make_config(tmp_path))
+    host = HostSessions({"g1": {"source": "telegram", "session_key": A_KEY},
+                         "c1": {"source": "cli", "session_key": None}})
+    for sid in ("g1", "c1"):  # the gateway's hygiene agent: no platform, no key, the chat's session id
+        eng = TroveEngine(runtime, complete=no_model)
+        eng.update_model("fake-model", 128000)
+        eng.bind_session_state(session_db=host, session_id=sid)
+        eng.on_session_start(sid, platform="cli", conversation_id=None)
+        eng.ingest([user(f"hello from {sid}")])
+    scopes = {s.session_id: s.scope for s in runtime.store.sessions()}
+    assert scopes == {"g1": f"telegram:{A_KEY}", "c1": "local"}

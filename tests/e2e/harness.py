@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 NETGUARD = HERE / "netguard"
 DRIVER = HERE / "driver.py"
+GATEWAY_DRIVER = HERE / "gateway_driver.py"
 HOST_VERSION = "0.19.0"
 FALLBACK_WARNING = "falling back to built-in compressor"
 DEFAULT_HOST_VENV = ROOT / ".venv-host"
@@ -203,8 +204,10 @@ class HermesHome:
         env.update(extra)
         return env
 
-    def run_driver(self, spec: dict[str, Any], name: str, timeout: float = 300) -> dict[str, Any]:
-        """Run tests/e2e/driver.py with ``spec``; returns its result (raises with logs on failure).
+    def run_driver(self, spec: dict[str, Any], name: str, timeout: float = 300,
+                   script: Path = DRIVER) -> dict[str, Any]:
+        """Run tests/e2e/driver.py (or another driver ``script``) with ``spec``; returns its result
+        (raises with logs on failure).
 
         ``spec["wait_threads"]`` (thread names) makes the host process wait, up to
         ``spec["wait_seconds"]``, for those background threads before it exits."""
@@ -228,7 +231,7 @@ class HermesHome:
         spec.setdefault("base_url", self.base_url)
         spec_path, result_path = self.root / (name + ".spec.json"), self.root / (name + ".result.json")
         spec_path.write_text(json.dumps(spec), encoding="utf-8")
-        command = [self.python, str(DRIVER), str(spec_path), str(result_path)]
+        command = [self.python, str(script), str(spec_path), str(result_path)]
         if spec.get("wait_threads"):
             command = [self.python, "-c", _DRIVER_WAITING, str(DRIVER), str(spec_path), str(result_path)]
         return subprocess.Popen(command, env=self.env(), cwd=str(self.root), stdout=subprocess.PIPE,

@@ -1,0 +1,210 @@
+"""Drive the agents the Hermes gateway builds, for several chats in one host process.
+
+Run like driver.py: ``python gateway_driver.py SPEC.json RESULT.json`` with ``HERMES_HOME`` set.
+The gateway runner itself needs live platform adapters, so this builds the same ``AIAgent``s
+with the same arguments its code paths use (gateway/run.py, gateway/slash_commands.py): one
+agent per chat (platform, user, chat, session key, the platform's toolsets, the shared
+``SessionDB``), history loaded from state.db before each turn, ``/new`` (cleanup, a new session
+id), ``/compress`` (a temporary agent bound to the chat), session hygiene (a temporary agent
+WITHOUT the chat's platform and key, as run.py builds it) and ``/trove`` through the plugin
+command table. The gateway's session ids live in a state file, so a second run is a restart.
+
+Steps: ``{"chat": NAME, "text": ...}``, ``{"chat": NAME, "command": "/new" | "/compress [focus]"
+| "hygiene" | "/trove ..."}``, ``{"chat": NAME, "seed": PAIRS, "size": CHARS}`` (a transcript
+written to state.db before trove ever saw the chat), ``{"parallel": [steps]}`` (one thread
+each) and ``{"seq": [steps]}``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import traceback
+import uuid
+from datetime import datetime
+from typing import Any
+
+from driver import _Collect, _skip_entry_points
+
+
+class Gateway:
+    def __init__(self, spec: dict[str, Any]):
+        from hermes_cli.config import load_config
+        from hermes_state import SessionDB
+
+        self.spec, self.chats = spec, spec["chats"]
+        self.db, self.config = SessionDB(), load_config()
+        self.runtime = {"base_url": spec["base_url"], "api_key": "sk-fake", "provider": "custom"}
+        path = spec["state"]
+        self.sessions: dict[str, str] = json.load(open(path, encoding="utf-8")) if os.path.exists(path) else {}
+        self.agents: dict[str, Any] = {}
+
+    def session_id(self, name: str) -> str:
+        if name not in self.sessions:  # the gateway session store's id format
+            self.sessions[name] = f"{datetime.now():%Y%m%d_%H%M%S}_{uuid.uuid4().hex[:8]}"
+            chat = self.chats[name]
+            self.db.create_session(self.sessions[name], chat["platform"], user_id=chat["user"],
+                                   session_key=chat["key"])
+        return self.sessions[name]
+
+    def agent(self, name: str) -> Any:
+        """The chat's cached agent, built as gateway/run.py builds it for a message."""
+        from hermes_cli.tools_config import _get_platform_tools
+        from run_agent import AIAgent
+
+        chat, sid = self.chats[name], self.session_id(name)
+        cached = self.agents.get(name)
+        if cached is not None and cached.session_id == sid:
+            return cached
+        platform = chat["platform"]
+        agent = AIAgent(model="fake-model", **self.runtime, max_iterations=int(self.spec.get("max_iterations", 6)),
+                        quiet_mode=True, verbose_logging=False,
+                        enabled_toolsets=sorted(_get_platform_tools(self.config, platform)),
+                        session_id=sid, platform=platform, user_id=chat["user"], user_name=chat["user"],
+                        chat_id=chat["user"], chat_name=chat["user"], chat_type="dm",
+                        gateway_session_key=chat["key"], session_db=self.db)
+        self.agents[name] = agent
+        return agent
+
+    def history(self, name: str) -> list[dict[str, Any]]:
+        return self.db.get_messages_as_conversation(self.session_id(name), repair_alternation=True)
+
+    def turn(self, name: str, text: str) -> dict[str, Any]:
+        agent = self.agent(name)
+        out = agent.run_conversation(text, conversation_history=self.history(name), task_id=agent.session_id)
+        self.sessions[name] = agent.session_id
+        engine, messages = agent.context_compressor, list(out.get("messages") or [])
+        start = max([i for i, m in enumerate(messages) if m.get("role") == "user"] or [0])
+        return {"final": str(out.get("final_response") or "")[:2000], "session_id": agent.session_id,
+                "engine_name": engine.name, "compression_count": engine.compression_count,
+                "tool_results": {str(m.get("name") or m.get("tool_name")): str(m.get("content"))
+                                 for m in messages[start:] if m.get("role") == "tool"}}
+
+    def cleanup(self, agent: Any) -> None:
+        """gateway/run.py ``_cleanup_agent_resources``: the memory shutdown, then close."""
+        agent.shutdown_memory_provider(list(getattr(agent, "_session_messages", None) or []))
+        agent.close()
+
+    def reset(self, name: str) -> dict[str, Any]:
+        agent = self.agents.pop(name, None)
+        if agent is not None:
+            self.cleanup(agent)
+        old = self.sessions.pop(name, "")
+        if old:
+            self.db.end_session(old, "session_reset")
+        return {"old_session_id": old, "session_id": self.session_id(name)}
+
+    def temporary(self, name: str, bound_to_chat: bool) -> Any:
+        """The side agent of /compress (bound to the chat) or of session hygiene (not bound)."""
+        from run_agent import AIAgent
+
+        chat = self.chats[name]
+        ident = {"platform": chat["platform"], "gateway_session_key": chat["key"]} if bound_to_chat else {}
+        agent = AIAgent(**self.runtime, **ident, model="fake-model", max_iterations=4, quiet_mode=True,
+                        skip_memory=True, enabled_toolsets=["memory"], session_id=self.session_id(name),
+                        session_db=self.db)
+        agent._print_fn = lambda *a, **k: None
+        agent._end_session_on_close = False
+        return agent
+
+    def compress(self, name: str, focus: str | None, hygiene: bool) -> dict[str, Any]:
+        from agent.model_metadata import estimate_messages_tokens_rough, estimate_request_tokens_rough
+
+        history = self.history(name)
+        msgs = [m for m in history if m.get("role") in {"user", "assistant", "tool"}]
+        agent = self.temporary(name, bound_to_chat=not hygiene)
+        engine = agent.context_compressor
+        if hygiene:
+            agent.compression_in_place = True
+            engine.bind_session_state(self.db, agent.session_id)
+            approx = estimate_messages_tokens_rough(history)
+        else:
+            approx = estimate_request_tokens_rough(msgs, system_prompt=agent._cached_system_prompt or "",
+                                                   tools=agent.tools or None)
+            if not engine.has_content_to_compress(msgs):
+                return {"nothing_to_compress": True}
+        out, _ = agent._compress_context(msgs, "", approx_tokens=approx, focus_topic=focus, force=not hygiene)
+        result = {"before": len(msgs), "after": len(out), "session_id": agent.session_id,
+                  "engine_name": engine.name, "in_place": bool(getattr(agent, "_last_compaction_in_place", False))}
+        agent.close()
+        return result
+
+    def trove(self, args: str) -> dict[str, Any]:
+        from hermes_cli.plugins import get_plugin_command_handler
+
+        handler = get_plugin_command_handler("trove")
+        return {"text": handler(args) if handler else "(no /trove command)"}
+
+    def seed(self, name: str, pairs: int, size: int) -> dict[str, Any]:
+        sid = self.session_id(name)
+        for i in range(pairs):
+            self.db.append_message(sid, "user", f"seeded question {i}: " + "lorem ipsum " * (size // 12))
+            self.db.append_message(sid, "assistant", f"seeded answer {i}: " + "dolor sit " * (size // 10))
+        return {"session_id": sid, "seeded": pairs}
+
+    def step(self, step: dict[str, Any]) -> dict[str, Any]:
+        if "parallel" in step:
+            results: list[Any] = [None] * len(step["parallel"])
+
+            def run(i: int, s: dict[str, Any]) -> None:
+                results[i] = self.step(s)
+            threads = [threading.Thread(target=run, args=(i, s)) for i, s in enumerate(step["parallel"])]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            return {"parallel": results}
+        if "seq" in step:
+            return {"seq": [self.step(s) for s in step["seq"]]}
+        name, command = step.get("chat", ""), str(step.get("command", ""))
+        try:
+            if "text" in step:
+                out = self.turn(name, step["text"])
+            elif "seed" in step:
+                out = self.seed(name, int(step["seed"]), int(step.get("size", 4000)))
+            elif command == "/new":
+                out = self.reset(name)
+            elif command.startswith("/compress"):
+                out = self.compress(name, command[len("/compress"):].strip() or None, hygiene=False)
+            elif command == "hygiene":
+                out = self.compress(name, None, hygiene=True)
+            elif command.startswith("/trove"):
+                out = self.trove(command[len("/trove"):].strip())
+            else:
+                raise ValueError(f"unknown step {step}")
+        except Exception:
+            out = {"error": traceback.format_exc()}
+        return {"step": step, **out}
+
+
+def main(argv: list[str]) -> int:
+    spec_path, result_path = argv[1], argv[2]
+    with open(spec_path, encoding="utf-8") as fh:
+        spec = json.load(fh)
+    collect = _Collect()
+    result: dict[str, Any] = {}
+    try:
+        import logging
+
+        logging.getLogger().addHandler(collect)
+        _skip_entry_points()
+        gateway = Gateway(spec)
+        result["steps"] = [gateway.step(s) for s in spec["steps"]]
+        for agent in gateway.agents.values():  # the gateway's shutdown
+            gateway.cleanup(agent)
+        with open(spec["state"], "w", encoding="utf-8") as fh:
+            json.dump(gateway.sessions, fh)
+        result["sessions"] = gateway.sessions
+        code = 0
+    except BaseException:
+        result, code = {"error": traceback.format_exc()}, 1
+    result["warnings"] = collect.lines
+    with open(result_path, "w", encoding="utf-8") as fh:
+        json.dump(result, fh, indent=1, default=str)
+    sys.stdout.flush()
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
