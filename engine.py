@@ -253,10 +253,15 @@ class TroveEngine(ContextEngine):
                          scope=scope_for(platform, conversation))
         self._bind(key)
         self.state.just_ended = ""  # an in-place compaction boundary ends nothing
-        if self.state.mode == "active" and self.runtime.health.usable:  # opt-in background passes (leased)
-            start_subsystems("session_start", self.runtime, lambda: self.completion_for("compression"))
-        if (kwargs.get("boundary_reason") == "compression" and old and old != session_id
-                and self.state.mode == "active" and self.runtime.health.usable):
+        if self.state.mode != "active" or not self.runtime.health.usable:
+            return
+        start_subsystems("session_start", self.runtime, lambda: self.completion_for("compression"))  # opt-in
+        if kwargs.get("boundary_reason") != "compression":
+            try:
+                self._follow(self._previous_in_chat(key), key)
+            except Exception as exc:
+                self._storage_error(exc, f"carry-over into {session_id}")
+        elif old and old != session_id:
             try:  # legacy rotation to a child id: the summaries follow the conversation
                 self.runtime.dag.carry_over(old, session_id, 0)
             except Exception as exc:
@@ -273,13 +278,29 @@ class TroveEngine(ContextEngine):
         key = SessionKey(session_id, conversation, platform, base.source,
                          base.scope if conversation == base.conversation_id else "")
         self._bind(key)
-        if previous and previous != session_id and self.state.mode == "active" and self.runtime.health.usable:
-            self._carry_after_new(previous, session_id)
-            try:
-                self.runtime.store.ensure_session(key, previous_session_id=previous)
-            except Exception as exc:
-                self._storage_error(exc, f"linking {session_id} to {previous}")
+        if self.state.mode == "active" and self.runtime.health.usable:
+            self._follow(previous, key)
         self.state.pending_reset_from = ""
+
+    def _previous_in_chat(self, key: SessionKey) -> str:
+        """The newest other session of a gateway chat, for a new session that holds nothing yet.
+        The gateway builds a new agent after /new, /reset or an idle reset: no on_session_reset."""
+        store = self.runtime.store
+        if not key.conversation_id or store.last_store_id(key.session_id):
+            return ""
+        scope = (store.session(key.session_id) or key).scope
+        earlier = [s for s in store.sessions(20, key.conversation_id) if s.session_id != key.session_id]
+        return next((s.session_id for s in earlier if s.scope == scope), "")
+
+    def _follow(self, previous: str, key: SessionKey) -> None:
+        """A new session follows ``previous``: the retained summaries come along, and the link."""
+        if not previous or previous == key.session_id:
+            return
+        self._carry_after_new(previous, key.session_id)
+        try:
+            self.runtime.store.ensure_session(key, previous_session_id=previous)
+        except Exception as exc:
+            self._storage_error(exc, f"linking {key.session_id} to {previous}")
 
     @host_entry(_nothing)
     def on_session_reset(self) -> None:

@@ -133,8 +133,9 @@ class MessageStore:
                          " last_rotate_backup=?, updated_at=? WHERE session_id=?",
                          (frontier, frontier, now, backup_path, now, session_id))
 
-    def sessions(self, limit: int = 1000) -> list[SessionRow]:
-        rows = self.db.read().execute("SELECT * FROM sessions ORDER BY updated_at DESC LIMIT ?", (limit,))
+    def sessions(self, limit: int = 1000, conversation_id: str = "") -> list[SessionRow]:
+        where, args = (" WHERE conversation_id=?", [conversation_id]) if conversation_id else ("", [])
+        rows = self.db.read().execute(f"SELECT * FROM sessions{where} ORDER BY updated_at DESC LIMIT ?", [*args, limit])
         return [row_as(SessionRow, r) for r in rows]
 
     def session_count(self, conn: sqlite3.Connection | None = None) -> int:

@@ -69,6 +69,34 @@ def test_new_carries_nodes_but_resume_and_branch_do_not(tmp_path):
     assert [n.node_id for n in carried] == deep
 
 
+def gateway_agent(runtime, session, key):
+    """The engine of an agent the gateway builds for one chat's message."""
+    eng = TroveEngine(runtime, complete=no_model)
+    eng.update_model(model="m", context_length=64000)
+    eng.bind_session_state(session_db=None, session_id=session)
+    eng.on_session_start(session, platform="telegram", context_length=64000, conversation_id=key)
+    return eng
+
+
+def test_a_gateway_chats_new_session_carries_that_chats_deep_nodes(tmp_path):
+    # the gateway answers /new with a new agent for a new session id: no on_session_reset arrives
+    runtime = build_runtime(make_config(tmp_path, leaf_chunk_tokens=600, condensation_fanin=2))
+    eng = gateway_agent(runtime, "g1", "agent:main:telegram:dm:1")
+    loop = HostLoop(eng)
+    for turn in build_conversation(60, seed=9):
+        loop.run_turn(turn)
+    deep = [n.node_id for n in runtime.dag.frontier("g1") if n.depth >= 2]
+    assert deep and len(deep) < len(runtime.dag.frontier("g1"))
+    eng.on_session_end("g1", loop.messages)
+    gateway_agent(runtime, "g2", "agent:main:telegram:dm:1")
+    gateway_agent(runtime, "h1", "agent:main:telegram:dm:2")  # another chat's first session
+    gateway_agent(runtime, "g1", "agent:main:telegram:dm:1")  # a later agent for the old session
+    assert [n.node_id for n in runtime.dag.frontier("g2")] == deep
+    assert runtime.store.session("g2").previous_session_id == "g1"
+    assert runtime.dag.frontier("h1") == []
+    assert not [n for n in runtime.dag.frontier("g1") if n.session_id != "g1"]
+
+
 def test_background_review_fork_end_with_empty_list_is_harmless(runtime):
     eng, loop = compacted_engine(runtime, turns=10)
     before = runtime.store.count(eng.session_id)

@@ -4,8 +4,9 @@ Telegram and Discord chats interleave and run in threads (one compacting while t
 tools run, long tool outputs included), one chat sends ``/new``, one ``/compress``, one arrives
 with a long transcript written before trove saw it, so the gateway's session hygiene compacts it
 first, and then the process restarts. Every message is stored once in its own session and
-scope, no chat reads another chat's or the owner's CLI memory through any tool, and no request
-passes the model's window (tests/e2e/gateway_driver.py builds the agents).
+scope, no chat reads another chat's or the owner's CLI memory through any tool, ``/new`` keeps
+the chat's deep summaries, and no request passes the model's window (tests/e2e/gateway_driver.py
+builds the agents).
 """
 from __future__ import annotations
 
@@ -35,7 +36,10 @@ def scope(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def gateway(make_home, fake_llm, tmp_path_factory) -> dict[str, Any]:
-    home = make_home(context_length=WINDOW, TROVE_FRESH_TAIL_COUNT="8")  # /compress finds work in short chats
+    # a short tail lets /compress find work in short chats; small leaves and fan-in 2 grow chat A's DAG
+    # past depth 2, the summaries its next session keeps after /new
+    home = make_home(context_length=WINDOW, TROVE_FRESH_TAIL_COUNT="8", TROVE_LEAF_CHUNK_TOKENS="1500",
+                     TROVE_CONDENSATION_FANIN="2")
     big_file = tmp_path_factory.mktemp("files") / "big.txt"
     big_file.write_text("".join(f"line {i}: the quick brown fox {i * 7}\n" for i in range(8000)), encoding="utf-8")
     cli = home.run_driver({"turns": [CLI_FACT, "thanks"]}, "gw-cli")
@@ -53,6 +57,8 @@ def gateway(make_home, fake_llm, tmp_path_factory) -> dict[str, Any]:
         {"chat": "D", "command": "hygiene"},
         {"chat": "D", "text": tool("trove_grep", query="vault phrase", session_scope="all")},
         {"chat": "D", "text": tool("trove_recall", query="vault phrase")},
+        {"chat": "A", "command": "/new"},
+        {"chat": "A", "text": tool("trove_describe")},
         {"chat": "B", "command": "/compress locker"},
         {"chat": "B", "command": "/new"},
         {"chat": "B", "text": tool("trove_recall", query="bank pin")},
@@ -140,3 +146,14 @@ def test_no_request_passes_the_window_and_every_main_request_offers_the_trove_to
     assert max(compactions) >= 1  # chat A compacted while chat B's tools ran
     manual = [s for s in flat(gateway["run1"]["steps"]) if s["step"].get("command") == "/compress locker"][0]
     assert manual["engine_name"] == "trove" and manual["in_place"] and manual["after"] < manual["before"], manual
+
+
+def test_new_in_a_gateway_chat_carries_that_chats_deep_summaries(gateway):
+    a = turns(gateway, "A")
+    old, new = a[0]["session_id"], [t for t in a if "trove_describe" in t["tool_results"]][0]
+    db = gateway["home"].db_path
+    deep = {n for (n,) in query(db, "SELECT node_id FROM summary_nodes WHERE session_id = ? AND depth >= 2", (old,))}
+    carried = {n for (n,) in query(db, "SELECT node_id FROM carried_nodes WHERE session_id = ?", (new["session_id"],))}
+    assert new["session_id"] != old and deep and carried and carried <= deep
+    described = json.loads(new["tool_results"]["trove_describe"])
+    assert described["total_nodes"] == len(carried)
