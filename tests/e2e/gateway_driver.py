@@ -123,12 +123,15 @@ class Gateway:
             approx = estimate_request_tokens_rough(msgs, system_prompt=agent._cached_system_prompt or "",
                                                    tools=agent.tools or None)
             if not engine.has_content_to_compress(msgs):
+                self.cleanup(agent)
                 return {"nothing_to_compress": True}
-        out, _ = agent._compress_context(msgs, "", approx_tokens=approx, focus_topic=focus, force=not hygiene)
-        result = {"before": len(msgs), "after": len(out), "session_id": agent.session_id,
-                  "engine_name": engine.name, "in_place": bool(getattr(agent, "_last_compaction_in_place", False))}
-        agent.close()
-        return result
+        try:
+            out, _ = agent._compress_context(msgs, "", approx_tokens=approx, focus_topic=focus, force=not hygiene)
+        finally:  # both paths evict the chat's cached agent (softly) and clean the side agent up
+            self.agents.pop(name, None)
+            self.cleanup(agent)
+        return {"before": len(msgs), "after": len(out), "session_id": agent.session_id,
+                "engine_name": engine.name, "in_place": bool(getattr(agent, "_last_compaction_in_place", False))}
 
     def trove(self, args: str) -> dict[str, Any]:
         from hermes_cli.plugins import get_plugin_command_handler
