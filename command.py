@@ -15,6 +15,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -26,6 +27,7 @@ from .ops import dag_view, doctor, hygiene, maintenance, migrate_store, rotate, 
 from .pathprobe import probe_path
 from .pgdb import StoreSelectionError
 from .runtime import build_runtime
+from .scope import LOCAL_PLATFORMS
 from .toolkit import iso
 
 if TYPE_CHECKING:
@@ -61,9 +63,31 @@ class Target:
         return str(self.runtime.bound_sessions.get(self.session_id, "active"))
 
 
+# The gateway chat a message comes from, set in that message's own task before /trove runs (None: no
+# gateway message). Hermes passes /trove only its words; the pre_gateway_dispatch hook sees the chat.
+ASKING_CHAT: ContextVar[str | None] = ContextVar("trove_asking_chat", default=None)
+
+
+def note_chat(event: Any = None, gateway: Any = None, **_: Any) -> None:
+    """The pre_gateway_dispatch hook: remember the message's chat ("" when the runner cannot say)."""
+    try:
+        chat = str(gateway._session_key_for_source(event.source) or "")
+    except Exception:
+        chat = ""
+    ASKING_CHAT.set(chat)
+
+
 def resolve(runtime: Runtime, session_id: str | None = None, engine: TroveEngine | None = None) -> Target:
-    """The foreground engine's session unless a session is named explicitly."""
-    engine = engine if engine is not None else runtime.foreground_engine()
+    """The asking gateway chat's engine (else its newest session), or the foreground engine; a
+    named session wins. Another gateway chat's engine is never assumed."""
+    if engine is None:
+        chat = ASKING_CHAT.get() or ""
+        engine = runtime.foreground_engine(chat)
+        key = engine.state.key if engine is not None else None
+        if key is not None and key.conversation_id != chat and key.platform.lower() not in LOCAL_PLATFORMS:
+            engine = None  # another gateway chat's
+        if engine is None and chat and not session_id:
+            session_id = next((s.session_id for s in runtime.store.sessions(1, chat)), "")
     key = engine.state.key if engine is not None else None
     return Target(runtime, engine, session_id or (key.session_id if key is not None else ""))
 
@@ -288,6 +312,8 @@ def register(ctx: Any, runtime: Runtime) -> None:
         if runtime.config.enable_slash_command and hasattr(ctx, "register_command"):
             ctx.register_command("trove", make_handler(runtime),
                                  description="hermes-trove status, diagnostics and upkeep", args_hint=ARGS_HINT)
+            if hasattr(ctx, "register_hook"):
+                ctx.register_hook("pre_gateway_dispatch", note_chat)
     except Exception:
         log.exception("trove: /trove registration failed")
     try:

@@ -208,6 +208,7 @@ class Runtime:
 
     # the engine is typed loosely here: naming it would make runtime and engine import each other
     _foreground: weakref.ref[Any] | None = field(default=None, repr=False)
+    _chats: weakref.WeakValueDictionary[str, Any] = field(default_factory=weakref.WeakValueDictionary, repr=False)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Runtime:
         return self
@@ -231,11 +232,16 @@ class Runtime:
                        bound_sessions=self.bound_sessions, degraded=note)
 
     def set_foreground(self, engine: Any) -> None:
-        """Remember the engine copy that bound a session most recently (for /trove commands)."""
+        """Remember the engine copy that bound a session most recently, and each gateway chat's (for /trove)."""
         self._foreground = weakref.ref(engine)
+        key = engine.state.key
+        if key is not None and key.conversation_id:
+            self._chats[key.conversation_id] = engine
 
-    def foreground_engine(self) -> Any:
-        """The most recently bound engine copy still alive, or None before any session binds."""
+    def foreground_engine(self, chat: str = "") -> Any:
+        """The most recently bound engine copy still alive (of gateway chat ``chat``), or None."""
+        if chat:
+            return self._chats.get(chat)
         return self._foreground() if self._foreground is not None else None
 
     @property

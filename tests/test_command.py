@@ -165,6 +165,30 @@ def test_status_follows_the_foreground_engine(runtime):
     assert "session_id: beta" in command.make_handler(runtime)("status")
 
 
+def test_a_gateway_chats_command_reads_its_own_session_and_never_another_chats(runtime):
+    import contextvars
+    from types import SimpleNamespace
+
+    chats = {"A": "agent:main:telegram:dm:1", "B": "agent:main:discord:dm:2", "C": "agent:main:telegram:dm:3"}
+    engines = {}
+    for name in ("B", "A"):  # A's engine binds last
+        engines[name] = TroveEngine(runtime)
+        engines[name].on_session_start(f"{name.lower()}1", platform="telegram", conversation_id=chats[name])
+    runtime.store.ensure_session(SessionKey("c1", chats["C"], "telegram"))  # C: stored, no live engine
+    handle = command.make_handler(runtime)
+
+    def message(chat_key):  # one gateway message: the hook, then /trove, in the message's own context
+        runner = SimpleNamespace(_session_key_for_source=lambda source: source)
+        command.note_chat(event=SimpleNamespace(source=chat_key), gateway=runner)
+        return handle("status")
+    said = {n: contextvars.copy_context().run(message, key) for n, key in chats.items()}
+    assert "session_id: b1" in said["B"] and "a1" not in said["B"]
+    assert "session_id: c1" in said["C"] and "a1" not in said["C"]
+    assert "session_id: a1" in said["A"]
+    # no chat named (the hook did not run): the last gateway chat's session is not assumed
+    assert "a1" not in contextvars.copy_context().run(handle, "status")
+
+
 def test_long_output_is_bounded(runtime):
     big = {"rows": [{"n": i, "text": "x" * 500} for i in range(100)]}
     text = command.render("status", {"nested": big, **{f"k{i}": "y" * 200 for i in range(200)}})

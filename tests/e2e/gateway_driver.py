@@ -16,11 +16,13 @@ each) and ``{"seq": [steps]}``.
 """
 from __future__ import annotations
 
+import contextvars
 import json
 import os
 import sys
 import threading
 import traceback
+import types
 import uuid
 from datetime import datetime
 from typing import Any
@@ -133,11 +135,26 @@ class Gateway:
         return {"before": len(msgs), "after": len(out), "session_id": agent.session_id,
                 "engine_name": engine.name, "in_place": bool(getattr(agent, "_last_compaction_in_place", False))}
 
-    def trove(self, args: str) -> dict[str, Any]:
-        from hermes_cli.plugins import get_plugin_command_handler
+    def trove(self, name: str, args: str) -> dict[str, Any]:
+        """A ``/trove`` message from the chat: its own task runs the pre_gateway_dispatch hooks with
+        the message event and the runner, then the plugin command (gateway/run.py _handle_message)."""
+        from gateway.config import Platform
+        from gateway.platforms.base import MessageEvent
+        from gateway.session import SessionSource, build_session_key
+        from hermes_cli.plugins import get_plugin_command_handler, invoke_hook
 
-        handler = get_plugin_command_handler("trove")
-        return {"text": handler(args) if handler else "(no /trove command)"}
+        chat = self.chats[name]
+        source = SessionSource(platform=Platform(chat["platform"]), chat_id=chat["user"], user_id=chat["user"],
+                               chat_type="dm")
+        assert build_session_key(source) == chat["key"], (build_session_key(source), chat["key"])
+        runner = types.SimpleNamespace(_session_key_for_source=build_session_key)  # the runner's key lookup
+
+        def message_task() -> str:
+            invoke_hook("pre_gateway_dispatch", event=MessageEvent(text=f"/trove {args}", source=source),
+                        gateway=runner, session_store=None)
+            handler = get_plugin_command_handler("trove")
+            return str(handler(args)) if handler else "(no /trove command)"
+        return {"text": contextvars.copy_context().run(message_task)}
 
     def seed(self, name: str, pairs: int, size: int) -> dict[str, Any]:
         sid = self.session_id(name)
@@ -173,7 +190,7 @@ class Gateway:
             elif command == "hygiene":
                 out = self.compress(name, None, hygiene=True)
             elif command.startswith("/trove"):
-                out = self.trove(command[len("/trove"):].strip())
+                out = self.trove(name, command[len("/trove"):].strip())
             else:
                 raise ValueError(f"unknown step {step}")
         except Exception:

@@ -39,7 +39,7 @@ def gateway(make_home, fake_llm, tmp_path_factory) -> dict[str, Any]:
     # a short tail lets /compress find work in short chats; small leaves and fan-in 2 grow chat A's DAG
     # past depth 2, the summaries its next session keeps after /new
     home = make_home(context_length=WINDOW, TROVE_FRESH_TAIL_COUNT="8", TROVE_LEAF_CHUNK_TOKENS="1500",
-                     TROVE_CONDENSATION_FANIN="2")
+                     TROVE_CONDENSATION_FANIN="2", TROVE_ENABLE_SLASH_COMMAND="1")
     big_file = tmp_path_factory.mktemp("files") / "big.txt"
     big_file.write_text("".join(f"line {i}: the quick brown fox {i * 7}\n" for i in range(8000)), encoding="utf-8")
     cli = home.run_driver({"turns": [CLI_FACT, "thanks"]}, "gw-cli")
@@ -68,11 +68,13 @@ def gateway(make_home, fake_llm, tmp_path_factory) -> dict[str, Any]:
                            script=GATEWAY_DRIVER)
     a_session = run1["sessions"]["A"]
     secret = query(home.db_path, "SELECT store_id FROM messages WHERE content = ?", (A_FACT,))[0][0]
-    second = [  # the same chats after a restart
-        {"chat": "A", "text": "back after the restart"},
+    second = [  # the same chats after a restart; A's new agent binds last, then B types /trove
         {"chat": "B", "text": tool("trove_load_session", session_id=a_session)},
         {"chat": "B", "text": tool("trove_expand", store_id=secret)},
         {"chat": "B", "text": tool("trove_grep", query="OSPREY", session_scope="all")},
+        {"chat": "A", "text": "back after the restart"},
+        {"chat": "B", "command": "/trove status"},
+        {"chat": "B", "command": "/trove rotate apply"},
     ]
     run2 = home.run_driver({"chats": CHATS, "state": state, "steps": second}, "gw-run2", timeout=600,
                            script=GATEWAY_DRIVER)
@@ -157,3 +159,15 @@ def test_new_in_a_gateway_chat_carries_that_chats_deep_summaries(gateway):
     assert new["session_id"] != old and deep and carried and carried <= deep
     described = json.loads(new["tool_results"]["trove_describe"])
     assert described["total_nodes"] == len(carried)
+
+
+def test_trove_commands_from_a_chat_act_on_that_chats_session_not_the_last_active_one(gateway):
+    b_session = turns(gateway, "B")[-1]["session_id"]
+    a_sessions = {t["session_id"] for t in turns(gateway, "A")}
+    said = {s["step"]["command"]: s["text"] for s in flat(gateway["run2"]["steps"]) if "command" in s["step"]}
+    assert f"session_id: {b_session}" in said["/trove status"], said["/trove status"][:600]
+    assert f"session_id: {b_session}" in said["/trove rotate apply"], said["/trove rotate apply"]
+    for sid in a_sessions:
+        assert sid not in said["/trove status"] and sid not in said["/trove rotate apply"]
+    rotated = query(gateway["home"].db_path, "SELECT session_id FROM sessions WHERE last_rotate_at IS NOT NULL")
+    assert not {sid for (sid,) in rotated} & a_sessions, rotated
