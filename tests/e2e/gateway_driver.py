@@ -97,6 +97,12 @@ class Gateway:
             self.db.end_session(old, "session_reset")
         return {"old_session_id": old, "session_id": self.session_id(name)}
 
+    def undo(self, name: str) -> dict[str, Any]:
+        """gateway/session.py ``rewind_session``: the newest user turn and what followed go inactive."""
+        sid = self.session_id(name)
+        target = self.db.list_recent_user_messages(sid, limit=10)[0]["id"]
+        return {"rewound": self.db.rewind_to_message(sid, target).get("rewound_count", 0)}
+
     def temporary(self, name: str, bound_to_chat: bool) -> Any:
         """The side agent of /compress (bound to the chat) or of session hygiene (not bound)."""
         from run_agent import AIAgent
@@ -185,6 +191,8 @@ class Gateway:
                 out = self.seed(name, int(step["seed"]), int(step.get("size", 4000)))
             elif command == "/new":
                 out = self.reset(name)
+            elif command == "/undo":
+                out = self.undo(name)
             elif command.startswith("/compress"):
                 out = self.compress(name, command[len("/compress"):].strip() or None, hygiene=False)
             elif command == "hygiene":

@@ -66,7 +66,7 @@ def gateway(make_home, fake_llm, tmp_path_factory) -> dict[str, Any]:
     start = len(fake_llm.requests())
     run1 = home.run_driver({"chats": CHATS, "state": state, "steps": first}, "gw-run1", timeout=600,
                            script=GATEWAY_DRIVER)
-    a_session = run1["sessions"]["A"]
+    a_session = flat(run1["steps"])[0]["session_id"]  # A's first session, which holds the fact
     secret = query(home.db_path, "SELECT store_id FROM messages WHERE content = ?", (A_FACT,))[0][0]
     second = [  # the same chats after a restart; A's new agent binds last, then B types /trove
         {"chat": "B", "text": tool("trove_load_session", session_id=a_session)},
@@ -124,6 +124,9 @@ def test_every_chat_message_is_stored_once_in_its_own_session_and_scope(gateway)
             assert sum(n for (role, content), n in content_counts(db).items() if content == text) == 1
     b = turns(gateway, "B")
     assert b[0]["session_id"] != b[-1]["session_id"]  # /new gave the chat a new session
+    seeded = query(db, "SELECT session_id, COUNT(*), COUNT(DISTINCT content) FROM messages"
+                       " WHERE content LIKE 'seeded question %' GROUP BY session_id")
+    assert seeded == [(turns(gateway, "D")[0]["session_id"], 40, 40)]  # hygiene stored D's old transcript once
 
 
 def test_no_chat_reads_another_chats_or_the_owners_memory_through_any_tool(gateway):
@@ -148,6 +151,9 @@ def test_no_request_passes_the_window_and_every_main_request_offers_the_trove_to
     assert max(compactions) >= 1  # chat A compacted while chat B's tools ran
     manual = [s for s in flat(gateway["run1"]["steps"]) if s["step"].get("command") == "/compress locker"][0]
     assert manual["engine_name"] == "trove" and manual["in_place"] and manual["after"] < manual["before"], manual
+    nodes = dict(query(gateway["home"].db_path, "SELECT session_id, COUNT(*) FROM summary_nodes GROUP BY 1"))
+    for sid in (manual["session_id"], turns(gateway, "D")[0]["session_id"]):  # trove summarised, not Hermes
+        assert nodes.get(sid, 0) >= 1, (sid, nodes)
 
 
 def test_new_in_a_gateway_chat_carries_that_chats_deep_summaries(gateway):
