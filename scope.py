@@ -12,7 +12,9 @@ from typing import Any
 
 MODES = ("conversation", "profile", "session")
 LOCAL = "local"
-LOCAL_PLATFORMS = ("", "cli", "local")
+# The owner's own surfaces: the CLI, the TUI and the desktop chat panel (Hermes tags them "tui" and
+# "desktop"), and editor sessions over ACP ("acp").
+LOCAL_PLATFORMS = ("", "cli", "local", "tui", "desktop", "acp")
 
 
 def scope_for(platform: str | None, conversation_id: str | None = None, sender_id: str | None = None) -> str:

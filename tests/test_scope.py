@@ -294,3 +294,19 @@ def test_a_bind_that_names_no_chat_takes_the_chat_the_host_recorded_for_the_sess
         eng.ingest([user(f"hello from {sid}")])
     scopes = {s.session_id: s.scope for s in runtime.store.sessions()}
     assert scopes == {"g1": f"telegram:{A_KEY}", "c1": "local"}
+
+
+def test_the_tui_desktop_and_editor_sessions_share_the_owners_local_memory(tmp_path):
+    # Hermes 0.19 tags `hermes --tui` sessions "tui", the desktop chat panel "desktop", editor (ACP) ones "acp"
+    runtime = build_runtime(make_config(tmp_path))
+    cli = start(runtime, "c1")
+    cli.ingest([user("the cli deploy port is 9091"), assistant("Noted the deploy port.")])
+    for platform in ("tui", "desktop", "acp"):
+        eng = start(runtime, f"{platform}1", platform)
+        eng.ingest([user(f"hello from the {platform}")])
+        assert runtime.store.session(f"{platform}1").scope == "local"
+        assert "9091" in texts(call(eng, "trove_recall", query="deploy port")), platform
+    with runtime.db.transaction() as conn:  # a TUI session an earlier build recorded unscoped...
+        conn.execute("UPDATE sessions SET scope='' WHERE session_id='tui1'")
+    start(runtime, "tui1", "tui")  # ...takes the local scope when it is resumed
+    assert runtime.store.session("tui1").scope == "local"
