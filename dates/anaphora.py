@@ -23,10 +23,13 @@ that is what something is about, not when the story happens (``_topic``). With n
 reason.
 
 A month alone ("In 2022 we lived in Denver. In March we moved": March 2022) takes the year of the
-time just before it when that time lies within one year; a day of the month alone ("the first
-week of April, then on the 10th") the month of a time within one month, or of a single day before
-it ("on April 3 ... on the 5th"). Not when the result lies ahead in a sentence not about the
-future, or behind in one that is.
+time just before it when that time lies within one year, the next year when that time is a month
+(or a day of one) after it ("in November 2021 ... we moved out in January": January 2022); a day of
+the month alone ("the first week of April, then on the 10th") the month of a time within one
+month, or of a single day before it ("on April 3 ... on the 5th"), else the month after that day
+("arrive on 28 June and leave on the 5th": 5 July). Not when the result lies ahead in a sentence
+not about the future, or behind in one with no past cue ("built in 1890; in October they're
+closing it").
 """
 from __future__ import annotations
 
@@ -52,6 +55,8 @@ _TIME_OF = lx.PARTS_OF_DAY | {"day", "week", "weekend", "month", "year", "summer
                               "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth"}
 _PRESENT = frozenset({"is", "are", "am", "isn't", "aren't"})
 _BARE_LEADS = lx.MONTH_CONTEXT | {"on", "back", "the", "in"}
+_CLAUSE_ENDS = frozenset({",", ";", ":", "and", "but", "so", "then"})
+_NOW_FORMS = frozenset({"am", "is", "are", "i'm", "we're", "you're", "they're", "will", "won't", "shall", "gonna"})
 _PLAN = re.compile(r"\b(?:to|for|planned|agreed|promised|booked|scheduled)\b", re.IGNORECASE)
 
 
@@ -118,12 +123,14 @@ def _in_context(text: str, occ: Occurrence, bare: tuple[str, int], first: date, 
     year of a time within one year, a day alone the month of a time within one month (a single day only
     when it comes before that day: "on April 3 ... on the 5th"). Not against its sentence's tense."""
     kind, number = bare
+    one_month = (first.year, first.month) == (last.year, last.month)
     try:
-        if kind == "month" and first.year == last.year:
-            start, end = iv.month_span(first.year, number)
-        elif kind == "day" and (first.year, first.month) == (last.year, last.month) and \
-                (first != last or number > first.day):
+        if kind == "month" and first.year == last.year:  # after a month's own time, an earlier month is the next year's
+            start, end = iv.month_span(first.year + (one_month and number < first.month), number)
+        elif kind == "day" and one_month and (first != last or number > first.day):
             start, end = iv.day_span(first.replace(day=number))
+        elif kind == "day" and first == last:  # "arrive on 28 June and leave on the 5th": the month after
+            start, end = iv.day_span(iv.add_months(first.replace(day=1), 1).replace(day=number))
         else:
             return None
     except ValueError:  # "the 31st" of a shorter month
@@ -132,9 +139,22 @@ def _in_context(text: str, occ: Occurrence, bare: tuple[str, int], first: date, 
         return None
     left, right = _sentence_around(text, occ.span)
     tense = _tense(left, occ.expression, right)
-    if (end > today + iv.DAY and tense != "future") or (start <= today and tense == "future"):
+    # ahead only in a sentence about the future; behind only in one with a past cue ("in October they're
+    # closing it" after "built in 1890" is no October of 1890)
+    behind = start <= today and (tense != "past" or _now_in_clause(left, right))
+    if (end > today + iv.DAY and tense != "future") or behind:
         return None
     return Occurrence(occ.expression, occ.span, *iv.utc_bounds(start, end), "month" if kind == "month" else "day")
+
+
+def _now_in_clause(left: str, right: str) -> bool:
+    """The clause around a time (between the nearest ``_CLAUSE_ENDS``) has a present "be" or a future
+    word: "..., and on the 20th we're celebrating" tells no past, whatever an earlier clause did."""
+    before, after = [t.low.replace("\u2019", "'") for t in lx.tokenize(left)], \
+        [t.low.replace("\u2019", "'") for t in lx.tokenize(right)]
+    start = max((at + 1 for at, word in enumerate(before) if word in _CLAUSE_ENDS), default=0)
+    stop = next((at for at, word in enumerate(after) if word in _CLAUSE_ENDS), len(after))
+    return any(word in _NOW_FORMS or word.endswith("'ll") for word in before[start:] + after[:stop])
 
 
 def _topic(text: str, reference: Occurrence, occ: Occurrence, today: date) -> bool:

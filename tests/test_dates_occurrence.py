@@ -260,6 +260,15 @@ def test_a_time_the_speaker_takes_back_is_withdrawn_and_the_later_one_stands(tex
     ("Last month I was in Rome; in December I was in Paris.", "2023-12-01..2023-12-31"),
     ("We flew back on April 28 and on the 2nd I started work.", "2024-05-02"),
     ("In 2022 we lived in Denver. Last week I was there. In March we moved.", "2024-03-01..2024-03-31"),
+    # after a month's own time an earlier month is the next year's, an earlier day the next month's
+    ("The flat flooded in November 2021 and we moved out in January.", "2022-01-01..2022-01-31"),
+    ("My dad got sick in October 2023, and he passed in February.", "2024-02-01..2024-02-29"),
+    ("We arrive on 28 June and leave on the 5th.", "2024-07-05"),
+    ("I arrived on 20 March 2018 and on the 2nd I found a flat.", "2018-04-02"),
+    # a clause in the present or future takes no past year from the clause before it
+    ("The old bridge was built in 1890; in October they're closing it.", "2023-10-01..2023-10-31"),
+    ("We first met in August 2010, and on the 20th we're celebrating.", "2024-04-20"),
+    ("I've had this car since April 2016 but in June I'm selling it.", "2023-06-01..2023-06-30"),
 ])
 def test_a_bare_month_or_day_takes_its_year_or_month_from_the_time_before_it(text, expected):
     last = resolve_occurrences(text, observed("2024-05-15"))[-1]
