@@ -95,7 +95,9 @@ def _arranged(between: list[Token]) -> bool:
     """The tokens between a progressive and a time (the time phrase's own opening words aside: "on the",
     "the first week of") leave the time in the progressive's clause, as the when of the arranged act."""
     words = [t.low for t in between]
-    while words and words[-1] in _TIME_LEADS:
+    # the time's own words when the caller points inside it: "on 12", "on the 4th of" before "June"
+    while words and (words[-1] in _TIME_LEADS or words[-1][:1].isdigit() or words[-1] in lx.MONTHS
+                     or (words[-1] == "of" and words[-2:-1] and words[-2][:1].isdigit())):
         words.pop()
     if len(words) >= 2 and words[-1] == "of" and words[-2] in _PART_OF:
         words.pop()
@@ -261,12 +263,13 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
 
 def _progressive(tokens: list[Token], index: int, first: int) -> bool:
     """An -ing verb after a present "be" with a personal subject: "I'm moving", "we are flying", "are you
-    coming" (a word such as "also" may stand between). Not "it's": "it's raining" is weather now."""
+    coming" (a word such as "also" may stand between), or "going" opening its sentence. Not "it's":
+    "it's raining" is weather now."""
     at = index - 1
     if at > first and tokens[at].low in _ING_ADVERBS:
         at -= 1
-    if at < first:
-        return False
+    if at < first:  # "Going to the dentist Thursday": a chat's "I'm going" with its subject dropped
+        return tokens[index].low == "going"
     be = tokens[at].low.replace("\u2019", "'")
     if be in ("i'm", "we're", "you're", "they're", "he's", "she's"):
         return True

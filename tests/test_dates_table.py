@@ -530,6 +530,11 @@ TABLE = [
     (WED, "They quit on Tuesday.", UNCLEAR),  # a plural subject leaves the form open
     (WED, "Did you end up going to the concert on Saturday?", "2024-05-11"),  # "going to the ...": a motion
     (WED, "Are you going to my party on Saturday?", "2024-05-18"),  # still an arrangement
+    (WED, "I'm going to my cousin's wedding on June 22", "2024-06-22"),  # a progressive of motion: arranged
+    (WED, "Going to the dentist Thursday morning ugh", "2024-05-16"),  # its "I'm" dropped
+    (WED, "I'm seeing the consultant on 12 June", "2024-06-12"),  # the date's own words are no object
+    (WED, "I'm having surgery on the 4th of June", "2024-06-04"),
+    (WED, "Going to the gym on Monday was a mistake", "2024-05-13"),
     (WED, "I'm meeting Sarah for coffee on Friday.", "2024-05-17"),  # "for" before a bare noun: a purpose
     (WED, "I'm saving for the trip in March.", "2024-03-01..2024-03-31"),  # "for the trip": the trip's time
     (WED, "The plumber is coming Thursday morning.", "2024-05-16"),  # a noun subject arranges too
