@@ -55,7 +55,9 @@ RULES = """\
   Friday?") or an offer ("I could come on Friday if you want": "I", "we" or "you" and an "if" with
   no past); "been going to" is a habit; "was going to", "had planned" a plan seen from the past
   ("going to the concert" is a motion). Such a plan is past when a clause after it joined by "but",
-  "and" or "so" says in the past how it went ("she said she would call on Monday but never did").
+  "and" or "so" says in the past how it went ("she said she would call on Monday but never did");
+  the speaker's own "I was hoping to", "we were going to" before an "if" with no past or in a
+  question with no past after the time is a polite present, so future ("..., still on?").
   "she quit", "it cost" (a plain form after "he", "she", "it" that a past shares) are past. A modal
   before a plain verb ("might", "can", "should", "need to", "hope") points ahead when the time
   shares its clause and is no topic ("about Saturday"); before "have" it points back. An -ed word or

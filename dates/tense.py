@@ -38,7 +38,9 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
                     and not _told_in_present(tokens[end:min(last, end + lx.CUE_REACH)]) else None
             if cue == "prospective":
                 tail = tokens[end:min(last, end + 2 * lx.CUE_REACH)]
-                cue = "past" if _how_it_went(tail) else "future" if _offered(tokens, index, first, tail) else "plan"
+                asked = tokens[last - 1].low == "?"
+                cue = "past" if _how_it_went(tail) else "future" if _offered(tokens, index, first, tail, asked) \
+                    else "plan"
             if cue == "be":  # "my interview is on Tuesday": a present "be" right before the time states a schedule
                 between = tokens[index + 1:begin]  # the time itself, or its subject ("is the game on Sunday")
                 held = _arranged(between) and not any(lx.past_form(t.low) or t.low in _SAME_IN_PAST for t in between)
@@ -189,14 +191,19 @@ def _how_it_went(tail: list[Token]) -> bool:
     return any(lx.past_form(word) or word == "couldn't" for word in words[joined:])
 
 
-def _offered(tokens: list[Token], index: int, first: int, tail: list[Token]) -> bool:
+def _offered(tokens: list[Token], index: int, first: int, tail: list[Token], asked: bool) -> bool:
     """"I could come over on Thursday if you want", "we could meet on Saturday if it's nice": the speaker's
-    (or listener's) "could"/"would" with an "if" after the time that holds no past is an offer for later."""
+    (or listener's) "could"/"would" with an "if" after the time that holds no past is an offer for later.
+    So is the speaker's own "was hoping"/"was going to" (a polite present) before such an "if" or in a
+    sentence that asks with no past after the time ("we were hoping to see you on Thursday, still on?")."""
     low = tokens[index].low.replace("\u2019", "'")
-    offer = low in ("i'd", "we'd", "you'd") or (low in ("could", "would") and index > first
-                                                 and tokens[index - 1].low in ("i", "we", "you"))
+    before = [tokens[at].low for at in range(max(first, index - 2), index)]
+    offer = low in ("i'd", "we'd", "you'd") or (low in ("could", "would") and before[-1:] in (["i"], ["we"], ["you"]))
+    polite = before in (["i", "was"], ["we", "were"])
     words = [t.low for t in tail]
-    return offer and "if" in words and not any(lx.past_form(w) for w in words[words.index("if"):])
+    if "if" in words and (offer or polite):
+        return not any(lx.past_form(w) for w in words[words.index("if"):])
+    return polite and asked and not any(lx.past_form(w) for w in words)
 
 
 _CLAUSE_BREAKS = frozenset({",", ";", ":", "but", "because", "although", "though"})

@@ -572,6 +572,9 @@ TABLE = [
     (WED, "Is the meeting still on Thursday?", "2024-05-16"),  # a question opening with "is"
     (WED, "Could you water my plants on Friday?", "2024-05-17"),  # a request
     (WED, "I could come over on Thursday if you want.", "2024-05-16"),  # an offer for later
+    (WED, "we were hoping to see you on Thursday, still on?", "2024-05-16"),  # a polite present that asks
+    (WED, "I was hoping to come by on Saturday if that's ok", "2024-05-18"),
+    (WED, "I was going to call you on Monday if I had time", "2024-05-13"),  # the "if" tells a past
     (WED, "We could meet up on Saturday if the weather's nice.", "2024-05-18"),
     (WED, "She said she could come on Saturday if she finished early.", UNCLEAR),  # reported, and a past "if"
     (WED, "Would you have come on Saturday?", "2024-05-11"),  # a question's perfect: past
