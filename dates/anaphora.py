@@ -57,6 +57,7 @@ _PRESENT = frozenset({"is", "are", "am", "isn't", "aren't"})
 _BARE_LEADS = lx.MONTH_CONTEXT | {"on", "back", "the", "in"}
 _CLAUSE_ENDS = frozenset({",", ";", ":", "and", "but", "so", "then"})
 _NOW_FORMS = frozenset({"am", "is", "are", "i'm", "we're", "you're", "they're", "will", "won't", "shall", "gonna"})
+_IS_OR_HAS = frozenset({"he's", "she's", "it's", "that's", "there's"})
 _PLAN = re.compile(r"\b(?:to|for|planned|agreed|promised|booked|scheduled)\b", re.IGNORECASE)
 
 
@@ -154,7 +155,10 @@ def _now_in_clause(left: str, right: str) -> bool:
         [t.low.replace("\u2019", "'") for t in lx.tokenize(right)]
     start = max((at + 1 for at, word in enumerate(before) if word in _CLAUSE_ENDS), default=0)
     stop = next((at for at, word in enumerate(after) if word in _CLAUSE_ENDS), len(after))
-    return any(word in _NOW_FORMS or word.endswith("'ll") for word in before[start:] + after[:stop])
+    words = before[start:] + after[:stop]
+    return any(word in _NOW_FORMS or word.endswith("'ll") or  # "he's proposing", not "he's moved", "it's been"
+               (word in _IS_OR_HAS and words[at + 1:at + 2] and words[at + 1].endswith("ing"))
+               for at, word in enumerate(words))
 
 
 def _topic(text: str, reference: Occurrence, occ: Occurrence, today: date) -> bool:

@@ -269,6 +269,8 @@ def test_a_time_the_speaker_takes_back_is_withdrawn_and_the_later_one_stands(tex
     ("The old bridge was built in 1890; in October they're closing it.", "2023-10-01..2023-10-31"),
     ("We first met in August 2010, and on the 20th we're celebrating.", "2024-04-20"),
     ("I've had this car since April 2016 but in June I'm selling it.", "2023-06-01..2023-06-30"),
+    ("Tom and I met in May 2022, and on the 25th he's proposing.", "2024-04-25"),
+    ("We met in May 2022, and on the 25th he'd proposed.", "2022-05-25"),
 ])
 def test_a_bare_month_or_day_takes_its_year_or_month_from_the_time_before_it(text, expected):
     last = resolve_occurrences(text, observed("2024-05-15"))[-1]
