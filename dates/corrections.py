@@ -4,13 +4,17 @@ A time followed in its sentence by another, with only words of a correction betw
 it was", "sorry, I mean", "or rather", "scratch that"; after the first time's own clause too: "on
 Sunday we went hiking, no wait, it was Saturday"), or one negated ("wasn't", "isn't", "not" just
 before it) and followed by its replacement ("..., it was", "but"), is withdrawn: unresolved with a
-reason, and the later time stands. Any other word between them keeps both ("on Monday and actually
+reason, and the later time stands. A replacement the grammar does not read alone, a bare day or
+month name ("on the 20th, or rather the 21st", "in July, no sorry, August"), takes the month (the
+year) of the time it corrects. Any other word between them keeps both ("on Monday and actually
 on Tuesday too").
 """
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
+from . import intervals as iv
 from . import lexicon as lx
 from .expressions import Occurrence
 
@@ -18,19 +22,48 @@ TAKEN_BACK = "taken back by the time after it"
 _MARKERS = frozenset({"no", "wait", "mean", "rather", "sorry", "scratch", "correction", "oops", "actually"})
 _FILLERS = frozenset({",", "-", "i", "it", "was", "is", "it's", "or", "that", "make", "oh", "um", "uh", "on", "in",
                       "the", "at", "!", "."})
+_BARE = re.compile(r"\bthe (\d{1,2})(?:st|nd|rd|th)\b|\b(" + "|".join(lx.MONTHS) + r")\b", re.IGNORECASE)
+_BARE_REACH = 40  # characters after the corrected time
 _NEGATIONS = frozenset({"wasn't", "isn't", "not", "weren't", "aren't"})
 _REPLACING = frozenset({",", "it", "was", "is", "it's", "but", "rather", "on", "in", "the", "that", "that's"})
 
 
 def taken_back(text: str, found: list[Occurrence]) -> list[Occurrence]:
-    """``found`` with each time its speaker corrects (see the module docstring) withdrawn."""
-    out = list(found)
-    for at in range(len(found) - 1):
-        here, then = found[at], found[at + 1]
-        between = text[here.span[1]:then.span[0]]
-        if here.resolved and not lx.SENTENCE_BREAK.search(between) and _corrects(text, here, between):
-            out[at] = replace(here, start=None, end=None, granularity=None, unresolved=TAKEN_BACK)
+    """``found`` with each time its speaker corrects (see the module docstring) withdrawn, and a bare
+    replacement the grammar reads as no time on its own put after it."""
+    out: list[Occurrence] = []
+    for at, here in enumerate(found):
+        stop = found[at + 1].span[0] if at + 1 < len(found) else len(text)
+        between = text[here.span[1]:stop]
+        bare = None if at + 1 < len(found) and not lx.SENTENCE_BREAK.search(between) else _bare(text, here, stop)
+        if here.resolved and (bare is not None or at + 1 < len(found) and not lx.SENTENCE_BREAK.search(between)
+                              and _corrects(text, here, between)):
+            here = replace(here, start=None, end=None, granularity=None, unresolved=TAKEN_BACK)
+        out += [here] if bare is None else [here, bare]
     return out
+
+
+def _bare(text: str, here: Occurrence, stop: int) -> Occurrence | None:
+    """The bare day ("the 21st") or month name ("August") that corrects ``here`` in its sentence ("on the
+    20th, or rather the 21st", "in July, no sorry, August"): read in the month (year) of ``here``."""
+    if not here.resolved or here.start is None or here.granularity not in ("day", "month"):
+        return None
+    match = _BARE.search(text, here.span[1], min(stop, here.span[1] + _BARE_REACH))
+    if match is None or lx.SENTENCE_BREAK.search(text, here.span[1], match.start()) or \
+            not _corrects(text, here, text[here.span[1]:match.start()]):
+        return None
+    first, month = here.start.date(), lx.MONTHS.get(match.group(2).lower()) if match.group(2) else None
+    try:
+        if match.group(1) and here.granularity == "day":
+            span = iv.day_span(first.replace(day=int(match.group(1))))
+        elif month is not None and here.granularity == "month" and (match.group(2)[0].isupper() or
+                                                                    match.group(2).lower() not in lx.VERB_MONTHS):
+            span = iv.month_span(first.year, month)
+        else:
+            return None
+    except ValueError:  # "the 31st" of a shorter month
+        return None
+    return Occurrence(match.group(0), match.span(), *iv.utc_bounds(*span), here.granularity)
 
 
 def _corrects(text: str, here: Occurrence, between: str) -> bool:

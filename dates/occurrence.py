@@ -144,7 +144,9 @@ RULES = """\
 - A time after "in the book/film/movie/show/story..." and a comma or a clause's subject, in that
   sentence, is the plot's, not the calendar's: unresolved ("in the book the hero leaves on the 3rd").
 - A time the speaker takes back ("on Thursday, no wait, Friday", "it wasn't last week, it was two
-  weeks ago": only correction words between them) is unresolved; the later one stands.
+  weeks ago": only correction words between them) is unresolved; the later one stands. A bare day
+  or month name as the replacement ("on the 20th, or rather the 21st") takes the corrected time's
+  month (year).
 - Only the first MAX_SCAN_CHARS characters of a message are read.
 """
 

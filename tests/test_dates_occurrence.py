@@ -236,6 +236,11 @@ def test_an_offset_counts_from_the_time_stated_before_it(text, expected):
     ("No, it wasn't on Saturday, it was on Sunday.", ["on Sunday"], ["on Saturday"]),
     ("On Sunday we went hiking, no wait, it was Saturday.", ["Saturday"], ["On Sunday"]),  # after its clause
     ("On Sunday we went hiking, no idea why, and on Saturday we rested.", ["On Sunday", "on Saturday"], []),
+    # a bare replacement the grammar does not read alone still takes the place of the time it corrects
+    ("The appointment is on the 20th, or rather the 21st.", ["the 21st"], ["on the 20th"]),
+    ("We're going in July, no sorry, August.", ["August"], ["in July"]),
+    ("I met him in March, actually no, it was April.", ["April"], ["in March"]),
+    ("In June we saw the 4th film of the series.", ["In June"], []),
     # any other word between them keeps both
     ("I went on Monday and actually had fun on Tuesday too.", ["on Monday", "on Tuesday"], []),
     ("I worked on Monday and Tuesday.", ["on Monday", "Tuesday"], []),
