@@ -211,7 +211,7 @@ class HermesHome:
 
         ``spec["wait_threads"]`` (thread names) makes the host process wait, up to
         ``spec["wait_seconds"]``, for those background threads before it exits."""
-        proc = self.start_driver(spec, name)
+        proc = self.start_driver(spec, name, script)
         try:
             stdout, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -225,15 +225,15 @@ class HermesHome:
                 name, proc.returncode, result.get("error", ""), stderr[-4000:]))
         return result
 
-    def start_driver(self, spec: dict[str, Any], name: str) -> subprocess.Popen[str]:
-        """Start tests/e2e/driver.py with ``spec`` and return the running host process."""
+    def start_driver(self, spec: dict[str, Any], name: str, script: Path = DRIVER) -> subprocess.Popen[str]:
+        """Start tests/e2e/driver.py (or ``script``) with ``spec`` and return the running host process."""
         spec = dict(spec)
         spec.setdefault("base_url", self.base_url)
         spec_path, result_path = self.root / (name + ".spec.json"), self.root / (name + ".result.json")
         spec_path.write_text(json.dumps(spec), encoding="utf-8")
         command = [self.python, str(script), str(spec_path), str(result_path)]
         if spec.get("wait_threads"):
-            command = [self.python, "-c", _DRIVER_WAITING, str(DRIVER), str(spec_path), str(result_path)]
+            command = [self.python, "-c", _DRIVER_WAITING, str(script), str(spec_path), str(result_path)]
         return subprocess.Popen(command, env=self.env(), cwd=str(self.root), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
 
