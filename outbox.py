@@ -265,6 +265,19 @@ class Shipper:
             log.error("trove: the PostgreSQL store %s is unreachable (%s); turns keep writing to %s and ship"
                       " when it returns", self.server.path, self.state.last_error, self.outbox.path)
 
+    def probe(self) -> str:
+        """Ask the server now with a new connection (bounded by its connect timeout) for an operator
+        report: "" when the store opens, else why. Either answer replaces the remembered one."""
+        try:
+            self.server.open_connection().close()
+        except Exception as exc:
+            if not storage_error(exc):
+                raise
+            self.failed(exc)
+            return self.state.last_error
+        self.state.last_error = ""
+        return ""
+
     def drain(self, deadline: float | None = None) -> int:
         """Ship until the outbox is empty (or ``deadline``, a ``time.monotonic`` value); rows read."""
         total = 0

@@ -310,12 +310,3 @@ class PgDatabase:
         with self.transaction() as conn:
             write_meta(conn, values)  # type: ignore[arg-type]
 
-
-def server_reachable(url: str, timeout_s: float = 2.0) -> str:
-    """``""`` when a connection to ``url`` opens within ``timeout_s``, else the reason (for status)."""
-    try:
-        conn = _driver().connect(url, autocommit=True, connect_timeout=max(1, int(timeout_s)))
-    except Exception as exc:
-        return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:300]
-    conn.close()
-    return ""

@@ -19,7 +19,6 @@ from ..config import public_view
 from ..pathprobe import probe_path
 from ..payloads.redact import describe_config
 from ..payloads.sidecar import payload_home
-from ..pgdb import server_reachable
 from ..runtime import DELEGATED, store_fix
 from ..toolkit import iso
 from ..version import __version__
@@ -50,8 +49,9 @@ def bound_session(snapshot: Mapping[str, Any] | None) -> str | None:
 
 # -- sections ---------------------------------------------------------------------------------
 
-def runtime_section(runtime: Runtime) -> dict[str, Any]:
-    """Plugin identity, database files and health; a broken database is reported, not raised."""
+def runtime_section(runtime: Runtime, offline: str = "") -> dict[str, Any]:
+    """Plugin identity, database files and health; a broken database is reported, not raised, and
+    an ``offline`` server (the reason) is not asked again."""
     path = runtime.db.path
     section: dict[str, Any] = {"plugin_version": __version__, "plugin_path": runtime.plugin_path,
                                **install.git_identity(runtime.plugin_path), "database_path": path,
@@ -63,6 +63,8 @@ def runtime_section(runtime: Runtime) -> dict[str, Any]:
     else:
         section.update(database_bytes=_size(path), wal_bytes=_size(path + "-wal"))
     try:
+        if offline:
+            raise ConnectionError(offline)
         section["schema_migrations"] = runtime.db.applied_migrations()
         section["fts"] = fts_health(runtime.db.read())
         section["healthy"] = True
@@ -76,8 +78,9 @@ def health_section(runtime: Runtime) -> dict[str, Any]:
     """Is the store usable? This process's verdict (a live engine found it broken and delegates
     compaction, retrying) or, without one, what the file system (a server: a new connection) says."""
     health, path = runtime.health, runtime.db.path
-    if runtime.db.kind != "sqlite":  # the outbox's last failure may be old: ask the server now
-        reason = health.reason or server_reachable(getattr(runtime.db, "url", path))
+    shipper = getattr(runtime.store, "shipper", None)
+    if shipper is not None:  # a new process has not failed yet, an old failure may be over: ask the server now
+        reason = health.reason or shipper.probe()
     else:
         reason = health.reason or probe_path(path) or ""
     section: dict[str, Any] = {"usable": not reason, "database_path": path}
@@ -167,14 +170,17 @@ def build_status(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = N
     sid = session_id or bound_session(snap)
     platform = str(snap.get("platform") or "")
     health = health_section(runtime)
+    offline = str(health.get("reason", "")) if runtime.db.kind != "sqlite" else ""  # no read waits on it again
     status: dict[str, Any] = {"session_id": sid or UNBOUND, "bound": bool(sid), "generated_at": time.time(),
-                              "store_health": health, "runtime": runtime_section(runtime),
+                              "store_health": health, "runtime": runtime_section(runtime, offline),
                               "engine": engine_section(snapshot)}
     healthy = health["usable"] and status["runtime"]["healthy"]
     status["overall"] = "healthy" if healthy else "unhealthy"
     if snapshot is not None:
         status["context_pressure"] = pressure_section(snap)
     try:
+        if offline:
+            raise ConnectionError(offline)
         status["store"] = store_section(runtime)
         if sid:
             if not platform and (row := runtime.store.session(sid)) is not None:
@@ -191,7 +197,7 @@ def build_status(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = N
     status["plugin"] = install.identity_section(runtime, in_host=snapshot is not None)
     for system in subsystems.SUBSYSTEMS:
         if system.status is not None:
-            status[system.section] = subsystem_section(runtime, system)
+            status[system.section] = subsystem_section(runtime, system) if not offline else {"error": "not read"}
     status["session_filters"] = filters_section(runtime, sid, platform)
     status["sensitive_patterns"] = describe_config(runtime.config)
     status["config"] = public_view(runtime.config)

@@ -1,7 +1,9 @@
 """``build_status``: engine facts, store and DAG counts, filters, lifecycle, identity, config."""
 from __future__ import annotations
 
+import socket
 import subprocess
+import threading
 
 import pytest
 from conftest import assistant, make_config, user
@@ -176,6 +178,29 @@ def test_an_unreachable_server_makes_status_unhealthy_with_the_reason_and_fix(tm
     assert s["overall"] == "unhealthy" and health["usable"] is False and s["runtime"]["healthy"] is False
     assert "OperationalError" in health["reason"] and "TROVE_DATABASE_URL" in health["fix"]
     assert "store_error" in s and "hunter2" not in str(s)
+
+
+def stalled_server() -> tuple[str, list[socket.socket]]:
+    """A URL whose listener accepts every connection and never answers (a hung server), and the
+    connections it accepted."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted: list[socket.socket] = []
+    threading.Thread(target=lambda: [accepted.append(listener.accept()[0]) for _ in iter(int, 1)],
+                     daemon=True).start()
+    return f"postgresql://trove@127.0.0.1:{listener.getsockname()[1]}/trove", accepted
+
+
+def test_a_new_process_asks_a_stalled_server_once_and_says_the_outbox_cannot_ship(tmp_path, backend):
+    if backend == "sqlite":
+        pytest.skip("about a PostgreSQL server")
+    url, accepted = stalled_server()
+    rt = build_runtime(make_config(tmp_path, database_url=url))  # what a new `status` process starts with
+    rt.store.outbox.store.ingest(SessionKey("s1"), [user("an earlier process wrote"), assistant("kept on disk")])
+    s = status.build_status(rt)
+    outbox = s["runtime"]["outbox"]
+    assert s["overall"] == "unhealthy" and s["store_health"]["usable"] is False
+    assert outbox["reachable"] is False and "timeout" in outbox["last_error"] and outbox["pending"] == 2
+    assert len(accepted) == 1  # one bounded probe; no section waits on the server again
 
 
 def test_inspect_lists_a_sessions_payload_refs_and_which_no_longer_read(tmp_path):
