@@ -114,6 +114,12 @@ class Outbox:
         shipped, _ = self.cursor()
         return int(self.db.read().execute("SELECT COUNT(*) FROM messages WHERE store_id > ?", (shipped,)).fetchone()[0])
 
+    def oldest_pending(self) -> float | None:
+        """When the oldest row not shipped yet was written here (None: nothing waits)."""
+        shipped, _ = self.cursor()
+        row = self.db.read().execute("SELECT MIN(ingested_at) FROM messages WHERE store_id > ?", (shipped,)).fetchone()
+        return None if row[0] is None else float(row[0])
+
     def batch(self, limit: int = BATCH_ROWS) -> tuple[list[Any], list[Any], int, float]:
         """The next rows and changed sessions to ship, with the cursor values they move to."""
         shipped, sessions_at = self.cursor()
@@ -334,7 +340,8 @@ class Shipper:
 
     def status(self) -> dict[str, Any]:
         s = self.state
-        return {"outbox": self.outbox.path, "pending": self.outbox.pending(), "reachable": s.reachable,
+        return {"outbox": self.outbox.path, "pending": self.outbox.pending(),
+                "oldest_pending_at": self.outbox.oldest_pending(), "reachable": s.reachable,
                 "shipped_this_process": s.shipped, "last_ok_at": s.last_ok_at or None,
                 "last_error": s.last_error or None, "failures": s.failures}
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from ..payloads import health as payload_health
 from ..payloads.redact import describe_config
 from ..runtime import store_fix, store_reason
 from ..subsystems import Check
+from ..toolkit import iso
 from . import background_health, install, queries
 from .maintenance import (
     FTS_TABLES,
@@ -42,7 +44,7 @@ Shared = dict[str, Any]  # facts one check leaves for a later one (structure, sn
 
 def _check_store(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
     """Does the store take writes? A live engine's verdict, else the file system's."""
-    health = health_section(runtime)
+    health = ctx.get("health") or health_section(runtime)
     if health["usable"]:
         return "pass", f"store usable: {runtime.db.path}", ""
     return "fail", health["state"], health["fix"] + "; trove retries by itself and resumes (no restart needed)"
@@ -281,14 +283,16 @@ def _check_outbox(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Ch
     if shipper is None:
         return "pass", "the SQLite file is the store (no outbox)", ""
     state = shipper.status()
+    if not state["pending"]:
+        return "pass", f"outbox {state['outbox']} is empty: the server has every message written here", ""
+    oldest = state["oldest_pending_at"]
+    waiting = (f"{state['pending']} message(s) written here wait in {state['outbox']}, the oldest since"
+               f" {iso(oldest)} ({max(0, int(time.time() - oldest))} s)")
     if not state["reachable"]:
-        return ("fail", f"the PostgreSQL server is unreachable ({state['last_error']}); {state['pending']} message(s)"
-                f" wait in {state['outbox']}", "bring the server back (or fix TROVE_DATABASE_URL): the outbox"
-                " ships by itself; meanwhile compaction is delegated to the built-in compressor")
-    if state["pending"]:
-        return "warn", f"{state['pending']} message(s) wait in {state['outbox']} to ship", \
-            "they ship in the background after each turn; a steady backlog means the server is slow"
-    return "pass", f"outbox {state['outbox']} is empty; the server took every message", ""
+        return "warn", f"{waiting}; the server cannot take them ({state['last_error']})", \
+            (f"they exist only on this machine until the server takes them: keep {state['outbox']}; bring the server"
+             " back or fix TROVE_DATABASE_URL, and the next turn or `hermes trove status` ships them")
+    return "warn", waiting, "they ship in the background after each turn; a steady backlog means the server is slow"
 
 
 # Checks that read SQLite's own structures (pragmas, the file, FTS5's integrity-check): not run on a
@@ -312,11 +316,14 @@ def run_doctor(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = Non
         return {"overall": "unhealthy", "checks": [{"check": "runtime", "status": "fail", "detail": "no runtime"}],
                 "guidance": []}
     checks, guidance = [], []
-    ctx: Shared = {"snapshot": dict(snapshot) if snapshot is not None else None}
+    ctx: Shared = {"snapshot": dict(snapshot) if snapshot is not None else None,
+                   "health": health_section(runtime) if runtime.db.kind != "sqlite" else None}  # one bounded probe
     try:
+        if ctx["health"] and not ctx["health"]["usable"]:
+            raise ConnectionError(ctx["health"]["reason"])  # no read waits on that server again
         conn = queries.settled(runtime)  # a server store: this process's outbox rows count too
     except Exception as exc:
-        return _unopenable(runtime, exc)
+        return _unopenable(runtime, exc, ctx["health"])
     for name, fn in all_checks(runtime):
         try:
             status, detail, advice = fn(runtime, conn, ctx)
@@ -338,12 +345,18 @@ def run_doctor(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = Non
     return out
 
 
-def _unopenable(runtime: Runtime, exc: Exception) -> dict[str, Any]:
-    """The report when the file does not even open: what failed, the store's state, the fix."""
-    health = health_section(runtime)
+def _unopenable(runtime: Runtime, exc: Exception, health: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The report when the store does not even open: what failed, the store's state, the fix, and
+    (a server) what waits in this machine's outbox."""
+    health = health or health_section(runtime)
     fix = health.get("fix") or store_fix(runtime.db.path, store_reason(exc) or str(exc))
     state = health["state"] if not health["usable"] else f"unusable: {store_reason(exc) or exc}"
+    checks = [{"check": "database_open", "status": "fail", "detail": f"{type(exc).__name__}: {exc}"},
+              {"check": "store_usable", "status": "fail", "detail": state}]
+    guidance = [f"database_open: {fix}; trove retries by itself and resumes (no restart needed)"]
+    if runtime.db.kind != "sqlite":
+        status, detail, advice = _check_outbox(runtime, None, {})  # type: ignore[arg-type]
+        checks.append({"check": "outbox", "status": status, "detail": detail})
+        guidance += [f"outbox: {advice}"] if advice else []
     return {"overall": "unhealthy", "database_path": runtime.db.path, "store_health": health,
-            "checks": [{"check": "database_open", "status": "fail", "detail": f"{type(exc).__name__}: {exc}"},
-                       {"check": "store_usable", "status": "fail", "detail": state}],
-            "guidance": [f"database_open: {fix}; trove retries by itself and resumes (no restart needed)"]}
+            "checks": checks, "guidance": guidance}

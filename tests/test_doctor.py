@@ -225,3 +225,28 @@ def test_a_store_a_live_engine_found_full_fails_the_doctor_even_when_the_file_op
                                       " compaction delegated to the built-in compressor; retry in ")
     fix = "free space" if backend == "sqlite" else "TROVE_DATABASE_URL"  # runtime.store_fix: a file's, a server's
     assert any(fix in g for g in report["guidance"])
+
+
+def test_messages_waiting_for_an_unreachable_server_are_counted_dated_and_kept(tmp_path, backend):
+    if backend == "sqlite":
+        pytest.skip("about a PostgreSQL store's outbox")
+    rt = build_runtime(make_config(tmp_path, database_url=UNREACHABLE))
+    rt.store.outbox.store.ingest(SessionKey("s1"), [user("written while the server was away"), assistant("ok")])
+    report = doctor.run_doctor(rt)
+    check = by_check(report)["outbox"]
+    assert report["overall"] == "unhealthy" and check["status"] == "warn"
+    assert check["detail"].startswith(f"2 message(s) written here wait in {rt.store.outbox.path}, the oldest since 20")
+    assert "the server cannot take them (OperationalError" in check["detail"]
+    assert any(g.startswith("outbox: they exist only on this machine") and "TROVE_DATABASE_URL" in g
+               for g in report["guidance"])
+
+
+def test_a_new_process_asks_a_stalled_server_once(tmp_path, backend):
+    if backend == "sqlite":
+        pytest.skip("about a PostgreSQL server")
+    from test_status import stalled_server
+
+    url, accepted = stalled_server()
+    report = doctor.run_doctor(build_runtime(make_config(tmp_path, database_url=url)))
+    assert report["overall"] == "unhealthy" and "timeout" in by_check(report)["store_usable"]["detail"]
+    assert len(accepted) == 1  # one bounded probe: no ship, read or second probe waits on it too
