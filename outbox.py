@@ -189,7 +189,7 @@ _PAYLOAD_UPSERT = (
 def ship_payloads(conn: Any, payloads: Sequence[Any]) -> None:
     """Write spooled payloads on the server with one statement (idempotent: a replay changes nothing)."""
     if payloads:
-        conn.raw.execute(_PAYLOAD_UPSERT, [list(col) for col in zip(*[tuple(p) for p in payloads], strict=True)])
+        conn.run(_PAYLOAD_UPSERT, [list(col) for col in zip(*[tuple(p) for p in payloads], strict=True)])
 
 
 def ship_batch(conn: Any, origin: str, rows: Sequence[Any], sessions: Sequence[Any]) -> int:
@@ -202,12 +202,12 @@ def ship_batch(conn: Any, origin: str, rows: Sequence[Any], sessions: Sequence[A
     session_cols = [list(col) for col in zip(*[tuple(r) for r in sessions], strict=True)] or [[]] * 8
     if not rows:
         if sessions:
-            conn.raw.execute(_SESSION_UPSERT, session_cols)
+            conn.run(_SESSION_UPSERT, session_cols)
         return 0
     cols = [list(col) for col in zip(*[tuple(r) for r in rows], strict=True)]
     content, tool_calls = _COLUMNS.split(", ").index("content") + 1, _COLUMNS.split(", ").index("tool_calls") + 1
     docs = [list(col) for col in zip(*[pgtext.message_doc(r[content], r[tool_calls]) for r in rows], strict=True)]
-    return int(conn.raw.execute(_SHIP, [*session_cols, *cols, *docs, origin, origin]).fetchone()[0])
+    return int(conn.run(_SHIP, [*session_cols, *cols, *docs, origin, origin]).fetchone()[0])
 
 
 class Shipper:
@@ -228,29 +228,39 @@ class Shipper:
             self._conn = self.server.open_connection()
         return self._conn
 
-    def ship_once(self) -> int:
-        """Ship one batch; returns rows read from the outbox (0: nothing was waiting). Raises on failure."""
-        with self._lock:
-            payloads = self.payloads.pending(SPOOL_BYTES) if self.payloads is not None else []
-            if payloads:  # before any message, so a ref never reaches the server ahead of its payload
-                try:
-                    ship_payloads(self._connection(), payloads)
-                except Exception as exc:
-                    self._lost(exc)
-                self.payloads.shipped([str(p[0]) for p in payloads])  # type: ignore[union-attr]
-                return len(payloads)
-            rows, sessions, shipped, sessions_at = self.outbox.batch()
-            if not rows and not sessions:
-                self.dirty = False
-                return 0
+    def ship_once(self, wait_s: float | None = None) -> int:
+        """Ship one batch; returns rows read from the outbox (0: nothing was waiting). Raises on failure,
+        and when a shipment under way (another thread's) still holds the outbox after ``wait_s``."""
+        if not self._lock.acquire(timeout=-1 if wait_s is None else max(0.0, wait_s)):
+            busy = ServerUnreachableError("a shipment under way has not finished: the server is not answering")
+            self.failed(busy)
+            raise busy
+        try:
+            return self._ship()
+        finally:
+            self._lock.release()
+
+    def _ship(self) -> int:
+        payloads = self.payloads.pending(SPOOL_BYTES) if self.payloads is not None else []
+        if payloads:  # before any message, so a ref never reaches the server ahead of its payload
             try:
-                added = ship_batch(self._connection(), self.outbox.origin(), rows, sessions)
+                ship_payloads(self._connection(), payloads)
             except Exception as exc:
                 self._lost(exc)
-            self.outbox.advance(shipped, sessions_at)
-            self.state.shipped += added
-            self.state.last_ok_at, self.state.last_error, self.state.failures = time.time(), "", 0
-            return len(rows) or len(sessions)
+            self.payloads.shipped([str(p[0]) for p in payloads])  # type: ignore[union-attr]
+            return len(payloads)
+        rows, sessions, shipped, sessions_at = self.outbox.batch()
+        if not rows and not sessions:
+            self.dirty = False
+            return 0
+        try:
+            added = ship_batch(self._connection(), self.outbox.origin(), rows, sessions)
+        except Exception as exc:
+            self._lost(exc)
+        self.outbox.advance(shipped, sessions_at)
+        self.state.shipped += added
+        self.state.last_ok_at, self.state.last_error, self.state.failures = time.time(), "", 0
+        return len(rows) or len(sessions)
 
     def _lost(self, exc: BaseException) -> NoReturn:
         """A shipment failed (under the lock): drop the connection (the next try opens one) and raise."""
@@ -288,7 +298,7 @@ class Shipper:
         """Ship until the outbox is empty (or ``deadline``, a ``time.monotonic`` value); rows read."""
         total = 0
         while deadline is None or time.monotonic() < deadline:
-            n = self.ship_once()
+            n = self.ship_once(None if deadline is None else deadline - time.monotonic())
             if n == 0:
                 break
             total += n

@@ -9,9 +9,12 @@ Nothing connects at load: a server that is down at start is an outage, not a loa
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
+import socket
 import threading
+import time
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -21,6 +24,8 @@ from .config import redact_url
 
 CONNECT_TIMEOUT_S = 5
 STATEMENT_TIMEOUT_MS = 60000
+STALL_S = STATEMENT_TIMEOUT_MS / 1000 + 5  # a wait past the server's own statement timeout: it is not answering
+log = logging.getLogger("hermes_trove.pgdb")
 _SCHEMES = ("postgresql://", "postgres://")
 
 
@@ -169,17 +174,39 @@ class PgConnection:
     def __init__(self, raw: Any):
         self.raw = raw
         self.owner = threading.get_ident()  # the thread that opened it (``close_connections`` spares live ones)
+        self.busy_since = 0.0  # when the outermost wait on the server began (``time.monotonic``; 0: none)
+
+    @contextlib.contextmanager
+    def watched(self) -> Iterator[None]:
+        """A wait on the server: past STALL_S the watchdog shuts this socket, so the call fails (the
+        connection is reopened on next use) instead of waiting as long as the peer acknowledges."""
+        outer = self.busy_since
+        self.busy_since = outer or time.monotonic()
+        try:
+            yield
+        finally:
+            self.busy_since = outer
+
+    def abort(self) -> None:
+        with contextlib.suppress(Exception), socket.socket(fileno=os.dup(self.raw.pgconn.socket)) as sock:
+            sock.shutdown(socket.SHUT_RDWR)
 
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> PgCursor:
+        return self.run(translated(sql), params if isinstance(params, Mapping) else tuple(params))
+
+    def run(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> PgCursor:
+        """``sql`` in psycopg's own placeholders, watched."""
         cur = self.raw.cursor(row_factory=_row_factory)
-        cur.execute(translated(sql), params if isinstance(params, Mapping) else tuple(params))
+        with self.watched():
+            cur.execute(sql, params)
         return PgCursor(cur)
 
     def executemany(self, sql: str, seq: Sequence[Any] | Iterator[Any]) -> PgCursor:
         cur = self.raw.cursor(row_factory=_row_factory)
         rows = [r if isinstance(r, Mapping) else tuple(r) for r in seq]
         if rows:
-            cur.executemany(translated(sql), rows)
+            with self.watched():
+                cur.executemany(translated(sql), rows)
         return PgCursor(cur)
 
     @property
@@ -194,6 +221,18 @@ class PgConnection:
 _local = threading.local()
 _OPENED: weakref.WeakSet[PgConnection] = weakref.WeakSet()  # every connection this process opened
 _OPENED_LOCK = threading.Lock()
+_WATCHED_IN: list[int] = []  # the process whose watchdog runs (a forked child starts its own)
+
+
+def _watch() -> None:
+    """Every second: shut the socket of any connection whose wait on the server passed STALL_S."""
+    while True:
+        time.sleep(1.0)
+        with _OPENED_LOCK:
+            stalled = [c for c in _OPENED if c.busy_since and time.monotonic() - c.busy_since > STALL_S]
+        for conn in stalled:
+            log.warning("trove: the PostgreSQL server has not answered for %.0f s; closing that connection", STALL_S)
+            conn.abort()
 
 
 def close_connections() -> int:
@@ -247,13 +286,16 @@ class PgDatabase:
                               if "options=" not in self.url else None)
         raw.adapters.register_dumper(bool, _bool_dumper())
         conn = PgConnection(raw)
+        with _OPENED_LOCK:
+            _OPENED.add(conn)
+            if _WATCHED_IN[-1:] != [os.getpid()]:
+                _WATCHED_IN.append(os.getpid())
+                threading.Thread(target=_watch, name="pg-stall-watchdog", daemon=True).start()
         try:
             migrate(conn)
         except BaseException:
             conn.close()
             raise
-        with _OPENED_LOCK:
-            _OPENED.add(conn)
         return conn
 
     def open_connection(self) -> PgConnection:
@@ -276,7 +318,7 @@ class PgDatabase:
             yield conn
             return
         try:
-            with conn.raw.transaction():
+            with conn.watched(), conn.raw.transaction():
                 yield conn
         except _driver().OperationalError:
             self.close()  # a broken connection is reopened on next use

@@ -1,5 +1,6 @@
 """A TCP relay on 127.0.0.1 in front of the PostgreSQL test server: it can go down (close every
-connection, refuse new ones), come back, and delay each direction (a slow network, for benches)."""
+connection, refuse new ones), come back, delay each direction (a slow network, for benches), and
+stall (accept connections and hold every byte, closing nothing: a hung server)."""
 from __future__ import annotations
 
 import contextlib
@@ -14,6 +15,7 @@ class PgProxy:
         parts = urlsplit(upstream_url)
         self.upstream = (parts.hostname or "127.0.0.1", parts.port or 5432)
         self.delay_s = delay_s
+        self.stalled = False
         self._parts = parts
         self._listener: socket.socket | None = None
         self._conns: list[socket.socket] = []
@@ -64,6 +66,7 @@ class PgProxy:
             except OSError:
                 client.close()
                 continue
+            server.settimeout(None)  # an idle session stays open, as it would without the relay
             with self._lock:
                 self._conns += [client, server]
             for a, b in ((client, server), (server, client)):
@@ -77,6 +80,8 @@ class PgProxy:
                     break
                 if self.delay_s:
                     time.sleep(self.delay_s)
+                while self.stalled and self._listener is not None:
+                    time.sleep(0.05)
                 dst.sendall(data)
         except OSError:
             pass

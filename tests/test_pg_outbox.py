@@ -240,3 +240,73 @@ def test_the_post_turn_hook_writes_the_outbox_without_reaching_the_server(pg_con
     monkeypatch.setattr(pgdb.PgConnection, "execute", execute)
     make_hooks(runtime)["post_llm_call"](session_id="s1", platform="cli", conversation_history=turns(2))
     assert calls == [] and runtime.store.outbox.store.count("s1") == 8
+
+
+def test_a_server_that_stops_answering_holds_no_turn_and_loses_nothing(config, pg_database_url, monkeypatch):
+    from hermes_trove import pgdb
+
+    monkeypatch.setattr(pgdb, "STALL_S", 3.0)  # the server's 60 s statement timeout plus 5 s, shortened
+    proxy = PgProxy(pg_database_url).start()
+    runtime = build_runtime(dataclasses.replace(config, database_url=proxy.url))
+    engine = make_engine(runtime, complete=lambda messages, model, timeout_s, max_tokens: "summary",
+                         context_length=8000)
+    history = [m for i in range(30) for m in (user(f"step {i} " + "word " * 60), assistant(f"reply {i} " + "y " * 60))]
+    engine.ingest(history)
+    runtime.store.settle()
+    assert runtime.store.count() == len(history)  # this thread's own connection is open too
+    proxy.stalled = True  # every connection stays open; nothing comes back
+    history += turns(2, "hung")
+    engine.ingest(history)  # the pass this wakes sends its batch into the stalled connection
+    answers: list = []
+    turn = threading.Thread(target=lambda: answers.extend([
+        engine.handle_tool_call("trove_grep", {"query": "kiln1", "session_scope": "all"}, messages=history),
+        engine.compress(history, current_tokens=7000, force=True)]), daemon=True)
+    turn.start()
+    turn.join(120)  # a guard against a hang, not a timing: unguarded, this turn waited for good
+    assert not turn.is_alive() and len(answers) == 2
+    assert engine.state.last_status == "delegated"
+    proxy.stalled = False  # the held batch reaches the server now, its reply to a closed socket
+    runtime.store.shipper.state.last_error_at = 0.0
+    runtime.store.settle()
+    assert server_rows(pg_database_url, "SELECT COUNT(*), COUNT(DISTINCT content) FROM messages")[0] == \
+        (len(history), len(history))
+    proxy.down()
+
+
+def test_a_read_the_server_stops_answering_fails_and_the_next_one_reconnects(config, pg_database_url, monkeypatch):
+    from hermes_trove import pgdb
+
+    monkeypatch.setattr(pgdb, "STALL_S", 2.0)
+    proxy = PgProxy(pg_database_url).start()
+    runtime = build_runtime(dataclasses.replace(config, database_url=proxy.url))
+    runtime.store.ingest(SessionKey("s1", "", "cli"), turns(1))
+    runtime.store.settle()
+    stalled, resumed, outcome = threading.Event(), threading.Event(), []
+
+    def reads() -> None:  # one thread, so every read uses its one connection
+        outcome.append(runtime.store.count())  # nothing waits to ship: the read goes straight to the server
+        stalled.wait()
+        try:
+            outcome.append(runtime.store.count())
+        except psycopg.OperationalError as exc:
+            outcome.append(exc)
+        resumed.wait()
+        outcome.append(runtime.store.count())
+
+    reader = threading.Thread(target=reads, daemon=True)
+    reader.start()
+    for _ in range(1200):  # guards against a hang (at most 60 s), not timings
+        if outcome:
+            break
+        reader.join(0.05)
+    proxy.stalled = True
+    stalled.set()
+    for _ in range(1200):  # unguarded, the held read waited for good
+        if len(outcome) > 1:
+            break
+        reader.join(0.05)
+    proxy.stalled = False
+    resumed.set()
+    reader.join(60)
+    assert outcome[0] == 4 and isinstance(outcome[1], psycopg.OperationalError) and outcome[2] == 4
+    proxy.down()
