@@ -412,7 +412,11 @@ def payload_dir(config: TroveConfig) -> Path:
 
 def redact_url(url: str) -> str:
     """``url`` with any password replaced by ``***`` (status and logs never show it)."""
-    return re.sub(r"(://[^:/@]*:)[^/]*@", r"\1***@", re.sub(r"(password=)\S+", r"\1***", url))
+    return re.sub(r"(://[^:/@]*:)[^/]*@", r"\1***@", _PASSWORD.sub(r"\1***", url))
+
+
+# libpq's ``password = 'a b'`` (blanks around "=", a quoted value) as well as a URL's ``password=x&...``
+_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&]+)", re.IGNORECASE)
 
 
 def public_view(config: TroveConfig) -> dict[str, Any]:

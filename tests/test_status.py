@@ -180,6 +180,16 @@ def test_an_unreachable_server_makes_status_unhealthy_with_the_reason_and_fix(tm
     assert "store_error" in s and "hunter2" not in str(s)
 
 
+@pytest.mark.parametrize("secret_part", ["password = hunter2", "password='my hunter2'"])
+def test_a_libpq_password_stays_out_of_status_and_the_log(tmp_path, backend, caplog, secret_part):
+    if backend == "sqlite":
+        pytest.skip("about a PostgreSQL URL")
+    url = f"host=127.0.0.1 port=1 user=trove {secret_part} dbname=trove"
+    s = status.build_status(build_runtime(make_config(tmp_path, database_url=url)))
+    assert s["store_health"]["usable"] is False and "***" in s["runtime"]["database_path"]
+    assert "hunter2" not in str(s) and "hunter2" not in caplog.text and caplog.records
+
+
 def stalled_server() -> tuple[str, list[socket.socket]]:
     """A URL whose listener accepts every connection and never answers (a hung server), and the
     connections it accepted."""
