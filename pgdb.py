@@ -281,9 +281,7 @@ class PgDatabase:
         from .pgschema import migrate
 
         psycopg = _driver()
-        raw = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
-                              options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}"
-                              if "options=" not in self.url else None)
+        raw = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
         raw.adapters.register_dumper(bool, _bool_dumper())
         conn = PgConnection(raw)
         with _OPENED_LOCK:
@@ -292,6 +290,10 @@ class PgDatabase:
                 _WATCHED_IN.append(os.getpid())
                 threading.Thread(target=_watch, name="pg-stall-watchdog", daemon=True).start()
         try:
+            # Set here, not through libpq's ``options``: that would replace the operator's own (the URL's,
+            # a service file's, PGOPTIONS), search_path included. A timeout they configured is kept.
+            conn.run(f"SELECT set_config('statement_timeout', '{STATEMENT_TIMEOUT_MS}', false)"
+                     " WHERE current_setting('statement_timeout') = '0'")
             migrate(conn)
         except BaseException:
             conn.close()

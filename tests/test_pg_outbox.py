@@ -11,6 +11,7 @@ import psycopg
 import pytest
 from conftest import assistant, make_engine, tool_call, tool_result, user
 from pg_proxy import PgProxy
+from psycopg.conninfo import make_conninfo
 
 from hermes_trove.hooks import make_hooks
 from hermes_trove.outbox import _SHIPPERS, ServerUnreachableError, ship_batch
@@ -69,6 +70,20 @@ def test_a_server_down_at_load_is_not_a_load_failure(config):
     runtime = build_runtime(cfg)  # no network at load
     assert runtime.store.local_writes
     assert runtime.db.path.startswith("postgresql://")
+
+
+def test_the_operators_libpq_options_are_kept_and_a_statement_timeout_added(pg_url, pg_schema, monkeypatch):
+    monkeypatch.setenv("PGOPTIONS", f"-csearch_path={pg_schema},public")  # as a service file's options would
+    db = PgDatabase(pg_url)
+    conn = db.read()
+    assert conn.execute("SELECT current_schema(), current_setting('statement_timeout')").fetchone()[:] == \
+        (pg_schema, "1min")
+    assert server_rows(pg_url, "SELECT COUNT(*) FROM pg_tables WHERE schemaname = %s AND tablename = 'messages'",
+                       pg_schema)[0][0] == 1
+    db.close()
+    db = PgDatabase(make_conninfo(pg_url, options=f"-csearch_path={pg_schema},public -cstatement_timeout=5000"))
+    assert db.read().execute("SHOW statement_timeout").fetchone()[0] == "5s"  # the operator's own is kept
+    db.close()
 
 
 @pytest.mark.parametrize("sql, want", [
