@@ -49,12 +49,26 @@ def store_reason(exc: BaseException) -> str | None:
     return None
 
 
+# The server's own words (lower case) for a URL that reaches it but cannot be used, and the fix.
+SERVER_FIXES = (
+    ("permission denied", "the user may not create trove's tables there: give it a schema (CREATE SCHEMA <name>"
+     " AUTHORIZATION <user>) and name it first in the URL: options=-csearch_path%3D<name>,public"),
+    ("authentication failed", "the server refused the password: correct it in TROVE_DATABASE_URL (or ~/.pgpass)"),
+    ('role "', "the user in TROVE_DATABASE_URL does not exist on the server: create it (CREATE ROLE ... LOGIN)"),
+    ('database "', "the database in TROVE_DATABASE_URL does not exist: create it (CREATE DATABASE ... OWNER"
+     " <user>) or correct its name"),
+    ("unaccent", "as a database owner run CREATE EXTENSION IF NOT EXISTS unaccent SCHEMA public, and keep public"
+     " on the search_path"),
+)
+
+
 def store_fix(path: str, reason: str) -> str:
     """What the operator does about ``reason`` (a ``store_reason`` or ``pathprobe.probe_path`` answer)."""
     low = reason.lower()
     if names_server(path):
-        return ("check that the PostgreSQL server in TROVE_DATABASE_URL runs and this machine reaches it (host, port,"
-                " credentials, pg_hba.conf); turns keep writing to the local outbox, which ships when it answers")
+        fix = next((fix for words, fix in SERVER_FIXES if words in low), "check that the PostgreSQL server in"
+                   " TROVE_DATABASE_URL runs and this machine reaches it (host, port, credentials, pg_hba.conf)")
+        return fix + "; turns keep writing to the local outbox, which ships when it answers"
     folder = str(Path(path).parent)
     if "not a directory" in low:
         return (f"a file sits where a directory of {path} should be: move it away, or set TROVE_DATABASE_PATH"

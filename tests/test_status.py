@@ -12,7 +12,7 @@ from test_command import shippers_finish  # noqa: F401  (autouse: background shi
 from hermes_trove.config import SPEC
 from hermes_trove.engine import TroveEngine
 from hermes_trove.ops import install, status
-from hermes_trove.runtime import build_runtime
+from hermes_trove.runtime import build_runtime, store_fix
 from hermes_trove.store import SessionKey
 
 BACKENDS = ("sqlite", "postgresql")
@@ -188,6 +188,31 @@ def test_a_libpq_password_stays_out_of_status_and_the_log(tmp_path, backend, cap
     s = status.build_status(build_runtime(make_config(tmp_path, database_url=url)))
     assert s["store_health"]["usable"] is False and "***" in s["runtime"]["database_path"]
     assert "hunter2" not in str(s) and "hunter2" not in caplog.text and caplog.records
+
+
+@pytest.mark.parametrize("problem, fix", [
+    ("database", "the database in TROVE_DATABASE_URL does not exist: create it"),
+    ("role", "the user in TROVE_DATABASE_URL does not exist on the server: create it"),
+    ("extension", "CREATE EXTENSION IF NOT EXISTS unaccent SCHEMA public"),
+    ("schema", "give it a schema (CREATE SCHEMA <name> AUTHORIZATION <user>)"),
+])
+def test_a_server_that_answers_but_cannot_hold_the_store_names_the_fix(tmp_path, backend, pg_url, pg_schema,
+                                                                      problem, fix):
+    if backend == "sqlite":
+        pytest.skip("about a PostgreSQL URL")
+    from psycopg.conninfo import make_conninfo
+
+    url = {"database": make_conninfo(pg_url, dbname="trove_no_such_database"),
+           "role": make_conninfo(pg_url, user="trove_no_such_role"),
+           "extension": make_conninfo(pg_url, options=f"-csearch_path={pg_schema}"),  # unaccent lives in public
+           "schema": make_conninfo(pg_url, options="-csearch_path=trove_no_such_schema,public")}[problem]
+    health = status.build_status(build_runtime(make_config(tmp_path, database_url=url)))["store_health"]
+    assert health["usable"] is False and fix in health["fix"]
+
+
+def test_a_refused_password_names_the_fix():
+    reason = 'OperationalError: connection failed: FATAL:  password authentication failed for user "u"'
+    assert store_fix("postgresql://u:***@db/trove", reason).startswith("the server refused the password")
 
 
 def stalled_server() -> tuple[str, list[socket.socket]]:
