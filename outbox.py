@@ -224,7 +224,9 @@ class Shipper:
         self._stats_at = -STATS_EVERY_S
 
     def _connection(self) -> Any:
-        if self._conn is None or self._conn.raw.closed or self._conn.raw.broken:
+        if self._conn is None or self._conn.dropped():
+            if self._conn is not None:
+                self._conn.close()
             self._conn = self.server.open_connection()
         return self._conn
 

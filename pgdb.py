@@ -12,6 +12,7 @@ import contextlib
 import logging
 import os
 import re
+import select
 import socket
 import threading
 import time
@@ -187,6 +188,13 @@ class PgConnection:
         finally:
             self.busy_since = outer
 
+    def dropped(self) -> bool:
+        """Closed, or idle with something to read: the server ended it (a restart, an idle timeout,
+        pg_terminate_backend), which libpq learns only at the next statement, failing it."""
+        if self.raw.closed or self.raw.broken:
+            return True
+        return not self.in_transaction and bool(select.select([self.raw.fileno()], [], [], 0)[0])
+
     def abort(self) -> None:
         with contextlib.suppress(Exception), socket.socket(fileno=os.dup(self.raw.pgconn.socket)) as sock:
             sock.shutdown(socket.SHUT_RDWR)
@@ -268,7 +276,8 @@ class PgDatabase:
         _local.pg = conns
         key = (os.getpid(), self.url)
         conn = conns.get(key)
-        if conn is not None and (conn.raw.closed or conn.raw.broken):
+        if conn is not None and conn.dropped():
+            conn.close()
             conn = None
         if conn is None:
             conn = self._open()

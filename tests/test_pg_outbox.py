@@ -6,6 +6,7 @@ import dataclasses
 import json
 import sys
 import threading
+import time
 
 import psycopg
 import pytest
@@ -325,3 +326,20 @@ def test_a_read_the_server_stops_answering_fails_and_the_next_one_reconnects(con
     reader.join(60)
     assert outcome[0] == 4 and isinstance(outcome[1], psycopg.OperationalError) and outcome[2] == 4
     proxy.down()
+
+
+def test_connections_a_server_restart_ended_are_replaced_before_use(pg_config, pg_database_url):
+    runtime = build_runtime(pg_config)
+    runtime.store.ingest(SessionKey("s1", "", "cli"), turns(1))
+    runtime.store.settle()
+    assert runtime.store.count() == 4  # this thread's connection and the shipper's are both open now
+    pids = [runtime.db.read().raw.info.backend_pid, runtime.store.shipper._conn.raw.info.backend_pid]
+    with psycopg.connect(pg_database_url, autocommit=True) as admin:  # what a restart does to every session
+        admin.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", (pids,))
+        for _ in range(200):  # until both sessions have ended (at most 10 s)
+            if not admin.execute("SELECT 1 FROM pg_stat_activity WHERE pid = ANY(%s)", (pids,)).fetchone():
+                break
+            time.sleep(0.05)
+    runtime.store.ingest(SessionKey("s1", "", "cli"), turns(2))
+    runtime.store.settle()  # the shipper's connection: a failed shipment would mark the server down for a minute
+    assert runtime.store.shipper.state.reachable and runtime.store.count() == 8
