@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote
 
+from .backend import storage_error
 from .config import database_path
 from .db import backup_file
 from .leases import process_gone
@@ -127,8 +128,19 @@ def pg_dump_command(runtime: Runtime) -> str:
     stamp = time.strftime("%Y%m%d_%H%M%S", time.localtime())
     dest = backup_dir(runtime.config) / f"trove-{stamp}.dump"
     found = re.search(r"search_path\s*=\s*([^\s,&']+)", unquote(shown))
-    schema = f" --schema={shlex.quote(found.group(1))}" if found else ""
+    name = found.group(1) if found else _current_schema(runtime)  # else set by a service file, PGOPTIONS, the role
+    schema = f" --schema={shlex.quote(name)}" if name else ""
     return f"pg_dump --format=custom --file={shlex.quote(str(dest))}{schema} --dbname={shlex.quote(shown)}"
+
+
+def _current_schema(runtime: Runtime) -> str:
+    """The schema the server puts trove's tables in; "" while it does not answer."""
+    try:
+        return str(runtime.db.read().execute("SELECT current_schema()").fetchone()[0] or "")
+    except Exception as exc:
+        if not storage_error(exc):
+            raise
+        return ""
 
 
 def backup_first(runtime: Runtime, have_backup: bool = False) -> Backup | None:

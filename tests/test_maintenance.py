@@ -148,6 +148,17 @@ def test_a_server_store_is_not_copied_to_a_file_and_the_refusal_names_pg_dump(tm
     assert backups.backup_first(rt, have_backup=True) is None and not backups.backup_dir(rt.config).exists()
 
 
+def test_the_pg_dump_line_names_the_schema_a_service_file_or_pgoptions_chose(tmp_path, backend, pg_url, pg_schema,
+                                                                            monkeypatch):
+    server_only(backend)
+    monkeypatch.setenv("PGOPTIONS", f"-csearch_path={pg_schema},public")  # the URL names no schema
+    rt = build_runtime(make_config(tmp_path, database_url=pg_url))
+    with pytest.raises(backups.FileBackupUnavailable) as refused:
+        backups.take_backup(rt)
+    assert f" --schema={pg_schema} " in refused.value.refusal()["pg_dump"]  # not the whole database
+    rt.db.close()
+
+
 # -- FTS diagnosis and repair ----------------------------------------------------------
 
 def corrupt_with_ghost(runtime) -> None:
