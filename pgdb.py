@@ -144,6 +144,18 @@ def _bool_dumper() -> Any:
     return BoolAsInt
 
 
+def _text_dumper() -> Any:
+    """Strings go out with each NUL as U+FFFD: a server's text cannot hold U+0000 (psycopg refuses
+    it), and one tool output with a NUL would otherwise stop every later row from shipping."""
+    from psycopg.types.string import StrDumperUnknown
+
+    class NulFree(StrDumperUnknown):
+        def dump(self, obj: str) -> Any:
+            return super().dump(obj.replace("\x00", "\ufffd"))
+
+    return NulFree
+
+
 class PgCursor:
     """What ``PgConnection.execute`` returns: rows, ``rowcount``, and ``lastrowid`` from RETURNING."""
 
@@ -292,6 +304,7 @@ class PgDatabase:
         psycopg = _driver()
         raw = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
         raw.adapters.register_dumper(bool, _bool_dumper())
+        raw.adapters.register_dumper(str, _text_dumper())
         conn = PgConnection(raw)
         with _OPENED_LOCK:
             _OPENED.add(conn)

@@ -362,6 +362,16 @@ def _move_sequences(target: Database | PgDatabase) -> dict[str, int]:
     return out
 
 
+def _chars(conn: Any, table: str, column: str) -> int:
+    """The summed length of ``column``, a NUL counted as one character (SQLite's LENGTH stops at
+    one; a server holds each as U+FFFD)."""
+    total = int(conn.execute(f"SELECT COALESCE(SUM(LENGTH({column})), 0) FROM {table}").fetchone()[0])
+    if not on_server(conn):
+        total += sum(len(v) - v.index("\x00") for (v,) in conn.execute(
+            f"SELECT {column} FROM {table} WHERE instr(CAST({column} AS BLOB), x'00') > 0"))
+    return total
+
+
 def verify(source: Any, target: Any) -> dict[str, Any]:
     """Per table: rows on each side (meta: the copied keys) and, for text tables, summed lengths."""
     out: dict[str, Any] = {}
@@ -374,9 +384,8 @@ def verify(source: Any, target: Any) -> dict[str, Any]:
         else:
             out[table.name] = {"source": _count(source, table.name), "target": _count(target, table.name)}
         if table.name in CHECKSUMS:
-            sql = f"SELECT COALESCE(SUM(LENGTH({CHECKSUMS[table.name]})), 0) FROM {table.name}"
-            out[table.name]["source_chars"] = int(source.execute(sql).fetchone()[0])
-            out[table.name]["target_chars"] = int(target.execute(sql).fetchone()[0])
+            out[table.name]["source_chars"] = _chars(source, table.name, CHECKSUMS[table.name])
+            out[table.name]["target_chars"] = _chars(target, table.name, CHECKSUMS[table.name])
         line = out[table.name]
         line["equal"] = line["source"] == line["target"] and line.get("source_chars") == line.get("target_chars")
     return out

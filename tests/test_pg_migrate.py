@@ -296,3 +296,13 @@ def test_messages_still_in_the_outbox_make_the_copy_back_partial(source, tmp_pat
         assert report["status"] == "partial" and report["outbox_pending"] >= 1
     else:
         assert report["status"] == "ok"
+
+
+def test_a_sqlite_store_holding_a_nul_copies_to_postgresql(tmp_path, pg_database_url):
+    rt = build_runtime(make_config(tmp_path))
+    rt.store.ingest(SessionKey("s1", platform="cli"), [{"role": "user", "content": "a \x00 b"}, {"role": "assistant",
+                                                                                            "content": "ok"}])
+    report = migrate(rt, pg_database_url)
+    assert report["status"] == "ok", report
+    assert PgDatabase(pg_database_url).read().execute("SELECT content FROM messages ORDER BY store_id").fetchall() \
+        == [("a \ufffd b",), ("ok",)]

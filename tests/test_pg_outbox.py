@@ -343,3 +343,17 @@ def test_connections_a_server_restart_ended_are_replaced_before_use(pg_config, p
     runtime.store.ingest(SessionKey("s1", "", "cli"), turns(2))
     runtime.store.settle()  # the shipper's connection: a failed shipment would mark the server down for a minute
     assert runtime.store.shipper.state.reachable and runtime.store.count() == 8
+
+
+def test_a_nul_in_a_message_ships_as_a_replacement_character_and_blocks_nothing(pg_config, pg_database_url):
+    runtime = build_runtime(pg_config)
+    key = SessionKey("s1", "", "cli")
+    history = [user("binary junk \x00 in a terminal output"), tool_result("c\x001", "out \x00", name="t\x00x")]
+    runtime.store.ingest(key, history)
+    runtime.store.ingest(key, history + turns(1))
+    runtime.store.settle()
+    assert runtime.store.shipper.state.reachable and runtime.store.outbox.pending() == 0
+    rows = server_rows(pg_database_url, "SELECT content, tool_call_id, tool_name FROM messages ORDER BY store_id")
+    assert rows[:2] == [("binary junk \ufffd in a terminal output", None, None), ("out \ufffd", "c\ufffd1", "t\ufffdx")]
+    assert len(rows) == 6
+    assert "junk" in runtime.store.get_many([1])[0].content
