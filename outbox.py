@@ -32,6 +32,7 @@ BATCH_ROWS = 500            # rows read from the outbox per shipping step
 RETRY_FIRST_S = 1.0         # while rows wait and the server is down, a pass retries after this...
 RETRY_MAX_S = 30.0          # ...doubling up to this
 DOWN_GRACE_S = 60.0         # a shipping failure younger than this makes ``settle`` fail at once
+BUSY_WAIT_S = 5.0           # a shipment under way is waited for at least this long before the server counts as stalled
 STATS_EVERY_S = 30.0        # after shipping, the server's BM25 statistics are brought up to date this often
 SPOOL_BYTES = 16 << 20      # payload bytes shipped per statement (at least one payload)
 _SHIPPERS = PassScheduler("trove-outbox")
@@ -232,8 +233,9 @@ class Shipper:
 
     def ship_once(self, wait_s: float | None = None) -> int:
         """Ship one batch; returns rows read from the outbox (0: nothing was waiting). Raises on failure,
-        and when a shipment under way (another thread's) still holds the outbox after ``wait_s``."""
-        if not self._lock.acquire(timeout=-1 if wait_s is None else max(0.0, wait_s)):
+        and when a shipment under way (another thread's) still holds the outbox after ``wait_s`` (at
+        least BUSY_WAIT_S: a deadline that is nearly spent does not make a busy server a stalled one)."""
+        if not self._lock.acquire(timeout=-1 if wait_s is None else max(BUSY_WAIT_S, wait_s)):
             busy = ServerUnreachableError("a shipment under way has not finished: the server is not answering")
             self.failed(busy)
             raise busy

@@ -357,3 +357,14 @@ def test_a_nul_in_a_message_ships_as_a_replacement_character_and_blocks_nothing(
     assert rows[:2] == [("binary junk \ufffd in a terminal output", None, None), ("out \ufffd", "c\ufffd1", "t\ufffdx")]
     assert len(rows) == 6
     assert "junk" in runtime.store.get_many([1])[0].content
+
+
+def test_a_shipment_that_is_merely_busy_is_waited_for_even_as_a_deadline_runs_out(pg_config):
+    runtime = build_runtime(pg_config)
+    runtime.store.ingest(SessionKey("s1", "", "cli"), turns(1))
+    shipper = runtime.store.shipper
+    shipper.drain()
+    shipper._lock.acquire()  # another thread's shipment, answered after half a second
+    threading.Timer(0.5, shipper._lock.release).start()
+    assert shipper.ship_once(wait_s=0.01) == 0  # it waited for that shipment
+    assert shipper.state.reachable and not shipper.state.down_recently()
