@@ -180,6 +180,15 @@ class PgCursor:
         return iter(self.fetchall())
 
 
+def _readable(fd: int) -> bool:
+    """Bytes (or EOF) wait on ``fd`` now. poll, where there is one: select refuses a descriptor past 1023."""
+    if not hasattr(select, "poll"):
+        return bool(select.select([fd], [], [], 0)[0])
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
+
+
 class PgConnection:
     """A psycopg connection that takes the data modules' SQL: ``execute``, ``executemany``,
     ``in_transaction``. Autocommit outside ``PgDatabase.transaction``."""
@@ -205,7 +214,7 @@ class PgConnection:
         pg_terminate_backend), which libpq learns only at the next statement, failing it."""
         if self.raw.closed or self.raw.broken:
             return True
-        return not self.in_transaction and bool(select.select([self.raw.fileno()], [], [], 0)[0])
+        return not self.in_transaction and _readable(self.raw.fileno())
 
     def abort(self) -> None:
         with contextlib.suppress(Exception), socket.socket(fileno=os.dup(self.raw.pgconn.socket)) as sock:

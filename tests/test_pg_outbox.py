@@ -368,3 +368,22 @@ def test_a_shipment_that_is_merely_busy_is_waited_for_even_as_a_deadline_runs_ou
     threading.Timer(0.5, shipper._lock.release).start()
     assert shipper.ship_once(wait_s=0.01) == 0  # it waited for that shipment
     assert shipper.state.reachable and not shipper.state.down_recently()
+
+
+def test_a_connection_whose_descriptor_is_past_1023_is_still_checked_before_use(pg_config):
+    import os
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1100:
+        pytest.skip(f"this process may open {hard} files, fewer than the test needs")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1100), hard))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1030)]  # a long-lived host holds many files
+    try:
+        runtime = build_runtime(pg_config)
+        assert runtime.store.count() == 0
+        assert runtime.db.read().raw.fileno() > 1023 and runtime.store.count() == 0  # the second use checks it
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
