@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from . import backups, subsystems
 from .backend import storage_error
-from .config import database_path, load_config, with_store
+from .config import database_path, load_config, scoped_home, with_store
 from .models import Complete, host_complete
 from .ops import dag_view, doctor, hygiene, maintenance, migrate_store, rotate, status
 from .pathprobe import probe_path
@@ -295,7 +295,7 @@ def make_handler(runtime: Runtime) -> Callable[[str], str]:
     def handle(raw_args: str = "") -> str:
         words = str(raw_args or "").split()
         try:
-            name, result = run(runtime, words)
+            name, result = run(runtime.for_home(scoped_home()), words)  # the chat's profile
         except Exception as exc:
             name, result = _failure(words, exc)
         try:

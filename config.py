@@ -8,6 +8,7 @@ This module reads no files and opens nothing.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
 import logging
@@ -333,6 +334,26 @@ def reserve_floor_cap(config: TroveConfig, context_length: int) -> int | None:
 def default_hermes_home(mapping: Mapping[str, str] | None = None) -> str:
     env = os.environ if mapping is None else mapping
     return env.get("HERMES_HOME") or str(Path.home() / ".hermes")
+
+
+def scoped_home() -> str:
+    """The profile home the host scoped this turn to (a gateway serving several profiles); "" if none."""
+    try:
+        from hermes_constants import get_hermes_home_override
+
+        return get_hermes_home_override() or ""
+    except Exception:
+        return ""
+
+
+def profile_environ(home: str) -> dict[str, str]:
+    """A served profile's settings: the environment's, with the TROVE_* ones of ``<home>/.env`` only."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TROVE_")}
+    with contextlib.suppress(Exception):
+        from agent.secret_scope import load_env_file
+
+        env.update((k, v) for k, v in load_env_file(Path(home) / ".env").items() if k.startswith("TROVE_"))
+    return env
 
 
 def load_config(mapping: Mapping[str, str] | None = None, hermes_home: str | None = None,

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from .compaction.compactor import CompactionLimits, Compactor
 from .compaction.policy import trim_head_tail
 from .compaction.summarize import Summarizer
-from .config import reserve_floor_cap
+from .config import reserve_floor_cap, scoped_home
 from .filters import host_side_agent
 from .hostbase import ContextEngine
 from .ingest import Identify, is_synthetic, memo_identity
@@ -147,6 +147,7 @@ class TroveEngine(ContextEngine):
 
     def __deepcopy__(self, memo: dict[int, Any]) -> TroveEngine:
         clone = copy.copy(self)
+        clone.runtime = self.runtime.for_home(scoped_home())  # the host copies once per agent, in its profile
         clone.state = replace(self.state, last_result=dict(self.state.last_result))
         clone.last_usage = dict(self.last_usage)
         clone._native = None

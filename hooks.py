@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import subsystems, tokens
 from .compaction import assembly
+from .config import scoped_home
 from .filters import host_side_agent
 from .payloads import replay
 from .payloads import sidecar as payloads
@@ -80,11 +81,12 @@ def guarded(name: str, callback: Callable[..., Any]) -> Callable[..., Any]:
     return hook
 
 
-def make_hooks(runtime: Runtime) -> dict[str, Callable[..., Any]]:
+def make_hooks(base: Runtime) -> dict[str, Callable[..., Any]]:
     policy = recall_policy()
 
     def post_llm_call(**kw: Any) -> None:
         """Store the turn (a failed ingest is retried on the next turn: the store is idempotent)."""
+        runtime = base.for_home(scoped_home())  # the turn's profile, in a gateway serving several
         session_id = str(kw.get("session_id") or "")
         history = kw.get("conversation_history")
         platform = str(kw.get("platform") or "")
@@ -113,6 +115,7 @@ def make_hooks(runtime: Runtime) -> dict[str, Callable[..., Any]]:
             subsystems.start("turn", runtime, lambda: engine.completion_for("compression"))
 
     def pre_llm_call(**kw: Any) -> Any:
+        runtime = base.for_home(scoped_home())  # the turn's profile, in a gateway serving several
         session_id = str(kw.get("session_id") or "")
         if runtime.bound_sessions.get(session_id) != "active":
             return None
@@ -135,6 +138,7 @@ def make_hooks(runtime: Runtime) -> dict[str, Callable[..., Any]]:
         The full text goes to a verified sidecar first; if that cannot be confirmed the
         result stays inline. Recovery tools are never stubbed.
         """
+        runtime = base.for_home(scoped_home())  # the turn's profile, in a gateway serving several
         cfg = runtime.config
         if not (cfg.large_output_externalization_enabled and cfg.large_output_active_replay_stubbing_enabled):
             return None

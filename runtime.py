@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import os
+import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .backend import storage_error
-from .config import TroveConfig, database_path, load_config, names_server, payload_dir
+from .config import TroveConfig, database_path, load_config, names_server, payload_dir, profile_environ
 from .dag import SummaryDAG
 from .db import Database, UnusableDatabaseError
 from .filters import SessionFilters
@@ -38,6 +40,8 @@ log = logging.getLogger("hermes_trove.runtime")
 RETRY_FIRST_S = 15.0  # the first retry of an unusable store; each failure doubles it...
 RETRY_MAX_S = 60.0    # ...up to this
 DELEGATED = "compaction delegated to the built-in compressor"
+_PROFILES: dict[str, Runtime] = {}  # profile home -> its runtime, in a process serving several
+_PROFILES_LOCK = threading.Lock()
 
 
 def store_reason(exc: BaseException) -> str | None:
@@ -226,6 +230,19 @@ class Runtime:
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Runtime:
         return self
+
+    def for_home(self, home: str) -> Runtime:
+        """The runtime serving profile home ``home`` (``scoped_home()``): this one, or, when one process
+        serves several profiles, that profile's own, built once from its settings and its ``trove.db``."""
+        key, own = os.path.realpath(home) if home else "", os.path.realpath(self.config.hermes_home)
+        if not key or key == own:
+            return self
+        with _PROFILES_LOCK:
+            _PROFILES.setdefault(own, self)
+            if key not in _PROFILES:
+                _PROFILES[key] = build_runtime(load_config(profile_environ(key), hermes_home=key), llm=self.llm)
+                _PROFILES[key].restore_spilled()
+            return _PROFILES[key]
 
     def settle(self) -> None:
         """Before a background pass reads the store: ship this machine's waiting writes (a SQLite

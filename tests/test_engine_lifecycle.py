@@ -1,6 +1,9 @@
 """The engine under the exact call orders of the 0.19 host (HOST.md §10)."""
 from __future__ import annotations
 
+import copy
+
+import pytest
 from conftest import assistant, make_config, no_model, user
 from simulate import HostLoop, build_conversation
 
@@ -183,3 +186,26 @@ def test_a_trove_compaction_that_raises_is_handed_to_the_delegate(runtime, monke
     assert len(out) < len(msgs) and runtime.health.usable  # a bug is not a broken store
     assert eng.snapshot()["last_compression_status"] == "delegated"
     assert "a bug in trove compaction" in eng.snapshot()["last_compression_reason"]
+
+
+def test_a_copy_made_inside_a_profile_scope_serves_that_profiles_own_store_and_settings(tmp_path, monkeypatch):
+    # A multiplexed gateway registers the engine once and copies it per agent inside each
+    # profile's scope (hermes_constants' home override); the shell's TROVE_* stay the gateway's.
+    constants = pytest.importorskip("hermes_constants")
+    monkeypatch.setenv("TROVE_DATABASE_PATH", str(tmp_path / "gateway-owner.db"))
+    base = build_runtime(make_config(tmp_path / "default", database_path=str(tmp_path / "gateway-owner.db")))
+    work = tmp_path / "profiles" / "work"
+    work.mkdir(parents=True)
+    (work / ".env").write_text("TROVE_FRESH_TAIL_COUNT=7\n", encoding="utf-8")
+    registered = TroveEngine(base, complete=no_model)
+    token = constants.set_hermes_home_override(str(work))
+    try:
+        clone = copy.deepcopy(registered)
+    finally:
+        constants.reset_hermes_home_override(token)
+    assert clone.runtime is not base and clone.runtime.db.path == str(work / "trove.db")
+    assert clone.runtime.config.fresh_tail_count == 7
+    assert copy.deepcopy(registered).runtime is base  # outside any scope: the process's own profile
+    eng = boot(clone.runtime)
+    eng.ingest([user("the work vpn token is KESTREL-2291")])
+    assert base.store.session(eng.session_id) is None

@@ -12,10 +12,13 @@ command table. The gateway's session ids live in a state file, so a second run i
 Steps: ``{"chat": NAME, "text": ...}``, ``{"chat": NAME, "command": "/new" | "/compress [focus]"
 | "hygiene" | "/trove ..."}``, ``{"chat": NAME, "seed": PAIRS, "size": CHARS}`` (a transcript
 written to state.db before trove ever saw the chat), ``{"parallel": [steps]}`` (one thread
-each) and ``{"seq": [steps]}``.
+each) and ``{"seq": [steps]}``. A chat with a ``"profile"`` is served as a multiplexed gateway
+serves a secondary profile: each of its steps runs inside the host's own per-turn profile scope
+(``gateway.run._profile_runtime_scope``: that profile's home and secrets, this process's plugins).
 """
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import json
 import os
@@ -33,8 +36,10 @@ from driver import _Collect, _skip_entry_points
 class Gateway:
     def __init__(self, spec: dict[str, Any]):
         from hermes_cli.config import load_config
+        from hermes_cli.plugins import discover_plugins
         from hermes_state import SessionDB
 
+        discover_plugins()  # at start-up, in the process's own profile, as gateway/run.py does
         self.spec, self.chats = spec, spec["chats"]
         self.db, self.config = SessionDB(), load_config()
         self.runtime = {"base_url": spec["base_url"], "api_key": "sk-fake", "provider": "custom"}
@@ -185,25 +190,37 @@ class Gateway:
             return {"seq": [self.step(s) for s in step["seq"]]}
         name, command = step.get("chat", ""), str(step.get("command", ""))
         try:
-            if "text" in step:
-                out = self.turn(name, step["text"])
-            elif "seed" in step:
-                out = self.seed(name, int(step["seed"]), int(step.get("size", 4000)))
-            elif command == "/new":
-                out = self.reset(name)
-            elif command == "/undo":
-                out = self.undo(name)
-            elif command.startswith("/compress"):
-                out = self.compress(name, command[len("/compress"):].strip() or None, hygiene=False)
-            elif command == "hygiene":
-                out = self.compress(name, None, hygiene=True)
-            elif command.startswith("/trove"):
-                out = self.trove(name, command[len("/trove"):].strip())
-            else:
-                raise ValueError(f"unknown step {step}")
+            with self.profile_scope(name):
+                return {"step": step, **self.dispatch(name, step, command)}
         except Exception:
-            out = {"error": traceback.format_exc()}
-        return {"step": step, **out}
+            return {"step": step, "error": traceback.format_exc()}
+
+    def profile_scope(self, name: str) -> Any:
+        """The multiplexer's per-turn scope of the chat's profile (none for a chat without one)."""
+        profile = self.chats.get(name, {}).get("profile")
+        if not profile:
+            return contextlib.nullcontext()
+        from gateway.run import _profile_runtime_scope
+        from hermes_cli.profiles import get_profile_dir
+
+        return _profile_runtime_scope(get_profile_dir(profile))
+
+    def dispatch(self, name: str, step: dict[str, Any], command: str) -> dict[str, Any]:
+        if "text" in step:
+            return self.turn(name, step["text"])
+        if "seed" in step:
+            return self.seed(name, int(step["seed"]), int(step.get("size", 4000)))
+        if command == "/new":
+            return self.reset(name)
+        if command == "/undo":
+            return self.undo(name)
+        if command.startswith("/compress"):
+            return self.compress(name, command[len("/compress"):].strip() or None, hygiene=False)
+        if command == "hygiene":
+            return self.compress(name, None, hygiene=True)
+        if command.startswith("/trove"):
+            return self.trove(name, command[len("/trove"):].strip())
+        raise ValueError(f"unknown step {step}")
 
 
 def main(argv: list[str]) -> int:
