@@ -48,18 +48,19 @@ class Backup:
     seconds: float
 
 
-# ``db.backup_file`` makes its copy as ``.<name>.<pid>.<thread>.partial`` beside the destination.
-PARTIAL = re.compile(r"\..+\.(\d+)\.\d+\.partial")
+# ``db.backup_file`` makes its copy as ``.<name>.<pid>@<host>.<thread>.partial`` beside the destination.
+PARTIAL = re.compile(r"\..+\.(\d+)@(.+)\.\d+\.partial")
 
 
 def remove_dead_leftovers(directory: Path, pattern: re.Pattern[str]) -> int:
     """Delete the hidden files of ``directory`` that ``pattern`` matches and whose writer, the pid
-    in its first group, is gone (a killed backup or import); returns how many went. Never raises."""
+    and host in its first two groups, is gone (a killed backup or import); returns how many went.
+    A file of another host or container is left to it. Never raises."""
     removed = 0
     with contextlib.suppress(OSError):
         for path in directory.glob(".*"):
             found = pattern.fullmatch(path.name)
-            if found is not None and process_gone(int(found.group(1))):
+            if found is not None and process_gone(int(found.group(1)), found.group(2)):
                 path.unlink(missing_ok=True)
                 removed += 1
     return removed

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import socket
 import sqlite3
 import threading
 import time
@@ -22,6 +23,8 @@ from . import packed
 from .background import PassScheduler
 from .migrations import FTS_TABLES, MIGRATIONS, OPTIONAL_DROPS, OPTIONAL_MIGRATIONS
 from .pathprobe import non_directory_ancestor
+
+HOST = socket.gethostname().replace("/", "_")  # names this host in lease owners and temporary files
 
 BUSY_TIMEOUT_MS = 30000
 # Past CHECKPOINT_WAL_BYTES (SQLite's default) a background thread checkpoints, at most once an interval
@@ -541,7 +544,7 @@ def backup_file(source: sqlite3.Connection, dest: str | os.PathLike[str]) -> int
     """
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.{threading.get_ident()}.partial")
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}@{HOST}.{threading.get_ident()}.partial")
     target = sqlite3.connect(str(tmp), isolation_level=None)
     try:
         source.backup(target)

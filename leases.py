@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import threading
 import time
 import uuid
@@ -18,17 +17,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from .db import Database
+from .db import HOST, Database
 
 log = logging.getLogger("hermes_trove.leases")
 
 _PROCESS = uuid.uuid4().hex[:12]
-_HOST = socket.gethostname()
 
 
 def owner_id() -> str:
     """This process and thread on this host, unique across processes sharing the file."""
-    return f"{os.getpid()}:{threading.get_ident()}:{_PROCESS}@{_HOST}"
+    return f"{os.getpid()}:{threading.get_ident()}:{_PROCESS}@{HOST}"
 
 
 def holder_gone(owner: str) -> bool:
@@ -40,7 +38,7 @@ def holder_gone(owner: str) -> bool:
     """
     head, sep, host = owner.rpartition("@")
     parts = head.split(":")
-    if not sep or host != _HOST or len(parts) != 3 or not parts[0].isdigit():
+    if not sep or host != HOST or len(parts) != 3 or not parts[0].isdigit():
         return False
     pid = int(parts[0])
     if pid == os.getpid():
@@ -48,9 +46,10 @@ def holder_gone(owner: str) -> bool:
     return process_gone(pid)
 
 
-def process_gone(pid: int) -> bool:
-    """True when no process ``pid`` runs on this host; this very process never counts as gone."""
-    if pid == os.getpid():
+def process_gone(pid: int, host: str = HOST) -> bool:
+    """True when no process ``pid`` runs on ``host``, this host; this very process never counts as
+    gone, nor does one of another host or container (its pids are not this host's)."""
+    if pid == os.getpid() or host != HOST:
         return False
     try:
         os.kill(pid, 0)

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import tokens
 from ..backups import PARTIAL, remove_dead_leftovers
-from ..db import backup_file, open_readonly
+from ..db import HOST, backup_file, open_readonly
 from ..payloads.sidecar import sync_directory
 from ..store import SessionKey
 from .convert import expand_hint, summary_level
@@ -64,12 +64,13 @@ def backup(target: Path) -> str:
 
 
 def staging_file(target: Path) -> Path:
-    """A new, empty private file beside ``target`` to build a new target in, named with this pid so
-    that the next run deletes one a killed import left (with its SQLite side files)."""
-    remove_dead_leftovers(target.parent, re.compile(rf"\.{re.escape(target.name)}\.(\d+)\.\w+\.importing(-\w+)?"))
+    """A new, empty private file beside ``target`` to build a new target in, named with this pid and
+    host so that the next run on this host deletes one a killed import left (with its SQLite side files)."""
+    remove_dead_leftovers(target.parent, re.compile(rf"\.{re.escape(target.name)}\.(\d+)@(.+)\.\w+\.importing(-\w+)?"))
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}.", suffix=".importing", dir=target.parent)
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}@{HOST}.", suffix=".importing",
+                                    dir=target.parent)
     except OSError as exc:
         raise ImportFailure(f"cannot create the target database in {target.parent}: {exc}") from exc
     os.close(fd)
