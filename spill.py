@@ -164,8 +164,12 @@ class Spill:
         stored yet), and remove a file once that is committed unless it grew meanwhile; returns rows added."""
         added = 0
         for path in sorted(self.folder.glob("*.jsonl")):
-            with _locked(path, create=False) as f:
-                data = f.read() if f is not None else None
+            try:
+                with _locked(path, create=False) as f:
+                    data = f.read() if f is not None else None
+            except OSError as exc:  # this entry's fault, not the store's: it stays, the others go on
+                log.warning("trove: the held messages in %s cannot be read (%s); the file stays", path, exc)
+                continue
             if data is None:
                 continue
             try:

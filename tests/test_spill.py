@@ -278,3 +278,16 @@ def test_a_file_the_store_refuses_for_a_bug_is_kept_and_does_not_block_the_other
         assert rt.unstored.flush(rt.store) == 2
     assert [p.name.split("-")[0] for p in folder.glob("*.jsonl")] == ["poison"]
     assert any("cannot be stored; the file stays" in r.getMessage() for r in caplog.records)
+
+
+def test_an_entry_of_the_held_folder_that_cannot_be_read_leaves_the_store_usable(tmp_path, monkeypatch):
+    # what cannot be opened or read there (a folder named *.jsonl; for another user, a file of the
+    # user who owns it) is that entry's fault, not the store's: trove must not turn degraded for it
+    db_path = tmp_path / "trove.db"
+    folder = tmp_path / SPILL_DIR
+    Spill(folder).append(SessionKey(SESSION, platform="cli"), exchange(0), exchange(0))
+    (folder / "stray.jsonl").mkdir()
+    rt = start_hermes(monkeypatch, tmp_path, db_path)
+    assert rt.health.usable, rt.health
+    assert stored(db_path, tmp_path) == expected(range(1))
+    assert [p.name for p in folder.iterdir()] == ["stray.jsonl"]
