@@ -185,15 +185,17 @@ class Unstored:
             self.dropped += 1
 
     def flush(self, store: MessageStore, skip: Callable[[dict[str, Any]], bool] | None = None) -> int:
-        """Write every held session (each one ingest), then every spilled one (of any process); returns
-        rows added. Raises on a storage error, keeping what is not written yet."""
-        added = 0
+        """Write every spilled session (of any process), then every held one (each one ingest); returns
+        rows added. The files first: they keep what the memory bound dropped, and a held copy stored
+        first would make those older messages look stored. Raises on a storage error, keeping what is
+        not written yet."""
+        added = self.spill.restore(store, skip) if self.spill is not None else 0
         for sid in list(self.sessions):
             key, held = self.sessions[sid]
             added += len(store.ingest(key, held, skip=skip).store_ids)
             del self.sessions[sid]
             self._forget(sid)
-        return added + (self.spill.restore(store, skip) if self.spill is not None else 0)
+        return added
 
 
 def _new_from(raw: list[dict[str, Any]], held: list[dict[str, Any]]) -> int:

@@ -291,3 +291,15 @@ def test_an_entry_of_the_held_folder_that_cannot_be_read_leaves_the_store_usable
     assert rt.health.usable, rt.health
     assert stored(db_path, tmp_path) == expected(range(1))
     assert [p.name for p in folder.iterdir()] == ["stray.jsonl"]
+
+
+def test_a_recovery_stores_what_only_the_file_kept_past_the_memory_bound(tmp_path, monkeypatch):
+    monkeypatch.setattr(runtime, "MAX_HELD_MESSAGES", 20)  # memory keeps the newest 20, the file all 80
+    blocker, db_path = blocked(tmp_path)
+    rt, _ = hermes_run(tmp_path, db_path, range(40))
+    assert rt.unstored.count == 20 and rt.unstored.dropped == 60
+    unblock(blocker)
+    rt.health.retry_at = 0.0  # the backoff has passed: the same Hermes recovers
+    assert rt.store_usable() is True
+    assert stored(db_path, tmp_path) == expected(range(40))
+    assert not list((tmp_path / SPILL_DIR).glob("*.jsonl"))
