@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hermes_trove.spill")
 SPILL_DIR = "trove-held"
-MAX_SPILL_BYTES = 64_000_000  # per session file: past it, the file is rewritten from the bounded held copy
+MAX_SPILL_BYTES = 64_000_000  # per session file (or twice its last rewrite): past it, the held copy replaces it
 _KEY_FIELDS = {f.name for f in fields(SessionKey)}
 Run = tuple[SessionKey, list[Any], list[str]]  # one process's held transcript of a session, with identities
 
@@ -110,6 +110,7 @@ class Spill:
     folder: Path
     scrub: Callable[[str], str] | None = None  # redaction, when it is on: no secret reaches the files either
     runs: dict[str, str] = field(default_factory=dict)  # session id -> the run this process appends to
+    rewritten: dict[str, int] = field(default_factory=dict)  # session id -> the size its last rewrite left
     failed: bool = False
 
     def path(self, session_id: str) -> Path:
@@ -119,6 +120,7 @@ class Spill:
     def forget(self, session_id: str) -> None:
         """The held copy of the session is gone from memory: a later one starts a new run."""
         self.runs.pop(session_id, None)
+        self.rewritten.pop(session_id, None)
 
     def append(self, key: SessionKey, new: Sequence[dict[str, Any]], held: Sequence[dict[str, Any]]) -> None:
         """Add ``new`` to the session's file, or all of ``held`` as a new run when this process has no
@@ -133,9 +135,13 @@ class Spill:
                 continues = bool(run and size)
                 run = run if continues else uuid.uuid4().hex
                 line = spill_line(run, key, new if continues else held, self.scrub)
-                if size + len(line) > MAX_SPILL_BYTES:  # bounded: the held copy alone replaces the file
+                # bounded: the held copy alone replaces the file; past twice its size when that is larger,
+                # so a held copy over the bound is not copied again at every append
+                if size + len(line) > max(MAX_SPILL_BYTES, 2 * self.rewritten.get(key.session_id, 0)):
                     run = uuid.uuid4().hex
-                    self._replace(path, spill_line(run, key, held, self.scrub))
+                    data = spill_line(run, key, held, self.scrub)
+                    self._replace(path, data)
+                    self.rewritten[key.session_id] = len(data)
                 else:
                     if size:
                         f.seek(size - 1)

@@ -303,3 +303,22 @@ def test_a_recovery_stores_what_only_the_file_kept_past_the_memory_bound(tmp_pat
     assert rt.store_usable() is True
     assert stored(db_path, tmp_path) == expected(range(40))
     assert not list((tmp_path / SPILL_DIR).glob("*.jsonl"))
+
+
+def test_a_held_copy_larger_than_the_file_bound_is_not_rewritten_at_every_turn(tmp_path, monkeypatch):
+    # JSON writes "é" as 6 bytes: 20 held messages of 300 of them pass a 4,000-byte bound on their own
+    monkeypatch.setattr(spill_module, "MAX_SPILL_BYTES", 4000)
+    monkeypatch.setattr(runtime, "MAX_HELD_MESSAGES", 20)
+    folder = tmp_path / SPILL_DIR
+    unstored = runtime.Unstored(spill=Spill(folder))
+    key = SessionKey(SESSION, platform="cli")
+    history: list[dict] = []
+    inodes = []
+    for i in range(30):
+        history.append(user(f"{i} " + "é" * 300))
+        unstored.hold(key, history)
+        inodes.append(next(folder.glob("*.jsonl")).stat().st_ino)
+    rewrites = sum(1 for a, b in zip(inodes, inodes[1:], strict=False) if a != b)
+    assert rewrites <= 5, rewrites  # each rewrite copies the whole held copy: not once per turn
+    messages = [m for _, run, _ in read_runs(next(folder.glob("*.jsonl")).read_bytes()) for m in run]
+    assert messages[-20:] == history[-20:]
