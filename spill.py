@@ -48,17 +48,19 @@ def spill_line(run: str, key: SessionKey, messages: Sequence[dict[str, Any]],
 
 def read_runs(data: bytes) -> list[Run]:
     """Each run's transcript in a spill file, in order, with the file's newest session key; a line that
-    does not parse (a write torn by a kill or a full disk) is skipped."""
+    does not parse (a write torn by a kill or a full disk) or is not whole (no session, an id per
+    message) is skipped."""
     key = None
     runs: dict[str, tuple[list[Any], list[str]]] = {}
     for line in data.split(b"\n"):
         try:
             record = json.loads(line)
             messages, ids = list(record["messages"]), [str(i) for i in record["ids"]]
-            key = SessionKey(**{k: str(v) for k, v in record["key"].items() if k in _KEY_FIELDS})
+            named = SessionKey(**{k: str(v) for k, v in record["key"].items() if k in _KEY_FIELDS})
         except (ValueError, KeyError, TypeError, AttributeError):
             continue
-        if len(messages) == len(ids) and key.session_id:
+        if len(messages) == len(ids) and named.session_id:  # its key too is only a whole line's
+            key = named
             held, known = runs.setdefault(str(record.get("run")), ([], []))
             held += messages
             known += ids

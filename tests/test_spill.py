@@ -322,3 +322,15 @@ def test_a_held_copy_larger_than_the_file_bound_is_not_rewritten_at_every_turn(t
     assert rewrites <= 5, rewrites  # each rewrite copies the whole held copy: not once per turn
     messages = [m for _, run, _ in read_runs(next(folder.glob("*.jsonl")).read_bytes()) for m in run]
     assert messages[-20:] == history[-20:]
+
+
+def test_a_whole_line_that_names_no_session_is_skipped_and_keeps_nothing_else_from_being_stored(tmp_path):
+    rt = build_runtime(make_config(tmp_path))
+    folder = tmp_path / SPILL_DIR
+    Spill(folder).append(SessionKey(SESSION, platform="cli"), exchange(0), exchange(0))
+    path = next(folder.glob("*.jsonl"))
+    with path.open("ab") as f:  # parses, but names no session and has one id too many
+        f.write(b'{"run": "x", "key": {"session_id": ""}, "ids": ["a", "b"], "messages": [{"role": "user"}]}\n')
+    assert [key.session_id for key, _, _ in read_runs(path.read_bytes())] == [SESSION]
+    assert rt.unstored.spill.restore(rt.store) == 2
+    assert stored(tmp_path / "trove.db", tmp_path) == expected(range(1))
