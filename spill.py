@@ -188,7 +188,7 @@ class Spill:
                     raise
                 log.exception("trove: the held messages in %s cannot be stored; the file stays", path)
                 continue  # one bad file must not keep the store from recovering
-            with _locked(path, create=False) as f:
+            with contextlib.suppress(OSError), _locked(path, create=False) as f:  # else a later restore retries
                 if f is not None and os.fstat(f.fileno()).st_size == len(data):
                     path.unlink()
         return added

@@ -334,3 +334,22 @@ def test_a_whole_line_that_names_no_session_is_skipped_and_keeps_nothing_else_fr
     assert [key.session_id for key, _, _ in read_runs(path.read_bytes())] == [SESSION]
     assert rt.unstored.spill.restore(rt.store) == 2
     assert stored(tmp_path / "trove.db", tmp_path) == expected(range(1))
+
+
+def test_a_held_file_that_cannot_be_removed_leaves_the_store_usable(tmp_path, monkeypatch):
+    # a folder the user may read but not change (root is never refused, so the refusal is staged)
+    db_path = tmp_path / "trove.db"
+    folder = tmp_path / SPILL_DIR
+    Spill(folder).append(SessionKey(SESSION, platform="cli"), exchange(0), exchange(0))
+    unlink = Path.unlink
+
+    def refused(self, *args, **kwargs):
+        if self.parent == folder:
+            raise PermissionError(13, "Permission denied", str(self))
+        return unlink(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "unlink", refused)
+    rt = start_hermes(monkeypatch, tmp_path, db_path)
+    assert rt.health.usable, rt.health
+    assert stored(db_path, tmp_path) == expected(range(1))
+    assert len(list(folder.glob("*.jsonl"))) == 1  # kept; the next restore adds nothing from it
