@@ -172,6 +172,8 @@ class Spill:
         stored yet), and remove a file once that is committed unless it grew meanwhile; returns rows added."""
         added = 0
         for path in sorted(self.folder.glob("*.jsonl")):
+            if not path.is_file():  # a folder, or a pipe whose open would wait for a writer
+                continue
             try:
                 with _locked(path, create=False) as f:
                     data = f.read() if f is not None else None

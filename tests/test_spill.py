@@ -281,16 +281,25 @@ def test_a_file_the_store_refuses_for_a_bug_is_kept_and_does_not_block_the_other
 
 
 def test_an_entry_of_the_held_folder_that_cannot_be_read_leaves_the_store_usable(tmp_path, monkeypatch):
-    # what cannot be opened or read there (a folder named *.jsonl; for another user, a file of the
-    # user who owns it) is that entry's fault, not the store's: trove must not turn degraded for it
+    # what cannot be opened there (a file of another user; root is never refused, so the refusal is
+    # staged) is that entry's fault, not the store's: trove must not turn degraded for it
     db_path = tmp_path / "trove.db"
     folder = tmp_path / SPILL_DIR
     Spill(folder).append(SessionKey(SESSION, platform="cli"), exchange(0), exchange(0))
-    (folder / "stray.jsonl").mkdir()
+    Spill(folder).append(SessionKey("stray", platform="cli"), exchange(1), exchange(1))
+    stray = next(folder.glob("stray-*.jsonl"))
+    real_open = os.open
+
+    def refused(path, *args, **kwargs):
+        if Path(path) == stray:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refused)
     rt = start_hermes(monkeypatch, tmp_path, db_path)
     assert rt.health.usable, rt.health
     assert stored(db_path, tmp_path) == expected(range(1))
-    assert [p.name for p in folder.iterdir()] == ["stray.jsonl"]
+    assert [p.name for p in folder.iterdir()] == [stray.name]
 
 
 def test_a_recovery_stores_what_only_the_file_kept_past_the_memory_bound(tmp_path, monkeypatch):
@@ -353,3 +362,24 @@ def test_a_held_file_that_cannot_be_removed_leaves_the_store_usable(tmp_path, mo
     assert rt.health.usable, rt.health
     assert stored(db_path, tmp_path) == expected(range(1))
     assert len(list(folder.glob("*.jsonl"))) == 1  # kept; the next restore adds nothing from it
+
+
+def test_a_fifo_named_like_a_held_file_does_not_block_the_start(tmp_path):
+    import contextlib
+    import threading
+
+    rt = build_runtime(make_config(tmp_path))
+    folder = tmp_path / SPILL_DIR
+    Spill(folder).append(SessionKey(SESSION, platform="cli"), exchange(0), exchange(0))
+    fifo = folder / "a-pipe.jsonl"
+    os.mkfifo(fifo)
+    done: list[int] = []
+    worker = threading.Thread(target=lambda: done.append(rt.unstored.spill.restore(rt.store)), daemon=True)
+    worker.start()
+    worker.join(60)  # a guard against a hang, not a measure: restoring one small file takes milliseconds
+    hung = worker.is_alive()
+    while worker.is_alive():  # release each blocked open so the thread ends
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(1)
+    assert not hung and done == [2] and fifo.exists()
