@@ -17,6 +17,7 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from .db import Database, UnusableDatabaseError
 from .filters import SessionFilters
 from .ingest import is_synthetic, message_identity, plan_aligned
 from .outbox import Outbox, Shipper, ShippingStore, outbox_path
-from .payloads.guard import storage_transform
+from .payloads.guard import map_strings, storage_transform
 from .payloads.redact import Redactor
 from .payloads.spool import SpoolDir
 from .pgdb import PgDatabase
@@ -369,7 +370,7 @@ def build_runtime(config: TroveConfig | None = None, llm: Any = None) -> Runtime
     else:
         store = MessageStore(db, transform=storage_transform(config))
         redactor = Redactor.from_config(config)
-        scrub = redactor.redact if redactor.enabled and redactor.patterns else None
+        scrub = partial(map_strings, fn=redactor.redact) if redactor.enabled and redactor.patterns else None
         unstored = Unstored(spill=Spill(Path(config.hermes_home) / SPILL_DIR, scrub))
     return Runtime(config=config, db=db, store=store, dag=SummaryDAG(db),
                    filters=SessionFilters.from_config(config), llm=llm, unstored=unstored)

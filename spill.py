@@ -38,10 +38,10 @@ Run = tuple[SessionKey, list[Any], list[str]]  # one process's held transcript o
 
 
 def spill_line(run: str, key: SessionKey, messages: Sequence[dict[str, Any]],
-               scrub: Callable[[str], str] | None = None) -> bytes:
+               scrub: Callable[[Any], Any] | None = None) -> bytes:
     """One batch as a JSON line: the run it continues, the session, each message's identity (of the
-    message as shown, so a later ingest aligns it) and the messages, every string passed through ``scrub``."""
-    shown = [_scrubbed(m, scrub) for m in messages] if scrub is not None else list(messages)
+    message as shown, so a later ingest aligns it) and the messages, each passed through ``scrub``."""
+    shown = [scrub(m) for m in messages] if scrub is not None else list(messages)
     record = {"run": run, "key": asdict(key), "ids": [message_identity(m) for m in messages], "messages": shown}
     return json.dumps(record, default=str).encode("ascii") + b"\n"
 
@@ -65,16 +65,6 @@ def read_runs(data: bytes) -> list[Run]:
             held += messages
             known += ids
     return [(key, held, known) for held, known in runs.values()] if key is not None else []
-
-
-def _scrubbed(value: Any, scrub: Callable[[str], str]) -> Any:
-    if isinstance(value, str):
-        return scrub(value)
-    if isinstance(value, list):
-        return [_scrubbed(v, scrub) for v in value]
-    if isinstance(value, dict):
-        return {k: _scrubbed(v, scrub) for k, v in value.items()}
-    return value
 
 
 def _identities(messages: list[Any], ids: list[str]) -> Identify:
@@ -110,7 +100,7 @@ class Spill:
     the held copy stays in memory only); ``restore`` raises on a storage error, keeping the files."""
 
     folder: Path
-    scrub: Callable[[str], str] | None = None  # redaction, when it is on: no secret reaches the files either
+    scrub: Callable[[Any], Any] | None = None  # a message redacted, when redaction is on: no secret reaches the files
     runs: dict[str, str] = field(default_factory=dict)  # session id -> the run this process appends to
     rewritten: dict[str, int] = field(default_factory=dict)  # session id -> the size its last rewrite left
     failed: bool = False

@@ -123,13 +123,14 @@ def _guard_text(text: str, write: Write) -> str:
     return text
 
 
-def _map_strings(value: Any, fn: Callable[[str], str]) -> Any:
+def map_strings(value: Any, fn: Callable[[str], str]) -> Any:
+    """``value`` with ``fn`` applied to every string inside it (lists and dicts rebuilt, the rest kept)."""
     if isinstance(value, str):
         return fn(value)
     if isinstance(value, list):
-        return [_map_strings(v, fn) for v in value]
+        return [map_strings(v, fn) for v in value]
     if isinstance(value, dict):
-        return {k: _map_strings(v, fn) for k, v in value.items()}
+        return {k: map_strings(v, fn) for k, v in value.items()}
     return value
 
 
@@ -141,7 +142,7 @@ def _map_json_column(raw: str | None, fn: Callable[[str], str]) -> str | None:
         value = json.loads(raw)
     except ValueError:
         return fn(raw)
-    new = _map_strings(value, fn)
+    new = map_strings(value, fn)
     return raw if new == value else json.dumps(new, ensure_ascii=False, default=str)
 
 
