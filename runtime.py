@@ -237,8 +237,10 @@ class Runtime:
     def for_home(self, home: str) -> Runtime:
         """The runtime serving profile home ``home`` (``scoped_home()``): this one, or, when one process
         serves several profiles, that profile's own, built once from its settings and its ``trove.db``."""
-        key, own = os.path.realpath(home) if home else "", os.path.realpath(self.config.hermes_home)
-        if not key or key == own:
+        if not home:  # the common case, every turn: no profile scope, no path resolved
+            return self
+        key, own = os.path.realpath(home), os.path.realpath(self.config.hermes_home)
+        if key == own:
             return self
         with _PROFILES_LOCK:
             _PROFILES.setdefault(own, self)
