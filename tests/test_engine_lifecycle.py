@@ -209,3 +209,15 @@ def test_a_copy_made_inside_a_profile_scope_serves_that_profiles_own_store_and_s
     eng = boot(clone.runtime)
     eng.ingest([user("the work vpn token is KESTREL-2291")])
     assert base.store.session(eng.session_id) is None
+
+
+def test_has_content_to_compress_is_false_when_everything_sits_in_the_protected_tail(runtime):
+    # the gateway's /compress asks first and says "nothing to compress" instead of "No changes"
+    eng = boot(runtime)
+    short = [m for i in range(5) for m in (user(f"q{i}"), assistant(f"a{i}"))]
+    assert not eng.has_content_to_compress(short)
+    assert eng.compress(short, current_tokens=100, force=True) == short
+    long = [m for i in range(40) for m in (user(f"question {i}"), assistant(f"answer {i}"))]
+    assert eng.has_content_to_compress(long)
+    huge = [user("x " * 30000), assistant("ok"), user("and?")]  # few turns, but over the tail's budget
+    assert eng.has_content_to_compress(huge)
