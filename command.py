@@ -391,6 +391,8 @@ def exit_code(result: Mapping[str, Any]) -> int:
         return EXIT_USAGE if result.get("error") else EXIT_OK
     if result.get("status") in ("error", "refused", "still_unhealthy") or result.get("overall") == "unhealthy":
         return EXIT_PROBLEM
+    if result.get("error"):  # a report that could not read its part (`embed status` on a damaged store)
+        return EXIT_PROBLEM
     return EXIT_OK
 
 

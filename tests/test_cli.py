@@ -114,7 +114,8 @@ def test_another_programs_sqlite_file_is_refused_and_left_as_it_was(tmp_path, ar
 
 
 @pytest.mark.parametrize("argv", [["status"], ["doctor", "repair"], ["backup"], ["dag"], ["doctor", "retention"],
-                                  ["doctor", "clean"]], ids=" ".join)
+                                  ["doctor", "clean"], ["embed"], ["embed", "status"], ["rollups"],
+                                  ["assertions"]], ids=" ".join)
 def test_a_truncated_store_file_is_reported_with_its_fix_and_no_traceback(db, argv, caplog):
     import sqlite3
 
