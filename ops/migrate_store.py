@@ -401,7 +401,11 @@ def migrate(runtime: Runtime, to: str, *, progress: Progress | None = None,
     started = time.monotonic()
     report: dict[str, Any] = {"source": source_db.path, "target": redact_url(target.path),
                               "target_kind": target.kind}
-    source = source_db.read()
+    try:
+        source = source_db.read()
+    except Exception as exc:  # a server that is down, a damaged file: nothing was written anywhere
+        return {"status": "error", "error": f"the source cannot be read: {type(exc).__name__}: {exc}".strip(),
+                **report}
     try:
         target.connect()  # creates or migrates the target's schema
     except Exception as exc:  # a server that is down or refuses the schema, a file that will not open
@@ -482,8 +486,8 @@ class TerminalProgress:
         self.out.flush()
 
     def finish(self, report: dict[str, Any]) -> None:
+        done = (f"{report.get('copied', 0)} rows copied, {report.get('already', 0)} already there,"
+                f" in {report.get('elapsed_s', 0)}s -> {report.get('target')}")
         with contextlib.suppress(OSError, ValueError):
-            self.out.write(f"trove migrate: {report.get('status')}: {report.get('copied', 0)} rows copied,"
-                           f" {report.get('already', 0)} already there, in {report.get('elapsed_s', 0)}s"
-                           f" -> {report.get('target')}\n")
+            self.out.write(f"trove migrate: {report.get('status')}: {report.get('error') or done}\n")
             self.out.flush()

@@ -268,6 +268,26 @@ def test_a_target_server_that_cannot_be_reached_is_an_error_report_not_a_traceba
     assert not [r for r in caplog.records if r.exc_info]
 
 
+@pytest.mark.parametrize("broken", ["server", "file"])
+def test_a_source_that_cannot_be_read_says_why_exits_1_and_writes_nothing(source, tmp_path, broken, capsys, caplog):
+    db = "postgresql://trove@127.0.0.1:1/nowhere?connect_timeout=2"
+    if broken == "file":
+        db = source.db.path
+        with sqlite3.connect(db) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        Path(db).write_bytes(b"not a database" * 100)
+    before = Path(source.db.path).read_bytes()
+    out = io.StringIO()
+    code = command.main(["migrate", "--db", db, "--to", str(tmp_path / "copy.db"), "--json"], out=out)
+    report = json.loads(out.getvalue())
+    assert code == command.EXIT_PROBLEM and report["status"] == "error", report
+    assert report["error"].startswith("the source cannot be read:"), report
+    err = capsys.readouterr().err
+    assert "trove migrate: error: the source cannot be read:" in err and "None" not in err, err
+    assert not (tmp_path / "copy.db").exists() and Path(source.db.path).read_bytes() == before
+    assert not [r for r in caplog.records if r.exc_info]
+
+
 def test_slash_trove_migrate_points_to_the_cli(source):
     text = command.make_handler(source)("migrate")
     assert "hermes trove migrate --to" in text
