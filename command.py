@@ -236,7 +236,9 @@ def render(name: str, result: dict[str, Any], prefix: str = "/trove") -> str:
     if name.startswith("dag") and isinstance(result.get("drawing"), str):
         return _bound(result["drawing"])
     if name == "doctor" and isinstance(result.get("checks"), list):
-        lines = [f"trove doctor: {result.get('overall')}  (session {result.get('session_id')})"]
+        sid = result.get("session_id")
+        about = f"session {sid}" if sid and sid != status.UNBOUND else "no session bound: the store only"
+        lines = [f"trove doctor: {result.get('overall')}  ({about})"]
         marks = {"pass": "ok  ", "warn": "WARN", "fail": "FAIL"}
         lines += [f"  [{marks.get(c['status'], c['status'])}] {c['check']}: {c['detail']}" for c in result["checks"]]
         if result.get("guidance"):

@@ -73,6 +73,16 @@ def test_doctor_exit_code_follows_health(db):
     assert run("doctor", "--db", str(db))[0] == 0
 
 
+def test_doctor_outside_hermes_says_it_checks_the_store_only(db):
+    """No session is bound outside Hermes, also when the store will not open: the header says so."""
+    healthy = run("doctor", "--db", str(db))[1]
+    os.truncate(db, 100)
+    broken = run("doctor", "--db", str(db))[1]
+    for out in (healthy, broken):
+        head = out.splitlines()[0]
+        assert head.endswith("(no session bound: the store only)") and "None" not in head, out
+
+
 def test_rotate_from_the_cli_needs_a_session_and_then_applies(db, tmp_path):
     code, out = run("rotate", "apply", "--db", str(db), "--json")
     assert code == 1 and json.loads(out)["status"] == "refused"
