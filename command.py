@@ -366,6 +366,8 @@ def _runtime_for(db: str | None, fallback: Runtime | None = None) -> Runtime:
             raise FileNotFoundError(f"no trove database at {fallback.db.path} yet (trove has not stored anything)")
         return fallback
     config = load_config(os.environ)
+    if not config.database_url and database_path(config).is_file():  # as loading the plugin does for `hermes trove`
+        build_runtime(config).restore_spilled()  # the home's held transcripts; never raises
     if db:
         config = with_store(config, db)
     path = database_path(config)
