@@ -94,6 +94,17 @@ def _locked(path: Path, create: bool) -> Iterator[IO[bytes] | None]:
         yield f
 
 
+def _sync_dirs(*folders: Path) -> None:
+    """Make the entries of ``folders`` durable; a file system that cannot sync a folder is left as it is."""
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            fd = os.open(folder, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+
 @dataclass
 class Spill:
     """The spill folder of one Hermes home. ``append`` never raises (a failure is logged once and
@@ -140,6 +151,9 @@ class Spill:
                         line = line if f.read(1) == b"\n" else b"\n" + line  # end a torn line first
                     f.write(line)
                     f.flush()
+                    os.fsync(f.fileno())  # one fsync per held write: holding is rare, a power loss keeps it
+            if not size:  # a new file: its name (and a new folder's) must survive a power loss too
+                _sync_dirs(self.folder, self.folder.parent)
             self.runs[key.session_id] = run
         except Exception as exc:
             if not self.failed:
@@ -151,7 +165,10 @@ class Spill:
         temp = path.with_name(path.name + ".tmp")
         with os.fdopen(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as out:
             out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
         os.replace(temp, path)
+        _sync_dirs(path.parent)
 
     def pending(self) -> int:
         """How many session files wait to be written into the store."""

@@ -224,6 +224,29 @@ def test_a_file_another_process_appended_to_during_the_restore_is_kept(tmp_path)
     assert [r.content for r in rt.store.page(SESSION, limit=10)] == [m["content"] for m in first + exchange(1)]
 
 
+def test_each_held_line_is_synced_to_disk_and_a_new_files_folder_too(tmp_path, monkeypatch):
+    synced: list[str] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    monkeypatch.setattr(spill_module.os, "fsync", fsync)
+    folder, key = tmp_path / SPILL_DIR, SessionKey(SESSION, platform="cli")
+    spill = Spill(folder)
+    spill.append(key, exchange(0), exchange(0))
+    path = str(spill.path(SESSION))
+    assert synced == [path, str(folder), str(tmp_path)]
+    synced.clear()
+    spill.append(key, exchange(1), exchange(0) + exchange(1))
+    assert synced == [path]  # an append to a file that exists costs one fsync
+    monkeypatch.setattr(spill_module, "MAX_SPILL_BYTES", 10)
+    synced.clear()
+    spill.append(key, exchange(2), exchange(0) + exchange(1) + exchange(2))
+    assert synced == [f"{path}.tmp", str(folder)]  # a rewrite: the new file, then its name
+
+
 def test_a_spill_that_cannot_be_written_keeps_the_messages_in_memory_and_warns_once(tmp_path, caplog):
     blocker, db_path = blocked(tmp_path)
     (tmp_path / SPILL_DIR).write_text("a file where the spill folder should be", encoding="utf-8")
