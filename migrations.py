@@ -402,6 +402,10 @@ END;
     ("0016_imported_sessions_local", """
 UPDATE sessions SET scope = 'local' WHERE platform = 'openclaw' AND scope = '';
 """),
+    # A gateway chat's sessions, newest first (the chat a new session follows, /trove's chat look-up).
+    ("0017_sessions_by_conversation", """
+CREATE INDEX sessions_conversation ON sessions(conversation_id, updated_at);
+"""),
 )
 
 

@@ -407,7 +407,9 @@ def migrations() -> tuple[tuple[str, tuple[str, ...]], ...]:
 
     core = tuple(s.strip() for s in CORE.split(";\n") if s.strip())  # a function body keeps its own ";"
     return (("pg0001_core", core), ("pg0002_search", tuple(SEARCH_DDL)), ("pg0003_rollups", ROLLUPS),
-            ("pg0004_embeddings", EMBEDDINGS), ("pg0005_payloads", PAYLOADS), ("pg0006_text_reader", TEXT_READER))
+            ("pg0004_embeddings", EMBEDDINGS), ("pg0005_payloads", PAYLOADS), ("pg0006_text_reader", TEXT_READER),
+            ("pg0007_sessions_by_conversation", ("CREATE INDEX sessions_conversation"
+                                                 " ON sessions(conversation_id, updated_at)",)))
 
 
 def applied_names(conn: Any) -> list[str]:

@@ -83,6 +83,7 @@ INDEXES = {
     "node_children_child": ("node_children", ["child_id"]),
     "session_frontier_node": ("session_frontier", ["node_id"]),
     "sessions_scope": ("sessions", ["scope", "session_id"]),
+    "sessions_conversation": ("sessions", ["conversation_id", "updated_at"]),
     "embedding_vectors_scan": ("embedding_vectors", ["generation_id", "vector_id"]),
     "embedding_vectors_item": ("embedding_vectors", ["kind", "item_id"]),
     "temporal_rollups_window": ("temporal_rollups", ["scope", "period_start"]),
@@ -322,6 +323,22 @@ def test_an_upgrade_gives_the_sessions_of_an_older_file_their_owner_scope(tmp_pa
     conn = Database(path).connect()
     assert [name for name, _ in ledger(conn)] == NAMES
     assert dict(conn.execute("SELECT session_id, scope FROM sessions").fetchall()) == scopes
+
+
+def test_an_older_file_gets_the_chat_index_and_the_chat_look_up_uses_it(tmp_path):
+    path = tmp_path / "t.db"
+    conn = raw(path)
+    migrate(conn, stop_before="0017_sessions_by_conversation")
+    conn.executemany("INSERT INTO sessions(session_id, conversation_id, platform, created_at, updated_at)"
+                     " VALUES (?,?,?,0,?)", [(f"s{i}", f"chat-{i % 7}", "telegram", i) for i in range(50)])
+    conn.close()
+    db = Database(path)
+    assert [name for name, _ in ledger(db.connect())] == NAMES
+    plan = " ".join(str(r[3]) for r in db.connect().execute(
+        "EXPLAIN QUERY PLAN SELECT * FROM sessions WHERE conversation_id=? ORDER BY updated_at DESC LIMIT ?",
+        ("chat-3", 20)))
+    assert "USING INDEX sessions_conversation" in plan and "TEMP B-TREE" not in plan, plan
+    assert [s.session_id for s in MessageStore(db).sessions(3, "chat-3")] == ["s45", "s38", "s31"]
 
 
 def test_rollups_built_over_every_scope_before_owner_scopes_are_dropped_and_the_leaf_cursor_reset(tmp_path):

@@ -87,6 +87,23 @@ def test_the_operators_libpq_options_are_kept_and_a_statement_timeout_added(pg_u
     db.close()
 
 
+def test_a_schema_of_the_previous_build_gets_the_chat_index(pg_database_url, monkeypatch):
+    from hermes_trove import pgschema
+    from hermes_trove.pgdb import close_connections
+
+    full = pgschema.migrations()
+    monkeypatch.setattr(pgschema, "migrations", lambda: full[:-1])
+    PgDatabase(pg_database_url).connect().execute(
+        "INSERT INTO sessions(session_id, conversation_id, created_at, updated_at) VALUES ('s1', 'chat-1', 0, 0)")
+    close_connections()
+    monkeypatch.undo()
+    db = PgDatabase(pg_database_url)
+    assert "pg0007_sessions_by_conversation" in db.applied_migrations()
+    index = db.connect().execute("SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema()"
+                                 " AND indexname = 'sessions_conversation'").fetchone()
+    assert index is not None and "(conversation_id, updated_at)" in index[0], index
+
+
 @pytest.mark.parametrize("sql, want", [
     ("SELECT ? , :name", "SELECT %s , %(name)s"),
     ("x LIKE '%;base64,%' AND y = ?", "x LIKE '%%;base64,%%' AND y = %s"),
