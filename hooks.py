@@ -20,6 +20,7 @@ from .filters import host_side_agent
 from .payloads import replay
 from .payloads import sidecar as payloads
 from .payloads.redact import Redactor
+from .pgdb import StoreSelectionError
 from .scope import scope_for
 from .store import SessionKey
 
@@ -74,6 +75,8 @@ def guarded(name: str, callback: Callable[..., Any]) -> Callable[..., Any]:
     def hook(**kw: Any) -> Any:
         try:
             return callback(**kw)
+        except StoreSelectionError:  # a served profile trove cannot serve: said once, where it was found
+            return None
         except Exception:
             log.exception("trove: %s hook failed for session %s (the host carries on)", name, kw.get("session_id"))
             return None

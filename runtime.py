@@ -31,7 +31,7 @@ from .outbox import Outbox, Shipper, ShippingStore, outbox_path
 from .payloads.guard import map_strings, storage_transform
 from .payloads.redact import Redactor
 from .payloads.spool import SpoolDir
-from .pgdb import PgDatabase
+from .pgdb import PgDatabase, StoreSelectionError
 from .scope import Visibility
 from .spill import SPILL_DIR, Spill
 from .store import MessageStore, SessionKey
@@ -42,6 +42,7 @@ RETRY_FIRST_S = 15.0  # the first retry of an unusable store; each failure doubl
 RETRY_MAX_S = 60.0    # ...up to this
 DELEGATED = "compaction delegated to the built-in compressor"
 _PROFILES: dict[str, Runtime] = {}  # profile home -> its runtime, in a process serving several
+_UNSELECTED: dict[str, str] = {}  # profile home -> why its .env selects no store
 _PROFILES_LOCK = threading.Lock()
 
 
@@ -244,8 +245,17 @@ class Runtime:
             return self
         with _PROFILES_LOCK:
             _PROFILES.setdefault(own, self)
+            if key in _UNSELECTED:
+                raise StoreSelectionError(_UNSELECTED[key])
             if key not in _PROFILES:
-                _PROFILES[key] = build_runtime(load_config(profile_environ(key), hermes_home=key), llm=self.llm)
+                try:
+                    _PROFILES[key] = build_runtime(load_config(profile_environ(key), hermes_home=key), llm=self.llm)
+                except StoreSelectionError as exc:  # no other store is guessed: its turns must not go astray
+                    _UNSELECTED[key] = (f"profile {Path(key).name!r}: {exc} (in {Path(key) / '.env'}); its agents"
+                                        " run on Hermes' built-in compressor until that is fixed and the gateway"
+                                        " restarted")
+                    log.error("trove: %s", _UNSELECTED[key])
+                    raise StoreSelectionError(_UNSELECTED[key]) from None
                 _PROFILES[key].restore_spilled()
             return _PROFILES[key]
 

@@ -66,6 +66,24 @@ def test_a_missing_driver_names_the_extra(monkeypatch):
         check_url("postgresql://u@127.0.0.1/db")
 
 
+def test_a_served_profile_whose_env_selects_no_store_is_named_once_and_its_hooks_stay_quiet(config, tmp_path,
+                                                                                             monkeypatch, caplog):
+    from hermes_trove import hooks
+
+    runtime = build_runtime(config)
+    home = tmp_path / "profiles" / "broken"
+    home.mkdir(parents=True)
+    (home / ".env").write_text("TROVE_DATABASE_URL=mysql://u:hunter2@h/db\n", encoding="utf-8")
+    for _ in range(2):  # an agent copy, then another: the .env is read once, the error said once
+        with pytest.raises(StoreSelectionError, match="profile 'broken': .*not a PostgreSQL URL"):
+            runtime.for_home(str(home))
+    monkeypatch.setattr(hooks, "scoped_home", lambda: str(home))
+    assert hooks.make_hooks(runtime)["post_llm_call"](session_id="s1", conversation_history=[user("hi")]) is None
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 1 and str(home / ".env") in errors[0] and "built-in compressor" in errors[0], errors
+    assert "hunter2" not in caplog.text
+
+
 def test_a_server_down_at_load_is_not_a_load_failure(config):
     cfg = dataclasses.replace(config, database_url="postgresql://postgres@127.0.0.1:1/none?connect_timeout=1")
     runtime = build_runtime(cfg)  # no network at load
