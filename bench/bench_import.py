@@ -10,7 +10,7 @@ size, so flat memory shows as the size grows.
 
     python bench/bench_import.py                    # 25k, 50k, 100k messages, 3 runs each
     python bench/bench_import.py --sizes 10000 --runs 1
-    python bench/bench_import.py --breakdown 20000   # µs per message, stage by stage
+    python bench/bench_import.py --breakdown 20000   # µs per message, stage by stage, and the writer's split
 """
 from __future__ import annotations
 
@@ -65,6 +65,37 @@ def _vocabulary(size: int = 20000) -> tuple[list[str], list[float]]:
 
 
 VOCAB, CUM_WEIGHTS = _vocabulary()
+
+# The writer's statements by kind: the first label whose text the SQL contains.
+STATEMENT_KINDS = (("full-text index (tokenizing, segment merges)", "INSERT INTO messages_fts"),
+                   ("message rows and their four indexes", "INSERT INTO messages("),
+                   ("ledger rows", "INSERT INTO imported_messages"),
+                   ("ledger look-ups", "FROM imported_messages"),
+                   ("commit (the index's last flush)", "COMMIT"))
+
+
+class TimedConnection(sqlite3.Connection):
+    """A connection that adds the thread CPU time spent in each statement to ``spent``, by kind."""
+
+    spent: dict[str, float] = {}
+
+    def execute(self, sql, *args):  # type: ignore[override]
+        start = time.thread_time()
+        try:
+            return super().execute(sql, *args)
+        finally:
+            self._count(sql, start)
+
+    def executemany(self, sql, *args):  # type: ignore[override]
+        start = time.thread_time()
+        try:
+            return super().executemany(sql, *args)
+        finally:
+            self._count(sql, start)
+
+    def _count(self, sql: str, start: float) -> None:
+        kind = next((label for label, text in STATEMENT_KINDS if text in sql), "other statements")
+        self.spent[kind] = self.spent.get(kind, 0.0) + time.thread_time() - start
 
 
 def _text(i: int, n: int) -> str:
@@ -236,6 +267,22 @@ def breakdown(size: int) -> None:
             rt.db.close()
             discard(target)
 
+        def writer_split() -> dict[str, float]:
+            """One writer_floor run on timed connections: µs of thread CPU per message, by statement kind."""
+            connect = sqlite3.connect
+            sqlite3.connect = lambda *a, **k: connect(*a, **k, factory=TimedConnection)  # type: ignore[assignment]
+            TimedConnection.spent.clear()
+            try:
+                start = time.thread_time()
+                writer_floor()
+                total = time.thread_time() - start
+            finally:
+                sqlite3.connect = connect  # type: ignore[assignment]
+            kinds = [label for label, _ in STATEMENT_KINDS] + ["other statements"]
+            split = {kind: TimedConnection.spent.get(kind, 0.0) / len(msgs) * 1e6 for kind in kinds}
+            split["Python and the rest (outside any statement)"] = total / len(msgs) * 1e6 - sum(split.values())
+            return split
+
         config = dataclasses.replace(load_config({}), database_path=str(Path(tmp) / "x.db"))
         transform = build_runtime(config).store.transform
         rows = {
@@ -260,6 +307,10 @@ def breakdown(size: int) -> None:
         print(f"per-message cost over {len(msgs)} messages (µs, median of 3; tokens backend {tokens.backend()}):")
         for name, us in rows.items():
             print(f"  {name:<56} {us:>8.1f}")
+        runs = [writer_split() for _ in range(3)]
+        print("the import writer alone, by statement (µs of writer thread CPU per message, median of 3):")
+        for kind in runs[0]:
+            print(f"  {kind:<56} {statistics.median(r[kind] for r in runs):>8.1f}")
 
 
 def child_setup() -> None:

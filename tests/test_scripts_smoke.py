@@ -311,6 +311,13 @@ def test_bench_import_imports_every_generated_message(tmp_path):
     assert row and float(row.group(2)) > 0 and float(row.group(3)) > 0, out
 
 
+def test_bench_import_breakdown_splits_the_writer_by_statement(tmp_path):
+    out = run_script("bench_import.py", "--breakdown", "200", tmp_path=tmp_path)
+    split = dict(re.findall(r"^  (.+?)\s+(-?[\d.]+)$", out.split("by statement")[1], re.M))
+    assert float(split["full-text index (tokenizing, segment merges)"]) > 0, out
+    assert float(split["message rows and their four indexes"]) > 0 and float(split["ledger rows"]) > 0, out
+
+
 def test_bench_state_extracts_and_queries_state(tmp_path):
     out = run_script("bench_state.py", "--messages", "40", "--assertions", "400", "--queries", "20",
                      tmp_path=tmp_path)
