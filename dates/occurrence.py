@@ -39,27 +39,28 @@ RULES = """\
   A present progressive ("I'm moving in March", "are you coming on Friday?", "the plumber is coming
   Monday", "I'm going to a wedding on June 22", a chat's "Going to the dentist Thursday") or a
   present "have" ("we have a dinner on Thursday") is an arrangement, so future, when the time
-  follows it in its clause with at most its object between; not after "still"/"finally", a
-  comma, a new subject, "of", "after", "for" (but "for" a bare noun: "meeting Sarah for coffee on
-  Friday"), "on", "from", "about" or "since" ("the pics of our trip in March"), nor a time before it
-  or an "and" after it opening a simple present of the third person ("I'm walking the dog on Sunday
-  and she bolts"): a story told in the present. A timetable's present with a subject ("the flight
-  departs", "my lease ends", "rent is due", "we leave") is future; not a plural noun ("the leaves",
-  "took turns"), "due to" or "was due"; a past form as near wins ("the flight departs on the 2nd but
-  we flew on the 3rd": the 2nd was). A present "is"/"are" before the time, with at most its subject
-  between as an arrangement's object, and no participle ("my interview is on Tuesday", "is the
-  meeting still on Thursday?", "what time is the game on Sunday?"; not "the film is set in 1914"),
-  states a schedule, so future; not after a subject naming a day ("today is the 15th", "my favorite
-  day of the week is Friday"). "would", "could" (and "I'd" before a plain verb) place a time after
-  another past, so are unclear, except a wish ("I'd love to") or a request ("could you come on
-  Friday?") or an offer ("I could come on Friday if you want": "I", "we" or "you" and an "if" with
-  no past); "been going to" is a habit; "was going to", "had planned" a plan seen from the past
-  ("going to the concert" is a motion). Such a plan is past when a clause after it joined by "but",
-  "and" or "so" says in the past how it went ("she said she would call on Monday but never did");
-  the speaker's own "I was hoping to", "we were going to" before an "if" with no past or in a
-  question with no past after the time is a polite present, so future ("..., still on?").
-  "she quit", "it cost" (a plain form after "he", "she", "it" that a past shares) are past. A modal
-  before a plain verb ("might", "can", "should", "need to", "hope") points ahead when the time
+  follows it in its clause with at most its object between; not after "still"/"finally", a comma, a
+  new subject, "of", "after", "for" (but "for" a bare noun: "meeting Sarah for coffee on Friday"),
+  "on", "from", "about" or "since" ("the pics of our trip in March"), nor with an "and" after it
+  opening a simple present of the third person ("I'm walking the dog on Sunday and she bolts"): a
+  story told in the present. A time opening the progressive's clause, only its subject between, is
+  the arrangement's too ("In September we're getting a puppy"). A timetable's present with a subject
+  ("the flight departs", "my lease ends", "rent is due", "we leave") is future; not a plural noun
+  ("the leaves", "took turns"), "due to" or "was due"; a past form as near wins ("the flight departs
+  on the 2nd but we flew on the 3rd": the 2nd was). A present "is"/"are" before the time, with at
+  most its subject between as an arrangement's object, and no participle ("my interview is on
+  Tuesday", "is the meeting still on Thursday?", "what time is the game on Sunday?"; not "the film
+  is set in 1914"), states a schedule, so future; not after a subject naming a day ("today is the
+  15th", "my favorite day of the week is Friday"). "would", "could" (and "I'd" before a plain verb)
+  place a time after another past, so are unclear, except a wish ("I'd love to") or a request
+  ("could you come on Friday?") or an offer ("I could come on Friday if you want": "I", "we" or
+  "you" and an "if" with no past); "been going to" is a habit; "was going to", "had planned" a plan
+  seen from the past ("going to the concert" is a motion). Such a plan is past when a clause after
+  it joined by "but", "and" or "so" says in the past how it went ("she said she would call on Monday
+  but never did"); the speaker's own "I was hoping to", "we were going to" before an "if" with no
+  past or in a question with no past after the time is a polite present, so future ("..., still
+  on?"). "she quit", "it cost" (a plain form after "he", "she", "it" that a past shares) are past. A
+  modal before a plain verb ("might", "can", "should", "need to", "hope") points ahead when the time
   shares its clause and is no topic ("about Saturday"); before "have" it points back. An -ed word or
   a participle after a present "be" ("the shop is closed", "it's meant to") is a state, no past cue.
   A time after "until", "till" or "by" in a sentence with no cue (a plan seen from the past is one)

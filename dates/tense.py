@@ -25,17 +25,18 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
     to it within its sentence ``tokens[first:last]`` (and CUE_REACH tokens) decides; no cue, or a
     tie, is "unclear". A progressive ("I'm moving in March") is an arrangement, so future, when the
     time follows it in its clause with at most its object between ("I'm taking the kids to the zoo on
-    Saturday"); a time before it ("So on Saturday I'm walking the dog and...") is a story told in the
-    present, and one after a comma, a new subject or a word that ties it to a thing ("a photo I'm
+    Saturday") or opens its clause ("In September we're getting a puppy"), unless an "and" after it
+    goes on in the present ("So on Saturday I'm walking the dog and she bolts": a story told in the
+    present); one after a comma, a new subject or a word that ties it to a thing ("a photo I'm
     sharing from the concert on Friday", "I'm editing the video we shot on Sunday", "the pics of our
     trip in March") is not the arrangement's; such a progressive is no cue."""
     for distance in range(1, min(lx.CUE_REACH, max(begin - first, last - end)) + 1):
         found = set()
         for index in (begin - distance, end - 1 + distance):
             cue = _cue(tokens, index, first, last) if first <= index < last else None
-            if cue == "progressive":
-                cue = "future" if index < begin and _arranged(tokens[index + 1:begin]) \
-                    and not _told_in_present(tokens[end:min(last, end + lx.CUE_REACH)]) else None
+            if cue == "progressive":  # the time after it in its clause, or opening that clause
+                placed = _arranged(tokens[index + 1:begin]) if index < begin else _opens_clause(tokens[end:index])
+                cue = "future" if placed and not _told_in_present(tokens[end:min(last, end + lx.CUE_REACH)]) else None
             if cue == "prospective":
                 tail = tokens[end:min(last, end + 2 * lx.CUE_REACH)]
                 asked = tokens[last - 1].low == "?"
@@ -69,6 +70,13 @@ _ARRANGED_REACH = 8  # tokens from the -ing verb to the time, its object include
 _TELLING = frozenset({"he", "she", "it", "this", "that"})  # a subject; a determiner's noun comes first
 _TELLING_DETERMINERS = frozenset({"my", "his", "her", "our", "their", "the", "a", "some"})
 _NOT_TOLD = frozenset({"is", "was", "has", "does", "its", "this", "his", "hers", "yes", "plus", "thus", "us"})
+
+
+def _opens_clause(between: list[Token]) -> bool:
+    """A time before a progressive opens its clause when only the subject and "be" stand between ("In
+    September we're getting a puppy", "On Friday, my parents are flying in")."""
+    words = [t.low for t in between if t.low != ","]
+    return len(words) <= 4 and not any(w in _NOT_ARRANGED and w not in _SUBJECTS or lx.past_form(w) for w in words)
 
 
 def _told_in_present(tail: list[Token]) -> bool:

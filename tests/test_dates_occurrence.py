@@ -270,11 +270,12 @@ def test_a_time_the_speaker_takes_back_is_withdrawn_and_the_later_one_stands(tex
     ("My dad got sick in October 2023, and he passed in February.", "2024-02-01..2024-02-29"),
     ("We arrive on 28 June and leave on the 5th.", "2024-07-05"),
     ("I arrived on 20 March 2018 and on the 2nd I found a flat.", "2018-04-02"),
-    # a clause in the present or future takes no past year from the clause before it
-    ("The old bridge was built in 1890; in October they're closing it.", "2023-10-01..2023-10-31"),
-    ("We first met in August 2010, and on the 20th we're celebrating.", "2024-04-20"),
-    ("I've had this car since April 2016 but in June I'm selling it.", "2023-06-01..2023-06-30"),
-    ("Tom and I met in May 2022, and on the 25th he's proposing.", "2024-04-25"),
+    # a clause in the present or future takes no past year from the clause before it; a time opening a
+    # progressive's clause is when the arranged act happens, so the next one
+    ("The old bridge was built in 1890; in October they're closing it.", "2024-10-01..2024-10-31"),
+    ("We first met in August 2010, and on the 20th we're celebrating.", "2024-05-20"),
+    ("I've had this car since April 2016 but in June I'm selling it.", "2024-06-01..2024-06-30"),
+    ("Tom and I met in May 2022, and on the 25th he's proposing.", "2024-05-25"),
     ("We met in May 2022, and on the 25th he'd proposed.", "2022-05-25"),
 ])
 def test_a_bare_month_or_day_takes_its_year_or_month_from_the_time_before_it(text, expected):

@@ -519,6 +519,10 @@ TABLE = [
     (WED, "I'm sharing a few pics of the wedding on the 4th.", UNCLEAR),  # the wedding's day, not the sharing's
     (WED, "I'm still healing after my knee surgery in April.", "2024-04-01..2024-04-30"),  # ongoing, not arranged
     (WED, "So on Saturday I'm walking the dog and she just bolts.", UNCLEAR),  # a story told in the present
+    (WED, "In September we're getting a puppy.", "2024-09-01..2024-09-30"),  # a time opening its clause
+    (WED, "On Friday we're driving to the coast.", "2024-05-17"),
+    (WED, "On Tuesday, my brother is moving to Leeds.", "2024-05-21"),
+    (WED, "In July my parents are flying in from Lima.", "2024-07-01..2024-07-31"),
     (WED, "I'm walking the dog on Sunday and she just bolts after a squirrel.", UNCLEAR),  # "and she bolts"
     (WED, "So I'm sitting there on Monday and my boss walks in.", UNCLEAR),
     (WED, "We're celebrating our anniversary on Saturday and my parents are coming.", "2024-05-18"),
