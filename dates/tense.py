@@ -27,16 +27,20 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
     time follows it in its clause with at most its object between ("I'm taking the kids to the zoo on
     Saturday") or opens its clause ("In September we're getting a puppy"), unless an "and" after it
     goes on in the present ("So on Saturday I'm walking the dog and she bolts": a story told in the
-    present); one after a comma, a new subject or a word that ties it to a thing ("a photo I'm
+    present). So is the present -s of one event after a noun subject ("the museum reopens on Friday"),
+    unless a verb follows the time ("the photos on Friday were great": "photos" was a noun). One after
+    a comma, a new subject or a word that ties it to a thing ("a photo I'm
     sharing from the concert on Friday", "I'm editing the video we shot on Sunday", "the pics of our
     trip in March") is not the arrangement's; such a progressive is no cue."""
     for distance in range(1, min(lx.CUE_REACH, max(begin - first, last - end)) + 1):
         found = set()
         for index in (begin - distance, end - 1 + distance):
             cue = _cue(tokens, index, first, last) if first <= index < last else None
-            if cue == "progressive":  # the time after it in its clause, or opening that clause
+            if cue in ("progressive", "scheduled"):  # the time after it in its clause, or opening that clause
                 placed = _arranged(tokens[index + 1:begin]) if index < begin else _opens_clause(tokens[end:index])
-                cue = "future" if placed and not _told_in_present(tokens[end:min(last, end + lx.CUE_REACH)]) else None
+                tail = tokens[end:min(last, end + lx.CUE_REACH)]
+                cue = "future" if placed and not _told_in_present(tail) and not (
+                    cue == "scheduled" and _finite_after(tail)) else None
             if cue == "prospective":
                 tail = tokens[end:min(last, end + 2 * lx.CUE_REACH)]
                 asked = tokens[last - 1].low == "?"
@@ -77,6 +81,16 @@ def _opens_clause(between: list[Token]) -> bool:
     September we're getting a puppy", "On Friday, my parents are flying in")."""
     words = [t.low for t in between if t.low != ","]
     return len(words) <= 4 and not any(w in _NOT_ARRANGED and w not in _SUBJECTS or lx.past_form(w) for w in words)
+
+
+def _finite_after(tail: list[Token]) -> bool:
+    """A verb after the time in its clause ("the photos on Friday were great"): the -s word was a plural noun."""
+    for token in tail:
+        if token.low in _CLAUSE_BREAKS or token.low in (".", "and"):
+            return False
+        if token.low in ("is", "are", "was", "were", "will", "has", "have", "had") or lx.past_form(token.low):
+            return True
+    return False
 
 
 def _told_in_present(tail: list[Token]) -> bool:
@@ -269,11 +283,29 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
         return "past"  # "she quit", "it cost": a present would take -s
     if low.endswith("ing") and len(low) >= 5 and low not in _ING_NOW and _progressive(tokens, index, first):
         return "progressive"
+    if _scheduled_present(tokens, index, first, low):
+        return "scheduled"  # "the museum reopens on Friday": a present of one event names its schedule
     if not lx.past_form(low):
         return None
     # "the shop is closed", "I'm booked", "it's meant to rain": a state now, not a past event
     return None if (low.endswith("ed") and low not in lx.PAST_WORDS or low in _PARTICIPLES) and index > first and \
         tokens[index - 1].low.replace("\u2019", "'") in _BE_NOW else "past"
+
+
+_CLAUSE_OPENERS = frozenset({",", "and", "but", "so", "that", "because", "if", "when"})
+
+
+def _scheduled_present(tokens: list[Token], index: int, first: int, low: str) -> bool:
+    """A present -s verb after a clause-opening noun phrase of one or two words ("the museum reopens", "our
+    new neighbour moves in"); a pronoun's ("she works") is as often a habit."""
+    if len(low) <= 3 or not low.endswith("s") or low.endswith(("ss", "'s", "us")) or low in _NOT_TOLD:
+        return False
+    for lead in (index - 2, index - 3):
+        if lead >= first and tokens[lead].low in _DETERMINERS and \
+                (lead == first or tokens[lead - 1].low in _CLAUSE_OPENERS) and not any(
+                t.low in _DETERMINERS or not t.low.isalpha() for t in tokens[lead + 1:index]):
+            return True
+    return False
 
 
 def _progressive(tokens: list[Token], index: int, first: int) -> bool:

@@ -563,6 +563,11 @@ TABLE = [
     (WED, "It's raining like it did in March.", "2024-03-01..2024-03-31"),
     (WED, "Your flight departs on May 28 at 7:40.", "2024-05-28"),  # a timetable's present
     (WED, "My lease ends in August.", "2024-08-01..2024-08-31"),
+    (WED, "The museum reopens on Friday.", "2024-05-17"),  # any present -s of one event after a noun subject
+    (WED, "Our landlord inspects the flat on Monday.", "2024-05-20"),
+    (WED, "The committee meets again in July.", "2024-07-01..2024-07-31"),
+    (WED, "Work is slow, so the gym reopens on Monday.", "2024-05-20"),
+    (WED, "The photos on Friday were amazing.", "2024-05-10"),  # a verb after the time: "photos" is a noun
     (WED, "In three days we leave for Spain.", "2024-05-18"),  # a personal subject's timetable
     (WED, "I start at the new place on the 3rd.", "2024-06-03"),
     (WED, "We start to pack on Friday.", UNCLEAR),  # "start to": no timetable
