@@ -65,7 +65,8 @@ RULES = """\
   present, so future ("..., still on?"). "she quit", "it cost" (a plain form after "he", "she", "it"
   that a past shares) are past. A modal before a plain verb ("might", "can", "should", "need to",
   "hope") points ahead when the time shares its clause and is no topic ("about Saturday"); before
-  "have" it points back. An -ed word or a participle after a present "be" ("the shop is closed",
+  "have" it points back. A participle after "will have" ("I'll have finished it by Friday") is a
+  future perfect: future. An -ed word or a participle after a present "be" ("the shop is closed",
   "it's meant to") is a state, no past cue. A time after "until", "till" or "by" in a sentence with
   no cue (a plan seen from the past is one) lies ahead ("I'm off until Monday"), unless the
   sentences before tell a past story or a "now" ends it; a time after "since" lies behind (not

@@ -597,6 +597,9 @@ TABLE = [
     (WED, "I told him I'd be there on the 18th.", UNCLEAR),  # after the telling: either side of now
     (WED, "They said the package would arrive on Monday.", UNCLEAR),
     (WED, "I'd love to go on Saturday.", "2024-05-18"),
+    (WED, "I'll have finished it by Friday.", "2024-05-17"),  # a future perfect: done by a time ahead
+    (WED, "The builders won't have finished by June.", "2024-06-01..2024-06-30"),
+    (WED, "He'll have left the country on Saturday.", "2024-05-18"),
     (WED, "I'd already left on Monday.", "2024-05-13"),
     (WED, "She said she would call on Monday but never did.", "2024-05-13"),  # a later clause says how it went
     (WED, "He told me he'd quit on Friday, and he actually did.", "2024-05-10"),
