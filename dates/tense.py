@@ -44,7 +44,7 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
             if cue == "prospective":
                 tail = tokens[end:min(last, end + 2 * lx.CUE_REACH)]
                 asked = tokens[last - 1].low == "?"
-                cue = "past" if _how_it_went(tail) else "future" if _offered(tokens, index, first, tail, asked) \
+                cue = "future" if _offered(tokens, index, first, tail, asked) else "past" if _how_it_went(tail) \
                     else "plan"
             if cue == "be":  # "my interview is on Tuesday": a present "be" right before the time states a schedule
                 between = tokens[index + 1:begin]  # the time itself, or its subject ("is the game on Sunday")
@@ -205,12 +205,17 @@ def _in_time_phrase(token: Token) -> bool:
     return token.low in _TIME_LEADS or token.low[:1].isdigit() or token.low in lx.MONTHS
 
 
+# after a plan seen from the past, words that say its time has gone by without it ("..., still nothing")
+_OVERDUE = frozenset({"couldn't", "still", "yet", "hasn't", "haven't", "never"})
+
+
 def _how_it_went(tail: list[Token]) -> bool:
     """A plan seen from the past ("she said she would call on Monday") is past once a clause after it,
-    joined by "but", "and" or "so", says in the past how it went ("but never did", "but it fell through")."""
+    joined by "but", "and" or "so", says in the past how it went ("but never did", "but it fell through"),
+    or a word after it says its time went by without it ("..., still nothing", "and nothing yet")."""
     words = [t.low for t in tail]
     joined = next((at for at, word in enumerate(words) if word in ("but", "and", "so", "yet")), len(words))
-    return any(lx.past_form(word) or word == "couldn't" for word in words[joined:])
+    return any(lx.past_form(word) for word in words[joined:]) or any(word in _OVERDUE for word in words)
 
 
 def _offered(tokens: list[Token], index: int, first: int, tail: list[Token], asked: bool) -> bool:

@@ -608,6 +608,11 @@ TABLE = [
     (WED, "We had planned to leave on Friday.", UNCLEAR),  # a plan seen from the past: either side of now
     (WED, "My boss asked if I could come in on Saturday.", UNCLEAR),
     (WED, "He said he would come on Monday, which was nice.", UNCLEAR),  # "which" joins no outcome
+    (WED, "He said he'd send it on Friday, still nothing.", "2024-05-10"),  # overdue: its time went by
+    (WED, "The agent said they'd call me on Monday, still no word.", "2024-05-13"),
+    (WED, "They promised they would deliver it on Tuesday, and nothing yet.", "2024-05-14"),
+    (WED, "She swore she'd pay on the 10th and I haven't seen a penny.", "2024-05-10"),
+    (WED, "He said he'd pay me back on Friday.", UNCLEAR),  # an open plan: either side of now
     (WED, "I wish I'd gone to the game on Saturday.", "2024-05-11"),
     (WED, "I'm taking the first week of June off.", "2024-06-01..2024-06-07"),  # "of June" is the week's month
     (WED, "We went to the beach in March.", "2024-03-01..2024-03-31"),
