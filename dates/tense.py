@@ -49,7 +49,8 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
             if cue == "be":  # "my interview is on Tuesday": a present "be" right before the time states a schedule
                 between = tokens[index + 1:begin]  # the time itself, or its subject ("is the game on Sunday")
                 held = _arranged(between) and not any(lx.past_form(t.low) or t.low in _SAME_IN_PAST for t in between)
-                cue = "future" if index < begin and (all(map(_in_time_phrase, between)) or held) else None
+                cue = "future" if index < begin and (all(map(_in_time_phrase, between)) or held) and \
+                    not _told_in_present(tokens[end:min(last, end + lx.CUE_REACH)]) else None
             if cue == "modal":
                 cue = "future" if _modal_time(tokens, index, begin, end, first) else None
             if cue is not None:
@@ -261,7 +262,8 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
     before = tokens[index - 1].low.replace("\u2019", "'") if index > first else ""
     if low in _FUTURE_WORDS and (before in ("had", "was", "were") or before.endswith("'d")):
         return "prospective"  # "we had planned to leave on Friday", "I was hoping to"
-    if low in ("is", "are", "isn't", "aren't") and (index > first or tokens[last - 1].low == "?") and \
+    asked = index > first or tokens[last - 1].low == "?"  # "is the meeting on Thursday?"
+    if (low in ("is", "are", "isn't", "aren't") and asked or low in _PERSONAL_BE) and \
             not any(t.low in _NO_SCHEDULE for t in tokens[max(first, index - 4):index]):
         return "be"
     if low in _SCHEDULED and _timetable(tokens, index, first, after) or low in _SCHEDULED_BASE and before in \
@@ -299,6 +301,7 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
         tokens[index - 1].low.replace("\u2019", "'") in _BE_NOW else "past"
 
 
+_PERSONAL_BE = frozenset({"am", "i'm", "we're", "you're", "they're"})  # "I'm away on Friday": a state then
 _FUTURE_PERFECT = frozenset({"will", "won't", "shall", "i'll", "we'll", "you'll", "they'll", "he'll", "she'll"})
 _CLAUSE_OPENERS = frozenset({",", "and", "but", "so", "that", "because", "if", "when"})
 

@@ -589,6 +589,10 @@ TABLE = [
     (WED, "Would you have come on Saturday?", "2024-05-11"),  # a question's perfect: past
     (WED, "My favorite day of the week is Friday.", UNCLEAR),  # a subject naming a day: no schedule
     (WED, "The party is at my place on Saturday.", "2024-05-18"),
+    (WED, "I'm away on Friday.", "2024-05-17"),  # a personal "be" states where one will be
+    (WED, "We're in London on the 28th.", "2024-05-28"),
+    (WED, "I'm off work from the 20th to the 24th.", "2024-05-20..2024-05-24"),
+    (WED, "I'm glad we met on Friday.", "2024-05-10"),  # the nearer past decides
     (WED, "She is the one I met on Saturday.", "2024-05-11"),  # a new clause between: its past decides
     (WED, "My nephew turns five in August.", "2024-08-01..2024-08-31"),
     (WED, "He leaves his shoes everywhere since March.", "2024-03-01..2024-03-31"),  # "since": never ahead
