@@ -1,7 +1,8 @@
 """Runs between two times: "between A and B", "from A to/until/through B".
 
 A run goes from the start of A to the end of B, each end any resolved expression. A bare weekday
-B is the first such day on or after A ("from Monday to Friday"); two bare weekdays followed by
+B is the first such day on or after A ("from Monday to Friday"); two bare weekdays ("(from) Monday
+to Wednesday", with or without "from") begin on the one A names by the sentence's tense; two bare weekdays followed by
 "last/this/next week" are both days of that week ("from Monday to Friday last week"). Two bare
 ordinals ("from the 2nd to the 5th") are days of one month, picked by the sentence's tense as "on
 the 15th" is. A run that ends before it starts is no run (its parts are read on their own).
@@ -22,9 +23,12 @@ _JOINERS = {"between": ("and",), "from": ("to", "until", "till", "through")}
 def run(c: TokenCursor, index: int, anchor: Callable[[int], Hit | None]) -> Hit | None:
     """The run opening at ``index``; ``anchor(at)`` reads the resolved time at ``at`` (an end)."""
     joiners = _JOINERS.get(c.low(index))
+    if joiners is None and c.weekday_at(index, abbreviations=False) is not None:  # "Monday to Wednesday"
+        joiners, index = _JOINERS["from"], index - 1
     if joiners is None:
         return None
-    named = _weekdays_of_week(c, index, joiners) or _days_of_one_month(c, index, joiners)
+    named = _weekdays_of_week(c, index, joiners) or _days_of_one_month(c, index, joiners) or \
+        _weekdays(c, index, joiners)
     if named is not None:
         return named
     start = anchor(index + 1)
@@ -50,6 +54,22 @@ def _weekdays_of_week(c: TokenCursor, index: int, joiners: tuple[str, ...]) -> H
         return None
     monday = iv.week_start(c.today) + iv.WEEK * week[0]
     return Hit(week[1], monday + timedelta(days=opening), monday + timedelta(days=closing + 1), "day")
+
+
+def _weekdays(c: TokenCursor, index: int, joiners: tuple[str, ...]) -> Hit | None:
+    """"(from) Monday to Wednesday": its first day by the sentence's tense, as a bare weekday is (the
+    run's opening word begins the time), its last the first such day on or after it."""
+    opening = c.weekday_at(index + 1, abbreviations=False)
+    joiner = c.skip_part_of_day(index + 2)
+    closing = c.weekday_at(joiner + 1, abbreviations=False)
+    if opening is None or closing is None or c.low(joiner) not in joiners:
+        return None
+    stop = c.skip_part_of_day(joiner + 2)
+    tense = c.tense(index + (c.low(index) not in _JOINERS), stop)
+    if tense == "unclear":
+        return Hit(stop, reason=lx.UNCLEAR_TENSE)
+    first = (iv.weekday_after if tense == "future" else iv.weekday_before)(c.today, opening)
+    return Hit(stop, first, iv.weekday_after(first - iv.DAY, closing) + iv.DAY, "day")
 
 
 def _days_of_one_month(c: TokenCursor, index: int, joiners: tuple[str, ...]) -> Hit | None:

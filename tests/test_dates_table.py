@@ -593,6 +593,12 @@ TABLE = [
     (WED, "We're in London on the 28th.", "2024-05-28"),
     (WED, "I'm off work from the 20th to the 24th.", "2024-05-20..2024-05-24"),
     (WED, "I'm glad we met on Friday.", "2024-05-10"),  # the nearer past decides
+    (WED, "I'm away Monday to Wednesday.", "2024-05-20..2024-05-22"),  # a run of weekdays, by the tense
+    (WED, "I'm away from Tuesday through Thursday.", "2024-05-21..2024-05-23"),
+    (WED, "We're at the cottage from Friday till Sunday.", "2024-05-17..2024-05-19"),
+    (WED, "We were in Rome Monday to Wednesday.", "2024-05-13..2024-05-15"),
+    (WED, "The clinic is open Monday to Friday.", "2024-05-20..2024-05-24"),
+    (WED, "She works Monday through Thursday.", UNCLEAR),  # a pronoun's present: maybe a habit
     (WED, "She is the one I met on Saturday.", "2024-05-11"),  # a new clause between: its past decides
     (WED, "My nephew turns five in August.", "2024-08-01..2024-08-31"),
     (WED, "He leaves his shoes everywhere since March.", "2024-03-01..2024-03-31"),  # "since": never ahead
