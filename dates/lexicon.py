@@ -52,6 +52,8 @@ VAGUE_PHRASES = (("recently",), ("lately",), ("not", "long", "ago"), ("long", "a
                  ("a", "while", "back"), ("some", "time", "ago"), ("a", "long", "time", "ago"), ("the", "other", "day"),
                  ("the", "other", "week"))
 SEASONS = frozenset({"spring", "summer", "fall", "autumn", "winter"})
+# verbs that move a date ("moved the meeting to Friday", "postponed", "pushed back"): the new date is ahead
+CHANGE_STEMS = ("mov", "push", "postpon", "reschedul", "chang", "shift", "bump", "switch", "delay", "brought")
 PARTS_OF_DAY = frozenset({"morning", "afternoon", "evening", "night"})
 UNITS = {"day": "day", "days": "day", "week": "week", "weeks": "week", "weekend": "weekend",
          "weekends": "weekend", "month": "month", "months": "month", "year": "year", "years": "year",

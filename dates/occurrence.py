@@ -102,10 +102,12 @@ RULES = """\
   "the week/weekend/month/year before last" ("after next") is two units back (ahead).
 - "between A and B", "from A to/until/through B": the start of A to the end of B; a bare weekday B
   is the first one on or after A, and a bare weekday A (also with no "from": "I'm away Monday to
-  Wednesday") follows the tense rule; a range that ends before it starts is two expressions. Two
-  bare ordinals ("from the 2nd to the 5th") are days of one month: past -> the latest such run
-  ending on or before the observation day, future -> the first beginning after it; unclear ->
-  unresolved.
+  Wednesday") follows the tense rule; a range that ends before it starts is two expressions. After a
+  past or -ing verb that moves a date ("moved", "postponed", "pushed", "rescheduled", "changed")
+  "from A to B" is the new date B alone, and a time right after such a verb's "to"/"until" lies
+  ahead ("the meeting moved from Thursday to Friday", "we moved the dinner to Saturday"). Two bare
+  ordinals ("from the 2nd to the 5th") are days of one month: past -> the latest such run ending on
+  or before the observation day, future -> the first beginning after it; unclear -> unresolved.
 - A weekend is Saturday and Sunday: a 2-day interval with granularity "day". "last weekend"
   is the weekend of the previous ISO week; "N weekends ago" counts back N ISO weeks; "this coming
   weekend" is the first one to begin after the observation day.

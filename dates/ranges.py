@@ -1,11 +1,13 @@
 """Runs between two times: "between A and B", "from A to/until/through B".
 
 A run goes from the start of A to the end of B, each end any resolved expression. A bare weekday
-B is the first such day on or after A ("from Monday to Friday"); two bare weekdays ("(from) Monday
-to Wednesday", with or without "from") begin on the one A names by the sentence's tense; two bare weekdays followed by
-"last/this/next week" are both days of that week ("from Monday to Friday last week"). Two bare
+B is the first such day on or after A ("from Monday to Friday"); two bare weekdays, with or without
+"from" ("I'm away Monday to Wednesday"), begin on the one A names by the sentence's tense; followed
+by "last/this/next week" both are days of that week ("from Monday to Friday last week"). Two bare
 ordinals ("from the 2nd to the 5th") are days of one month, picked by the sentence's tense as "on
-the 15th" is. A run that ends before it starts is no run (its parts are read on their own).
+the 15th" is. A run that ends before it starts is no run (its parts are read on their own). After
+a verb that moves a date ("the meeting moved from Thursday to Friday") it is no run: only the new
+date B counts, the next such day for a bare ordinal.
 """
 from __future__ import annotations
 
@@ -27,14 +29,17 @@ def run(c: TokenCursor, index: int, anchor: Callable[[int], Hit | None]) -> Hit 
         joiners, index = _JOINERS["from"], index - 1
     if joiners is None:
         return None
-    named = _weekdays_of_week(c, index, joiners) or _days_of_one_month(c, index, joiners) or \
-        _weekdays(c, index, joiners)
+    named = _days_of_one_month(c, index, joiners) or (None if _changes(c, index) else _weekdays_of_week(
+        c, index, joiners) or _weekdays(c, index, joiners))
     if named is not None:
         return named
     start = anchor(index + 1)
     if start is None or c.low(start.stop) not in joiners or start.first is None:
         return None
     at, first = start.stop + 1, start.days[0]
+    if _changes(c, index):  # "the meeting moved from Thursday to Friday": the new date, not a run
+        end = anchor(at)
+        return None if end is None else Hit(end.stop, end.first, end.end, end.granularity)
     weekday = c.weekday_at(at, abbreviations=False)
     end = anchor(at) if weekday is None else c.day_hit(c.skip_part_of_day(at + 1), iv.weekday_after(first - iv.DAY,
                                                                                                       weekday))
@@ -72,6 +77,13 @@ def _weekdays(c: TokenCursor, index: int, joiners: tuple[str, ...]) -> Hit | Non
     return Hit(stop, first, iv.weekday_after(first - iv.DAY, closing) + iv.DAY, "day")
 
 
+def _changes(c: TokenCursor, index: int) -> bool:
+    """A past or -ing verb of moving a date ("moved", "pushed back", "rescheduling") shortly before "from"
+    at ``index``; not a noun ("my shift from Monday to Wednesday")."""
+    return any(c.low(at).startswith(lx.CHANGE_STEMS) and (lx.past_form(c.low(at)) or c.low(at).endswith("ing"))
+               for at in range(max(0, index - 4), index))
+
+
 def _days_of_one_month(c: TokenCursor, index: int, joiners: tuple[str, ...]) -> Hit | None:
     """"from the 2nd to the 5th", "between the 10th and the 20th" (no month after them): days of one
     month, in a past sentence the latest such run ending on or before the observation day, in one about
@@ -83,6 +95,9 @@ def _days_of_one_month(c: TokenCursor, index: int, joiners: tuple[str, ...]) -> 
     closing, stop = _ordinal(c, at), at + 1
     if closing is None or closing <= opening or c.low(stop) == "of" or c.month_at(stop) is not None:
         return None
+    moved = iv.day_of_month_date(c.today, closing, forward=True) if _changes(c, index) else None
+    if moved is not None:  # "changed my flight from the 20th to the 22nd": the next 22nd
+        return c.day_hit(stop, moved)
     tense = c.tense(index, stop)
     if tense == "unclear":
         return Hit(stop, reason=lx.UNCLEAR_TENSE)

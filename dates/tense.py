@@ -51,6 +51,9 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
                 held = _arranged(between) and not any(lx.past_form(t.low) or t.low in _SAME_IN_PAST for t in between)
                 cue = "future" if index < begin and (all(map(_in_time_phrase, between)) or held) and \
                     not _told_in_present(tokens[end:min(last, end + lx.CUE_REACH)]) else None
+            if cue == "change":  # "moved the meeting (from Thursday) to Friday": the new date lies ahead
+                cue = "future" if index < begin <= index + _ARRANGED_REACH and tokens[begin - 1].low in (
+                    "to", "until", "till") and not any(t.low in _CLAUSE_BREAKS for t in tokens[index:begin]) else "past"
             if cue == "modal":
                 cue = "future" if _modal_time(tokens, index, begin, end, first) else None
             if cue is not None:
@@ -294,6 +297,8 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
         return "scheduled"  # "the museum reopens on Friday": a present of one event names its schedule
     if not lx.past_form(low):
         return None
+    if low.startswith(lx.CHANGE_STEMS):
+        return "change"
     if before == "have" and index - 2 >= first and tokens[index - 2].low.replace("\u2019", "'") in _FUTURE_PERFECT:
         return "future"  # "I'll have finished it by Friday": done by a time ahead
     # "the shop is closed", "I'm booked", "it's meant to rain": a state now, not a past event

@@ -599,6 +599,12 @@ TABLE = [
     (WED, "We were in Rome Monday to Wednesday.", "2024-05-13..2024-05-15"),
     (WED, "The clinic is open Monday to Friday.", "2024-05-20..2024-05-24"),
     (WED, "She works Monday through Thursday.", UNCLEAR),  # a pronoun's present: maybe a habit
+    (WED, "The meeting moved from Thursday to Friday.", "2024-05-17"),  # a change of date: the new one
+    (WED, "They postponed the launch from June to August.", "2024-08-01..2024-08-31"),
+    (WED, "I changed my flight from the 20th to the 22nd.", "2024-05-22"),
+    (WED, "We moved the dinner to Saturday.", "2024-05-18"),
+    (WED, "They moved to Denver on Friday.", "2024-05-10"),  # the time is no new date of the move
+    (WED, "My shift is from Monday to Wednesday next week.", "2024-05-20..2024-05-22"),  # a noun moves nothing
     (WED, "She is the one I met on Saturday.", "2024-05-11"),  # a new clause between: its past decides
     (WED, "My nephew turns five in August.", "2024-08-01..2024-08-31"),
     (WED, "He leaves his shoes everywhere since March.", "2024-03-01..2024-03-31"),  # "since": never ahead
