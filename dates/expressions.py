@@ -554,26 +554,8 @@ class _Scanner:
         return Hit(at + 1, reason=SEASON) if self.c.low(at) in lx.SEASONS else None
 
     def _nth_of_month(self, index: int) -> Hit | None:
-        """"(the) first/second/third/fourth/last week|weekend|<weekday> of (or in) <month>": days 1-7,
-        8-14, 15-21, 22-28 or the month's last seven; the month's first (nth, last) Saturday and the
-        Sunday after; the month's nth or last Monday, Tuesday..."""
-        at = index + 1 if self.c.low(index) == "the" else index
-        low, unit = self.c.low(at), self.c.low(at + 1)
-        nth = lx.ORDINALS.get(low) or (lx.day_number(self.c.tok(at)) if low[-2:] in ("st", "nd", "rd", "th") else None)
-        weekday = self.c.weekday_at(at + 1, abbreviations=False)
-        if nth is None or nth > 4 or (unit not in ("week", "weekend") and weekday is None) or \
-                self.c.low(at + 2) not in ("of", "in"):
-            return None
-        month = self._anchor(at + 3, days=False)
-        if month is None or month.granularity != "month" or month.first is None or month.end is None:
-            return None
-        if weekday is None and unit == "week":
-            start = month.end - iv.WEEK if nth < 0 else month.first + iv.WEEK * (nth - 1)
-            return Hit(month.stop, start, start + iv.WEEK, "day")
-        named = 5 if weekday is None else weekday  # a weekend is its Saturday and the Sunday after
-        day = iv.weekday_before(month.end, named) if nth < 0 else (  # the 4th is at most the 28th
-            iv.weekday_after(month.first - iv.DAY, named) + iv.WEEK * (nth - 1))
-        return self.c.day_hit(month.stop, day) if weekday is not None else Hit(month.stop, day, day + 2 * iv.DAY, "day")
+        """"the first week of June", "the last Friday of May": ``parts``."""
+        return parts.nth_of_month(self.c, index, lambda at: self._anchor(at, days=False))
 
     def _since_now(self, index: int, after: int) -> bool:
         """"been N units since" counts from now: not after "had", a negation, in a question, or before a time."""

@@ -8,6 +8,7 @@ month"). A year splits into January-April, May-August and September-December ("e
 "later this ..." from the observation day to the unit's last day (today belongs to both: "earlier
 this week" may be this morning). A bare month part that would lie after the observation day in
 a sentence that is not about the future is last year's ("we met in late May", said on 15 May).
+The nth week (weekend, weekday) of a month is its own part: "the first week of June" is days 1-7.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from datetime import date
 
 from . import intervals as iv
+from . import lexicon as lx
 from .cursor import Hit, TokenCursor
 
 PARTS = {"early": 0, "beginning": 0, "start": 0, "mid": 1, "middle": 1, "late": 2, "end": 2}
@@ -81,3 +83,26 @@ def rest_of(c: TokenCursor, index: int) -> Hit | None:
         return None
     first, end = (whole.first, c.today + iv.DAY) if word == "earlier" else (c.today, whole.end)
     return Hit(index + 3, first, end, "day")
+
+
+def nth_of_month(c: TokenCursor, index: int, anchor: Callable[[int], Hit | None]) -> Hit | None:
+    """"(the) first/second/third/fourth/last week|weekend|<weekday> of (or in) <month>": days 1-7,
+    8-14, 15-21, 22-28 or the month's last seven; the month's first (nth, last) Saturday and the
+    Sunday after; the month's nth or last Monday, Tuesday..."""
+    at = index + 1 if c.low(index) == "the" else index
+    low, unit = c.low(at), c.low(at + 1)
+    nth = lx.ORDINALS.get(low) or (lx.day_number(c.tok(at)) if low[-2:] in ("st", "nd", "rd", "th") else None)
+    weekday = c.weekday_at(at + 1, abbreviations=False)
+    if nth is None or nth > 4 or (unit not in ("week", "weekend") and weekday is None) or \
+            c.low(at + 2) not in ("of", "in"):
+        return None
+    month = anchor(at + 3)
+    if month is None or month.granularity != "month" or month.first is None or month.end is None:
+        return None
+    if weekday is None and unit == "week":
+        start = month.end - iv.WEEK if nth < 0 else month.first + iv.WEEK * (nth - 1)
+        return Hit(month.stop, start, start + iv.WEEK, "day")
+    named = 5 if weekday is None else weekday  # a weekend is its Saturday and the Sunday after
+    day = iv.weekday_before(month.end, named) if nth < 0 else (  # the 4th is at most the 28th
+        iv.weekday_after(month.first - iv.DAY, named) + iv.WEEK * (nth - 1))
+    return c.day_hit(month.stop, day) if weekday is not None else Hit(month.stop, day, day + 2 * iv.DAY, "day")
