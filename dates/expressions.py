@@ -182,6 +182,7 @@ class _Scanner:
 
     def _ago(self, index: int) -> Hit | None:
         """"3 days ago", "a year ago", "in two weeks" (future sentences only), "for a month now" (its start),
+        "a week on Tuesday" (a week after the coming Tuesday),
         "it's been a year since" (a year ago); vague ("a few") and approximate ("about") ones are unresolved."""
         at, approximate, onset, anchor = index, False, self.c.low(index) == "for", None
         at += onset
@@ -253,6 +254,9 @@ class _Scanner:
             stop, sign = anchor.stop, 1  # "a week from Friday", "two days from today": that very day
         elif after in ("before", "after") and (anchor := self._anchor(at + 2)) is not None:
             stop, sign = anchor.stop, -1 if after == "before" else 1
+        elif after == "on" and unit == "week" and (named := self.c.weekday_at(at + 2, abbreviations=False)) is not None:
+            stop, sign = self.c.skip_part_of_day(at + 3), 1  # "a week on Tuesday": a week after the coming Tuesday
+            anchor = self.c.day_hit(stop, iv.weekday_after(self.c.today, named))
         elif after in ("before", "after", "later", "earlier", "prior"):
             return Hit(at + 2, reason=NO_REFERENCE)
         elif after == "since" and self.c.low(index - 1) == "been" and self._since_now(index, at + 2):
@@ -275,7 +279,7 @@ class _Scanner:
                    else iv.weekday_after(last, weekday) + iv.WEEK * (count - 1))
             return self.c.day_hit(stop, day)
         assert unit is not None
-        if anchor is not None and after in ("ago", "back", "from"):
+        if anchor is not None and after in ("ago", "back", "from", "on"):
             return self.c.exact(stop, anchor.days[0], unit, sign * count)
         if anchor is not None:
             return self.c.around(stop, unit, sign * count, anchor)

@@ -142,9 +142,10 @@ RULES = """\
   a year. Holidays whose date moves or differs by country stay unresolved.
 - "<weekday> (of) last/this/next week" is that day of that ISO week; "the nth (last) <weekday> of
   <month>" the month's nth (last) such day; "N units from X" and "N units ago today (yesterday)"
-  that very day; "N units ago this week (month)" the week (month) holding that day; "N years ago in
-  June" that June; "a year and a half ago" 18 months back; "from Monday to Friday last week" those
-  days of that week; "N hours/minutes ago" the day of that instant.
+  that very day; "N weeks on <weekday>" N weeks after the coming such day ("a week on Tuesday" said
+  on Sunday the 19th is the 28th); "N units ago this week (month)" the week (month) holding that
+  day; "N years ago in June" that June; "a year and a half ago" 18 months back; "from Monday to
+  Friday last week" those days of that week; "N hours/minutes ago" the day of that instant.
 - Early/beginning, mid/middle and late/end of a month are days 1-10, 11-20 and 21 to its end; of a
   year January-April, May-August and September-December. "earlier (later) this week/month/year"
   runs from the unit's start to the observation day (from it to the unit's end). "May 13-15" is

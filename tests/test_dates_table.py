@@ -20,6 +20,7 @@ SUN = "2023-07-09"  # a Sunday; ISO week 2023-07-03..2023-07-09
 NEW_YEAR = "2024-01-01"  # a Monday
 SAT = "2022-10-15"  # a Saturday; ISO week 2022-10-10..2022-10-16
 LEAP = "2024-03-01"  # a Friday, the day after 29 February
+SUN_19 = "2024-05-19"  # a Sunday: its coming Tuesday is the 21st
 MOVABLE = "unresolvable: holiday whose date moves with the year or the country"
 UNCLEAR = "unresolvable: weekday or day without last/this/next and unclear tense"
 PLOT = "unresolvable: time inside a story (a book, film or show)"
@@ -599,6 +600,10 @@ TABLE = [
     (WED, "We were in Rome Monday to Wednesday.", "2024-05-13..2024-05-15"),
     (WED, "The clinic is open Monday to Friday.", "2024-05-20..2024-05-24"),
     (WED, "She works Monday through Thursday.", UNCLEAR),  # a pronoun's present: maybe a habit
+    (SUN_19, "The party is a week on Tuesday.", "2024-05-28"),  # a week after the coming Tuesday
+    (SUN_19, "We fly out a week on Monday.", "2024-05-27"),
+    (SUN_19, "The match is two weeks on Sunday.", "2024-06-09"),
+    (WED, "They're arriving a week on Friday night.", "2024-05-24"),
     (WED, "The meeting moved from Thursday to Friday.", "2024-05-17"),  # a change of date: the new one
     (WED, "They postponed the launch from June to August.", "2024-08-01..2024-08-31"),
     (WED, "I changed my flight from the 20th to the 22nd.", "2024-05-22"),
