@@ -21,6 +21,9 @@ _TAG_WORDS = frozenset({"right", "yeah", "yes", "no", "eh", "huh", "correct", "i
 _CLAUSE_VERBS = frozenset({"is", "was", "will", "'s", "falls", "fell"})  # after a time: it is a clause's subject
 _FREQUENCY = frozenset({"always", "usually", "normally", "typically", "generally", "often", "sometimes", "every",
                         "each"})
+_NOUN_LEADS = frozenset({"to", "at", "after", "a", "the", "my", "our", "your", "his", "her", "their"})
+_FUNCTION_WORDS = lx.PARTS_OF_DAY | {"and", "or", "to", "on", "of", "from", "until", "till", "through", "then", "next",
+                                     "last", "this", "too", "instead", "again"}
 _WH = frozenset({"what", "when", "where", "who", "why", "how", "which"})
 _TAG_SUBJECTS = frozenset({"it", "you", "we", "they", "he", "she", "i", "there", "that"})
 _TAG_VERBS = frozenset({"is", "isn't", "was", "wasn't", "are", "aren't", "were", "weren't", "has", "hasn't", "have",
@@ -151,15 +154,22 @@ class TokenCursor:
 
     def weekday_at(self, index: int, *, abbreviations: bool) -> int | None:
         """The weekday token ``index`` names; none before a plural part of the day ("on Sunday
-        mornings", "Monday nights"), which is a habit, as "on Sundays" is."""
+        mornings", "Monday nights"), which is a habit, as "on Sundays" is, nor one qualifying a noun."""
         token = self.tok(index)
-        if token is None or self.low(index + 1) in _PLURAL_PARTS:
+        if token is None or self.low(index + 1) in _PLURAL_PARTS or self._qualifies_noun(index):
             return None
         if token.low in lx.WEEKDAYS:
             return lx.WEEKDAYS[token.low]
         if abbreviations and token.low in lx.WEEKDAY_ABBREVIATIONS and (token.capitalised or self.standalone):
             return lx.WEEKDAY_ABBREVIATIONS[token.low]
         return None
+
+    def _qualifies_noun(self, index: int) -> bool:
+        """A weekday between a word that opens a noun phrase and a lower-case word that is no function word
+        ("went to Sunday school", "the Monday blues", "our Friday meeting") names a kind of thing, no day."""
+        after = self.tok(index + 1)
+        return self.low(index - 1) in _NOUN_LEADS and after is not None and after.text.isalpha() and \
+            after.text.islower() and not (after.low in lx.AFTER_NTH or after.low in _FUNCTION_WORDS)
 
     def skip_part_of_day(self, index: int) -> int:
         return index + 1 if self.low(index) in lx.PARTS_OF_DAY else index

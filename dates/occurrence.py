@@ -31,7 +31,9 @@ RULES = """\
   it unresolved. "The 7th grade", "the 2nd half" and "the 4 of us" leave the weekday alone.
   "last (next) Tuesday the 7th" is the nearest such day before (after) the observation day, at
   most a month away; none that near means the weekday and the day disagree (unresolved).
-- A weekday before a plural part of the day ("on Sunday mornings") is a habit and claims nothing.
+- A weekday before a plural part of the day ("on Sunday mornings") is a habit and claims nothing; so
+  does one qualifying a noun, after "to", "at", "after", an article or a possessive and before a
+  lower-case word that is no function word ("went to Sunday school", "the Monday blues").
 - A weekday with no last/this/next ("on Friday") follows the tense of its sentence, read from the
   tense cue nearest to it (went, -ed, was / will, 'll, going to, plan, next...): past -> the nearest
   one strictly before, future -> strictly after; no cue or a tie -> unresolved. "on (by, until,

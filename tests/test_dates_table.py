@@ -418,6 +418,7 @@ TABLE = [
     (WED, "the 20s have been strange", "2020-01-01..2029-12-31"),  # the latest begun: this decade
     (WED, "the 30s were hard", "1930-01-01..1939-12-31"),
     (WED, "in the late 90s", "1997-01-01..1999-12-31"),
+    (WED, "I grew up in the 90s.", "1990-01-01..1999-12-31"),  # a decade, whatever its sentence's tense
     (WED, "the mid-80s", "1984-01-01..1986-12-31"),
     (WED, "the early 2010s", "2010-01-01..2013-12-31"),
     (WED, "in the 2000s", "2000-01-01..2009-12-31"),  # a century still under way: the decade
@@ -830,6 +831,12 @@ def test_a_relation_or_range_that_does_not_hold_leaves_its_parts(text, expressio
     ("By the 3rd time I was bored.", []),
     ("She's played since the 2nd grade.", []),
     ("On the 3rd day of the trip we rested.", []),
+    ("I went to Sunday school", []),  # a weekday qualifying a noun names a kind of thing
+    ("We go to Friday prayers together.", []),
+    ("The Monday blues hit hard.", []),
+    ("My Tuesday class got cancelled.", []),
+    ("We took the kids to Saturday football.", []),
+    ("the show airs on Sunday nights, did you catch it?", []),  # a habit, not one night
 ])
 def test_words_that_name_no_date_here_claim_nothing(text, expressions):
     found = resolve_occurrences(text, datetime.fromisoformat(WED).replace(hour=15, tzinfo=UTC))
