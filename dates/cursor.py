@@ -171,6 +171,15 @@ class TokenCursor:
         return self.low(index - 1) in _NOUN_LEADS and after is not None and after.text.isalpha() and \
             after.text.islower() and not (after.low in lx.AFTER_NTH or after.low in _FUNCTION_WORDS)
 
+    def born(self, index: int) -> bool:
+        """"born" right before the time phrase that ends before ``index`` ("I was born on the 4th of July"): a
+        birth, whose year is not this one's."""
+        at = index - 1
+        while at > 0 and (self.low(at) in ("on", "in", "the", "of") or self.low(at)[:1].isdigit()
+                          or self.low(at) in lx.MONTHS):
+            at -= 1
+        return self.low(at) == "born"
+
     def skip_part_of_day(self, index: int) -> int:
         return index + 1 if self.low(index) in lx.PARTS_OF_DAY else index
 

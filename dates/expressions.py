@@ -500,6 +500,8 @@ class _Scanner:
                 forward = self.c.tense(at) == "future"
                 if not (forward or self.nested or self.c.standalone) and self.c.habitual(at):
                     return Hit(at + 1, reason=HABIT)  # "in May we always plant tomatoes"
+                if self.c.born(at + 1):
+                    return Hit(at + 1, reason=lx.BIRTH)  # "she was born in August": in some year
                 year = iv.month_year(self.c.today, month, forward=forward, strict=False)
                 return Hit(at + 1, *iv.month_span(year, month), "month")
             return None

@@ -17,6 +17,7 @@ _TOKEN = re.compile(
 _SENTENCE_END = frozenset(".!?;")
 SENTENCE_BREAK = re.compile(r"[.!?;\n]")  # where a sentence ends in raw text (the tokenizer's ends, and line breaks)
 UNCLEAR_TENSE = "weekday or day without last/this/next and unclear tense"
+BIRTH = "a birth date without its year"
 CUE_REACH = 15  # tokens searched on each side for a tense cue; keeps the scan linear
 
 NUMBER_WORDS = {

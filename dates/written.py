@@ -2,7 +2,8 @@
 
 A day and month take the year written after them ("3 May 2023", "May 3rd, 2023"), or the one
 "last/this/next year" names ("3 May last year"), else the one the sentence's tense picks: the
-latest such day not after the observation day, or the next one in a sentence about the future.
+latest such day not after the observation day, or the next one in a sentence about the future;
+a birth ("I was born on July 4th") is in a year its words do not give, so unresolved.
 A run of days of one month ("May 13-15", "13 to 15 May") runs from its first to its last day.
 """
 from __future__ import annotations
@@ -86,5 +87,7 @@ def _one_day(c: TokenCursor, after: int, month: int, day: int) -> Hit | None:
         date(2000, month, day)  # 2000 is a leap year: rejects only days that never exist
     except ValueError:
         return None
+    if c.born(after):
+        return Hit(after, reason=lx.BIRTH)
     found = iv.day_month_date(c.today, month, day, forward=c.tense(after - 1) == "future")
     return c.day_hit(after, found) if found else None

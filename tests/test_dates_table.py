@@ -24,6 +24,7 @@ SUN_19 = "2024-05-19"  # a Sunday: its coming Tuesday is the 21st
 MOVABLE = "unresolvable: holiday whose date moves with the year or the country"
 UNCLEAR = "unresolvable: weekday or day without last/this/next and unclear tense"
 PLOT = "unresolvable: time inside a story (a book, film or show)"
+BIRTH = "unresolvable: a birth date without its year"
 
 TABLE = [
     # -- words for days --------------------------------------------------------------------
@@ -419,6 +420,12 @@ TABLE = [
     (WED, "the 30s were hard", "1930-01-01..1939-12-31"),
     (WED, "in the late 90s", "1997-01-01..1999-12-31"),
     (WED, "I grew up in the 90s.", "1990-01-01..1999-12-31"),  # a decade, whatever its sentence's tense
+    (WED, "I was born on July 4th.", BIRTH),  # a birth: its year is not the message's
+    (WED, "She was born in August.", BIRTH),
+    (WED, "My mother was born on the 12th of October.", BIRTH),
+    (WED, "My son was born on 3 May 2019.", "2019-05-03"),  # a stated year
+    (WED, "He was born in March 1950.", "1950-03-01..1950-03-31"),
+    (WED, "My birthday is on July 4th.", "2024-07-04"),  # a birthday recurs: the next one
     (WED, "the mid-80s", "1984-01-01..1986-12-31"),
     (WED, "the early 2010s", "2010-01-01..2013-12-31"),
     (WED, "in the 2000s", "2000-01-01..2009-12-31"),  # a century still under way: the decade
