@@ -297,10 +297,10 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
         return "scheduled"  # "the museum reopens on Friday": a present of one event names its schedule
     if not lx.past_form(low):
         return None
-    if low.startswith(lx.CHANGE_STEMS):
-        return "change"
     if before == "have" and index - 2 >= first and tokens[index - 2].low.replace("\u2019", "'") in _FUTURE_PERFECT:
         return "future"  # "I'll have finished it by Friday": done by a time ahead
+    if low.startswith(lx.CHANGE_STEMS):
+        return "change"
     # "the shop is closed", "I'm booked", "it's meant to rain": a state now, not a past event
     return None if (low.endswith("ed") and low not in lx.PAST_WORDS or low in _PARTICIPLES) and index > first and \
         tokens[index - 1].low.replace("\u2019", "'") in _BE_NOW else "past"

@@ -629,6 +629,7 @@ TABLE = [
     (WED, "I'll have finished it by Friday.", "2024-05-17"),  # a future perfect: done by a time ahead
     (WED, "The builders won't have finished by June.", "2024-06-01..2024-06-30"),
     (WED, "He'll have left the country on Saturday.", "2024-05-18"),
+    (WED, "We'll have moved out by June.", "2024-06-01..2024-06-30"),  # a verb of moving, too
     (WED, "I'd already left on Monday.", "2024-05-13"),
     (WED, "She said she would call on Monday but never did.", "2024-05-13"),  # a later clause says how it went
     (WED, "He told me he'd quit on Friday, and he actually did.", "2024-05-10"),
