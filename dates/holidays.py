@@ -3,7 +3,8 @@
 Christmas, New Year's Eve and Day, Halloween, Valentine's Day, Boxing Day: "last Christmas", "on
 Christmas Eve 2022", "this coming Halloween", "for Christmas" (the sentence's tense picks the
 year). A one-word name needs a lead word ("at Christmas") or a year, since "a Christmas tree" is
-no date; read as a relation's stated day ("the day after Christmas") it needs neither. A holiday
+no date; read as a relation's stated day ("the day after Christmas") it needs neither. A birth on one
+("born on Christmas Day") is in a year its words do not give. A holiday
 whose date moves with the year or differs by country (Easter, Thanksgiving, Mother's Day) is named
 with the reason, not guessed.
 """
@@ -47,6 +48,8 @@ def holiday(c: TokenCursor, index: int, *, nested: bool = False) -> Hit | None:
     elif lead in ("last", "next"):
         forward = lead == "next"
         found = iv.day_month_date(c.today + (iv.DAY if forward else -iv.DAY), month, day, forward=forward)
+    elif c.born(at):
+        return Hit(stop, reason=lx.BIRTH)  # "born on Christmas Day": in some year
     else:
         found = iv.day_month_date(c.today, month, day, forward=c.tense(at, stop) == "future")
     return c.day_hit(c.skip_part_of_day(stop), found) if found is not None else None

@@ -423,6 +423,8 @@ TABLE = [
     (WED, "I was born on July 4th.", BIRTH),  # a birth: its year is not the message's
     (WED, "She was born in August.", BIRTH),
     (WED, "My mother was born on the 12th of October.", BIRTH),
+    (WED, "My grandmother was born on Christmas Day.", BIRTH),
+    (WED, "My grandmother was born on Christmas Day 1931.", "1931-12-25"),
     (WED, "My son was born on 3 May 2019.", "2019-05-03"),  # a stated year
     (WED, "He was born in March 1950.", "1950-03-01..1950-03-31"),
     (WED, "My birthday is on July 4th.", "2024-07-04"),  # a birthday recurs: the next one
