@@ -266,7 +266,8 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
     if low in _FUTURE_WORDS and (before in ("had", "was", "were") or before.endswith("'d")):
         return "prospective"  # "we had planned to leave on Friday", "I was hoping to"
     asked = index > first or tokens[last - 1].low == "?"  # "is the meeting on Thursday?"
-    if (low in ("is", "are", "isn't", "aren't") and asked or low in _PERSONAL_BE) and \
+    contracted = low == "there's" or low.endswith("'s") and after in ("on", "in", "at")  # "the party's on Friday"
+    if (low in ("is", "are", "isn't", "aren't") and asked or low in _PERSONAL_BE or contracted) and \
             not any(t.low in _NO_SCHEDULE for t in tokens[max(first, index - 4):index]):
         return "be"
     if low in _SCHEDULED and _timetable(tokens, index, first, after) or low in _SCHEDULED_BASE and before in \
