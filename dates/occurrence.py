@@ -49,35 +49,35 @@ RULES = """\
   the arrangement's too ("In September we're getting a puppy"). A timetable's present with a subject
   ("the flight departs", "my lease ends", "rent is due", "we leave") is future; not a plural noun
   ("the leaves", "took turns"), "due to" or "was due". So is any present -s verb after a noun
-  subject of one or two words opening its clause ("the museum reopens on Friday", "our landlord
-  inspects the flat on Monday"), unless a verb follows the time ("the photos on Friday were great":
-  a plural noun); a pronoun's ("she works on Saturday") may be a habit, so gives no cue. A past form
-  as near wins ("the flight departs on the 2nd but we flew on the 3rd": the 2nd was). A present
-  "is"/"are" before the time, with at most its subject between as an arrangement's object, and no
-  participle ("my interview is on Tuesday", "is the meeting still on Thursday?", "what time is the
-  game on Sunday?"; not "the film is set in 1914"), states a schedule, so future; so does a "'s" for
-  "is" right before "on", "in" or "at" ("the party's on Saturday") or in "there's" ("there's a
-  strike on Thursday"), and "I'm", "we're", "you're", "they're" or "am" before the time with such
-  words between ("I'm away on Friday", "I'm off work from the 20th to the 24th"), unless an "and"
-  goes on in the present; not after a subject naming a day ("today is the 15th", "my favorite day of
-  the week is Friday"). "would", "could" (and "I'd" before a plain verb) place a time after another
-  past, so are unclear, except a wish ("I'd love to") or a request ("could you come on Friday?") or
-  an offer ("I could come on Friday if you want": "I", "we" or "you" and an "if" with no past);
-  "been going to" is a habit; "was going to", "had planned" a plan seen from the past ("going to the
-  concert" is a motion). Such a plan is past when a clause after it joined by "but", "and" or "so"
-  says in the past how it went ("she said she would call on Monday but never did"), or a word after
-  it says its time went by undone ("he said he'd send it on Friday, still nothing", "and nothing
-  yet"; the occurrence is the plan's time, not a thing done); the speaker's own "I was hoping to",
-  "we were going to" before an "if" with no past or in a question with no past after the time is a
-  polite present, so future ("..., still on?"). "she quit", "it cost" (a plain form after "he",
-  "she", "it" that a past shares) are past. A modal before a plain verb ("might", "can", "should",
-  "need to", "hope") points ahead when the time shares its clause and is no topic ("about
-  Saturday"); before "have" it points back. A participle after "will have" ("I'll have finished it
-  by Friday") is a future perfect: future. An -ed word or a participle after a present "be" ("the
-  shop is closed", "it's meant to") is a state, no past cue. A time after "until", "till" or "by" in
-  a sentence with no cue (a plan seen from the past is one) lies ahead ("I'm off until Monday"),
-  unless the sentences before tell a past story or a "now" ends it; a time after "since" lies behind
-  (not "since Monday is a holiday", a reason).
+  subject of one or two words (or a capitalised name: "Dad retires in September") opening its clause
+  ("the museum reopens on Friday", "our landlord inspects the flat on Monday"), unless a verb
+  follows the time ("the photos on Friday were great": a plural noun); a pronoun's ("she works on
+  Saturday") may be a habit, so gives no cue. A past form as near wins ("the flight departs on the
+  2nd but we flew on the 3rd": the 2nd was). A present "is"/"are" before the time, with at most its
+  subject between as an arrangement's object, and no participle ("my interview is on Tuesday", "is
+  the meeting still on Thursday?", "what time is the game on Sunday?"; not "the film is set in
+  1914"), states a schedule, so future; so does a "'s" for "is" right before "on", "in" or "at"
+  ("the party's on Saturday") or in "there's" ("there's a strike on Thursday"), and "I'm", "we're",
+  "you're", "they're" or "am" before the time with such words between ("I'm away on Friday", "I'm
+  off work from the 20th to the 24th"), unless an "and" goes on in the present; not after a subject
+  naming a day ("today is the 15th", "my favorite day of the week is Friday"). "would", "could" (and
+  "I'd" before a plain verb) place a time after another past, so are unclear, except a wish ("I'd
+  love to") or a request ("could you come on Friday?") or an offer ("I could come on Friday if you
+  want": "I", "we" or "you" and an "if" with no past); "been going to" is a habit; "was going to",
+  "had planned" a plan seen from the past ("going to the concert" is a motion). Such a plan is past
+  when a clause after it joined by "but", "and" or "so" says in the past how it went ("she said she
+  would call on Monday but never did"), or a word after it says its time went by undone ("he said
+  he'd send it on Friday, still nothing", "and nothing yet"; the occurrence is the plan's time, not
+  a thing done); the speaker's own "I was hoping to", "we were going to" before an "if" with no past
+  or in a question with no past after the time is a polite present, so future ("..., still on?").
+  "she quit", "it cost" (a plain form after "he", "she", "it" that a past shares) are past. A modal
+  before a plain verb ("might", "can", "should", "need to", "hope") points ahead when the time
+  shares its clause and is no topic ("about Saturday"); before "have" it points back. A participle
+  after "will have" ("I'll have finished it by Friday") is a future perfect: future. An -ed word or
+  a participle after a present "be" ("the shop is closed", "it's meant to") is a state, no past cue.
+  A time after "until", "till" or "by" in a sentence with no cue (a plan seen from the past is one)
+  lies ahead ("I'm off until Monday"), unless the sentences before tell a past story or a "now" ends
+  it; a time after "since" lies behind (not "since Monday is a holiday", a reason).
 - A month without a year resolves to the most recent such month not after the observation month, or
   to the next one not before it when the nearest tense cue is future. A day and month without a year
   follow the same rule at day precision. A birth is in a year its words do not give: "born on July

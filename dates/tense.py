@@ -317,8 +317,10 @@ def _scheduled_present(tokens: list[Token], index: int, first: int, low: str) ->
     new neighbour moves in"); a pronoun's ("she works") is as often a habit."""
     if len(low) <= 3 or not low.endswith("s") or low.endswith(("ss", "'s", "us")) or low in _NOT_TOLD:
         return False
-    for lead in (index - 2, index - 3):
-        if lead >= first and tokens[lead].low in _DETERMINERS and \
+    name = tokens[index - 1].low if index > first and tokens[index - 1].text[:1].isupper() else "i"
+    named = name not in _SUBJECTS and name not in _DETERMINERS and name not in lx.WEEKDAYS and name not in lx.MONTHS
+    for lead in (index - 1, index - 2, index - 3):  # "Dad retires", "the museum reopens"
+        if lead >= first and (tokens[lead].low in _DETERMINERS if lead < index - 1 else named) and \
                 (lead == first or tokens[lead - 1].low in _CLAUSE_OPENERS) and not any(
                 t.low in _DETERMINERS or not t.low.isalpha() for t in tokens[lead + 1:index]):
             return True

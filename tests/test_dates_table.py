@@ -578,6 +578,9 @@ TABLE = [
     (WED, "Our landlord inspects the flat on Monday.", "2024-05-20"),
     (WED, "The committee meets again in July.", "2024-07-01..2024-07-31"),
     (WED, "Work is slow, so the gym reopens on Monday.", "2024-05-20"),
+    (WED, "Dad retires in September.", "2024-09-01..2024-09-30"),  # a name opening the clause is a subject too
+    (WED, "Term starts on the 3rd.", "2024-06-03"),
+    (WED, "Sarah flies back on Friday, so the flat is free.", "2024-05-17"),
     (WED, "The photos on Friday were amazing.", "2024-05-10"),  # a verb after the time: "photos" is a noun
     (WED, "In three days we leave for Spain.", "2024-05-18"),  # a personal subject's timetable
     (WED, "I start at the new place on the 3rd.", "2024-06-03"),
