@@ -37,7 +37,8 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
         for index in (begin - distance, end - 1 + distance):
             cue = _cue(tokens, index, first, last) if first <= index < last else None
             if cue in ("progressive", "scheduled"):  # the time after it in its clause, or opening that clause
-                placed = _arranged(tokens[index + 1:begin]) if index < begin else _opens_clause(tokens[end:index])
+                placed = _arranged(tokens[index + 1:begin]) if index < begin else \
+                    _opens_clause(tokens, first, begin, end, index)
                 tail = tokens[end:min(last, end + lx.CUE_REACH)]
                 cue = "future" if placed and not _told_in_present(tail) and not (
                     cue == "scheduled" and _finite_after(tail)) else None
@@ -80,10 +81,15 @@ _TELLING_DETERMINERS = frozenset({"my", "his", "her", "our", "their", "the", "a"
 _NOT_TOLD = frozenset({"is", "was", "has", "does", "its", "this", "his", "hers", "yes", "plus", "thus", "us"})
 
 
-def _opens_clause(between: list[Token]) -> bool:
+def _opens_clause(tokens: list[Token], first: int, begin: int, end: int, index: int) -> bool:
     """A time before a progressive opens its clause when only the subject and "be" stand between ("In
-    September we're getting a puppy", "On Friday, my parents are flying in")."""
-    words = [t.low for t in between if t.low != ","]
+    September we're getting a puppy", "On Friday, my parents are flying in"); past a comma, only one whose
+    own clause has no tense cue before it (not "we had the party on Saturday, Jo brings a cake")."""
+    words, at = [t.low for t in tokens[end:index] if t.low != ","], begin
+    while at > first and tokens[at - 1].low not in _CLAUSE_OPENERS:
+        at -= 1
+    if index - end > len(words) and any(_cue(tokens, cue, first, begin) for cue in range(at, begin)):
+        return False
     return len(words) <= 4 and not any(w in _NOT_ARRANGED and w not in _SUBJECTS or lx.past_form(w) for w in words)
 
 

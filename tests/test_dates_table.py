@@ -582,6 +582,8 @@ TABLE = [
     (WED, "Term starts on the 3rd.", "2024-06-03"),
     (WED, "Sarah flies back on Friday, so the flat is free.", "2024-05-17"),
     (WED, "The photos on Friday were amazing.", "2024-05-10"),  # a verb after the time: "photos" is a noun
+    (WED, "We had the party on Saturday, Jo brings a cake.", "2024-05-11"),  # a cue before it: the time is its clause's
+    (WED, "After work on Friday, my parents are flying in.", "2024-05-17"),  # no cue before it: it opens the next
     (WED, "In three days we leave for Spain.", "2024-05-18"),  # a personal subject's timetable
     (WED, "I start at the new place on the 3rd.", "2024-06-03"),
     (WED, "We start to pack on Friday.", UNCLEAR),  # "start to": no timetable
