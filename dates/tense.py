@@ -272,7 +272,8 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
     if low in _FUTURE_WORDS and (before in ("had", "was", "were") or before.endswith("'d")):
         return "prospective"  # "we had planned to leave on Friday", "I was hoping to"
     asked = index > first or tokens[last - 1].low == "?"  # "is the meeting on Thursday?"
-    contracted = low == "there's" or low.endswith("'s") and after in ("on", "in", "at")  # "the party's on Friday"
+    contracted = low == "there's" or low.endswith("'s") and after in ("on", "in", "at") and not any(  # "the party's
+        t.low in ("at", "to", "from", "round") for t in tokens[max(first, index - 2):index])  # on", not "at Jo's on"
     if (low in ("is", "are", "isn't", "aren't") and asked or low in _PERSONAL_BE or contracted) and \
             not any(t.low in _NO_SCHEDULE for t in tokens[max(first, index - 4):index]):
         return "be"

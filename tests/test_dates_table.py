@@ -612,6 +612,7 @@ TABLE = [
     (WED, "The party's on Saturday night, you coming?", "2024-05-18"),  # "'s" for "is" before the time
     (WED, "There's a strike on Thursday so no trains.", "2024-05-16"),
     (WED, "John's party on Saturday was great.", "2024-05-11"),  # a possessive: "was" speaks
+    (WED, "There was a party at Jo's on Saturday.", "2024-05-11"),  # a place, not "Jo is"
     (WED, "I'm away Monday to Wednesday.", "2024-05-20..2024-05-22"),  # a run of weekdays, by the tense
     (WED, "I'm away from Tuesday through Thursday.", "2024-05-21..2024-05-23"),
     (WED, "We're at the cottage from Friday till Sunday.", "2024-05-17..2024-05-19"),
