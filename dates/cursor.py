@@ -19,8 +19,6 @@ STORY_REACH = 60  # tokens before a sentence read for a past cue of the story it
 # A tag closing a statement: ", right?", ", hasn't it?", ", didn't you?"
 _TAG_WORDS = frozenset({"right", "yeah", "yes", "no", "eh", "huh", "correct", "innit", "ok", "okay"})
 _CLAUSE_VERBS = frozenset({"is", "was", "will", "'s", "falls", "fell"})  # after a time: it is a clause's subject
-_FREQUENCY = frozenset({"always", "usually", "normally", "typically", "generally", "often", "sometimes", "every",
-                        "each"})
 _NOUN_LEADS = frozenset({"to", "at", "after", "a", "the", "my", "our", "your", "his", "her", "their"})
 _FUNCTION_WORDS = lx.PARTS_OF_DAY | {"and", "or", "to", "on", "of", "from", "until", "till", "through", "then", "next",
                                      "last", "this", "too", "instead", "again"}
@@ -131,7 +129,7 @@ class TokenCursor:
         hi = min([at for at in range(index + 1, min(last, index + lx.CUE_REACH)) if self.low(at) in ("but", ";")]
                  + [last, index + lx.CUE_REACH])
         words = [self.low(at) for at in range(lo, hi)]
-        return any(w in _FREQUENCY for w in words) and not any(lx.past_form(w) for w in words)
+        return any(w in lx.FREQUENCY for w in words) and not any(lx.past_form(w) for w in words)
 
     def _told_in_past(self, first: int) -> bool:
         """A past cue in the sentences just before token ``first`` (``STORY_REACH`` tokens): the

@@ -52,6 +52,8 @@ WEEKDAY_ABBREVIATIONS = {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "thu": 3, "thu
 VAGUE_PHRASES = (("recently",), ("lately",), ("not", "long", "ago"), ("long", "ago"), ("a", "while", "ago"),
                  ("a", "while", "back"), ("some", "time", "ago"), ("a", "long", "time", "ago"), ("the", "other", "day"),
                  ("the", "other", "week"))
+FREQUENCY = frozenset({"always", "usually", "normally", "typically", "generally", "often", "sometimes", "every",
+                       "each", "never"})  # in a clause with no past form: a habit ("in May we always plant tomatoes")
 SEASONS = frozenset({"spring", "summer", "fall", "autumn", "winter"})
 # verbs that move a date ("moved the meeting to Friday", "postponed", "pushed back"): the new date is ahead
 CHANGE_STEMS = ("mov", "push", "postpon", "reschedul", "chang", "shift", "bump", "switch", "delay", "brought")

@@ -36,6 +36,8 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
         found = set()
         for index in (begin - distance, end - 1 + distance):
             cue = _cue(tokens, index, first, last) if first <= index < last else None
+            if cue in ("scheduled", "be") and any(t.low in lx.FREQUENCY for t in tokens[first:last]):
+                cue = None  # "my mum always phones on Sunday", "I'm never free on Friday": a habit, no schedule
             if cue in ("progressive", "scheduled"):  # the time after it in its clause, or opening that clause
                 placed = _arranged(tokens[index + 1:begin]) if index < begin else \
                     _opens_clause(tokens, first, begin, end, index)
