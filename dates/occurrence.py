@@ -52,7 +52,7 @@ RULES = """\
   subject of one or two words (or a capitalised name: "Dad retires in September") opening its clause
   ("the museum reopens on Friday", "our landlord inspects the flat on Monday"), unless a verb
   follows the time ("the photos on Friday were great": a plural noun); a pronoun's ("she works on
-  Saturday") may be a habit, so gives no cue; nor does any schedule in a sentence with "always",
+  Saturday", "nobody works") may be a habit, so gives no cue; nor does any schedule in a sentence with "always",
   "usually" or "never" ("I'm never free on Friday"). A past form as near wins ("the flight departs on the
   2nd but we flew on the 3rd": the 2nd was). A present "is"/"are" before the time, with at most its
   subject between as an arrangement's object, and no participle ("my interview is on Tuesday", "is

@@ -318,6 +318,8 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
 
 _PERSONAL_BE = frozenset({"am", "i'm", "we're", "you're", "they're"})  # "I'm away on Friday": a state then
 _FUTURE_PERFECT = frozenset({"will", "won't", "shall", "i'll", "we'll", "you'll", "they'll", "he'll", "she'll"})
+_PRONOUNS = frozenset({"it", "this", "that", "who", "what", "which", "nobody", "nothing", "none", "everyone",
+                       "everybody", "everything", "someone", "somebody", "something", "anyone", "anybody", "anything"})
 _CLAUSE_OPENERS = frozenset({",", "and", "but", "so", "that", "because", "if", "when"})
 
 
@@ -327,7 +329,8 @@ def _scheduled_present(tokens: list[Token], index: int, first: int, low: str) ->
     if len(low) <= 3 or not low.endswith("s") or low.endswith(("ss", "'s", "us")) or low in _NOT_TOLD:
         return False
     name = tokens[index - 1].low if index > first and tokens[index - 1].text[:1].isupper() else "i"
-    named = name not in _SUBJECTS and name not in _DETERMINERS and name not in lx.WEEKDAYS and name not in lx.MONTHS
+    named = name not in _SUBJECTS and name not in _DETERMINERS and name not in lx.WEEKDAYS and name not in lx.MONTHS \
+        and name not in _PRONOUNS  # "Nobody works on Sunday", "Who works on Saturday?": a pronoun's, maybe a habit
     for lead in (index - 1, index - 2, index - 3):  # "Dad retires", "the museum reopens"
         if lead >= first and (tokens[lead].low in _DETERMINERS if lead < index - 1 else named) and \
                 (lead == first or tokens[lead - 1].low in _CLAUSE_OPENERS) and not any(

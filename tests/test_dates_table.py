@@ -621,6 +621,7 @@ TABLE = [
     (WED, "She works Monday through Thursday.", UNCLEAR),  # a pronoun's present: maybe a habit
     (WED, "My mum always phones on Sunday.", UNCLEAR),  # a frequency word: a habit, no schedule
     (WED, "I'm never free on Friday.", UNCLEAR),
+    (WED, "Nobody works on Sunday in this house.", UNCLEAR),  # a pronoun opening the sentence is no name
     (SUN_19, "The party is a week on Tuesday.", "2024-05-28"),  # a week after the coming Tuesday
     (SUN_19, "We fly out a week on Monday.", "2024-05-27"),
     (SUN_19, "The match is two weeks on Sunday.", "2024-06-09"),
