@@ -56,7 +56,8 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
                     not _told_in_present(tokens[end:min(last, end + lx.CUE_REACH)]) else None
             if cue == "change":  # "moved the meeting (from Thursday) to Friday": the new date lies ahead
                 cue = "future" if index < begin <= index + _ARRANGED_REACH and tokens[begin - 1].low in (
-                    "to", "until", "till") and not any(t.low in _CLAUSE_BREAKS for t in tokens[index:begin]) else "past"
+                    "to", "until", "till") and not any(t.low in _CLAUSE_BREAKS for t in tokens[index:begin]) and \
+                    not _how_it_went(tokens[end:min(last, end + 2 * lx.CUE_REACH)], overdue=False) else "past"
             if cue == "modal":
                 cue = "future" if _modal_time(tokens, index, begin, end, first) else None
             if cue is not None:
@@ -221,13 +222,14 @@ def _in_time_phrase(token: Token) -> bool:
 _OVERDUE = frozenset({"couldn't", "still", "yet", "hasn't", "haven't", "never"})
 
 
-def _how_it_went(tail: list[Token]) -> bool:
-    """A plan seen from the past ("she said she would call on Monday") is past once a clause after it,
-    joined by "but", "and" or "so", says in the past how it went ("but never did", "but it fell through"),
-    or a word after it says its time went by without it ("..., still nothing", "and nothing yet")."""
+def _how_it_went(tail: list[Token], *, overdue: bool = True) -> bool:
+    """A plan seen from the past ("she said she would call on Monday"), or a moved date ("we moved it to
+    Friday and it went fine"), is past once a clause after it, joined by "but", "and" or "so", says in the
+    past how it went ("but never did", "but it fell through"); a plan also when a word after it says its
+    time went by without it ("..., still nothing", "and nothing yet")."""
     words = [t.low for t in tail]
     joined = next((at for at, word in enumerate(words) if word in ("but", "and", "so", "yet")), len(words))
-    return any(lx.past_form(word) for word in words[joined:]) or any(word in _OVERDUE for word in words)
+    return any(lx.past_form(word) for word in words[joined:]) or overdue and any(word in _OVERDUE for word in words)
 
 
 def _offered(tokens: list[Token], index: int, first: int, tail: list[Token], asked: bool) -> bool:

@@ -630,6 +630,7 @@ TABLE = [
     (WED, "They postponed the launch from June to August.", "2024-08-01..2024-08-31"),
     (WED, "I changed my flight from the 20th to the 22nd.", "2024-05-22"),
     (WED, "We moved the dinner to Saturday.", "2024-05-18"),
+    (WED, "We moved it to Friday and it went fine.", "2024-05-10"),  # how it went tells a past
     (WED, "They moved to Denver on Friday.", "2024-05-10"),  # the time is no new date of the move
     (WED, "My shift is from Monday to Wednesday next week.", "2024-05-20..2024-05-22"),  # a noun moves nothing
     (WED, "She is the one I met on Saturday.", "2024-05-11"),  # a new clause between: its past decides
