@@ -656,6 +656,7 @@ TABLE = [
     (WED, "He said he'd send it on Friday, still nothing.", "2024-05-10"),  # overdue: its time went by
     (WED, "The agent said they'd call me on Monday, still no word.", "2024-05-13"),
     (WED, "They promised they would deliver it on Tuesday, and nothing yet.", "2024-05-14"),
+    (WED, "She said she'd come over on Saturday, is that still ok?", UNCLEAR),  # "still" inside a clause of now
     (WED, "She swore she'd pay on the 10th and I haven't seen a penny.", "2024-05-10"),
     (WED, "He said he'd pay me back on Friday.", UNCLEAR),  # an open plan: either side of now
     (WED, "I wish I'd gone to the game on Saturday.", "2024-05-11"),
