@@ -474,6 +474,8 @@ class _Scanner:
                 return Hit(day_at + 4, reason=HABIT)  # "on the 15th of every month"
             ordinal = not self.c.low(day_at).isdigit()
             if on and start_the and ordinal and self.c.low(day_at + 1) not in lx.NTH_NOUNS:  # not "the 4th floor"
+                if self.c.born(day_at + 1):
+                    return Hit(day_at + 1, reason=lx.BIRTH)  # "I was born on the 28th": in some month
                 tense = self.c.tense(day_at)
                 if tense == "unclear":
                     return Hit(day_at + 1, reason=UNCLEAR_TENSE)

@@ -82,7 +82,7 @@ RULES = """\
 - A month without a year resolves to the most recent such month not after the observation month, or
   to the next one not before it when the nearest tense cue is future. A day and month without a year
   follow the same rule at day precision. A birth is in a year its words do not give: "born on July
-  4th", "born in August", "born on Christmas Day" stay unresolved. A month alone takes the year of
+  4th", "born in August", "born on the 28th", "born on Christmas Day" stay unresolved. A month alone takes the year of
   the time just before it that lies within one year ("In 2022 we lived in Denver. In March we
   moved"; after a month of a later number, the next year: "November 2021 ... in January"), a day
   alone ("on the 10th") the month of one within one month (after a later single day, the next

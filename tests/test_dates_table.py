@@ -422,6 +422,7 @@ TABLE = [
     (WED, "I grew up in the 90s.", "1990-01-01..1999-12-31"),  # a decade, whatever its sentence's tense
     (WED, "I was born on July 4th.", BIRTH),  # a birth: its year is not the message's
     (WED, "She was born in August.", BIRTH),
+    (WED, "I was born on the 28th.", BIRTH),  # a day alone: its month and year are not given
     (WED, "My mother was born on the 12th of October.", BIRTH),
     (WED, "My grandmother was born on Christmas Day.", BIRTH),
     (WED, "My grandmother was born on Christmas Day 1931.", "1931-12-25"),
