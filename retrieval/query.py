@@ -1,8 +1,10 @@
 """Re-ranking full-text hits: ``rerank`` refines a BM25 candidate pool by term coverage and
-adjacent-turn context. The MATCH grammar itself lives in the kernel (``fulltext``). Pure.
+adjacent-turn context; ``adjacent_*`` score the turns beside the best hits that the pool lacks.
+The MATCH grammar itself lives in the kernel (``fulltext``). Pure.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..fulltext import Match as Match
@@ -59,3 +61,22 @@ def rerank(candidates: list[Candidate], terms: tuple[str, ...], coverage_weight:
         out.append((c.key, scored[c.key] + neighbor_weight * max(0.0, best)))
     order = {c.key: i for i, c in enumerate(candidates)}
     return sorted(out, key=lambda kv: (-kv[1], order[kv[0]]))
+
+
+def adjacent_ids(scores: Mapping[int, float], seeds: int) -> list[int]:
+    """The ids one before and one after the ``seeds`` best of ``scores`` that ``scores`` lacks."""
+    best = sorted(scores, key=lambda k: -scores[k])[:seeds]
+    return sorted({k + d for k in best for d in (-1, 1)} - set(scores))
+
+
+def adjacent_scores(scores: Mapping[int, float], groups: Mapping[int, str], found: Mapping[int, str],
+                    share: float) -> dict[int, float]:
+    """A score for each row of ``found`` (id -> group) beside a scored row of its own group (session):
+    ``share`` of the best such neighbour's score. An answer often repeats none of the question's
+    words while the turn it answers holds them, so the pool would miss it."""
+    out: dict[int, float] = {}
+    for key, group in found.items():
+        near = [scores[k] for k in (key - 1, key + 1) if k in scores and groups.get(k) == group]
+        if near and key not in scores:
+            out[key] = share * max(near)
+    return out

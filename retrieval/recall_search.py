@@ -1,7 +1,8 @@
 """Whole-memory recall: gather candidates from every arm, fuse them, apply the priors.
 
-Arms: BM25 over the raw messages of every session (re-ranked by ``query.rerank``), BM25
-over every summary node, and vectors through ``retrieval.semantic`` when embeddings are on.
+Arms: BM25 over the raw messages of every session (re-ranked by ``query.rerank``, joined by
+the turns beside its best hits), BM25 over every summary node, and vectors through
+``retrieval.semantic`` when embeddings are on.
 Each arm ranks a bounded pool; ``fusion`` combines the pools; a soft current-conversation
 bias and a recency prior scale the fused score; ``rescore`` then re-orders the best fused
 candidates by how well they read the question. Rows of ignored sessions, rows still in the
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from .. import changed, ftsbound
 from ..scope import EVERYTHING, Visibility
 from . import fusion, rescore, semantic
-from .query import Candidate, Match, build_match, rerank
+from .query import Candidate, Match, adjacent_ids, adjacent_scores, build_match, rerank
 from .search import ARCHIVE_CANDIDATES, LITERAL_CANDIDATES, LITERAL_MAX_CHARS
 
 if TYPE_CHECKING:
@@ -32,6 +33,9 @@ PER_SESSION_ANSWER_READY = 5  # answer_ready keeps at most this many hits from o
 DAY_S = 86400.0
 CONTEXT_RADIUS = 8  # store ids either side that count as a raw hit's neighbourhood (same session)
 CHANGED_WINDOW = 50  # best fused hits in which a changed fact's current statement moves first
+# The turns beside the best full-text hits join the pool with this share of their neighbour's score
+# (chosen by leaving one LoCoMo dev conversation out, among archives of 100,000 messages).
+ADJACENT_SEEDS, ADJACENT_SHARE = 100, 0.5
 
 Key = tuple[str, int]  # ("message", store_id) or ("summary", node_id)
 
@@ -234,7 +238,8 @@ class Gate:
 
 def fts_arm(runtime: Runtime, req: RecallRequest, match: Match, pool: int, gate: Gate,
              rows: dict[int, MessageRow], snippets: dict[Key, str], report: ArmReport) -> dict[Key, float]:
-    """BM25 over raw rows of every session, then coverage and adjacent-turn re-ranking."""
+    """BM25 over raw rows of every session, then coverage and adjacent-turn re-ranking; the turns
+    beside the best hits join the pool, as the reply a question's words miss sits beside them."""
     report.ran, report.pool = True, pool
     report.facts["archive_candidate_limit"] = ARCHIVE_CANDIDATES
     report.facts["archive_rare_term_budget"] = ftsbound.RARE_BUDGET
@@ -263,6 +268,15 @@ def fts_arm(runtime: Runtime, req: RecallRequest, match: Match, pool: int, gate:
                             (row.content + " " + (row.tool_calls or "")).lower()) for row, rank in kept]
     reranked = dict(rerank(candidates, match.terms))
     groups = {row.store_id: row.session_id for row, _ in kept}
+    searched = {row.store_id for row, _, _ in found}  # a row the search found and the gate refused stays out
+    beside = [row for row in runtime.store.get_many(adjacent_ids(reranked, ADJACENT_SEEDS), req.visible)
+              if row.store_id not in searched and (req.since is None or float(row.created_at or 0.0) >= req.since)]
+    added = adjacent_scores(reranked, groups, {row.store_id: row.session_id for row in beside}, ADJACENT_SHARE)
+    for row in beside:
+        if row.store_id in added and gate.admit_row(row):
+            rows[row.store_id], groups[row.store_id] = row, row.session_id
+            reranked[row.store_id] = added[row.store_id]
+    report.facts["adjacent_turns"] = len(reranked) - len(kept)
     smoothed = fusion.context_smoothing(reranked, groups, CONTEXT_RADIUS, float(runtime.config.recall_context_weight))
     return {("message", key): score for key, score in smoothed.items()}
 

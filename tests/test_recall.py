@@ -60,6 +60,27 @@ def test_recall_finds_messages_in_other_sessions_with_working_expand_handles(mem
     assert memory.work[0] in [m["store_id"] for m in page["messages"]]
 
 
+def test_the_reply_beside_a_matching_turn_is_recalled_though_it_shares_no_word(runtime):
+    # The answer repeats none of the question's words: full text finds only the turn it answers.
+    for i in range(20):
+        store(runtime, f"other-{i}", [f"camping gear list {i}: tent, stove, lantern", "packed"])
+    ids = store(runtime, "summer", ["How was the camping trip in June?",
+                                    "We roasted marshmallows by the lake and hiked up to the ridge."], t0=T0 + DAY)
+    out = call(make_engine(runtime, session="asker"), "trove_recall", query="camping trip in June", limit=10)
+    assert [h["store_id"] for h in out["hits"]][:2] == ids
+    assert out["provenance"]["coverage"]["fts"]["adjacent_turns"] >= 1
+
+
+def test_a_turn_beside_a_hit_stays_out_when_the_time_bounds_or_the_gate_leave_it_out(runtime):
+    ids = store(runtime, "summer", ["We roasted marshmallows by the lake.", "That camping trip in June was great.",
+                                    "Our canoe tipped over twice."])
+    asker = make_engine(runtime, session="asker")
+    bounded = call(asker, "trove_recall", query="camping trip June", since=T0 + 30, before=T0 + 90)
+    assert [h["store_id"] for h in bounded["hits"]] == [ids[1]]
+    runtime.bound_sessions["summer"] = "ignored"
+    assert call(asker, "trove_recall", query="camping trip June")["hits"] == []
+
+
 def test_summaries_of_other_sessions_are_hits_whose_handles_reach_their_sources(memory):
     out = call(memory.engine, "trove_recall", query="island holiday", include="summaries")
     assert [h["kind"] for h in out["hits"]] == ["summary"]

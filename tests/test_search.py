@@ -5,7 +5,7 @@ import string
 
 import pytest
 
-from hermes_trove.retrieval.query import Candidate, build_match, rerank, rough_stem
+from hermes_trove.retrieval.query import Candidate, adjacent_ids, adjacent_scores, build_match, rerank, rough_stem
 from hermes_trove.store import SessionKey
 
 BACKENDS = ("sqlite", "postgresql")  # every test here runs on the file and on a server
@@ -109,6 +109,18 @@ def test_rerank_ignores_neighbours_from_another_session():
     cands = [Candidate(1, "s", 3.0, "x"), Candidate(50, "a", 3.0, "x"), Candidate(51, "b", 9.0, "x")]
     order = [k for k, _ in rerank(cands, ("zzz",))]
     assert order == [51, 1, 50]
+
+
+def test_adjacent_ids_are_the_rows_beside_the_best_hits_that_the_pool_lacks():
+    scores = {10: 9.0, 11: 1.0, 20: 5.0, 30: 0.5}
+    assert adjacent_ids(scores, 2) == [9, 19, 21] and adjacent_ids(scores, 0) == []
+    assert adjacent_ids(scores, 4) == [9, 12, 19, 21, 29, 31]
+
+
+def test_an_adjacent_row_takes_a_share_of_its_best_neighbour_in_its_own_session():
+    scores, groups = {10: 8.0, 12: 4.0, 20: 6.0}, {10: "s", 12: "s", 20: "a"}
+    found = {11: "s", 21: "b", 9: "s", 10: "s"}  # 21 is another session's row; 10 is already scored
+    assert adjacent_scores(scores, groups, found, 0.5) == {11: 4.0, 9: 4.0}
 
 
 def test_rerank_keeps_input_order_on_ties():
