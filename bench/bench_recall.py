@@ -55,7 +55,8 @@ class Memory:
     questions: list[tuple[str, set[str], int]]  # (question, gold dia ids, category)
 
 
-def build_memory(sample: dict, tmp: Path, overrides: dict[str, Any]) -> Memory:
+def build_memory(sample: dict, tmp: Path, overrides: dict[str, Any], chat: str = "") -> Memory:
+    """The conversation's store; with ``chat``, its sessions and the asking one are that gateway chat's."""
     from hermes_trove.config import load_config
     from hermes_trove.engine import TroveEngine
     from hermes_trove.runtime import build_runtime
@@ -75,10 +76,10 @@ def build_memory(sample: dict, tmp: Path, overrides: dict[str, Any]) -> Memory:
         base = stamp.timestamp() if stamp else 0.0
         msgs = [{"role": "user" if t.get("speaker") == speaker_a else "assistant", "content": turn_text(t),
                  "timestamp": base + 30 * i} for i, t in enumerate(turns)]
-        ids = runtime.store.append(SessionKey(f"{name}-s{key.split('_')[1]}", platform="bench"), msgs)
+        ids = runtime.store.append(SessionKey(f"{name}-s{key.split('_')[1]}", chat, platform="bench"), msgs)
         dia.update({sid: t["dia_id"] for sid, t in zip(ids, turns, strict=True)})
     engine = TroveEngine(runtime)
-    engine.on_session_start(f"{name}-ask", platform="bench")
+    engine.on_session_start(f"{name}-ask", platform="bench", conversation_id=chat or None)
     questions = [(str(qa["question"]), set(evidence_ids(qa.get("evidence"))), int(qa["category"]))
                  for qa in sample["qa"] if qa.get("category") in (1, 2, 3, 4) and evidence_ids(qa.get("evidence"))]
     return Memory(name, runtime, engine, dia, questions)

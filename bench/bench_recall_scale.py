@@ -10,9 +10,14 @@ around the conversation's own dates, until N messages are stored; by default hal
 stored before the conversation and half after (``--place``). The conversation's own words are
 never reused. Every question of categories 1-4 is asked through ``trove_recall`` in both
 archives; the report gives R@5 / R@10 both ways, their difference, and the latency at size.
+Every session is visible to the question (``TROVE_MEMORY_SCOPE=profile``). By default it is
+asked from a new session that shares no chat with the conversation (the CLI, where every
+session is local); ``--asker chat`` asks it in the gateway chat the conversation was held in,
+each padding session being a chat of its own.
 
     python bench/bench_recall_scale.py [--size 100000] [--data ../shared/data/locomo-dev.json]
     python bench/bench_recall_scale.py --vectors     # hybrid recall, every row embedded (slow)
+    python bench/bench_recall_scale.py --asker chat  # the question asked in the conversation's own chat
 """
 from __future__ import annotations
 
@@ -91,7 +96,7 @@ class Padding:
             msgs = (template[turn:] + template[:turn])[:need]
             self.distinct.update(m["content"] for m in msgs)
             at = self.rng.uniform(*self.span)
-            store.append_bulk(SessionKey(f"pad-{self.copies}", platform="bench"),
+            store.append_bulk(SessionKey(f"pad-{self.copies}", f"pad-{self.copies}", platform="bench"),
                               [{**m, "timestamp": at + 30 * i} for i, m in enumerate(msgs)])
             self.copies += 1
             need -= len(msgs)
@@ -116,20 +121,22 @@ def dates(sample: dict[str, Any]) -> tuple[float, float]:
     return min(stamps) - 730 * DAY, max(stamps) + 365 * DAY
 
 
-def run(data: list[dict[str, Any]], size: int, vectors: bool, place: str, tmp: Path) -> dict[str, Any]:
+def run(data: list[dict[str, Any]], size: int, vectors: bool, place: str, tmp: Path,
+        asker: str = "new") -> dict[str, Any]:
     from hermes_trove.config import load_config
     from hermes_trove.runtime import build_runtime
 
     overrides: dict[str, Any] = {"embeddings_enabled": True} if vectors else {}
     fixtures = fixture_sessions(tmp)
-    report: dict[str, Any] = {"size": size, "vectors": vectors, "place": place, "fixture_sessions": len(fixtures),
-                              "conversations": {}}
+    report: dict[str, Any] = {"size": size, "vectors": vectors, "place": place, "asker": asker,
+                              "fixture_sessions": len(fixtures), "conversations": {}}
     pooled = {"alone": Score(), "padded": Score()}
     for n, sample in enumerate(data):
         others = [s for other in data if other is not sample for s in locomo_sessions(other)] + fixtures
         if not others:
             raise SystemExit("bench_recall_scale: no other conversation to pad with (give the dev split)")
-        alone = build_memory(sample, tmp / "alone", overrides)
+        chat = f"chat-{sample['sample_id']}" if asker == "chat" else ""
+        alone = build_memory(sample, tmp / "alone", overrides, chat)
         padding = Padding(others, dates(sample), seed=n)
         # Archive search ranks the newest matching rows first: where the conversation sits in the
         # store's history matters, so padding goes before it, after it, or half each side.
@@ -137,7 +144,7 @@ def run(data: list[dict[str, Any]], size: int, vectors: bool, place: str, tmp: P
         home = tmp / "padded" / str(sample["sample_id"])
         padding.fill(build_runtime(dataclasses.replace(load_config({}, hermes_home=str(home)),
                                                        database_path=str(home / "trove.db"))).store, int(before))
-        padded = build_memory(sample, tmp / "padded", overrides)
+        padded = build_memory(sample, tmp / "padded", overrides, chat)
         padding.fill(padded.runtime.store, size - padded.runtime.store.count())
         row: dict[str, Any] = {"questions": len(alone.questions), "stored": padded.runtime.store.count(),
                                "pad_seconds": round(padding.seconds, 1),
@@ -161,7 +168,8 @@ def print_report(report: dict[str, Any]) -> None:
     arm = "hybrid (vectors)" if report["vectors"] else "full-text"
     print(f"trove_recall {arm}: each conversation alone vs with {report['size']} stored messages of other "
           f"conversations ({report['fixture_sessions']} fixture sessions among the padding; the conversation "
-          f"placed {report['place']} in the store's history)")
+          f"placed {report['place']} in the store's history; asked from "
+          + ("its own chat)" if report["asker"] == "chat" else "a new session outside any chat)"))
     print(f"{'conversation':<14} {'n':>4} {'R@5 alone':>9} {'R@5 padded':>10} {'R@10 alone':>10} "
           f"{'R@10 padded':>11} {'R@10 drop':>9} {'p95 alone':>9} {'p95 padded':>10}")
     rows = {**report["conversations"], "pooled": report["pooled"]}
@@ -185,6 +193,8 @@ def main() -> int:
                         help="hybrid recall with the offline embeddings (needs the embeddings extra; slow)")
     parser.add_argument("--place", choices=("first", "middle", "last"), default="middle",
                         help="where the conversation sits among the padding, oldest to newest (default middle)")
+    parser.add_argument("--asker", choices=("new", "chat"), default="new",
+                        help="ask from a new session outside any chat (default), or in the conversation's own chat")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     data = load_dev_split(args.data, "bench_recall_scale")
@@ -193,7 +203,8 @@ def main() -> int:
     if len(data) < 2:
         print("bench_recall_scale: needs at least two conversations (the others are the padding)")
         return 1
-    report = run(data, args.size, args.vectors, args.place, Path(tempfile.mkdtemp(prefix="trove-bench-recall-scale-")))
+    report = run(data, args.size, args.vectors, args.place, Path(tempfile.mkdtemp(prefix="trove-bench-recall-scale-")),
+                 args.asker)
     if args.json:
         print(json.dumps(report, indent=2))
     else:

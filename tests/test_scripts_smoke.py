@@ -176,6 +176,16 @@ def test_bench_recall_scale_asks_each_conversation_alone_and_among_others(tmp_pa
 
 
 @needs_locomo
+def test_bench_recall_scale_can_ask_in_the_conversations_own_chat(tmp_path):
+    out = run_script("bench_recall_scale.py", "--data", locomo_slice(tmp_path), "--size", "1500", "--json",
+                     "--asker", "chat", tmp_path=tmp_path)
+    report = json.loads(out)
+    assert report["asker"] == "chat"
+    for row in report["conversations"].values():
+        assert row["padded"]["R@10"] >= 0.68
+
+
+@needs_locomo
 def test_bench_pg_measures_turns_the_drain_and_search_on_a_server(tmp_path, pg_url):
     out = run_script("bench_pg.py", "--url", pg_url, "--quick", "--turns", "6", "--history", "100",
                      "--drain-turns", "10", "--sizes", "300", "--repeat", "2", "--gap-ms", "10", tmp_path=tmp_path)
