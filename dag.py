@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from . import pgtext, pgwords
 from .backend import on_server
 from .db import Database
+from .rows import calendar_time
 from .scope import EVERYTHING, Visibility
 
 _VISIBLE = "(n.session_id = :s OR n.node_id IN (SELECT node_id FROM carried_nodes WHERE session_id = :s))"
@@ -45,8 +46,14 @@ class NodeRow:
     created_at: float
 
 
-def _node(r: sqlite3.Row | dict) -> NodeRow:
-    return NodeRow(**{k: r[k] for k in NodeRow.__dataclass_fields__})
+def node_row(r: sqlite3.Row | dict) -> NodeRow:
+    """A NodeRow from one row of summary_nodes."""
+    cols = {k: r[k] for k in NodeRow.__dataclass_fields__}
+    # a damaged row's text or NaN reads as an unknown time, not as a value that breaks sorting
+    cols["earliest_at"], cols["latest_at"] = calendar_time(cols["earliest_at"]), calendar_time(cols["latest_at"])
+    created = calendar_time(cols["created_at"])
+    cols["created_at"] = (cols["latest_at"] or 0.0) if created is None else created
+    return NodeRow(**cols)
 
 
 class SummaryDAG:
@@ -124,7 +131,7 @@ class SummaryDAG:
                     + _PG_NODE_TAIL,
                     (ids[-1], time.time(), session_id, ids[0], summary, *meta, ids, words, len(words.split()))
                 ).fetchone()
-                return None if row is None else _node(row)
+                return None if row is None else node_row(row)
             if self._frontier_at(conn, session_id) >= ids[0]:
                 return None
             node_id = self.add_leaf(session_id, summary, ids, token_count=token_count,
@@ -133,7 +140,7 @@ class SummaryDAG:
             conn.execute("UPDATE sessions SET frontier_store_id = CASE WHEN frontier_store_id > ? THEN"
                          " frontier_store_id ELSE ? END, updated_at = ? WHERE session_id = ?",
                          (ids[-1], ids[-1], time.time(), session_id))
-            return _node(conn.execute("SELECT * FROM summary_nodes WHERE node_id = ?", (node_id,)).fetchone())
+            return node_row(conn.execute("SELECT * FROM summary_nodes WHERE node_id = ?", (node_id,)).fetchone())
 
     def condense_on_frontier(self, session_id: str, depth: int, summary: str, child_ids: Sequence[int], *,
                              token_count: int, source_token_count: int, earliest_at: float | None,
@@ -168,14 +175,14 @@ class SummaryDAG:
                     if "a child left the frontier" not in str(exc):
                         raise
                     return None
-                return None if row is None else _node(row)
+                return None if row is None else node_row(row)
             if not self.on_frontier(session_id, ids, conn):
                 return None
             node_id = self.add_condensed(session_id, depth, summary, ids, token_count=token_count,
                                          source_token_count=source_token_count, earliest_at=earliest_at,
                                          latest_at=latest_at, level=level, model=model, expand_hint=expand_hint,
                                          conn=conn)
-            return _node(conn.execute("SELECT * FROM summary_nodes WHERE node_id = ?", (node_id,)).fetchone())
+            return node_row(conn.execute("SELECT * FROM summary_nodes WHERE node_id = ?", (node_id,)).fetchone())
 
     @staticmethod
     def _frontier_at(conn: sqlite3.Connection, session_id: str) -> int:
@@ -273,7 +280,7 @@ class SummaryDAG:
     # -- reads -------------------------------------------------------------
     def get(self, node_id: int) -> NodeRow | None:
         r = self.db.read().execute("SELECT * FROM summary_nodes WHERE node_id=?", (int(node_id),)).fetchone()
-        return None if r is None else _node(r)
+        return None if r is None else node_row(r)
 
     def is_visible(self, session_id: str, node_id: int) -> bool:
         r = self.db.read().execute(f"SELECT 1 FROM summary_nodes n WHERE n.node_id=:n AND {_VISIBLE}",
@@ -298,11 +305,11 @@ class SummaryDAG:
         """
         sql = ("SELECT n.* FROM session_frontier f JOIN summary_nodes n ON n.node_id = f.node_id"
                " WHERE f.session_id = ? ORDER BY n.depth DESC, COALESCE(n.earliest_at, n.created_at), n.node_id")
-        return [_node(r) for r in self.db.read().execute(sql, (session_id,))]
+        return [node_row(r) for r in self.db.read().execute(sql, (session_id,))]
 
     def visible(self, session_id: str) -> list[NodeRow]:
         sql = f"SELECT n.* FROM summary_nodes n WHERE {_VISIBLE} ORDER BY n.depth, n.node_id"
-        return [_node(r) for r in self.db.read().execute(sql, {"s": session_id})]
+        return [node_row(r) for r in self.db.read().execute(sql, {"s": session_id})]
 
     def source_count(self, node: NodeRow) -> int:
         table = "node_messages" if node.depth == 0 else "node_children"
@@ -372,7 +379,7 @@ class SummaryDAG:
                " FROM nodes_fts JOIN summary_nodes n ON n.node_id = nodes_fts.rowid WHERE nodes_fts MATCH :m"
                " AND (n.session_id = :s OR n.node_id IN (SELECT id FROM carried)) ORDER BY _rank LIMIT :l")
         rows = self.db.read().execute(sql, {"m": match, "s": session_id, "l": int(limit)})
-        return [(_node(r), float(r["_rank"]), str(r["_snippet"] or "")) for r in rows]
+        return [(node_row(r), float(r["_rank"]), str(r["_snippet"] or "")) for r in rows]
 
     def search_all(self, match: str, limit: int = 50, time_from: float | None = None,
                    time_to: float | None = None, visible: Visibility = EVERYTHING) -> list[tuple[NodeRow, float, str]]:
@@ -413,10 +420,10 @@ class SummaryDAG:
             if window >= total:
                 break
             window = window * 8 if window * 8 < total else -1
-        return [(_node(r), float(r["_rank"]), str(r["_snippet"] or "")) for r in rows]
+        return [(node_row(r), float(r["_rank"]), str(r["_snippet"] or "")) for r in rows]
 
     def _server_hits(self, conn: sqlite3.Connection, match: str, where: list[str], args: list[object],
                      limit: int) -> list[tuple[NodeRow, float, str]]:
         """``search``/``search_all`` on a PostgreSQL store: ranked in SQL by ``pgtext``."""
         hits = pgtext.search_nodes(conn, match, where=where, args=list(args), limit=int(limit), rows=True)
-        return [(_node(h[0]), float(h[1]), str(h[2] or "")) for h in hits]
+        return [(node_row(h[0]), float(h[1]), str(h[2] or "")) for h in hits]

@@ -171,11 +171,11 @@ def normalize_message(message: dict[str, Any]) -> dict[str, Any]:
         "tool_name": _text_or_none(message.get("tool_name") or message.get("name")),
         "extra": COLUMN_JSON(extra) if extra else None,
         "token_count": tokens.count_message(message, calls_json),  # the same JSON text: encoded once
-        "created_at": _calendar_time(ts),
+        "created_at": calendar_time(ts),
     }
 
 
-def _calendar_time(ts: Any) -> float | None:
+def calendar_time(ts: Any) -> float | None:
     """``ts`` as epoch seconds when it is a number inside TIME_MIN..TIME_MAX, else None."""
     return float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) and _TS_LOW <= ts <= _TS_HIGH \
         else None
@@ -194,8 +194,10 @@ def message_row_from(d: dict[str, Any]) -> MessageRow:
     d["content_is_json"] = bool(d["content_is_json"])
     d["pinned"] = bool(d["pinned"])
     d["source"] = d["source"] or "unknown"
-    if _calendar_time(d["created_at"]) is None:  # an older build stored any timestamp
-        d["created_at"] = d["ingested_at"]
+    # an older build stored any timestamp and a damaged row may hold text: they read as a time
+    ingested, created = calendar_time(d["ingested_at"]), calendar_time(d["created_at"])
+    d["ingested_at"] = 0.0 if ingested is None else ingested
+    d["created_at"] = d["ingested_at"] if created is None else created
     return MessageRow(**d)
 
 

@@ -8,15 +8,14 @@ Read-only; the SQL of rollups themselves lives in rollup_store.py.
 """
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..backend import UNBOUNDED
-from ..dag import NodeRow
+from ..dag import NodeRow, node_row
 from ..db import Database
-from ..rows import MessageRow, message_row
+from ..rows import MessageRow, calendar_time, message_row
 from ..scope import EVERYTHING, Visibility
 
 # The nodes a session can reach: its own, carried ones and everything beneath those.
@@ -35,10 +34,6 @@ class LeafSpan:
     earliest_at: float
     latest_at: float
     scope: str = ""  # its session's owner scope ("" when unscoped)
-
-
-def _node(r: sqlite3.Row) -> NodeRow:
-    return NodeRow(**{k: r[k] for k in NodeRow.__dataclass_fields__})
 
 
 def _leaf_sql(select: str, session_id: str | None, tail: str = "", visible: Visibility = EVERYTHING) -> str:
@@ -61,7 +56,8 @@ def leaf_spans(db: Database, start: float, end: float, session_id: str | None = 
                     " COALESCE((SELECT s.scope FROM sessions s WHERE s.session_id = n.session_id), '')",
                     session_id, visible=visible)
     rows = db.read().execute(sql, _args(start, end, session_id, visible))
-    return [LeafSpan(int(r[0]), str(r[1]), float(r[2]), float(r[3]), str(r[4])) for r in rows]
+    spans = ((r, calendar_time(r[2]), calendar_time(r[3])) for r in rows)  # a damaged time: no known span
+    return [LeafSpan(int(r[0]), str(r[1]), a, b, str(r[4])) for r, a, b in spans if a is not None and b is not None]
 
 
 def leaves(db: Database, start: float, end: float, *, session_id: str | None = None,
@@ -74,7 +70,7 @@ def leaves(db: Database, start: float, end: float, *, session_id: str | None = N
         tail += f" AND ({_LEAF_ORDER}, n.node_id) > (:at, :id)"
         args.update({"at": float(after[0]), "id": int(after[1])})
     tail += f" ORDER BY {_LEAF_ORDER}, n.node_id LIMIT :l"
-    return [_node(r) for r in db.read().execute(_leaf_sql("n.*", session_id, tail, visible), args)]
+    return [node_row(r) for r in db.read().execute(_leaf_sql("n.*", session_id, tail, visible), args)]
 
 
 def count_leaves(db: Database, start: float, end: float, session_id: str | None = None,

@@ -1,0 +1,69 @@
+"""Rows damaged the way disks and older builds leave them, in a real trove.db: the next turn
+(ingest, compaction, assembly) and the tools that read them carry on, and nothing else is lost."""
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+from conftest import assistant, make_config, make_engine, tool_call, tool_result, user
+
+from hermes_trove.packed import register
+from hermes_trove.runtime import build_runtime
+
+READERS = (("trove_grep", {"query": "deploy"}), ("trove_grep", {"query": "output", "session_scope": "all"}),
+           ("trove_recall", {"query": "deploy answer"}), ("trove_describe", {}), ("trove_expand", {"node_id": 1}),
+           ("trove_load_session", {"session_id": "s1"}), ("trove_recent", {"period": "today"}),
+           ("trove_inspect", {}), ("trove_status", {}))
+
+
+def exchanges(n: int, tag: str = "") -> list[dict]:
+    out = []
+    for i in range(n):
+        out += [user(f"question {tag}{i} about deploy " + "pad " * 300),
+                assistant("", [tool_call(f"c{tag}{i}", "terminal", json.dumps({"cmd": f"ls {i}"}))]),
+                tool_result(f"c{tag}{i}", f"result {i} " + "line of output\n" * 200),
+                assistant(f"answer {tag}{i} " + "word " * 200)]
+    return out
+
+
+def compacted(tmp_path):
+    """An engine whose session has one compaction behind it, and the path of its trove.db."""
+    runtime = build_runtime(make_config(tmp_path))
+    engine = make_engine(runtime, context_length=20000)
+    history = exchanges(12)
+    engine.compress(history, current_tokens=10**6, force=True)
+    assert runtime.dag.visible("s1")
+    return engine, history, runtime.config.database_path
+
+
+def damage(path: str, sql: str) -> None:
+    conn = sqlite3.connect(path)
+    register(conn)  # the schema's triggers read content through trove_text
+    with conn:
+        assert conn.execute(sql).rowcount > 0
+    conn.close()
+
+
+def next_turn_and_reads(engine, history) -> None:
+    """A turn over the damaged rows compacts through trove itself, and every reader answers."""
+    before = engine.runtime.store.count("s1")
+    more = history + exchanges(6, "b")
+    out = engine.compress(more, current_tokens=10**6, force=True)
+    assert engine.state.last_status != "delegated", engine.state.last_reason
+    assert out != more and all(isinstance(m, dict) for m in out)
+    assert engine.runtime.store.count("s1") == before + len(more) - len(history)
+    for name, args in READERS:
+        reply = json.loads(engine.handle_tool_call(name, args))
+        assert f"{name} failed" not in str(reply.get("error", "")), reply
+
+
+@pytest.mark.parametrize("sql", [
+    "UPDATE messages SET ingested_at = 'soon', created_at = 'then'",
+    "UPDATE summary_nodes SET earliest_at = 'then', latest_at = 'now', created_at = 'when'",
+    "UPDATE summary_nodes SET latest_at = 'now'",
+])
+def test_a_timestamp_stored_as_text_is_read_as_unknown_and_the_turn_compacts(tmp_path, sql):
+    engine, history, path = compacted(tmp_path)
+    damage(path, sql)
+    next_turn_and_reads(engine, history)
