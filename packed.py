@@ -18,6 +18,7 @@ LEVEL = 1               # half level 6's time on a turn's tool output, for about
 MAX_BYTES = 64 << 20    # larger text stays plain; a packed value that would unpack past it is refused
 SQL_TEXT = "trove_text"  # the SQL function: a stored content value -> its text
 DEFLATE_MAX_RATIO = 1032  # deflate never expands a byte into more than this many
+DAMAGED = "[trove: this message's stored text is damaged"  # how a packed value that does not unpack reads
 
 
 def pack(text: str) -> str | bytes:
@@ -51,7 +52,7 @@ def unpack(value: Any) -> Any:
             raise zlib.error("the packed value ends early")
         return raw.decode("utf-8")
     except (zlib.error, UnicodeDecodeError) as exc:
-        return f"[trove: this message's stored text is damaged and cannot be read ({type(exc).__name__})]"
+        return f"{DAMAGED} and cannot be read ({type(exc).__name__})]"
 
 
 def register(conn: sqlite3.Connection) -> None:

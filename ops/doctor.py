@@ -133,6 +133,18 @@ def _check_lineage(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> C
         "inspect: some summaries point at rows that were deleted outside trove; raw search still works"
 
 
+def _check_damaged_rows(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
+    found = queries.damaged_rows(conn)
+    if not found:
+        return "pass", "every message and summary row reads as trove wrote it", ""
+    detail = "; ".join(f"{kind}: {n} (ids {', '.join(map(str, ids))}{', ...' if n > len(ids) else ''})"
+                       for kind, (n, ids) in found.items())
+    lost = "messages whose stored text is damaged" in found
+    return ("fail" if lost else "warn"), detail, \
+        "rows changed outside trove or by the disk; the rest reads normally. " \
+        + ("Restore the file from a backup taken before the damage" if lost else "Reads treat them as unknown")
+
+
 def _check_lifecycle(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
     counts = queries.lifecycle_counts(conn)
     rows, beyond = counts.sessions, counts.frontier_past_last_message
@@ -267,6 +279,7 @@ CHECKS: tuple[tuple[str, Callable[[Runtime, sqlite3.Connection, Shared], Check]]
     ("fts_index_sync", _check_fts_sync),
     ("fts_integrity", _check_fts_integrity),
     ("orphaned_lineage", _check_lineage),
+    ("damaged_rows", _check_damaged_rows),
     ("lifecycle", _check_lifecycle),
     ("config_validation", _check_config),
     ("context_pressure", _check_pressure),

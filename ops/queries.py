@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..backend import on_server
+from ..packed import DAMAGED
 
 if TYPE_CHECKING:
     from ..db import Database
@@ -82,6 +83,45 @@ def lineage_orphans(conn: sqlite3.Connection) -> LineageOrphans:
         count("SELECT COUNT(*) FROM summary_nodes n WHERE NOT EXISTS"
               " (SELECT 1 FROM node_messages nm WHERE nm.node_id = n.node_id) AND NOT EXISTS"
               " (SELECT 1 FROM node_children c WHERE c.node_id = n.node_id)"))
+
+
+def _not_numbers(*columns: str, nullable: bool = False) -> str:
+    allowed = "'real', 'integer', 'null'" if nullable else "'real', 'integer'"
+    return " OR ".join(f"typeof({c}) NOT IN ({allowed})" for c in columns)
+
+
+def _not_finite(*columns: str) -> str:
+    return " OR ".join(f"{c} IN ('NaN', 'Infinity', '-Infinity')" for c in columns)
+
+
+# Rows no trove write leaves behind: (kind, table, id column, condition). A SQLite file can hold
+# text in any column and packed text cut short; a server's typed columns, only NaN and infinities.
+_DAMAGED_SQLITE = (
+    ("messages whose stored text is damaged", "messages", "store_id",
+     f"typeof(content) = 'blob' AND substr(trove_text(content), 1, {len(DAMAGED)})"
+     f" = '{DAMAGED.replace(chr(39), chr(39) * 2)}'"),
+    ("messages with a column that is not JSON", "messages", "store_id",
+     "NOT json_valid(COALESCE(tool_calls, '[]')) OR NOT json_valid(COALESCE(extra, '{}'))"
+     " OR (content_is_json AND NOT json_valid(trove_text(content)))"),
+    ("messages with a time that is not a number", "messages", "store_id", _not_numbers("created_at", "ingested_at")),
+    ("summary nodes with a time that is not a number", "summary_nodes", "node_id",
+     _not_numbers("created_at") + " OR " + _not_numbers("earliest_at", "latest_at", nullable=True)),
+)
+_DAMAGED_SERVER = (
+    ("messages with a time that is not a number", "messages", "store_id", _not_finite("created_at", "ingested_at")),
+    ("summary nodes with a time that is not a number", "summary_nodes", "node_id",
+     _not_finite("created_at", "earliest_at", "latest_at")),
+)
+
+
+def damaged_rows(conn: sqlite3.Connection, limit: int = 5) -> dict[str, tuple[int, list[int]]]:
+    """Each kind of damaged row found: how many, and the ids of the first ``limit``."""
+    out = {}
+    for kind, table, key, where in _DAMAGED_SERVER if on_server(conn) else _DAMAGED_SQLITE:
+        ids = [int(r[0]) for r in conn.execute(f"SELECT {key} FROM {table} WHERE {where} ORDER BY {key}")]
+        if ids:
+            out[kind] = (len(ids), ids[:limit])
+    return out
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import sqlite3
 import pytest
 from conftest import assistant, make_config, make_engine, tool_call, tool_result, user
 
+from hermes_trove.ops import doctor
 from hermes_trove.packed import register
 from hermes_trove.runtime import build_runtime
 
@@ -66,4 +67,46 @@ def next_turn_and_reads(engine, history) -> None:
 def test_a_timestamp_stored_as_text_is_read_as_unknown_and_the_turn_compacts(tmp_path, sql):
     engine, history, path = compacted(tmp_path)
     damage(path, sql)
+    next_turn_and_reads(engine, history)
+
+
+@pytest.mark.parametrize(("sql", "kind", "status"), [
+    ("UPDATE messages SET content = substr(content, 1, 20) WHERE typeof(content) = 'blob'",
+     "messages whose stored text is damaged", "fail"),
+    ("UPDATE messages SET tool_calls = '{not json' WHERE tool_calls IS NOT NULL",
+     "messages with a column that is not JSON", "warn"),
+    ("UPDATE messages SET created_at = 'then' WHERE role = 'user'",
+     "messages with a time that is not a number", "warn"),
+    ("UPDATE summary_nodes SET latest_at = 'now'", "summary nodes with a time that is not a number", "warn"),
+])
+def test_the_doctor_names_each_damaged_row_and_the_turn_carries_on(tmp_path, sql, kind, status):
+    engine, history, path = compacted(tmp_path)
+    assert by_check(engine)["damaged_rows"]["status"] == "pass"
+    damage(path, sql)
+    check = by_check(engine)["damaged_rows"]
+    assert check["status"] == status and check["detail"].startswith(kind + ": "), check
+    next_turn_and_reads(engine, history)
+
+
+def by_check(engine) -> dict[str, dict]:
+    report = doctor.run_doctor(engine.runtime, engine.snapshot())
+    return {c["check"]: c for c in report["checks"]}
+
+
+@pytest.mark.both_backends
+def test_a_nan_time_on_either_store_is_named_by_the_doctor_and_read_as_unknown(tmp_path, runtime, backend):
+    engine = make_engine(runtime, context_length=20000)
+    history = exchanges(12)
+    engine.compress(history, current_tokens=10**6, force=True)
+    if backend == "postgresql":
+        import psycopg
+        with psycopg.connect(runtime.config.database_url, autocommit=True) as conn:
+            conn.execute("UPDATE messages SET created_at = 'NaN' WHERE role = 'user'")
+            conn.execute("UPDATE summary_nodes SET earliest_at = 'Infinity', latest_at = 'NaN'")
+    else:  # SQLite keeps no NaN (it stores NULL): text is how a time goes bad in a file
+        damage(runtime.config.database_path, "UPDATE messages SET created_at = 'NaN' WHERE role = 'user'")
+        damage(runtime.config.database_path, "UPDATE summary_nodes SET earliest_at = 'Infinity', latest_at = 'x'")
+    detail = by_check(engine)["damaged_rows"]["detail"]
+    assert "messages with a time that is not a number" in detail
+    assert "summary nodes with a time that is not a number" in detail
     next_turn_and_reads(engine, history)
