@@ -72,11 +72,9 @@ class MessageRow:
             msg["tool_call_id"] = self.tool_call_id
         if self.tool_name:
             msg["name"] = self.tool_name
-        if self.extra:
-            try:
-                msg.update({k: v for k, v in json.loads(self.extra).items() if k not in msg})
-            except ValueError:
-                pass
+        extra = json_or_text(self.extra) if self.extra else None
+        if isinstance(extra, dict):  # a damaged row's may be text, a list or null
+            msg.update({k: v for k, v in extra.items() if k not in msg})
         return msg
 
 

@@ -101,7 +101,8 @@ _DAMAGED_SQLITE = (
      f"typeof(content) = 'blob' AND substr(trove_text(content), 1, {len(DAMAGED)})"
      f" = '{DAMAGED.replace(chr(39), chr(39) * 2)}'"),
     ("messages with a column that is not JSON", "messages", "store_id",
-     "NOT json_valid(COALESCE(tool_calls, '[]')) OR NOT json_valid(COALESCE(extra, '{}'))"
+     "NOT json_valid(COALESCE(tool_calls, '[]'))"
+     " OR CASE WHEN json_valid(extra) THEN json_type(extra) <> 'object' ELSE extra IS NOT NULL END"
      " OR (content_is_json AND NOT json_valid(trove_text(content)))"),
     ("messages with a time that is not a number", "messages", "store_id", _not_numbers("created_at", "ingested_at")),
     ("summary nodes with a time that is not a number", "summary_nodes", "node_id",

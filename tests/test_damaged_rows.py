@@ -77,6 +77,8 @@ def test_a_timestamp_stored_as_text_is_read_as_unknown_and_the_turn_compacts(tmp
      "messages with a column that is not JSON", "warn"),
     ("UPDATE messages SET created_at = 'then' WHERE role = 'user'",
      "messages with a time that is not a number", "warn"),
+    ("UPDATE messages SET extra = '[1, 2]'", "messages with a column that is not JSON", "warn"),
+    ("UPDATE messages SET extra = 'null'", "messages with a column that is not JSON", "warn"),
     ("UPDATE summary_nodes SET latest_at = 'now'", "summary nodes with a time that is not a number", "warn"),
 ])
 def test_the_doctor_names_each_damaged_row_and_the_turn_carries_on(tmp_path, sql, kind, status):
