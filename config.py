@@ -124,7 +124,8 @@ class TroveConfig:
     embeddings_enabled: bool = knob(
         False, "Build and search embedding vectors (off = full text only).", group="embeddings")
     embedding_provider: str = knob(
-        "local", "local (in-process ONNX MiniLM) or openai (any /v1/embeddings API).", group="embeddings")
+        "local", "local (in-process ONNX MiniLM) or openai (any /v1/embeddings API).", group="embeddings",
+        choices=("local", "openai"))
     embedding_model: str = knob("", "Embedding model (empty = the provider's default).", group="embeddings")
     embedding_base_url: str = knob(
         "", "openai provider: API base URL ending in /v1 (empty = api.openai.com).", group="embeddings")
@@ -164,7 +165,7 @@ class TroveConfig:
     recall_fusion: str = knob(
         "zscore",
         "How recall fuses its arms: zscore or interpolate (weighted z-score or min-max normalised scores), or rrf.",
-        group="recall")
+        group="recall", choices=("zscore", "interpolate", "rrf"))
     recall_fts_weight: float = knob(
         1.0, "Weight of the full-text arm over raw messages.", lo=0.0, hi=100.0, group="recall")
     recall_summary_weight: float = knob(

@@ -95,8 +95,6 @@ def _response(req: RecallRequest, result: RecallResult, hits: list[dict[str, Any
                   "coverage": {name: arm.to_dict() for name, arm in result.arms.items()},
                   "ordering": "fused score x (1 + scope_bias if current conversation) x recency prior;"
                               " a changed fact's current statement first for a question about the present"}
-    if result.fusion_note:
-        provenance["fusion_note"] = result.fusion_note
     excluded = {k: v for k, v in result.excluded.items() if v}
 
     def build(n: int) -> dict[str, Any]:

@@ -105,7 +105,6 @@ class RecallResult:
     degraded: bool
     degraded_reason: str | None
     excluded: dict[str, int]
-    fusion_note: str | None = None  # why the configured fusion was not used
 
 
 def weights(runtime: Runtime) -> dict[str, float]:
@@ -138,9 +137,7 @@ def recall(runtime: Runtime, req: RecallRequest) -> RecallResult:
         reports["summary"].reason = "include='verbatim'"
     degraded_reason = _semantic_arm(runtime, req, pending, gate, rows, nodes, scores, reports["semantic"])
 
-    method = cfg.recall_fusion if cfg.recall_fusion in fusion.FUSIONS else fusion.FUSIONS[0]
-    note = None if method == cfg.recall_fusion else (f"unknown TROVE_RECALL_FUSION {str(cfg.recall_fusion)[:40]!r}"
-                                                     f" (one of {', '.join(fusion.FUSIONS)}); used {method}")
+    method = cfg.recall_fusion  # one of fusion.FUSIONS: the configuration refuses any other
     ran = {name: arm for name, arm in scores.items() if arm}
     fused = fusion.fuse(ran, w, method, floors={"fts": 0.0, "summary": 0.0, "semantic": None})
     now = time.time() if req.now is None else req.now
@@ -168,7 +165,7 @@ def recall(runtime: Runtime, req: RecallRequest) -> RecallResult:
         hits = _per_session_cap(hits, PER_SESSION_ANSWER_READY)
     degraded = degraded_reason is not None
     return RecallResult(match, hits[:req.limit], len(hits) > req.limit, reports, method, degraded,
-                        degraded_reason, gate.excluded, note)
+                        degraded_reason, gate.excluded)
 
 
 class Gate:

@@ -84,6 +84,8 @@ class TestLoadConfig:
         ("TROVE_FRESH_TAIL_COUNT", "3.5", "fresh_tail_count"),
         ("TROVE_INCREMENTAL_MAX_DEPTH", "65", "incremental_max_depth"),
         ("TROVE_ENABLE_SLASH_COMMAND", "maybe", "enable_slash_command"),
+        ("TROVE_RECALL_FUSION", "borda", "recall_fusion"),
+        ("TROVE_EMBEDDING_PROVIDER", "magic", "embedding_provider"),
     ])
     def test_a_bad_value_warns_with_what_is_accepted_and_keeps_the_default(self, name, raw, field):
         cfg, warned = load({name: raw})

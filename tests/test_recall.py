@@ -128,16 +128,6 @@ def test_response_reports_arms_weights_coverage_and_why_semantic_did_not_run(mem
     assert out["degraded"] is False and out["degraded_reason"] is None
 
 
-def test_an_unknown_fusion_setting_falls_back_to_the_default_and_says_so(memory):
-    import dataclasses
-
-    runtime = memory.engine.runtime
-    runtime.config = dataclasses.replace(runtime.config, recall_fusion="borda")
-    out = call(memory.engine, "trove_recall", query="ferry")
-    assert out["provenance"]["fusion"] == "zscore" and out["hits"]
-    assert "unknown TROVE_RECALL_FUSION 'borda'" in out["provenance"]["fusion_note"]
-
-
 def test_scope_bias_prefers_the_current_conversation_softly(runtime):
     # the same matching words said in the current session (already compacted) and, later, elsewhere
     here = store(runtime, "here", ["the blue heron nests by the weir"], t0=T0)
