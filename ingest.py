@@ -85,6 +85,12 @@ class IngestCursor:
     length: int = 0
     identity: str = ""
 
+    @classmethod
+    def read(cls, length: Any, identity: Any) -> IngestCursor:
+        """The cursor a sessions row holds. A length that is no count (a damaged row's text) reads as
+        unknown: the next ingest then aligns on the stored messages instead of failing every turn."""
+        return cls(length if type(length) is int and length >= 0 else 0, str(identity or ""))
+
 
 @dataclass(frozen=True)
 class IngestPlan:

@@ -166,7 +166,7 @@ class MessageStore:
         identity = identity or memo_identity()  # one digest per message of the list
         srow = self.db.read().execute("SELECT ingest_len, ingest_identity FROM sessions WHERE session_id=?",
                                       (key.session_id,)).fetchone()
-        seen = IngestCursor(int(srow[0]), str(srow[1])) if srow is not None else IngestCursor()
+        seen = IngestCursor.read(*srow) if srow is not None else IngestCursor()
         guess = plan_fast(messages, seen, identity)
         if srow is not None and guess is not None and guess.start == len(messages) == seen.length:
             return IngestResult((), 0, "up to date")  # nothing new: no write at all
@@ -188,7 +188,7 @@ class MessageStore:
             _upsert_session(conn, key, None)
             srow = conn.execute("SELECT ingest_len, ingest_identity FROM sessions WHERE session_id=?",
                                 (key.session_id,)).fetchone()
-            cursor = IngestCursor(int(srow[0]), str(srow[1])) if srow else IngestCursor()
+            cursor = IngestCursor.read(*srow) if srow else IngestCursor()
             plan = plan_fast(messages, cursor, identity)
             if plan is None:
                 tail = [r[0] for r in conn.execute(

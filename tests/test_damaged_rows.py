@@ -70,6 +70,12 @@ def test_a_timestamp_stored_as_text_is_read_as_unknown_and_the_turn_compacts(tmp
     next_turn_and_reads(engine, history)
 
 
+def test_a_session_cursor_stored_as_text_realigns_on_the_stored_messages(tmp_path):
+    engine, history, path = compacted(tmp_path)
+    damage(path, "UPDATE sessions SET ingest_len = 'lots'")
+    next_turn_and_reads(engine, history)  # every new message stored once, none again
+
+
 @pytest.mark.parametrize(("sql", "kind", "status"), [
     ("UPDATE messages SET content = substr(content, 1, 20) WHERE typeof(content) = 'blob'",
      "messages whose stored text is damaged", "fail"),
