@@ -13,10 +13,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from . import pgtext, pgwords
+from . import pgtext, pgwords, tokens
 from .backend import on_server
 from .db import Database
-from .rows import calendar_time
+from .rows import calendar_time, is_count
 from .scope import EVERYTHING, Visibility
 
 _VISIBLE = "(n.session_id = :s OR n.node_id IN (SELECT node_id FROM carried_nodes WHERE session_id = :s))"
@@ -53,6 +53,10 @@ def node_row(r: sqlite3.Row | dict) -> NodeRow:
     cols["earliest_at"], cols["latest_at"] = calendar_time(cols["earliest_at"]), calendar_time(cols["latest_at"])
     created = calendar_time(cols["created_at"])
     cols["created_at"] = (cols["latest_at"] or 0.0) if created is None else created
+    if not is_count(cols["token_count"]):  # a damaged count is recounted: assembly must not take it as free
+        cols["token_count"] = tokens.count(str(cols["summary"]))
+    if not is_count(cols["source_token_count"]):
+        cols["source_token_count"] = 0
     return NodeRow(**cols)
 
 

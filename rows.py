@@ -196,7 +196,14 @@ def message_row_from(d: dict[str, Any]) -> MessageRow:
     ingested, created = calendar_time(d["ingested_at"]), calendar_time(d["created_at"])
     d["ingested_at"] = 0.0 if ingested is None else ingested
     d["created_at"] = d["ingested_at"] if created is None else created
+    if not is_count(d["token_count"]):  # a damaged count is recounted: budgets must not take it as free
+        d["token_count"] = tokens.count(str(unpack(d["stored"])))
     return MessageRow(**d)
+
+
+def is_count(value: Any) -> bool:
+    """True for a count a trove write stores: a non-negative integer."""
+    return type(value) is int and value >= 0
 
 
 def encodable(cols: dict[str, Any]) -> bool:

@@ -90,6 +90,10 @@ def _not_numbers(*columns: str, nullable: bool = False) -> str:
     return " OR ".join(f"typeof({c}) NOT IN ({allowed})" for c in columns)
 
 
+def _not_counts(*columns: str) -> str:
+    return " OR ".join(f"typeof({c}) <> 'integer' OR {c} < 0" for c in columns)
+
+
 def _not_finite(*columns: str) -> str:
     return " OR ".join(f"{c} IN ('NaN', 'Infinity', '-Infinity')" for c in columns)
 
@@ -104,14 +108,17 @@ _DAMAGED_SQLITE = (
      "NOT json_valid(COALESCE(tool_calls, '[]'))"
      " OR CASE WHEN json_valid(extra) THEN json_type(extra) <> 'object' ELSE extra IS NOT NULL END"
      " OR (content_is_json AND NOT json_valid(trove_text(content)))"),
-    ("messages with a time that is not a number", "messages", "store_id", _not_numbers("created_at", "ingested_at")),
-    ("summary nodes with a time that is not a number", "summary_nodes", "node_id",
-     _not_numbers("created_at") + " OR " + _not_numbers("earliest_at", "latest_at", nullable=True)),
+    ("messages with a time or count that is not a number", "messages", "store_id",
+     _not_numbers("created_at", "ingested_at") + " OR " + _not_counts("token_count")),
+    ("summary nodes with a time or count that is not a number", "summary_nodes", "node_id",
+     _not_numbers("created_at") + " OR " + _not_numbers("earliest_at", "latest_at", nullable=True)
+     + " OR " + _not_counts("depth", "token_count", "source_token_count")),
 )
 _DAMAGED_SERVER = (
-    ("messages with a time that is not a number", "messages", "store_id", _not_finite("created_at", "ingested_at")),
-    ("summary nodes with a time that is not a number", "summary_nodes", "node_id",
-     _not_finite("created_at", "earliest_at", "latest_at")),
+    ("messages with a time or count that is not a number", "messages", "store_id",
+     _not_finite("created_at", "ingested_at") + " OR token_count < 0"),
+    ("summary nodes with a time or count that is not a number", "summary_nodes", "node_id",
+     _not_finite("created_at", "earliest_at", "latest_at") + " OR LEAST(depth, token_count, source_token_count) < 0"),
 )
 
 

@@ -8,6 +8,7 @@ import sqlite3
 import pytest
 from conftest import assistant, make_config, make_engine, tool_call, tool_result, user
 
+from hermes_trove import tokens
 from hermes_trove.ops import doctor
 from hermes_trove.packed import register
 from hermes_trove.runtime import build_runtime
@@ -82,10 +83,10 @@ def test_a_session_cursor_stored_as_text_realigns_on_the_stored_messages(tmp_pat
     ("UPDATE messages SET tool_calls = '{not json' WHERE tool_calls IS NOT NULL",
      "messages with a column that is not JSON", "warn"),
     ("UPDATE messages SET created_at = 'then' WHERE role = 'user'",
-     "messages with a time that is not a number", "warn"),
+     "messages with a time or count that is not a number", "warn"),
     ("UPDATE messages SET extra = '[1, 2]'", "messages with a column that is not JSON", "warn"),
     ("UPDATE messages SET extra = 'null'", "messages with a column that is not JSON", "warn"),
-    ("UPDATE summary_nodes SET latest_at = 'now'", "summary nodes with a time that is not a number", "warn"),
+    ("UPDATE summary_nodes SET latest_at = 'now'", "summary nodes with a time or count that is not a number", "warn"),
 ])
 def test_the_doctor_names_each_damaged_row_and_the_turn_carries_on(tmp_path, sql, kind, status):
     engine, history, path = compacted(tmp_path)
@@ -115,6 +116,25 @@ def test_a_nan_time_on_either_store_is_named_by_the_doctor_and_read_as_unknown(t
         damage(runtime.config.database_path, "UPDATE messages SET created_at = 'NaN' WHERE role = 'user'")
         damage(runtime.config.database_path, "UPDATE summary_nodes SET earliest_at = 'Infinity', latest_at = 'x'")
     detail = by_check(engine)["damaged_rows"]["detail"]
-    assert "messages with a time that is not a number" in detail
-    assert "summary nodes with a time that is not a number" in detail
+    assert "messages with a time or count that is not a number" in detail
+    assert "summary nodes with a time or count that is not a number" in detail
     next_turn_and_reads(engine, history)
+
+
+@pytest.mark.parametrize("sql", [
+    "UPDATE summary_nodes SET token_count = -1000000000",
+    "UPDATE summary_nodes SET token_count = 'many', source_token_count = 'more'",
+    "UPDATE messages SET token_count = 'many'",
+])
+def test_a_damaged_token_count_is_recounted_and_the_prompt_stays_under_the_threshold(tmp_path, sql):
+    runtime = build_runtime(make_config(tmp_path, incremental_max_depth=0, leaf_chunk_tokens=500))
+    engine = make_engine(runtime, context_length=20000)
+    history = [m for i in range(60)
+               for m in (user(f"q{i} " + "alpha beta " * 150), assistant(f"a{i} " + "gamma " * 150))]
+    engine.compress(history, current_tokens=10**6, force=True)
+    assert len(runtime.dag.frontier("s1")) > 20  # leaves only: the next prompt shows many of them
+    damage(runtime.config.database_path, sql)
+    out = engine.compress(history + [user("next"), assistant("ok")], current_tokens=10**6, force=True)
+    assert engine.state.last_status != "delegated", engine.state.last_reason
+    assert tokens.count_messages(out) <= engine.threshold_tokens
+    assert "count that is not a number" in by_check(engine)["damaged_rows"]["detail"]
