@@ -7,6 +7,7 @@ import pytest
 from conftest import assistant, make_config, no_model, user
 from simulate import HostLoop, build_conversation
 
+from hermes_trove import tokens
 from hermes_trove.engine import TroveEngine
 from hermes_trove.runtime import build_runtime
 
@@ -221,3 +222,12 @@ def test_has_content_to_compress_is_false_when_everything_sits_in_the_protected_
     assert eng.has_content_to_compress(long)
     huge = [user("x " * 30000), assistant("ok"), user("and?")]  # few turns, but over the tail's budget
     assert eng.has_content_to_compress(huge)
+
+
+def test_has_content_to_compress_is_true_when_the_hosts_overhead_makes_a_forced_compaction_fold(runtime):
+    # gateway /compress passes the system prompt and tool schemas in current_tokens, which this call never sees
+    eng = boot(runtime)
+    body = " ".join(f"word{i}" for i in range(250))
+    chat = [m for i in range(8) for m in (user(f"q{i} {body}"), assistant(f"a{i} {body}"))]
+    assert eng.has_content_to_compress(chat)
+    assert len(eng.compress(chat, current_tokens=tokens.count_messages(chat) + 10000, force=True)) < len(chat)
