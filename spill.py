@@ -94,13 +94,19 @@ def _locked(path: Path, create: bool) -> Iterator[IO[bytes] | None]:
         yield f
 
 
+def _sync(fd: int) -> None:
+    """fsync ``fd``; a file system that cannot sync (some network and FUSE mounts) keeps what was written."""
+    with contextlib.suppress(OSError):
+        os.fsync(fd)
+
+
 def _sync_dirs(*folders: Path) -> None:
     """Make the entries of ``folders`` durable; a file system that cannot sync a folder is left as it is."""
     for folder in folders:
         with contextlib.suppress(OSError):
             fd = os.open(folder, os.O_RDONLY)
             try:
-                os.fsync(fd)
+                _sync(fd)
             finally:
                 os.close(fd)
 
@@ -151,7 +157,7 @@ class Spill:
                         line = line if f.read(1) == b"\n" else b"\n" + line  # end a torn line first
                     f.write(line)
                     f.flush()
-                    os.fsync(f.fileno())  # one fsync per held write: holding is rare, a power loss keeps it
+                    _sync(f.fileno())  # one fsync per held write: holding is rare, a power loss keeps it
             if not size:  # a new file: its name (and a new folder's) must survive a power loss too
                 _sync_dirs(self.folder, self.folder.parent)
             self.runs[key.session_id] = run
@@ -166,7 +172,7 @@ class Spill:
         with os.fdopen(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as out:
             out.write(data)
             out.flush()
-            os.fsync(out.fileno())
+            _sync(out.fileno())
         os.replace(temp, path)
         _sync_dirs(path.parent)
 

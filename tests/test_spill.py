@@ -7,6 +7,7 @@ host is the engine's and the hooks' own calls in the order Hermes makes them.
 """
 from __future__ import annotations
 
+import errno
 import json
 import multiprocessing
 import os
@@ -245,6 +246,21 @@ def test_each_held_line_is_synced_to_disk_and_a_new_files_folder_too(tmp_path, m
     synced.clear()
     spill.append(key, exchange(2), exchange(0) + exchange(1) + exchange(2))
     assert synced == [f"{path}.tmp", str(folder)]  # a rewrite: the new file, then its name
+
+
+def test_a_file_system_that_cannot_sync_a_file_still_holds_every_turn(tmp_path, monkeypatch):
+    def fsync(fd: int) -> None:  # some network and FUSE mounts: the data is written, the sync refused
+        raise OSError(errno.EINVAL, "Invalid argument")
+
+    monkeypatch.setattr(spill_module.os, "fsync", fsync)
+    spill, key, held = Spill(tmp_path / SPILL_DIR), SessionKey(SESSION, platform="cli"), []
+    for i in range(3):
+        if i == 2:
+            monkeypatch.setattr(spill_module, "MAX_SPILL_BYTES", 10)  # the held copy replaces the file
+        held += exchange(i)
+        spill.append(key, exchange(i), held)
+        assert [(k.session_id, m) for k, m, _ in read_runs(spill.path(SESSION).read_bytes())] == [(SESSION, held)]
+    assert not spill.failed and [p.name for p in spill.folder.iterdir()] == [spill.path(SESSION).name]
 
 
 def test_a_spill_that_cannot_be_written_keeps_the_messages_in_memory_and_warns_once(tmp_path, caplog):
