@@ -94,6 +94,11 @@ def _not_counts(*columns: str) -> str:
     return " OR ".join(f"typeof({c}) <> 'integer' OR {c} < 0" for c in columns)
 
 
+def _json(column: str) -> str:
+    # trove's JSON (Python's) writes and reads NaN and Infinity, which json_valid refuses
+    return f"replace(replace({column}, 'NaN', '0'), 'Infinity', '0')"
+
+
 def _not_finite(*columns: str) -> str:
     return " OR ".join(f"{c} IN ('NaN', 'Infinity', '-Infinity')" for c in columns)
 
@@ -105,9 +110,9 @@ _DAMAGED_SQLITE = (
      f"typeof(content) = 'blob' AND substr(trove_text(content), 1, {len(DAMAGED)})"
      f" = '{DAMAGED.replace(chr(39), chr(39) * 2)}'"),
     ("messages with a column that is not JSON", "messages", "store_id",
-     "NOT json_valid(COALESCE(tool_calls, '[]'))"
-     " OR CASE WHEN json_valid(extra) THEN json_type(extra) <> 'object' ELSE extra IS NOT NULL END"
-     " OR (content_is_json AND NOT json_valid(trove_text(content)))"),
+     f"NOT json_valid(COALESCE({_json('tool_calls')}, '[]'))"
+     f" OR CASE WHEN json_valid({_json('extra')}) THEN json_type({_json('extra')}) <> 'object'"
+     f" ELSE extra IS NOT NULL END OR (content_is_json AND NOT json_valid({_json('trove_text(content)')}))"),
     ("messages with a time or count that is not a number", "messages", "store_id",
      _not_numbers("created_at", "ingested_at") + " OR " + _not_counts("token_count")),
     ("summary nodes with a time or count that is not a number", "summary_nodes", "node_id",

@@ -138,3 +138,13 @@ def test_a_damaged_token_count_is_recounted_and_the_prompt_stays_under_the_thres
     assert engine.state.last_status != "delegated", engine.state.last_reason
     assert tokens.count_messages(out) <= engine.threshold_tokens
     assert "count that is not a number" in by_check(engine)["damaged_rows"]["detail"]
+
+
+def test_json_with_nan_or_infinity_that_trove_writes_and_reads_is_not_called_damaged(tmp_path):
+    engine = make_engine(build_runtime(make_config(tmp_path)))
+    result = {**tool_result("c1", ""), "content": [{"type": "text", "text": "NaN rows", "score": float("nan")}]}
+    engine.ingest([user("q"), assistant("", [tool_call("c1", "probe", "{}")]), result,
+                   {**assistant("ok"), "usage_ratio": float("-inf")}])
+    stored = [r.to_message() for r in engine.runtime.store.page("s1")]
+    assert stored[2]["content"][0]["text"] == "NaN rows" and stored[3]["usage_ratio"] == float("-inf")
+    assert by_check(engine)["damaged_rows"]["status"] == "pass", by_check(engine)["damaged_rows"]
