@@ -57,6 +57,8 @@ def node_row(r: sqlite3.Row | dict) -> NodeRow:
         cols["token_count"] = tokens.count(str(cols["summary"]))
     if not is_count(cols["source_token_count"]):
         cols["source_token_count"] = 0
+    if not is_count(cols["depth"]):  # unknown: read as a leaf, so sorting and planning carry on
+        cols["depth"] = 0
     return NodeRow(**cols)
 
 
@@ -350,8 +352,8 @@ class SummaryDAG:
         return self.db.read().execute(sql, (int(node_id), source, source)).fetchone() is not None
 
     def depth_stats(self, session_id: str) -> dict[int, dict[str, int]]:
-        sql = (f"SELECT n.depth AS depth, COUNT(*) AS c, SUM(n.token_count) AS t, SUM(n.source_token_count) AS st"
-               f" FROM summary_nodes n WHERE {_VISIBLE} GROUP BY n.depth ORDER BY n.depth")
+        sql = (f"SELECT n.depth + 0 AS depth, COUNT(*) AS c, SUM(n.token_count) AS t, SUM(n.source_token_count) AS st"
+               f" FROM summary_nodes n WHERE {_VISIBLE} GROUP BY n.depth + 0 ORDER BY 1")  # + 0: a damaged text is 0
         return {int(r["depth"]): {"count": int(r["c"]), "tokens": int(r["t"] or 0), "source_tokens": int(r["st"] or 0)}
                 for r in self.db.read().execute(sql, {"s": session_id})}
 
