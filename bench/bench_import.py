@@ -80,22 +80,18 @@ class TimedConnection(sqlite3.Connection):
     spent: dict[str, float] = {}
 
     def execute(self, sql, *args):  # type: ignore[override]
-        start = time.thread_time()
-        try:
-            return super().execute(sql, *args)
-        finally:
-            self._count(sql, start)
+        return self._timed(super().execute, sql, args)
 
     def executemany(self, sql, *args):  # type: ignore[override]
+        return self._timed(super().executemany, sql, args)
+
+    def _timed(self, run, sql: str, args: tuple):
         start = time.thread_time()
         try:
-            return super().executemany(sql, *args)
+            return run(sql, *args)
         finally:
-            self._count(sql, start)
-
-    def _count(self, sql: str, start: float) -> None:
-        kind = next((label for label, text in STATEMENT_KINDS if text in sql), "other statements")
-        self.spent[kind] = self.spent.get(kind, 0.0) + time.thread_time() - start
+            kind = next((label for label, text in STATEMENT_KINDS if text in sql), "other statements")
+            self.spent[kind] = self.spent.get(kind, 0.0) + time.thread_time() - start
 
 
 def _text(i: int, n: int) -> str:
