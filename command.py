@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from . import backups, subsystems
 from .backend import storage_error
-from .config import database_path, load_config, scoped_home, with_store
+from .config import database_path, default_hermes_home, load_config, profile_environ, scoped_home, with_store
 from .models import Complete, host_complete
 from .ops import dag_view, doctor, hygiene, maintenance, migrate_store, rotate, status
 from .pathprobe import probe_path
@@ -365,7 +365,7 @@ def _runtime_for(db: str | None, fallback: Runtime | None = None) -> Runtime:
         if fallback.db.kind == "sqlite" and missing:
             raise FileNotFoundError(f"no trove database at {fallback.db.path} yet (trove has not stored anything)")
         return fallback
-    config = load_config(os.environ)
+    config = load_config(profile_environ(default_hermes_home(), inherit=True))  # the store `hermes trove` uses
     if not config.database_url and database_path(config).is_file():  # as loading the plugin does for `hermes trove`
         build_runtime(config).restore_spilled()  # the home's held transcripts; never raises
     if db:

@@ -347,9 +347,10 @@ def scoped_home() -> str:
         return ""
 
 
-def profile_environ(home: str) -> dict[str, str]:
-    """A served profile's settings: the environment's, with the TROVE_* ones of ``<home>/.env`` only."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TROVE_")}
+def profile_environ(home: str, inherit: bool = False) -> dict[str, str]:
+    """A served profile's settings: the environment's, with the TROVE_* ones of ``<home>/.env`` only
+    (``inherit``: over the environment's own, as Hermes loads its home's ``.env`` at start)."""
+    env = {k: v for k, v in os.environ.items() if inherit or not k.startswith("TROVE_")}
     with contextlib.suppress(Exception):
         from agent.secret_scope import load_env_file
 

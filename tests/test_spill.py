@@ -106,23 +106,28 @@ def test_turns_held_by_a_hermes_that_exited_are_stored_at_the_next_start(tmp_pat
     assert not list((tmp_path / SPILL_DIR).glob("*"))  # removed once committed
 
 
-@pytest.mark.parametrize("db_arg", [[], ["--db", "other.db"]], ids=["home store", "--db another file"])
+@pytest.mark.parametrize(("db_arg", "in_dotenv"), [([], False), (["--db", "other.db"], False), ([], True)],
+                         ids=["home store", "--db another file", "path set in the home's .env"])
 def test_python_dash_m_writes_held_transcripts_into_the_homes_store_as_hermes_trove_does(tmp_path, monkeypatch,
-                                                                                         db_arg):
+                                                                                         db_arg, in_dotenv):
     from hermes_trove.command import main
 
     blocker, db_path = blocked(tmp_path)
     hermes_run(tmp_path, db_path, range(4))
     unblock(blocker)
-    build_runtime(make_config(tmp_path, database_path=str(db_path))).store.ensure_session(SessionKey("other"))
-    build_runtime(make_config(tmp_path, database_path=str(tmp_path / "other.db"))).store.ensure_session(
-        SessionKey("other"))
+    for path in (db_path, tmp_path / "other.db", tmp_path / "trove.db"):  # the last: a stale default store
+        build_runtime(make_config(tmp_path, database_path=str(path))).store.ensure_session(SessionKey("other"))
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HERMES_HOME", str(tmp_path))
-    monkeypatch.setenv("TROVE_DATABASE_PATH", str(db_path))
+    if in_dotenv:  # Hermes reads its home's .env at start, so `hermes trove` uses this path
+        monkeypatch.delenv("TROVE_DATABASE_PATH", raising=False)
+        (tmp_path / ".env").write_text(f"TROVE_DATABASE_PATH={db_path}\n", encoding="utf-8")
+    else:
+        monkeypatch.setenv("TROVE_DATABASE_PATH", str(db_path))
     assert main(["status", *db_arg, "--json"]) == 0
     assert stored(db_path, tmp_path) == expected(range(4))
-    assert not list((tmp_path / SPILL_DIR).glob("*")) and stored(tmp_path / "other.db", tmp_path) == {}
+    assert not list((tmp_path / SPILL_DIR).glob("*"))
+    assert stored(tmp_path / "other.db", tmp_path) == {} and stored(tmp_path / "trove.db", tmp_path) == {}
 
 
 def test_a_hermes_that_starts_while_the_store_is_still_unusable_writes_them_at_its_recovery(tmp_path, monkeypatch):
