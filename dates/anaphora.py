@@ -27,15 +27,16 @@ time just before it when that time lies within one year, the next year when that
 (or a day of one) after it ("in November 2021 ... we moved out in January": January 2022); a day of
 the month alone ("the first week of April, then on the 10th") the month of a time within one
 month, or of a single day before it ("on April 3 ... on the 5th"), else the month after that day
-("arrive on 28 June and leave on the 5th": 5 July). Not when the result lies ahead in a sentence
-not about the future, or behind in one with no past cue ("built in 1890; in October they're
-closing it").
+("arrive on 28 June and leave on the 5th": 5 July); a weekday alone, or a run of two, that day of a
+week named before it in its sentence with only such weekdays between ("Last week I saw her on
+Monday"). Not when the result lies ahead in a sentence not about the future, or behind in one with
+no past cue ("built in 1890; in October they're closing it").
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from datetime import date
+from datetime import date, timedelta
 
 from . import intervals as iv
 from . import lexicon as lx
@@ -58,6 +59,7 @@ _BARE_LEADS = lx.MONTH_CONTEXT | {"on", "back", "the", "in"}
 _CLAUSE_ENDS = frozenset({",", ";", ":", "and", "but", "so", "then"})
 _NOW_FORMS = frozenset({"am", "is", "are", "i'm", "we're", "you're", "they're", "will", "won't", "shall", "gonna"})
 _IS_OR_HAS = frozenset({"he's", "she's", "it's", "that's", "there's"})
+_RUN_WORDS = lx.PARTS_OF_DAY | {"on", "from", "to", "until", "till", "through", "-", "between", "and"}
 _PLAN = re.compile(r"\b(?:to|for|planned|agreed|promised|booked|scheduled)\b", re.IGNORECASE)
 
 
@@ -75,6 +77,8 @@ def resolve(text: str, found: Sequence[Occurrence], today: date) -> list[Occurre
             occ, guessed = alone, True
         elif near is not None and near.start is not None and near.end is not None and (bare := _bare(occ)):
             occ = _in_context(text, occ, bare, near.start.date(), near.end.date() - iv.DAY, today) or occ
+        elif (days := _weekdays(occ)) and (monday := _week_before(text, out, occ)) is not None and days[0] <= days[-1]:
+            occ = _placed(text, occ, monday + timedelta(days[0]), monday + timedelta(days[-1] + 1), "day", today) or occ
         out.append(occ)
     return out
 
@@ -136,6 +140,12 @@ def _in_context(text: str, occ: Occurrence, bare: tuple[str, int], first: date, 
             return None
     except ValueError:  # "the 31st" of a shorter month
         return None
+    return _placed(text, occ, start, end, "month" if kind == "month" else "day", today)
+
+
+def _placed(text: str, occ: Occurrence, start: date, end: date, granularity: str, today: date) -> Occurrence | None:
+    """``occ`` moved to ``start..end`` by the time before it, unless that is where it was or goes against its
+    sentence's tense."""
     if (start, end) == (occ.start and occ.start.date(), occ.end and occ.end.date()):
         return None
     left, right = _sentence_around(text, occ.span)
@@ -145,7 +155,30 @@ def _in_context(text: str, occ: Occurrence, bare: tuple[str, int], first: date, 
     behind = start <= today and (tense != "past" or _now_in_clause(left, right))
     if (end > today + iv.DAY and tense != "future") or behind:
         return None
-    return Occurrence(occ.expression, occ.span, *iv.utc_bounds(start, end), "month" if kind == "month" else "day")
+    return Occurrence(occ.expression, occ.span, *iv.utc_bounds(start, end), granularity)
+
+
+def _weekdays(occ: Occurrence) -> list[int]:
+    """The weekday of a weekday alone ("on Monday"), the two of a run ("from Monday to Wednesday"), else []."""
+    if not occ.resolved and occ.unresolved != lx.UNCLEAR_TENSE:
+        return []
+    days = [lx.WEEKDAYS.get(t.low) for t in lx.tokenize(occ.expression) if t.low not in _RUN_WORDS]
+    return [day for day in days if day is not None] if 0 < len(days) <= 2 and None not in days else []
+
+
+def _week_before(text: str, out: Sequence[Occurrence], occ: Occurrence) -> date | None:
+    """The Monday of a week named earlier in ``occ``'s sentence ("Last week I saw her on Monday"), with
+    only weekdays alone between them, else None."""
+    for before in reversed(out):
+        if lx.SENTENCE_BREAK.search(text, before.span[1], occ.span[0]) or before.start is None:
+            return None
+        first = before.start.date()
+        if before.granularity == "week" and before.end is not None and before.end.date() - first == iv.WEEK \
+                and iv.week_start(first) == first:
+            return first
+        if not _weekdays(before):
+            return None
+    return None
 
 
 def _now_in_clause(left: str, right: str) -> bool:

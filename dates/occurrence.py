@@ -86,10 +86,13 @@ RULES = """\
   the time just before it that lies within one year ("In 2022 we lived in Denver. In March we
   moved"; after a month of a later number, the next year: "November 2021 ... in January"), a day
   alone ("on the 10th") the month of one within one month (after a later single day, the next
-  month); not against the tense, and into the past only from a clause with a past cue and no present
-  "be" or future word ("built in 1890; in October they're closing it"). A month alone in a clause
-  with a frequency word ("always", "usually", "every") and no past form is a habit ("in May we
-  always plant tomatoes"): unresolved; so is "the 15th of every month".
+  month), a weekday alone or a run of two the week named before it in its sentence, only such
+  weekdays between ("Last week I saw her on Monday": 6 May; "Next week I'm off on Thursday"); not
+  against the tense, and into the past only from a clause with a past cue and no present "be" or
+  future word ("built in 1890; in October they're closing it"; "Last week was rough, on Monday I'm
+  starting fresh"). A month alone in a clause with a frequency word ("always", "usually", "every")
+  and no past form is a habit ("in May we always plant tomatoes"): unresolved; so is "the 15th of
+  every month".
 - "for N units now" (an ongoing state) resolves to its start, like "N units ago"; so does "it's been N
   units since" (not "it had been", which counts from another past, nor a negation, a question, or
   "since" a stated time: "it's been two years since Christmas 2021" is Christmas 2021). A decimal

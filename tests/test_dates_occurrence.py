@@ -277,8 +277,15 @@ def test_a_time_the_speaker_takes_back_is_withdrawn_and_the_later_one_stands(tex
     ("I've had this car since April 2016 but in June I'm selling it.", "2024-06-01..2024-06-30"),
     ("Tom and I met in May 2022, and on the 25th he's proposing.", "2024-05-25"),
     ("We met in May 2022, and on the 25th he'd proposed.", "2022-05-25"),
+    # a weekday alone, or a run of two, is a day of the week named before it in its sentence
+    ("Last week I saw her on Monday.", "2024-05-06"),
+    ("Last week I was in Paris from Monday to Wednesday.", "2024-05-06..2024-05-08"),
+    ("Next week I'm off on Thursday.", "2024-05-23"),
+    ("Last week I worked Monday and Tuesday.", "2024-05-07"),
+    ("Last week was rough, on Monday I'm starting fresh.", "2024-05-20"),  # ahead: no past Monday
+    ("Next week? I saw her on Monday.", "2024-05-13"),  # another sentence
 ])
-def test_a_bare_month_or_day_takes_its_year_or_month_from_the_time_before_it(text, expected):
+def test_a_bare_month_day_or_weekday_takes_its_year_month_or_week_from_the_time_before_it(text, expected):
     last = resolve_occurrences(text, observed("2024-05-15"))[-1]
     first, _, final = expected.partition("..")
     assert last.start is not None and last.end is not None, last.to_dict()
