@@ -450,7 +450,9 @@ class _Scanner:
             dated = self._written_date(after, context=False)
             return dated if dated is not None and dated.first is not None else None
         context = context or self.c.standalone or self.nested
-        return self._written_date(at, context=context, on=self.c.low(index) in _DAY_LEADS)
+        moved = self.c.low(index - 1) == "to" and ranges.changes(self.c, index - 1, 8) and \
+            self.c.low(index + 2) in lx.AFTER_NTH  # "moved it to the 28th", not "changed to the 2nd option"
+        return self._written_date(at, context=context, on=self.c.low(index) in _DAY_LEADS or moved)
 
     def _written_date(self, at: int, *, context: bool, on: bool = False) -> Hit | None:
         start_the = self.c.low(at) == "the"

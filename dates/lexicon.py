@@ -106,7 +106,7 @@ _ED_NOT_PAST = frozenset({
 # counts unless a number follows it ("the 1st, 2nd and 3rd place")
 AFTER_NTH = frozenset({"", ".", ",", "!", "?", ";", ":", ")", "i", "we", "you", "he", "she", "they", "my", "our",
                        "at", "in", "was", "is", "will", "i'll", "we'll", "i'm", "we're", "for", "with", "after",
-                       "before", "when", "so", "but"})
+                       "before", "when", "so", "but", "instead"})
 # Nouns an ordinal counts ("on the 4th floor", "on the 2nd try", "on the 3rd day of the trip"): no day of a month
 NTH_NOUNS = frozenset({
     "floor", "floors", "time", "times", "try", "attempt", "day", "night", "morning", "evening", "week", "month", "year",

@@ -114,7 +114,8 @@ RULES = """\
   past or -ing verb that moves a date ("moved", "postponed", "pushed", "rescheduled", "changed")
   "from A to B" is the new date B alone, and a time right after such a verb's "to"/"until" lies
   ahead ("the meeting moved from Thursday to Friday", "we moved the dinner to Saturday") unless a
-  clause after it says in the past how it went ("we moved it to Friday and it went fine"). Two bare
+  clause after it says in the past how it went ("we moved it to Friday and it went fine"); so does
+  a bare ordinal after that "to" ending its phrase ("moved my appointment to the 28th"). Two bare
   ordinals ("from the 2nd to the 5th") are days of one month: past -> the latest such run ending on
   or before the observation day, future -> the first beginning after it; unclear -> unresolved.
 - A weekend is Saturday and Sunday: a 2-day interval with granularity "day". "last weekend"

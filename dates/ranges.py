@@ -29,7 +29,7 @@ def run(c: TokenCursor, index: int, anchor: Callable[[int], Hit | None]) -> Hit 
         joiners, index = _JOINERS["from"], index - 1
     if joiners is None:
         return None
-    named = _days_of_one_month(c, index, joiners) or (None if _changes(c, index) else _weekdays_of_week(
+    named = _days_of_one_month(c, index, joiners) or (None if changes(c, index) else _weekdays_of_week(
         c, index, joiners) or _weekdays(c, index, joiners))
     if named is not None:
         return named
@@ -37,7 +37,7 @@ def run(c: TokenCursor, index: int, anchor: Callable[[int], Hit | None]) -> Hit 
     if start is None or c.low(start.stop) not in joiners or start.first is None:
         return None
     at, first = start.stop + 1, start.days[0]
-    if _changes(c, index):  # "the meeting moved from Thursday to Friday": the new date, not a run
+    if changes(c, index):  # "the meeting moved from Thursday to Friday": the new date, not a run
         end = anchor(at)
         return None if end is None else Hit(end.stop, end.first, end.end, end.granularity)
     weekday = c.weekday_at(at, abbreviations=False)
@@ -77,11 +77,11 @@ def _weekdays(c: TokenCursor, index: int, joiners: tuple[str, ...]) -> Hit | Non
     return Hit(stop, first, iv.weekday_after(first - iv.DAY, closing) + iv.DAY, "day")
 
 
-def _changes(c: TokenCursor, index: int) -> bool:
-    """A past or -ing verb of moving a date ("moved", "pushed back", "rescheduling") shortly before "from"
-    at ``index``; not a noun ("my shift from Monday to Wednesday")."""
+def changes(c: TokenCursor, index: int, reach: int = 4) -> bool:
+    """A past or -ing verb of moving a date ("moved", "pushed back", "rescheduling") at most ``reach`` tokens
+    before "from" (or "to") at ``index``; not a noun ("my shift from Monday to Wednesday")."""
     return any(c.low(at).startswith(lx.CHANGE_STEMS) and (lx.past_form(c.low(at)) or c.low(at).endswith("ing"))
-               for at in range(max(0, index - 4), index))
+               for at in range(max(0, index - reach), index))
 
 
 def _days_of_one_month(c: TokenCursor, index: int, joiners: tuple[str, ...]) -> Hit | None:
@@ -95,7 +95,7 @@ def _days_of_one_month(c: TokenCursor, index: int, joiners: tuple[str, ...]) -> 
     closing, stop = _ordinal(c, at), at + 1
     if closing is None or closing <= opening or c.low(stop) == "of" or c.month_at(stop) is not None:
         return None
-    moved = iv.day_of_month_date(c.today, closing, forward=True) if _changes(c, index) else None
+    moved = iv.day_of_month_date(c.today, closing, forward=True) if changes(c, index) else None
     if moved is not None:  # "changed my flight from the 20th to the 22nd": the next 22nd
         return c.day_hit(stop, moved)
     tense = c.tense(index, stop)

@@ -55,8 +55,9 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
                 cue = "future" if index < begin and (all(map(_in_time_phrase, between)) or held) and \
                     not _told_in_present(tokens[end:min(last, end + lx.CUE_REACH)]) else None
             if cue == "change":  # "moved the meeting (from Thursday) to Friday": the new date lies ahead
-                cue = "future" if index < begin <= index + _ARRANGED_REACH and tokens[begin - 1].low in (
-                    "to", "until", "till") and not any(t.low in _CLAUSE_BREAKS for t in tokens[index:begin]) and \
+                lead = tokens[begin - 1 - (tokens[begin - 1].low == "the")].low  # "to (the 28th)"
+                cue = "future" if index < begin <= index + _ARRANGED_REACH and lead in ("to", "until", "till") and \
+                    not any(t.low in _CLAUSE_BREAKS for t in tokens[index:begin]) and \
                     not _how_it_went(tokens[end:min(last, end + 2 * lx.CUE_REACH)], overdue=False) else "past"
             if cue == "modal":
                 cue = "future" if _modal_time(tokens, index, begin, end, first) else None

@@ -631,6 +631,8 @@ TABLE = [
     (WED, "They postponed the launch from June to August.", "2024-08-01..2024-08-31"),
     (WED, "I changed my flight from the 20th to the 22nd.", "2024-05-22"),
     (WED, "We moved the dinner to Saturday.", "2024-05-18"),
+    (WED, "The dentist moved my appointment to the 28th.", "2024-05-28"),  # a bare ordinal after the verb's "to"
+    (WED, "She rescheduled our call to the 3rd instead.", "2024-06-03"),
     (WED, "We moved it to Friday and it went fine.", "2024-05-10"),  # how it went tells a past
     (WED, "They moved to Denver on Friday.", "2024-05-10"),  # the time is no new date of the move
     (WED, "My shift is from Monday to Wednesday next week.", "2024-05-20..2024-05-22"),  # a noun moves nothing
@@ -853,6 +855,7 @@ def test_a_relation_or_range_that_does_not_hold_leaves_its_parts(text, expressio
     ("upgrade on 5/13.2 now", []),
     ("We live on the 4th floor.", []),  # an ordinal counting a noun is no day of a month
     ("I passed on the 2nd try.", []),
+    ("I switched to the 2nd option.", []),  # "to the 2nd" after a moving verb, but before a noun
     ("By the 3rd time I was bored.", []),
     ("She's played since the 2nd grade.", []),
     ("On the 3rd day of the trip we rested.", []),
