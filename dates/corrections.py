@@ -1,13 +1,13 @@
 """Times the speaker takes back: "on Thursday, no wait, Friday", "it wasn't last week, it was two weeks ago".
 
-A time followed in its sentence by another, with only words of a correction between them ("no wait,
-it was", "sorry, I mean", "or rather", "scratch that"; after the first time's own clause too: "on
-Sunday we went hiking, no wait, it was Saturday"), or one negated ("wasn't", "isn't", "not" just
-before it) and followed by its replacement ("..., it was", "but"), is withdrawn: unresolved with a
-reason, and the later time stands. A replacement the grammar does not read alone, a bare day or
-month name ("on the 20th, or rather the 21st", "in July, no sorry, August"), takes the month (the
-year) of the time it corrects. Any other word between them keeps both ("on Monday and actually
-on Tuesday too").
+A time followed by another, with only words of a correction between them ("no wait, it was", "sorry, I
+mean", "or rather", "scratch that"; after the first time's own clause too: "on Sunday we went hiking, no
+wait, it was Saturday"; past its sentence's end: "see you Thursday! oh wait, I mean Friday"), or one
+negated ("wasn't", "isn't", "not" just before it) and followed by its replacement ("..., it was",
+"but"), is withdrawn: unresolved with a reason, and the later time stands. A replacement the grammar
+does not read alone, a bare day or month name ("on the 20th, or rather the 21st", "in July, no sorry,
+August"), takes the month (the year) of the time it corrects. Any other word between them keeps both
+("on Monday and actually on Tuesday too").
 """
 from __future__ import annotations
 
@@ -36,8 +36,7 @@ def taken_back(text: str, found: list[Occurrence]) -> list[Occurrence]:
         stop = found[at + 1].span[0] if at + 1 < len(found) else len(text)
         between = text[here.span[1]:stop]
         bare = None if at + 1 < len(found) and not lx.SENTENCE_BREAK.search(between) else _bare(text, here, stop)
-        if here.resolved and (bare is not None or at + 1 < len(found) and not lx.SENTENCE_BREAK.search(between)
-                              and _corrects(text, here, between)):
+        if here.resolved and (bare is not None or at + 1 < len(found) and _corrects(text, here, between)):
             here = replace(here, start=None, end=None, granularity=None, unresolved=TAKEN_BACK)
         out += [here] if bare is None else [here, bare]
     return out

@@ -71,7 +71,9 @@ RULES = """\
   he'd send it on Friday, still nothing", "and nothing yet"; the occurrence is the plan's time, not
   a thing done); the speaker's own "I was hoping to", "we were going to" before an "if" with no past
   or in a question with no past after the time is a polite present, so future ("..., still on?").
-  "she quit", "it cost" (a plain form after "he", "she", "it" that a past shares) are past. A modal
+  "she quit", "it cost" (a plain form after "he", "she", "it" that a past shares) are past. A
+  leave-taking "see you" opening its clause ("See you Friday then!", "ok, see you on Tuesday") and a
+  weekday that "works" or "suits" ("Friday works for me", "does Friday work?") point ahead. A modal
   before a plain verb ("might", "can", "should", "need to", "hope") points ahead when the time
   shares its clause and is no topic ("about Saturday"); before "have" it points back. A participle
   after "will have" ("I'll have finished it by Friday") is a future perfect: future. An -ed word or
@@ -169,9 +171,9 @@ RULES = """\
 - A time after "in the book/film/movie/show/story..." and a comma or a clause's subject, in that
   sentence, is the plot's, not the calendar's: unresolved ("in the book the hero leaves on the 3rd").
 - A time the speaker takes back ("on Thursday, no wait, Friday", "it wasn't last week, it was two
-  weeks ago": only correction words between them) is unresolved; the later one stands. A bare day
-  or month name as the replacement ("on the 20th, or rather the 21st") takes the corrected time's
-  month (year).
+  weeks ago", "see you Thursday! oh wait, Friday": only correction words between them) is
+  unresolved; the later one stands. A bare day or month name as the replacement ("on the 20th, or
+  rather the 21st") takes the corrected time's month (year).
 - Only the first MAX_SCAN_CHARS characters of a message are read.
 """
 

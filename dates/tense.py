@@ -293,6 +293,9 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
         return "progressive"  # "we have a team dinner on Thursday": held like an arrangement
     if low == "next" and (before == "the" or after == "to"):
         return None  # "the next day" counts from the story's time, "next to" is a place
+    if low == "see" and after in ("you", "ya") and before in ("", ",", "ok", "okay", "so", "then") or \
+            low in ("works", "work", "suits", "suit") and before in lx.WEEKDAYS:
+        return "future"  # "See you Friday then!", "does Friday work for you?": a leave-taking, a day agreed on
     if low in _FUTURE_WORDS or low.endswith("'ll"):
         return "future"
     going_to_verb = after == "to" and index + 2 < last and tokens[index + 2].low not in _DETERMINERS

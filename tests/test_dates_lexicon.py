@@ -54,7 +54,8 @@ def tense_of(text: str, word: str) -> str:
     ("We plan to meet Friday", "future"),
     ("I am so excited for Friday", "unclear"),  # an -ed adjective is no tense cue
     ("Friday is a day", "unclear"),
-    ("I went there. See you Friday", "unclear"),  # a cue in another sentence does not count
+    ("I went there. Friday is a day", "unclear"),  # a cue in another sentence does not count
+    ("I went there. See you Friday", "future"),  # a leave-taking points ahead
     ("I went and I will go Friday", "future"),  # the nearest cue decides
     ("I will go Friday and I went", "future"),
     ("I walked Friday I'll", "unclear"),  # a tie at the same distance

@@ -235,6 +235,7 @@ def test_an_offset_counts_from_the_time_stated_before_it(text, expected):
     ("Actually it wasn't last week, it was two weeks ago.", ["two weeks ago"], ["last week"]),
     ("No, it wasn't on Saturday, it was on Sunday.", ["on Sunday"], ["on Saturday"]),
     ("On Sunday we went hiking, no wait, it was Saturday.", ["Saturday"], ["On Sunday"]),  # after its clause
+    ("See you Thursday! Oh wait, I mean Friday.", ["Friday"], ["Thursday"]),  # past its sentence's end
     ("On Sunday we went hiking, no idea why, and on Saturday we rested.", ["On Sunday", "on Saturday"], []),
     # a bare replacement the grammar does not read alone still takes the place of the time it corrects
     ("The appointment is on the 20th, or rather the 21st.", ["the 21st"], ["on the 20th"]),

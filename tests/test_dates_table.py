@@ -83,7 +83,12 @@ TABLE = [
     (WED, "Monday morning I went running", "2024-05-13"),
     (SUN, "On Saturday we went to the beach", "2023-07-08"),
     (SUN, "I will visit on Sunday", "2023-07-16"),
-    (WED, "Friday works for me", "unresolvable: weekday or day without last/this/next and unclear tense"),
+    (WED, "Me and Sam on Friday", UNCLEAR),  # a caption: no tense cue
+    (WED, "Friday works for me", "2024-05-17"),  # a day agreed on for a plan
+    (WED, "Does Friday work for you?", "2024-05-17"),
+    (WED, "See you Friday then!", "2024-05-17"),  # a leave-taking opening its clause
+    (WED, "Great, see you on Tuesday then", "2024-05-21"),
+    (WED, "Did I see you on Friday?", "2024-05-10"),  # "see" after a subject: no leave-taking
     # -- weeks are ISO weeks (Monday first); N weeks ago counts back whole weeks --------------
     (WED, "last week", "2024-05-06..2024-05-12"),
     (WED, "this week", "2024-05-13..2024-05-19"),
