@@ -68,8 +68,9 @@ RULES = """\
   "had planned" a plan seen from the past ("going to the concert" is a motion). Such a plan is past
   when a clause after it joined by "but", "and" or "so" says in the past how it went ("she said she
   would call on Monday but never did"), or a word after it says its time went by undone ("he said
-  he'd send it on Friday, still nothing", "and nothing yet"; the occurrence is the plan's time, not
-  a thing done); the speaker's own "I was hoping to", "we were going to" before an "if" with no past
+  he'd send it on Friday, still nothing", "and nothing yet"), or a question after it asks where its
+  result is ("you said you'd finish the report on Tuesday, where is it?"; the occurrence is the
+  plan's time, not a thing done); the speaker's own "I was hoping to", "we were going to" before an "if" with no past
   or in a question with no past after the time is a polite present, so future ("..., still on?").
   "she quit", "it cost" (a plain form after "he", "she", "it" that a past shares) are past. A
   leave-taking "see you" opening its clause ("See you Friday then!", "ok, see you on Tuesday") and a

@@ -228,11 +228,13 @@ def _how_it_went(tail: list[Token], *, overdue: bool = True) -> bool:
     Friday and it went fine"), is past once a clause after it, joined by "but", "and" or "so", says in the
     past how it went ("but never did", "but it fell through"); a plan also when a word after it says its
     time went by without it ("..., still nothing", "and nothing yet"; a "still" that opens its clause, not
-    "is that still ok?")."""
+    "is that still ok?"), or a question after it asks where its result is ("..., where is it?")."""
     words = [t.low for t in tail]
     joined = next((at for at, word in enumerate(words) if word in ("but", "and", "so", "yet")), len(words))
-    return any(lx.past_form(word) for word in words[joined:]) or overdue and any(word in _OVERDUE and not (
+    asked = f" {' '.join(words)} ".replace("where's", "where is")
+    return any(lx.past_form(word) for word in words[joined:]) or overdue and (any(word in _OVERDUE and not (
         word == "still" and at and words[at - 1] not in (",", "and", "but", "so")) for at, word in enumerate(words))
+        or any(f" where {be} {it} " in asked for be in ("is", "are") for it in ("it", "they", "that", "he", "she")))
 
 
 def _offered(tokens: list[Token], index: int, first: int, tail: list[Token], asked: bool) -> bool:
