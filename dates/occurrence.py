@@ -59,8 +59,9 @@ RULES = """\
   the meeting still on Thursday?", "what time is the game on Sunday?"; not "the film is set in
   1914"), states a schedule, so future; so does a "'s" for "is" right before "on", "in" or "at"
   ("the party's on Saturday"; not "at Jo's on") or in "there's" ("there's a strike on Thursday"), and "I'm", "we're",
-  "you're", "they're" or "am" before the time with such words between ("I'm away on Friday", "I'm
-  off work from the 20th to the 24th"), unless an "and" goes on in the present; not after a subject
+  "you're", "they're" or "am" before the time with such words between, a participle right after it
+  too ("I'm away on Friday", "I'm off work from the 20th to the 24th", "we're closed Thursday to
+  Saturday"), unless an "and" goes on in the present; not after a subject
   naming a day ("today is the 15th", "my favorite day of the week is Friday"). "would", "could" (and
   "I'd" before a plain verb) place a time after another past, so are unclear, except a wish ("I'd
   love to") or a request ("could you come on Friday?") or an offer ("I could come on Friday if you

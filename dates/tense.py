@@ -49,9 +49,12 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
                 asked = tokens[last - 1].low == "?"
                 cue = "future" if _offered(tokens, index, first, tail, asked) else "past" if _how_it_went(tail) \
                     else "plan"
-            if cue == "be":  # "my interview is on Tuesday": a present "be" right before the time states a schedule
+            if cue == "be":  # "my interview is on Tuesday": a present "be" before the time states a schedule
                 between = tokens[index + 1:begin]  # the time itself, or its subject ("is the game on Sunday")
-                held = _arranged(between) and not any(lx.past_form(t.low) or t.low in _SAME_IN_PAST for t in between)
+                state = tokens[index].low.replace("\u2019", "'") in _PERSONAL_BE and between and \
+                    lx.past_form(between[0].low) and _cue(tokens, index + 1, first, last) is None  # "we're closed"
+                held = _arranged(between) and not any(lx.past_form(t.low) or t.low in _SAME_IN_PAST
+                                                      for t in between[1 if state else 0:])
                 cue = "future" if index < begin and (all(map(_in_time_phrase, between)) or held) and \
                     not _told_in_present(tokens[end:min(last, end + lx.CUE_REACH)]) else None
             if cue == "change":  # "moved the meeting (from Thursday) to Friday": the new date lies ahead
