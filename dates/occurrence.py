@@ -167,8 +167,9 @@ RULES = """\
 - A quarter is three months from January, April, July or October ("Q3 2023", "the second quarter
   of last year", "last quarter"); without a year it follows the month rule. A decade is ten years
   from a year ending in 0 ("the 1990s", "the '90s", "the nineties"; two digits or a word need
-  "the"), the latest such one begun; early/mid/late take its first four, middle three or last three
-  years; "the 1900s" (a century that has ended) stays unresolved. "13.05.2024" is day-first; "on
+  "the" and no measure before them: "temperatures were in the 90s"), the latest such one begun;
+  early/mid/late take its first four, middle three or last three years; "the 1900s" (a century
+  that has ended) stays unresolved. "13.05.2024" is day-first; "on
   5/13" (a lead word is needed) follows the day-and-month rule.
 - A time after "in the book/film/movie/show/story..." and a comma or a clause's subject, in that
   sentence, is the plot's, not the calendar's: unresolved ("in the book the hero leaves on the 3rd").

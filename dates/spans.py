@@ -7,7 +7,8 @@
   "of" anything but a year ("the first quarter of the game") claims nothing.
 - A decade is ten years from a year ending in 0: "the 1990s", "the '90s", "the nineties". Two
   digits or a word name the latest such decade begun by the observation year; they need "the"
-  ("in my 30s" is an age). "Early/mid/late" take its first four, middle three or last three
+  ("in my 30s" is an age), and a measure before them in the sentence makes them a quantity
+  ("temperatures were in the 90s"). "Early/mid/late" take its first four, middle three or last three
   years. A year ending in 00 may name a century ("the 1900s"), so it is refused with the reason,
   unless that century is still under way ("the 2000s", "the early 2000s": the decade).
 - "in '22", "class of '98": a year by its last two digits after a lead word, the latest such year.
@@ -35,6 +36,8 @@ _DECADE_PARTS = {"early": (0, 4), "mid": (4, 7), "late": (7, 10)}
 _SLASH_LEADS = frozenset({"on", "by", "since", "until", "till", "before", "after", "from"})
 _YEAR_LEADS = frozenset({"in", "since", "from", "until", "till", "by", "of"})
 _APOSTROPHES = ("'", "\u2019")
+# a quantity measured in tens ("temperatures were in the 90s", "highs in the 80s"): no decade
+_MEASURES = frozenset({"temperature", "temperatures", "highs", "lows", "thermometer", "mercury"})
 TRIGGERS = frozenset({"q", *_DECADE_WORDS, *_SLASH_LEADS, *_YEAR_LEADS, "early", "mid", "late"})
 
 
@@ -103,7 +106,9 @@ def decade(c: TokenCursor, index: int) -> Hit | None:
         start = int(digits)
         if digits.endswith("00") and start + 100 <= c.today.year:  # "the 2000s" while that century runs: its decade
             return Hit(stop, reason=DECADE_OR_CENTURY)
-    elif named and (digits in _DECADE_WORDS or (len(digits) == 2 and digits.endswith("0"))):
+    elif named and (digits in _DECADE_WORDS or (len(digits) == 2 and digits.endswith("0"))) and not any(
+            c.low(at) in _MEASURES and c.tokens[at].sentence == c.tokens[index].sentence
+            for at in range(max(0, index - 5), index)):
         tens = _DECADE_WORDS.get(digits, 0) or int(digits)
         start = 2000 + tens if 2000 + tens <= c.today.year else 1900 + tens
     else:

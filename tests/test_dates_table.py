@@ -425,6 +425,7 @@ TABLE = [
     (WED, "the 30s were hard", "1930-01-01..1939-12-31"),
     (WED, "in the late 90s", "1997-01-01..1999-12-31"),
     (WED, "I grew up in the 90s.", "1990-01-01..1999-12-31"),  # a decade, whatever its sentence's tense
+    (WED, "Temperatures were in the 90s on Friday.", "2024-05-10"),  # a measure in the 90s: no decade
     (WED, "I was born on July 4th.", BIRTH),  # a birth: its year is not the message's
     (WED, "She was born in August.", BIRTH),
     (WED, "I was born on the 28th.", BIRTH),  # a day alone: its month and year are not given
@@ -797,6 +798,8 @@ def test_a_relation_or_range_that_does_not_hold_leaves_its_parts(text, expressio
     ("early on we agreed", []),
     ("the start of the meeting", []),
     ("in my 30s I moved", []),  # an age, not a decade
+    ("highs in the 80s all weekend", []),  # a measured quantity, not a decade
+    ("The temperature stayed in the nineties", []),
     ("in her early twenties", []),
     ("the first quarter of the game", []),  # a quarter of something that is not a year
     ("5/13 tests passed", []),  # a count: a slash pair needs a lead word
