@@ -79,9 +79,13 @@ def _weekdays(c: TokenCursor, index: int, joiners: tuple[str, ...]) -> Hit | Non
 
 def changes(c: TokenCursor, index: int, reach: int = 4) -> bool:
     """A past or -ing verb of moving a date ("moved", "pushed back", "rescheduling") at most ``reach`` tokens
-    before "from" (or "to") at ``index``; not a noun ("my shift from Monday to Wednesday")."""
-    return any(c.low(at).startswith(lx.CHANGE_STEMS) and (lx.past_form(c.low(at)) or c.low(at).endswith("ing"))
-               for at in range(max(0, index - reach), index))
+    before "from" (or "to") at ``index`` in its clause; not a noun ("my shift from Monday to Wednesday")."""
+    for at in range(index - 1, max(-1, index - reach - 1), -1):
+        if c.low(at) in (",", ";", "and", "but"):
+            return False
+        if c.low(at).startswith(lx.CHANGE_STEMS) and (lx.past_form(c.low(at)) or c.low(at).endswith("ing")):
+            return True
+    return False
 
 
 def _days_of_one_month(c: TokenCursor, index: int, joiners: tuple[str, ...]) -> Hit | None:

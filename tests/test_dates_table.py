@@ -867,6 +867,7 @@ def test_a_relation_or_range_that_does_not_hold_leaves_its_parts(text, expressio
     ("We live on the 4th floor.", []),  # an ordinal counting a noun is no day of a month
     ("I passed on the 2nd try.", []),
     ("I switched to the 2nd option.", []),  # "to the 2nd" after a moving verb, but before a noun
+    ("We moved here in 2019 and went to the 3rd.", ["in 2019"]),  # the moving verb is another clause's
     ("By the 3rd time I was bored.", []),
     ("She's played since the 2nd grade.", []),
     ("On the 3rd day of the trip we rested.", []),
