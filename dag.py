@@ -46,6 +46,16 @@ class NodeRow:
     created_at: float
 
 
+def frontier_value(conn: sqlite3.Connection, session_id: str, stored: object) -> int:
+    """A sessions row's frontier. One that is no count (a damaged row's text) reads as the last message
+    the session's leaves cover: nothing is summarised twice and nothing uncovered is skipped."""
+    if is_count(stored):
+        return stored  # type: ignore[return-value]
+    r = conn.execute("SELECT MAX(nm.store_id) FROM node_messages nm JOIN summary_nodes n ON n.node_id = nm.node_id"
+                     " WHERE n.session_id = ?", (session_id,)).fetchone()
+    return int(r[0] or 0)
+
+
 def node_row(r: sqlite3.Row | dict) -> NodeRow:
     """A NodeRow from one row of summary_nodes."""
     cols = {k: r[k] for k in NodeRow.__dataclass_fields__}
@@ -193,7 +203,7 @@ class SummaryDAG:
     @staticmethod
     def _frontier_at(conn: sqlite3.Connection, session_id: str) -> int:
         r = conn.execute("SELECT frontier_store_id FROM sessions WHERE session_id=?", (session_id,)).fetchone()
-        return int(r[0]) if r else 0
+        return frontier_value(conn, session_id, r[0]) if r else 0
 
     def carry_over(self, from_session: str, to_session: str, min_depth: int) -> list[int]:
         """Make ``from_session``'s frontier nodes of depth >= ``min_depth`` visible in ``to_session``.

@@ -13,6 +13,7 @@ from typing import Any
 
 from . import ftsbound, ftsrows, pgtext, substring
 from .backend import insert_returning, on_server
+from .dag import frontier_value
 from .db import Database
 from .ingest import IngestCursor, is_synthetic, memo_identity, message_identity, plan_aligned, plan_fast
 from .packed import pack
@@ -104,8 +105,9 @@ class MessageStore:
 
     def frontier_store_id(self, session_id: str) -> int:
         """The session's compaction frontier (0 for an unknown session)."""
-        r = self.db.read().execute("SELECT frontier_store_id FROM sessions WHERE session_id=?", [session_id]).fetchone()
-        return int(r[0]) if r else 0
+        conn = self.db.read()
+        r = conn.execute("SELECT frontier_store_id FROM sessions WHERE session_id=?", [session_id]).fetchone()
+        return frontier_value(conn, session_id, r[0]) if r else 0
 
     def mark_ended(self, session_id: str) -> None:
         now = time.time()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..backend import on_server
 from ..packed import DAMAGED
@@ -118,6 +118,7 @@ _DAMAGED_SQLITE = (
     ("summary nodes with a time or count that is not a number", "summary_nodes", "node_id",
      _not_numbers("created_at") + " OR " + _not_numbers("earliest_at", "latest_at", nullable=True)
      + " OR " + _not_counts("depth", "token_count", "source_token_count")),
+    ("sessions with a time or count that is not a number", "sessions", "session_id", _not_counts("frontier_store_id")),
 )
 _DAMAGED_SERVER = (
     ("messages with a time or count that is not a number", "messages", "store_id",
@@ -127,11 +128,11 @@ _DAMAGED_SERVER = (
 )
 
 
-def damaged_rows(conn: sqlite3.Connection, limit: int = 5) -> dict[str, tuple[int, list[int]]]:
+def damaged_rows(conn: sqlite3.Connection, limit: int = 5) -> dict[str, tuple[int, list[Any]]]:
     """Each kind of damaged row found: how many, and the ids of the first ``limit``."""
     out = {}
     for kind, table, key, where in _DAMAGED_SERVER if on_server(conn) else _DAMAGED_SQLITE:
-        ids = [int(r[0]) for r in conn.execute(f"SELECT {key} FROM {table} WHERE {where} ORDER BY {key}")]
+        ids = [r[0] for r in conn.execute(f"SELECT {key} FROM {table} WHERE {where} ORDER BY {key}")]
         if ids:
             out[kind] = (len(ids), ids[:limit])
     return out

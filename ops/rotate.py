@@ -80,8 +80,7 @@ def preview(runtime: Runtime, session_id: str, mode: str = "active") -> RotatePl
         return RotatePlan(session_id or "(unbound)", "refused", reason, 0, 0, 0, 0, 0)
     conn = queries.settled(runtime)
     tail = int(runtime.config.fresh_tail_count)
-    row = runtime.store.session(session_id)
-    frontier = int(row.frontier_store_id) if row else 0
+    frontier = runtime.store.frontier_store_id(session_id)
     limit = tail + 1
     newest = queries.newest_roles(conn, session_id, limit)
     # A tail that would start inside a long run of tool results needs a wider window.
@@ -124,7 +123,7 @@ def apply(runtime: Runtime, session_id: str, mode: str = "active") -> dict[str, 
                                 f"none: PostgreSQL store, the frontier was {plan.current_frontier}")
     row = runtime.store.session(session_id)
     return {**asdict(plan), "status": "rotated", "applied": True, **saved,
-            "frontier": int(row.frontier_store_id) if row else plan.target_frontier,
+            "frontier": runtime.store.frontier_store_id(session_id) if row else plan.target_frontier,
             "last_rotate_at": row.last_rotate_at if row else None}
 
 

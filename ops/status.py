@@ -132,8 +132,8 @@ def lifecycle_section(runtime: Runtime, session_id: str) -> dict[str, Any]:
     if row is None:
         return {"recorded": False}
     backup = row.last_rotate_backup
-    return {"recorded": True, "frontier_store_id": row.frontier_store_id, "ingest_len": row.ingest_len,
-            "previous_session_id": row.previous_session_id, "created_at": row.created_at,
+    return {"recorded": True, "frontier_store_id": runtime.store.frontier_store_id(session_id),
+            "ingest_len": row.ingest_len, "previous_session_id": row.previous_session_id, "created_at": row.created_at,
             "updated_at": row.updated_at, "ended_at": row.ended_at, "last_rotate_at": row.last_rotate_at,
             "last_rotate_backup": backup, "last_rotate_backup_bytes": _size(backup) if backup else None}
 

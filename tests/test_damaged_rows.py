@@ -88,6 +88,7 @@ def test_a_session_cursor_stored_as_text_realigns_on_the_stored_messages(tmp_pat
     ("UPDATE messages SET extra = 'null'", "messages with a column that is not JSON", "warn"),
     ("UPDATE summary_nodes SET latest_at = 'now'", "summary nodes with a time or count that is not a number", "warn"),
     ("UPDATE summary_nodes SET depth = 'zero'", "summary nodes with a time or count that is not a number", "warn"),
+    ("UPDATE sessions SET frontier_store_id = 'x'", "sessions with a time or count that is not a number", "warn"),
 ])
 def test_the_doctor_names_each_damaged_row_and_the_turn_carries_on(tmp_path, sql, kind, status):
     engine, history, path = compacted(tmp_path)
