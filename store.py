@@ -137,8 +137,8 @@ class MessageStore:
 
     def sessions(self, limit: int = 1000, conversation_id: str = "") -> list[SessionRow]:
         where, args = (" WHERE conversation_id=?", [conversation_id]) if conversation_id else ("", [])
-        rows = self.db.read().execute(f"SELECT * FROM sessions{where} ORDER BY updated_at DESC LIMIT ?", [*args, limit])
-        return [row_as(SessionRow, r) for r in rows]
+        sql = f"SELECT * FROM sessions{where} ORDER BY updated_at + 0 DESC LIMIT ?"  # + 0: a damaged text is 0, oldest
+        return [row_as(SessionRow, r) for r in self.db.read().execute(sql, [*args, limit])]
 
     def session_count(self, conn: sqlite3.Connection | None = None) -> int:
         return int((conn or self.db.read()).execute("SELECT COUNT(*) FROM sessions").fetchone()[0])

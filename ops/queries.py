@@ -118,13 +118,16 @@ _DAMAGED_SQLITE = (
     ("summary nodes with a time or count that is not a number", "summary_nodes", "node_id",
      _not_numbers("created_at") + " OR " + _not_numbers("earliest_at", "latest_at", nullable=True)
      + " OR " + _not_counts("depth", "token_count", "source_token_count")),
-    ("sessions with a time or count that is not a number", "sessions", "session_id", _not_counts("frontier_store_id")),
+    ("sessions with a time or count that is not a number", "sessions", "session_id", _not_counts("frontier_store_id")
+     + " OR " + _not_numbers("created_at", "updated_at") + " OR " + _not_numbers("ended_at", nullable=True)),
 )
 _DAMAGED_SERVER = (
     ("messages with a time or count that is not a number", "messages", "store_id",
      _not_finite("created_at", "ingested_at") + " OR token_count < 0"),
     ("summary nodes with a time or count that is not a number", "summary_nodes", "node_id",
      _not_finite("created_at", "earliest_at", "latest_at") + " OR LEAST(depth, token_count, source_token_count) < 0"),
+    ("sessions with a time or count that is not a number", "sessions", "session_id",
+     _not_finite("created_at", "updated_at", "ended_at") + " OR frontier_store_id < 0"),
 )
 
 
@@ -202,7 +205,7 @@ def footprints(conn: sqlite3.Connection) -> list[Footprint]:
     out = []
     for sid in sorted(set(msgs) | set(nodes) | set(carried) | set(rows)):
         m, s = msgs.get(sid), rows.get(sid)
-        times = [t for t in ((m[3], m[4]) if m else ()) + ((s[2], s[3]) if s else ()) if t is not None]
+        times = [t for t in ((m[3], m[4]) if m else ()) + ((s[2], s[3]) if s else ()) if isinstance(t, (int, float))]
         out.append(Footprint(sid, (s[1] if s and s[1] else (m[5] if m else "")) or "",
                              int(m[1]) if m else 0, int(m[2]) if m else 0, int(nodes.get(sid, 0)),
                              int(carried.get(sid, 0)), min(times) if times else None,

@@ -19,6 +19,7 @@ from ..config import public_view
 from ..pathprobe import probe_path
 from ..payloads.redact import describe_config
 from ..payloads.sidecar import payload_home
+from ..rows import calendar_time
 from ..runtime import DELEGATED, store_fix
 from ..toolkit import iso
 from ..version import __version__
@@ -133,8 +134,9 @@ def lifecycle_section(runtime: Runtime, session_id: str) -> dict[str, Any]:
         return {"recorded": False}
     backup = row.last_rotate_backup
     return {"recorded": True, "frontier_store_id": runtime.store.frontier_store_id(session_id),
-            "ingest_len": row.ingest_len, "previous_session_id": row.previous_session_id, "created_at": row.created_at,
-            "updated_at": row.updated_at, "ended_at": row.ended_at, "last_rotate_at": row.last_rotate_at,
+            "ingest_len": row.ingest_len, "previous_session_id": row.previous_session_id,
+            "created_at": calendar_time(row.created_at), "updated_at": calendar_time(row.updated_at),
+            "ended_at": calendar_time(row.ended_at), "last_rotate_at": row.last_rotate_at,
             "last_rotate_backup": backup, "last_rotate_backup_bytes": _size(backup) if backup else None}
 
 

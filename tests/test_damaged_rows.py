@@ -8,9 +8,10 @@ import sqlite3
 import pytest
 from conftest import assistant, make_config, make_engine, tool_call, tool_result, user
 
-from hermes_trove import tokens
+from hermes_trove import command, tokens
 from hermes_trove.ops import doctor
 from hermes_trove.packed import register
+from hermes_trove.rows import SessionKey
 from hermes_trove.runtime import build_runtime
 
 READERS = (("trove_grep", {"query": "deploy"}), ("trove_grep", {"query": "output", "session_scope": "all"}),
@@ -89,6 +90,8 @@ def test_a_session_cursor_stored_as_text_realigns_on_the_stored_messages(tmp_pat
     ("UPDATE summary_nodes SET latest_at = 'now'", "summary nodes with a time or count that is not a number", "warn"),
     ("UPDATE summary_nodes SET depth = 'zero'", "summary nodes with a time or count that is not a number", "warn"),
     ("UPDATE sessions SET frontier_store_id = 'x'", "sessions with a time or count that is not a number", "warn"),
+    ("UPDATE sessions SET updated_at = 'now', created_at = 'then', ended_at = 'later'",
+     "sessions with a time or count that is not a number", "warn"),
 ])
 def test_the_doctor_names_each_damaged_row_and_the_turn_carries_on(tmp_path, sql, kind, status):
     engine, history, path = compacted(tmp_path)
@@ -150,3 +153,15 @@ def test_json_with_nan_or_infinity_that_trove_writes_and_reads_is_not_called_dam
     stored = [r.to_message() for r in engine.runtime.store.page("s1")]
     assert stored[2]["content"][0]["text"] == "NaN rows" and stored[3]["usage_ratio"] == float("-inf")
     assert by_check(engine)["damaged_rows"]["status"] == "pass", by_check(engine)["damaged_rows"]
+
+
+def test_a_session_time_stored_as_text_reads_as_unknown_in_clean_up_and_the_chat_look_up(tmp_path):
+    engine, history, path = compacted(tmp_path)
+    store = engine.runtime.store
+    for sid in ("old", "new"):
+        store.ensure_session(SessionKey(sid, conversation_id="chat"))
+    damage(path, "UPDATE sessions SET updated_at = 'now', created_at = 'then' WHERE session_id IN ('s1', 'old')")
+    assert store.sessions(1, "chat")[0].session_id == "new"  # an unknown time is not the newest
+    for words in (["doctor", "clean"], ["doctor", "retention"]):
+        assert "error" not in command.run(engine.runtime, words, session_id="s1")[1]
+    assert command.run(engine.runtime, ["status"], session_id="s1")[1]["lifecycle"]["created_at"] is None
