@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .db import SchemaTooNewError
+from .rows import MAX_COUNT
 
 if TYPE_CHECKING:
     from .db import Database
@@ -24,6 +25,11 @@ def storage_error(exc: BaseException) -> bool:
 def on_server(conn: object) -> bool:
     """True when ``conn`` talks to a PostgreSQL server (``pgdb.PgConnection``), not a SQLite file."""
     return not isinstance(conn, sqlite3.Connection)
+
+
+def sane(column: str) -> str:
+    """SQL reading ``column`` as 0 where it holds no count a trove write stores (text, negative, huge)."""
+    return f"CASE WHEN {column} BETWEEN 0 AND {MAX_COUNT} THEN {column} ELSE 0 END"
 
 
 UNBOUNDED = 2**62  # an id bound (or LIMIT) that bounds nothing, on both backends

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import pgtext, pgwords, tokens
-from .backend import on_server
+from .backend import on_server, sane
 from .db import Database
 from .rows import calendar_time, is_count
 from .scope import EVERYTHING, Visibility
@@ -362,7 +362,8 @@ class SummaryDAG:
         return self.db.read().execute(sql, (int(node_id), source, source)).fetchone() is not None
 
     def depth_stats(self, session_id: str) -> dict[int, dict[str, int]]:
-        sql = (f"SELECT n.depth + 0 AS depth, COUNT(*) AS c, SUM(n.token_count) AS t, SUM(n.source_token_count) AS st"
+        sql = (f"SELECT n.depth + 0 AS depth, COUNT(*) AS c, SUM({sane('n.token_count')}) AS t,"
+               f" SUM({sane('n.source_token_count')}) AS st"
                f" FROM summary_nodes n WHERE {_VISIBLE} GROUP BY n.depth + 0 ORDER BY 1")  # + 0: a damaged text is 0
         return {int(r["depth"]): {"count": int(r["c"]), "tokens": int(r["t"] or 0), "source_tokens": int(r["st"] or 0)}
                 for r in self.db.read().execute(sql, {"s": session_id})}

@@ -201,9 +201,12 @@ def message_row_from(d: dict[str, Any]) -> MessageRow:
     return MessageRow(**d)
 
 
+MAX_COUNT = 2**40  # past it a count is damage (no message holds a trillion tokens): sums leave it out
+
+
 def is_count(value: Any) -> bool:
-    """True for a count a trove write stores: a non-negative integer."""
-    return type(value) is int and value >= 0
+    """True for a count a trove write stores: a non-negative integer up to MAX_COUNT."""
+    return type(value) is int and 0 <= value <= MAX_COUNT
 
 
 def encodable(cols: dict[str, Any]) -> bool:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from . import ftsbound, ftsrows, pgtext, substring
-from .backend import insert_returning, on_server
+from .backend import insert_returning, on_server, sane
 from .dag import frontier_value
 from .db import Database
 from .ingest import IngestCursor, is_synthetic, memo_identity, message_identity, plan_aligned, plan_fast
@@ -408,9 +408,9 @@ class MessageStore:
 
     def stats(self, session_id: str) -> dict[str, int]:
         r = self.db.read().execute(
-            "SELECT COUNT(*), COALESCE(SUM(token_count),0), COALESCE(MIN(store_id),0), COALESCE(MAX(store_id),0)"
+            f"SELECT COUNT(*), COALESCE(SUM({sane('token_count')}),0), COALESCE(MIN(store_id),0), MAX(store_id)"
             " FROM messages WHERE session_id=?", (session_id,)).fetchone()
-        return {"messages": int(r[0]), "tokens": int(r[1]), "min_store_id": int(r[2]), "max_store_id": int(r[3])}
+        return {"messages": int(r[0]), "tokens": int(r[1]), "min_store_id": int(r[2]), "max_store_id": int(r[3] or 0)}
 
     # -- search ------------------------------------------------------------
     def search(self, match: str, session_ids: Sequence[str] | None = None, role: str | None = None,

@@ -12,8 +12,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..backend import on_server
+from ..backend import on_server, sane
 from ..packed import DAMAGED
+from ..rows import MAX_COUNT
 
 if TYPE_CHECKING:
     from ..db import Database
@@ -45,7 +46,7 @@ class StoreTotals:
 
 
 def store_totals(conn: sqlite3.Connection) -> StoreTotals:
-    messages, tokens = conn.execute("SELECT COUNT(*), COALESCE(SUM(token_count),0) FROM messages").fetchone()
+    messages, tokens = conn.execute(f"SELECT COUNT(*), COALESCE(SUM({sane('token_count')}),0) FROM messages").fetchone()
     sessions = conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
     nodes = conn.execute("SELECT COUNT(*) FROM summary_nodes").fetchone()[0]
     return StoreTotals(int(messages), int(tokens), int(sessions), int(nodes))
@@ -91,7 +92,7 @@ def _not_numbers(*columns: str, nullable: bool = False) -> str:
 
 
 def _not_counts(*columns: str) -> str:
-    return " OR ".join(f"typeof({c}) <> 'integer' OR {c} < 0" for c in columns)
+    return " OR ".join(f"typeof({c}) <> 'integer' OR {c} NOT BETWEEN 0 AND {MAX_COUNT}" for c in columns)
 
 
 def _json(column: str) -> str:
@@ -123,9 +124,10 @@ _DAMAGED_SQLITE = (
 )
 _DAMAGED_SERVER = (
     ("messages with a time or count that is not a number", "messages", "store_id",
-     _not_finite("created_at", "ingested_at") + " OR token_count < 0"),
+     _not_finite("created_at", "ingested_at") + f" OR token_count NOT BETWEEN 0 AND {MAX_COUNT}"),
     ("summary nodes with a time or count that is not a number", "summary_nodes", "node_id",
-     _not_finite("created_at", "earliest_at", "latest_at") + " OR LEAST(depth, token_count, source_token_count) < 0"),
+     _not_finite("created_at", "earliest_at", "latest_at") + " OR LEAST(depth, token_count, source_token_count) < 0"
+     f" OR GREATEST(depth, token_count, source_token_count) > {MAX_COUNT}"),
     ("sessions with a time or count that is not a number", "sessions", "session_id",
      _not_finite("created_at", "updated_at", "ended_at") + " OR frontier_store_id < 0"),
 )
@@ -167,9 +169,10 @@ class MessageSize:
 
 
 def largest_messages(conn: sqlite3.Connection, limit: int = 5) -> list[MessageSize]:
-    rows = conn.execute("SELECT store_id, session_id, role, token_count, length(trove_text(content)) FROM messages"
-                        " WHERE store_id IN (SELECT store_id FROM messages ORDER BY token_count DESC LIMIT ?)"
-                        " ORDER BY token_count DESC", (int(limit),))  # only these rows are unpacked
+    count = sane("token_count")  # a damaged count is none of the largest
+    rows = conn.execute(f"SELECT store_id, session_id, role, {count}, length(trove_text(content)) FROM messages"
+                        f" WHERE store_id IN (SELECT store_id FROM messages ORDER BY {count} DESC LIMIT ?)"
+                        f" ORDER BY {count} DESC", (int(limit),))  # only these rows are unpacked
     return [MessageSize(int(r[0]), str(r[1]), str(r[2]), int(r[3]), int(r[4] or 0)) for r in rows]
 
 
@@ -197,7 +200,8 @@ class Footprint:
 def footprints(conn: sqlite3.Connection) -> list[Footprint]:
     """One footprint per session known to any table (aggregate queries, read-only)."""
     msgs = {r[0]: r for r in conn.execute(
-        "SELECT session_id, COUNT(*), COALESCE(SUM(token_count),0), MIN(created_at), MAX(created_at), MAX(platform)"
+        f"SELECT session_id, COUNT(*), COALESCE(SUM({sane('token_count')}),0), MIN(created_at), MAX(created_at),"
+        " MAX(platform)"
         " FROM messages GROUP BY session_id")}
     nodes = dict(conn.execute("SELECT session_id, COUNT(*) FROM summary_nodes GROUP BY session_id").fetchall())
     carried = dict(conn.execute("SELECT session_id, COUNT(*) FROM carried_nodes GROUP BY session_id").fetchall())
