@@ -234,8 +234,10 @@ def serialize_messages(rows: Sequence[Any], per_message_chars: int = 6000) -> st
         if when is not None:
             label += f" {when.strftime('%H:%M')}"
         line = f"{header}[{label}]: {text}"
-        for call in msg.get("tool_calls") or []:
-            fn = call.get("function", {}) if isinstance(call, dict) else {}
+        calls = msg.get("tool_calls")
+        for call in calls if isinstance(calls, list) else []:  # a damaged row's may be a number or an object
+            fn = call.get("function") if isinstance(call, dict) else None
+            fn = fn if isinstance(fn, dict) else {}
             args = str(fn.get("arguments", ""))[:600]
             line += f"\n[TOOL CALL {fn.get('name', '?')}]: {args}"
         blocks.append(line)

@@ -111,7 +111,8 @@ _DAMAGED_SQLITE = (
      f"typeof(content) = 'blob' AND substr(trove_text(content), 1, {len(DAMAGED)})"
      f" = '{DAMAGED.replace(chr(39), chr(39) * 2)}'"),
     ("messages with a column that is not JSON", "messages", "store_id",
-     f"NOT json_valid(COALESCE({_json('tool_calls')}, '[]'))"
+     f"CASE WHEN json_valid({_json('tool_calls')}) THEN json_type({_json('tool_calls')}) <> 'array' OR EXISTS"
+     f" (SELECT 1 FROM json_each({_json('tool_calls')}) WHERE type <> 'object') ELSE tool_calls IS NOT NULL END"
      f" OR CASE WHEN json_valid({_json('extra')}) THEN json_type({_json('extra')}) <> 'object'"
      f" ELSE extra IS NOT NULL END OR (content_is_json AND NOT json_valid({_json('trove_text(content)')}))"),
     ("messages with a time or count that is not a number", "messages", "store_id",

@@ -171,3 +171,14 @@ def test_a_session_time_stored_as_text_reads_as_unknown_in_clean_up_and_the_chat
     for words in (["doctor", "clean"], ["doctor", "retention"]):
         assert "error" not in command.run(engine.runtime, words, session_id="s1")[1]
     assert command.run(engine.runtime, ["status"], session_id="s1")[1]["lifecycle"]["created_at"] is None
+
+
+@pytest.mark.parametrize("calls", ["5", '{"a": 1}', '[5, "x", {"function": 3}]'])
+def test_tool_calls_that_are_json_but_no_list_of_calls_are_summarised_and_named(tmp_path, calls):
+    runtime = build_runtime(make_config(tmp_path))
+    engine = make_engine(runtime, context_length=20000)
+    history = exchanges(12)
+    engine.ingest(history)  # not yet compacted: the damaged rows are the next summary's sources
+    damage(runtime.config.database_path, f"UPDATE messages SET tool_calls = '{calls}' WHERE tool_calls IS NOT NULL")
+    assert by_check(engine)["damaged_rows"]["detail"].startswith("messages with a column that is not JSON: 12 ")
+    next_turn_and_reads(engine, history)
