@@ -303,7 +303,7 @@ class Runtime:
         if mode == "profile":
             return Visibility()
         sid = key.session_id if key is not None else ""
-        row = self.store.session(sid) if sid else None
+        row = self.store.session(sid) if sid and self.health.usable else None  # an unusable store: the key's scope
         scope = row.scope if row is not None and row.scope else key.effective_scope if key is not None else "local"
         return Visibility(mode, scope, sid)
 

@@ -363,3 +363,10 @@ def test_the_turn_hooks_hold_the_turn_quietly_while_the_store_is_unusable(tmp_pa
     hooks["post_llm_call"](session_id=eng.session_id, conversation_history=list(history), platform="cli")
     assert rt.health.usable
     assert stored_turns(rt, eng.session_id) == {f"marker-{i}": 1 for i in range(5)}
+
+
+def test_a_database_path_that_is_a_directory_answers_a_degraded_status(tmp_path, host_compressor):
+    rt, eng, _ = boot(tmp_path, "/")
+    reply = json.loads(eng.handle_tool_call("trove_status", {}))
+    assert "error" not in reply and reply["store_health"]["usable"] is False, reply
+    assert reply["overall"] == "unhealthy" and reply["store_health"]["reason"] == "it is a directory"
