@@ -369,10 +369,7 @@ class SummaryDAG:
                 for r in self.db.read().execute(sql, {"s": session_id})}
 
     def highest_covered_store_id(self, session_id: str) -> int:
-        r = self.db.read().execute(
-            "SELECT MAX(nm.store_id) FROM node_messages nm JOIN summary_nodes n ON n.node_id = nm.node_id"
-            " WHERE n.session_id = ?", (session_id,)).fetchone()
-        return int(r[0] or 0)
+        return frontier_value(self.db.read(), session_id, None)  # None is no count: the leaves decide
 
     def search(self, match: str, session_id: str, limit: int = 10) -> list[tuple[NodeRow, float, str]]:
         """BM25-ranked summary hits among the nodes the session can reach.

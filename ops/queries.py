@@ -153,7 +153,7 @@ class LifecycleCounts:
 def lifecycle_counts(conn: sqlite3.Connection) -> LifecycleCounts:
     sessions = conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
     beyond = conn.execute(
-        "SELECT COUNT(*) FROM sessions s WHERE s.frontier_store_id > COALESCE("
+        f"SELECT COUNT(*) FROM sessions s WHERE {sane('s.frontier_store_id')} > COALESCE("
         "(SELECT MAX(store_id) FROM messages m WHERE m.session_id = s.session_id), 0)").fetchone()[0]
     return LifecycleCounts(int(sessions), int(beyond))
 
