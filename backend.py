@@ -28,7 +28,8 @@ def on_server(conn: object) -> bool:
 
 
 def sane(column: str) -> str:
-    """SQL reading ``column`` as 0 where it holds no count a trove write stores (text, negative, huge)."""
+    """SQL reading ``column`` as 0 where it holds no count or epoch time a trove write stores (text, NaN,
+    negative, huge)."""
     return f"CASE WHEN {column} BETWEEN 0 AND {MAX_COUNT} THEN {column} ELSE 0 END"
 
 

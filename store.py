@@ -137,7 +137,7 @@ class MessageStore:
 
     def sessions(self, limit: int = 1000, conversation_id: str = "") -> list[SessionRow]:
         where, args = (" WHERE conversation_id=?", [conversation_id]) if conversation_id else ("", [])
-        sql = f"SELECT * FROM sessions{where} ORDER BY updated_at + 0 DESC LIMIT ?"  # + 0: a damaged text is 0, oldest
+        sql = f"SELECT * FROM sessions{where} ORDER BY {sane('updated_at')} DESC LIMIT ?"  # text, NaN: 0, the oldest
         return [row_as(SessionRow, r) for r in self.db.read().execute(sql, [*args, limit])]
 
     def session_count(self, conn: sqlite3.Connection | None = None) -> int:

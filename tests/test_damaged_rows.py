@@ -183,3 +183,20 @@ def test_tool_calls_that_are_json_but_no_list_of_calls_are_summarised_and_named(
     damage(runtime.config.database_path, f"UPDATE messages SET tool_calls = '{calls}' WHERE tool_calls IS NOT NULL")
     assert by_check(engine)["damaged_rows"]["detail"].startswith("messages with a column that is not JSON: 12 ")
     next_turn_and_reads(engine, history)
+
+
+@pytest.mark.both_backends
+def test_a_session_updated_time_that_is_no_time_on_either_store_is_not_the_chat_s_newest(runtime, backend):
+    engine = make_engine(runtime)
+    for sid in ("old", "new"):
+        runtime.store.ensure_session(SessionKey(sid, conversation_id="chat"))
+    runtime.store.settle()
+    if backend == "postgresql":
+        import psycopg
+        with psycopg.connect(runtime.config.database_url, autocommit=True) as conn:
+            conn.execute("UPDATE sessions SET updated_at = 'NaN' WHERE session_id = 'old'")
+    else:
+        damage(runtime.config.database_path, "UPDATE sessions SET updated_at = 'x' WHERE session_id = 'old'")
+    assert runtime.store.sessions(1, "chat")[0].session_id == "new"
+    detail = by_check(engine)["damaged_rows"]["detail"]
+    assert "sessions with a time or count that is not a number: 1 (ids old)" in detail
