@@ -200,3 +200,20 @@ def test_a_session_updated_time_that_is_no_time_on_either_store_is_not_the_chat_
     assert runtime.store.sessions(1, "chat")[0].session_id == "new"
     detail = by_check(engine)["damaged_rows"]["detail"]
     assert "sessions with a time or count that is not a number: 1 (ids old)" in detail
+
+
+@pytest.mark.both_backends
+def test_a_huge_token_count_on_either_store_is_named_and_left_out_of_the_sums(runtime, backend):
+    engine = make_engine(runtime, context_length=20000)
+    history = exchanges(12)
+    engine.compress(history, current_tokens=10**6, force=True)
+    sql = "UPDATE messages SET token_count = 9000000000000000000 WHERE role = 'tool'"
+    if backend == "postgresql":
+        import psycopg
+        with psycopg.connect(runtime.config.database_url, autocommit=True) as conn:
+            conn.execute(sql)
+    else:
+        damage(runtime.config.database_path, sql)
+    detail = by_check(engine)["damaged_rows"]["detail"]
+    assert detail.startswith("messages with a time or count that is not a number: 12 "), detail
+    next_turn_and_reads(engine, history)
