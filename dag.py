@@ -153,9 +153,8 @@ class SummaryDAG:
             node_id = self.add_leaf(session_id, summary, ids, token_count=token_count,
                                     source_token_count=source_token_count, earliest_at=earliest_at,
                                     latest_at=latest_at, level=level, model=model, expand_hint=expand_hint, conn=conn)
-            conn.execute("UPDATE sessions SET frontier_store_id = CASE WHEN frontier_store_id > ? THEN"
-                         " frontier_store_id ELSE ? END, updated_at = ? WHERE session_id = ?",
-                         (ids[-1], ids[-1], time.time(), session_id))
+            conn.execute("UPDATE sessions SET frontier_store_id = ?, updated_at = ? WHERE session_id = ?",
+                         (ids[-1], time.time(), session_id))  # past the frontier read above, a damaged one too
             return node_row(conn.execute("SELECT * FROM summary_nodes WHERE node_id = ?", (node_id,)).fetchone())
 
     def condense_on_frontier(self, session_id: str, depth: int, summary: str, child_ids: Sequence[int], *,

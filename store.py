@@ -39,7 +39,7 @@ _EMPTY_SESSION = ("NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.s
 _STORED_TAIL_WINDOW = 64
 # The frontier never moves back: the larger of the stored value and the parameter (given twice),
 # written so that SQLite and PostgreSQL read it alike (their two-argument max differ).
-_LARGER = "CASE WHEN frontier_store_id > ? THEN frontier_store_id ELSE ? END"
+_LARGER = f"CASE WHEN {sane('frontier_store_id')} > ? THEN frontier_store_id ELSE ? END"  # a damaged one: 0
 
 
 def _upsert_session(conn: sqlite3.Connection, key: SessionKey, previous_session_id: str | None) -> None:

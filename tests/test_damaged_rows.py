@@ -217,3 +217,10 @@ def test_a_huge_token_count_on_either_store_is_named_and_left_out_of_the_sums(ru
     detail = by_check(engine)["damaged_rows"]["detail"]
     assert detail.startswith("messages with a time or count that is not a number: 12 "), detail
     next_turn_and_reads(engine, history)
+
+
+def test_a_frontier_stored_as_text_is_written_as_a_count_again_by_the_next_compaction(tmp_path):
+    engine, history, path = compacted(tmp_path)
+    damage(path, "UPDATE sessions SET frontier_store_id = 'x'")
+    next_turn_and_reads(engine, history)
+    assert by_check(engine)["damaged_rows"]["status"] == "pass"
