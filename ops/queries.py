@@ -114,7 +114,8 @@ _DAMAGED_SQLITE = (
      f"CASE WHEN json_valid({_json('tool_calls')}) THEN json_type({_json('tool_calls')}) <> 'array' OR EXISTS"
      f" (SELECT 1 FROM json_each({_json('tool_calls')}) WHERE type <> 'object') ELSE tool_calls IS NOT NULL END"
      f" OR CASE WHEN json_valid({_json('extra')}) THEN json_type({_json('extra')}) <> 'object'"
-     f" ELSE extra IS NOT NULL END OR (content_is_json AND NOT json_valid({_json('trove_text(content)')}))"),
+     f" ELSE extra IS NOT NULL END OR (content_is_json AND CASE WHEN json_valid({_json('trove_text(content)')})"
+     f" THEN json_type({_json('trove_text(content)')}) NOT IN ('array', 'object') ELSE 1 END)"),
     ("messages with a time or count that is not a number", "messages", "store_id",
      _not_numbers("created_at", "ingested_at") + " OR " + _not_counts("token_count")),
     ("summary nodes with a time or count that is not a number", "summary_nodes", "node_id",

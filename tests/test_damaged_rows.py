@@ -87,6 +87,8 @@ def test_a_session_cursor_stored_as_text_realigns_on_the_stored_messages(tmp_pat
      "messages with a time or count that is not a number", "warn"),
     ("UPDATE messages SET extra = '[1, 2]'", "messages with a column that is not JSON", "warn"),
     ("UPDATE messages SET extra = 'null'", "messages with a column that is not JSON", "warn"),
+    ("UPDATE messages SET content = '5', content_is_json = 1 WHERE role = 'user'",
+     "messages with a column that is not JSON", "warn"),
     ("UPDATE summary_nodes SET latest_at = 'now'", "summary nodes with a time or count that is not a number", "warn"),
     ("UPDATE summary_nodes SET depth = 'zero'", "summary nodes with a time or count that is not a number", "warn"),
     ("UPDATE messages SET token_count = 9000000000000000000 WHERE role = 'tool'",
