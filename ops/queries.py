@@ -121,8 +121,9 @@ _DAMAGED_SQLITE = (
     ("summary nodes with a time or count that is not a number", "summary_nodes", "node_id",
      _not_numbers("created_at") + " OR " + _not_numbers("earliest_at", "latest_at", nullable=True)
      + " OR " + _not_counts("depth", "token_count", "source_token_count")),
-    ("sessions with a time or count that is not a number", "sessions", "session_id", _not_counts("frontier_store_id")
-     + " OR " + _not_numbers("created_at", "updated_at") + " OR " + _not_numbers("ended_at", nullable=True)),
+    ("sessions with a time or count that is not a number", "sessions", "session_id",
+     _not_counts("frontier_store_id", "ingest_len") + " OR " + _not_numbers("created_at", "updated_at")
+     + " OR " + _not_numbers("ended_at", nullable=True)),
 )
 _DAMAGED_SERVER = (
     ("messages with a time or count that is not a number", "messages", "store_id",
@@ -131,7 +132,7 @@ _DAMAGED_SERVER = (
      _not_finite("created_at", "earliest_at", "latest_at") + " OR LEAST(depth, token_count, source_token_count) < 0"
      f" OR GREATEST(depth, token_count, source_token_count) > {MAX_COUNT}"),
     ("sessions with a time or count that is not a number", "sessions", "session_id",
-     _not_finite("created_at", "updated_at", "ended_at") + " OR frontier_store_id < 0"),
+     _not_finite("created_at", "updated_at", "ended_at") + " OR LEAST(frontier_store_id, ingest_len) < 0"),
 )
 
 

@@ -95,6 +95,7 @@ def test_a_session_cursor_stored_as_text_realigns_on_the_stored_messages(tmp_pat
      "messages with a time or count that is not a number", "warn"),
     ("UPDATE messages SET token_count = 'many' WHERE role = 'tool'",
      "messages with a time or count that is not a number", "warn"),
+    ("UPDATE sessions SET ingest_len = 'lots'", "sessions with a time or count that is not a number", "warn"),
     ("UPDATE sessions SET frontier_store_id = 'x'", "sessions with a time or count that is not a number", "warn"),
     ("UPDATE sessions SET updated_at = 'now', created_at = 'then', ended_at = 'later'",
      "sessions with a time or count that is not a number", "warn"),
