@@ -4,6 +4,7 @@ The MATCH grammar itself lives in the kernel (``fulltext``). Pure.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -39,19 +40,23 @@ NEIGHBOR_WEIGHT = 0.25  # share of the best adjacent hit's score (same session, 
 
 
 def rerank(candidates: list[Candidate], terms: tuple[str, ...], coverage_weight: float = COVERAGE_WEIGHT,
-           neighbor_weight: float = NEIGHBOR_WEIGHT) -> list[tuple[int, float]]:
+           neighbor_weight: float = NEIGHBOR_WEIGHT, pooled: bool = False) -> list[tuple[int, float]]:
     """Order BM25 candidates by term coverage and conversational context.
 
     BM25 over an OR query rewards one rare term repeated; a row that mentions more of the
     question's terms is usually the better answer. Turns adjacent to a strong hit share
     its topic (question and answer, tool call and result), so each row gains a fraction of
-    its best neighbour's score. Returns ``(key, score)`` best first; ties keep input order.
+    its best neighbour's score. ``pooled`` weighs each term by its rarity among the candidates
+    (``log(1 + n / (1 + df))``): a speaker's name that most of them hold tells them apart little,
+    however rare the archive makes it. Returns ``(key, score)`` best first; ties keep input order.
     """
     stems = [s for s in dict.fromkeys(rough_stem(t) for t in terms) if s]
+    has = [[s in c.text for s in stems] for c in candidates]
+    idf = [math.log(1 + len(has) / (1 + sum(h[i] for h in has))) if pooled else 1.0 for i in range(len(stems))]
     scored: dict[int, float] = {}
     groups: dict[int, str] = {}
-    for c in candidates:
-        coverage = (sum(1 for s in stems if s in c.text) / len(stems)) if stems else 0.0
+    for c, h in zip(candidates, has, strict=True):
+        coverage = sum(w for w, x in zip(idf, h, strict=True) if x) / sum(idf) if stems else 0.0
         scored[c.key] = c.score * (1.0 + coverage_weight * coverage)
         groups[c.key] = c.group
     out = []

@@ -36,6 +36,9 @@ CHANGED_WINDOW = 50  # best fused hits in which a changed fact's current stateme
 # The turns beside the best full-text hits join the pool with this share of their neighbour's score
 # (chosen by leaving one LoCoMo dev conversation out, among archives of 100,000 messages).
 ADJACENT_SEEDS, ADJACENT_SHARE = 100, 0.5
+# Coverage weighs each of the question's terms by its rarity among the candidates, and this much
+# (query.rerank, pooled; chosen the same way among 0.5, 1, 2, 4, 8 and 16).
+POOLED_COVERAGE = 16.0
 
 Key = tuple[str, int]  # ("message", store_id) or ("summary", node_id)
 
@@ -263,7 +266,7 @@ def fts_arm(runtime: Runtime, req: RecallRequest, match: Match, pool: int, gate:
         return {("message", row.store_id): 1.0 / (1 + i) for i, (row, _) in enumerate(kept)}
     candidates = [Candidate(row.store_id, row.session_id, -float(rank),
                             (row.content + " " + (row.tool_calls or "")).lower()) for row, rank in kept]
-    reranked = dict(rerank(candidates, match.terms))
+    reranked = dict(rerank(candidates, match.terms, POOLED_COVERAGE, pooled=True))
     groups = {row.store_id: row.session_id for row, _ in kept}
     searched = {row.store_id for row, _, _ in found}  # a row the search found and the gate refused stays out
     beside = [row for row in runtime.store.get_many(adjacent_ids(reranked, ADJACENT_SEEDS), req.visible)

@@ -189,3 +189,13 @@ def test_rerank_weights_are_the_documented_defaults():
     assert out[2] == pytest.approx(2.0 * 1.25 + 0.25 * 3.0)
     plain = dict(rerank([cand(1, 2.0, "alpha")], ("alpha",), coverage_weight=0.0, neighbor_weight=0.0))
     assert plain == {1: 2.0}
+
+
+@pytest.mark.parametrize("pooled, expected", [(False, [10, 20, 30, 40]), (True, [20, 10, 30, 40])])
+def test_rerank_pooled_weighs_a_term_most_candidates_hold_little(pooled, expected):
+    """Every row holds the speaker's name: pooled, the one row that also says "speech" passes a
+    shorter row that holds the name alone (BM25 1.6 against 1.0)."""
+    rows = [cand(10, 1.6, "mel: thanks"), cand(20, 1.0, "mel: my speech at school"), cand(30, 0.5, "mel: hi"),
+            cand(40, 0.5, "mel: ok")]
+    out = rerank(rows, ("Mel", "speech"), coverage_weight=2.0, neighbor_weight=0.0, pooled=pooled)
+    assert [k for k, _ in out] == expected
