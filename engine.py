@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from . import tokens
-from .compaction.compactor import TAIL_SHARE, CompactionLimits, Compactor
+from .compaction.compactor import MIN_TARGET, TAIL_SHARE, CompactionLimits, Compactor
 from .compaction.policy import enforce_budget, select_fresh_tail, trim_head_tail
 from .compaction.summarize import Summarizer
 from .config import reserve_floor_cap, scoped_home
@@ -243,7 +243,7 @@ class TroveEngine(ContextEngine):
         raw = [m for m in messages if isinstance(m, dict) and not is_synthetic(m)]
         cfg, count = self.config, tokens.count_message
         start = select_fresh_tail(raw, cfg.fresh_tail_count, cfg.fresh_tail_max_tokens, count)
-        budget = int(512 * TAIL_SHARE)  # its smallest target: the host's prompt overhead is not known here
+        budget = int(MIN_TARGET * TAIL_SHARE)  # the host's prompt overhead is not known here
         return len(raw) > 1 and enforce_budget(raw, start, budget, count) > 0
 
     # -- lifecycle -----------------------------------------------------------

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("hermes_trove.compaction")
 
 TARGET_RATIO = 0.7          # after compaction the prompt aims at this share of the threshold
+MIN_TARGET = 512            # the smallest prompt a compaction aims at, whatever the overhead
 TAIL_SHARE = 0.6            # the protected tail may use at most this share of that target
 MAX_CALLS = 12              # model calls per compress() (leaf + condensation)
 SWEEP_SECONDS = 120.0       # wall-clock bound between calls of one compress()
@@ -95,7 +96,7 @@ class Compactor:
         live, live_ids = self._map_live(messages, backlog, identity)
         overhead = max(0, int(current_tokens or 0) - tokens.count_messages(messages))
         threshold = int(self.limits.threshold_tokens or 0) or 10 ** 9
-        target = max(512, int(threshold * TARGET_RATIO) - overhead)
+        target = max(MIN_TARGET, int(threshold * TARGET_RATIO) - overhead)
 
         count = tokens.count_message
         tail_start = policy.select_fresh_tail(live, self.config.fresh_tail_count,
