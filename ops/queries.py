@@ -7,6 +7,7 @@ process's unshipped outbox rows reached a PostgreSQL store. Each write opens one
 """
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 # Deleted first to last, so summaries never outlive the rows their lineage names.
 CORE_SESSION_TABLES = ("carried_nodes", "summary_nodes", "messages", "sessions")
 SETTLE_S = 2.0
+log = logging.getLogger("hermes_trove.ops")
 
 
 def settled(runtime: Runtime) -> sqlite3.Connection:
@@ -105,7 +107,8 @@ def _not_finite(*columns: str) -> str:
 
 
 # Rows no trove write leaves behind: (kind, table, id column, condition). A SQLite file can hold
-# text in any column and packed text cut short; a server's typed columns, only NaN and infinities.
+# text in any column and packed text cut short; a server's typed columns, only NaN, infinities and
+# out-of-range counts, and its TEXT columns of JSON, text that is not the JSON trove writes.
 _DAMAGED_SQLITE = (
     ("messages whose stored text is damaged", "messages", "store_id",
      f"typeof(content) = 'blob' AND substr(trove_text(content), 1, {len(DAMAGED)})"
@@ -125,7 +128,23 @@ _DAMAGED_SQLITE = (
      _not_counts("frontier_store_id", "ingest_len") + " OR " + _not_numbers("created_at", "updated_at")
      + " OR " + _not_numbers("ended_at", nullable=True)),
 )
+# A server keeps JSON in TEXT columns, and before PostgreSQL 16 has no test of JSON text that does
+# not raise: this session-local function names a text's JSON shape ('invalid' when it is none;
+# 'objects' for an array of objects), with Python's NaN and infinities read as numbers as trove does.
+_JSON_SHAPE = """CREATE OR REPLACE FUNCTION pg_temp.trove_json_shape(t TEXT) RETURNS TEXT LANGUAGE plpgsql AS $$
+DECLARE v json;
+BEGIN
+    v := replace(replace(t, 'NaN', '0'), 'Infinity', '0')::json;
+    IF json_typeof(v) = 'array' AND NOT EXISTS
+        (SELECT 1 FROM json_array_elements(v) e WHERE json_typeof(e) <> 'object') THEN RETURN 'objects'; END IF;
+    RETURN json_typeof(v);
+EXCEPTION WHEN others THEN RETURN 'invalid';
+END $$"""
 _DAMAGED_SERVER = (
+    ("messages with a column that is not JSON", "messages", "store_id",
+     "(tool_calls IS NOT NULL AND pg_temp.trove_json_shape(tool_calls) <> 'objects')"
+     " OR (extra IS NOT NULL AND pg_temp.trove_json_shape(extra) <> 'object')"
+     " OR (content_is_json <> 0 AND pg_temp.trove_json_shape(content) NOT IN ('array', 'object', 'objects'))"),
     ("messages with a time or count that is not a number", "messages", "store_id",
      _not_finite("created_at", "ingested_at") + f" OR token_count NOT BETWEEN 0 AND {MAX_COUNT}"),
     ("summary nodes with a time or count that is not a number", "summary_nodes", "node_id",
@@ -138,8 +157,15 @@ _DAMAGED_SERVER = (
 
 def damaged_rows(conn: sqlite3.Connection, limit: int = 5) -> dict[str, tuple[int, list[Any]]]:
     """Each kind of damaged row found: how many, and the ids of the first ``limit``."""
-    out = {}
-    for kind, table, key, where in _DAMAGED_SERVER if on_server(conn) else _DAMAGED_SQLITE:
+    out: dict[str, tuple[int, list[Any]]] = {}
+    checks: Sequence[tuple[str, str, str, str]] = _DAMAGED_SERVER if on_server(conn) else _DAMAGED_SQLITE
+    if on_server(conn):
+        try:
+            conn.execute(_JSON_SHAPE)
+        except Exception as exc:  # a role without TEMP, a read-only standby: the other kinds still count
+            log.warning("trove doctor: JSON columns not checked: the server refused a session function: %s", exc)
+            checks = checks[1:]
+    for kind, table, key, where in checks:
         ids = [r[0] for r in conn.execute(f"SELECT {key} FROM {table} WHERE {where} ORDER BY {key}")]
         if ids:
             out[kind] = (len(ids), ids[:limit])

@@ -9,7 +9,7 @@ import pytest
 from conftest import assistant, make_config, make_engine, tool_call, tool_result, user
 
 from hermes_trove import command, tokens
-from hermes_trove.ops import doctor
+from hermes_trove.ops import doctor, queries
 from hermes_trove.packed import register
 from hermes_trove.rows import SessionKey
 from hermes_trove.runtime import build_runtime
@@ -155,7 +155,8 @@ def test_a_damaged_token_count_is_recounted_and_the_prompt_stays_under_the_thres
     assert "count that is not a number" in by_check(engine)["damaged_rows"]["detail"]
 
 
-def test_json_with_nan_or_infinity_that_trove_writes_and_reads_is_not_called_damaged(tmp_path):
+@pytest.mark.both_backends
+def test_json_with_nan_or_infinity_that_trove_writes_and_reads_is_not_called_damaged(tmp_path, backend):
     engine = make_engine(build_runtime(make_config(tmp_path)))
     result = {**tool_result("c1", ""), "content": [{"type": "text", "text": "NaN rows", "score": float("nan")}]}
     engine.ingest([user("q"), assistant("", [tool_call("c1", "probe", "{}")]), result,
@@ -186,6 +187,48 @@ def test_tool_calls_that_are_json_but_no_list_of_calls_are_summarised_and_named(
     damage(runtime.config.database_path, f"UPDATE messages SET tool_calls = '{calls}' WHERE tool_calls IS NOT NULL")
     assert by_check(engine)["damaged_rows"]["detail"].startswith("messages with a column that is not JSON: 12 ")
     next_turn_and_reads(engine, history)
+
+
+@pytest.mark.both_backends
+@pytest.mark.parametrize("sql", [
+    "UPDATE messages SET tool_calls = '{not json' WHERE tool_calls IS NOT NULL",
+    "UPDATE messages SET tool_calls = '[5, {\"a\": 1}]' WHERE tool_calls IS NOT NULL",
+    "UPDATE messages SET extra = '[1, 2]' WHERE role = 'tool'",
+    "UPDATE messages SET extra = 'null' WHERE role = 'tool'",
+    "UPDATE messages SET content = '5', content_is_json = 1 WHERE role = 'tool'",
+])
+def test_a_json_column_that_is_not_trove_s_json_is_named_on_either_store(runtime, backend, sql):
+    engine = make_engine(runtime, context_length=20000)
+    history = exchanges(12)
+    engine.compress(history, current_tokens=10**6, force=True)
+    runtime.store.settle()
+    assert by_check(engine)["damaged_rows"]["status"] == "pass", by_check(engine)["damaged_rows"]
+    if backend == "postgresql":
+        import psycopg
+        with psycopg.connect(runtime.config.database_url, autocommit=True) as conn:
+            conn.execute(sql)
+    else:
+        damage(runtime.config.database_path, sql)
+    check = by_check(engine)["damaged_rows"]
+    assert check["status"] == "warn", check
+    assert check["detail"].startswith("messages with a column that is not JSON: 12 "), check
+    next_turn_and_reads(engine, history)
+
+
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
+def test_a_server_that_refuses_the_json_function_still_gets_the_other_checks(tmp_path, runtime, backend, caplog):
+    engine = make_engine(runtime, context_length=20000)
+    engine.compress(exchanges(12), current_tokens=10**6, force=True)
+    runtime.store.settle()
+    import psycopg
+    with psycopg.connect(runtime.config.database_url, autocommit=True) as conn:
+        conn.execute("UPDATE messages SET token_count = -5 WHERE role = 'tool'")
+    # a read-only session (a standby, say) may not create even a temporary function
+    read_only = runtime.config.database_url.replace("options=", "options=-cdefault_transaction_read_only%3Don%20", 1)
+    other = build_runtime(make_config(tmp_path / "other", database_url=read_only))
+    found = queries.damaged_rows(other.db.read())
+    assert list(found) == ["messages with a time or count that is not a number"]
+    assert "JSON columns not checked" in caplog.text
 
 
 @pytest.mark.both_backends
