@@ -327,7 +327,8 @@ def register(ctx: Any, runtime: Runtime) -> None:
 
 
 # -- the operator CLI: `hermes trove ...` and `python -m hermes_trove ...` ------------------
-# It never creates a database: a missing --db file is an error, not an empty new store.
+# It never creates a database of its own: a missing --db file is an error, not an empty new store
+# (the home's store is created only to take held transcripts, as `hermes trove` does).
 
 CLI_DESCRIPTION = "Operator CLI: status, doctor, backup and rotate for a trove database."
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
@@ -366,8 +367,10 @@ def _runtime_for(db: str | None, fallback: Runtime | None = None) -> Runtime:
             raise FileNotFoundError(f"no trove database at {fallback.db.path} yet (trove has not stored anything)")
         return fallback
     config = load_config(profile_environ(default_hermes_home(), inherit=True))  # the store `hermes trove` uses
-    if not config.database_url and database_path(config).is_file():  # as loading the plugin does for `hermes trove`
-        build_runtime(config).restore_spilled()  # the home's held transcripts; never raises
+    if not config.database_url:  # the home's held transcripts, as loading the plugin does for `hermes trove`:
+        home = build_runtime(config)  # into its store, created for them when there is none yet
+        if database_path(config).is_file() or (home.unstored.spill is not None and home.unstored.spill.pending()):
+            home.restore_spilled()  # never raises
     if db:
         config = with_store(config, db)
     path = database_path(config)

@@ -130,6 +130,36 @@ def test_python_dash_m_writes_held_transcripts_into_the_homes_store_as_hermes_tr
     assert stored(tmp_path / "other.db", tmp_path) == {} and stored(tmp_path / "trove.db", tmp_path) == {}
 
 
+@pytest.mark.parametrize("db_arg", [[], ["--db", "other.db"]], ids=["home store", "--db another file"])
+def test_python_dash_m_writes_held_transcripts_into_a_home_store_not_created_yet(tmp_path, monkeypatch, db_arg):
+    from hermes_trove.command import main
+
+    blocker, db_path = blocked(tmp_path)
+    hermes_run(tmp_path, db_path, range(4))
+    unblock(blocker)
+    assert not db_path.exists()  # the store never took a write: the transcripts are only held
+    if db_arg:
+        build_runtime(make_config(tmp_path, database_path=str(tmp_path / "other.db"))).store.ensure_session(
+            SessionKey("other"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path))
+    monkeypatch.setenv("TROVE_DATABASE_PATH", str(db_path))
+    assert main(["status", *db_arg, "--json"]) == 0
+    assert stored(db_path, tmp_path) == expected(range(4))
+    assert not list((tmp_path / SPILL_DIR).glob("*"))
+    if db_arg:
+        assert stored(tmp_path / "other.db", tmp_path) == {}
+
+
+def test_python_dash_m_with_nothing_held_still_creates_no_store(tmp_path, monkeypatch):
+    from hermes_trove.command import main
+
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path))
+    monkeypatch.delenv("TROVE_DATABASE_PATH", raising=False)
+    assert main(["status", "--json"]) == 2
+    assert not (tmp_path / "trove.db").exists()
+
+
 def test_a_hermes_that_starts_while_the_store_is_still_unusable_writes_them_at_its_recovery(tmp_path, monkeypatch):
     blocker, db_path = blocked(tmp_path)
     hermes_run(tmp_path, db_path, range(3))
