@@ -218,6 +218,8 @@ def _check_payloads(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> 
         f"payload dir {pdir.get('files', 0)} files"
     detail = (f"{inline} suspicious inline payload rows; {home},"
               f" {pdir.get('bytes', 0)} bytes; {missing} missing and {pdir.get('unreadable_refs', 0)} unreadable refs")
+    if pdir.get("unreferenced_files"):  # reported, not a problem: sessions deleted since leave theirs
+        detail += f"; {pdir['unreferenced_files']} unreferenced (their sessions are gone)"
     if pdir.get("not_a_directory"):
         return "fail", f"payload directory {pdir.get('path')} is a file, not a directory: every sidecar write fails", \
             ("move that file away or set TROVE_LARGE_OUTPUT_EXTERNALIZATION_PATH to a directory;"

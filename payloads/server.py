@@ -69,8 +69,8 @@ class ServerPayloads:
             (session_id, int(limit)))]
 
     def census(self, refs: Iterable[str]) -> dict[str, Any]:
-        """Rows and bytes of the table, and which of ``refs`` have no row or fail their digest
-        (the doctor's counterpart of the payload directory's census)."""
+        """Rows and bytes of the table, which of ``refs`` have no row or fail their digest, and how many
+        rows are unreferenced (the doctor's counterpart of the payload directory's census)."""
         conn = self.db.read()
         rows, total = conn.execute("SELECT COUNT(*), COALESCE(SUM(length(data)), 0) FROM payloads").fetchone()
         referenced = sorted(set(refs))
@@ -79,8 +79,12 @@ class ServerPayloads:
             present, damaged = conn.execute(
                 "SELECT COUNT(*), COUNT(*) FILTER (WHERE encode(sha256(data), 'hex') <> sha256) FROM payloads"
                 " WHERE ref = ANY(?::text[])", (referenced,)).fetchone()
+        unowned = conn.execute(  # rows no message names, of sessions the store no longer holds
+            "SELECT COUNT(*) FROM payloads p WHERE NOT (ref = ANY(?::text[])) AND NOT EXISTS"
+            " (SELECT 1 FROM sessions s WHERE s.session_id = p.session_id)", (referenced,)).fetchone()[0]
         return {"path": self.where, "table": "payloads", "exists": True, "files": int(rows), "bytes": int(total),
-                "temp_files": 0, "stale_temp_files": 0, "referenced_refs": len(referenced),
+                "temp_files": 0, "stale_temp_files": 0, "unreferenced_files": int(unowned),
+                "referenced_refs": len(referenced),
                 "missing_refs": len(referenced) - int(present), "unreadable_refs": int(damaged)}
 
 

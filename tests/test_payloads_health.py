@@ -56,3 +56,23 @@ def test_inline_reasons_name_data_uris_and_random_base64_runs_only():
     assert guard.inline_reasons("see data:image/png;base64," + run[:40]) == ["data_uri"]
     assert guard.inline_reasons("blob " + run) == ["base64_run"]
     assert guard.inline_reasons("a" * 2000) == [] and guard.inline_reasons("f0" * 800) == []
+
+
+def test_doctor_counts_sidecars_of_sessions_the_store_no_longer_holds(tmp_path, backend):
+    from hermes_trove.ops import doctor
+
+    rt = build_runtime(make_config(tmp_path))
+    uri = "data:image/png;base64," + base64.b64encode(random.Random(6).randbytes(3000)).decode()
+    rt.store.ingest(SessionKey("s1"), [user(uri), user("hello")])  # guarded: a sidecar its row names
+    payloads.externalize_text(rt, "s1", "a result a prompt stub showed")  # a live session's: never counted
+    for text in ("a payload of a deleted session", "another of it"):
+        payloads.externalize_text(rt, "gone", text)
+    rt.store.settle()
+    pdir = health.doctor_report(rt)["payload_dir"]
+    assert pdir["files"] == 4 and pdir["referenced_refs"] == 1 and pdir["missing_refs"] == 0
+    assert pdir["unreferenced_files"] == 2
+    check = {c["check"]: c for c in doctor.run_doctor(rt)["checks"]}["payload_storage"]
+    assert check["status"] == "pass" and "2 unreferenced (their sessions are gone)" in check["detail"], check
+    rt.store.ensure_session(SessionKey("gone"))  # the owner is back: its files may back what it showed
+    rt.store.settle()
+    assert health.doctor_report(rt)["payload_dir"]["unreferenced_files"] == 0
