@@ -48,9 +48,17 @@ class NodeRow:
 
 def frontier_value(conn: sqlite3.Connection, session_id: str, stored: object) -> int:
     """A sessions row's frontier. One that is no count (a damaged row's text) reads as the last message
-    the session's leaves cover: nothing is summarised twice and nothing uncovered is skipped."""
+    the session's leaves cover, or as the furthest frontier a rotate set when that is further (a
+    rotate moves it past messages no summary covers): nothing is summarised twice, nothing uncovered
+    is skipped, and no rotate is undone."""
     if is_count(stored):
         return stored  # type: ignore[return-value]
+    rotated = conn.execute("SELECT rotated_frontier FROM sessions WHERE session_id = ?", (session_id,)).fetchone()
+    return max(_leaf_coverage(conn, session_id), rotated[0] if rotated and is_count(rotated[0]) else 0)
+
+
+def _leaf_coverage(conn: sqlite3.Connection, session_id: str) -> int:
+    """The highest store id the session's own summaries cover (0: none)."""
     r = conn.execute("SELECT MAX(nm.store_id) FROM node_messages nm JOIN summary_nodes n ON n.node_id = nm.node_id"
                      " WHERE n.session_id = ?", (session_id,)).fetchone()
     return int(r[0] or 0)
@@ -368,7 +376,7 @@ class SummaryDAG:
                 for r in self.db.read().execute(sql, {"s": session_id})}
 
     def highest_covered_store_id(self, session_id: str) -> int:
-        return frontier_value(self.db.read(), session_id, None)  # None is no count: the leaves decide
+        return _leaf_coverage(self.db.read(), session_id)
 
     def search(self, match: str, session_id: str, limit: int = 10) -> list[tuple[NodeRow, float, str]]:
         """BM25-ranked summary hits among the nodes the session can reach.

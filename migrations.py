@@ -406,6 +406,10 @@ UPDATE sessions SET scope = 'local' WHERE platform = 'openclaw' AND scope = '';
     ("0017_sessions_by_conversation", """
 CREATE INDEX sessions_conversation ON sessions(conversation_id, updated_at);
 """),
+    # The furthest frontier a rotate set: a damaged frontier reads as no less (``dag.frontier_value``).
+    ("0018_rotated_frontier", """
+ALTER TABLE sessions ADD COLUMN rotated_frontier INTEGER;
+"""),
 )
 
 

@@ -409,7 +409,8 @@ def migrations() -> tuple[tuple[str, tuple[str, ...]], ...]:
     return (("pg0001_core", core), ("pg0002_search", tuple(SEARCH_DDL)), ("pg0003_rollups", ROLLUPS),
             ("pg0004_embeddings", EMBEDDINGS), ("pg0005_payloads", PAYLOADS), ("pg0006_text_reader", TEXT_READER),
             ("pg0007_sessions_by_conversation", ("CREATE INDEX sessions_conversation"
-                                                 " ON sessions(conversation_id, updated_at)",)))
+                                                 " ON sessions(conversation_id, updated_at)",)),
+            ("pg0008_rotated_frontier", ("ALTER TABLE sessions ADD COLUMN rotated_frontier BIGINT",)))
 
 
 def applied_names(conn: Any) -> list[str]:

@@ -93,6 +93,7 @@ class SessionRow:
     updated_at: float
     ended_at: float | None
     scope: str = ""
+    rotated_frontier: int | None = None  # the furthest frontier a rotate set (None: never rotated)
 
 
 @dataclass(frozen=True)

@@ -129,11 +129,11 @@ class MessageStore:
         return self.session(session_id)
 
     def record_rotate(self, session_id: str, frontier: int, backup_path: str) -> None:
-        now = time.time()
+        now, further = time.time(), _LARGER.replace("frontier_store_id", "rotated_frontier")  # for a damaged one
         with self.db.transaction() as conn:
-            conn.execute(f"UPDATE sessions SET frontier_store_id={_LARGER}, last_rotate_at=?,"
-                         " last_rotate_backup=?, updated_at=? WHERE session_id=?",
-                         (frontier, frontier, now, backup_path, now, session_id))
+            conn.execute(f"UPDATE sessions SET frontier_store_id={_LARGER}, rotated_frontier={further},"
+                         " last_rotate_at=?, last_rotate_backup=?, updated_at=? WHERE session_id=?",
+                         (frontier, frontier, frontier, frontier, now, backup_path, now, session_id))
 
     def sessions(self, limit: int = 1000, conversation_id: str = "") -> list[SessionRow]:
         where, args = (" WHERE conversation_id=?", [conversation_id]) if conversation_id else ("", [])

@@ -125,7 +125,8 @@ _DAMAGED_SQLITE = (
      _not_numbers("created_at") + " OR " + _not_numbers("earliest_at", "latest_at", nullable=True)
      + " OR " + _not_counts("depth", "token_count", "source_token_count")),
     ("sessions with a time or count that is not a number", "sessions", "session_id",
-     _not_counts("frontier_store_id", "ingest_len") + " OR " + _not_numbers("created_at", "updated_at")
+     _not_counts("frontier_store_id", "ingest_len") + " OR (rotated_frontier IS NOT NULL AND ("
+     + _not_counts("rotated_frontier") + ")) OR " + _not_numbers("created_at", "updated_at")
      + " OR " + _not_numbers("ended_at", nullable=True)),
 )
 # A server keeps JSON in TEXT columns, and before PostgreSQL 16 has no test of JSON text that does
@@ -151,7 +152,8 @@ _DAMAGED_SERVER = (
      _not_finite("created_at", "earliest_at", "latest_at") + " OR LEAST(depth, token_count, source_token_count) < 0"
      f" OR GREATEST(depth, token_count, source_token_count) > {MAX_COUNT}"),
     ("sessions with a time or count that is not a number", "sessions", "session_id",
-     _not_finite("created_at", "updated_at", "ended_at") + " OR LEAST(frontier_store_id, ingest_len) < 0"),
+     _not_finite("created_at", "updated_at", "ended_at")
+     + " OR LEAST(frontier_store_id, ingest_len, rotated_frontier) < 0"),
 )
 
 

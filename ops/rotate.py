@@ -116,9 +116,11 @@ def apply(runtime: Runtime, session_id: str, mode: str = "active") -> dict[str, 
         backup = backup_to(runtime, rolling_backup_path(runtime))
         saved: dict[str, Any] = {"backup": backup.path, "backup_bytes": backup.bytes}
     else:
+        before = runtime.store.session(session_id)
+        rotated = before.rotated_frontier if before and before.rotated_frontier is not None else "NULL"
         saved = {"backup": None, "backup_bytes": None, "backup_note": SERVER_NOTE,
-                 "undo": f"UPDATE sessions SET frontier_store_id = {plan.current_frontier} WHERE session_id ="
-                         f" '{session_id.replace(chr(39), chr(39) * 2)}'"}
+                 "undo": f"UPDATE sessions SET frontier_store_id = {plan.current_frontier}, rotated_frontier ="
+                         f" {rotated} WHERE session_id = '{session_id.replace(chr(39), chr(39) * 2)}'"}
     runtime.store.record_rotate(session_id, plan.target_frontier, saved["backup"] or
                                 f"none: PostgreSQL store, the frontier was {plan.current_frontier}")
     row = runtime.store.session(session_id)

@@ -71,7 +71,8 @@ def test_apply_keeps_the_tail_advances_the_frontier_and_deletes_nothing(small_ta
     assert [m.store_id for m in rt.store.backlog("s1", row.frontier_store_id)] == ids[-4:]
     if backend == "postgresql":  # nothing copied: the answer says why none is needed and how to undo
         assert result["backup"] is None and "deletes nothing" in result["backup_note"]
-        assert result["undo"] == "UPDATE sessions SET frontier_store_id = 0 WHERE session_id = 's1'"
+        assert result["undo"] == ("UPDATE sessions SET frontier_store_id = 0, rotated_frontier = NULL"
+                                  " WHERE session_id = 's1'")
         assert not (Path(rt.config.hermes_home) / "backups").exists()
         return
     backup = Path(result["backup"])
@@ -162,7 +163,38 @@ def test_a_server_rotate_is_a_second_noop_and_its_undo_restores_the_frontier(sma
     with rt.db.transaction() as c:
         c.execute(first["undo"])
     assert rt.store.session("s1").frontier_store_id == first["current_frontier"]
+    assert rt.store.session("s1").rotated_frontier is None  # a frontier damaged later does not redo it
     assert command.run(rt, ["rotate"])[1]["status"] == "ready"
+
+
+def damage_frontier(rt, backend: str) -> None:
+    """The session row's frontier made no count: text in a file, a negative number on a server."""
+    if backend == "sqlite":
+        import sqlite3
+
+        conn = sqlite3.connect(rt.config.database_path)
+        with conn:
+            conn.execute("UPDATE sessions SET frontier_store_id = 'x' WHERE session_id = 's1'")
+        conn.close()
+    else:
+        with rt.db.transaction() as c:
+            c.execute("UPDATE sessions SET frontier_store_id = -7 WHERE session_id = 's1'")
+
+
+def test_a_rotate_past_the_last_summary_outlives_a_damaged_frontier(small_tail, backend):
+    rt, eng = small_tail
+    history = chat(30)
+    eng.compress(history[:16], current_tokens=10**6, force=True)  # a summary over the oldest messages
+    eng.ingest(history)
+    covered = rt.dag.highest_covered_store_id("s1")
+    assert covered > 0
+    result = command.run(rt, ["rotate", "apply"])[1]
+    assert result["status"] == "rotated" and result["frontier"] > covered  # past what any summary covers
+    damage_frontier(rt, backend)
+    assert rt.store.frontier_store_id("s1") == result["frontier"]  # the rotate stands
+    assert rt.dag.highest_covered_store_id("s1") == covered  # status still reports the summaries' own reach
+    assert command.run(rt, ["rotate"])[1]["status"] == "noop"
+    assert [m.store_id for m in rt.store.backlog("s1", rt.store.frontier_store_id("s1"))] == store_ids(rt)[-4:]
 
 
 @pytest.mark.parametrize("rows,frontier,tail,total,expected", [

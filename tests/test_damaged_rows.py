@@ -97,6 +97,7 @@ def test_a_session_cursor_stored_as_text_realigns_on_the_stored_messages(tmp_pat
      "messages with a time or count that is not a number", "warn"),
     ("UPDATE sessions SET ingest_len = 'lots'", "sessions with a time or count that is not a number", "warn"),
     ("UPDATE sessions SET frontier_store_id = 'x'", "sessions with a time or count that is not a number", "warn"),
+    ("UPDATE sessions SET rotated_frontier = 'x'", "sessions with a time or count that is not a number", "warn"),
     ("UPDATE sessions SET updated_at = 'now', created_at = 'then', ended_at = 'later'",
      "sessions with a time or count that is not a number", "warn"),
 ])
@@ -246,6 +247,29 @@ def test_a_session_updated_time_that_is_no_time_on_either_store_is_not_the_chat_
     assert runtime.store.sessions(1, "chat")[0].session_id == "new"
     detail = by_check(engine)["damaged_rows"]["detail"]
     assert "sessions with a time or count that is not a number: 1 (ids old)" in detail
+
+
+@pytest.mark.both_backends
+def test_a_rotated_frontier_that_is_no_count_on_either_store_is_named_and_ignored(runtime, backend):
+    engine = make_engine(runtime, context_length=20000)
+    engine.compress(exchanges(12), current_tokens=10**6, force=True)
+    runtime.store.settle()
+    frontier = runtime.store.frontier_store_id("s1")
+    bad = ("-3", "-1") if backend == "postgresql" else ("'x'", "'y'")
+
+    def change(sql: str) -> None:
+        if backend == "postgresql":
+            import psycopg
+            with psycopg.connect(runtime.config.database_url, autocommit=True) as conn:
+                conn.execute(sql)
+        else:
+            damage(runtime.config.database_path, sql)
+
+    change(f"UPDATE sessions SET rotated_frontier = {bad[0]}")
+    detail = by_check(engine)["damaged_rows"]["detail"]
+    assert "sessions with a time or count that is not a number: 1 (ids s1)" in detail
+    change(f"UPDATE sessions SET frontier_store_id = {bad[1]}")
+    assert runtime.store.frontier_store_id("s1") == frontier  # the leaves decide: the damaged record is no point
 
 
 @pytest.mark.both_backends

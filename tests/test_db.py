@@ -40,7 +40,7 @@ TABLES = {
         "session_id": "TEXT", "conversation_id": "TEXT", "platform": "TEXT", "ingest_len": "INTEGER",
         "ingest_identity": "TEXT", "frontier_store_id": "INTEGER", "last_rotate_at": "REAL",
         "last_rotate_backup": "TEXT", "previous_session_id": "TEXT", "created_at": "REAL", "updated_at": "REAL",
-        "ended_at": "REAL", "scope": "TEXT"},
+        "ended_at": "REAL", "scope": "TEXT", "rotated_frontier": "INTEGER"},
     "imports": {"import_id": "TEXT", "kind": "TEXT", "sources": "TEXT", "options": "TEXT", "first_at": "REAL",
                 "last_at": "REAL"},
     "imported_messages": {"import_id": "TEXT", "source_key": "TEXT", "store_id": "INTEGER", "meta": "TEXT",
