@@ -87,8 +87,8 @@ def _service_settings(name: str) -> dict[str, str] | None:
 
 def keepalive_params(url: str) -> dict[str, str]:
     """The TCP keepalive parameters to add to ``url``'s connection: those neither it nor its service
-    sets. None when the operator turned keepalives off, or names a service this process cannot read
-    (libpq's own settings of it then stand)."""
+    sets. None at all when the operator turned keepalives off, or names a service this process cannot
+    read (libpq's own settings of it then stand)."""
     given = dict(_driver().conninfo.conninfo_to_dict(url))
     service = given.get("service") or os.environ.get("PGSERVICE")
     if service:
