@@ -43,12 +43,57 @@ def pick_rare(counts: Sequence[tuple[str, int]], budget: int) -> list[str]:
     return out
 
 
-def rare_phrases(conn: sqlite3.Connection, expression: str, budget: int | None = None) -> list[str]:
-    """The expression's rare phrases: each count stops at ``budget + 1``, so a common word costs no more."""
+def all_common(counts: Sequence[tuple[str, int]], budget: int) -> bool:
+    """True when the phrases were counted and each that matches anything has more than ``budget`` matches. Pure."""
+    return bool(counts) and not pick_rare(counts, budget)
+
+
+def phrase_counts(conn: sqlite3.Connection, expression: str, narrow: Sequence[str] = (),
+                  narrow_args: Sequence[Any] = (), budget: int | None = None) -> list[tuple[str, int]]:
+    """``(phrase, matches)`` of the expression's phrases inside ``narrow`` (a session's id range); each
+    count stops at ``budget + 1``, so a common word costs no more. [] when the expression is no OR of phrases."""
     budget = RARE_BUDGET if budget is None else budget
-    counts = [(p, int(conn.execute("SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ?"
-                                   " LIMIT ?)", (p, budget + 1)).fetchone()[0])) for p in phrases(expression)]
-    return pick_rare(counts, budget)
+    where = "".join(f" AND {w}" for w in narrow)
+    return [(p, int(conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ?{where}"
+                                 " LIMIT ?)", (p, *narrow_args, budget + 1)).fetchone()[0]))
+            for p in phrases(expression)]
+
+
+def window(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], scoped: str,
+           scope_args: Sequence[Any], newest: int, common: int | None = None) -> tuple[int | None, list[str]]:
+    """Where a search's window of the newest ``newest`` matches starts, and the rare phrases ranked past it.
+
+    ``fts_where``/``fts_args`` are the full-text side (the MATCH first, then a session's id range);
+    ``scoped`` (on alias ``m``) keeps the rows the caller may read. Returns the lowest store id
+    inside the window (None when fewer rows match: no window, nothing older) and the phrases
+    with at most ``RARE_BUDGET`` matches in the range together, whose older matches are ranked
+    too. With ``common``, a query whose every phrase has more than ``RARE_BUDGET`` matches
+    ranks only its newest ``common``: there is no rare phrase to rank past the window, and
+    BM25 over common words only, whose weights are low and alike, tells rows apart little.
+    """
+    first = min(newest, common) if common is not None else newest
+    low = _nth_newest(conn, fts_where, fts_args, scoped, scope_args, first)
+    if low is None:
+        return None, []
+    counts = phrase_counts(conn, str(fts_args[0]), fts_where[1:], fts_args[1:])
+    if first < newest and not all_common(counts, RARE_BUDGET):
+        low = _nth_newest(conn, fts_where, fts_args, scoped, scope_args, newest)
+        if low is None:
+            return None, []
+    return low, pick_rare(counts, RARE_BUDGET)
+
+
+def _nth_newest(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], scoped: str,
+                scope_args: Sequence[Any], n: int) -> int | None:
+    """The store id of the ``n``-th newest match the caller may read; None when fewer match."""
+    skip = max(0, int(n) - 1)
+    row = conn.execute(f"SELECT rowid FROM messages_fts WHERE {' AND '.join(fts_where)}"
+                       " ORDER BY rowid DESC LIMIT 1 OFFSET ?", [*fts_args, skip]).fetchone() \
+        if not scoped else conn.execute(
+            "SELECT m.store_id FROM messages_fts JOIN messages m ON m.store_id = messages_fts.rowid WHERE "
+            + " AND ".join(w.replace("rowid", "messages_fts.rowid") for w in fts_where)
+            + f" AND {scoped} ORDER BY m.store_id DESC LIMIT 1 OFFSET ?", [*fts_args, *scope_args, skip]).fetchone()
+    return None if row is None else int(row[0])
 
 
 def older_hits(conn: sqlite3.Connection, expression: str, rare: Sequence[str], below: int,

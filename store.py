@@ -417,7 +417,8 @@ class MessageStore:
                source: str | None = None, time_from: float | None = None, time_to: float | None = None,
                limit: int = 10, *, snippets: bool = True, store_ids: Sequence[int] | None = None,
                max_candidates: int | None = None, literal: str | None = None,
-               visible: Visibility = EVERYTHING) -> list[tuple[MessageRow, float, str]]:
+               visible: Visibility = EVERYTHING, common_candidates: int | None = None,
+               ) -> list[tuple[MessageRow, float, str]]:
         """BM25-ranked raw hits ``(row, rank, snippet)``; ``match`` comes from ``search.build_match``.
 
         Session-scoped searches restrict the full-text scan to the sessions' store-id range,
@@ -429,6 +430,8 @@ class MessageStore:
         split, such as CJK runs or emoji), bounded to ``max_candidates`` newest rows.
         ``visible`` keeps the sessions the caller may read, inside the candidate query (and
         the ``max_candidates`` bound counts only those), so other scopes never crowd it out.
+        ``common_candidates`` narrows that bound when every phrase of the query is common
+        (``ftsbound.window``; SQLite only).
         """
         conn = self.db.read()
         if session_ids is not None and not session_ids:
@@ -461,18 +464,11 @@ class MessageStore:
             fts_where.append("rowid BETWEEN ? AND ?")
             fts_args += [int(lo), int(hi)]
         narrow, narrow_args = fts_where[1:], fts_args[1:]  # a session's id range, without the bound below
-        if max_candidates is not None:  # the newest N matches (in the session's range, if any) that are visible
-            skip = max(0, int(max_candidates) - 1)
-            bound = conn.execute(f"SELECT rowid FROM messages_fts WHERE {' AND '.join(fts_where)}"
-                                 " ORDER BY rowid DESC LIMIT 1 OFFSET ?", [*fts_args, skip]).fetchone() \
-                if not scoped else conn.execute(
-                    "SELECT m.store_id FROM messages_fts JOIN messages m ON m.store_id = messages_fts.rowid WHERE "
-                    + " AND ".join(w.replace("rowid", "messages_fts.rowid") for w in fts_where)
-                    + f" AND {scoped} ORDER BY m.store_id DESC LIMIT 1 OFFSET ?",
-                    [*fts_args, *scope_args, skip]).fetchone()
-            if bound is not None:
-                fts_where.append("rowid >= ?")
-                fts_args.append(int(bound[0]))
+        bound, rare = (None, []) if max_candidates is None else ftsbound.window(
+            conn, fts_where, fts_args, scoped, scope_args, int(max_candidates), common_candidates)
+        if bound is not None:  # the newest N matches (in the session's range, if any) that are visible
+            fts_where.append("rowid >= ?")
+            fts_args.append(bound)
         # Rank inside the full-text index first and join only the best rows: joining every
         # match costs a random row read each. Filters on messages may drop ranked rows, so
         # the ranked window widens until it holds ``limit`` survivors or every match.
@@ -493,21 +489,16 @@ class MessageStore:
             if window >= total:
                 break
             window = window * 8 if window * 8 < total else -1
-        if max_candidates is not None and bound is not None:
-            rows = self._with_older(conn, match, int(bound[0]), narrow, narrow_args, where, args, limit, rows)
+        if bound is not None and rare:
+            older = ftsbound.older_hits(conn, match, rare, bound, narrow, narrow_args, where, args, limit)
+            rows = sorted([*rows, *older], key=lambda r: (float(r["_rank"]), int(r["store_id"])))[:limit] \
+                if older else rows
         if snippets and rows:
             rows = self._with_snippets(match, rows)
         # m.* come first, then _rank and _snippet: values by position, not a name lookup per column
         names = [k for k in rows[0].keys() if not k.startswith("_")] if rows else []
         return [(message_row_from(dict(zip(names, tuple(r.values() if isinstance(r, dict) else r), strict=False))),
                  float(r["_rank"]), str(r["_snippet"] or "")) for r in rows]
-
-    def _with_older(self, conn: sqlite3.Connection, match: str, below: int, narrow: list[str], narrow_args: list[Any],
-                    where: list[str], args: list[Any], limit: int, rows: list[Any]) -> list[Any]:
-        """``rows`` (the newest-N window's best) merged with older matches of the query's rare phrases."""
-        rare = ftsbound.rare_phrases(conn, match)
-        older = ftsbound.older_hits(conn, match, rare, below, narrow, narrow_args, where, args, limit) if rare else []
-        return sorted([*rows, *older], key=lambda r: (float(r["_rank"]), int(r["store_id"])))[:limit] if older else rows
 
     def _with_snippets(self, match: str, rows: list[Any]) -> list[Any]:
         """``rows`` with their snippets (``ftsrows.matching``), built for these rows only."""

@@ -14,7 +14,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .. import ftsbound
-from ..fulltext import ARCHIVE_CANDIDATES, LITERAL_CANDIDATES, LITERAL_MAX_CHARS
+from ..fulltext import ARCHIVE_CANDIDATES, COMMON_CANDIDATES, LITERAL_CANDIDATES, LITERAL_MAX_CHARS
 from ..payloads.sidecar import search_payloads
 from ..scope import EVERYTHING, Visibility
 from ..toolkit import expand_hint, iso, message_meta
@@ -138,7 +138,8 @@ def _raw_candidates(runtime: Runtime, req: GrepRequest, match: Match, pool: int,
     def search(expression: str, **kw: Any) -> list[tuple[Any, float, str]]:
         return [hit for hit in find(expression, **kw) if not req.in_flight(hit[0])]
 
-    hits = search(match.expression, limit=pool, snippets=False) if match.expression else []
+    hits = search(match.expression, limit=pool, snippets=False, common_candidates=COMMON_CANDIDATES) \
+        if match.expression else []
     literal = req.query.strip()
     if hits or not 0 < len(literal) <= LITERAL_MAX_CHARS:
         return hits, {}

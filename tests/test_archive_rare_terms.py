@@ -143,3 +143,64 @@ def test_rare_matches_already_inside_the_window_add_nothing(runtime, backend, mo
     bounded = ranked(runtime, "zanzibar coffee", 5)
     assert bounded[0][0] == new_id and len(bounded) == 5  # the window alone: the rare row is its newest
     assert min(i for i, _ in bounded) == new_id - 4
+
+
+def test_all_common_needs_counted_phrases_each_over_the_budget():
+    assert ftsbound.all_common([('"coffee"', 21), ('"note"', 40)], 20)
+    assert ftsbound.all_common([('"coffee"', 21), ('"absent"', 0)], 20)  # a phrase with no match is no rare one
+    assert not ftsbound.all_common([('"coffee"', 21), ('"zanzibar"', 1)], 20)
+    assert not ftsbound.all_common([], 20)  # an expression that is no OR of phrases was not counted
+
+
+def test_a_grep_of_common_words_only_ranks_the_newest_common_candidates(runtime, backend, monkeypatch):
+    if backend != "sqlite":
+        pytest.skip("the narrower window is FTS5's")
+    from hermes_trove.retrieval import search as grep_search
+    monkeypatch.setattr(grep_search, "ARCHIVE_CANDIDATES", 8)
+    monkeypatch.setattr(grep_search, "COMMON_CANDIDATES", 3)
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 20)
+    key = SessionKey("long-chat")
+    runtime.store.append(key, [user("the zanzibar trip, over coffee coffee coffee")])
+    runtime.store.append(key, [user(f"coffee note {i}: the coffee was fine today") for i in range(40)])
+    engine = make_engine(runtime, session="long-chat")
+
+    def grep(query: str) -> list[str]:
+        out = json.loads(dispatch(engine.tool_context(), "trove_grep", {"query": query, "limit": 10}))
+        assert "error" not in out, out
+        return [hit["snippet"] for hit in out["results"] if hit.get("store_id")]
+
+    common = grep("coffee note")  # both words have more matches than the rare budget: the newest three
+    assert len(common) == 3 and all(any(f" {i}: the" in s for s in common) for i in range(37, 40))
+    mixed = grep("zanzibar coffee")  # a rare word keeps the whole window and its older match
+    assert "zanzibar" in mixed[0] and len(mixed) == 9
+
+
+def test_the_store_window_narrows_only_for_a_query_of_common_phrases(runtime, backend, monkeypatch):
+    if backend != "sqlite":
+        pytest.skip("the narrower window is FTS5's")
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 20)
+    old_id = fill(runtime, newer=30)
+    newest = max(i for i, _ in ranked(runtime, "coffee", None, limit=100))
+    common = ranked(runtime, "coffee fine", 10, common_candidates=4, limit=100)
+    assert sorted(i for i, _ in common) == list(range(newest - 3, newest + 1))
+    assert len(ranked(runtime, "coffee fine", 10, limit=100)) == 10  # without it, the whole window
+    assert len(ranked(runtime, "coffee fine", 10, common_candidates=40, limit=100)) == 10  # never wider
+    mixed = [i for i, _ in ranked(runtime, "zanzibar coffee", 10, common_candidates=4, limit=100)]
+    assert len(mixed) == 11 and old_id in mixed
+
+
+def test_a_session_search_counts_rarity_inside_the_session(runtime, backend, monkeypatch):
+    """A word common elsewhere in the archive but said once, long ago, in this session is still its rare word."""
+    if backend != "sqlite":
+        pytest.skip("about FTS5's window")
+    from hermes_trove.retrieval import search as grep_search
+    monkeypatch.setattr(grep_search, "ARCHIVE_CANDIDATES", 5)
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 20)
+    runtime.store.append(SessionKey("travel-desk"), [user(f"zanzibar fare {i}") for i in range(30)])
+    key = SessionKey("long-chat")
+    runtime.store.append(key, [user("the zanzibar trip, over coffee")])
+    runtime.store.append(key, [user(f"coffee note {i}: the coffee was fine today") for i in range(40)])
+    engine = make_engine(runtime, session="long-chat")
+    out = json.loads(dispatch(engine.tool_context(), "trove_grep", {"query": "zanzibar coffee", "limit": 10}))
+    assert "error" not in out, out
+    assert "zanzibar trip" in out["results"][0]["snippet"].replace(">>>", "").replace("<<<", ""), out
