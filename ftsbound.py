@@ -3,8 +3,9 @@
 An archive search ranks only the newest ``ARCHIVE_CANDIDATES`` matching rows, so its cost does
 not follow the archive. On common words that is harmless, but a name or an identifier said in
 an old conversation would fall out of the window behind newer rows that share only common
-words. So the query's rarest phrases (together at most ``RARE_BUDGET`` matching rows) have every
-older match ranked as well, with the exact score the whole query gives it.
+words. So the query's rarest phrases (together at most ``RARE_BUDGET`` matching rows in the
+searched range) have every older match ranked as well, with the exact score the whole query
+gives it. A caller may narrow the window further for a query with no rare phrase (``window``).
 
 FTS5's ``bm25()`` sums one term per phrase of the expression, so over ``(rare) AND (whole)`` a
 row scores its rare phrases twice and the rest once; subtracting its score over ``(rare)``

@@ -152,6 +152,7 @@ def test_the_response_echoes_what_ran(engine, turns):
         "content_scope": "history", "limit": 10, "offset": 0}
     assert out["role"] == "user" and out["time_from"].startswith("2023-11-14")
     assert out["fts_query"] == '"kiwi"' and out["archive_candidate_limit"] == search.ARCHIVE_CANDIDATES
+    assert out["archive_common_candidate_limit"] == search.COMMON_CANDIDATES
 
 
 def test_a_long_query_is_echoed_shortened(engine, turns):
