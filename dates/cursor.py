@@ -22,6 +22,14 @@ _CLAUSE_VERBS = frozenset({"is", "was", "will", "'s", "falls", "fell"})  # after
 _NOUN_LEADS = frozenset({"to", "at", "after", "a", "the", "my", "our", "your", "his", "her", "their"})
 _FUNCTION_WORDS = lx.PARTS_OF_DAY | {"and", "or", "to", "on", "of", "from", "until", "till", "through", "then", "next",
                                      "last", "this", "too", "instead", "again"}
+# weekdays in the names of things, not days ("Sunday school", "Saturday Night Live", "Cyber Monday")
+_NAMED_THINGS = frozenset({("sunday", "school"), ("sunday", "best"), ("saturday", "night", "live"), ("cyber", "monday"),
+                           ("super", "tuesday"), ("ash", "wednesday"), ("maundy", "thursday"), ("holy", "thursday"),
+                           ("palm", "sunday"), ("easter", "sunday"), ("easter", "monday"), ("shrove", "tuesday")})
+_NOUN_PHRASE_REACH = 6  # words read after a weekday qualifying a noun for its clause's verb
+_CLAUSE_ENDS = frozenset({".", ",", "!", "?", ";", ":", "and", "but", "so", "because", "when", "if", "that"})
+_PRESENT_VERBS = frozenset({"is", "are", "has", "have", "does", "do", "will", "can", "'s", "gets", "get", "starts",
+                            "begins", "runs", "opens", "closes", "looks", "sounds", "seems"})
 _WH = frozenset({"what", "when", "where", "who", "why", "how", "which"})
 _TAG_SUBJECTS = frozenset({"it", "you", "we", "they", "he", "she", "i", "there", "that"})
 _TAG_VERBS = frozenset({"is", "isn't", "was", "wasn't", "are", "aren't", "were", "weren't", "has", "hasn't", "have",
@@ -154,7 +162,13 @@ class TokenCursor:
         """The weekday token ``index`` names; none before a plural part of the day ("on Sunday
         mornings", "Monday nights"), which is a habit, as "on Sundays" is, nor one qualifying a noun."""
         token = self.tok(index)
-        if token is None or self.low(index + 1) in _PLURAL_PARTS or self._qualifies_noun(index):
+        if token is None or self.low(index + 1) in _PLURAL_PARTS:
+            return None
+        if token.base in lx.WEEKDAYS and token.base != token.low:  # "Sunday's run": that day's, a noun after it
+            after = self.tok(index + 1)
+            return lx.WEEKDAYS[token.base] if after is not None and after.text.isalpha() and after.text.islower() \
+                and after.low not in _FUNCTION_WORDS and after.low not in lx.ARTICLES else None
+        if self._names_thing(index):
             return None
         if token.low in lx.WEEKDAYS:
             return lx.WEEKDAYS[token.low]
@@ -162,12 +176,36 @@ class TokenCursor:
             return lx.WEEKDAY_ABBREVIATIONS[token.low]
         return None
 
-    def _qualifies_noun(self, index: int) -> bool:
-        """A weekday between a word that opens a noun phrase and a lower-case word that is no function word
-        ("went to Sunday school", "the Monday blues", "our Friday meeting") names a kind of thing, no day."""
+    def _names_thing(self, index: int) -> bool:
+        """A weekday in a name ("Sunday school", "Saturday Night Live", "Cyber Monday") or between a word that
+        opens a noun phrase and a lower-case word that is no function word ("went to Sunday school", "the
+        Monday blues", "our Friday meeting") names a kind of thing, no day; unless "the" opens the clause
+        with it and the clause goes on in the past ("The Monday meeting was long": that meeting, that day)."""
+        if (self.low(index), self.low(index + 1), self.low(index + 2)) in _NAMED_THINGS or \
+                (self.low(index), self.low(index + 1)) in _NAMED_THINGS or (self.low(index - 1), self.low(index)) \
+                in _NAMED_THINGS:
+            return True
         after = self.tok(index + 1)
-        return self.low(index - 1) in _NOUN_LEADS and after is not None and after.text.isalpha() and \
-            after.text.islower() and not (after.low in lx.AFTER_NTH or after.low in _FUNCTION_WORDS)
+        if not (self.low(index - 1) in _NOUN_LEADS and after is not None and after.text.isalpha() and
+                after.text.islower() and not (after.low in lx.AFTER_NTH or after.low in _FUNCTION_WORDS)):
+            return False
+        return not (self.low(index - 1) == "the" and self._opens_clause(index - 1) and self._past_after(index + 1))
+
+    def _opens_clause(self, index: int) -> bool:
+        token = self.tok(index)
+        return token is not None and (self.sentences[token.sentence][0] == index or self.low(index - 1) in
+                                      (",", "and", "but", "so"))
+
+    def _past_after(self, index: int) -> bool:
+        """The first verb after the noun phrase at ``index`` (within a few words, in its clause) is a past form
+        ("meeting was long", "brunch at Mia's was amazing", "game went to overtime")."""
+        for at in range(index, index + _NOUN_PHRASE_REACH):
+            low = self.low(at)
+            if low in _CLAUSE_ENDS:
+                return False
+            if low in _PRESENT_VERBS or lx.past_form(low):
+                return lx.past_form(low)
+        return False
 
     def born(self, index: int) -> bool:
         """"born" right before the time phrase that ends before ``index`` ("I was born on the 4th of July"): a

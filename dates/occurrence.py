@@ -33,7 +33,10 @@ RULES = """\
   most a month away; none that near means the weekday and the day disagree (unresolved).
 - A weekday before a plural part of the day ("on Sunday mornings") is a habit and claims nothing; so
   does one qualifying a noun, after "to", "at", "after", an article or a possessive and before a
-  lower-case word that is no function word ("went to Sunday school", "the Monday blues").
+  lower-case word that is no function word ("went to Sunday school", "the Monday blues"), unless
+  "the" opens its clause and the clause goes on in the past ("The Monday meeting was long": the last
+  Monday), and one in a name ("Sunday school", "Saturday Night Live", "Cyber Monday"). A weekday's
+  possessive ("after Friday's shift") is that day, by the tense rule.
 - A weekday with no last/this/next ("on Friday") follows the tense of its sentence, read from the
   tense cue nearest to it (went, -ed, was / will, 'll, going to, plan, next...): past -> the nearest
   one strictly before, future -> strictly after; no cue or a tie -> unresolved. "on (by, until,
@@ -52,12 +55,16 @@ RULES = """\
   subject of one or two words (or a capitalised name: "Dad retires in September") opening its clause
   ("the museum reopens on Friday", "our landlord inspects the flat on Monday"), unless a verb
   follows the time ("the photos on Friday were great": a plural noun); a pronoun's ("she works on
-  Saturday", "nobody works") may be a habit, so gives no cue; nor does any schedule in a sentence with "always",
+  Saturday", "nobody works") or a routine's ("our team trains", "the band practices") may be a habit,
+  so gives no cue; a plural noun subject's plain arriving, leaving, starting or finishing ("my parents
+  arrive on Friday", "the kids start camp on Monday") and a noun subject's "have" ("the kids have a
+  recital on Thursday") are future too; nor does any schedule in a sentence with "always",
   "usually" or "never" ("I'm never free on Friday"). A past form as near wins ("the flight departs on the
   2nd but we flew on the 3rd": the 2nd was). A present "is"/"are" before the time, with at most its
   subject between as an arrangement's object, and no participle ("my interview is on Tuesday", "is
   the meeting still on Thursday?", "what time is the game on Sunday?"; not "the film is set in
-  1914"), states a schedule, so future; so does a "'s" for "is" right before "on", "in" or "at"
+  1914"), states a schedule, so future, as do words of being free or away after it ("are you free
+  on Saturday?", "we're on vacation from June 10"); so does a "'s" for "is" right before "on", "in" or "at"
   ("the party's on Saturday"; not "at Jo's on") or in "there's" ("there's a strike on Thursday"), and "I'm", "we're",
   "you're", "they're" or "am" before the time with such words between, a participle right after it
   too ("I'm away on Friday", "I'm off work from the 20th to the 24th", "we're closed Thursday to

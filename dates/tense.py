@@ -55,6 +55,7 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
                     lx.past_form(between[0].low) and _cue(tokens, index + 1, first, last) is None  # "we're closed"
                 held = _arranged(between) and not any(lx.past_form(t.low) or t.low in _SAME_IN_PAST
                                                       for t in between[1 if state else 0:])
+                held = held or _available(between, inverted=index > first or tokens[last - 1].low == "?")
                 cue = "future" if index < begin and (all(map(_in_time_phrase, between)) or held) and \
                     not _told_in_present(tokens[end:min(last, end + lx.CUE_REACH)]) else None
             if cue == "change":  # "moved the meeting (from Thursday) to Friday": the new date lies ahead
@@ -153,7 +154,13 @@ def _arranged(between: list[Token]) -> bool:
 _SUBJECTS = frozenset({"i", "we", "you", "they", "he", "she"})
 _OWNERS = frozenset({"the", "my", "our", "your", "his", "her", "their"})  # before a noun subject
 # "I leave on Friday", "we arrive on the 3rd": a personal subject's timetable
-_SCHEDULED_BASE = frozenset({"leave", "depart", "start", "begin", "arrive", "land", "fly", "finish", "open", "close"})
+_SCHEDULED_BASE = frozenset({"leave", "depart", "start", "begin", "arrive", "land", "fly", "finish", "open", "close",
+                             "come", "return", "graduate", "retire"})
+# a present -s of these after a noun subject names a routine, not one scheduled event ("our team trains on Tuesday")
+_ROUTINES = frozenset({"trains", "practices", "practises", "plays", "golfs", "works", "swims", "teaches", "coaches",
+                       "rehearses", "volunteers", "bowls", "jogs", "preaches", "sings", "dances", "studies"})
+# plural nouns not ending in -s
+_PLURALS = frozenset({"children", "people", "men", "women", "folk", "police", "staff", "family", "team", "crew"})
 # after "have" these make a perfect or a need ("we have been", "I have never"), not a thing arranged
 _NOT_HELD = frozenset({"been", "had", "got", "gotten", "ever", "always", "not", "just", "to"})
 # adverbs that may stand in a progressive of an arrangement ("we're also flying"); not "still" or
@@ -208,6 +215,7 @@ def _timetable(tokens: list[Token], index: int, first: int, after: str) -> bool:
 _MODALS = frozenset({"can", "can't", "cannot", "might", "must", "should", "shouldn't", "may", "hope", "hopefully",
                      "wanna", "gotta"})
 _BACK_MODALS = _MODALS | {"would", "could", "couldn't", "wouldn't", "mustn't"}
+_NOT_INVERTED = frozenset({"hope", "hopefully"})  # "hope you have fun": never "hope you have (done)"
 _NEEDS = frozenset({"need", "needs", "have", "has", "want", "wants"})  # with "to": "I have to work on Saturday"
 _TIED = frozenset({"about", "from", "of", "since", "regarding"})  # "about Saturday": a topic, not the modal's time
 
@@ -275,7 +283,7 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
     low = tokens[index].low.replace("\u2019", "'")
     after = tokens[index + 1].low if index + 1 < last else ""
     then = tokens[index + 2].low if index + 2 < last else ""  # "would you have": a question's perfect
-    if (low in _BACK_MODALS and "have" in (after, then if after in _SUBJECTS else "")) or \
+    if (low in _BACK_MODALS and "have" in (after, then if after in _SUBJECTS and low not in _NOT_INVERTED else "")) or \
             (low[-3:] == "'ve" and low[:-3] in _BACK_MODALS):
         return "past"
     if low in _MODALS and (low != "may" or tokens[index].text == "may") or (low in _NEEDS and after == "to"):
@@ -289,11 +297,13 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
     if (low in ("is", "are", "isn't", "aren't") and asked or low in _PERSONAL_BE or contracted) and \
             not any(t.low in _NO_SCHEDULE for t in tokens[max(first, index - 4):index]):
         return "be"
-    if low in _SCHEDULED and _timetable(tokens, index, first, after) or low in _SCHEDULED_BASE and before in \
-            ("i", "we", "you", "they") and after != "to" and not after.endswith("ing"):
-        return "timetable"
+    if low in _SCHEDULED and _timetable(tokens, index, first, after) or low in _SCHEDULED_BASE and (before in (
+            "i", "we", "you", "they") or _noun_subject(tokens, index, first, plural=True)) and after != "to" \
+            and not after.endswith("ing"):
+        return "timetable"  # "we leave on Friday", "my parents arrive on Friday"
     modal_before = index - 2 >= first and tokens[index - 2].low in _BACK_MODALS  # "would you have": no holding
-    if low in ("have", "has") and before in _SUBJECTS and not (modal_before or after in _NOT_HELD
+    if low in ("have", "has") and (before in _SUBJECTS or _noun_subject(tokens, index, first, plural=low == "have")) \
+            and not (modal_before or after in _NOT_HELD
                                                                or after in _PERFECT_PARTICIPLES or lx.past_form(after)):
         return "progressive"  # "we have a team dinner on Thursday": held like an arrangement
     if low == "next" and (before == "the" or after == "to"):
@@ -336,10 +346,30 @@ _PRONOUNS = frozenset({"it", "this", "that", "who", "what", "which", "nobody", "
 _CLAUSE_OPENERS = frozenset({",", "and", "but", "so", "that", "because", "if", "when"})
 
 
+def _noun_subject(tokens: list[Token], index: int, first: int, *, plural: bool) -> bool:
+    """The words before ``index`` are a noun subject opening its clause: a determiner such as "my" or "the", at
+    most three words (a hyphen may join them: "my in-laws") and, when ``plural``, a plural noun last ("my
+    parents", "the kids"; "our guests")."""
+    noun = tokens[index - 1].low if index > first else ""
+    if not noun.isalpha() or noun in _DETERMINERS or noun in _SUBJECTS or noun in _PRONOUNS:
+        return False
+    if plural and not (noun in _PLURALS or len(noun) > 3 and noun.endswith("s") and not noun.endswith(("ss", "us"))
+                       and noun not in _NOT_TOLD):
+        return False
+    for lead in range(index - 2, max(first, index - 5) - 1, -1):
+        if tokens[lead].low in _OWNERS:
+            return lead == first or tokens[lead - 1].low in _CLAUSE_OPENERS
+        if not (tokens[lead].low.isalpha() or tokens[lead].low == "-") or tokens[lead].low in _DETERMINERS:
+            return False
+    return False
+
+
 def _scheduled_present(tokens: list[Token], index: int, first: int, low: str) -> bool:
     """A present -s verb after a clause-opening noun phrase of one or two words ("the museum reopens", "our
-    new neighbour moves in"); a pronoun's ("she works") is as often a habit."""
-    if len(low) <= 3 or not low.endswith("s") or low.endswith(("ss", "'s", "us")) or low in _NOT_TOLD:
+    new neighbour moves in"); a pronoun's ("she works") is as often a habit, and so is a routine's verb ("our
+    team trains", "the band practices")."""
+    if len(low) <= 3 or not low.endswith("s") or low.endswith(("ss", "'s", "us")) or low in _NOT_TOLD \
+            or low in _ROUTINES:
         return False
     name = tokens[index - 1].low if index > first and tokens[index - 1].text[:1].isupper() else "i"
     named = name not in _SUBJECTS and name not in _DETERMINERS and name not in lx.WEEKDAYS and name not in lx.MONTHS \
@@ -367,3 +397,21 @@ def _progressive(tokens: list[Token], index: int, first: int) -> bool:
     if be in ("am", "are", "is"):  # "we are flying", "the plumber is coming", "my parents are visiting"
         return at > first and (tokens[at - 1].low in _SUBJECTS or at - 1 > first and tokens[at - 2].low in _OWNERS)
     return be in _SUBJECTS and at > first and tokens[at - 1].low in ("am", "are", "is")
+
+
+# Words of being free or away at a time: "are you free on Saturday?", "we're on vacation from June 10"
+_AVAILABLE = frozenset({"free", "busy", "around", "available", "home", "off", "away", "back", "town", "vacation",
+                        "holiday", "holidays", "leave", "call", "duty"})
+_AVAILABLE_WITH = frozenset({"still", "also", "both", "all", "in", "on", "out", "of", "at", "from", "between", "to",
+                             "until", "till", "through", "and"})
+
+
+def _available(between: list[Token], *, inverted: bool) -> bool:
+    """Between a present "be" and a time only words of being free, busy or away ("are you free on",
+    "we're on vacation from", "is she around on"): a state at that time, so a schedule. A question's
+    subject ("are you") may stand first."""
+    words = [t for t in between if not _in_time_phrase(t)]  # the time's own words when pointed inside it
+    if inverted and words and words[0].low in _SUBJECTS:
+        words = words[1:]
+    return any(t.low in _AVAILABLE for t in words) and all(t.low in _AVAILABLE or t.low in _AVAILABLE_WITH
+                                                           for t in words)
