@@ -26,6 +26,14 @@ _FUNCTION_WORDS = lx.PARTS_OF_DAY | {"and", "or", "to", "on", "of", "from", "unt
 _NAMED_THINGS = frozenset({("sunday", "school"), ("sunday", "best"), ("saturday", "night", "live"), ("cyber", "monday"),
                            ("super", "tuesday"), ("ash", "wednesday"), ("maundy", "thursday"), ("holy", "thursday"),
                            ("palm", "sunday"), ("easter", "sunday"), ("easter", "monday"), ("shrove", "tuesday")})
+# states a day leaves behind: before "after"/"from" the day it points back to
+_AFTERMATH = frozenset({"tired", "exhausted", "sore", "recovering", "hungover", "wiped", "drained", "knackered",
+                        "aching", "achy", "shattered", "still", "buzzing", "broke", "sunburnt", "sunburned"})
+_NOT_SUBJECT = frozenset({"the", "a", "an", "my", "our", "your", "his", "her", "their", "this", "that", "of", "in",
+                          "on", "at", "to", "for", "with", "and", "or", "all", "many", "some", "few", "two", "three"})
+_NOT_VERBS = frozenset({"this", "always", "perhaps", "sometimes", "plus", "thus", "yes", "was", "has", "does", "its",
+                        "hers", "ours", "yours", "theirs", "less", "unless", "news", "days", "weeks", "years",
+                        "months"})
 _NOUN_PHRASE_REACH = 6  # words read after a weekday qualifying a noun for its clause's verb
 _CLAUSE_ENDS = frozenset({".", ",", "!", "?", ";", ":", "and", "but", "so", "because", "when", "if", "that"})
 _PRESENT_VERBS = frozenset({"is", "are", "has", "have", "does", "do", "will", "can", "'s", "gets", "get", "starts",
@@ -122,6 +130,9 @@ class TokenCursor:
                      for back in range(max(first, at - 5), at))  # "from 3 June until 7 June": a run, no bound
         if "since" in (lead, self.low(begin)) and self.low(min(end or begin + 1, last)) not in _CLAUSE_VERBS:
             return "past"  # not "since Monday is a holiday", where "since" gives a reason
+        if tense == "unclear" and lead in ("after", "from") and any(
+                self.low(at) in _AFTERMATH for at in range(max(first, begin - lx.CUE_REACH), begin)):
+            return "past"  # "so tired after Saturday", "still sore from Sunday's run": what it left behind
         near = self.tokens[max(first, begin - lx.CUE_REACH):min(last, begin + lx.CUE_REACH)]  # its sentence only
         if tense == "unclear" and not self.standalone and lead in ("until", "till", "by") and not (ranged or planned) \
                 and not self._told_in_past(first) and "now" not in (t.low for t in near):
@@ -137,7 +148,25 @@ class TokenCursor:
         hi = min([at for at in range(index + 1, min(last, index + lx.CUE_REACH)) if self.low(at) in ("but", ";")]
                  + [last, index + lx.CUE_REACH])
         words = [self.low(at) for at in range(lo, hi)]
-        return any(w in lx.FREQUENCY for w in words) and not any(lx.past_form(w) for w in words)
+        return any(w in lx.FREQUENCY for w in words) and not any(lx.past_form(w) for w in words) or \
+            self._generic(index)
+
+    def _generic(self, index: int) -> bool:
+        """A time opening its sentence ("In August ...") whose clause says in the simple present what happens
+        then, with no tense cue ("In August the city empties out", "in April it rains a lot"): a habit of
+        every such month, or a plan; no past one."""
+        first, last = self.sentences[self.tokens[index].sentence]
+        if index - first > 1 or index > first and self.low(first) not in ("in", "during", "throughout") or \
+                self.tense(index) != "unclear":
+            return False
+        for at in range(index + 1, min(last, index + lx.CUE_REACH)):
+            low, before = self.low(at), self.low(at - 1)
+            if low in _CLAUSE_ENDS and low != ",":
+                return False
+            if len(low) > 3 and low.endswith("s") and not low.endswith(("ss", "us", "'s")) and before.isalpha() \
+                    and before not in _NOT_SUBJECT and low not in _NOT_VERBS:
+                return True
+        return False
 
     def _told_in_past(self, first: int) -> bool:
         """A past cue in the sentences just before token ``first`` (``STORY_REACH`` tokens): the

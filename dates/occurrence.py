@@ -79,8 +79,16 @@ RULES = """\
   he'd send it on Friday, still nothing", "and nothing yet"), or a question after it asks where its
   result is ("you said you'd finish the report on Tuesday, where is it?"; the occurrence is the
   plan's time, not a thing done); the speaker's own "I was hoping to", "we were going to" before an "if" with no past
-  or in a question with no past after the time is a polite present, so future ("..., still on?").
-  "she quit", "it cost" (a plain form after "he", "she", "it" that a past shares) are past. A
+  or in a question with no past after the time is a polite present, so future ("..., still on?");
+  so is a plan of "you" or "we" that a later clause of its question arranges, with no past in it
+  ("you said you'd come over on Friday, where should we meet?").
+  "she quit", "it cost" (a plain form after "he", "she", "it" that a past shares) are past; so are
+  "remember the/when..." ("remember the storm on Tuesday?"), "thanks for" an -ing deed, "couldn't"
+  and a plain verb in a sentence with no "if", a state a day left behind before "after"/"from" it
+  ("so tired after Saturday", "still sore from Sunday's run") and a story told in the present that
+  goes on with "and says/asks/tells..." or "and who do I see" ("so my boss calls me on Friday and
+  says..."), in a sentence with no future word. "good luck", "remember to" and a name's "'s" before
+  coming or going ("Mom's coming on Friday") point ahead. A
   leave-taking "see you" opening its clause ("See you Friday then!", "ok, see you on Tuesday") and a
   weekday that "works" or "suits" ("Friday works for me", "does Friday work?") point ahead. A modal
   before a plain verb ("might", "can", "should", "need to", "hope") points ahead when the time
@@ -103,7 +111,8 @@ RULES = """\
   future word ("built in 1890; in October they're closing it"; "Last week was rough, on Monday I'm
   starting fresh"). A month alone in a clause with a frequency word ("always", "usually", "every")
   and no past form is a habit ("in May we always plant tomatoes"): unresolved; so is "the 15th of
-  every month".
+  every month", and a month opening a sentence whose clause, with no tense cue, says in the simple
+  present what happens then ("In August the city empties out", "In April it rains a lot").
 - "for N units now" (an ongoing state) resolves to its start, like "N units ago"; so does "it's been N
   units since" (not "it had been", which counts from another past, nor a negation, a question, or
   "since" a stated time: "it's been two years since Christmas 2021" is Christmas 2021). A decimal

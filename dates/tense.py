@@ -32,6 +32,9 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
     a comma, a new subject or a word that ties it to a thing ("a photo I'm
     sharing from the concert on Friday", "I'm editing the video we shot on Sunday", "the pics of our
     trip in March") is not the arrangement's; such a progressive is no cue."""
+    if _narrated(tokens[end:min(last, end + 2 * lx.CUE_REACH)]) and not any(
+            t.low in _FUTURE_WORDS or t.low.replace("\u2019", "'").endswith("'ll") for t in tokens[first:last]):
+        return "past"  # "so my boss calls me on Friday and says...": a story told in the present
     for distance in range(1, min(lx.CUE_REACH, max(begin - first, last - end)) + 1):
         found = set()
         for index in (begin - distance, end - 1 + distance):
@@ -48,7 +51,7 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
                 tail = tokens[end:min(last, end + 2 * lx.CUE_REACH)]
                 asked = tokens[last - 1].low == "?"
                 cue = "future" if _offered(tokens, index, first, tail, asked) else "past" if _how_it_went(tail) \
-                    else "plan"
+                    else "future" if asked and _ours(tokens, index, first) and _arranging(tail) else "plan"
             if cue == "be":  # "my interview is on Tuesday": a present "be" before the time states a schedule
                 between = tokens[index + 1:begin]  # the time itself, or its subject ("is the game on Sunday")
                 state = tokens[index].low.replace("\u2019", "'") in _PERSONAL_BE and between and \
@@ -322,6 +325,13 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
             return "future"  # "I'd love to", "could you water my plants on Friday?": a wish, a request
         past = low.endswith("'d") and (lx.past_form(after) or after in _PERFECT_PARTICIPLES)
         return "past" if past else "prospective"
+    if low in ("remember", "remembered") and after in _RECALLED or low.endswith("ing") and before == "for" and any(
+            t.low in ("thanks", "thank", "thx") for t in tokens[max(first, index - 4):index - 1]):
+        return "past"  # "remember the storm on Tuesday?", "thanks for helping me move on Saturday"
+    if low == "luck" and before == "good" or low == "remember" and after == "to":
+        return "future"  # "good luck with the exam on Thursday!", "remember to call on Sunday": ahead
+    if low == "couldn't" and after not in _SUBJECTS and not any(t.low == "if" for t in tokens[first:last]):
+        return "past"  # "sorry I couldn't make it on Saturday"; not "couldn't you come...?" nor "even if"
     if low in _SAME_IN_PAST and before in ("he", "she", "it"):
         return "past"  # "she quit", "it cost": a present would take -s
     if low.endswith("ing") and len(low) >= 5 and low not in _ING_NOW and _progressive(tokens, index, first):
@@ -394,6 +404,8 @@ def _progressive(tokens: list[Token], index: int, first: int) -> bool:
     be = tokens[at].low.replace("\u2019", "'")
     if be in ("i'm", "we're", "you're", "they're", "he's", "she's"):
         return True
+    if be.endswith("'s") and be not in _NOT_SOMEONES and tokens[index].low in _ARRIVING:
+        return True  # "Mom's coming on Friday", "Jake's leaving on Sunday"; not "Mom's cooking" (a noun)
     if be in ("am", "are", "is"):  # "we are flying", "the plumber is coming", "my parents are visiting"
         return at > first and (tokens[at - 1].low in _SUBJECTS or at - 1 > first and tokens[at - 2].low in _OWNERS)
     return be in _SUBJECTS and at > first and tokens[at - 1].low in ("am", "are", "is")
@@ -415,3 +427,49 @@ def _available(between: list[Token], *, inverted: bool) -> bool:
         words = words[1:]
     return any(t.low in _AVAILABLE for t in words) and all(t.low in _AVAILABLE or t.low in _AVAILABLE_WITH
                                                            for t in words)
+
+
+# after "remember" these open a thing recalled ("remember the storm on Tuesday?"); "remember to" is a task ahead
+_RECALLED = frozenset({"the", "when", "how", "our", "my", "your", "his", "her", "their", "that's"})
+_NOT_SOMEONES = frozenset({"it's", "that's", "what's", "there's", "here's", "who's", "where's", "how's", "let's",
+                           "he's", "she's"})
+# -ing verbs of coming and going: after a name's "'s" ("Mom's coming") a progressive, not a possessive's noun
+_ARRIVING = frozenset({"coming", "going", "flying", "driving", "visiting", "leaving", "arriving", "moving", "heading",
+                       "staying", "starting", "getting", "dropping", "popping"})
+# -s verbs a story told in the present goes on with after "and" ("and says", "and asks me")
+_NARRATING = frozenset({"says", "asks", "tells", "yells", "shouts", "screams", "whispers", "texts", "hands", "grabs"})
+_NARRATOR_SUBJECTS = frozenset({"he", "she", "they", "i", "we"})
+
+
+def _narrated(tail: list[Token]) -> bool:
+    """After the time, "and" goes on with a verb of telling in the present ("calls me on Friday and says",
+    "and he asks") or with "who/what do I see": a story told in the present, so a past."""
+    words = [t.low for t in tail]
+    for at, word in enumerate(words[:-1]):
+        if word != "and":
+            continue
+        rest = words[at + 1:at + 4]
+        if rest[0] in _NARRATOR_SUBJECTS:
+            rest = rest[1:]
+        if rest[:1] and rest[0] in _NARRATING or rest[:3] in (["who", "do", "i"], ["what", "do", "i"]):
+            return True
+    return False
+
+
+def _ours(tokens: list[Token], index: int, first: int) -> bool:
+    """The plan at ``index`` ("you'd", "you would", "we'd") is the listener's or ours."""
+    low = tokens[index].low.replace("\u2019", "'")
+    return low in ("you'd", "we'd") or low in ("would", "were", "was") and index > first and \
+        tokens[index - 1].low in ("you", "we")
+
+
+# a question after a plan reported in the past that arranges it ("..., where should we meet?", "want to grab lunch?")
+_ARRANGING = frozenset({"should", "shall", "want", "wanna", "what", "where", "which", "how"})
+
+
+def _arranging(tail: list[Token]) -> bool:
+    """A later clause of the question arranges the plan, with no past in it: it still lies ahead."""
+    words = [t.low for t in tail]
+    joined = next((at for at, word in enumerate(words) if word in (",", "so")), None)
+    return joined is not None and any(w in _ARRANGING for w in words[joined:]) and not any(
+        lx.past_form(w) for w in words)

@@ -66,6 +66,48 @@ CHAT = [
     (WED, "I was so exhausted after Friday's shift.", ("2024-05-10",)),
     (WED, "Can't wait for Saturday's game!", ("2024-05-18",)),
     (WED, "Saturday's a good day for it.", ()),
+    # -- tired, sore or still recovering "after"/"from" a day: what that day left behind -------------
+    (WED, "I'm so tired after Saturday.", ("2024-05-11",)),
+    (WED, "Still tired from Monday, that hike wrecked me.", ("2024-05-13",)),
+    (WED, "I'm still recovering from Saturday night, lol.", ("2024-05-11",)),
+    (WED, "My legs are still sore from Sunday's run.", ("2024-05-12",)),
+    (WED, "I'll be so tired after Saturday.", ("2024-05-18",)),
+    (WED, "I'm free after Saturday.", ()),
+    # -- a story told in the present ("calls me and says") happened: the last such day ---------------
+    (WED, "So my boss calls me on Friday and says I got the promotion!", ("2024-05-10",)),
+    (WED, "So on Saturday this guy walks up to me at the park and asks for directions in French.", ("2024-05-11",)),
+    (SUN, "So I'm at the store on Thursday and who do I see but my old teacher.", ("2023-08-17",)),
+    (WED, "So my parents arrive on Friday and we leave on Sunday.", ("2024-05-17", "2024-05-19")),
+    (WED, "The new cafe opens on Friday and looks amazing.", ("2024-05-17",)),
+    (WED, "My boss will call me on Friday and tell me.", ("2024-05-17",)),
+    # -- a plan of yours or ours, reported in the past, that a question goes on to arrange: ahead -----
+    (WED, "You said you'd come over on Friday, where should we meet?", ("2024-05-17",)),
+    (WED, "You mentioned you'd be in town on Saturday, want to grab lunch?", ("2024-05-18",)),
+    (WED, "You said you'd finish the report on Tuesday, where is it?", ("2024-05-14",)),
+    (WED, "He said he'd pay me back on Friday, what should I do?", ()),
+    (WED, "You said you'd come on Friday?", ()),
+    # -- remembering a thing, thanking for a deed: past; good luck, remembering to: ahead ------------
+    (WED, "Remember the storm on Tuesday? Our fence blew down.", ("2024-05-14",)),
+    (WED, "Remember to call grandma on Sunday!", ("2024-05-19",)),
+    (WED, "Thanks again for helping me move on Saturday!", ("2024-05-11",)),
+    (WED, "Thanks for the invite for Saturday, I'll be there!", ("2024-05-18",)),
+    (WED, "Good luck with the exam on Thursday!", ("2024-05-16",)),
+    (WED, "Good luck was on our side on Saturday.", ("2024-05-11",)),
+    # -- "couldn't" + a plain verb with no "if": a past inability ------------------------------------
+    (WED, "Sorry I couldn't make it on Saturday!", ("2024-05-11",)),
+    (WED, "Couldn't you come on Saturday instead?", ("2024-05-18",)),  # a request
+    # -- a name's "'s" before coming or going is "is": an arrangement; before a noun a possessive -----
+    (WED, "Mom's coming to visit on Friday.", ("2024-05-17",)),
+    (WED, "Jake's leaving for college on Sunday.", ("2024-05-19",)),
+    (WED, "Mom's cooking on Sunday was amazing.", ("2024-05-12",)),
+    # -- a month opening a sentence in the simple present, with no tense cue: a habit ----------------
+    (WED, "In August the city empties out.", ()),
+    (WED, "In December everyone goes a little crazy with the lights.", ()),
+    (WED, "In April it rains a lot here.", ()),
+    (WED, "In March we moved into the new apartment.", ("2024-03-01..2024-03-31",)),
+    (WED, "In July we're going to Portugal!", ("2024-07-01..2024-07-31",)),
+    (WED, "In January the gym was packed.", ("2024-01-01..2024-01-31",)),
+    (WED, "I started running in January.", ("2024-01-01..2024-01-31",)),
 ]
 
 

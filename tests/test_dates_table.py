@@ -669,7 +669,7 @@ TABLE = [
     (WED, "She swore she'd pay on the 10th and I haven't seen a penny.", "2024-05-10"),
     (WED, "He said he'd pay me back on Friday.", UNCLEAR),  # an open plan: either side of now
     (WED, "You said you'd finish the report on Tuesday, where is it?", "2024-05-14"),  # asks for its result
-    (WED, "You said you'd come on Friday, where should we meet?", UNCLEAR),  # asks about the plan itself
+    (WED, "You said you'd come on Friday, where should we meet?", "2024-05-17"),  # a question arranging it: ahead
     (WED, "I wish I'd gone to the game on Saturday.", "2024-05-11"),
     (WED, "I'm taking the first week of June off.", "2024-06-01..2024-06-07"),  # "of June" is the week's month
     (WED, "We went to the beach in March.", "2024-03-01..2024-03-31"),
