@@ -34,6 +34,10 @@ _NOT_SUBJECT = frozenset({"the", "a", "an", "my", "our", "your", "his", "her", "
 _NOT_VERBS = frozenset({"this", "always", "perhaps", "sometimes", "plus", "thus", "yes", "was", "has", "does", "its",
                         "hers", "ours", "yours", "theirs", "less", "unless", "news", "days", "weeks", "years",
                         "months"})
+# words after a plural subject that are no plain verb of the simple present
+_NOT_PLAIN = frozenset({"are", "were", "will", "would", "could", "should", "can", "might", "must", "have", "had", "all",
+                        "both", "also", "just", "really", "and", "here", "there", "still", "usually", "always", "never",
+                        "now", "then", "too", "to", "of", "in", "on", "at", "from", "with", "for", "the", "a"})
 _NOUN_PHRASE_REACH = 6  # words read after a weekday qualifying a noun for its clause's verb
 _CLAUSE_ENDS = frozenset({".", ",", "!", "?", ";", ":", "and", "but", "so", "because", "when", "if", "that"})
 _PRESENT_VERBS = frozenset({"is", "are", "has", "have", "does", "do", "will", "can", "'s", "gets", "get", "starts",
@@ -165,7 +169,11 @@ class TokenCursor:
                 return False
             if len(low) > 3 and low.endswith("s") and not low.endswith(("ss", "us", "'s")) and before.isalpha() \
                     and before not in _NOT_SUBJECT and low not in _NOT_VERBS:
-                return True
+                return True  # "the city empties", "it rains"
+            plural = before in ("we", "they", "you", "people") or before.endswith("s") and len(before) > 3 and \
+                self.low(at - 2) in ("the", "my", "our", "your", "their", "all")
+            if plural and low.isalpha() and low not in _NOT_PLAIN and not (lx.past_form(low) or low.endswith("ing")):
+                return True  # "the days get so short", "we go skiing"
         return False
 
     def _told_in_past(self, first: int) -> bool:

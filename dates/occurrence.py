@@ -87,8 +87,10 @@ RULES = """\
   and a plain verb in a sentence with no "if", a state a day left behind before "after"/"from" it
   ("so tired after Saturday", "still sore from Sunday's run") and a story told in the present that
   goes on with "and says/asks/tells..." or "and who do I see" ("so my boss calls me on Friday and
-  says..."), in a sentence with no future word. "good luck", "remember to" and a name's "'s" before
-  coming or going ("Mom's coming on Friday") point ahead. A
+  says..."), in a sentence with no future word. "good luck", "remember to", "thinking of (about)
+  doing", a name's "'s" before coming or going ("Mom's coming on Friday"), "I've got" a thing (held
+  as "I have" is) and "go back" (a return, as "leave" is a timetable's) point ahead; "still on?",
+  "still good?" after a plan asks whether it stands. "on a Tuesday" is some Tuesday: no day. A
   leave-taking "see you" opening its clause ("See you Friday then!", "ok, see you on Tuesday") and a
   weekday that "works" or "suits" ("Friday works for me", "does Friday work?") point ahead. A modal
   before a plain verb ("might", "can", "should", "need to", "hope") points ahead when the time
@@ -112,7 +114,8 @@ RULES = """\
   starting fresh"). A month alone in a clause with a frequency word ("always", "usually", "every")
   and no past form is a habit ("in May we always plant tomatoes"): unresolved; so is "the 15th of
   every month", and a month opening a sentence whose clause, with no tense cue, says in the simple
-  present what happens then ("In August the city empties out", "In April it rains a lot").
+  present what happens then ("In August the city empties out", "In April it rains a lot", "In
+  November the days get short").
 - "for N units now" (an ongoing state) resolves to its start, like "N units ago"; so does "it's been N
   units since" (not "it had been", which counts from another past, nor a negation, a question, or
   "since" a stated time: "it's been two years since Christmas 2021" is Christmas 2021). A decimal

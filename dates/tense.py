@@ -218,6 +218,7 @@ def _timetable(tokens: list[Token], index: int, first: int, after: str) -> bool:
 _MODALS = frozenset({"can", "can't", "cannot", "might", "must", "should", "shouldn't", "may", "hope", "hopefully",
                      "wanna", "gotta"})
 _BACK_MODALS = _MODALS | {"would", "could", "couldn't", "wouldn't", "mustn't"}
+_HAVE_GOT = frozenset({"'ve", "i've", "we've", "you've", "they've", "have", "has", "he's", "she's"})
 _NOT_INVERTED = frozenset({"hope", "hopefully"})  # "hope you have fun": never "hope you have (done)"
 _NEEDS = frozenset({"need", "needs", "have", "has", "want", "wants"})  # with "to": "I have to work on Saturday"
 _TIED = frozenset({"about", "from", "of", "since", "regarding"})  # "about Saturday": a topic, not the modal's time
@@ -247,7 +248,8 @@ def _how_it_went(tail: list[Token], *, overdue: bool = True) -> bool:
     joined = next((at for at, word in enumerate(words) if word in ("but", "and", "so", "yet")), len(words))
     asked = f" {' '.join(words)} ".replace("where's", "where is")
     return any(lx.past_form(word) for word in words[joined:]) or overdue and (any(word in _OVERDUE and not (
-        word == "still" and at and words[at - 1] not in (",", "and", "but", "so")) for at, word in enumerate(words))
+        word == "still" and (at and words[at - 1] not in (",", "and", "but", "so") or words[at + 1:at + 2] and
+                             words[at + 1] in _CONFIRMING)) for at, word in enumerate(words))
         or any(f" where {be} {it} " in asked for be in ("is", "are") for it in ("it", "they", "that", "he", "she")))
 
 
@@ -300,11 +302,18 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
     if (low in ("is", "are", "isn't", "aren't") and asked or low in _PERSONAL_BE or contracted) and \
             not any(t.low in _NO_SCHEDULE for t in tokens[max(first, index - 4):index]):
         return "be"
+    if low == "go" and after == "back":  # "I go back to work on Monday", "the kids go back": a return
+        low = "return"
     if low in _SCHEDULED and _timetable(tokens, index, first, after) or low in _SCHEDULED_BASE and (before in (
             "i", "we", "you", "they") or _noun_subject(tokens, index, first, plural=True)) and after != "to" \
             and not after.endswith("ing"):
         return "timetable"  # "we leave on Friday", "my parents arrive on Friday"
     modal_before = index - 2 >= first and tokens[index - 2].low in _BACK_MODALS  # "would you have": no holding
+    if low == "got" and before in _HAVE_GOT and after not in _NOT_HELD and not lx.past_form(after):
+        return "progressive"  # "I've got a big presentation on Monday": held, as "I have" is
+    if low.endswith("ing") and before in ("of", "about") and index - 2 >= first and tokens[index - 2].low in \
+            ("thinking", "considering", "planning"):
+        return "future"  # "I'm thinking of going to the lake on Saturday": a plan
     if low in ("have", "has") and (before in _SUBJECTS or _noun_subject(tokens, index, first, plural=low == "have")) \
             and not (modal_before or after in _NOT_HELD
                                                                or after in _PERFECT_PARTICIPLES or lx.past_form(after)):
@@ -463,6 +472,8 @@ def _ours(tokens: list[Token], index: int, first: int) -> bool:
         tokens[index - 1].low in ("you", "we")
 
 
+# after "still" in a question these ask whether a plan stands ("..., still on?", "still good?"), not what is overdue
+_CONFIRMING = frozenset({"on", "good", "ok", "okay", "fine", "happening", "set", "cool", "a"})
 # a question after a plan reported in the past that arranges it ("..., where should we meet?", "want to grab lunch?")
 _ARRANGING = frozenset({"should", "shall", "want", "wanna", "what", "where", "which", "how"})
 
@@ -471,5 +482,6 @@ def _arranging(tail: list[Token]) -> bool:
     """A later clause of the question arranges the plan, with no past in it: it still lies ahead."""
     words = [t.low for t in tail]
     joined = next((at for at, word in enumerate(words) if word in (",", "so")), None)
-    return joined is not None and any(w in _ARRANGING for w in words[joined:]) and not any(
-        lx.past_form(w) for w in words)
+    return joined is not None and not any(lx.past_form(w) for w in words) and any(
+        w in _ARRANGING or w == "still" and words[at + 1:at + 2] and words[at + 1] in _CONFIRMING
+        for at, w in enumerate(words[joined:], joined))

@@ -108,6 +108,27 @@ CHAT = [
     (WED, "In July we're going to Portugal!", ("2024-07-01..2024-07-31",)),
     (WED, "In January the gym was packed.", ("2024-01-01..2024-01-31",)),
     (WED, "I started running in January.", ("2024-01-01..2024-01-31",)),
+    (WED, "In November the days get so short.", ()),
+    (WED, "In November the days were so short.", ("2023-11-01..2023-11-30",)),
+    # -- "I've got" a thing on a day holds it as "I have" does; "I got" is past ----------------------
+    (WED, "I've got a big presentation on Monday.", ("2024-05-20",)),
+    (WED, "I got a sunburn on Saturday.", ("2024-05-11",)),
+    # -- "thinking of (about) doing" is a plan --------------------------------------------------------
+    (WED, "I'm thinking of going to the lake on Saturday.", ("2024-05-18",)),
+    (WED, "I was thinking of you on Saturday.", ("2024-05-11",)),
+    # -- "go back" is a return: a timetable's plain form -----------------------------------------------
+    (WED, "I go back to work on Monday, ugh.", ("2024-05-20",)),
+    (WED, "The kids go back to school on Tuesday.", ("2024-05-21",)),
+    (WED, "We always go back to Grandma's on Sunday.", ()),
+    # -- "a Tuesday" is some Tuesday, no day; a recent birth with its weekday is that day -------------
+    (WED, "She was born on a Tuesday.", ()),
+    (WED, "It happened on a Tuesday, I think.", ()),
+    (WED, "My niece was born on Tuesday, she's tiny and perfect!", ("2024-05-14",)),
+    (WED, "Our baby boy was born on Saturday, we're exhausted but so happy.", ("2024-05-11",)),
+    (WED, "I was born in August, so I'm a Leo.", ()),
+    # -- "still on?", "still good?" asks whether a plan stands; "still nothing" says it went by -------
+    (WED, "We said we'd meet on Friday, still good?", ("2024-05-17",)),
+    (WED, "She said she'd call on Friday, still nothing.", ("2024-05-10",)),
 ]
 
 
