@@ -38,6 +38,7 @@ _NOT_VERBS = frozenset({"this", "always", "perhaps", "sometimes", "plus", "thus"
 _NOT_PLAIN = frozenset({"are", "were", "will", "would", "could", "should", "can", "might", "must", "have", "had", "all",
                         "both", "also", "just", "really", "and", "here", "there", "still", "usually", "always", "never",
                         "now", "then", "too", "to", "of", "in", "on", "at", "from", "with", "for", "the", "a"})
+_AFTERMATH_REACH = 6  # words from a state's "after"/"from" to the time ("from the long drive on Sunday")
 _NOUN_PHRASE_REACH = 6  # words read after a weekday qualifying a noun for its clause's verb
 _CLAUSE_ENDS = frozenset({".", ",", "!", "?", ";", ":", "and", "but", "so", "because", "when", "if", "that"})
 _PRESENT_VERBS = frozenset({"is", "are", "has", "have", "does", "do", "will", "can", "'s", "gets", "get", "starts",
@@ -134,14 +135,23 @@ class TokenCursor:
                      for back in range(max(first, at - 5), at))  # "from 3 June until 7 June": a run, no bound
         if "since" in (lead, self.low(begin)) and self.low(min(end or begin + 1, last)) not in _CLAUSE_VERBS:
             return "past"  # not "since Monday is a holiday", where "since" gives a reason
-        if tense == "unclear" and lead in ("after", "from") and any(
-                self.low(at) in _AFTERMATH for at in range(max(first, begin - lx.CUE_REACH), begin)):
-            return "past"  # "so tired after Saturday", "still sore from Sunday's run": what it left behind
+        if tense == "unclear" and self._aftermath(first, begin):
+            return "past"  # "so tired after Saturday", "sore from the gym on Saturday": what it left behind
         near = self.tokens[max(first, begin - lx.CUE_REACH):min(last, begin + lx.CUE_REACH)]  # its sentence only
         if tense == "unclear" and not self.standalone and lead in ("until", "till", "by") and not (ranged or planned) \
                 and not self._told_in_past(first) and "now" not in (t.low for t in near):
             return "future"
         return "past" if tense == "unclear" and self.standalone else tense
+
+    def _aftermath(self, first: int, begin: int) -> bool:
+        """A state a day leaves behind, then "after" or "from", then the time, in one phrase ("so tired after
+        Saturday", "still sore from Sunday's run", "exhausted from the move on Sunday")."""
+        for at in range(begin - 1, max(first, begin - _AFTERMATH_REACH) - 1, -1):
+            if self.low(at) in _CLAUSE_ENDS:
+                return False
+            if self.low(at) in ("after", "from"):
+                return any(self.low(back) in _AFTERMATH for back in range(max(first, at - 3), at))
+        return False
 
     def habitual(self, index: int) -> bool:
         """A frequency word ("always", "usually", "every") in the clause of token ``index`` (not past a

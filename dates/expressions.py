@@ -523,7 +523,9 @@ class _Scanner:
         """A weekday with no last/this/next: resolved by the sentence's tense, else unresolved."""
         at = index + 1 if self.c.low(index) == "on" else index
         weekday = self.c.weekday_at(at, abbreviations=False)
-        if weekday is None or self.c.low(at - 1) in ("every", "good", "black", "each", "a", "any"):  # "on a Tuesday"
+        if weekday is not None and self.c.low(at - 1) == "happy":  # "Happy Friday!": a greeting on that day
+            return self.c.day_hit(at + 1, self.c.today) if self.c.today.weekday() == weekday else None
+        if weekday is None or self.c.low(at - 1) in ("every", "good", "black", "each", "a", "any", "other"):
             return None
         stop = self.c.skip_part_of_day(at + 1)
         week = written.week_named(self.c, stop)

@@ -83,14 +83,17 @@ RULES = """\
   so is a plan of "you" or "we" that a later clause of its question arranges, with no past in it
   ("you said you'd come over on Friday, where should we meet?").
   "she quit", "it cost" (a plain form after "he", "she", "it" that a past shares) are past; so are
-  "remember the/when..." ("remember the storm on Tuesday?"), "thanks for" an -ing deed, "couldn't"
+  "remember the/when..." ("remember the storm on Tuesday?"), "thanks for" a deed or a thing, "couldn't"
   and a plain verb in a sentence with no "if", a state a day left behind before "after"/"from" it
-  ("so tired after Saturday", "still sore from Sunday's run") and a story told in the present that
+  ("so tired after Saturday", "sore from the gym on Saturday") and a story told in the present that
   goes on with "and says/asks/tells..." or "and who do I see" ("so my boss calls me on Friday and
-  says..."), in a sentence with no future word. "good luck", "remember to", "thinking of (about)
+  says..."), in a sentence with no future word. "good luck", "remember to", "let me know", a plain
+  verb opening a sentence that is no question ("Say hi to your mom on Sunday!"), "thinking of (about)
   doing", a name's "'s" before coming or going ("Mom's coming on Friday"), "I've got" a thing (held
   as "I have" is) and "go back" (a return, as "leave" is a timetable's) point ahead; "still on?",
-  "still good?" after a plan asks whether it stands. "on a Tuesday" is some Tuesday: no day. A
+  "still good?" after a plan and "are we still on for" ask whether it stands. "on a Tuesday" is some
+  Tuesday, "every other Thursday" a habit: no day; "Happy Friday!" is the observation day when it
+  is a Friday, else no day. A
   leave-taking "see you" opening its clause ("See you Friday then!", "ok, see you on Tuesday") and a
   weekday that "works" or "suits" ("Friday works for me", "does Friday work?") point ahead. A modal
   before a plain verb ("might", "can", "should", "need to", "hope") points ahead when the time

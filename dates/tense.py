@@ -160,8 +160,8 @@ _OWNERS = frozenset({"the", "my", "our", "your", "his", "her", "their"})  # befo
 _SCHEDULED_BASE = frozenset({"leave", "depart", "start", "begin", "arrive", "land", "fly", "finish", "open", "close",
                              "come", "return", "graduate", "retire"})
 # a present -s of these after a noun subject names a routine, not one scheduled event ("our team trains on Tuesday")
-_ROUTINES = frozenset({"trains", "practices", "practises", "plays", "golfs", "works", "swims", "teaches", "coaches",
-                       "rehearses", "volunteers", "bowls", "jogs", "preaches", "sings", "dances", "studies"})
+_ROUTINES = frozenset({"trains", "practices", "practises", "golfs", "works", "swims", "teaches", "coaches",
+                       "rehearses", "volunteers", "bowls", "jogs", "preaches", "studies"})
 # plural nouns not ending in -s
 _PLURALS = frozenset({"children", "people", "men", "women", "folk", "police", "staff", "family", "team", "crew"})
 # after "have" these make a perfect or a need ("we have been", "I have never"), not a thing arranged
@@ -334,11 +334,14 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
             return "future"  # "I'd love to", "could you water my plants on Friday?": a wish, a request
         past = low.endswith("'d") and (lx.past_form(after) or after in _PERFECT_PARTICIPLES)
         return "past" if past else "prospective"
-    if low in ("remember", "remembered") and after in _RECALLED or low.endswith("ing") and before == "for" and any(
-            t.low in ("thanks", "thank", "thx") for t in tokens[max(first, index - 4):index - 1]):
-        return "past"  # "remember the storm on Tuesday?", "thanks for helping me move on Saturday"
-    if low == "luck" and before == "good" or low == "remember" and after == "to":
-        return "future"  # "good luck with the exam on Thursday!", "remember to call on Sunday": ahead
+    thanked = [t.low for t in tokens[max(first, index - 3):index]]
+    if low in ("remember", "remembered") and after in _RECALLED or low == "for" and (
+            "thanks" in thanked or "thx" in thanked or "thank" in thanked and "you" in thanked):
+        return "past"  # "remember the storm on Tuesday?", "thanks for the dinner (for helping me) on Saturday"
+    if low == "luck" and before == "good" or low == "remember" and after == "to" or low == "know" and before == "me" \
+            and index - 2 >= first and tokens[index - 2].low == "let" or index == first and low in _REQUESTS and \
+            tokens[last - 1].low != "?":
+        return "future"  # "good luck with the exam on Thursday!", "remember to", "let me know", "say hi on Sunday"
     if low == "couldn't" and after not in _SUBJECTS and not any(t.low == "if" for t in tokens[first:last]):
         return "past"  # "sorry I couldn't make it on Saturday"; not "couldn't you come...?" nor "even if"
     if low in _SAME_IN_PAST and before in ("he", "she", "it"):
@@ -434,11 +437,16 @@ def _available(between: list[Token], *, inverted: bool) -> bool:
     words = [t for t in between if not _in_time_phrase(t)]  # the time's own words when pointed inside it
     if inverted and words and words[0].low in _SUBJECTS:
         words = words[1:]
+    if [t.low for t in between[-4:]] in (["we", "still", "on", "for"], ["you", "still", "on", "for"]):
+        return True  # "are we still on for Wednesday?": a plan that stands
     return any(t.low in _AVAILABLE for t in words) and all(t.low in _AVAILABLE or t.low in _AVAILABLE_WITH
                                                            for t in words)
 
 
 # after "remember" these open a thing recalled ("remember the storm on Tuesday?"); "remember to" is a task ahead
+# a plain verb opening a sentence that is no question asks for something later ("Say hi to your mom on Sunday!")
+_REQUESTS = frozenset({"say", "tell", "bring", "call", "text", "send", "enjoy", "give", "meet", "join", "grab", "pick",
+                       "drop", "come", "don't", "dont"})
 _RECALLED = frozenset({"the", "when", "how", "our", "my", "your", "his", "her", "their", "that's"})
 _NOT_SOMEONES = frozenset({"it's", "that's", "what's", "there's", "here's", "who's", "where's", "how's", "let's",
                            "he's", "she's"})

@@ -17,6 +17,7 @@ from hermes_trove.dates import resolve_occurrences
 WED = "2024-05-15"  # a Wednesday: the last Saturday is the 11th, the next one the 18th
 SUN = "2023-08-20"  # a Sunday: the last Tuesday is the 15th, the next Friday the 25th
 TUE = "2023-03-07"  # a Tuesday: the next Thursday is the 9th
+FRI = "2023-07-21"  # a Friday
 
 CHAT = [
     # -- "hope you have": a wish for later, not a perfect ("hope you had" is past) --------------------
@@ -129,6 +130,26 @@ CHAT = [
     # -- "still on?", "still good?" asks whether a plan stands; "still nothing" says it went by -------
     (WED, "We said we'd meet on Friday, still good?", ("2024-05-17",)),
     (WED, "She said she'd call on Friday, still nothing.", ("2024-05-10",)),
+    (WED, "Hey, are we still on for Wednesday?", ("2024-05-22",)),
+    (WED, "We were still on the road on Wednesday.", ("2024-05-08",)),
+    # -- the state and its "from"/"after" may stand apart from the day: "sore from the gym on Saturday" -
+    (WED, "I'm sore from the gym on Saturday.", ("2024-05-11",)),
+    (WED, "I'm exhausted from the move on Sunday.", ("2024-05-12",)),
+    (WED, "I'll be sore from the gym on Saturday.", ("2024-05-18",)),
+    # -- thanks for a thing done; "let me know how it goes"; a request opening its sentence ----------
+    (FRI, "Thanks for the lovely dinner on Tuesday!", ("2023-07-18",)),
+    (FRI, "Let me know how Monday goes!", ("2023-07-24",)),
+    (FRI, "Let me know how Monday went!", ("2023-07-17",)),
+    (FRI, "Say hi to your mom for me on Sunday!", ("2023-07-23",)),
+    (FRI, "Bring the blue cooler on Saturday.", ("2023-07-22",)),
+    (FRI, "Enjoyed the concert on Wednesday!", ("2023-07-19",)),
+    # -- "Happy Friday!" greets the day it is said on; "every other Thursday" is a habit ---------------
+    (FRI, "Happy Friday!", ("2023-07-21",)),
+    (WED, "Happy Friday!", ()),
+    (WED, "I have book club every other Thursday.", ()),
+    # -- playing at an event is one event, not a routine -----------------------------------------------
+    (WED, "Our band plays at the brewery on Saturday night, come!", ("2024-05-18",)),
+    (WED, "My son plays in a soccer game on Saturday.", ("2024-05-18",)),
 ]
 
 
