@@ -28,7 +28,8 @@ _NAMED_THINGS = frozenset({("sunday", "school"), ("sunday", "best"), ("saturday"
                            ("palm", "sunday"), ("easter", "sunday"), ("easter", "monday"), ("shrove", "tuesday")})
 # states a day leaves behind: before "after"/"from" the day it points back to
 _AFTERMATH = frozenset({"tired", "exhausted", "sore", "recovering", "hungover", "wiped", "drained", "knackered",
-                        "aching", "achy", "shattered", "still", "buzzing", "broke", "sunburnt", "sunburned"})
+                        "aching", "achy", "shattered", "still", "buzzing", "broke", "sunburnt", "sunburned", "full",
+                        "stuffed"})
 _NOT_SUBJECT = frozenset({"the", "a", "an", "my", "our", "your", "his", "her", "their", "this", "that", "of", "in",
                           "on", "at", "to", "for", "with", "and", "or", "all", "many", "some", "few", "two", "three"})
 _NOT_VERBS = frozenset({"this", "always", "perhaps", "sometimes", "plus", "thus", "yes", "was", "has", "does", "its",
@@ -232,7 +233,7 @@ class TokenCursor:
                 (self.low(index), self.low(index + 1)) in _NAMED_THINGS or (self.low(index - 1), self.low(index)) \
                 in _NAMED_THINGS:
             return True
-        after = self.tok(index + 1)
+        after = self.tok(index + 1 + (self.low(index + 1) in lx.PARTS_OF_DAY))  # "our Tuesday night trivia team"
         if not (self.low(index - 1) in _NOUN_LEADS and after is not None and after.text.isalpha() and
                 after.text.islower() and not (after.low in lx.AFTER_NTH or after.low in _FUNCTION_WORDS)):
             return False

@@ -33,10 +33,11 @@ RULES = """\
   most a month away; none that near means the weekday and the day disagree (unresolved).
 - A weekday before a plural part of the day ("on Sunday mornings") is a habit and claims nothing; so
   does one qualifying a noun, after "to", "at", "after", an article or a possessive and before a
-  lower-case word that is no function word ("went to Sunday school", "the Monday blues"), unless
-  "the" opens its clause and the clause goes on in the past ("The Monday meeting was long": the last
-  Monday), and one in a name ("Sunday school", "Saturday Night Live", "Cyber Monday"). A weekday's
-  possessive ("after Friday's shift") is that day, by the tense rule.
+  lower-case word that is no function word ("went to Sunday school", "the Monday blues", "our
+  Tuesday night trivia team": a part of the day may stand between), unless "the" opens its clause
+  and the clause goes on in the past ("The Monday meeting was long": the last Monday); so does one in
+  a name ("Sunday school", "Saturday Night Live", "Cyber Monday"). A weekday's possessive ("after
+  Friday's shift") is that day, by the tense rule.
 - A weekday with no last/this/next ("on Friday") follows the tense of its sentence, read from the
   tense cue nearest to it (went, -ed, was / will, 'll, going to, plan, next...): past -> the nearest
   one strictly before, future -> strictly after; no cue or a tie -> unresolved. "on (by, until,
@@ -88,9 +89,12 @@ RULES = """\
   ("so tired after Saturday", "sore from the gym on Saturday") and a story told in the present that
   goes on with "and says/asks/tells..." or "and who do I see" ("so my boss calls me on Friday and
   says..."), in a sentence with no future word. "good luck", "remember to", "let me know", a plain
-  verb opening a sentence that is no question ("Say hi to your mom on Sunday!"), "thinking of (about)
+  verb or "Have fun" opening a sentence that is no question ("Say hi to your mom on Sunday!"),
+  "dreading", "thinking of (about)
   doing", a name's "'s" before coming or going ("Mom's coming on Friday"), "I've got" a thing (held
-  as "I have" is) and "go back" (a return, as "leave" is a timetable's) point ahead; "still on?",
+  as "I have" is; not "did you have") and "go back", "get here/there/home" (a return or an arrival,
+  as "leave" is a timetable's) point ahead; "hope" before a past ("hope Tuesday went well") gives
+  way to it; "still on?",
   "still good?" after a plan and "are we still on for" ask whether it stands. "on a Tuesday" is some
   Tuesday, "every other Thursday" a habit: no day; "Happy Friday!" is the observation day when it
   is a Friday, else no day. A

@@ -11,7 +11,7 @@ from .lexicon import Token
 
 _FUTURE_WORDS = frozenset({
     "will", "won't", "shall", "gonna", "tomorrow", "next", "soon", "upcoming", "plan", "plans",
-    "planning", "planned", "hoping", "intend", "intending", "let's", "lets", "forward", "wait",
+    "planning", "planned", "hoping", "intend", "intending", "let's", "lets", "forward", "wait", "dreading",
 })
 
 # Irregular pasts (lexicon.PAST_WORDS) that are also participles: after a present "be" a state ("it's meant to rain",
@@ -291,6 +291,8 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
     if (low in _BACK_MODALS and "have" in (after, then if after in _SUBJECTS and low not in _NOT_INVERTED else "")) or \
             (low[-3:] == "'ve" and low[:-3] in _BACK_MODALS):
         return "past"
+    if low in ("hope", "hopefully") and any(lx.past_form(t.low) for t in tokens[index + 1:min(last, index + 4)]):
+        return None  # "hope Tuesday went well": a wish about a past, its verb speaks
     if low in _MODALS and (low != "may" or tokens[index].text == "may") or (low in _NEEDS and after == "to"):
         return "modal"
     before = tokens[index - 1].low.replace("\u2019", "'") if index > first else ""
@@ -302,13 +304,13 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
     if (low in ("is", "are", "isn't", "aren't") and asked or low in _PERSONAL_BE or contracted) and \
             not any(t.low in _NO_SCHEDULE for t in tokens[max(first, index - 4):index]):
         return "be"
-    if low == "go" and after == "back":  # "I go back to work on Monday", "the kids go back": a return
-        low = "return"
+    if low == "go" and after == "back" or low == "get" and after in ("here", "there", "back", "home", "in"):
+        low = "return"  # "I go back to work on Monday", "my grandparents get here on Saturday": a return, an arrival
     if low in _SCHEDULED and _timetable(tokens, index, first, after) or low in _SCHEDULED_BASE and (before in (
             "i", "we", "you", "they") or _noun_subject(tokens, index, first, plural=True)) and after != "to" \
             and not after.endswith("ing"):
         return "timetable"  # "we leave on Friday", "my parents arrive on Friday"
-    modal_before = index - 2 >= first and tokens[index - 2].low in _BACK_MODALS  # "would you have": no holding
+    modal_before = index - 2 >= first and tokens[index - 2].low in _BACK_MODALS | {"did", "didn't"}  # "did you have"
     if low == "got" and before in _HAVE_GOT and after not in _NOT_HELD and not lx.past_form(after):
         return "progressive"  # "I've got a big presentation on Monday": held, as "I have" is
     if low.endswith("ing") and before in ("of", "about") and index - 2 >= first and tokens[index - 2].low in \
@@ -338,9 +340,10 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
     if low in ("remember", "remembered") and after in _RECALLED or low == "for" and (
             "thanks" in thanked or "thx" in thanked or "thank" in thanked and "you" in thanked):
         return "past"  # "remember the storm on Tuesday?", "thanks for the dinner (for helping me) on Saturday"
+    asked_to = index == first and tokens[last - 1].low != "?" and (low in _REQUESTS or low == "have" and after in (
+        "fun", "a", "an"))  # "Say hi to your mom on Sunday!", "Have fun on Saturday!"
     if low == "luck" and before == "good" or low == "remember" and after == "to" or low == "know" and before == "me" \
-            and index - 2 >= first and tokens[index - 2].low == "let" or index == first and low in _REQUESTS and \
-            tokens[last - 1].low != "?":
+            and index - 2 >= first and tokens[index - 2].low == "let" or asked_to:
         return "future"  # "good luck with the exam on Thursday!", "remember to", "let me know", "say hi on Sunday"
     if low == "couldn't" and after not in _SUBJECTS and not any(t.low == "if" for t in tokens[first:last]):
         return "past"  # "sorry I couldn't make it on Saturday"; not "couldn't you come...?" nor "even if"
@@ -399,7 +402,7 @@ def _scheduled_present(tokens: list[Token], index: int, first: int, low: str) ->
     for lead in (index - 1, index - 2, index - 3):  # "Dad retires", "the museum reopens"
         if lead >= first and (tokens[lead].low in _DETERMINERS if lead < index - 1 else named) and \
                 (lead == first or tokens[lead - 1].low in _CLAUSE_OPENERS) and not any(
-                t.low in _DETERMINERS or not t.low.isalpha() for t in tokens[lead + 1:index]):
+                t.low in _DETERMINERS or not t.base.isalpha() or lx.past_form(t.low) for t in tokens[lead + 1:index]):
             return True
     return False
 
@@ -465,9 +468,11 @@ def _narrated(tail: list[Token]) -> bool:
     for at, word in enumerate(words[:-1]):
         if word != "and":
             continue
-        rest = words[at + 1:at + 4]
+        rest = words[at + 1:at + 5]
         if rest[0] in _NARRATOR_SUBJECTS:
             rest = rest[1:]
+        elif rest[0] in _TELLING_DETERMINERS:  # "and my boss says"
+            rest = rest[2:]
         if rest[:1] and rest[0] in _NARRATING or rest[:3] in (["who", "do", "i"], ["what", "do", "i"]):
             return True
     return False

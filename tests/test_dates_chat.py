@@ -18,6 +18,7 @@ WED = "2024-05-15"  # a Wednesday: the last Saturday is the 11th, the next one t
 SUN = "2023-08-20"  # a Sunday: the last Tuesday is the 15th, the next Friday the 25th
 TUE = "2023-03-07"  # a Tuesday: the next Thursday is the 9th
 FRI = "2023-07-21"  # a Friday
+THU = "2023-11-16"  # a Thursday: the last Sunday is the 12th, the next Saturday the 18th
 
 CHAT = [
     # -- "hope you have": a wish for later, not a perfect ("hope you had" is past) --------------------
@@ -150,6 +151,26 @@ CHAT = [
     # -- playing at an event is one event, not a routine -----------------------------------------------
     (WED, "Our band plays at the brewery on Saturday night, come!", ("2024-05-18",)),
     (WED, "My son plays in a soccer game on Saturday.", ("2024-05-18",)),
+    (THU, "My brother's band plays on Friday, wanna come?", ("2023-11-17",)),  # a possessive in the subject
+    # -- a past verb is no noun of a subject: "the kids decorated cookies" is no "cookies" timetable --
+    (THU, "The kids decorated cookies on Sunday afternoon.", ("2023-11-12",)),
+    # -- "did you have" asks about a past; "Have fun!" opening a sentence wishes for later ------------
+    (THU, "Did you have fun at the wedding on Saturday?", ("2023-11-11",)),
+    (THU, "Have fun at the wedding on Saturday!", ("2023-11-18",)),
+    (THU, "Do you have plans on Saturday?", ("2023-11-18",)),
+    # -- "get here/there/back/home" is arriving: a timetable's plain form -----------------------------
+    (THU, "My grandparents get here on Saturday.", ("2023-11-18",)),
+    (THU, "My grandparents got here on Saturday.", ("2023-11-11",)),
+    # -- a story in the present goes on with "and my boss says" too ------------------------------------
+    (THU, "So Monday I walk into the office and my boss says we're all getting a bonus.", ("2023-11-13",)),
+    # -- full from a day; dreading one; hoping one went well ---------------------------------------------
+    (THU, "I'm so full from Sunday dinner at my aunt's.", ("2023-11-12",)),
+    (THU, "Dreading Monday already.", ("2023-11-20",)),
+    (THU, "Hope Tuesday went well!", ("2023-11-14",)),
+    (THU, "Hope Tuesday goes well!", ("2023-11-21",)),
+    # -- a weekday and its part of the day qualifying a noun name a kind -----------------------------
+    (THU, "Our Tuesday night trivia team finally won!", ()),
+    (THU, "The Tuesday night game was a blowout.", ("2023-11-14",)),
 ]
 
 
