@@ -210,19 +210,19 @@ class TokenCursor:
         """The weekday token ``index`` names; none before a plural part of the day ("on Sunday
         mornings", "Monday nights"), which is a habit, as "on Sundays" is, nor one qualifying a noun."""
         token = self.tok(index)
-        if token is None or self.low(index + 1) in _PLURAL_PARTS:
+        if token is None:
             return None
-        if token.base in lx.WEEKDAYS and token.base != token.low:  # "Sunday's run": that day's, a noun after it
+        if token.low in lx.WEEKDAYS:
+            weekday = lx.WEEKDAYS[token.low]
+        elif abbreviations and token.low in lx.WEEKDAY_ABBREVIATIONS and (token.capitalised or self.standalone):
+            weekday = lx.WEEKDAY_ABBREVIATIONS[token.low]
+        elif token.base in lx.WEEKDAYS and token.base != token.low:  # "Sunday's run": that day's, a noun after it
             after = self.tok(index + 1)
             return lx.WEEKDAYS[token.base] if after is not None and after.text.isalpha() and after.text.islower() \
                 and after.low not in _FUNCTION_WORDS and after.low not in lx.ARTICLES else None
-        if self._names_thing(index):
+        else:
             return None
-        if token.low in lx.WEEKDAYS:
-            return lx.WEEKDAYS[token.low]
-        if abbreviations and token.low in lx.WEEKDAY_ABBREVIATIONS and (token.capitalised or self.standalone):
-            return lx.WEEKDAY_ABBREVIATIONS[token.low]
-        return None
+        return None if self.low(index + 1) in _PLURAL_PARTS or self._names_thing(index) else weekday
 
     def _names_thing(self, index: int) -> bool:
         """A weekday in a name ("Sunday school", "Saturday Night Live", "Cyber Monday") or between a word that

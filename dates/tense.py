@@ -336,9 +336,7 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
             return "future"  # "I'd love to", "could you water my plants on Friday?": a wish, a request
         past = low.endswith("'d") and (lx.past_form(after) or after in _PERFECT_PARTICIPLES)
         return "past" if past else "prospective"
-    thanked = [t.low for t in tokens[max(first, index - 3):index]]
-    if low in ("remember", "remembered") and after in _RECALLED or low == "for" and (
-            "thanks" in thanked or "thx" in thanked or "thank" in thanked and "you" in thanked):
+    if low in ("remember", "remembered") and after in _RECALLED or low == "for" and _thanked(tokens, index, first):
         return "past"  # "remember the storm on Tuesday?", "thanks for the dinner (for helping me) on Saturday"
     asked_to = index == first and tokens[last - 1].low != "?" and (low in _REQUESTS or low == "have" and after in (
         "fun", "a", "an"))  # "Say hi to your mom on Sunday!", "Have fun on Saturday!"
@@ -498,3 +496,9 @@ def _arranging(tail: list[Token]) -> bool:
     return joined is not None and not any(lx.past_form(w) for w in words) and any(
         w in _ARRANGING or w == "still" and words[at + 1:at + 2] and words[at + 1] in _CONFIRMING
         for at, w in enumerate(words[joined:], joined))
+
+
+def _thanked(tokens: list[Token], index: int, first: int) -> bool:
+    """"thanks (again, so much) for", "thank you for": the "for" at ``index`` names a thing done."""
+    words = [t.low for t in tokens[max(first, index - 3):index]]
+    return "thanks" in words or "thx" in words or "thank" in words and "you" in words
