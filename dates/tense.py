@@ -68,6 +68,8 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
                     not _how_it_went(tokens[end:min(last, end + 2 * lx.CUE_REACH)], overdue=False) else "past"
             if cue == "modal":
                 cue = "future" if _modal_time(tokens, index, begin, end, first) else None
+            if cue == "recalled":  # "thanks for asking about Saturday": a topic, not the thing done
+                cue = None if begin > first and tokens[begin - 1].low in _TIED else "past"
             if cue is not None:
                 found.add(cue)
         if "timetable" in found:  # a schedule yields to a past as near: "departs on the 2nd but we flew"
@@ -337,14 +339,15 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
         past = low.endswith("'d") and (lx.past_form(after) or after in _PERFECT_PARTICIPLES)
         return "past" if past else "prospective"
     if low in ("remember", "remembered") and after in _RECALLED or low == "for" and _thanked(tokens, index, first):
-        return "past"  # "remember the storm on Tuesday?", "thanks for the dinner (for helping me) on Saturday"
+        return "recalled"  # "remember the storm on Tuesday?", "thanks for the dinner (for helping me) on Saturday"
     asked_to = index == first and tokens[last - 1].low != "?" and (low in _REQUESTS or low == "have" and after in (
         "fun", "a", "an"))  # "Say hi to your mom on Sunday!", "Have fun on Saturday!"
     if low == "luck" and before == "good" or low == "remember" and after == "to" or low == "know" and before == "me" \
             and index - 2 >= first and tokens[index - 2].low == "let" or asked_to:
         return "future"  # "good luck with the exam on Thursday!", "remember to", "let me know", "say hi on Sunday"
-    if low == "couldn't" and after not in _SUBJECTS and not any(t.low == "if" for t in tokens[first:last]):
-        return "past"  # "sorry I couldn't make it on Saturday"; not "couldn't you come...?" nor "even if"
+    if low == "couldn't" and after not in _SUBJECTS and after != "be" and not any(
+            t.low == "if" for t in tokens[first:last]):
+        return "past"  # "sorry I couldn't make it on Saturday"; not "couldn't you come...?", "couldn't be", "if"
     if low in _SAME_IN_PAST and before in ("he", "she", "it"):
         return "past"  # "she quit", "it cost": a present would take -s
     if low.endswith("ing") and len(low) >= 5 and low not in _ING_NOW and _progressive(tokens, index, first):

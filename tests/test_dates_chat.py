@@ -93,11 +93,13 @@ CHAT = [
     (WED, "Remember to call grandma on Sunday!", ("2024-05-19",)),
     (WED, "Thanks again for helping me move on Saturday!", ("2024-05-11",)),
     (WED, "Thanks for the invite for Saturday, I'll be there!", ("2024-05-18",)),
+    (WED, "Thanks for asking about Saturday, it's a long story.", ()),  # a topic, not the thing done
     (WED, "Good luck with the exam on Thursday!", ("2024-05-16",)),
     (WED, "Good luck was on our side on Saturday.", ("2024-05-11",)),
     # -- "couldn't" + a plain verb with no "if": a past inability ------------------------------------
     (WED, "Sorry I couldn't make it on Saturday!", ("2024-05-11",)),
     (WED, "Couldn't you come on Saturday instead?", ("2024-05-18",)),  # a request
+    (WED, "I couldn't be happier about Saturday!", ()),  # a state now
     # -- a name's "'s" before coming or going is "is": an arrangement; before a noun a possessive -----
     (WED, "Mom's coming to visit on Friday.", ("2024-05-17",)),
     (WED, "Jake's leaving for college on Sunday.", ("2024-05-19",)),
