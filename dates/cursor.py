@@ -259,8 +259,8 @@ class TokenCursor:
         """"born" right before the time phrase that ends before ``index`` ("I was born on the 4th of July"): a
         birth, whose year is not this one's."""
         at = index - 1
-        while at > 0 and (self.low(at) in ("on", "in", "the", "of") or self.low(at)[:1].isdigit()
-                          or self.low(at) in lx.MONTHS):
+        while at > 0 and (self.low(at) in ("on", "in", "the", "of", "a") or self.low(at)[:1].isdigit() or
+                          self.low(at) in lx.MONTHS or self.low(at) in lx.WEEKDAYS or self.low(at) in lx.PARTS_OF_DAY):
             at -= 1
         return self.low(at) == "born"
 

@@ -88,11 +88,12 @@ RULES = """\
   and a plain verb in a sentence with no "if", a state a day left behind before "after"/"from" it
   ("so tired after Saturday", "sore from the gym on Saturday") and a story told in the present that
   goes on with "and says/asks/tells..." or "and who do I see" ("so my boss calls me on Friday and
-  says..."), in a sentence with no future word. "good luck", "remember to", "let me know", a plain
+  says..."), in a sentence with no future or frequency word. "good luck", "remember to", "let me know", a plain
   verb or "Have fun" opening a sentence that is no question ("Say hi to your mom on Sunday!"),
   "dreading", "thinking of (about)
   doing", a name's "'s" before coming or going ("Mom's coming on Friday"), "I've got" a thing (held
-  as "I have" is; not "did you have") and "go back", "get here/there/home" (a return or an arrival,
+  as "I have" is, when the time is its when; "I've got photos from Saturday" is past; not "did you
+  have"), "I've got to" (as "I have to") and "go back", "get here/there/home" (a return or an arrival,
   as "leave" is a timetable's) point ahead; "hope" before a past ("hope Tuesday went well") gives
   way to it; "still on?",
   "still good?" after a plan and "are we still on for" ask whether it stands. "on a Tuesday" is some
@@ -110,7 +111,8 @@ RULES = """\
 - A month without a year resolves to the most recent such month not after the observation month, or
   to the next one not before it when the nearest tense cue is future. A day and month without a year
   follow the same rule at day precision. A birth is in a year its words do not give: "born on July
-  4th", "born in August", "born on the 28th", "born on Christmas Day" stay unresolved. A month alone takes the year of
+  4th", "born in August", "born on the 28th", "born on Christmas Day", "born on a Sunday morning in
+  June" stay unresolved. A month alone takes the year of
   the time just before it that lies within one year ("In 2022 we lived in Denver. In March we
   moved"; after a month of a later number, the next year: "November 2021 ... in January"), a day
   alone ("on the 10th") the month of one within one month (after a later single day, the next

@@ -33,7 +33,8 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
     sharing from the concert on Friday", "I'm editing the video we shot on Sunday", "the pics of our
     trip in March") is not the arrangement's; such a progressive is no cue."""
     if _narrated(tokens[end:min(last, end + 2 * lx.CUE_REACH)]) and not any(
-            t.low in _FUTURE_WORDS or t.low.replace("\u2019", "'").endswith("'ll") for t in tokens[first:last]):
+            t.low in _FUTURE_WORDS or t.low in lx.FREQUENCY or t.low.replace("\u2019", "'").endswith("'ll")
+            for t in tokens[first:last]):  # not "she always texts on Friday and asks": a habit
         return "past"  # "so my boss calls me on Friday and says...": a story told in the present
     for distance in range(1, min(lx.CUE_REACH, max(begin - first, last - end)) + 1):
         found = set()
@@ -41,12 +42,13 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
             cue = _cue(tokens, index, first, last) if first <= index < last else None
             if cue in ("scheduled", "be") and any(t.low in lx.FREQUENCY for t in tokens[first:last]):
                 cue = None  # "my mum always phones on Sunday", "I'm never free on Friday": a habit, no schedule
-            if cue in ("progressive", "scheduled"):  # the time after it in its clause, or opening that clause
+            if cue in ("progressive", "scheduled", "held"):  # the time after it in its clause, or opening that clause
                 placed = _arranged(tokens[index + 1:begin]) if index < begin else \
                     _opens_clause(tokens, first, begin, end, index)
                 tail = tokens[end:min(last, end + lx.CUE_REACH)]
+                unplaced = "past" if cue == "held" else None  # "I've got photos from Saturday": got them then
                 cue = "future" if placed and not _told_in_present(tail) and not (
-                    cue == "scheduled" and _finite_after(tail)) else None
+                    cue == "scheduled" and _finite_after(tail)) else unplaced
             if cue == "prospective":
                 tail = tokens[end:min(last, end + 2 * lx.CUE_REACH)]
                 asked = tokens[last - 1].low == "?"
@@ -313,8 +315,10 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
             and not after.endswith("ing"):
         return "timetable"  # "we leave on Friday", "my parents arrive on Friday"
     modal_before = index - 2 >= first and tokens[index - 2].low in _BACK_MODALS | {"did", "didn't"}  # "did you have"
+    if low == "got" and before in _HAVE_GOT and after == "to":
+        return "modal"  # "I've got to work on Saturday": as "I have to"
     if low == "got" and before in _HAVE_GOT and after not in _NOT_HELD and not lx.past_form(after):
-        return "progressive"  # "I've got a big presentation on Monday": held, as "I have" is
+        return "held"  # "I've got a big presentation on Monday": held, as "I have" is
     if low.endswith("ing") and before in ("of", "about") and index - 2 >= first and tokens[index - 2].low in \
             ("thinking", "considering", "planning"):
         return "future"  # "I'm thinking of going to the lake on Saturday": a plan

@@ -82,6 +82,7 @@ CHAT = [
     (WED, "So my parents arrive on Friday and we leave on Sunday.", ("2024-05-17", "2024-05-19")),
     (WED, "The new cafe opens on Friday and looks amazing.", ("2024-05-17",)),
     (WED, "My boss will call me on Friday and tell me.", ("2024-05-17",)),
+    (WED, "She always texts on Friday and asks how I'm doing.", ()),  # a habit, no story
     # -- a plan of yours or ours, reported in the past, that a question goes on to arrange: ahead -----
     (WED, "You said you'd come over on Friday, where should we meet?", ("2024-05-17",)),
     (WED, "You mentioned you'd be in town on Saturday, want to grab lunch?", ("2024-05-18",)),
@@ -117,6 +118,8 @@ CHAT = [
     # -- "I've got" a thing on a day holds it as "I have" does; "I got" is past ----------------------
     (WED, "I've got a big presentation on Monday.", ("2024-05-20",)),
     (WED, "I got a sunburn on Saturday.", ("2024-05-11",)),
+    (WED, "I've got to work on Saturday.", ("2024-05-18",)),  # as "I have to"
+    (WED, "I've got photos from Saturday to share.", ("2024-05-11",)),  # got them then
     # -- "thinking of (about) doing" is a plan --------------------------------------------------------
     (WED, "I'm thinking of going to the lake on Saturday.", ("2024-05-18",)),
     (WED, "I was thinking of you on Saturday.", ("2024-05-11",)),
@@ -130,6 +133,7 @@ CHAT = [
     (WED, "My niece was born on Tuesday, she's tiny and perfect!", ("2024-05-14",)),
     (WED, "Our baby boy was born on Saturday, we're exhausted but so happy.", ("2024-05-11",)),
     (WED, "I was born in August, so I'm a Leo.", ()),
+    (WED, "She was born on a Sunday morning in June.", ()),
     # -- "still on?", "still good?" asks whether a plan stands; "still nothing" says it went by -------
     (WED, "We said we'd meet on Friday, still good?", ("2024-05-17",)),
     (WED, "She said she'd call on Friday, still nothing.", ("2024-05-10",)),
