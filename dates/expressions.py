@@ -155,7 +155,8 @@ class _Scanner:
     def _part(self, index: int) -> Hit | None:
         """A part of a month or year ("early May", "the end of last month"), or the rest of this one
         on either side of today ("earlier this week"): ``parts``."""
-        return parts.part_of(self.c, index, lambda at: self._anchor(at, days=False)) or parts.rest_of(self.c, index)
+        return parts.part_of(self.c, index, lambda at: self._anchor(at, days=False)) or parts.rest_of(self.c, index) \
+            or parts.wished_weekend(self.c, index)
 
     def _span(self, index: int) -> Hit | None:
         """Quarters, decades, "in '22", "13.05.2024", "on 5/13", ISO and d/m/y dates: ``spans``."""

@@ -154,6 +154,8 @@ RULES = """\
   is the weekend of the previous ISO week; "N weekends ago" counts back N ISO weeks; "this coming
   weekend" is the first one to begin after the observation day.
 - "last night" is the day before the observation day; "tonight" the observation day.
+- "(have, had, enjoy) a nice (good, great...) weekend" is the weekend its sentence's tense points to:
+  the first to begin on or after the observation day, or the last to begin before it.
 - Words for the moment of speaking ("right now", "currently", "at the moment", "now" closing a
   clause with no past "was"/"had"/"did") and "just" for the recent past ("I've just moved", "I just
   got back"; not "I just wanted", where it means "simply") name the observation day; none does in

@@ -9,6 +9,8 @@ month"). A year splits into January-April, May-August and September-December ("e
 this week" may be this morning). A bare month part that would lie after the observation day in
 a sentence that is not about the future is last year's ("we met in late May", said on 15 May).
 The nth week (weekend, weekday) of a month is its own part: "the first week of June" is days 1-7.
+"Have a nice weekend!", "hope you had a good weekend": a wish for a weekend, the coming one or the
+last one by the tense of its sentence.
 """
 from __future__ import annotations
 
@@ -106,3 +108,23 @@ def nth_of_month(c: TokenCursor, index: int, anchor: Callable[[int], Hit | None]
     day = iv.weekday_before(month.end, named) if nth < 0 else (  # the 4th is at most the 28th
         iv.weekday_after(month.first - iv.DAY, named) + iv.WEEK * (nth - 1))
     return c.day_hit(month.stop, day) if weekday is not None else Hit(month.stop, day, day + 2 * iv.DAY, "day")
+
+
+_WISHES = frozenset({"good", "nice", "great", "lovely", "relaxing", "fun", "wonderful", "restful", "fab", "fantastic"})
+_WISHED = frozenset({"have", "had", "enjoy", "enjoyed", "having", "enjoying"})
+
+
+def wished_weekend(c: TokenCursor, index: int) -> Hit | None:
+    """"(have, had, enjoy) a nice weekend": the weekend the sentence's tense points to (the coming one, or
+    the last one); none when the tense is unclear."""
+    if c.low(index) != "a" or c.low(index + 1) not in _WISHES or c.low(index + 2) != "weekend" or \
+            c.low(index - 1) not in _WISHED:
+        return None
+    tense = c.tense(index, index + 3)
+    if tense == "unclear":
+        return None
+    today = c.today
+    saturday = iv.weekday_before(today + iv.DAY, 5) if tense == "past" else iv.weekday_after(today - iv.DAY, 5)
+    if tense == "past" and saturday >= today:
+        saturday -= iv.WEEK
+    return Hit(index + 3, saturday, saturday + 2 * iv.DAY, "day")

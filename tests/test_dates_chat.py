@@ -177,6 +177,13 @@ CHAT = [
     # -- a weekday and its part of the day qualifying a noun name a kind -----------------------------
     (THU, "Our Tuesday night trivia team finally won!", ()),
     (THU, "The Tuesday night game was a blowout.", ("2023-11-14",)),
+    # -- a wish for "a nice weekend": the coming one or the last one, by tense ------------------------
+    (WED, "Hope you had a nice weekend!", ("2024-05-11..2024-05-12",)),
+    (WED, "Hope you have a nice weekend!", ("2024-05-18..2024-05-19",)),
+    (WED, "Have a great weekend!", ("2024-05-18..2024-05-19",)),
+    (SUN, "Did you have a good weekend?", ("2023-08-19..2023-08-20",)),
+    (WED, "We always have a nice weekend.", ()),
+    (WED, "What a nice weekend that was.", ()),
     # -- more lines of the same kinds, each read by one of the rules above ---------------------------
     ("2024-05-15", "The Saturday hike was brutal but the views were worth it.", ("2024-05-11",)),
     ("2023-10-12", "The Saturday shift at the cafe was chaos.", ("2023-10-07",)),
