@@ -178,9 +178,9 @@ class TokenCursor:
             low, before = self.low(at), self.low(at - 1)
             if low in _CLAUSE_ENDS and low != ",":
                 return False
-            if len(low) > 3 and low.endswith("s") and not low.endswith(("ss", "us", "'s")) and before.isalpha() \
-                    and before not in _NOT_SUBJECT and low not in _NOT_VERBS:
-                return True  # "the city empties", "it rains"
+            if (len(low) > 3 and low.endswith("s") and not low.endswith(("ss", "us", "'s")) and low not in _NOT_VERBS
+                    or low in ("is", "are") and at > index + 1) and before.isalpha() and before not in _NOT_SUBJECT:
+                return True  # "the city empties", "it rains", "the weather here is perfect"
             plural = before in ("we", "they", "you", "people") or before.endswith("s") and len(before) > 3 and \
                 self.low(at - 2) in ("the", "my", "our", "your", "their", "all")
             if plural and low.isalpha() and low not in _NOT_PLAIN and not (lx.past_form(low) or low.endswith("ing")):

@@ -4,7 +4,8 @@ Christmas, New Year's Eve and Day, Halloween, Valentine's Day, Boxing Day: "last
 Christmas Eve 2022", "this coming Halloween", "for Christmas" (the sentence's tense picks the
 year). A one-word name needs a lead word ("at Christmas") or a year, since "a Christmas tree" is
 no date; read as a relation's stated day ("the day after Christmas") it needs neither. A birth on one
-("born on Christmas Day") is in a year its words do not give. A holiday
+("born on Christmas Day") is in a year its words do not give. "Happy Halloween!" greets the day it is
+said on when that is the holiday, else names no day. A holiday
 whose date moves with the year or differs by country (Easter, Thanksgiving, Mother's Day) is named
 with the reason, not guessed.
 """
@@ -34,6 +35,8 @@ def holiday(c: TokenCursor, index: int, *, nested: bool = False) -> Hit | None:
     if name is None:
         return None
     stop, fixed = at + len(name), lx.FIXED_HOLIDAYS.get(name)
+    if at == index and c.low(index - 1) == "happy":  # "Happy Halloween!": a greeting on the day itself
+        return c.day_hit(stop, c.today) if fixed == (c.today.month, c.today.day) else None
     year = lx.year_number(c.tok(stop))
     if at == index and len(name) == 1 and year is None and not (c.standalone or nested):
         return None  # a bare one-word name is a date alone, after a relation ("the day after") or with a year

@@ -124,7 +124,7 @@ RULES = """\
   and no past form is a habit ("in May we always plant tomatoes"): unresolved; so is "the 15th of
   every month", and a month opening a sentence whose clause, with no tense cue, says in the simple
   present what happens then ("In August the city empties out", "In April it rains a lot", "In
-  November the days get short").
+  November the days get short", "In September the weather here is perfect").
 - "for N units now" (an ongoing state) resolves to its start, like "N units ago"; so does "it's been N
   units since" (not "it had been", which counts from another past, nor a negation, a question, or
   "since" a stated time: "it's been two years since Christmas 2021" is Christmas 2021). A decimal
@@ -183,7 +183,8 @@ RULES = """\
   Sunday after.
 - Holidays on one date every year (Christmas, New Year's Eve and Day, Halloween, Valentine's Day,
   Boxing Day) resolve like a day and month; one-word names need a lead word ("at Christmas") or
-  a year. Holidays whose date moves or differs by country stay unresolved.
+  a year. "Happy Halloween!" is the observation day when it is that holiday, else no day.
+  Holidays whose date moves or differs by country stay unresolved.
 - "<weekday> (of) last/this/next week" is that day of that ISO week; "the nth (last) <weekday> of
   <month>" the month's nth (last) such day; "N units from X" and "N units ago today (yesterday)"
   that very day; "N weeks on <weekday>" N weeks after the coming such day ("a week on Tuesday" said

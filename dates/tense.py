@@ -143,7 +143,8 @@ _PART_OF = frozenset({"week", "weekend", "month", "end", "beginning", "start", "
 def _arranged(between: list[Token]) -> bool:
     """The tokens between a progressive and a time (the time phrase's own opening words aside: "on the",
     "the first week of") leave the time in the progressive's clause, as the when of the arranged act."""
-    words = [t.low for t in between]
+    words = [t.low for at, t in enumerate(between) if not (t.low == "-" and 0 < at < len(between) - 1 and  # a hyphen
+             between[at - 1].end == t.start and t.end == between[at + 1].start)]  # in a word: "parent-teacher"
     # the time's own words when the caller points inside it: "on 12", "on the 4th of" before "June"
     while words and (words[-1] in _TIME_LEADS or words[-1][:1].isdigit() or words[-1] in lx.MONTHS
                      or (words[-1] == "of" and words[-2:-1] and words[-2][:1].isdigit())):
@@ -389,8 +390,8 @@ def _noun_subject(tokens: list[Token], index: int, first: int, *, plural: bool) 
     for lead in range(index - 2, max(first, index - 5) - 1, -1):
         if tokens[lead].low in _OWNERS:
             return lead == first or tokens[lead - 1].low in _CLAUSE_OPENERS
-        if not (tokens[lead].low.isalpha() or tokens[lead].low == "-") or tokens[lead].low in _DETERMINERS:
-            return False
+        if not (tokens[lead].base.isalpha() or tokens[lead].low == "-") or tokens[lead].low in _DETERMINERS:
+            return False  # "my daughter's school", "my in-laws"
     return False
 
 

@@ -19,6 +19,7 @@ SUN = "2023-08-20"  # a Sunday: the last Tuesday is the 15th, the next Friday th
 TUE = "2023-03-07"  # a Tuesday: the next Thursday is the 9th
 FRI = "2023-07-21"  # a Friday
 THU = "2023-11-16"  # a Thursday: the last Sunday is the 12th, the next Saturday the 18th
+HALLOWEEN = "2024-10-31"  # a Thursday
 
 CHAT = [
     # -- "hope you have": a wish for later, not a perfect ("hope you had" is past) --------------------
@@ -184,6 +185,17 @@ CHAT = [
     (SUN, "Did you have a good weekend?", ("2023-08-19..2023-08-20",)),
     (WED, "We always have a nice weekend.", ()),
     (WED, "What a nice weekend that was.", ()),
+    # -- "Happy Halloween!" greets the day it is said on, when it is that day ----------------------------
+    (HALLOWEEN, "Happy Halloween!", ("2024-10-31",)),
+    (WED, "Happy Halloween!", ()),
+    # -- a hyphenated word stays one word between an arrangement and its time ---------------------------
+    (TUE, "I have a parent-teacher conference on Wednesday afternoon.", ("2023-03-08",)),
+    (TUE, "I have a meeting - and then lunch on Wednesday.", ()),
+    # -- a possessive in a noun subject ("my daughter's school has") --------------------------------------
+    (HALLOWEEN, "My daughter's school has a parade on Friday.", ("2024-11-01",)),
+    # -- "is"/"are" after a subject in a month-opened sentence with no tense cue: generic ---------------
+    (SUN, "In September the weather here is perfect.", ()),
+    (SUN, "In September the weather here was perfect.", ("2022-09-01..2022-09-30",)),
     # -- more lines of the same kinds, each read by one of the rules above ---------------------------
     ("2024-05-15", "The Saturday hike was brutal but the views were worth it.", ("2024-05-11",)),
     ("2023-10-12", "The Saturday shift at the cafe was chaos.", ("2023-10-07",)),
