@@ -70,8 +70,10 @@ RULES = """\
   "you're", "they're" or "am" before the time with such words between, a participle right after it
   too ("I'm away on Friday", "I'm off work from the 20th to the 24th", "we're closed Thursday to
   Saturday"), unless an "and" goes on in the present; not after a subject
-  naming a day ("today is the 15th", "my favorite day of the week is Friday"). "would", "could" (and
-  "I'd" before a plain verb) place a time after another past, so are unclear, except a wish ("I'd
+  naming a day ("today is the 15th", "my favorite day of the week is Friday"). A dated time (no
+  bare weekday) opening its sentence as the subject of "is" is the next one ("The first weekend of
+  June is my brother's wedding"). "would", "could" (and "I'd" before a plain verb) place a time
+  after another past, so are unclear, except a wish ("I'd
   love to") or a request ("could you come on Friday?") or an offer ("I could come on Friday if you
   want": "I", "we" or "you" and an "if" with no past); "been going to" is a habit; "was going to",
   "had planned" a plan seen from the past ("going to the concert" is a motion). Such a plan is past

@@ -62,7 +62,8 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
                                                       for t in between[1 if state else 0:])
                 held = held or _available(between, inverted=index > first or tokens[last - 1].low == "?")
                 cue = "future" if index < begin and (all(map(_in_time_phrase, between)) or held) and \
-                    not _told_in_present(tokens[end:min(last, end + lx.CUE_REACH)]) else None
+                    not _told_in_present(tokens[end:min(last, end + lx.CUE_REACH)]) or \
+                    index == end and tokens[index].low == "is" and _dated_subject(tokens, first, begin, end) else None
             if cue == "change":  # "moved the meeting (from Thursday) to Friday": the new date lies ahead
                 lead = tokens[begin - 1 - (tokens[begin - 1].low == "the")].low  # "to (the 28th)"
                 cue = "future" if index < begin <= index + _ARRANGED_REACH and lead in ("to", "until", "till") and \
@@ -163,7 +164,7 @@ _SUBJECTS = frozenset({"i", "we", "you", "they", "he", "she"})
 _OWNERS = frozenset({"the", "my", "our", "your", "his", "her", "their"})  # before a noun subject
 # "I leave on Friday", "we arrive on the 3rd": a personal subject's timetable
 _SCHEDULED_BASE = frozenset({"leave", "depart", "start", "begin", "arrive", "land", "fly", "finish", "open", "close",
-                             "come", "return", "graduate", "retire"})
+                             "come", "return", "graduate", "retire", "run"})
 # a present -s of these after a noun subject names a routine, not one scheduled event ("our team trains on Tuesday")
 _ROUTINES = frozenset({"trains", "practices", "practises", "golfs", "works", "swims", "teaches", "coaches",
                        "rehearses", "volunteers", "bowls", "jogs", "preaches", "studies"})
@@ -510,3 +511,11 @@ def _thanked(tokens: list[Token], index: int, first: int) -> bool:
     """"thanks (again, so much) for", "thank you for": the "for" at ``index`` names a thing done."""
     words = [t.low for t in tokens[max(first, index - 3):index]]
     return "thanks" in words or "thx" in words or "thank" in words and "you" in words
+
+
+def _dated_subject(tokens: list[Token], first: int, begin: int, end: int) -> bool:
+    """A dated time opening its sentence, only its own words before it, as the subject of a present "is" ("The
+    first weekend of June is my brother's wedding", "June 8 is my birthday"): the next such time. Not a bare
+    weekday ("Saturday is my favorite day" may say what every Saturday is)."""
+    return not any(t.low in lx.WEEKDAYS for t in tokens[begin:end]) and all(
+        _in_time_phrase(t) or t.low in _PART_OF or t.low == "of" for t in tokens[first:begin])

@@ -196,6 +196,15 @@ CHAT = [
     # -- "is"/"are" after a subject in a month-opened sentence with no tense cue: generic ---------------
     (SUN, "In September the weather here is perfect.", ()),
     (SUN, "In September the weather here was perfect.", ("2022-09-01..2022-09-30",)),
+    # -- a dated time as the subject of a present "is" is the next one; "was" the last -----------------
+    (WED, "The first weekend of June is my brother's wedding.", ("2024-06-01..2024-06-02",)),
+    (WED, "The first weekend of June was my brother's wedding.", ("2023-06-03..2023-06-04",)),
+    (WED, "The end of June is when we move.", ("2024-06-21..2024-06-30",)),
+    (WED, "Saturday is my favorite day.", ()),
+    (WED, "On the 3rd we're walking around the Colosseum and it starts pouring.", ()),  # a story, no "is"
+    # -- "run" after a plural subject is a timetable's ---------------------------------------------------
+    (WED, "My exams run from June 3 through June 14.", ("2024-06-03..2024-06-14",)),
+    (WED, "We run on Saturdays.", ()),
     # -- more lines of the same kinds, each read by one of the rules above ---------------------------
     ("2024-05-15", "The Saturday hike was brutal but the views were worth it.", ("2024-05-11",)),
     ("2023-10-12", "The Saturday shift at the cafe was chaos.", ("2023-10-07",)),
