@@ -90,7 +90,9 @@ PAST_WORDS = frozenset({
     # "Drew", "Rose", "Lent", "Sat", "a shot" are names, a season, a day, a noun)
     "sold", "built", "fought", "rode", "grew", "hung", "led", "fed", "dug", "shook", "stole", "struck", "spoke",
     "sought", "meant", "hid", "fled", "overcame", "forgave", "understood", "dealt", "swept", "wept", "crept",
-    "leapt", "knelt", "froze", "blew", "died", "owed", "sued",  # -ed pasts shorter than the -ed rule's five letters
+    "leapt", "knelt", "froze", "blew", "bled", "sped", "bred",
+    # -ed pasts shorter than the -ed rule's five letters
+    "died", "owed", "sued", "dyed", "tied", "lied", "eyed", "aced",
 })
 # Words ending in -ed that are usually adjectives (or not verbs) and so say nothing about tense.
 _ED_NOT_PAST = frozenset({

@@ -98,7 +98,7 @@ RULES = """\
   have"), "I've got to" (as "I have to") and "go back", "get here/there/home" (a return or an arrival,
   as "leave" is a timetable's) point ahead; "hope" before a past ("hope Tuesday went well") gives
   way to it; "still on?",
-  "still good?" after a plan and "are we still on for" ask whether it stands. "on a Tuesday" is some
+  "still good?", "still coming?" after a plan and "are we still on for" ask whether it stands. "on a Tuesday" is some
   Tuesday, "every other Thursday" a habit: no day; "Happy Friday!" is the observation day when it
   is a Friday, else no day. A
   leave-taking "see you" opening its clause ("See you Friday then!", "ok, see you on Tuesday") and a

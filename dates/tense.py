@@ -493,7 +493,7 @@ def _ours(tokens: list[Token], index: int, first: int) -> bool:
 
 
 # after "still" in a question these ask whether a plan stands ("..., still on?", "still good?"), not what is overdue
-_CONFIRMING = frozenset({"on", "good", "ok", "okay", "fine", "happening", "set", "cool", "a"})
+_CONFIRMING = frozenset({"on", "good", "ok", "okay", "fine", "happening", "set", "cool", "a", "coming", "going", "up"})
 # a question after a plan reported in the past that arranges it ("..., where should we meet?", "want to grab lunch?")
 _ARRANGING = frozenset({"should", "shall", "want", "wanna", "what", "where", "which", "how"})
 

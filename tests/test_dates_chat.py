@@ -205,6 +205,12 @@ CHAT = [
     # -- "run" after a plural subject is a timetable's ---------------------------------------------------
     (WED, "My exams run from June 3 through June 14.", ("2024-06-03..2024-06-14",)),
     (WED, "We run on Saturdays.", ()),
+    # -- short -ed pasts ("dyed", "tied") are pasts; "still coming?" asks whether a plan stands ---------
+    (WED, "We dyed Easter eggs with the kids on Saturday.", ("2024-05-11",)),
+    (WED, "We tied the knot on Saturday!", ("2024-05-11",)),
+    (WED, "I used to swim on Saturday.", ()),  # "used to": a habit, no past day
+    (WED, "You said you'd come to the game on Sunday, are you still coming?", ("2024-05-19",)),
+    (WED, "You said you'd come to the game on Sunday, where were you?", ("2024-05-12",)),
     # -- more lines of the same kinds, each read by one of the rules above ---------------------------
     ("2024-05-15", "The Saturday hike was brutal but the views were worth it.", ("2024-05-11",)),
     ("2023-10-12", "The Saturday shift at the cafe was chaos.", ("2023-10-07",)),
