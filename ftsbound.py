@@ -84,14 +84,26 @@ def window(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
     return low, pick_rare(counts, RARE_BUDGET)
 
 
+def owned(scoped: str, scope_args: Sequence[Any], session_ids: Sequence[str] | None) -> tuple[str, list[Any]]:
+    """``scoped`` (on alias ``m``) also keeping only the searched sessions' rows, when the search names
+    sessions: their store-id range holds other sessions' rows written meanwhile. Pure."""
+    if not session_ids:
+        return scoped, list(scope_args)
+    own = f"m.session_id IN ({','.join('?' * len(session_ids))})"
+    return (f"{own} AND {scoped}" if scoped else own), [*session_ids, *scope_args]
+
+
 def _nth_newest(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], scoped: str,
                 scope_args: Sequence[Any], n: int) -> int | None:
     """The store id of the ``n``-th newest match the caller may read; None when fewer match."""
     skip = max(0, int(n) - 1)
+    # inside a session's id range the matches are read first (CROSS JOIN keeps that order): else the
+    # planner may walk the session's rows by its index and match each one, a hundred times slower
+    join = "CROSS JOIN" if len(fts_where) > 1 else "JOIN"
     row = conn.execute(f"SELECT rowid FROM messages_fts WHERE {' AND '.join(fts_where)}"
                        " ORDER BY rowid DESC LIMIT 1 OFFSET ?", [*fts_args, skip]).fetchone() \
         if not scoped else conn.execute(
-            "SELECT m.store_id FROM messages_fts JOIN messages m ON m.store_id = messages_fts.rowid WHERE "
+            f"SELECT m.store_id FROM messages_fts {join} messages m ON m.store_id = messages_fts.rowid WHERE "
             + " AND ".join(w.replace("rowid", "messages_fts.rowid") for w in fts_where)
             + f" AND {scoped} ORDER BY m.store_id DESC LIMIT 1 OFFSET ?", [*fts_args, *scope_args, skip]).fetchone()
     return None if row is None else int(row[0])

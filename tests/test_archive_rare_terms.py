@@ -204,3 +204,25 @@ def test_a_session_search_counts_rarity_inside_the_session(runtime, backend, mon
     out = json.loads(dispatch(engine.tool_context(), "trove_grep", {"query": "zanzibar coffee", "limit": 10}))
     assert "error" not in out, out
     assert "zanzibar trip" in out["results"][0]["snippet"].replace(">>>", "").replace("<<<", ""), out
+
+
+
+@pytest.mark.both_backends
+def test_a_session_search_window_counts_only_the_sessions_own_matches(runtime, backend, monkeypatch):
+    """Another chat's rows written between this session's first and last message never fill its window."""
+    from hermes_trove.retrieval import search as grep_search
+    monkeypatch.setattr(grep_search, "ARCHIVE_CANDIDATES", 8)
+    monkeypatch.setattr(grep_search, "COMMON_CANDIDATES", 3)
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 20)
+    key = SessionKey("long-chat")
+    runtime.store.append(key, [user(f"coffee note {i}: kept for the long chat") for i in range(2)])
+    runtime.store.append(SessionKey("busy-chat"), [user(f"coffee note {i}: the other chat") for i in range(40)])
+    runtime.store.append(key, [user("coffee note 2: kept for the long chat, said last")])
+    own = [row.store_id for row in runtime.store.page("long-chat")]
+    for bound, common in ((3, None), (8, 3)):  # the window alone; a query of common words only
+        hits = ranked(runtime, "coffee note", bound, session_ids=["long-chat"], common_candidates=common, limit=10)
+        assert sorted(i for i, _ in hits) == own, (bound, common)
+    engine = make_engine(runtime, session="long-chat")
+    out = json.loads(dispatch(engine.tool_context(), "trove_grep", {"query": "coffee note", "limit": 10}))
+    assert "error" not in out, out
+    assert sorted(hit["store_id"] for hit in out["results"] if hit.get("store_id")) == own, out
