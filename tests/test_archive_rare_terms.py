@@ -226,3 +226,12 @@ def test_a_session_search_window_counts_only_the_sessions_own_matches(runtime, b
     out = json.loads(dispatch(engine.tool_context(), "trove_grep", {"query": "coffee note", "limit": 10}))
     assert "error" not in out, out
     assert sorted(hit["store_id"] for hit in out["results"] if hit.get("store_id")) == own, out
+
+
+@pytest.mark.both_backends
+def test_the_common_term_window_is_named_only_where_it_applies(runtime, backend):
+    runtime.store.append(NEW, [user(f"coffee note {i}") for i in range(3)])
+    engine = make_engine(runtime, session="new-chat")
+    out = json.loads(dispatch(engine.tool_context(), "trove_grep", {"query": "coffee", "session_scope": "all"}))
+    assert "error" not in out and out["archive_candidate_limit"] == 5000, out
+    assert ("archive_common_candidate_limit" in out) == (backend == "sqlite"), out  # FTS5's window only
