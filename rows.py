@@ -131,9 +131,12 @@ class RowSize:
     tool_call_chars: int
 
 
-def row_as(cls: type, r: sqlite3.Row | None) -> Any:
+def row_as(cls: Any, r: sqlite3.Row | None) -> Any:
     """A frozen row dataclass from one sqlite3.Row (None stays None)."""
-    return None if r is None else cls(**{k: r[k] for k in r.keys()})
+    if r is None:
+        return None
+    known = cls.__dataclass_fields__  # a column a newer build added while this one runs is not read
+    return cls(**{k: r[k] for k in r.keys() if k in known})
 
 
 def message_row(r: sqlite3.Row) -> MessageRow:
@@ -199,7 +202,12 @@ def message_row_from(d: dict[str, Any]) -> MessageRow:
     d["created_at"] = d["ingested_at"] if created is None else created
     if not is_count(d["token_count"]):  # a damaged count is recounted: budgets must not take it as free
         d["token_count"] = tokens.count(str(unpack(d["stored"])))
+    if not d.keys() <= _MESSAGE_FIELDS:  # a column a newer build added while this one runs is not read
+        d = {k: v for k, v in d.items() if k in _MESSAGE_FIELDS}
     return MessageRow(**d)
+
+
+_MESSAGE_FIELDS = frozenset(MessageRow.__dataclass_fields__)
 
 
 MAX_COUNT = 2**40  # past it a count is damage (no message holds a trillion tokens): sums leave it out

@@ -57,7 +57,7 @@ class BatchLog:
 
 
 def _row(r: sqlite3.Row) -> AssertionRow:
-    values: dict[str, Any] = {k: r[k] for k in r.keys()}
+    values: dict[str, Any] = {k: r[k] for k in r.keys() if k in AssertionRow.__dataclass_fields__}
     values["active"] = bool(values["active"])
     return AssertionRow(**values)
 
