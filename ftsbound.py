@@ -65,7 +65,8 @@ def window(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
     """Where a search's window of the newest ``newest`` matches starts, and the rare phrases ranked past it.
 
     ``fts_where``/``fts_args`` are the full-text side (the MATCH first, then a session's id range);
-    ``scoped`` (on alias ``m``) keeps the rows the caller may read. Returns the lowest store id
+    ``scoped`` (on alias ``m``) keeps the rows the search may return (its sessions, filters and the
+    caller's visibility), so the window holds only those. Returns the lowest store id
     inside the window (None when fewer rows match: no window, nothing older) and the phrases
     with at most ``RARE_BUDGET`` matches in the range together, whose older matches are ranked
     too. With ``common``, a query whose every phrase has more than ``RARE_BUDGET`` matches
@@ -84,22 +85,14 @@ def window(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
     return low, pick_rare(counts, RARE_BUDGET)
 
 
-def owned(scoped: str, scope_args: Sequence[Any], session_ids: Sequence[str] | None) -> tuple[str, list[Any]]:
-    """``scoped`` (on alias ``m``) also keeping only the searched sessions' rows, when the search names
-    sessions: their store-id range holds other sessions' rows written meanwhile. Pure."""
-    if not session_ids:
-        return scoped, list(scope_args)
-    own = f"m.session_id IN ({','.join('?' * len(session_ids))})"
-    return (f"{own} AND {scoped}" if scoped else own), [*session_ids, *scope_args]
-
-
 def _nth_newest(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], scoped: str,
                 scope_args: Sequence[Any], n: int) -> int | None:
     """The store id of the ``n``-th newest match the caller may read; None when fewer match."""
     skip = max(0, int(n) - 1)
-    # inside a session's id range the matches are read first (CROSS JOIN keeps that order): else the
-    # planner may walk the session's rows by its index and match each one, a hundred times slower
-    join = "CROSS JOIN" if len(fts_where) > 1 else "JOIN"
+    # the matches are read first, newest down (CROSS JOIN keeps that order): else the planner may walk
+    # a session's rows by its index and match each one, a hundred times slower. With a filter this
+    # reads every match newer than the window's last kept row.
+    join = "CROSS JOIN"
     row = conn.execute(f"SELECT rowid FROM messages_fts WHERE {' AND '.join(fts_where)}"
                        " ORDER BY rowid DESC LIMIT 1 OFFSET ?", [*fts_args, skip]).fetchone() \
         if not scoped else conn.execute(

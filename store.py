@@ -464,10 +464,10 @@ class MessageStore:
             fts_where.append("rowid BETWEEN ? AND ?")
             fts_args += [int(lo), int(hi)]
         narrow, narrow_args = fts_where[1:], fts_args[1:]  # a session's id range, without the bound below
-        # the window counts only rows this search may return: other chats' rows share a session's id range
-        own, own_args = ftsbound.owned(scoped, scope_args, session_ids)
+        # the window counts only rows this search may return (other chats' rows share a session's id
+        # range; a time, role or source filter drops newer rows)
         bound, rare = (None, []) if max_candidates is None else ftsbound.window(
-            conn, fts_where, fts_args, own, own_args, int(max_candidates), common_candidates)
+            conn, fts_where, fts_args, " AND ".join(where), args, int(max_candidates), common_candidates)
         if bound is not None:  # the newest N matches (in the session's range, if any) that are visible
             fts_where.append("rowid >= ?")
             fts_args.append(bound)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import make_engine, user
+from conftest import assistant, make_engine, user
 
 from hermes_trove import ftsbound, pgtext
 from hermes_trove.fulltext import build_match, matching_ids
@@ -235,3 +235,19 @@ def test_the_common_term_window_is_named_only_where_it_applies(runtime, backend)
     out = json.loads(dispatch(engine.tool_context(), "trove_grep", {"query": "coffee", "session_scope": "all"}))
     assert "error" not in out and out["archive_candidate_limit"] == 5000, out
     assert ("archive_common_candidate_limit" in out) == (backend == "sqlite"), out  # FTS5's window only
+
+
+@pytest.mark.both_backends
+def test_a_filtered_search_window_counts_only_the_rows_its_filters_keep(runtime, backend, monkeypatch):
+    """Common words asked about an earlier period, role or source: newer rows the filters drop never fill the window."""
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 20)
+    runtime.store.append(OLD, [{**user(f"coffee note {i} from spring"), "timestamp": 1_700_000_000.0}
+                               for i in range(3)])
+    runtime.store.append(NEW, [{**assistant(f"coffee note {i} from summer"), "timestamp": 1_710_000_000.0}
+                               for i in range(40)])
+    old = sorted(row.store_id for row, _, _ in runtime.store.search('"spring"', limit=10))
+    for bound, common in ((8, None), (8, 3)):  # the window alone; a query of common words only
+        before = ranked(runtime, "coffee note", bound, time_to=1_705_000_000.0, common_candidates=common, limit=10)
+        assert sorted(i for i, _ in before) == old, (bound, common)
+        said = ranked(runtime, "coffee note", bound, role="user", common_candidates=common, limit=10)
+        assert sorted(i for i, _ in said) == old, (bound, common)
