@@ -24,8 +24,9 @@ from ..toolkit import (
     iso,
     require_session,
     str_arg,
+    turn_start,
 )
-from .query import Match, build_match
+from .query import Match, build_match, own_tool_echo
 
 if TYPE_CHECKING:
     from ..dag import NodeRow
@@ -67,7 +68,8 @@ def trove_expand_query(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, A
                           clamped=clamped) or default_ctx
     sid = require_session(ctx, "trove_expand_query")
 
-    found = _candidates(ctx.runtime, sid, node_ids, query or (prompt if not node_ids else None), max_results)
+    found = _candidates(ctx.runtime, sid, node_ids, query or (prompt if not node_ids else None), max_results,
+                        turn_start(ctx))
     evidence = _gather(ctx.runtime, found.nodes, found.raw_rows, found.terms, context_max)
     model = cfg.expansion_model or cfg.summary_model or ""
     timeout_s = max(1.0, float(cfg.expansion_timeout_ms) / 1000.0)
@@ -108,7 +110,7 @@ def _fit_answer(base: dict[str, Any], answer: str, cap: int) -> dict[str, Any]:
 
 
 def _candidates(runtime: Runtime, sid: str, node_ids: list[int], search_text: str | None,
-                max_results: int) -> _Candidates:
+                max_results: int, in_flight_after: int | None = None) -> _Candidates:
     """The given nodes visible in ``sid``, then the best summary and raw matches of the text."""
     dag = runtime.dag
     given = {n: dag.get(n) for n in node_ids}
@@ -122,7 +124,11 @@ def _candidates(runtime: Runtime, sid: str, node_ids: list[int], search_text: st
             if node.node_id not in seen:
                 nodes.append(node)
                 seen.add(node.node_id)
-        raw_rows = [r for r, _, _ in runtime.store.search(match.expression, session_ids=[sid], limit=max_results)]
+        # The turn being answered and trove's own search traffic are never evidence; ask for more
+        # rows than needed so skipping them still leaves max_results.
+        found = runtime.store.search(match.expression, session_ids=[sid], limit=max_results * 4)
+        raw_rows = [r for r, _, _ in found if not own_tool_echo(r) and
+                    (in_flight_after is None or r.store_id <= in_flight_after)][:max_results]
     return _Candidates(nodes, raw_rows, rejected, _terms(match))
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from .. import changed, ftsbound
 from ..scope import EVERYTHING, Visibility
 from . import fusion, rescore, semantic
-from .query import Candidate, Match, adjacent_ids, adjacent_scores, build_match, rerank
+from .query import Candidate, Match, adjacent_ids, adjacent_scores, build_match, own_tool_echo, rerank
 from .search import ARCHIVE_CANDIDATES, LITERAL_CANDIDATES, LITERAL_MAX_CHARS
 
 if TYPE_CHECKING:
@@ -178,7 +178,7 @@ class Gate:
         self.runtime = runtime
         self.req = req
         self.excluded = {"ignored_session": 0, "in_flight_turn": 0, "live_context": 0, "seen": 0,
-                         "outside_time_bounds": 0, "repeated_text": 0}
+                         "outside_time_bounds": 0, "repeated_text": 0, "own_tool_output": 0}
         self._ignored: dict[str, bool] = {}
         self._frontier: int | None = None
 
@@ -211,6 +211,9 @@ class Gate:
             return False
         if self.live(row):
             self.excluded["live_context"] += 1
+            return False
+        if own_tool_echo(row):  # an earlier search's result or request: a copy, not the source
+            self.excluded["own_tool_output"] += 1
             return False
         if self.req.turn_start is not None and row.session_id == self.req.current and \
                 row.store_id > self.req.turn_start:  # the turn being answered, though a compaction covered it

@@ -19,7 +19,7 @@ from ..payloads.sidecar import search_payloads
 from ..scope import EVERYTHING, Visibility
 from ..toolkit import expand_hint, iso, message_meta
 from . import fusion, semantic
-from .query import Candidate, Match, build_match, rerank
+from .query import Candidate, Match, build_match, own_tool_echo, rerank
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
@@ -138,7 +138,7 @@ def _raw_candidates(runtime: Runtime, req: GrepRequest, match: Match, pool: int,
                    max_candidates=ARCHIVE_CANDIDATES)
 
     def search(expression: str, **kw: Any) -> list[tuple[Any, float, str]]:
-        return [hit for hit in find(expression, **kw) if not req.in_flight(hit[0])]
+        return [hit for hit in find(expression, **kw) if not req.in_flight(hit[0]) and not own_tool_echo(hit[0])]
 
     hits = search(match.expression, limit=pool, snippets=False, common_candidates=COMMON_CANDIDATES) \
         if match.expression else []
@@ -191,7 +191,7 @@ def _with_vectors(runtime: Runtime, req: GrepRequest, result: semantic.SemanticR
     for h in result.hits:
         if h.kind == "message":
             row = rows.get(h.item_id)
-            if row is None or req.in_flight(row) or (req.role and row.role != req.role) or \
+            if row is None or req.in_flight(row) or own_tool_echo(row) or (req.role and row.role != req.role) or \
                     (req.source and row.source != req.source):
                 continue
             if h.span is not None:

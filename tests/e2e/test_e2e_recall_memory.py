@@ -4,7 +4,10 @@ session with ``trove_recall`` and read back exactly with ``trove_expand``.
 Run one tells the agent a canary and ends (the host's exit path flushes the transcript).
 Run two is a new agent process with a new session id in the same Hermes home: the fake
 model calls ``trove_recall``, then ``trove_expand`` with the ``expand`` arguments of the
-best hit, which must be the earlier session's message, returned verbatim.
+best hit, which must be the earlier session's message, returned verbatim. Run three asks
+again from a third session: run two's recall and expand results (which quote the canary) are
+trove's own traffic, so run one's message is found again (after run two's question, which
+names the same words) and no tool result quoting it is a hit.
 """
 from __future__ import annotations
 
@@ -26,7 +29,11 @@ def memory_run(make_home, fake_llm) -> dict[str, Any]:
     first = home.run_driver({"turns": [CANARY_TURN, "thanks, that is all for now"]}, "recall-memory-1")
     start = len(fake_llm.requests())
     second = home.run_driver({"turns": [QUESTION], "max_iterations": 6}, "recall-memory-2")
-    return {"home": home, "first": first, "second": second, "requests": fake_llm.requests()[start:]}
+    requests = fake_llm.requests()[start:]
+    again = len(fake_llm.requests())
+    third = home.run_driver({"turns": [QUESTION], "max_iterations": 6}, "recall-memory-3")
+    return {"home": home, "first": first, "second": second, "requests": requests, "third": third,
+            "third_requests": fake_llm.requests()[again:]}
 
 
 def _tool_messages(body: dict[str, Any], name: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -68,6 +75,20 @@ def test_recall_from_the_new_session_finds_the_earlier_session_and_expand_return
     assert page["has_more"] is False
     final = second["turns"][-1]["final"]
     assert final.startswith("TOOL-RESULT-SEEN") and f'"store_id":{best["store_id"]}' in final
+
+
+def test_asking_again_from_a_third_session_finds_the_message_not_the_earlier_answers(memory_run):
+    first, second, third = memory_run["first"], memory_run["second"], memory_run["third"]
+    assert third["session_id"] not in (first["session_id"], second["session_id"])
+    last = chat_requests(memory_run["third_requests"])[-1]
+    payload = json.loads(_tool_messages(last, "trove_recall")[0][1]["content"])
+    assert "error" not in payload, payload
+    hits = payload["hits"]
+    canary = [h for h in hits if h["session_id"] == first["session_id"] and h["role"] == "user"]
+    assert canary and hits.index(canary[0]) <= 1, [(h["role"], h["snippet"][:90]) for h in hits]
+    # Run two's recall and expand results quote the canary: trove's own traffic, never a hit.
+    assert all(h["role"] != "tool" for h in hits), [(h["role"], h["snippet"][:90]) for h in hits]
+    assert payload["excluded"]["own_tool_output"] >= 2
 
 
 def test_the_recall_run_touches_only_loopback(memory_run):

@@ -1,0 +1,95 @@
+"""trove's own retrieval traffic is not memory: once the model has searched for a fact, the
+search request (an assistant turn that only calls ``trove_*`` tools) and its result (a
+``trove_*`` tool row quoting the stored message) stay out of later trove_grep, trove_recall
+and trove_expand_query answers, so the message that said it comes first instead of echoes."""
+from __future__ import annotations
+
+import json
+
+from conftest import assistant, make_engine, tool_call, tool_result, user
+
+from hermes_trove.retrieval.query import own_tool_echo
+from hermes_trove.rows import MessageRow
+
+BACKENDS = ("sqlite", "postgresql")
+
+T0 = 1_700_000_000.0
+FACT = "I moved to Lisbon on 2026-03-02, into a flat near the river."
+
+
+def stamped(msgs, t0=T0):
+    for i, m in enumerate(msgs):
+        m["timestamp"] = t0 + 60 * i
+    return msgs
+
+
+def searched_twice():
+    """The fact, then two finished turns in which the model looked it up with trove tools."""
+    echo = json.dumps({"results": [{"type": "message", "store_id": 1, "snippet": FACT}]})
+    msgs = [user(FACT), assistant("Noted."), user("Other things: the weather is grey today."), assistant("Ok.")]
+    for n, name in enumerate(("trove_grep", "trove_recall")):
+        msgs += [user(f"look it up please ({n})"),
+                 assistant("", [tool_call(f"c{n}", name, json.dumps({"query": "moved to Lisbon"}))]),
+                 tool_result(f"c{n}", echo, name=name),
+                 assistant(f"You said you moved to Lisbon on 2026-03-02 ({n}).")]
+    return stamped(msgs)
+
+
+def call(engine, name, live, **args):
+    out = json.loads(engine.handle_tool_call(name, args, messages=live))
+    assert "error" not in out, out
+    return out
+
+
+def rows_of(engine, ids):
+    return engine.runtime.store.get_many(ids)
+
+
+def test_grep_skips_earlier_trove_results_and_requests(engine):
+    live = searched_twice() + stamped([user("when did I move to Lisbon?")], t0=T0 + 7200)
+    for scope in ("current", "all"):
+        out = call(engine, "trove_grep", live, query="moved to Lisbon", session_scope=scope)
+        rows = rows_of(engine, [h["store_id"] for h in out["results"] if h["type"] == "message"])
+        assert FACT in [r.content for r in rows]
+        assert not [r for r in rows if r.role == "tool" or (r.role == "assistant" and not r.content)], scope
+
+
+def test_recall_from_a_new_session_finds_the_statement_and_counts_the_skipped_echoes(engine):
+    engine.ingest(searched_twice())
+    later = make_engine(engine.runtime, session="s2")
+    live = stamped([user("when did I move to Lisbon?")], t0=T0 + 86400)
+    out = call(later, "trove_recall", live, query="when did I move to Lisbon")
+    hits = [h for h in out["hits"] if h.get("store_id")]
+    rows = rows_of(engine, [h["store_id"] for h in hits])
+    assert FACT in [r.content for r in rows]
+    assert not [r for r in rows if r.role == "tool" or (r.role == "assistant" and not r.content)]
+    assert out["excluded"]["own_tool_output"] >= 2
+
+
+def test_expand_query_gathers_the_statement_not_the_echoes_or_the_question(engine):
+    engine.complete = lambda messages, model, timeout_s, max_tokens: "2026-03-02 [store 1]"
+    live = searched_twice() + stamped([user("when did I move to Lisbon?")], t0=T0 + 7200)
+    out = call(engine, "trove_expand_query", live, prompt="When did I move to Lisbon?", query="moved Lisbon",
+               max_results=3)
+    rows = rows_of(engine, [m["store_id"] for m in out["raw_matches"]])
+    assert FACT in [r.content for r in rows]
+    assert "when did I move to Lisbon?" not in [r.content for r in rows]  # the turn being answered
+    assert not [r for r in rows if r.role == "tool" or (r.role == "assistant" and not r.content)]
+
+
+def row(role, content="", tool_calls=None, tool_name=None):
+    return MessageRow(1, "s", "", "cli", "cli", role, content, False, tool_calls, None, tool_name, None,
+                      1, "", False, T0, T0)
+
+
+def test_only_trove_traffic_counts_as_an_echo():
+    trove_call = json.dumps([tool_call("a", "trove_grep")])
+    mixed = json.dumps([tool_call("a", "trove_grep"), tool_call("b", "terminal")])
+    assert own_tool_echo(row("tool", "{}", tool_name="trove_recall"))
+    assert own_tool_echo(row("assistant", "  ", tool_calls=trove_call))
+    assert not own_tool_echo(row("tool", "ls output", tool_name="terminal"))
+    assert not own_tool_echo(row("tool", "no name"))
+    assert not own_tool_echo(row("assistant", "I will search now.", tool_calls=trove_call))  # its own words
+    assert not own_tool_echo(row("assistant", "", tool_calls=mixed))
+    assert not own_tool_echo(row("assistant", "", tool_calls="not json"))
+    assert not own_tool_echo(row("user", "trove_grep please"))
