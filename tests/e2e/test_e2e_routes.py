@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -82,8 +83,11 @@ def via_install_sh(tmp_path_factory, host_python, fake_llm) -> dict[str, Any]:
     script = subprocess.run(["bash", str(ROOT / "scripts" / "install.sh")], env=home.env(), capture_output=True,
                             text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert script.returncode == 0, script.stdout + script.stderr
-    enable(home)
-    return {"home": home, "script": script, "run": run_route(home, fake_llm.requests, "route-b")}
+    # The host commands the script prints, run exactly as printed.
+    commands = [shlex.split(line)[1:] for line in script.stdout.splitlines() if line.startswith("  hermes ")]
+    enabled = [home.run_cli(command) for command in commands]
+    return {"home": home, "script": script, "commands": commands, "enabled": enabled,
+            "run": run_route(home, fake_llm.requests, "route-b")}
 
 
 @pytest.fixture(scope="module")
@@ -170,6 +174,13 @@ def test_install_sh_links_the_checkout_into_hermes_home(via_install_sh):
     assert home.plugin_dir.is_symlink() and home.plugin_dir.resolve() == ROOT.resolve()
     assert f"linked  {home.plugin_dir} -> {ROOT.resolve()}" in via_install_sh["script"].stdout
     assert "hermes plugins enable hermes-trove" in via_install_sh["script"].stdout
+
+
+def test_the_commands_install_sh_prints_enable_trove_without_a_question(via_install_sh):
+    assert [c[:3] for c in via_install_sh["commands"]] == [["plugins", "enable", "hermes-trove"],
+                                                           ["config", "set", "context.engine"]]
+    for done in via_install_sh["enabled"]:  # trove replaces no built-in tool: nothing to grant
+        assert "replace built-in tools" not in done.stdout + done.stderr, done.stdout
 
 
 def test_install_sh_route_serves_engine_trove_with_every_tool(via_install_sh):
