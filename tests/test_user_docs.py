@@ -129,6 +129,19 @@ def test_the_install_docs_use_the_host_commands_and_name_the_remaining_step():
     assert "```yaml" not in install  # commands, not YAML to paste
 
 
+def test_the_terminal_cli_docs_give_plugin_directory_installs_a_command_that_runs():
+    """``python -m hermes_trove`` needs a pip install; a plugin directory is not importable by that
+    name, so the guide's first examples are ``hermes trove`` and it says which route needs which."""
+    text = (DOCS / "operator-guide.md").read_text(encoding="utf-8")
+    section = text[text.index("## The terminal CLI"):text.index("### The DAG picture")]
+    block = section[section.index("```sh"):]
+    first = block.splitlines()[1]
+    assert first.startswith("hermes trove "), first
+    assert "No module named hermes_trove" in section and "pip install" in section
+    imports = (DOCS / "import.md").read_text(encoding="utf-8")
+    assert "plugins/hermes-trove/scripts/import_lossless_claw.py" in imports
+
+
 def test_the_operator_guide_exit_codes_match_the_cli():
     text = (DOCS / "operator-guide.md").read_text(encoding="utf-8")
     rows = {int(r[0].strip("`")) for r in table_rows(text, "| exit code | meaning |")}

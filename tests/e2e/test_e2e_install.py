@@ -10,6 +10,7 @@ compaction and waits for the background passes, which must each have run, with n
 """
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,38 @@ def test_the_skill_is_in_the_index_and_status_names_the_only_copy(installed):
 def test_hermes_trove_exit_codes_reach_the_shell(installed):
     assert installed["bad"].returncode == 2
     assert "unknown subcommand: frobnicate" in installed["bad"].stdout
+
+
+def test_the_documented_terminal_commands_run_on_the_hermes_install(installed, tmp_path):
+    """docs/import.md: with no pip install, the importer is the script inside the installed plugin,
+    run by Hermes' own Python; the operator guide: there ``python -m hermes_trove`` cannot import the
+    package, and ``hermes trove`` is the terminal CLI."""
+    home = installed["home"]
+    export = tmp_path / "sessions" / "0a1b2c3d-0000-4000-8000-00000000beef.jsonl"
+    export.parent.mkdir()
+    lines = [{"type": "session", "version": 3, "id": export.stem, "timestamp": "2026-03-01T09:00:00Z"},
+             {"type": "message", "id": "m1", "parentId": None, "timestamp": "2026-03-01T09:00:01Z",
+              "message": {"role": "user", "content": "the greenhouse key is under the blue pot"}},
+             {"type": "message", "id": "m2", "parentId": "m1", "timestamp": "2026-03-01T09:00:05Z",
+              "message": {"role": "assistant", "content": "Noted: under the blue pot."}}]
+    export.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    script = home.plugin_dir / "scripts" / "import_lossless_claw.py"
+    env = home.env()
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([home.python, *args], env=env, cwd=str(home.root), capture_output=True, text=True,
+                              timeout=120, stdin=subprocess.DEVNULL)
+
+    done = run(str(script), "--source-jsonl-dir", str(export.parent), "--target-db", str(home.db_path),
+               "--agent", "sammy", "--apply", "--json")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert json.loads(done.stdout)["imported"] == 2
+    rows = query(home.db_path, "SELECT session_id FROM messages WHERE content = ?",
+                 ("the greenhouse key is under the blue pot",))
+    assert rows == [(f"openclaw-jsonl:agent:sammy:{export.stem}",)]
+    assert "No module named hermes_trove" in run("-m", "hermes_trove", "status").stderr
+    status = home.hermes("trove", "status", "--db", str(home.db_path), "--json")
+    assert status.returncode == 0 and json.loads(status.stdout)["store"]["total_sessions"] >= 2
 
 
 # -- the same route with the opt-in families on ------------------------------------------------
