@@ -23,7 +23,7 @@ from . import backups, subsystems
 from .backend import storage_error
 from .config import database_path, default_hermes_home, load_config, profile_environ, scoped_home, with_store
 from .models import Complete, host_complete
-from .ops import dag_view, doctor, hygiene, maintenance, migrate_store, rotate, status
+from .ops import dag_view, doctor, hygiene, install, maintenance, migrate_store, rotate, status
 from .pathprobe import probe_path
 from .pgdb import StoreSelectionError
 from .runtime import build_runtime
@@ -296,10 +296,13 @@ def make_handler(runtime: Runtime) -> Callable[[str], str]:
     """The ``/trove`` handler: the one place its failures become text for the host."""
     def handle(raw_args: str = "") -> str:
         words = str(raw_args or "").split()
+        typed = install.TYPED_IN_HOST.set(True)
         try:
             name, result = run(runtime.for_home(scoped_home()), words)  # the chat's profile
         except Exception as exc:
             name, result = _failure(words, exc)
+        finally:
+            install.TYPED_IN_HOST.reset(typed)
         try:
             return render(name, result)
         except Exception as exc:

@@ -14,6 +14,7 @@ import logging
 import os
 import subprocess
 import sys
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -112,10 +113,16 @@ def configured_engine(hermes_home: str) -> str | None:
     return str(engine) if engine else "compressor"
 
 
+# True while ``/trove`` runs: typed in a Hermes session, so the report is read inside the host
+# even before the first turn binds an engine (the CLI builds its agent on the first message).
+TYPED_IN_HOST: ContextVar[bool] = ContextVar("trove_typed_in_host", default=False)
+
+
 def host_section(runtime: Runtime, in_host: bool) -> dict[str, Any]:
     """Is the host running trove? The rule: the host builds and binds an engine copy only when
     ``context.engine`` is ``trove``; a bound copy in this process proves it. Outside Hermes the
     configured value is the only evidence."""
+    in_host = in_host or TYPED_IN_HOST.get()
     configured = configured_engine(runtime.config.hermes_home)
     bound = runtime.foreground_engine() is not None or bool(runtime.bound_sessions)
     if bound:

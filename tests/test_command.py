@@ -116,6 +116,15 @@ def test_status_is_the_default_and_says_unbound_before_any_session(runtime):
     assert text.startswith("trove status:") and "session_id: (unbound)" in text
 
 
+def test_typed_before_the_first_turn_the_verdict_says_the_host_selected_trove(runtime):
+    (Path(runtime.config.hermes_home) / "config.yaml").write_text("context:\n  engine: trove\n", encoding="utf-8")
+    typed = command.make_handler(runtime)("status")  # /trove inside Hermes, no engine bound yet
+    assert "verdict: selected: context.engine is trove; no session bound yet" in typed
+    assert "run `hermes`" not in typed
+    name, result = command.run(runtime, ["status"])  # hermes trove / python -m: outside a session
+    assert result["plugin"]["host"]["verdict"].startswith("configured: context.engine is trove")
+
+
 def test_words_are_case_insensitive_and_extra_whitespace_is_ignored(engine):
     handler = command.make_handler(engine.runtime)
     assert handler("  DOCTOR   ").startswith("trove doctor: healthy")

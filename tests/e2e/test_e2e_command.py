@@ -51,6 +51,9 @@ def test_before_any_turn_the_status_says_plainly_that_no_session_is_bound(with_c
     assert _field(out, "bound") == ["False"]
     assert "no engine has bound a session in this process" in out
     assert "Unknown command" not in out
+    # Typed inside Hermes: the verdict must not tell the user to go and start Hermes.
+    assert _field(out, "verdict") == ["selected: context.engine is trove; no session bound yet in this process"]
+    assert _field(out, "in_host") == ["True"]
 
 
 def test_after_a_turn_the_status_names_the_bound_session_and_the_threshold(with_command):
