@@ -101,6 +101,9 @@ def _dag(fmt: str) -> Callable[[Target], dict[str, Any]]:
         sid = t.session_id or dag_view.default_session(t.runtime)
         if not sid:
             return {"status": "ok", "session_id": None, "drawing": "no session has summary nodes yet"}
+        bound = t.engine.state.key if t.engine is not None else None
+        if t.runtime.store.session(sid) is None and (bound is None or bound.session_id != sid):
+            return {"status": "error", "session_id": sid, "error": status.unknown_session(sid)}
         view = dag_view.build_view(t.runtime, sid)
         drawing = dag_view.render_mermaid(view) if fmt == "mermaid" else dag_view.render_text(view)
         return {"status": "ok", "format": fmt, **view, "drawing": drawing}

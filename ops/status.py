@@ -48,6 +48,12 @@ def bound_session(snapshot: Mapping[str, Any] | None) -> str | None:
     return None if sid in (None, "", UNBOUND) else str(sid)
 
 
+def unknown_session(session_id: str) -> str:
+    """What to say when an operator names a session id the store has no row for."""
+    return (f"no session {session_id!r} in this store: check the id (Hermes prints it as "
+            "`session_id:` when a chat ends; `/trove status` or `trove_status` in a chat names its own)")
+
+
 # -- sections ---------------------------------------------------------------------------------
 
 def runtime_section(runtime: Runtime, offline: str = "") -> dict[str, Any]:
@@ -185,7 +191,10 @@ def build_status(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = N
             raise ConnectionError(offline)
         status["store"] = store_section(runtime)
         if sid:
-            if not platform and (row := runtime.store.session(sid)) is not None:
+            row = runtime.store.session(sid)
+            if row is None and sid != bound_session(snap):  # a named id the store never saw: a typo?
+                status["error"] = unknown_session(sid)
+            if not platform and row is not None:
                 platform = row.platform
             status["store"]["session"] = runtime.store.stats(sid)
             status["dag"] = dag_section(runtime, sid)

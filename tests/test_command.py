@@ -125,6 +125,16 @@ def test_typed_before_the_first_turn_the_verdict_says_the_host_selected_trove(ru
     assert result["plugin"]["host"]["verdict"].startswith("configured: context.engine is trove")
 
 
+def test_a_session_id_the_store_never_saw_is_an_error_for_status_and_dag(engine):
+    engine.ingest([user("hello"), assistant("hi")])
+    for words in (["status"], ["dag"], ["dag", "mermaid"]):
+        name, result = command.run(engine.runtime, words, session_id="20261204_000000_abcdef")
+        assert "no session '20261204_000000_abcdef' in this store" in result["error"], words
+        assert command.exit_code(result) == command.EXIT_PROBLEM, words
+        name, result = command.run(engine.runtime, words, session_id="s1")
+        assert "error" not in result and command.exit_code(result) == command.EXIT_OK, (words, result.get("error"))
+
+
 def test_words_are_case_insensitive_and_extra_whitespace_is_ignored(engine):
     handler = command.make_handler(engine.runtime)
     assert handler("  DOCTOR   ").startswith("trove doctor: healthy")

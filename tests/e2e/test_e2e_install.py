@@ -113,6 +113,11 @@ def test_the_skill_is_in_the_index_and_status_names_the_only_copy(installed):
 def test_hermes_trove_exit_codes_reach_the_shell(installed):
     assert installed["bad"].returncode == 2
     assert "unknown subcommand: frobnicate" in installed["bad"].stdout
+    home, sid = installed["home"], installed["run"].result["session_id"]
+    typo = home.hermes("trove", "status", "--session", sid[:-1] + "x")
+    assert typo.returncode == 1 and f"no session '{sid[:-1]}x' in this store" in typo.stdout, typo.stdout[-800:]
+    assert home.hermes("trove", "dag", "--session", sid[:-1] + "x").returncode == 1
+    assert home.hermes("trove", "status", "--session", sid).returncode == 0
 
 
 def test_the_documented_terminal_commands_run_on_the_hermes_install(installed, tmp_path):
