@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .config import redact_url
+from .version import install_hint
 
 CONNECT_TIMEOUT_S = 5
 STATEMENT_TIMEOUT_MS = 60000
@@ -110,7 +111,7 @@ def _driver() -> Any:
     except ImportError:
         raise StoreSelectionError(
             "TROVE_DATABASE_URL selects PostgreSQL but psycopg is not installed: install the postgres extra"
-            " (pip install 'hermes-trove[postgres]') or unset TROVE_DATABASE_URL to keep the SQLite file") from None
+            f" ({install_hint('postgres')}) or unset TROVE_DATABASE_URL to keep the SQLite file") from None
     return psycopg
 
 

