@@ -121,6 +121,17 @@ def test_hermes_trove_exit_codes_reach_the_shell(installed):
     assert home.hermes("trove", "status", "--session", sid).returncode == 0
 
 
+def test_the_terminal_doctor_gives_the_verdict_the_readme_describes(installed):
+    """README, Verify: from the terminal no conversation runs, so the verdict is ``configured``."""
+    done = installed["home"].hermes("trove", "doctor", "--json")
+    assert done.returncode == 0, done.stdout[-2000:]
+    identity = next(c for c in json.loads(done.stdout)["checks"] if c["check"] == "plugin_identity")
+    assert "host: configured: context.engine is trove" in identity["detail"], identity
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    verify = readme[readme.index("### Verify"):readme.index("## Tools")]
+    assert "plugin_identity" in verify and "`configured`" in verify and "ends with" not in verify
+
+
 def test_the_documented_terminal_commands_run_on_the_hermes_install(installed, tmp_path):
     """docs/import.md: with no pip install, the importer is the script inside the installed plugin,
     run by Hermes' own Python; the operator guide: there ``python -m hermes_trove`` cannot import the
