@@ -6,6 +6,7 @@ phrases, ``term*`` a prefix, paths and ids phrases. ``matching_ids`` gathers raw
 """
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -133,6 +134,29 @@ def build_match(query: str, max_terms: int = 32) -> Match:
     return Match(" OR ".join(parts[:max_terms]), tuple(terms[:max_terms]), phrases)
 
 
+OWN_TOOL_PREFIX = "trove_"  # every tool the plugin registers is named trove_*
+
+
+def own_tool_echo(row: MessageRow) -> bool:
+    """True for a stored row that is trove's own retrieval traffic, not conversation: the result of
+    a ``trove_*`` tool (a copy of stored rows, or an answer built from them) or an assistant turn
+    with no text whose only content is calls to ``trove_*`` tools (a search request). Searches skip
+    them, so earlier searches do not crowd out the messages they found."""
+    if row.role == "tool":
+        return str(row.tool_name or "").startswith(OWN_TOOL_PREFIX)
+    if row.role != "assistant" or not row.tool_calls or row.content.strip():
+        return False
+    try:
+        calls = json.loads(row.tool_calls)
+    except ValueError:
+        return False
+    if not isinstance(calls, list) or not calls:
+        return False
+    names = [(c.get("function") or {}).get("name") if isinstance(c, dict) and
+             isinstance(c.get("function"), dict) else None for c in calls]
+    return all(isinstance(n, str) and n.startswith(OWN_TOOL_PREFIX) for n in names)
+
+
 def matching_ids(store: MessageStore, query: str, limit: int, session_ids: Sequence[str] | None,
                  visible: Visibility, turn: tuple[str, int] | None = None) -> list[int]:
     """Store ids of up to ``limit`` raw messages matching ``query``, best BM25 rank first.
@@ -141,13 +165,14 @@ def matching_ids(store: MessageStore, query: str, limit: int, session_ids: Seque
     matches and every match of its rare terms); text the tokenizer cannot split falls back to
     a substring scan, newest first.
     ``turn`` (session id, turn start) drops that session's rows past the start, the turn in
-    flight, and reads further so the result still holds ``limit`` other matches when there are.
+    flight; trove's own retrieval traffic (``own_tool_echo``) is dropped as trove_grep drops it;
+    it reads further so the result still holds ``limit`` other matches when there are.
     """
     fetch = limit
     while True:
         rows = _matching_rows(store, query, fetch, session_ids, visible)
-        kept = [row.store_id for row in rows
-                if turn is None or row.session_id != turn[0] or row.store_id <= turn[1]]
+        kept = [row.store_id for row in rows if not own_tool_echo(row) and
+                (turn is None or row.session_id != turn[0] or row.store_id <= turn[1])]
         if len(rows) < fetch or len(kept) >= limit:
             return kept[:limit]
         fetch += limit - len(kept)

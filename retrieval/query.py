@@ -4,16 +4,13 @@ The MATCH grammar itself lives in the kernel (``fulltext``). Pure.
 """
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from ..fulltext import Match as Match
 from ..fulltext import build_match as build_match
-
-OWN_TOOL_PREFIX = "trove_"  # every tool the plugin registers is named trove_*
+from ..fulltext import own_tool_echo as own_tool_echo
 
 _SUFFIXES = ("ingly", "edly", "ing", "ies", "ied", "ed", "es", "ly", "s")
 
@@ -90,22 +87,3 @@ def adjacent_scores(scores: Mapping[int, float], groups: Mapping[int, str], foun
             out[key] = share * max(near)
     return out
 
-
-def own_tool_echo(row: Any) -> bool:
-    """True for a stored row that is trove's own retrieval traffic, not conversation: the result of
-    a ``trove_*`` tool (a copy of stored rows, or an answer built from them) or an assistant turn
-    with no text whose only content is calls to ``trove_*`` tools (a search request). Searches skip
-    them, so earlier searches do not crowd out the messages they found."""
-    if row.role == "tool":
-        return str(row.tool_name or "").startswith(OWN_TOOL_PREFIX)
-    if row.role != "assistant" or not row.tool_calls or row.content.strip():
-        return False
-    try:
-        calls = json.loads(row.tool_calls)
-    except ValueError:
-        return False
-    if not isinstance(calls, list) or not calls:
-        return False
-    names = [(c.get("function") or {}).get("name") if isinstance(c, dict) and
-             isinstance(c.get("function"), dict) else None for c in calls]
-    return all(isinstance(n, str) and n.startswith(OWN_TOOL_PREFIX) for n in names)

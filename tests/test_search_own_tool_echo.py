@@ -8,7 +8,7 @@ import json
 
 from conftest import assistant, make_engine, tool_call, tool_result, user
 
-from hermes_trove.retrieval.query import own_tool_echo
+from hermes_trove.fulltext import own_tool_echo
 from hermes_trove.rows import MessageRow
 
 BACKENDS = ("sqlite", "postgresql")
@@ -93,3 +93,17 @@ def test_only_trove_traffic_counts_as_an_echo():
     assert not own_tool_echo(row("assistant", "", tool_calls=mixed))
     assert not own_tool_echo(row("assistant", "", tool_calls="not json"))
     assert not own_tool_echo(row("user", "trove_grep please"))
+
+
+def test_compile_evidence_coverage_is_the_same_search_and_skips_the_echoes(engine):
+    engine.ingest(searched_twice())
+    later = make_engine(engine.runtime, session="s2")
+    fact_id = next(r.store_id for r in engine.runtime.store.tail("s1", 50) if r.content == FACT)
+    ref = {"store_id": fact_id, "span_start": 0, "span_end": len(FACT), "quote": FACT}
+    out = call(later, "trove_compile_evidence", stamped([user("where did I move?")], t0=T0 + 86400),
+               question="Where did I move to?",
+               proposal={"requested_facets": ["move"], "selections": [
+                   {"claim_id": "c1", "facet": "move", "exact_ref": ref, "quote": FACT}]},
+               coverage={"query": "flat near the river", "session_scope": "all"})
+    assert out["coverage"]["proven"] is True, out["coverage"]  # the two trove results quoting it do not count
+    assert out["coverage"]["uncovered_store_ids"] == []
