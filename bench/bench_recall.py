@@ -15,6 +15,7 @@ four conversations and scores the fifth.
     python bench/bench_recall.py --sweep               # LOO over fusion weights / pool sizes
     python bench/bench_recall.py --rescore-sweep [--embeddings]   # LOO over the re-scoring weights
     python bench/bench_recall.py --lowercase [--embeddings]       # + every question typed in lower case, no "?"
+    python bench/bench_recall.py --address-sweep [--embeddings]   # LOO over what an addressed name counts
     python bench/bench_recall.py --scale 100000        # recall latency with N stored messages
     python bench/bench_recall.py --scale 100000 --embeddings --scale-only   # ... with a vector for every row
 """
@@ -189,6 +190,8 @@ def with_config(memories: list[Memory], **overrides: Any) -> None:
 
 # the re-scoring stage off, then its weight x the neighbour signal's share
 RESCORE_GRID = [{"rescore": 0.0}] + [{"rescore": r, "neighbours": n} for r in (1.0, 2.0, 4.0) for n in (1.0, 3.0)]
+# what a question's name counts in the names signal when a hit only addresses it (1: as any other)
+ADDRESS_CREDITS = (1.0, 0.5, 0.0, -0.5, -1.0, -2.0)
 
 
 def loo(memories: list[Memory], grid: list[dict[str, Any]], mode: Mode) -> dict[str, Any]:
@@ -248,6 +251,7 @@ def choose(table: list[tuple[dict[str, Any], dict[str, Score]]], names: list[str
         held[out] = {"chosen": best_point, "held_out_R@10": round(statistics.fmean(best[out].recall[10]), 4)}
         held_out.merge(best[out])
     grid_rows = [{"point": p, "R@10": pooled(r).summary()["R@10"],
+                  "R@10_by_evidence": pooled(r).summary()["R@10_by_evidence"],
                   "per_conversation": {n: round(statistics.fmean(r[n].recall[10]), 4) for n in names}}
                  for p, r in table]
     summary = held_out.summary()
@@ -465,6 +469,8 @@ def main() -> int:
                         help="with --scale: build only the first conversation and skip the dev-split table")
     parser.add_argument("--pad-pool", type=int, default=1000,
                         help="with --scale --embeddings: distinct padding texts embedded once (default 1000)")
+    parser.add_argument("--address-sweep", action="store_true",
+                        help="leave-one-conversation-out over what an addressed name counts in re-scoring")
     parser.add_argument("--lowercase", action="store_true",
                         help="also ask every question in lower case without its question mark (recall modes)")
     parser.add_argument("--json", action="store_true")
@@ -523,6 +529,18 @@ def main() -> int:
         if args.embeddings:
             with_config(memories, embeddings_enabled=True)
             report["rescore_sweep_hybrid"] = choose(rescore_table(memories, RESCORE_GRID), names)
+    if args.address_sweep:
+        from hermes_trove.retrieval import rescore
+
+        if args.embeddings:
+            with_config(memories, embeddings_enabled=False)
+        names = [m.name for m in memories]
+        report["address_sweep"] = choose(rescore_table(memories, [
+            {"rescore": rescore.DEFAULT.rescore, "addressed": a} for a in ADDRESS_CREDITS]), names)
+        if args.embeddings:
+            with_config(memories, embeddings_enabled=True)
+            report["address_sweep_hybrid"] = choose(rescore_table(memories, [
+                {"rescore": rescore.WITH_VECTORS.rescore, "addressed": a} for a in ADDRESS_CREDITS]), names)
     if args.scale:
         report["scale"] = scale(memories, args.scale, args.embeddings, args.pad_pool)
     if args.json:
@@ -535,7 +553,7 @@ def main() -> int:
     for label, v in report["modes"].items():
         print(f"  {label}: R@10 by category {v['pooled']['R@10_by_category']}, "
               f"by evidence {v['pooled']['R@10_by_evidence']}")
-    for key in ("sweep", "rescore_sweep", "rescore_sweep_hybrid"):
+    for key in ("sweep", "rescore_sweep", "rescore_sweep_hybrid", "address_sweep", "address_sweep_hybrid"):
         if key in report:
             print_sweep(key.replace("_", " "), report[key])
     if "scale" in report:

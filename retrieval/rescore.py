@@ -1,7 +1,7 @@
 """Pure re-scoring of the best fused recall candidates by signals that read the question.
 
 Fusion orders a pool by arm scores; inside the top of that pool, evidence that reads the
-question tells itself apart by a few plain signals, each in [0, 1]:
+question tells itself apart by a few plain signals, each in [0, 1] (``names`` may go below 0):
 
 - ``coverage``: the share of the question's content words in the hit, each weighted by its
   rarity in the pool (a word most candidates share tells little);
@@ -9,7 +9,9 @@ question tells itself apart by a few plain signals, each in [0, 1]:
   of each), scaled by how many of them matched;
 - ``names``: the question's capitalised names and quoted phrases found in the hit; a word the
   question types in lower case counts as a name when the pool writes it with a capital letter
-  (``written_as_names``: "what did john say" asks for John as "What did John say" does);
+  (``written_as_names``: "what did john say" asks for John as "What did John say" does). A name
+  the hit uses only to address someone ("Thanks, Jon!", "Hey Jon, ...") says to whom it was
+  said, not what it says of them: it counts ``Weights.addressed`` instead of 1 (``addressed``);
 - ``date``: the question names a month or a year and the hit's date falls in it;
 - ``neighbours``: the adjacent turns of the same session hold the words the hit lacks.
 
@@ -20,10 +22,13 @@ whatever the rows hold.
 The new score is the fused score (over the pool's best) plus ``rescore`` times the weighted mean
 of the signals; candidates past the pool stay below it. The weights were chosen by leaving one
 LoCoMo dev conversation out at a time (``bench/bench_recall.py --rescore-sweep``), for full
-text alone and with vectors: every fold chose the settings below. Nothing here reads storage.
+text alone and with vectors: every fold chose the settings below. What an addressed name counts
+was chosen the same way (``--address-sweep``, among 1, 0.5, 0, -0.5, -1 and -2): 0 over full text
+(four folds of five) and -0.5 with vectors (four of five). Nothing here reads storage.
 """
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Hashable, Mapping, Sequence
@@ -47,10 +52,12 @@ class Weights:
     rescore: float = 4.0          # added at most when every signal is 1 (fused scores span [0, 1])
     neighbours: float = 1.0       # the neighbour signal's share against the others' 1 each
     pool: int = 100               # fused candidates re-scored
+    addressed: float = 0.0        # what a name counts when the hit only addresses it (1: as any other)
 
 
 DEFAULT = Weights()
-WITH_VECTORS = Weights(rescore=2.0)  # the vector arm ran: the fused order already knows more
+# the vector arm ran: the fused order already knows more, and an addressed name counts against a hit
+WITH_VECTORS = Weights(rescore=2.0, addressed=-0.5)
 
 
 @dataclass(frozen=True)
@@ -99,6 +106,31 @@ def written_as_names(words: Sequence[str], texts: Sequence[str]) -> tuple[str, .
             if key in upper:  # case-insensitive matching also takes letters that lower to others ("ſ")
                 (upper if seen[:1].isupper() else lower)[key] += 1
     return tuple(w for w in words if upper[w] >= 2 and 9 * lower[w] <= upper[w])
+
+
+_GREETING = ("hi|hey|hello|yo|dear|thanks|thank you|bye|goodbye|congrats|congratulations|welcome|morning|"
+             "evening|cheers|sorry|oh|wow|ok|okay|yes|yeah|yep|no|aw+")
+# before an address: the start of the text or of a sentence, a comma, or a greeting
+_BEFORE_ADDRESS = re.compile(r"(?:^|[.!?]|,|\b(?:" + _GREETING + r")[,!]?)\s*$", re.IGNORECASE)
+_AFTER_ADDRESS = re.compile(r"\s*(?:[,!?.]|$)")
+
+
+@functools.lru_cache(maxsize=256)
+def _name_pattern(name: str) -> re.Pattern[str] | None:
+    words = name.split()
+    return re.compile(r"\b" + r"\W+".join(map(re.escape, words)) + r"\b", re.IGNORECASE) if words else None
+
+
+def addressed(text: str, name: str) -> bool:
+    """Whether every place ``text`` writes ``name`` (its words, case aside) addresses someone: set off
+    by a comma, "!", "?" or "." after the start of a sentence, a comma or a greeting ("Wow, Jon!",
+    "Hey Jon, look", "Thanks so much, Jon."). False when the name is not there at all."""
+    pattern = _name_pattern(name)
+    if pattern is None:
+        return False
+    found = list(pattern.finditer(text))
+    return bool(found) and all(_AFTER_ADDRESS.match(text, m.end())  # the cheaper test first
+                               and _BEFORE_ADDRESS.search(text, max(0, m.start() - 40), m.start()) for m in found)
 
 
 def _tokens(text: str) -> list[str]:
@@ -165,8 +197,10 @@ def excerpt(text: str, stems: Sequence[str], cap: int = TEXT_CAP) -> str:
     return " … ".join(text[start:end] for start, end in merged)
 
 
-def signals(q: Question, items: Sequence[Item], neighbours: Mapping[Hashable, str]) -> list[dict[str, float]]:
-    """The five signals of every item, in order."""
+def signals(q: Question, items: Sequence[Item], neighbours: Mapping[Hashable, str],
+            address_credit: float = 1.0) -> list[dict[str, float]]:
+    """The five signals of every item, in order; a name the item only addresses counts
+    ``address_credit`` in ``names`` (which then spans [min(0, credit), 1])."""
     memo: dict[str, int | None] = {}
     texts = [excerpt(it.text, q.stems) for it in items]
     tokens = [_tokens(text) for text in texts]
@@ -179,9 +213,10 @@ def signals(q: Question, items: Sequence[Item], neighbours: Mapping[Hashable, st
     every = range(len(q.stems))
     names = [" ".join(_tokens(nm)) for nm in (*q.names, *written_as_names(q.plain, texts))]
     out = []
-    for it, toks, mk, have, close in zip(items, tokens, marks, found, near, strict=True):
+    for it, text, toks, mk, have, close in zip(items, texts, tokens, marks, found, near, strict=True):
         lowered = " ".join(toks)
-        named = sum(1 for nm in names if nm in lowered) / len(names) if names else 0.0
+        named = sum(address_credit if address_credit != 1.0 and addressed(text, nm) else 1.0
+                    for nm in names if nm in lowered) / len(names) if names else 0.0
         missing = [i for i in every if i not in have]
         out.append({"coverage": _share(have, every, idf), "proximity": proximity(mk, len(q.stems)),
                     "names": named, "date": _date(q, it.at), "neighbours": _share(close, missing, idf)})
@@ -205,7 +240,7 @@ def rescore(q: Question, items: Sequence[Item], neighbours: Mapping[Hashable, st
     share = {"coverage": 1.0, "proximity": 1.0, "names": 1.0, "date": 1.0, "neighbours": weights.neighbours}
     total = sum(share.values())
     moved = []
-    for it, sig in zip(head, signals(q, head, neighbours), strict=True):
+    for it, sig in zip(head, signals(q, head, neighbours, weights.addressed), strict=True):
         bonus = sum(share[k] * v for k, v in sig.items()) / total
         moved.append(Item(it.key, it.text, it.at, it.score / top + weights.rescore * bonus))
     floor = min((it.score for it in moved), default=0.0)

@@ -142,3 +142,55 @@ def test_the_weight_is_lower_when_the_vector_arm_ran(runtime, monkeypatch):
     recall_search.recall(runtime, RecallRequest("ferry"))
     assert used == [rescore.DEFAULT, rescore.WITH_VECTORS]
     assert 0 < rescore.WITH_VECTORS.rescore < rescore.DEFAULT.rescore
+
+
+@pytest.mark.parametrize(("text", "name", "only_addressed"), [
+    ("Caroline: Wow, Melanie! That sounds great", "melanie", True),      # after a greeting and a comma
+    ("Hey Melanie, how was the lake?", "melanie", True),                 # a greeting, then the name
+    ("That is so brave of you, Melanie.", "melanie", True),              # a comma before, a stop after
+    ("Melanie", "melanie", True),                                        # the name alone
+    ("Melanie: I went swimming with the kids", "melanie", False),        # a label names who speaks
+    ("I told Melanie about the lake", "melanie", False),                 # spoken of
+    ("Thanks, Melanie! Melanie's kids loved it", "melanie", False),      # addressed, then spoken of
+    ("Yo jon   snow!", "jon snow", True),                                # a name of two words
+    ("Jones, hi!", "jon", False),                                        # not the name itself
+    ("nothing here", "melanie", False),
+])
+def test_a_name_set_off_as_an_address(text, name, only_addressed):
+    assert rescore.addressed(text, name) is only_addressed
+
+
+def test_an_addressed_name_counts_the_configured_credit():
+    question = q("What does Melanie do to relax?")
+    items = [item(1, "Caroline: Wow, Melanie! How do you relax?"), item(2, "Melanie: I relax with pottery"),
+             item(3, "I relax by the sea")]
+    plain = [s["names"] for s in rescore.signals(question, items, {})]
+    assert plain == [1.0, 1.0, 0.0]
+    assert [s["names"] for s in rescore.signals(question, items, {}, address_credit=-1.0)] == [-1.0, 1.0, 0.0]
+
+
+# Small real stores: (rows of one old session, question, the order recall gave when an addressed
+# name counted as any other, the order it must give now).
+ADDRESSED_TABLE = [
+    (["Caroline: Wow, Melanie! Do you relax on weekends? I relax with a book.",
+      "Melanie: Pottery. I relax at the wheel every Sunday.",
+      "Caroline: The weather is nice."],
+     "What does Melanie do to relax?", [0, 1, 2], [1, 0, 2]),
+    (["Sorry to hear that, Gina. What did you do after you lost the job?",
+      "Jon told me Gina opened a clothing store after she lost her job at the bank.",
+      "Jon: The weather is nice."],
+     "What did Gina do after she lost her job?", [0, 1, 2], [1, 0, 2]),
+]
+
+
+@pytest.mark.parametrize(("texts", "question", "before", "after"), ADDRESSED_TABLE)
+def test_recall_puts_the_hit_that_speaks_of_the_name_first(runtime, monkeypatch, texts, question, before, after):
+    ids = runtime.store.append(SessionKey("old", platform="cli"), [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": t, "timestamp": 1000.0 + i}
+        for i, t in enumerate(texts)])
+    req = RecallRequest(question, limit=len(texts))
+    monkeypatch.setattr(rescore, "DEFAULT", dataclasses.replace(rescore.DEFAULT, addressed=1.0))
+    assert [h.item_id for h in recall_search.recall(runtime, req).hits] == [ids[i] for i in before]
+    monkeypatch.undo()
+    assert rescore.DEFAULT.addressed < 1.0
+    assert [h.item_id for h in recall_search.recall(runtime, req).hits] == [ids[i] for i in after]

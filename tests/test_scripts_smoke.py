@@ -105,13 +105,14 @@ def test_bench_retrieval_finds_evidence_on_a_locomo_slice(tmp_path):
 @needs_locomo
 def test_bench_recall_scores_recall_and_grep_and_the_sweeps(tmp_path):
     out = run_script("bench_recall.py", "--data", locomo_slice(tmp_path), "--sweep", "--rescore-sweep",
-                     tmp_path=tmp_path)
+                     "--address-sweep", tmp_path=tmp_path)
     # floors a little under the figures of this slice (recall 0.83, grep 0.79, held out 0.81 and 0.80)
     for mode, floor in (("trove_recall full-text", 0.75), ("trove_grep session_scope=all", 0.7)):
         assert figure(rf"^{re.escape(mode)}\s+[\d.]+\s+([\d.]+)", out) >= floor, mode
     for sweep in out.split("leave-one-conversation-out R@10 ")[1:]:
         assert float(sweep.split()[0]) >= 0.72
-    assert len(re.findall(r"held out conv-\d+: chose", out)) == 4
+    assert len(re.findall(r"held out conv-\d+: chose", out)) == 6
+    assert "'addressed': " in out.split("address sweep")[1]
     assert re.search(r"by evidence \{'single': \{'n': \d+, 'R@10': [\d.]+\}, 'multi'", out)
 
 
