@@ -6,6 +6,11 @@ every question once through ``recall_search.recall`` for its best 100 hits: the 
 Each design then re-orders those hits, some after one more search:
 
 - ``cap``: at most N hits of one session in the top 10 (the rest keep their order below);
+- ``cluster``: at most N hits within R turns of each other in one session (the rest below);
+- ``tail``: the first K hits kept, then the top 10 filled first by hits more than R turns from
+  every placed hit of their session (R none: of another session);
+- ``spread`` (``--embeddings``): maximal marginal relevance over the best D hits, each pick's score
+  over the best one's less L x its highest cosine to a hit already placed;
 - ``words``: a second full-text query of the best K hits' rarest words (rarity over the
   conversation's own turns), its hits added with weight W below the shipped scores;
 - ``names``: the same with the words the best K hits write capitalised inside a sentence;
@@ -164,6 +169,63 @@ def capped(a: Asked, cap: int) -> list[int]:
     return head + tail
 
 
+def clustered(a: Asked, cap: int, radius: int) -> list[int]:
+    head: list[tuple[int, str]] = []
+    tail = []
+    for sid, _, _, session in a.hits:
+        near = sum(1 for h, s in head if s == session and abs(h - sid) <= radius)
+        if near < cap:
+            head.append((sid, session))
+        else:
+            tail.append(sid)
+    return [sid for sid, _ in head] + tail
+
+
+def tail_spread(a: Asked, keep: int, radius: int | None) -> list[int]:
+    placed = [(sid, session) for sid, _, _, session in a.hits[:keep]]
+    for sid, _, _, session in a.hits[keep:]:
+        if len(placed) >= 10:
+            break
+        if not any(s == session and (radius is None or abs(h - sid) <= radius) for h, s in placed):
+            placed.append((sid, session))
+    first = {sid for sid, _ in placed}
+    return [sid for sid, _ in placed] + [hit[0] for hit in a.hits if hit[0] not in first]
+
+
+def hit_vectors(asked_all: list[Asked]) -> dict[tuple[int, int], Any]:
+    """Each hit's vector (the mean of its chunks, unit length), keyed by (memory, store_id)."""
+    import numpy as np
+
+    from hermes_trove.retrieval import semantic
+
+    out: dict[tuple[int, int], Any] = {}
+    for a in asked_all:
+        store = semantic.vector_store(a.memory.runtime)
+        gen = semantic.searched_generation(store)
+        for sid, _, _, _ in a.hits:
+            if (id(a.memory), sid) not in out:
+                chunks = [np.frombuffer(v, np.int8).astype(np.float32) * s
+                          for v, s in store.message_vectors(gen.generation_id, sid)]
+                if chunks:
+                    v = np.mean(chunks, axis=0)
+                    out[(id(a.memory), sid)] = v / np.linalg.norm(v)
+    return out
+
+
+def spread(a: Asked, vectors: dict[tuple[int, int], Any], weight: float, depth: int) -> list[int]:
+    top = a.hits[0][1] if a.hits and a.hits[0][1] else 1.0
+    left = [(sid, score / top, vectors.get((id(a.memory), sid))) for sid, score, _, _ in a.hits[:depth]]
+    placed: list[tuple[int, Any]] = []
+    while left:
+        def value(c: tuple[int, float, Any]) -> float:
+            close = max((float(c[2] @ v) for _, v in placed if v is not None and c[2] is not None), default=0.0)
+            return c[1] - weight * close
+        best = max(left, key=value)
+        left.remove(best)
+        placed.append((best[0], best[2]))
+    return [sid for sid, _ in placed] + [hit[0] for hit in a.hits[depth:]]
+
+
 def table(asked_all: list[Asked], order: Callable[[Asked], list[int]]) -> dict[str, Any]:
     from bench_recall import Score
 
@@ -195,12 +257,19 @@ def main() -> int:
     designs: dict[str, list[tuple[dict[str, Any], Callable[[Asked], list[int]]]]] = {
         "shipped": [({}, lambda a: [hit[0] for hit in a.hits])],
         "cap": [({"cap": c}, lambda a, c=c: capped(a, c)) for c in (2, 3, 4)],
+        "cluster": [({"cap": c, "turns": r}, lambda a, c=c, r=r: clustered(a, c, r))
+                    for c in (2, 3, 4, 5) for r in (1, 2, 4, 8)],
+        "tail": [({"keep": k, "turns": r}, lambda a, k=k, r=r: tail_spread(a, k, r))
+                 for k in (3, 5, 7, 9) for r in (None, 1, 2, 4, 8)],
         "words": [], "names": []}
     for kind in ("words", "names"):
         designs[kind] = [({"seeds": k, "words": m, "weight": w},
                           lambda a, key=(kind, k, m), w=w: with_second(a, key, w))
                          for k in (3, 5, 10) for m in (3, 5, 8) for w in (0.1, 0.2, 0.3, 0.5)]
     if args.embeddings:
+        vectors = hit_vectors(asked_all)
+        designs["spread"] = [({"weight": w, "depth": d}, lambda a, w=w, d=d: spread(a, vectors, w, d))
+                             for w in (0.05, 0.1, 0.2, 0.3, 0.5) for d in (20, 40)]
         second_vectors(asked_all)
         designs["vector"] = [({"seeds": k, "toward": g, "weight": w},
                               lambda a, key=("vector", k, g), w=w: with_second(a, key, w))
