@@ -39,6 +39,8 @@ _NOT_VERBS = frozenset({"this", "always", "perhaps", "sometimes", "plus", "thus"
 _NOT_PLAIN = frozenset({"are", "were", "will", "would", "could", "should", "can", "might", "must", "have", "had", "all",
                         "both", "also", "just", "really", "and", "here", "there", "still", "usually", "always", "never",
                         "now", "then", "too", "to", "of", "in", "on", "at", "from", "with", "for", "the", "a"})
+# two words that put a past clause in a stretch of life, as a habit ("growing up", "back then", "used to")
+_HABIT_PAIRS = frozenset({("growing", "up"), ("back", "then"), ("used", "to"), ("as", "kids"), ("those", "days")})
 _AFTERMATH_REACH = 6  # words from a state's "after"/"from" to the time ("from the long drive on Sunday")
 _NOUN_PHRASE_REACH = 6  # words read after a weekday qualifying a noun for its clause's verb
 _CLAUSE_ENDS = frozenset({".", ",", "!", "?", ";", ":", "and", "but", "so", "because", "when", "if", "that"})
@@ -237,7 +239,18 @@ class TokenCursor:
         if not (self.low(index - 1) in _NOUN_LEADS and after is not None and after.text.isalpha() and
                 after.text.islower() and not (after.low in lx.AFTER_NTH or after.low in _FUNCTION_WORDS)):
             return False
-        return not (self.low(index - 1) == "the" and self._opens_clause(index - 1) and self._past_after(index + 1))
+        return not (self.low(index - 1) == "the" and self._opens_clause(index - 1) and self._past_after(index + 1)
+                    and not self._kinds_recalled(index, after.low))
+
+    def _kinds_recalled(self, index: int, noun: str) -> bool:
+        """A plural noun after the weekday ("the Friday meetings were"), or a habit in the sentence ("always",
+        "growing up", "back then", "used to"): every such day's, no one day."""
+        if len(noun) > 3 and noun.endswith("s") and not noun.endswith(("ss", "us")):
+            return True
+        first, last = self.sentences[self.tokens[index].sentence]
+        words = [self.low(at) for at in range(first, last)]
+        pairs = set(zip(words, words[1:], strict=False))
+        return any(w in lx.FREQUENCY for w in words) or bool(pairs & _HABIT_PAIRS)
 
     def _opens_clause(self, index: int) -> bool:
         token = self.tok(index)

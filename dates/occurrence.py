@@ -35,7 +35,8 @@ RULES = """\
   does one qualifying a noun, after "to", "at", "after", an article or a possessive and before a
   lower-case word that is no function word ("went to Sunday school", "the Monday blues", "our
   Tuesday night trivia team": a part of the day may stand between), unless "the" opens its clause
-  and the clause goes on in the past ("The Monday meeting was long": the last Monday); so does one in
+  and the clause goes on in the past ("The Monday meeting was long": the last Monday) of one thing, not
+  a plural ("the Friday meetings were") nor a habit ("always", "growing up", "back then"); so does one in
   a name ("Sunday school", "Saturday Night Live", "Cyber Monday"). A weekday's possessive ("after
   Friday's shift") is that day, by the tense rule.
 - A weekday with no last/this/next ("on Friday") follows the tense of its sentence, read from the
@@ -59,8 +60,9 @@ RULES = """\
   Saturday", "nobody works") or a routine's ("our team trains", "the band practices") may be a habit,
   so gives no cue; a plural noun subject's plain arriving, leaving, starting or finishing ("my parents
   arrive on Friday", "the kids start camp on Monday") and a noun subject's "have" ("the kids have a
-  recital on Thursday") are future too; nor does any schedule in a sentence with "always",
-  "usually" or "never" ("I'm never free on Friday"). A past form as near wins ("the flight departs on the
+  recital on Thursday") are future too; nor does any schedule, timetable or "have" in a sentence with
+  "always", "usually" or "never" but not "as always" ("I'm never free on Friday", "my parents always
+  come on Sunday"). A past form as near wins ("the flight departs on the
   2nd but we flew on the 3rd": the 2nd was). A present "is"/"are" before the time, with at most its
   subject between as an arrangement's object, and no participle ("my interview is on Tuesday", "is
   the meeting still on Thursday?", "what time is the game on Sunday?"; not "the film is set in

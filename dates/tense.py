@@ -17,7 +17,8 @@ _FUTURE_WORDS = frozenset({
 # Irregular pasts (lexicon.PAST_WORDS) that are also participles: after a present "be" a state ("it's meant to rain",
 # "the tickets are sold out", "I'm fed up"), as an -ed word is
 _PARTICIPLES = frozenset({"sold", "built", "fought", "hung", "led", "fed", "dug", "shook", "struck", "sought", "meant",
-                          "hid", "understood", "dealt", "swept", "lost", "left", "kept", "held", "caught", "paid"})
+                          "hid", "understood", "dealt", "swept", "lost", "left", "kept", "held", "caught", "paid",
+                          "tied", "dyed", "owed", "bred", "eyed"})  # "I'm tied up on Friday": busy then
 
 
 def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: int, *, plans: bool = False) -> str:
@@ -40,8 +41,9 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
         found = set()
         for index in (begin - distance, end - 1 + distance):
             cue = _cue(tokens, index, first, last) if first <= index < last else None
-            if cue in ("scheduled", "be") and any(t.low in lx.FREQUENCY for t in tokens[first:last]):
-                cue = None  # "my mum always phones on Sunday", "I'm never free on Friday": a habit, no schedule
+            if (cue in ("scheduled", "be", "timetable", "held") or cue == "progressive" and tokens[index].low in (
+                    "have", "has")) and _habit_words(tokens, first, last):
+                cue = None  # "my mum always phones on Sunday", "my parents always come on Sunday": a habit
             if cue in ("progressive", "scheduled", "held"):  # the time after it in its clause, or opening that clause
                 placed = _arranged(tokens[index + 1:begin]) if index < begin else \
                     _opens_clause(tokens, first, begin, end, index)
@@ -376,6 +378,12 @@ _FUTURE_PERFECT = frozenset({"will", "won't", "shall", "i'll", "we'll", "you'll"
 _PRONOUNS = frozenset({"it", "this", "that", "who", "what", "which", "nobody", "nothing", "none", "everyone",
                        "everybody", "everything", "someone", "somebody", "something", "anyone", "anybody", "anything"})
 _CLAUSE_OPENERS = frozenset({",", "and", "but", "so", "that", "because", "if", "when"})
+
+
+def _habit_words(tokens: list[Token], first: int, last: int) -> bool:
+    """A frequency word ("always", "usually", "never") in the sentence, not in "as always"."""
+    return any(t.low in lx.FREQUENCY and not (at > first and tokens[at - 1].low == "as")
+               for at, t in enumerate(tokens[first:last], first))
 
 
 def _noun_subject(tokens: list[Token], index: int, first: int, *, plural: bool) -> bool:

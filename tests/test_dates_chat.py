@@ -254,6 +254,25 @@ CHAT = [
     ("2024-05-15", "The Sunday paper had a great article on it.", ("2024-05-12",)),
     ("2024-05-15", "Remember to water the plants on Thursday.", ("2024-05-16",)),
     ("2024-05-15", "In August the festival returns to the park.", ()),
+    # -- a frequency word makes a plural subject's timetable, or what it has on a day, a habit ----------
+    (WED, "My parents always come on Sunday for dinner.", ()),
+    (WED, "My parents sometimes come on Saturday, sometimes Sunday.", ()),
+    (WED, "My in-laws often visit on Sunday.", ()),
+    (WED, "My kids always have practice on Tuesday.", ()),
+    (WED, "My sisters always fly in on Thursday.", ()),
+    (WED, "My parents arrive on Saturday, as always.", ("2024-05-18",)),
+    (WED, "My kids have a piano recital on Thursday.", ("2024-05-16",)),
+    # -- "the <weekday> <noun>s were", or a past told as a habit, is every such day's --------------------
+    (WED, "The Friday meetings were always a waste of time.", ()),
+    (WED, "The Sunday dinners at grandma's were legendary growing up.", ()),
+    (WED, "The Sunday roast was a family tradition growing up.", ()),
+    (WED, "The Tuesday class was always my favorite.", ()),
+    (WED, "The Friday party was so much fun.", ("2024-05-10",)),
+    (WED, "The Tuesday trivia night was packed.", ("2024-05-14",)),
+    # -- a short -ed participle after a present "be" is a state then, as "I'm booked" is -----------------
+    (WED, "I'm tied up on Friday, sorry.", ("2024-05-17",)),
+    (WED, "We're tied up on Monday with the movers.", ("2024-05-20",)),
+    (WED, "I tied up the loose ends on Friday.", ("2024-05-10",)),
 ]
 
 
