@@ -252,6 +252,13 @@ class TokenCursor:
         pairs = set(zip(words, words[1:], strict=False))
         return any(w in lx.FREQUENCY for w in words) or bool(pairs & _HABIT_PAIRS)
 
+    def greeting(self, index: int) -> bool:
+        """"happy" at ``index`` greets ("Happy Friday!", "and a happy Halloween to you"): it opens its clause or
+        follows "a" or a wish; not "I'm so happy Friday is here", where it says how one feels."""
+        token = self.tok(index)
+        return token is not None and token.low == "happy" and (self.sentences[token.sentence][0] == index or
+                                                               self.low(index - 1) in (",", "and", "a", "wishing"))
+
     def _opens_clause(self, index: int) -> bool:
         token = self.tok(index)
         return token is not None and (self.sentences[token.sentence][0] == index or self.low(index - 1) in

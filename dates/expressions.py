@@ -524,7 +524,7 @@ class _Scanner:
         """A weekday with no last/this/next: resolved by the sentence's tense, else unresolved."""
         at = index + 1 if self.c.low(index) == "on" else index
         weekday = self.c.weekday_at(at, abbreviations=False)
-        if weekday is not None and self.c.low(at - 1) == "happy":  # "Happy Friday!": a greeting on that day
+        if weekday is not None and self.c.greeting(at - 1):  # "Happy Friday!": a greeting on that day
             return self.c.day_hit(at + 1, self.c.today) if self.c.today.weekday() == weekday else None
         if weekday is None or self.c.low(at - 1) in ("every", "good", "black", "each", "a", "any", "other"):
             return None

@@ -35,7 +35,7 @@ def holiday(c: TokenCursor, index: int, *, nested: bool = False) -> Hit | None:
     if name is None:
         return None
     stop, fixed = at + len(name), lx.FIXED_HOLIDAYS.get(name)
-    if at == index and c.low(index - 1) == "happy":  # "Happy Halloween!": a greeting on the day itself
+    if at == index and c.greeting(index - 1):  # "Happy Halloween!": a greeting on the day itself
         return c.day_hit(stop, c.today) if fixed == (c.today.month, c.today.day) else None
     year = lx.year_number(c.tok(stop))
     if at == index and len(name) == 1 and year is None and not (c.standalone or nested):

@@ -88,12 +88,15 @@ RULES = """\
   so is a plan of "you" or "we" that a later clause of its question arranges, with no past in it
   ("you said you'd come over on Friday, where should we meet?").
   "she quit", "it cost" (a plain form after "he", "she", "it" that a past shares) are past; so are
-  "remember the/when..." ("remember the storm on Tuesday?"), "thanks for" a deed or a thing, "couldn't"
+  "remember the/when..." ("remember the storm on Tuesday?"), "thanks for" a deed or a thing (not a
+  thing for a day nor an offer: "thanks for the invite for Saturday", "for offering to drive on
+  Friday" say nothing; "thanks in advance" points ahead), "couldn't"
   and a plain verb in a sentence with no "if", a state a day left behind before "after"/"from" it
   ("so tired after Saturday", "sore from the gym on Saturday") and a story told in the present that
   goes on with "and says/asks/tells..." or "and who do I see" ("so my boss calls me on Friday and
   says..."), in a sentence with no future or frequency word. "good luck", "remember to", "let me know", a plain
-  verb or "Have fun" opening a sentence that is no question ("Say hi to your mom on Sunday!"),
+  verb or "Have fun" opening a sentence that is no question ("Say hi to your mom on Sunday!"; not
+  a thing of the day, "send me the pics from Saturday"),
   "dreading", "thinking of (about)
   doing", a name's "'s" before coming or going ("Mom's coming on Friday"), "I've got" a thing (held
   as "I have" is, when the time is its when; "I've got photos from Saturday" is past; not "did you
@@ -101,8 +104,10 @@ RULES = """\
   as "leave" is a timetable's) point ahead; "hope" before a past ("hope Tuesday went well") gives
   way to it; "still on?",
   "still good?", "still coming?" after a plan and "are we still on for" ask whether it stands. "on a Tuesday" is some
-  Tuesday, "every other Thursday" a habit: no day; "Happy Friday!" is the observation day when it
-  is a Friday, else no day. A
+  Tuesday, "every other Thursday" a habit: no day; "Happy Friday!" (opening its sentence or after
+  "a") is the observation day when it is a Friday, else no day; "I'm so happy Friday is here" is a
+  feeling, read by tense. A plain verb of a timetable after "when", "if", "until" past the time
+  ("bring the photos from Sunday when you come") is that clause's own. A
   leave-taking "see you" opening its clause ("See you Friday then!", "ok, see you on Tuesday") and a
   weekday that "works" or "suits" ("Friday works for me", "does Friday work?") point ahead. A modal
   before a plain verb ("might", "can", "should", "need to", "hope") points ahead when the time

@@ -73,8 +73,16 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
                     not _how_it_went(tokens[end:min(last, end + 2 * lx.CUE_REACH)], overdue=False) else "past"
             if cue == "modal":
                 cue = "future" if _modal_time(tokens, index, begin, end, first) else None
+            if cue == "recalled" and _thanked(tokens, index, first) and "advance" in (
+                    t.low for t in tokens[max(first, index - 3):index]):
+                cue = "future"  # "thanks in advance for Saturday": for what is still to come
             if cue == "recalled":  # "thanks for asking about Saturday": a topic, not the thing done
-                cue = None if begin > first and tokens[begin - 1].low in _TIED else "past"
+                cue = None if begin > first and tokens[begin - 1].low in _TIED or _offered_ahead(
+                    tokens[index + 1:begin]) else "past"
+            if cue == "timetable" and index >= end and any(t.low in _SUBORDINATE for t in tokens[end:index]):
+                cue = None  # "bring the photos from Sunday when you come": a later clause's own time
+            if cue == "request":  # "send me the pics from Saturday": a thing of that day, not when it is asked for
+                cue = None if begin > first and tokens[begin - 1].low in _TIED else "future"
             if cue is not None:
                 found.add(cue)
         if "timetable" in found:  # a schedule yields to a past as near: "departs on the 2nd but we flew"
@@ -277,6 +285,8 @@ def _offered(tokens: list[Token], index: int, first: int, tail: list[Token], ask
 
 
 _CLAUSE_BREAKS = frozenset({",", ";", ":", "but", "because", "although", "though"})
+# words opening a clause of its own time after the time ("... from Sunday when you come")
+_SUBORDINATE = frozenset({"when", "whenever", "if", "once", "before", "after", "until", "till", "unless"})
 
 
 def _modal_time(tokens: list[Token], index: int, begin: int, end: int, first: int) -> bool:
@@ -350,8 +360,10 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
         return "recalled"  # "remember the storm on Tuesday?", "thanks for the dinner (for helping me) on Saturday"
     asked_to = index == first and tokens[last - 1].low != "?" and (low in _REQUESTS or low == "have" and after in (
         "fun", "a", "an"))  # "Say hi to your mom on Sunday!", "Have fun on Saturday!"
+    if asked_to:
+        return "request"
     if low == "luck" and before == "good" or low == "remember" and after == "to" or low == "know" and before == "me" \
-            and index - 2 >= first and tokens[index - 2].low == "let" or asked_to:
+            and index - 2 >= first and tokens[index - 2].low == "let":
         return "future"  # "good luck with the exam on Thursday!", "remember to", "let me know", "say hi on Sunday"
     if low == "couldn't" and after not in _SUBJECTS and after != "be" and not any(
             t.low == "if" for t in tokens[first:last]):
@@ -513,6 +525,18 @@ def _arranging(tail: list[Token]) -> bool:
     return joined is not None and not any(lx.past_form(w) for w in words) and any(
         w in _ARRANGING or w == "still" and words[at + 1:at + 2] and words[at + 1] in _CONFIRMING
         for at, w in enumerate(words[joined:], joined))
+
+
+# -ing verbs whose "to" points ahead: "thanks for offering to drive on Friday" thanks for a promise
+_PROMISING = frozenset({"offering", "agreeing", "volunteering", "promising", "deciding", "planning"})
+
+
+def _offered_ahead(between: list[Token]) -> bool:
+    """Between a thanks' "for" and the time, a thing for that time ("the invite for Saturday") or a promise
+    ("offering to drive on Friday"): the time may lie ahead, so the thanks says nothing of its tense."""
+    words = [t.low for t in between]
+    return words[-1:] == ["for"] or any(w in _PROMISING and words[at + 1:at + 2] == ["to"]
+                                        for at, w in enumerate(words))
 
 
 def _thanked(tokens: list[Token], index: int, first: int) -> bool:

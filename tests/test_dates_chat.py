@@ -273,6 +273,25 @@ CHAT = [
     (WED, "I'm tied up on Friday, sorry.", ("2024-05-17",)),
     (WED, "We're tied up on Monday with the movers.", ("2024-05-20",)),
     (WED, "I tied up the loose ends on Friday.", ("2024-05-10",)),
+    # -- a request for a thing of a day ("from", "about", "of" before it) says nothing of when it is ------
+    (WED, "Send me the pics from Saturday!", ()),
+    (WED, "Give me the recap of Monday's meeting.", ()),
+    (WED, "Don't ask about Saturday, it was a disaster.", ("2024-05-11",)),
+    (WED, "Send me the address for Saturday.", ("2024-05-18",)),
+    # -- thanks for a thing for a day or for an offer is no past; "thanks in advance" looks ahead --------
+    (WED, "Thanks for the invite for Saturday!", ()),
+    (WED, "Thanks for offering to drive on Friday.", ()),
+    (WED, "Thanks in advance for Saturday!", ("2024-05-18",)),
+    (WED, "Thanks again for Saturday, it was perfect.", ("2024-05-11",)),
+    # -- a timetable verb in a later "when"/"if" clause is that clause's, not the time's -----------------
+    (WED, "Bring the photos from Sunday when you come.", ()),
+    (WED, "If you come on Friday, bring the wine.", ("2024-05-17",)),
+    (WED, "Our parents visit on Sunday, can you come?", ("2024-05-19",)),
+    # -- "happy" greets only opening its sentence or after "a"; after "I'm so" it is a feeling -----------
+    (WED, "I'm so happy Saturday went well.", ("2024-05-11",)),
+    (WED, "I'm happy Friday is almost here.", ("2024-05-17",)),
+    (WED, "Wishing you a happy Wednesday!", ("2024-05-15",)),
+    (WED, "Happy Friday to you too!", ()),
 ]
 
 
