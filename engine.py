@@ -13,21 +13,20 @@ entry point raises.
 from __future__ import annotations
 
 import copy
-import functools
 import json
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any
 
 from . import tokens
-from .compaction.compactor import MIN_TARGET, TAIL_SHARE, CompactionLimits, Compactor
+from .compaction.compactor import TAIL_SHARE, CompactionLimits, Compactor
 from .compaction.policy import enforce_budget, select_fresh_tail, trim_head_tail
 from .compaction.summarize import Summarizer
+from .compaction.window import MIN_TARGET, measure_overhead, plan_trigger
 from .config import reserve_floor_cap, scoped_home
 from .filters import host_side_agent
-from .hostbase import ContextEngine
+from .hostbase import ContextEngine, host_entry, host_message_tokens
 from .ingest import Identify, is_synthetic, memo_identity
 from .models import Complete, host_complete
 from .ops.maintenance import gc_empty_lifecycle
@@ -54,26 +53,6 @@ _FROM_NATIVE = ("_last_compress_aborted", "_last_summary_error", "_last_compress
                 "_last_summary_fallback_used", "_last_aux_model_failure_error", "_last_aux_model_failure_model")
 # Flags a usage update consumes (host-set after a compaction, cleared by the compressor).
 _USAGE_FLAGS = ("awaiting_real_usage_after_compression", "_verify_compaction_cleared_threshold")
-
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def host_entry(fallback: Callable[..., Any]) -> Callable[[_F], _F]:
-    """A method the host calls: an exception is logged and answered by ``fallback(self, *args, **kw)``."""
-    def wrap(method: _F) -> _F:
-        @functools.wraps(method)
-        def entry(self: Any, *args: Any, **kwargs: Any) -> Any:
-            try:
-                return method(self, *args, **kwargs)
-            except Exception:
-                log.exception("trove: %s failed (the host carries on)", method.__name__)
-                try:
-                    return fallback(self, *args, **kwargs)
-                except Exception:
-                    return None
-        return cast(_F, entry)
-    return wrap
-
 
 def _nothing(*args: Any, **kwargs: Any) -> None:
     return None
@@ -115,7 +94,7 @@ class TroveEngine(ContextEngine):
         self.model = self.base_url = self.provider = self.api_mode = ""
         self.api_key: Any = ""
         self.context_length = 0
-        self.threshold_tokens = 0
+        self.threshold_tokens = self.overhead_tokens = 0  # overhead: the host's system prompt + tool schemas
         self.threshold_percent = float(self.runtime.config.context_threshold)
         self.compression_count = 0
         self.last_prompt_tokens = self.last_completion_tokens = self.last_total_tokens = 0
@@ -168,15 +147,9 @@ class TroveEngine(ContextEngine):
                                       api_key=self.api_key, provider=self.provider, api_mode=self.api_mode)
 
     def _compute_threshold(self) -> int:
-        cfg = self.config
-        threshold = int(self.context_length * float(cfg.context_threshold))
-        caps = [threshold]
-        if cfg.max_assembly_tokens:
-            caps.append(int(cfg.max_assembly_tokens))
-        floor_cap = reserve_floor_cap(cfg, self.context_length)
-        if floor_cap is not None:
-            caps.append(floor_cap)
-        return max(0, min(caps))
+        cfg, window = self.config, self.context_length
+        caps = [int(cfg.max_assembly_tokens or 0), reserve_floor_cap(cfg, window) or 0]
+        return plan_trigger(window, float(cfg.context_threshold), self.overhead_tokens, caps)  # window.py
 
     def runtime_info(self) -> dict[str, Any]:
         """Main-model runtime for the host's auxiliary client."""
@@ -469,8 +442,8 @@ class TroveEngine(ContextEngine):
 
     def _compress(self, messages: list[dict[str, Any]], current_tokens: int | None, focus_topic: str | None,
                   force: bool, memory_context: str) -> list[dict[str, Any]]:
-        if self.state.key is None:
-            self._last_compression_made_progress = False
+        self._last_compression_made_progress = False
+        if self.state.key is None or self._learn_overhead(messages, current_tokens, force):
             return messages
         identity = memo_identity()  # ingest and the compactor read the same list: one digest each
         self._ingest(self.state.key, messages, identity)
@@ -491,6 +464,18 @@ class TroveEngine(ContextEngine):
         self.compression_count += 1
         start_subsystems("compaction", self.runtime, lambda: self.completion_for("compression"))  # new leaves
         return result.messages
+
+    def _learn_overhead(self, messages: list[dict[str, Any]], current_tokens: int | None, force: bool) -> bool:
+        """Measure the host's fixed overhead (system prompt, tool schemas) and move the trigger with it;
+        True when this automatic call is then under the trigger (nothing to do, no model call)."""
+        if current_tokens and self.context_length:
+            counts = (tokens.count_messages(messages), host_message_tokens(messages))
+            self.overhead_tokens = measure_overhead(int(current_tokens), counts, self.context_length)
+            self.threshold_tokens = self._compute_threshold()
+        if force or not current_tokens or int(current_tokens) >= self.threshold_tokens:
+            return False
+        self.state.last_status, self.state.last_reason = "deferred", "under the trigger once the overhead is known"
+        return True
 
     def _native_compressor(self) -> Any:
         """The host's ``ContextCompressor`` built as the host builds its fallback (HOST.md §9), with
@@ -577,7 +562,7 @@ class TroveEngine(ContextEngine):
             "model": self.model, "provider": self.provider,
             "context_length": self.context_length,
             "threshold_tokens": self.threshold_tokens if self.threshold_tokens else "(uninitialized)",
-            "context_threshold": float(self.config.context_threshold),
+            "context_threshold": float(self.config.context_threshold), "overhead_tokens": self.overhead_tokens,
             "last_prompt_tokens": self.last_prompt_tokens,
             "last_usage": dict(self.last_usage),
             "compression_count": self.compression_count,

@@ -1,11 +1,15 @@
 """Fallback ``ContextEngine`` base for running without Hermes (demo, scripts, unit tests).
 
 Inside Hermes the real ``agent.context_engine.ContextEngine`` is used; this mirrors only
-the attributes and defaults the engine relies on, so the engine behaves the same.
+the attributes and defaults the engine relies on, so the engine behaves the same. Also
+``host_entry``, the guard every host-called engine method wears, and the host's message count.
 """
 from __future__ import annotations
 
-from typing import Any
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 try:  # the real host base class when Hermes is installed
     from agent.context_engine import ContextEngine
@@ -29,3 +33,34 @@ except ImportError:  # pragma: no cover - exercised when Hermes is absent
 
         def get_status(self) -> dict[str, Any]:
             return {"threshold_tokens": self.threshold_tokens, "context_length": self.context_length}
+
+
+log = logging.getLogger("hermes_trove.engine")
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def host_entry(fallback: Callable[..., Any]) -> Callable[[_F], _F]:
+    """A method the host calls: an exception is logged and answered by ``fallback(self, *args, **kw)``."""
+    def wrap(method: _F) -> _F:
+        @functools.wraps(method)
+        def entry(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(self, *args, **kwargs)
+            except Exception:
+                log.exception("trove: %s failed (the host carries on)", method.__name__)
+                try:
+                    return fallback(self, *args, **kwargs)
+                except Exception:
+                    return None
+        return cast(_F, entry)
+    return wrap
+
+
+def host_message_tokens(messages: list[dict[str, Any]]) -> int:
+    """The host's own rough count of ``messages`` (0 without a host)."""
+    try:
+        from agent.model_metadata import estimate_messages_tokens_rough
+
+        return int(estimate_messages_tokens_rough(messages))
+    except Exception:
+        return 0

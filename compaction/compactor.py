@@ -19,6 +19,7 @@ from ..payloads.replay import apply_replay_stubs
 from ..payloads.sidecar import transcript_gc
 from . import assembly, policy
 from .summarize import Summarizer, SummaryResult, expand_hint, serialize_messages
+from .window import plan_target
 
 if TYPE_CHECKING:
     from ..dag import NodeRow
@@ -27,8 +28,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("hermes_trove.compaction")
 
-TARGET_RATIO = 0.7          # after compaction the prompt aims at this share of the threshold
-MIN_TARGET = 512            # the smallest prompt a compaction aims at, whatever the overhead
 TAIL_SHARE = 0.6            # the protected tail may use at most this share of that target
 MAX_CALLS = 12              # model calls per compress() (leaf + condensation)
 SWEEP_SECONDS = 120.0       # wall-clock bound between calls of one compress()
@@ -96,7 +95,7 @@ class Compactor:
         live, live_ids = self._map_live(messages, backlog, identity)
         overhead = max(0, int(current_tokens or 0) - tokens.count_messages(messages))
         threshold = int(self.limits.threshold_tokens or 0) or 10 ** 9
-        target = max(MIN_TARGET, int(threshold * TARGET_RATIO) - overhead)
+        target = plan_target(threshold, overhead)  # window.py: never starved by a large overhead
 
         count = tokens.count_message
         tail_start = policy.select_fresh_tail(live, self.config.fresh_tail_count,

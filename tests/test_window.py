@@ -1,0 +1,112 @@
+"""The window plan: the trigger and the compaction target account for the host's fixed overhead
+(system prompt and tool schemas), so a small window still leaves the conversation room."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import make_config, make_engine, user
+from simulate import HostLoop, build_conversation
+
+from hermes_trove import tokens
+from hermes_trove.compaction.window import WindowPlan, measure_overhead, plan_window
+from hermes_trove.runtime import build_runtime
+
+NODE_LABEL = re.compile(r"\[d\d+ node \d+ \|")
+
+
+@pytest.mark.parametrize(("window", "ratio", "overhead", "caps", "trigger", "target"), [
+    # overhead unknown: exactly TROVE_CONTEXT_THRESHOLD of the window, as before
+    (64000, 0.35, 0, (), 22400, 15679),
+    # a 64K window with the host's ~17K of tool schemas and system prompt: the conversation gets a fifth
+    (64000, 0.35, 17200, (), 30000, 6400),
+    # a heavier overhead: the raise stops at 60% of the window
+    (64000, 0.35, 30000, (), 38400, 4200),
+    # an overhead past the ceiling: no raise can make room; the trigger stays, the target is its floor
+    (64000, 0.35, 60000, (), 22400, 512),
+    (64000, 0.35, 38400, (), 22400, 512),
+    # ordinary windows: nothing changes (trigger = ratio x window, target = 70% of it minus the overhead)
+    (128000, 0.35, 17200, (), 44800, 14159),
+    (200000, 0.35, 17200, (), 70000, 31800),
+    (1000000, 0.35, 17200, (), 350000, 227799),
+    # an operator's higher ratio is never lowered
+    (64000, 0.7, 17200, (), 44800, 14159),
+    # the operator's hard caps (TROVE_MAX_ASSEMBLY_TOKENS, the reserve floor) always win
+    (64000, 0.35, 17200, (25000,), 25000, 3900),
+    (64000, 0.35, 17200, (0, 26000), 26000, 4400),
+])
+def test_the_window_plan_table(window, ratio, overhead, caps, trigger, target):
+    assert plan_window(window, ratio, overhead, caps) == WindowPlan(trigger, target)
+
+
+def test_an_ordinary_window_keeps_the_old_target_rule():
+    for window in (128000, 200000, 400000):
+        for overhead in (0, 2000, 8000, 17000):
+            plan = plan_window(window, 0.35, overhead)
+            assert plan.trigger == int(window * 0.35)
+            assert plan.target == max(512, int(plan.trigger * 0.7) - overhead)
+
+
+@pytest.mark.parametrize(("prompt", "counts", "window", "expected"), [
+    (24000, (6000,), 64000, 18000),
+    (24000, (6000, 6600), 64000, 17400),   # the larger message count wins: overhead never inflated
+    (5000, (6000,), 64000, 0),             # a count below the messages' size: no overhead
+    (900000, (1000,), 64000, 64000),       # clamped to the window
+])
+def test_measured_overhead(prompt, counts, window, expected):
+    assert measure_overhead(prompt, counts, window) == expected
+
+
+def _engine(tmp_path, calls, context=64000, **cfg):
+    def complete(messages, model, timeout_s, max_tokens):
+        calls.append(messages[0]["content"])
+        return "Summary of the segment: numbered topics were discussed."
+
+    return make_engine(build_runtime(make_config(tmp_path, **cfg)), complete, context_length=context)
+
+
+def test_a_64k_window_with_a_large_overhead_keeps_summaries_visible_and_compacts_rarely(tmp_path):
+    calls: list[str] = []
+    eng = _engine(tmp_path, calls)
+    loop = HostLoop(eng, overhead_tokens=17500)
+    visible, compacted_turns = [], []
+    for turn in build_conversation(60, seed=5, big_output_chars=4000):
+        before = loop.stats.compactions
+        loop.run_turn(turn)
+        compacted_turns.append(loop.stats.compactions > before)
+        summary = next((m for m in loop.messages if m.get("_trove_summary")), None)
+        if summary is not None:
+            visible.append(len(NODE_LABEL.findall(summary["content"])))
+    assert 16000 <= eng.overhead_tokens <= 17500  # the host's rough count may see the messages larger
+    assert eng.threshold_tokens > 22400
+    assert visible and min(visible) > 0, visible
+    assert sum(compacted_turns) * 3 < len(compacted_turns), compacted_turns
+    assert max(loop.stats.prompts) < int(64000 * 0.6)
+
+
+def test_a_fresh_copy_learns_the_overhead_and_defers_instead_of_compacting(tmp_path):
+    calls: list[str] = []
+    eng = _engine(tmp_path, calls, fresh_tail_count=4, leaf_chunk_tokens=1000)
+    msgs = []
+    for i in range(12):
+        msgs += [user(f"question {i} " + "lorem ipsum dolor " * 120), {"role": "assistant", "content": f"answer {i}"}]
+    size = tokens.count_messages(msgs)
+    prompt = 17500 + size  # the host's count: its system prompt and tool schemas, then the messages
+    assert eng.threshold_tokens == 22400 and prompt >= 22400
+    assert eng.should_compress(prompt)  # the overhead is not known yet
+    out = eng.compress(msgs, current_tokens=prompt)
+    assert out is msgs and not calls and not eng._last_compression_made_progress
+    assert 16000 <= eng.overhead_tokens <= 17500
+    assert eng.threshold_tokens == eng.overhead_tokens + 12800 > prompt
+    assert not eng.should_compress(prompt)
+    assert eng.state.no_progress_tokens == 0  # a deferral is not a failed compaction
+    forced = eng.compress(msgs, current_tokens=prompt, force=True)
+    assert calls and forced != msgs
+
+
+def test_a_large_window_is_untouched_by_the_overhead(tmp_path):
+    calls: list[str] = []
+    eng = _engine(tmp_path, calls, context=128000)
+    msgs = [user("hello " * 400), {"role": "assistant", "content": "hi"}]
+    eng.compress(msgs, current_tokens=17500 + tokens.count_messages(msgs))
+    assert 16000 <= eng.overhead_tokens <= 17500 and eng.threshold_tokens == 44800
