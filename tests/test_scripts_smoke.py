@@ -10,6 +10,7 @@ questions whose evidence turns are in the slice); they skip when the dev split i
 """
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import os
@@ -365,6 +366,15 @@ def test_reliability_sections_at_tiny_sizes_find_no_loss_or_leak(tmp_path):
     assert out.count('"lost": 0, "duplicated": 0') == 2  # writers and kills
     assert "0 leaked []" in out and "0 leaks (tests/reliability/test_secret_corpus.py rc=0)" in out
     assert "'(' * 32000 + 'x' parse" in out
+
+
+def test_bench_window_keeps_summaries_visible_in_a_small_window(tmp_path):
+    out = run_script("bench_window.py", "--windows", "64000", "--turns", "30", tmp_path=tmp_path)
+    figures = ast.literal_eval(out.strip().splitlines()[-1])
+    assert figures["window"] == 64000 and figures["trigger"] > int(64000 * 0.35)
+    assert 0 < figures["compacting_turns"] < figures["turns"]
+    assert figures["visible_min"] > 0 and figures["turns_with_no_visible_node"] == 0
+    assert figures["max_prompt"] < int(64000 * 0.6)
 
 
 def test_bench_bounds_prints_the_timings_the_tests_no_longer_assert(tmp_path):
