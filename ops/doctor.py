@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import subsystems
+from ..compaction.window import TRIGGER_CEILING
 from ..config import reserve_floor_cap
 from ..dag import SummaryDAG
 from ..payloads import health as payload_health
@@ -198,6 +199,11 @@ def _check_pressure(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> 
     detail = f"session {snap.get('session_id')}: {last}/{threshold} tokens ({ratio:.0%} of threshold)"
     if ratio > 1.5:
         return "warn", detail, "compaction is not keeping up: check last_compression_status in /trove status"
+    overhead, window = int(snap.get("overhead_tokens") or 0), int(snap.get("context_length") or 0)
+    if window and overhead >= window * TRIGGER_CEILING:
+        return "warn", (f"{detail}; the host's system prompt and tool schemas take {overhead} of the "
+                        f"{window}-token window, leaving the conversation no room"), \
+            "enable fewer toolsets (hermes tools) or use a model with a larger window"
     return "pass", detail, ""
 
 

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import pytest
-from conftest import assistant, make_config, user
+from conftest import assistant, make_config, make_engine, user
 from test_command import shippers_finish, store_dump  # noqa: F401  (shippers_finish: autouse)
 
-from hermes_trove import command
+from hermes_trove import command, tokens
 from hermes_trove.ops import doctor, maintenance
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
@@ -152,6 +152,19 @@ def test_context_pressure_far_past_the_threshold_warns(engine):
     engine.update_from_response({"prompt_tokens": 100_000})
     check = by_check(doctor.run_doctor(engine.runtime, engine.snapshot()))["context_pressure"]
     assert check["status"] == "warn" and "100000/44800" in check["detail"]
+
+
+def test_context_pressure_warns_when_the_hosts_overhead_leaves_the_conversation_no_room(runtime):
+    eng = make_engine(runtime, context_length=64000)
+    msgs = [user("hello"), assistant("hi")]
+    eng.compress(msgs, current_tokens=17000 + tokens.count_messages(msgs))  # measures the overhead
+    check = by_check(doctor.run_doctor(runtime, eng.snapshot()))["context_pressure"]
+    assert check["status"] == "pass"
+    eng.compress(msgs, current_tokens=40000 + tokens.count_messages(msgs))  # past 60% of the window
+    report = doctor.run_doctor(runtime, eng.snapshot())
+    check = by_check(report)["context_pressure"]
+    assert check["status"] == "warn" and "tool schemas take" in check["detail"], check
+    assert any(g.startswith("context_pressure:") and "toolsets" in g for g in report["guidance"])
 
 
 def test_without_an_engine_pressure_says_unbound(runtime):
