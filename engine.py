@@ -467,12 +467,15 @@ class TroveEngine(ContextEngine):
 
     def _learn_overhead(self, messages: list[dict[str, Any]], current_tokens: int | None, force: bool) -> bool:
         """Measure the host's fixed overhead (system prompt, tool schemas) and move the trigger with it;
-        True when this automatic call is then under the trigger (nothing to do, no model call)."""
+        True when this automatic call came only from the trigger this measurement just raised (nothing
+        to do, no model call). A call under a trigger that stood (a provider's overflow or 413 retry)
+        still compacts."""
+        before = int(self.threshold_tokens or 0)
         if current_tokens and self.context_length:
             counts = (tokens.count_messages(messages), host_message_tokens(messages))
             self.overhead_tokens = measure_overhead(int(current_tokens), counts, self.context_length)
             self.threshold_tokens = self._compute_threshold()
-        if force or not current_tokens or int(current_tokens) >= self.threshold_tokens:
+        if force or not current_tokens or not before <= int(current_tokens) < self.threshold_tokens:
             return False
         self.state.last_status, self.state.last_reason = "deferred", "under the trigger once the overhead is known"
         return True

@@ -104,6 +104,23 @@ def test_a_fresh_copy_learns_the_overhead_and_defers_instead_of_compacting(tmp_p
     assert calls and forced != msgs
 
 
+def test_a_retry_under_a_trigger_that_stood_still_compacts(tmp_path):
+    """The host's overflow and payload-too-large retries call compress() without force and with a
+    count under the trigger: once the overhead is known, such a call compacts, it is not deferred."""
+    calls: list[str] = []
+    eng = _engine(tmp_path, calls, fresh_tail_count=4, leaf_chunk_tokens=1000)
+    msgs = []
+    for i in range(12):
+        msgs += [user(f"question {i} " + "lorem ipsum dolor " * 120), {"role": "assistant", "content": f"answer {i}"}]
+    prompt = 17500 + tokens.count_messages(msgs)
+    assert eng.compress(msgs, current_tokens=prompt) is msgs and not calls  # learns the overhead, defers
+    raised = eng.threshold_tokens
+    assert prompt < raised
+    out = eng.compress(msgs, current_tokens=prompt)  # a 413 retry: the same count, the trigger unchanged
+    assert calls and out != msgs and eng._last_compression_made_progress
+    assert eng.threshold_tokens == raised
+
+
 def test_a_large_window_is_untouched_by_the_overhead(tmp_path):
     calls: list[str] = []
     eng = _engine(tmp_path, calls, context=128000)
