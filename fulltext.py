@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .scope import Visibility
 
 if TYPE_CHECKING:
     from .rows import MessageRow
     from .store import MessageStore
+
+Hit = TypeVar("Hit", bound=tuple[Any, ...])  # a store hit: (row, rank, snippet), the row first
 
 LITERAL_MAX_CHARS = 200
 # An archive search (and trove_grep in any scope) ranks the newest N matching rows and every
@@ -157,6 +159,22 @@ def own_tool_echo(row: MessageRow) -> bool:
     return all(isinstance(n, str) and n.startswith(OWN_TOOL_PREFIX) for n in names)
 
 
+def skipping(find: Callable[[int], list[Hit]], limit: int, drop: Callable[[MessageRow], bool] = own_tool_echo,
+             most: int = ARCHIVE_CANDIDATES) -> tuple[list[Hit], list[Hit], bool]:
+    """``find(n)`` gives the best ``n`` store hits; the hits whose row ``drop`` refuses (trove's own
+    retrieval traffic, the turn in flight) must not take the places of others. Reads further,
+    doubling ``n`` up to ``most``, until ``limit`` hits are kept or the store has no more.
+    Returns the last read's hits, those of them kept (``limit`` or more when there are), and
+    whether that read held every match."""
+    fetch = max(1, limit)
+    while True:
+        found = find(fetch)
+        kept = [hit for hit in found if not drop(hit[0])]
+        if len(found) < fetch or len(kept) >= limit or fetch >= most:
+            return found, kept, len(found) < fetch
+        fetch = min(most, fetch * 2)
+
+
 def matching_ids(store: MessageStore, query: str, limit: int, session_ids: Sequence[str] | None,
                  visible: Visibility, turn: tuple[str, int] | None = None) -> list[int]:
     """Store ids of up to ``limit`` raw messages matching ``query``, best BM25 rank first.
@@ -166,16 +184,14 @@ def matching_ids(store: MessageStore, query: str, limit: int, session_ids: Seque
     a substring scan, newest first.
     ``turn`` (session id, turn start) drops that session's rows past the start, the turn in
     flight; trove's own retrieval traffic (``own_tool_echo``) is dropped as trove_grep drops it;
-    it reads further so the result still holds ``limit`` other matches when there are.
+    it reads further (``skipping``) so the result still holds ``limit`` other matches when there are.
     """
-    fetch = limit
-    while True:
-        rows = _matching_rows(store, query, fetch, session_ids, visible)
-        kept = [row.store_id for row in rows if not own_tool_echo(row) and
-                (turn is None or row.session_id != turn[0] or row.store_id <= turn[1])]
-        if len(rows) < fetch or len(kept) >= limit:
-            return kept[:limit]
-        fetch += limit - len(kept)
+    def drop(row: MessageRow) -> bool:
+        return own_tool_echo(row) or (turn is not None and row.session_id == turn[0] and row.store_id > turn[1])
+
+    _, kept, _ = skipping(lambda n: [(row,) for row in _matching_rows(store, query, n, session_ids, visible)],
+                          limit, drop, most=max(limit, LITERAL_CANDIDATES))
+    return [row.store_id for row, in kept[:limit]]
 
 
 def _matching_rows(store: MessageStore, query: str, limit: int, session_ids: Sequence[str] | None,

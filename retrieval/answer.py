@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import tokens
+from ..fulltext import skipping
 from ..models import clean_output
 from ..toolkit import (
     ToolContext,
@@ -124,11 +125,11 @@ def _candidates(runtime: Runtime, sid: str, node_ids: list[int], search_text: st
             if node.node_id not in seen:
                 nodes.append(node)
                 seen.add(node.node_id)
-        # The turn being answered and trove's own search traffic are never evidence; ask for more
-        # rows than needed so skipping them still leaves max_results.
-        found = runtime.store.search(match.expression, session_ids=[sid], limit=max_results * 4)
-        raw_rows = [r for r, _, _ in found if not own_tool_echo(r) and
-                    (in_flight_after is None or r.store_id <= in_flight_after)][:max_results]
+        # The turn being answered and trove's own search traffic are never evidence: skipped, read past.
+        _, kept, _ = skipping(lambda n: runtime.store.search(match.expression, session_ids=[sid], limit=n),
+                              max_results, lambda r: own_tool_echo(r) or
+                              (in_flight_after is not None and r.store_id > in_flight_after))
+        raw_rows = [r for r, _, _ in kept[:max_results]]
     return _Candidates(nodes, raw_rows, rejected, _terms(match))
 
 

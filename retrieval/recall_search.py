@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .. import changed, ftsbound
+from ..fulltext import skipping
 from ..scope import EVERYTHING, Visibility
 from . import fusion, rescore, semantic
 from .query import Candidate, Match, adjacent_ids, adjacent_scores, build_match, own_tool_echo, rerank
@@ -247,19 +248,21 @@ def fts_arm(runtime: Runtime, req: RecallRequest, match: Match, pool: int, gate:
     report.facts["archive_candidate_limit"] = ARCHIVE_CANDIDATES
     report.facts["archive_rare_term_budget"] = ftsbound.RARE_BUDGET
     store = runtime.store
-    found = store.search(match.expression, time_from=req.since, time_to=req.before, limit=pool,
-                         snippets=False, max_candidates=ARCHIVE_CANDIDATES,
-                         visible=req.visible) if match.expression else []
+    # trove's own search traffic is skipped by reading further, so it never takes the pool's places
+    found, _, complete = skipping(lambda n: store.search(
+        match.expression, time_from=req.since, time_to=req.before, limit=n, snippets=False,
+        max_candidates=ARCHIVE_CANDIDATES, visible=req.visible), pool) if match.expression else ([], [], True)
     literal = req.query.strip()
     if not found and 0 < len(literal) <= LITERAL_MAX_CHARS:
         # Text the tokenizer cannot split (CJK runs, emoji, partial ids): a bounded substring scan.
-        found = store.search("", time_from=req.since, time_to=req.before, limit=pool, literal=literal,
-                             max_candidates=LITERAL_CANDIDATES, visible=req.visible)
+        found, _, complete = skipping(lambda n: store.search(
+            "", time_from=req.since, time_to=req.before, limit=n, literal=literal,
+            max_candidates=LITERAL_CANDIDATES, visible=req.visible), pool)
         if found:
             report.facts["fallback"] = "substring"
             for row, _, snip in found:
                 snippets[("message", row.store_id)] = snip
-    report.bounded = len(found) >= pool
+    report.bounded = not complete
     kept = [(row, rank) for row, rank, _ in found if gate.admit_row(row)]
     for row, _ in kept:
         rows[row.store_id] = row

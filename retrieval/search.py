@@ -14,7 +14,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from .. import ftsbound
-from ..fulltext import ARCHIVE_CANDIDATES, COMMON_CANDIDATES, LITERAL_CANDIDATES, LITERAL_MAX_CHARS
+from ..fulltext import ARCHIVE_CANDIDATES, COMMON_CANDIDATES, LITERAL_CANDIDATES, LITERAL_MAX_CHARS, skipping
 from ..payloads.sidecar import search_payloads
 from ..scope import EVERYTHING, Visibility
 from ..toolkit import expand_hint, iso, message_meta
@@ -137,16 +137,18 @@ def _raw_candidates(runtime: Runtime, req: GrepRequest, match: Match, pool: int,
                    time_from=req.time_from, time_to=req.time_to, visible=req.visible,
                    max_candidates=ARCHIVE_CANDIDATES)
 
-    def search(expression: str, **kw: Any) -> list[tuple[Any, float, str]]:
-        return [hit for hit in find(expression, **kw) if not req.in_flight(hit[0]) and not own_tool_echo(hit[0])]
+    def search(expression: str, limit: int, **kw: Any) -> list[tuple[Any, float, str]]:
+        # the turn in flight and trove's own search traffic are skipped, not counted against the pool
+        return skipping(lambda n: find(expression, limit=n, **kw), limit,
+                        lambda row: req.in_flight(row) or own_tool_echo(row))[1]
 
-    hits = search(match.expression, limit=pool, snippets=False, common_candidates=COMMON_CANDIDATES) \
+    hits = search(match.expression, pool, snippets=False, common_candidates=COMMON_CANDIDATES) \
         if match.expression else []
     literal = req.query.strip()
     if hits or not 0 < len(literal) <= LITERAL_MAX_CHARS:
         return hits, {}
     # Text the tokenizer cannot split (CJK runs, emoji, partial ids): substring scan.
-    hits = search("", limit=pool, literal=literal,
+    hits = search("", pool, literal=literal,
                   max_candidates=LITERAL_CANDIDATES if req.scope == "all" else None)
     if hits:
         notes["fallback"] = "substring"

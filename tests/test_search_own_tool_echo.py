@@ -107,3 +107,44 @@ def test_compile_evidence_coverage_is_the_same_search_and_skips_the_echoes(engin
                coverage={"query": "flat near the river", "session_scope": "all"})
     assert out["coverage"]["proven"] is True, out["coverage"]  # the two trove results quoting it do not count
     assert out["coverage"]["uncovered_store_ids"] == []
+
+
+def crowded(real=30, searches=260):
+    """Long messages that each name the flat once, then many finished turns in which the model
+    searched for it: the short search requests and results hold the words more densely than the
+    messages do, so a ranked page of the search's size holds only them."""
+    msgs = []
+    for i in range(real):
+        msgs += [user(f"Note {i}: " + "we talked about many other things that day and " * 6 +
+                      f"the flat in Lisbon had item {i}."), assistant("Noted.")]
+    for n in range(searches):
+        echo = json.dumps({"results": [{"snippet": f"Lisbon flat river Lisbon {k}"} for k in range(3)]})
+        msgs += [user(f"look it up ({n})"),
+                 assistant("", [tool_call(f"c{n}", "trove_grep", json.dumps({"query": "Lisbon flat river"}))]),
+                 tool_result(f"c{n}", echo, name="trove_grep"), assistant(f"done {n}")]
+    return stamped(msgs)
+
+
+def test_many_earlier_searches_do_not_empty_a_grep_page_or_its_paging(engine):
+    engine.ingest(crowded())
+    real = {r.store_id for r in engine.runtime.store.tail("s1", 5000) if r.content.startswith("Note ")}
+    later = make_engine(engine.runtime, session="s2")
+    live = stamped([user("where was the flat?")], t0=T0 + 86400 * 30)
+    seen: list[int] = []
+    for offset in (0, 12, 24):
+        out = call(later, "trove_grep", live, query="Lisbon flat river", session_scope="all", limit=12,
+                   offset=offset)
+        seen += [h["store_id"] for h in out["results"]]
+        assert out["has_more"] is (offset == 0 or offset == 12), (offset, out["has_more"])
+    assert len(seen) == 30 and set(seen) == real  # every message once, no echo, none repeated
+
+
+def test_many_earlier_searches_do_not_crowd_the_messages_out_of_recall(engine):
+    engine.ingest(crowded())
+    real = {r.store_id for r in engine.runtime.store.tail("s1", 5000) if r.content.startswith("Note ")}
+    later = make_engine(engine.runtime, session="s2")
+    live = stamped([user("where was the flat?")], t0=T0 + 86400 * 30)
+    out = call(later, "trove_recall", live, query="Lisbon flat river", limit=10)
+    ids = [h["store_id"] for h in out["hits"] if h.get("store_id")]
+    assert len(ids) == 10 and set(ids) <= real, out["provenance"]["coverage"]["fts"]
+    assert out["excluded"]["own_tool_output"] >= 2
