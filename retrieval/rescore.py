@@ -113,6 +113,13 @@ _GREETING = ("hi|hey|hello|yo|dear|thanks|thank you|bye|goodbye|congrats|congrat
 # before an address: the start of the text or of a sentence, a comma, or a greeting
 _BEFORE_ADDRESS = re.compile(r"(?:^|[.!?]|,|\b(?:" + _GREETING + r")[,!]?)\s*$", re.IGNORECASE)
 _AFTER_ADDRESS = re.compile(r"\s*(?:[,!?.]|$)")
+# ...but a comma that goes on with a list ("Jon, Mary and I", "Jon, Mary, and Sue"), a relative
+# clause ("Jon, who lives next door") or a description ("Jon, my brother, is") speaks of the name
+_SPOKEN_OF_AFTER = re.compile(r"\s*,\s*(?:(?i:and|or|who|whose|which)\b|[A-Z][\w'’-]*(?:\s*,|\s+(?i:and|or)\b)|"
+                              r"(?i:my|his|her|our|their)\s+\w+(?:\s+\w+)?\s*,)")
+# ...as does a title ("Dr. Smith, ...": not a sentence's end) or a description before ("my brother, Jon.")
+_SPOKEN_OF_BEFORE = re.compile(r"(?:\b(?:mr|mrs|ms|dr|prof|st|sr|jr)\.|\b(?:my|his|her|our|their)\s+\w+(?:\s+\w+)?\s*,)"
+                               r"\s*$", re.IGNORECASE)
 
 
 @functools.lru_cache(maxsize=256)
@@ -124,13 +131,17 @@ def _name_pattern(name: str) -> re.Pattern[str] | None:
 def addressed(text: str, name: str) -> bool:
     """Whether every place ``text`` writes ``name`` (its words, case aside) addresses someone: set off
     by a comma, "!", "?" or "." after the start of a sentence, a comma or a greeting ("Wow, Jon!",
-    "Hey Jon, look", "Thanks so much, Jon."). False when the name is not there at all."""
+    "Hey Jon, look", "Thanks so much, Jon."), unless the words around it speak of the name ("Jon, Mary
+    and I went", "Jon, who", "Dr. Smith,", "my brother, Jon."). False when the name is not there at all."""
     pattern = _name_pattern(name)
     if pattern is None:
         return False
     found = list(pattern.finditer(text))
     return bool(found) and all(_AFTER_ADDRESS.match(text, m.end())  # the cheaper test first
-                               and _BEFORE_ADDRESS.search(text, max(0, m.start() - 40), m.start()) for m in found)
+                               and not _SPOKEN_OF_AFTER.match(text, m.end())
+                               and _BEFORE_ADDRESS.search(text, max(0, m.start() - 40), m.start())
+                               and not _SPOKEN_OF_BEFORE.search(text, max(0, m.start() - 40), m.start())
+                               for m in found)
 
 
 def _tokens(text: str) -> list[str]:

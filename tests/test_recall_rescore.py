@@ -155,6 +155,16 @@ def test_the_weight_is_lower_when_the_vector_arm_ran(runtime, monkeypatch):
     ("Yo jon   snow!", "jon snow", True),                                # a name of two words
     ("Jones, hi!", "jon", False),                                        # not the name itself
     ("nothing here", "melanie", False),
+    # a comma that does not set off an address: the text speaks of the name
+    ("Jon, Mary and I went to the lake last weekend.", "jon", False),    # a list at a sentence's start
+    ("This morning Jon, Mary and I went hiking", "jon", False),
+    ("Jon, Mary, and Sue came over for dinner.", "mary", False),         # a list's middle
+    ("Jon, who lives next door, adopted a dog.", "jon", False),          # a relative clause
+    ("Jon, my brother, is a pilot.", "jon", False),                      # a description after
+    ("I went hiking with my brother, Jon.", "jon", False),               # a description before
+    ("I saw Dr. Smith, she said my teeth are fine.", "smith", False),    # a title's stop is no sentence end
+    ("Thanks, Jon, I appreciate it", "jon", True),
+    ("Ünal, what’s up?", "ünal", True),
 ])
 def test_a_name_set_off_as_an_address(text, name, only_addressed):
     assert rescore.addressed(text, name) is only_addressed
