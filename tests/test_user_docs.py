@@ -279,3 +279,19 @@ def test_product_code_stays_within_the_readme_budget():
     print(f"product code: {total:,} lines, budget {budget:,}")
     if total > budget:
         pytest.xfail(f"product code is {total:,} lines, {total - budget:,} over the {budget:,}-line budget")
+
+
+def test_a_plugin_directory_in_a_python_without_pip_is_told_to_use_uv(tmp_path):
+    """Hermes' installer makes its virtualenv with uv, which has no pip: ``<python> -m pip`` would
+    fail there with 'No module named pip'. A real virtualenv made without pip gets the uv form."""
+    import subprocess
+    import venv
+
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(tmp_path / "venv")
+    python = tmp_path / "venv" / "bin" / "python"
+    load = ("import importlib.util, sys; spec = importlib.util.spec_from_file_location("
+            "'hermes_plugins.hermes_trove.version', sys.argv[1]); mod = importlib.util.module_from_spec(spec); "
+            "spec.loader.exec_module(mod); print(mod.install_hint('embeddings-hosted'))")
+    done = subprocess.run([str(python), "-c", load, str(ROOT / "version.py")], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert done.stdout.strip() == f"uv pip install --python {python} numpy"
