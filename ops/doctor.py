@@ -22,6 +22,7 @@ from ..payloads.redact import describe_config
 from ..runtime import store_fix, store_reason
 from ..subsystems import Check
 from ..toolkit import iso
+from ..version import install_hint
 from . import background_health, install, queries
 from .maintenance import (
     FTS_TABLES,
@@ -178,7 +179,8 @@ def _check_config(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Ch
     for p in runtime.filters.invalid_patterns:
         issues.append(f"TROVE_IGNORE_MESSAGE_PATTERNS: invalid pattern {p!r} dropped")
     if runtime.filters.message_filter_state == "disabled":
-        issues.append("message patterns set but the 'regex' package is missing: message filtering is off")
+        issues.append("message patterns set but the 'regex' package is missing: message filtering is off"
+                      f" ({install_hint('regex')})")
     if cfg.doctor_clean_apply_enabled:
         issues.append("TROVE_DOCTOR_CLEAN_APPLY_ENABLED=true: destructive clean apply is allowed")
     if not issues:

@@ -1,6 +1,8 @@
 """``run_doctor``: every check on real databases, healthy and damaged, and that it never writes."""
 from __future__ import annotations
 
+import sys
+
 import pytest
 from conftest import assistant, make_config, make_engine, user
 from test_command import shippers_finish, store_dump  # noqa: F401  (shippers_finish: autouse)
@@ -9,6 +11,7 @@ from hermes_trove import command, tokens
 from hermes_trove.ops import doctor, maintenance
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
+from hermes_trove.version import install_hint
 
 BACKENDS = ("sqlite", "postgresql")
 UNREACHABLE = "postgresql://trove@127.0.0.1:1/trove"  # nothing listens on port 1: refused at once
@@ -140,6 +143,14 @@ def test_a_frontier_beyond_the_last_message_is_a_lifecycle_warning(runtime):
 def test_odd_configuration_values_are_warnings(tmp_path, overrides, needle):
     check = by_check(doctor.run_doctor(build_runtime(make_config(tmp_path, **overrides))))["config_validation"]
     assert check["status"] == "warn" and needle in check["detail"]
+
+
+def test_message_patterns_without_the_regex_package_name_the_command_for_this_install(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "regex", None)  # the package absent: importing it fails
+    check = by_check(doctor.run_doctor(build_runtime(make_config(
+        tmp_path, ignore_message_patterns=("^HEARTBEAT",)))))["config_validation"]
+    assert check["status"] == "warn" and "message filtering is off" in check["detail"]
+    assert f"({install_hint('regex')})" in check["detail"]  # pip: the extra; a plugin directory: its packages
 
 
 def test_a_refused_configuration_value_fails_the_config_check(tmp_path):
