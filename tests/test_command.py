@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import assistant, make_config, user
+from conftest import ROOT, assistant, make_config, user
 
 from hermes_trove import command
 from hermes_trove.engine import TroveEngine
@@ -133,6 +133,17 @@ def test_a_session_id_the_store_never_saw_is_an_error_for_status_and_dag(engine)
         assert command.exit_code(result) == command.EXIT_PROBLEM, words
         name, result = command.run(engine.runtime, words, session_id="s1")
         assert "error" not in result and command.exit_code(result) == command.EXIT_OK, (words, result.get("error"))
+
+
+def test_the_operator_guide_quotes_what_each_command_says_of_an_unknown_session(engine):
+    engine.ingest([user("hello"), assistant("hi")])
+    guide = (ROOT / "docs" / "operator-guide.md").read_text(encoding="utf-8")
+    said = guide[guide.index("A `--session` id the store"):guide.index("never reads as\nan empty session")]
+    for words in (["status"], ["dag"], ["rotate"]):
+        name, result = command.run(engine.runtime, words, session_id="nosuch")
+        assert command.exit_code(result) == command.EXIT_PROBLEM, words
+        message = str(result.get("error") or result.get("reason")).split(":")[0]  # what precedes the advice
+        assert message.replace("'nosuch'", "'<id>'").replace(" nosuch ", " <id> ") in " ".join(said.split()), words
 
 
 def test_words_are_case_insensitive_and_extra_whitespace_is_ignored(engine):
