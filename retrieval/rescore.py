@@ -113,13 +113,18 @@ _GREETING = ("hi|hey|hello|yo|dear|thanks|thank you|bye|goodbye|congrats|congrat
 # before an address: the start of the text or of a sentence, a comma, or a greeting
 _BEFORE_ADDRESS = re.compile(r"(?:^|[.!?]|,|\b(?:" + _GREETING + r")[,!]?)\s*$", re.IGNORECASE)
 _AFTER_ADDRESS = re.compile(r"\s*(?:[,!?.]|$)")
-# ...but a comma that goes on with a list ("Jon, Mary and I", "Jon, Mary, and Sue"), a relative
-# clause ("Jon, who lives next door") or a description ("Jon, my brother, is") speaks of the name
-_SPOKEN_OF_AFTER = re.compile(r"\s*,\s*(?:(?i:and|or|who|whose|which)\b|[A-Z][\w'’-]*(?:\s*,|\s+(?i:and|or)\b)|"
-                              r"(?i:my|his|her|our|their)\s+\w+(?:\s+\w+)?\s*,)")
-# ...as does a title ("Dr. Smith, ...": not a sentence's end) or a description before ("my brother, Jon.")
-_SPOKEN_OF_BEFORE = re.compile(r"(?:\b(?:mr|mrs|ms|dr|prof|st|sr|jr)\.|\b(?:my|his|her|our|their)\s+\w+(?:\s+\w+)?\s*,)"
-                               r"\s*$", re.IGNORECASE)
+# ...but a comma that goes on with a list of names ("Jon, Mary and I", "Jon, Mary, and Sue", "Mary,
+# and Sue"), a relative clause ("Jon, who lives next door") or a relation ("Jon, my brother, is")
+# speaks of the name, as does a title ("Dr. Smith, ...": not a sentence's end) or a relation before
+# it ("with my brother, Jon."); a relation is a word such as brother or friend, not any noun
+# ("I appreciate our friendship too, Caroline." addresses her)
+_RELATION = (r"(?:my|his|her|our|their)\s+(?:\w+\s+)?(?:brother|sister|friend|mom|mother|dad|father|son|daughter|"
+             r"husband|wife|partner|boss|coach|neighbou?r|cousin|aunt|uncle|colleague|coworker|teacher|kid|child|"
+             r"boyfriend|girlfriend|fianc[eé]e?|roommate|buddy|grandma|grandmother|grandpa|grandfather|niece|"
+             r"nephew|mentor|dog|cat|pet)s?\s*,")
+_SPOKEN_OF_AFTER = re.compile(r"\s*,\s*(?:(?i:who|whose)\b|[A-Z][\w'’-]*(?:\s*,|\s+(?i:and|or)\b)|(?i:and|or)\s+[A-Z]|"
+                              r"(?i:" + _RELATION + r"))")
+_SPOKEN_OF_BEFORE = re.compile(r"(?:\b(?:mr|mrs|ms|dr|prof|st|sr|jr)\.|\b" + _RELATION + r")\s*$", re.IGNORECASE)
 
 
 @functools.lru_cache(maxsize=256)
@@ -132,7 +137,8 @@ def addressed(text: str, name: str) -> bool:
     """Whether every place ``text`` writes ``name`` (its words, case aside) addresses someone: set off
     by a comma, "!", "?" or "." after the start of a sentence, a comma or a greeting ("Wow, Jon!",
     "Hey Jon, look", "Thanks so much, Jon."), unless the words around it speak of the name ("Jon, Mary
-    and I went", "Jon, who", "Dr. Smith,", "my brother, Jon."). False when the name is not there at all."""
+    and I went", "Jon, who", "Jon, my brother,", "Dr. Smith,", "my brother, Jon."). False when the
+    name is not there at all."""
     pattern = _name_pattern(name)
     if pattern is None:
         return False

@@ -164,6 +164,9 @@ def test_the_weight_is_lower_when_the_vector_arm_ran(runtime, monkeypatch):
     ("I went hiking with my brother, Jon.", "jon", False),               # a description before
     ("I saw Dr. Smith, she said my teeth are fine.", "smith", False),    # a title's stop is no sentence end
     ("Thanks, Jon, I appreciate it", "jon", True),
+    ("I appreciate our friendship too, Caroline. You've always been there", "caroline", True),  # no relation
+    ("Keep trying new things, Sam, and you might find it", "sam", True),  # "and" goes on with no name
+    ("I met Jon, Mary, and Sue there", "sue", False),
     ("Ünal, what’s up?", "ünal", True),
 ])
 def test_a_name_set_off_as_an_address(text, name, only_addressed):
