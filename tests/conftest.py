@@ -229,6 +229,21 @@ def assistant(text: str, calls: list | None = None) -> dict:
     return msg
 
 
+def stamped(msgs: list, t0: float = 1_700_000_000.0) -> list:
+    """``msgs`` with host timestamps a minute apart from ``t0``."""
+    for i, m in enumerate(msgs):
+        m["timestamp"] = t0 + 60 * i
+    return msgs
+
+
+def expected_interval(expected: str) -> tuple:
+    """'2024-05-11' or '2024-05-11..2024-05-12' as the half-open day interval a table row means."""
+    from datetime import date, timedelta
+
+    first, _, last = expected.partition("..")
+    return date.fromisoformat(first), date.fromisoformat(last or first) + timedelta(days=1)
+
+
 def tool_call(call_id: str, name: str, args: str = "{}") -> dict:
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
 

@@ -8,9 +8,10 @@ written from how people talk, not from any benchmark.
 """
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
+from conftest import expected_interval
 
 from hermes_trove.dates import resolve_occurrences
 
@@ -295,17 +296,12 @@ CHAT = [
 ]
 
 
-def interval(expected: str) -> tuple[date, date]:
-    first, _, last = expected.partition("..")
-    return date.fromisoformat(first), date.fromisoformat(last or first) + timedelta(days=1)
-
-
 @pytest.mark.parametrize(("observed", "text", "expected"), CHAT, ids=[f"{row[0]} {row[1]}" for row in CHAT])
 def test_chat_line_means_its_intervals(observed, text, expected):
     at = datetime.fromisoformat(observed).replace(hour=15, tzinfo=UTC)
     found = resolve_occurrences(text, at)
     resolved = {(o.start.date(), o.end.date()) for o in found if o.start is not None and o.end is not None}
-    assert resolved == {interval(item) for item in expected}, [o.to_dict() for o in found]
+    assert resolved == {expected_interval(item) for item in expected}, [o.to_dict() for o in found]
 
 
 def test_the_chat_table_has_no_duplicate_rows():

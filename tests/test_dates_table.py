@@ -8,9 +8,10 @@ interval as inclusive days ``first..last`` (one day alone for a single day), or
 """
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
+from conftest import expected_interval
 
 from hermes_trove.dates import resolve_occurrences
 
@@ -740,11 +741,6 @@ TABLE = [
     (WED, "Monday before last I had a job interview.", "2024-05-06"),  # as "the Monday before last"
     (WED, "We fly out Friday after next.", "2024-05-24"),
 ]
-
-
-def expected_interval(expected: str) -> tuple[date, date]:
-    first, _, last = expected.partition("..")
-    return date.fromisoformat(first), date.fromisoformat(last or first) + timedelta(days=1)
 
 
 @pytest.mark.parametrize(("observed", "text", "expected"), TABLE, ids=[f"{row[0]} {row[1]}" for row in TABLE])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import assistant, make_engine, tool_call, tool_result, user
+from conftest import assistant, make_engine, stamped, tool_call, tool_result, user
 
 from hermes_trove.fulltext import own_tool_echo
 from hermes_trove.rows import MessageRow
@@ -15,12 +15,6 @@ BACKENDS = ("sqlite", "postgresql")
 
 T0 = 1_700_000_000.0
 FACT = "I moved to Lisbon on 2026-03-02, into a flat near the river."
-
-
-def stamped(msgs, t0=T0):
-    for i, m in enumerate(msgs):
-        m["timestamp"] = t0 + 60 * i
-    return msgs
 
 
 def searched_twice():

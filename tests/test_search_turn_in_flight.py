@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import assistant, tool_call, tool_result, user
+from conftest import assistant, stamped, tool_call, tool_result, user
 
 from hermes_trove.refs import make_ref
 from hermes_trove.store import SessionKey
@@ -16,12 +16,6 @@ BACKENDS = ("sqlite", "postgresql")  # every test here runs on the file and on a
 
 T0 = 1_700_000_000.0
 QUESTION = "what did I say about my passport?"
-
-
-def stamped(msgs, t0=T0):
-    for i, m in enumerate(msgs):
-        m["timestamp"] = t0 + 60 * i
-    return msgs
 
 
 def earlier_turns():
