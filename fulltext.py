@@ -136,16 +136,25 @@ def build_match(query: str, max_terms: int = 32) -> Match:
     return Match(" OR ".join(parts[:max_terms]), tuple(terms[:max_terms]), phrases)
 
 
-OWN_TOOL_PREFIX = "trove_"  # every tool the plugin registers is named trove_*
+# Memory tools: tools whose results are copies of stored messages (or answers built from them),
+# not conversation. trove's own (every tool the plugin registers is named trove_*) and those of
+# lossless-claw (lcm_grep, lcm_describe, lcm_expand, lcm_expand_query), whose traffic histories
+# imported from it hold.
+MEMORY_TOOL_PREFIXES = ("trove_", "lcm_")
+
+
+def memory_tool(name: object) -> bool:
+    """True for the name of a memory tool (``MEMORY_TOOL_PREFIXES``)."""
+    return isinstance(name, str) and name.startswith(MEMORY_TOOL_PREFIXES)
 
 
 def own_tool_echo(row: MessageRow) -> bool:
-    """True for a stored row that is trove's own retrieval traffic, not conversation: the result of
-    a ``trove_*`` tool (a copy of stored rows, or an answer built from them) or an assistant turn
-    with no text whose only content is calls to ``trove_*`` tools (a search request). Searches skip
-    them, so earlier searches do not crowd out the messages they found."""
+    """True for a stored row that is a memory tool's own traffic, not conversation: the result of
+    a memory tool (``memory_tool``: a copy of stored rows, or an answer built from them) or an
+    assistant turn with no text whose only content is calls to memory tools (a search request).
+    Searches skip them, so earlier searches do not crowd out the messages they found."""
     if row.role == "tool":
-        return str(row.tool_name or "").startswith(OWN_TOOL_PREFIX)
+        return memory_tool(row.tool_name)
     if row.role != "assistant" or not row.tool_calls or row.content.strip():
         return False
     try:
@@ -154,9 +163,8 @@ def own_tool_echo(row: MessageRow) -> bool:
         return False
     if not isinstance(calls, list) or not calls:
         return False
-    names = [(c.get("function") or {}).get("name") if isinstance(c, dict) and
-             isinstance(c.get("function"), dict) else None for c in calls]
-    return all(isinstance(n, str) and n.startswith(OWN_TOOL_PREFIX) for n in names)
+    return all(isinstance(c, dict) and isinstance(c.get("function"), dict) and memory_tool(c["function"].get("name"))
+               for c in calls)
 
 
 def skipping(find: Callable[[int], list[Hit]], limit: int, drop: Callable[[MessageRow], bool] = own_tool_echo,

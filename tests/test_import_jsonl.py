@@ -166,3 +166,32 @@ def test_summaries_and_session_key_identity_are_rejected_for_jsonl(tmp_path):
         run(tmp_path, files=[path], include_summaries=True)
     with pytest.raises(ImportFailure, match="--session-identity"):
         run(tmp_path, files=[path], session_identity="session_key")
+
+
+def test_imported_lossless_claw_tool_traffic_stays_out_of_trove_searches(tmp_path):
+    """lcm_grep / lcm_describe calls and results in an imported history are copies of stored
+    messages: trove_grep and trove_recall return the message, not them."""
+    from conftest import make_engine, user
+
+    fact = "The boiler service is booked for the ninth of March with Vasco."
+    quote = json.dumps({"matches": [{"messageId": 1, "snippet": fact}]})
+    lines: list = [{"type": "session", "id": "sess-lcm"}, entry("m1", None, "user", [{"type": "text", "text": fact}])]
+    parent = "m1"
+    for n, name in enumerate(("lcm_grep", "lcm_describe")):
+        lines += [entry(f"q{n}", parent, "user", [{"type": "text", "text": f"what about it? ({n})"}]),
+                  entry(f"c{n}", f"q{n}", "assistant", [{"type": "toolCall", "id": f"k{n}", "name": name,
+                                                         "arguments": {"pattern": "boiler service Vasco"}}]),
+                  entry(f"r{n}", f"c{n}", "toolResult", [{"type": "text", "text": quote}], toolCallId=f"k{n}",
+                        toolName=name, isError=False),
+                  entry(f"a{n}", f"r{n}", "assistant", [{"type": "text", "text": f"Booked with Vasco ({n})."}])]
+        parent = f"a{n}"
+    run(tmp_path, files=[write_jsonl(tmp_path / "lcm.jsonl", lines)], apply=True)
+    eng = make_engine(build_runtime(make_config(tmp_path)), session="s2")
+    live = [user("when is the boiler service?")]
+    for name, args in (("trove_grep", {"query": "boiler service Vasco", "session_scope": "all"}),
+                       ("trove_recall", {"query": "boiler service Vasco"})):
+        out = json.loads(eng.handle_tool_call(name, args, messages=live))
+        ids = [h["store_id"] for h in out.get("results", out.get("hits", [])) if h.get("store_id")]
+        rows = eng.runtime.store.get_many(ids)
+        assert fact in [r.content for r in rows], (name, out)
+        assert not [r for r in rows if r.role == "tool" or (r.role == "assistant" and not r.content)], name

@@ -17,11 +17,11 @@ T0 = 1_700_000_000.0
 FACT = "I moved to Lisbon on 2026-03-02, into a flat near the river."
 
 
-def searched_twice():
-    """The fact, then two finished turns in which the model looked it up with trove tools."""
+def searched_twice(names=("trove_grep", "trove_recall")):
+    """The fact, then two finished turns in which the model looked it up with memory tools."""
     echo = json.dumps({"results": [{"type": "message", "store_id": 1, "snippet": FACT}]})
     msgs = [user(FACT), assistant("Noted."), user("Other things: the weather is grey today."), assistant("Ok.")]
-    for n, name in enumerate(("trove_grep", "trove_recall")):
+    for n, name in enumerate(names):
         msgs += [user(f"look it up please ({n})"),
                  assistant("", [tool_call(f"c{n}", name, json.dumps({"query": "moved to Lisbon"}))]),
                  tool_result(f"c{n}", echo, name=name),
@@ -87,6 +87,12 @@ def test_only_trove_traffic_counts_as_an_echo():
     assert not own_tool_echo(row("assistant", "", tool_calls=mixed))
     assert not own_tool_echo(row("assistant", "", tool_calls="not json"))
     assert not own_tool_echo(row("user", "trove_grep please"))
+    for name in ("lcm_grep", "lcm_describe", "lcm_expand", "lcm_expand_query"):  # lossless-claw's, imported
+        assert own_tool_echo(row("tool", "{}", tool_name=name))
+        assert own_tool_echo(row("assistant", "", tool_calls=json.dumps([tool_call("a", name)])))
+    assert own_tool_echo(row("assistant", "", tool_calls=json.dumps([tool_call("a", "lcm_grep"),
+                                                                      tool_call("b", "trove_grep")])))
+    assert not own_tool_echo(row("tool", "{}", tool_name="grep"))
 
 
 def test_compile_evidence_coverage_is_the_same_search_and_skips_the_echoes(engine):
@@ -141,4 +147,25 @@ def test_many_earlier_searches_do_not_crowd_the_messages_out_of_recall(engine):
     out = call(later, "trove_recall", live, query="Lisbon flat river", limit=10)
     ids = [h["store_id"] for h in out["hits"] if h.get("store_id")]
     assert len(ids) == 10 and set(ids) <= real, out["provenance"]["coverage"]["fts"]
+    assert out["excluded"]["own_tool_output"] >= 2
+
+
+# Histories imported from lossless-claw hold its own memory tools' traffic: lcm_grep / lcm_expand_query
+# results as tool rows named after the tool, and text-less assistant turns calling them (the
+# importer's shape, docs/import.md). They are copies of stored messages too.
+LCM = ("lcm_grep", "lcm_expand_query")
+
+
+def test_grep_and_recall_skip_imported_lossless_claw_tool_traffic(engine):
+    engine.ingest(searched_twice(LCM))
+    later = make_engine(engine.runtime, session="s2")
+    live = stamped([user("when did I move to Lisbon?")], t0=T0 + 86400)
+    out = call(later, "trove_grep", live, query="moved to Lisbon", session_scope="all")
+    rows = rows_of(engine, [h["store_id"] for h in out["results"] if h["type"] == "message"])
+    assert FACT in [r.content for r in rows]
+    assert not [r for r in rows if r.role == "tool" or (r.role == "assistant" and not r.content)]
+    out = call(later, "trove_recall", live, query="when did I move to Lisbon")
+    rows = rows_of(engine, [h["store_id"] for h in out["hits"] if h.get("store_id")])
+    assert FACT in [r.content for r in rows]
+    assert not [r for r in rows if r.role == "tool" or (r.role == "assistant" and not r.content)]
     assert out["excluded"]["own_tool_output"] >= 2
