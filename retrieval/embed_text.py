@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..fulltext import memory_tool
 from .embed_providers import normalise
 from .vector_store import PendingText, VectorStore
 
@@ -62,6 +63,8 @@ def item_text(item: PendingText, tool_policy: str) -> str:
         return item.text
     if item.role not in ("user", "assistant") and not (tool_policy == "all" and item.role == "tool"):
         return ""
+    if item.role == "tool" and memory_tool(item.tool_name):
+        return ""  # a memory tool's result copies stored rows, which have vectors of their own
     if not item.is_json:
         return item.text
     try:  # multimodal content: its text parts only

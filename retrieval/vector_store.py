@@ -53,6 +53,7 @@ class PendingText:
     text: str
     is_json: bool
     at: float | None
+    tool_name: str = ""  # a tool row's tool: a memory tool's results get no vectors
 
 
 @dataclass(frozen=True)
@@ -203,10 +204,11 @@ class VectorStore:
     def pending_messages(self, after: int, limit: int, upto: int = UNBOUNDED) -> list[PendingText]:
         """Messages with ``after`` < store_id <= ``upto`` in id order (every role: the caller filters)."""
         rows = self.db.read().execute(
-            "SELECT store_id, session_id, role, trove_text(content), content_is_json, created_at FROM messages"
-            " WHERE store_id > ? AND store_id <= ? ORDER BY store_id LIMIT ?", (int(after), int(upto), int(limit)))
+            "SELECT store_id, session_id, role, trove_text(content), content_is_json, created_at, tool_name"
+            " FROM messages WHERE store_id > ? AND store_id <= ? ORDER BY store_id LIMIT ?",
+            (int(after), int(upto), int(limit)))
         return [PendingText("message", int(r[0]), str(r[1]), str(r[2]), str(r[3] or ""), bool(r[4]),
-                            None if r[5] is None else float(r[5])) for r in rows]
+                            None if r[5] is None else float(r[5]), str(r[6] or "")) for r in rows]
 
     def preceding_messages(self, session_id: str, before: int, limit: int) -> list[PendingText]:
         """Up to ``limit`` user/assistant messages of ``session_id`` before store_id ``before``, newest first."""

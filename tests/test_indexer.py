@@ -99,6 +99,24 @@ def test_tool_outputs_get_vectors_only_by_policy(tmp_path, fake):
     assert [(r[1], r[2]) for r in vectors(runtime)] == [("message", ids[0])]
 
 
+def test_memory_tool_results_are_not_sent_for_vectors_even_when_tool_output_is(tmp_path, fake):
+    """trove_* and lossless-claw lcm_* results copy stored rows: with every tool output embedded
+    they are still skipped (never sent), the other tool output is embedded, coverage reaches 1.0."""
+    runtime = fake_runtime(tmp_path, fake, embedding_tool_output_policy="all", embedding_context_messages=0)
+    call = [{"id": "c1", "type": "function", "function": {"name": "trove_grep", "arguments": "{}"}}]
+    ids = runtime.store.append(SessionKey("s1"), [
+        {"role": "user", "content": "the invoice total was 4120 euros"},
+        {"role": "assistant", "content": "", "tool_calls": call},
+        {"role": "tool", "tool_call_id": "c1", "name": "trove_grep", "content": "echo trove copy 4120"},
+        {"role": "tool", "tool_call_id": "c2", "name": "lcm_grep", "content": "echo lcm copy 4120"},
+        {"role": "tool", "tool_call_id": "c3", "name": "terminal", "content": "ls output"}])
+    index_all(runtime)
+    sent = [t for r in fake.requests for t in r["body"]["input"]]
+    assert not [t for t in sent if "echo" in t] and sent, sent
+    assert sorted(r[2] for r in vectors(runtime)) == [ids[0], ids[4]]
+    assert indexer.status(runtime)["coverage"] == 1.0
+
+
 def test_passes_are_bounded_and_only_read_new_rows(tmp_path, fake):
     runtime = fake_runtime(tmp_path, fake, embedding_batch_size=4)
     seed(runtime, 30)
