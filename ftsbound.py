@@ -89,16 +89,18 @@ def _nth_newest(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Se
                 scope_args: Sequence[Any], n: int) -> int | None:
     """The store id of the ``n``-th newest match the caller may read; None when fewer match."""
     skip = max(0, int(n) - 1)
-    # the matches are read first, newest down (CROSS JOIN keeps that order): else the planner may walk
-    # a session's rows by its index and match each one, a hundred times slower. With a filter this
-    # reads every match newer than the window's last kept row.
+    # the matches are read first, newest down: CROSS JOIN keeps the full-text index outermost (else the
+    # planner may walk a session's rows by its index and match each one, a hundred times slower), and
+    # ordering by its rowid lets it hand the matches over in that order (ordering by m.store_id sorts
+    # every match first). With a filter this reads the matches newer than the window's last kept row.
     join = "CROSS JOIN"
     row = conn.execute(f"SELECT rowid FROM messages_fts WHERE {' AND '.join(fts_where)}"
                        " ORDER BY rowid DESC LIMIT 1 OFFSET ?", [*fts_args, skip]).fetchone() \
         if not scoped else conn.execute(
             f"SELECT m.store_id FROM messages_fts {join} messages m ON m.store_id = messages_fts.rowid WHERE "
             + " AND ".join(w.replace("rowid", "messages_fts.rowid") for w in fts_where)
-            + f" AND {scoped} ORDER BY m.store_id DESC LIMIT 1 OFFSET ?", [*fts_args, *scope_args, skip]).fetchone()
+            + f" AND {scoped} ORDER BY messages_fts.rowid DESC LIMIT 1 OFFSET ?",
+            [*fts_args, *scope_args, skip]).fetchone()
     return None if row is None else int(row[0])
 
 
