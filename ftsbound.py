@@ -60,6 +60,51 @@ def phrase_counts(conn: sqlite3.Connection, expression: str, narrow: Sequence[st
             for p in phrases(expression)]
 
 
+PROBE_ROWS = 1024  # rows read from each end of the store, in id order, before the time index is scanned
+SHORT_RANGE = 10_000  # rows: a time range this long or longer keeps the store's first id as its low end
+
+
+def time_ids(conn: sqlite3.Connection, time_from: float | None, time_to: float | None,
+             within: tuple[int, int] | None = None) -> tuple[int, int] | None:
+    """The lowest and highest store id of the rows whose ``created_at`` lies in the time range, inside
+    ``within`` (a session's id range) when given; None when no row does.
+
+    Exact, not an estimate: rows are mostly stored in time order but not always (imported old
+    histories, clock changes), so every row the time filter keeps lies inside the returned ids.
+    Each end is first looked for among the ``PROBE_ROWS`` rows at that end of the store in id order
+    (a ``time_to`` near the present, a ``time_from`` far in the past); else the ``messages_time``
+    index gives it, a scan of the rows in the range only. An open end gives the store's end, and so
+    does a low end past ``SHORT_RANGE`` rows of the range (the newest-N window fills before it).
+    """
+    keep, args = [], []
+    if time_from is not None:
+        keep.append("created_at >= ?")
+        args.append(time_from)
+    if time_to is not None:
+        keep.append("created_at <= ?")
+        args.append(time_to)
+    kept = " AND ".join(keep)
+    # "+created_at" keeps the probe on id order; the subquery stops after PROBE_ROWS rows
+    probe = ("SELECT {agg}(store_id) FROM (SELECT store_id, created_at FROM messages ORDER BY store_id {order}"
+             " LIMIT ?) WHERE " + kept.replace("created_at", "+created_at"))
+    low = conn.execute(probe.format(agg="MIN", order="ASC"), [PROBE_ROWS, *args]).fetchone()[0] \
+        if time_from is not None else conn.execute("SELECT MIN(store_id) FROM messages").fetchone()[0]
+    high = conn.execute(probe.format(agg="MAX", order="DESC"), [PROBE_ROWS, *args]).fetchone()[0] \
+        if time_to is not None else conn.execute("SELECT MAX(store_id) FROM messages").fetchone()[0]
+    if low is None and high is not None:
+        # a range of many rows fills the window before its first row: its start is looked up only when short
+        count, low = conn.execute(f"SELECT COUNT(*), MIN(store_id) FROM (SELECT store_id FROM messages WHERE {kept}"
+                                  " LIMIT ?)", [*args, SHORT_RANGE]).fetchone()
+        if count >= SHORT_RANGE:
+            low = conn.execute("SELECT MIN(store_id) FROM messages").fetchone()[0]
+    elif low is None or high is None:  # the end of a range not among the probed rows: the index scans it for both
+        low, high = conn.execute(f"SELECT MIN(store_id), MAX(store_id) FROM messages WHERE {kept}", args).fetchone()
+    if low is None:
+        return None
+    low, high = (int(low), int(high)) if within is None else (max(int(low), within[0]), min(int(high), within[1]))
+    return None if low > high else (low, high)
+
+
 def window(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], scoped: str,
            scope_args: Sequence[Any], newest: int, common: int | None = None) -> tuple[int | None, list[str]]:
     """Where a search's window of the newest ``newest`` matches starts, and the rare phrases ranked past it.

@@ -453,6 +453,7 @@ class MessageStore:
                     for r, snip in ftsrows.matching(conn, match, store_ids, where, args, snippets)][:int(limit)]
         fts_where = ["messages_fts MATCH ?"]
         fts_args: list[Any] = [match]
+        ids: tuple[int, int] | None = None  # a store-id range holding every row the search may return
         if session_ids is not None:
             marks = ",".join("?" * len(session_ids))
             # Two scalar subqueries: each is one seek on messages_session, not a scan of the session.
@@ -461,9 +462,15 @@ class MessageStore:
                                   [*session_ids, *session_ids]).fetchone()
             if lo is None:
                 return []
+            ids = (int(lo), int(hi))
+        if time_from is not None or time_to is not None:  # exact, from the time index: no row of the range is left out
+            ids = ftsbound.time_ids(conn, time_from, time_to, ids)
+            if ids is None:
+                return []
+        if ids is not None:
             fts_where.append("rowid BETWEEN ? AND ?")
-            fts_args += [int(lo), int(hi)]
-        narrow, narrow_args = fts_where[1:], fts_args[1:]  # a session's id range, without the bound below
+            fts_args += list(ids)
+        narrow, narrow_args = fts_where[1:], fts_args[1:]  # the sessions' and times' id range, without the bound below
         # the window counts only rows this search may return (other chats' rows share a session's id
         # range; a time, role or source filter drops newer rows)
         bound, rare = (None, []) if max_candidates is None else ftsbound.window(
