@@ -72,8 +72,10 @@ def time_ids(conn: sqlite3.Connection, time_from: float | None, time_to: float |
     Exact, not an estimate: rows are mostly stored in time order but not always (imported old
     histories, clock changes), so every row the time filter keeps lies inside the returned ids.
     Each end is first looked for among the ``PROBE_ROWS`` rows at that end of the store in id order
-    (a ``time_to`` near the present, a ``time_from`` far in the past); else the ``messages_time``
-    index gives it, a scan of the rows in the range only. An open end gives the store's end, and so
+    (a ``time_to`` near the present, a ``time_from`` far in the past); else a high end comes from a
+    read of the rows down from the newest id when fewer rows are newer than the range than inside
+    it (``_walk_down``), and otherwise the ``messages_time`` index gives the ends, a read of the
+    rows in the range. An open end gives the store's end, and so
     does a low end past ``SHORT_RANGE`` rows of the range (the newest-N window fills before it).
     """
     keep, args = [], []
@@ -91,6 +93,16 @@ def time_ids(conn: sqlite3.Connection, time_from: float | None, time_to: float |
         if time_from is not None else conn.execute("SELECT MIN(store_id) FROM messages").fetchone()[0]
     high = conn.execute(probe.format(agg="MAX", order="DESC"), [PROBE_ROWS, *args]).fetchone()[0] \
         if time_to is not None else conn.execute("SELECT MAX(store_id) FROM messages").fetchone()[0]
+    if high is None and time_to is not None:
+        how = _walk_down(conn, float(time_to))
+        if not how:
+            return None  # no row is that old
+        if how == "ids":  # fewer rows newer than the range than in it: read ids down
+            row = conn.execute(f"SELECT store_id FROM messages WHERE {kept.replace('created_at', '+created_at')}"
+                               " ORDER BY store_id DESC LIMIT 1", args).fetchone()
+            if row is None:
+                return None
+            high = row[0]
     if low is None and high is not None:
         # a range of many rows fills the window before its first row: its start is looked up only when short
         count, low = conn.execute(f"SELECT COUNT(*), MIN(store_id) FROM (SELECT store_id FROM messages WHERE {kept}"
@@ -103,6 +115,20 @@ def time_ids(conn: sqlite3.Connection, time_from: float | None, time_to: float |
         return None
     low, high = (int(low), int(high)) if within is None else (max(int(low), within[0]), min(int(high), within[1]))
     return None if low > high else (low, high)
+
+
+def _walk_down(conn: sqlite3.Connection, time_to: float) -> str:
+    """How to find the newest row up to ``time_to``: "ids" (read rows down from the newest id), "index"
+    (read the time index over the range), "" (no row is that old). A choice of cost only, both exact:
+    the store id of the newest row by time up to ``time_to`` tells, if rows were in time order, how
+    many rows each way reads; a row read in id order costs about twice an index entry."""
+    guess = conn.execute("SELECT store_id FROM messages WHERE created_at <= ? ORDER BY created_at DESC LIMIT 1",
+                         (time_to,)).fetchone()
+    if guess is None:
+        return ""
+    first, last = conn.execute("SELECT (SELECT MIN(store_id) FROM messages), (SELECT MAX(store_id) FROM messages)"
+                               ).fetchone()  # two seeks; one SELECT of both aggregates would read every row
+    return "ids" if 2 * (int(last) - int(guess[0])) < int(guess[0]) - int(first) else "index"
 
 
 def window(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], scoped: str,

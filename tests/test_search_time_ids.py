@@ -48,8 +48,9 @@ RANGES = [(None, T0 - 4000), (T0 - 4000, T0 + 1000), (T0 + 2500, None), (T0 + 10
           (T0 + 20_000, None), (None, T0 - 10_000), (T0 - 3000, T0 + 7000), (T0 + 3000, T0 + 100)]
 
 
-# the probe of each end finds it; or the time index must; or a long range keeps the store's first id
-PATHS = [(1024, 10_000), (2, 10_000), (2, 3)]
+# the probe of each end finds it; or the time index or a walk down the ids must; or a long range keeps
+# the store's first id
+PATHS = [(1024, 10_000), (2, 10_000), (2, 3), (0, 10_000), (0, 3)]
 
 
 @pytest.mark.parametrize(("probe", "short"), PATHS)
