@@ -90,9 +90,9 @@ def time_ids(conn: sqlite3.Connection, time_from: float | None, time_to: float |
     probe = ("SELECT {agg}(store_id) FROM (SELECT store_id, created_at FROM messages ORDER BY store_id {order}"
              " LIMIT ?) WHERE " + kept.replace("created_at", "+created_at"))
     low = conn.execute(probe.format(agg="MIN", order="ASC"), [PROBE_ROWS, *args]).fetchone()[0] \
-        if time_from is not None else conn.execute("SELECT MIN(store_id) FROM messages").fetchone()[0]
+        if time_from is not None else _store_end(conn, "MIN")
     high = conn.execute(probe.format(agg="MAX", order="DESC"), [PROBE_ROWS, *args]).fetchone()[0] \
-        if time_to is not None else conn.execute("SELECT MAX(store_id) FROM messages").fetchone()[0]
+        if time_to is not None else _store_end(conn, "MAX")
     if high is None and time_to is not None:
         how = _walk_down(conn, float(time_to))
         if not how:
@@ -108,7 +108,7 @@ def time_ids(conn: sqlite3.Connection, time_from: float | None, time_to: float |
         count, low = conn.execute(f"SELECT COUNT(*), MIN(store_id) FROM (SELECT store_id FROM messages WHERE {kept}"
                                   " LIMIT ?)", [*args, SHORT_RANGE]).fetchone()
         if count >= SHORT_RANGE:
-            low = conn.execute("SELECT MIN(store_id) FROM messages").fetchone()[0]
+            low = _store_end(conn, "MIN")
     elif low is None or high is None:  # the end of a range not among the probed rows: the index scans it for both
         low, high = conn.execute(f"SELECT MIN(store_id), MAX(store_id) FROM messages WHERE {kept}", args).fetchone()
     if low is None:
@@ -126,9 +126,14 @@ def _walk_down(conn: sqlite3.Connection, time_to: float) -> str:
                          (time_to,)).fetchone()
     if guess is None:
         return ""
-    first, last = conn.execute("SELECT (SELECT MIN(store_id) FROM messages), (SELECT MAX(store_id) FROM messages)"
-                               ).fetchone()  # two seeks; one SELECT of both aggregates would read every row
-    return "ids" if 2 * (int(last) - int(guess[0])) < int(guess[0]) - int(first) else "index"
+    first, last = int(_store_end(conn, "MIN") or 0), int(_store_end(conn, "MAX") or 0)  # a row exists: not empty
+    return "ids" if 2 * (last - int(guess[0])) < int(guess[0]) - first else "index"
+
+
+def _store_end(conn: sqlite3.Connection, agg: str) -> int | None:
+    """The store's first ("MIN") or last ("MAX") store id: one seek each (a SELECT of both aggregates
+    would read every row); None when the store is empty."""
+    return conn.execute(f"SELECT {agg}(store_id) FROM messages").fetchone()[0]
 
 
 def window(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], scoped: str,
@@ -164,11 +169,10 @@ def _nth_newest(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Se
     # planner may walk a session's rows by its index and match each one, a hundred times slower), and
     # ordering by its rowid lets it hand the matches over in that order (ordering by m.store_id sorts
     # every match first). With a filter this reads the matches newer than the window's last kept row.
-    join = "CROSS JOIN"
     row = conn.execute(f"SELECT rowid FROM messages_fts WHERE {' AND '.join(fts_where)}"
                        " ORDER BY rowid DESC LIMIT 1 OFFSET ?", [*fts_args, skip]).fetchone() \
         if not scoped else conn.execute(
-            f"SELECT m.store_id FROM messages_fts {join} messages m ON m.store_id = messages_fts.rowid WHERE "
+            "SELECT m.store_id FROM messages_fts CROSS JOIN messages m ON m.store_id = messages_fts.rowid WHERE "
             + " AND ".join(w.replace("rowid", "messages_fts.rowid") for w in fts_where)
             + f" AND {scoped} ORDER BY messages_fts.rowid DESC LIMIT 1 OFFSET ?",
             [*fts_args, *scope_args, skip]).fetchone()

@@ -86,4 +86,3 @@ def adjacent_scores(scores: Mapping[int, float], groups: Mapping[int, str], foun
         if near and key not in scores:
             out[key] = share * max(near)
     return out
-
