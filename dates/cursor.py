@@ -180,7 +180,7 @@ class TokenCursor:
             low, before = self.low(at), self.low(at - 1)
             if low in _CLAUSE_ENDS and low != ",":
                 return False
-            if (len(low) > 3 and low.endswith("s") and not low.endswith(("ss", "us", "'s")) and low not in _NOT_VERBS
+            if (lx.s_form(low) and low not in _NOT_VERBS
                     or low in ("is", "are") and at > index + 1) and before.isalpha() and before not in _NOT_SUBJECT:
                 return True  # "the city empties", "it rains", "the weather here is perfect"
             plural = before in ("we", "they", "you", "people") or before.endswith("s") and len(before) > 3 and \
@@ -245,7 +245,7 @@ class TokenCursor:
     def _kinds_recalled(self, index: int, noun: str) -> bool:
         """A plural noun after the weekday ("the Friday meetings were"), or a habit in the sentence ("always",
         "growing up", "back then", "used to"): every such day's, no one day."""
-        if len(noun) > 3 and noun.endswith("s") and not noun.endswith(("ss", "us")):
+        if lx.s_form(noun):
             return True
         first, last = self.sentences[self.tokens[index].sentence]
         words = [self.low(at) for at in range(first, last)]

@@ -153,6 +153,12 @@ def tokenize(text: str) -> list[Token]:
     return tokens
 
 
+def s_form(low: str) -> bool:
+    """A lower-case word of four letters or more ending in a plain -s: a plural noun or a present -s verb
+    by its form ("parents", "trains"), not "-ss", "-us" or a possessive "'s"."""
+    return len(low) > 3 and low.endswith("s") and not low.endswith(("ss", "us", "'s"))
+
+
 def past_form(low: str) -> bool:
     """A lower-case word read as a past-tense cue: a listed past form, or a verb-like ``-ed`` word."""
     return low in PAST_WORDS or (len(low) >= 5 and low.endswith("ed") and low not in _ED_NOT_PAST)

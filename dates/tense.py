@@ -405,8 +405,7 @@ def _noun_subject(tokens: list[Token], index: int, first: int, *, plural: bool) 
     noun = tokens[index - 1].low if index > first else ""
     if not noun.isalpha() or noun in _DETERMINERS or noun in _SUBJECTS or noun in _PRONOUNS:
         return False
-    if plural and not (noun in _PLURALS or len(noun) > 3 and noun.endswith("s") and not noun.endswith(("ss", "us"))
-                       and noun not in _NOT_TOLD):
+    if plural and not (noun in _PLURALS or lx.s_form(noun) and noun not in _NOT_TOLD):
         return False
     for lead in range(index - 2, max(first, index - 5) - 1, -1):
         if tokens[lead].low in _OWNERS:
@@ -420,8 +419,7 @@ def _scheduled_present(tokens: list[Token], index: int, first: int, low: str) ->
     """A present -s verb after a clause-opening noun phrase of one or two words ("the museum reopens", "our
     new neighbour moves in"); a pronoun's ("she works") is as often a habit, and so is a routine's verb ("our
     team trains", "the band practices")."""
-    if len(low) <= 3 or not low.endswith("s") or low.endswith(("ss", "'s", "us")) or low in _NOT_TOLD \
-            or low in _ROUTINES:
+    if not lx.s_form(low) or low in _NOT_TOLD or low in _ROUTINES:
         return False
     name = tokens[index - 1].low if index > first and tokens[index - 1].text[:1].isupper() else "i"
     named = name not in _SUBJECTS and name not in _DETERMINERS and name not in lx.WEEKDAYS and name not in lx.MONTHS \
@@ -473,10 +471,10 @@ def _available(between: list[Token], *, inverted: bool) -> bool:
                                                            for t in words)
 
 
-# after "remember" these open a thing recalled ("remember the storm on Tuesday?"); "remember to" is a task ahead
 # a plain verb opening a sentence that is no question asks for something later ("Say hi to your mom on Sunday!")
 _REQUESTS = frozenset({"say", "tell", "bring", "call", "text", "send", "enjoy", "give", "meet", "join", "grab", "pick",
                        "drop", "come", "don't", "dont"})
+# after "remember" these open a thing recalled ("remember the storm on Tuesday?"); "remember to" is a task ahead
 _RECALLED = frozenset({"the", "when", "how", "our", "my", "your", "his", "her", "their", "that's"})
 _NOT_SOMEONES = frozenset({"it's", "that's", "what's", "there's", "here's", "who's", "where's", "how's", "let's",
                            "he's", "she's"})
