@@ -9,6 +9,7 @@ Deciding what leaves a row is the storage guard's job (``guard.py``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -189,12 +190,7 @@ def payload_writer(config: TroveConfig) -> Writer:
     (no network in a turn) until the outbox's shipper uploads it to the server's ``payloads`` table,
     before any message that names it (``spool.SpoolDir``), so the ref resolves on every machine. The writer
     returns the ref, or None (logged): the caller keeps the payload inline."""
-    directory = payload_dir(config)
-
-    def to_file(session_id: str, payload: str, *, kind: str, mime: str = "text/plain",
-                meta: dict[str, Any] | None = None) -> str | None:
-        return try_write_payload(directory, session_id, payload, kind=kind, mime=mime, meta=meta)
-    return to_file
+    return functools.partial(try_write_payload, payload_dir(config))
 
 
 def externalize_text(runtime: PayloadRuntime, session_id: str, text: str, kind: str = "tool_result") -> str | None:
@@ -261,14 +257,19 @@ def load_record(directory: Path, ref: str) -> dict[str, Any]:
     return record
 
 
-def _verify(record: dict[str, Any], ref: str) -> None:
-    """The payload hashes to its recorded digest, and the ref names that digest and its owner."""
-    sha = digest(record["payload"])
+def _verify(record: dict[str, Any], ref: str, stored: str | None = None) -> None:
+    """The payload (or the bytes a server stored, when their digest ``stored`` is given) hashes to its
+    recorded digest, and the (validated) ref names that digest and its owner."""
+    recorded = str(record.get("sha256"))
     m = REF_RE.fullmatch(ref)
     assert m is not None
-    if record.get("sha256") != sha or m.group(1) != sha[:32] \
+    if (digest(record["payload"]) if stored is None else stored) != recorded or m.group(1) != recorded[:32] \
             or m.group(2) != session_tag(str(record.get("session_id", ""))):
         raise PayloadError(f"externalized_ref {ref} failed its integrity check (tampered or corrupt)")
+
+
+def _unreachable(ref: str, exc: Exception) -> PayloadError:  # the server is down or refused the read
+    return PayloadError(f"externalized_ref {ref} is unreadable: {type(exc).__name__}: {str(exc).strip()[:200]}")
 
 
 def _remember(key: tuple[Any, ...], record: dict[str, Any]) -> None:
@@ -295,8 +296,7 @@ def load_server_record(server: ServerPayloads, ref: str) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise PayloadError(f"externalized_ref {ref} is corrupt (its stored bytes are not UTF-8)") from None
     except Exception as exc:  # the server is down or refused the read
-        raise PayloadError(f"externalized_ref {ref} is unreadable: {type(exc).__name__}: "
-                           f"{str(exc).strip()[:200]}") from None
+        raise _unreachable(ref, exc) from None
     if record is None:
         raise PayloadError(f"externalized_ref {ref} was not found in {server.where}")
     record["format"] = FORMAT
@@ -329,15 +329,11 @@ def check_ref(runtime: PayloadRuntime, ref: str) -> None:
     try:
         facts = server.facts(ref)
     except Exception as exc:  # the server is down or refused the read
-        raise PayloadError(f"externalized_ref {ref} is unreadable: {type(exc).__name__}: "
-                           f"{str(exc).strip()[:200]}") from None
+        raise _unreachable(ref, exc) from None
     if facts is None:
         raise PayloadError(f"externalized_ref {ref} was not found in {server.where}")
     recorded, owner, stored = facts
-    m = REF_RE.fullmatch(ref)
-    assert m is not None
-    if stored != recorded or m.group(1) != recorded[:32] or m.group(2) != session_tag(owner):
-        raise PayloadError(f"externalized_ref {ref} failed its integrity check (tampered or corrupt)")
+    _verify({"sha256": recorded, "session_id": owner}, ref, stored)
 
 
 def payload_home(runtime: PayloadRuntime) -> str:
