@@ -7,6 +7,7 @@ as an ``Occurrence``; which text to read and against what time is occurrence.py'
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -88,10 +89,13 @@ class _Scanner:
         self.text, self.tokens = text, lx.tokenize(text)
         self.c = TokenCursor(self.tokens, today, standalone=standalone, now=now)
         self.nested = False  # reading the stated day of a relation or the end of a range: no deeper
+        self.loose = functools.partial(self._anchor, days=False)  # any resolved time, not only a day
+        # ranges: "between A and B"; parts: "the first week of June"; present: "right now", "currently"
         self.matchers: tuple[Callable[[int], Hit | None], ...] = (
             self._part, self._day_word, self._ago, self._qualified, self._the, self._date,
-            self._weekday, self._vague, self._season, self._range, self._nth_of_month, self._holiday, self._span,
-            self._present)
+            self._weekday, self._vague, self._season, functools.partial(ranges.run, self.c, anchor=self.loose),
+            functools.partial(parts.nth_of_month, self.c, anchor=self.loose), self._holiday, self._span,
+            functools.partial(present.now, self.c))
 
     def run(self, limit: int | None = None) -> list[Occurrence]:
         found: list[Occurrence] = []
@@ -155,7 +159,7 @@ class _Scanner:
     def _part(self, index: int) -> Hit | None:
         """A part of a month or year ("early May", "the end of last month"), or the rest of this one
         on either side of today ("earlier this week"): ``parts``."""
-        return parts.part_of(self.c, index, lambda at: self._anchor(at, days=False)) or parts.rest_of(self.c, index) \
+        return parts.part_of(self.c, index, self.loose) or parts.rest_of(self.c, index) \
             or parts.wished_weekend(self.c, index)
 
     def _span(self, index: int) -> Hit | None:
@@ -163,10 +167,6 @@ class _Scanner:
         return spans.quarter(self.c, index) or spans.decade(self.c, index) or spans.dotted(self.c, index) \
             or spans.slash_day(self.c, index, DAY_MONTH_ORDER) or spans.short_year(self.c, index) \
             or spans.numeric(self.c, index, DAY_MONTH_ORDER)
-
-    def _present(self, index: int) -> Hit | None:
-        """Words for the moment of speaking ("right now", "currently", "I've just moved"): ``present``."""
-        return present.now(self.c, index)
 
     def _day_word(self, index: int) -> Hit | None:
         """today/tonight/yesterday/tomorrow (+ morning...), the day before yesterday / after tomorrow."""
@@ -566,10 +566,6 @@ class _Scanner:
         at = index + 2 if self.c.low(index + 1) == "the" else index + 1
         return Hit(at + 1, reason=SEASON) if self.c.low(at) in lx.SEASONS else None
 
-    def _nth_of_month(self, index: int) -> Hit | None:
-        """"the first week of June", "the last Friday of May": ``parts``."""
-        return parts.nth_of_month(self.c, index, lambda at: self._anchor(at, days=False))
-
     def _since_now(self, index: int, after: int) -> bool:
         """"been N units since" counts from now: not after "had", a negation, in a question, or before a time."""
         lead = {self.c.low(at).replace("\u2019", "'") for at in range(index - 4, index - 1)}  # "hasn't even been"
@@ -580,7 +576,3 @@ class _Scanner:
     def _holiday(self, index: int) -> Hit | None:
         """Holidays on one date every year, and movable ones named and refused: ``holidays``."""
         return holidays.holiday(self.c, index, nested=self.nested)
-
-    def _range(self, index: int) -> Hit | None:
-        """"between A and B", "from A to/until/through B": ``ranges``."""
-        return ranges.run(self.c, index, lambda at: self._anchor(at, days=False))
