@@ -176,31 +176,21 @@ def _one_expression(norm: str, today: date) -> ex.Occurrence | None:
 
 # -- ISO calendar units ---------------------------------------------------------------
 def _calendar(norm: str, original: str) -> Period | None:
-    found = _unit(norm, original)
-    if found is None:
-        return None
-    start, end, granularity = found
-    return _days(start, end, unit_label(start, granularity), granularity)
-
-
-def _unit(norm: str, original: str) -> tuple[date, date, str] | None:
-    """A single calendar unit written in ISO style, as ``(first_day, end_day, granularity)``."""
+    """A single calendar unit written in ISO style: a day, an ISO week, a month or a year."""
     try:
         if match := _DATE.fullmatch(norm):
-            day = date(int(match.group(1)), int(match.group(2)), int(match.group(3)))
-            return day, day + iv.DAY, "day"
-        if match := _WEEK.fullmatch(norm):
-            start, end = iv.iso_week_span(int(match.group(1)), int(match.group(2)))
-            return start, end, "week"
-        if match := _MONTH.fullmatch(norm):
-            start, end = iv.month_span(int(match.group(1)), int(match.group(2)))
-            return start, end, "month"
-        if match := _YEAR.fullmatch(norm):
-            start, end = iv.year_span(int(match.group(1)))
-            return start, end, "year"
+            start, end, granularity = *iv.day_span(date(*map(int, match.groups()))), "day"
+        elif match := _WEEK.fullmatch(norm):
+            start, end, granularity = *iv.iso_week_span(int(match.group(1)), int(match.group(2))), "week"
+        elif match := _MONTH.fullmatch(norm):
+            start, end, granularity = *iv.month_span(int(match.group(1)), int(match.group(2))), "month"
+        elif match := _YEAR.fullmatch(norm):
+            start, end, granularity = *iv.year_span(int(match.group(1))), "year"
+        else:
+            return None
     except (ValueError, OverflowError) as exc:
         raise PeriodError(original, f"no such calendar date or week ({exc})") from exc
-    return None
+    return _days(start, end, unit_label(start, granularity), granularity)
 
 
 # -- ranges --------------------------------------------------------------------------------
