@@ -17,7 +17,7 @@ from multiprocessing.connection import Connection
 
 from ..store import MessageStore
 from .report import ImportFailure
-from .rows import SourceMessage
+from .rows import SourceMessage, batches
 
 _END = "end"      # (conversation_id, _END): that conversation is complete
 _ERROR = "error"  # (exception, _ERROR): the child failed
@@ -102,13 +102,7 @@ def _serve(out: Connection, path: str, sessions: list[tuple[int, str]], store: M
             conv = by_id.get(cid)
             if conv is None:
                 raise ImportFailure(f"conversation {cid} disappeared from {path} while it was being read")
-            batch: list[SourceMessage] = []
-            for row in source.messages(conv, batch_size):
-                batch.append(row)
-                if len(batch) >= batch_size:
-                    out.send((cid, prepared(store, session_id, batch)))
-                    batch = []
-            if batch:
+            for batch in batches(source.messages(conv, batch_size), batch_size):
                 out.send((cid, prepared(store, session_id, batch)))
             out.send((cid, _END))
         source.close()

@@ -8,7 +8,8 @@ file. A reader process may also prepare a message's store columns
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import itertools
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -49,3 +50,10 @@ class Unit:
     summaries: Callable[[], list[SourceSummary]] | None = None
     notes: tuple[str, ...] = ()
     imported_as: str = ""         # the target session another source already filled: counted, not written
+
+
+def batches(rows: Iterable[SourceMessage], size: int) -> Iterator[list[SourceMessage]]:
+    """``rows`` in lists of ``size`` (at least 1), the last one shorter."""
+    it = iter(rows)
+    while batch := list(itertools.islice(it, max(1, size))):
+        yield batch

@@ -11,9 +11,8 @@ follow their sources.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +24,7 @@ from ..store import SessionKey
 from . import jsonl, pipe
 from .claw_db import ClawSource, Conversation
 from .report import ImportFailure, ImportReport
-from .rows import SKIP_BRANCH, SKIP_EMPTY, SKIP_INVALID, SKIP_SYNTHETIC, SourceMessage, SourceSummary, Unit
+from .rows import SKIP_BRANCH, SKIP_EMPTY, SKIP_INVALID, SKIP_SYNTHETIC, SourceMessage, SourceSummary, Unit, batches
 from .target import (
     BackgroundSync,
     ReadOnlyLedger,
@@ -262,12 +261,6 @@ def _jsonl_units(files: Sequence[Path]) -> Callable[[], Iterator[Unit]]:
     return gen
 
 
-def _batches(rows: Iterable[SourceMessage], size: int) -> Iterator[list[SourceMessage]]:
-    it = iter(rows)
-    while batch := list(itertools.islice(it, max(1, size))):
-        yield batch
-
-
 _SKIP_COUNTER = {SKIP_EMPTY: "skipped_empty", SKIP_SYNTHETIC: "skipped_synthetic", SKIP_BRANCH: "skipped_branch",
                  SKIP_INVALID: "invalid_rows"}
 
@@ -307,7 +300,7 @@ def _pass(units: Callable[[], Iterator[Unit]], ledger: Any, writer: Writer | Non
             key = SessionKey(sid, platform="openclaw", source=sid, scope=LOCAL)
             states: dict[Any, int] | None = {} if opts.include_summaries and unit.summaries else None
             lossy = 0
-            for batch in _batches(unit.messages(), opts.batch_size):
+            for batch in batches(unit.messages(), opts.batch_size):
                 live = _live(batch, report, states)
                 if unit.imported_as:  # already imported from another source: eligible, not new
                     report.eligible += len(live)
