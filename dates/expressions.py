@@ -398,10 +398,8 @@ class _Scanner:
             tense = self.c.tense(index, index + 2)
             if tense == "unclear":
                 return None
-            saturday = iv.weekday_before(self.c.today + iv.DAY, 5) if tense == "past" else (
+            saturday = iv.weekday_before(self.c.today, 5) if tense == "past" else (
                 iv.weekday_after(self.c.today - iv.DAY, 5))
-            if tense == "past" and saturday >= self.c.today:
-                saturday -= iv.WEEK
             return Hit(index + 2, saturday, saturday + timedelta(days=2), "day")
         return None
 

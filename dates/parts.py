@@ -123,8 +123,5 @@ def wished_weekend(c: TokenCursor, index: int) -> Hit | None:
     tense = c.tense(index, index + 3)
     if tense == "unclear":
         return None
-    today = c.today
-    saturday = iv.weekday_before(today + iv.DAY, 5) if tense == "past" else iv.weekday_after(today - iv.DAY, 5)
-    if tense == "past" and saturday >= today:
-        saturday -= iv.WEEK
+    saturday = iv.weekday_before(c.today, 5) if tense == "past" else iv.weekday_after(c.today - iv.DAY, 5)
     return Hit(index + 3, saturday, saturday + 2 * iv.DAY, "day")
