@@ -73,10 +73,6 @@ class Coverage:
     leaf_days: int
 
     @property
-    def complete(self) -> bool:
-        return bool(self.sections) and not self.missing
-
-    @property
     def covered_days(self) -> int:
         return self.leaf_days - len(self.missing)
 
@@ -93,12 +89,11 @@ def period_of(kind: str, ts: float) -> PeriodKey:
     """The ``kind`` period holding the instant ``ts``."""
     day = _day(ts)
     if kind == "day":
-        first, end = day, day + iv.DAY
+        first, end = iv.day_span(day)
     elif kind == "week":
         first, end = iv.week_span(day)
     elif kind == "month":
-        first = iv.month_start(day)
-        end = iv.add_months(first, 1)
+        first, end = iv.month_span(day.year, day.month)
     else:
         raise ValueError(f"unknown period kind {kind!r}; one of {', '.join(KINDS)}")
     return PeriodKey(kind, _at(first), _at(end))
@@ -161,11 +156,8 @@ def plan_builds(rows: Sequence[RollupState], now: float, *, limit: int, claim_tt
     by_key = {(r.scope, r.kind, r.start): r for r in rows}
 
     def parts_ready(row: RollupState) -> bool:
-        for part in parts_of(row.key):
-            found = by_key.get((row.scope, part.kind, part.start))
-            if found is not None and found.status != "ready":
-                return False
-        return True
+        found = (by_key.get((row.scope, part.kind, part.start)) for part in parts_of(row.key))
+        return all(part is None or part.status == "ready" for part in found)
 
     todo = [r for r in rows if needs_build(r, now, claim_ttl=claim_ttl, retry_after=retry_after)
             and parts_ready(r)]

@@ -167,14 +167,13 @@ def test_plan_coverage_takes_the_largest_ready_rollups(window, rows, leaves, sec
     assert [(k.label, status) for k, status in coverage.missing] == missing
     assert coverage.leaf_days == len(leaves)
     assert coverage.covered_days == len(leaves) - len(missing)
-    assert coverage.complete is (bool(sections) and not missing)
 
 
 def test_plan_coverage_reports_the_status_of_a_days_unready_rollup():
     rows = {("day", DAY.start): row("failed", failed_at=NOW)}
     coverage = plan.plan_coverage(DAY.start, DAY.end, rows, [DAY.start, DAY.start - 86400])
     assert [(k.label, status) for k, status in coverage.missing] == [("2024-05-15", "failed")]
-    assert coverage.leaf_days == 1 and not coverage.complete
+    assert coverage.leaf_days == 1 and coverage.covered_days == 0
 
 
 def test_period_keys_order_by_kind_then_start():
