@@ -63,12 +63,11 @@ class LargeFiles:
             return None, f"{file_id} has no large_files row"
         tried = candidate_paths(ref, self.remaps, self.state_dirs)
         for path in tried:
-            if not path.is_file():
-                for sibling in sorted(path.parent.glob(f"{ref.file_id}.*")) if path.parent.is_dir() else []:
-                    path = sibling
-                    break
-                else:
+            if not path.is_file():  # the blob under its id with another extension
+                siblings = sorted(path.parent.glob(f"{ref.file_id}.*")) if path.parent.is_dir() else []
+                if not siblings:
                     continue
+                path = siblings[0]
             size = path.stat().st_size
             if size > MAX_FILE_BYTES:
                 return None, f"{file_id} at {path} is {size} bytes, over the {MAX_FILE_BYTES}-byte import cap"
