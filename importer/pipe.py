@@ -10,6 +10,7 @@ raised again here; a child that vanishes is an ``ImportFailure``.
 """
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import pickle
 from collections.abc import Iterator, Sequence
@@ -83,11 +84,9 @@ def prepared(store: MessageStore, session_id: str, batch: list[SourceMessage]) -
 
 def _widen(conn: Connection) -> None:
     """Grow the pipe's buffer to ``PIPE_BYTES`` where the platform allows it (best effort)."""
-    try:
+    with contextlib.suppress(ImportError, OSError):
         import fcntl
         fcntl.fcntl(conn.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_BYTES)
-    except (ImportError, OSError):
-        pass
 
 
 def _serve(out: Connection, path: str, sessions: list[tuple[int, str]], store: MessageStore,
@@ -111,9 +110,7 @@ def _serve(out: Connection, path: str, sessions: list[tuple[int, str]], store: M
             pickle.dumps(exc)
         except Exception:
             exc = ImportFailure(f"reading the source failed: {type(exc).__name__}: {exc}")
-        try:
+        with contextlib.suppress(BrokenPipeError, OSError):
             out.send((exc, _ERROR))
-        except (BrokenPipeError, OSError):
-            pass
     finally:
         out.close()

@@ -8,6 +8,7 @@ PostgreSQL store's ``payloads`` table) is ``sidecar.py``'s job.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
@@ -237,19 +238,15 @@ def _make_encodable(cols: dict[str, Any], write: Write) -> None:
     """SQLite refuses lone surrogates: JSON columns escape them, text moves to a sidecar."""
     for column in ("tool_calls", "extra"):
         if not _encodable(cols.get(column)):
-            try:
+            with contextlib.suppress(ValueError):
                 cols[column] = json.dumps(json.loads(cols[column]), ensure_ascii=True)
-            except ValueError:
-                pass
     text = cols.get("content") or ""
     if _encodable(text):
         return
     if cols.get("content_is_json"):
-        try:
+        with contextlib.suppress(ValueError):
             cols["content"] = json.dumps(json.loads(text), ensure_ascii=True)
             return
-        except ValueError:
-            pass
     ref = write(text, kind="unencodable_text", mime="text/plain")
     if ref is not None:
         cols["content"] = externalized_placeholder(ref, "unencodable_text", text, preview_chars=0)

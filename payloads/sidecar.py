@@ -134,24 +134,20 @@ def _write_atomic(directory: Path, name: str, data: bytes) -> None:
             os.close(fd)
         os.replace(tmp, directory / name)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
     sync_directory(directory)
 
 
 def sync_directory(directory: Path) -> None:
     """Make a rename or link in ``directory`` durable; not every filesystem allows a directory fsync."""
-    try:
+    with contextlib.suppress(OSError):
         dfd = os.open(directory, os.O_RDONLY)
         try:
             os.fsync(dfd)
         finally:
             os.close(dfd)
-    except OSError:
-        pass
 
 
 def _record(session_id: str, payload: str, kind: str, mime: str, meta: dict[str, Any] | None) -> dict[str, Any]:
@@ -521,11 +517,9 @@ def clean_stale_temp(directory: Path, now: float | None = None, max_age_s: float
         return 0
     for e in entries:
         if e.is_file(follow_symlinks=False) and stale_temp(e, now, max_age_s):
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(e.path)
                 removed += 1
-            except OSError:
-                pass
     if removed:
         log.info("trove: removed %d stale payload temp files from %s", removed, directory)
     return removed

@@ -50,7 +50,4 @@ class SpoolDir:
 
     def shipped(self, refs: Sequence[str]) -> None:
         for ref in refs:
-            try:
-                (self.directory / ref).unlink()
-            except FileNotFoundError:
-                pass
+            (self.directory / ref).unlink(missing_ok=True)
