@@ -334,9 +334,8 @@ def _pass(units: Callable[[], Iterator[Unit]], ledger: Any, writer: Writer | Non
                 if _summaries(unit.summaries(), sid, states, ledger, writer, report, unit.label) and stop_early:
                     return True
     finally:
-        ledger_close = getattr(ledger, "close", None)
-        if writer is None and callable(ledger_close):
-            ledger_close()
+        if writer is None:  # a dry run's ReadOnlyLedger; the writer's connection is the caller's
+            ledger.close()
     report.sessions = len(sessions)
     return report.would_import + report.summaries_would_import > 0
 
@@ -383,13 +382,6 @@ def _resolve(s: SourceSummary, states: dict[Any, int], resolved: dict[str, tuple
         if not all(c in resolved for c in s.child_ids):
             return None
         return max(resolved[c][1] for c in s.child_ids) + 1, [resolved[c][0] for c in s.child_ids]
-    if not s.message_ids:
-        return None
-    mapped: list[int] = []
-    for mid in s.message_ids:
-        state = states.get(mid)
-        if state is None:
-            return None
-        if state != SKIPPED:
-            mapped.append(state)
-    return (0, mapped) if mapped else None
+    found = [states.get(mid) for mid in s.message_ids]  # None: not in the target (yet)
+    mapped = [state for state in found if state is not None and state != SKIPPED]
+    return (0, mapped) if mapped and None not in found else None

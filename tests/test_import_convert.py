@@ -100,3 +100,20 @@ def test_ledger_provenance_is_compact_meta_of_the_same_fields():
                 want = compact_meta({"conversation_id": 3, "seq": r[2], "message_id": 9, "transcript_entry_id": r[6],
                                      "session_key": conv.session_key, "sender": sender, **flags})
                 assert got == want, (conv, r, flags)
+
+
+def test_a_summary_waits_for_every_source_and_skips_only_deliberately_skipped_messages():
+    from hermes_trove.importer import run
+    from hermes_trove.importer.rows import SourceSummary
+
+    def leaf(*message_ids: int) -> SourceSummary:
+        return SourceSummary("k", "s1", 0, "text", None, None, "", message_ids, ())
+
+    states = {1: 11, 2: run.SKIPPED, 3: 13}
+    assert run._resolve(leaf(1, 2, 3), states, {}) == (0, [11, 13])  # the skipped one is left out
+    assert run._resolve(leaf(1, 4), states, {}) is None  # message 4 is not in the target
+    assert run._resolve(leaf(2), states, {}) is None  # nothing left to summarise
+    assert run._resolve(leaf(), states, {}) is None
+    condensed = SourceSummary("k2", "s2", 1, "text", None, None, "", (), ("a", "b"))
+    assert run._resolve(condensed, states, {"a": (5, 0), "b": (6, 1)}) == (2, [5, 6])
+    assert run._resolve(condensed, states, {"a": (5, 0)}) is None
