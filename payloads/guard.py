@@ -9,6 +9,7 @@ PostgreSQL store's ``payloads`` table) is ``sidecar.py``'s job.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import re
@@ -197,13 +198,8 @@ def _nothing_to_guard(cols: dict[str, Any], externalize: bool, threshold: int) -
 def _apply(cols: dict[str, Any], writer: Writer, redactor: Redactor, externalize: bool, threshold: int) -> None:
     session_id = str(cols.get("session_id") or "")
     meta = {k: cols.get(k) for k in ("role", "tool_call_id", "tool_name") if cols.get(k)}
-
-    def write(payload: str, *, kind: str, mime: str) -> str | None:
-        return writer(session_id, payload, kind=kind, mime=mime, meta=meta)
-
-    def guard(text: str) -> str:
-        return _guard_text(text, write)
-
+    write: Write = functools.partial(writer, session_id, meta=meta)
+    guard = functools.partial(_guard_text, write=write)
     if redactor.enabled:  # first: nothing below may see a secret
         cols["content"] = (_map_json_column(cols["content"], redactor.redact) if cols.get("content_is_json")
                            else redactor.redact(cols.get("content") or ""))
