@@ -484,10 +484,8 @@ _TMP_RE = re.compile(r"\.(trove-[0-9a-f]{32}-[0-9a-f]{8}\.json)\.(\d+)\.\d+\.\d+
 
 
 def _pid_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
     try:
-        os.kill(pid, 0)
+        os.kill(pid, 0)  # signal 0 only asks whether the process exists (this one always does)
     except ProcessLookupError:
         return False
     except OSError:

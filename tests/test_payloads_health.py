@@ -76,3 +76,25 @@ def test_doctor_counts_sidecars_of_sessions_the_store_no_longer_holds(tmp_path, 
     rt.store.ensure_session(SessionKey("gone"))  # the owner is back: its files may back what it showed
     rt.store.settle()
     assert health.doctor_report(rt)["payload_dir"]["unreferenced_files"] == 0
+
+
+def test_temp_files_of_a_gone_writer_or_past_their_age_are_stale_and_cleaned(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # reaped: its pid names no process (until the system reuses it)
+    ref = "trove-" + "a" * 32 + "-" + "b" * 8 + ".json"
+    live = tmp_path / f".{ref}.{os.getpid()}.1.2.tmp"
+    dead = tmp_path / f".{ref}.{gone.pid}.1.2.tmp"
+    old = tmp_path / f".{ref}.{os.getpid()}.3.4.tmp"
+    other = tmp_path / "notes.tmp"
+    for path in (live, dead, old, other):
+        path.write_text("x")
+    os.utime(old, (1_000_000, 1_000_000))
+    census = payloads.directory_census(tmp_path, [])
+    assert (census["temp_files"], census["stale_temp_files"]) == (4, 2)
+    assert payloads.clean_stale_temp(tmp_path) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, other.name])
+    assert payloads.clean_stale_temp(tmp_path / "missing") == 0
