@@ -33,16 +33,15 @@ _VALUE = _QUOTED + r"|(?P<bv>[^\s\"',;&}\])]{1,4096}))"
 _PASSWORD_VALUE = _QUOTED + r"|(?P<bv>[^\s\"',}\])]{1,4096}))"
 
 
-def _assignment(keys: str) -> re.Pattern[str]:
+def _assignment(keys: str, value: str = _VALUE) -> re.Pattern[str]:
     # The match starts at the key name (prefixes such as OPENAI_ or x- stay outside it), which
     # lets the regex engine skip quickly to candidate positions on long text.
-    return re.compile(rf"(?P<head>(?<![A-Za-z0-9])(?:{keys}){_Q}?\s*(?:=>|:=|[:=])\s*)" + _VALUE, re.IGNORECASE)
+    return re.compile(rf"(?P<head>(?<![A-Za-z0-9])(?:{keys}){_Q}?\s*(?:=>|:=|[:=])\s*)" + value, re.IGNORECASE)
 
 
 _API_KEY = _assignment(r"api[_-]?key|api[_-]?token|access[_-]?token|secret[_-]?key|client[_-]?secret"
                        r"|secret[_-]?access[_-]?key")
-_PASSWORD = re.compile(r"(?P<head>(?<![A-Za-z0-9])(?:password|passwd|passphrase|pwd)" + _Q
-                       + r"?\s*(?:=>|:=|[:=])\s*)" + _PASSWORD_VALUE, re.IGNORECASE)
+_PASSWORD = _assignment(r"password|passwd|passphrase|pwd", _PASSWORD_VALUE)
 # Token-like JSON keys ("token", "id_token", "refresh_token", "authorization", ...); the match
 # starts at the word and _json_key_before checks the opening quote and any prefix.
 _TOKEN_KEY = re.compile(r"(?P<head>(?:token|authorization|bearer)\\?\"\s*:\s*)" + _VALUE, re.IGNORECASE)
