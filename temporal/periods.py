@@ -264,8 +264,7 @@ def _edge(part: str, original: str, now: datetime, *, is_end: bool) -> tuple[dat
 
 # -- building and labels ---------------------------------------------------------------------
 def _days(first: date, end: date, label: str, granularity: str) -> Period:
-    start_at, end_at = iv.utc_bounds(first, end)
-    return Period(start_at, end_at, label, granularity)
+    return Period(*iv.utc_bounds(first, end), label, granularity)
 
 
 def _bounded(value: int, limit: int, norm: str) -> int:
