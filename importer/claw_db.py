@@ -145,10 +145,7 @@ class ClawSource:
         convert = self._convert
         head: tuple | None = None
         parts: list[tuple] = []
-        while True:
-            rows = cur.fetchmany(batch_size)
-            if not rows:
-                break
+        for rows in iter(lambda: cur.fetchmany(batch_size), []):
             for row in rows:
                 if head is not None and row[0] == head[0]:
                     parts.append(row[_NM:])
