@@ -9,7 +9,6 @@ skipped unless --allow-duplicate-sources.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 import time
 from collections.abc import Sequence
@@ -92,16 +91,15 @@ def main(argv: Sequence[str] | None = None, prog: str = "import_lossless_claw.py
         remaps = tuple(parse_remap(r) for r in args.state_dir_remap)
     except ValueError as exc:
         parser.error(str(exc))
+    progress = Progress(sys.stderr, "apply" if args.apply else "dry run") \
+        if wants_progress(args.json, args.no_progress, sys.stderr) else None
     opts = ImportOptions(
         target_db=args.target_db, source_db=args.source_db, source_jsonl=tuple(args.source_jsonl),
         source_jsonl_dirs=tuple(args.source_jsonl_dir), agent=args.agent, namespace=args.namespace,
         session_identity=args.session_identity, import_id=args.import_id,
         include_summaries=args.include_summaries, apply=args.apply, remaps=remaps,
-        busy_timeout_s=max(0.0, args.busy_timeout), allow_duplicate_sources=args.allow_duplicate_sources)
-    progress = None
-    if wants_progress(args.json, args.no_progress, sys.stderr):
-        progress = Progress(sys.stderr, "apply" if args.apply else "dry run")
-        opts = dataclasses.replace(opts, progress=progress)
+        busy_timeout_s=max(0.0, args.busy_timeout), allow_duplicate_sources=args.allow_duplicate_sources,
+        progress=progress)
     try:
         report = run_import(opts)
     except Exception as exc:  # an unexpected defect, too, gets a clear message; the target is rolled back
