@@ -504,3 +504,17 @@ def test_a_message_never_reaches_the_server_before_the_payload_it_names(runtime,
     ref = only_ref(row.content)
     assert stored_record(runtime, ref)["payload"] == png_uri(seed=7) and not (runtime.payload_dir / ref).exists()
 
+
+
+def test_check_ref_accepts_an_intact_payload_and_names_a_tampered_or_lost_one(runtime):
+    for text in ("first payload", "second payload"):
+        payloads.externalize_text(runtime, "s1", text)
+    runtime.store.settle()  # PostgreSQL: the payloads ship, so the check reads the server's rows
+    intact, tampered = (payloads.ref_for("s1", text) for text in ("first payload", "second payload"))
+    payloads.check_ref(runtime, intact)
+    overwrite_stored(runtime, tampered, "something else")
+    with pytest.raises(PayloadError, match="failed its integrity check"):
+        payloads.check_ref(runtime, tampered)
+    remove_stored(runtime, intact)
+    with pytest.raises(PayloadError, match="not found"):
+        payloads.check_ref(runtime, intact)
