@@ -17,9 +17,11 @@ from .. import subsystems
 from ..compaction.window import TRIGGER_CEILING
 from ..config import reserve_floor_cap
 from ..dag import SummaryDAG
+from ..db import meta_value
 from ..payloads import health as payload_health
 from ..payloads.redact import describe_config
 from ..runtime import store_fix, store_reason
+from ..store import count_empty_sessions
 from ..subsystems import Check
 from ..toolkit import iso
 from ..version import install_hint
@@ -29,10 +31,8 @@ from .maintenance import (
     META_FAILED,
     REPAIR_HINT,
     check_structure,
-    empty_lifecycle_rows,
     fts_integrity,
     index_sync,
-    meta_get,
     search_indexes,
 )
 from .status import UNBOUND, health_section, pressure_section
@@ -106,7 +106,7 @@ def _check_fts_sync(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> 
 def _check_fts_integrity(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
     missing = ctx["structure"].missing_fts if "structure" in ctx else ()
     errors = {fts: err for fts in FTS_TABLES if fts not in missing and (err := fts_integrity(conn, fts))}
-    recorded = meta_get(conn, META_FAILED)
+    recorded = meta_value(conn, META_FAILED)
     if errors:
         return "fail", "; ".join(f"{k}: {v}" for k, v in errors.items()), f"run {REPAIR_HINT} (backup-first)"
     if recorded:
@@ -115,11 +115,7 @@ def _check_fts_integrity(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared
 
 
 def _check_lineage(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
-    orphans = queries.lineage_orphans(conn)
-    counts = {"node_messages -> missing messages": orphans.missing_messages,
-              "node_children -> missing nodes": orphans.missing_children,
-              "nodes without sources": orphans.sourceless_nodes}
-    bad = {k: v for k, v in counts.items() if v}
+    bad = {k: v for k, v in queries.lineage_orphans(conn).items() if v}
     multi = SummaryDAG.multi_parent_nodes(conn)
     overlap = SummaryDAG.overlapping_frontier(conn)
     if multi or overlap:
@@ -148,9 +144,8 @@ def _check_damaged_rows(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared)
 
 
 def _check_lifecycle(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
-    counts = queries.lifecycle_counts(conn)
-    rows, beyond = counts.sessions, counts.frontier_past_last_message
-    empty = empty_lifecycle_rows(conn)
+    rows, beyond = queries.lifecycle_counts(conn)
+    empty = count_empty_sessions(conn)
     detail = f"{rows} session rows, {empty} empty, {beyond} with a frontier beyond their last message"
     if beyond:
         return "warn", detail, "inspect: a frontier past the last stored message hides nothing but suggests lost rows"

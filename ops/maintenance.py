@@ -13,7 +13,6 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +35,6 @@ from ..db import (
 )
 from ..migrations import FTS_TABLES
 from ..payloads.sidecar import clean_stale_temp
-from ..store import count_empty_sessions
 from . import background_health, queries, server_schema
 
 if TYPE_CHECKING:
@@ -47,11 +45,6 @@ log = logging.getLogger("hermes_trove.maintenance")
 META_CHECKED_AT = "fts_integrity_checked_at"
 META_FAILED = "fts_integrity_failed"
 REPAIR_HINT = "/trove doctor repair apply"
-
-
-def expected_schema() -> SchemaObjects:
-    """The objects every migrated file holds: read from a blank in-memory file, once."""
-    return blank_schema()
 
 
 # -- structural checks (cheap, always safe) ----------------------------------------
@@ -77,19 +70,15 @@ class Structure:
 
 
 def plan_structure(expected: SchemaObjects, present: SchemaObjects) -> Structure:
-    def gone(want: Mapping[str, str], have: Mapping[str, str]) -> tuple[str, ...]:
-        return tuple(sorted(set(want) - set(have)))
-
-    return Structure(gone(expected.tables, present.tables), gone(expected.fts, present.fts),
-                     gone(expected.triggers, present.triggers), gone(expected.indexes, present.indexes),
-                     gone(expected.views, present.views))
+    return Structure(*(tuple(sorted(set(getattr(expected, kind)) - set(getattr(present, kind))))
+                       for kind in ("tables", "fts", "triggers", "indexes", "views")))
 
 
 def check_structure(conn: sqlite3.Connection) -> Structure:
     if on_server(conn):  # a server's catalog against its migrations; the search side tables count as FTS
         gone = server_schema.missing(conn)
         return Structure(gone["tables"], gone["search"], gone["triggers"], gone["indexes"])
-    return plan_structure(expected_schema(), schema_objects(conn))
+    return plan_structure(blank_schema(), schema_objects(conn))
 
 
 # -- the full-text indexes of either store ------------------------------------------
@@ -110,14 +99,10 @@ def index_integrity(conn: sqlite3.Connection, name: str) -> str | None:
 
 # -- meta ------------------------------------------------------------------------
 
-def meta_get(conn: sqlite3.Connection, key: str) -> str | None:
-    return meta_value(conn, key)
-
-
 def fts_health(conn: sqlite3.Connection) -> dict[str, Any]:
     """What the last deep check recorded in ``meta`` (for status and doctor)."""
-    checked = meta_get(conn, META_CHECKED_AT)
-    failed = meta_get(conn, META_FAILED)
+    checked = meta_value(conn, META_CHECKED_AT)
+    failed = meta_value(conn, META_FAILED)
     try:
         failure = json.loads(failed) if failed else None
     except ValueError:
@@ -186,19 +171,15 @@ def repair_fts(runtime: Runtime, have_backup: bool = False) -> dict[str, Any]:
 
 def _repair_file(c: sqlite3.Connection, actions: list[str]) -> None:
     """SQLite's repair inside the caller's transaction: missing objects, then both FTS5 indexes rebuilt."""
-    structure = check_structure(c)
-    for name in structure.missing_views:  # before the index that reads through it
-        create_view(c, name)
-        actions.append(f"created view {name}")
-    for name in structure.missing_fts:
-        recreate_fts(c, name)  # also clears leftover shadow tables that would block the create
-        actions.append(f"created {name}")
-    for name in structure.missing_triggers:
-        create_trigger(c, name)
-        actions.append(f"created trigger {name}")
-    for name in structure.missing_indexes:
-        create_index(c, name)
-        actions.append(f"created index {name}")
+    s = check_structure(c)
+    # Views first: a full-text index reads through one. recreate_fts also clears leftover shadow
+    # tables that would block the create.
+    for names, create, label in ((s.missing_views, create_view, "view "), (s.missing_fts, recreate_fts, ""),
+                                 (s.missing_triggers, create_trigger, "trigger "),
+                                 (s.missing_indexes, create_index, "index ")):
+        for name in names:
+            create(c, name)
+            actions.append(f"created {label}{name}")
     for fts in FTS_TABLES:
         try:
             rebuild_fts(c, fts)
@@ -221,10 +202,6 @@ def diagnose(runtime: Runtime) -> dict[str, Any]:
 
 
 # -- empty lifecycle-row GC ---------------------------------------------------------
-
-def empty_lifecycle_rows(conn: sqlite3.Connection) -> int:
-    return count_empty_sessions(conn)
-
 
 def gc_empty_lifecycle(runtime: Runtime, now: float | None = None) -> int:
     """Delete empty, old lifecycle rows once the table is large; never a bound session."""
@@ -300,7 +277,7 @@ def _startup(runtime: Runtime, background: bool, now: float) -> StartupReport:
     if problems:
         log.warning("trove: %s. Run `%s` (it takes a backup first).", "; ".join(problems), REPAIR_HINT)
     interval = float(runtime.config.fts_integrity_check_interval_hours)
-    last = meta_get(conn, META_CHECKED_AT)
+    last = meta_value(conn, META_CHECKED_AT)
     deep = "skipped" if interval < 0 else "not_due"
     if deep_check_due(interval, float(last) if last else None, now):
         if background:

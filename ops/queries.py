@@ -41,10 +41,10 @@ def settled(runtime: Runtime) -> sqlite3.Connection:
 
 @dataclass(frozen=True)
 class StoreTotals:
-    messages: int
-    tokens: int
-    sessions: int
-    nodes: int
+    total_messages: int
+    total_tokens: int
+    total_sessions: int
+    total_nodes: int
 
 
 def store_totals(conn: sqlite3.Connection) -> StoreTotals:
@@ -65,27 +65,16 @@ def journal_mode(conn: sqlite3.Connection) -> str:
     return str(conn.execute("PRAGMA journal_mode").fetchone()[0]).lower()
 
 
-@dataclass(frozen=True)
-class LineageOrphans:
-    """Lineage rows that point at nothing."""
-
-    missing_messages: int  # node_messages rows whose message is gone
-    missing_children: int  # node_children rows whose child node is gone
-    sourceless_nodes: int  # summary nodes with neither source messages nor child nodes
-
-
-def lineage_orphans(conn: sqlite3.Connection) -> LineageOrphans:
-    def count(sql: str) -> int:
-        return int(conn.execute(sql).fetchone()[0])
-
-    return LineageOrphans(
-        count("SELECT COUNT(*) FROM node_messages nm WHERE NOT EXISTS"
-              " (SELECT 1 FROM messages m WHERE m.store_id = nm.store_id)"),
-        count("SELECT COUNT(*) FROM node_children c WHERE NOT EXISTS"
-              " (SELECT 1 FROM summary_nodes n WHERE n.node_id = c.child_id)"),
-        count("SELECT COUNT(*) FROM summary_nodes n WHERE NOT EXISTS"
-              " (SELECT 1 FROM node_messages nm WHERE nm.node_id = n.node_id) AND NOT EXISTS"
-              " (SELECT 1 FROM node_children c WHERE c.node_id = n.node_id)"))
+def lineage_orphans(conn: sqlite3.Connection) -> dict[str, int]:
+    """Lineage rows that point at nothing, counted under what they lack."""
+    return {what: int(conn.execute(sql).fetchone()[0]) for what, sql in (
+        ("node_messages -> missing messages", "SELECT COUNT(*) FROM node_messages nm WHERE NOT EXISTS"
+         " (SELECT 1 FROM messages m WHERE m.store_id = nm.store_id)"),
+        ("node_children -> missing nodes", "SELECT COUNT(*) FROM node_children c WHERE NOT EXISTS"
+         " (SELECT 1 FROM summary_nodes n WHERE n.node_id = c.child_id)"),
+        ("nodes without sources", "SELECT COUNT(*) FROM summary_nodes n WHERE NOT EXISTS"
+         " (SELECT 1 FROM node_messages nm WHERE nm.node_id = n.node_id) AND NOT EXISTS"
+         " (SELECT 1 FROM node_children c WHERE c.node_id = n.node_id)"))}
 
 
 def _not_numbers(*columns: str, nullable: bool = False) -> str:
@@ -174,18 +163,13 @@ def damaged_rows(conn: sqlite3.Connection, limit: int = 5) -> dict[str, tuple[in
     return out
 
 
-@dataclass(frozen=True)
-class LifecycleCounts:
-    sessions: int
-    frontier_past_last_message: int  # session rows whose frontier lies beyond their newest message
-
-
-def lifecycle_counts(conn: sqlite3.Connection) -> LifecycleCounts:
+def lifecycle_counts(conn: sqlite3.Connection) -> tuple[int, int]:
+    """Session rows, and how many of them have a frontier beyond their newest message."""
     sessions = conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
     beyond = conn.execute(
         f"SELECT COUNT(*) FROM sessions s WHERE {sane('s.frontier_store_id')} > COALESCE("
         "(SELECT MAX(store_id) FROM messages m WHERE m.session_id = s.session_id), 0)").fetchone()[0]
-    return LifecycleCounts(int(sessions), int(beyond))
+    return int(sessions), int(beyond)
 
 
 @dataclass(frozen=True)

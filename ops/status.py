@@ -11,7 +11,9 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from .. import subsystems, tokens
@@ -103,25 +105,12 @@ def health_section(runtime: Runtime) -> dict[str, Any]:
             "held_sessions_on_disk": runtime.unstored.spill.pending() if runtime.unstored.spill else 0}
 
 
-def engine_section(snapshot: Mapping[str, Any] | None) -> dict[str, Any]:
-    if snapshot is None:
-        return {"session_id": UNBOUND, "note": "no engine has bound a session in this process"}
-    return dict(snapshot)
-
-
 def pressure_section(snapshot: Mapping[str, Any]) -> dict[str, Any]:
     """Last prompt tokens against the compaction threshold; ``ratio`` is None before one is set."""
     threshold = snapshot.get("threshold_tokens")
     last = int(snapshot.get("last_prompt_tokens") or 0)
-    if not isinstance(threshold, int) or threshold <= 0:
-        return {"last_prompt_tokens": last, "threshold_tokens": threshold, "ratio": None}
-    return {"last_prompt_tokens": last, "threshold_tokens": threshold, "ratio": round(last / threshold, 3)}
-
-
-def store_section(runtime: Runtime) -> dict[str, Any]:
-    totals = queries.store_totals(queries.settled(runtime))
-    return {"total_messages": totals.messages, "total_tokens": totals.tokens,
-            "total_sessions": totals.sessions, "total_nodes": totals.nodes}
+    ratio = round(last / threshold, 3) if isinstance(threshold, int) and threshold > 0 else None
+    return {"last_prompt_tokens": last, "threshold_tokens": threshold, "ratio": ratio}
 
 
 def dag_section(runtime: Runtime, session_id: str) -> dict[str, Any]:
@@ -181,7 +170,8 @@ def build_status(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = N
     offline = str(health.get("reason", "")) if runtime.db.kind != "sqlite" else ""  # no read waits on it again
     status: dict[str, Any] = {"session_id": sid or UNBOUND, "bound": bool(sid), "generated_at": time.time(),
                               "store_health": health, "runtime": runtime_section(runtime, offline),
-                              "engine": engine_section(snapshot)}
+                              "engine": dict(snapshot) if snapshot is not None else
+                              {"session_id": UNBOUND, "note": "no engine has bound a session in this process"}}
     healthy = health["usable"] and status["runtime"]["healthy"]
     status["overall"] = "healthy" if healthy else "unhealthy"
     if snapshot is not None:
@@ -189,7 +179,7 @@ def build_status(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = N
     try:
         if offline:
             raise ConnectionError(offline)
-        status["store"] = store_section(runtime)
+        status["store"] = asdict(queries.store_totals(queries.settled(runtime)))
         if sid:
             row = runtime.store.session(sid)
             if row is None and sid != bound_session(snap):  # a named id the store never saw: a typo?
@@ -272,10 +262,7 @@ def externalized_refs_section(runtime: Runtime, session_id: str, limit: int) -> 
 
 
 def _lineage(life: Mapping[str, Any], visible: Sequence[NodeRow], session_id: str, limit: int) -> dict[str, Any]:
-    carried_from: dict[str, int] = {}
-    for n in visible:
-        if n.session_id != session_id:
-            carried_from[n.session_id] = carried_from.get(n.session_id, 0) + 1
+    carried_from = Counter(n.session_id for n in visible if n.session_id != session_id)
     carried = sum(carried_from.values())
     return {"previous_session_id": life.get("previous_session_id"),
             "own_nodes": len(visible) - carried, "carried_nodes": carried,

@@ -11,6 +11,7 @@ import pytest
 from conftest import ROOT, assistant, make_config, user
 
 from hermes_trove import command
+from hermes_trove.db import meta_value
 from hermes_trove.engine import TroveEngine
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
@@ -287,9 +288,9 @@ def test_plugin_load_registers_the_command_and_runs_startup_maintenance(tmp_path
     assert ctx.engine is not None and "trove" in ctx.commands and "trove" in ctx.cli
     conn = ctx.engine.runtime.db.read()
     deadline = time.time() + 10
-    while maintenance.meta_get(conn, maintenance.META_CHECKED_AT) is None and time.time() < deadline:
+    while meta_value(conn, maintenance.META_CHECKED_AT) is None and time.time() < deadline:
         time.sleep(0.02)
-    assert maintenance.meta_get(conn, maintenance.META_CHECKED_AT) is not None
+    assert meta_value(conn, maintenance.META_CHECKED_AT) is not None
     assert ctx.commands["trove"]["handler"]("").startswith("trove status:")
 
 

@@ -15,7 +15,7 @@ from conftest import assistant, make_config, user
 from test_command import shippers_finish, store_dump  # noqa: F401  (shippers_finish: autouse)
 
 from hermes_trove import backups, packed
-from hermes_trove.db import fts_sync
+from hermes_trove.db import blank_schema, fts_sync, meta_value
 from hermes_trove.ops import maintenance, server_schema
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
@@ -301,7 +301,7 @@ def test_expected_schema_is_what_the_migrations_leave_not_what_they_once_created
         assert maintenance.check_structure(raw(runtime)).ok
         assert "payloads" in maintenance.server_schema.expected(raw(runtime))["tables"]
         return
-    expected = maintenance.expected_schema()
+    expected = blank_schema()
     assert "messages_fts_insert" not in expected.triggers  # retired by 0004: the store indexes batches
     assert "imported_messages_store" not in expected.indexes  # gone with 0005's rebuilt ledger table
     assert "WITHOUT ROWID" in expected.tables["imported_messages"]
@@ -345,7 +345,7 @@ def test_startup_runs_the_deep_check_once_per_interval_and_remembers_when(tmp_pa
     seed(rt)
     first = maintenance.startup(rt, background=False, now=1000.0)
     assert first is not None and first.deep_check == "ok" and first.structure.ok and first.counts_in_sync
-    stamp = maintenance.meta_get(raw(rt), maintenance.META_CHECKED_AT)
+    stamp = meta_value(raw(rt), maintenance.META_CHECKED_AT)
     assert stamp is not None
     later = float(stamp) + 3600
     assert maintenance.startup(rt, background=False, now=later).deep_check == "not_due"
@@ -356,7 +356,7 @@ def test_interval_zero_checks_every_startup_and_negative_never_checks(tmp_path):
     # On PostgreSQL both runtimes share the test's store: the one that never checks goes first.
     never = runtime_with(tmp_path / "b", fts_integrity_check_interval_hours=-1.0)
     assert maintenance.startup(never, background=False).deep_check == "skipped"
-    assert maintenance.meta_get(raw(never), maintenance.META_CHECKED_AT) is None
+    assert meta_value(raw(never), maintenance.META_CHECKED_AT) is None
     always = runtime_with(tmp_path / "a", fts_integrity_check_interval_hours=0.0)
     assert maintenance.startup(always, background=False).deep_check == "ok"
     assert maintenance.startup(always, background=False).deep_check == "ok"
@@ -397,9 +397,9 @@ def test_background_deep_check_finishes_and_stamps_meta(tmp_path):
     seed(rt)
     assert maintenance.startup(rt).deep_check == "started"
     deadline = time.time() + 10
-    while maintenance.meta_get(raw(rt), maintenance.META_CHECKED_AT) is None and time.time() < deadline:
+    while meta_value(raw(rt), maintenance.META_CHECKED_AT) is None and time.time() < deadline:
         time.sleep(0.02)
-    assert maintenance.meta_get(raw(rt), maintenance.META_CHECKED_AT) is not None
+    assert meta_value(raw(rt), maintenance.META_CHECKED_AT) is not None
 
 
 def test_startup_never_raises_even_when_the_database_cannot_open(tmp_path, backend):
