@@ -215,16 +215,12 @@ def usage(words: Sequence[str]) -> tuple[str, dict[str, Any]]:
     return "help", {"help": True, "error": unknown} if unknown else {"help": True}
 
 
-def _store_unavailable(exc: Exception) -> bool:
-    """A store that will not open or read (a damaged or newer file, a server that is down, a URL that
-    selects none): no bug to trace."""
-    return storage_error(exc) or isinstance(exc, StoreSelectionError)
-
-
 def _failure(words: Sequence[str], exc: Exception) -> tuple[str, dict[str, Any]]:
     """The answer of a subcommand that raised, logged with its traceback unless the store is unavailable."""
     name = " ".join(w.lower() for w in words) or "status"
-    if _store_unavailable(exc):
+    # a store that will not open or read (a damaged or newer file, a server that is down, a URL that
+    # selects none): no bug to trace
+    if storage_error(exc) or isinstance(exc, StoreSelectionError):
         log.error("trove: %s failed: %s", name, exc)
     else:
         log.exception("trove: %s failed", name)
@@ -423,8 +419,12 @@ def execute(args: argparse.Namespace, runtime: Runtime | None = None, out: TextI
     if getattr(args, "trove_limit", None) is not None:
         words += ["--limit", str(args.trove_limit)]
     key = tuple(w.lower() for w in words if w.lower() != backups.HAVE_BACKUP)
-    if key == ("migrate",) or getattr(args, "trove_to", None) is not None:
-        return _migrate(args, key, runtime, out, prog)
+    to = getattr(args, "trove_to", None)
+    migrating = key == ("migrate",) or to is not None
+    if migrating and (key != ("migrate",) or not to):
+        _emit(f"trove: {prog} migrate needs --to TARGET (a postgresql:// URL or a SQLite file path);"
+              " --to is only for migrate", sys.stderr)
+        return EXIT_USAGE
     if key == ("help",) or (key and lookup(key) is None):  # usage needs no database
         name, result = usage(words)
     else:
@@ -434,41 +434,33 @@ def execute(args: argparse.Namespace, runtime: Runtime | None = None, out: TextI
             _emit(f"trove: {exc}", sys.stderr)
             return EXIT_USAGE
         try:
-            name, result = run(runtime, words, session_id=getattr(args, "trove_session", None) or None)
+            name, result = ("migrate", _migrate(runtime, str(to))) if migrating else \
+                run(runtime, words, session_id=getattr(args, "trove_session", None) or None)
+        except migrate_store.TargetError as exc:
+            _emit(f"trove: {exc}", sys.stderr)
+            return EXIT_USAGE
         except Exception as exc:  # the CLI's boundary: a failing subcommand is an answer and an exit code
             name, result = _failure(words, exc)
     if getattr(args, "trove_json", False):
         _emit(json.dumps(result, indent=2, default=str), out)
     else:
         _emit(render(name, result, prefix=prog), out)
+    if migrating:  # exit 1 unless fully copied
+        return EXIT_OK if result.get("status") == "ok" else EXIT_PROBLEM
     return exit_code(result)
 
 
-def _migrate(args: argparse.Namespace, key: tuple[str, ...], runtime: Runtime | None, out: TextIO,
-             prog: str) -> int:
-    """``migrate --to TARGET``: a copy with a progress bar on stderr; exit 1 unless fully copied."""
-    to = getattr(args, "trove_to", None)
-    if key != ("migrate",) or not to:
-        _emit(f"trove: {prog} migrate needs --to TARGET (a postgresql:// URL or a SQLite file path);"
-              " --to is only for migrate", sys.stderr)
-        return EXIT_USAGE
-    try:
-        runtime = _runtime_for(getattr(args, "trove_db", None), runtime)
-    except (FileNotFoundError, ValueError) as exc:
-        _emit(f"trove: {exc}", sys.stderr)
-        return EXIT_USAGE
+def _migrate(runtime: Runtime, to: str) -> dict[str, Any]:
+    """``migrate --to TARGET``: a copy with a progress bar on stderr; a bad target raises ``TargetError``."""
     bar = migrate_store.TerminalProgress(sys.stderr)
     try:
         result = migrate_store.migrate(runtime, to, progress=bar)
-    except migrate_store.TargetError as exc:
-        _emit(f"trove: {exc}", sys.stderr)
-        return EXIT_USAGE
+    except migrate_store.TargetError:
+        raise
     except Exception as exc:
         _, result = _failure(["migrate"], exc)
     bar.finish(result)
-    _emit(json.dumps(result, indent=2, default=str) if getattr(args, "trove_json", False)
-          else render("migrate", result, prefix=prog), out)
-    return EXIT_OK if result.get("status") == "ok" else EXIT_PROBLEM
+    return result
 
 
 def cli_handler(runtime: Runtime) -> Callable[[argparse.Namespace], int]:

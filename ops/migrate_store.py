@@ -4,7 +4,7 @@ Reads the configured store (one read snapshot, never a write) and copies its cor
 kept, into a PostgreSQL database or a SQLite file: chunks in key order, each one short target
 transaction that also records how far it got in the target's ``meta``, so a re-run adds nothing
 and a killed run continues. Ends with per-table counts and checksums compared on both sides.
-The opt-in tables (vectors, rollups, assertions) are reported with their row counts, not copied.
+The subsystems' tables (rollups, vectors, assertions) are copied when the source has them.
 """
 from __future__ import annotations
 
@@ -31,8 +31,6 @@ CHUNK_ROWS = 2000
 PROGRESS_PREFIX = "migrated_from:"
 # meta keys that describe one file or one server, never the history: not copied
 LOCAL_META = ("fts_integrity_checked_at", "fts_integrity_failed", "outbox_origin", "outbox_cursor", "outbox_sessions")
-# meta keys that belong to the opt-in tables: copied only with them (never, for now)
-OPT_IN_CORE_TABLES = ("temporal_rollups", "temporal_rollup_sources", "embedding_generations", "embedding_vectors")
 Progress = Callable[[str, int, int, float], None]  # (table, rows done, rows in all, seconds so far)
 
 
@@ -174,14 +172,6 @@ def _meta_copied(key: str) -> bool:
     return not (key in LOCAL_META or key.startswith(PROGRESS_PREFIX))
 
 
-def opt_in_rows(conn: Any) -> dict[str, int]:
-    """Rows per opt-in table the source holds (tables that are absent or empty left out)."""
-    names = [*OPT_IN_CORE_TABLES, *optional_schema("state").tables]
-    present = set(_tables(conn))
-    counts = {name: _count(conn, name) for name in names if name in present}
-    return {name: n for name, n in counts.items() if n}
-
-
 def _tables(conn: Any) -> list[str]:
     if on_server(conn):
         return [str(r[0]) for r in conn.execute(
@@ -267,7 +257,6 @@ class _Run:
     identity: str
     progress: Progress | None
     budget: int | None  # rows this run may still read (tests stop a run early with it)
-    started: float
 
     def spend(self, n: int) -> None:
         if self.budget is not None:
@@ -412,14 +401,15 @@ def migrate(runtime: Runtime, to: str, *, progress: Progress | None = None,
         return {"status": "error", "error": f"the target cannot be opened: {type(exc).__name__}: {exc}".strip(),
                 **report}
     with _snapshot(source):
-        run = _Run(source, target, source_identity(source_db), progress, max_rows, started)
+        run = _Run(source, target, source_identity(source_db), progress, max_rows)
         try:
             _refuse_if_written(run)
         except TargetInUseError as exc:
             return {"status": "refused", "error": str(exc), **report}
-        if set(optional_schema("state").tables) & set(opt_in_rows(source)):
+        present = set(_tables(source))
+        if any(_count(source, name) for name in optional_schema("state").tables if name in present):
             target.ensure_optional("state")  # remembered state comes along: its tables first
-        tables = {t.name: copy_table(run, t) for t in TABLES if t.name in set(_tables(source))}
+        tables = {t.name: copy_table(run, t) for t in TABLES if t.name in present}
         stopped = run.budget is not None and run.budget <= 0
         sequences = _move_sequences(target) if not stopped else {}
         if isinstance(target, PgDatabase) and not stopped:  # ranking statistics over the copied rows, once
@@ -473,7 +463,6 @@ class TerminalProgress:
     def __init__(self, stream: TextIO):
         self.out = stream
         self.tty = bool(getattr(stream, "isatty", lambda: False)())
-        self._open = ""
 
     def __call__(self, table: str, done: int, total: int, seconds: float) -> None:
         if not self.tty:
