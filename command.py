@@ -150,7 +150,7 @@ HANDLERS: dict[tuple[str, ...], tuple[Callable[[Target], dict[str, Any]], str]] 
     ("backup",): (_backup, "timestamped online SQLite backup (a PostgreSQL store: the pg_dump command to run)"),
     ("dag",): (_dag("text"), "the session's summary DAG as a text tree (depth, tokens, time span, raw ranges)"),
     ("dag", "mermaid"): (_dag("mermaid"), "the same DAG as a Mermaid graph for docs and issues"),
-    ("rotate",): (lambda t: rotate.as_dict(rotate.preview(t.runtime, t.session_id, t.mode)),
+    ("rotate",): (lambda t: {**dataclasses.asdict(rotate.preview(t.runtime, t.session_id, t.mode)), "read_only": True},
                   "read-only preview of an in-place, tail-keeping rotate"),
     ("rotate", "apply"): (lambda t: rotate.apply(t.runtime, t.session_id, t.mode),
                           "backup-first rotate: advance the frontier past the pre-tail"),

@@ -7,7 +7,6 @@ lives in ``queries``; context pressure is read through ``status.pressure_section
 """
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
 from collections.abc import Callable, Mapping
@@ -35,7 +34,7 @@ from .maintenance import (
     index_sync,
     search_indexes,
 )
-from .status import UNBOUND, health_section, pressure_section
+from .status import UNBOUND, file_size, health_section, pressure_section
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
@@ -69,8 +68,7 @@ def _check_journal(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> C
 
 def _check_sizes(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
     path = runtime.db.path
-    db = os.path.getsize(path) if os.path.exists(path) else 0
-    wal = os.path.getsize(path + "-wal") if os.path.exists(path + "-wal") else 0
+    db, wal = file_size(path) or 0, file_size(path + "-wal") or 0
     detail = f"database {db} bytes, WAL {wal} bytes"
     if wal > max(WAL_WARN_BYTES, db):
         return "warn", detail + " (WAL larger than the database)", \

@@ -173,13 +173,9 @@ def identity_section(runtime: Runtime, in_host: bool = True) -> dict[str, Any]:
         others = ", ".join(f"{c['path']} ({c['route']})" for c in found[1:])
         out["warning"] = (f"MORE THAN ONE hermes-trove COPY: loaded {found[0]['path']} ({found[0]['route']});"
                           f" also present: {others}.")
-        out["advice"] = copies_advice(found, runtime.config.hermes_home, served_here())
+        # served: this process's Hermes loaded this copy and its register() completed
+        out["advice"] = copies_advice(found, runtime.config.hermes_home, bool(LOAD_STATE.get("registered")))
     return out
-
-
-def served_here() -> bool:
-    """True when this process's Hermes loaded this copy and its register() completed."""
-    return bool(LOAD_STATE.get("registered"))
 
 
 def removal_command(copy: dict[str, str], hermes_home: str) -> str:

@@ -128,7 +128,9 @@ def diagnose_fts(conn: sqlite3.Connection, deep: bool = True) -> dict[str, Any]:
             error = index_integrity(conn, fts)
             entry["integrity"] = "ok" if error is None else error
         tables[fts] = entry
-    lineage = diagnose_lineage(conn)
+    multi = SummaryDAG.multi_parent_nodes(conn)  # nodes condensed twice by one session
+    lineage = {"multi_parent_nodes": len(multi), "multi_parent_examples": [list(m) for m in multi[:10]],
+               "overlapping_frontier": SummaryDAG.overlapping_frontier(conn)}  # raw rows two frontier nodes cover
     needs = bool(not structure.ok or any(not t.get("present") or not t.get("in_sync")
                                          or t.get("integrity", "ok") != "ok" for t in tables.values())
                  or lineage["multi_parent_nodes"] or lineage["overlapping_frontier"])
@@ -136,23 +138,15 @@ def diagnose_fts(conn: sqlite3.Connection, deep: bool = True) -> dict[str, Any]:
             "fts": tables, "needs_repair": needs, "recorded": fts_health(conn)}
 
 
-def diagnose_lineage(conn: sqlite3.Connection) -> dict[str, Any]:
-    """Nodes condensed twice by one session and raw messages two frontier nodes cover."""
-    multi = SummaryDAG.multi_parent_nodes(conn)
-    return {"multi_parent_nodes": len(multi), "multi_parent_examples": [list(m) for m in multi[:10]],
-            "overlapping_frontier": SummaryDAG.overlapping_frontier(conn)}
-
-
 def repair_fts(runtime: Runtime, have_backup: bool = False) -> dict[str, Any]:
     """Backup first, then recreate missing FTS tables, triggers and indexes, rebuild both indexes,
     and undo duplicate condensations (the later parent goes; raw messages stay). On a PostgreSQL
     store it is refused unless ``have_backup``; the search side tables are rebuilt from the base rows."""
-    before = diagnose_fts(queries.settled(runtime))
-    background = background_health.diagnose(runtime.db)
+    before = {**diagnose_fts(queries.settled(runtime)), "background": background_health.diagnose(runtime.db)}
     try:
         backup = backup_first(runtime, have_backup)
     except FileBackupUnavailable as exc:
-        return {**exc.refusal(), "before": {**before, "background": background}}
+        return {**exc.refusal(), "before": before}
     actions: list[str] = background_health.repair(runtime.db)  # a killed pass's leases and rows
     with runtime.db.transaction() as c:
         for sid, ids in SummaryDAG.repair_duplicate_condensations(c).items():
@@ -165,7 +159,7 @@ def repair_fts(runtime: Runtime, have_backup: bool = False) -> dict[str, Any]:
     runtime.db.set_meta({META_CHECKED_AT: repr(time.time()),
                          META_FAILED: None if not after["needs_repair"] else json.dumps(after["fts"])})
     return {"status": "repaired" if not after["needs_repair"] else "still_unhealthy", **backup_fields(backup),
-            "actions": actions, "before": {**before, "background": background},
+            "actions": actions, "before": before,
             "after": {**after, "background": background_health.diagnose(runtime.db)}}
 
 

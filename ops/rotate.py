@@ -103,17 +103,13 @@ SERVER_NOTE = ("no file backup: a PostgreSQL store is not copied by trove, and r
                " this session's frontier (every raw message stays); `undo` puts the frontier back")
 
 
-def rolling_backup_path(runtime: Runtime) -> Path:
-    return backup_dir(runtime.config) / f"{Path(runtime.db.path).stem}-rotate-latest.sqlite3"
-
-
 def apply(runtime: Runtime, session_id: str, mode: str = "active") -> dict[str, Any]:
     """Backup to the rolling slot, then advance the frontier (never back, never deleting)."""
     plan = preview(runtime, session_id, mode)
     if plan.status != "ready":
         return {**asdict(plan), "applied": False}
     if runtime.db.kind == "sqlite":
-        backup = backup_to(runtime, rolling_backup_path(runtime))
+        backup = backup_to(runtime, backup_dir(runtime.config) / f"{Path(runtime.db.path).stem}-rotate-latest.sqlite3")
         saved: dict[str, Any] = {"backup": backup.path, "backup_bytes": backup.bytes}
     else:
         before = runtime.store.session(session_id)
@@ -127,7 +123,3 @@ def apply(runtime: Runtime, session_id: str, mode: str = "active") -> dict[str, 
     return {**asdict(plan), "status": "rotated", "applied": True, **saved,
             "frontier": runtime.store.frontier_store_id(session_id) if row else plan.target_frontier,
             "last_rotate_at": row.last_rotate_at if row else None}
-
-
-def as_dict(plan: RotatePlan) -> dict[str, Any]:
-    return {**asdict(plan), "read_only": True}

@@ -37,7 +37,7 @@ UNBOUND = "(unbound)"
 REASON_CHARS = 1000
 
 
-def _size(path: str) -> int | None:
+def file_size(path: str) -> int | None:
     try:
         return os.path.getsize(path)
     except OSError:
@@ -70,7 +70,7 @@ def runtime_section(runtime: Runtime, offline: str = "") -> dict[str, Any]:
     if shipper is not None:
         section["outbox"] = shipper.status()
     else:
-        section.update(database_bytes=_size(path), wal_bytes=_size(path + "-wal"))
+        section.update(database_bytes=file_size(path), wal_bytes=file_size(path + "-wal"))
     try:
         if offline:
             raise ConnectionError(offline)
@@ -132,7 +132,7 @@ def lifecycle_section(runtime: Runtime, session_id: str) -> dict[str, Any]:
             "ingest_len": row.ingest_len, "previous_session_id": row.previous_session_id,
             "created_at": calendar_time(row.created_at), "updated_at": calendar_time(row.updated_at),
             "ended_at": calendar_time(row.ended_at), "last_rotate_at": row.last_rotate_at,
-            "last_rotate_backup": backup, "last_rotate_backup_bytes": _size(backup) if backup else None}
+            "last_rotate_backup": backup, "last_rotate_backup_bytes": file_size(backup) if backup else None}
 
 
 def filters_section(runtime: Runtime, session_id: str | None, platform: str) -> dict[str, Any]:
