@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from .. import pgtext
 from ..backend import on_server
 from ..config import names_server, redact_url
-from ..db import Database, optional_schema
+from ..db import Database, meta_value, optional_schema
 from ..packed import pack
 from ..pgdb import PgDatabase, StoreSelectionError
 
@@ -244,8 +244,8 @@ def _set_cursor(conn: Any, key: str, value: Sequence[Any]) -> None:
 
 
 def _get_cursor(conn: Any, key: str) -> list[Any] | None:
-    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-    return None if row is None else list(json.loads(str(row[0])))
+    value = meta_value(conn, key)
+    return None if value is None else list(json.loads(value))
 
 
 # -- the copy -----------------------------------------------------------------------------
@@ -305,8 +305,7 @@ def copy_table(run: _Run, table: Table) -> dict[str, Any]:
         run.progress(table.name, done, total, time.monotonic() - t0)  # an empty or finished table: one line
     finished = run.budget is None or run.budget > 0
     removed = _remove_stale(run.target, table, keys_seen) if table.mode == "sync" and finished else 0
-    seconds = time.monotonic() - t0
-    line = {"copied": copied, "already": already, "total": total, "seconds": round(seconds, 3)}
+    line = {"copied": copied, "already": already, "total": total, "seconds": round(time.monotonic() - t0, 3)}
     return {**line, "removed": removed} if table.mode == "sync" else line
 
 
@@ -438,10 +437,8 @@ def migrate(runtime: Runtime, to: str, *, progress: Progress | None = None,
         report["status"] = "mismatch"
         report["note"] = ("the counts differ: the source changed since the copy began, or lost rows the target"
                           " still holds; copy into an empty target for an exact copy")
-    elif waiting:
-        report["status"] = "partial"
     else:
-        report["status"] = "ok"
+        report["status"] = "partial" if waiting else "ok"
     return report
 
 
