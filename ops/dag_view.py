@@ -26,9 +26,9 @@ KEEP_HEAD, KEEP_TAIL = 4, 3
 
 def default_session(runtime: Runtime) -> str:
     """The most recently active session with summary nodes, or "" when none has any."""
-    prints = [f for f in queries.footprints(queries.settled(runtime)) if f.nodes]
-    prints.sort(key=lambda f: (f.last_at or 0, f.session_id), reverse=True)
-    return prints[0].session_id if prints else ""
+    newest = max((f for f in queries.footprints(queries.settled(runtime)) if f.nodes),
+                 key=lambda f: (f.last_at or 0, f.session_id), default=None)
+    return newest.session_id if newest else ""
 
 
 @dataclass(frozen=True)

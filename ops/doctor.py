@@ -91,9 +91,7 @@ def _check_tables(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Ch
 def _check_fts_sync(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
     missing = ctx["structure"].missing_fts if "structure" in ctx else ()
     parts, bad = [], False
-    for fts in search_indexes(conn):
-        if fts in missing:
-            continue
+    for fts in (name for name in search_indexes(conn) if name not in missing):
         s = index_sync(conn, fts)
         bad = bad or not s.ok
         parts.append(f"{fts}: {s.indexed_rows}/{s.content_rows} indexed, {s.unindexed} unindexed, {s.ghosts} ghost")

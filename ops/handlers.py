@@ -10,20 +10,19 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..toolkit import ToolContext, int_arg, require_session
+from ..toolkit import ToolContext, current_session, int_arg, require_session
 from . import doctor, status
 
 TEXT_FIELD_CHARS = 1000
 
 
 def _store_facts(ctx: ToolContext) -> dict[str, Any]:
-    store, dag = ctx.runtime.store, ctx.runtime.dag
-    key = ctx.session
+    store, sid = ctx.runtime.store, current_session(ctx)
     out: dict[str, Any] = {"store": {"messages": store.count()}}
-    if key is not None and key.session_id:
-        stats = store.stats(key.session_id)
+    if sid:
+        stats = store.stats(sid)
         out["store"].update({"session_messages": stats["messages"], "session_estimated_tokens": stats["tokens"]})
-        out["dag"] = {f"d{d}": s for d, s in dag.depth_stats(key.session_id).items()}
+        out["dag"] = {f"d{d}": s for d, s in ctx.runtime.dag.depth_stats(sid).items()}
     return out
 
 

@@ -261,9 +261,7 @@ def _startup(runtime: Runtime, background: bool, now: float) -> StartupReport:
         problems.append(f"missing schema objects: {', '.join(structure.missing)}")
     synced = True
     indexes = search_indexes(conn)
-    for fts in indexes:
-        if fts in structure.missing_fts:
-            continue
+    for fts in (name for name in indexes if name not in structure.missing_fts):
         sync = index_sync(conn, fts, exact=False)
         if not sync.ok:
             synced = False

@@ -88,10 +88,8 @@ def health_section(runtime: Runtime) -> dict[str, Any]:
     compaction, retrying) or, without one, what the file system (a server: a new connection) says."""
     health, path = runtime.health, runtime.db.path
     shipper = getattr(runtime.store, "shipper", None)
-    if shipper is not None:  # a new process has not failed yet, an old failure may be over: ask the server now
-        reason = health.reason or shipper.probe()
-    else:
-        reason = health.reason or probe_path(path) or ""
+    # a server: a new process has not failed yet, an old failure may be over, so ask the server now
+    reason = health.reason or (shipper.probe() if shipper is not None else probe_path(path)) or ""
     section: dict[str, Any] = {"usable": not reason, "database_path": path}
     if not reason:
         return {**section, "state": "ok"}
