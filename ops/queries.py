@@ -203,9 +203,7 @@ class Footprint:
     tokens: int
     nodes: int
     carried: int
-    first_at: float | None
     last_at: float | None
-    has_lifecycle_row: bool
 
     @property
     def empty(self) -> bool:
@@ -216,8 +214,7 @@ def footprints(conn: sqlite3.Connection) -> list[Footprint]:
     """One footprint per session known to any table (aggregate queries, read-only)."""
     msgs = {r[0]: r for r in conn.execute(
         f"SELECT session_id, COUNT(*), COALESCE(SUM({sane('token_count')}),0), MIN(created_at), MAX(created_at),"
-        " MAX(platform)"
-        " FROM messages GROUP BY session_id")}
+        " MAX(platform) FROM messages GROUP BY session_id")}
     nodes = dict(conn.execute("SELECT session_id, COUNT(*) FROM summary_nodes GROUP BY session_id").fetchall())
     carried = dict(conn.execute("SELECT session_id, COUNT(*) FROM carried_nodes GROUP BY session_id").fetchall())
     rows = {r[0]: r for r in conn.execute("SELECT session_id, platform, created_at, updated_at FROM sessions")}
@@ -227,8 +224,7 @@ def footprints(conn: sqlite3.Connection) -> list[Footprint]:
         times = [t for t in ((m[3], m[4]) if m else ()) + ((s[2], s[3]) if s else ()) if isinstance(t, (int, float))]
         out.append(Footprint(sid, (s[1] if s and s[1] else (m[5] if m else "")) or "",
                              int(m[1]) if m else 0, int(m[2]) if m else 0, int(nodes.get(sid, 0)),
-                             int(carried.get(sid, 0)), min(times) if times else None,
-                             max(times) if times else None, s is not None))
+                             int(carried.get(sid, 0)), max(times, default=None)))
     return out
 
 

@@ -135,8 +135,8 @@ def test_plan_clean_is_pure_over_footprints():
     from hermes_trove.filters import SessionFilters
 
     fp = hygiene.Footprint
-    prints = [fp("cron_a", "", 3, 30, 0, 0, 1.0, 2.0, True), fp("keep", "", 3, 30, 0, 0, 1.0, 2.0, True),
-              fp("ghost", "", 0, 0, 0, 0, 1.0, 1.0, True), fp("fresh", "", 0, 0, 0, 0, 99.0, 99.0, True)]
+    prints = [fp("cron_a", "", 3, 30, 0, 0, 2.0), fp("keep", "", 3, 30, 0, 0, 2.0),
+              fp("ghost", "", 0, 0, 0, 0, 1.0), fp("fresh", "", 0, 0, 0, 0, 99.0)]
     plan = hygiene.plan_clean(prints, SessionFilters.build(ignore=["cron_*"]), protected=[], carried_out={},
                               empty_min_age_s=10, now=100.0)
     assert [c.session_id for c in plan.candidates] == ["cron_a", "ghost"]
