@@ -92,10 +92,6 @@ def resolve(runtime: Runtime, session_id: str | None = None, engine: TroveEngine
     return Target(runtime, engine, session_id or (key.session_id if key is not None else ""))
 
 
-def _protected(t: Target) -> list[str]:
-    return [t.session_id] if t.session_id else []
-
-
 def _dag(fmt: str) -> Callable[[Target], dict[str, Any]]:
     def draw(t: Target) -> dict[str, Any]:
         sid = t.session_id or dag_view.default_session(t.runtime)
@@ -134,9 +130,9 @@ HANDLERS: dict[tuple[str, ...], tuple[Callable[[Target], dict[str, Any]], str]] 
     ("status",): (lambda t: status.build_status(t.runtime, t.snapshot, session_id=t.session_id or None),
                   "runtime, session, store, DAG and config status"),
     ("doctor",): (lambda t: doctor.run_doctor(t.runtime, t.snapshot), "read-only health checks"),
-    ("doctor", "clean"): (lambda t: hygiene.scan_clean(t.runtime, _protected(t)),
+    ("doctor", "clean"): (lambda t: hygiene.scan_clean(t.runtime, [t.session_id]),
                           "read-only scan for junk/noise sessions (pattern-matched or empty)"),
-    ("doctor", "clean", "apply"): (lambda t: hygiene.apply_clean(t.runtime, _protected(t), have_backup=t.have_backup),
+    ("doctor", "clean", "apply"): (lambda t: hygiene.apply_clean(t.runtime, [t.session_id], have_backup=t.have_backup),
                                    "backup-first delete of those sessions (needs TROVE_DOCTOR_CLEAN_APPLY_ENABLED)"),
     ("doctor", "repair"): (lambda t: maintenance.diagnose(t.runtime),
                            "read-only SQLite/FTS diagnostics, stale leases and rollups stuck building"),

@@ -187,11 +187,9 @@ def _repair_file(c: sqlite3.Connection, actions: list[str]) -> None:
 
 def diagnose(runtime: Runtime) -> dict[str, Any]:
     """``/trove doctor repair`` (read-only): SQLite/FTS diagnostics plus a killed pass's leftovers."""
-    out = diagnose_fts(queries.settled(runtime))
-    background = background_health.diagnose(runtime.db)
-    out["background"] = background
-    out["needs_repair"] = bool(out["needs_repair"] or background["stale_leases"]
-                               or background["stuck_building_rollups"])
+    out = {**diagnose_fts(queries.settled(runtime)), "background": background_health.diagnose(runtime.db)}
+    out["needs_repair"] = bool(out["needs_repair"] or out["background"]["stale_leases"]
+                               or out["background"]["stuck_building_rollups"])
     return out
 
 
