@@ -8,6 +8,7 @@ and ``render_mermaid`` are pure. Read-only.
 """
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -197,13 +198,10 @@ def render_text(view: Mapping[str, Any]) -> str:
 def render_mermaid(view: Mapping[str, Any]) -> str:
     """The DAG as a Mermaid ``graph TD`` (paste into a Markdown ``mermaid`` block)."""
     lines = ["graph TD", f"  %% {header(view)[0]}"]
-    counter = [0]
+    folds = itertools.count(1)
 
     def ident(item: Mapping[str, Any]) -> str:
-        if "folded" in item:
-            counter[0] += 1
-            return f"f{counter[0]}"
-        return f"n{item['node_id']}"
+        return f"f{next(folds)}" if "folded" in item else f"n{item['node_id']}"
 
     def text(item: Mapping[str, Any]) -> str:
         if "folded" in item:

@@ -119,3 +119,14 @@ def test_plan_view_folds_whatever_is_left_once_max_nodes_are_drawn():
     assert view["roots"][0]["messages"] is None and view["roots"][1]["carried"] is True
     assert view["roots"][2] == {"folded": 1, "node_ids": [3, 3], "depths": [0], "messages": [8, 9],
                                 "message_count": 2}
+
+
+def test_mermaid_numbers_each_folded_box_in_drawing_order():
+    fold = {"folded": 3, "node_ids": [5, 7], "depths": [0], "messages": [1, 9], "message_count": 9}
+    root = {"node_id": 9, "depth": 1, "tokens": 50, "source_tokens": 200, "messages": [1, 18], "message_count": 18,
+            "children": [dict(fold), dict(fold)]}
+    view = {"session_id": "s", "depth": 2, "nodes": 7, "tokens": 50, "source_tokens": 200, "from": None, "to": None,
+            "raw_messages": 18, "unsummarised_tail": 0, "shown_nodes": 1, "folded_nodes": 6, "roots": [root]}
+    lines = dag_view.render_mermaid(view).splitlines()
+    assert lines[3:7] == ['  f1["3 nodes folded<br/>msgs 1-9 (9)"]', "  n9 --> f1",
+                          '  f2["3 nodes folded<br/>msgs 1-9 (9)"]', "  n9 --> f2"]
