@@ -394,11 +394,9 @@ def exit_code(result: Mapping[str, Any]) -> int:
     """0 ok, 1 a problem was found or the subcommand failed or refused, 2 usage (see the operator guide)."""
     if result.get("help"):
         return EXIT_USAGE if result.get("error") else EXIT_OK
-    if result.get("status") in ("error", "refused", "still_unhealthy") or result.get("overall") == "unhealthy":
-        return EXIT_PROBLEM
-    if result.get("error"):  # a report that could not read its part (`embed status` on a damaged store)
-        return EXIT_PROBLEM
-    return EXIT_OK
+    failed = result.get("status") in ("error", "refused", "still_unhealthy") or result.get("overall") == "unhealthy"
+    # an "error" alone: a report that could not read its part (`embed status` on a damaged store)
+    return EXIT_PROBLEM if failed or result.get("error") else EXIT_OK
 
 
 def execute(args: argparse.Namespace, runtime: Runtime | None = None, out: TextIO | None = None,

@@ -32,16 +32,13 @@ ENGINE_NAME = "trove"
 def route_of(plugin_dir: Path, hermes_home: str) -> str:
     """How the host found this copy: ``plugins-dir`` (install.sh link or ``hermes plugins install``), or ``pip``."""
     user_dir = Path(hermes_home).expanduser() / "plugins" / "hermes-trove"
-    if user_dir.exists() and _same(user_dir, plugin_dir):
-        return "link" if user_dir.is_symlink() else "plugins-dir"
-    return "pip"
-
-
-def _same(a: Path, b: Path) -> bool:
+    if not user_dir.exists():
+        return "pip"
     try:
-        return a.resolve() == b.resolve()
+        ours = user_dir.resolve() == plugin_dir.resolve()
     except OSError:
-        return False
+        ours = False
+    return ("link" if user_dir.is_symlink() else "plugins-dir") if ours else "pip"
 
 
 @functools.lru_cache(maxsize=8)
