@@ -486,7 +486,7 @@ _TMP_RE = re.compile(r"\.(trove-[0-9a-f]{32}-[0-9a-f]{8}\.json)\.(\d+)\.\d+\.\d+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)  # signal 0 only asks whether the process exists (this one always does)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # no such process, or a pid no process can have
         return False
     except OSError:
         return True  # exists, owned by someone else

@@ -98,3 +98,13 @@ def test_temp_files_of_a_gone_writer_or_past_their_age_are_stale_and_cleaned(tmp
     assert payloads.clean_stale_temp(tmp_path) == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([live.name, other.name])
     assert payloads.clean_stale_temp(tmp_path / "missing") == 0
+
+
+def test_a_temp_file_naming_an_impossible_pid_is_stale_and_the_clean_up_never_raises(tmp_path):
+    ref = "trove-" + "c" * 32 + "-" + "d" * 8 + ".json"
+    impossible = tmp_path / f".{ref}.{10 ** 20}.1.2.tmp"  # no process id is that large
+    impossible.write_text("x")
+    census = payloads.directory_census(tmp_path, [])
+    assert (census["temp_files"], census["stale_temp_files"]) == (1, 1)
+    assert payloads.clean_stale_temp(tmp_path) == 1
+    assert not impossible.exists()
