@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from .. import pgtext
 from ..backend import on_server
 from ..config import names_server, redact_url
-from ..db import Database, meta_value, optional_schema
+from ..db import Database, optional_schema
 from ..packed import pack
 from ..pgdb import PgDatabase, StoreSelectionError
 
@@ -244,8 +244,8 @@ def _set_cursor(conn: Any, key: str, value: Sequence[Any]) -> None:
 
 
 def _get_cursor(conn: Any, key: str) -> list[Any] | None:
-    value = meta_value(conn, key)
-    return None if value is None else list(json.loads(value))
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else list(json.loads(str(row[0])))
 
 
 # -- the copy -----------------------------------------------------------------------------
