@@ -81,6 +81,7 @@ class Compactor:
         self.extra = ""
         self.nodes: list[NodeRow] = []  # the session's summary frontier, as dag.frontier orders it
         self.node_tokens = 0            # their rendered tokens
+        self.taken_back: frozenset[int] = frozenset()  # rows the host rewound: covered, never summarised
 
     # -- entry ---------------------------------------------------------------
     def run(self, messages: list[dict[str, Any]], current_tokens: int | None = None,
@@ -93,6 +94,7 @@ class Compactor:
         # current, so a compaction costs what it folds, not the length of the history.
         self._read_nodes()
         live, live_ids = self._map_live(messages, backlog, identity)
+        self.taken_back = policy.taken_back(live_ids, [r.store_id for r in backlog])
         overhead = max(0, int(current_tokens or 0) - tokens.count_messages(messages))
         threshold = int(self.limits.threshold_tokens or 0) or 10 ** 9
         target = plan_target(threshold, overhead)  # window.py: never starved by a large overhead
@@ -132,6 +134,7 @@ class Compactor:
                 catchup += 1  # deferred backlog caught up while the window is nearly full
             last_id = candidates[ch.end - 1][1]
             # stored rows the host list did not show are folded in too, so lineage has no gaps
+            # (those it took back are covered but not summarised: see ``_leaf``)
             rows = [r for r in backlog if covered < r.store_id <= last_id]
             if not rows or not self._leaf(rows, focus):
                 break
@@ -237,7 +240,7 @@ class Compactor:
         return res
 
     def _leaf(self, rows: list[MessageRow], focus: str) -> bool:
-        text = serialize_messages(rows)
+        text = serialize_messages([r for r in rows if r.store_id not in self.taken_back])
         source_tokens = sum(r.token_count for r in rows)
         res = self._summarize(text, 0, leaf_budget(source_tokens), focus)
         self.levels.append(res.level)

@@ -7,6 +7,7 @@ follow it) are never split by any boundary chosen here.
 """
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -81,6 +82,17 @@ class Chunk:
     start: int  # index into the candidate list
     end: int    # exclusive
     tokens: int
+
+
+def taken_back(live_ids: Sequence[int], stored_ids: Sequence[int]) -> frozenset[int]:
+    """Stored ids the host took back (``/undo``, ``/retry``): rows stored between two messages
+    the list shows side by side. A row the list still shows something in place of (a rewritten
+    message, id 0 there) or one older than the list is not taken back. ``stored_ids`` ascend."""
+    out: set[int] = set()
+    for before, after in zip(live_ids, live_ids[1:], strict=False):
+        if before and after > before:
+            out.update(stored_ids[bisect.bisect_right(stored_ids, before):bisect.bisect_left(stored_ids, after)])
+    return frozenset(out)
 
 
 def chunk_target(backlog_tokens: int, base: int, maximum: int, dynamic: bool) -> int:

@@ -106,7 +106,17 @@ class Gateway:
         """gateway/session.py ``rewind_session``: the newest user turn and what followed go inactive."""
         sid = self.session_id(name)
         target = self.db.list_recent_user_messages(sid, limit=10)[0]["id"]
-        return {"rewound": self.db.rewind_to_message(sid, target).get("rewound_count", 0)}
+        rewound = self.db.rewind_to_message(sid, target).get("rewound_count", 0)
+        self.agents.pop(name, None)  # evicted softly: the next message builds a new agent
+        return {"rewound": rewound}
+
+    def retry(self, name: str) -> dict[str, Any]:
+        """gateway/slash_commands.py ``_handle_retry_command``: the transcript is cut before the newest
+        user message (a hard replace in state.db) and that message is sent again to the cached agent."""
+        sid, history = self.session_id(name), self.history(name)
+        last = max(i for i, m in enumerate(history) if m.get("role") == "user")
+        self.db.replace_messages(sid, history[:last])
+        return self.turn(name, str(history[last].get("content") or ""))
 
     def temporary(self, name: str, bound_to_chat: bool) -> Any:
         """The side agent of /compress (bound to the chat) or of session hygiene (not bound)."""
@@ -214,6 +224,8 @@ class Gateway:
             return self.reset(name)
         if command == "/undo":
             return self.undo(name)
+        if command == "/retry":
+            return self.retry(name)
         if command.startswith("/compress"):
             return self.compress(name, command[len("/compress"):].strip() or None, hygiene=False)
         if command == "hygiene":

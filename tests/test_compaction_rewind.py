@@ -1,0 +1,64 @@
+"""A transcript the host rewound (``/undo``, ``/retry``): what the user took back stays stored and
+reachable, but no summary the model reads is written from it."""
+from __future__ import annotations
+
+import pytest
+from conftest import assistant, user
+from test_compaction import assert_lossless, engine_on
+
+from hermes_trove import tokens
+
+TAKEN_BACK = "please remember: my door code is KESTREL-1234."
+
+
+def turns(start: int, stop: int) -> list[dict]:
+    return [m for i in range(start, stop) for m in (user(f"q{i} " + "w" * 2000), assistant(f"a{i} " + "v" * 2000))]
+
+
+def compress_logged(tmp_path, before: list[dict], after: list[dict]) -> tuple[object, list[str]]:
+    """Ingest ``before`` (the turns the host showed), then force a compaction of ``after``."""
+    log: list[str] = []
+    eng = engine_on(tmp_path, log=log, fresh_tail_count=4)
+    eng.ingest(before)
+    eng.compress(after, current_tokens=tokens.count_messages(after) + 1500, force=True)
+    return eng, log
+
+
+def covered_contents(eng) -> list[str]:
+    rt = eng.runtime
+    ids = {i for node in rt.dag.frontier("s1") for i in rt.dag.descendant_store_ids(node.node_id)}
+    return [r.content for r in rt.store.page("s1", 0, 1000) if r.store_id in ids]
+
+
+def test_an_undone_turn_stays_stored_and_covered_but_out_of_every_summary(tmp_path):
+    before = turns(0, 3) + [user(TAKEN_BACK), assistant("noted: KESTREL-1234")]
+    after = turns(0, 3) + turns(3, 12)  # /undo dropped the last turn; the chat went on
+    eng, log = compress_logged(tmp_path, before, after)
+    assert log and not [p for p in log if "KESTREL" in p]
+    assert TAKEN_BACK in covered_contents(eng)  # trove_expand still reaches it
+    assert_lossless(eng)
+
+
+def test_a_retried_answer_replaces_the_old_one_in_the_summary(tmp_path):
+    before = turns(0, 3) + [user("what is the capital of France?"), assistant("the old answer: Lyon")]
+    after = turns(0, 3) + [user("what is the capital of France?"), assistant("the new answer: Paris")] \
+        + turns(3, 12)
+    eng, log = compress_logged(tmp_path, before, after)
+    summarised = "\n".join(log)
+    assert "the new answer: Paris" in summarised and "Lyon" not in summarised
+    assert "the old answer: Lyon" in covered_contents(eng)
+    assert_lossless(eng)
+
+
+@pytest.mark.parametrize("place", ["replaced", "before the first shown"])
+def test_rows_the_list_replaced_or_left_earlier_are_still_summarised(tmp_path, place):
+    """A message the host shows rewritten in its place (a stubbed tool result, a merged user turn)
+    and rows older than the list are not taken back: their stored text is summarised."""
+    before = [user("q-old " + "x" * 2000), assistant("original answer OLD-7")] + turns(0, 12)
+    if place == "replaced":
+        after = [before[0], assistant("rewritten answer")] + before[2:]
+    else:
+        after = before[2:]
+    eng, log = compress_logged(tmp_path, before, after)
+    assert [p for p in log if "original answer OLD-7" in p]
+    assert_lossless(eng)
