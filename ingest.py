@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,15 @@ HOST_INTERNAL_KEYS = frozenset({
     "finish_reason", "_trove_summary",
 })
 SUMMARY_MARKER = "[trove summary"
+# The host's own compaction scaffolding. Hermes marks it with underscore keys that never reach its
+# state.db, so a transcript reloaded from there (a gateway does so every turn) shows plain messages:
+# they are known by the host's fixed wording. Its summaries open with one of these; the todo
+# snapshot it appends after a compaction is a block (the line, then one line per open item) that it
+# also merges into the user message before it, which stays the same message.
+HOST_SUMMARY_PREFIXES = ("[CONTEXT COMPACTION \u2014 REFERENCE ONLY]", "[CONTEXT SUMMARY]:",
+                         "[PRIOR CONTEXT \u2014 for reference only; not a new message]")
+TODO_SNAPSHOT = "[Your active task list was preserved across context compression]"
+_TODO_BLOCK = re.compile(r"(?:\A|\n\n)" + re.escape(TODO_SNAPSHOT) + r"(?:\n- \[[^\]\n]*\] [^\n]*)+(?=\n|\Z)")
 # The pre-answer evidence block (state.preanswer) is fenced by these; a user message carrying
 # it has the block stripped before storage, and a message made only of it is synthetic.
 EVIDENCE_OPEN = "[trove evidence"
@@ -37,6 +47,8 @@ def message_identity(message: dict[str, Any]) -> str:
     """Stable digest of what a message says; survives host-internal key changes."""
     role = message.get("role") or ""
     content = message.get("content")
+    if role == "user" and type(content) is str and TODO_SNAPSHOT in content:
+        content = strip_todo_snapshot(content)
     calls = message.get("tool_calls") or None
     call_id = message.get("tool_call_id") or ""
     if calls is None and type(role) is str and type(content) is str and type(call_id) is str:
@@ -52,9 +64,17 @@ def is_synthetic(message: dict[str, Any]) -> bool:
     if message.get("_trove_summary") or message.get("_todo_snapshot_synthetic") or message.get("_compressed_summary"):
         return True
     content = message.get("content")
-    return isinstance(content, str) and (content.startswith(SUMMARY_MARKER)
-                                         or (content.lstrip().startswith(EVIDENCE_OPEN)
-                                             and not strip_evidence(content).strip()))
+    if not isinstance(content, str):
+        return False
+    opening = content.lstrip()
+    return (content.startswith(SUMMARY_MARKER) or opening.startswith(HOST_SUMMARY_PREFIXES)
+            or (opening.startswith(EVIDENCE_OPEN) and not strip_evidence(content).strip())
+            or (opening.startswith(TODO_SNAPSHOT) and not strip_todo_snapshot(opening).strip()))
+
+
+def strip_todo_snapshot(text: str) -> str:
+    """``text`` without the host's todo snapshot block(s) (and the blank line the host merged before one)."""
+    return _TODO_BLOCK.sub("", text)
 
 
 def strip_evidence(text: str) -> str:

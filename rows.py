@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from . import tokens
-from .ingest import EVIDENCE_OPEN, HOST_INTERNAL_KEYS, strip_evidence
+from .ingest import EVIDENCE_OPEN, HOST_INTERNAL_KEYS, TODO_SNAPSHOT, strip_evidence, strip_todo_snapshot
 from .packed import unpack
 from .scope import scope_for
 
@@ -157,6 +157,8 @@ def normalize_message(message: dict[str, Any]) -> dict[str, Any]:
         text, is_json = content, False
         if EVIDENCE_OPEN in text and message.get("role") == "user":  # injected by our hook, never the user's words
             text = strip_evidence(text)
+        if TODO_SNAPSHOT in text and message.get("role") == "user":  # the host's, merged into the user's message
+            text = strip_todo_snapshot(text)
     else:
         text, is_json = COLUMN_JSON(content), True
     calls = message.get("tool_calls")

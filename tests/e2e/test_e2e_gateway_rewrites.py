@@ -1,11 +1,14 @@
-"""``/undo`` and ``/retry`` in gateway chats: what the user took back is kept, but never summarised.
+"""Transcripts the host rewrites in gateway chats: ``/undo``, ``/retry`` and the todo snapshot.
 
-Two chats interleave in one gateway process. Chat R tells the agent a code and takes the turn
-back with ``/undo``; chat S asks a question and asks again with ``/retry``. Both chats then talk
-on until trove compacts them. The taken-back turn and the replaced answer stay stored in trove.db
-(beneath the new summaries, so ``trove_expand`` reaches them), but no summary request shows
-them to the model: the host hides rewound turns from re-prompts, and so does trove
-(tests/e2e/gateway_driver.py builds the agents and replays the gateway's two commands).
+Three chats interleave in one gateway process. Chat R tells the agent a code and takes the turn
+back with ``/undo``; chat S asks a question and asks again with ``/retry``; chat T has the model
+write a todo list, so after each compaction Hermes appends its todo snapshot, which it merges into
+the user message before it (and keeps so in the transcript the gateway reloads each turn). All
+three talk on until trove compacts them. The taken-back turn and the replaced answer stay stored
+in trove.db (beneath the new summaries, so ``trove_expand`` reaches them), but no summary request
+shows them to the model: the host hides rewound turns from re-prompts, and so does trove. Every
+message of chat T is stored exactly once and the snapshot, the host's text, never
+(tests/e2e/gateway_driver.py builds the agents and replays the gateway's commands).
 """
 from __future__ import annotations
 
@@ -19,10 +22,13 @@ from .harness import GATEWAY_DRIVER, aux_requests, chat_requests, content_counts
 
 WINDOW = 64000
 CHATS = {"R": {"platform": "telegram", "user": "5555", "key": "agent:main:telegram:dm:5555"},
-         "S": {"platform": "discord", "user": "6666", "key": "agent:main:discord:dm:6666"}}
+         "S": {"platform": "discord", "user": "6666", "key": "agent:main:discord:dm:6666"},
+         "T": {"platform": "telegram", "user": "7777", "key": "agent:main:telegram:dm:7777"}}
 BIG = " ".join(["filler words about the weather and the garden"] * 300)  # about 3,500 tokens
 UNDONE = "please remember: my door code is KESTREL-1234. " + BIG  # long: a model summarises its leaf
 QUESTION = "S question: what is the capital of France? " + BIG
+TODO = 'plan it <<tool:todo {"todos": [{"id": "1", "content": "water the plants", "status": "pending"}]}>>'
+SNAPSHOT = "[Your active task list was preserved across context compression]"
 
 
 @pytest.fixture(scope="module")
@@ -30,9 +36,10 @@ def rewound(make_home, fake_llm) -> dict[str, Any]:
     home = make_home(context_length=WINDOW, TROVE_FRESH_TAIL_COUNT="4", TROVE_LEAF_CHUNK_TOKENS="1500")
     steps = [{"chat": "R", "text": "R: hello"}, {"chat": "S", "text": "S: hello"},
              {"chat": "R", "text": f"R turn 0: {BIG}"}, {"chat": "S", "text": QUESTION},
-             {"chat": "R", "text": UNDONE}, {"chat": "S", "command": "/retry"}, {"chat": "R", "command": "/undo"}]
+             {"chat": "R", "text": UNDONE}, {"chat": "S", "command": "/retry"}, {"chat": "R", "command": "/undo"},
+             {"chat": "T", "text": TODO}]
     for i in range(1, 6):
-        steps += [{"chat": "R", "text": f"R turn {i}: {BIG}"}, {"chat": "S", "text": f"S turn {i}: {BIG}"}]
+        steps += [{"chat": c, "text": f"{c} turn {i}: {BIG}"} for c in CHATS]
     start = len(fake_llm.requests())
     run = home.run_driver({"chats": CHATS, "state": str(home.root / "gateway-sessions.json"), "steps": steps},
                           "gw-rewind", timeout=600, script=GATEWAY_DRIVER)
@@ -58,6 +65,19 @@ def test_every_turn_ran_on_trove_and_both_chats_compacted(rewound):
                      (last[chat]["session_id"],))[0][0] >= 1
     for body in chat_requests(rewound["requests"]):
         assert request_tokens(body) + len(json.dumps(body.get("tools") or [])) // 4 < WINDOW
+
+
+def test_a_chat_with_a_todo_list_stores_each_message_once_and_never_the_snapshot(rewound):
+    db = rewound["home"].db_path
+    turns = [s for s in rewound["steps"] if s["step"].get("chat") == "T"]
+    assert "water the plants" in turns[0]["tool_results"]["todo"]
+    assert turns[-1]["compression_count"] >= 1
+    counts = content_counts(db, turns[0]["session_id"])
+    for t in turns:
+        text = t["step"]["text"]
+        assert counts.get(("user", text)) == 1, (text[:40], counts.get(("user", text)))
+    assert not [text for (role, text) in counts if SNAPSHOT in str(text)]
+    assert sum(n for (role, _), n in counts.items() if role == "user") == len(turns)
 
 
 def test_what_was_taken_back_stays_stored_once_and_beneath_a_summary(rewound):
