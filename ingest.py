@@ -22,6 +22,9 @@ HOST_INTERNAL_KEYS = frozenset({
     "finish_reason", "_trove_summary",
 })
 SUMMARY_MARKER = "[trove summary"
+SUMMARY_FOOTER = "[end of trove summary]"  # the summary message's last line (compaction/assembly.py)
+_SUMMARY_END = "\n\n" + SUMMARY_FOOTER + "\n\n"  # where the host joins a user message it merged into one
+_SUMMARY_FLAGS = ("_trove_summary", "_compressed_summary")
 # The host's own compaction scaffolding. Hermes marks it with underscore keys that never reach its
 # state.db, so a transcript reloaded from there (a gateway does so every turn) shows plain messages:
 # they are known by the host's fixed wording. Its summaries open with one of these; the todo
@@ -47,8 +50,11 @@ def message_identity(message: dict[str, Any]) -> str:
     """Stable digest of what a message says; survives host-internal key changes."""
     role = message.get("role") or ""
     content = message.get("content")
-    if role == "user" and type(content) is str and TODO_SNAPSHOT in content:
-        content = strip_todo_snapshot(content)
+    if role == "user" and type(content) is str:
+        if content.startswith(SUMMARY_MARKER):
+            content = merged_after_summary(message) or content
+        if TODO_SNAPSHOT in content:
+            content = strip_todo_snapshot(content)
     calls = message.get("tool_calls") or None
     call_id = message.get("tool_call_id") or ""
     if calls is None and type(role) is str and type(content) is str and type(call_id) is str:
@@ -59,8 +65,29 @@ def message_identity(message: dict[str, Any]) -> str:
     return hashlib.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
+def merged_after_summary(message: dict[str, Any]) -> str | None:
+    """What the host merged after a trove summary message: it joins two user messages in a row into
+    one (in memory, and so in the transcript a gateway reloads), and the summary is a user message."""
+    content = message.get("content")
+    if message.get("role") != "user" or not isinstance(content, str) or not content.startswith(SUMMARY_MARKER):
+        return None
+    cut = content.find(_SUMMARY_END)
+    return content[cut + len(_SUMMARY_END):] if cut >= 0 else None
+
+
+def unmerged(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` as the user's own message when the host merged it into a trove summary, else itself."""
+    rest = merged_after_summary(message)
+    if rest is None:
+        return message
+    return {**{k: v for k, v in message.items() if k not in _SUMMARY_FLAGS}, "content": rest}
+
+
 def is_synthetic(message: dict[str, Any]) -> bool:
     """Messages this engine or the host fabricated: never stored as conversation."""
+    rest = merged_after_summary(message)
+    if rest is not None:  # a summary with the user's message merged after it: that message is real
+        return not strip_todo_snapshot(rest).strip()
     if message.get("_trove_summary") or message.get("_todo_snapshot_synthetic") or message.get("_compressed_summary"):
         return True
     content = message.get("content")

@@ -13,7 +13,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from . import tokens
-from .ingest import EVIDENCE_OPEN, HOST_INTERNAL_KEYS, TODO_SNAPSHOT, strip_evidence, strip_todo_snapshot
+from .ingest import (
+    EVIDENCE_OPEN,
+    HOST_INTERNAL_KEYS,
+    TODO_SNAPSHOT,
+    merged_after_summary,
+    strip_evidence,
+    strip_todo_snapshot,
+)
 from .packed import unpack
 from .scope import scope_for
 
@@ -154,7 +161,7 @@ def normalize_message(message: dict[str, Any]) -> dict[str, Any]:
     if content is None:
         text, is_json = "", False
     elif isinstance(content, str):
-        text, is_json = content, False
+        text, is_json = merged_after_summary(message) or content, False  # the host merged it into a summary
         if EVIDENCE_OPEN in text and message.get("role") == "user":  # injected by our hook, never the user's words
             text = strip_evidence(text)
         if TODO_SNAPSHOT in text and message.get("role") == "user":  # the host's, merged into the user's message

@@ -12,12 +12,11 @@ from typing import Any
 
 from .. import tokens
 from ..dag import NodeRow
-from ..ingest import SUMMARY_MARKER
+from ..ingest import SUMMARY_FOOTER, SUMMARY_MARKER
 from . import policy
 
 SUMMARY_HEADER = ("[trove summary] Earlier conversation, compacted. Nothing is lost: exact messages are "
                   "recoverable with trove_grep, trove_describe and trove_expand(node_id=N).")
-SUMMARY_FOOTER = "[end of trove summary]"
 NODE_LABEL_TOKENS = 30       # the "[dN node K | from to UTC]" line above each node
 ASSEMBLY_SLACK_TOKENS = 120  # header, footer and the omitted-nodes note
 

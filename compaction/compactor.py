@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import tokens
-from ..ingest import Identify, is_synthetic, message_identity
+from ..ingest import Identify, is_synthetic, message_identity, unmerged
 from ..payloads.replay import apply_replay_stubs
 from ..payloads.sidecar import transcript_gc
 from . import assembly, policy
@@ -202,7 +202,7 @@ class Compactor:
         only part of the backlog (a gateway /compress head) still maps. Host messages before
         the first paired one are already summarised (or rotated away) and leave the prompt.
         """
-        raw = [m for m in messages if isinstance(m, dict) and not is_synthetic(m)]
+        raw = [unmerged(m) for m in messages if isinstance(m, dict) and not is_synthetic(m)]
         ids = [0] * len(raw)
         positions: dict[str, list[int]] = {}
         for pos, row in enumerate(backlog):

@@ -9,7 +9,9 @@ as conversation, and a user message it was merged into is the same message, stor
 from __future__ import annotations
 
 from conftest import assistant, user
+from test_compaction import engine_on
 
+from hermes_trove import tokens
 from hermes_trove.ingest import is_synthetic, message_identity
 from hermes_trove.store import SessionKey
 
@@ -56,3 +58,40 @@ def test_words_a_user_writes_about_those_markers_are_kept():
     text = "why does my todo say [Your active task list was preserved across context compression]?"
     assert not is_synthetic(user(text))
     assert message_identity(user(text)) != message_identity(user("why does my todo say ?"))
+
+
+def host_merge(messages: list[dict]) -> list[dict]:
+    """What Hermes does to two user messages in a row before a request (and so what state.db
+    gives back): one message, the second joined to the first after a blank line."""
+    out: list[dict] = []
+    for m in messages:
+        if out and m["role"] == "user" and out[-1]["role"] == "user":
+            out[-1] = {**out[-1], "content": out[-1]["content"] + "\n\n" + m["content"]}
+        else:
+            out.append(dict(m))
+    return out
+
+
+def test_a_message_the_host_merged_into_a_trove_summary_stays_the_users_message(tmp_path):
+    eng = engine_on(tmp_path, fresh_tail_count=2)
+    doc = "DOC-START please read this document " + "d" * 40000  # kept raw as the whole tail
+    turns = [m for i in range(12) for m in (user(f"q{i} " + "w" * 6000), assistant(f"a{i} short"))]
+    out = eng.compress(turns + [user(doc)], current_tokens=tokens.count_messages(turns + [user(doc)]) + 3000)
+    assert [m["role"] for m in out] == ["user", "user"] and out[1]["content"] == doc
+    live = host_merge(out) + [assistant("read it")]
+    merged = live[0]
+    stored = eng.runtime.store.count("s1")
+    for i in range(20):  # the chat goes on until the next compaction
+        live += [user(f"later {i} " + "y" * 4000), assistant(f"later answer {i}")]
+        if eng.should_compress(tokens.count_messages(live) + 3000):
+            break
+    live.append(user("now what"))
+    out = eng.compress(live, current_tokens=tokens.count_messages(live) + 3000)
+    rt = eng.runtime
+    assert rt.store.count("s1") == stored + len(live) - 1  # the merged message was not stored again
+    row = next(r for r in rt.store.page("s1", 0, 1000) if r.content == doc)
+    covered = {i for node in rt.dag.frontier("s1") for i in rt.dag.descendant_store_ids(node.node_id)}
+    shown = [m for m in out if "DOC-START" in str(m["content"])]
+    assert row.store_id in covered or shown  # summarised or still shown: never dropped unsummarised
+    assert not [m for m in out[1:] if str(m["content"]).startswith("[trove summary")]
+    assert not is_synthetic(merged) and message_identity(merged) == message_identity(user(doc))
