@@ -102,3 +102,21 @@ def test_no_summary_is_written_from_an_undone_turn_or_a_replaced_answer(rewound)
     assert "KESTREL" not in summarised
     assert not re.search(rf"\]: {re.escape(old_answer)}\b", summarised), old_answer
     assert prompts and f"]: {QUESTION[:40]}" in summarised  # the chat around them was summarised
+
+
+def test_each_chats_last_request_shows_every_message_past_its_summaries(rewound):
+    """Nothing a chat said left the model's view unsummarised: each stored message is beneath a
+    summary node or, past them, in the chat's last request (raw, or merged by the host)."""
+    db, bodies = rewound["home"].db_path, chat_requests(rewound["requests"])
+    last = {s["step"]["chat"]: s for s in rewound["steps"] if "text" in s["step"]}
+    for chat, step in last.items():
+        sid = step["session_id"]
+        body = [b for b in bodies if any(step["step"]["text"] in str(m.get("content")) for m in b["messages"])][-1]
+        shown = [str(m.get("content") or "") for m in body["messages"]]
+        covered = {i for (i,) in query(db, "SELECT n.store_id FROM node_messages n JOIN summary_nodes s"
+                                           " ON s.node_id = n.node_id WHERE s.session_id = ?", (sid,))}
+        rows = query(db, "SELECT store_id, content FROM messages WHERE session_id = ? AND role IN ('user', 'assistant')"
+                         " AND content != ''", (sid,))
+        lost = [(i, text[:40]) for i, text in rows if i not in covered and not any(text in s for s in shown)
+                and text != step["final"]]  # the last answer came from that request
+        assert not lost, (chat, lost)
