@@ -26,7 +26,7 @@ from .compaction.summarize import Summarizer
 from .compaction.window import MIN_TARGET, measure_overhead, plan_trigger
 from .config import reserve_floor_cap, scoped_home
 from .filters import host_side_agent
-from .hostbase import ContextEngine, host_entry, host_message_tokens
+from .hostbase import ContextEngine, branched_from, host_entry, host_message_tokens
 from .ingest import Identify, is_synthetic, memo_identity
 from .models import Complete, host_complete
 from .ops.maintenance import gc_empty_lifecycle
@@ -251,7 +251,7 @@ class TroveEngine(ContextEngine):
         if not session_id:
             return
         self._host_db = session_db if session_db is not None else self._host_db
-        previous = self.state.pending_reset_from
+        previous = self.state.pending_reset_from or branched_from(self._host_db, session_id)
         base = self.state.key or SessionKey("")
         platform, conversation = self._host_owner(session_id, base.platform, base.conversation_id)
         key = SessionKey(session_id, conversation, platform, base.source,
@@ -349,7 +349,8 @@ class TroveEngine(ContextEngine):
                 self._storage_error(exc, f"recording session {key.session_id}")
 
     def _carry_after_new(self, old: str, new: str) -> None:
-        depth = int(self.config.new_session_retain_depth)
+        # a /branch continues its parent's conversation: every summary comes along, not only the deep ones
+        depth = -1 if branched_from(self._host_db, new) == old else int(self.config.new_session_retain_depth)
         if depth == 0:
             return
         try:

@@ -7,6 +7,7 @@ the attributes and defaults the engine relies on, so the engine behaves the same
 from __future__ import annotations
 
 import functools
+import json
 import logging
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
@@ -64,3 +65,18 @@ def host_message_tokens(messages: list[dict[str, Any]]) -> int:
         return int(estimate_messages_tokens_rough(messages))
     except Exception:
         return 0
+
+
+def branched_from(host_db: Any, session_id: str) -> str:
+    """The session the host forked ``session_id`` from with ``/branch`` (CLI and gateway mark the
+    new session row's ``model_config`` with ``_branched_from``), or "" (no host database, no mark)."""
+    if host_db is None or not session_id:
+        return ""
+    try:
+        config = (host_db.get_session(session_id) or {}).get("model_config")
+        config = json.loads(config) if isinstance(config, str) else config
+    except Exception:  # an unreadable row or mark is no branch
+        log.debug("trove: the host's session row of %s is unreadable", session_id, exc_info=True)
+        return ""
+    parent = config.get("_branched_from") if isinstance(config, dict) else None
+    return parent if isinstance(parent, str) and parent != session_id else ""

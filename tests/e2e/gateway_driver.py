@@ -118,6 +118,21 @@ class Gateway:
         self.db.replace_messages(sid, history[:last])
         return self.turn(name, str(history[last].get("content") or ""))
 
+    def branch(self, name: str) -> dict[str, Any]:
+        """gateway/slash_commands.py ``_handle_branch_command``: a new session (named for the platform
+        only) holding a copy of the chat's transcript becomes the chat's session; the agent is evicted."""
+        parent, history = self.session_id(name), self.history(name)
+        new = f"{datetime.now():%Y%m%d_%H%M%S}_{uuid.uuid4().hex[:6]}"
+        self.db.create_session(session_id=new, source=self.chats[name]["platform"], model="fake-model",
+                               model_config={"_branched_from": parent}, parent_session_id=parent)
+        for m in history:
+            self.db.append_message(session_id=new, role=m.get("role", "user"), content=m.get("content"),
+                                   tool_name=m.get("tool_name") or m.get("name"), tool_calls=m.get("tool_calls"),
+                                   tool_call_id=m.get("tool_call_id"), finish_reason=m.get("finish_reason"))
+        self.sessions[name] = new
+        self.agents.pop(name, None)
+        return {"parent_session_id": parent, "session_id": new, "copied": len(history)}
+
     def temporary(self, name: str, bound_to_chat: bool) -> Any:
         """The side agent of /compress (bound to the chat) or of session hygiene (not bound)."""
         from run_agent import AIAgent
@@ -226,6 +241,8 @@ class Gateway:
             return self.undo(name)
         if command == "/retry":
             return self.retry(name)
+        if command == "/branch":
+            return self.branch(name)
         if command.startswith("/compress"):
             return self.compress(name, command[len("/compress"):].strip() or None, hygiene=False)
         if command == "hygiene":
