@@ -450,7 +450,8 @@ class TroveEngine(ContextEngine):
         self._ingest(self.state.key, messages, identity)
         self.runtime.store.settle()  # a server store: what the outbox holds ships before compaction reads
         compactor = Compactor(self.runtime, self.state.key,
-                              CompactionLimits(int(self.threshold_tokens or 0), int(self.context_length or 0)),
+                              CompactionLimits(int(self.threshold_tokens or 0), int(self.context_length or 0),
+                                               self.overhead_tokens),
                               Summarizer(self.config, self.completion_for("compression")))
         result = compactor.run(messages, current_tokens=current_tokens, focus_topic=focus_topic,
                                force=force, memory_context=memory_context, identity=identity)

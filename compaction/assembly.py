@@ -19,6 +19,7 @@ SUMMARY_HEADER = ("[trove summary] Earlier conversation, compacted. Nothing is l
                   "recoverable with trove_grep, trove_describe and trove_expand(node_id=N).")
 NODE_LABEL_TOKENS = 30       # the "[dN node K | from to UTC]" line above each node
 ASSEMBLY_SLACK_TOKENS = 120  # header, footer and the omitted-nodes note
+SUMMARY_FLOOR_TOKENS = 1500  # summary room kept when the newest messages alone fill the target
 
 
 def node_info(node: NodeRow) -> policy.NodeInfo:
@@ -67,13 +68,17 @@ def shows_summary(message: dict[str, Any]) -> bool:
 
 
 def assemble(frontier: Sequence[NodeRow], raw_keep: list[dict[str, Any]], tail: list[dict[str, Any]],
-             target: int) -> tuple[list[dict[str, Any]], list[int]]:
+             target: int, room: int = 0) -> tuple[list[dict[str, Any]], list[int]]:
     """The prompt after compaction: one summary message, then the kept raw messages.
 
+    The nodes get what the kept messages leave of ``target``; when long newest messages leave
+    less than ``SUMMARY_FLOOR_TOKENS``, up to that much of ``room`` (the messages' share under
+    the trigger), so one pasted message does not hide every summary while the window has space.
     Returns the new message dicts and the ids of frontier nodes left out for space.
     """
     live_tokens = tokens.count_messages(raw_keep) + tokens.count_messages(tail)
-    nodes, omitted = select_nodes(frontier, max(0, target - live_tokens - ASSEMBLY_SLACK_TOKENS))
+    floor = min(SUMMARY_FLOOR_TOKENS, room - live_tokens - ASSEMBLY_SLACK_TOKENS)
+    nodes, omitted = select_nodes(frontier, max(0, target - live_tokens - ASSEMBLY_SLACK_TOKENS, floor))
     out: list[dict[str, Any]] = []
     if nodes or omitted:
         out.append(render_summary_message(nodes, omitted))

@@ -41,6 +41,7 @@ class CompactionLimits:
 
     threshold_tokens: int  # 0 = not initialised: no threshold applies
     context_length: int    # 0 = unknown: the critical-pressure rule is off
+    overhead_tokens: int = 0  # the host's fixed part as the trigger measured it (0 = measure here)
 
 
 @dataclass
@@ -96,6 +97,8 @@ class Compactor:
         live, live_ids = self._map_live(messages, backlog, identity)
         self.taken_back = policy.taken_back(live_ids, [r.store_id for r in backlog])
         overhead = max(0, int(current_tokens or 0) - tokens.count_messages(messages))
+        if current_tokens and self.limits.overhead_tokens:  # the trigger's measure, so both agree on it
+            overhead = int(self.limits.overhead_tokens)
         threshold = int(self.limits.threshold_tokens or 0) or 10 ** 9
         target = plan_target(threshold, overhead)  # window.py: never starved by a large overhead
 
@@ -153,7 +156,7 @@ class Compactor:
         raw_keep = [m for m, _ in candidates[compacted_upto:]]
         # Unstored live messages before the tail (filtered out by ignore patterns) are dropped with
         # the compacted part; those after the last compacted candidate stay in place.
-        out, omitted = assembly.assemble(self.nodes, raw_keep, live[tail_start:], target)
+        out, omitted = assembly.assemble(self.nodes, raw_keep, live[tail_start:], target, threshold - overhead)
         progress = out != messages
         status = "compacted" if leaves or condensed else ("stubbed" if self.stubbed else
                                                           "sanitized" if progress else "noop")

@@ -127,3 +127,46 @@ def test_a_large_window_is_untouched_by_the_overhead(tmp_path):
     msgs = [user("hello " * 400), {"role": "assistant", "content": "hi"}]
     eng.compress(msgs, current_tokens=17500 + tokens.count_messages(msgs))
     assert 16000 <= eng.overhead_tokens <= 17500 and eng.threshold_tokens == 44800
+
+
+def test_a_long_newest_message_leaves_room_for_the_summary_under_the_trigger(tmp_path):
+    """A pasted message of about 6,000 tokens in a 64K window with the host's ~17K overhead fills
+    the compaction target on its own; the summary of the earlier turns must still be shown (the
+    prompt stays under the trigger with it), not replaced by an "omitted" note."""
+    calls: list[str] = []
+    eng = _engine(tmp_path, calls, fresh_tail_count=4)
+    paste = " ".join(f"pasted{k % 97} line{k}" for k in range(1700))
+    msgs = [user("the ferry to Naxos leaves at 7am " + paste), {"role": "assistant", "content": "noted"},
+            user("second paste " + paste)]
+    prompt = 17500 + tokens.count_messages(msgs)
+    eng.compress(msgs, current_tokens=prompt)  # learns the overhead (the host's first call defers)
+    out = eng.compress(msgs, current_tokens=prompt, force=True)
+    assert calls, "nothing was summarised"
+    summary = next(m for m in out if m.get("_trove_summary"))
+    assert len(NODE_LABEL.findall(summary["content"])) == 1, summary["content"][:400]
+    assert "not shown to save space" not in summary["content"]
+    assert eng.overhead_tokens + tokens.count_messages(out) < eng.threshold_tokens
+
+
+def test_the_compactor_measures_the_overhead_as_the_trigger_does(tmp_path, monkeypatch):
+    """The host's rough count also reads a message's ``api_content`` (the bytes it sent, the
+    recall note included), so on a resumed transcript it counts a long message twice. The trigger
+    takes the larger of the two counts; the compactor must take the same overhead, or it believes
+    the host's fixed part is a whole paste bigger and hides the summary it just wrote."""
+    from hermes_trove import engine as engine_module
+
+    monkeypatch.setattr(engine_module, "host_message_tokens", lambda msgs: len(str(msgs)) // 4)
+    calls: list[str] = []
+    eng = _engine(tmp_path, calls, fresh_tail_count=4)
+    paste = " ".join(f"pasted{k % 97} line{k}" for k in range(1700))
+    sent = {"role": "user", "content": "the ferry leaves at 7am " + paste, "api_content": "the ferry leaves at 7am "
+            + paste + "\n\nTROVE recall policy"}
+    msgs = [sent, {"role": "assistant", "content": "noted"}, user("second paste " + paste)]
+    prompt = 17500 + len(str(msgs)) // 4  # the host's estimate of the request
+    out = eng.compress(msgs, current_tokens=prompt)
+    if out is msgs:  # the first call only learned the overhead
+        out = eng.compress(msgs, current_tokens=prompt)
+    assert calls and out is not msgs
+    assert abs(eng.state.last_result["overhead_tokens"] - eng.overhead_tokens) <= 1, eng.state.last_result
+    summary = next(m for m in out if m.get("_trove_summary"))
+    assert len(NODE_LABEL.findall(summary["content"])) == 1, summary["content"][:400]
