@@ -19,7 +19,7 @@ from ..payloads.replay import apply_replay_stubs
 from ..payloads.sidecar import transcript_gc
 from . import assembly, policy
 from .summarize import Summarizer, SummaryResult, expand_hint, serialize_messages
-from .window import plan_target
+from .window import TRIGGER_CEILING, plan_target
 
 if TYPE_CHECKING:
     from ..dag import NodeRow
@@ -156,7 +156,10 @@ class Compactor:
         raw_keep = [m for m, _ in candidates[compacted_upto:]]
         # Unstored live messages before the tail (filtered out by ignore patterns) are dropped with
         # the compacted part; those after the last compacted candidate stay in place.
-        out, omitted = assembly.assemble(self.nodes, raw_keep, live[tail_start:], target, threshold - overhead)
+        room = threshold - overhead  # what the messages may hold and stay under the trigger
+        if tail_tokens > room and self.limits.context_length:  # past the trigger anyway: the window's ceiling
+            room = max(room, int(self.limits.context_length * TRIGGER_CEILING) - overhead)
+        out, omitted = assembly.assemble(self.nodes, raw_keep, live[tail_start:], target, room)
         progress = out != messages
         status = "compacted" if leaves or condensed else ("stubbed" if self.stubbed else
                                                           "sanitized" if progress else "noop")

@@ -170,3 +170,23 @@ def test_the_compactor_measures_the_overhead_as_the_trigger_does(tmp_path, monke
     assert abs(eng.state.last_result["overhead_tokens"] - eng.overhead_tokens) <= 1, eng.state.last_result
     summary = next(m for m in out if m.get("_trove_summary"))
     assert len(NODE_LABEL.findall(summary["content"])) == 1, summary["content"][:400]
+
+
+def test_a_paste_past_the_trigger_still_shows_the_summary_while_the_window_has_room(tmp_path):
+    """A 128K window and one pasted message bigger than the whole trigger (44,800): the prompt is
+    past the trigger whatever is shown, but far under the window; the earlier turns' summary must
+    stay in view (up to 60% of the window, the trigger's own ceiling), not vanish with the paste."""
+    calls: list[str] = []
+    eng = _engine(tmp_path, calls, context=128000, fresh_tail_count=4)
+    msgs = []
+    for i in range(6):
+        msgs += [user(f"question {i} about the Naxos ferry " + "lorem ipsum dolor " * 60),
+                 {"role": "assistant", "content": f"answer {i}"}]
+    msgs.append(user("PASTE " + " ".join(f"pasted{k % 97} line{k}" for k in range(11000))))
+    prompt = 4000 + tokens.count_messages(msgs)
+    assert prompt > eng.threshold_tokens and tokens.count_message(msgs[-1]) > eng.threshold_tokens
+    out = eng.compress(msgs, current_tokens=prompt)
+    assert calls and out is not msgs
+    summary = next(m for m in out if m.get("_trove_summary"))
+    assert NODE_LABEL.search(summary["content"]), summary["content"][:400]
+    assert 4000 + tokens.count_messages(out) < int(128000 * 0.6)
