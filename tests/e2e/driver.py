@@ -89,11 +89,19 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         with open(spec["history_in"], encoding="utf-8") as fh:
             history = json.load(fh)
     for text in spec.get("turns", []):
+        if isinstance(text, dict) and "switch_model" in text:
+            # /model: the host's in-place switch, which resolves the new model's window (config.yaml
+            # custom_providers) and hands it to the engine through update_model.
+            agent.switch_model(text["switch_model"], "custom", api_key="sk-fake", base_url=spec["base_url"])
+            result["turns"].append({"switched": True, "context_length": getattr(engine, "context_length", None),
+                                    "threshold_tokens": getattr(engine, "threshold_tokens", None)})
+            continue
         out = agent.run_conversation(text, conversation_history=history)
         history = out["messages"]
         result["turns"].append({"final": str(out.get("final_response") or "")[:400],
                                 "messages": len(history), "session_id": agent.session_id,
-                                "compression_count": getattr(engine, "compression_count", None)})
+                                "compression_count": getattr(engine, "compression_count", None),
+                                "last_compression": dict(getattr(getattr(engine, "state", None), "last_result", {}))})
     if spec.get("compress_focus") is not None:
         before = len(history)
         history, _ = agent._compress_context(history, None, focus_topic=spec["compress_focus"] or None,

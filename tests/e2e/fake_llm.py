@@ -161,6 +161,10 @@ class FakeLLM:
         # Set ``hold_summaries``: each summary request sets ``summary_held`` and waits (up to 120 s) for
         # ``hold_summaries`` to clear, so a test can kill the host while its summarizer call is in flight.
         self.hold_summaries, self.summary_held = threading.Event(), threading.Event()
+        # ``summary_faults``: what the next summary requests get, one entry each, in order, then normal
+        # answers: "500" (a server error), "empty" (an empty reply), "garbage" (an unfinished
+        # reasoning block) or "slow:S" (the normal answer after S seconds).
+        self.summary_faults: list[str] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -233,13 +237,22 @@ def _handler_for(server: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 deadline = time.monotonic() + 120
                 while server.hold_summaries.is_set() and time.monotonic() < deadline:
                     time.sleep(0.05)
+            fault = ""
+            if decide(body, n).get("text") == SUMMARY_REPLY.format(n=n):
+                with server._lock:
+                    fault = server.summary_faults.pop(0) if server.summary_faults else ""
             try:
-                self._answer(body, n)
+                if fault == "500":
+                    self._json(500, {"error": {"message": "fake upstream failure", "type": "server_error"}})
+                    return
+                if fault.startswith("slow:"):
+                    time.sleep(float(fault.split(":", 1)[1]))
+                self._answer(body, n, {"empty": "", "garbage": "<think>\x07\ufffd%%%% unfinished"}.get(fault))
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client is gone (killed while it waited)
 
-        def _answer(self, body: dict[str, Any], n: int) -> None:
-            plan = decide(body, n)
+        def _answer(self, body: dict[str, Any], n: int, text: str | None = None) -> None:
+            plan = decide(body, n) if text is None else {"text": text}
             prompt = estimate_prompt_tokens(body)
             usage = {"prompt_tokens": prompt, "completion_tokens": 7, "total_tokens": prompt + 7}
             base = {"id": f"chatcmpl-{n}", "created": int(time.time()), "model": MODEL}
