@@ -118,14 +118,25 @@ def build_prompt(text: str, depth: int, budget: int, *, aggressive: bool = False
 
 
 def truncate_deterministic(text: str, max_tokens: int) -> str:
-    """Head and tail of ``text`` around a marker, shrunk until it fits ``max_tokens``."""
+    """Head and tail of ``text`` around a marker, shrunk until it fits ``max_tokens``.
+
+    A marker ``text`` already holds (a condensation of truncated leaves) is kept whole or cut
+    whole, never split."""
     if tokens.count(text) <= max_tokens:
         return text
+    core = TRUNCATION_MARKER.strip()
+    spans, at = [], text.find(core)
+    while at >= 0:
+        spans.append((at, at + len(core)))
+        at = text.find(core, at + len(core))
     lo, hi = 0, len(text)
-    best = TRUNCATION_MARKER.strip()
+    best = core
     while lo <= hi:  # binary search on kept characters
         mid = (lo + hi) // 2
-        head, tail = text[: mid // 2 + mid % 2], text[len(text) - mid // 2:] if mid // 2 else ""
+        cut, start = mid // 2 + mid % 2, len(text) - mid // 2 if mid // 2 else len(text)
+        cut = next((a for a, b in spans if a < cut < b), cut)
+        start = next((b for a, b in spans if a < start < b), start)
+        head, tail = text[:cut], text[start:]
         cand = head + TRUNCATION_MARKER + tail
         if tokens.count(cand) <= max_tokens:
             best, lo = cand, mid + 1

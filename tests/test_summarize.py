@@ -203,6 +203,16 @@ class TestTruncateDeterministic:
     def test_the_cut_uses_nearly_all_of_the_budget(self):
         assert tokens.count(truncate_deterministic(RECORD, 200)) >= 190
 
+    def test_a_cut_never_splits_an_earlier_marker(self):
+        """A condensation of deterministic leaves truncates text that already holds markers; a cut
+        inside one left half a marker ("[... deterministic truncation; ex") in the summary."""
+        core = TRUNCATION_MARKER.strip()
+        leaf = "the ferry leaves Piraeus at 7am and docks in Naxos by noon " * 12
+        source = "\n---\n".join(leaf[:300] + TRUNCATION_MARKER + leaf[-300:] for _ in range(4))
+        for budget in range(40, 400, 3):
+            out = truncate_deterministic(source, budget)
+            assert out.count("[...") == out.count("...]") == out.count(core), (budget, out)
+
     def test_a_budget_below_the_marker_leaves_only_the_marker(self):
         assert truncate_deterministic(RECORD, 1) == TRUNCATION_MARKER.strip()
 
