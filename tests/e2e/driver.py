@@ -15,6 +15,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable
@@ -96,7 +97,15 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
             result["turns"].append({"switched": True, "context_length": getattr(engine, "context_length", None),
                                     "threshold_tokens": getattr(engine, "threshold_tokens", None)})
             continue
+        timer = None
+        if isinstance(text, dict) and "interrupt_after" in text:
+            # Ctrl-C while the turn runs: the CLI calls agent.interrupt() from its input thread.
+            timer = threading.Timer(float(text["interrupt_after"]), agent.interrupt, args=("stop",))
+            timer.start()
+            text = text["text"]
         out = agent.run_conversation(text, conversation_history=history)
+        if timer is not None:
+            timer.cancel()
         history = out["messages"]
         result["turns"].append({"final": str(out.get("final_response") or "")[:400],
                                 "messages": len(history), "session_id": agent.session_id,
