@@ -165,6 +165,9 @@ class FakeLLM:
         # answers: "500" (a server error), "empty" (an empty reply), "garbage" (an unfinished
         # reasoning block) or "slow:S" (the normal answer after S seconds).
         self.summary_faults: list[str] = []
+        # ``context_limit``: main requests estimated above it are refused as a provider does (HTTP 400
+        # naming the real limit); 0 = no limit.
+        self.context_limit = 0
         self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -237,6 +240,12 @@ def _handler_for(server: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 deadline = time.monotonic() + 120
                 while server.hold_summaries.is_set() and time.monotonic() < deadline:
                     time.sleep(0.05)
+            if server.context_limit and body.get("tools") and estimate_prompt_tokens(body) > server.context_limit:
+                self._json(400, {"error": {"code": "context_length_exceeded", "type": "invalid_request_error",
+                                           "message": f"This model's maximum context length is {server.context_limit}"
+                                           f" tokens. However, your messages resulted in {estimate_prompt_tokens(body)}"
+                                           " tokens. Please reduce the length of the messages."}})
+                return
             fault = ""
             if decide(body, n).get("text") == SUMMARY_REPLY.format(n=n):
                 with server._lock:

@@ -7,6 +7,10 @@ timeout (the host's client retries it once), an HTTP 500, an empty reply and an 
 reasoning block, in that order, until the route's circuit breaker opens: the summaries degrade
 to the deterministic level and nothing is lost. The prompt must fit the new
 window from the first request after the switch, and ``trove_grep`` still finds the first turn.
+
+Then the same shrink the other way round: config.yaml says 256K, the provider refuses the first
+request past 64K naming its limit, the host hands that limit to the engine and compacts, and
+every later request fits.
 """
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from .fake_llm import estimate_prompt_tokens
 from .harness import FALLBACK_WARNING, chat_requests, query, request_tokens
 
 BIG, SMALL = 256000, 64000
@@ -91,3 +96,34 @@ def test_grep_finds_the_first_turn_after_compaction(switched):
     first_id = query(switched["home"].db_path, "SELECT MIN(store_id) FROM messages WHERE session_id = ?",
                      (switched["result"]["session_id"],))[0][0]
     assert first_id in [r.get("store_id") for r in found["results"]], found["results"]
+
+
+# -- the provider refuses a request past its real window (config.yaml says 256K) ----------------
+
+OVERFLOW_TURNS = [f"overflow turn {i}: " + " ".join(f"w{k}x{i}" for k in range(6000)) for i in range(1, 8)]
+
+
+@pytest.fixture(scope="module")
+def refused(make_home, fake_llm) -> dict[str, Any]:
+    home = make_home(context_length=BIG)
+    start = len(fake_llm.requests())
+    fake_llm.context_limit = SMALL
+    try:
+        result = home.run_driver({"turns": OVERFLOW_TURNS, "max_iterations": 4}, "refused", timeout=600)
+    finally:
+        fake_llm.context_limit = 0
+    return {"home": home, "result": result, "requests": fake_llm.requests()[start:]}
+
+
+def test_a_provider_refusal_shrinks_the_window_and_trove_compacts_under_it(refused):
+    result = refused["result"]
+    assert result["engine_name"] == "trove" and not [w for w in result["warnings"] if FALLBACK_WARNING in w]
+    assert any("maximum context length is 64000" in w for w in result["warnings"])
+    assert result["compression_count"] >= 1
+    sizes = [estimate_prompt_tokens(b) for b in chat_requests(refused["requests"])]
+    refusals = [s for s in sizes if s > SMALL]
+    assert len(refusals) == 1, sizes  # one refusal, then every request fits the reported window
+    assert max(sizes[sizes.index(refusals[0]) + 1:]) < SMALL, sizes
+    counts = dict(query(refused["home"].db_path, "SELECT content, COUNT(*) FROM messages WHERE session_id = ? "
+                                                 "AND role = 'user' GROUP BY content", (result["session_id"],)))
+    assert [counts.get(t) for t in OVERFLOW_TURNS] == [1] * len(OVERFLOW_TURNS)
