@@ -12,7 +12,7 @@ from typing import Any
 
 from .. import tokens
 from ..dag import NodeRow
-from ..ingest import SUMMARY_FOOTER, SUMMARY_MARKER
+from ..ingest import SUMMARY_FOOTER, SUMMARY_MARKER, is_synthetic, merged_after_summary, unmerged
 from . import policy
 
 SUMMARY_HEADER = ("[trove summary] Earlier conversation, compacted. Nothing is lost: exact messages are "
@@ -65,6 +65,41 @@ def shows_summary(message: dict[str, Any]) -> bool:
     """True when the message already puts a trove summary in front of the model."""
     content = message.get("content")
     return (isinstance(content, str) and content.startswith(SUMMARY_MARKER)) or carries_injected_summary(message)
+
+
+def split_host_merge(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The transcript with each user message Hermes joined onto a summary message given back.
+
+    Hermes repairs two consecutive user turns by appending the second to the first after a blank
+    line, in its own transcript; after a compaction whose tail starts with a user message that
+    puts the user's message inside the summary message, where it would read as summary text.
+    """
+    out = []
+    for m in messages:
+        rest = merged_after_summary(m) if isinstance(m, dict) else None
+        if rest is not None and rest.strip():
+            summary = m["content"][:len(m["content"]) - len(rest)].rstrip("\n")
+            out += [{**m, "content": summary}, unmerged(m)]
+        else:
+            out.append(m)
+    return out
+
+
+def keep_turn_request(out: list[dict[str, Any]], messages: Sequence[dict[str, Any]],
+                      budget: int) -> list[dict[str, Any]]:
+    """``out`` with the user message the turn answers kept in view.
+
+    A compaction between a turn's tool calls can fold the turn's own request into a summary when
+    the budget leaves only the newest tool group; the newest user message of ``messages`` then
+    follows the summary again, unless it alone is over ``budget`` (its summary carries it).
+    """
+    if any(m.get("role") == "user" and not is_synthetic(m) for m in out):
+        return out
+    newest = next((m for m in reversed(messages) if m.get("role") == "user" and not is_synthetic(m)), None)
+    if newest is None or tokens.count_message(newest) > budget:
+        return out
+    at = 1 if out and is_synthetic(out[0]) else 0
+    return [*out[:at], {k: v for k, v in newest.items() if k != "_db_persisted"}, *out[at:]]
 
 
 def assemble(frontier: Sequence[NodeRow], raw_keep: list[dict[str, Any]], tail: list[dict[str, Any]],

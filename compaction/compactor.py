@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import tokens
-from ..ingest import Identify, is_synthetic, message_identity, unmerged
+from ..ingest import Identify, is_synthetic, message_identity
 from ..payloads.replay import apply_replay_stubs
 from ..payloads.sidecar import transcript_gc
 from . import assembly, policy
@@ -94,7 +94,8 @@ class Compactor:
         # The summary frontier is read once; the passes below keep this copy and its token total
         # current, so a compaction costs what it folds, not the length of the history.
         self._read_nodes()
-        live, live_ids = self._map_live(messages, backlog, identity)
+        host = assembly.split_host_merge(messages)
+        live, live_ids = self._map_live(host, backlog, identity)
         self.taken_back = policy.taken_back(live_ids, [r.store_id for r in backlog])
         overhead = max(0, int(current_tokens or 0) - tokens.count_messages(messages))
         if current_tokens and self.limits.overhead_tokens:  # the trigger's measure, so both agree on it
@@ -160,7 +161,8 @@ class Compactor:
         if tail_tokens > room and self.limits.context_length:  # past the trigger anyway: the window's ceiling
             room = max(room, int(self.limits.context_length * TRIGGER_CEILING) - overhead)
         out, omitted = assembly.assemble(self.nodes, raw_keep, live[tail_start:], target, room)
-        progress = out != messages
+        out = assembly.keep_turn_request(out, host, int(target * TAIL_SHARE))
+        progress = out != messages and out != host  # giving back a merged message alone is no progress
         status = "compacted" if leaves or condensed else ("stubbed" if self.stubbed else
                                                           "sanitized" if progress else "noop")
         reason = "" if progress else ("nothing outside the protected tail to compact" if not candidates
@@ -208,7 +210,7 @@ class Compactor:
         only part of the backlog (a gateway /compress head) still maps. Host messages before
         the first paired one are already summarised (or rotated away) and leave the prompt.
         """
-        raw = [unmerged(m) for m in messages if isinstance(m, dict) and not is_synthetic(m)]
+        raw = [m for m in messages if isinstance(m, dict) and not is_synthetic(m)]
         ids = [0] * len(raw)
         positions: dict[str, list[int]] = {}
         for pos, row in enumerate(backlog):

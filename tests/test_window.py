@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import make_config, make_engine, user
+from conftest import make_config, make_engine, tool_call, tool_result, user
 from simulate import HostLoop, build_conversation
 
 from hermes_trove import tokens
@@ -190,3 +190,48 @@ def test_a_paste_past_the_trigger_still_shows_the_summary_while_the_window_has_r
     summary = next(m for m in out if m.get("_trove_summary"))
     assert NODE_LABEL.search(summary["content"]), summary["content"][:400]
     assert 4000 + tokens.count_messages(out) < int(128000 * 0.6)
+
+
+def test_a_summary_the_host_merged_with_the_question_keeps_the_question_in_the_next_compaction(tmp_path):
+    """When the kept tail starts with a user message, Hermes merges trove's summary message and that
+    message into one (in place, in its transcript: its repair of consecutive user turns). A second
+    compaction in the same turn (after a tool batch) must keep the question in the prompt, not drop
+    it with the old summary it now shares a message with."""
+    calls: list[str] = []
+    eng = _engine(tmp_path, calls, fresh_tail_count=1)
+    filler = " ".join(f"pasted{k % 97} line{k}" for k in range(1500))
+    msgs = []
+    for i in range(4):
+        msgs += [user(f"turn {i}: " + filler), {"role": "assistant", "content": f"answer {i}"}]
+    msgs.append(user("QUESTION-Z: what does the build script print?"))
+    out = eng.compress(msgs, current_tokens=eng.threshold_tokens + 1, force=True)
+    assert out[0].get("_trove_summary") and out[1]["content"].startswith("QUESTION-Z")
+    merged = out[0]  # the host's merge: the summary dict gets the question appended, flags kept
+    merged["content"] = merged["content"] + "\n\n" + out[1]["content"]
+    transcript = [merged, *out[2:],
+                  {"role": "assistant", "content": "", "tool_calls": [tool_call("c1", "terminal")]},
+                  tool_result("c1", "build output " + filler)]
+    again = eng.compress(transcript, current_tokens=eng.threshold_tokens + 1, force=True)
+    text = "\n".join(str(m.get("content")) for m in again)
+    assert "QUESTION-Z" in text, [str(m.get("content"))[:80] for m in again]
+    assert text.count("[trove summary]") == 1
+
+
+def test_a_compaction_between_tool_calls_keeps_the_question_of_the_turn(tmp_path):
+    """Mid-turn (after a tool batch) the tail budget may leave only the newest tool group; the user
+    message the turn answers must stay in view after the summary, not be folded out of the prompt."""
+    calls: list[str] = []
+    eng = _engine(tmp_path, calls)
+    filler = " ".join(f"pasted{k % 97} line{k}" for k in range(1500))
+    msgs = []
+    for i in range(3):
+        msgs += [user(f"turn {i}: " + filler), {"role": "assistant", "content": f"answer {i}"}]
+    msgs.append(user("QUESTION-Z: what does the build script print? " + filler))
+    for c in ("c1", "c2"):
+        msgs += [{"role": "assistant", "content": "", "tool_calls": [tool_call(c, "terminal")]},
+                 tool_result(c, f"build output {c} " + filler)]
+    out = eng.compress(msgs, current_tokens=eng.threshold_tokens + 1, force=True)
+    assert calls and out is not msgs
+    users = [m for m in out if m["role"] == "user" and not m.get("_trove_summary")]
+    assert [m["content"][:10] for m in users] == ["QUESTION-Z"], [str(m.get("content"))[:40] for m in out]
+    assert out[0].get("_trove_summary") and out[1] is not msgs[6] and out[1]["content"] == msgs[6]["content"]

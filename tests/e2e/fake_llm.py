@@ -115,6 +115,10 @@ def decide(body: dict[str, Any], n: int) -> dict[str, Any]:
         return {"text": SUMMARY_REPLY.format(n=n)}
     last = msgs[-1] if msgs else {}
     if last.get("role") == "tool":
+        users = [m for m in msgs if m.get("role") == "user"]
+        looping = TOOL_MARKER.search(text_of(users[-1].get("content"))) if users else None
+        if looping and "<<loop>>" in text_of(users[-1].get("content")):
+            return {"tool": (looping.group("name"), looping.group("args") or "{}")}
         follow = _chained_call(msgs, body)
         if follow is not None:
             return {"tool": follow}
