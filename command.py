@@ -28,7 +28,7 @@ from .pathprobe import probe_path
 from .pgdb import StoreSelectionError
 from .runtime import build_runtime
 from .scope import LOCAL_PLATFORMS
-from .toolkit import iso
+from .toolkit import clean_text, iso
 
 if TYPE_CHECKING:
     from .engine import TroveEngine
@@ -298,11 +298,11 @@ def make_handler(runtime: Runtime) -> Callable[[str], str]:
             name, result = _failure(words, exc)
         finally:
             install.TYPED_IN_HOST.reset(typed)
-        try:
-            return render(name, result)
+        try:  # the words typed are echoed: a lone surrogate among them must not reach the host
+            return clean_text(render(name, result))
         except Exception as exc:
             log.exception("trove: rendering /trove %s failed", name)
-            return f"trove: command failed: {type(exc).__name__}: {exc}"
+            return clean_text(f"trove: command failed: {type(exc).__name__}: {exc}")
     return handle
 
 
@@ -380,7 +380,7 @@ def _runtime_for(db: str | None, fallback: Runtime | None = None) -> Runtime:
 def _emit(text: str, out: TextIO) -> None:
     """Print, tolerating a reader that went away (``| head``): no traceback, the exit code stands."""
     try:
-        print(text, file=out)
+        print(clean_text(text), file=out)  # an argument that was no UTF-8 is echoed as U+FFFD
         out.flush()
     except BrokenPipeError:
         try:  # later flushes at exit would raise again: point the descriptor at /dev/null

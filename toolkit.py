@@ -75,15 +75,15 @@ def echo(value: Any, limit: int = ECHO_CHARS) -> str:
 
 def check_arguments(args: Mapping[str, Any]) -> None:
     """Refuse oversized, too deep or unencodable arguments before any handler parses them."""
-    stack: list[tuple[Any, str, int]] = [(args, "arguments", 0)]
+    stack: list[tuple[Any, str, int, str]] = [(args, "arguments", 0, "arguments")]
     nodes = total = 0
     while stack:
-        value, where, depth = stack.pop()
+        value, where, depth, top = stack.pop()  # top: the argument this value sits in, named by errors
         nodes += 1
         if nodes > MAX_ARGUMENT_NODES:
             raise ToolError(f"arguments are too large: more than {MAX_ARGUMENT_NODES} values")
         if depth > MAX_ARGUMENT_DEPTH:
-            raise ToolError(f"arguments are nested too deeply (more than {MAX_ARGUMENT_DEPTH} levels)")
+            raise ToolError(f"{top} is nested too deeply (more than {MAX_ARGUMENT_DEPTH} levels)")
         if isinstance(value, str):
             total += len(value)
             if len(value) > MAX_STRING_CHARS:
@@ -97,9 +97,9 @@ def check_arguments(args: Mapping[str, Any]) -> None:
                 key = str(k)
                 if len(key) > 256 or has_lone_surrogate(key):
                     raise ToolError(f"argument name {echo(key, 40)} is not a valid name")
-                stack.append((v, key if depth == 0 else f"{where}.{key}", depth + 1))
+                stack.append((v, key if depth == 0 else f"{where}.{key}", depth + 1, key if depth == 0 else top))
         elif isinstance(value, (list, tuple)):
-            stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value))
+            stack.extend((v, f"{where}[{i}]", depth + 1, top) for i, v in enumerate(value))
         if total > MAX_ARGUMENTS_CHARS:
             raise ToolError(f"arguments are too large: over {MAX_ARGUMENTS_CHARS} characters in all")
 

@@ -96,6 +96,8 @@ def open_target(text: str, source: Database | PgDatabase) -> Database | PgDataba
     if not value:
         raise TargetError("--to is empty: give a postgresql:// URL, a libpq string (service=NAME)"
                           " or a SQLite file path")
+    if "\x00" in value:
+        raise TargetError("--to contains a NUL byte: give a postgresql:// URL, a libpq string or a SQLite file path")
     if names_server(value):
         try:
             server = PgDatabase(value)

@@ -133,6 +133,8 @@ def trove_expand(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
     max_tokens = int_arg(args, "max_tokens", 4000, minimum=1, cap=16000, clamped=clamped) or 4000
     content_offset = int_arg(args, "content_offset", 0, minimum=0) or 0
     exact = bool_arg(args, "include_exact_ref")
+    source_offset = int_arg(args, "source_offset", 0, minimum=0) or 0  # checked in every mode: never ignored
+    source_limit = int_arg(args, "source_limit", None, minimum=1, cap=SOURCE_PAGE)
     mode = chosen[0]
     if mode == "store_id":
         store_id = int_arg(args, "store_id", None, minimum=1) or 0
@@ -148,8 +150,6 @@ def trove_expand(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
     else:
         sid = require_session(ctx, "trove_expand(node_id)")
         node = _visible_node(ctx, sid, int_arg(args, "node_id", None, minimum=1) or 0)
-        source_offset = int_arg(args, "source_offset", 0, minimum=0) or 0
-        source_limit = int_arg(args, "source_limit", None, minimum=1, cap=SOURCE_PAGE)
         page = _walk_sources(ctx, sid, node, source_offset, source_limit, content_offset, max_tokens, exact)
         out = _node_response(sid, node, page, ctx.response_cap - PAGE_HEADROOM)
     out.update(clamped)
