@@ -64,7 +64,8 @@ def _node_meta(session_id: str, node: NodeRow) -> dict[str, Any]:
 
 
 def _payload_refused(exc: PayloadError) -> ToolError:
-    return ToolError(f"externalized_ref: {exc}")
+    text = str(exc)  # most name the argument already; say it once
+    return ToolError(text if text.startswith("externalized_ref") else f"externalized_ref: {text}")
 
 
 # -- trove_describe --------------------------------------------------------------

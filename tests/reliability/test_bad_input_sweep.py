@@ -65,6 +65,10 @@ def refused(prop: dict[str, Any]) -> dict[str, Any]:
         out.update(nested_object={"a": {"b": [1, None]}}, list=["x", 1])
     if kind in ("integer", "number"):
         out.update(word="seven", blank="  ")
+    if "enum" in prop:
+        out.update(unknown_choice="bogus", near_choice=f"{prop['enum'][0]}x")
+    if "enum" in prop.get("items", {}):
+        out.update(unknown_item=["bogus"])
     return out
 
 
@@ -92,6 +96,45 @@ def test_a_value_no_argument_can_take_is_refused_by_name_and_writes_nothing(worl
             assert param in error and "failed:" not in error, f"{tool} {param}={name}: {error}"
             assert "\ud800" not in error and len(error) < 1000
     assert fingerprint(world) == before, f"{tool} {param}: a refused call changed the store"
+
+
+FROM, TO = "2026-06-01T00:00:00Z", "2026-05-01T00:00:00Z"
+RANGES_AND_REFS = {  # tool, arguments, what the answer must say (an error, or the rejected ref's reason)
+    "grep_reversed": ("trove_grep", {"query": "shoes", "time_from": FROM, "time_to": TO}, "time_from is after time_to"),
+    "session_reversed": ("trove_load_session", {"session_id": "s1", "time_from": FROM, "time_to": TO},
+                         "time_from is after time_to"),
+    "recall_reversed": ("trove_recall", {"query": "shoes", "since": FROM, "before": TO}, "since must be earlier"),
+    "recall_unparsable": ("trove_recall", {"query": "shoes", "since": "the day after never"}, "since="),
+    "recent_reversed": ("trove_recent", {"period": "2026-06-01..2026-05-01"}, "ends before it starts"),
+    "as_of_far": ("trove_query_state", {"subject_key": "user:self", "as_of": "9999-12-31T23:59:59Z"},
+                  "as_of='9999-12-31T23:59:59Z' is out of range"),
+    "ref_path": ("trove_expand", {"externalized_ref": "../../etc/passwd"}, "externalized_ref must be a bare file"),
+    "ref_unknown": ("trove_expand", {"externalized_ref": f"trove-{'0' * 32}-deadbeef.json"}, "was not found"),
+    "store_id_unknown": ("trove_expand", {"store_id": 999_999_999}, "no stored message with store_id 999999999"),
+    "node_unknown": ("trove_describe", {"node_id": 999_999_999}, "summary node 999999999 is not visible"),
+    "session_unknown": ("trove_load_session", {"session_id": "no-such"}, "no stored session 'no-such'"),
+    "episode_unknown": ("trove_retrieve", {"action": "status", "retrieval_id": "nope"}, "no retrieval episode 'nope'"),
+    "cursor_forged": ("trove_recent", {"period": "today", "cursor": "eyJhIjoxfQ=="}, "cursor is not one"),
+    "operand_unknown": ("trove_compute", {"question": "What is the total?", "operands": ["trove:999999999:0-5"]},
+                        "store_id 999999999 is not stored"),
+    "operand_malformed": ("trove_compute", {"question": "What is the total?", "operands": ["trove:abc"]},
+                          "not a ref: 'trove:abc'"),
+    "baseline_reversed": ("trove_evidence_pack", {"question": "shoes?", "baseline_refs": ["trove:1:5-2"]},
+                          "span must satisfy 0 <= span_start <= span_end"),
+}
+
+
+@pytest.mark.parametrize("backend_name", STORES)
+@pytest.mark.parametrize("case", sorted(RANGES_AND_REFS))
+def test_reversed_ranges_and_refs_that_do_not_exist_get_the_same_plain_answer_on_either_store(
+        worlds, backend_name, case):
+    world = worlds(backend_name)
+    tool, args, says = RANGES_AND_REFS[case]
+    before = fingerprint(world)
+    out = world["engine"].handle_tool_call(tool, args)
+    assert says in out and "failed:" not in out, out[:600]
+    assert "externalized_ref: externalized_ref" not in out  # the argument named once
+    assert fingerprint(world) == before
 
 
 # -- /trove and the operator command line --------------------------------------------------------------
