@@ -89,6 +89,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "import_lossless_claw.py
     args = parser.parse_args(argv)
     try:
         remaps = tuple(parse_remap(r) for r in args.state_dir_remap)
+        for option in ("agent", "namespace", "import_id"):  # stored as text, so it must be UTF-8
+            (getattr(args, option) or "").encode("utf-8")
+    except UnicodeEncodeError:
+        parser.error(f"--{option.replace('_', '-')} is not valid UTF-8 text")
     except ValueError as exc:
         parser.error(str(exc))
     progress = Progress(sys.stderr, "apply" if args.apply else "dry run") \
@@ -104,12 +108,14 @@ def main(argv: Sequence[str] | None = None, prog: str = "import_lossless_claw.py
         report = run_import(opts)
     except Exception as exc:  # an unexpected defect, too, gets a clear message; the target is rolled back
         detail = exc if isinstance(exc, ImportFailure) else f"{type(exc).__name__}: {exc}"
-        print(f"import_lossless_claw: error: {detail}", file=sys.stderr)
+        print(f"import_lossless_claw: error: {detail}".encode("utf-8", "backslashreplace").decode("utf-8"),
+              file=sys.stderr)
         return 1
     finally:
         if progress is not None:
             progress.done()
-    print(report.to_json() if args.json else report.to_text())
+    text = report.to_json() if args.json else report.to_text()
+    print(text.encode("utf-8", "backslashreplace").decode("utf-8"))  # a path that is no UTF-8, escaped
     if report.scanned and not report.eligible and report.invalid_rows:
         print("import_lossless_claw: error: every source row was invalid; nothing to import", file=sys.stderr)
         return 1

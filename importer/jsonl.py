@@ -40,7 +40,13 @@ def expand_sources(files: Iterable[str], dirs: Iterable[str]) -> tuple[list[Path
 def _entry_id(obj: dict[str, Any], key: str = "id", alias: str = "uuid") -> str | None:
     """An entry's id (or, with ``parentId``/``parentUuid``, its parent's) when it is a string or integer."""
     v = obj.get(key, obj.get(alias))
-    return str(v) if isinstance(v, (str, int)) and not isinstance(v, bool) else None
+    return _ident(str(v)) if isinstance(v, (str, int)) and not isinstance(v, bool) else None
+
+
+def _ident(text: str) -> str:
+    """An id as text the store can key on: a lone surrogate (a JSON ``\\ud800`` escape, a file name
+    that is no UTF-8) is written as its escape, so distinct ids stay distinct and re-runs match."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def active_branch(entries: list[tuple[int, dict[str, Any]]]) -> set[int] | None:
@@ -86,7 +92,7 @@ def read_file(path: Path) -> Unit:
                 bad.append((n, _invalid(path, n, "non-string type")))
                 continue
             entries.append((n, obj))
-    session = session or _row_session(entries) or path.stem
+    session = _ident(session or _row_session(entries) or path.stem)
     keep = active_branch(entries)
     ordered: list[tuple[int, SourceMessage]] = list(bad)
     seen: set[str] = set()
@@ -146,7 +152,7 @@ def _convert(path: Path, n: int, obj: dict[str, Any], key: str, eid: str | None,
     if is_empty(msg):
         return SourceMessage(key, eid or n, None, SKIP_EMPTY)
     sender = m.get("__openclaw") if isinstance(m.get("__openclaw"), dict) else None
-    meta = compact_meta({"file": path.name, "line": n, "entry_id": eid, "sender": sender,
+    meta = compact_meta({"file": _ident(path.name), "line": n, "entry_id": eid, "sender": sender,
                          "is_error": m.get("isError") is True or None, "model": m.get("model"),
                          "stop_reason": m.get("stopReason")})
     return SourceMessage(key, eid or n, msg, "", meta)

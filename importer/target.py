@@ -40,7 +40,8 @@ CHUNK = 500
 
 def default_import_id(paths: Sequence[Path]) -> str:
     """Derived from the resolved source path(s): same files, same import."""
-    digest = hashlib.sha256("\n".join(sorted(str(p) for p in paths)).encode("utf-8")).hexdigest()
+    names = "\n".join(sorted(str(p) for p in paths))
+    digest = hashlib.sha256(names.encode("utf-8", "surrogateescape")).hexdigest()  # a name that is no UTF-8: its bytes
     return digest[:16]
 
 

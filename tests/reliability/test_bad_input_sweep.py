@@ -292,3 +292,54 @@ def test_a_summary_over_deleted_messages_and_a_lost_large_output_degrade_with_cl
     engine.compress(more, current_tokens=10**6, force=True)
     assert engine.state.last_status == "compacted", engine.state.last_reason
     assert runtime.store.count("s1") == kept + 16
+
+
+# -- the importer: ids and names that are no UTF-8 ----------------------------------------------------------
+
+def strict_streams(monkeypatch: Any) -> tuple[io.TextIOWrapper, io.TextIOWrapper]:
+    """stdout and stderr as a terminal that is strict UTF-8 would take them."""
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict")
+    err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict")
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", err)
+    return out, err
+
+
+def test_the_importer_keys_ids_and_file_names_that_are_no_utf8_and_rerunning_adds_nothing(tmp_path, monkeypatch):
+    import os
+    import sqlite3
+
+    from hermes_trove.__main__ import main
+    source = tmp_path / os.fsdecode(b"chat-\xff.jsonl")  # a name that is no UTF-8, as the file system gives it
+    lines = [{"type": "session", "id": "s-\ud800"},
+             {"type": "message", "id": "m\udc80", "message": {"role": "user", "content": "the pooler port is 6543"}},
+             {"type": "message", "message": {"role": "assistant", "content": "noted \udcff"}}, "not json"]
+    source.write_text("\n".join(line if isinstance(line, str) else json.dumps(line) for line in lines) + "\n")
+    db = build_runtime(make_config(tmp_path)).config.database_path
+    argv = ["import", "--target-db", str(db), "--source-jsonl", str(source), "--apply", "--no-progress"]
+    out, err = strict_streams(monkeypatch)
+    assert main(argv) == 0
+    assert main([*argv, "--json"]) == 0  # the same files again: every row already imported
+    out.flush()
+    err.flush()
+    said = out.buffer.getvalue().decode("utf-8") + err.buffer.getvalue().decode("utf-8")
+    assert "chat-\\udcff.jsonl:4: not JSON" in said, said[-2000:]
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT session_id, content FROM messages ORDER BY store_id").fetchall()
+    conn.close()
+    assert len(rows) == 2 and rows[0][0].endswith("s-\\ud800") and rows[0][1] == "the pooler port is 6543", rows
+    assert '"skipped_existing": 2' in said
+
+
+@pytest.mark.parametrize("option", ["--import-id", "--agent", "--namespace"])
+def test_an_importer_option_that_is_no_utf8_is_a_usage_error_naming_it(tmp_path, monkeypatch, option):
+    from hermes_trove.__main__ import main
+    source = tmp_path / "chat.jsonl"
+    source.write_text(json.dumps({"type": "message", "message": {"role": "user", "content": "hi"}}) + "\n")
+    db = tmp_path / "trove.db"
+    out, err = strict_streams(monkeypatch)
+    with pytest.raises(SystemExit) as exited:
+        main(["import", "--target-db", str(db), "--source-jsonl", str(source), option, "x\udcff", "--apply"])
+    err.flush()
+    assert exited.value.code == 2 and f"{option} is not valid UTF-8" in err.buffer.getvalue().decode("utf-8")
+    assert not db.exists()  # refused before anything was opened
