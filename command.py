@@ -28,7 +28,7 @@ from .pathprobe import probe_path
 from .pgdb import StoreSelectionError
 from .runtime import build_runtime
 from .scope import LOCAL_PLATFORMS
-from .toolkit import clean_text, iso
+from .toolkit import clean_text, echo, has_lone_surrogate, iso
 
 if TYPE_CHECKING:
     from .engine import TroveEngine
@@ -198,6 +198,10 @@ def run(runtime: Runtime, words: Sequence[str], session_id: str | None = None,
     key, rest = found
     # an owner scope keeps its case (gateway session keys are case-sensitive); other words are lower-cased
     rest = tuple(w if w.lower().startswith("scope=") else r for w, r in zip(words[len(key):], rest, strict=True))
+    unusable = next((w for w in (session_id or "", *rest) if "\x00" in w or has_lone_surrogate(w)), None)
+    if unusable is not None:  # a key no store can hold (a NUL byte, bytes that are no UTF-8): said, not raised
+        return " ".join(key), {"status": "error", "error": f"{echo(unusable, 40)} is not usable text (it holds a NUL"
+                                                           " byte or bytes that are no UTF-8); retype it"}
     target = dataclasses.replace(resolve(runtime, session_id, engine), words=rest, have_backup=have_backup)
     return " ".join(key), handlers()[key][0](target)
 

@@ -163,7 +163,7 @@ def db_arg(world: dict[str, Any]) -> str:
 
 @pytest.mark.parametrize("backend_name", STORES)
 @pytest.mark.parametrize("words", SUBCOMMANDS, ids=lambda w: "-".join(w) or "default")
-def test_every_subcommand_answers_hostile_words_in_utf8_and_writes_nothing(worlds, backend_name, words):
+def test_every_subcommand_answers_hostile_words_in_utf8_and_writes_nothing(worlds, backend_name, words, caplog):
     world = worlds(backend_name)
     before = fingerprint(world)
     handle = command.make_handler(world["runtime"])
@@ -180,6 +180,34 @@ def test_every_subcommand_answers_hostile_words_in_utf8_and_writes_nothing(world
         assert isinstance(said, str) and len(said) < 200_000
         said.encode("utf-8")  # the host sends it on to a chat as UTF-8
     assert fingerprint(world) == before, f"{words} with hostile words changed the store"
+    failures = [r.getMessage() for r in caplog.records if r.exc_info]  # a subcommand that raised: a defect
+    assert not failures, failures
+
+
+SUBSYSTEM_WORDS = ["rollups rebuild day 2025-01-01 scope=\ud800", "rollups rebuild day 2025-01-01 scope=a\x00b",
+                   "rollups rebuild week 9999-99-99", "rollups rebuild day 2025-01-01 scope=" + "x" * 100_000,
+                   "rollups rebuild all \u202e", "assertions rebuild --limit NaN", "assertions \ud800",
+                   "assertions rebuild --limit 99999999999999999999999", "assertions status \x00"]
+
+
+@pytest.mark.both_backends
+def test_words_that_reach_a_subsystems_handler_are_answered_not_raised(tmp_path, backend, caplog):
+    runtime = build_runtime(make_config(tmp_path, temporal_rollups_enabled=True, assertions_enabled=True))
+    engine = make_engine(runtime)
+    engine.ingest([user("I live in Berlin"), assistant("noted")] * 2)
+    runtime.store.settle()
+    stored = runtime.store.count("s1")
+    handle = command.make_handler(runtime)
+    target = runtime.config.database_url or str(runtime.config.database_path)
+    for words in SUBSYSTEM_WORDS:
+        said = handle(words)
+        said.encode("utf-8")
+        code, text = cli(["--db", target, *words.split(" ")])
+        text.encode("utf-8")
+        assert code in (0, 1, 2) and "Traceback" not in text, (words, code, text[-1000:])
+    assert runtime.store.count("s1") == stored
+    failures = [r.getMessage() for r in caplog.records if r.exc_info]
+    assert not failures, failures
 
 
 @pytest.mark.parametrize("raw", [None, 5, ["status"], {"a": 1}, "\x00", "status \ud800", "(" * MiB])
@@ -204,7 +232,8 @@ def test_the_printed_answer_survives_a_strict_utf8_terminal(worlds, monkeypatch)
     (["--to", "\x00", "migrate"], 2, "NUL byte"),
     (["--to", "", "migrate"], 2, "needs --to"),
     (["--session", "x" * 100_000, "dag"], 1, "x"),
-    (["--session", "\ud800", "status"], 0, "status"),
+    (["--session", "\ud800", "status"], 1, "'\\ud800' is not usable text"),
+    (["--session", "a\x00b", "dag"], 1, "is not usable text"),
     (["--limit", "-5", "assertions", "rebuild"], 1, "--limit"),
     (["--limit", "x", "status"], 2, "--limit"),
     (["--format", "bogus", "dag"], 2, "--format"),
