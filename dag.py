@@ -67,6 +67,9 @@ def _leaf_coverage(conn: sqlite3.Connection, session_id: str) -> int:
 def node_row(r: sqlite3.Row | dict) -> NodeRow:
     """A NodeRow from one row of summary_nodes."""
     cols = {k: r[k] for k in NodeRow.__dataclass_fields__}
+    if not isinstance(cols["summary"], str):  # a damaged row's bytes or number reads as text, never as bytes
+        cols["summary"] = bytes(cols["summary"]).decode("utf-8", "replace") if isinstance(cols["summary"], bytes) \
+            else str(cols["summary"] if cols["summary"] is not None else "")
     # a damaged row's text or NaN reads as an unknown time, not as a value that breaks sorting
     cols["earliest_at"], cols["latest_at"] = calendar_time(cols["earliest_at"]), calendar_time(cols["latest_at"])
     created = calendar_time(cols["created_at"])

@@ -56,5 +56,11 @@ def unpack(value: Any) -> Any:
 
 
 def register(conn: sqlite3.Connection) -> None:
-    """Define ``trove_text`` on ``conn`` (the schema's view and triggers call it)."""
+    """Define ``trove_text`` on ``conn`` (the schema's view and triggers call it), and read a TEXT
+    value whose bytes are no UTF-8 (a damaged row) with U+FFFD instead of failing the whole query."""
     conn.create_function(SQL_TEXT, 1, unpack, deterministic=True)
+    conn.text_factory = _lenient_text
+
+
+def _lenient_text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")

@@ -294,3 +294,23 @@ def test_a_frontier_stored_as_text_is_written_as_a_count_again_by_the_next_compa
     damage(path, "UPDATE sessions SET frontier_store_id = 'x'")
     next_turn_and_reads(engine, history)
     assert by_check(engine)["damaged_rows"]["status"] == "pass"
+
+
+@pytest.mark.parametrize("sql", [
+    "UPDATE summary_nodes SET summary = CAST(X'FFFE' AS TEXT)",  # TEXT whose bytes are no UTF-8
+    "UPDATE summary_nodes SET summary = X'FF00FE'",  # a summary stored as bytes
+    "UPDATE messages SET tool_calls = CAST(X'5BFF5D' AS TEXT) WHERE tool_calls IS NOT NULL",
+    "UPDATE messages SET role = CAST(X'FF' AS TEXT) WHERE role = 'assistant'",
+    "UPDATE messages SET tool_name = CAST(X'C3' AS TEXT) WHERE tool_name IS NOT NULL",
+])
+def test_stored_text_that_is_no_utf8_reads_with_replacement_characters_and_the_turn_carries_on(tmp_path, sql):
+    # Each used to fail every read of the row ("Could not decode to UTF-8 column", or bytes where
+    # text was expected): grep, recall, describe, expand and load_session answered "failed".
+    engine, history, path = compacted(tmp_path)
+    damage(path, sql)
+    described = json.loads(engine.handle_tool_call("trove_describe", {"node_id": 1}))
+    assert isinstance(described["summary_preview"], str) and not described["summary_preview"].startswith("b'")
+    asked = json.loads(engine.handle_tool_call("trove_expand_query", {"prompt": "what?", "node_ids": [1]}))
+    assert "failed" not in str(asked.get("error", "")), asked
+    next_turn_and_reads(engine, history)
+    assert "failed" not in str(by_check(engine))
