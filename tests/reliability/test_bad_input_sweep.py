@@ -4,8 +4,10 @@
 answer. This sweep asks more of the values that can only be refused: the error names the
 argument in plain words, whether the call came as a dict or as JSON text, and the store is
 exactly as it was (``trove_retrieve`` included: a refused call keeps no episode). It also runs
-``/trove`` and every operator subcommand with hostile words, and reads a store whose rows were
-damaged underneath it (a summary over deleted messages, a large output whose copy is gone).
+``/trove`` and every operator subcommand with hostile words and session ids, gives the same
+plain answer on either store to reversed ranges and refs that do not exist, reads a store whose
+rows were damaged underneath it (a summary over deleted messages, a large output whose copy is
+gone), and imports ids and file names that are no UTF-8.
 """
 from __future__ import annotations
 
@@ -48,6 +50,7 @@ def worlds(request, tmp_path_factory):
     yield get
     for world in open_worlds:
         next(world, None)
+
 
 # Values no parameter may take, whatever its type.
 ALWAYS: dict[str, Any] = {
