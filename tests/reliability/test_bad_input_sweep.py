@@ -54,7 +54,7 @@ def worlds(request, tmp_path_factory):
 
 # Values no parameter may take, whatever its type.
 ALWAYS: dict[str, Any] = {
-    "nan": float("nan"), "infinity": float("-inf"), "past_64_bits": 2**64 + 1, "deep": nested(20),
+    "nan": float("nan"), "infinity": float("-inf"), "past_64_bits": 2**64 + 1, "1e308": 1e308, "deep": nested(20),
     "lone_surrogate": "x\ud800y", "mebibyte": "(" * MiB,
 }
 
