@@ -9,8 +9,10 @@ compresses long values itself).
 """
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import zlib
+from collections.abc import Iterator
 from typing import Any
 
 PACK_MIN_CHARS = 1024   # shorter text gains little and is read far more often
@@ -64,3 +66,18 @@ def register(conn: sqlite3.Connection) -> None:
 
 def _lenient_text(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
+
+
+@contextlib.contextmanager
+def exact_text(conn: Any) -> Iterator[None]:
+    """Inside: a TEXT value on ``conn`` whose bytes are no UTF-8 fails the read (``sqlite3.OperationalError``)
+    instead of reading with U+FFFD, for a copy that must hold what the source holds. Other connections
+    (a PostgreSQL one) are left as they are."""
+    if not isinstance(conn, sqlite3.Connection):
+        yield
+        return
+    before, conn.text_factory = conn.text_factory, str
+    try:
+        yield
+    finally:
+        conn.text_factory = before

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from .. import pgtext
 from ..backend import on_server
 from ..config import names_server, redact_url
 from ..db import Database, optional_schema
-from ..packed import pack
+from ..packed import exact_text, pack
 from ..pgdb import PgDatabase, StoreSelectionError
 
 if TYPE_CHECKING:
@@ -410,7 +411,17 @@ def migrate(runtime: Runtime, to: str, *, progress: Progress | None = None,
         present = set(_tables(source))
         if any(_count(source, name) for name in optional_schema("state").tables if name in present):
             target.ensure_optional("state")  # remembered state comes along: its tables first
-        tables = {t.name: copy_table(run, t) for t in TABLES if t.name in present}
+        tables: dict[str, dict[str, Any]] = {}
+        for table in (t for t in TABLES if t.name in present):
+            try:
+                with exact_text(source):  # a copy holds the stored bytes, never U+FFFD in their place
+                    tables[table.name] = copy_table(run, table)
+            except sqlite3.OperationalError as exc:
+                if "decode" not in str(exc):
+                    raise
+                return {"status": "error", "error": f"the source's {table.name} table holds text whose bytes are no"
+                        f" UTF-8 ({exc}); a copy never replaces stored bytes, so it stopped there (the tables and"
+                        " rows before it were copied, the source is unchanged)", **report}
         stopped = run.budget is not None and run.budget <= 0
         sequences = _move_sequences(target) if not stopped else {}
         if isinstance(target, PgDatabase) and not stopped:  # ranking statistics over the copied rows, once

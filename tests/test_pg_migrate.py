@@ -15,7 +15,7 @@ from simulate import HostLoop, build_conversation
 from hermes_trove import command
 from hermes_trove.ops import migrate_store
 from hermes_trove.ops.migrate_store import TABLES, TargetError, migrate
-from hermes_trove.packed import unpack
+from hermes_trove.packed import register, unpack
 from hermes_trove.pgdb import PgDatabase
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
@@ -326,3 +326,19 @@ def test_a_sqlite_store_holding_a_nul_copies_to_postgresql(tmp_path, pg_database
     assert report["status"] == "ok", report
     assert PgDatabase(pg_database_url).read().execute("SELECT content FROM messages ORDER BY store_id").fetchall() \
         == [("a \ufffd b",), ("ok",)]
+
+
+def test_text_whose_bytes_are_no_utf8_is_never_copied_as_replacement_characters(source, tmp_path):
+    # Reads lenient everywhere else (a damaged row reads with U+FFFD); a copy must not quietly
+    # write those U+FFFD in place of the stored bytes and call itself ok.
+    with sqlite3.connect(source.config.database_path) as conn:
+        register(conn)  # the schema's triggers read content through trove_text
+        conn.execute("UPDATE messages SET tool_calls = CAST(X'5BFF5D' AS TEXT) WHERE store_id ="
+                     " (SELECT MAX(store_id) FROM messages WHERE tool_calls IS NOT NULL)")
+    report = migrate(source, str(tmp_path / "copy.db"))
+    assert report["status"] == "error" and "no UTF-8" in report["error"] and "messages" in report["error"], report
+    with sqlite3.connect(tmp_path / "copy.db") as copy:
+        held = {r[0] for r in copy.execute("SELECT hex(CAST(tool_calls AS BLOB)) FROM messages")}
+    assert "5BEFBFBD5D" not in held
+    reply = json.loads(make_engine(source).handle_tool_call("trove_grep", {"query": "summary", "session_scope": "all"}))
+    assert "failed" not in str(reply.get("error", "")), reply  # the store's own reads stay lenient afterwards
