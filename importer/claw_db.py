@@ -60,7 +60,9 @@ class ClawSource:
     def __init__(self, path: str, remaps: Sequence[tuple[str, str]] = (), busy_timeout_s: float = 2.0):
         self.path = Path(path).expanduser().resolve()
         self.notes: list[str] = []
+        self.undecodable: set[bytes] = set()  # distinct TEXT values whose bytes are no UTF-8 (read with U+FFFD)
         self.conn = self._open(busy_timeout_s)
+        self.conn.text_factory = self._text
         self.columns = self._probe()
         self.files = LargeFiles(self._file_refs(), remaps, [self.path.parent])
 
@@ -112,6 +114,13 @@ class ClawSource:
 
     def close(self) -> None:
         self.conn.close()
+
+    def _text(self, raw: bytes) -> str:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:  # a damaged value: imported with U+FFFD, and counted for the report
+            self.undecodable.add(raw)
+            return raw.decode("utf-8", "replace")
 
     def _file_refs(self) -> dict[str, FileRef]:
         if not self.has("large_files", "storage_uri"):

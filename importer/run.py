@@ -129,6 +129,9 @@ def run_import(opts: ImportOptions, env: Mapping[str, str] | None = None) -> Imp
         return report
     finally:
         if source is not None:
+            if source.undecodable:
+                report.warn(f"{len(source.undecodable)} source value(s) held text whose bytes are no UTF-8: it was read"
+                            " with U+FFFD in place of those bytes")
             source.close()
 
 

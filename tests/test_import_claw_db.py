@@ -263,3 +263,15 @@ def test_a_local_session_recalls_imported_history_under_the_default_scope(tmp_pa
     assert top["session_id"] == S2
     expanded = json.loads(dispatch(eng.tool_context(), top["expand"]["tool"], top["expand"]["args"]))
     assert "ING-7731" in json.dumps(expanded)
+
+
+def test_source_text_whose_bytes_are_no_utf8_is_imported_with_a_warning_that_counts_it(tmp_path, head):
+    # Such text reads with U+FFFD (the bytes cannot be stored as text the host reads); the report
+    # says so instead of altering it in silence, and the import carries on.
+    with sqlite3.connect(head) as conn:
+        assert conn.execute("UPDATE message_parts SET text_content = CAST(X'6869FF' AS TEXT)"
+                            " WHERE rowid = (SELECT MIN(rowid) FROM message_parts)").rowcount == 1
+    for apply in (False, True):
+        report = run(tmp_path, head, apply=apply, remaps=remap(head))
+        assert any("1 source value(s)" in w and "no UTF-8" in w for w in report.warnings), report.warnings
+    assert report.imported == report.eligible > 0
