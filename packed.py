@@ -20,6 +20,7 @@ LEVEL = 1               # half level 6's time on a turn's tool output, for about
 MAX_BYTES = 64 << 20    # larger text stays plain; a packed value that would unpack past it is refused
 SQL_TEXT = "trove_text"  # the SQL function: a stored content value -> its text
 DEFLATE_MAX_RATIO = 1032  # deflate never expands a byte into more than this many
+SQL_NOT_UTF8 = "trove_not_utf8"  # the SQL function: CAST(column AS BLOB) -> 1 when its bytes are no UTF-8
 DAMAGED = "[trove: this message's stored text is damaged"  # how a packed value that does not unpack reads
 
 
@@ -61,11 +62,23 @@ def register(conn: sqlite3.Connection) -> None:
     """Define ``trove_text`` on ``conn`` (the schema's view and triggers call it), and read a TEXT
     value whose bytes are no UTF-8 (a damaged row) with U+FFFD instead of failing the whole query."""
     conn.create_function(SQL_TEXT, 1, unpack, deterministic=True)
+    conn.create_function(SQL_NOT_UTF8, 1, _not_utf8, deterministic=True)
     conn.text_factory = _lenient_text
 
 
 def _lenient_text(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
+
+
+def _not_utf8(raw: Any) -> int:
+    """1 when ``raw`` (a column cast to a BLOB) holds bytes that are no UTF-8 (the doctor's test)."""
+    if type(raw) is not bytes:
+        return 0
+    try:
+        raw.decode("utf-8")
+        return 0
+    except UnicodeDecodeError:
+        return 1
 
 
 @contextlib.contextmanager

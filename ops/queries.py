@@ -102,6 +102,12 @@ _DAMAGED_SQLITE = (
     ("messages whose stored text is damaged", "messages", "store_id",
      f"typeof(content) = 'blob' AND substr(trove_text(content), 1, {len(DAMAGED)})"
      f" = '{DAMAGED.replace(chr(39), chr(39) * 2)}'"),
+    ("messages holding text whose bytes are no UTF-8", "messages", "store_id",
+     " OR ".join(f"trove_not_utf8(CAST({c} AS BLOB))" for c in ("role", "tool_name", "tool_calls", "extra",
+                                                                 "session_id", "tool_call_id"))
+     + " OR (typeof(content) = 'text' AND trove_not_utf8(CAST(content AS BLOB)))"),
+    ("summary nodes holding text whose bytes are no UTF-8", "summary_nodes", "node_id",
+     "trove_not_utf8(CAST(summary AS BLOB)) OR trove_not_utf8(CAST(session_id AS BLOB))"),
     ("messages with a column that is not JSON", "messages", "store_id",
      f"CASE WHEN json_valid({_json('tool_calls')}) THEN json_type({_json('tool_calls')}) <> 'array' OR EXISTS"
      f" (SELECT 1 FROM json_each({_json('tool_calls')}) WHERE type <> 'object') ELSE tool_calls IS NOT NULL END"

@@ -314,3 +314,18 @@ def test_stored_text_that_is_no_utf8_reads_with_replacement_characters_and_the_t
     assert "failed" not in str(asked.get("error", "")), asked
     next_turn_and_reads(engine, history)
     assert "failed" not in str(by_check(engine))
+
+
+@pytest.mark.parametrize(("sql", "kind"), [
+    ("UPDATE summary_nodes SET summary = CAST(X'FFFE' AS TEXT)", "summary nodes"),
+    ("UPDATE messages SET tool_calls = CAST(X'5BFF5D' AS TEXT) WHERE tool_calls IS NOT NULL", "messages"),
+    ("UPDATE messages SET role = CAST(X'FF' AS TEXT) WHERE role = 'assistant'", "messages"),
+    ("UPDATE messages SET tool_name = CAST(X'C3' AS TEXT) WHERE tool_name IS NOT NULL", "messages"),
+])
+def test_the_doctor_names_stored_text_whose_bytes_are_no_utf8(tmp_path, sql, kind):
+    # Reads show such text with U+FFFD and carry on; the doctor is where the damage is named.
+    engine, _, path = compacted(tmp_path)
+    assert "no UTF-8" not in by_check(engine)["damaged_rows"]["detail"]
+    damage(path, sql)
+    check = by_check(engine)["damaged_rows"]
+    assert check["status"] == "warn" and f"{kind} holding text whose bytes are no UTF-8" in check["detail"], check
