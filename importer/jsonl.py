@@ -45,7 +45,8 @@ def _entry_id(obj: dict[str, Any], key: str = "id", alias: str = "uuid") -> str 
 
 def _ident(text: str) -> str:
     """An id as text the store can key on: a lone surrogate (a JSON ``\\ud800`` escape, a file name
-    that is no UTF-8) is written as its escape, so distinct ids stay distinct and re-runs match."""
+    that is no UTF-8) is written as its escape, so re-runs match; text that is valid stays byte for byte
+    as it was (an id that already spells such an escape, ``\\ud800`` itself, keys the same as the surrogate)."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 

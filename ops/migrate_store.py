@@ -421,7 +421,8 @@ def migrate(runtime: Runtime, to: str, *, progress: Progress | None = None,
                     raise
                 return {"status": "error", "error": f"the source's {table.name} table holds text whose bytes are no"
                         f" UTF-8 ({exc}); a copy never replaces stored bytes, so it stopped there (the tables and"
-                        " rows before it were copied, the source is unchanged)", **report}
+                        " rows before it were copied, the source is unchanged; the doctor's damaged_rows names"
+                        " the rows)", **report}
         stopped = run.budget is not None and run.budget <= 0
         sequences = _move_sequences(target) if not stopped else {}
         if isinstance(target, PgDatabase) and not stopped:  # ranking statistics over the copied rows, once
