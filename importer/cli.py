@@ -16,7 +16,7 @@ from typing import TextIO
 
 from .files import parse_remap
 from .report import ImportFailure
-from .run import IDENTITIES, ImportOptions, run_import
+from .run import IDENTITIES, ImportOptions, run_import, validate
 
 
 class Progress:
@@ -104,6 +104,12 @@ def main(argv: Sequence[str] | None = None, prog: str = "import_lossless_claw.py
         include_summaries=args.include_summaries, apply=args.apply, remaps=remaps,
         busy_timeout_s=max(0.0, args.busy_timeout), allow_duplicate_sources=args.allow_duplicate_sources,
         progress=progress)
+    try:
+        validate(opts)
+    except ImportFailure as exc:  # flags that contradict each other: a usage error, nothing opened
+        print(f"import_lossless_claw: error: {exc}".encode("utf-8", "backslashreplace").decode("utf-8"),
+              file=sys.stderr)
+        return 2
     try:
         report = run_import(opts)
     except Exception as exc:  # an unexpected defect, too, gets a clear message; the target is rolled back

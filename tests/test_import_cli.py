@@ -143,9 +143,17 @@ def test_contradictory_flags_are_refused(tmp_path, capsys):
     src = make_source(tmp_path / "lcm.db")
     j = tmp_path / "a.jsonl"
     j.write_text('{"role": "user", "content": "hi"}\n')
-    assert main("--source-db", str(src), "--source-jsonl", str(j), "--target-db", str(tmp_path / "t.db")) == 1
+    # Flags that contradict each other are a usage error (exit 2), as the import guide's exit codes say;
+    # exit 1 is kept for a run that could import nothing.
+    assert main("--source-db", str(src), "--source-jsonl", str(j), "--target-db", str(tmp_path / "t.db")) == 2
     assert "exactly one kind of source" in capsys.readouterr().err
-    assert main("--target-db", str(tmp_path / "t.db")) == 1
+    assert main("--target-db", str(tmp_path / "t.db")) == 2
+    assert main("--source-jsonl", str(j), "--target-db", str(tmp_path / "t.db"), "--include-summaries") == 2
+    assert "--include-summaries needs --source-db" in capsys.readouterr().err
+    assert main("--source-jsonl", str(j), "--target-db", str(tmp_path / "t.db"),
+                "--session-identity", "session_key", "--apply") == 2
+    assert main("--source-db", str(src), "--target-db", str(tmp_path / "t.db"), "--agent", "a:b", "--apply") == 2
+    assert not (tmp_path / "t.db").exists()
     with pytest.raises(SystemExit):
         main("--source-db", str(src), "--target-db", str(tmp_path / "t.db"), "--state-dir-remap", "nonsense")
 
