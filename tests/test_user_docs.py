@@ -295,3 +295,17 @@ def test_a_plugin_directory_in_a_python_without_pip_is_told_to_use_uv(tmp_path):
     done = subprocess.run([str(python), "-c", load, str(ROOT / "version.py")], capture_output=True, text=True,
                           timeout=60, check=True)
     assert done.stdout.strip() == f"uv pip install --python {python} numpy"
+
+
+def test_the_session_glob_examples_in_the_operator_guide_match_as_it_says():
+    """The guide's worked example of session globs (``*`` stays inside one colon part, ``**``
+    crosses colons) agrees with the filter trove runs."""
+    from hermes_trove.filters import glob_to_regex
+
+    text = " ".join((DOCS / "operator-guide.md").read_text(encoding="utf-8").split())
+    m = re.search(r"session such as `([^`]+)` is matched by `([^`]+)` or `([^`]+)`, not by `([^`]+)`", text)
+    assert m, "the operator guide lost its session-glob example"
+    example, yes1, yes2, no = m.groups()
+    session_id = example.replace("...", "2222-4333-8444-555566667777")
+    assert glob_to_regex(yes1).match(session_id) and glob_to_regex(yes2).match(session_id)
+    assert not glob_to_regex(no).match(session_id)
