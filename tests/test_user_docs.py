@@ -309,3 +309,17 @@ def test_the_session_glob_examples_in_the_operator_guide_match_as_it_says():
     session_id = example.replace("...", "2222-4333-8444-555566667777")
     assert glob_to_regex(yes1).match(session_id) and glob_to_regex(yes2).match(session_id)
     assert not glob_to_regex(no).match(session_id)
+
+
+def test_every_status_migrate_can_report_is_in_the_guide_with_its_exit_code():
+    """Each status word ``ops/migrate_store.py`` can answer an operator with is named in the
+    guide's migrate section as `word` (exit N); ``incomplete`` needs a row budget no command gives."""
+    source = (ROOT / "ops" / "migrate_store.py").read_text(encoding="utf-8")
+    found = set()
+    for m in re.finditer(r'"status"\]?\s*[:=]\s*"(\w+)"(?:\s+if\s+\w+\s+else\s+"(\w+)")?', source):
+        found.update(w for w in m.groups() if w)
+    assert {"ok", "partial", "mismatch", "refused", "error"} <= found
+    text = (DOCS / "operator-guide.md").read_text(encoding="utf-8")
+    section = " ".join(text[text.index("## Migrate to PostgreSQL"):text.index("## Configuration reference")].split())
+    for word in sorted(found - {"incomplete"}):
+        assert re.search(rf"`{word}` \(exit [01]\)", section), word
