@@ -102,9 +102,9 @@ TROVE_EXPAND_QUERY = _tool("trove_expand_query", (
                     "description": "Candidate nodes and raw hits to use (default 5, max 20)."},
     "max_tokens": {"type": "integer", "minimum": 1,
                    "description": "Answer budget in tokens (default 2000, max 8000)."},
-    "context_max_tokens": {"type": "integer", "minimum": 1,
-                           "description": ("Evidence budget sent to the model "
-                                           "(default TROVE_EXPANSION_CONTEXT_TOKENS).")},
+    "context_max_tokens": {"type": "integer", "minimum": 256,
+                           "description": ("Evidence budget sent to the model, 256..200000 (default the larger "
+                                           "of max_tokens and TROVE_EXPANSION_CONTEXT_TOKENS).")},
 }, ["prompt"])
 
 TROVE_LOAD_SESSION = _tool("trove_load_session", (

@@ -328,3 +328,22 @@ def test_question_date_is_described_once_in_the_schemas():
     assert TOOLS_BY_NAME["trove_compute"].schema["parameters"]["properties"]["question_date"] is \
         schemas.TROVE_RETRIEVE["parameters"]["properties"]["question_date"]
     assert "2026-12-01" in schemas.TROVE_COMPUTE["parameters"]["properties"]["question_date"]["description"]
+
+
+def _schema_minimums() -> list[Any]:
+    out = []
+    for tool in TOOLS:
+        base = CASES[tool.name][0][0]
+        for name, prop in tool.schema["parameters"]["properties"].items():
+            if prop.get("type") == "integer" and "minimum" in prop:
+                out.append(pytest.param(tool.name, base, name, prop["minimum"], id=f"{tool.name}-{name}"))
+    return out
+
+
+@pytest.mark.parametrize(("tool", "base", "name", "minimum"), _schema_minimums())
+def test_the_schema_minimum_of_each_integer_is_what_the_tool_accepts(world, tool, base, name, minimum):
+    """A model that trusts the advertised ``minimum`` is never refused for it, and one below it is."""
+    at = _refusal(json.loads(dispatch(world.ctx, tool, _set(base(world), (name,), minimum))))
+    assert at is None or f"{name} " not in at, (tool, name, minimum, at)
+    below = _refusal(json.loads(dispatch(world.ctx, tool, _set(base(world), (name,), minimum - 1))))
+    assert below is not None and name in below, (tool, name, minimum - 1, below)
