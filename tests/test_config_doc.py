@@ -78,6 +78,15 @@ def test_the_guide_names_exactly_the_config_fields_read_from_the_environment():
     assert documented == {v.name for v in SPEC}
 
 
+def test_the_skill_configuration_reference_carries_the_generated_tables():
+    """The bundled skill's ``references/configuration.md`` holds the same tables (its headings one
+    level up); regenerate it from ``render_table()`` with ``####`` turned into ``##``."""
+    from hermes_trove.config import SPEC
+
+    skill = (ROOT / "skills" / "hermes-trove" / "references" / "configuration.md").read_text(encoding="utf-8")
+    assert render_table(SPEC).replace("#### ", "## ") in skill, "skills/.../configuration.md is out of date"
+
+
 def test_every_spec_group_has_a_heading():
     from hermes_trove.config import SPEC
 
