@@ -2,8 +2,9 @@
 # Install this checkout as the hermes-trove plugin by linking it into a Hermes home:
 #   <home>/plugins/hermes-trove  -> this checkout
 #   <home>/skills/hermes-trove   -> this checkout's skills/hermes-trove
-# <home> is $HERMES_HOME (default ~/.hermes), or ~/.hermes/profiles/<name> with
-# HERMES_PROFILE=<name>. Both targets are checked before anything is created: a target
+# <home> is $HERMES_HOME (default ~/.hermes), or with HERMES_PROFILE=<name> the profile where
+# Hermes keeps it (~/.hermes/profiles/<name>; <HERMES_HOME>/profiles/<name> when HERMES_HOME is
+# outside ~/.hermes). Both targets are checked before anything is created: a target
 # that exists and is not already our link is a conflict, and nothing changes. A checkout
 # that already lives at the plugin path is left in place; only the skill is linked.
 set -euo pipefail
@@ -14,7 +15,7 @@ SKILL_SRC="$CHECKOUT/skills/hermes-trove"
 die() { printf 'install.sh: %s\n' "$*" >&2; exit 1; }
 
 case "${1:-}" in
-    -h|--help) sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     "") ;;
     *) die "unknown argument '$1' (see --help)" ;;
 esac

@@ -108,6 +108,25 @@ def test_install_with_a_profile_targets_the_profile_home(checkout, home):
     assert "hermes -p work config set context.engine trove" in done.stdout  # the profile's own config
 
 
+@pytest.mark.parametrize("hermes_home", ["custom", "custom/profiles/other", "inside"])
+def test_install_with_a_profile_finds_the_profiles_where_the_host_keeps_them(checkout, home, hermes_home):
+    """Hermes keeps profiles under ~/.hermes/profiles, or under $HERMES_HOME/profiles when HERMES_HOME
+    is outside ~/.hermes (and under the root above it when HERMES_HOME is itself such a profile)."""
+    if hermes_home == "inside":
+        env_home, root = home / ".hermes" / "profiles" / "other", home / ".hermes"
+    else:
+        env_home = home.parent / hermes_home
+        root = home.parent / "custom"
+    env_home.mkdir(parents=True, exist_ok=True)
+    done = install(checkout, home, HERMES_PROFILE="work", HERMES_HOME=str(env_home))
+    assert done.returncode == 0, done.stderr
+    profile = root / "profiles" / "work"
+    assert (profile / "plugins" / "hermes-trove").resolve() == checkout.resolve(), done.stdout
+    assert not (env_home / "plugins").exists()
+    if hermes_home != "inside":
+        assert not (home / ".hermes").exists()
+
+
 def test_after_install_md_names_the_one_remaining_step_with_the_host_command():
     text = (ROOT / "after-install.md").read_text(encoding="utf-8")
     assert "hermes config set context.engine trove" in text and "hermes plugins enable hermes-trove" in text
