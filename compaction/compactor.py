@@ -108,7 +108,8 @@ class Compactor:
                                               self.config.fresh_tail_max_tokens, count)
         live = self._stub_history(live, tail_start)
         tail_start = policy.enforce_budget(live, tail_start, int(target * TAIL_SHARE), count)
-        candidates = [(m, live_ids[i]) for i, m in enumerate(live[:tail_start]) if live_ids[i]]
+        at = [i for i in range(tail_start) if live_ids[i]]  # where each candidate stands in ``live``
+        candidates = [(live[i], live_ids[i]) for i in at]
         sweep = bool(self.config.threshold_full_sweep_enabled)
         focus = (focus_topic or "").strip()
         if memory_context.strip():
@@ -154,9 +155,10 @@ class Compactor:
         condensed = self._condense(sid, prefix_budget, sweep or force or critical, critical)
 
         # 3. assembly
-        raw_keep = [m for m, _ in candidates[compacted_upto:]]
-        # Unstored live messages before the tail (filtered out by ignore patterns) are dropped with
-        # the compacted part; those after the last compacted candidate stay in place.
+        # Unstored live messages before the tail (filtered out, or shown rewritten) are dropped with the
+        # compacted part; those among the kept candidates stay in place, so the next list shows no gap
+        # there that ``policy.taken_back`` would read as the host's.
+        raw_keep = live[at[compacted_upto]:tail_start] if compacted_upto < len(at) else []
         room = threshold - overhead  # what the messages may hold and stay under the trigger
         if tail_tokens > room and self.limits.context_length:  # past the trigger anyway: the window's ceiling
             room = max(room, int(self.limits.context_length * TRIGGER_CEILING) - overhead)

@@ -62,3 +62,28 @@ def test_rows_the_list_replaced_or_left_earlier_are_still_summarised(tmp_path, p
     eng, log = compress_logged(tmp_path, before, after)
     assert [p for p in log if "original answer OLD-7" in p]
     assert_lossless(eng)
+
+
+def test_a_rewritten_message_a_partial_compaction_kept_back_is_still_summarised(tmp_path):
+    """A compaction that folds only the oldest turns keeps the rest of the list as the host showed it,
+    a message shown rewritten (no stored identity) included: dropping it would leave its stored row
+    between two messages the next list shows side by side, read there as taken back and never
+    summarised."""
+    def turns(start: int, stop: int) -> list[dict]:
+        return [m for i in range(start, stop) for m in (user(f"q{i} " + "w " * 900), assistant(f"a{i} " + "v " * 900))]
+
+    log: list[str] = []
+    eng = engine_on(tmp_path, log=log, fresh_tail_count=4, leaf_chunk_tokens=1000)
+    before = turns(0, 20) + [user("which port?"), assistant("the stored answer: port ORIG-99")] + turns(20, 30)
+    eng.ingest(before)
+    shown = [*before[:41], assistant("the answer as the host shows it now"), *before[42:]]
+    out = eng.compress(shown, current_tokens=tokens.count_messages(shown) + 500)
+    assert not [p for p in log if "ORIG-99" in p]  # a partial compaction: that turn is still raw
+    assert any(m.get("content") == "the answer as the host shows it now" for m in out)
+    later = out + turns(30, 60)
+    eng.ingest(later)
+    for _ in range(2):
+        eng.compress(later, current_tokens=tokens.count_messages(later) + 500, force=True)
+    assert "the stored answer: port ORIG-99" in covered_contents(eng)
+    assert [p for p in log if "ORIG-99" in p]
+    assert_lossless(eng)
