@@ -27,13 +27,17 @@ _SUMMARY_END = "\n\n" + SUMMARY_FOOTER + "\n\n"  # where the host joins a user m
 _SUMMARY_FLAGS = ("_trove_summary", "_compressed_summary")
 # The host's own compaction scaffolding. Hermes marks it with underscore keys that never reach its
 # state.db, so a transcript reloaded from there (a gateway does so every turn) shows plain messages:
-# they are known by the host's fixed wording. Its summaries open with one of these; the todo
-# snapshot it appends after a compaction is a block (the line, then one line per open item) that it
-# also merges into the user message before it, which stays the same message.
-HOST_SUMMARY_PREFIXES = ("[CONTEXT COMPACTION \u2014 REFERENCE ONLY]", "[CONTEXT SUMMARY]:",
-                         "[PRIOR CONTEXT \u2014 for reference only; not a new message]")
+# they are known by the host's fixed wording, whole: a user's message may open with a bracket tag.
+# Its summaries open with this sentence, alone or after a message it merged them into; the todo
+# snapshot it appends after a compaction is a block (the line, then one line per open item, pending
+# or in progress) that it also merges into the user message before it, which stays the same message.
+HOST_SUMMARY_OPENING = ("[CONTEXT COMPACTION \u2014 REFERENCE ONLY] Earlier turns were compacted "
+                        "into the summary below.")
+_HOST_MERGED_OPENING = "[PRIOR CONTEXT \u2014 for reference only; not a new message]\n"
+_HOST_MERGED_SUMMARY = "\n\n[END OF PRIOR CONTEXT \u2014 COMPACTION SUMMARY BELOW]\n\n" + HOST_SUMMARY_OPENING
 TODO_SNAPSHOT = "[Your active task list was preserved across context compression]"
-_TODO_BLOCK = re.compile(r"(?:\A|\n\n)" + re.escape(TODO_SNAPSHOT) + r"(?:\n- \[[^\]\n]*\] [^\n]*)+(?=\n|\Z)")
+_TODO_BLOCK = re.compile(r"(?:\A|\n\n)" + re.escape(TODO_SNAPSHOT)
+                         + r"(?:\n- \[[ >]\] [^\n]* \((?:pending|in_progress)\))+(?=\n|\Z)")
 # The pre-answer evidence block (state.preanswer) is fenced by these; a user message carrying
 # it has the block stripped before storage, and a message made only of it is synthetic.
 EVIDENCE_OPEN = "[trove evidence"
@@ -94,7 +98,8 @@ def is_synthetic(message: dict[str, Any]) -> bool:
     if not isinstance(content, str):
         return False
     opening = content.lstrip()
-    return (content.startswith(SUMMARY_MARKER) or opening.startswith(HOST_SUMMARY_PREFIXES)
+    return (content.startswith(SUMMARY_MARKER) or opening.startswith(HOST_SUMMARY_OPENING)
+            or (opening.startswith(_HOST_MERGED_OPENING) and _HOST_MERGED_SUMMARY in opening)
             or (opening.startswith(EVIDENCE_OPEN) and not strip_evidence(content).strip())
             or (opening.startswith(TODO_SNAPSHOT) and not strip_todo_snapshot(opening).strip()))
 

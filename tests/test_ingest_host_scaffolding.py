@@ -95,3 +95,18 @@ def test_a_message_the_host_merged_into_a_trove_summary_stays_the_users_message(
     assert row.store_id in covered or shown  # summarised or still shown: never dropped unsummarised
     assert not [m for m in out[1:] if str(m["content"]).startswith("[trove summary")]
     assert not is_synthetic(merged) and message_identity(merged) == message_identity(user(doc))
+
+
+def test_a_user_message_opening_with_a_hosts_tag_but_not_its_wording_is_stored(runtime):
+    """Only the host's whole fixed opening marks its summary: a user's own message that starts with
+    one of its bracket tags (a note typed that way, a legacy summary pasted into a new chat) and a
+    checklist quoted under the snapshot line are the user's words, stored as written."""
+    typed = ["[CONTEXT SUMMARY]: we are porting the billing service to Rust; carry on from the tests",
+             "[CONTEXT COMPACTION — REFERENCE ONLY] is what my old chat printed, what does it mean?",
+             "[PRIOR CONTEXT — for reference only; not a new message] my notes from yesterday",
+             "my list:\n\n[Your active task list was preserved across context compression]\n"
+             "- [x] ship the release\n- [ ] call Ana",
+             "[Your active task list was preserved across context compression]\n- [ ] buy milk"]
+    assert [is_synthetic(user(t)) for t in typed] == [False] * len(typed)
+    runtime.store.ingest(SessionKey("s1"), [m for t in typed for m in (user(t), assistant("ok"))])
+    assert [c for c in contents(runtime) if c != "ok"] == typed
