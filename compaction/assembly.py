@@ -85,32 +85,36 @@ def split_host_merge(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def keep_turn_request(out: list[dict[str, Any]], messages: Sequence[dict[str, Any]],
-                      budget: int) -> list[dict[str, Any]]:
-    """``out`` with the user message the turn answers kept in view.
+def turn_request(kept: Sequence[dict[str, Any]], messages: Sequence[dict[str, Any]],
+                 budget: int) -> dict[str, Any] | None:
+    """The user message the turn answers, to follow the summary again, or None.
 
     A compaction between a turn's tool calls can fold the turn's own request into a summary when
-    the budget leaves only the newest tool group; the newest user message of ``messages`` then
-    follows the summary again, unless it alone is over ``budget`` (its summary carries it).
+    the budget leaves only the newest tool group; when ``kept`` (the raw messages the prompt keeps)
+    holds no user message, the newest one of ``messages`` comes back, unless it alone is over
+    ``budget`` (its summary carries it). ``assemble`` counts it with the kept messages.
     """
-    if any(m.get("role") == "user" and not is_synthetic(m) for m in out):
-        return out
+    if any(m.get("role") == "user" and not is_synthetic(m) for m in kept):
+        return None
     newest = next((m for m in reversed(messages) if m.get("role") == "user" and not is_synthetic(m)), None)
     if newest is None or tokens.count_message(newest) > budget:
-        return out
-    at = 1 if out and is_synthetic(out[0]) else 0
-    return [*out[:at], {k: v for k, v in newest.items() if k != "_db_persisted"}, *out[at:]]
+        return None
+    return {k: v for k, v in newest.items() if k != "_db_persisted"}
 
 
 def assemble(frontier: Sequence[NodeRow], raw_keep: list[dict[str, Any]], tail: list[dict[str, Any]],
-             target: int, room: int = 0) -> tuple[list[dict[str, Any]], list[int]]:
-    """The prompt after compaction: one summary message, then the kept raw messages.
+             target: int, room: int = 0, request: dict[str, Any] | None = None,
+             ) -> tuple[list[dict[str, Any]], list[int]]:
+    """The prompt after compaction: one summary message, the turn's ``request`` (``turn_request``),
+    then the kept raw messages.
 
     The nodes get what the kept messages leave of ``target``; when long newest messages leave
     less than ``SUMMARY_FLOOR_TOKENS``, up to that much of ``room`` (the messages' share under
     the trigger), so one pasted message does not hide every summary while the window has space.
     Returns the new message dicts and the ids of frontier nodes left out for space.
     """
+    if request is not None:
+        raw_keep = [request, *raw_keep]
     live_tokens = tokens.count_messages(raw_keep) + tokens.count_messages(tail)
     floor = min(SUMMARY_FLOOR_TOKENS, room - live_tokens - ASSEMBLY_SLACK_TOKENS)
     nodes, omitted = select_nodes(frontier, max(0, target - live_tokens - ASSEMBLY_SLACK_TOKENS, floor))

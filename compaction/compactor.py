@@ -162,8 +162,8 @@ class Compactor:
         room = threshold - overhead  # what the messages may hold and stay under the trigger
         if tail_tokens > room and self.limits.context_length:  # past the trigger anyway: the window's ceiling
             room = max(room, int(self.limits.context_length * TRIGGER_CEILING) - overhead)
-        out, omitted = assembly.assemble(self.nodes, raw_keep, live[tail_start:], target, room)
-        out = assembly.keep_turn_request(out, host, int(target * TAIL_SHARE))
+        request = assembly.turn_request(raw_keep + live[tail_start:], host, int(target * TAIL_SHARE))
+        out, omitted = assembly.assemble(self.nodes, raw_keep, live[tail_start:], target, room, request)
         progress = out != messages and out != host  # giving back a merged message alone is no progress
         status = "compacted" if leaves or condensed else ("stubbed" if self.stubbed else
                                                           "sanitized" if progress else "noop")

@@ -235,3 +235,25 @@ def test_a_compaction_between_tool_calls_keeps_the_question_of_the_turn(tmp_path
     users = [m for m in out if m["role"] == "user" and not m.get("_trove_summary")]
     assert [m["content"][:10] for m in users] == ["QUESTION-Z"], [str(m.get("content"))[:40] for m in out]
     assert out[0].get("_trove_summary") and out[1] is not msgs[6] and out[1]["content"] == msgs[6]["content"]
+
+
+def test_the_kept_request_takes_its_room_from_the_summary_not_from_the_trigger(tmp_path):
+    """An 8K window, a long request and a long newest tool result: the request kept after the summary
+    counts against the same room as the summary, so the prompt a compaction gives back is under the
+    trigger (else the host compacts again after every tool batch of the turn)."""
+    def complete(messages, model, timeout_s, max_tokens):
+        return "Summary: " + " ".join(f"fact{k % 89} item{k}" for k in range(400))  # about 1,500 tokens
+
+    eng = make_engine(build_runtime(make_config(tmp_path)), complete, context_length=8192)
+    text = lambda n: " ".join(f"w{k % 97}x{k}" for k in range(n))  # noqa: E731
+    msgs = []
+    for i in range(20):
+        msgs += [user(f"turn {i}: " + text(300)), {"role": "assistant", "content": f"answer {i}"}]
+    msgs.append(user("QUESTION-Z: what does the build print? " + text(500)))
+    for c in ("c1", "c2"):
+        msgs += [{"role": "assistant", "content": "", "tool_calls": [tool_call(c, "terminal")]},
+                 tool_result(c, f"build output {c} " + text(480))]
+    out = eng.compress(msgs, current_tokens=tokens.count_messages(msgs), force=True)
+    assert out is not msgs and out[0].get("_trove_summary")
+    assert [m["content"][:10] for m in out if m["role"] == "user" and not m.get("_trove_summary")] == ["QUESTION-Z"]
+    assert tokens.count_messages(out) < eng.threshold_tokens, [tokens.count_message(m) for m in out]
