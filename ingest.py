@@ -21,7 +21,8 @@ HOST_INTERNAL_KEYS = frozenset({
     "api_content", "_db_persisted", "_compressed_summary", "_todo_snapshot_synthetic",
     "finish_reason", "_trove_summary",
 })
-SUMMARY_MARKER = "[trove summary"
+# The summary message opens with this whole sentence (compaction/assembly.py); a user may type the tag.
+SUMMARY_MARKER = "[trove summary] Earlier conversation, compacted."
 SUMMARY_FOOTER = "[end of trove summary]"  # the summary message's last line (compaction/assembly.py)
 _SUMMARY_END = "\n\n" + SUMMARY_FOOTER + "\n\n"  # where the host joins a user message it merged into one
 _SUMMARY_FLAGS = ("_trove_summary", "_compressed_summary")

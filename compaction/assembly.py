@@ -15,7 +15,7 @@ from ..dag import NodeRow
 from ..ingest import SUMMARY_FOOTER, SUMMARY_MARKER, is_synthetic, merged_after_summary, unmerged
 from . import policy
 
-SUMMARY_HEADER = ("[trove summary] Earlier conversation, compacted. Nothing is lost: exact messages are "
+SUMMARY_HEADER = (SUMMARY_MARKER + " Nothing is lost: exact messages are "
                   "recoverable with trove_grep, trove_describe and trove_expand(node_id=N).")
 NODE_LABEL_TOKENS = 30       # the "[dN node K | from to UTC]" line above each node
 ASSEMBLY_SLACK_TOKENS = 120  # header, footer and the omitted-nodes note

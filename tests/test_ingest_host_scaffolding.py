@@ -110,3 +110,15 @@ def test_a_user_message_opening_with_a_hosts_tag_but_not_its_wording_is_stored(r
     assert [is_synthetic(user(t)) for t in typed] == [False] * len(typed)
     runtime.store.ingest(SessionKey("s1"), [m for t in typed for m in (user(t), assistant("ok"))])
     assert [c for c in contents(runtime) if c != "ok"] == typed
+
+
+def test_a_user_message_opening_with_the_trove_tag_is_stored(runtime):
+    """Trove's own summary message opens with its whole header sentence; a user's message that
+    only starts with the bracket tag is the user's, stored as written."""
+    from hermes_trove.compaction.assembly import render_summary_text
+
+    typed = "[trove summary] of my week: gym on Monday, dentist on Thursday"
+    assert not is_synthetic(user(typed))
+    assert is_synthetic(user(render_summary_text([])))  # a reloaded summary still is not conversation
+    runtime.store.ingest(SessionKey("s1"), [user(typed), assistant("ok")])
+    assert contents(runtime) == [typed, "ok"]
