@@ -119,6 +119,14 @@ class Compactor:
         # 1. leaf passes over the oldest candidates, as many as the budget needs
         cand_msgs = [m for m, _ in candidates]
         sizes = [count(m) for m in cand_msgs]
+        # Unstored messages after candidate k stay with it unless an ignore pattern filtered them out
+        # (a message shown rewritten has a stored row; dropping it would read as the host's undo).
+        skip = self.runtime.filters.skip_message
+        stays = [live_ids[i] > 0 or not skip(m) for i, m in enumerate(live[:tail_start])]
+        extra = [0] * (len(at) + 1)  # tokens of the unstored messages that stay from candidate k on
+        for k in range(len(at) - 1, -1, -1):
+            stop = at[k + 1] if k + 1 < len(at) else tail_start
+            extra[k] = extra[k + 1] + sum(count(live[i]) for i in range(at[k] + 1, stop) if stays[i])
         chunk = policy.chunk_target(sum(sizes), self.config.leaf_chunk_tokens,
                                     self.config.dynamic_leaf_chunk_max, self.config.dynamic_leaf_chunk_enabled)
         chunks = policy.plan_leaf_chunks(cand_msgs, sizes, chunk)
@@ -131,7 +139,7 @@ class Compactor:
         covered = frontier  # every stored row up to here is beneath a leaf
         leaves = 0
         for ch in chunks:
-            raw_left = sum(sizes[ch.start:])
+            raw_left = sum(sizes[ch.start:]) + extra[ch.start]
             prefix = self.node_tokens + (FRONTIER_LABEL_TOKENS if self.nodes else 0)
             if not (force or sweep) and prefix + raw_left + tail_tokens <= target:
                 if not critical or catchup >= CATCHUP_LEAVES:
@@ -151,14 +159,15 @@ class Compactor:
         if sweep:
             prefix_budget = self.config.summary_prefix_target_tokens or self.config.leaf_chunk_tokens
         else:
-            prefix_budget = target - tail_tokens - sum(sizes[compacted_upto:])
+            prefix_budget = target - tail_tokens - sum(sizes[compacted_upto:]) - extra[compacted_upto]
         condensed = self._condense(sid, prefix_budget, sweep or force or critical, critical)
 
         # 3. assembly
-        # Unstored live messages before the tail (filtered out, or shown rewritten) are dropped with the
-        # compacted part; those among the kept candidates stay in place, so the next list shows no gap
-        # there that ``policy.taken_back`` would read as the host's.
-        raw_keep = live[at[compacted_upto]:tail_start] if compacted_upto < len(at) else []
+        # Unstored live messages before the tail are dropped with the compacted part, and those an
+        # ignore pattern filtered out everywhere; one shown rewritten among the kept candidates stays in
+        # place, so the next list shows no gap there that ``policy.taken_back`` reads as the host's.
+        keep_from = at[compacted_upto] if compacted_upto < len(at) else tail_start
+        raw_keep = [m for i, m in enumerate(live[:tail_start]) if i >= keep_from and stays[i]]
         room = threshold - overhead  # what the messages may hold and stay under the trigger
         if tail_tokens > room and self.limits.context_length:  # past the trigger anyway: the window's ceiling
             room = max(room, int(self.limits.context_length * TRIGGER_CEILING) - overhead)

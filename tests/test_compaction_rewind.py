@@ -87,3 +87,16 @@ def test_a_rewritten_message_a_partial_compaction_kept_back_is_still_summarised(
     assert "the stored answer: port ORIG-99" in covered_contents(eng)
     assert [p for p in log if "ORIG-99" in p]
     assert_lossless(eng)
+
+
+def test_messages_the_ignore_patterns_filter_out_still_leave_the_prompt(tmp_path):
+    """Only rewritten messages stay among the kept turns: those an ignore pattern keeps out of the
+    store leave the prompt as before, so the compaction still brings it under the trigger."""
+    pytest.importorskip("regex")
+    eng = engine_on(tmp_path, fresh_tail_count=4, ignore_message_patterns=("^noise",))
+    msgs = [m for i in range(30) for m in (user(f"q{i} short"), assistant(f"a{i} short"),
+                                             user(f"noise {i} " + "n " * 1500))] + [user("last"), assistant("done")]
+    eng.ingest(msgs)
+    out = eng.compress(msgs, current_tokens=tokens.count_messages(msgs))
+    assert tokens.count_messages(msgs) > eng.threshold_tokens > tokens.count_messages(out)
+    assert not [m for m in out[:-4] if str(m.get("content")).startswith("noise")]
