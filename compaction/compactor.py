@@ -171,7 +171,8 @@ class Compactor:
         room = threshold - overhead  # what the messages may hold and stay under the trigger
         if tail_tokens > room and self.limits.context_length:  # past the trigger anyway: the window's ceiling
             room = max(room, int(self.limits.context_length * TRIGGER_CEILING) - overhead)
-        request = assembly.turn_request(raw_keep + live[tail_start:], host, int(target * TAIL_SHARE))
+        kept = raw_keep + live[tail_start:]  # the request comes back within the tail's share and the room
+        request = assembly.turn_request(kept, host, min(int(target * TAIL_SHARE), room - tokens.count_messages(kept)))
         out, omitted = assembly.assemble(self.nodes, raw_keep, live[tail_start:], target, room, request)
         progress = out != messages and out != host  # giving back a merged message alone is no progress
         status = "compacted" if leaves or condensed else ("stubbed" if self.stubbed else

@@ -257,3 +257,21 @@ def test_the_kept_request_takes_its_room_from_the_summary_not_from_the_trigger(t
     assert out is not msgs and out[0].get("_trove_summary")
     assert [m["content"][:10] for m in out if m["role"] == "user" and not m.get("_trove_summary")] == ["QUESTION-Z"]
     assert tokens.count_messages(out) < eng.threshold_tokens, [tokens.count_message(m) for m in out]
+
+
+def test_the_kept_request_never_takes_a_tail_past_the_trigger_further_than_the_ceiling(tmp_path):
+    """A tool result that alone is past the trigger: the request comes back only if the two stay
+    within the ceiling the compaction sizes for (60% of the window); else its summary carries it."""
+    calls: list[str] = []
+    eng = _engine(tmp_path, calls)
+    text = lambda n: " ".join(f"w{k % 97}x{k}" for k in range(n))  # noqa: E731
+    msgs = []
+    for i in range(6):
+        msgs += [user(f"turn {i}: " + text(600)), {"role": "assistant", "content": f"answer {i}"}]
+    msgs += [user("QUESTION-Z " + text(4000)),
+             {"role": "assistant", "content": "", "tool_calls": [tool_call("c1", "terminal")]},
+             tool_result("c1", "log " + text(16500))]
+    assert tokens.count_message(msgs[-1]) > eng.threshold_tokens
+    out = eng.compress(msgs, current_tokens=tokens.count_messages(msgs), force=True)
+    assert calls and out is not msgs
+    assert tokens.count_messages(out) <= int(64000 * 0.6), [tokens.count_message(m) for m in out]
