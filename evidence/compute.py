@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from ..dates.intervals import shift_months
 from ..operands import OperandSpec, norm_key
 from ..rows import MessageRow
 from ..units import Unit, convert, fmt, parse_number, quantities, unit_of
@@ -127,16 +128,9 @@ def _dated(ops: list[Grounded]) -> list[tuple[Grounded, When]]:
 def _months_between(a: date, b: date) -> tuple[int, int]:
     """Whole calendar months from a to b (a <= b) and the days left over."""
     months = (b.year - a.year) * 12 + b.month - a.month
-    if _add_months(a, months) > b:
+    if shift_months(a, months) > b:
         months -= 1
-    return months, (b - _add_months(a, months)).days
-
-
-def _add_months(d: date, n: int) -> date:
-    y, m = divmod(d.month - 1 + n, 12)
-    year, month = d.year + y, m + 1
-    last = (date(year + (month == 12), month % 12 + 1, 1) - timedelta(days=1)).day
-    return date(year, month, min(d.day, last))
+    return months, (b - shift_months(a, months)).days
 
 
 def date_span(a: When, b: When, unit: str) -> tuple[float, str, list[str]]:
@@ -164,8 +158,8 @@ def date_span(a: When, b: When, unit: str) -> tuple[float, str, list[str]]:
                                          f"{months} / 12 = {fmt(months / 12)} years"]
         return float(months), "month", [f"{b.label} - {a.label} = {months} months"]
     months, rest = _months_between(a.start, b.start)
-    anchor = _add_months(a.start, months)
-    length = (_add_months(anchor, 1) - anchor).days
+    anchor = shift_months(a.start, months)
+    length = (shift_months(anchor, 1) - anchor).days
     value = months + rest / length
     steps = [f"{a.label} + {months} months = {anchor.isoformat()}",
              f"{anchor.isoformat()} .. {b.label} = {rest} days of a {length}-day month",

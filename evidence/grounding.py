@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from ..dates import Occurrence, resolve_occurrences
+from ..dates import Occurrence, intervals, resolve_occurrences
 from ..operands import ASSERTIONS_DISABLED, OperandSpec, norm_key
 from ..refs import ExactRef, RefError, parse_claim, verify
 from ..rows import MessageRow
@@ -207,14 +207,14 @@ def _inside_time(q: Quantity, occurrences: list[Occurrence]) -> bool:
     return q.unit is None and any(o.span[0] <= q.span[0] and q.span[1] <= o.span[1] for o in occurrences)
 
 
-def _day(moment: datetime | None) -> date | None:
+def utc_day(moment: datetime | None) -> date | None:
     return None if moment is None else moment.astimezone(UTC).date()
 
 
 def _resolved(occurrences: list[Occurrence]) -> list[When]:
     out: dict[tuple[date, date], When] = {}
     for o in occurrences:
-        start, end = _day(o.start), _day(o.end)
+        start, end = utc_day(o.start), utc_day(o.end)
         if start is not None and end is not None and o.granularity is not None:
             out.setdefault((start, end), When(start, end, o.granularity, "quote", o.expression))
     return list(out.values())
@@ -228,11 +228,9 @@ def parse_date(text: str, observed_at: float | None = None) -> tuple[date, date,
             d = date.fromisoformat(t)
             return d, d + timedelta(days=1), "day"
         if re.fullmatch(r"\d{4}-\d{2}", t):
-            y, m = int(t[:4]), int(t[5:])
-            d = date(y, m, 1)
-            return d, date(y + (m == 12), m % 12 + 1, 1), "month"
+            return *intervals.month_span(int(t[:4]), int(t[5:])), "month"
         if re.fullmatch(r"\d{4}", t):
-            return date(int(t), 1, 1), date(int(t) + 1, 1, 1), "year"
+            return *intervals.year_span(int(t)), "year"
     except ValueError:
         return None
     found = _resolved(resolve_occurrences(t, observed_at if observed_at is not None else 0.0))
@@ -269,9 +267,9 @@ def _date(spec: OperandSpec, quote: str, occurrences: list[Occurrence], observed
     if unresolved:
         raise GroundingError(f"{where}: the quote's time expression {unresolved[0].expression!r} does not pin a "
                              f"date down ({unresolved[0].unresolved}); cite a span that names the date")
-    day = _day(datetime.fromtimestamp(observed_at, UTC)) if observed_at is not None else None
-    if day is None:
+    if observed_at is None:
         raise GroundingError(f"{where}: the quote names no time and the row has no timestamp")
+    day = datetime.fromtimestamp(observed_at, UTC).date()
     return When(day, day + timedelta(days=1), "day", "observed_at", "(said on this day; the quote names no time)")
 
 

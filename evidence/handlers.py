@@ -55,10 +55,6 @@ def _rows(ctx: ToolContext, ids: Iterable[int]) -> dict[int, MessageRow]:
     return {r.store_id: r for r in ctx.runtime.store.get_many(unique, ctx.visible)} if unique else {}
 
 
-def _ignored(ctx: ToolContext) -> Callable[[str, str], str | None]:
-    return ctx.runtime.filters.ignored_by
-
-
 # -- trove_compute ----------------------------------------------------------------
 def trove_compute(ctx: ToolContext, args: Mapping[str, Any], resolve: Resolve | None = None) -> dict[str, Any]:
     """``resolve`` turns ``assertion_id`` operands into cited ones; the tool table passes the assertion
@@ -75,7 +71,7 @@ def trove_compute(ctx: ToolContext, args: Mapping[str, Any], resolve: Resolve | 
                          bool_arg(args, "evidence_complete"), candidate[:1000] if candidate is not None else None,
                          enum_arg(args, "operation", OPERATIONS, None))
     rows = _rows(ctx, (s.claim.store_id for s in specs if s.claim is not None))
-    return compute(req, rows, _ignored(ctx))
+    return compute(req, rows, ctx.runtime.filters.ignored_by)
 
 
 # -- trove_evidence_pack ------------------------------------------------------------
@@ -88,14 +84,15 @@ def trove_evidence_pack(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, 
         raise ToolError(str(exc)) from None
     question_date = question_date_arg(args)
     rows = _rows(ctx, (c.store_id for _, c, _ in claims if c is not None))
-    pack = build_pack(question, claims, rows, budgets, _ignored(ctx))
+    pack = build_pack(question, claims, rows, budgets, ctx.runtime.filters.ignored_by)
     items = pack.pop("items")
     head = {"status": "ok" if items else "empty", "question": question[:500],
             "question_date": args.get("question_date") if question_date is not None else None,
             "budgets": budgets.__dict__, **notes}
     if bool_arg(args, "include_compute") and items:
         specs = [OperandSpec(i + 1, parse_refs([item["ref"]])[0][1]) for i, item in enumerate(items)]
-        head["computation"] = compute(ComputeRequest(question, specs, question_date, False), rows, _ignored(ctx))
+        head["computation"] = compute(ComputeRequest(question, specs, question_date, False), rows,
+                                     ctx.runtime.filters.ignored_by)
 
     def build(n: int) -> dict[str, Any]:
         out = dict(head, items=items[:n], returned=n, **pack)
@@ -122,7 +119,7 @@ def trove_compile_evidence(ctx: ToolContext, args: Mapping[str, Any]) -> dict[st
     question_date = question_date_arg(args)
     cap = _response_cap(args, ctx.response_cap)
     rows = _rows(ctx, (s.claim.store_id for s in proposal.selections if s.claim is not None))
-    ignored = _ignored(ctx)
+    ignored = ctx.runtime.filters.ignored_by
     checked = [check_selection(s, rows.get(s.claim.store_id) if s.claim else None, ignored, budgets.max_quote_chars)
                for s in proposal.selections]
     coverage = _coverage(ctx, args.get("coverage"), {s.claim.store_id for s, c in

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import date
 from typing import Any
 
 from ..dates import resolve_occurrences, speaks_of_now
 from ..operands import OperandSpec
 from ..units import SPACED_AMBIGUOUS, Unit, unit_of
+from .grounding import utc_day
 
 OPERATIONS = ("date_difference", "date_filter", "count_distinct", "sum", "difference", "order", "latest_state")
 NEEDS: dict[str, frozenset[str]] = {
@@ -202,20 +203,15 @@ def _window(question: str, question_date: float | None) -> Window | PlanFailure 
         return PlanFailure(f"the question's time {occurrences[0].expression!r} is relative and question_date "
                            "is not given", "pass question_date (when the question is asked)")
     first, last = occurrences[0], occurrences[-1]
-    assert first.start and first.end and last.start and last.end
     low = question.casefold()
     before = low[:first.span[0]].rstrip()
     expression = first.expression.casefold()
     if len(occurrences) >= 2 and re.search(r"\bbetween\s*$", before):
-        return Window(_d(first.start), _d(last.end), question[first.span[0]:last.span[1]])
+        return Window(utc_day(first.start), utc_day(last.end), question[first.span[0]:last.span[1]])
     if any(expression.startswith(w) or before.endswith(w) for w in _OPEN_AFTER):
-        return Window(_d(first.start), None, first.expression)
+        return Window(utc_day(first.start), None, first.expression)
     for w in _OPEN_BEFORE:
         if expression.startswith(w) or before.endswith(w):
             end = first.start if w in ("before", "prior to") else first.end
-            return Window(None, _d(end), first.expression)
-    return Window(_d(first.start), _d(first.end), first.expression)
-
-
-def _d(moment: datetime) -> date:
-    return moment.astimezone(UTC).date()
+            return Window(None, utc_day(end), first.expression)
+    return Window(utc_day(first.start), utc_day(first.end), first.expression)
