@@ -136,11 +136,8 @@ TERM_SKIP = frozenset({"self"})
 def terms(subject: str, pred: str, value_norm: str) -> tuple[str, ...]:
     """The lookup words of an assertion: its subject's name (not the ``user:`` kind), predicate and
     value, split on anything but letters and digits, 4+ characters, each once."""
-    out: list[str] = []
-    for word in _TERM.findall(f"{subject.split(':', 1)[-1]} {pred} {value_norm}"):
-        if len(word) >= TERM_MIN and word not in TERM_SKIP and word not in out:
-            out.append(word)
-    return tuple(out)
+    words = _TERM.findall(f"{subject.split(':', 1)[-1]} {pred} {value_norm}")
+    return tuple(dict.fromkeys(w for w in words if len(w) >= TERM_MIN and w not in TERM_SKIP))
 
 
 def assertion_id(store_id: int, start: int, end: int, subject: str, pred: str, value_norm: str, kind: str,

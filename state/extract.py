@@ -36,10 +36,6 @@ MAX_ANSWER_TOKENS = 2000
 REBUILD_DEFAULT_LIMIT = 200  # messages one operator rebuild reads unless --limit says otherwise
 
 
-def enabled(runtime: Runtime) -> bool:
-    return bool(runtime.config.assertions_enabled)
-
-
 def run_pass(runtime: Runtime, complete: Complete | None, *, max_batches: int | None = None,
              budget_s: float | None = None, max_messages: int | None = None, force: bool = False,
              clock: Callable[[], float] = time.monotonic,
@@ -47,7 +43,7 @@ def run_pass(runtime: Runtime, complete: Complete | None, *, max_batches: int | 
     """One bounded pass under the lease; ``force`` runs it with assertions off (operators)."""
     runtime.settle()  # a server store: this machine's rows ship before the pass reads
     cfg = runtime.config
-    if not enabled(runtime) and not force:
+    if not cfg.assertions_enabled and not force:
         return {"status": "disabled", "reason": "TROVE_ASSERTIONS_ENABLED is off"}
     if complete is None:
         return {"status": "no_model", "reason": "no model in this process: Hermes' background passes extract"}
@@ -118,7 +114,7 @@ _PASSES = PassScheduler("trove-assertions")
 def schedule(runtime: Runtime, completion: Callable[[], Complete | None]) -> threading.Thread | None:
     """Start a background pass when assertions are on, none runs here and the interval passed.
     The caller's turn never waits for it; ``completion`` is asked for the model only then."""
-    if not enabled(runtime):
+    if not runtime.config.assertions_enabled:
         return None
 
     def prepare() -> Callable[[], None] | None:

@@ -35,11 +35,7 @@ _STOP = frozenset("that this what which when where with have from your about the
 
 
 def query_words(text: str) -> list[str]:
-    out: list[str] = []
-    for w in _WORD.findall(text.lower()):
-        if w not in _STOP and w not in out:
-            out.append(w)
-    return out[:12]
+    return list(dict.fromkeys(w for w in _WORD.findall(text.lower()) if w not in _STOP))[:12]
 
 
 def assertion_lines(runtime: Runtime, words: list[str], stats: dict[str, int] | None = None,

@@ -24,13 +24,6 @@ CATCH_UP_BATCHES = 2
 CATCH_UP_BUDGET_S = 20.0
 
 
-def disabled() -> dict[str, Any]:
-    return {"status": "disabled", "tool": "trove_query_state",
-            "reason": "assertions are disabled on this install (TROVE_ASSERTIONS_ENABLED=false): there is no assertion "
-                      "store to query; nothing was queried",
-            "next_step": "use trove_grep or trove_recall to find the messages, then cite exact refs"}
-
-
 def item(a: AssertionRow, conflicted: set[str]) -> dict[str, Any]:
     return {"assertion_id": a.assertion_id, "subject_key": a.subject_key, "predicate_key": a.predicate_key,
             "value_text": a.value_text, "kind": a.kind, "polarity": a.polarity, "scope_key": a.scope_key,
@@ -45,7 +38,10 @@ def item(a: AssertionRow, conflicted: set[str]) -> dict[str, Any]:
 
 def trove_query_state(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
     if not ctx.runtime.config.assertions_enabled:
-        return disabled()
+        return {"status": "disabled", "tool": "trove_query_state",
+                "reason": "assertions are disabled on this install (TROVE_ASSERTIONS_ENABLED=false): there is no "
+                          "assertion store to query; nothing was queried",
+                "next_step": "use trove_grep or trove_recall to find the messages, then cite exact refs"}
     subject = key(str_arg(args, "subject_key", required=True, allow_empty=False))
     if not subject:
         raise ToolError("subject_key must name a subject, e.g. user:self or person:alex")

@@ -49,17 +49,13 @@ TRANSITIONS = {"search": ("open",), "finish": ("open",), "abandon": ("open",),
                "status": ("open", "finished", "abandoned")}
 
 
-def disabled() -> dict[str, Any]:
-    return {"status": "disabled", "tool": "trove_retrieve",
-            "reason": "the adaptive retrieval controller is disabled on this install (TROVE_ADAPTIVE_RETRIEVAL_ENABLED="
-                      "false); no retrieval episode was started",
-            "next_step": "search with trove_grep or trove_recall, pin spans with trove_expand(include_exact_ref="
-                         "true), then trove_evidence_pack or trove_compute"}
-
-
 def trove_retrieve(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
     if not ctx.runtime.config.adaptive_retrieval_enabled:
-        return disabled()
+        return {"status": "disabled", "tool": "trove_retrieve",
+                "reason": "the adaptive retrieval controller is disabled on this install "
+                          "(TROVE_ADAPTIVE_RETRIEVAL_ENABLED=false); no retrieval episode was started",
+                "next_step": "search with trove_grep or trove_recall, pin spans with trove_expand(include_exact_ref="
+                             "true), then trove_evidence_pack or trove_compute"}
     action = args.get("action")
     if not isinstance(action, str) or action not in ARGS:
         raise ToolError(f"action must be one of {', '.join(ARGS)}")
