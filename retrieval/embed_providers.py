@@ -14,7 +14,6 @@ import importlib.util
 import json
 import os
 import threading
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
@@ -128,7 +127,6 @@ class LocalProvider:
         self.spec = spec
         self._session: Any = None
         self._lock = threading.Lock()
-        self.load_seconds: float | None = None
 
     @property
     def dim(self) -> int:
@@ -146,7 +144,6 @@ class LocalProvider:
         with self._lock:
             if self._session is not None:
                 return self._session
-            started = time.perf_counter()
             _import_numpy()
             ort = _import_onnxruntime()
             path = self.model_path()
@@ -166,7 +163,6 @@ class LocalProvider:
             except Exception as exc:
                 raise EmbeddingUnavailable(f"embeddings unavailable: onnxruntime could not load the model "
                                            f"({type(exc).__name__}: {str(exc)[:160]})") from None
-            self.load_seconds = time.perf_counter() - started
             return self._session
 
     def embed(self, texts: Sequence[str], guard: SpendGuard | None = None) -> np.ndarray:
@@ -207,7 +203,6 @@ class OpenAIProvider:
         self.spec = spec
         self._environ = os.environ if environ is None else environ
         self._dim: int | None = None
-        self.last_usage_tokens = 0
 
     @property
     def dim(self) -> int | None:
@@ -251,8 +246,6 @@ class OpenAIProvider:
         if not isinstance(data, list) or len(data) != len(batch):
             raise RuntimeError(f"embedding response has {len(data) if isinstance(data, list) else 'no'} vectors "
                                f"for {len(batch)} inputs")
-        usage = payload.get("usage") or {}
-        self.last_usage_tokens = int(usage.get("total_tokens") or usage.get("prompt_tokens") or 0)
         ordered = sorted(data, key=lambda d: int(d.get("index", 0)))
         vectors: list[Any] = [d.get("embedding") for d in ordered]
         if not all(isinstance(v, list) and v for v in vectors) or len({len(v) for v in vectors}) != 1:

@@ -293,7 +293,6 @@ class IndexWorker(threading.Thread):
         self._stop_event = threading.Event()
         self._wake = threading.Event()
         self.last: PassReport | None = None
-        self.passes = 0
 
     def stop(self, timeout: float = 10.0) -> None:
         self._stop_event.set()
@@ -313,7 +312,6 @@ class IndexWorker(threading.Thread):
             except Exception:  # run_pass reports its own failures; this is a last resort
                 log.exception("trove: embedding worker pass crashed")
                 self.last = PassReport(status="error", error="pass crashed")
-            self.passes += 1
             status = self.last.status
             pause = 0.05 if status == "partial" else idle if status in ("done", "idle", "busy") else max(idle, 30.0)
             self._wake.wait(pause)

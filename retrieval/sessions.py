@@ -49,7 +49,7 @@ def trove_load_session(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, A
         out: dict[str, Any] = {"session_id": session_id, "limit": limit, "max_content_chars": max_chars,
                                "after_store_id": after, "total_messages": total, "returned_messages": n,
                                "messages": items[:n], "has_more": has_more,
-                               "next_cursor": _cursor(items[:n], after) if has_more else None}
+                               "next_cursor": (int(items[n - 1]["store_id"]) if n else after) if has_more else None}
         if n < len(items):
             out["truncated"] = True
         out.update(echo_filters(roles=roles, time_from=time_from, time_to=time_to))
@@ -69,17 +69,9 @@ def _read_page(ctx: ToolContext, session_id: str, after: int, limit: int, roles:
     A session outside the caller's scope answers exactly like one never stored.
     """
     store = ctx.runtime.store
-    if not store.visible_session(session_id, ctx.visible):
-        total = 0  # the same refusal below, whether the session is unknown or another scope's
-    else:
-        total = store.count(session_id)
-    if total == 0 and not store.visible_session(session_id, ctx.visible):
+    if not store.visible_session(session_id, ctx.visible):  # unknown, or another scope's: the same refusal
         raise ToolError(f"no stored session {session_id[:120]!r}; trove_grep with session_scope='all' "
                         "shows the session_id of each hit")
+    total = store.count(session_id)
     rows = store.page(session_id, after, limit + 1, roles=roles, time_from=time_from, time_to=time_to)
     return total, rows[:limit], len(rows) > limit
-
-
-def _cursor(items: list[dict[str, Any]], after: int) -> int:
-    """The after_store_id that continues a page: its last row, or the same cursor if empty."""
-    return int(items[-1]["store_id"]) if items else after
