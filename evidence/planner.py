@@ -112,10 +112,9 @@ def _choose(hits: dict[str, str], valued: bool, windowed: bool) -> tuple[str, st
     if "order" in hits and "latest_state" in hits:
         return PlanFailure(f"the question reads as both an ordering ({hits['order']!r}) and a current state "
                            f"({hits['latest_state']!r})", "pass operation='order' or 'latest_state'")
-    if "order" in hits:
-        return "order", hits["order"]
-    if "latest_state" in hits:
-        return "latest_state", hits["latest_state"]
+    for op in ("order", "latest_state"):
+        if op in hits:
+            return op, hits[op]
     if windowed:
         return "date_filter", hits.get("count_distinct", "time window")
     if "count_distinct" in hits:

@@ -202,10 +202,8 @@ class AssertionStore:
         """Forget every assertion and the cursor (a rebuild starts from the first message)."""
         with self.db.transaction() as conn:
             n = int(conn.execute("SELECT COUNT(*) FROM assertions").fetchone()[0])
-            conn.execute("DELETE FROM assertion_relations")
-            conn.execute("DELETE FROM assertion_terms")
-            conn.execute("DELETE FROM assertions")
-            conn.execute("DELETE FROM assertion_extraction")
+            for table in ("assertion_relations", "assertion_terms", "assertions", "assertion_extraction"):
+                conn.execute(f"DELETE FROM {table}")
         return n
 
     # -- queries -----------------------------------------------------------------------

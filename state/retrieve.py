@@ -231,10 +231,8 @@ def _finish(ctx: ToolContext, store: AssertionStore, episode: dict[str, Any],
         raise ToolError("resolved_slots must list slot ids of this episode")
     coverage = {sid: sum(1 for c in chosen if c["slot"] == sid) for sid in slots}
     short_of = [sid for sid in resolved if coverage[sid] < slots[sid]["minimum_refs"]]
-    computation = None
     comp = args.get("computation")
-    if comp is not None:
-        computation = _compute(ctx, episode, comp, by_ref)
+    computation = _compute(ctx, episode, comp, by_ref) if comp is not None else None
     view = {"question": episode["question"], "identity": episode["identity"],
             "selected": [{k: c[k] for k in ("ref", "store_id", "span_start", "span_end", "quote", "content_sha256",
                                             "session_id", "timestamp", "role", "slot")} for c in chosen],
