@@ -167,7 +167,6 @@ def _gather(runtime: Runtime, nodes: list[NodeRow], raw_rows: list[MessageRow], 
         store_used.append(row.store_id)
         return tokens.count(text[:n]) + 16
 
-    seen: set[int] = set()
     raw_share = left // 3 if nodes else left
     for row in raw_rows:
         if raw_share <= 0 or left <= 0:
@@ -176,7 +175,6 @@ def _gather(runtime: Runtime, nodes: list[NodeRow], raw_rows: list[MessageRow], 
         used = add_message(row, min(PER_MESSAGE_EVIDENCE_TOKENS, raw_share))
         raw_share -= used
         left -= used
-        seen.add(row.store_id)
     for i, node in enumerate(nodes):
         if left <= 0:
             truncated = True
@@ -187,7 +185,8 @@ def _gather(runtime: Runtime, nodes: list[NodeRow], raw_rows: list[MessageRow], 
         blocks.append({"kind": "summary", "node_id": node.node_id, "depth": node.depth, "text": summary})
         node_used.append(node.node_id)
         spent = tokens.count(summary) + 16
-        ids = [s for s in dag.descendant_store_ids(node.node_id) if s not in seen]
+        shown = set(store_used)
+        ids = [s for s in dag.descendant_store_ids(node.node_id) if s not in shown]
         ranked = _rank_descendants(store.get_many(ids[:DESCENDANTS_RANKED]), terms)
         chosen, omitted = [], 0
         for row in ranked:
@@ -200,7 +199,6 @@ def _gather(runtime: Runtime, nodes: list[NodeRow], raw_rows: list[MessageRow], 
         omitted += max(0, len(ids) - DESCENDANTS_RANKED)
         for row in sorted(chosen, key=lambda r: r.store_id):
             add_message(row, PER_MESSAGE_EVIDENCE_TOKENS)
-            seen.add(row.store_id)
         if omitted:
             truncated = True
             pagination.append({"node_id": node.node_id, "omitted_messages": omitted,

@@ -211,12 +211,9 @@ def _walk_sources(ctx: ToolContext, sid: str, node: NodeRow, source_offset: int,
     for i, source_id in enumerate(ids):
         index = source_offset + i
         start = content_offset if i == 0 else 0
-        if node.depth == 0:
-            row = rows.get(source_id)
-            text = row.content if row is not None else ""
-        else:
-            child = dag.get(source_id)
-            text = child.summary if child is not None else ""
+        row = rows.get(source_id)  # a message of a depth-0 node
+        child = dag.get(source_id) if node.depth > 0 else None
+        text = row.content if row is not None else child.summary if child is not None else ""
         if start > len(text):
             raise ToolError(f"content_offset {start} is past the end of source {index} ({len(text)} chars)")
         need = tokens.count(text[start:])
@@ -224,11 +221,10 @@ def _walk_sources(ctx: ToolContext, sid: str, node: NodeRow, source_offset: int,
             next_source, next_content = index, 0
             break
         take = len(text) - start if need <= budget else chars_within(text, start, budget)
-        if node.depth == 0:
-            if row is None:
-                item: dict[str, Any] = {"store_id": source_id, "missing": True}
-            else:
-                item = message_item(row, sid, offset=start, max_chars=take, include_exact_ref=exact)
+        if row is not None:
+            item: dict[str, Any] = message_item(row, sid, offset=start, max_chars=take, include_exact_ref=exact)
+        elif node.depth == 0:
+            item = {"store_id": source_id, "missing": True}
         else:
             item = _node_meta(sid, child) if child is not None else {"node_id": source_id, "missing": True}
             item.update(content_slice(text, start, take))

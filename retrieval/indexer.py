@@ -171,11 +171,11 @@ def apply_pass(runtime: Runtime, store: VectorStore, plan: PassPlan, run: leases
             store.invalidate(gen.generation_id)  # re-embedding done: mirrors reload the new vectors once
         if gen.last_error:
             store.record_error(gen.generation_id, None)
-        report.swapped = _maybe_activate(store, gen)
-        gen = store.generation(gen.generation_id) or gen
+        caught_up = _reached(gen, store.heads())
+        report.swapped = gen.state == "building" and caught_up
+        if report.swapped:  # a building generation that reached the newest rows is swapped in
+            store.activate(gen.generation_id)
         report.pending = store.backlog(gen, plan.policy).pending
-        top_message, top_node = store.heads()
-        caught_up = gen.message_cursor >= top_message and gen.node_cursor >= top_node
         report.status = "done" if caught_up and not plan.text_follows else "partial"
         report.pruned = store.prune_retired(PRUNE_PER_PASS)
     except EmbeddingUnavailable as exc:
@@ -264,22 +264,12 @@ def _caught_up(store: VectorStore, spec: ProviderSpec, made_with: str) -> Genera
     gen = store.find(spec.provider, spec.model)
     if gen is None or gen.state != "active" or gen.recipe != made_with or gen.last_error:
         return None
-    top_message, top_node = store.heads()
-    if gen.message_cursor < top_message or gen.node_cursor < top_node or store.has_retired_vectors():
-        return None
-    return gen
+    return gen if _reached(gen, store.heads()) and not store.has_retired_vectors() else None
 
 
-def _maybe_activate(store: VectorStore, gen: Generation) -> bool:
-    """Swap in a building generation once its cursors have reached the newest rows."""
-    if gen.state != "building":
-        return False
-    top_message, top_node = store.heads()
-    current = store.generation(gen.generation_id) or gen
-    if current.message_cursor >= top_message and current.node_cursor >= top_node:
-        store.activate(gen.generation_id)
-        return True
-    return False
+def _reached(gen: Generation, heads: tuple[int, int]) -> bool:
+    """Whether the generation's cursors are past ``heads`` (the newest store_id and node_id)."""
+    return gen.message_cursor >= heads[0] and gen.node_cursor >= heads[1]
 
 
 # -- the background worker ------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from ..refs import make_ref
 from ..toolkit import iso
 from .query import rough_stem
 from .recall_search import RecallHit
+from .search import snippets_for
 
 if TYPE_CHECKING:
     from ..rows import MessageRow
@@ -33,7 +34,7 @@ LOAD_SESSION_BEFORE = 3      # rows of context before a hit when paging its sess
 def shape_hits(runtime: Runtime, hits: list[RecallHit], expression: str, terms: tuple[str, ...],
                current: str | None, *, answer_ready: bool, occurrence_time: bool) -> list[dict[str, Any]]:
     """Result dicts for the hits shown, best first."""
-    snippets = _message_snippets(runtime, hits, expression)
+    snippets = snippets_for(runtime, expression, [h.item_id for h in hits if h.kind == "message" and not h.snippet])
     out = []
     for n, hit in enumerate(hits):
         sources = _summary_sources(runtime, hit, expression) if hit.kind == "summary" else []
@@ -93,13 +94,6 @@ def _load_args(session_id: str, store_id: int) -> dict[str, Any]:
                      "limit": 2 * LOAD_SESSION_BEFORE + 1}}
 
 
-def _message_snippets(runtime: Runtime, hits: list[RecallHit], expression: str) -> dict[int, str]:
-    ids = [h.item_id for h in hits if h.kind == "message" and not h.snippet]
-    if not ids or not expression:
-        return {}
-    return {row.store_id: snip for row, _, snip in runtime.store.search(expression, store_ids=ids, limit=len(ids))}
-
-
 def _summary_sources(runtime: Runtime, hit: RecallHit, expression: str) -> list[MessageRow]:
     """The source rows of a summary that best match the query (else its first rows)."""
     below = runtime.dag.descendant_store_ids(hit.item_id)
@@ -107,9 +101,7 @@ def _summary_sources(runtime: Runtime, hit: RecallHit, expression: str) -> list[
         return []
     found = runtime.store.search(expression, store_ids=below[:500], limit=SUMMARY_SOURCES, snippets=False) \
         if expression else []
-    rows = [row for row, _, _ in found]
-    if not rows:
-        rows = runtime.store.get_many(below[:SUMMARY_SOURCES])
+    rows = [row for row, _, _ in found] or runtime.store.get_many(below[:SUMMARY_SOURCES])
     return rows[:SUMMARY_SOURCES]
 
 
@@ -122,14 +114,10 @@ def _evidence(runtime: Runtime, hit: RecallHit, sources: list[MessageRow], terms
     row = hit.row
     around = {r.store_id: r for r in runtime.store.get_many([row.store_id - 1, row.store_id + 1])
               if r.session_id == row.session_id}
-    main_budget = WINDOW_CHARS - NEIGHBOR_CHARS * len(around)
-    out = []
-    if row.store_id - 1 in around:
-        out.append(_window(around[row.store_id - 1], terms, NEIGHBOR_CHARS, occurrence_time, "before"))
-    out.append(_window(row, terms, main_budget, occurrence_time, "hit"))
-    if row.store_id + 1 in around:
-        out.append(_window(around[row.store_id + 1], terms, NEIGHBOR_CHARS, occurrence_time, "after"))
-    return out
+    windows = ((around.get(row.store_id - 1), NEIGHBOR_CHARS, "before"),
+               (row, WINDOW_CHARS - NEIGHBOR_CHARS * len(around), "hit"),
+               (around.get(row.store_id + 1), NEIGHBOR_CHARS, "after"))
+    return [_window(r, terms, budget, occurrence_time, position) for r, budget, position in windows if r is not None]
 
 
 def _window(row: MessageRow, terms: tuple[str, ...], budget: int, occurrence_time: bool,

@@ -111,18 +111,13 @@ class RecallResult:
     excluded: dict[str, int]
 
 
-def weights(runtime: Runtime) -> dict[str, float]:
-    cfg = runtime.config
-    return {"fts": float(cfg.recall_fts_weight), "summary": float(cfg.recall_summary_weight),
-            "semantic": float(cfg.recall_semantic_weight)}
-
-
 def recall(runtime: Runtime, req: RecallRequest) -> RecallResult:
     """Search every arm, fuse, apply the priors and return the best ``req.limit`` hits."""
     cfg = runtime.config
     match = build_match(req.query)
     pool = max(int(cfg.recall_candidates), 4 * req.limit)
-    w = weights(runtime)
+    w = {"fts": float(cfg.recall_fts_weight), "summary": float(cfg.recall_summary_weight),
+         "semantic": float(cfg.recall_semantic_weight)}
     reports = {name: ArmReport(name, w[name]) for name in ARMS}
     gate = Gate(runtime, req)
     scores: dict[str, dict[Key, float]] = {}

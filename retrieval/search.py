@@ -273,13 +273,19 @@ def _merge(lists: list[list[_Hit]], sort: str) -> list[_Hit]:
 def _materialize(runtime: Runtime, expression: str, page: list[_Hit], current: str | None,
                  known: dict[int, str]) -> list[dict[str, Any]]:
     """Result dicts for one page; snippets are built only for the rows shown."""
-    raw_ids = [h.item.store_id for h in page if h.kind == "message" and h.item.store_id not in known]
-    snippets = {row.store_id: snip for row, _, snip in
-                runtime.store.search(expression, store_ids=raw_ids, limit=len(raw_ids))} \
-        if raw_ids and expression else {}
+    snippets = snippets_for(runtime, expression,
+                            [h.item.store_id for h in page if h.kind == "message" and h.item.store_id not in known])
     snippets.update(known)
     return [_message_hit(h.item, snippets, current) if h.kind == "message"
             else _summary_hit(h.item, h.snippet) if h.kind == "summary" else h.item for h in page]
+
+
+def snippets_for(runtime: Runtime, expression: str, store_ids: list[int]) -> dict[int, str]:
+    """The full-text snippets of the rows shown (none without ids or searchable words)."""
+    if not store_ids or not expression:
+        return {}
+    return {row.store_id: snip for row, _, snip in runtime.store.search(expression, store_ids=store_ids,
+                                                                         limit=len(store_ids))}
 
 
 def _message_hit(row: Any, snippets: dict[int, str], current: str | None) -> dict[str, Any]:
