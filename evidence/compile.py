@@ -160,18 +160,6 @@ def conflicts(checked: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for slot, values in groups.items() if len(values) > 1]
 
 
-def operands_of(proposal: Proposal, checked: list[dict[str, Any]]) -> list[OperandSpec]:
-    """Compute operands from the verified selections, carrying only the fields that held."""
-    out: list[OperandSpec] = []
-    for sel, c in zip(proposal.selections, checked, strict=True):
-        if c.get("status") != "verified" or sel.claim is None:
-            continue
-        f = c["verified_fields"]
-        out.append(OperandSpec(len(out) + 1, sel.claim, value=f.get("value"), unit=f.get("unit"),
-                               key=f.get("distinct_key"), label=sel.label or f.get("entity"), date=f.get("date")))
-    return out
-
-
 def decide(proposal: Proposal, checked: list[dict[str, Any]], found_conflicts: list[dict[str, Any]],
            coverage: dict[str, Any] | None, computation: dict[str, Any] | None) -> tuple[str, list[str]]:
     """The sufficiency state and the reasons for it, from verified facts only."""
@@ -221,9 +209,17 @@ def check_coverage(candidates: list[int], more: bool, limit: int, verified_ids: 
 def computation_for(question: str, proposal: Proposal, checked: list[dict[str, Any]],
                     rows: Mapping[int, MessageRow], question_date: float | None, complete: bool,
                     ignored_by: Callable[[str, str], str | None] | None) -> dict[str, Any] | None:
+    """The proposal's operation computed over its verified selections, each carrying only the fields
+    that held; None without an operation or a verified selection."""
     if proposal.operation is None:
         return None
-    operands = operands_of(proposal, checked)
+    operands: list[OperandSpec] = []
+    for sel, c in zip(proposal.selections, checked, strict=True):
+        if c.get("status") != "verified" or sel.claim is None:
+            continue
+        f = c["verified_fields"]
+        operands.append(OperandSpec(len(operands) + 1, sel.claim, value=f.get("value"), unit=f.get("unit"),
+                                    key=f.get("distinct_key"), label=sel.label or f.get("entity"), date=f.get("date")))
     if not operands:
         return None
     return compute(ComputeRequest(question, operands, question_date, complete, None, proposal.operation), rows,

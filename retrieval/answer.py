@@ -27,7 +27,7 @@ from ..toolkit import (
     str_arg,
     turn_start,
 )
-from .query import Match, build_match, own_tool_echo
+from .query import build_match, own_tool_echo
 
 if TYPE_CHECKING:
     from ..dag import NodeRow
@@ -130,14 +130,8 @@ def _candidates(runtime: Runtime, sid: str, node_ids: list[int], search_text: st
                               max_results, lambda r: own_tool_echo(r) or
                               (in_flight_after is not None and r.store_id > in_flight_after))
         raw_rows = [r for r, _, _ in kept[:max_results]]
-    return _Candidates(nodes, raw_rows, rejected, _terms(match))
-
-
-def _terms(match: Match | None) -> list[str]:
-    if match is None:
-        return []
-    words = [t.rstrip("*").lower() for t in match.terms] + [p.lower() for p in match.phrases]
-    return [w for w in words if w]
+    words = [t.rstrip("*").lower() for t in match.terms] + [p.lower() for p in match.phrases] if match else []
+    return _Candidates(nodes, raw_rows, rejected, [w for w in words if w])
 
 
 def _gather(runtime: Runtime, nodes: list[NodeRow], raw_rows: list[MessageRow], terms: list[str],

@@ -119,10 +119,11 @@ def plan_pass(runtime: Runtime, store: VectorStore, budget_s: float | None = Non
     if reason:
         return PassReport(status="unavailable", error=reason)
     mode, want = str(cfg.embedding_context), int(cfg.embedding_context_messages)
-    current = _caught_up(store, spec, recipe(mode, want))
-    if current is not None:  # the common idle case: a few indexed reads, no lease, no writes
-        return PassReport(status="done", generation=current.generation_id, pending=0)
-    text_follows = mode == "text" and want > 0 and _first_build(store, spec)
+    newest = store.find(spec.provider, spec.model)
+    if newest is not None and _caught_up(store, newest, recipe(mode, want)):  # the common idle case: no lease
+        return PassReport(status="done", generation=newest.generation_id, pending=0)
+    # a first build (none searchable yet: none, building or retired) with text context starts with vectors
+    text_follows = mode == "text" and want > 0 and (newest is None or newest.state != "active")
     if text_follows:
         mode = "vector"  # searchable sooner; the text recipe follows in place
     return PassPlan(spec, cfg.embedding_pass_budget_ms / 1000.0 if budget_s is None else budget_s,
@@ -252,19 +253,12 @@ class _Groups:
         return True
 
 
-def _first_build(store: VectorStore, spec: ProviderSpec) -> bool:
-    """Whether the provider's newest generation is not searchable yet (none, building or retired)."""
-    gen = store.find(spec.provider, spec.model)
-    return gen is None or gen.state != "active"
-
-
-def _caught_up(store: VectorStore, spec: ProviderSpec, made_with: str) -> Generation | None:
-    """The configured generation when a pass would have nothing to do: active, of the current
-    recipe, without a recorded error, past the newest message and node, nothing left to prune."""
-    gen = store.find(spec.provider, spec.model)
-    if gen is None or gen.state != "active" or gen.recipe != made_with or gen.last_error:
-        return None
-    return gen if _reached(gen, store.heads()) and not store.has_retired_vectors() else None
+def _caught_up(store: VectorStore, gen: Generation, made_with: str) -> bool:
+    """Whether a pass would have nothing to do: the provider's newest generation is active, of the
+    current recipe, without a recorded error, past the newest message and node, nothing left to prune."""
+    if gen.state != "active" or gen.recipe != made_with or gen.last_error:
+        return False
+    return _reached(gen, store.heads()) and not store.has_retired_vectors()
 
 
 def _reached(gen: Generation, heads: tuple[int, int]) -> bool:
