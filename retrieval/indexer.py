@@ -417,9 +417,7 @@ def backfill(runtime: Runtime, *, max_seconds: float | None = None,
             time.sleep(0.5)
             continue
         busy_since = None
-        if last.status != "partial":
-            break
-        if max_seconds is not None and time.monotonic() - started >= max_seconds:
+        if last.status != "partial" or (max_seconds is not None and time.monotonic() - started >= max_seconds):
             break
     snap = status(runtime)
     state = "ok" if last.status in ("done", "idle") else "partial" if last.status in ("partial", "busy") \

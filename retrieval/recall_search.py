@@ -199,35 +199,27 @@ class Gate:
         return row.store_id > self._frontier
 
     def admit_row(self, row: MessageRow) -> bool:
-        if self.ignored(row.session_id, row.platform):
-            self.excluded["ignored_session"] += 1
-            return False
-        if self.req.before is not None and float(row.created_at or 0.0) >= self.req.before:
-            self.excluded["outside_time_bounds"] += 1
-            return False
-        if self.live(row):
-            self.excluded["live_context"] += 1
-            return False
-        if own_tool_echo(row):  # an earlier search's result or request: a copy, not the source
-            self.excluded["own_tool_output"] += 1
-            return False
-        if self.req.turn_start is not None and row.session_id == self.req.current and \
-                row.store_id > self.req.turn_start:  # the turn being answered, though a compaction covered it
-            self.excluded["in_flight_turn"] += 1
-            return False
-        if ("message", row.store_id) in self.req.seen:
-            self.excluded["seen"] += 1
-            return False
-        return True
+        req = self.req
+        return self._admit(
+            "ignored_session" if self.ignored(row.session_id, row.platform) else
+            "outside_time_bounds" if req.before is not None and float(row.created_at or 0.0) >= req.before else
+            "live_context" if self.live(row) else
+            # an earlier search's result or request: a copy, not the source
+            "own_tool_output" if own_tool_echo(row) else
+            # the turn being answered, though a compaction covered it
+            "in_flight_turn" if req.turn_start is not None and row.session_id == req.current
+            and row.store_id > req.turn_start else
+            "seen" if ("message", row.store_id) in req.seen else None)
 
     def admit_node(self, node: NodeRow) -> bool:
-        if self.ignored(node.session_id):
-            self.excluded["ignored_session"] += 1
-            return False
-        if ("summary", node.node_id) in self.req.seen:
-            self.excluded["seen"] += 1
-            return False
-        return True
+        return self._admit("ignored_session" if self.ignored(node.session_id) else
+                           "seen" if ("summary", node.node_id) in self.req.seen else None)
+
+    def _admit(self, refused: str | None) -> bool:
+        """Count a refusal under its reason; admit when there is none."""
+        if refused is not None:
+            self.excluded[refused] += 1
+        return refused is None
 
     def in_scope(self, session_id: str, conversation_id: str) -> bool:
         if self.req.current and session_id == self.req.current:
