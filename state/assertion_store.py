@@ -218,18 +218,14 @@ class AssertionStore:
         if owned:
             where.append(owned)
             params.update(owned_args)
-        if predicate:
-            where.append("a.predicate_key = :predicate")
-            params["predicate"] = predicate
+        for column, name, value in (("predicate_key", "predicate", predicate or None), ("scope_key", "scope", scope),
+                                    ("speaker_role", "role", role or None)):  # an empty scope is a scope
+            if value is not None:
+                where.append(f"a.{column} = :{name}")
+                params[name] = value
         if kinds:
             where.append(f"a.kind IN ({', '.join(f':k{i}' for i in range(len(kinds)))})")
             params.update({f"k{i}": k for i, k in enumerate(kinds)})
-        if scope is not None:
-            where.append("a.scope_key = :scope")
-            params["scope"] = scope
-        if role:
-            where.append("a.speaker_role = :role")
-            params["role"] = role
         sql = (f"SELECT a.*, ((a.valid_from IS NULL OR a.valid_from <= :t) AND (a.valid_to IS NULL OR a.valid_to > :t)"
                " AND NOT EXISTS (SELECT 1 FROM assertion_relations r WHERE r.to_id = a.assertion_id"
                " AND r.relation = 'supersedes' AND r.at <= :t)) AS active"

@@ -159,29 +159,24 @@ def parse_answer(text: Any, rows: Mapping[int, MessageRow]) -> Parsed:
     items = data.get("assertions") if isinstance(data, dict) else None
     if not isinstance(items, list):
         return Parsed(malformed="the JSON has no 'assertions' list")
-    out: list[Candidate] = []
+    found: dict[str, Candidate] = {}  # one per assertion_id, the first proposal's
     unverified = invalid = 0
     reasons: list[str] = []
-    seen: set[str] = set()
-    for n, item in enumerate(items):
-        if n >= MAX_ITEMS:
-            invalid += len(items) - MAX_ITEMS
-            reasons.append(f"{len(items) - MAX_ITEMS} proposals past the first {MAX_ITEMS} ignored")
-            break
+    for item in items[:MAX_ITEMS]:
         try:
             cand = _candidate(item, rows)
         except RefError as exc:
             unverified += 1
             reasons.append(f"unverified: {str(exc)[:120]}")
-            continue
         except ValueError as exc:
             invalid += 1
             reasons.append(f"invalid: {str(exc)[:120]}")
-            continue
-        if cand.assertion_id not in seen:
-            seen.add(cand.assertion_id)
-            out.append(cand)
-    return Parsed(tuple(out), len(items), unverified, invalid, None, tuple(reasons[:20]))
+        else:
+            found.setdefault(cand.assertion_id, cand)
+    if len(items) > MAX_ITEMS:
+        invalid += len(items) - MAX_ITEMS
+        reasons.append(f"{len(items) - MAX_ITEMS} proposals past the first {MAX_ITEMS} ignored")
+    return Parsed(tuple(found.values()), len(items), unverified, invalid, None, tuple(reasons[:20]))
 
 
 def _text(item: Mapping[str, Any], name: str, limit: int, required: bool = True) -> str | None:
