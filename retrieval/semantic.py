@@ -25,7 +25,7 @@ from .embed_providers import (
     get_provider,
     spec_from_config,
 )
-from .vector_index import index_for
+from .vector_index import SemanticHit, index_for
 from .vector_store import Generation, VectorStore
 
 if TYPE_CHECKING:
@@ -33,16 +33,6 @@ if TYPE_CHECKING:
 
 KINDS = ("message", "summary")
 _COVERAGE_TTL_S = 30.0
-
-
-@dataclass(frozen=True)
-class SemanticHit:
-    kind: str                     # "message" | "summary"
-    item_id: int                  # store_id or node_id
-    score: float                  # cosine similarity, -1..1
-    span: tuple[int, int] | None  # the best chunk's [start, end) in the message content; None for summaries
-    session_id: str = ""
-    at: float | None = None       # message time, or the summary's latest covered time
 
 
 @dataclass(frozen=True)
@@ -207,8 +197,5 @@ def _finish(runtime: Runtime, gen: Generation, worker: threading.Thread, box: di
         cov = coverage(runtime, gen)
     except Exception:
         cov = 0.0
-    hits = tuple(SemanticHit(h.kind, h.item_id, h.score,
-                             None if h.kind != "message" or h.span_end is None else (h.span_start, h.span_end),
-                             h.session_id, h.at) for h in box.get("hits", []))
-    return SemanticResult(hits=hits, ran=True, degraded_reason=None, coverage=cov,
+    return SemanticResult(hits=tuple(box.get("hits", [])), ran=True, degraded_reason=None, coverage=cov,
                           elapsed_ms=(box["done_at"] - started) * 1000, **base)  # the search's own time

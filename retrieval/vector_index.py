@@ -57,14 +57,13 @@ def _popcount(x: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class Scored:
-    kind: str
-    item_id: int
-    score: float
-    span_start: int
-    span_end: int | None
-    session_id: str
-    at: float | None
+class SemanticHit:
+    kind: str                     # "message" | "summary"
+    item_id: int                  # store_id or node_id
+    score: float                  # cosine similarity, -1..1
+    span: tuple[int, int] | None  # the best chunk's [start, end) in the message content; None for summaries
+    session_id: str = ""
+    at: float | None = None       # message time, or the summary's latest covered time
 
 
 class _Grow:
@@ -190,7 +189,7 @@ class VectorIndex:
         return mask
 
     def search(self, query: Any, *, kinds: Sequence[str] = KINDS, session_ids: Sequence[str] | None = None,
-               since: float | None = None, before: float | None = None, limit: int = 50) -> list[Scored]:
+               since: float | None = None, before: float | None = None, limit: int = 50) -> list[SemanticHit]:
         """The best ``limit`` items (one hit per message or summary, its best chunk) by cosine."""
         np = _np()
         n = len(self)
@@ -207,7 +206,7 @@ class VectorIndex:
         scores = self._score(qv, cand)
         rows = np.arange(n) if cand is None else cand
         order = np.argsort(-scores, kind="stable")
-        out: list[Scored] = []
+        out: list[SemanticHit] = []
         seen: set[tuple[int, int]] = set()
         kind, item = self._kind.view, self._item.view
         for pos in order:
@@ -218,9 +217,9 @@ class VectorIndex:
             seen.add(key)
             end = int(self._end.view[r])
             at = float(self._at.view[r])
-            out.append(Scored(KINDS[key[0]], key[1], float(scores[pos]), int(self._start.view[r]),
-                              None if end < 0 else end, self.session_names[int(self._session.view[r])],
-                              None if np.isnan(at) else at))
+            span = None if KINDS[key[0]] != "message" or end < 0 else (int(self._start.view[r]), end)
+            out.append(SemanticHit(KINDS[key[0]], key[1], float(scores[pos]), span,
+                                   self.session_names[int(self._session.view[r])], None if np.isnan(at) else at))
             if len(out) >= limit:
                 break
         return out
