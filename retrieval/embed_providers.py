@@ -260,13 +260,11 @@ def check_available(spec: ProviderSpec) -> str | None:
     try:
         _import_numpy()
         if spec.provider == "local":
-            if spec.model != LOCAL_MODEL:
-                return (f"embeddings unavailable: the local provider ships only {LOCAL_MODEL} "
-                        f"(TROVE_EMBEDDING_MODEL={spec.model!r})")
+            LocalProvider(spec)  # its constructor refuses any other model (nothing loads before first use)
             _import_onnxruntime()
             LocalProvider.model_path()
-        elif not spec.base_url.startswith(("http://", "https://")):
-            return f"embeddings unavailable: TROVE_EMBEDDING_BASE_URL {spec.base_url!r} is not an http(s) URL"
+        else:
+            OpenAIProvider(spec)  # its constructor refuses a base URL that is not http(s)
     except EmbeddingUnavailable as exc:
         return str(exc)
     return None

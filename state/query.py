@@ -45,13 +45,11 @@ def trove_query_state(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, An
     subject = key(str_arg(args, "subject_key", required=True, allow_empty=False))
     if not subject:
         raise ToolError("subject_key must name a subject, e.g. user:self or person:alex")
-    pred_raw = str_arg(args, "predicate_key")
-    pred = predicate(pred_raw) if pred_raw else None
+    pred = predicate(str_arg(args, "predicate_key"))  # None when absent or empty
     kinds = args.get("kinds") or []
     if not isinstance(kinds, list) or len(kinds) > 8 or any(k not in KINDS for k in kinds):
         raise ToolError(f"kinds must be a list of at most 8 of: {', '.join(KINDS)}")
-    scope_raw = str_arg(args, "scope_key")
-    scope = key(scope_raw, 80) if scope_raw is not None else None
+    scope = key(str_arg(args, "scope_key"), 80)
     role = str_arg(args, "speaker_role") or None
     if role is not None and role not in ("user", "assistant"):
         raise ToolError("speaker_role must be user or assistant")
