@@ -12,7 +12,7 @@ import datetime as dt
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from .embed_providers import (
@@ -44,7 +44,6 @@ class SemanticResult:
     generation: int | None = None
     coverage: float = 0.0           # indexed / eligible rows of the searched generation, 0..1
     elapsed_ms: float = 0.0
-    notes: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"ran": self.ran, "degraded_reason": self.degraded_reason, "provider": self.provider,

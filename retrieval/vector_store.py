@@ -317,13 +317,6 @@ class VectorStore:
                                    (kind, generation_id)).fetchone()
         return int(r[0] or 0)
 
-    def duplicate_vectors(self, generation_id: int) -> int:
-        """Rows beyond the first for one (kind, item, span): 0 unless the unique key is missing."""
-        r = self.db.read().execute(
-            "SELECT COUNT(*) - COUNT(DISTINCT kind || ':' || item_id || ':' || span_start) FROM embedding_vectors"
-            " WHERE generation_id=?", (generation_id,)).fetchone()
-        return int(r[0])
-
     def backlog(self, gen: Generation, tool_policy: str = "none") -> Backlog:
         """Eligible rows (text messages of the indexed roles, every summary) and those past the cursors."""
         conn = self.db.read()

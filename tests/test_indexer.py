@@ -53,6 +53,13 @@ def vectors(runtime):
         " ORDER BY vector_id").fetchall()
 
 
+def duplicate_vectors(store, generation_id):
+    """Rows beyond the first for one (kind, item, span): 0 unless the unique key is missing."""
+    return store.db.read().execute(
+        "SELECT COUNT(*) - COUNT(DISTINCT kind || ':' || item_id || ':' || span_start) FROM embedding_vectors"
+        " WHERE generation_id=?", (generation_id,)).fetchone()[0]
+
+
 def test_chunk_spans_cover_long_text_on_word_boundaries():
     text = " ".join(f"word{i}" for i in range(800))
     spans = chunk_spans(text, size=1000, overlap=100)
@@ -267,7 +274,7 @@ def test_a_new_space_is_searchable_after_a_vector_context_build_then_embedded_ag
     assert store.active().recipe == "chunk+2prev:300" and "recipe_pending" not in indexer.status(runtime)
     assert inputs(fake)[1] == "note 1 about topic1\nnote 0 about topic0"
     assert sorted(r[0] for r in runtime.db.read().execute("SELECT vector_id FROM embedding_vectors")) == row_ids
-    assert store.vector_count(gen.generation_id) == len(ids) and store.duplicate_vectors(gen.generation_id) == 0
+    assert store.vector_count(gen.generation_id) == len(ids) and duplicate_vectors(store, gen.generation_id) == 0
     assert indexer.run_pass(runtime, budget_s=30).status == "done"
 
 
@@ -288,7 +295,7 @@ def test_a_generation_of_an_older_recipe_is_embedded_again_in_place_and_stays_se
     assert again.recipe == "chunk+2prev:300" and again.state == "active" and again.message_cursor == ids[4]
     # mid-way: old and new vectors together, one set per message, still the active space, and
     # the in-RAM mirror is not reloaded for every group (rows are overwritten in place)
-    assert store.vector_count(gen.generation_id) == 12 and store.duplicate_vectors(gen.generation_id) == 0
+    assert store.vector_count(gen.generation_id) == 12 and duplicate_vectors(store, gen.generation_id) == 0
     assert again.removed == gen.removed
     mid = semantic.search(runtime, "note 3 about topic3")
     assert mid.ran and mid.generation == gen.generation_id and len(mid.hits) == 12
@@ -297,7 +304,7 @@ def test_a_generation_of_an_older_recipe_is_embedded_again_in_place_and_stays_se
     after = semantic.search(runtime, "note 3 about topic3")
     assert ids[3] in [h.item_id for h in after.hits[:3]] and after.hits[0].score > 0.5
     assert sorted(r[0] for r in runtime.db.read().execute("SELECT vector_id FROM embedding_vectors")) == row_ids
-    assert store.vector_count(gen.generation_id) == 12 and store.duplicate_vectors(gen.generation_id) == 0
+    assert store.vector_count(gen.generation_id) == 12 and duplicate_vectors(store, gen.generation_id) == 0
     assert all(r[5] == 32 for r in vectors(runtime))
     assert not indexer.run_pass(runtime, budget_s=30).restarted  # the recipe is current now
     zero = runtime.db.read().execute("SELECT COUNT(*) FROM embedding_vectors WHERE vector=?", (bytes(32),))
@@ -412,7 +419,7 @@ def test_two_processes_indexing_one_database_write_no_duplicates_and_lose_no_row
     ids = [r[0] for r in runtime.db.read().execute("SELECT store_id FROM messages ORDER BY store_id")]
     items = [r[2] for r in vectors(runtime)]
     assert sorted(items) == ids  # every message exactly once: nothing lost, nothing twice
-    assert store.duplicate_vectors(gen.generation_id) == 0
+    assert duplicate_vectors(store, gen.generation_id) == 0
     assert len(store.generations()) == 1
 
 
