@@ -170,10 +170,6 @@ def date_span(a: When, b: When, unit: str) -> tuple[float, str, list[str]]:
     return value, "month", steps
 
 
-def _plural(value: float, unit: str) -> str:
-    return f"{fmt(value)} {unit}{'' if abs(value) == 1 else 's'}"
-
-
 def run_date_difference(ops: list[Grounded], p: Plan, req: ComputeRequest) -> Result:
     dated = _dated(ops)
     if p.options.get("to") == "question_date":
@@ -189,7 +185,9 @@ def run_date_difference(ops: list[Grounded], p: Plan, req: ComputeRequest) -> Re
         {"step": "date", "operand": g.index if g else "question_date", "date": w.label, "source": w.source,
          "expression": w.expression} for g, w in pair]
     trace += [{"step": "arithmetic", "expression": s} for s in steps]
-    answer: dict[str, Any] = {"value": round(value, 4), "unit": unit, "text": _plural(round(value, 2), unit),
+    shown = round(value, 2)
+    answer: dict[str, Any] = {"value": round(value, 4), "unit": unit,
+                              "text": f"{fmt(shown)} {unit}{'' if abs(shown) == 1 else 's'}",
                               "from": earlier[1].label, "to": later[1].label}
     if unit == "day":
         answer["equivalents"] = {"weeks": round(value / 7, 2)}

@@ -109,10 +109,6 @@ def _generation(r: Sequence[object]) -> Generation:
                       float(r[11]), None if r[12] is None else float(r[12]), str(r[13]))  # type: ignore[arg-type]
 
 
-def _roles(tool_policy: str) -> tuple[str, ...]:
-    return ("user", "assistant", "tool") if tool_policy == "all" else ("user", "assistant")
-
-
 class VectorStore:
     """Generations, vectors, cursors and the remote spend ledger of one trove database."""
 
@@ -320,7 +316,7 @@ class VectorStore:
     def backlog(self, gen: Generation, tool_policy: str = "none") -> Backlog:
         """Eligible rows (text messages of the indexed roles, every summary) and those past the cursors."""
         conn = self.db.read()
-        roles = _roles(tool_policy)
+        roles = ("user", "assistant", "tool") if tool_policy == "all" else ("user", "assistant")
         marks = ",".join("?" * len(roles))
         eligible = f"role IN ({marks}) AND content <> ''"
         messages = int(conn.execute(f"SELECT COUNT(*) FROM messages WHERE {eligible}", roles).fetchone()[0])
