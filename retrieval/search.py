@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from .. import ftsbound
@@ -223,15 +224,10 @@ def _interpolate(fts: list[_Hit], vec: list[_Hit]) -> list[_Hit]:
 
 def _summary_hits(runtime: Runtime, expression: str, session_id: str, source: str | None,
                   pool: int) -> list[_Hit]:
-    fetch = pool * 4 if source else pool
-    out = []
-    for node, rank, snippet in runtime.dag.search(expression, session_id, limit=fetch):
-        if source and not runtime.dag.has_descendant_source(node.node_id, source):
-            continue
-        out.append(_Hit("summary", node, -float(rank), float(node.latest_at or node.created_at or 0.0), snippet))
-        if len(out) >= pool:
-            break
-    return out
+    found = runtime.dag.search(expression, session_id, limit=pool * 4 if source else pool)
+    kept = (f for f in found if not source or runtime.dag.has_descendant_source(f[0].node_id, source))  # lazily
+    return [_Hit("summary", node, -float(rank), float(node.latest_at or node.created_at or 0.0), snippet)
+            for node, rank, snippet in islice(kept, pool)]
 
 
 def _external_hits(runtime: Runtime, session_id: str, query: str, need: int, refs: tuple[str, ...] | None,

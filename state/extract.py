@@ -157,8 +157,7 @@ def rebuild(runtime: Runtime, complete: Complete | None, *, apply: bool, limit: 
     store = AssertionStore(runtime.db)
     limit = REBUILD_DEFAULT_LIMIT if limit is None else max(1, int(limit))
     present = store.present()
-    cursor = store.cursor() if present else 0
-    backlog = store.backlog(0 if reset or not present else cursor)
+    backlog = store.backlog(0 if reset or not present else store.cursor())
     per_batch = int(runtime.config.assertion_batch_messages)
     todo = min(backlog, limit)
     if not apply:
