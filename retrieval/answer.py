@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import tokens
@@ -46,16 +45,6 @@ SYSTEM_PROMPT = (
     "does not contain the answer, say that plainly. Be concise.")
 
 
-@dataclass(frozen=True)
-class _Candidates:
-    """What the question points at: visible nodes, raw hits, ids refused and the query terms."""
-
-    nodes: list[NodeRow]
-    raw_rows: list[MessageRow]
-    rejected: list[int]
-    terms: list[str]
-
-
 def trove_expand_query(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
     cfg = ctx.runtime.config
     prompt = (str_arg(args, "prompt", required=True, allow_empty=False) or "").strip()
@@ -69,9 +58,10 @@ def trove_expand_query(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, A
                           clamped=clamped) or default_ctx
     sid = require_session(ctx, "trove_expand_query")
 
-    found = _candidates(ctx.runtime, sid, node_ids, query or (prompt if not node_ids else None), max_results,
-                        turn_start(ctx))
-    evidence = _gather(ctx.runtime, found.nodes, found.raw_rows, found.terms, context_max)
+    nodes, raw_rows, rejected, terms = _candidates(ctx.runtime, sid, node_ids,
+                                                   query or (prompt if not node_ids else None), max_results,
+                                                   turn_start(ctx))
+    evidence = _gather(ctx.runtime, nodes, raw_rows, terms, context_max)
     model = cfg.expansion_model or cfg.summary_model or ""
     timeout_s = max(1.0, float(cfg.expansion_timeout_ms) / 1000.0)
     base: dict[str, Any] = {
@@ -80,12 +70,12 @@ def trove_expand_query(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, A
         "context_truncated": evidence["truncated"], "context_pagination": evidence["pagination"][:20],
         "node_ids": evidence["node_ids"], "store_ids": evidence["store_ids"],
         "matches": [{"node_id": n.node_id, "depth": n.depth, "summary": n.summary[:300],
-                     "expand_hint": expand_hint(n)} for n in found.nodes],
+                     "expand_hint": expand_hint(n)} for n in nodes],
         "raw_matches": [{"store_id": r.store_id, "role": r.role, "timestamp": iso(r.created_at),
-                         "snippet": r.content[:200]} for r in found.raw_rows],
+                         "snippet": r.content[:200]} for r in raw_rows],
     }
-    if found.rejected:
-        base["rejected_node_ids"] = found.rejected
+    if rejected:
+        base["rejected_node_ids"] = rejected
     base.update(clamped)
     if not evidence["blocks"]:
         return dict(base, error="no matching summary nodes or raw messages in this session; "
@@ -111,8 +101,10 @@ def _fit_answer(base: dict[str, Any], answer: str, cap: int) -> dict[str, Any]:
 
 
 def _candidates(runtime: Runtime, sid: str, node_ids: list[int], search_text: str | None,
-                max_results: int, in_flight_after: int | None = None) -> _Candidates:
-    """The given nodes visible in ``sid``, then the best summary and raw matches of the text."""
+                max_results: int, in_flight_after: int | None = None
+                ) -> tuple[list[NodeRow], list[MessageRow], list[int], list[str]]:
+    """What the question points at: the given nodes visible in ``sid`` then the best summary
+    matches of the text, its best raw matches, the given ids refused, and the query terms."""
     dag = runtime.dag
     given = {n: dag.get(n) for n in node_ids}
     rejected = [n for n, node in given.items() if node is None or not dag.is_reachable(sid, node.node_id)]
@@ -131,7 +123,7 @@ def _candidates(runtime: Runtime, sid: str, node_ids: list[int], search_text: st
                               (in_flight_after is not None and r.store_id > in_flight_after))
         raw_rows = [r for r, _, _ in kept[:max_results]]
     words = [t.rstrip("*").lower() for t in match.terms] + [p.lower() for p in match.phrases] if match else []
-    return _Candidates(nodes, raw_rows, rejected, [w for w in words if w])
+    return nodes, raw_rows, rejected, [w for w in words if w]
 
 
 def _gather(runtime: Runtime, nodes: list[NodeRow], raw_rows: list[MessageRow], terms: list[str],

@@ -66,16 +66,15 @@ def _request(ctx: ToolContext, args: Mapping[str, Any], clamped: dict[str, Any])
 
 
 def _response(req: GrepRequest, page: GrepPage, extra: dict[str, Any], cap: int) -> dict[str, Any]:
-    results = page.results
-    query = req.query
 
     def build(n: int) -> dict[str, Any]:
-        truncated = n < len(results)
+        truncated = n < len(page.results)
         more = page.more or truncated
         out: dict[str, Any] = {
-            "query": query if len(query) <= 500 else query[:500] + "…", "fts_query": page.match.expression[:1000],
+            "query": req.query if len(req.query) <= 500 else req.query[:500] + "…",
+            "fts_query": page.match.expression[:1000],
             "sort": req.sort, "mode": req.mode, "session_scope": req.scope, "content_scope": req.content_scope,
-            "limit": req.limit, "offset": req.offset, "total_results": n, "results": results[:n],
+            "limit": req.limit, "offset": req.offset, "total_results": n, "results": page.results[:n],
             "has_more": more, "next_offset": req.offset + n if more else None, "truncated": truncated,
         }
         if req.session_id:
@@ -84,5 +83,5 @@ def _response(req: GrepRequest, page: GrepPage, extra: dict[str, Any], cap: int)
         out.update(extra)
         return out
 
-    payload, _ = fit_items(build, len(results), cap)
+    payload, _ = fit_items(build, len(page.results), cap)
     return payload
