@@ -251,8 +251,7 @@ def fts_arm(runtime: Runtime, req: RecallRequest, match: Match, pool: int, gate:
                 snippets[("message", row.store_id)] = snip
     report.bounded = not complete
     kept = [(row, rank) for row, rank, _ in found if gate.admit_row(row)]
-    for row, _ in kept:
-        rows[row.store_id] = row
+    rows.update((row.store_id, row) for row, _ in kept)
     report.candidates = len(kept)
     if report.facts.get("fallback"):
         # substring hits are unranked (newest first): a gentle descending score keeps that order
@@ -369,8 +368,7 @@ def semantic_module() -> Any:
 def _load_missing(runtime: Runtime, hits: list[Any], rows: dict[int, MessageRow], nodes: dict[int, NodeRow],
                   visible: Visibility) -> None:
     want_rows = [int(h.item_id) for h in hits if h.kind == "message" and int(h.item_id) not in rows]
-    for row in runtime.store.get_many(want_rows, visible):
-        rows[row.store_id] = row
+    rows.update((row.store_id, row) for row in runtime.store.get_many(want_rows, visible))
     listed = runtime.store.visible_session_ids(visible)
     allowed = None if listed is None else set(listed)
     for h in hits:
