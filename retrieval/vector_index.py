@@ -120,9 +120,7 @@ class VectorIndex:
 
     @property
     def nbytes(self) -> int:
-        parts = (self._q, self._scale, self._bits, self._kind, self._item, self._start, self._end, self._at,
-                 self._session)
-        return int(sum(p.data.nbytes for p in parts))
+        return int(sum(v.data.nbytes for v in vars(self).values() if isinstance(v, _Grow)))  # every buffer
 
     def current(self, head: tuple[int, int]) -> bool:
         """Whether ``store.scan_head`` output ``head`` shows nothing this index lacks."""
