@@ -4,6 +4,7 @@ model reading earlier turns as text, or a vector carried over from the previous 
 """
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -121,19 +122,16 @@ class VectorCarry:
         import numpy as np
 
         out = vectors.copy()
-        start = 0
-        while start < len(meta):
-            item = meta[start][0]
-            end = start
-            while end < len(meta) and meta[end][0] is item:
-                end += 1
+        end = 0
+        for _, run in itertools.groupby(meta, key=lambda entry: id(entry[0])):  # each item: its adjacent rows
+            chunks = list(run)
+            item, start, end = chunks[0][0], end, end + len(chunks)
             if item.kind == "message":
                 before = self._previous(item)
                 if before is not None:
                     out[start:end] = normalise(np, out[start:end] + CONTEXT_WEIGHT * before)
                 if item.role in ("user", "assistant"):
                     self.last[item.session_id] = normalise(np, out[start:end].mean(axis=0, keepdims=True))[0]
-            start = end
         return out
 
 
