@@ -146,6 +146,26 @@ def test_sweep_multi_evidence_with_vectors_scores_the_vector_second_query(tmp_pa
         assert 0 < figure(rf"^\s+{design}\s+R@10 ([\d.]+)", out) <= 1, design
 
 
+@needs_locomo
+def test_sweep_subject_scores_the_subject_restricted_searches_leaving_one_conversation_out(tmp_path):
+    out = run_script("sweeps/sweep_subject.py", "--data", locomo_slice(tmp_path), tmp_path=tmp_path)
+    assert figure(r"^\s+shipped\s+R@10 ([\d.]+)", out) >= 0.75  # this slice: recall full text
+    subject, multi = (int(x) for x in re.search(r"with one subject: (\d+) of (\d+)", out).groups())
+    assert 0 < subject <= multi  # LoCoMo questions name one of the two speakers
+    for design in ("prior", "fts_subj", "fts_subj\\+plural\\+keep"):
+        assert 0 < figure(rf"^\s+{design}\s+R@10 ([\d.]+)", out) <= 1, design
+
+
+@needs_locomo
+@needs_embeddings
+def test_sweep_subject_with_vectors_scores_the_head_noun_searches(tmp_path):
+    data = locomo_slice(tmp_path, {"conv-26": 2, "conv-43": 2})
+    out = run_script("sweeps/sweep_subject.py", "--data", data, "--embeddings", tmp_path=tmp_path)
+    assert "recall hybrid" in out
+    for design in ("vec_subj", "head_subj", "head_all", "head_subj\\+rank"):
+        assert 0 < figure(rf"^\s+{design}\s+R@10 ([\d.]+)", out) <= 1, design
+
+
 def test_bench_long_rows_times_recall_and_grep_over_long_tool_outputs(tmp_path):
     out = run_script("bench_long_rows.py", "--sessions", "2", "--words", "300", "--repeat", "1", tmp_path=tmp_path)
     assert "200 rows in 2 sessions" in out
