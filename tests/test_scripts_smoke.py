@@ -292,7 +292,7 @@ def test_bench_evidence_packs_occurrences_and_runs_compute(tmp_path):
 
 
 def test_demo_keeps_the_prompt_under_the_threshold_and_recovers_the_canary(tmp_path):
-    out = run_script("demo.py", "--turns", "60", "--every", "30", "--db", tmp_path / "demo.db", tmp_path=tmp_path)
+    out = run_script("demo.py", "--turns", "80", "--every", "40", "--db", tmp_path / "demo.db", tmp_path=tmp_path)
     assert "RESULT: ok" in out
     assert ", 0 at or over the threshold" in out
     assert "OPS-4417" in out.split("recovered through the store:")[1]
