@@ -39,6 +39,11 @@ _HOST_MERGED_SUMMARY = "\n\n[END OF PRIOR CONTEXT \u2014 COMPACTION SUMMARY BELO
 TODO_SNAPSHOT = "[Your active task list was preserved across context compression]"
 _TODO_BLOCK = re.compile(r"(?:\A|\n\n)" + re.escape(TODO_SNAPSHOT)
                          + r"(?:\n- \[[ >]\] [^\n]* \((?:pending|in_progress)\))+(?=\n|\Z)")
+# The request Hermes appends as a user message when a turn reaches its tool-call limit; only the
+# whole sentence is the host's (a user quoting it, or writing more around it, is the user).
+HOST_MAX_ITERATIONS = ("You've reached the maximum number of tool-calling iterations allowed. "
+                       "Please provide a final response summarizing what you've found and accomplished so far, "
+                       "without calling any more tools.")
 # The pre-answer evidence block (state.preanswer) is fenced by these; a user message carrying
 # it has the block stripped before storage, and a message made only of it is synthetic.
 EVIDENCE_OPEN = "[trove evidence"
@@ -99,6 +104,8 @@ def is_synthetic(message: dict[str, Any]) -> bool:
     if not isinstance(content, str):
         return False
     opening = content.lstrip()
+    if message.get("role") == "user" and opening.rstrip() == HOST_MAX_ITERATIONS:
+        return True
     return (content.startswith(SUMMARY_MARKER) or opening.startswith(HOST_SUMMARY_OPENING)
             or (opening.startswith(_HOST_MERGED_OPENING) and _HOST_MERGED_SUMMARY in opening)
             or (opening.startswith(EVIDENCE_OPEN) and not strip_evidence(content).strip())

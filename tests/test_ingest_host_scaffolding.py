@@ -8,11 +8,12 @@ as conversation, and a user message it was merged into is the same message, stor
 """
 from __future__ import annotations
 
+import pytest
 from conftest import assistant, user
 from test_compaction import engine_on
 
 from hermes_trove import tokens
-from hermes_trove.ingest import is_synthetic, message_identity
+from hermes_trove.ingest import HOST_MAX_ITERATIONS, is_synthetic, message_identity
 from hermes_trove.store import SessionKey
 
 BACKENDS = ("sqlite", "postgresql")
@@ -122,3 +123,37 @@ def test_a_user_message_opening_with_the_trove_tag_is_stored(runtime):
     assert is_synthetic(user(render_summary_text([])))  # a reloaded summary still is not conversation
     runtime.store.ingest(SessionKey("s1"), [user(typed), assistant("ok")])
     assert contents(runtime) == [typed, "ok"]
+
+
+# Hermes appends this user-role request, word for word, when a turn hits its tool-call limit.
+MAX_ITERATIONS = ("You've reached the maximum number of tool-calling iterations allowed. "
+                  "Please provide a final response summarizing what you've found and accomplished so far, "
+                  "without calling any more tools.")
+
+
+def test_the_hosts_iteration_limit_request_is_not_stored_as_the_users_words(runtime):
+    key = SessionKey("s1")
+    turn = [user("find the invoices"), assistant("searching"), user(MAX_ITERATIONS), assistant("found three")]
+    assert [is_synthetic(m) for m in turn] == [False, False, True, False]
+    runtime.store.ingest(key, turn)
+    assert contents(runtime) == ["find the invoices", "searching", "found three"]
+
+
+def test_a_user_quoting_the_iteration_limit_request_is_kept(runtime):
+    quoted = [MAX_ITERATIONS[:70], "why did I get: " + MAX_ITERATIONS, MAX_ITERATIONS + " What does that mean?"]
+    assert [is_synthetic(user(text)) for text in quoted] == [False, False, False]
+    assert not is_synthetic(assistant(MAX_ITERATIONS))  # the model repeating it is the model's words
+    runtime.store.ingest(SessionKey("s1"), [user(text) for text in quoted])
+    assert contents(runtime) == quoted
+
+
+def test_the_iteration_limit_wording_is_the_installed_hosts():
+    import ast
+    import importlib.util
+    spec = importlib.util.find_spec("agent.chat_completion_helpers") if importlib.util.find_spec("agent") else None
+    if spec is None or spec.origin is None:
+        pytest.skip("the host is not installed")
+    tree = ast.parse(open(spec.origin, encoding="utf-8").read())
+    handler = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "handle_max_iterations")
+    literals = {n.value for n in ast.walk(handler) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+    assert HOST_MAX_ITERATIONS == MAX_ITERATIONS and HOST_MAX_ITERATIONS in literals
