@@ -18,6 +18,7 @@ from .backend import on_server, sane
 from .db import Database
 from .rows import calendar_time, is_count
 from .scope import EVERYTHING, Visibility
+from .substring import whole_letters
 
 _VISIBLE = "(n.session_id = :s OR n.node_id IN (SELECT node_id FROM carried_nodes WHERE session_id = :s))"
 _NODE_COLUMNS = ("summary_nodes(session_id, depth, summary, token_count, source_token_count, earliest_at, latest_at,"
@@ -403,7 +404,7 @@ class SummaryDAG:
                " FROM nodes_fts JOIN summary_nodes n ON n.node_id = nodes_fts.rowid WHERE nodes_fts MATCH :m"
                " AND (n.session_id = :s OR n.node_id IN (SELECT id FROM carried)) ORDER BY _rank LIMIT :l")
         rows = self.db.read().execute(sql, {"m": match, "s": session_id, "l": int(limit)})
-        return [(node_row(r), float(r["_rank"]), str(r["_snippet"] or "")) for r in rows]
+        return [(node_row(r), float(r["_rank"]), whole_letters(str(r["_snippet"] or ""))) for r in rows]
 
     def search_all(self, match: str, limit: int = 50, time_from: float | None = None,
                    time_to: float | None = None, visible: Visibility = EVERYTHING) -> list[tuple[NodeRow, float, str]]:
@@ -444,7 +445,7 @@ class SummaryDAG:
             if window >= total:
                 break
             window = window * 8 if window * 8 < total else -1
-        return [(node_row(r), float(r["_rank"]), str(r["_snippet"] or "")) for r in rows]
+        return [(node_row(r), float(r["_rank"]), whole_letters(str(r["_snippet"] or ""))) for r in rows]
 
     def _server_hits(self, conn: sqlite3.Connection, match: str, where: list[str], args: list[object],
                      limit: int) -> list[tuple[NodeRow, float, str]]:

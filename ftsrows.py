@@ -19,6 +19,7 @@ from typing import Any
 
 from .migrations import MESSAGES_TOKENIZE
 from .packed import unpack
+from .substring import whole_letters
 
 MAX_ROWS = 500
 SCRATCH_MAX_CHARS = 2000
@@ -56,7 +57,7 @@ def matching(conn: sqlite3.Connection, expression: str, store_ids: Sequence[int]
         hits = [int(r[0]) for r in conn.execute(f"SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?"
                                                 f" AND rowid IN ({','.join('?' * len(huge))})", (expression, *huge))]
         found += _piece_snippets(conn, expression, [rows[i] for i in hits])
-    return [(rows[int(rid)], str(snip or "")) for rid, snip in sorted(found, key=lambda f: int(f[0]))]
+    return [(rows[int(rid)], whole_letters(str(snip or ""))) for rid, snip in sorted(found, key=lambda f: int(f[0]))]
 
 
 def _scratch(conn: sqlite3.Connection, expression: str, rows: Sequence[tuple[int, str | None, str | None]],

@@ -1,21 +1,62 @@
-"""The substring scan for text the full-text tokenizer cannot split (CJK runs, emoji, partial ids)."""
+"""The substring scan for text the full-text tokenizer cannot split (CJK runs, emoji, partial ids), and
+the rule every search snippet follows: a cut or a highlight never separates a letter from its marks."""
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
 from .backend import on_server
 from .packed import unpack
 
+_MARKERS = (">>>", "<<<")
+
+
+def is_mark(ch: str) -> bool:
+    """A character that belongs to the letter before it: a combining mark (a vowel sign, a virama,
+    an accent) or a zero-width (non-)joiner."""
+    return ch in "\u200c\u200d" or unicodedata.category(ch) in ("Mn", "Mc", "Me")
+
+
+def _past_marks(text: str, at: int) -> int:
+    while at < len(text) and is_mark(text[at]):
+        at += 1
+    return at
+
+
+def whole_letters(marked: str) -> str:
+    """A ``>>>``/``<<<`` marked snippet with no boundary between a letter and its marks: a marker
+    followed by marks moves past them (a highlight ends after its last letter's vowel signs, and never
+    opens on a mark), and a snippet cut (``…``) opening on marks drops them. Pure."""
+    if "…" in marked[:1]:
+        marked = "…" + marked[_past_marks(marked, 1):]
+    if not any(m in marked for m in _MARKERS):
+        return marked
+    out: list[str] = []
+    i = 0
+    while i < len(marked):
+        if marked.startswith(_MARKERS, i):
+            j = _past_marks(marked, i + 3)
+            out.append(marked[i + 3:j] + marked[i:i + 3])
+            i = j
+        else:
+            out.append(marked[i])
+            i += 1
+    return "".join(out)
+
 
 def snippet(text: str, literal: str) -> str:
-    """``text`` around the first case-insensitive occurrence of ``literal``, marked ``>>>``/``<<<``. Pure."""
+    """``text`` around the first case-insensitive occurrence of ``literal``, marked ``>>>``/``<<<``,
+    every cut on a letter's boundary (before it, or after its marks). Pure."""
     pos = text.lower().find(literal.lower())
     if pos < 0:
-        return text[:240]
+        return text[:_past_marks(text, 240)]
     start = max(0, pos - 80)
-    end = pos + len(literal)
-    return ("…" if start else "") + text[start:pos] + ">>>" + text[pos:end] + "<<<" + text[end:end + 160]
+    while start and is_mark(text[start]):
+        start -= 1
+    end = _past_marks(text, pos + len(literal))
+    tail = _past_marks(text, end + 160)
+    return whole_letters(("…" if start else "") + text[start:pos] + ">>>" + text[pos:end] + "<<<" + text[end:tail])
 
 
 def scan(conn: Any, literal: str, where: Sequence[str], args: Sequence[Any], limit: int,
