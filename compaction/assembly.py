@@ -102,6 +102,11 @@ def turn_request(kept: Sequence[dict[str, Any]], messages: Sequence[dict[str, An
     return {k: v for k, v in newest.items() if k != "_db_persisted"}
 
 
+def unsaved(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` without the host's ``_db_persisted`` flag: a compacted list is saved anew (HOST.md)."""
+    return {k: v for k, v in message.items() if k != "_db_persisted"}
+
+
 def assemble(frontier: Sequence[NodeRow], raw_keep: list[dict[str, Any]], tail: list[dict[str, Any]],
              target: int, room: int = 0, request: dict[str, Any] | None = None,
              ) -> tuple[list[dict[str, Any]], list[int]]:
@@ -122,7 +127,7 @@ def assemble(frontier: Sequence[NodeRow], raw_keep: list[dict[str, Any]], tail: 
     if nodes or omitted:
         out.append(render_summary_message(nodes, omitted))
     for m in raw_keep + tail:
-        kept = {k: v for k, v in m.items() if k != "_db_persisted"}
+        kept = unsaved(m)
         if carries_injected_summary(kept):
             kept.pop("api_content")  # the summary message now replaces the injected block
         out.append(kept)

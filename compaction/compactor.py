@@ -174,7 +174,9 @@ class Compactor:
         kept = raw_keep + live[tail_start:]  # the request comes back within the tail's share and the room
         request = assembly.turn_request(kept, host, min(int(target * TAIL_SHARE), room - tokens.count_messages(kept)))
         out, omitted = assembly.assemble(self.nodes, raw_keep, live[tail_start:], target, room, request)
-        progress = out != messages and out != host  # giving back a merged message alone is no progress
+        # giving back a merged message, or only dropping the host's saved flags, is no progress
+        progress = all(out != [assembly.unsaved(m) if isinstance(m, dict) else m for m in shown]
+                       for shown in (messages, host))
         status = "compacted" if leaves or condensed else ("stubbed" if self.stubbed else
                                                           "sanitized" if progress else "noop")
         reason = "" if progress else ("nothing outside the protected tail to compact" if not candidates

@@ -137,6 +137,26 @@ def test_compress_with_nothing_to_compact_is_a_no_op_and_does_not_thrash(tmp_pat
     assert eng.should_compress(int((eng.threshold_tokens + 10) * 1.2)) is True
 
 
+def test_dropping_the_hosts_persisted_flags_alone_is_no_progress(tmp_path):
+    """The host marks each message it saved with ``_db_persisted`` and asks again (up to three times a
+    turn) while a compaction reports progress; a result that only drops those flags changed nothing."""
+    eng = engine_on(tmp_path, max_assembly_tokens=int(64000 * 0.35))
+    msgs = [{**user("hello"), "_db_persisted": True}, {**assistant("hi"), "_db_persisted": True}]
+    pressure, results = eng.threshold_tokens + 10, []
+    for _attempt in range(3):  # conversation_loop: should_compress, then compress, while attempts < 3
+        if eng.should_compress(pressure):
+            results.append((eng.compress(msgs, current_tokens=pressure), eng._last_compression_made_progress))
+    assert results == [(msgs, False)] and eng.compression_count == 0
+
+
+def test_a_real_change_with_the_persisted_flags_is_still_progress(tmp_path):
+    eng = engine_on(tmp_path, fresh_tail_count=2)
+    msgs = [{**(user("m" * 2000) if i % 2 == 0 else assistant("n" * 2000)), "_db_persisted": True} for i in range(12)]
+    out = eng.compress(msgs, current_tokens=25000, force=True)
+    assert eng._last_compression_made_progress is True and len(out) < len(msgs)
+    assert not any("_db_persisted" in m for m in out)
+
+
 def test_focus_topic_reaches_the_summary_prompt(tmp_path):
     log = []
     eng = engine_on(tmp_path, log=log, fresh_tail_count=2)
