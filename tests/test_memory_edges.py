@@ -3,6 +3,7 @@ difference (end-of-month clamping, leap years), an assertion query's empty scope
 proposals an extraction answer reads past its cap."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import date, timedelta
 
@@ -11,6 +12,7 @@ from conftest import make_config
 
 from hermes_trove.evidence.compute import date_span
 from hermes_trove.evidence.grounding import When, parse_date
+from hermes_trove.retrieval import search
 from hermes_trove.runtime import build_runtime
 from hermes_trove.state import contract
 from hermes_trove.state.assertion_store import AssertionStore
@@ -88,3 +90,27 @@ def test_an_answer_past_the_cap_counts_the_rest_invalid_after_the_ones_read(tmp_
     assert parsed.invalid == 1 + 5 and parsed.unverified == 0
     assert parsed.reasons[0].startswith("invalid: ")
     assert parsed.reasons[-1] == f"5 proposals past the first {contract.MAX_ITEMS} ignored"
+
+
+def test_summary_hits_under_a_source_stop_checking_lineage_once_the_pool_is_full(runtime):
+    dag = runtime.dag
+    key = SessionKey("s1", platform="cli", source="telegram")
+    for i in range(search.RERANK_POOL + 30):
+        [sid] = runtime.store.append(key, [{"role": "user", "content": f"orchard visit {i}"}])
+        dag.add_leaf("s1", f"kiwi orchard visit {i}", [sid], token_count=5, source_token_count=10,
+                     earliest_at=None, latest_at=None)
+    calls: list[int] = []
+    checked = dag.has_descendant_source
+
+    def counted(node_id: int, source: str) -> bool:
+        calls.append(node_id)
+        return checked(node_id, source)
+
+    runtime.dag.has_descendant_source = counted  # the real check, counted
+    req = search.GrepRequest("kiwi orchard", 10, 0, "relevance", "current", "history", "s1", source="telegram")
+    page = search.grep(runtime, req)
+    summaries = [r for r in page.results if r["type"] == "summary"]
+    assert summaries and len(calls) == search.RERANK_POOL  # every node matches: exactly a pool's worth checked
+    calls.clear()
+    search.grep(runtime, dataclasses.replace(req, source=None))
+    assert calls == []  # no source: no lineage read at all
