@@ -4,6 +4,7 @@ proposals an extraction answer reads past its cap."""
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 from datetime import date, timedelta
 
@@ -13,6 +14,7 @@ from conftest import make_config
 from hermes_trove.evidence.compute import date_span
 from hermes_trove.evidence.grounding import When, parse_date
 from hermes_trove.retrieval import search
+from hermes_trove.retrieval.embed_providers import LOCAL_MODEL, ProviderSpec, check_available
 from hermes_trove.runtime import build_runtime
 from hermes_trove.state import contract
 from hermes_trove.state.assertion_store import AssertionStore
@@ -114,3 +116,13 @@ def test_summary_hits_under_a_source_stop_checking_lineage_once_the_pool_is_full
     calls.clear()
     search.grep(runtime, dataclasses.replace(req, source=None))
     assert calls == []  # no source: no lineage read at all
+
+
+@pytest.mark.skipif(importlib.util.find_spec("numpy") is None, reason="numpy is not installed")
+def test_an_embedding_setting_this_install_cannot_run_is_refused_in_one_sentence():
+    assert check_available(ProviderSpec("openai", "m", base_url="ftp://127.0.0.1/v1")) == (
+        "embeddings unavailable: TROVE_EMBEDDING_BASE_URL 'ftp://127.0.0.1/v1' is not an http(s) URL")
+    assert check_available(ProviderSpec("local", "bge-large")) == (
+        f"embeddings unavailable: the local provider ships only {LOCAL_MODEL} (TROVE_EMBEDDING_MODEL='bge-large')")
+    assert check_available(ProviderSpec("nope", "m")) == (
+        "embeddings unavailable: unknown TROVE_EMBEDDING_PROVIDER 'nope' (local or openai)")
