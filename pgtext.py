@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from . import ftsbound
-from .pgwords import CONFIG, INDEX_MAX_CHARS, document, parse_match, word_count
+from .pgwords import CONFIG, INDEX_MAX_CHARS, document, marks, parse_match, word_count
+from .substring import is_mark, whole_letters
 
 K1 = 1.2
 B = 0.75
@@ -242,8 +243,9 @@ def _refresh(conn: Transacts, corpus: _Corpus, full: bool | None, stamp: float) 
 
 # -- searching ----------------------------------------------------------------------------
 
-# Headlines run over the text with ASCII (and common typographic) punctuation blanked, so the
-# parser splits it as normalise does; blanking keeps every offset, so the original is restored.
+# Headlines run over the text with ASCII (and common typographic) punctuation and combining marks
+# (``marks``) blanked, so the parser splits it as normalise does; blanking keeps every offset, so the
+# original is restored, and a word's parts highlighted across its blanked marks join again.
 _PUNCT = ("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
           "\u2018\u2019\u201a\u201c\u201d\u201e\u2013\u2014\u2026\u00ab\u00bb\u00b7\u2022")
 # One fragment (MaxFragments=1) centres the best cover in its words, as FTS5's snippet() does.
@@ -342,7 +344,7 @@ def _search(conn: Executes, corpus: _Corpus, expression: str, where: Sequence[st
                          limit]
     if snippets:
         sql += _snippet_sql(corpus)
-        params.append(query.text)
+        params += [query.text, marks()]
     if rows:
         sql += f" JOIN {corpus.base} b ON b.{corpus.key} = r.id"
     sql += " ORDER BY r.score, r.id"
@@ -462,7 +464,7 @@ def _snippet_sql(corpus: _Corpus) -> str:
             SELECT regexp_replace(ts_headline('{CONFIG}', b.tx || ' {_TAIL}', to_tsquery('{CONFIG}', ?),
                                               {_literal(_HEADLINE)}), ' ?{_TAIL}$', '') AS hl,
                    b.src, b.cut, b.tx
-            FROM (SELECT a.src, a.cut, translate(a.src, {_literal(_PUNCT)}, {blanks}) AS tx
+            FROM (SELECT a.src, a.cut, regexp_replace(translate(a.src, {_literal(_PUNCT)}, {blanks}), ?, ' ', 'g') AS tx
                   FROM (SELECT left({source}, {INDEX_MAX_CHARS}) AS src, length({source}) > {INDEX_MAX_CHARS} AS cut
                         FROM {corpus.base} {corpus.alias} WHERE {corpus.alias}.{corpus.key} = r.id OFFSET 0) a
                   OFFSET 0) b OFFSET 0) e OFFSET 0) f OFFSET 0) g
@@ -479,6 +481,15 @@ def _snippet(headline: str | None, at: int | None, original: str | None, more: b
     out: list[str] = []
     i = k = 0
     while i < len(headline):
+        if headline.startswith("<<<", i):  # a word's parts split at its marks: one highlight
+            j = i + 3
+            while j < len(headline) and headline[j] == " " and is_mark(original[k + j - i - 3]):
+                j += 1
+            if j > i + 3 and headline.startswith(">>>", j):
+                out.append(original[k:k + j - i - 3])
+                k += j - i - 3
+                i = j + 3
+                continue
         if headline.startswith((">>>", "<<<"), i):
             out.append(headline[i:i + 3])
             i += 3
@@ -486,4 +497,4 @@ def _snippet(headline: str | None, at: int | None, original: str | None, more: b
         out.append(original[k])
         k += 1
         i += 1
-    return ("…" if at > 1 else "") + "".join(out) + ("…" if more else "")
+    return whole_letters(("…" if at > 1 else "") + "".join(out) + ("…" if more else ""))

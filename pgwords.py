@@ -8,6 +8,7 @@ their parts); ``document`` bounds a row's indexed words (a tsvector must stay un
 """
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -43,6 +44,25 @@ def normalise(text: str) -> str:
     if not text.isascii():
         text = _DIACRITICS.sub("", unicodedata.normalize("NFC", text))
     return " ".join(run for run in _RUN.findall(text) if len(run) <= MAX_WORD_CHARS)
+
+
+@functools.cache
+def marks() -> str:
+    """A regular-expression bracket of every combining mark and the zero-width (non-)joiners, as
+    ``\\uXXXX``/``\\UXXXXXXXX`` ranges: ``normalise`` splits words at these characters while the
+    server's parser keeps them inside a word, so a headline's text blanks them first. Pure."""
+    ranges: list[list[int]] = []
+    for code in range(0x300, 0xE01F0):
+        char = chr(code)
+        if char in "\u200c\u200d" or unicodedata.category(char) in ("Mn", "Mc", "Me"):
+            if ranges and ranges[-1][1] == code - 1:
+                ranges[-1][1] = code
+            else:
+                ranges.append([code, code])
+
+    def esc(code: int) -> str:
+        return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+    return "[" + "".join(esc(a) if a == b else f"{esc(a)}-{esc(b)}" for a, b in ranges) + "]"
 
 
 def _capped(words: str, max_bytes: int) -> str:
