@@ -13,7 +13,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 # Keys the host adds for its own bookkeeping; never part of identity or stored content.
@@ -157,6 +157,7 @@ class IngestPlan:
     start: int  # messages[start:] are candidates to store
     fast_path: bool
     reason: str
+    parts: dict[int, dict[str, Any]] = field(default_factory=dict)  # index -> what to store in its place
 
 
 Identify = Callable[[dict[str, Any]], str]
@@ -200,3 +201,50 @@ def plan_aligned(messages: Sequence[dict[str, Any]], stored_tail: Sequence[str],
     if best_partial >= 0:
         return IngestPlan(best_partial + 1, False, "aligned on newest stored message")
     return IngestPlan(-1, False, "no alignment; filter by known identities")
+
+
+_JOIN = "\n\n"  # how the host joins two user messages in a row (its sequence repair): a blank line
+
+
+def plan_joined(messages: Sequence[dict[str, Any]], cursor: IngestCursor, stored_tail: Sequence[str],
+                identity: Identify = message_identity) -> IngestPlan | None:
+    """The cursor's user message, stored last, with the next user message joined to it by the host
+    (a turn that failed without a reply, then the next one): only the joined part is new.
+
+    The first part must be that message exactly (its identity), so the part stored is the user's
+    second message byte for byte, under the joined message's identity (a re-ingest knows it).
+    """
+    at = cursor.length - 1
+    if at < 0 or len(messages) <= at or not stored_tail or stored_tail[-1] != cursor.identity:
+        return None
+    joined = messages[at]
+    content = joined.get("content") if isinstance(joined, dict) else None
+    if (joined.get("role") != "user" or type(content) is not str or joined.get("tool_calls")
+            or joined.get("tool_call_id") or content.startswith(SUMMARY_MARKER) or TODO_SNAPSHOT in content):
+        return None
+    cut = _first_part_end(content, cursor.identity)
+    if cut < 0:
+        return None
+    part = {**joined, "content": content[cut + len(_JOIN):]}
+    if message_identity({"role": "user", "content": content[:cut]}) != cursor.identity:
+        return None
+    if is_synthetic(part):  # the host's own request (its iteration limit) joined to the user's message
+        return IngestPlan(at + 1, False, "host joined its request to a stored user message")
+    return IngestPlan(at, False, "host joined two user messages", {at: part})
+
+
+def _first_part_end(content: str, wanted: str) -> int:
+    """Where a user message whose identity is ``wanted`` ends in ``content``, before a join and a non-empty
+    rest; -1 when none does. One pass: the digest of each candidate grows from the previous one's."""
+    head = hashlib.blake2b(b'["user","', digest_size=12)
+    done = 0
+    cut = content.find(_JOIN, 1)
+    while 0 < cut < len(content) - len(_JOIN):
+        head.update(_json_str(content[done:cut])[1:-1].encode("utf-8", "surrogatepass"))
+        done = cut
+        probe = head.copy()
+        probe.update(b'",null,""]')
+        if probe.hexdigest() == wanted:
+            return cut
+        cut = content.find(_JOIN, cut + 1)
+    return -1

@@ -15,7 +15,7 @@ from . import ftsbound, ftsrows, pgtext, substring
 from .backend import insert_returning, on_server, sane
 from .dag import frontier_value
 from .db import Database
-from .ingest import IngestCursor, is_synthetic, memo_identity, message_identity, plan_aligned, plan_fast
+from .ingest import IngestCursor, is_synthetic, memo_identity, message_identity, plan_aligned, plan_fast, plan_joined
 from .packed import pack
 from .rows import (
     IngestResult,
@@ -196,11 +196,11 @@ class MessageStore:
                 tail = [r[0] for r in conn.execute(
                     "SELECT identity FROM messages WHERE session_id=? ORDER BY store_id DESC LIMIT ?",
                     (key.session_id, _STORED_TAIL_WINDOW))][::-1]
-                plan = plan_aligned(messages, tail, identity)
+                plan = plan_joined(messages, cursor, tail, identity) or plan_aligned(messages, tail, identity)
             candidates = list(enumerate(messages))[max(plan.start, 0):]
             ids: list[int] = []
             skipped = 0
-            for _, msg in candidates:
+            for i, msg in candidates:
                 if not isinstance(msg, dict) or is_synthetic(msg) or (skip is not None and skip(msg)):
                     skipped += 1
                     continue
@@ -209,7 +209,7 @@ class MessageStore:
                         "SELECT 1 FROM messages WHERE session_id=? AND identity=? LIMIT 1",
                         (key.session_id, ident)).fetchone():
                     continue
-                ids.append(self._insert(conn, key, msg, ident, now, prepared.get(id(msg))))
+                ids.append(self._insert(conn, key, row := plan.parts.get(i, msg), ident, now, prepared.get(id(row))))
             _index_new_rows(conn, ids)
             # A transcript that does not hold the newest stored message (a stale prefix shown by
             # another engine copy, a gateway /compress head) must not move the cursor back.

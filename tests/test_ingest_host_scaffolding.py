@@ -5,6 +5,8 @@ underscore keys that never reach state.db, and it merges two consecutive user me
 (the current message and the snapshot right after it). A gateway reloads the transcript from
 state.db every turn, so trove must know this scaffolding by its wording: nothing of it is stored
 as conversation, and a user message it was merged into is the same message, stored once.
+A user message of a turn that failed without a reply, joined by the host with the next one, is
+stored once too: the joined part is stored as the second message.
 """
 from __future__ import annotations
 
@@ -157,3 +159,49 @@ def test_the_iteration_limit_wording_is_the_installed_hosts():
     handler = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "handle_max_iterations")
     literals = {n.value for n in ast.walk(handler) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
     assert HOST_MAX_ITERATIONS == MAX_ITERATIONS and HOST_MAX_ITERATIONS in literals
+
+
+def host_repair(messages: list[dict]) -> list[dict]:
+    """Hermes' own merge of two user messages in a row (its sequence repair before a request), in place."""
+    from agent.agent_runtime_helpers import repair_message_sequence
+    repair_message_sequence(None, messages)
+    return messages
+
+
+@pytest.mark.parametrize(("first", "second"), [
+    ("deploy the billing service", "did it work?"),
+    ("line one\n\nline two", "and\n\nanother paragraph"),  # blank lines inside either message
+    ("say \"hi\"\n\n\\ done", "\n\nstill here"),  # escapes, and a second message opening with a blank line
+])
+def test_a_failed_turns_message_the_host_merged_with_the_next_is_stored_once(runtime, first, second):
+    key = SessionKey("s1")
+    live = [user("hello"), assistant("hi"), user(first)]
+    runtime.store.ingest(key, live)  # the turn is ingested, then fails with no reply
+    live.append(user(second))
+    host_repair(live)  # the next turn: the host joins the two user messages into one
+    assert [m["content"] for m in live] == ["hello", "hi", first + "\n\n" + second]
+    runtime.store.ingest(key, live)
+    live.append(assistant("it worked"))
+    runtime.store.ingest(key, live)
+    assert contents(runtime) == ["hello", "hi", first, second, "it worked"]
+    runtime.store.ingest(key, [user("hello"), assistant("hi"), live[2]])  # a stale copy of the transcript
+    runtime.store.ingest(key, live + [user("next")])
+    assert contents(runtime) == ["hello", "hi", first, second, "it worked", "next"]
+
+
+def test_a_message_that_only_opens_with_an_earlier_one_is_stored_whole(runtime):
+    key = SessionKey("s1")
+    runtime.store.ingest(key, [user("hello"), assistant("hi"), user("deploy"), assistant("done")])
+    runtime.store.ingest(key, [user("hello"), assistant("hi"), user("deploy"), assistant("done"),
+                               user("deploy\n\nagain please")])
+    runtime.store.ingest(key, [user("hello"), assistant("hi"), user("deploy x\n\nmore")])  # not the stored text
+    assert contents(runtime) == ["hello", "hi", "deploy", "done", "deploy\n\nagain please", "deploy x\n\nmore"]
+
+
+def test_the_hosts_iteration_limit_request_joined_to_a_stored_message_adds_nothing(runtime):
+    key = SessionKey("s1")
+    live = [user("hello"), assistant("hi"), user("search everything")]
+    runtime.store.ingest(key, live)
+    live.append(user(HOST_MAX_ITERATIONS))
+    runtime.store.ingest(key, host_repair(live) + [assistant("summary so far")])
+    assert contents(runtime) == ["hello", "hi", "search everything", "summary so far"]
