@@ -219,7 +219,7 @@ def plan_joined(messages: Sequence[dict[str, Any]], cursor: IngestCursor, stored
         return None
     joined = messages[at]
     content = joined.get("content") if isinstance(joined, dict) else None
-    if (joined.get("role") != "user" or type(content) is not str or joined.get("tool_calls")
+    if (type(content) is not str or joined.get("role") != "user" or joined.get("tool_calls")
             or joined.get("tool_call_id") or content.startswith(SUMMARY_MARKER) or TODO_SNAPSHOT in content):
         return None
     cut = _first_part_end(content, cursor.identity)

@@ -15,7 +15,7 @@ from conftest import assistant, user
 from test_compaction import engine_on
 
 from hermes_trove import tokens
-from hermes_trove.ingest import HOST_MAX_ITERATIONS, is_synthetic, message_identity
+from hermes_trove.ingest import HOST_MAX_ITERATIONS, IngestCursor, is_synthetic, message_identity, plan_joined
 from hermes_trove.store import SessionKey
 
 BACKENDS = ("sqlite", "postgresql")
@@ -205,3 +205,13 @@ def test_the_hosts_iteration_limit_request_joined_to_a_stored_message_adds_nothi
     live.append(user(HOST_MAX_ITERATIONS))
     runtime.store.ingest(key, host_repair(live) + [assistant("summary so far")])
     assert contents(runtime) == ["hello", "hi", "search everything", "summary so far"]
+
+
+def test_a_join_is_only_read_from_a_plain_user_message_at_the_cursor():
+    first = message_identity(user("deploy"))
+    cursor = IngestCursor(1, first)
+    assert plan_joined([user("deploy\n\nnow")], cursor, [first]).parts == {0: user("now")}
+    for shown in (["deploy\n\nnow"], [None], [assistant("deploy\n\nnow")], [user("deploy\n\n")],
+                  [user("deploy now")], [{**user("deploy\n\nnow"), "tool_call_id": "c1"}]):
+        assert plan_joined(shown, cursor, [first]) is None, shown
+    assert plan_joined([user("deploy\n\nnow")], cursor, [first, "newer"]) is None  # not the newest stored
