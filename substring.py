@@ -10,6 +10,9 @@ from .backend import on_server
 from .packed import unpack
 
 _MARKERS = (">>>", "<<<")
+# A letter carries at most this many marks (Unicode's stream-safe limit, UAX #15); a cut moves past
+# no more, so stacked marks (pasted "zalgo" text) cannot grow a snippet past its cap.
+MAX_MARKS = 30
 
 
 def is_mark(ch: str) -> bool:
@@ -18,8 +21,9 @@ def is_mark(ch: str) -> bool:
     return ch in "\u200c\u200d" or unicodedata.category(ch) in ("Mn", "Mc", "Me")
 
 
-def _past_marks(text: str, at: int) -> int:
-    while at < len(text) and is_mark(text[at]):
+def _past_marks(text: str, at: int, most: int | None = None) -> int:
+    stop = len(text) if most is None else min(len(text), at + most)
+    while at < stop and is_mark(text[at]):
         at += 1
     return at
 
@@ -50,12 +54,13 @@ def snippet(text: str, literal: str) -> str:
     every cut on a letter's boundary (before it, or after its marks). Pure."""
     pos = text.lower().find(literal.lower())
     if pos < 0:
-        return text[:_past_marks(text, 240)]
+        return text[:_past_marks(text, 240, MAX_MARKS)]
     start = max(0, pos - 80)
-    while start and is_mark(text[start]):
+    floor = max(0, start - MAX_MARKS)
+    while start > floor and is_mark(text[start]):
         start -= 1
-    end = _past_marks(text, pos + len(literal))
-    tail = _past_marks(text, end + 160)
+    end = _past_marks(text, pos + len(literal), MAX_MARKS)
+    tail = _past_marks(text, end + 160, MAX_MARKS)
     return whole_letters(("…" if start else "") + text[start:pos] + ">>>" + text[pos:end] + "<<<" + text[end:tail])
 
 

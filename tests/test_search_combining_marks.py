@@ -95,3 +95,15 @@ def test_a_summary_search_highlights_the_whole_word_with_its_marks(runtime, back
         for _, _, text in hits:
             assert word in text.replace(">>>", "").replace("<<<", "") and not orphaned(text), text
             assert f">>>{word}<<<" in text, text
+
+
+def test_a_run_of_marks_never_grows_a_substring_snippet_past_its_cap():
+    """Stacked marks (pasted "zalgo" text) hold thousands of marks on one letter; a cut moves past a
+    letter's marks only as far as a real letter carries them, so the snippet keeps its size."""
+    stacked = "x" + "\u0301" * 5000
+    text = stacked + " " + "q" * 100 + " needle " + "b" + "\u0301" * 5000
+    found = snippet(text, "needle")
+    assert ">>>needle<<<" in found and len(found) <= 1 + 80 + len(">>>needle<<<") + 160 + 3 * 30
+    assert len(snippet(stacked, "absent")) <= 240 + 30
+    assert len(snippet("y" * 79 + stacked + " needle", "needle")) <= 1 + 80 + len(">>>needle<<<") + 30
+    assert snippet("ab" + "\u0301" * 40 + "needle", "needle").startswith("ab")  # under the cap: text unchanged
