@@ -2,6 +2,7 @@
 the rule every search snippet follows: a cut or a highlight never separates a letter from its marks."""
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Sequence
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 from .backend import on_server
 from .packed import unpack
 
-_MARKERS = (">>>", "<<<")
+_MARKER = re.compile(">>>|<<<")
 # A letter carries at most this many marks (Unicode's stream-safe limit, UAX #15); a cut moves past
 # no more, so stacked marks (pasted "zalgo" text) cannot grow a snippet past its cap.
 MAX_MARKS = 30
@@ -34,19 +35,16 @@ def whole_letters(marked: str) -> str:
     opens on a mark), and a snippet cut (``…``) opening on marks drops them. Pure."""
     if "…" in marked[:1]:
         marked = "…" + marked[_past_marks(marked, 1):]
-    if not any(m in marked for m in _MARKERS):
-        return marked
     out: list[str] = []
-    i = 0
-    while i < len(marked):
-        if marked.startswith(_MARKERS, i):
-            j = _past_marks(marked, i + 3)
-            out.append(marked[i + 3:j] + marked[i:i + 3])
-            i = j
-        else:
-            out.append(marked[i])
-            i += 1
-    return "".join(out)
+    done = 0  # ``marked[:done]`` is in ``out``
+    for found in _MARKER.finditer(marked):  # only a marker's next character is looked at
+        at, after = found.start(), found.end()
+        if after == len(marked) or not is_mark(marked[after]):
+            continue
+        end = _past_marks(marked, after)
+        out += [marked[done:at], marked[after:end], found.group()]
+        done = end
+    return "".join(out) + marked[done:] if out else marked
 
 
 def snippet(text: str, literal: str) -> str:

@@ -107,3 +107,25 @@ def test_a_run_of_marks_never_grows_a_substring_snippet_past_its_cap():
     assert len(snippet(stacked, "absent")) <= 240 + 30
     assert len(snippet("y" * 79 + stacked + " needle", "needle")) <= 1 + 80 + len(">>>needle<<<") + 30
     assert snippet("ab" + "\u0301" * 40 + "needle", "needle").startswith("ab")  # under the cap: text unchanged
+
+
+ORDINARY = [
+    "plain >>>ascii<<< words, stay put",
+    "thumbs >>>👍<<<🏽 and a family >>>👨\u200d👩\u200d👧<<< ok",  # a skin tone is a symbol, not a mark
+    "حرف >>>كَتَبَ<<< الولد",
+    "jamo >>>\u1112\u1161\u11ab<<< stays",  # conjoining jamo are letters
+    "a user typed >>> and <<< and >>>>x<<<< themselves",
+    "…cut >>>here<<< …",
+]
+
+
+@pytest.mark.parametrize("text", ORDINARY)
+def test_whole_letters_leaves_ordinary_snippets_alone(text):
+    assert whole_letters(text) == text
+
+
+def test_whole_letters_keeps_every_character_and_marker():
+    text = ">>>न<<<\u094d\u200d>>>क<<<\u0947 >>>❤<<<\ufe0f >>>\u0301x<<<"
+    fixed = whole_letters(text)
+    assert fixed == ">>>न\u094d\u200d<<<>>>क\u0947<<< >>>❤\ufe0f<<< \u0301>>>x<<<"
+    assert sorted(fixed) == sorted(text)  # moved, never lost or doubled
