@@ -442,3 +442,33 @@ def test_a_long_history_keeps_the_frontier_bounded_and_its_lineage_whole(tmp_pat
     assert_lossless(eng)
     covered = [s for n in frontier for s in rt.dag.descendant_store_ids(n.node_id)]
     assert sorted(covered) == ids  # each message beneath exactly one frontier node
+
+
+def host_attempts(eng, msgs, pressure, attempts=3):
+    """conversation_compression's order: should_compress, compress, a result equal to the list before is
+    no progress (nothing rewritten); otherwise the list is rewritten and saved again (flags set anew)."""
+    seen = []
+    for _attempt in range(attempts):
+        if not eng.should_compress(pressure):
+            break
+        before = copy.deepcopy(msgs)
+        out = eng.compress(msgs, current_tokens=pressure)
+        seen.append((out != before, eng._last_compression_made_progress))
+        if out != before:
+            assert not any("_db_persisted" in m for m in out)  # a rewritten list is saved anew
+            msgs = [{**m, "_db_persisted": True} for m in out]
+    return msgs, seen
+
+
+def test_a_repair_among_saved_messages_is_progress_once_then_no_progress(tmp_path):
+    """An orphan tool result and an injected summary block riding in api_content are real changes
+    even when every message carries the host's saved flag; the repaired list, saved again, is no
+    progress, so the host stops asking."""
+    from hermes_trove.compaction.assembly import SUMMARY_HEADER
+    eng = engine_on(tmp_path, max_assembly_tokens=int(64000 * 0.35))
+    msgs = [{**m, "_db_persisted": True} for m in (
+        tool_result("gone", "an orphan result"), {**user("hello"), "api_content": SUMMARY_HEADER + " old\n\nhello"},
+        assistant("hi"))]
+    out, seen = host_attempts(eng, msgs, eng.threshold_tokens + 10)
+    assert seen == [(True, True), (False, False)]
+    assert [m["role"] for m in out] == ["user", "assistant"] and "api_content" not in out[0]
