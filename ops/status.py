@@ -181,7 +181,7 @@ def build_status(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = N
         if sid:
             row = runtime.store.session(sid)
             if row is None and sid != bound_session(snap):  # a named id the store never saw: a typo?
-                status["error"] = unknown_session(sid)
+                status.update(error=unknown_session(sid), bound=False)
             if not platform and row is not None:
                 platform = row.platform
             status["store"]["session"] = runtime.store.stats(sid)

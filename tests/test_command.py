@@ -132,6 +132,8 @@ def test_a_session_id_the_store_never_saw_is_an_error_for_status_and_dag(engine)
         name, result = command.run(engine.runtime, words, session_id="20261204_000000_abcdef")
         assert "no session '20261204_000000_abcdef' in this store" in result["error"], words
         assert command.exit_code(result) == command.EXIT_PROBLEM, words
+        if words == ["status"]:  # a name the store never saw is not a bound session
+            assert result["bound"] is False
         name, result = command.run(engine.runtime, words, session_id="s1")
         assert "error" not in result and command.exit_code(result) == command.EXIT_OK, (words, result.get("error"))
 
