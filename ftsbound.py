@@ -64,6 +64,12 @@ PROBE_ROWS = 1024  # rows read from each end of the store, in id order, before t
 SHORT_RANGE = 10_000  # rows: a time range this long or longer keeps the store's first id as its low end
 
 
+def time_bounds(column: str, time_from: float | None, time_to: float | None) -> tuple[list[str], list[float]]:
+    """``column >= time_from`` and ``column <= time_to`` for the ends given, and their arguments."""
+    ends = [(f"{column} >= ?", time_from), (f"{column} <= ?", time_to)]
+    return [clause for clause, at in ends if at is not None], [at for _, at in ends if at is not None]
+
+
 def time_ids(conn: sqlite3.Connection, time_from: float | None, time_to: float | None,
              within: tuple[int, int] | None = None) -> tuple[int, int] | None:
     """The lowest and highest store id of the rows whose ``created_at`` lies in the time range, inside
@@ -78,13 +84,7 @@ def time_ids(conn: sqlite3.Connection, time_from: float | None, time_to: float |
     rows in the range. An open end gives the store's end, and so
     does a low end past ``SHORT_RANGE`` rows of the range (the newest-N window fills before it).
     """
-    keep, args = [], []
-    if time_from is not None:
-        keep.append("created_at >= ?")
-        args.append(time_from)
-    if time_to is not None:
-        keep.append("created_at <= ?")
-        args.append(time_to)
+    keep, args = time_bounds("created_at", time_from, time_to)
     kept = " AND ".join(keep)
     # "+created_at" keeps the probe on id order; the subquery stops after PROBE_ROWS rows
     probe = ("SELECT {agg}(store_id) FROM (SELECT store_id, created_at FROM messages ORDER BY store_id {order}"

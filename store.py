@@ -591,10 +591,5 @@ def _row_filters(session_ids: Sequence[str] | None, role: str | None, source: st
     if source:  # blank legacy sources count as "unknown"
         where.append("(m.source=? OR (?='unknown' AND m.source=''))")
         args += [source, source]
-    if time_from is not None:
-        where.append("m.created_at>=?")
-        args.append(time_from)
-    if time_to is not None:
-        where.append("m.created_at<=?")
-        args.append(time_to)
-    return where, args
+    bounds, bound_args = ftsbound.time_bounds("m.created_at", time_from, time_to)
+    return where + bounds, args + bound_args

@@ -99,7 +99,7 @@ def turn_request(kept: Sequence[dict[str, Any]], messages: Sequence[dict[str, An
     newest = next((m for m in reversed(messages) if m.get("role") == "user" and not is_synthetic(m)), None)
     if newest is None or tokens.count_message(newest) > budget:
         return None
-    return {k: v for k, v in newest.items() if k != "_db_persisted"}
+    return unsaved(newest)
 
 
 def unsaved(message: dict[str, Any]) -> dict[str, Any]:
