@@ -235,23 +235,34 @@ def table(asked_all: list[Asked], order: Callable[[Asked], list[int]]) -> dict[s
     return scores
 
 
+def asked_dev(args: argparse.Namespace, name: str, prefix: str) -> tuple[list[Any], list[Asked]] | None:
+    """The dev split's memories (their vectors indexed with ``--embeddings``) and every question asked
+    once through the shipped recall; None when the split is absent (``load_dev_split`` says so)."""
+    data = load_dev_split(args.data, name)
+    if data is None:
+        return None
+    from bench_recall import build_memory, index_vectors
+
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    memories = [build_memory(s, tmp, {"embeddings_enabled": True} if args.embeddings else {}) for s in data]
+    if args.embeddings:
+        index_vectors(memories)
+    return memories, ask_all(memories)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--embeddings", action="store_true", help="hybrid recall, and the vector second query")
     args = parser.parse_args()
-    data = load_dev_split(args.data, "sweep_multi_evidence")
-    if data is None:
+    built = asked_dev(args, "sweep_multi_evidence", "trove-sweep-multi-")
+    if built is None:
         return 0
-    from bench_recall import build_memory, choose, index_vectors
+    memories, asked_all = built
+    from bench_recall import choose
 
     from hermes_trove.retrieval.recall_search import ARCHIVE_CANDIDATES
 
-    tmp = Path(tempfile.mkdtemp(prefix="trove-sweep-multi-"))
-    memories = [build_memory(s, tmp, {"embeddings_enabled": True} if args.embeddings else {}) for s in data]
-    if args.embeddings:
-        index_vectors(memories)
-    asked_all = ask_all(memories)
     second_text(asked_all, lambda a, expr: a.memory.runtime.store.search(
         expr, limit=POOL, snippets=False, max_candidates=ARCHIVE_CANDIDATES))
     designs: dict[str, list[tuple[dict[str, Any], Callable[[Asked], list[int]]]]] = {

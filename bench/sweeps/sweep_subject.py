@@ -59,15 +59,14 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _locomo import DEFAULT_DATA, load_dev_split  # noqa: E402
-from sweep_multi_evidence import POOL, Asked, ask_all, table, with_second  # noqa: E402
+from _locomo import DEFAULT_DATA  # noqa: E402
+from sweep_multi_evidence import POOL, Asked, asked_dev, table, with_second  # noqa: E402
 
 _TOKEN = re.compile(r"[^\W\d_]+", re.UNICODE)
 _FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself"})
@@ -235,16 +234,12 @@ def main() -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--embeddings", action="store_true", help="hybrid recall, and the vector designs")
     args = parser.parse_args()
-    data = load_dev_split(args.data, "sweep_subject")
-    if data is None:
+    built = asked_dev(args, "sweep_subject", "trove-sweep-subject-")
+    if built is None:
         return 0
-    from bench_recall import build_memory, choose, index_vectors
+    memories, asked_all = built
+    from bench_recall import choose
 
-    tmp = Path(tempfile.mkdtemp(prefix="trove-sweep-subject-"))
-    memories = [build_memory(s, tmp, {"embeddings_enabled": True} if args.embeddings else {}) for s in data]
-    if args.embeddings:
-        index_vectors(memories)
-    asked_all = ask_all(memories)
     archives = {id(m): Archive(m, args.embeddings) for m in memories}
     census = searches(asked_all, archives, args.embeddings)
     multi = [a for a in asked_all if len(a.gold) > 1]
