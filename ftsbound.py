@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 RARE_BUDGET = 5000  # rows: the rare phrases' matches ranked beyond the window, at most (PostgreSQL too)
 
@@ -52,11 +52,16 @@ def all_common(counts: Sequence[tuple[str, int]], budget: int) -> bool:
 def phrase_counts(conn: sqlite3.Connection, expression: str, narrow: Sequence[str] = (),
                   narrow_args: Sequence[Any] = (), budget: int | None = None) -> list[tuple[str, int]]:
     """``(phrase, matches)`` of the expression's phrases inside ``narrow`` (a session's id range); each
-    count stops at ``budget + 1``, so a common word costs no more. [] when the expression is no OR of phrases."""
+    count stops at ``budget + 1``, so a common word costs no more. [] when the expression is no OR of phrases.
+
+    A phrase is first asked for its match past the ``budget``-th, which steps through the matches
+    without handing each to a count; only a phrase without one is counted."""
     budget = RARE_BUDGET if budget is None else budget
     where = "".join(f" AND {w}" for w in narrow)
-    return [(p, int(conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ?{where}"
-                                 " LIMIT ?)", (p, *narrow_args, budget + 1)).fetchone()[0]))
+    probe = f"SELECT 1 FROM messages_fts WHERE messages_fts MATCH ?{where} LIMIT 1 OFFSET ?"
+    count = f"SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ?{where} LIMIT ?)"
+    return [(p, budget + 1 if conn.execute(probe, (p, *narrow_args, budget)).fetchone() is not None
+             else int(conn.execute(count, (p, *narrow_args, budget + 1)).fetchone()[0]))
             for p in phrases(expression)]
 
 
@@ -136,29 +141,97 @@ def _store_end(conn: sqlite3.Connection, agg: str) -> int | None:
     return conn.execute(f"SELECT {agg}(store_id) FROM messages").fetchone()[0]
 
 
+class Window(NamedTuple):
+    """Where a search's window starts, the rare phrases ranked past it, and how its rows are ordered."""
+
+    low: int | None  # the lowest store id inside the window; None: fewer rows match, no window
+    rare: list[str]  # phrases whose every older match is ranked too
+    common: bool     # every phrase is common: the window's rows are taken newest first (``newest``), no bm25()
+
+
+NO_WINDOW = Window(None, [], False)
+
+
 def window(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], scoped: str,
-           scope_args: Sequence[Any], newest: int, common: int | None = None) -> tuple[int | None, list[str]]:
+           scope_args: Sequence[Any], newest: int, common: int | None = None) -> Window:
     """Where a search's window of the newest ``newest`` matches starts, and the rare phrases ranked past it.
 
     ``fts_where``/``fts_args`` are the full-text side (the MATCH first, then a session's id range);
     ``scoped`` (on alias ``m``) keeps the rows the search may return (its sessions, filters and the
-    caller's visibility), so the window holds only those. Returns the lowest store id
-    inside the window (None when fewer rows match: no window, nothing older) and the phrases
+    caller's visibility), so the window holds only those. The window's low end is the lowest store id
+    inside it (None when fewer rows match: no window, nothing older); the rare phrases are those
     with at most ``RARE_BUDGET`` matches in the range together, whose older matches are ranked
     too. With ``common``, a query whose every phrase has more than ``RARE_BUDGET`` matches
-    ranks only its newest ``common``: there is no rare phrase to rank past the window, and
-    BM25 over common words only, whose weights are low and alike, tells rows apart little.
+    keeps only its newest ``common`` and is marked ``common``: there is no rare phrase to rank
+    past the window, and BM25 over common words only, whose weights are low and alike, tells
+    rows apart little while its statistics read every phrase's whole posting list.
     """
     first = min(newest, common) if common is not None else newest
     low = _nth_newest(conn, fts_where, fts_args, scoped, scope_args, first)
     if low is None:
-        return None, []
+        return NO_WINDOW
     counts = phrase_counts(conn, str(fts_args[0]), fts_where[1:], fts_args[1:])
-    if first < newest and not all_common(counts, RARE_BUDGET):
+    every_common = common is not None and all_common(counts, RARE_BUDGET)
+    if first < newest and not every_common:
         low = _nth_newest(conn, fts_where, fts_args, scoped, scope_args, newest)
         if low is None:
-            return None, []
-    return low, pick_rare(counts, RARE_BUDGET)
+            return NO_WINDOW
+    return Window(low, pick_rare(counts, RARE_BUDGET), every_common)
+
+
+def _on_index(fts_where: Sequence[str]) -> str:
+    """The full-text side's clauses, their ``rowid`` named ``messages_fts.rowid`` (beside a joined ``m``)."""
+    return " AND ".join(w.replace("rowid", "messages_fts.rowid") for w in fts_where)
+
+
+def ranked(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], where: Sequence[str],
+           args: Sequence[Any], limit: int) -> list[sqlite3.Row]:
+    """The ``limit`` best matches by ``bm25()`` that pass ``where`` (on ``m``): ``messages`` columns,
+    ``_rank`` and an empty ``_snippet``.
+
+    Ranks inside the full-text index first and joins only the best rows: joining every match costs
+    a random row read each. Filters on ``m`` may drop ranked rows, so the ranked window widens
+    until it holds ``limit`` survivors or every match. ``bm25()`` reads each phrase's posting list
+    for its statistics.
+    """
+    window = limit * 4 if where else limit
+    filters = " WHERE " + " AND ".join(where) if where else ""
+    while True:
+        sql = (f"SELECT m.*, f.r AS _rank, '' AS _snippet FROM (SELECT rowid AS rid, {_RANK} AS r"
+               f" FROM messages_fts WHERE {' AND '.join(fts_where)} ORDER BY r LIMIT ?) f"
+               f" JOIN messages m ON m.store_id = f.rid{filters} ORDER BY f.r LIMIT ?")
+        rows = conn.execute(sql, [*fts_args, window, *args, limit]).fetchall()
+        if len(rows) >= limit or window < 0 or not where:
+            return list(rows)
+        total = conn.execute(f"SELECT COUNT(*) FROM messages_fts WHERE {' AND '.join(fts_where)}",
+                             fts_args).fetchone()[0]
+        if window >= total:
+            return list(rows)
+        window = window * 8 if window * 8 < total else -1
+
+
+ALL_RANK, ANY_RANK = -2.0, -1.0  # ``newest``'s ranks: a row holding every phrase, any other row
+
+
+def newest(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], where: Sequence[str],
+           args: Sequence[Any], limit: int) -> list[sqlite3.Row]:
+    """A query of common words only, ordered without ``bm25()``: the newest ``limit`` rows holding every
+    phrase (``_rank`` ``ALL_RANK``), then the newest others (``ANY_RANK``), all passing ``where``.
+
+    Rows as ``ranked`` gives them. FTS5 hands matches over in rowid order and stops at the
+    ``limit``-th, so neither read scans a posting list past the window the caller bounds
+    ``fts_where`` to. A query of one phrase takes its newest matches only.
+    """
+    parts = phrases(str(fts_args[0]))
+    filters = "".join(f" AND {w}" for w in where)
+    sql = ("SELECT m.*, ? AS _rank, '' AS _snippet FROM messages_fts CROSS JOIN messages m"
+           f" ON m.store_id = messages_fts.rowid WHERE {_on_index(fts_where)}{filters}"
+           " ORDER BY messages_fts.rowid DESC LIMIT ?")
+    every = conn.execute(sql, [ALL_RANK, " AND ".join(f"({p})" for p in parts), *fts_args[1:], *args,
+                               limit]).fetchall() if len(parts) > 1 else []
+    held = {int(r["store_id"]) for r in every}
+    rest = [r for r in conn.execute(sql, [ANY_RANK, *fts_args, *args, limit]) if int(r["store_id"]) not in held]
+    return [*every, *rest][:limit]
 
 
 def _nth_newest(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], scoped: str,
@@ -173,8 +246,7 @@ def _nth_newest(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Se
                        " ORDER BY rowid DESC LIMIT 1 OFFSET ?", [*fts_args, skip]).fetchone() \
         if not scoped else conn.execute(
             "SELECT m.store_id FROM messages_fts CROSS JOIN messages m ON m.store_id = messages_fts.rowid WHERE "
-            + " AND ".join(w.replace("rowid", "messages_fts.rowid") for w in fts_where)
-            + f" AND {scoped} ORDER BY messages_fts.rowid DESC LIMIT 1 OFFSET ?",
+            + _on_index(fts_where) + f" AND {scoped} ORDER BY messages_fts.rowid DESC LIMIT 1 OFFSET ?",
             [*fts_args, *scope_args, skip]).fetchone()
     return None if row is None else int(row[0])
 

@@ -23,8 +23,9 @@ Hit = TypeVar("Hit", bound=tuple[Any, ...])  # a store hit: (row, rank, snippet)
 LITERAL_MAX_CHARS = 200
 # An archive search (and trove_grep in any scope) ranks the newest N matching rows and every
 # match of the query's rare terms (ftsbound.RARE_BUDGET); a substring scan (text the tokenizer
-# cannot split) reads the newest LITERAL_CANDIDATES rows. trove_grep ranks the newest
-# COMMON_CANDIDATES matches only when every term of its query is common (ftsbound.window).
+# cannot split) reads the newest LITERAL_CANDIDATES rows. trove_grep searches the newest
+# COMMON_CANDIDATES matches only, without bm25() (ftsbound.newest), when every term of its
+# query is common (ftsbound.window).
 ARCHIVE_CANDIDATES = 5000
 COMMON_CANDIDATES = 1000
 LITERAL_CANDIDATES = 20000

@@ -473,34 +473,17 @@ class MessageStore:
         narrow, narrow_args = fts_where[1:], fts_args[1:]  # the sessions' and times' id range, without the bound below
         # the window counts only rows this search may return (other chats' rows share a session's id
         # range; a time, role or source filter drops newer rows)
-        bound, rare = (None, []) if max_candidates is None else ftsbound.window(
+        win = ftsbound.NO_WINDOW if max_candidates is None else ftsbound.window(
             conn, fts_where, fts_args, " AND ".join(where), args, int(max_candidates), common_candidates)
-        if bound is not None:  # the newest N matches (in the session's range, if any) that are visible
+        if win.low is not None:  # the newest N matches (in the session's range, if any) that are visible
             fts_where.append("rowid >= ?")
-            fts_args.append(bound)
-        # Rank inside the full-text index first and join only the best rows: joining every
-        # match costs a random row read each. Filters on messages may drop ranked rows, so
-        # the ranked window widens until it holds ``limit`` survivors or every match.
-        # bm25() reads each term's doclist for its statistics. Snippets come after, for the rows returned only.
-        rank = "bm25(messages_fts, 1.0, 0.6)"
-        limit = int(limit)
-        window = limit * 4 if where else limit
-        while True:
-            sql = (f"SELECT m.*, f.r AS _rank, '' AS _snippet FROM (SELECT rowid AS rid, {rank} AS r"
-                   f" FROM messages_fts WHERE {' AND '.join(fts_where)} ORDER BY r LIMIT ?) f"
-                   f" JOIN messages m ON m.store_id = f.rid{' WHERE ' + ' AND '.join(where) if where else ''}"
-                   f" ORDER BY f.r LIMIT ?")
-            rows = conn.execute(sql, fts_args + [window] + args + [limit]).fetchall()
-            if len(rows) >= limit or window < 0 or not where:
-                break
-            total = conn.execute(f"SELECT COUNT(*) FROM messages_fts WHERE {' AND '.join(fts_where)}",
-                                 fts_args).fetchone()[0]
-            if window >= total:
-                break
-            window = window * 8 if window * 8 < total else -1
-        if bound is not None and rare:
-            older = ftsbound.older_hits(conn, match, rare, bound, narrow, narrow_args, where, args, limit)
-            rows = sorted([*rows, *older], key=lambda r: (float(r["_rank"]), int(r["store_id"])))[:limit] \
+            fts_args.append(win.low)
+        # bm25() ranks the window, unless its words are all common (then newest first). Snippets come after,
+        # for the rows returned only.
+        rows = (ftsbound.newest if win.common else ftsbound.ranked)(conn, fts_where, fts_args, where, args, int(limit))
+        if win.low is not None and win.rare:
+            older = ftsbound.older_hits(conn, match, win.rare, win.low, narrow, narrow_args, where, args, int(limit))
+            rows = sorted([*rows, *older], key=lambda r: (float(r["_rank"]), int(r["store_id"])))[:int(limit)] \
                 if older else rows
         if snippets and rows:
             rows = self._with_snippets(match, rows)

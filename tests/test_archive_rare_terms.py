@@ -251,3 +251,59 @@ def test_a_filtered_search_window_counts_only_the_rows_its_filters_keep(runtime,
         assert sorted(i for i, _ in before) == old, (bound, common)
         said = ranked(runtime, "coffee note", bound, role="user", common_candidates=common, limit=10)
         assert sorted(i for i, _ in said) == old, (bound, common)
+
+
+def test_phrase_counts_stop_one_past_the_budget_and_count_exactly_below_it(runtime, backend):
+    if backend != "sqlite":
+        pytest.skip("FTS5's phrase counts")
+    runtime.store.append(NEW, [user(f"coffee note {i}" + (" with cake" if i < 4 else "")) for i in range(12)])
+    conn = runtime.db.read()
+    expression = build_match("coffee cake zanzibar").expression
+    assert ftsbound.phrase_counts(conn, expression, budget=5) == [('"coffee"', 6), ('"cake"', 4), ('"zanzibar"', 0)]
+    assert ftsbound.phrase_counts(conn, expression, budget=12) == [('"coffee"', 12), ('"cake"', 4), ('"zanzibar"', 0)]
+    assert ftsbound.phrase_counts(conn, expression, budget=11) == [('"coffee"', 12), ('"cake"', 4), ('"zanzibar"', 0)]
+    first, last = (row.store_id for row in (runtime.store.page("new-chat")[0], runtime.store.page("new-chat")[-1]))
+    inside = ftsbound.phrase_counts(conn, expression, ["rowid BETWEEN ? AND ?"], [first + 2, last], budget=5)
+    assert inside == [('"coffee"', 6), ('"cake"', 2), ('"zanzibar"', 0)]  # counted inside the id range only
+
+
+def test_a_window_of_common_words_only_is_taken_newest_first_rows_holding_every_word_first(runtime, backend,
+                                                                                           monkeypatch):
+    """No bm25() over common words: the window's rows holding every phrase, newest first, then the newest others."""
+    if backend != "sqlite":
+        pytest.skip("the common-word window is FTS5's")
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 5)
+    key = SessionKey("long-chat")
+    ids = runtime.store.append(key, [user(f"coffee note {i}" + (" and cake" if i in (4, 21, 24) else ""))
+                                     for i in range(30)])
+    ids += runtime.store.append(key, [assistant(f"cake slice {i}") for i in range(10)])
+    both_old, both_mid, both_new = ids[4], ids[21], ids[24]
+    hits = ranked(runtime, "coffee cake", 30, common_candidates=20, limit=6, session_ids=["long-chat"])
+    # the newest 20 matches are ids[20:]; ids[4] holds both words but lies outside them
+    assert hits == [(both_new, ftsbound.ALL_RANK), (both_mid, ftsbound.ALL_RANK),
+                    *[(i, ftsbound.ANY_RANK) for i in reversed(ids[36:])]]
+    assert both_old not in [i for i, _ in ranked(runtime, "coffee cake", 30, common_candidates=20, limit=100)]
+    # filters still apply inside the window (the newest 5 assistant rows), newest first
+    only = ranked(runtime, "coffee cake", 30, common_candidates=5, limit=3, role="assistant")
+    assert only == [(i, ftsbound.ANY_RANK) for i in reversed(ids[37:])]
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 13)  # "cake" (13 matches) is no longer common: bm25() ranks
+    scored = ranked(runtime, "coffee cake", 30, common_candidates=20, limit=100)
+    assert both_old in [i for i, _ in scored] and not {r for _, r in scored} & {ftsbound.ALL_RANK, ftsbound.ANY_RANK}
+
+
+def test_a_grep_of_common_words_only_shows_the_windows_rows_holding_every_word_first(runtime, backend, monkeypatch):
+    if backend != "sqlite":
+        pytest.skip("the common-word window is FTS5's")
+    from hermes_trove.retrieval import search as grep_search
+    monkeypatch.setattr(grep_search, "COMMON_CANDIDATES", 20)
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 5)
+    key = SessionKey("long-chat")
+    ids = runtime.store.append(key, [user(f"coffee note {i}" + (" and cake" if i in (4, 21, 24) else ""))
+                                     for i in range(30)])
+    ids += runtime.store.append(key, [assistant(f"cake slice {i}") for i in range(10)])
+    engine = make_engine(runtime, session="long-chat")
+    out = json.loads(dispatch(engine.tool_context(), "trove_grep", {"query": "coffee cake", "limit": 10}))
+    assert "error" not in out, out
+    shown = [hit["store_id"] for hit in out["results"] if hit.get("store_id")]
+    assert shown[:2] == [ids[24], ids[21]] and len(shown) == 10  # every word, newest first; ids[4] is past the window
+    assert ids[4] not in shown and set(shown) <= set(ids[20:])
