@@ -55,13 +55,16 @@ def phrase_counts(conn: sqlite3.Connection, expression: str, narrow: Sequence[st
     count stops at ``budget + 1``, so a common word costs no more. [] when the expression is no OR of phrases.
 
     A phrase is first asked for its match past the ``budget``-th, which steps through the matches
-    without handing each to a count; only a phrase without one is counted."""
+    without handing each to a count; only a phrase without one is counted, by a plain count: the
+    probe has shown it has at most ``budget`` matches, and a count bounded by a LIMIT subquery
+    costs several times more per match (one more read of a rare phrase's matches must not cost
+    more than the single bounded count did). Rows written between the two reads stay within the cap."""
     budget = RARE_BUDGET if budget is None else budget
     where = "".join(f" AND {w}" for w in narrow)
     probe = f"SELECT 1 FROM messages_fts WHERE messages_fts MATCH ?{where} LIMIT 1 OFFSET ?"
-    count = f"SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ?{where} LIMIT ?)"
+    count = f"SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?{where}"
     return [(p, budget + 1 if conn.execute(probe, (p, *narrow_args, budget)).fetchone() is not None
-             else int(conn.execute(count, (p, *narrow_args, budget + 1)).fetchone()[0]))
+             else min(budget + 1, int(conn.execute(count, (p, *narrow_args)).fetchone()[0])))
             for p in phrases(expression)]
 
 

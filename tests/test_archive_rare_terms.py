@@ -307,3 +307,34 @@ def test_a_grep_of_common_words_only_shows_the_windows_rows_holding_every_word_f
     shown = [hit["store_id"] for hit in out["results"] if hit.get("store_id")]
     assert shown[:2] == [ids[24], ids[21]] and len(shown) == 10  # every word, newest first; ids[4] is past the window
     assert ids[4] not in shown and set(shown) <= set(ids[20:])
+
+
+def test_counting_a_phrase_under_the_budget_costs_no_more_than_one_bounded_count(runtime, backend):
+    """The probe past the budget reads a rare phrase's every match; counting them again must not
+    cost more than the single bounded count of them did (SQLite's VM steps, not time)."""
+    if backend != "sqlite":
+        pytest.skip("FTS5's phrase counts")
+    runtime.store.append(NEW, [user(f"coffee note {i}" + (" with cake" if i % 3 == 0 else "")) for i in range(300)])
+    conn = runtime.db.read()
+    steps = [0]
+
+    def step() -> int:
+        steps[0] += 1
+        return 0
+
+    def cost(read) -> tuple[object, int]:
+        steps[0] = 0
+        conn.set_progress_handler(step, 1)
+        try:
+            return read(), steps[0]
+        finally:
+            conn.set_progress_handler(None, 1)
+
+    bounded = "SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)"
+    for budget in (100, 299, 300):
+        once, single = cost(lambda b=budget: conn.execute(bounded, ('"cake"', b + 1)).fetchone()[0])
+        counts, spent = cost(lambda b=budget: ftsbound.phrase_counts(conn, '"cake"', budget=b))
+        assert counts == [('"cake"', once)], budget
+        assert spent <= single, (budget, spent, single)
+    counts, _ = cost(lambda: ftsbound.phrase_counts(conn, '"coffee"', budget=299))
+    assert counts == [('"coffee"', 300)]  # past the budget: the probe alone answers
