@@ -338,3 +338,21 @@ def test_counting_a_phrase_under_the_budget_costs_no_more_than_one_bounded_count
         assert spent <= single, (budget, spent, single)
     counts, _ = cost(lambda: ftsbound.phrase_counts(conn, '"coffee"', budget=299))
     assert counts == [('"coffee"', 300)]  # past the budget: the probe alone answers
+
+
+@pytest.mark.parametrize("phrase", ['"cake"', '"coffee note"', '"caf"*', '"note 1"*'])
+def test_phrase_counts_match_a_bounded_count_for_every_phrase_shape_at_and_around_the_budget(runtime, backend,
+                                                                                              phrase):
+    if backend != "sqlite":
+        pytest.skip("FTS5's phrase counts")
+    ids = runtime.store.append(NEW, [user(f"coffee note {i}" + (" with cake" if i % 2 else " at the cafe"))
+                                     for i in range(40)])
+    conn = runtime.db.read()
+    bounded = ("SELECT count(*) FROM (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ?{} LIMIT ?)")
+    for narrow, args in (((), ()), (("rowid BETWEEN ? AND ?",), (ids[3], ids[-5]))):
+        where = "".join(f" AND {w}" for w in narrow)
+        total = conn.execute(bounded.format(where), (phrase, *args, 10_000)).fetchone()[0]
+        assert total > 0, phrase
+        for budget in (0, total - 1, total, total + 1):
+            said = ftsbound.phrase_counts(conn, phrase, narrow, args, budget=budget)
+            assert said == [(phrase, min(total, budget + 1))], (phrase, narrow, budget)
