@@ -356,3 +356,46 @@ def test_phrase_counts_match_a_bounded_count_for_every_phrase_shape_at_and_aroun
         for budget in (0, total - 1, total, total + 1):
             said = ftsbound.phrase_counts(conn, phrase, narrow, args, budget=budget)
             assert said == [(phrase, min(total, budget + 1))], (phrase, narrow, budget)
+
+
+def test_the_common_word_pool_is_the_filtered_windows_every_word_rows_then_the_rest_newest_first(runtime, backend,
+                                                                                                  monkeypatch):
+    """``ftsbound.newest`` against a reading of its rule done here from each phrase's matches: a row
+    outside a filter or a scope never shows, none inside the window goes missing, the order is fixed."""
+    if backend != "sqlite":
+        pytest.skip("the common-word window is FTS5's")
+    import random
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 15)
+    pick = random.Random(7)
+    words = ["coffee", "cake", "tea", "note", "apple", "cafe", "cafeteria"]
+    for n, name in enumerate(("a", "b", "c") * 3):
+        texts = [" ".join(pick.choice(words) for _ in range(pick.randint(1, 4))) for _ in range(40)]
+        runtime.store.append(SessionKey(name), [{**(user(t) if pick.random() < 0.5 else assistant(t)),
+                                                 "timestamp": 1_700_000_000.0 + 400 * n + i}
+                                                for i, t in enumerate(texts)])
+    conn = runtime.db.read()
+    rows = {int(r["store_id"]): r for r in conn.execute("SELECT store_id, session_id, role, created_at FROM messages")}
+    filters = [({}, lambda r: True), ({"role": "user"}, lambda r: r["role"] == "user"),
+               ({"session_ids": ["b"]}, lambda r: r["session_id"] == "b"),
+               ({"time_from": 1_700_000_300.0, "time_to": 1_700_002_000.0},
+                lambda r: 1_700_000_300.0 <= r["created_at"] <= 1_700_002_000.0),
+               ({"session_ids": ["a"], "role": "assistant"},
+                lambda r: r["session_id"] == "a" and r["role"] == "assistant"),
+               ({"visible": Visibility(mode="session", session_id="c")}, lambda r: r["session_id"] == "c")]
+    fired = 0
+    for query in ("coffee cake", "tea note apple", "caf* cake", "coffee"):
+        parts = ftsbound.phrases(build_match(query).expression)
+        held = [{int(r[0]) for r in conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?", (p,))}
+                for p in parts]
+        for kw, keep in filters:
+            for common, limit in ((20, 7), (20, 50), (10, 3)):
+                got = ranked(runtime, query, 60, common_candidates=common, limit=limit, **kw)
+                if not got or got[0][1] not in (ftsbound.ALL_RANK, ftsbound.ANY_RANK):
+                    continue  # not every phrase is common in this scope: bm25() ranks it
+                fired += 1
+                window = sorted((i for i in set().union(*held) if keep(rows[i])), reverse=True)[:common]
+                every = [i for i in window if all(i in h for h in held)] if len(parts) > 1 else []
+                want = [(i, ftsbound.ALL_RANK) for i in every] + [(i, ftsbound.ANY_RANK) for i in window
+                                                                  if i not in every]
+                assert got == want[:limit], (query, kw, common, limit)
+    assert fired >= 40  # the common-word path answered most of these searches
