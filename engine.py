@@ -25,7 +25,7 @@ from .compaction.policy import enforce_budget, select_fresh_tail, trim_head_tail
 from .compaction.summarize import Summarizer
 from .compaction.window import MIN_TARGET, measure_overhead, plan_trigger
 from .config import reserve_floor_cap, scoped_home
-from .filters import host_side_agent
+from .filters import host_side_agent, takes_foreground
 from .hostbase import ContextEngine, branched_from, host_entry, host_message_tokens
 from .ingest import Identify, is_synthetic, memo_identity
 from .models import Complete, host_complete
@@ -339,7 +339,7 @@ class TroveEngine(ContextEngine):
         if key.session_id:
             self.runtime.bound_sessions[key.session_id] = self.state.mode
             # /trove keeps serving the foreground conversation while a side session binds
-            if self.state.mode == "active" or self.runtime.foreground_engine() is None:
+            if takes_foreground(self.state.mode, key.platform) or self.runtime.foreground_engine() is None:
                 self.runtime.set_foreground(self)
         if self.state.mode == "active" and self.runtime.store_usable():
             try:

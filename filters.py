@@ -50,6 +50,19 @@ def host_side_agent(session_id: str, platform: str = "", thread_name: str | None
     return None
 
 
+# A ``delegate_task`` child runs with platform "subagent": it is stored like any session, but it
+# works for the conversation that delegated, which /trove keeps addressing.
+WORKER_PLATFORMS = frozenset({"subagent"})
+
+
+def takes_foreground(mode: str, platform: str) -> bool:
+    """Whether a session binding in ``mode`` on ``platform`` becomes the one /trove addresses. A
+    bind that cannot name its platform yet (the host binds a new agent's engine copy before its
+    ``on_session_start`` says which platform it serves) leaves that to ``on_session_start``."""
+    plat = platform.strip().lower()
+    return mode == "active" and bool(plat) and plat not in WORKER_PLATFORMS
+
+
 def _keys(session_id: str, platform: str) -> list[str]:
     keys = [session_id] if session_id else []
     if platform:

@@ -72,3 +72,20 @@ def test_host_side_agent_rules():
     assert host_side_agent("cron_abc_20260101_000000", "", thread_name="MainThread") == "host:cron session"
     assert host_side_agent("20260101_000000_abcdef", "cli", thread_name="curator-review")
     assert host_side_agent("20260101_000000_abcdef", "telegram", thread_name="MainThread") is None
+
+
+def test_a_delegate_task_child_is_stored_apart_and_never_takes_over_trove(tmp_path):
+    rt = build_runtime(make_config(tmp_path))
+    fg = make_engine(rt, session="20260301_090000_abc123")
+    fg.ingest(chat(6))
+    child = copy.deepcopy(fg)  # the host builds the child with its own engine copy, platform "subagent"
+    child.state.key = None  # a fresh copy: bound first, told its platform by on_session_start after
+    child.bind_session_state(None, "20260301_090500_c0ffee")
+    assert command.resolve(rt).session_id == "20260301_090000_abc123"
+    child.on_session_start("20260301_090500_c0ffee", platform="subagent", conversation_id=None)
+    assert child.state.mode == "active"
+    child.ingest(chat(4))
+    assert rt.store.count("20260301_090500_c0ffee") == 4 and rt.store.count("20260301_090000_abc123") == 6
+    assert "session_id: 20260301_090000_abc123" in command.make_handler(rt)("status")
+    del child  # the host closes the child when its task ends; the copy goes away
+    assert command.resolve(rt).session_id == "20260301_090000_abc123"

@@ -5,7 +5,8 @@ scratch home: ``python driver.py SPEC.json RESULT.json``. The spec names the tur
 (optionally resuming a saved history under a fixed session id) and an optional forced
 compaction with a focus topic; the result records what the host selected and returned.
 With ``"mode": "cli"`` it instead builds the interactive CLI object (``cli.HermesCLI``)
-and feeds it steps, chat turns or slash commands, through the CLI's own entry points.
+and feeds it steps, chat turns or slash commands, through the CLI's own entry points (or a wait for
+the background ``delegate_task`` children to finish).
 """
 from __future__ import annotations
 
@@ -188,6 +189,15 @@ def run_cli(spec: dict[str, Any]) -> dict[str, Any]:
                               "plugin_source": _plugin_source(), "steps": []}
     for step in spec.get("steps", []):
         before = shell.session_id
+        if "wait_delegations" in step:
+            # Until the background delegate_task children this process dispatched have finished.
+            from tools.async_delegation import active_count
+
+            deadline = time.monotonic() + float(step["wait_delegations"])
+            while active_count() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            result["steps"].append({"kind": "wait", "still_running": active_count(), "session_id": before})
+            continue
         if "chat" in step:
             reply, printed = _captured(partial(shell.chat, step["chat"]))
             entry: dict[str, Any] = {"kind": "chat", "input": step["chat"][:200], "reply": str(reply or "")[:400]}

@@ -1,0 +1,132 @@
+"""``delegate_task`` under the real host: a child agent with its own engine copy and session.
+
+The interactive CLI (``HermesCLI``, with the host's state.db) tells the agent a fact, then the
+fake model calls the host's ``delegate_task`` (a top-level call runs the child in the background,
+on the host's delegation pool, while the parent goes on). The child agent's goal makes the
+fake model call ``todo`` over and over with a long item (about 5,000 tokens a call) until the
+child's iteration budget (6) runs out, so the child's own engine copy compacts (fresh tail 4).
+``/trove status`` runs before the delegation, while the child runs and after it has finished
+(the child's engine copy is then gone), then one more parent turn.
+
+Hermes 0.19 never hands a child the context-engine tools (``delegate_task`` strips the
+``context_engine`` toolset, whose tool list is empty), so the child cannot call ``trove_*``;
+the test pins that too, so a host that starts passing them is noticed.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+
+from .harness import FALLBACK_WARNING, chat_requests, query, request_tokens, tool_names
+
+PARENT_FACT = "please remember: the parent vault code is HERON-4410."
+CHILD_NOTE = "child note KESTREL-2290"
+FILLER = " ".join(f"kestrel{k % 97}" for k in range(2500))  # about 5,000 tokens per todo call
+AFTER = "after the child: what next?"
+CHILD_BUDGET = 6
+
+
+def child_goal() -> str:
+    todo = json.dumps({"todos": [{"id": "1", "content": f"{CHILD_NOTE} {FILLER}", "status": "pending"}]})
+    return f"child task: keep noting. <<loop>> <<tool:todo {todo}>>"
+
+
+def delegate(goal: str) -> str:
+    """A parent turn whose tool marker calls delegate_task with ``goal``: the goal's braces and
+    angle brackets are JSON escapes, so the parent's own marker parsing sees none of its markers."""
+    literal = json.dumps(goal)
+    for char, escape in (("{", "\\u007b"), ("}", "\\u007d"), ("<", "\\u003c"), (">", "\\u003e")):
+        literal = literal.replace(char, escape)
+    return f'delegate this <<tool:delegate_task {{"goal": {literal}, "background": false}}>>'
+
+
+def session_field(output: str, name: str) -> str:
+    found = re.search(rf"^\s*{name}:\s*(\S+)", output, re.M)
+    return found.group(1) if found else ""
+
+
+@pytest.fixture(scope="module")
+def delegated(make_home, fake_llm) -> dict[str, Any]:
+    home = make_home(TROVE_FRESH_TAIL_COUNT="4", TROVE_ENABLE_SLASH_COMMAND="1")
+    with (home.home / "config.yaml").open("a", encoding="utf-8") as fh:
+        fh.write(f"delegation:\n  max_iterations: {CHILD_BUDGET}\n")
+    start = len(fake_llm.requests())
+    run = home.run_driver({"mode": "cli", "toolsets": ["todo", "context_engine", "delegation"],
+                           "max_iterations": 6,
+                           "steps": [{"chat": PARENT_FACT}, {"command": "/trove status"},
+                                     {"chat": delegate(child_goal())}, {"command": "/trove status"},
+                                     {"wait_delegations": 120}, {"command": "/trove status"},
+                                     {"chat": AFTER}]}, "delegate", timeout=240)
+    requests = fake_llm.requests()[start:]
+    sessions = query(home.db_path, "SELECT session_id, platform, scope FROM sessions ORDER BY created_at")
+    return {"home": home, "run": run, "requests": requests, "sessions": sessions,
+            "parent": run["steps"][0]["session_id"]}
+
+
+def children(delegated: dict[str, Any]) -> list[str]:
+    return [sid for sid, platform, _ in delegated["sessions"] if platform == "subagent"]
+
+
+def test_the_child_is_stored_under_its_own_session_and_the_parent_keeps_its_own(delegated):
+    db, parent = delegated["home"].db_path, delegated["parent"]
+    assert [s[0] for s in delegated["sessions"] if s[0] != parent] == children(delegated)
+    assert len(children(delegated)) == 1, delegated["sessions"]
+    child = children(delegated)[0]
+    todo_results = "SELECT COUNT(*) FROM messages WHERE session_id = ? AND role = 'tool' AND content LIKE ?"
+    assert query(db, todo_results, (child, f'{{"todos": [{{"id": "1", "content": "{CHILD_NOTE}%'))[0][0] >= 2
+    assert query(db, todo_results, (parent, '{"todos"%'))[0][0] == 0
+    rows = query(db, "SELECT role, content FROM messages WHERE session_id = ? ORDER BY store_id", (parent,))
+    assert [c for r, c in rows if r == "user"] == [PARENT_FACT, delegate(child_goal()), AFTER]
+    assert len(rows) == 8  # fact, ack, delegating turn, its tool call, the dispatch record, ack, AFTER, ack
+    child_rows = query(db, "SELECT role, content FROM messages WHERE session_id = ? ORDER BY store_id", (child,))
+    assert child_rows[0] == ("user", child_goal())
+    assert [r for r, _ in child_rows].count("tool") == CHILD_BUDGET - 1
+
+
+def test_the_child_compacted_with_its_own_nodes_and_the_parent_summaries_cover_only_parent_rows(delegated):
+    db, parent, child = delegated["home"].db_path, delegated["parent"], children(delegated)[0]
+    nodes = dict(query(db, "SELECT session_id, COUNT(*) FROM summary_nodes GROUP BY session_id"))
+    assert nodes.get(child, 0) >= 1, nodes
+    crossing = query(db, "SELECT n.node_id, n.session_id, m.session_id FROM summary_nodes n"
+                         " JOIN node_messages nm ON nm.node_id = n.node_id"
+                         " JOIN messages m ON m.store_id = nm.store_id WHERE n.session_id != m.session_id")
+    assert crossing == []  # no summary of either session folds the other's messages
+
+
+def test_status_names_the_parent_conversation_before_and_after_the_delegation(delegated):
+    steps = delegated["run"]["steps"]
+    assert steps[4]["kind"] == "wait" and steps[4]["still_running"] == 0
+    for step in (steps[1], steps[3], steps[5]):
+        assert step["kind"] == "command"
+        assert session_field(step["output"], "session_id") == delegated["parent"], step["output"][:400]
+        assert session_field(step["output"], "bound") == "True"
+
+
+def test_the_child_gets_no_trove_tools_from_this_host_and_the_parent_keeps_them(delegated):
+    bodies = chat_requests(delegated["requests"])
+    child_bodies = [b for b in bodies if "child task: keep noting" in json.dumps(b["messages"][1:2])]
+    assert len(child_bodies) >= CHILD_BUDGET - 1
+    assert all(not any(n.startswith("trove_") for n in tool_names(b)) for b in child_bodies)
+    parent_bodies = [b for b in bodies if b not in child_bodies]
+    assert all("trove_grep" in tool_names(b) for b in parent_bodies)
+
+
+def test_the_parent_turn_after_the_child_is_bounded_and_carries_none_of_the_child_transcript(delegated):
+    bodies = chat_requests(delegated["requests"])
+    after = [b for b in bodies if AFTER in json.dumps(b["messages"][-1:])]
+    assert len(after) == 1
+    text = json.dumps(after[0]["messages"])
+    assert not [m for m in after[0]["messages"] if m.get("role") == "tool"
+                and str(m.get("content")).startswith('{"todos"')]  # no todo result of the child
+    assert PARENT_FACT in text
+    assert request_tokens(after[0]) < 0.5 * 128000
+
+
+def test_no_exception_or_fallback_reaches_the_host(delegated):
+    logs = delegated["home"].host_logs()
+    assert FALLBACK_WARNING not in logs
+    assert "Traceback" not in logs and "failed (the host carries on)" not in logs
+    assert not [w for w in delegated["run"]["warnings"] if "trove" in w.lower()], delegated["run"]["warnings"]
