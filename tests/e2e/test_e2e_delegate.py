@@ -87,7 +87,7 @@ def test_the_child_is_stored_under_its_own_session_and_the_parent_keeps_its_own(
 
 
 def test_the_child_compacted_with_its_own_nodes_and_the_parent_summaries_cover_only_parent_rows(delegated):
-    db, parent, child = delegated["home"].db_path, delegated["parent"], children(delegated)[0]
+    db, child = delegated["home"].db_path, children(delegated)[0]
     nodes = dict(query(db, "SELECT session_id, COUNT(*) FROM summary_nodes GROUP BY session_id"))
     assert nodes.get(child, 0) >= 1, nodes
     crossing = query(db, "SELECT n.node_id, n.session_id, m.session_id FROM summary_nodes n"
