@@ -304,7 +304,8 @@ class TroveEngine(ContextEngine):
             self._hold(key, messages)
             return
         try:
-            if session_id and self.runtime.store.session(session_id) is not None:
+            # The review fork ends the parent's id while the parent goes on: that ends nothing.
+            if session_id and not host_side_agent(session_id, key.platform) and self.runtime.store.session(session_id):
                 self.runtime.store.mark_ended(session_id)  # cleared again if the session binds anew
             if messages and session_id:
                 self._ingest(key, messages)

@@ -89,3 +89,23 @@ def test_a_delegate_task_child_is_stored_apart_and_never_takes_over_trove(tmp_pa
     assert "session_id: 20260301_090000_abc123" in command.make_handler(rt)("status")
     del child  # the host closes the child when its task ends; the copy goes away
     assert command.resolve(rt).session_id == "20260301_090000_abc123"
+
+
+def test_the_review_fork_ending_the_parent_id_leaves_the_live_parent_session_open(tmp_path):
+    rt = build_runtime(make_config(tmp_path))
+    fg = make_engine(rt, session="parent-1")
+    fg.ingest(chat(4))
+
+    def review() -> None:  # the fork binds a throw-away id, takes the parent's, then ends it with []
+        fork = copy.deepcopy(fg)
+        fork.state.key = None
+        fork.on_session_start("20260301_100000_ffffff", platform="cli", conversation_id=None)
+        fork.on_session_end("parent-1", [])
+
+    t = threading.Thread(target=review, name="bg-review")
+    t.start()
+    t.join()
+    assert rt.store.session("parent-1").ended_at is None
+    assert rt.store.count("parent-1") == 4 and rt.store.session("20260301_100000_ffffff") is None
+    fg.on_session_end("parent-1", chat(4))  # the parent's own end still records it
+    assert rt.store.session("parent-1").ended_at is not None

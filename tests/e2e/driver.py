@@ -6,7 +6,7 @@ scratch home: ``python driver.py SPEC.json RESULT.json``. The spec names the tur
 compaction with a focus topic; the result records what the host selected and returned.
 With ``"mode": "cli"`` it instead builds the interactive CLI object (``cli.HermesCLI``)
 and feeds it steps, chat turns or slash commands, through the CLI's own entry points (or a wait for
-the background ``delegate_task`` children to finish).
+the background ``delegate_task`` children or named host threads to finish).
 """
 from __future__ import annotations
 
@@ -197,6 +197,14 @@ def run_cli(spec: dict[str, Any]) -> dict[str, Any]:
             while active_count() and time.monotonic() < deadline:
                 time.sleep(0.1)
             result["steps"].append({"kind": "wait", "still_running": active_count(), "session_id": before})
+            continue
+        if "wait_threads" in step:
+            # Until the host's named threads (e.g. "bg-review") have finished, up to ``seconds``.
+            deadline = time.monotonic() + float(step.get("seconds", 60))
+            for t in [t for t in threading.enumerate() if t.name in set(step["wait_threads"])]:
+                t.join(max(0.0, deadline - time.monotonic()))
+            alive = [t.name for t in threading.enumerate() if t.name in set(step["wait_threads"])]
+            result["steps"].append({"kind": "wait", "still_running": len(alive), "session_id": before})
             continue
         if "chat" in step:
             reply, printed = _captured(partial(shell.chat, step["chat"]))
