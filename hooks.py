@@ -161,6 +161,19 @@ def make_hooks(base: Runtime) -> dict[str, Callable[..., Any]]:
             return None
         return payloads.externalized_placeholder(ref, "tool_result", text, payloads.PREVIEW_CHARS)
 
+    def subagent_start(**kw: Any) -> None:
+        """A ``delegate_task`` child works for the session that delegated: its session takes that
+        session's owner scope and names it as its previous one, so the parent's conversation can
+        recall what the child saw (an unscoped child was readable by no other session)."""
+        runtime = base.for_home(scoped_home())
+        parent, child = str(kw.get("parent_session_id") or ""), str(kw.get("child_session_id") or "")
+        if not parent or runtime.bound_sessions.get(child) != "active" or not runtime.store_usable():
+            return
+        row, owner = runtime.store.session(child), runtime.store.session(parent)
+        if row is not None and not row.scope and owner is not None and owner.scope:
+            runtime.store.ensure_session(SessionKey(child, row.conversation_id, row.platform),
+                                         previous_session_id=parent)
+
     callbacks = {"post_llm_call": post_llm_call, "pre_llm_call": pre_llm_call,
-                 "transform_tool_result": transform_tool_result}
+                 "transform_tool_result": transform_tool_result, "subagent_start": subagent_start}
     return {name: guarded(name, callback) for name, callback in callbacks.items()}

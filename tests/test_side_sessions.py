@@ -109,3 +109,34 @@ def test_the_review_fork_ending_the_parent_id_leaves_the_live_parent_session_ope
     assert rt.store.count("parent-1") == 4 and rt.store.session("20260301_100000_ffffff") is None
     fg.on_session_end("parent-1", chat(4))  # the parent's own end still records it
     assert rt.store.session("parent-1").ended_at is not None
+
+
+def test_a_delegate_task_child_takes_the_owner_scope_of_the_session_that_delegated(tmp_path):
+    rt = build_runtime(make_config(tmp_path))
+    hooks = make_hooks(rt)
+    tg = "agent:main:telegram:dm:42"
+    cases = (("p-cli", "cli", None, "local"), ("p-tg", "telegram", tg, f"telegram:{tg}"))
+    for parent, platform, chat_key, scope in cases:
+        fg = make_engine(rt, session=parent, platform=platform)
+        if chat_key:
+            fg.on_session_start(parent, platform=platform, conversation_id=chat_key)
+        chat_rows = chat(2)
+        fg.ingest(chat_rows)
+        child = copy.deepcopy(fg)
+        child.state.key = None
+        child_id = f"{parent}-child"
+        child.bind_session_state(None, child_id)
+        child.on_session_start(child_id, platform="subagent", conversation_id=None)
+        assert rt.store.session(child_id).scope == ""  # the host names no chat for a child
+        hooks["subagent_start"](parent_session_id=parent, child_session_id=child_id, child_role="leaf")
+        row = rt.store.session(child_id)
+        assert (row.scope, row.previous_session_id, row.platform) == (scope, parent, "subagent")
+        hooks["post_llm_call"](session_id=child_id, platform="subagent", conversation_history=chat_rows,
+                               assistant_response="ok")
+        assert rt.store.count(child_id) == 2 and rt.store.session(child_id).scope == scope
+    # a parent trove never stored (a side session) gives its child nothing
+    orphan = copy.deepcopy(fg)
+    orphan.state.key = None
+    orphan.on_session_start("orphan-child", platform="subagent", conversation_id=None)
+    hooks["subagent_start"](parent_session_id="cron_x_20260101_000000", child_session_id="orphan-child")
+    assert rt.store.session("orphan-child").scope == ""

@@ -6,7 +6,8 @@ on the host's delegation pool, while the parent goes on). The child agent's goal
 fake model call ``todo`` over and over with a long item (about 5,000 tokens a call) until the
 child's iteration budget (6) runs out, so the child's own engine copy compacts (fresh tail 4).
 ``/trove status`` runs before the delegation, while the child runs and after it has finished
-(the child's engine copy is then gone), then one more parent turn.
+(the child's engine copy is then gone), then one more parent turn. The child's session takes the
+parent's owner scope (``local``), so a later CLI session's ``trove_recall`` reaches what the child saw.
 
 Hermes 0.19 never hands a child the context-engine tools (``delegate_task`` strips the
 ``context_engine`` toolset, whose tool list is empty), so the child cannot call ``trove_*``;
@@ -27,6 +28,7 @@ CHILD_NOTE = "child note KESTREL-2290"
 FILLER = " ".join(f"kestrel{k % 97}" for k in range(2500))  # about 5,000 tokens per todo call
 AFTER = "after the child: what next?"
 CHILD_BUDGET = 6
+LATER = f'a later session <<tool:trove_recall {json.dumps({"query": "KESTREL-2290", "include": "verbatim"})}>>'
 
 
 def child_goal() -> str:
@@ -62,8 +64,10 @@ def delegated(make_home, fake_llm) -> dict[str, Any]:
                                      {"chat": AFTER}]}, "delegate", timeout=240)
     requests = fake_llm.requests()[start:]
     sessions = query(home.db_path, "SELECT session_id, platform, scope FROM sessions ORDER BY created_at")
+    start = len(fake_llm.requests())
+    later = home.run_driver({"turns": [LATER], "max_iterations": 4}, "delegate-later")
     return {"home": home, "run": run, "requests": requests, "sessions": sessions,
-            "parent": run["steps"][0]["session_id"]}
+            "parent": run["steps"][0]["session_id"], "later": later, "later_requests": fake_llm.requests()[start:]}
 
 
 def children(delegated: dict[str, Any]) -> list[str]:
@@ -72,7 +76,7 @@ def children(delegated: dict[str, Any]) -> list[str]:
 
 def test_the_child_is_stored_under_its_own_session_and_the_parent_keeps_its_own(delegated):
     db, parent = delegated["home"].db_path, delegated["parent"]
-    assert [s[0] for s in delegated["sessions"] if s[0] != parent] == children(delegated)
+    assert [s[0] for s in delegated["sessions"] if s[0] != parent] == children(delegated)  # before the later run
     assert len(children(delegated)) == 1, delegated["sessions"]
     child = children(delegated)[0]
     todo_results = "SELECT COUNT(*) FROM messages WHERE session_id = ? AND role = 'tool' AND content LIKE ?"
@@ -84,6 +88,15 @@ def test_the_child_is_stored_under_its_own_session_and_the_parent_keeps_its_own(
     child_rows = query(db, "SELECT role, content FROM messages WHERE session_id = ? ORDER BY store_id", (child,))
     assert child_rows[0] == ("user", child_goal())
     assert [r for r, _ in child_rows].count("tool") == CHILD_BUDGET - 1
+
+
+def test_the_child_takes_the_parent_owner_scope_and_a_later_session_recalls_what_it_saw(delegated):
+    db, parent, child = delegated["home"].db_path, delegated["parent"], children(delegated)[0]
+    assert query(db, "SELECT scope, previous_session_id FROM sessions WHERE session_id = ?", (child,)) == \
+        [("local", parent)]
+    bodies = [b for b in chat_requests(delegated["later_requests"]) if b["messages"][-1].get("role") == "tool"]
+    hits = json.loads(str(bodies[0]["messages"][-1]["content"]))["hits"]
+    assert any(h.get("session_id") == child and "KESTREL" in json.dumps(h) for h in hits), hits
 
 
 def test_the_child_compacted_with_its_own_nodes_and_the_parent_summaries_cover_only_parent_rows(delegated):
