@@ -140,3 +140,15 @@ def test_a_delegate_task_child_takes_the_owner_scope_of_the_session_that_delegat
     orphan.on_session_start("orphan-child", platform="subagent", conversation_id=None)
     hooks["subagent_start"](parent_session_id="cron_x_20260101_000000", child_session_id="orphan-child")
     assert rt.store.session("orphan-child").scope == ""
+
+
+def test_a_delegate_task_child_is_not_told_the_recall_policy_naming_tools_it_lacks(tmp_path):
+    rt = build_runtime(make_config(tmp_path))
+    hooks = make_hooks(rt)
+    make_engine(rt, session="p-1")
+    child = make_engine(rt, session="p-1-child", platform="subagent")
+    assert child.state.mode == "active"
+    asked = {"user_message": "go", "conversation_history": [user("go")]}
+    parent_context = hooks["pre_llm_call"](session_id="p-1", platform="cli", **asked)
+    assert "TROVE recall policy" in parent_context["context"]
+    assert hooks["pre_llm_call"](session_id="p-1-child", platform="subagent", **asked) is None

@@ -28,6 +28,7 @@ CHILD_NOTE = "child note KESTREL-2290"
 FILLER = " ".join(f"kestrel{k % 97}" for k in range(2500))  # about 5,000 tokens per todo call
 AFTER = "after the child: what next?"
 CHILD_BUDGET = 6
+POLICY = "TROVE recall policy"
 LATER = f'a later session <<tool:trove_recall {json.dumps({"query": "KESTREL-2290", "include": "verbatim"})}>>'
 
 
@@ -125,6 +126,9 @@ def test_the_child_gets_no_trove_tools_from_this_host_and_the_parent_keeps_them(
     assert all(not any(n.startswith("trove_") for n in tool_names(b)) for b in child_bodies)
     parent_bodies = [b for b in bodies if b not in child_bodies]
     assert all("trove_grep" in tool_names(b) for b in parent_bodies)
+    # so trove does not tell the child to call tools it was not given; the parent still gets the policy
+    assert not [b for b in child_bodies if POLICY in json.dumps(b["messages"])]
+    assert POLICY in json.dumps(parent_bodies[0]["messages"])
 
 
 def test_the_parent_turn_after_the_child_is_bounded_and_carries_none_of_the_child_transcript(delegated):
