@@ -25,7 +25,7 @@ from .compaction.policy import enforce_budget, select_fresh_tail, trim_head_tail
 from .compaction.summarize import Summarizer
 from .compaction.window import MIN_TARGET, measure_overhead, plan_trigger
 from .config import reserve_floor_cap, scoped_home
-from .filters import host_side_agent, takes_foreground
+from .filters import UNSTORED, host_side_agent, takes_foreground
 from .hostbase import ContextEngine, branched_from, host_entry, host_message_tokens
 from .ingest import Identify, is_synthetic, memo_identity
 from .models import Complete, host_complete
@@ -363,14 +363,14 @@ class TroveEngine(ContextEngine):
         except Exception as exc:
             self._storage_error(exc, f"carry-over from {old} to {new}")
 
-    def _bypassed(self) -> bool:
-        return self.state.mode in ("ignored", "stateless")
+    def _bypassed(self) -> bool:  # or turned stateless after its bind (the subagent of a cron job)
+        return self.state.mode in UNSTORED or self.runtime.bound_sessions.get(self.session_id) in UNSTORED
 
     def _delegating(self, probe: bool = True) -> str:
         """Why compaction goes to the host's compressor now ("" = trove compacts). ``probe`` lets an
         unusable store be retried here once its backoff has passed."""
         if self._bypassed():
-            return f"{self.state.mode} session"
+            return f"{self.runtime.bound_sessions.get(self.session_id, self.state.mode)} session"
         usable = self.runtime.store_usable(self.state.key) if probe else self.runtime.health.usable
         return "" if usable else "store unusable"
 
@@ -402,9 +402,9 @@ class TroveEngine(ContextEngine):
             raise
 
     def _ingest(self, key: SessionKey, messages: list[dict[str, Any]], identity: Identify | None = None) -> int:
-        filters = self.runtime.filters
-        if filters.ignored_by(key.session_id, key.platform) or filters.stateless_by(key.session_id, key.platform) \
-                or host_side_agent(key.session_id, key.platform):
+        filters, sid = self.runtime.filters, key.session_id
+        if filters.ignored_by(sid, key.platform) or filters.stateless_by(sid, key.platform) \
+                or host_side_agent(sid, key.platform) or self.runtime.bound_sessions.get(sid) in UNSTORED:
             return 0
         result = self.runtime.store.ingest(key, messages, skip=self.runtime.skip_message, identity=identity)
         return len(result.store_ids)

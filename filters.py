@@ -50,6 +50,8 @@ def host_side_agent(session_id: str, platform: str = "", thread_name: str | None
     return None
 
 
+# The binding modes whose sessions trove stores nothing for.
+UNSTORED = frozenset({"ignored", "stateless"})
 # A ``delegate_task`` child runs with platform "subagent": it is stored like any session, but it
 # works for the conversation that delegated, which /trove keeps addressing.
 WORKER_PLATFORMS = frozenset({"subagent"})

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from . import subsystems, tokens
 from .compaction import assembly
 from .config import scoped_home
-from .filters import WORKER_PLATFORMS, host_side_agent
+from .filters import UNSTORED, WORKER_PLATFORMS, host_side_agent
 from .payloads import replay
 from .payloads import sidecar as payloads
 from .payloads.redact import Redactor
@@ -166,10 +166,16 @@ def make_hooks(base: Runtime) -> dict[str, Callable[..., Any]]:
     def subagent_start(**kw: Any) -> None:
         """A ``delegate_task`` child works for the session that delegated: its session takes that
         session's owner scope and names it as its previous one, so the parent's conversation can
-        recall what the child saw (an unscoped child was readable by no other session)."""
+        recall what the child saw (an unscoped child was readable by no other session). The child
+        of a session trove stores nothing for (a cron job) is stateless like its parent."""
         runtime = base.for_home(scoped_home())
         parent, child = str(kw.get("parent_session_id") or ""), str(kw.get("child_session_id") or "")
-        if not parent or runtime.bound_sessions.get(child) != "active" or not runtime.store_usable():
+        if not parent or runtime.bound_sessions.get(child) != "active":
+            return
+        if runtime.bound_sessions.get(parent) in UNSTORED:
+            runtime.bound_sessions[child] = str(runtime.bound_sessions[parent])
+            return
+        if not runtime.store_usable():
             return
         row, owner = runtime.store.session(child), runtime.store.session(parent)
         if row is not None and not row.scope and owner is not None and owner.scope:

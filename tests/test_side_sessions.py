@@ -152,3 +152,24 @@ def test_a_delegate_task_child_is_not_told_the_recall_policy_naming_tools_it_lac
     parent_context = hooks["pre_llm_call"](session_id="p-1", platform="cli", **asked)
     assert "TROVE recall policy" in parent_context["context"]
     assert hooks["pre_llm_call"](session_id="p-1-child", platform="subagent", **asked) is None
+
+
+def test_the_subagent_of_a_cron_job_is_stateless_like_the_job(tmp_path):
+    rt = build_runtime(make_config(tmp_path))
+    hooks = make_hooks(rt)
+    job = make_engine(rt, session="cron_abc_20260301_090000", platform="cron")
+    assert job.state.mode == "stateless"
+    child = copy.deepcopy(job)
+    child.state.key = None
+    child.on_session_start("20260301_090001_c0ffee", platform="subagent", conversation_id=None)
+    assert child.state.mode == "active"
+    hooks["subagent_start"](parent_session_id="cron_abc_20260301_090000", child_session_id="20260301_090001_c0ffee")
+    hooks["post_llm_call"](session_id="20260301_090001_c0ffee", platform="subagent", conversation_history=chat(4),
+                           assistant_response="ok")
+    assert child.ingest(chat(6)) == 0
+    assert child._delegating() == "stateless session"  # its compaction goes to the host's compressor
+    assert rt.store.count("20260301_090001_c0ffee") == 0
+    child.on_session_end("20260301_090001_c0ffee", chat(6))
+    assert rt.store.count("20260301_090001_c0ffee") == 0
+    assert hooks["pre_llm_call"](session_id="20260301_090001_c0ffee", platform="subagent",
+                                 user_message="go", conversation_history=[user("go")]) is None

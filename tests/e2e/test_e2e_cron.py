@@ -5,7 +5,8 @@ The owner's CLI session stores a fact first. The cron job (platform ``cron``, se
 for the owner's. A later CLI session then recalls the cron job's fact. Trove keeps cron sessions
 stateless: it stores nothing for them, and a cron session has no owner scope, so its cross-session
 reads see only itself, like any unscoped session (docs/operator-guide.md, "Sessions the host runs
-on the side" and "Who sees which sessions").
+on the side" and "Who sees which sessions"). A second job hands its work to a ``delegate_task``
+child: the child is stateless like the job, so trove stores nothing of either.
 """
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ from typing import Any
 import pytest
 
 from .harness import FALLBACK_WARNING, HERE, chat_requests, query, tool_names
+from .test_e2e_delegate import delegate
 
 FACT = "please remember: the greenhouse alarm code is PLOVER-6612."
 CRON_FACT = "cron job note: the nightly report id is WREN-8840."
 CRON_PROMPT = f'{CRON_FACT} <<tool:trove_recall {json.dumps({"query": "greenhouse alarm code"})}>>'
+CHILD_TASK = "child of the cron job: note the kite count KITE-4417."
 LATER = f'<<tool:trove_recall {json.dumps({"query": "nightly report id WREN-8840"})}>>'
 
 
@@ -78,3 +81,28 @@ def test_no_exception_or_fallback_reaches_the_host(cron):
     assert FALLBACK_WARNING not in logs and "failed (the host carries on)" not in logs
     for part in ("ran", "owner", "later"):
         assert not [w for w in cron[part]["warnings"] if "trove" in w.lower()], cron[part]["warnings"]
+
+
+
+@pytest.fixture(scope="module")
+def cron_delegating(make_home, fake_llm) -> dict[str, Any]:
+    """A cron job that hands its work to a ``delegate_task`` child (the host runs it synchronously)."""
+    home = make_home()
+    start = len(fake_llm.requests())
+    ran = home.run_driver({"jobs": [{"prompt": delegate(CHILD_TASK), "name": "delegating",
+                                     "toolsets": ["todo", "context_engine", "delegation"]}]}, "cron-delegating",
+                          script=HERE / "cron_driver.py")
+    return {"home": home, "ran": ran, "requests": fake_llm.requests()[start:]}
+
+
+def test_the_subagent_of_a_cron_job_is_stateless_like_the_job(cron_delegating):
+    [run] = cron_delegating["ran"]["runs"]
+    assert run["ok"] and '"status": "completed"' in run["final"], run
+    child_bodies = [b for b in chat_requests(cron_delegating["requests"])
+                    if CHILD_TASK in str(b["messages"][1].get("content"))]
+    assert child_bodies  # the child ran and asked the model
+    db = cron_delegating["home"].db_path
+    assert query(db, "SELECT COUNT(*) FROM messages") == [(0,)]
+    assert query(db, "SELECT COUNT(*) FROM summary_nodes") == [(0,)]
+    assert not [s for (s,) in query(db, "SELECT session_id FROM sessions") if s.startswith("cron_")]
+    assert not [w for w in cron_delegating["ran"]["warnings"] if "trove" in w.lower()]
