@@ -32,18 +32,28 @@ POLICY = "TROVE recall policy"
 LATER = f'a later session <<tool:trove_recall {json.dumps({"query": "KESTREL-2290", "include": "verbatim"})}>>'
 
 
-def child_goal() -> str:
-    todo = json.dumps({"todos": [{"id": "1", "content": f"{CHILD_NOTE} {FILLER}", "status": "pending"}]})
+def child_goal(note: str = CHILD_NOTE) -> str:
+    todo = json.dumps({"todos": [{"id": "1", "content": f"{note} {FILLER}", "status": "pending"}]})
     return f"child task: keep noting. <<loop>> <<tool:todo {todo}>>"
 
 
 def delegate(goal: str) -> str:
     """A parent turn whose tool marker calls delegate_task with ``goal``: the goal's braces and
     angle brackets are JSON escapes, so the parent's own marker parsing sees none of its markers."""
+    return f'delegate this <<tool:delegate_task {{"goal": {escaped(goal)}, "background": false}}>>'
+
+
+def delegate_batch(goals: list[str]) -> str:
+    """A parent turn calling delegate_task with one task per goal (the host runs them in parallel)."""
+    tasks = ", ".join('{"goal": ' + escaped(g) + "}" for g in goals)
+    return f'fan out <<tool:delegate_task {{"tasks": [{tasks}], "background": false}}>>'
+
+
+def escaped(goal: str) -> str:
     literal = json.dumps(goal)
     for char, escape in (("{", "\\u007b"), ("}", "\\u007d"), ("<", "\\u003c"), (">", "\\u003e")):
         literal = literal.replace(char, escape)
-    return f'delegate this <<tool:delegate_task {{"goal": {literal}, "background": false}}>>'
+    return literal
 
 
 def session_field(output: str, name: str) -> str:
@@ -147,3 +157,49 @@ def test_no_exception_or_fallback_reaches_the_host(delegated):
     assert FALLBACK_WARNING not in logs
     assert "Traceback" not in logs and "failed (the host carries on)" not in logs
     assert not [w for w in delegated["run"]["warnings"] if "trove" in w.lower()], delegated["run"]["warnings"]
+
+
+BATCH = [f"batch note GANNET-{n}" for n in (101, 202, 303)]
+
+
+@pytest.fixture(scope="module")
+def fanned(make_home, fake_llm) -> dict[str, Any]:
+    """Three children at once (the host's default of three parallel children), each compacting."""
+    home = make_home(TROVE_FRESH_TAIL_COUNT="4")
+    with (home.home / "config.yaml").open("a", encoding="utf-8") as fh:
+        fh.write(f"delegation:\n  max_iterations: {CHILD_BUDGET}\n")
+    start = len(fake_llm.requests())
+    run = home.run_driver({"mode": "cli", "toolsets": ["todo", "context_engine", "delegation"], "max_iterations": 6,
+                           "steps": [{"chat": PARENT_FACT}, {"chat": delegate_batch([child_goal(n) for n in BATCH])},
+                                     {"wait_delegations": 180}, {"chat": AFTER}]}, "fan-out", timeout=300)
+    return {"home": home, "run": run, "requests": fake_llm.requests()[start:], "parent": run["steps"][0]["session_id"]}
+
+
+def test_parallel_children_each_store_their_own_transcript_once_and_compact_apart(fanned):
+    db, parent = fanned["home"].db_path, fanned["parent"]
+    assert fanned["run"]["steps"][2]["still_running"] == 0
+    rows = query(db, "SELECT session_id, platform, scope, previous_session_id FROM sessions WHERE session_id != ?",
+                 (parent,))
+    assert len(rows) == 3 and {r[1:] for r in rows} == {("subagent", "local", parent)}, rows
+    firsts = {}
+    for sid, *_ in rows:
+        stored = query(db, "SELECT role, content FROM messages WHERE session_id = ? ORDER BY store_id", (sid,))
+        firsts[sid] = stored[0][1]
+        assert [r for r, _ in stored].count("tool") == CHILD_BUDGET - 1
+        note = next(n for n in BATCH if n in stored[0][1])
+        assert all(note in c for r, c in stored if r == "tool")  # only its own todo results
+        assert query(db, "SELECT COUNT(*) FROM summary_nodes WHERE session_id = ?", (sid,))[0][0] >= 1
+    assert sorted(firsts.values()) == sorted(child_goal(n) for n in BATCH)
+    crossing = query(db, "SELECT COUNT(*) FROM summary_nodes n JOIN node_messages nm ON nm.node_id = n.node_id"
+                         " JOIN messages m ON m.store_id = nm.store_id WHERE n.session_id != m.session_id")
+    assert crossing == [(0,)]
+    assert [c for (c,) in query(db, "SELECT content FROM messages WHERE session_id = ? AND role = 'user'"
+                                    " ORDER BY store_id", (parent,))] == \
+        [PARENT_FACT, delegate_batch([child_goal(n) for n in BATCH]), AFTER]
+
+
+def test_parallel_children_reach_no_error_in_the_host_log(fanned):
+    logs = fanned["home"].host_logs()
+    assert "database is locked" not in logs and "Traceback" not in logs
+    assert "failed (the host carries on)" not in logs and FALLBACK_WARNING not in logs
+    assert not [w for w in fanned["run"]["warnings"] if "trove" in w.lower()], fanned["run"]["warnings"]
