@@ -12,7 +12,8 @@ command table. The gateway's session ids live in a state file, so a second run i
 Steps: ``{"chat": NAME, "text": ...}``, ``{"chat": NAME, "command": "/new" | "/compress [focus]"
 | "hygiene" | "/trove ..."}``, ``{"chat": NAME, "seed": PAIRS, "size": CHARS}`` (a transcript
 written to state.db before trove ever saw the chat), ``{"parallel": [steps]}`` (one thread
-each) and ``{"seq": [steps]}``. A chat with a ``"profile"`` is served as a multiplexed gateway
+each), ``{"seq": [steps]}`` and ``{"wait_delegations": SECONDS}`` (until the background
+``delegate_task`` children have finished). A chat with a ``"profile"`` is served as a multiplexed gateway
 serves a secondary profile: each of its steps runs inside the host's own per-turn profile scope
 (``gateway.run._profile_runtime_scope``: that profile's home and secrets, this process's plugins).
 """
@@ -24,6 +25,7 @@ import json
 import os
 import sys
 import threading
+import time
 import traceback
 import types
 import uuid
@@ -213,6 +215,13 @@ class Gateway:
             return {"parallel": results}
         if "seq" in step:
             return {"seq": [self.step(s) for s in step["seq"]]}
+        if "wait_delegations" in step:  # until the background delegate_task children have finished
+            from tools.async_delegation import active_count
+
+            deadline = time.monotonic() + float(step["wait_delegations"])
+            while active_count() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            return {"step": step, "still_running": active_count()}
         name, command = step.get("chat", ""), str(step.get("command", ""))
         try:
             with self.profile_scope(name):

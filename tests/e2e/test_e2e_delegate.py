@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from .harness import FALLBACK_WARNING, chat_requests, query, request_tokens, tool_names
+from .harness import FALLBACK_WARNING, GATEWAY_DRIVER, chat_requests, query, request_tokens, tool_names
 
 PARENT_FACT = "please remember: the parent vault code is HERON-4410."
 CHILD_NOTE = "child note KESTREL-2290"
@@ -228,3 +228,41 @@ def test_parallel_children_reach_no_error_in_the_host_log(fanned):
     assert "database is locked" not in logs and "Traceback" not in logs
     assert "failed (the host carries on)" not in logs and FALLBACK_WARNING not in logs
     assert not [w for w in fanned["run"]["warnings"] if "trove" in w.lower()], fanned["run"]["warnings"]
+
+
+GW = {"T": {"platform": "telegram", "user": "5151", "key": "agent:main:telegram:dm:5151"},
+      "U": {"platform": "telegram", "user": "6262", "key": "agent:main:telegram:dm:6262"}}
+GW_NOTE = "gateway child note OSPREY-3131"
+
+
+def recall(query_text: str) -> str:
+    return f'<<tool:trove_recall {json.dumps({"query": query_text, "include": "verbatim"})}>>'
+
+
+@pytest.fixture(scope="module")
+def in_chat(make_home, fake_llm) -> dict[str, Any]:
+    """A Telegram chat delegates; another chat and the first chat's next session recall."""
+    home = make_home()
+    steps = [{"chat": "T", "text": delegate(f"child task from the chat: {GW_NOTE}")}, {"wait_delegations": 120},
+             {"chat": "U", "text": recall("OSPREY-3131")}, {"chat": "T", "command": "/new"},
+             {"chat": "T", "text": recall("OSPREY-3131")}]
+    run = home.run_driver({"chats": GW, "state": str(home.root / "gw.json"), "steps": steps}, "gw-delegate",
+                          timeout=300, script=GATEWAY_DRIVER)
+    return {"home": home, "steps": run["steps"], "warnings": run["warnings"]}
+
+
+def test_a_chats_child_takes_the_chats_scope_and_only_that_chat_recalls_it(in_chat):
+    for s in in_chat["steps"]:
+        assert "error" not in s, s["error"]
+    assert in_chat["steps"][1]["still_running"] == 0
+    db, parent = in_chat["home"].db_path, in_chat["steps"][0]["session_id"]
+    [(child, scope, previous)] = query(db, "SELECT session_id, scope, previous_session_id FROM sessions"
+                                           " WHERE platform = 'subagent'")
+    assert (scope, previous) == (f"telegram:{GW['T']['key']}", parent)
+    assert query(db, "SELECT role, content FROM messages WHERE session_id = ? ORDER BY store_id LIMIT 1",
+                 (child,)) == [("user", f"child task from the chat: {GW_NOTE}")]
+    other = json.loads(in_chat["steps"][2]["tool_results"]["trove_recall"])
+    assert other["hits"] == [] and "gateway child note" not in json.dumps(other)
+    own = json.loads(in_chat["steps"][4]["tool_results"]["trove_recall"])
+    assert child in {h.get("session_id") for h in own["hits"]}, own["hits"]
+    assert not [w for w in in_chat["warnings"] if "trove" in w.lower()], in_chat["warnings"]
