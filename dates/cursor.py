@@ -216,7 +216,9 @@ class TokenCursor:
             return None
         if token.low in lx.WEEKDAYS:
             weekday = lx.WEEKDAYS[token.low]
-        elif abbreviations and token.low in lx.WEEKDAY_ABBREVIATIONS and (token.capitalised or self.standalone):
+        elif token.low in lx.WEEKDAY_ABBREVIATIONS and (
+                token.low in lx.PLAIN_WEEKDAY_ABBREVIATIONS or (token.capitalised or self.standalone) and (
+                    abbreviations or self.low(index - 1) == "on")):
             weekday = lx.WEEKDAY_ABBREVIATIONS[token.low]
         elif token.base in lx.WEEKDAYS and token.base != token.low:  # "Sunday's run": that day's, a noun after it
             after = self.tok(index + 1)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from . import clock, holidays, parts, present, ranges, spans, written
+from . import clock, counts, holidays, parts, present, ranges, spans, written
 from . import intervals as iv
 from . import lexicon as lx
 from .cursor import Hit, TokenCursor
@@ -28,16 +28,19 @@ HABIT = "a habit, not one time"
 
 _CONTEXT = lx.MONTH_CONTEXT | lx.YEAR_CONTEXT
 _NOT_FROM_NOW = frozenset({"had", "hadn't", "hasn't", "haven't", "not", "never"})  # "it hasn't been a week since"
-_SINGULAR = frozenset({"week", "month", "year"})
+_SINGULAR = frozenset({"week", "month", "year", "fortnight", "decade", "century"})
 _DAY_LEADS = frozenset({"on", "by", "until", "till", "since"})  # "by the 20th": a bare ordinal needs one
+_VAGUE_BY_FIRST: dict[str, list[tuple[str, ...]]] = {}  # "the" -> ("the", "other", "day"), ...
+for _phrase in lx.VAGUE_PHRASES:
+    _VAGUE_BY_FIRST.setdefault(_phrase[0], []).append(_phrase)
 MAX_COUNT = {"day": 3660, "week": 520, "weekend": 520, "month": 1200, "year": 200}
 _TRIGGERS = frozenset(
-    {"today", "tonight", "yesterday", "tomorrow", "the", "day", "last", "past", "this", "next", "on", "a", "an",
+    {"the", "day", "last", "past", "this", "next", "on", "a", "an",
      "recently", "lately", "long", "not", "in", "for", "over", "during", "through", "throughout", "more", "less",
      "between", "earlier", "later"}
     | lx.MONTH_CONTEXT | lx.YEAR_CONTEXT | lx.APPROXIMATORS | lx.VAGUE_QUANTITIES | set(lx.NUMBER_WORDS)
     | set(lx.MONTHS) | set(lx.MONTH_ABBREVIATIONS) | set(lx.WEEKDAYS) | set(lx.WEEKDAY_ABBREVIATIONS)
-    | lx.SEASONS | set(lx.ORDINALS) | lx.HOLIDAY_LEADS | {"half"}
+    | lx.SEASONS | set(lx.ORDINALS) | lx.HOLIDAY_LEADS | {"half"} | set(counts.TENS) | set(lx.DAY_WORDS)
     | holidays.TRIGGERS | spans.TRIGGERS | present.TRIGGERS
 )
 
@@ -170,10 +173,9 @@ class _Scanner:
 
     def _day_word(self, index: int) -> Hit | None:
         """today/tonight/yesterday/tomorrow (+ morning...), the day before yesterday / after tomorrow."""
-        offsets = {"today": 0, "tonight": 0, "yesterday": -1, "tomorrow": 1}
         base = self.c.base(index)
-        if base in offsets:
-            return self.c.day(self.c.skip_part_of_day(index + 1), offsets[base])
+        if base in lx.DAY_WORDS:
+            return self.c.day(self.c.skip_part_of_day(index + 1), lx.DAY_WORDS[base])
         at = index + 1 if base == "the" else index
         if self.c.low(at) == "day" and self.c.low(at + 1) in ("before", "after"):
             pair = (self.c.low(at + 1), self.c.base(at + 2))
@@ -195,7 +197,8 @@ class _Scanner:
             future_form, at = True, at + 1
         half = self.c.low(at) == "half" and self.c.low(at + 1) in lx.ARTICLES  # "half a year ago"
         at += half
-        vague, count = False, lx.number_value(self.c.tok(at))
+        vague, read = False, counts.read(self.c, at)
+        count = None if read is None else read.value
         if self.c.low(at)[:1].isdigit() and self.c.low(at - 1) in (".", ",") and self.c.low(at - 2).isdigit() \
                 and self.c.touching(at - 2) and self.c.touching(at - 1):
             return None  # "1.5 years ago": a decimal count names no calendar unit
@@ -203,26 +206,28 @@ class _Scanner:
             vague, at = True, at + 2
         elif self.c.low(at) in lx.VAGUE_QUANTITIES:
             vague, at = True, at + 1
-        elif count is not None:
-            at += 1
+        elif read is not None:  # "2-3 days ago", "two or three": somewhere between, so approximate
+            at, approximate = read.stop, approximate or read.ranged
         else:
             return None
         if vague and self.c.low(at) == "of":
             at += 1
-        unit, weekday = lx.UNITS.get(self.c.low(at)), self._plural_weekday(at)
+        (unit, count), weekday = counts.unit_at(self.c, at, count), self._plural_weekday(at)
         if self.c.low(at) in lx.CLOCK_UNITS:  # "3 hours ago", "in ten minutes"
             if onset or (future_form and self.c.tense(index, at + 1) != "future"):
                 return None
             return clock.ago(self.c, at, count, VAGUE_QUANTITY if vague else APPROXIMATE if approximate else None,
                              future=future_form)
-        if unit is None and self.c.low(at) in lx.FORTNIGHTS:  # two weeks each
-            unit, count = "week", None if count is None else 2 * count
         if unit is None and weekday is None:
             return None
         if half:  # half a year is six months; half of any other unit names no calendar unit
             unit, count, approximate = ("month", 6, approximate) if unit == "year" else (unit, count, True)
-        if unit == "year" and count is not None and [self.c.low(at + i) for i in (1, 2, 3)] == ["and", "a", "half"]:
-            unit, count, at = "month", 12 * count + 6, at + 3  # "a year and a half ago": 18 months
+        plus_half = [self.c.low(at + i) for i in (1, 2, 3)] == ["and", "a", "half"] and count is not None
+        at += 3 * plus_half
+        if count is not None and (plus_half or (read is not None and read.half)):  # "a year and a half": 18 months
+            unit, count, approximate = ("month", 12 * count + 6, approximate) if unit == "year" else (unit, count, True)
+        if counts.unit_or_count(self.c, at + 1):  # "a year or two ago", "a week or so ago"
+            approximate, at = True, at + 2
         after = self.c.low(at + 1)
         if onset:
             if after != "now":
@@ -297,12 +302,12 @@ class _Scanner:
         if word not in ("last", "this", "next", "past") or self.c.low(index - 1) in lx.POSSESSIVE_BLOCKERS:
             return None
         if word == "past":  # "past 3 days", "past week"; not "past years" (no count) or "walked past the"
-            counted = lx.number_value(self.c.tok(index + 1), allow_article=False) is not None
+            counted = counts.read(self.c, index + 1, article=False) is not None
             return self._rolling(index, index + 1) if counted or self.c.low(index + 1) in _SINGULAR else None
         step, at = written.STEP[word], index + 1
         if word == "this" and self.c.low(at) in ("past", "coming"):
             step, at = (-1 if self.c.low(at) == "past" else 1), at + 1
-        target = self.c.base(at)
+        target = lx.UNIT_SHORT.get(self.c.base(at), self.c.base(at))  # "last yr" is last year
         if target in ("night", "evening") and step == -1:
             return self.c.day(at + 1, -1)
         if target in lx.PARTS_OF_DAY and word == "this":
@@ -335,6 +340,8 @@ class _Scanner:
             return Hit(at + 1, *iv.month_span(year, month), "month")
         if target in lx.SEASONS:
             return Hit(at + 1, reason=SEASON)
+        if word == "last" and target in counts.MULTIPLES:
+            return Hit(at + 1, reason=counts.LAST_MULTIPLE)  # "last decade": the 2010s, or the past ten years?
         if word == "last" or (word == "this" and step < 0):
             return self._rolling(index, at)
         return None
@@ -410,20 +417,20 @@ class _Scanner:
 
     def _rolling(self, index: int, at: int) -> Hit | None:
         """"(the) past/last [N] days|weeks|months|years": N units of days ending with the observation day."""
-        count, vague = lx.number_value(self.c.tok(at), allow_article=False), self.c.low(at) in lx.VAGUE_QUANTITIES
+        read, vague = counts.read(self.c, at, article=False), self.c.low(at) in lx.VAGUE_QUANTITIES
         if self.c.low(at) in lx.ARTICLES and self.c.low(at + 1) in lx.VAGUE_QUANTITIES:
             at, vague = at + 1, True
-        unit_at = at + 1 if (count is not None or vague) else at
+        unit_at = read.stop if read is not None else at + vague
         unit_at += vague and self.c.low(unit_at) == "of"  # "the last couple of days"
-        unit = lx.UNITS.get(self.c.low(unit_at))
+        unit, count = counts.unit_at(self.c, unit_at, read.value if read is not None else 1)
         if unit is None or unit == "weekend" or self.c.low(unit_at + 1) in ("of", "before", "after"):
             return None
-        if count is None and not vague and unit == "day":
+        if read is None and not vague and unit == "day":
             return None
         stop = unit_at + 1
-        if vague:
-            return Hit(stop, reason=VAGUE_QUANTITY)
-        count = count or 1
+        if vague or (read is not None and (read.half or read.ranged)):  # "the past 2-3 days"
+            return Hit(stop, reason=VAGUE_QUANTITY if vague else APPROXIMATE)
+        assert count is not None
         if not 1 <= count <= MAX_COUNT[unit]:
             return _out_of_range(stop, unit, count)
         if unit == "day":
@@ -499,7 +506,7 @@ class _Scanner:
             year = written.relative_year(self.c, year_at)
             if year is not None:
                 return Hit(year_at + 2, *iv.month_span(year, month), "month")
-            if context and self.c.low(at) in lx.MONTHS:
+            if context and (self.c.low(at) in lx.MONTHS or self.c.low(at - 1) in lx.SHORT_MONTH_LEADS):
                 forward = self.c.tense(at) == "future"
                 if not (forward or self.nested or self.c.standalone) and self.c.habitual(at):
                     return Hit(at + 1, reason=HABIT)  # "in May we always plant tomatoes"
@@ -552,7 +559,7 @@ class _Scanner:
 
     def _vague(self, index: int) -> Hit | None:
         """"recently", "lately", "a while ago", "the other day"...: no time to resolve."""
-        for phrase in lx.VAGUE_PHRASES:
+        for phrase in _VAGUE_BY_FIRST.get(self.c.low(index), ()):
             if all(self.c.low(index + offset) == word for offset, word in enumerate(phrase)):
                 return Hit(index + len(phrase), reason=VAGUE)
         return None

@@ -7,7 +7,8 @@ no date; read as a relation's stated day ("the day after Christmas") it needs ne
 ("born on Christmas Day") is in a year its words do not give. "Happy Halloween!" greets the day it is
 said on when that is the holiday, else names no day. A holiday
 whose date moves with the year or differs by country (Easter, Thanksgiving, Mother's Day) is named
-with the reason, not guessed.
+with the reason, not guessed; with no lead word before a noun ("Black Friday deals") it names no
+day. "New Year's" alone needs a lead word ("for New Year's", "at New Year") and is its eve and its day.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ _NAMES: dict[str, list[tuple[str, ...]]] = {}  # first word -> the names it open
 for _name in sorted((*lx.FIXED_HOLIDAYS, *lx.MOVABLE_HOLIDAYS), key=len, reverse=True):
     _NAMES.setdefault(_name[0], []).append(_name)
 TRIGGERS = frozenset(_NAMES)
+_NEW_YEAR = ("new", "year")
 
 
 def holiday(c: TokenCursor, index: int, *, nested: bool = False) -> Hit | None:
@@ -38,8 +40,12 @@ def holiday(c: TokenCursor, index: int, *, nested: bool = False) -> Hit | None:
     if at == index and c.greeting(index - 1):  # "Happy Halloween!": a greeting on the day itself
         return c.day_hit(stop, c.today) if fixed == (c.today.month, c.today.day) else None
     year = lx.year_number(c.tok(stop))
-    if at == index and len(name) == 1 and year is None and not (c.standalone or nested):
+    if at == index and (len(name) == 1 or name == _NEW_YEAR) and year is None and not (c.standalone or nested):
         return None  # a bare one-word name is a date alone, after a relation ("the day after") or with a year
+    after = c.tok(stop)
+    if at == index and fixed is None and after is not None and after.text.isalpha() and after.text.islower() and \
+            after.low not in lx.AFTER_NTH and after.low not in lx.PARTS_OF_DAY and not nested:
+        return None  # a movable name with no lead word qualifying a noun: "Black Friday deals", "Mother's Day cards"
     if fixed is None:
         return Hit(stop + (year is not None), reason=MOVABLE)
     month, day = fixed
@@ -55,4 +61,6 @@ def holiday(c: TokenCursor, index: int, *, nested: bool = False) -> Hit | None:
         return Hit(stop, reason=lx.BIRTH)  # "born on Christmas Day": in some year
     else:
         found = iv.day_month_date(c.today, month, day, forward=c.tense(at, stop) == "future")
+    if found is not None and name == _NEW_YEAR:  # the night it begins and its first day
+        return Hit(c.skip_part_of_day(stop), found - iv.DAY, found + iv.DAY, "day")
     return c.day_hit(c.skip_part_of_day(stop), found) if found is not None else None

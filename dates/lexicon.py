@@ -47,11 +47,21 @@ YEAR_CONTEXT = MONTH_CONTEXT | {"year"}
 
 WEEKDAYS = {"monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 4, "saturday": 5,
             "sunday": 6}
-WEEKDAY_ABBREVIATIONS = {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "thu": 3, "thur": 3, "thurs": 3,
+WEEKDAY_ABBREVIATIONS = {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "weds": 2, "thu": 3, "thur": 3, "thurs": 3,
                          "fri": 4, "sat": 5, "sun": 6}
+# short weekday names that are no other English word: a day in any case, alone ("on tues", "Thurs night");
+# other short names ("Fri", and "Mon", "Wed", "Sat", "Sun", words too) alone need a capital and "on" ("on Sat")
+PLAIN_WEEKDAY_ABBREVIATIONS = frozenset({"tue", "tues", "weds", "thu", "thur", "thurs"})
+# words before a short month name alone ("back in Sept", "until Aug"); not "from", "by", "of" or "since",
+# which come before a name as often ("a card from Jan", "since Jan left")
+SHORT_MONTH_LEADS = frozenset({"in", "during", "until", "till", "early", "mid", "late"})
+# words for days and their chat spellings: the offset from the observation day
+DAY_WORDS = {"today": 0, "tonight": 0, "tonite": 0, "yesterday": -1, "yday": -1, "tomorrow": 1, "tmrw": 1,
+             "tmr": 1, "tmw": 1, "tomorow": 1, "tommorow": 1, "tommorrow": 1}
 VAGUE_PHRASES = (("recently",), ("lately",), ("not", "long", "ago"), ("long", "ago"), ("a", "while", "ago"),
                  ("a", "while", "back"), ("some", "time", "ago"), ("a", "long", "time", "ago"), ("the", "other", "day"),
-                 ("the", "other", "week"))
+                 ("the", "other", "week"), ("the", "other", "weekend"), ("the", "other", "night"),
+                 ("the", "other", "evening"), ("the", "other", "morning"), ("the", "other", "afternoon"))
 FREQUENCY = frozenset({"always", "usually", "normally", "typically", "generally", "often", "sometimes", "every",
                        "each", "never"})  # in a clause with no past form: a habit ("in May we always plant tomatoes")
 SEASONS = frozenset({"spring", "summer", "fall", "autumn", "winter"})
@@ -60,8 +70,10 @@ CHANGE_STEMS = ("mov", "push", "postpon", "reschedul", "chang", "shift", "bump",
 PARTS_OF_DAY = frozenset({"morning", "afternoon", "evening", "night"})
 UNITS = {"day": "day", "days": "day", "week": "week", "weeks": "week", "weekend": "weekend",
          "weekends": "weekend", "month": "month", "months": "month", "year": "year", "years": "year",
-         "wk": "week", "wks": "week", "mos": "month", "mths": "month", "yr": "year", "yrs": "year"}
-FORTNIGHTS = frozenset({"fortnight", "fortnights"})  # two weeks each
+         "wk": "week", "wks": "week", "mos": "month", "mth": "month", "mths": "month", "yr": "year", "yrs": "year",
+         "wknd": "weekend", "wknds": "weekend", "wkend": "weekend", "wkends": "weekend"}
+# a unit's short forms after last/this/next ("last yr" is last year, as "last wk" is last week)
+UNIT_SHORT = {"wk": "week", "yr": "year", "mth": "month", "wknd": "weekend", "wkend": "weekend"}
 CLOCK_UNITS = {"hour": 3600, "hours": 3600, "hr": 3600, "hrs": 3600,  # seconds each: "3 hours ago"
                "minute": 60, "minutes": 60, "min": 60, "mins": 60}
 ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "last": -1}  # a week or weekend of a month
@@ -71,10 +83,12 @@ FIXED_HOLIDAYS = {
     ("boxing", "day"): (12, 26), ("new", "year", "eve"): (12, 31), ("new", "years", "eve"): (12, 31),
     ("new", "year", "day"): (1, 1), ("new", "years", "day"): (1, 1), ("halloween",): (10, 31),
     ("valentine", "day"): (2, 14), ("valentines", "day"): (2, 14),
+    ("new", "year"): (1, 1),  # "for New Year's" alone: its eve and its day
 }
 # Holidays whose date moves from year to year or differs between countries: named, never guessed.
 MOVABLE_HOLIDAYS = (("thanksgiving",), ("easter",), ("mother", "day"), ("mothers", "day"), ("father", "day"),
-                    ("fathers", "day"), ("labor", "day"), ("labour", "day"), ("memorial", "day"))
+                    ("fathers", "day"), ("labor", "day"), ("labour", "day"), ("memorial", "day"), ("good", "friday"),
+                    ("black", "friday"), ("cyber", "monday"))
 # A one-word holiday name is a date only after one of these ("at Christmas", not "a Christmas tree").
 HOLIDAY_LEADS = frozenset({"on", "at", "for", "over", "around", "during", "since", "until", "till", "before",
                            "after", "by", "last", "this", "next", "past"})
@@ -85,7 +99,7 @@ PAST_WORDS = frozenset({
     "said", "gave", "left", "bought", "found", "felt", "thought", "began", "won", "lost", "sent",
     "spent", "brought", "caught", "taught", "wrote", "drove", "flew", "ate", "drank", "slept", "kept",
     "held", "heard", "knew", "paid", "stood", "sang", "swam", "threw", "wore", "woke", "broke", "chose",
-    "fell", "forgot", "became", "ago", "yesterday", "didn't", "wasn't", "weren't", "hadn't", "been",
+    "fell", "forgot", "became", "ago", "yesterday", "yday", "didn't", "wasn't", "weren't", "hadn't", "been",
     # irregular pasts that no present, name or common noun shares ("read", "set", "quit" are presents too;
     # "Drew", "Rose", "Lent", "Sat", "a shot" are names, a season, a day, a noun)
     "sold", "built", "fought", "rode", "grew", "hung", "led", "fed", "dug", "shook", "stole", "struck", "spoke",

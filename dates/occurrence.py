@@ -185,15 +185,28 @@ RULES = """\
   bounds (3660 days, 520 weeks or weekends, 1200 months, 200 years). Numeric dates like 3/4/2023
   are unresolved unless one part is > 12. A day past the calendar's ends (year 1, 9999) claims nothing.
 - "(the) <weekday> before last" ("after next") is the one before the last such weekday (after the
-  next); "N <weekday>s ago" the Nth such day strictly before; a fortnight is two weeks; "half a
-  year ago" six months back.
+  next); "N <weekday>s ago" the Nth such day strictly before; a fortnight is two weeks, a decade
+  ten years, a century a hundred; "half a year ago" six months back, "N and a half years" 12N+6
+  months, half of any other unit approximate. Counts are digits or words, compounds of tens
+  ("twenty-one", "forty five": never the "one" alone) and hundreds ("a hundred days ago"); a range
+  of counts ("2-3 days ago", "two or three", "a year or two ago", "a week or so ago") is approximate.
+  "last fortnight" and "last decade" may be the one before this one or the past one up to now:
+  unresolved; "the past (last) fortnight" is the rolling fourteen days.
+- Short forms: "yr", "wk", "mth", "wknd" after last/this/next are the unit ("last yr" is last year);
+  "yday", "tmrw", "tmr", "tonite" are the day words; "tues", "thurs", "weds" (no other English
+  word) are weekdays in any case, "Fri", "Sat", "Sun", "Mon", "Wed" alone only capitalised after
+  "on"; a short month name alone ("back in Sept") after "in", "during", "until", "till", "early",
+  "mid" or "late" (not "from Jan", a name as often). A "re-" form of a start is a timetable verb
+  ("my classes restart in 2 weeks").
 - "the first/second/third/fourth/last week of <month>" is days 1-7, 8-14, 15-21, 22-28 or the
   month's last seven days; the nth (last) weekend of a month its nth (last) Saturday and the
   Sunday after.
 - Holidays on one date every year (Christmas, New Year's Eve and Day, Halloween, Valentine's Day,
   Boxing Day) resolve like a day and month; one-word names need a lead word ("at Christmas") or
-  a year. "Happy Halloween!" is the observation day when it is that holiday, else no day.
-  Holidays whose date moves or differs by country stay unresolved.
+  a year. "New Year's" alone needs one too and is its eve and its day ("for New Year's").
+  "Happy Halloween!" is the observation day when it is that holiday, else no day.
+  Holidays whose date moves or differs by country (Easter, Good Friday, Black Friday) stay
+  unresolved; with no lead word before a noun ("Black Friday deals") they claim nothing.
 - "<weekday> (of) last/this/next week" is that day of that ISO week; "the nth (last) <weekday> of
   <month>" the month's nth (last) such day; "N units from X" and "N units ago today (yesterday)"
   that very day; "N weeks on <weekday>" N weeks after the coming such day ("a week on Tuesday" said

@@ -10,7 +10,7 @@ from . import lexicon as lx
 from .lexicon import Token
 
 _FUTURE_WORDS = frozenset({
-    "will", "won't", "shall", "gonna", "tomorrow", "next", "soon", "upcoming", "plan", "plans",
+    "will", "won't", "shall", "gonna", "tomorrow", "tmrw", "next", "soon", "upcoming", "plan", "plans",
     "planning", "planned", "hoping", "intend", "intending", "let's", "lets", "forward", "wait", "dreading",
 })
 
@@ -175,6 +175,7 @@ _OWNERS = frozenset({"the", "my", "our", "your", "his", "her", "their"})  # befo
 # "I leave on Friday", "we arrive on the 3rd": a personal subject's timetable
 _SCHEDULED_BASE = frozenset({"leave", "depart", "start", "begin", "arrive", "land", "fly", "finish", "open", "close",
                              "come", "return", "graduate", "retire", "run"})
+_RESTARTS = frozenset({"start", "starts", "open", "opens", "launch", "launches", "run", "runs", "begin", "begins"})
 # a present -s of these after a noun subject names a routine, not one scheduled event ("our team trains on Tuesday")
 _ROUTINES = frozenset({"trains", "practices", "practises", "golfs", "works", "swims", "teaches", "coaches",
                        "rehearses", "volunteers", "bowls", "jogs", "preaches", "studies"})
@@ -324,6 +325,8 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
         return "be"
     if low == "go" and after == "back" or low == "get" and after in ("here", "there", "back", "home", "in"):
         low = "return"  # "I go back to work on Monday", "my grandparents get here on Saturday": a return, an arrival
+    if low.startswith("re") and low[2:] in _RESTARTS:
+        low = low[2:]  # the "re-" form of a start is a timetable verb too: "restarts", "reopen", "relaunches"
     if low in _SCHEDULED and _timetable(tokens, index, first, after) or low in _SCHEDULED_BASE and (before in (
             "i", "we", "you", "they") or _noun_subject(tokens, index, first, plural=True)) and after != "to" \
             and not after.endswith("ing"):

@@ -1,0 +1,89 @@
+"""Counts of time units as people write them, read for the "N units ago" and "the past N units" matchers.
+
+A count is digits or a number word ("3", "three", "a"), a compound of tens ("twenty-one", "forty
+five"), hundreds ("a hundred", "two hundred"), "N and a half" (the half kept apart: half a year is
+six months, half of other units names no calendar unit), and a range of counts ("2-3", "two or
+three", "5 to 10"), which is approximate. Units that are multiples of another ("a fortnight", "a
+decade", "a century") are read as that many of the other. Tables and token reading only.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import lexicon as lx
+from .cursor import TokenCursor
+
+TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+        "ninety": 90}
+_RANGE_WORDS = frozenset({"-", "or", "to", "\u2013"})  # "2-3 days", "two or three days", "5 to 10 years"
+# units made of another: (that unit, how many of it)
+MULTIPLES = {"fortnight": ("week", 2), "fortnights": ("week", 2), "decade": ("year", 10),
+             "decades": ("year", 10), "century": ("year", 100), "centuries": ("year", 100)}
+
+LAST_MULTIPLE = "the one before this one, or the past one up to now"  # "last decade", "last fortnight"
+
+
+@dataclass(frozen=True, slots=True)
+class Count:
+    value: int
+    stop: int  # index one past the count's tokens
+    half: bool = False  # "two and a half"
+    ranged: bool = False  # "2-3", "two or three": an approximate count
+
+
+def word_value(c: TokenCursor, at: int, *, article: bool) -> tuple[int, int] | None:
+    """One number at ``at`` with the index after it: "3", "three", "a" (when ``article``), "twenty-one",
+    "twenty one", "a hundred", "two hundred"; none for the "one" of "twenty-one", read from its tens."""
+    low = c.low(at)
+    value = TENS.get(low) or lx.number_value(c.tok(at), allow_article=article)
+    if value is None or joined_to_tens(c, at):
+        return None
+    stop = at + 1
+    if low in TENS:
+        unit_at = stop + 1 if c.low(stop) == "-" and c.touching(at) and c.touching(stop) else stop
+        ones = lx.NUMBER_WORDS.get(c.low(unit_at), 0)
+        if 1 <= ones <= 9:
+            value, stop = value + ones, unit_at + 1
+    if c.low(stop) == "hundred" and value < 10 and not low.isdigit():  # "a hundred", "two hundred"
+        value, stop = 100 * value, stop + 1
+    return value, stop
+
+
+def joined_to_tens(c: TokenCursor, at: int) -> bool:
+    """The number word at ``at`` ends a compound with a tens word before it ("twenty-one", "forty five")."""
+    if c.low(at) not in lx.NUMBER_WORDS or lx.NUMBER_WORDS[c.low(at)] > 9:
+        return False
+    before = at - 1
+    if c.low(before) == "-" and c.touching(before - 1) and c.touching(before):
+        before -= 1
+    return c.low(before) in TENS
+
+
+def read(c: TokenCursor, at: int, *, article: bool = True) -> Count | None:
+    """The count at ``at``: a number, "N and a half", or a range of two numbers (approximate)."""
+    first = word_value(c, at, article=article)
+    if first is None:
+        return None
+    value, stop = first
+    if c.low(stop) == "and" and c.low(stop + 1) == "a" and c.low(stop + 2) == "half" and c.low(at) not in lx.ARTICLES:
+        return Count(value, stop + 3, half=True)  # "two and a half years"
+    if c.low(stop) in _RANGE_WORDS and c.low(at) not in lx.ARTICLES and \
+            (second := word_value(c, stop + 1, article=False)) is not None and second[0] > value:
+        return Count(second[0], second[1], ranged=True)  # "2-3 days ago": somewhere between
+    return Count(value, stop)
+
+
+def unit_at(c: TokenCursor, at: int, count: int | None) -> tuple[str | None, int | None]:
+    """The calendar unit named at ``at`` and the count in it: "weeks" -> week, "a decade" -> ten years."""
+    low = c.low(at)
+    if low in MULTIPLES:
+        unit, times = MULTIPLES[low]
+        return unit, None if count is None else times * count
+    return lx.UNITS.get(low), count
+
+
+def unit_or_count(c: TokenCursor, at: int) -> bool:
+    """After a unit, "or two" / "or so" before "ago": the count is approximate ("a year or two ago")."""
+    if c.low(at) != "or":
+        return False
+    return c.low(at + 1) == "so" or word_value(c, at + 1, article=False) is not None
