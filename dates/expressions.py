@@ -506,7 +506,8 @@ class _Scanner:
             year = written.relative_year(self.c, year_at)
             if year is not None:
                 return Hit(year_at + 2, *iv.month_span(year, month), "month")
-            if context and (self.c.low(at) in lx.MONTHS or self.c.low(at - 1) in lx.SHORT_MONTH_LEADS):
+            if context and (self.c.low(at) in lx.MONTHS or self.nested or self.c.low(at - 1) in lx.SHORT_MONTH_LEADS
+                            or self.c.low(at - 1) == "-" and self.c.low(at - 2) in lx.SHORT_MONTH_LEADS):
                 forward = self.c.tense(at) == "future"
                 if not (forward or self.nested or self.c.standalone) and self.c.habitual(at):
                     return Hit(at + 1, reason=HABIT)  # "in May we always plant tomatoes"
@@ -534,6 +535,8 @@ class _Scanner:
         if weekday is None or self.c.low(at - 1) in ("every", "good", "black", "each", "a", "any", "other"):
             return None
         stop = self.c.skip_part_of_day(at + 1)
+        if self.c.low(stop) == "gone" or (self.c.low(stop), self.c.low(stop + 1)) == ("just", "gone"):
+            return self.c.day_hit(stop + 1 + (self.c.low(stop) == "just"), iv.weekday_before(self.c.today, weekday))
         week = written.week_named(self.c, stop)
         if week is not None:  # "Tuesday (of) last week"
             return self._day_of_week(week[1], week[0], weekday)

@@ -1,6 +1,7 @@
 """Holidays by name: the ones on one date every year resolve like a day and month, the others are refused.
 
-Christmas, New Year's Eve and Day, Halloween, Valentine's Day, Boxing Day: "last Christmas", "on
+Christmas (Xmas), New Year's Eve (NYE) and Day, Halloween, Valentine's Day, Boxing Day, St Patrick's Day,
+April Fools' Day: "last Christmas", "on
 Christmas Eve 2022", "this coming Halloween", "for Christmas" (the sentence's tense picks the
 year). A one-word name needs a lead word ("at Christmas") or a year, since "a Christmas tree" is
 no date; read as a relation's stated day ("the day after Christmas") it needs neither. A birth on one
@@ -40,7 +41,8 @@ def holiday(c: TokenCursor, index: int, *, nested: bool = False) -> Hit | None:
     if at == index and c.greeting(index - 1):  # "Happy Halloween!": a greeting on the day itself
         return c.day_hit(stop, c.today) if fixed == (c.today.month, c.today.day) else None
     year = lx.year_number(c.tok(stop))
-    if at == index and (len(name) == 1 or name == _NEW_YEAR) and year is None and not (c.standalone or nested):
+    if at == index and (len(name) == 1 or name in lx.LEAD_ONLY_HOLIDAYS) and year is None and \
+            not (c.standalone or nested):
         return None  # a bare one-word name is a date alone, after a relation ("the day after") or with a year
     after = c.tok(stop)
     if at == index and fixed is None and after is not None and after.text.isalpha() and after.text.islower() and \

@@ -84,7 +84,13 @@ FIXED_HOLIDAYS = {
     ("new", "year", "day"): (1, 1), ("new", "years", "day"): (1, 1), ("halloween",): (10, 31),
     ("valentine", "day"): (2, 14), ("valentines", "day"): (2, 14),
     ("new", "year"): (1, 1),  # "for New Year's" alone: its eve and its day
+    ("xmas",): (12, 25), ("xmas", "eve"): (12, 24), ("xmas", "day"): (12, 25), ("nye",): (12, 31),
+    ("st", "patrick", "day"): (3, 17), ("st", ".", "patrick", "day"): (3, 17), ("saint", "patrick", "day"): (3, 17),
+    ("april", "fool", "day"): (4, 1), ("april", "fools", "day"): (4, 1), ("april", "fools", "'", "day"): (4, 1),
+    ("april", "fools"): (4, 1),
 }
+# names that also name other things ("a new year begins", "April Fools jokes"): dates only after a lead word
+LEAD_ONLY_HOLIDAYS = frozenset({("new", "year"), ("april", "fools")})
 # Holidays whose date moves from year to year or differs between countries: named, never guessed.
 MOVABLE_HOLIDAYS = (("thanksgiving",), ("easter",), ("mother", "day"), ("mothers", "day"), ("father", "day"),
                     ("fathers", "day"), ("labor", "day"), ("labour", "day"), ("memorial", "day"), ("good", "friday"),

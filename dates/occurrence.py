@@ -151,7 +151,8 @@ RULES = """\
   "the week/weekend/month/year before last" ("after next") is two units back (ahead).
 - "between A and B", "from A to/until/through B": the start of A to the end of B; a bare weekday B
   is the first one on or after A, and a bare weekday A (also with no "from": "I'm away Monday to
-  Wednesday") follows the tense rule; a range that ends before it starts is two expressions. After a
+  Wednesday", "Mon-Wed") follows the tense rule; two months with no "from" need the same joiners or a
+  dash ("Jan–Mar"); a range that ends before it starts is two expressions. After a
   past or -ing verb that moves a date ("moved", "postponed", "pushed", "rescheduled", "changed")
   "from A to B" is the new date B alone, and a time right after such a verb's "to"/"until" lies
   ahead ("the meeting moved from Thursday to Friday", "we moved the dinner to Saturday") unless a
@@ -196,14 +197,16 @@ RULES = """\
   "yday", "tmrw", "tmr", "tonite" are the day words; "tues", "thurs", "weds" (no other English
   word) are weekdays in any case, "Fri", "Sat", "Sun", "Mon", "Wed" alone only capitalised after
   "on"; a short month name alone ("back in Sept") after "in", "during", "until", "till", "early",
-  "mid" or "late" (not "from Jan", a name as often). A "re-" form of a start is a timetable verb
-  ("my classes restart in 2 weeks").
+  "mid" or "late" (not "from Jan", a name as often), or as a relation's stated time ("the end of Jan").
+  A "re-" form of a start is a timetable verb ("my classes restart in 2 weeks"). A weekday "(just)
+  gone" is the last one ("on Sunday just gone").
 - "the first/second/third/fourth/last week of <month>" is days 1-7, 8-14, 15-21, 22-28 or the
   month's last seven days; the nth (last) weekend of a month its nth (last) Saturday and the
   Sunday after.
 - Holidays on one date every year (Christmas, New Year's Eve and Day, Halloween, Valentine's Day,
-  Boxing Day) resolve like a day and month; one-word names need a lead word ("at Christmas") or
-  a year. "New Year's" alone needs one too and is its eve and its day ("for New Year's").
+  Boxing Day, St Patrick's Day, April Fools' Day; "Xmas", "NYE") resolve like a day and month; one-word
+  names need a lead word ("at Christmas") or a year. "New Year's" and "April Fools" alone need one too;
+  "New Year's" alone is its eve and its day ("for New Year's").
   "Happy Halloween!" is the observation day when it is that holiday, else no day.
   Holidays whose date moves or differs by country (Easter, Good Friday, Black Friday) stay
   unresolved; with no lead word before a noun ("Black Friday deals") they claim nothing.

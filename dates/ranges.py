@@ -20,13 +20,15 @@ from .cursor import Hit, TokenCursor
 from .written import week_named
 
 _JOINERS = {"between": ("and",), "from": ("to", "until", "till", "through")}
+_DASHES = ("-", "\u2013")  # between two weekdays or months with no "from": "Mon-Wed", "Jan–Mar"
 
 
 def run(c: TokenCursor, index: int, anchor: Callable[[int], Hit | None]) -> Hit | None:
     """The run opening at ``index``; ``anchor(at)`` reads the resolved time at ``at`` (an end)."""
     joiners = _JOINERS.get(c.low(index))
-    if joiners is None and c.weekday_at(index, abbreviations=False) is not None:  # "Monday to Wednesday"
-        joiners, index = _JOINERS["from"], index - 1
+    if joiners is None and (c.weekday_at(index, abbreviations=True) is not None or c.month_at(index) is not None) \
+            and c.low(c.skip_part_of_day(index + 1)) in _DASHES + _JOINERS["from"]:  # "Mon-Wed", "Jan–Mar"
+        joiners, index = _JOINERS["from"] + _DASHES, index - 1
     if joiners is None:
         return None
     named = _days_of_one_month(c, index, joiners) or (None if changes(c, index) else _weekdays_of_week(
@@ -51,9 +53,9 @@ def run(c: TokenCursor, index: int, anchor: Callable[[int], Hit | None]) -> Hit 
 
 def _weekdays_of_week(c: TokenCursor, index: int, joiners: tuple[str, ...]) -> Hit | None:
     """"from Monday (morning) to Friday (evening) last week": both days of that week, in order."""
-    opening = c.weekday_at(index + 1, abbreviations=False)
+    opening = c.weekday_at(index + 1, abbreviations=True)
     joiner = c.skip_part_of_day(index + 2)
-    closing = c.weekday_at(joiner + 1, abbreviations=False)
+    closing = c.weekday_at(joiner + 1, abbreviations=True)
     week = week_named(c, c.skip_part_of_day(joiner + 2)) if closing is not None else None
     if opening is None or closing is None or week is None or c.low(joiner) not in joiners or closing < opening:
         return None
@@ -64,9 +66,9 @@ def _weekdays_of_week(c: TokenCursor, index: int, joiners: tuple[str, ...]) -> H
 def _weekdays(c: TokenCursor, index: int, joiners: tuple[str, ...]) -> Hit | None:
     """"(from) Monday to Wednesday": its first day by the sentence's tense, as a bare weekday is (the
     run's opening word begins the time), its last the first such day on or after it."""
-    opening = c.weekday_at(index + 1, abbreviations=False)
+    opening = c.weekday_at(index + 1, abbreviations=True)
     joiner = c.skip_part_of_day(index + 2)
-    closing = c.weekday_at(joiner + 1, abbreviations=False)
+    closing = c.weekday_at(joiner + 1, abbreviations=True)
     if opening is None or closing is None or c.low(joiner) not in joiners:
         return None
     stop = c.skip_part_of_day(joiner + 2)

@@ -155,6 +155,10 @@ MON = "2026-06-15T09:00:00"
         ("a week ago", WED, "2026-06-01", "2026-06-08", "week"),
         ("a month ago", WED, "2026-05-01", "2026-06-01", "month"),
         ("two weekends ago", WED, "2026-05-30", "2026-06-01", "day"),
+        ("twenty-one days ago", WED, "2026-05-20", "2026-05-21", "day"),  # a compound count, not "one days ago"
+        ("last yr", WED, "2025-01-01", "2026-01-01", "year"),  # a short form: last year, not the past twelve months
+        ("mon-wed", WED, "2026-06-08", "2026-06-11", "day"),  # a dash joins two weekdays or months
+        ("jan-mar", WED, "2026-01-01", "2026-04-01", "month"),
         # parts of a day: the whole UTC day
         ("this morning", WED, "2026-06-10", "2026-06-11", "day"),
         ("this afternoon", WED, "2026-06-10", "2026-06-11", "day"),

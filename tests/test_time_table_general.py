@@ -157,6 +157,10 @@ TABLE = [
     (TUE, "between March and April", "2025-03-01..2025-04-30"),
     (TUE, "over the past 3 days", "2025-06-08..2025-06-10"),
     (TUE, "over the last fortnight", "2025-05-28..2025-06-10"),
+    (THU, "I was off Mon-Wed", "2025-03-03..2025-03-05"),  # a dash joins two weekdays or months
+    (THU, "I was off Monday\u2013Wednesday", "2025-03-03..2025-03-05"),
+    (THU, "I'm off Mon-Wed next week", "2025-03-10..2025-03-12"),
+    (THU, "we traveled Jan\u2013Feb", "2025-01-01..2025-02-28"),
     # -- ordinal and written dates -----------------------------------------------------------------
     (THU, "I paid the rent on the 3rd.", "2025-03-03"),
     (THU, "on the 21st of last month", "2025-02-21"),
@@ -207,6 +211,16 @@ TABLE = [
     (THU, "What did you do for New Year's?", "2024-12-31..2025-01-01"),  # its eve and its day
     (FRI, "We had friends over for New Year's.", "2025-12-31..2026-01-01"),
     (THU, "at New Year we went to Edinburgh", "2024-12-31..2025-01-01"),
+    (THU, "we had a big family dinner at Xmas", "2024-12-25"),
+    (FRI, "on xmas eve we stayed in", "2025-12-24"),
+    (FRI, "what did you do on NYE?", "2025-12-31"),
+    (THU, "on St. Patrick's Day we went out", "2024-03-17"),
+    (SAT, "on April Fools' Day he pranked me", "2025-04-01"),
+    # -- a weekday "(just) gone" is the last one ----------------------------------------------------
+    (THU, "on Sunday just gone we had a picnic", "2025-03-02"),
+    (MON, "Monday gone I saw her", "2025-10-27"),
+    (THU, "we went mid-Jan", "2025-01-11..2025-01-20"),
+    (THU, "at the end of Jan we moved", "2025-01-21..2025-01-31"),
     (MON, "My son is two years old now.", "2025-11-03"),  # a state at the moment of speaking
     (MON, "Rent was due on the 1st.", "2025-11-01"),
     (FRI, "I got it on the 30th.", "2025-12-30"),
@@ -253,6 +267,8 @@ NAME_NO_TIME = [
     "a new year begins",
     "I got a card from Jan.",  # a name: a short month alone needs "in", "until"...
     "Sat down and cried.",
+    "April Fools jokes are so dumb.",
+    "Read pages 3-5 first.",
     "The Sun was out all day.",
     "Day by day it gets easier.",
     "It takes two weeks to heal.",  # a length of time
