@@ -87,3 +87,21 @@ def unit_or_count(c: TokenCursor, at: int) -> bool:
     if c.low(at) != "or":
         return False
     return c.low(at + 1) == "so" or word_value(c, at + 1, article=False) is not None
+
+
+ORDINAL_WORDS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7, "eighth": 8,
+                 "ninth": 9, "tenth": 10, "eleventh": 11, "twelfth": 12, "thirteenth": 13, "fourteenth": 14,
+                 "fifteenth": 15, "sixteenth": 16, "seventeenth": 17, "eighteenth": 18, "nineteenth": 19,
+                 "twentieth": 20, "thirtieth": 30}
+
+
+def ordinal_day(c: TokenCursor, at: int) -> tuple[int, int] | None:
+    """A day of a month spelled as an ordinal at ``at`` and the index after it: "first", "twenty-first",
+    "thirty first" (1..31). Only read beside a month name: alone, "the first" is any first thing."""
+    low = c.low(at)
+    if low in ("twenty", "thirty"):
+        ones_at = at + 2 if c.low(at + 1) == "-" and c.touching(at) and c.touching(at + 1) else at + 1
+        ones = ORDINAL_WORDS.get(c.low(ones_at), 0)
+        value = TENS[low] + ones
+        return (value, ones_at + 1) if 1 <= ones <= 9 and value <= 31 else None
+    return (ORDINAL_WORDS[low], at + 1) if low in ORDINAL_WORDS else None

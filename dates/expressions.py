@@ -331,9 +331,12 @@ class _Scanner:
                 return named
             if step < 0:
                 return self.c.day_hit(stop, iv.weekday_before(self.c.today, weekday))
-            if step > 0:
-                return self.c.day_hit(stop, iv.weekday_after(self.c.today, weekday))
-            return self.c.day_hit(stop, iv.week_start(self.c.today) + timedelta(days=weekday))
+            day = iv.week_start(self.c.today) + timedelta(days=weekday)
+            if step > 0 or day < self.c.today and self.c.tense(index, stop) == "future":  # "we'll meet this Monday"
+                return self.c.day_hit(stop, iv.weekday_after(self.c.today, weekday))  # said on a Saturday: ahead
+            # "we met this Sunday", said on a Monday: the one just gone (a tool's period has no tense of its own)
+            past = day > self.c.today and not self.c.standalone and self.c.tense(index, stop) == "past"
+            return self.c.day_hit(stop, iv.weekday_before(self.c.today, weekday) if past else day)
         month = self.c.month_at(at)
         if month is not None:
             year = self.c.today.year if step == 0 else iv.month_year(self.c.today, month, forward=step > 0, strict=True)
@@ -401,6 +404,8 @@ class _Scanner:
             return self.c.offset(index + 4, unit, -2 if relation == "before" else 2)  # "the week after next"
         if relation in ("before", "after"):
             return Hit(index + 3, reason=NO_REFERENCE)
+        if unit in ("week", "weekend") and self.c.low(index + 2 + (self.c.low(index + 2) == "just")) == "gone":
+            return self.c.offset(index + 3 + (self.c.low(index + 2) == "just"), unit, -1)  # "the weekend just gone"
         if unit == "weekend" and relation != "of":  # "the weekend of the 4th" is no bare weekend
             tense = self.c.tense(index, index + 2)
             if tense == "unclear":
@@ -464,6 +469,9 @@ class _Scanner:
         start_the = self.c.low(at) == "the"
         day_at = at + 1 if start_the else at
         day = lx.day_number(self.c.tok(day_at))
+        spelled = counts.ordinal_day(self.c, day_at) if start_the and day is None else None
+        if spelled is not None and self.c.low(spelled[1]) == "of" and (month := self.c.month_at(spelled[1] + 1)):
+            return written.day_month(self.c, spelled[1] + 2, month, spelled[0])  # "the first of March"
         if day is not None:
             run = written.day_run(self.c, day_at + 1, day)  # "13-15 May"
             month_at = run[0] if run else day_at + 1
@@ -495,6 +503,9 @@ class _Scanner:
             day_at = at + 1 + (self.c.low(at + 1) == "." and self.c.low(at) in lx.MONTH_ABBREVIATIONS)  # "Jan. 5"
             day_at += self.c.low(day_at) == "the"  # "January the 5th"
             day = lx.day_number(self.c.tok(day_at))
+            if day is None and (self.c.low(day_at - 1) == "the" or self.c.low(at - 1) in _DAY_LEADS) and \
+                    (spelled := counts.ordinal_day(self.c, day_at)) is not None:  # not "in March first we..."
+                return written.day_month(self.c, spelled[1], month, spelled[0])  # "on March first", "May the third"
             if day is not None and lx.UNITS.get(self.c.low(day_at + 1)) is None and self.c.low(day_at + 1) != ":":
                 run = written.day_run(self.c, day_at + 1, day)  # "May 13-15"
                 return written.day_month(self.c, run[0] if run else day_at + 1, month, day, run[1] if run else day)

@@ -24,7 +24,9 @@ MAX_SCAN_CHARS = 20_000
 RULES = """\
 - Calendar arithmetic uses the UTC date of the observation; weeks are ISO weeks (Monday first).
 - "last/next <weekday>": the nearest such day strictly before/after the observation day;
-  "this <weekday>": that day of the observation's ISO week.
+  "this <weekday>": that day of the observation's ISO week, unless the sentence's tense points the
+  other way: already gone in a future sentence ("we'll meet this Monday" said on a Saturday) it is
+  the coming one, still ahead in a past one ("we met this Sunday" said on a Monday) the one gone.
 - "<weekday> the <nth>" ("Tuesday the 7th", an ordinal followed by the end of the clause or a word
   such as "I", "we", "at") is the nearest such day of a month that falls on that weekday: on or
   before the observation day, on or after it in a sentence about the future; unclear tense leaves
@@ -198,8 +200,10 @@ RULES = """\
   word) are weekdays in any case, "Fri", "Sat", "Sun", "Mon", "Wed" alone only capitalised after
   "on"; a short month name alone ("back in Sept") after "in", "during", "until", "till", "early",
   "mid" or "late" (not "from Jan", a name as often), or as a relation's stated time ("the end of Jan").
-  A "re-" form of a start is a timetable verb ("my classes restart in 2 weeks"). A weekday "(just)
-  gone" is the last one ("on Sunday just gone").
+  A "re-" form of a start is a timetable verb ("my classes restart in 2 weeks"). A weekday, "the
+  week" or "the weekend" "(just) gone" is the last one ("on Sunday just gone"). A day of a month
+  spelled out ("first" to "thirty-first") is read only beside its month: "the first of March",
+  "March the first", "on March first" (not "in March first we...").
 - "the first/second/third/fourth/last week of <month>" is days 1-7, 8-14, 15-21, 22-28 or the
   month's last seven days; the nth (last) weekend of a month its nth (last) Saturday and the
   Sunday after.

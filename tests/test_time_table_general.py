@@ -219,7 +219,19 @@ TABLE = [
     # -- a weekday "(just) gone" is the last one ----------------------------------------------------
     (THU, "on Sunday just gone we had a picnic", "2025-03-02"),
     (MON, "Monday gone I saw her", "2025-10-27"),
+    (THU, "the weekend just gone", "2025-03-01..2025-03-02"),
     (THU, "we went mid-Jan", "2025-01-11..2025-01-20"),
+    # -- "this <weekday>" is this week's, unless the tense points the other way ------------------------
+    (SAT, "We'll meet this Monday.", "2025-07-21"),  # this week's Monday is gone: the coming one
+    (SAT, "I'll see you this Friday", "2025-07-25"),
+    (MON, "We met this Sunday.", "2025-11-02"),  # this week's Sunday is ahead: the one just gone
+    (MON, "What are you doing this Sunday?", "2025-11-09"),
+    # -- days of a month spelled out, beside the month ---------------------------------------------
+    (THU, "on March the first", "2025-03-01"),
+    (THU, "on the first of March", "2025-03-01"),
+    (THU, "the twenty-first of February", "2025-02-21"),
+    (FRI, "we left on December twenty first", "2025-12-21"),
+    (THU, "in March first we went to Rome", "2025-03-01..2025-03-31"),  # "first" as "at first"
     (THU, "at the end of Jan we moved", "2025-01-21..2025-01-31"),
     (MON, "My son is two years old now.", "2025-11-03"),  # a state at the moment of speaking
     (MON, "Rent was due on the 1st.", "2025-11-01"),
@@ -269,6 +281,7 @@ NAME_NO_TIME = [
     "Sat down and cried.",
     "April Fools jokes are so dumb.",
     "Read pages 3-5 first.",
+    "It was the first of many.",
     "The Sun was out all day.",
     "Day by day it gets easier.",
     "It takes two weeks to heal.",  # a length of time
