@@ -46,8 +46,9 @@ RULES = """\
   one strictly before, future -> strictly after; no cue or a tie -> unresolved. "on (by, until,
   since) the 15th" follows the same rule; an ordinal counting a noun ("on the 4th floor") is no day.
   A present progressive ("I'm moving in March", "are you coming on Friday?", "the plumber is coming
-  Monday", "I'm going to a wedding on June 22", a chat's "Going to the dentist Thursday") or a
-  present "have" ("we have a dinner on Thursday") is an arrangement, so future, when the time
+  Monday", "I'm going to a wedding on June 22", a chat's "Going to the dentist Thursday" or "Heading
+  to the coast Saturday", a verb of motion opening it, and "Off to Paris on Monday") or a present
+  "have" ("we have a dinner on Thursday") is an arrangement, so future, when the time
   follows it in its clause with at most its object between; not after "still"/"finally", a comma, a
   new subject, "of", "after", "for" (but "for" a bare noun: "meeting Sarah for coffee on Friday"),
   "on", "from", "about" or "since" ("the pics of our trip in March"), nor with an "and" after it

@@ -348,8 +348,8 @@ def _cue(tokens: list[Token], index: int, first: int, last: int) -> str | None:
     if low == "see" and after in ("you", "ya") and before in ("", ",", "ok", "okay", "so", "then") or \
             low in ("works", "work", "suits", "suit") and before in lx.WEEKDAYS:
         return "future"  # "See you Friday then!", "does Friday work for you?": a leave-taking, a day agreed on
-    if low in _FUTURE_WORDS or low.endswith("'ll"):
-        return "future"
+    if low in _FUTURE_WORDS or low.endswith("'ll") or low == "off" and after == "to" and before in ("", "i'm", "we're"):
+        return "future"  # "Off to Paris on Monday!": a chat's leaving, as "heading to" is
     going_to_verb = after == "to" and index + 2 < last and tokens[index + 2].low not in _DETERMINERS
     if low == "going" and going_to_verb:  # not "going to the concert", a motion
         # "been going to pottery" is a habit; "was going to" a plan seen from the past
@@ -442,8 +442,8 @@ def _progressive(tokens: list[Token], index: int, first: int) -> bool:
     at = index - 1
     if at > first and tokens[at].low in _ING_ADVERBS:
         at -= 1
-    if at < first:  # "Going to the dentist Thursday": a chat's "I'm going" with its subject dropped
-        return tokens[index].low == "going"
+    if at < first:  # "Going to the dentist Thursday", "Heading to the coast Saturday": "I'm" dropped in a chat
+        return tokens[index].low in _ARRIVING
     be = tokens[at].low.replace("\u2019", "'")
     if be in ("i'm", "we're", "you're", "they're", "he's", "she's"):
         return True

@@ -68,6 +68,14 @@ TABLE = [
     (FRI, "On Wednesday we stayed in.", "2025-12-31"),
     (MON, "Friday the band played till 2am.", "2025-10-31"),  # "the band" is no day of a month
     (THU, "Pics from Saturday", UNCLEAR),  # no verb, no tense
+    (THU, "Ran my first 5k on Sunday!!", "2025-03-02"),  # a chat's dropped "I"
+    (THU, "Visited my parents on Sun.", "2025-03-02"),
+    (THU, "Spent the weekend at the lake", "2025-03-01..2025-03-02"),
+    (THU, "Heading to the coast Saturday", "2025-03-08"),  # a chat's dropped "I'm" before a motion
+    (THU, "Moving to Denver in May", "2025-05-01..2025-05-31"),
+    (THU, "Off to Paris on Monday!", "2025-03-10"),
+    (THU, "Driving home on Sunday was awful", "2025-03-02"),  # "was" tells it was a past drive
+    (THU, "He dozed off to sleep on Monday", "2025-03-03"),
     # -- weeks and weekends -------------------------------------------------------------------------
     (THU, "last week", "2025-02-24..2025-03-02"),
     (THU, "I was swamped the week before last", "2025-02-17..2025-02-23"),
