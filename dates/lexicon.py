@@ -34,6 +34,7 @@ APPROXIMATORS = frozenset({"about", "around", "roughly", "approximately", "almos
 MONTHS = {
     "january": 1, "february": 2, "march": 3, "april": 4, "may": 5, "june": 6, "july": 7,
     "august": 8, "september": 9, "october": 10, "november": 11, "december": 12,
+    "febuary": 2, "feburary": 2,  # misspelled as often as not
 }
 MONTH_ABBREVIATIONS = {
     "jan": 1, "feb": 2, "mar": 3, "apr": 4, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "sept": 9,
@@ -46,7 +47,9 @@ MONTH_CONTEXT = frozenset({"in", "of", "since", "during", "until", "till", "by",
 YEAR_CONTEXT = MONTH_CONTEXT | {"year"}
 
 WEEKDAYS = {"monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 4, "saturday": 5,
-            "sunday": 6}
+            "sunday": 6,
+            "tuseday": 1, "wensday": 2, "wendsday": 2, "wednsday": 2, "thurday": 3, "thursay": 3,
+            "saterday": 5}  # common misspellings
 WEEKDAY_ABBREVIATIONS = {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "weds": 2, "thu": 3, "thur": 3, "thurs": 3,
                          "fri": 4, "sat": 5, "sun": 6}
 # short weekday names that are no other English word: a day in any case, alone ("on tues", "Thurs night");
@@ -56,8 +59,8 @@ PLAIN_WEEKDAY_ABBREVIATIONS = frozenset({"tue", "tues", "weds", "thu", "thur", "
 # which come before a name as often ("a card from Jan", "since Jan left")
 SHORT_MONTH_LEADS = frozenset({"in", "during", "until", "till", "early", "mid", "late"})
 # words for days and their chat spellings: the offset from the observation day
-DAY_WORDS = {"today": 0, "tonight": 0, "tonite": 0, "yesterday": -1, "yday": -1, "tomorrow": 1, "tmrw": 1,
-             "tmr": 1, "tmw": 1, "tomorow": 1, "tommorow": 1, "tommorrow": 1}
+DAY_WORDS = {"today": 0, "tonight": 0, "tonite": 0, "yesterday": -1, "yday": -1, "yesturday": -1, "yesteday": -1,
+             "tomorrow": 1, "tmrw": 1, "tmr": 1, "tmw": 1, "tomorow": 1, "tommorow": 1, "tommorrow": 1}
 VAGUE_PHRASES = (("recently",), ("lately",), ("not", "long", "ago"), ("long", "ago"), ("a", "while", "ago"),
                  ("a", "while", "back"), ("some", "time", "ago"), ("a", "long", "time", "ago"), ("the", "other", "day"),
                  ("the", "other", "week"), ("the", "other", "weekend"), ("the", "other", "night"),
@@ -105,7 +108,8 @@ PAST_WORDS = frozenset({
     "said", "gave", "left", "bought", "found", "felt", "thought", "began", "won", "lost", "sent",
     "spent", "brought", "caught", "taught", "wrote", "drove", "flew", "ate", "drank", "slept", "kept",
     "held", "heard", "knew", "paid", "stood", "sang", "swam", "threw", "wore", "woke", "broke", "chose",
-    "fell", "forgot", "became", "ago", "yesterday", "yday", "didn't", "wasn't", "weren't", "hadn't", "been",
+    "fell", "forgot", "became", "ago", "yesterday", "yday", "yesturday", "yesteday", "didn't", "wasn't", "weren't",
+    "hadn't", "been",
     # irregular pasts that no present, name or common noun shares ("read", "set", "quit" are presents too;
     # "Drew", "Rose", "Lent", "Sat", "a shot" are names, a season, a day, a noun)
     "sold", "built", "fought", "rode", "grew", "hung", "led", "fed", "dug", "shook", "stole", "struck", "spoke",

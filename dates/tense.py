@@ -10,8 +10,8 @@ from . import lexicon as lx
 from .lexicon import Token
 
 _FUTURE_WORDS = frozenset({
-    "will", "won't", "shall", "gonna", "tomorrow", "tmrw", "next", "soon", "upcoming", "plan", "plans",
-    "planning", "planned", "hoping", "intend", "intending", "let's", "lets", "forward", "wait", "dreading",
+    "will", "won't", "shall", "gonna", "tomorrow", "tmrw", "tomorow", "tommorow", "next", "soon", "upcoming", "plan",
+    "plans", "planning", "planned", "hoping", "intend", "intending", "let's", "lets", "forward", "wait", "dreading",
 })
 
 # Irregular pasts (lexicon.PAST_WORDS) that are also participles: after a present "be" a state ("it's meant to rain",

@@ -194,6 +194,10 @@ TABLE = [
     (THU, "last wk", "2025-02-24..2025-03-02"),
     (THU, "last mth", "2025-02-01..2025-02-28"),
     (THU, "2 wknds ago", "2025-02-22..2025-02-23"),
+    (THU, "we met last wensday", "2025-03-05"),  # common misspellings of day and month names
+    (THU, "I went there on thurday", "2025-02-27"),
+    (THU, "I went there in Febuary", "2025-02-01..2025-02-28"),
+    (THU, "I was so tired yesturday", "2025-03-05"),
     # -- counts in words, compounds, multiples and halves --------------------------------------------
     (THU, "forty five days ago", "2025-01-20"),
     (THU, "ninety days ago", "2024-12-06"),
@@ -287,6 +291,7 @@ NAME_NO_TIME = [
     "a new year begins",
     "I got a card from Jan.",  # a name: a short month alone needs "in", "until"...
     "Sat down and cried.",
+    "I go there on wensdays.",  # a habit, misspelled or not
     "April Fools jokes are so dumb.",
     "Read pages 3-5 first.",
     "It was the first of many.",
