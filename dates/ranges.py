@@ -19,8 +19,8 @@ from . import lexicon as lx
 from .cursor import Hit, TokenCursor
 from .written import week_named
 
-_JOINERS = {"between": ("and",), "from": ("to", "until", "till", "through")}
-_DASHES = ("-", "\u2013")  # between two weekdays or months with no "from": "Mon-Wed", "Jan–Mar"
+_JOINERS = {"between": ("and",), "from": ("to", "until", "till", "through", "thru")}
+_DASHES = ("-", "\u2013")  # between two weekdays, months or years with no "from": "Mon-Wed", "Jan–Mar", "2019-2021"
 
 
 def run(c: TokenCursor, index: int, anchor: Callable[[int], Hit | None]) -> Hit | None:
@@ -29,6 +29,9 @@ def run(c: TokenCursor, index: int, anchor: Callable[[int], Hit | None]) -> Hit 
     if joiners is None and (c.weekday_at(index, abbreviations=True) is not None or c.month_at(index) is not None) \
             and c.low(c.skip_part_of_day(index + 1)) in _DASHES + _JOINERS["from"]:  # "Mon-Wed", "Jan–Mar"
         joiners, index = _JOINERS["from"] + _DASHES, index - 1
+    elif joiners is None and lx.year_number(c.tok(index)) and c.low(index + 1) in _DASHES and \
+            (lx.year_number(c.tok(index + 2)) or 0) > (lx.year_number(c.tok(index)) or 0):
+        joiners, index = _DASHES, index - 1  # "2019-2021": only a later year after the dash
     if joiners is None:
         return None
     named = _days_of_one_month(c, index, joiners) or (None if changes(c, index) else _weekdays_of_week(
@@ -45,6 +48,13 @@ def run(c: TokenCursor, index: int, anchor: Callable[[int], Hit | None]) -> Hit 
     weekday = c.weekday_at(at, abbreviations=False)
     end = anchor(at) if weekday is None else c.day_hit(c.skip_part_of_day(at + 1), iv.weekday_after(first - iv.DAY,
                                                                                                       weekday))
+    closing = _ordinal(c, at + (c.low(at) == "the"))
+    if start.granularity == "day" and closing is not None and closing > first.day and \
+            (end is None or end.first is None) and c.low(at + (c.low(at) == "the") + 1) not in lx.NTH_NOUNS | {"of"}:
+        try:  # "from March 3rd to the 7th": a bare ordinal ends the run in its start's month
+            end = c.day_hit(at + 1 + (c.low(at) == "the"), first.replace(day=closing))
+        except ValueError:
+            return None
     if end is None or end.first is None or end.days[1] < first:
         return None
     granularity = start.granularity if start.granularity == end.granularity else "day"

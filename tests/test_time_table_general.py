@@ -169,6 +169,11 @@ TABLE = [
     (THU, "I was off Monday\u2013Wednesday", "2025-03-03..2025-03-05"),
     (THU, "I'm off Mon-Wed next week", "2025-03-10..2025-03-12"),
     (THU, "we traveled Jan\u2013Feb", "2025-01-01..2025-02-28"),
+    (THU, "we traveled May thru July", "2024-05-01..2024-07-31"),
+    (THU, "I'm off Mon thru Fri", "2025-03-10..2025-03-14"),
+    (THU, "we were away from March 3rd to the 5th", "2025-03-03..2025-03-05"),  # the end takes its start's month
+    (THU, "we lived there 2019-2021", "2019-01-01..2021-12-31"),
+    (THU, "we were there 2019\u20132021", "2019-01-01..2021-12-31"),
     # -- ordinal and written dates -----------------------------------------------------------------
     (THU, "I paid the rent on the 3rd.", "2025-03-03"),
     (THU, "on the 21st of last month", "2025-02-21"),
@@ -306,6 +311,16 @@ NAME_NO_TIME = [
 def test_words_that_name_no_time_claim_nothing(text):
     found = resolve_occurrences(text, datetime.fromisoformat(THU).replace(hour=15, tzinfo=UTC))
     assert [o.to_dict() for o in found] == []
+
+
+@pytest.mark.parametrize(("text", "expressions"), [
+    ("I carried it up from March 3rd to the 5th floor", ["from March 3rd"]),  # "the 5th floor" ends no run
+    ("we were away from Feb 20th to the 31st", ["from Feb 20th"]),  # February has no 31st
+    ("scores went 2021-2019", []),  # a run of years goes forward
+])
+def test_a_run_whose_end_is_no_day_keeps_only_its_start(text, expressions):
+    found = resolve_occurrences(text, datetime.fromisoformat(THU).replace(hour=15, tzinfo=UTC))
+    assert [o.expression for o in found] == expressions
 
 
 def test_the_table_is_large_and_new():
