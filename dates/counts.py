@@ -15,6 +15,8 @@ from .cursor import TokenCursor
 
 TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
         "ninety": 90}
+_AGE_LEADS = frozenset({"turned", "turn", "turning", "turns", "was", "is", "am", "i'm", "aged", "age", "be", "been",
+                        "at", "he's", "she's", "were", "are"})
 _RANGE_WORDS = frozenset({"-", "or", "to", "\u2013"})  # "2-3 days", "two or three days", "5 to 10 years"
 # units made of another: (that unit, how many of it)
 MULTIPLES = {"fortnight": ("week", 2), "fortnights": ("week", 2), "decade": ("year", 10),
@@ -39,24 +41,30 @@ def word_value(c: TokenCursor, at: int, *, article: bool) -> tuple[int, int] | N
     if value is None or joined_to_tens(c, at):
         return None
     stop = at + 1
-    if low in TENS:
-        unit_at = stop + 1 if c.low(stop) == "-" and c.touching(at) and c.touching(stop) else stop
-        ones = lx.NUMBER_WORDS.get(c.low(unit_at), 0)
-        if 1 <= ones <= 9:
-            value, stop = value + ones, unit_at + 1
+    if low in TENS and (ones_at := _ones_after(c, at)) is not None:
+        value, stop = value + lx.NUMBER_WORDS[c.low(ones_at)], ones_at + 1
     if c.low(stop) == "hundred" and value < 10 and not low.isdigit():  # "a hundred", "two hundred"
         value, stop = 100 * value, stop + 1
     return value, stop
 
 
+def _ones_after(c: TokenCursor, at: int) -> int | None:
+    """Where the ones word of a compound with the tens word at ``at`` stands ("twenty-one", "forty five"),
+    else None. Without a hyphen an age may end at the tens ("I turned thirty two years ago": 30, two
+    years back), so after a word of age the two are no compound."""
+    hyphen = c.low(at + 1) == "-" and c.touching(at) and c.touching(at + 1)
+    ones_at = at + 2 if hyphen else at + 1
+    if not 1 <= lx.NUMBER_WORDS.get(c.low(ones_at), 0) <= 9 or not hyphen and c.low(at - 1) in _AGE_LEADS:
+        return None
+    return ones_at
+
+
 def joined_to_tens(c: TokenCursor, at: int) -> bool:
     """The number word at ``at`` ends a compound with a tens word before it ("twenty-one", "forty five")."""
-    if c.low(at) not in lx.NUMBER_WORDS or lx.NUMBER_WORDS[c.low(at)] > 9:
-        return False
-    before = at - 1
-    if c.low(before) == "-" and c.touching(before - 1) and c.touching(before):
-        before -= 1
-    return c.low(before) in TENS
+    for tens_at in (at - 1, at - 2):
+        if c.low(tens_at) in TENS and _ones_after(c, tens_at) == at:
+            return True
+    return False
 
 
 def read(c: TokenCursor, at: int, *, article: bool = True) -> Count | None:

@@ -194,7 +194,8 @@ RULES = """\
   next); "N <weekday>s ago" the Nth such day strictly before; a fortnight is two weeks, a decade
   ten years, a century a hundred; "half a year ago" six months back, "N and a half years" 12N+6
   months, half of any other unit approximate. Counts are digits or words, compounds of tens
-  ("twenty-one", "forty five": never the "one" alone) and hundreds ("a hundred days ago"); a range
+  ("twenty-one", "forty five": never the "one" alone; without a hyphen after a word of age, "I turned
+  thirty two years ago", the tens are the age) and hundreds ("a hundred days ago"); a range
   of counts ("2-3 days ago", "two or three", "a year or two ago", "a week or so ago") is approximate.
   "last fortnight" and "last decade" may be the one before this one or the past one up to now:
   unresolved; "the past (last) fortnight" is the rolling fourteen days.

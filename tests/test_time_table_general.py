@@ -205,6 +205,8 @@ TABLE = [
     (THU, "I was so tired yesturday", "2025-03-05"),
     # -- counts in words, compounds, multiples and halves --------------------------------------------
     (THU, "forty five days ago", "2025-01-20"),
+    (THU, "thirty two years ago I moved here", "1993-01-01..1993-12-31"),
+    (THU, "I turned thirty two years ago", "2023-01-01..2023-12-31"),  # an age ends at the tens: two years back
     (THU, "ninety days ago", "2024-12-06"),
     (THU, "a hundred days ago", "2024-11-26"),
     (THU, "two decades ago", "2005-01-01..2005-12-31"),
