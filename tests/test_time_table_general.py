@@ -301,6 +301,12 @@ NAME_NO_TIME = [
     "I go there on wensdays.",  # a habit, misspelled or not
     "April Fools jokes are so dumb.",
     "Read pages 3-5 first.",
+    "20-30 people came.",  # a range of counts with no unit of time
+    "I invited two or three friends.",
+    "It took me a decade to learn.",  # a length of time, with no "ago"
+    "My 3-year-old son loves trains.",
+    "We take a two-week vacation every summer.",
+    "Most Fridays we order pizza.",
     "It was the first of many.",
     "The Sun was out all day.",
     "Day by day it gets easier.",
