@@ -25,7 +25,7 @@ from .compaction.policy import enforce_budget, select_fresh_tail, trim_head_tail
 from .compaction.summarize import Summarizer
 from .compaction.window import MIN_TARGET, measure_overhead, plan_trigger
 from .config import reserve_floor_cap, scoped_home
-from .filters import UNSTORED, host_side_agent, takes_foreground
+from .filters import UNSTORED, WORKER_PLATFORMS, host_side_agent, takes_foreground
 from .hostbase import ContextEngine, branched_from, host_entry, host_message_tokens
 from .ingest import Identify, is_synthetic, memo_identity
 from .models import Complete, host_complete
@@ -230,6 +230,9 @@ class TroveEngine(ContextEngine):
                                                   str(kwargs.get("conversation_id") or ""))
         key = SessionKey(session_id=session_id or "", conversation_id=conversation, platform=platform,
                          scope=scope_for(platform, conversation))
+        rotated = kwargs.get("boundary_reason") == "compression" and old and old != session_id
+        if rotated and old in self.runtime.inherited_modes:  # a delegated child's continuation too
+            self.runtime.inherited_modes[key.session_id] = self.runtime.inherited_modes[old]
         self._bind(key)
         self.state.just_ended = ""  # an in-place compaction boundary ends nothing
         if self.state.mode != "active" or not self.runtime.health.usable:
@@ -243,6 +246,8 @@ class TroveEngine(ContextEngine):
         elif old and old != session_id:
             try:  # legacy rotation to a child id: the summaries follow the conversation
                 self.runtime.dag.carry_over(old, session_id, 0)
+                if platform.strip().lower() in WORKER_PLATFORMS:  # and a delegated child's scope
+                    self.runtime.store.ensure_session(key, previous_session_id=old)
             except Exception as exc:
                 self._storage_error(exc, f"carry-over from {old} to {session_id}")
 
@@ -334,7 +339,8 @@ class TroveEngine(ContextEngine):
         stateless = None if ignored else (filters.stateless_by(key.session_id, key.platform)
                                           or host_side_agent(key.session_id, key.platform))
         self.state.key = key
-        self.state.mode = "ignored" if ignored else "stateless" if stateless else "active"
+        mode = "ignored" if ignored else "stateless" if stateless else "active"
+        self.state.mode = self.runtime.inherited_modes.get(key.session_id, mode)  # a cron job's child: stateless
         self.state.matched_pattern = ignored or stateless or ""
         self.state.no_progress_tokens = 0
         if key.session_id:

@@ -173,7 +173,7 @@ def make_hooks(base: Runtime) -> dict[str, Callable[..., Any]]:
         if not parent or runtime.bound_sessions.get(child) != "active":
             return
         if runtime.bound_sessions.get(parent) in UNSTORED:
-            runtime.bound_sessions[child] = str(runtime.bound_sessions[parent])
+            runtime.bound_sessions[child] = runtime.inherited_modes[child] = str(runtime.bound_sessions[parent])
             return
         if not runtime.store_usable():
             return

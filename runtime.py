@@ -224,6 +224,8 @@ class Runtime:
     counters: dict[str, int] = field(default_factory=dict)
     # session id -> mode ("active", "ignored", "stateless") for sessions a trove engine serves here
     bound_sessions: dict[str, str] = field(default_factory=dict)
+    # delegate_task child session id -> the mode it took from the session that delegated (subagent_start)
+    inherited_modes: dict[str, str] = field(default_factory=dict)
     health: StoreHealth = field(default_factory=StoreHealth)
     unstored: Unstored = field(default_factory=Unstored)
     degraded: str = ""  # set on the outbox view below: every tool reply carries it

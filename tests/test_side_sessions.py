@@ -173,3 +173,38 @@ def test_the_subagent_of_a_cron_job_is_stateless_like_the_job(tmp_path):
     assert rt.store.count("20260301_090001_c0ffee") == 0
     assert hooks["pre_llm_call"](session_id="20260301_090001_c0ffee", platform="subagent",
                                  user_message="go", conversation_history=[user("go")]) is None
+
+
+def test_a_delegated_child_keeps_what_it_took_from_its_parent_across_its_compaction_boundaries(tmp_path):
+    # The host announces each compaction boundary with on_session_start(boundary_reason="compression"):
+    # the same id in place (compression.in_place, the default), else a new id naming the old one.
+    rt = build_runtime(make_config(tmp_path))
+    hooks = make_hooks(rt)
+    job = make_engine(rt, session="cron_abc_20260301_090000", platform="cron")
+    child = copy.deepcopy(job)
+    child.state.key = None
+    child.on_session_start("20260301_090001_c0ffee", platform="subagent", conversation_id=None)
+    hooks["subagent_start"](parent_session_id="cron_abc_20260301_090000", child_session_id="20260301_090001_c0ffee")
+    child.on_session_start("20260301_090001_c0ffee", boundary_reason="compression",
+                           old_session_id="20260301_090001_c0ffee", platform="subagent")
+    assert child.state.mode == "stateless" and child.ingest(chat(4)) == 0
+    child.on_session_start("20260301_090502_beef00", boundary_reason="compression",
+                           old_session_id="20260301_090001_c0ffee", platform="subagent")
+    assert child.state.mode == "stateless" and child.ingest(chat(4)) == 0
+    assert rt.store.count("20260301_090001_c0ffee") == 0 and rt.store.count("20260301_090502_beef00") == 0
+
+
+def test_a_delegated_childs_continuation_after_a_rotating_compaction_keeps_the_parents_scope(tmp_path):
+    rt = build_runtime(make_config(tmp_path))
+    hooks = make_hooks(rt)
+    tg = "agent:main:telegram:dm:42"
+    fg = make_engine(rt, session="p-tg", platform="telegram")
+    fg.on_session_start("p-tg", platform="telegram", conversation_id=tg)
+    kid = copy.deepcopy(fg)
+    kid.state.key = None
+    kid.on_session_start("kid-1", platform="subagent", conversation_id=None)
+    hooks["subagent_start"](parent_session_id="p-tg", child_session_id="kid-1")
+    kid.on_session_start("kid-2", boundary_reason="compression", old_session_id="kid-1", platform="subagent")
+    assert kid.ingest(chat(2)) == 2
+    row = rt.store.session("kid-2")
+    assert (row.scope, row.previous_session_id) == (f"telegram:{tg}", "kid-1")
