@@ -208,3 +208,46 @@ def test_a_delegated_childs_continuation_after_a_rotating_compaction_keeps_the_p
     assert kid.ingest(chat(2)) == 2
     row = rt.store.session("kid-2")
     assert (row.scope, row.previous_session_id) == (f"telegram:{tg}", "kid-1")
+
+
+def test_two_chats_delegating_at_once_each_give_their_child_their_own_scope_only(tmp_path):
+    # A gateway serves two chats in one process; each delegates on its own thread at the same time.
+    import json
+
+    from hermes_trove.tools import dispatch
+    rt = build_runtime(make_config(tmp_path))
+    hooks = make_hooks(rt)
+    chats = {"a": "agent:main:telegram:dm:111", "b": "agent:main:telegram:dm:222"}
+    parents = {}
+    for name, chat_key in chats.items():
+        parents[name] = make_engine(rt, session=f"p-{name}", platform="telegram")
+        parents[name].on_session_start(f"p-{name}", platform="telegram", conversation_id=chat_key)
+        parents[name].ingest(chat(2))
+    children, gate = {}, threading.Barrier(2)
+
+    def delegate(name: str) -> None:
+        gate.wait()
+        for i in range(20):  # many children, interleaved across the two threads
+            child = copy.deepcopy(parents[name])
+            child.state.key = None
+            cid = f"c-{name}-{i}"
+            child.bind_session_state(None, cid)
+            child.on_session_start(cid, platform="subagent", conversation_id=None)
+            hooks["subagent_start"](parent_session_id=f"p-{name}", child_session_id=cid, child_role="leaf")
+            hooks["post_llm_call"](session_id=cid, platform="subagent", assistant_response="ok",
+                                   conversation_history=[user(f"the {name} secret code is {name * 3}{i}")])
+            children[cid] = child
+
+    threads = [threading.Thread(target=delegate, args=(n,)) for n in chats]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for cid in children:
+        row = rt.store.session(cid)
+        name = cid.split("-")[1]
+        assert (row.scope, row.previous_session_id) == (f"telegram:{chats[name]}", f"p-{name}")
+    later_b = make_engine(rt, session="p-b2", platform="telegram")
+    later_b.on_session_start("p-b2", platform="telegram", conversation_id=chats["b"])
+    found = json.dumps(json.loads(dispatch(later_b.tool_context(), "trove_recall", {"query": "secret code"})))
+    assert "bbb" in found and "aaa" not in found
