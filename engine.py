@@ -309,11 +309,11 @@ class TroveEngine(ContextEngine):
             self._hold(key, messages)
             return
         try:
+            if messages and session_id:  # first: storing turns reopens a session
+                self._ingest(key, messages)
             # The review fork ends the parent's id while the parent goes on: that ends nothing.
             if session_id and not host_side_agent(session_id, key.platform) and self.runtime.store.session(session_id):
                 self.runtime.store.mark_ended(session_id)  # cleared again if the session binds anew
-            if messages and session_id:
-                self._ingest(key, messages)
             if self.runtime.store.local_writes:  # the process may exit next: ship what waits (bounded)
                 self.runtime.store.settle(timeout_s=5.0)
         except Exception as exc:  # never let a flush failure reach the host

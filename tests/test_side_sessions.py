@@ -251,3 +251,26 @@ def test_two_chats_delegating_at_once_each_give_their_child_their_own_scope_only
     later_b.on_session_start("p-b2", platform="telegram", conversation_id=chats["b"])
     found = json.dumps(json.loads(dispatch(later_b.tool_context(), "trove_recall", {"query": "secret code"})))
     assert "bbb" in found and "aaa" not in found
+
+
+def test_a_real_end_with_an_empty_list_still_ends_the_session_after_a_review_fork_ended_it(tmp_path):
+    # On exit the host may hand [] (HOST.md); after /new with no new turn, the previous transcript.
+    rt = build_runtime(make_config(tmp_path))
+    fg = make_engine(rt, session="parent-1")
+    fg.ingest(chat(4))
+    fork = copy.deepcopy(fg)
+    t = threading.Thread(target=fork.on_session_end, args=("parent-1", []), name="bg-review")
+    t.start()
+    t.join()
+    assert rt.store.session("parent-1").ended_at is None
+    fg.on_session_end("parent-1", [])  # the CLI's exit, on the main thread
+    assert rt.store.session("parent-1").ended_at is not None and rt.store.count("parent-1") == 4
+
+
+def test_an_end_that_brings_turns_not_stored_yet_still_ends_the_session(tmp_path):
+    rt = build_runtime(make_config(tmp_path))
+    eng = make_engine(rt, session="s-late")
+    eng.ingest(chat(2))
+    eng.on_session_end("s-late", chat(6))  # the last turns reach trove only with the end
+    row = rt.store.session("s-late")
+    assert rt.store.count("s-late") == 6 and row.ended_at is not None
