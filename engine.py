@@ -27,7 +27,7 @@ from .compaction.window import MIN_TARGET, measure_overhead, plan_trigger
 from .config import reserve_floor_cap, scoped_home
 from .filters import UNSTORED, WORKER_PLATFORMS, host_side_agent, takes_foreground
 from .hostbase import ContextEngine, branched_from, host_entry, host_message_tokens
-from .ingest import Identify, is_synthetic, memo_identity
+from .ingest import Identify, is_synthetic, memo_identity, repeats_previous
 from .models import Complete, host_complete
 from .ops.maintenance import gc_empty_lifecycle
 from .runtime import Runtime, build_runtime
@@ -309,8 +309,8 @@ class TroveEngine(ContextEngine):
             self._hold(key, messages)
             return
         try:
-            if messages and session_id:  # first: storing turns reopens a session
-                self._ingest(key, messages)
+            if messages and session_id and not repeats_previous(self.runtime.store.session, session_id, messages):
+                self._ingest(key, messages)  # first: storing turns reopens a session
             # The review fork ends the parent's id while the parent goes on: that ends nothing.
             if session_id and not host_side_agent(session_id, key.platform) and self.runtime.store.session(session_id):
                 self.runtime.store.mark_ended(session_id)  # cleared again if the session binds anew

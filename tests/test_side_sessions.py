@@ -274,3 +274,26 @@ def test_an_end_that_brings_turns_not_stored_yet_still_ends_the_session(tmp_path
     eng.on_session_end("s-late", chat(6))  # the last turns reach trove only with the end
     row = rt.store.session("s-late")
     assert rt.store.count("s-late") == 6 and row.ended_at is not None
+
+
+def test_an_exit_after_new_with_no_new_turn_stores_nothing_more_and_ends_the_new_session(tmp_path):
+    # The CLI's /new: on_session_end(old, history), on_session_reset, bind_session_state(new); its exit
+    # then hands on_session_end(new, ...) the agent's last list, still the old session's transcript.
+    rt = build_runtime(make_config(tmp_path))
+    eng = make_engine(rt, session="s-old")
+    history = chat(6)
+    eng.ingest(history[:4])
+    eng.on_session_end("s-old", history)
+    eng.on_session_reset()
+    eng.bind_session_state(None, "s-new")
+    eng.on_session_end("s-new", history)
+    assert rt.store.count("s-old") == 6 and rt.store.count("s-new") == 0
+    assert rt.store.session("s-new").ended_at is not None
+    assert rt.store.session("s-new").previous_session_id == "s-old"
+    # a new turn after /new makes the list the new session's own: stored as usual
+    other = make_engine(rt, session="t-old")
+    other.on_session_end("t-old", history)
+    other.on_session_reset()
+    other.bind_session_state(None, "t-new")
+    other.on_session_end("t-new", [*history, user("and one more thing"), assistant("sure")])
+    assert rt.store.session("t-new").previous_session_id == "t-old" and rt.store.count("t-new") == 8
