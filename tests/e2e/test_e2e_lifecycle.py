@@ -150,3 +150,26 @@ def test_trove_describe_in_the_new_session_reports_the_carried_nodes(new_run):
 def test_the_lifecycle_run_touches_only_loopback(new_run):
     assert new_run["home"].guarded_processes
     assert new_run["home"].netlog.read_text(encoding="utf-8") == ""
+
+
+@pytest.fixture(scope="module")
+def new_then_exit(make_home) -> dict[str, Any]:
+    """Two turns, ``/new --yes``, then the CLI's exit with no turn in the new session: the host's exit
+    cleanup hands ``on_session_end(<new id>, …)`` the agent's last list, the old session's transcript."""
+    home = make_home()
+    steps = [{"chat": "first turn: the harbor gate code is 5813"}, {"chat": "second turn: noted?"},
+             {"command": "/new --yes"}]
+    result = home.run_driver({"mode": "cli", "steps": steps, "max_iterations": 4}, "new-then-exit", timeout=600)
+    step = result["steps"][2]
+    return {"home": home, "result": result, "old": step["session_before"], "new": step["session_id"]}
+
+
+def test_an_exit_right_after_new_stores_the_old_transcript_once_and_ends_the_new_session(new_then_exit):
+    run = new_then_exit
+    assert run["old"] and run["new"] and run["new"] != run["old"]
+    assert run["result"]["final_session_id"] == run["new"]
+    counts = dict(_db(run, "SELECT session_id, COUNT(*) FROM messages GROUP BY session_id"))
+    assert counts.get(run["new"], 0) == 0 and counts[run["old"]] >= 4, counts
+    assert _db(run, "SELECT COUNT(*) FROM messages WHERE content LIKE '%harbor gate code is 5813%'") == [(1,)]
+    ended = dict(_db(run, "SELECT session_id, ended_at IS NOT NULL FROM sessions"))
+    assert ended == {run["old"]: 1, run["new"]: 1}, ended
