@@ -297,3 +297,25 @@ def test_an_exit_after_new_with_no_new_turn_stores_nothing_more_and_ends_the_new
     other.bind_session_state(None, "t-new")
     other.on_session_end("t-new", [*history, user("and one more thing"), assistant("sure")])
     assert rt.store.session("t-new").previous_session_id == "t-old" and rt.store.count("t-new") == 8
+
+
+def test_subagent_start_with_missing_none_or_repeated_arguments_changes_nothing_it_should_not(tmp_path):
+    rt = build_runtime(make_config(tmp_path))
+    hooks = make_hooks(rt)
+    tg = "agent:main:telegram:dm:42"
+    fg = make_engine(rt, session="p-tg", platform="telegram")
+    fg.on_session_start("p-tg", platform="telegram", conversation_id=tg)
+    other = make_engine(rt, session="p-cli")
+    kid = copy.deepcopy(fg)
+    kid.state.key = None
+    kid.on_session_start("kid-1", platform="subagent", conversation_id=None)
+    for kw in ({}, {"parent_session_id": None, "child_session_id": None}, {"parent_session_id": "p-tg"},
+               {"child_session_id": "kid-1"}, {"parent_session_id": None, "child_session_id": "kid-1"},
+               {"parent_session_id": "p-tg", "child_session_id": "no-such-child"}):
+        assert hooks["subagent_start"](**kw) is None
+    assert rt.store.session("kid-1").scope == "" and rt.store.session("no-such-child") is None
+    hooks["subagent_start"](parent_session_id="p-tg", child_session_id="kid-1")
+    hooks["subagent_start"](parent_session_id="p-cli", child_session_id="kid-1")  # a second call: no change
+    row = rt.store.session("kid-1")
+    assert (row.scope, row.previous_session_id) == (f"telegram:{tg}", "p-tg")
+    assert other.state.mode == kid.state.mode == "active" and command.resolve(rt).session_id == "p-cli"
