@@ -309,7 +309,7 @@ class TroveEngine(ContextEngine):
             self._hold(key, messages)
             return
         try:
-            if messages and session_id and not repeats_previous(self.runtime.store.session, session_id, messages):
+            if messages and session_id and not repeats_previous(self.runtime.store.owner, session_id, messages):
                 self._ingest(key, messages)  # first: storing turns reopens a session
             # The review fork ends the parent's id while the parent goes on: that ends nothing.
             if session_id and not host_side_agent(session_id, key.platform) and self.runtime.store.session(session_id):

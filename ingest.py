@@ -253,7 +253,8 @@ def _first_part_end(content: str, wanted: str) -> int:
 def repeats_previous(session: Callable[[str], Any], session_id: str, messages: Sequence[Any]) -> bool:
     """Whether ``messages``, handed at the end of ``session_id``, is only the transcript the session it
     follows was last stored from, while ``session_id`` holds nothing yet: the CLI's exit after ``/new``
-    (or ``/branch``) with no new turn still hands the earlier session's list. ``session`` reads a row."""
+    (or ``/branch``) with no new turn still hands the earlier session's list. ``session`` reads this machine's
+    row (it holds the ingest cursor)."""
     row = session(session_id) if messages and isinstance(messages[-1], dict) else None
     if row is None or row.ingest_len or not row.previous_session_id:
         return False
