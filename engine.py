@@ -67,6 +67,7 @@ class SessionState:
     matched_pattern: str = ""
     pending_reset_from: str = ""
     just_ended: str = ""  # /new ends the session before the reset; /resume and /branch do not
+    left: str = ""  # the session this copy served before its latest rebind
     last_status: str = "idle"
     last_reason: str = ""
     last_result: dict[str, Any] = field(default_factory=dict)
@@ -309,7 +310,7 @@ class TroveEngine(ContextEngine):
             self._hold(key, messages)
             return
         try:
-            if messages and session_id and not repeats_previous(self.runtime.store.owner, session_id, messages):
+            if session_id and not repeats_previous(self.runtime.store.owner, session_id, messages, self.state.left):
                 self._ingest(key, messages)  # first: storing turns reopens a session
             # The review fork ends the parent's id while the parent goes on: that ends nothing.
             if session_id and not host_side_agent(session_id, key.platform) and self.runtime.store.session(session_id):
@@ -338,6 +339,8 @@ class TroveEngine(ContextEngine):
         ignored = filters.ignored_by(key.session_id, key.platform)
         stateless = None if ignored else (filters.stateless_by(key.session_id, key.platform)
                                           or host_side_agent(key.session_id, key.platform))
+        if self.state.key and self.state.key.session_id != key.session_id:
+            self.state.left = self.state.key.session_id
         self.state.key = key
         mode = "ignored" if ignored else "stateless" if stateless else "active"
         self.state.mode = self.runtime.inherited_modes.get(key.session_id, mode)  # a cron job's child: stateless

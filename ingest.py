@@ -250,14 +250,20 @@ def _first_part_end(content: str, wanted: str) -> int:
     return -1
 
 
-def repeats_previous(session: Callable[[str], Any], session_id: str, messages: Sequence[Any]) -> bool:
-    """Whether ``messages``, handed at the end of ``session_id``, is only the transcript the session it
-    follows was last stored from, while ``session_id`` holds nothing yet: the CLI's exit after ``/new``
-    (or ``/branch``) with no new turn still hands the earlier session's list. ``session`` reads this machine's
-    row (it holds the ingest cursor)."""
-    row = session(session_id) if messages and isinstance(messages[-1], dict) else None
-    if row is None or row.ingest_len or not row.previous_session_id:
+def repeats_previous(session: Callable[[str], Any], session_id: str, messages: Sequence[Any], left: str = "") -> bool:
+    """Whether ``messages``, handed at the end of ``session_id``, is only the transcript another session was
+    last stored from: the one ``session_id`` follows, or ``left``, the one this engine copy served before.
+    The CLI's exit after ``/new``, ``/branch`` or ``/resume`` with no new turn still hands the earlier
+    session's list. An empty list brings nothing either. ``session`` reads this machine's row (it holds the
+    ingest cursor)."""
+    if not messages:
+        return True
+    row = session(session_id) if isinstance(messages[-1], dict) else None
+    if row is None:
         return False
-    before = session(row.previous_session_id)
-    return before is not None and (before.ingest_len, before.ingest_identity) == \
-        (len(messages), message_identity(messages[-1]))
+    cursor = (len(messages), message_identity(messages[-1]))
+    for other in {row.previous_session_id or "", left} - {"", session_id}:
+        before = session(other)
+        if before is not None and before.ingest_len and (before.ingest_len, before.ingest_identity) == cursor:
+            return True
+    return False

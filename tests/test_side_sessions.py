@@ -299,6 +299,26 @@ def test_an_exit_after_new_with_no_new_turn_stores_nothing_more_and_ends_the_new
     assert rt.store.session("t-new").previous_session_id == "t-old" and rt.store.count("t-new") == 8
 
 
+def test_an_exit_after_resume_with_no_new_turn_leaves_the_resumed_session_as_it_was(tmp_path):
+    # The CLI's /resume A from B: on_session_reset, bind_session_state(A), no on_session_end; its exit then
+    # hands on_session_end(A, ...) the agent's last list, still B's transcript.
+    rt = build_runtime(make_config(tmp_path))
+    eng = make_engine(rt, session="a")
+    eng.ingest(chat(4))
+    eng.on_session_reset()
+    eng.bind_session_state(None, "b")
+    b_history = [user("the kiln runs at 1240 degrees"), assistant("noted")]
+    eng.ingest(b_history)
+    eng.on_session_reset()
+    eng.bind_session_state(None, "a")
+    eng.on_session_end("a", b_history)
+    assert rt.store.count("a") == 4 and rt.store.count("b") == 2
+    assert rt.store.session("a").ended_at is not None
+    # a turn after /resume makes the list A's own: stored as usual
+    eng.on_session_end("a", [*chat(4), user("back to the first topic"), assistant("sure")])
+    assert rt.store.count("a") == 6 and rt.store.count("b") == 2
+
+
 def test_subagent_start_with_missing_none_or_repeated_arguments_changes_nothing_it_should_not(tmp_path):
     rt = build_runtime(make_config(tmp_path))
     hooks = make_hooks(rt)

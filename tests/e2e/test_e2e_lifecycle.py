@@ -173,3 +173,26 @@ def test_an_exit_right_after_new_stores_the_old_transcript_once_and_ends_the_new
     assert _db(run, "SELECT COUNT(*) FROM messages WHERE content LIKE '%harbor gate code is 5813%'") == [(1,)]
     ended = dict(_db(run, "SELECT session_id, ended_at IS NOT NULL FROM sessions"))
     assert ended == {run["old"]: 1, run["new"]: 1}, ended
+
+
+@pytest.fixture(scope="module")
+def resume_then_exit(make_home) -> dict[str, Any]:
+    """A session, ``/new`` and a turn in a second one, ``/resume`` of the first, then the CLI's exit with
+    no turn in it: the exit hands ``on_session_end(<first id>, …)`` the agent's last list, the second
+    session's transcript."""
+    home = make_home()
+    steps = [{"chat": "first session: the boathouse key hangs on hook 7"}, {"chat": "first session, noted?"},
+             {"command": "/new --yes"}, {"chat": "second session: the kiln runs at 1240 degrees"},
+             {"command": "/resume 1"}]
+    result = home.run_driver({"mode": "cli", "steps": steps, "max_iterations": 4}, "resume-then-exit", timeout=600)
+    return {"home": home, "result": result, "first": result["steps"][2]["session_before"],
+            "second": result["steps"][3]["session_id"], "resumed": result["steps"][4]["session_id"]}
+
+
+def test_an_exit_right_after_resume_leaves_each_session_with_its_own_turns(resume_then_exit):
+    run = resume_then_exit
+    assert run["first"] != run["second"] and run["resumed"] == run["first"], run["result"]["steps"][4]["output"]
+    kiln = _db(run, "SELECT session_id, COUNT(*) FROM messages WHERE content LIKE '%kiln runs at 1240%' GROUP BY 1")
+    assert kiln == [(run["second"], 1)], kiln
+    boathouse = _db(run, "SELECT session_id, COUNT(*) FROM messages WHERE content LIKE '%boathouse key%' GROUP BY 1")
+    assert boathouse == [(run["first"], 1)], boathouse
