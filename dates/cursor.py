@@ -22,6 +22,9 @@ _CLAUSE_VERBS = frozenset({"is", "was", "will", "'s", "falls", "fell"})  # after
 _NOUN_LEADS = frozenset({"to", "at", "after", "a", "the", "my", "our", "your", "his", "her", "their"})
 _FUNCTION_WORDS = lx.PARTS_OF_DAY | {"and", "or", "to", "on", "of", "from", "until", "till", "through", "then", "next",
                                      "last", "this", "too", "instead", "again"}
+# words before a past sentence's time that put it ahead of the telling: reported words, a plan, a supposition
+_PLAN_IN_PAST = frozenset({"if", "supposed", "meant", "thought", "hoping", "hoped", "planned", "planning", "said",
+                           "told", "going", "coming", "would", "could", "should"})
 # weekdays in the names of things, not days ("Sunday school", "Saturday Night Live", "Cyber Monday")
 _NAMED_THINGS = frozenset({("sunday", "school"), ("sunday", "best"), ("saturday", "night", "live"), ("cyber", "monday"),
                            ("super", "tuesday"), ("ash", "wednesday"), ("maundy", "thursday"), ("holy", "thursday"),
@@ -227,6 +230,12 @@ class TokenCursor:
         else:
             return None
         return None if self.low(index + 1) in _PLURAL_PARTS or self._names_thing(index) else weekday
+
+    def plan_in_past(self, index: int) -> bool:
+        """A word before ``index`` in its sentence tells of a plan or a supposition, not what happened: "she said
+        she was coming this Friday", "we were supposed to meet this Saturday", "what if we went this Sunday?"."""
+        first, _ = self.sentences[self.tokens[index].sentence]
+        return any(self.low(at) in _PLAN_IN_PAST or self.low(at).endswith("'d") for at in range(first, index))
 
     def _names_thing(self, index: int) -> bool:
         """A weekday in a name ("Sunday school", "Saturday Night Live", "Cyber Monday") or between a word that

@@ -334,8 +334,10 @@ class _Scanner:
             day = iv.week_start(self.c.today) + timedelta(days=weekday)
             if step > 0 or day < self.c.today and self.c.tense(index, stop) == "future":  # "we'll meet this Monday"
                 return self.c.day_hit(stop, iv.weekday_after(self.c.today, weekday))  # said on a Saturday: ahead
-            # "we met this Sunday", said on a Monday: the one just gone (a tool's period has no tense of its own)
-            past = day > self.c.today and not self.c.standalone and self.c.tense(index, stop) == "past"
+            # "we met this Sunday" said on a Monday: the one gone, if nearer than the one ahead and not a plan ("she
+            # said she was coming this Friday"); a tool's period has no tense of its own
+            past = (day - self.c.today).days > 3 and not self.c.standalone and self.c.tense(index, stop) == "past" \
+                and not self.c.plan_in_past(index)
             return self.c.day_hit(stop, iv.weekday_before(self.c.today, weekday) if past else day)
         month = self.c.month_at(at)
         if month is not None:

@@ -26,7 +26,9 @@ RULES = """\
 - "last/next <weekday>": the nearest such day strictly before/after the observation day;
   "this <weekday>": that day of the observation's ISO week, unless the sentence's tense points the
   other way: already gone in a future sentence ("we'll meet this Monday" said on a Saturday) it is
-  the coming one, still ahead in a past one ("we met this Sunday" said on a Monday) the one gone.
+  the coming one, still ahead in a past one ("we met this Sunday" said on a Monday) the one gone
+  when that is the nearer of the two and no plan or supposition is told ("she said she was coming
+  this Friday", "we were supposed to meet this Sunday": ahead).
 - "<weekday> the <nth>" ("Tuesday the 7th", an ordinal followed by the end of the clause or a word
   such as "I", "we", "at") is the nearest such day of a month that falls on that weekday: on or
   before the observation day, on or after it in a sentence about the future; unclear tense leaves
