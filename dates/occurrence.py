@@ -157,9 +157,10 @@ RULES = """\
 - "between A and B", "from A to/until/through B": the start of A to the end of B; a bare weekday B
   is the first one on or after A, and a bare weekday A (also with no "from": "I'm away Monday to
   Wednesday", "Mon-Wed") follows the tense rule; two months with no "from" need the same joiners or a
-  dash ("Jan–Mar"), two years a dash and the later year second ("2019-2021"); a bare ordinal after a
-  day ends the run in that day's month ("from March 3rd to the 5th"); "thru" is "through"; a range
-  that ends before it starts is two expressions. After a
+  dash ("Jan–Mar"), two years a dash and the later year second ("2019-2021", a bare run only
+  closing its phrase and after no counted noun: not "a 2019-2021 Honda", "pages 2019-2021"); a
+  bare ordinal after a day ends the run in that day's month ("from March 3rd to the 5th"); "thru"
+  is "through"; a range that ends before it starts is two expressions. After a
   past or -ing verb that moves a date ("moved", "postponed", "pushed", "rescheduled", "changed")
   "from A to B" is the new date B alone, and a time right after such a verb's "to"/"until" lies
   ahead ("the meeting moved from Thursday to Friday", "we moved the dinner to Saturday") unless a

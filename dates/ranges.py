@@ -23,6 +23,17 @@ _JOINERS = {"between": ("and",), "from": ("to", "until", "till", "through", "thr
 _DASHES = ("-", "\u2013")  # between two weekdays, months or years with no "from": "Mon-Wed", "Jan–Mar", "2019-2021"
 
 
+# words after a bare run of years that close its phrase ("we lived there 2019-2021 and loved it", "2019-2021 was hard")
+_AFTER_YEARS = frozenset({"and", "but", "so", "because", "when", "then", "was", "were", "i", "we"})
+
+
+def _years_alone(c: TokenCursor, index: int) -> bool:
+    """The bare run of years at ``index`` closes its phrase and counts no noun, as a bare year must: "we lived
+    there 2019-2021", not "a 2019-2021 Honda", "the 2019-2021 season" or "pages 2019-2021"."""
+    after, before = c.low(index + 3), c.low(index - 1)
+    return (not after[:1].isalnum() or after in _AFTER_YEARS) and before.removesuffix("s") not in lx.NTH_NOUNS
+
+
 def run(c: TokenCursor, index: int, anchor: Callable[[int], Hit | None]) -> Hit | None:
     """The run opening at ``index``; ``anchor(at)`` reads the resolved time at ``at`` (an end)."""
     joiners = _JOINERS.get(c.low(index))
@@ -30,7 +41,7 @@ def run(c: TokenCursor, index: int, anchor: Callable[[int], Hit | None]) -> Hit 
             and c.low(c.skip_part_of_day(index + 1)) in _DASHES + _JOINERS["from"]:  # "Mon-Wed", "Jan–Mar"
         joiners, index = _JOINERS["from"] + _DASHES, index - 1
     elif joiners is None and lx.year_number(c.tok(index)) and c.low(index + 1) in _DASHES and \
-            (lx.year_number(c.tok(index + 2)) or 0) > (lx.year_number(c.tok(index)) or 0):
+            (lx.year_number(c.tok(index + 2)) or 0) > (lx.year_number(c.tok(index)) or 0) and _years_alone(c, index):
         joiners, index = _DASHES, index - 1  # "2019-2021": only a later year after the dash
     if joiners is None:
         return None

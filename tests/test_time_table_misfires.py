@@ -153,6 +153,10 @@ ROWS = [
     (WED, "I moved here when I was thirty, two years ago.", "2022-01-01..2022-12-31"),
     (WED, "The house was built thirty two years ago.", "1992-01-01..1992-12-31"),
     (WED, "My son turned twelve two years ago.", "2022-01-01..2022-12-31"),
+    (WED, "a 2019-2021 Honda Civic", NOTHING),
+    (WED, "see pages 2019-2021", NOTHING),
+    (WED, "The 2019-2021 Honda Civic has a recall.", NOTHING),
+    (WED, "Call extension 2019-2021 for help.", NOTHING),
     (WED, "I worked there 2019-2021.", "2019-01-01..2021-12-31"),
     (WED, "Drive-thru coffee every morning", NOTHING),
     (WED, "I'm halfway thru the book", NOTHING),
@@ -189,6 +193,10 @@ ROWS = [
     (MON, "He told me he'd be free this Sunday", "2024-05-19"),
     (MON, "We went out this Sunday.", "2024-05-12"),
     (MON, "this Sunday was lovely", "2024-05-12"),
+    # -- bare runs of years: a time when they close their phrase -----------------------------------------
+    (WED, "2019-2021 was rough", "2019-01-01..2021-12-31"),
+    (WED, "we lived there 2019-2021 and loved it", "2019-01-01..2021-12-31"),
+    (WED, "the 2019-2021 season was long", NOTHING),
 ]
 
 
