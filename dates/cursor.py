@@ -22,6 +22,10 @@ _CLAUSE_VERBS = frozenset({"is", "was", "will", "'s", "falls", "fell"})  # after
 _NOUN_LEADS = frozenset({"to", "at", "after", "a", "the", "my", "our", "your", "his", "her", "their"})
 _FUNCTION_WORDS = lx.PARTS_OF_DAY | {"and", "or", "to", "on", "of", "from", "until", "till", "through", "then", "next",
                                      "last", "this", "too", "instead", "again"}
+# words that may follow a short weekday or month alone ("on Sat we went", "until Sept I was"): no noun or verb
+_AFTER_SHORT_DAY = frozenset({"i", "we", "you", "he", "she", "they", "it", "at", "by", "for", "with", "but", "so",
+                              "if", "as", "or", "is", "was", "works", "after", "before", "around", "when", "maybe",
+                              "instead"})
 # words before a past sentence's time that put it ahead of the telling: reported words, a plan, a supposition
 _PLAN_IN_PAST = frozenset({"if", "supposed", "meant", "thought", "hoping", "hoped", "planned", "planning", "said",
                            "told", "going", "coming", "would", "could", "should"})
@@ -221,7 +225,7 @@ class TokenCursor:
             weekday = lx.WEEKDAYS[token.low]
         elif token.low in lx.WEEKDAY_ABBREVIATIONS and (
                 token.low in lx.PLAIN_WEEKDAY_ABBREVIATIONS or (token.capitalised or self.standalone) and (
-                    abbreviations or self.low(index - 1) == "on")):
+                    abbreviations or self.low(index - 1) == "on" and self.short_name_alone(index))):
             weekday = lx.WEEKDAY_ABBREVIATIONS[token.low]
         elif token.base in lx.WEEKDAYS and token.base != token.low:  # "Sunday's run": that day's, a noun after it
             after = self.tok(index + 1)
@@ -236,6 +240,15 @@ class TokenCursor:
         she was coming this Friday", "we were supposed to meet this Saturday", "what if we went this Sunday?"."""
         first, _ = self.sentences[self.tokens[index].sentence]
         return any(self.low(at) in _PLAN_IN_PAST or self.low(at).endswith("'d") for at in range(first, index))
+
+    def short_name_alone(self, index: int) -> bool:
+        """A short weekday or month alone after its lead word ("on Sat", "until Jan") is a time only written as a
+        name, not in capitals ("did well on SAT math"), and not before a noun it qualifies ("a fortune on Sun
+        loungers") or a verb it is the subject of ("until Jan gets back", a person)."""
+        token, after = self.tok(index), self.tok(index + 1)
+        return token is not None and not token.text.isupper() and not (
+            after is not None and after.text.isalpha() and after.text.islower() and after.low not in _FUNCTION_WORDS
+            and after.low not in _AFTER_SHORT_DAY)
 
     def _names_thing(self, index: int) -> bool:
         """A weekday in a name ("Sunday school", "Saturday Night Live", "Cyber Monday") or between a word that

@@ -519,8 +519,8 @@ class _Scanner:
             year = written.relative_year(self.c, year_at)
             if year is not None:
                 return Hit(year_at + 2, *iv.month_span(year, month), "month")
-            if context and (self.c.low(at) in lx.MONTHS or self.nested or self.c.low(at - 1) in lx.SHORT_MONTH_LEADS
-                            or self.c.low(at - 1) == "-" and self.c.low(at - 2) in lx.SHORT_MONTH_LEADS):
+            short = self.c.low(at - 1 - (self.c.low(at - 1) == "-")) in lx.SHORT_MONTH_LEADS  # "in Sept", "mid-Jan"
+            if context and (self.c.low(at) in lx.MONTHS or self.nested or short and self.c.short_name_alone(at)):
                 forward = self.c.tense(at) == "future"
                 if not (forward or self.nested or self.c.standalone) and self.c.habitual(at):
                     return Hit(at + 1, reason=HABIT)  # "in May we always plant tomatoes"

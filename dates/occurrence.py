@@ -207,6 +207,9 @@ RULES = """\
   word) are weekdays in any case, "Fri", "Sat", "Sun", "Mon", "Wed" alone only capitalised after
   "on"; a short month name alone ("back in Sept") after "in", "during", "until", "till", "early",
   "mid" or "late" (not "from Jan", a name as often), or as a relation's stated time ("the end of Jan").
+  Alone, neither is written in capitals ("on SAT math") nor followed by a lower-case word that is no
+  function word: a noun it qualifies or a verb it is the subject of ("on Sun loungers", "until Jan
+  gets back").
   A "re-" form of a start is a timetable verb ("my classes restart in 2 weeks"). A weekday, "the
   week" or "the weekend" "(just) gone" is the last one ("on Sunday just gone"). A day of a month
   spelled out ("first" to "thirty-first") is read only beside its month: "the first of March",

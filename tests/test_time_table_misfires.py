@@ -69,6 +69,8 @@ ROWS = [
     (WED, "sat on the bench for an hour", NOTHING),
     (WED, "The cat sat on the mat.", NOTHING),
     (WED, "I relied on sat nav the whole way.", NOTHING),
+    (WED, "I did well on SAT math.", NOTHING),
+    (WED, "We spent a fortune on Sun loungers.", NOTHING),
     (WED, "Put on sun cream before you go out.", NOTHING),
     (WED, "The mon-wed shift pattern suits me.", NOTHING),
     (WED, "I work mon-fri.", NOTHING),
@@ -81,6 +83,8 @@ ROWS = [
     (WED, "Jan is my sister's name.", NOTHING),
     (WED, "I met Jan in the lobby.", NOTHING),
     (WED, "I left my charger in Jan's car.", NOTHING),
+    (WED, "We can't decide until Jan gets back.", NOTHING),
+    (WED, "I'll wait till Jan calls.", NOTHING),
     pytest.param(
         WED,
         "The Jan 6th committee hearings were on TV.",
@@ -193,6 +197,12 @@ ROWS = [
     (MON, "He told me he'd be free this Sunday", "2024-05-19"),
     (MON, "We went out this Sunday.", "2024-05-12"),
     (MON, "this Sunday was lovely", "2024-05-12"),
+    # -- short weekday and month names alone that still name a time -------------------------------------
+    (WED, "see you on Sat", "2024-05-18"),
+    (WED, "on Sat we went to the beach", "2024-05-11"),
+    (WED, "until Jan we lived in Rome", "2024-01-01..2024-01-31"),
+    (WED, "in Sept I moved", "2023-09-01..2023-09-30"),
+    (WED, "I'll wait till Jan.", (NOTHING, "2025-01-01..2025-01-31")),
     # -- bare runs of years: a time when they close their phrase -----------------------------------------
     (WED, "2019-2021 was rough", "2019-01-01..2021-12-31"),
     (WED, "we lived there 2019-2021 and loved it", "2019-01-01..2021-12-31"),
