@@ -9,7 +9,9 @@ no date; read as a relation's stated day ("the day after Christmas") it needs ne
 said on when that is the holiday, else names no day. A holiday
 whose date moves with the year or differs by country (Easter, Thanksgiving, Mother's Day) is named
 with the reason, not guessed; with no lead word before a noun ("Black Friday deals") it names no
-day. "New Year's" alone needs a lead word ("for New Year's", "at New Year") and is its eve and its day.
+day, nor does a fixed one before a plural noun and no past verb ("St Patrick's Day parades are
+crowded"). "New Year's" alone needs a lead word ("for New Year's", "at New Year") and is its eve
+and its day.
 """
 from __future__ import annotations
 
@@ -48,6 +50,10 @@ def holiday(c: TokenCursor, index: int, *, nested: bool = False) -> Hit | None:
     if at == index and fixed is None and after is not None and after.text.isalpha() and after.text.islower() and \
             after.low not in lx.AFTER_NTH and after.low not in lx.PARTS_OF_DAY and not nested:
         return None  # a movable name with no lead word qualifying a noun: "Black Friday deals", "Mother's Day cards"
+    if at == index and fixed is not None and after is not None and after.text.isalpha() and lx.s_form(after.low) and \
+            after.low not in lx.PARTS_OF_DAY and not nested and not (c.low(stop + 1) == "were" or lx.past_form(
+                c.low(stop + 1))):  # a fixed one qualifying a plural noun, no past verb after it:
+        return None  # "Valentine's Day cards are a scam" (not "the Christmas Day celebrations were lovely")
     if fixed is None:
         return Hit(stop + (year is not None), reason=MOVABLE)
     month, day = fixed

@@ -220,7 +220,8 @@ RULES = """\
 - Holidays on one date every year (Christmas, New Year's Eve and Day, Halloween, Valentine's Day,
   Boxing Day, St Patrick's Day, April Fools' Day; "Xmas", "NYE") resolve like a day and month; one-word
   names need a lead word ("at Christmas") or a year. "New Year's" and "April Fools" alone need one too;
-  "New Year's" alone is its eve and its day ("for New Year's").
+  "New Year's" alone is its eve and its day ("for New Year's"). With no lead word before a plural
+  noun and no past verb after it ("Valentine's Day cards are a scam") a fixed one names no day.
   "Happy Halloween!" is the observation day when it is that holiday, else no day.
   Holidays whose date moves or differs by country (Easter, Good Friday, Black Friday) stay
   unresolved; with no lead word before a noun ("Black Friday deals") they claim nothing.

@@ -66,6 +66,7 @@ ROWS = [
     (WED, "He's an April fool for believing that.", NOTHING),
     (WED, "NYE parties are overrated.", NOTHING),
     (WED, "my Xmas list is getting long", NOTHING),
+    (WED, "St Patrick's Day parades are always crowded.", NOTHING),
     (WED, "sat on the bench for an hour", NOTHING),
     (WED, "The cat sat on the mat.", NOTHING),
     (WED, "I relied on sat nav the whole way.", NOTHING),
@@ -197,6 +198,12 @@ ROWS = [
     (MON, "He told me he'd be free this Sunday", "2024-05-19"),
     (MON, "We went out this Sunday.", "2024-05-12"),
     (MON, "this Sunday was lovely", "2024-05-12"),
+    # -- fixed holidays before a plural noun: kinds of thing, unless told in the past --------------------
+    (WED, "Christmas Day parades are always crowded.", NOTHING),
+    (WED, "Valentine's Day cards are a scam.", NOTHING),
+    (WED, "New Year's Day hangovers are the worst.", NOTHING),
+    (WED, "Christmas Day celebrations were lovely", "2023-12-25"),
+    (WED, "St Patrick's Day was fun", "2024-03-17"),
     # -- short weekday and month names alone that still name a time -------------------------------------
     (WED, "see you on Sat", "2024-05-18"),
     (WED, "on Sat we went to the beach", "2024-05-11"),
