@@ -174,7 +174,8 @@ class _Scanner:
     def _day_word(self, index: int) -> Hit | None:
         """today/tonight/yesterday/tomorrow (+ morning...), the day before yesterday / after tomorrow."""
         base = self.c.base(index)
-        if base in lx.DAY_WORDS:
+        if base in lx.DAY_WORDS and not (base != self.c.low(index) and self.c.low(index + 1) == "news" and self.c.base(
+                index - 1) in ("that", "it", "is", "was", "be", "old")):  # "that's yesterday's news": stale, no day
             return self.c.day(self.c.skip_part_of_day(index + 1), lx.DAY_WORDS[base])
         at = index + 1 if base == "the" else index
         if self.c.low(at) == "day" and self.c.low(at + 1) in ("before", "after"):

@@ -203,13 +203,13 @@ RULES = """\
   "last fortnight" and "last decade" may be the one before this one or the past one up to now:
   unresolved; "the past (last) fortnight" is the rolling fourteen days.
 - Short forms: "yr", "wk", "mth", "wknd" after last/this/next are the unit ("last yr" is last year);
-  "yday", "tmrw", "tmr", "tonite" are the day words; "tues", "thurs", "weds" (no other English
-  word) are weekdays in any case, "Fri", "Sat", "Sun", "Mon", "Wed" alone only capitalised after
-  "on"; a short month name alone ("back in Sept") after "in", "during", "until", "till", "early",
-  "mid" or "late" (not "from Jan", a name as often), or as a relation's stated time ("the end of Jan").
-  Alone, neither is written in capitals ("on SAT math") nor followed by a lower-case word that is no
-  function word: a noun it qualifies or a verb it is the subject of ("on Sun loungers", "until Jan
-  gets back").
+  "yday", "tmrw", "tmr", "tonite" are the day words ("that's yesterday's news" is stale news, no
+  day); "tues", "thurs", "weds" (no other English word) are weekdays in any case, "Fri", "Sat",
+  "Sun", "Mon", "Wed" alone only capitalised after "on"; a short month name alone ("back in Sept")
+  after "in", "during", "until", "till", "early", "mid" or "late" (not "from Jan", a name as often),
+  or as a relation's stated time ("the end of Jan"). Alone, neither is written in capitals ("on SAT
+  math") nor followed by a lower-case word that is no function word: a noun it qualifies or a verb
+  it is the subject of ("on Sun loungers", "until Jan gets back").
   A "re-" form of a start is a timetable verb ("my classes restart in 2 weeks"). A weekday, "the
   week" or "the weekend" "(just) gone" is the last one ("on Sunday just gone"). A day of a month
   spelled out ("first" to "thirty-first") is read only beside its month: "the first of March",
