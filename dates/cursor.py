@@ -245,10 +245,15 @@ class TokenCursor:
         """A short weekday or month alone after its lead word ("on Sat", "until Jan") is a time only written as a
         name, not in capitals ("did well on SAT math"), and not before a noun it qualifies ("a fortune on Sun
         loungers") or a verb it is the subject of ("until Jan gets back", a person)."""
-        token, after = self.tok(index), self.tok(index + 1)
-        return token is not None and not token.text.isupper() and not (
-            after is not None and after.text.isalpha() and after.text.islower() and after.low not in _FUNCTION_WORDS
-            and after.low not in _AFTER_SHORT_DAY)
+        token = self.tok(index)
+        return token is not None and not token.text.isupper() and self.ends_phrase(index + 1)
+
+    def ends_phrase(self, index: int) -> bool:
+        """No noun or verb goes on the phrase before ``index``: it holds the end, punctuation, a number, a function
+        word or a pronoun ("on March first we went", not "March the first time", "May the fourth be with you")."""
+        after = self.tok(index)
+        return not (after is not None and after.text.isalpha() and after.text.islower() and
+                    after.low not in _FUNCTION_WORDS and after.low not in _AFTER_SHORT_DAY)
 
     def _names_thing(self, index: int) -> bool:
         """A weekday in a name ("Sunday school", "Saturday Night Live", "Cyber Monday") or between a word that

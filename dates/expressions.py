@@ -507,7 +507,7 @@ class _Scanner:
             day_at += self.c.low(day_at) == "the"  # "January the 5th"
             day = lx.day_number(self.c.tok(day_at))
             if day is None and (self.c.low(day_at - 1) == "the" or self.c.low(at - 1) in _DAY_LEADS) and \
-                    (spelled := counts.ordinal_day(self.c, day_at)) is not None:  # not "in March first we..."
+                    (spelled := counts.ordinal_day(self.c, day_at)) and self.c.ends_phrase(spelled[1]):
                 return written.day_month(self.c, spelled[1], month, spelled[0])  # "on March first", "May the third"
             if day is not None and lx.UNITS.get(self.c.low(day_at + 1)) is None and self.c.low(day_at + 1) != ":":
                 run = written.day_run(self.c, day_at + 1, day)  # "May 13-15"

@@ -156,18 +156,19 @@ RULES = """\
   "the week/weekend/month/year before last" ("after next") is two units back (ahead).
 - "between A and B", "from A to/until/through B": the start of A to the end of B; a bare weekday B
   is the first one on or after A, and a bare weekday A (also with no "from": "I'm away Monday to
-  Wednesday", "Mon-Wed") follows the tense rule; two months with no "from" need the same joiners or a
-  dash ("Jan–Mar"), two years a dash and the later year second ("2019-2021", a bare run only
-  closing its phrase and after no counted noun: not "a 2019-2021 Honda", "pages 2019-2021"); a
-  bare ordinal after a day ends the run in that day's month ("from March 3rd to the 5th"); "thru"
-  is "through"; a range that ends before it starts is two expressions. After a
-  past or -ing verb that moves a date ("moved", "postponed", "pushed", "rescheduled", "changed")
-  "from A to B" is the new date B alone, and a time right after such a verb's "to"/"until" lies
-  ahead ("the meeting moved from Thursday to Friday", "we moved the dinner to Saturday") unless a
-  clause after it says in the past how it went ("we moved it to Friday and it went fine"); so does
-  a bare ordinal after that "to" ending its phrase ("moved my appointment to the 28th"). Two bare
-  ordinals ("from the 2nd to the 5th") are days of one month: past -> the latest such run ending on
-  or before the observation day, future -> the first beginning after it; unclear -> unresolved.
+  Wednesday", "Mon-Wed", not in a habit: "Jan-Feb is always slow") follows the tense rule; two
+  months with no "from" need the same joiners or a dash ("Jan–Mar"), two years a dash and the later
+  year second ("2019-2021", a bare run only closing its phrase and after no counted noun: not "a
+  2019-2021 Honda", "pages 2019-2021"); a bare ordinal after a day ends the run in that day's month
+  ("from March 3rd to the 5th"); "thru" is "through"; a range that ends before it starts is two
+  expressions. After a past or -ing verb that moves a date ("moved", "postponed", "pushed",
+  "rescheduled", "changed") "from A to B" is the new date B alone, and a time right after such a
+  verb's "to"/"until" lies ahead ("the meeting moved from Thursday to Friday", "we moved the dinner
+  to Saturday") unless a clause after it says in the past how it went ("we moved it to Friday and it
+  went fine"); so does a bare ordinal after that "to" ending its phrase ("moved my appointment to
+  the 28th"). Two bare ordinals ("from the 2nd to the 5th") are days of one month: past -> the
+  latest such run ending on or before the observation day, future -> the first beginning after it;
+  unclear -> unresolved.
 - A weekend is Saturday and Sunday: a 2-day interval with granularity "day". "last weekend"
   is the weekend of the previous ISO week; "N weekends ago" counts back N ISO weeks; "this coming
   weekend" is the first one to begin after the observation day.
@@ -213,7 +214,8 @@ RULES = """\
   A "re-" form of a start is a timetable verb ("my classes restart in 2 weeks"). A weekday, "the
   week" or "the weekend" "(just) gone" is the last one ("on Sunday just gone"). A day of a month
   spelled out ("first" to "thirty-first") is read only beside its month: "the first of March",
-  "March the first", "on March first" (not "in March first we...").
+  "March the first", "on March first" (not "in March first we...", nor before a noun or verb:
+  "March the first time", "May the fourth be with you").
 - "the first/second/third/fourth/last week of <month>" is days 1-7, 8-14, 15-21, 22-28 or the
   month's last seven days; the nth (last) weekend of a month its nth (last) Saturday and the
   Sunday after.

@@ -38,7 +38,8 @@ def run(c: TokenCursor, index: int, anchor: Callable[[int], Hit | None]) -> Hit 
     """The run opening at ``index``; ``anchor(at)`` reads the resolved time at ``at`` (an end)."""
     joiners = _JOINERS.get(c.low(index))
     if joiners is None and (c.weekday_at(index, abbreviations=True) is not None or c.month_at(index) is not None) \
-            and c.low(c.skip_part_of_day(index + 1)) in _DASHES + _JOINERS["from"]:  # "Mon-Wed", "Jan–Mar"
+            and c.low(c.skip_part_of_day(index + 1)) in _DASHES + _JOINERS["from"] and not c.habitual(index):
+        # "Mon-Wed", "Jan–Mar"; not in a habit ("Jan-Feb is always slow at work")
         joiners, index = _JOINERS["from"] + _DASHES, index - 1
     elif joiners is None and lx.year_number(c.tok(index)) and c.low(index + 1) in _DASHES and \
             (lx.year_number(c.tok(index + 2)) or 0) > (lx.year_number(c.tok(index)) or 0) and _years_alone(c, index):

@@ -217,6 +217,14 @@ ROWS = [
     (WED, "until Jan we lived in Rome", "2024-01-01..2024-01-31"),
     (WED, "in Sept I moved", "2023-09-01..2023-09-30"),
     (WED, "I'll wait till Jan.", (NOTHING, "2025-01-01..2025-01-31")),
+    # -- a spelled day beside a month ends its phrase; a run with no "from" in a habit is no one run ------
+    (WED, "March the first time was amazing", NOTHING),
+    (WED, "May the fourth be with you", NOTHING),
+    (WED, "on May the third I quit", "2024-05-03"),
+    (WED, "we met on March first", "2024-03-01"),
+    (WED, "Jan-Feb is always slow at work", NOTHING),
+    (WED, "Mon-Wed I usually work from home", NOTHING),
+    (WED, "I was away Jan-Mar", "2024-01-01..2024-03-31"),
     # -- bare runs of years: a time when they close their phrase -----------------------------------------
     (WED, "2019-2021 was rough", "2019-01-01..2021-12-31"),
     (WED, "we lived there 2019-2021 and loved it", "2019-01-01..2021-12-31"),
