@@ -244,6 +244,25 @@ def expected_interval(expected: str) -> tuple:
     return date.fromisoformat(first), date.fromisoformat(last or first) + timedelta(days=1)
 
 
+def assert_means(observed: str, text: str, expected: str) -> None:
+    """A time-table row: said at 15:00 UTC on ``observed``, ``text`` names one time, the interval
+    ``expected`` gives, or is refused with the reason after ``unresolvable: ``."""
+    from datetime import UTC, datetime
+
+    from hermes_trove.dates import resolve_occurrences
+
+    at = datetime.fromisoformat(observed).replace(hour=15, tzinfo=UTC)
+    found = resolve_occurrences(text, at)
+    assert len(found) == 1, [o.to_dict() for o in found]
+    occurrence = found[0]
+    if expected.startswith("unresolvable: "):
+        assert occurrence.unresolved == expected.removeprefix("unresolvable: ")
+        return
+    assert occurrence.unresolved is None, occurrence.unresolved
+    assert occurrence.start is not None and occurrence.end is not None
+    assert (occurrence.start.date(), occurrence.end.date()) == expected_interval(expected)
+
+
 def tool_call(call_id: str, name: str, args: str = "{}") -> dict:
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
 

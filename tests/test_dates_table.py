@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from conftest import expected_interval
+from conftest import assert_means
 
 from hermes_trove.dates import resolve_occurrences
 
@@ -745,16 +745,7 @@ TABLE = [
 
 @pytest.mark.parametrize(("observed", "text", "expected"), TABLE, ids=[f"{row[0]} {row[1]}" for row in TABLE])
 def test_time_expression_means_its_interval(observed, text, expected):
-    at = datetime.fromisoformat(observed).replace(hour=15, tzinfo=UTC)
-    found = resolve_occurrences(text, at)
-    assert len(found) == 1, [o.to_dict() for o in found]
-    occurrence = found[0]
-    if expected.startswith("unresolvable: "):
-        assert occurrence.unresolved == expected.removeprefix("unresolvable: ")
-        return
-    assert occurrence.unresolved is None, occurrence.unresolved
-    assert occurrence.start is not None and occurrence.end is not None
-    assert (occurrence.start.date(), occurrence.end.date()) == expected_interval(expected)
+    assert_means(observed, text, expected)
 
 
 def test_the_table_is_large_and_has_no_duplicate_rows():
