@@ -70,6 +70,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         skip_context_files=True, skip_memory=True)
     if spec.get("session_id"):
         kwargs["session_id"] = spec["session_id"]
+    if spec.get("fallback_model"):  # the host's fallback chain (config.yaml ``fallback_providers``)
+        kwargs["fallback_model"] = spec["fallback_model"]
     for name in ("gateway_session_key", "user_id"):  # as the gateway passes them for one chat
         if spec.get(name):
             kwargs[name] = spec[name]
@@ -111,6 +113,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         result["turns"].append({"final": str(out.get("final_response") or "")[:400],
                                 "messages": len(history), "session_id": agent.session_id,
                                 "compression_count": getattr(engine, "compression_count", None),
+                                "model": agent.model, "context_length": getattr(engine, "context_length", None),
+                                "threshold_tokens": getattr(engine, "threshold_tokens", None),
                                 "last_compression": dict(getattr(getattr(engine, "state", None), "last_result", {}))})
     if spec.get("compress_focus") is not None:
         before = len(history)
@@ -205,6 +209,13 @@ def run_cli(spec: dict[str, Any]) -> dict[str, Any]:
                 t.join(max(0.0, deadline - time.monotonic()))
             alive = [t.name for t in threading.enumerate() if t.name in set(step["wait_threads"])]
             result["steps"].append({"kind": "wait", "still_running": len(alive), "session_id": before})
+            continue
+        if "curator" in step:
+            # What the CLI does at startup when the curator is due: a pass on the "curator-review" thread.
+            from agent.curator import maybe_run_curator
+
+            started = maybe_run_curator(idle_for_seconds=float("inf"))
+            result["steps"].append({"kind": "curator", "started": started is not None, "session_id": before})
             continue
         if "chat" in step:
             reply, printed = _captured(partial(shell.chat, step["chat"]))

@@ -22,6 +22,8 @@ TOOL_MARKER = re.compile(r"<<tool:(?P<name>[A-Za-z0-9_\-]+)\s*(?P<args>\{.*?\})?
 # ``<<then:NAME>>`` in the newest user message: once a tool result arrives, call NAME next,
 # with arguments read from that result (see ``CHAINS``); at most once per user turn.
 THEN_MARKER = re.compile(r"<<then:(?P<name>[A-Za-z0-9_\-]+)>>")
+# In the newest user message: requests to a model named in ``FakeLLM.model_faults`` fail.
+DOWN_MARKER = "<<primary-down>>"
 SUMMARY_REPLY = "FAKE-SUMMARY #{n}: the earlier turns discussed numbered topics."
 
 
@@ -89,6 +91,12 @@ def text_of(content: Any) -> str:
     if isinstance(content, list):
         return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
     return "" if content is None else str(content)
+
+
+def newest_user_text(body: dict[str, Any]) -> str:
+    """Text of the newest user message of a request ("" when there is none)."""
+    users = [m for m in body.get("messages") or [] if m.get("role") == "user"]
+    return text_of(users[-1].get("content")) if users else ""
 
 
 def estimate_prompt_tokens(body: dict[str, Any]) -> int:
@@ -172,6 +180,12 @@ class FakeLLM:
         # ``context_limit``: main requests estimated above it are refused as a provider does (HTTP 400
         # naming the real limit); 0 = no limit.
         self.context_limit = 0
+        # ``model_faults``: model name -> "429" (rate limited) or "503" (overloaded): main requests for
+        # that model whose newest user message holds ``DOWN_MARKER`` get that error, as from a provider
+        # that is down; every other request is answered. ``model_limits``: model name -> its window:
+        # main requests for that model estimated above it are refused like ``context_limit``.
+        self.model_faults: dict[str, str] = {}
+        self.model_limits: dict[str, int] = {}
         self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -244,9 +258,15 @@ def _handler_for(server: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 deadline = time.monotonic() + 120
                 while server.hold_summaries.is_set() and time.monotonic() < deadline:
                     time.sleep(0.05)
-            if server.context_limit and body.get("tools") and estimate_prompt_tokens(body) > server.context_limit:
+            down = server.model_faults.get(str(body.get("model") or ""), "") if body.get("tools") else ""
+            if down and DOWN_MARKER in newest_user_text(body):
+                kind = "rate_limit_error" if down == "429" else "server_error"
+                self._json(int(down), {"error": {"message": f"fake provider is down ({down})", "type": kind}})
+                return
+            limit = server.model_limits.get(str(body.get("model") or ""), server.context_limit)
+            if limit and body.get("tools") and estimate_prompt_tokens(body) > limit:
                 self._json(400, {"error": {"code": "context_length_exceeded", "type": "invalid_request_error",
-                                           "message": f"This model's maximum context length is {server.context_limit}"
+                                           "message": f"This model's maximum context length is {limit}"
                                            f" tokens. However, your messages resulted in {estimate_prompt_tokens(body)}"
                                            " tokens. Please reduce the length of the messages."}})
                 return
