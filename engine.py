@@ -29,7 +29,7 @@ from .filters import UNSTORED, WORKER_PLATFORMS, host_side_agent, takes_foregrou
 from .hostbase import ContextEngine, branched_from, host_entry, host_message_tokens
 from .ingest import Identify, is_synthetic, memo_identity, repeats_previous
 from .models import Complete, host_complete
-from .ops.maintenance import gc_empty_lifecycle
+from .ops.maintenance import drop_unstored_row, gc_empty_lifecycle, previous_in_chat
 from .runtime import Runtime, build_runtime
 from .scope import LOCAL_PLATFORMS, scope_for
 from .store import SessionKey
@@ -241,7 +241,7 @@ class TroveEngine(ContextEngine):
         start_subsystems("session_start", self.runtime, lambda: self.completion_for("compression"))  # opt-in
         if kwargs.get("boundary_reason") != "compression":
             try:
-                self._follow(self._previous_in_chat(key), key)
+                self._follow(previous_in_chat(self.runtime.store, key), key)
             except Exception as exc:
                 self._storage_error(exc, f"carry-over into {session_id}")
         elif old and old != session_id:
@@ -266,16 +266,6 @@ class TroveEngine(ContextEngine):
         if self.state.mode == "active" and self.runtime.health.usable:
             self._follow(previous, key)
         self.state.pending_reset_from = ""
-
-    def _previous_in_chat(self, key: SessionKey) -> str:
-        """The newest other session of a gateway chat, for a new session that holds nothing yet.
-        The gateway builds a new agent after /new, /reset or an idle reset: no on_session_reset."""
-        store = self.runtime.store
-        if not key.conversation_id or store.last_store_id(key.session_id):
-            return ""
-        scope = (store.session(key.session_id) or key).scope
-        earlier = [s for s in store.sessions(20, key.conversation_id) if s.session_id != key.session_id]
-        return next((s.session_id for s in earlier if s.scope == scope), "")
 
     def _follow(self, previous: str, key: SessionKey) -> None:
         """A new session follows ``previous``: the retained summaries come along, and the link."""
@@ -341,6 +331,8 @@ class TroveEngine(ContextEngine):
                                           or host_side_agent(key.session_id, key.platform))
         if self.state.key and self.state.key.session_id != key.session_id:
             self.state.left = self.state.key.session_id
+        # bound as an ordinary session, then named a side agent's platform (the curator's): drop its empty row
+        renamed = self.state.mode == "active" and (self.state.key or SessionKey("")).session_id == key.session_id != ""
         self.state.key = key
         mode = "ignored" if ignored else "stateless" if stateless else "active"
         self.state.mode = self.runtime.inherited_modes.get(key.session_id, mode)  # a cron job's child: stateless
@@ -357,6 +349,11 @@ class TroveEngine(ContextEngine):
                 gc_empty_lifecycle(self.runtime)  # cheap unless the table passed its threshold
             except Exception as exc:
                 self._storage_error(exc, f"recording session {key.session_id}")
+        elif renamed and self.state.mode != "active" and self.runtime.store_usable():
+            try:
+                drop_unstored_row(self.runtime, key.session_id)
+            except Exception as exc:
+                self._storage_error(exc, f"dropping the empty row of {key.session_id}")
 
     def _carry_after_new(self, old: str, new: str) -> None:
         # a /branch continues its parent's conversation: every summary comes along, not only the deep ones

@@ -31,8 +31,10 @@ def glob_to_regex(pattern: str) -> re.Pattern[str]:
 
 # The host's own side agents, recognised without operator patterns (hermes-agent 0.19):
 # cron jobs run with platform "cron" and ids "cron_<job>_<time>"; the background review
-# fork and the curator run on threads the host names (agent/background_review, curator).
-HOST_SIDE_PLATFORMS = frozenset({"cron"})
+# fork and the curator run on threads the host names (agent/background_review, curator);
+# the curator's agent says platform "curator", which also covers ``hermes curator run``
+# (it runs the pass on the main thread).
+HOST_SIDE_PLATFORMS = frozenset({"cron", "curator"})
 HOST_SIDE_THREADS = frozenset({"bg-review", "curator-review"})
 
 

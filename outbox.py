@@ -395,6 +395,13 @@ class ShippingStore(MessageStore):
         self.outbox.store.mark_ended(session_id)
         self._wrote()
 
+    def delete_empty_sessions(self, untouched_since: float, keep: Sequence[str] = (), only: str = "") -> int:
+        """On the server; with ``only``, this machine's copy of that row too (``session`` would answer
+        from it, and it would ship again)."""
+        if only:
+            self.outbox.store.delete_empty_sessions(untouched_since, keep, only)
+        return super().delete_empty_sessions(untouched_since, keep, only)
+
     def _wrote(self) -> None:
         self.shipper.dirty = True
         self.shipper.wake()

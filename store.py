@@ -143,13 +143,15 @@ class MessageStore:
     def session_count(self, conn: sqlite3.Connection | None = None) -> int:
         return int((conn or self.db.read()).execute("SELECT COUNT(*) FROM sessions").fetchone()[0])
 
-    def delete_empty_sessions(self, untouched_since: float, keep: Sequence[str] = ()) -> int:
-        """Delete empty session rows not created or updated after ``untouched_since``, except ``keep``."""
+    def delete_empty_sessions(self, untouched_since: float, keep: Sequence[str] = (), only: str = "") -> int:
+        """Delete empty session rows not created or updated after ``untouched_since``, except ``keep``
+        (``only``: that one session's row, when it is empty)."""
         spare = f" AND s.session_id NOT IN ({','.join('?' * len(keep))})" if keep else ""
+        spare += " AND s.session_id = ?" if only else ""
         with self.db.transaction() as conn:
             cur = conn.execute(f"DELETE FROM sessions WHERE session_id IN (SELECT s.session_id FROM sessions s"
                                f" WHERE {_EMPTY_SESSION} AND s.created_at <= ? AND s.updated_at <= ?{spare})",
-                               [untouched_since, untouched_since, *keep])
+                               [untouched_since, untouched_since, *keep, *([only] if only else [])])
         return int(cur.rowcount or 0)
 
     # -- ingest ------------------------------------------------------------

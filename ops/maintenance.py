@@ -209,6 +209,25 @@ def gc_empty_lifecycle(runtime: Runtime, now: float | None = None) -> int:
     return deleted
 
 
+def drop_unstored_row(runtime: Runtime, session_id: str) -> bool:
+    """Remove the empty row a session got when it bound before the host named its platform, now that
+    it is one trove stores nothing for (the curator's agent of ``hermes curator run`` binds as an
+    ordinary session, then says platform "curator"). A row with messages or summaries stays."""
+    if not session_id or runtime.store.session(session_id) is None:
+        return False
+    return runtime.store.delete_empty_sessions(time.time(), only=session_id) > 0
+
+
+def previous_in_chat(store: Any, key: Any) -> str:
+    """The newest other session of a gateway chat with ``key``'s scope, for a new session that holds
+    nothing yet. The gateway builds a new agent after /new, /reset or an idle reset: no on_session_reset."""
+    if not key.conversation_id or store.last_store_id(key.session_id):
+        return ""
+    scope = (store.session(key.session_id) or key).scope
+    earlier = [s for s in store.sessions(20, key.conversation_id) if s.session_id != key.session_id]
+    return next((s.session_id for s in earlier if s.scope == scope), "")
+
+
 # -- startup --------------------------------------------------------------------------
 
 @dataclass(frozen=True)

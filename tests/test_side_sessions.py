@@ -67,7 +67,25 @@ def test_the_background_review_fork_is_stateless_without_patterns(tmp_path):
     assert command.resolve(rt).session_id == "parent-1"
 
 
+def test_a_foreground_curator_run_is_stateless_and_leaves_the_chat_in_front(tmp_path):
+    # ``hermes curator run`` forks its agent (platform "curator") on the main thread, not on
+    # "curator-review": it is recognised by its platform, stores nothing and takes nothing over.
+    rt = build_runtime(make_config(tmp_path))
+    fg = make_engine(rt, session="20260301_090000_abc123")
+    fg.ingest(chat(4))
+    curator = copy.deepcopy(fg)
+    curator.state.key = None  # a fresh copy: the host binds it before on_session_start names the platform
+    curator.bind_session_state(None, "20260301_093000_c0ffee")
+    curator.on_session_start("20260301_093000_c0ffee", platform="curator", conversation_id=None)
+    assert curator.state.mode == "stateless"
+    prompt = [user("Review the agent-created skills below " + "skill " * 40), assistant("no change")]
+    assert curator.ingest(prompt) == 0 and rt.store.count("20260301_093000_c0ffee") == 0
+    assert rt.store.session("20260301_093000_c0ffee") is None
+    assert command.resolve(rt).session_id == "20260301_090000_abc123"
+
+
 def test_host_side_agent_rules():
+    assert host_side_agent("20260101_000000_abcdef", "curator", thread_name="MainThread") == "host:platform=curator"
     assert host_side_agent("x", "cron", thread_name="MainThread") == "host:platform=cron"
     assert host_side_agent("cron_abc_20260101_000000", "", thread_name="MainThread") == "host:cron session"
     assert host_side_agent("20260101_000000_abcdef", "cli", thread_name="curator-review")
