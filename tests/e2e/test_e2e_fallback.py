@@ -7,6 +7,9 @@ down marker: the primary answers them with HTTP 503 (overloaded), the host retri
 fallback and hands its window to the engine through ``update_model``. The fallback refuses any
 request past its 32K, as a provider does. The turns after that reach the primary again (the host
 restores it at the start of each turn), and ``trove_grep`` still finds the first turn.
+
+Then a primary that answers HTTP 429: the host falls back at once, to a 16K window, and stays
+there for its 60-second rate-limit cooldown (the turns after the failing one too).
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ GREP = json.dumps({"query": "KV-7731"})
 def turn_text(i: int, marker: str = "") -> str:
     head = f"fallback turn {i:02d}: {marker}" + ("the gate code is KV-7731. " if i == 1 else "")
     body = " ".join(f"{WORDS[(i + k) % len(WORDS)]}{k % 83}" for k in range(TURN_CHARS // 7))
-    return (head + body)[:TURN_CHARS]
+    return (head + body)[:TURN_CHARS].rstrip()  # the host strips a trailing space off what it sends
 
 
 ON_PRIMARY = [turn_text(i) for i in range(1, 6)]
@@ -79,9 +82,10 @@ def test_every_fallback_request_fits_its_window_after_at_most_one_refusal(fell_b
     assert len(refused) <= 1 and refused == sizes[:len(refused)], sizes
     assert max(sizes[len(refused):]) < SMALL, sizes
     if refused:  # the very request the primary failed on (the user's turn 6), not one trove assembled
-        primary = [b for b in _main(fell_back["requests"], PRIMARY) if WHILE_DOWN[0] in json.dumps(b["messages"])]
+        primary = [b for b in _main(fell_back["requests"], PRIMARY)
+                   if b["messages"][-1].get("content") == WHILE_DOWN[0]]
         # the same messages; only the system prompt's model identity now names the fallback
-        sent = estimate_prompt_tokens(primary[-1])
+        sent = estimate_prompt_tokens(primary[0])
         assert abs(sent - refused[0]) <= 8, (sent, refused)
     assert fell_back["result"]["turns"][6]["compression_count"] >= 1
 
@@ -115,3 +119,40 @@ def test_back_on_the_primary_grep_finds_the_first_turn(fell_back):
                      (fell_back["result"]["session_id"],))[0][0]
     assert first_id in [r.get("store_id") for r in found["results"]], found["results"]
 
+
+
+# -- rate limited (HTTP 429): the host stays on a 16K fallback for its cooldown ------------------
+
+TINY = 16000
+LIMITED = [turn_text(i, DOWN_MARKER + " ") if i == 5 else turn_text(i) for i in range(1, 8)]
+
+
+@pytest.fixture(scope="module")
+def rate_limited(make_home, fake_llm) -> dict[str, Any]:
+    home = make_home(context_length=BIG)
+    with (home.home / "config.yaml").open("a", encoding="utf-8") as fh:
+        fh.write(f"custom_providers:\n  - name: fake\n    base_url: {home.base_url}\n    api_key: sk-fake\n"
+                 f"    models:\n      {FALLBACK}:\n        context_length: {TINY}\n")
+    chain = [{"provider": "custom", "model": FALLBACK, "base_url": home.base_url, "api_key": "sk-fake"}]
+    start = len(fake_llm.requests())
+    fake_llm.model_faults[PRIMARY] = "429"
+    fake_llm.model_limits[FALLBACK] = TINY
+    try:
+        result = home.run_driver({"turns": LIMITED, "fallback_model": chain, "max_iterations": 4}, "limited",
+                                 timeout=600)
+    finally:
+        fake_llm.model_faults.clear()
+        fake_llm.model_limits.clear()
+    return {"home": home, "result": result, "requests": fake_llm.requests()[start:]}
+
+
+def test_after_a_429_every_turn_of_the_cooldown_fits_the_16k_fallback(rate_limited):
+    turns = rate_limited["result"]["turns"]
+    assert [t["model"] for t in turns] == [PRIMARY] * 4 + [FALLBACK] * 3, [t["model"] for t in turns]
+    assert {t["context_length"] for t in turns[4:]} == {TINY}
+    sizes = [estimate_prompt_tokens(b) for b in _main(rate_limited["requests"], FALLBACK)]
+    refused = [s for s in sizes if s > TINY]
+    assert len(refused) <= 1 and refused == sizes[:len(refused)], sizes
+    assert sizes[len(refused):] and max(sizes[len(refused):]) < TINY, sizes
+    counts = content_counts(rate_limited["home"].db_path, rate_limited["result"]["session_id"])
+    assert [counts.get(("user", t)) for t in LIMITED] == [1] * len(LIMITED)
