@@ -47,7 +47,8 @@ class TroveConfig:
     fresh_tail_count: int = knob(32, "Most recent messages protected from compaction.", lo=1, hi=10000)
     fresh_tail_max_tokens: int = knob(0, "Optional token cap on the protected tail (0 disables).", lo=0)
     leaf_chunk_tokens: int = knob(
-        20000, "Raw tokens summarised per leaf node (base target with dynamic chunking).", lo=500)
+        20000, "Raw tokens summarised per leaf node (base target with dynamic chunking; at most half the"
+        " model's window).", lo=500)
     dynamic_leaf_chunk_enabled: bool = knob(False, "Grow the leaf chunk (doubling) while the raw backlog is large.")
     dynamic_leaf_chunk_max: int = knob(40000, "Upper bound for dynamic leaf chunks.", lo=500)
     incremental_max_depth: int = knob(

@@ -127,8 +127,8 @@ class Compactor:
         for k in range(len(at) - 1, -1, -1):
             stop = at[k + 1] if k + 1 < len(at) else tail_start
             extra[k] = extra[k + 1] + sum(count(live[i]) for i in range(at[k] + 1, stop) if stays[i])
-        chunk = policy.chunk_target(sum(sizes), self.config.leaf_chunk_tokens,
-                                    self.config.dynamic_leaf_chunk_max, self.config.dynamic_leaf_chunk_enabled)
+        chunk = policy.chunk_target(sum(sizes), self.config.leaf_chunk_tokens, self.config.dynamic_leaf_chunk_max,
+                                    self.config.dynamic_leaf_chunk_enabled, self.limits.context_length)
         chunks = policy.plan_leaf_chunks(cand_msgs, sizes, chunk)
         tail_tokens = sum(count(m) for m in live[tail_start:])
         # Critical pressure (TROVE_CRITICAL_BUDGET_PRESSURE_RATIO of the window) lifts the polite

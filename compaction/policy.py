@@ -95,14 +95,18 @@ def taken_back(live_ids: Sequence[int], stored_ids: Sequence[int]) -> frozenset[
     return frozenset(out)
 
 
-def chunk_target(backlog_tokens: int, base: int, maximum: int, dynamic: bool) -> int:
-    """Leaf chunk size: the base, or (dynamic) doubled while the backlog is over twice it."""
-    if not dynamic:
-        return base
+MIN_LEAF_CHUNK_TOKENS = 500  # the knob's floor: a chunk smaller than this says too little to summarise
+
+
+def chunk_target(backlog_tokens: int, base: int, maximum: int, dynamic: bool, window: int = 0) -> int:
+    """Leaf chunk size: the base, or (dynamic) doubled while the backlog is over twice it; never
+    more than half a known ``window`` (the summary request also carries its instructions and asks
+    for an answer: a model that small, a fallback for one, would refuse a whole default chunk)."""
     size = base
-    while backlog_tokens > 2 * size and size * 2 <= maximum:
+    while dynamic and backlog_tokens > 2 * size and size * 2 <= maximum:
         size *= 2
-    return min(max(size, base), max(maximum, base))
+    size = min(max(size, base), max(maximum, base))
+    return min(size, max(MIN_LEAF_CHUNK_TOKENS, window // 2)) if window > 0 else size
 
 
 def plan_leaf_chunks(messages: Sequence[dict[str, Any]], sizes: Sequence[int], target: int) -> list[Chunk]:

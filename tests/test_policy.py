@@ -64,6 +64,16 @@ def test_leaf_chunks_never_split_a_tool_group_and_cover_everything():
         assert msgs[b.start]["role"] != "tool"
 
 
+def test_chunk_target_stays_under_half_a_small_window():
+    # a 16K fallback model refuses a whole default 20,000-token chunk plus the summary instructions
+    assert policy.chunk_target(26000, 20000, 40000, False, window=16000) == 8000
+    assert policy.chunk_target(1_000_000, 20000, 40000, True, window=32000) == 16000
+    assert policy.chunk_target(1_000_000, 20000, 40000, False, window=128000) == 20000  # large windows: unchanged
+    assert policy.chunk_target(1_000_000, 20000, 40000, True, window=128000) == 40000
+    assert policy.chunk_target(30000, 20000, 40000, False, window=0) == 20000  # unknown window
+    assert policy.chunk_target(30000, 20000, 40000, False, window=600) == 500  # never below the floor
+
+
 def test_chunk_target_doubles_only_when_dynamic():
     assert policy.chunk_target(1_000_000, 20000, 40000, False) == 20000
     assert policy.chunk_target(1_000_000, 20000, 40000, True) == 40000

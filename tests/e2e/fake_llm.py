@@ -183,7 +183,7 @@ class FakeLLM:
         # ``model_faults``: model name -> "429" (rate limited) or "503" (overloaded): main requests for
         # that model whose newest user message holds ``DOWN_MARKER`` get that error, as from a provider
         # that is down; every other request is answered. ``model_limits``: model name -> its window:
-        # main requests for that model estimated above it are refused like ``context_limit``.
+        # every request to that model (main or auxiliary) estimated above it is refused like ``context_limit``.
         self.model_faults: dict[str, str] = {}
         self.model_limits: dict[str, int] = {}
         self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
@@ -263,8 +263,9 @@ def _handler_for(server: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 kind = "rate_limit_error" if down == "429" else "server_error"
                 self._json(int(down), {"error": {"message": f"fake provider is down ({down})", "type": kind}})
                 return
-            limit = server.model_limits.get(str(body.get("model") or ""), server.context_limit)
-            if limit and body.get("tools") and estimate_prompt_tokens(body) > limit:
+            model_limit = server.model_limits.get(str(body.get("model") or ""), 0)  # every request to it
+            limit = model_limit or (server.context_limit if body.get("tools") else 0)
+            if limit and estimate_prompt_tokens(body) > limit:
                 self._json(400, {"error": {"code": "context_length_exceeded", "type": "invalid_request_error",
                                            "message": f"This model's maximum context length is {limit}"
                                            f" tokens. However, your messages resulted in {estimate_prompt_tokens(body)}"

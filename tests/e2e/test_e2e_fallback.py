@@ -9,7 +9,9 @@ request past its 32K, as a provider does. The turns after that reach the primary
 restores it at the start of each turn), and ``trove_grep`` still finds the first turn.
 
 Then a primary that answers HTTP 429: the host falls back at once, to a 16K window, and stays
-there for its 60-second rate-limit cooldown (the turns after the failing one too).
+there for its 60-second rate-limit cooldown (the turns after the failing one too). And forty
+short turns before the same 429, so the backlog trove must summarise on the 16K fallback is larger
+than one default leaf chunk: every summary request must fit the fallback's window too.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from typing import Any
 import pytest
 
 from .fake_llm import DOWN_MARKER, estimate_prompt_tokens
-from .harness import FALLBACK_WARNING, chat_requests, content_counts, query
+from .harness import FALLBACK_WARNING, aux_requests, chat_requests, content_counts, query
 
 BIG, SMALL = 128000, 32000
 PRIMARY, FALLBACK = "fake-model", "fake-model-small"
@@ -156,3 +158,44 @@ def test_after_a_429_every_turn_of_the_cooldown_fits_the_16k_fallback(rate_limit
     assert sizes[len(refused):] and max(sizes[len(refused):]) < TINY, sizes
     counts = content_counts(rate_limited["home"].db_path, rate_limited["result"]["session_id"])
     assert [counts.get(("user", t)) for t in LIMITED] == [1] * len(LIMITED)
+
+
+# -- many short turns, then a fallback whose window is smaller than one default leaf chunk ------
+
+SHORT = [f"short turn {i:02d}: " + " ".join(f"{WORDS[(i + k) % len(WORDS)]}{k % 71}" for k in range(340))
+         for i in range(1, 41)]  # about 650 tokens each, 26,000 in all: no compaction on the primary
+AFTER_SHORT = [f"short turn 41: {DOWN_MARKER} the primary is down now", "short turn 42: still on the fallback"]
+
+
+@pytest.fixture(scope="module")
+def short_backlog(make_home, fake_llm) -> dict[str, Any]:
+    home = make_home(context_length=BIG)
+    with (home.home / "config.yaml").open("a", encoding="utf-8") as fh:
+        fh.write(f"custom_providers:\n  - name: fake\n    base_url: {home.base_url}\n    api_key: sk-fake\n"
+                 f"    models:\n      {FALLBACK}:\n        context_length: {TINY}\n")
+    chain = [{"provider": "custom", "model": FALLBACK, "base_url": home.base_url, "api_key": "sk-fake"}]
+    start = len(fake_llm.requests())
+    fake_llm.model_faults[PRIMARY] = "429"
+    fake_llm.model_limits[FALLBACK] = TINY
+    try:
+        result = home.run_driver({"turns": SHORT + AFTER_SHORT, "fallback_model": chain, "max_iterations": 4},
+                                 "short-backlog", timeout=600)
+    finally:
+        fake_llm.model_faults.clear()
+        fake_llm.model_limits.clear()
+    return {"home": home, "result": result, "requests": fake_llm.requests()[start:]}
+
+
+def test_summary_requests_fit_the_small_fallback_window(short_backlog):
+    summaries = aux_requests(short_backlog["requests"])
+    assert summaries and {b.get("model") for b in summaries} == {FALLBACK}
+    sizes = [estimate_prompt_tokens(b) for b in summaries]
+    assert max(sizes) < TINY, sizes
+    db, session = short_backlog["home"].db_path, short_backlog["result"]["session_id"]
+    levels = [lv for (lv,) in query(db, "SELECT level FROM summary_nodes WHERE session_id = ? AND depth = 0",
+                                    (session,))]
+    assert levels and "deterministic" not in levels, levels
+    main = [estimate_prompt_tokens(b) for b in _main(short_backlog["requests"], FALLBACK)]
+    assert main[1:] and max(main[1:]) < TINY, main  # after the one request the host re-sent
+    counts = content_counts(db, session)
+    assert [counts.get(("user", t)) for t in SHORT + AFTER_SHORT] == [1] * (len(SHORT) + 2)
