@@ -5,7 +5,8 @@ threads, in one gateway process with a 64K window. The fake server holds every s
 until it has received one from each chat: both compactions are then in flight together (trove's
 summarizer call of one chat does not wait for the other's). Each chat's summaries must cover only
 its own rows, no lock or storage error may reach the log, every message is stored once, and no
-request passes the window.
+request passes the window. The same runs on a PostgreSQL store (one schema of the test server),
+where both chats' rows go through the process's one outbox.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from .harness import GATEWAY_DRIVER, aux_requests, chat_requests, content_counts, query, request_tokens
+from .harness import GATEWAY_DRIVER, aux_requests, chat_requests, query, request_tokens, stored_text
 
 WINDOW = 64000
 CHATS = {name: {"platform": platform, "user": user, "key": f"agent:main:{platform}:dm:{user}"}
@@ -32,9 +33,39 @@ def _summary_from(body: dict[str, Any], chat: str) -> bool:
     return f"{chat}-chat turn" in json.dumps(body.get("messages") or [])
 
 
-@pytest.fixture(scope="module")
-def parallel(make_home, fake_llm) -> dict[str, Any]:
-    home = make_home(context_length=WINDOW, TROVE_FRESH_TAIL_COUNT="4", TROVE_LEAF_CHUNK_TOKENS="1500")
+def rows(parallel: dict[str, Any], sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    """``sql`` (``?`` placeholders) against the run's store: trove.db, or the PostgreSQL schema."""
+    if parallel["url"]:
+        import psycopg
+
+        with psycopg.connect(parallel["url"], autocommit=True) as conn:
+            return [tuple(r) for r in conn.execute(sql.replace("?", "%s"), params).fetchall()]
+    return query(parallel["home"].db_path, sql, params)
+
+
+def counts(parallel: dict[str, Any], session_id: str) -> dict[tuple[str, str], int]:
+    found: dict[tuple[str, str], int] = {}
+    for role, content in rows(parallel, "SELECT role, content FROM messages WHERE session_id = ?", session_id):
+        key = (role, stored_text(bytes(content) if isinstance(content, memoryview) else content))
+        found[key] = found.get(key, 0) + 1
+    return found
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def parallel(request, make_home, fake_llm) -> Any:
+    url, schema = "", ""
+    env = {"TROVE_FRESH_TAIL_COUNT": "4", "TROVE_LEAF_CHUNK_TOKENS": "1500"}
+    if request.param == "postgresql":
+        import psycopg
+        from conftest import drop_schema, with_search_path
+        from psycopg import sql
+
+        pg_url = request.getfixturevalue("pg_url")
+        schema = f"t_gwpar_{int(time.time())}"
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+        url = env["TROVE_DATABASE_URL"] = with_search_path(pg_url, schema, "public")
+    home = make_home(context_length=WINDOW, **env)
     steps = [{"parallel": [{"seq": [{"chat": c, "text": text(c, i)} for i in range(TURNS)]} for c in CHATS]}]
     start = len(fake_llm.requests())
     fake_llm.hold_summaries.set()
@@ -54,8 +85,10 @@ def parallel(make_home, fake_llm) -> dict[str, Any]:
     stdout, stderr = proc.communicate(timeout=300)
     result = json.loads((home.root / "gw-parallel.result.json").read_text(encoding="utf-8"))
     assert proc.returncode == 0 and "error" not in result, (result.get("error"), stderr[-3000:])
-    return {"home": home, "result": result, "both_held": both_held, "requests": fake_llm.requests()[start:],
-            "stderr": stderr}
+    yield {"home": home, "result": result, "both_held": both_held, "requests": fake_llm.requests()[start:],
+           "stderr": stderr, "url": url}
+    if schema:
+        drop_schema(request.getfixturevalue("pg_url"), schema)
 
 
 def _turns(parallel: dict[str, Any], chat: str) -> list[dict[str, Any]]:
@@ -72,15 +105,14 @@ def test_both_chats_were_compacting_at_the_same_time(parallel):
 
 
 def test_each_chats_summaries_cover_only_its_own_rows(parallel):
-    db = parallel["home"].db_path
     sessions = {chat: _turns(parallel, chat)[0]["session_id"] for chat in CHATS}
     assert len(set(sessions.values())) == 2
     for chat, sid in sessions.items():
-        nodes = query(db, "SELECT COUNT(*) FROM summary_nodes WHERE session_id = ?", (sid,))[0][0]
+        nodes = rows(parallel, "SELECT COUNT(*) FROM summary_nodes WHERE session_id = ?", sid)[0][0]
         assert nodes >= 1, chat
-        covered = query(db, "SELECT DISTINCT m.session_id FROM node_messages nm JOIN messages m"
-                            " ON m.store_id = nm.store_id JOIN summary_nodes n ON n.node_id = nm.node_id"
-                            " WHERE n.session_id = ?", (sid,))
+        covered = rows(parallel, "SELECT DISTINCT m.session_id FROM node_messages nm JOIN messages m"
+                                 " ON m.store_id = nm.store_id JOIN summary_nodes n ON n.node_id = nm.node_id"
+                                 " WHERE n.session_id = ?", sid)
         assert covered == [(sid,)], (chat, covered)
         summaries = [b for b in aux_requests(parallel["requests"]) if _summary_from(b, chat)]
         other = next(c for c in CHATS if c != chat)
@@ -90,20 +122,17 @@ def test_each_chats_summaries_cover_only_its_own_rows(parallel):
 def test_the_two_chats_built_the_same_summary_dag_as_their_inputs_are_alike(parallel):
     # Both chats send the same number of turns of the same size: whichever ran its compaction first,
     # neither lost summary calls, nodes or levels to the other.
-    db = parallel["home"].db_path
-    shapes = [query(db, "SELECT level, depth, COUNT(*) FROM summary_nodes WHERE session_id = ? GROUP BY 1, 2"
-                        " ORDER BY 1, 2", (_turns(parallel, chat)[0]["session_id"],)) for chat in CHATS]
+    shapes = [rows(parallel, "SELECT level, depth, COUNT(*) FROM summary_nodes WHERE session_id = ? GROUP BY 1, 2"
+                             " ORDER BY 1, 2", _turns(parallel, chat)[0]["session_id"]) for chat in CHATS]
     assert shapes[0] == shapes[1], shapes
     assert any(level == "normal" for level, _, _ in shapes[0]), shapes
 
 
 def test_every_message_is_stored_once_and_no_lock_error_was_logged(parallel):
-    db = parallel["home"].db_path
     for chat in CHATS:
-        sid = _turns(parallel, chat)[0]["session_id"]
-        counts = content_counts(db, sid)
-        assert [counts.get(("user", text(chat, i))) for i in range(TURNS)] == [1] * TURNS, chat
-        assert all(n == 1 for (role, _), n in counts.items() if role == "user")
+        found = counts(parallel, _turns(parallel, chat)[0]["session_id"])
+        assert [found.get(("user", text(chat, i))) for i in range(TURNS)] == [1] * TURNS, chat
+        assert all(n == 1 for (role, _), n in found.items() if role == "user")
     logs = parallel["home"].host_logs() + parallel["stderr"] + "\n".join(parallel["result"]["warnings"])
     for bad in ("database is locked", "falling back", "Traceback", "storage error"):
         assert bad not in logs, bad
