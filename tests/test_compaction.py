@@ -472,3 +472,23 @@ def test_a_repair_among_saved_messages_is_progress_once_then_no_progress(tmp_pat
     out, seen = host_attempts(eng, msgs, eng.threshold_tokens + 10)
     assert seen == [(True, True), (False, False)]
     assert [m["role"] for m in out] == ["user", "assistant"] and "api_content" not in out[0]
+
+
+def test_after_a_switch_to_a_small_window_each_summary_input_fits_half_of_it(tmp_path):
+    # A fallback model with a 16K window gets the summary requests too: a default 20,000-token leaf
+    # chunk would be refused there, and every leaf would fall to the deterministic level.
+    seen: list[int] = []
+
+    def complete(messages, model, timeout_s, max_tokens):
+        seen.append(tokens.count(messages[0]["content"]))
+        return "summary of the segment"
+
+    rt = build_runtime(make_config(tmp_path))
+    eng = make_engine(rt, complete, context_length=128000)
+    msgs = [m for i in range(40) for m in (user(f"turn {i} " + "word " * 500), assistant(f"reply {i}"))]
+    eng.ingest(msgs)
+    eng.update_model("fake-model-small", 16000)
+    eng.compress(msgs, current_tokens=tokens.count_messages(msgs))
+    assert seen and max(seen) <= 8000 + 1000, seen  # half the window, plus the summary instructions
+    levels = {n.level for n in rt.dag.visible("s1")}
+    assert levels and "deterministic" not in levels, levels
