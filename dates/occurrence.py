@@ -47,81 +47,17 @@ RULES = """\
   tense cue nearest to it (went, -ed, was / will, 'll, going to, plan, next...): past -> the nearest
   one strictly before, future -> strictly after; no cue or a tie -> unresolved. "on (by, until,
   since) the 15th" follows the same rule; an ordinal counting a noun ("on the 4th floor") is no day.
-  A present progressive ("I'm moving in March", "are you coming on Friday?", "the plumber is coming
-  Monday", "I'm going to a wedding on June 22", a chat's "Going to the dentist Thursday" or "Heading
-  to the coast Saturday", a verb of motion opening it, and "Off to Paris on Monday") or a present
-  "have" ("we have a dinner on Thursday") is an arrangement, so future, when the time
-  follows it in its clause with at most its object between; not after "still"/"finally", a comma, a
-  new subject, "of", "after", "for" (but "for" a bare noun: "meeting Sarah for coffee on Friday"),
-  "on", "from", "about" or "since" ("the pics of our trip in March"), nor with an "and" after it
-  opening a simple present of the third person ("I'm walking the dog on Sunday and she bolts"): a
-  story told in the present. A time opening the progressive's clause, only its subject between, is
-  the arrangement's too ("In September we're getting a puppy"). A timetable's present with a subject
-  ("the flight departs", "my lease ends", "rent is due", "we leave") is future; not a plural noun
-  ("the leaves", "took turns"), "due to" or "was due". So is any present -s verb after a noun
-  subject of one or two words (or a capitalised name: "Dad retires in September") opening its clause
-  ("the museum reopens on Friday", "our landlord inspects the flat on Monday"), unless a verb
-  follows the time ("the photos on Friday were great": a plural noun); a pronoun's ("she works on
-  Saturday", "nobody works") or a routine's ("our team trains", "the band practices") may be a habit,
-  so gives no cue; a plural noun subject's plain arriving, leaving, starting or finishing ("my parents
-  arrive on Friday", "the kids start camp on Monday") and a noun subject's "have" ("the kids have a
-  recital on Thursday") are future too; nor does any schedule, timetable or "have" in a sentence with
-  "always", "usually" or "never" but not "as always" ("I'm never free on Friday", "my parents always
-  come on Sunday"). A past form as near wins ("the flight departs on the
-  2nd but we flew on the 3rd": the 2nd was). A present "is"/"are" before the time, with at most its
-  subject between as an arrangement's object, and no participle ("my interview is on Tuesday", "is
-  the meeting still on Thursday?", "what time is the game on Sunday?"; not "the film is set in
-  1914"), states a schedule, so future, as do words of being free or away after it ("are you free
-  on Saturday?", "we're on vacation from June 10"); so does a "'s" for "is" right before "on", "in" or "at"
-  ("the party's on Saturday"; not "at Jo's on") or in "there's" ("there's a strike on Thursday"), and "I'm", "we're",
-  "you're", "they're" or "am" before the time with such words between, a participle right after it
-  too ("I'm away on Friday", "I'm off work from the 20th to the 24th", "we're closed Thursday to
-  Saturday"), unless an "and" goes on in the present; not after a subject
-  naming a day ("today is the 15th", "my favorite day of the week is Friday"). A dated time (no
-  bare weekday) opening its sentence as the subject of "is" is the next one ("The first weekend of
-  June is my brother's wedding"). "would", "could" (and "I'd" before a plain verb) place a time
-  after another past, so are unclear, except a wish ("I'd
-  love to") or a request ("could you come on Friday?") or an offer ("I could come on Friday if you
-  want": "I", "we" or "you" and an "if" with no past); "been going to" is a habit; "was going to",
-  "had planned" a plan seen from the past ("going to the concert" is a motion). Such a plan is past
-  when a clause after it joined by "but", "and" or "so" says in the past how it went ("she said she
-  would call on Monday but never did"), or a word after it says its time went by undone ("he said
-  he'd send it on Friday, still nothing", "and nothing yet"), or a question after it asks where its
-  result is ("you said you'd finish the report on Tuesday, where is it?"; the occurrence is the
-  plan's time, not a thing done); the speaker's own "I was hoping to", "we were going to" before an "if" with no past
-  or in a question with no past after the time is a polite present, so future ("..., still on?");
-  so is a plan of "you" or "we" that a later clause of its question arranges, with no past in it
-  ("you said you'd come over on Friday, where should we meet?").
-  "she quit", "it cost" (a plain form after "he", "she", "it" that a past shares) are past; so are
-  "remember the/when..." ("remember the storm on Tuesday?"), "thanks for" a deed or a thing (not a
-  thing for a day nor an offer: "thanks for the invite for Saturday", "for offering to drive on
-  Friday" say nothing; "thanks in advance" points ahead), "couldn't"
-  and a plain verb in a sentence with no "if", a state a day left behind before "after"/"from" it
-  ("so tired after Saturday", "sore from the gym on Saturday") and a story told in the present that
-  goes on with "and says/asks/tells..." or "and who do I see" ("so my boss calls me on Friday and
-  says..."), in a sentence with no future or frequency word. "good luck", "remember to", "let me know", a plain
-  verb or "Have fun" opening a sentence that is no question ("Say hi to your mom on Sunday!"; not
-  a thing of the day, "send me the pics from Saturday"),
-  "dreading", "thinking of (about)
-  doing", a name's "'s" before coming or going ("Mom's coming on Friday"), "I've got" a thing (held
-  as "I have" is, when the time is its when; "I've got photos from Saturday" is past; not "did you
-  have"), "I've got to" (as "I have to") and "go back", "get here/there/home" (a return or an arrival,
-  as "leave" is a timetable's) point ahead; "hope" before a past ("hope Tuesday went well") gives
-  way to it; "still on?",
-  "still good?", "still coming?" after a plan and "are we still on for" ask whether it stands. "on a Tuesday" is some
-  Tuesday, "every other Thursday" a habit: no day; "Happy Friday!" (opening its sentence or after
-  "a") is the observation day when it is a Friday, else no day; "I'm so happy Friday is here" is a
-  feeling, read by tense. A plain verb of a timetable after "when", "if", "until" past the time
-  ("bring the photos from Sunday when you come") is that clause's own. A
-  leave-taking "see you" opening its clause ("See you Friday then!", "ok, see you on Tuesday") and a
-  weekday that "works" or "suits" ("Friday works for me", "does Friday work?") point ahead. A modal
-  before a plain verb ("might", "can", "should", "need to", "hope") points ahead when the time
-  shares its clause and is no topic ("about Saturday"); before "have" it points back. A participle
-  after "will have" ("I'll have finished it by Friday") is a future perfect: future. An -ed word or
-  a participle after a present "be" ("the shop is closed", "it's meant to") is a state, no past cue.
-  A time after "until", "till" or "by" in a sentence with no cue (a plan seen from the past is one)
-  lies ahead ("I'm off until Monday"), unless the sentences before tell a past story or a "now" ends
-  it; a time after "since" lies behind (not "since Monday is a holiday", a reason).
+  Besides past and future words, tense.py reads as future what arranges a time: a present
+  progressive or "have" whose clause the time belongs to ("I'm moving in March", "we have a dinner
+  on Thursday"), a timetable's present ("the flight departs", "the museum reopens"), a present "be"
+  of a schedule or of being free or away ("my interview is on Tuesday", "I'm off on Friday"), a
+  modal before a plain verb, a wish, request, offer or leave-taking ("see you Friday"); and as past
+  a modal before "have", a plan seen from the past whose outcome a later clause tells, a story told
+  in the present ("... on Friday and says"), a thing thanked for or remembered. Each cue there
+  carries its examples and the words that cancel it (a habit's "always", a new clause, a topic's
+  "about"). A time after "until", "till" or "by" in a sentence with no cue lies ahead ("I'm off until
+  Monday"), unless the sentences before tell a past story or a "now" ends it; a time after "since"
+  lies behind (not "since Monday is a holiday", a reason).
 - A month without a year resolves to the most recent such month not after the observation month, or
   to the next one not before it when the nearest tense cue is future. A day and month without a year
   follow the same rule at day precision. A birth is in a year its words do not give: "born on July
