@@ -1,36 +1,10 @@
 """Offsets from a time the message stated before them: "on June 1st ... the next day", "a week later".
 
-English lets a sentence count from a time said earlier: "We married on June 1st. The next day we
-flew to Rome" is 2 June. An expression the grammar leaves relative to an unstated reference takes
-the expression just before it in the same message (at most ``REACH`` characters back) as that
-reference, when that one is resolved and the offset has one of these forms:
-
-- "the next/following/previous/prior day|week|weekend|month|year", a part of a day counting as a
-  day ("the next morning");
-- "the following/previous <weekday>": the first such day after (before) the reference;
-- "N days/weeks/... later/earlier/after/before" ("a week later", "two days earlier");
-- "the day/week/... before/after" closing its clause ("..., and the day after, we rested"): one
-  followed by more words may have its own reference ("the day before my birthday", "the day
-  before I left"), so it stays unresolved.
-
-Units count as "the week before May 3" does (``TokenCursor.around``). A day, weekday or weekend
-counts from a reference of whole days; a week from days or a week; a month from days, a week
-or a month; a year from any. A result after the observation day in a sentence neither about the
-future nor reporting a plan (a past event counted into the future), or before it in one about the
-future, means the reference was not the story's time, and the reason stays; so does a reference
-that is what something is about, not when the story happens (``_topic``). With no reference,
-"the previous Monday" is the last Monday before the observation day; anything else keeps its
-reason.
-
-A month alone ("In 2022 we lived in Denver. In March we moved": March 2022) takes the year of the
-time just before it when that time lies within one year, the next year when that time is a month
-(or a day of one) after it ("in November 2021 ... we moved out in January": January 2022); a day of
-the month alone ("the first week of April, then on the 10th") the month of a time within one
-month, or of a single day before it ("on April 3 ... on the 5th"), else the month after that day
-("arrive on 28 June and leave on the 5th": 5 July); a weekday alone, or a run of two, that day of a
-week named before it in its sentence with only such weekdays between ("Last week I saw her on
-Monday"). Not when the result lies ahead in a sentence not about the future, or behind in one with
-no past cue ("built in 1890; in October they're closing it").
+English lets a sentence count from a time said earlier ("We married on June 1st. The next day we
+flew": 2 June), and lets a month, a day or a weekday alone take its year, month or week from one.
+This pass gives such an expression the resolved expression just before it (at most ``REACH``
+characters back) as its reference, unless the tense or a topic ("a documentary about July 20, 1969")
+shows that time is not the story's. The forms and their limits are in occurrence.RULES.
 """
 from __future__ import annotations
 

@@ -1,13 +1,9 @@
 """Times the speaker takes back: "on Thursday, no wait, Friday", "it wasn't last week, it was two weeks ago".
 
-A time followed by another, with only words of a correction between them ("no wait, it was", "sorry, I
-mean", "or rather", "scratch that"; after the first time's own clause too: "on Sunday we went hiking, no
-wait, it was Saturday"; past its sentence's end: "see you Thursday! oh wait, I mean Friday"), or one
-negated ("wasn't", "isn't", "not" just before it) and followed by its replacement ("..., it was",
-"but"), is withdrawn: unresolved with a reason, and the later time stands. A replacement the grammar
-does not read alone, a bare day or month name ("on the 20th, or rather the 21st", "in July, no sorry,
-August"), takes the month (the year) of the time it corrects. Any other word between them keeps both
-("on Monday and actually on Tuesday too").
+A time followed by its replacement with only words of a correction between them, or a negated one
+followed by it, is withdrawn (unresolved with a reason) and the later time stands; a bare day or
+month as the replacement takes the month (year) of the time it corrects. Any other word between
+them keeps both ("on Monday and actually on Tuesday too").
 """
 from __future__ import annotations
 

@@ -1,17 +1,8 @@
 """Holidays by name: the ones on one date every year resolve like a day and month, the others are refused.
 
-Christmas (Xmas), New Year's Eve (NYE) and Day, Halloween, Valentine's Day, Boxing Day, St Patrick's Day,
-April Fools' Day: "last Christmas", "on
-Christmas Eve 2022", "this coming Halloween", "for Christmas" (the sentence's tense picks the
-year). A one-word name needs a lead word ("at Christmas") or a year, since "a Christmas tree" is
-no date; read as a relation's stated day ("the day after Christmas") it needs neither. A birth on one
-("born on Christmas Day") is in a year its words do not give. "Happy Halloween!" greets the day it is
-said on when that is the holiday, else names no day. A holiday
-whose date moves with the year or differs by country (Easter, Thanksgiving, Mother's Day) is named
-with the reason, not guessed; with no lead word before a noun ("Black Friday deals") it names no
-day, nor does a fixed one before a plural noun and no past verb ("St Patrick's Day parades are
-crowded"). "New Year's" alone needs a lead word ("for New Year's", "at New Year") and is its eve
-and its day.
+A one-word name needs a lead word ("at Christmas") or a year, since "a Christmas tree" is no date; a
+holiday whose date moves with the year or differs by country (Easter, Thanksgiving) is named with
+the reason, not guessed. The names and the words that make one no day are in occurrence.RULES.
 """
 from __future__ import annotations
 

@@ -170,16 +170,20 @@ RULES = """\
   day; "N years ago in June" that June; "a year and a half ago" 18 months back; "from Monday to
   Friday last week" those days of that week; "N hours/minutes ago" the day of that instant.
 - Early/beginning, mid/middle and late/end of a month are days 1-10, 11-20 and 21 to its end; of a
-  year January-April, May-August and September-December. "earlier (later) this week/month/year"
-  runs from the unit's start to the observation day (from it to the unit's end). "May 13-15" is
+  year January-April, May-August and September-December; a bare month part after the observation
+  day in a sentence not about the future is last year's ("we met in late May", said on 15 May).
+  "earlier (later) this week/month/year" runs from the unit's start to the observation day (from
+  it to the unit's end). "May 13-15" is
   the run of days.
 - A quarter is three months from January, April, July or October ("Q3 2023", "the second quarter
-  of last year", "last quarter"); without a year it follows the month rule. A decade is ten years
-  from a year ending in 0 ("the 1990s", "the '90s", "the nineties"; two digits or a word need
-  "the" and no measure before them: "temperatures were in the 90s"), the latest such one begun;
-  early/mid/late take its first four, middle three or last three years; "the 1900s" (a century
-  that has ended) stays unresolved. "13.05.2024" is day-first; "on
-  5/13" (a lead word is needed) follows the day-and-month rule.
+  of last year", "last quarter"); without a year it follows the month rule; "the last quarter of
+  2023" is its fourth; one "of" anything but a year ("the first quarter of the game") claims
+  nothing. A decade is ten years from a year ending in 0 ("the 1990s", "the '90s", "the
+  nineties"; two digits or a word need "the" and no measure before them: "temperatures were in
+  the 90s"), the latest such one begun; early/mid/late take its first four, middle three or last
+  three years; "the 1900s" (a century that has ended) stays unresolved. "in '22" and "class of
+  '98" are the latest such year. "13.05.2024" is day-first; "on 5/13" (a lead word is needed)
+  follows the day-and-month rule.
 - A time after "in the book/film/movie/show/story..." and a comma or a clause's subject, in that
   sentence, is the plot's, not the calendar's: unresolved ("in the book the hero leaves on the 3rd").
 - A time the speaker takes back ("on Thursday, no wait, Friday", "it wasn't last week, it was two

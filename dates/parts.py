@@ -1,16 +1,8 @@
 """Parts of a named month or year, and the rest of this week, month or year on either side of today.
 
-A month splits in three: days 1-10 ("early May", "the beginning of last month"), 11-20
-("mid-June", "the middle of June") and 21 to its last day ("late April", "the end of the
-month"). A year splits into January-April, May-August and September-December ("early 2023",
-"late last year"). A week has no agreed thirds, so "the end of the week" claims nothing.
-"earlier this week/month/year" runs from the unit's first day to the observation day,
-"later this ..." from the observation day to the unit's last day (today belongs to both: "earlier
-this week" may be this morning). A bare month part that would lie after the observation day in
-a sentence that is not about the future is last year's ("we met in late May", said on 15 May).
-The nth week (weekend, weekday) of a month is its own part: "the first week of June" is days 1-7.
-"Have a nice weekend!", "hope you had a good weekend": a wish for a weekend, the coming one or the
-last one by the tense of its sentence.
+A month splits in three (days 1-10, 11-20, 21 to its end), a year in three runs of four months; a
+week has no agreed thirds, so "the end of the week" claims nothing. Also the nth week (weekend,
+weekday) of a month and a wished weekend ("Have a nice weekend!", by the tense of its sentence).
 """
 from __future__ import annotations
 

@@ -1,24 +1,9 @@
 """Words for the moment of speaking: "right now", "at the moment", "currently", "I've just moved".
 
-Each names the observation day (granularity "day"), the way "today" does:
-- "right now", "just now", "at the moment", "at this moment", "at present", "currently". Not after
-  a word that makes "right" an adjective ("you're right now I see", "all right now"); "at the
-  moment" not before a clause or "of" ("at the moment she walked in", "at the moment of his
-  birth"); "at present" not in a compound ("present-day"); "currently" not after a past "was"/"were";
-- "now" closing a sentence or clause ("I'm in Porto now."), unless a word before it makes it a bound
-  ("by now", "until now"), the tail of a duration ("for hours now") or an opening interjection
-  ("Okay now,"), or its clause holds a past "was"/"had"/"did" ("it was late now"; "I was sick but
-  I'm fine now" claims);
-- "just" for the recent past: in the perfect ("I've just moved", "she has just left") or before a
-  past form of a verb that names an event ("I just got back", "I just saw your message"). "Just"
-  also means "simply" ("I just wanted to say", "I just knew it"), so other verbs claim nothing, and
-  neither does "just" after "had" ("she had only just left": the past of another past).
-
-No word claims anything in a question ("Are you currently working?" asks, it reports no event).
-A "just" claim gives way to a past or vague time its sentence names ("I just got back on May 3", "I
-just got back, 2 days ago": the other words say when; ``recent_past``, applied by occurrence.py);
-beside a future one both stand ("I just booked my flight for next Friday"). ``speaks_of_now`` tells a caller that
-reads a question's time window which expressions these are.
+Each names the observation day, the way "today" does, unless a word beside it makes it something
+else: an adjective's "right" ("you're right now I see"), a bound's "now" ("by now"), "just" meaning
+"simply" ("I just wanted to say"); none claims in a question, which reports no event. A "just"
+claim yields to a past or vague time its sentence names (``recent_past``, applied by occurrence.py).
 """
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
-"""Runs between two times: "between A and B", "from A to/until/through B".
+"""Runs between two times: "between A and B", "from A to/until/through B", "Mon-Wed".
 
-A run goes from the start of A to the end of B, each end any resolved expression. A bare weekday
-B is the first such day on or after A ("from Monday to Friday"); two bare weekdays, with or without
-"from" ("I'm away Monday to Wednesday"), begin on the one A names by the sentence's tense; followed
-by "last/this/next week" both are days of that week ("from Monday to Friday last week"). Two bare
-ordinals ("from the 2nd to the 5th") are days of one month, picked by the sentence's tense as "on
-the 15th" is. A run that ends before it starts is no run (its parts are read on their own). After
-a verb that moves a date ("the meeting moved from Thursday to Friday") it is no run: only the new
-date B counts, the next such day for a bare ordinal.
+A run goes from the start of A to the end of B; bare weekdays and ordinals take their week or month
+from A or the sentence's tense. A run that ends before it starts is no run (its parts are read on
+their own), and after a verb that moves a date only the new date B counts.
 """
 from __future__ import annotations
 

@@ -1,22 +1,9 @@
 """Quarters, decades, years by two digits, ISO and numeric dates, and days written with dots or without a year.
 
-- A quarter is three months from January, April, July or October: "Q3 2023", "Q1 of last year",
-  "the second quarter of 2022", "last/this/next quarter". Without a year it is the latest one
-  begun by the observation day, or the next one in a sentence about the future. "The last
-  quarter of 2023" is its fourth; "the last quarter" alone is the one before this. A quarter
-  "of" anything but a year ("the first quarter of the game") claims nothing.
-- A decade is ten years from a year ending in 0: "the 1990s", "the '90s", "the nineties". Two
-  digits or a word name the latest such decade begun by the observation year; they need "the"
-  ("in my 30s" is an age), and a measure before them in the sentence makes them a quantity
-  ("temperatures were in the 90s"). "Early/mid/late" take its first four, middle three or last three
-  years. A year ending in 00 may name a century ("the 1900s"), so it is refused with the reason,
-  unless that century is still under way ("the 2000s", "the early 2000s": the decade).
-- "in '22", "class of '98": a year by its last two digits after a lead word, the latest such year.
-- "2024-05-13" and "2024-05" are ISO; "13/5/2024" is a day only when one part is over 12.
-- "13.05.2024" is day-first (no English writer puts the month first with dots); a two-digit year
-  needs two-digit days and months ("13.05.24"), since "4.12.10" is more often a version. "on 5/13" takes
-  its year like "May 13": a slash pair needs a lead word ("on", "by", "since"...) because "5/13
-  passed" is a count, and when both parts could be the month it is refused, as with a year.
+Dotted dates are day-first (no English writer puts the month first with dots) and a two-digit year
+needs two-digit days and months, since "4.12.10" is more often a version; a slash pair needs a lead
+word because "5/13 passed" is a count; two digits naming a decade need "the" ("in my 30s" is an
+age); a year ending in 00 may name a century, so it is refused unless that century is under way.
 """
 from __future__ import annotations
 
