@@ -92,7 +92,7 @@ def _bare(occ: Occurrence) -> tuple[str, int] | None:
     low = words[0].low if len(words) == 1 else ""
     if low in lx.MONTHS and occ.resolved:
         return "month", lx.MONTHS[low]
-    day = lx.day_number(words[0]) if low[-2:] in ("st", "nd", "rd", "th") else None
+    day = lx.ordinal_day(words[0]) if low else None
     return ("day", day) if day is not None else None
 
 

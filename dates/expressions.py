@@ -26,7 +26,6 @@ UNCLEAR_TENSE = lx.UNCLEAR_TENSE
 DAY_MONTH_ORDER = "day/month order ambiguous"
 HABIT = "a habit, not one time"
 
-_CONTEXT = lx.MONTH_CONTEXT | lx.YEAR_CONTEXT
 _NOT_FROM_NOW = frozenset({"had", "hadn't", "hasn't", "haven't", "not", "never"})  # "it hasn't been a week since"
 _SINGULAR = frozenset({"week", "month", "year", "fortnight", "decade", "century"})
 _DAY_LEADS = frozenset({"on", "by", "until", "till", "since"})  # "by the 20th": a bare ordinal needs one
@@ -38,7 +37,7 @@ _TRIGGERS = frozenset(
     {"the", "day", "last", "past", "this", "next", "on", "a", "an",
      "recently", "lately", "long", "not", "in", "for", "over", "during", "through", "throughout", "more", "less",
      "between", "earlier", "later"}
-    | lx.MONTH_CONTEXT | lx.YEAR_CONTEXT | lx.APPROXIMATORS | lx.VAGUE_QUANTITIES | set(lx.NUMBER_WORDS)
+    | lx.YEAR_CONTEXT | lx.APPROXIMATORS | lx.VAGUE_QUANTITIES | set(lx.NUMBER_WORDS)
     | set(lx.MONTHS) | set(lx.MONTH_ABBREVIATIONS) | set(lx.WEEKDAYS) | set(lx.WEEKDAY_ABBREVIATIONS)
     | lx.SEASONS | set(lx.ORDINALS) | lx.HOLIDAY_LEADS | {"half"} | set(counts.TENS) | set(lx.DAY_WORDS)
     | holidays.TRIGGERS | spans.TRIGGERS | present.TRIGGERS
@@ -455,7 +454,7 @@ class _Scanner:
         at, context = index, False
         if self.c.low(at) == "on":
             at += 1
-        elif self.c.low(at) in _CONTEXT:
+        elif self.c.low(at) in lx.YEAR_CONTEXT:
             context, at = True, at + 1
             if self.c.low(at) == "-":
                 at += 1

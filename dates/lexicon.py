@@ -214,6 +214,11 @@ def day_number(token: Token | None) -> int | None:
     return value if 1 <= value <= 31 else None
 
 
+def ordinal_day(token: Token | None) -> int | None:
+    """A day of the month written as a digit ordinal ("5th"), else None: a bare "5" may count anything."""
+    return day_number(token) if token is not None and token.low[-2:] in ("st", "nd", "rd", "th") else None
+
+
 def year_number(token: Token | None) -> int | None:
     """A four-digit year between 1000 and 2999."""
     if token is None or len(token.low) != 4 or not token.low.isdigit():

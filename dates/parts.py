@@ -85,7 +85,7 @@ def nth_of_month(c: TokenCursor, index: int, anchor: Callable[[int], Hit | None]
     Sunday after; the month's nth or last Monday, Tuesday..."""
     at = index + 1 if c.low(index) == "the" else index
     low, unit = c.low(at), c.low(at + 1)
-    nth = lx.ORDINALS.get(low) or (lx.day_number(c.tok(at)) if low[-2:] in ("st", "nd", "rd", "th") else None)
+    nth = lx.ORDINALS.get(low) or lx.ordinal_day(c.tok(at))
     weekday = c.weekday_at(at + 1, abbreviations=False)
     if nth is None or nth > 4 or (unit not in ("week", "weekend") and weekday is None) or \
             c.low(at + 2) not in ("of", "in"):

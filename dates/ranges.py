@@ -55,7 +55,7 @@ def run(c: TokenCursor, index: int, anchor: Callable[[int], Hit | None]) -> Hit 
     weekday = c.weekday_at(at, abbreviations=False)
     end = anchor(at) if weekday is None else c.day_hit(c.skip_part_of_day(at + 1), iv.weekday_after(first - iv.DAY,
                                                                                                       weekday))
-    closing = _ordinal(c, at + (c.low(at) == "the"))
+    closing = lx.ordinal_day(c.tok(at + (c.low(at) == "the")))
     if start.granularity == "day" and closing is not None and closing > first.day and \
             (end is None or end.first is None) and c.low(at + (c.low(at) == "the") + 1) not in lx.NTH_NOUNS | {"of"}:
         try:  # "from March 3rd to the 7th": a bare ordinal ends the run in its start's month
@@ -111,11 +111,11 @@ def _days_of_one_month(c: TokenCursor, index: int, joiners: tuple[str, ...]) -> 
     """"from the 2nd to the 5th", "between the 10th and the 20th" (no month after them): days of one
     month, in a past sentence the latest such run ending on or before the observation day, in one about
     the future the first beginning after it; unclear tense leaves them unresolved."""
-    opening = _ordinal(c, index + 2) if c.low(index + 1) == "the" else None
+    opening = lx.ordinal_day(c.tok(index + 2)) if c.low(index + 1) == "the" else None
     if opening is None or c.low(index + 3) not in joiners:
         return None
     at = index + 4 + (c.low(index + 4) == "the")
-    closing, stop = _ordinal(c, at), at + 1
+    closing, stop = lx.ordinal_day(c.tok(at)), at + 1
     if closing is None or closing <= opening or c.low(stop) == "of" or c.month_at(stop) is not None:
         return None
     moved = iv.day_of_month_date(c.today, closing, forward=True) if changes(c, index) else None
@@ -132,7 +132,3 @@ def _days_of_one_month(c: TokenCursor, index: int, joiners: tuple[str, ...]) -> 
         first = last.replace(day=opening) if last else None
     return Hit(stop, first, last + iv.DAY, "day") if first and last else None
 
-
-def _ordinal(c: TokenCursor, at: int) -> int | None:
-    """A day of the month written as an ordinal ("5th"), else None."""
-    return lx.day_number(c.tok(at)) if c.low(at)[-2:] in ("st", "nd", "rd", "th") else None

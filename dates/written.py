@@ -30,10 +30,8 @@ def week_named(c: TokenCursor, at: int) -> tuple[int, int] | None:
 def nth_after(c: TokenCursor, at: int) -> int | None:
     """The day of "the 7th" at ``at`` closing "Tuesday the 7th" (followed by the end of the clause or a
     word in ``lx.AFTER_NTH``, not by a number: "the 1st, 2nd and 3rd place"), else None."""
-    if c.low(at) != "the" or c.low(at + 1)[-2:] not in ("st", "nd", "rd", "th"):
-        return None
     closed = c.low(at + 2) in lx.AFTER_NTH and not c.low(at + 3)[:1].isdigit()
-    return lx.day_number(c.tok(at + 1)) if closed else None
+    return lx.ordinal_day(c.tok(at + 1)) if c.low(at) == "the" and closed else None
 
 
 def qualified_nth(c: TokenCursor, at: int, weekday: int, step: int) -> Hit | None:
