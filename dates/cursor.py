@@ -60,6 +60,12 @@ _TAG_VERBS = frozenset({"is", "isn't", "was", "wasn't", "are", "aren't", "were",
                         "can", "can't", "would", "wouldn't", "shall", "shan't"})
 
 
+def _goes_on(token: Token | None, also_not: frozenset[str]) -> bool:
+    """``token`` is a lower-case word that is no function word nor one of ``also_not``: a noun or a verb."""
+    return token is not None and token.text.isalpha() and token.text.islower() and \
+        token.low not in _FUNCTION_WORDS and token.low not in also_not
+
+
 @dataclass(frozen=True, slots=True)
 class Hit:
     """What a matcher claims: tokens up to ``stop`` and a day interval or an unresolved reason."""
@@ -228,9 +234,7 @@ class TokenCursor:
                     abbreviations or self.low(index - 1) == "on" and self.short_name_alone(index))):
             weekday = lx.WEEKDAY_ABBREVIATIONS[token.low]
         elif token.base in lx.WEEKDAYS and token.base != token.low:  # "Sunday's run": that day's, a noun after it
-            after = self.tok(index + 1)
-            return lx.WEEKDAYS[token.base] if after is not None and after.text.isalpha() and after.text.islower() \
-                and after.low not in _FUNCTION_WORDS and after.low not in lx.ARTICLES else None
+            return lx.WEEKDAYS[token.base] if _goes_on(self.tok(index + 1), lx.ARTICLES) else None
         else:
             return None
         return None if self.low(index + 1) in _PLURAL_PARTS or self._names_thing(index) else weekday
@@ -251,9 +255,7 @@ class TokenCursor:
     def ends_phrase(self, index: int) -> bool:
         """No noun or verb goes on the phrase before ``index``: it holds the end, punctuation, a number, a function
         word or a pronoun ("on March first we went", not "March the first time", "May the fourth be with you")."""
-        after = self.tok(index)
-        return not (after is not None and after.text.isalpha() and after.text.islower() and
-                    after.low not in _FUNCTION_WORDS and after.low not in _AFTER_SHORT_DAY)
+        return not _goes_on(self.tok(index), _AFTER_SHORT_DAY)
 
     def _names_thing(self, index: int) -> bool:
         """A weekday in a name ("Sunday school", "Saturday Night Live", "Cyber Monday") or between a word that
@@ -264,12 +266,11 @@ class TokenCursor:
                 (self.low(index), self.low(index + 1)) in _NAMED_THINGS or (self.low(index - 1), self.low(index)) \
                 in _NAMED_THINGS:
             return True
-        after = self.tok(index + 1 + (self.low(index + 1) in lx.PARTS_OF_DAY))  # "our Tuesday night trivia team"
-        if not (self.low(index - 1) in _NOUN_LEADS and after is not None and after.text.isalpha() and
-                after.text.islower() and not (after.low in lx.AFTER_NTH or after.low in _FUNCTION_WORDS)):
+        after = index + 1 + (self.low(index + 1) in lx.PARTS_OF_DAY)  # "our Tuesday night trivia team"
+        if not (self.low(index - 1) in _NOUN_LEADS and _goes_on(self.tok(after), lx.AFTER_NTH)):
             return False
         return not (self.low(index - 1) == "the" and self._opens_clause(index - 1) and self._past_after(index + 1)
-                    and not self._kinds_recalled(index, after.low))
+                    and not self._kinds_recalled(index, self.low(after)))
 
     def _kinds_recalled(self, index: int, noun: str) -> bool:
         """A plural noun after the weekday ("the Friday meetings were"), or a habit in the sentence ("always",

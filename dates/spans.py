@@ -11,14 +11,14 @@ from datetime import date
 
 from . import intervals as iv
 from . import lexicon as lx
+from .counts import TENS
 from .cursor import Hit, TokenCursor
 from .written import STEP, relative_year
 
 DECADE_OR_CENTURY = "decade or century (a year ending in 00)"
 _QUARTER_ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4,
                      "last": 4}
-_DECADE_WORDS = {"twenties": 20, "thirties": 30, "forties": 40, "fifties": 50, "sixties": 60, "seventies": 70,
-                 "eighties": 80, "nineties": 90}
+_DECADE_WORDS = {tens[:-1] + "ies": value for tens, value in TENS.items()}  # "twenties": 20 ... "nineties": 90
 _DECADE_PARTS = {"early": (0, 4), "mid": (4, 7), "late": (7, 10)}
 _SLASH_LEADS = frozenset({"on", "by", "since", "until", "till", "before", "after", "from"})
 _YEAR_LEADS = frozenset({"in", "since", "from", "until", "till", "by", "of"})

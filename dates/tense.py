@@ -63,7 +63,7 @@ def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: 
                 held = _arranged(between) and not any(lx.past_form(t.low) or t.low in _SAME_IN_PAST
                                                       for t in between[1 if state else 0:])
                 held = held or _available(between, inverted=index > first or tokens[last - 1].low == "?")
-                cue = "future" if index < begin and (all(map(_in_time_phrase, between)) or held) and \
+                cue = "future" if index < begin and (all(_in_time_phrase(t.low) for t in between) or held) and \
                     not _told_in_present(tokens[end:min(last, end + lx.CUE_REACH)]) or \
                     index == end and tokens[index].low == "is" and _dated_subject(tokens, first, begin, end) else None
             if cue == "change":  # "moved the meeting (from Thursday) to Friday": the new date lies ahead
@@ -157,8 +157,7 @@ def _arranged(between: list[Token]) -> bool:
     words = [t.low for at, t in enumerate(between) if not (t.low == "-" and 0 < at < len(between) - 1 and  # a hyphen
              between[at - 1].end == t.start and t.end == between[at + 1].start)]  # in a word: "parent-teacher"
     # the time's own words when the caller points inside it: "on 12", "on the 4th of" before "June"
-    while words and (words[-1] in _TIME_LEADS or words[-1][:1].isdigit() or words[-1] in lx.MONTHS
-                     or (words[-1] == "of" and words[-2:-1] and words[-2][:1].isdigit())):
+    while words and (_in_time_phrase(words[-1]) or (words[-1] == "of" and words[-2:-1] and words[-2][:1].isdigit())):
         words.pop()
     if len(words) >= 2 and words[-1] == "of" and words[-2] in _PART_OF:
         words.pop()
@@ -246,9 +245,9 @@ _NO_SCHEDULE = frozenset({"today", "tomorrow", "yesterday", "tonight", "it", "da
                           "season"})
 
 
-def _in_time_phrase(token: Token) -> bool:
+def _in_time_phrase(low: str) -> bool:
     """A lead word, number or month name of a time phrase ("on", "the", "June" in "is on June 4")."""
-    return token.low in _TIME_LEADS or token.low[:1].isdigit() or token.low in lx.MONTHS
+    return low in _TIME_LEADS or low[:1].isdigit() or low in lx.MONTHS
 
 
 # after a plan seen from the past, words that say its time has gone by without it ("..., still nothing")
@@ -465,7 +464,7 @@ def _available(between: list[Token], *, inverted: bool) -> bool:
     """Between a present "be" and a time only words of being free, busy or away ("are you free on",
     "we're on vacation from", "is she around on"): a state at that time, so a schedule. A question's
     subject ("are you") may stand first."""
-    words = [t for t in between if not _in_time_phrase(t)]  # the time's own words when pointed inside it
+    words = [t for t in between if not _in_time_phrase(t.low)]  # the time's own words when pointed inside it
     if inverted and words and words[0].low in _SUBJECTS:
         words = words[1:]
     if [t.low for t in between[-4:]] in (["we", "still", "on", "for"], ["you", "still", "on", "for"]):
@@ -551,4 +550,4 @@ def _dated_subject(tokens: list[Token], first: int, begin: int, end: int) -> boo
     first weekend of June is my brother's wedding", "June 8 is my birthday"): the next such time. Not a bare
     weekday ("Saturday is my favorite day" may say what every Saturday is)."""
     return not any(t.low in lx.WEEKDAYS for t in tokens[begin:end]) and all(
-        _in_time_phrase(t) or t.low in _PART_OF or t.low == "of" for t in tokens[first:begin])
+        _in_time_phrase(t.low) or t.low in _PART_OF or t.low == "of" for t in tokens[first:begin])
