@@ -76,7 +76,7 @@ def _counted(text: str, occ: Occurrence, reference: Occurrence, today: date) -> 
     # agreed to meet the following Saturday"); a future event counted into the past had the wrong reference.
     if hit.first > today or hit.end <= today:
         left, right = _sentence_around(text, occ.span)
-        tense = _tense(left, occ.expression, right)
+        tense = _tense(text, occ)
         planned = bool(_PLAN.search(left) or _PLAN.search(right))
         if (hit.first > today and tense != "future" and not planned) or (tense == "future" and hit.end <= today):
             return None
@@ -123,7 +123,7 @@ def _placed(text: str, occ: Occurrence, start: date, end: date, granularity: str
     if (start, end) == (occ.start and occ.start.date(), occ.end and occ.end.date()):
         return None
     left, right = _sentence_around(text, occ.span)
-    tense = _tense(left, occ.expression, right)
+    tense = _tense(text, occ)
     # ahead only in a sentence about the future; behind only in one with a past cue ("in October they're
     # closing it" after "built in 1890" is no October of 1890)
     behind = start <= today and (tense != "past" or _now_in_clause(left, right))
@@ -185,10 +185,7 @@ def _topic(text: str, reference: Occurrence, occ: Occurrence, today: date) -> bo
         return False
     left, right = _sentence_around(text, reference.span)
     present = any(t.low in _PRESENT for t in lx.tokenize(left + " " + right))
-    if not present or _tense(left, reference.expression, right) != "unclear":
-        return False
-    left, right = _sentence_around(text, occ.span)
-    return _tense(left, occ.expression, right) == "past"
+    return present and _tense(text, reference) == "unclear" and _tense(text, occ) == "past"
 
 
 def _alone(text: str, occ: Occurrence, today: date) -> Occurrence | None:
@@ -197,8 +194,7 @@ def _alone(text: str, occ: Occurrence, today: date) -> Occurrence | None:
     words = [t.low for t in lx.tokenize(occ.expression)]
     if len(words) != 3 or words[:2] != ["the", "previous"] or words[2] not in lx.WEEKDAYS:
         return None
-    left, right = _sentence_around(text, occ.span)
-    if _tense(left, occ.expression, right) == "future":
+    if _tense(text, occ) == "future":
         return None
     try:
         day = iv.weekday_before(today, lx.WEEKDAYS[words[2]])
@@ -213,9 +209,10 @@ def _sentence_around(text: str, span: tuple[int, int]) -> tuple[str, str]:
             lx.SENTENCE_BREAK.split(text[span[1]:span[1] + _SIDE])[0])
 
 
-def _tense(left: str, expression: str, right: str) -> str:
-    """The tense of the sentence ``left + expression + right`` at the expression (its nearest cue)."""
-    before, inside = lx.tokenize(left), lx.tokenize(expression)
+def _tense(text: str, occ: Occurrence) -> str:
+    """The tense of ``occ``'s sentence at ``occ`` (its nearest cue)."""
+    left, right = _sentence_around(text, occ.span)
+    before, inside = lx.tokenize(left), lx.tokenize(occ.expression)
     tokens = before + inside + lx.tokenize(right)
     return sentence_tense(tokens, 0, len(tokens), len(before), len(before) + len(inside))
 

@@ -132,12 +132,9 @@ class TokenCursor:
                     and self.low(last - 3) == ",")
 
     def tense(self, begin: int, end: int | None = None) -> str:
-        """"past", "future" or "unclear" for the expression at tokens ``begin..end`` (see tense). A
-        bound with no tense cue ("I'm off until Monday", "I need it by Friday") lies ahead: a state
-        lasting from now, or a deadline; not in a story told in the past ("We arrived Monday. In Rome
-        until Friday") nor beside a "now" that ends it ("Austin until March, now Denver"). A time
-        after "since" (or "since the") lies behind, whatever the cues ("he leaves his shoes everywhere
-        since March"), unless a verb follows it ("since Monday is a holiday" gives a reason)."""
+        """"past", "future" or "unclear" for the expression at tokens ``begin..end`` (see tense). With no
+        cue, a bound ("until Monday", "by Friday") lies ahead, being a state lasting from now or a
+        deadline, unless a past story or a "now" ends it; a time after "since" lies behind."""
         first, last = self.sentences[self.tokens[begin].sentence]
         tense = sentence_tense(self.tokens, first, last, begin, min(end or begin + 1, last), plans=True)
         planned, tense = tense == "plan", "unclear" if tense == "plan" else tense  # "he said he'd be back by Sunday"
@@ -313,6 +310,14 @@ class TokenCursor:
                           self.low(at) in lx.MONTHS or self.low(at) in lx.WEEKDAYS or self.low(at) in lx.PARTS_OF_DAY):
             at -= 1
         return self.low(at) == "born"
+
+    def tensed_weekend(self, begin: int, stop: int) -> Hit | None:
+        """The weekend the tense at ``begin..stop`` points to: the last one begun or the next to begin."""
+        tense = self.tense(begin, stop)
+        if tense == "unclear":
+            return None
+        saturday = iv.weekday_before(self.today, 5) if tense == "past" else iv.weekday_after(self.today - iv.DAY, 5)
+        return Hit(stop, saturday, saturday + 2 * iv.DAY, "day")
 
     def skip_part_of_day(self, index: int) -> int:
         return index + 1 if self.low(index) in lx.PARTS_OF_DAY else index

@@ -409,12 +409,7 @@ class _Scanner:
         if unit in ("week", "weekend") and self.c.low(index + 2 + (self.c.low(index + 2) == "just")) == "gone":
             return self.c.offset(index + 3 + (self.c.low(index + 2) == "just"), unit, -1)  # "the weekend just gone"
         if unit == "weekend" and relation != "of":  # "the weekend of the 4th" is no bare weekend
-            tense = self.c.tense(index, index + 2)
-            if tense == "unclear":
-                return None
-            saturday = iv.weekday_before(self.c.today, 5) if tense == "past" else (
-                iv.weekday_after(self.c.today - iv.DAY, 5))
-            return Hit(index + 2, saturday, saturday + timedelta(days=2), "day")
+            return self.c.tensed_weekend(index, index + 2)
         return None
 
     def _names_time(self, at: int) -> bool:

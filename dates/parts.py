@@ -107,13 +107,8 @@ _WISHED = frozenset({"have", "had", "enjoy", "enjoyed", "having", "enjoying"})
 
 
 def wished_weekend(c: TokenCursor, index: int) -> Hit | None:
-    """"(have, had, enjoy) a nice weekend": the weekend the sentence's tense points to (the coming one, or
-    the last one); none when the tense is unclear."""
+    """"(have, had, enjoy) a nice weekend": the weekend the sentence's tense points to."""
     if c.low(index) != "a" or c.low(index + 1) not in _WISHES or c.low(index + 2) != "weekend" or \
             c.low(index - 1) not in _WISHED:
         return None
-    tense = c.tense(index, index + 3)
-    if tense == "unclear":
-        return None
-    saturday = iv.weekday_before(c.today, 5) if tense == "past" else iv.weekday_after(c.today - iv.DAY, 5)
-    return Hit(index + 3, saturday, saturday + 2 * iv.DAY, "day")
+    return c.tensed_weekend(index, index + 3)

@@ -24,15 +24,8 @@ _PARTICIPLES = frozenset({"sold", "built", "fought", "hung", "led", "fed", "dug"
 def sentence_tense(tokens: list[Token], first: int, last: int, begin: int, end: int, *, plans: bool = False) -> str:
     """"past", "future" or "unclear" for the expression ``tokens[begin:end]``: the tense cue nearest
     to it within its sentence ``tokens[first:last]`` (and CUE_REACH tokens) decides; no cue, or a
-    tie, is "unclear". A progressive ("I'm moving in March") is an arrangement, so future, when the
-    time follows it in its clause with at most its object between ("I'm taking the kids to the zoo on
-    Saturday") or opens its clause ("In September we're getting a puppy"), unless an "and" after it
-    goes on in the present ("So on Saturday I'm walking the dog and she bolts": a story told in the
-    present). So is the present -s of one event after a noun subject ("the museum reopens on Friday"),
-    unless a verb follows the time ("the photos on Friday were great": "photos" was a noun). One after
-    a comma, a new subject or a word that ties it to a thing ("a photo I'm
-    sharing from the concert on Friday", "I'm editing the video we shot on Sunday", "the pics of our
-    trip in March") is not the arrangement's; such a progressive is no cue."""
+    tie, is "unclear". An arrangement's cue (a progressive, a timetable, "have") counts only for a
+    time in its own clause: "I'm editing the video we shot on Sunday" arranges nothing on Sunday."""
     if _narrated(tokens[end:min(last, end + 2 * lx.CUE_REACH)]) and not any(
             t.low in _FUTURE_WORDS or t.low in lx.FREQUENCY or t.low.replace("\u2019", "'").endswith("'ll")
             for t in tokens[first:last]):  # not "she always texts on Friday and asks": a habit
