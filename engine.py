@@ -26,12 +26,12 @@ from .compaction.summarize import Summarizer
 from .compaction.window import MIN_TARGET, measure_overhead, plan_trigger
 from .config import reserve_floor_cap, scoped_home
 from .filters import UNSTORED, WORKER_PLATFORMS, host_side_agent, takes_foreground
-from .hostbase import ContextEngine, branched_from, host_entry, host_message_tokens
+from .hostbase import ContextEngine, branched_from, host_entry, host_message_tokens, host_owner
 from .ingest import Identify, is_synthetic, memo_identity, repeats_previous
 from .models import Complete, host_complete
 from .ops.maintenance import drop_unstored_row, gc_empty_lifecycle, previous_in_chat
 from .runtime import Runtime, build_runtime
-from .scope import LOCAL_PLATFORMS, scope_for
+from .scope import scope_for
 from .store import SessionKey
 from .subsystems import start as start_subsystems
 from .toolkit import ToolContext
@@ -68,6 +68,7 @@ class SessionState:
     pending_reset_from: str = ""
     just_ended: str = ""  # /new ends the session before the reset; /resume and /branch do not
     left: str = ""  # the session this copy served before its latest rebind
+    compacted_only: str = ""  # compacted at its latest boundary, no model answer since (a side agent)
     last_status: str = "idle"
     last_reason: str = ""
     last_result: dict[str, Any] = field(default_factory=dict)
@@ -168,6 +169,7 @@ class TroveEngine(ContextEngine):
     def update_from_response(self, usage: dict[str, Any]) -> None:
         usage = usage or {}
         self.last_usage = dict(usage)
+        self.state.compacted_only = ""  # a model answer: this copy runs turns of its own
         self.last_prompt_tokens = int(usage.get("prompt_tokens") or 0)
         self.last_completion_tokens = int(usage.get("completion_tokens") or 0)
         self.last_total_tokens = int(usage.get("total_tokens") or 0)
@@ -227,7 +229,7 @@ class TroveEngine(ContextEngine):
             self.context_length = int(kwargs["context_length"])
             self.threshold_tokens = self._compute_threshold()
         old = kwargs.get("old_session_id") or ""
-        platform, conversation = self._host_owner(session_id, str(kwargs.get("platform") or ""),
+        platform, conversation = host_owner(self._host_db, session_id, str(kwargs.get("platform") or ""),
                                                   str(kwargs.get("conversation_id") or ""))
         key = SessionKey(session_id=session_id or "", conversation_id=conversation, platform=platform,
                          scope=scope_for(platform, conversation))
@@ -236,6 +238,7 @@ class TroveEngine(ContextEngine):
             self.runtime.inherited_modes[key.session_id] = self.runtime.inherited_modes[old]
         self._bind(key)
         self.state.just_ended = ""  # an in-place compaction boundary ends nothing
+        self.state.compacted_only = session_id if kwargs.get("boundary_reason") == "compression" else ""
         if self.state.mode != "active" or not self.runtime.health.usable:
             return
         start_subsystems("session_start", self.runtime, lambda: self.completion_for("compression"))  # opt-in
@@ -259,7 +262,7 @@ class TroveEngine(ContextEngine):
         self._host_db = session_db if session_db is not None else self._host_db
         previous = self.state.pending_reset_from or branched_from(self._host_db, session_id)
         base = self.state.key or SessionKey("")
-        platform, conversation = self._host_owner(session_id, base.platform, base.conversation_id)
+        platform, conversation = host_owner(self._host_db, session_id, base.platform, base.conversation_id)
         key = SessionKey(session_id, conversation, platform, base.source,
                          base.scope if conversation == base.conversation_id else "")
         self._bind(key)
@@ -302,27 +305,16 @@ class TroveEngine(ContextEngine):
         try:
             if session_id and not repeats_previous(self.runtime.store.owner, session_id, messages, self.state.left):
                 self._ingest(key, messages)  # first: storing turns reopens a session
-            # The review fork ends the parent's id while the parent goes on: that ends nothing.
-            if session_id and not host_side_agent(session_id, key.platform) and self.runtime.store.session(session_id):
+            # The review fork ends the parent's id while the parent goes on, and so does the clean-up of an
+            # agent the gateway built only to compact a live chat (/compress, hygiene): neither ends anything.
+            if session_id and not host_side_agent(session_id, key.platform) and self.runtime.store.session(session_id) \
+                    and (messages or self.state.compacted_only != session_id):
                 self.runtime.store.mark_ended(session_id)  # cleared again if the session binds anew
             if self.runtime.store.local_writes:  # the process may exit next: ship what waits (bounded)
                 self.runtime.store.settle(timeout_s=5.0)
         except Exception as exc:  # never let a flush failure reach the host
             if self._storage_error(exc, f"the end-of-session flush of {session_id}"):
                 self._hold(key, messages)
-
-    def _host_owner(self, session_id: str, platform: str, conversation: str) -> tuple[str, str]:
-        """``(platform, conversation)``; a local-looking bind takes the chat the host's own session row
-        names (the gateway builds its hygiene agent for a chat's session without the chat's identity)."""
-        if conversation or platform.strip().lower() not in LOCAL_PLATFORMS or self._host_db is None:
-            return platform, conversation
-        try:
-            row = self._host_db.get_session(session_id) or {}
-        except Exception:
-            log.debug("trove: the host's session row of %s is unreadable", session_id, exc_info=True)
-            return platform, conversation
-        chat = str(row.get("session_key") or "")
-        return (str(row.get("source") or platform), chat) if chat else (platform, conversation)
 
     def _bind(self, key: SessionKey) -> None:
         filters = self.runtime.filters

@@ -37,6 +37,9 @@ except ImportError:  # pragma: no cover - exercised when Hermes is absent
 
 
 log = logging.getLogger("hermes_trove.engine")
+# The owner's own surfaces: the CLI, the TUI and the desktop chat panel (Hermes tags them "tui" and
+# "desktop"), and editor sessions over ACP ("acp").
+LOCAL_PLATFORMS = ("", "cli", "local", "tui", "desktop", "acp")
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
@@ -80,3 +83,17 @@ def branched_from(host_db: Any, session_id: str) -> str:
         return ""
     parent = config.get("_branched_from") if isinstance(config, dict) else None
     return parent if isinstance(parent, str) and parent != session_id else ""
+
+
+def host_owner(host_db: Any, session_id: str, platform: str, conversation: str) -> tuple[str, str]:
+    """``(platform, conversation)``; a local-looking bind takes the chat the host's own session row
+    names (the gateway builds its hygiene agent for a chat's session without the chat's identity)."""
+    if conversation or platform.strip().lower() not in LOCAL_PLATFORMS or host_db is None:
+        return platform, conversation
+    try:
+        row = host_db.get_session(session_id) or {}
+    except Exception:
+        log.debug("trove: the host's session row of %s is unreadable", session_id, exc_info=True)
+        return platform, conversation
+    chat = str(row.get("session_key") or "")
+    return (str(row.get("source") or platform), chat) if chat else (platform, conversation)

@@ -10,11 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .hostbase import LOCAL_PLATFORMS  # the owner's own surfaces
+
 MODES = ("conversation", "profile", "session")
 LOCAL = "local"
-# The owner's own surfaces: the CLI, the TUI and the desktop chat panel (Hermes tags them "tui" and
-# "desktop"), and editor sessions over ACP ("acp").
-LOCAL_PLATFORMS = ("", "cli", "local", "tui", "desktop", "acp")
 
 
 def scope_for(platform: str | None, conversation_id: str | None = None, sender_id: str | None = None) -> str:

@@ -337,6 +337,58 @@ def test_an_exit_after_resume_with_no_new_turn_leaves_the_resumed_session_as_it_
     assert rt.store.count("a") == 6 and rt.store.count("b") == 2
 
 
+def gateway_side_agent(live, session: str, key: str):
+    """The temporary agent the gateway builds to compact a live chat (/compress, session hygiene): a copy
+    of the registered engine bound to the chat's session, as the host's agent init binds it."""
+    side = copy.deepcopy(live)
+    side.state.key = None
+    side.bind_session_state(None, session)
+    side.on_session_start(session, platform="telegram", conversation_id=key)
+    return side
+
+
+def test_the_gateway_compacting_a_live_chat_through_a_side_agent_leaves_the_chat_session_open(tmp_path):
+    rt = build_runtime(make_config(tmp_path, fresh_tail_count=2))
+    key = "agent:main:telegram:dm:5151"
+    live = make_engine(rt, session="chat-1", platform="telegram")
+    live.on_session_start("chat-1", platform="telegram", conversation_id=key)
+    history = chat(12)
+    live.ingest(history)
+    live.update_from_response({"prompt_tokens": 900})  # the chat's agent has run turns
+    for rotate in (False, True):
+        side = gateway_side_agent(live, "chat-1", key)
+        out = side.compress(history, current_tokens=5000, force=True)  # _compress_context, then its boundary
+        side.on_session_end("chat-1", history)
+        after = "chat-2" if rotate else "chat-1"  # compression.in_place off: a continuation id
+        side.on_session_start(after, boundary_reason="compression", old_session_id="chat-1", platform="telegram",
+                              conversation_id=key)
+        side.on_session_end(after, [])  # the clean-up: shutdown_memory_provider(<no turn of its own>)
+        assert rt.store.session(after).ended_at is None, rotate
+        assert len(out) < len(history) and rt.store.count("chat-1") == 12
+    assert rt.store.session("chat-1").ended_at is not None  # the rotation did end the session it left
+    # the chat's own /new (its cached agent's clean-up with its transcript) is still a real end
+    nxt = copy.deepcopy(live)
+    nxt.bind_session_state(None, "chat-2")
+    nxt.ingest([*history, user("on we go"), assistant("sure")])
+    nxt.update_from_response({"prompt_tokens": 800})
+    nxt.on_session_end("chat-2", [*history, user("on we go"), assistant("sure")])
+    assert rt.store.session("chat-2").ended_at is not None
+
+
+def test_an_agent_that_compacts_and_then_answers_still_ends_its_session_with_an_empty_list(tmp_path):
+    rt = build_runtime(make_config(tmp_path, fresh_tail_count=2))
+    eng = make_engine(rt, session="s-run")
+    history = chat(12)
+    eng.ingest(history)
+    eng.compress(history, current_tokens=5000, force=True)
+    eng.on_session_end("s-run", history)
+    eng.on_session_start("s-run", boundary_reason="compression", old_session_id="s-run", platform="cli",
+                         conversation_id=None)
+    eng.update_from_response({"prompt_tokens": 700})  # the turn goes on after its compaction
+    eng.on_session_end("s-run", [])
+    assert rt.store.session("s-run").ended_at is not None
+
+
 def test_subagent_start_with_missing_none_or_repeated_arguments_changes_nothing_it_should_not(tmp_path):
     rt = build_runtime(make_config(tmp_path))
     hooks = make_hooks(rt)
