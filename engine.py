@@ -69,6 +69,7 @@ class SessionState:
     just_ended: str = ""  # /new ends the session before the reset; /resume and /branch do not
     left: str = ""  # the session this copy served before its latest rebind
     compacted_only: str = ""  # compacted at its latest boundary, no model answer since (a side agent)
+    answered: str = ""  # the session this copy last had a model answer in: the agent's list is its own
     last_status: str = "idle"
     last_reason: str = ""
     last_result: dict[str, Any] = field(default_factory=dict)
@@ -169,7 +170,7 @@ class TroveEngine(ContextEngine):
     def update_from_response(self, usage: dict[str, Any]) -> None:
         usage = usage or {}
         self.last_usage = dict(usage)
-        self.state.compacted_only = ""  # a model answer: this copy runs turns of its own
+        self.state.compacted_only, self.state.answered = "", self.session_id  # this copy runs turns of its own
         self.last_prompt_tokens = int(usage.get("prompt_tokens") or 0)
         self.last_completion_tokens = int(usage.get("completion_tokens") or 0)
         self.last_total_tokens = int(usage.get("total_tokens") or 0)
@@ -303,7 +304,8 @@ class TroveEngine(ContextEngine):
             self._hold(key, messages)
             return
         try:
-            if session_id and not repeats_previous(self.runtime.store.owner, session_id, messages, self.state.left):
+            if session_id and not repeats_previous(self.runtime.store.owner, session_id, messages, self.state.left,
+                                                self.state.answered):
                 self._ingest(key, messages)  # first: storing turns reopens a session
             # The review fork ends the parent's id while the parent goes on, and so does the clean-up of an
             # agent the gateway built only to compact a live chat (/compress, hygiene): neither ends anything.

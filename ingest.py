@@ -250,19 +250,23 @@ def _first_part_end(content: str, wanted: str) -> int:
     return -1
 
 
-def repeats_previous(session: Callable[[str], Any], session_id: str, messages: Sequence[Any], left: str = "") -> bool:
+def repeats_previous(session: Callable[[str], Any], session_id: str, messages: Sequence[Any], left: str = "",
+                     answered: str = "") -> bool:
     """Whether ``messages``, handed at the end of ``session_id``, is only the transcript another session was
-    last stored from: the one ``session_id`` follows, or ``left``, the one this engine copy served before.
-    The CLI's exit after ``/new``, ``/branch`` or ``/resume`` with no new turn still hands the earlier
-    session's list. An empty list brings nothing either. ``session`` reads this machine's row (it holds the
-    ingest cursor)."""
+    last stored from: the one ``session_id`` follows, ``left``, the one this engine copy served before, or
+    ``answered``, the one it last had a model answer in (its list is the agent's last). The CLI's exit after
+    ``/new``, ``/branch`` or ``/resume`` (once or twice) with no new turn still hands the earlier session's
+    list. After a model answer in ``session_id`` itself the list is its own, however it ends. An empty list
+    brings nothing either. ``session`` reads this machine's row (it holds the ingest cursor)."""
     if not messages:
         return True
+    if answered and answered == session_id:
+        return False
     row = session(session_id) if isinstance(messages[-1], dict) else None
     if row is None:
         return False
     cursor = (len(messages), message_identity(messages[-1]))
-    for other in {row.previous_session_id or "", left} - {"", session_id}:
+    for other in {row.previous_session_id or "", left, answered} - {"", session_id}:
         before = session(other)
         if before is not None and before.ingest_len and (before.ingest_len, before.ingest_identity) == cursor:
             return True

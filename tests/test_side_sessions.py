@@ -409,3 +409,105 @@ def test_subagent_start_with_missing_none_or_repeated_arguments_changes_nothing_
     row = rt.store.session("kid-1")
     assert (row.scope, row.previous_session_id) == (f"telegram:{tg}", "p-tg")
     assert other.state.mode == kid.state.mode == "active" and command.resolve(rt).session_id == "p-cli"
+
+
+# -- ends whose list may be another session's (the CLI hands the agent's last list) ---------------------
+class HostSessions:
+    """The host's SessionDB as the engine reads it (for ``/branch``'s ``_branched_from`` mark)."""
+
+    def __init__(self, rows):
+        self.rows = rows
+
+    def get_session(self, session_id):
+        return self.rows.get(session_id)
+
+
+def turn(eng, history: list[dict]) -> list[dict]:
+    """One turn the model answers; ``post_llm_call`` stored it (the engine's own ingest stands in)."""
+    eng.update_from_response({"prompt_tokens": 500})
+    eng.ingest(history)
+    return history
+
+
+def test_an_exit_right_after_a_rotating_compaction_stores_nothing_twice_and_a_later_turn_is_kept(tmp_path):
+    # compression.in_place off: on_session_end(old, msgs), then on_session_start(new, old_session_id=old)
+    rt = build_runtime(make_config(tmp_path, fresh_tail_count=2))
+    eng = make_engine(rt, session="r-old")
+    history = turn(eng, chat(12))
+    out = eng.compress(history, current_tokens=5000, force=True)
+    eng.on_session_end("r-old", history)
+    eng.on_session_start("r-new", boundary_reason="compression", old_session_id="r-old", platform="cli",
+                         conversation_id=None)
+    eng.on_session_end("r-new", history)  # an exit now: the agent's last list is still the old one
+    assert rt.store.count("r-old") == 12 and rt.store.count("r-new") == 0
+    late = [*out, user("one more question"), assistant("one more answer")]
+    eng.update_from_response({"prompt_tokens": 400})  # a turn that reaches trove only with the end
+    eng.on_session_end("r-new", late)
+    stored = [m.content for m in rt.store.page("r-new")]
+    assert stored[-2:] == ["one more question", "one more answer"] and rt.store.count("r-old") == 12
+
+
+def test_a_turn_that_ends_like_the_previous_sessions_last_one_is_still_stored(tmp_path):
+    # /new, then the same question answered the same way; the turn reaches trove only with the end
+    # (an interrupted turn's hook never ran): it is this session's own, not the old list handed again
+    rt = build_runtime(make_config(tmp_path))
+    eng = make_engine(rt, session="e-old")
+    same = [user("status?"), assistant("All systems nominal.")]
+    turn(eng, same)
+    eng.on_session_end("e-old", same)
+    eng.on_session_reset()
+    eng.bind_session_state(None, "e-new")
+    eng.update_from_response({"prompt_tokens": 300})
+    eng.on_session_end("e-new", [dict(m) for m in same])
+    assert rt.store.count("e-old") == 2 and rt.store.count("e-new") == 2
+
+
+def test_resume_twice_then_exit_leaves_both_resumed_sessions_as_they_were(tmp_path):
+    # /resume A, /resume B, exit: the exit hands on_session_end(B, ...) the list of the session before A
+    rt = build_runtime(make_config(tmp_path))
+    eng = make_engine(rt, session="q-a")
+    turn(eng, chat(4))
+    for sid in ("q-b", "q-x"):
+        eng.on_session_reset()
+        eng.bind_session_state(None, sid)
+        turn(eng, [user(f"{sid} question"), assistant(f"{sid} answer")])
+    x_list = [user("q-x question"), assistant("q-x answer")]
+    for sid in ("q-a", "q-b"):
+        eng.on_session_reset()
+        eng.bind_session_state(None, sid)
+    eng.on_session_end("q-b", x_list)
+    assert (rt.store.count("q-a"), rt.store.count("q-b"), rt.store.count("q-x")) == (4, 2, 2)
+    assert rt.store.session("q-b").ended_at is not None
+    # /undo after /resume A changes only the host's history: the exit hands the same list, stored nowhere new
+    eng.on_session_reset()
+    eng.bind_session_state(None, "q-a")
+    eng.on_session_end("q-a", x_list)
+    assert (rt.store.count("q-a"), rt.store.count("q-b"), rt.store.count("q-x")) == (4, 2, 2)
+
+
+def test_branch_then_exit_stores_nothing_new_and_a_turn_after_branch_is_kept(tmp_path):
+    rt = build_runtime(make_config(tmp_path))
+    host = HostSessions({"br-1": {"model_config": {"_branched_from": "p-1"}},
+                         "br-2": {"model_config": {"_branched_from": "p-1"}}})
+    eng = make_engine(rt, session="p-1")
+    history = turn(eng, chat(6))
+    eng.on_session_reset()
+    eng.bind_session_state(host, "br-1")
+    eng.on_session_end("br-1", history)  # exit right after /branch: the parent's list, copied
+    assert rt.store.count("p-1") == 6 and rt.store.count("br-1") == 0
+    eng.on_session_reset()
+    eng.bind_session_state(host, "br-2")
+    eng.update_from_response({"prompt_tokens": 300})  # a turn in the branch, its hook never ran
+    eng.on_session_end("br-2", [*history, user("branch question"), assistant("branch answer")])
+    assert rt.store.count("p-1") == 6 and rt.store.count("br-2") == 8
+
+
+def test_a_failed_turn_after_new_reaches_the_new_session_with_the_end(tmp_path):
+    rt = build_runtime(make_config(tmp_path))
+    eng = make_engine(rt, session="f-old")
+    history = turn(eng, chat(4))
+    eng.on_session_end("f-old", history)
+    eng.on_session_reset()
+    eng.bind_session_state(None, "f-new")
+    eng.on_session_end("f-new", [user("this turn's request failed")])  # no model answer, no hook
+    assert [m.content for m in rt.store.page("f-new")] == ["this turn's request failed"]

@@ -196,3 +196,26 @@ def test_an_exit_right_after_resume_leaves_each_session_with_its_own_turns(resum
     assert kiln == [(run["second"], 1)], kiln
     boathouse = _db(run, "SELECT session_id, COUNT(*) FROM messages WHERE content LIKE '%boathouse key%' GROUP BY 1")
     assert boathouse == [(run["first"], 1)], boathouse
+
+
+@pytest.fixture(scope="module")
+def resume_twice_then_exit(make_home) -> dict[str, Any]:
+    """Three sessions (``/new`` between them), two ``/resume``s with no turn after either, then the CLI's
+    exit: it hands ``on_session_end(<second resumed id>, …)`` the third session's transcript."""
+    home = make_home()
+    facts = ["the boathouse key hangs on hook 7", "the kiln runs at 1240 degrees", "the ferry leaves at 6:15"]
+    steps = [{"chat": f"first session: {facts[0]}"}, {"command": "/new --yes"},
+             {"chat": f"second session: {facts[1]}"}, {"command": "/new --yes"},
+             {"chat": f"third session: {facts[2]}"}, {"command": "/resume 2"}, {"command": "/resume 2"}]
+    result = home.run_driver({"mode": "cli", "steps": steps, "max_iterations": 4}, "resume-twice", timeout=600)
+    ids = [result["steps"][i]["session_id"] for i in (0, 2, 4, 5, 6)]
+    return {"home": home, "result": result, "facts": facts, "ids": ids}
+
+
+def test_an_exit_after_two_resumes_leaves_each_session_with_its_own_turns(resume_twice_then_exit):
+    run = resume_twice_then_exit
+    first, second, third, resumed, last = run["ids"]
+    assert len({first, second, third}) == 3 and len({resumed, last, third}) == 3, run["result"]["steps"][5:]
+    for fact, sid in zip(run["facts"], (first, second, third), strict=True):
+        rows = _db(run, "SELECT session_id, COUNT(*) FROM messages WHERE content LIKE ? GROUP BY 1", (f"%{fact}%",))
+        assert rows == [(sid, 1)], (fact, rows)
