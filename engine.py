@@ -25,7 +25,7 @@ from .compaction.policy import enforce_budget, select_fresh_tail, trim_head_tail
 from .compaction.summarize import Summarizer
 from .compaction.window import MIN_TARGET, measure_overhead, plan_trigger
 from .config import reserve_floor_cap, scoped_home
-from .filters import UNSTORED, WORKER_PLATFORMS, host_side_agent, takes_foreground
+from .filters import UNSTORED, WORKER_PLATFORMS, chat_compaction_cleanup, host_side_agent, takes_foreground
 from .hostbase import ContextEngine, branched_from, host_entry, host_message_tokens, host_owner
 from .ingest import Identify, is_synthetic, memo_identity, repeats_previous
 from .models import Complete, host_complete
@@ -309,8 +309,9 @@ class TroveEngine(ContextEngine):
                 self._ingest(key, messages)  # first: storing turns reopens a session
             # The review fork ends the parent's id while the parent goes on, and so does the clean-up of an
             # agent the gateway built only to compact a live chat (/compress, hygiene): neither ends anything.
-            if session_id and not host_side_agent(session_id, key.platform) and self.runtime.store.session(session_id) \
-                    and (messages or self.state.compacted_only != session_id):
+            ends = session_id and not host_side_agent(session_id, key.platform) \
+                and not chat_compaction_cleanup(session_id, messages, self.state.compacted_only, key.conversation_id)
+            if ends and self.runtime.store.session(session_id):
                 self.runtime.store.mark_ended(session_id)  # cleared again if the session binds anew
             if self.runtime.store.local_writes:  # the process may exit next: ship what waits (bounded)
                 self.runtime.store.settle(timeout_s=5.0)

@@ -52,6 +52,15 @@ def host_side_agent(session_id: str, platform: str = "", thread_name: str | None
     return None
 
 
+def chat_compaction_cleanup(session_id: str, messages: Sequence[Any], compacted_only: str, chat: str) -> bool:
+    """Whether an end is the clean-up of an agent a gateway built only to compact a live chat (``/compress``,
+    session hygiene): an empty list, for a chat's session (``chat``: its conversation id), from an engine
+    copy whose latest lifecycle call was that session's compaction boundary, with no model answer since
+    (``compacted_only``). The chat goes on, so such an end ends nothing. A CLI agent that compacts and
+    exits before any answer still ends its session."""
+    return not messages and bool(chat) and bool(session_id) and compacted_only == session_id
+
+
 # The binding modes whose sessions trove stores nothing for.
 UNSTORED = frozenset({"ignored", "stateless"})
 # A ``delegate_task`` child runs with platform "subagent": it is stored like any session, but it

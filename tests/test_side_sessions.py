@@ -7,7 +7,7 @@ import threading
 from conftest import assistant, make_config, make_engine, user
 
 from hermes_trove import command
-from hermes_trove.filters import host_side_agent
+from hermes_trove.filters import chat_compaction_cleanup, host_side_agent
 from hermes_trove.hooks import make_hooks
 from hermes_trove.runtime import build_runtime
 
@@ -387,6 +387,23 @@ def test_an_agent_that_compacts_and_then_answers_still_ends_its_session_with_an_
     eng.update_from_response({"prompt_tokens": 700})  # the turn goes on after its compaction
     eng.on_session_end("s-run", [])
     assert rt.store.session("s-run").ended_at is not None
+    # the CLI: `hermes --resume`, /compress, then the exit before any turn hands [] (the list of no turn)
+    cli = make_engine(rt, session="s-cli")
+    cli.ingest(history)
+    cli.compress(history, current_tokens=5000, force=True)
+    cli.on_session_end("s-cli", history)
+    cli.on_session_start("s-cli", boundary_reason="compression", old_session_id="s-cli", platform="cli",
+                         conversation_id=None)
+    cli.on_session_end("s-cli", [])
+    assert rt.store.session("s-cli").ended_at is not None
+
+
+def test_chat_compaction_cleanup_rule():
+    assert chat_compaction_cleanup("s", [], "s", "agent:main:telegram:dm:1")
+    assert not chat_compaction_cleanup("s", [{"role": "user", "content": "hi"}], "s", "agent:main:telegram:dm:1")
+    assert not chat_compaction_cleanup("s", [], "other", "agent:main:telegram:dm:1")
+    assert not chat_compaction_cleanup("s", [], "s", "")  # the CLI's own session
+    assert not chat_compaction_cleanup("", [], "", "agent:main:telegram:dm:1")
 
 
 def test_subagent_start_with_missing_none_or_repeated_arguments_changes_nothing_it_should_not(tmp_path):
