@@ -4,9 +4,10 @@ from __future__ import annotations
 import copy
 import threading
 
-from conftest import assistant, make_config, make_engine, user
+from conftest import assistant, make_config, make_engine, no_model, user
 
 from hermes_trove import command
+from hermes_trove.engine import TroveEngine
 from hermes_trove.filters import chat_compaction_cleanup, host_side_agent
 from hermes_trove.hooks import make_hooks
 from hermes_trove.runtime import build_runtime
@@ -528,3 +529,21 @@ def test_a_failed_turn_after_new_reaches_the_new_session_with_the_end(tmp_path):
     eng.bind_session_state(None, "f-new")
     eng.on_session_end("f-new", [user("this turn's request failed")])  # no model answer, no hook
     assert [m.content for m in rt.store.page("f-new")] == ["this turn's request failed"]
+
+
+def test_a_chat_agent_built_again_for_the_same_session_stores_its_turns_once(tmp_path):
+    # the gateway evicts a chat's agent (/undo, /model, cache pressure) and builds another from the
+    # registered engine for the next message; the old copy is left bound to the session
+    rt = build_runtime(make_config(tmp_path))
+    template = TroveEngine(rt, complete=no_model)
+    key = "agent:main:telegram:dm:7373"
+    first = copy.deepcopy(template)
+    first.on_session_start("g-1", platform="telegram", conversation_id=key)
+    history = turn(first, chat(4))
+    second = copy.deepcopy(template)
+    second.bind_session_state(None, "g-1")
+    second.on_session_start("g-1", platform="telegram", conversation_id=key)
+    second.update_from_response({"prompt_tokens": 300})  # its turn reaches trove only with the end
+    second.on_session_end("g-1", [*history, user("again"), assistant("once more")])
+    assert [m.content for m in rt.store.page("g-1")][-2:] == ["again", "once more"]
+    assert rt.store.count("g-1") == 6 and rt.store.session("g-1").ended_at is not None
