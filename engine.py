@@ -231,7 +231,7 @@ class TroveEngine(ContextEngine):
             self.threshold_tokens = self._compute_threshold()
         old = kwargs.get("old_session_id") or ""
         platform, conversation = host_owner(self._host_db, session_id, str(kwargs.get("platform") or ""),
-                                                  str(kwargs.get("conversation_id") or ""))
+                                            str(kwargs.get("conversation_id") or ""))
         key = SessionKey(session_id=session_id or "", conversation_id=conversation, platform=platform,
                          scope=scope_for(platform, conversation))
         rotated = kwargs.get("boundary_reason") == "compression" and old and old != session_id
@@ -304,8 +304,8 @@ class TroveEngine(ContextEngine):
             self._hold(key, messages)
             return
         try:
-            if session_id and not repeats_previous(self.runtime.store.owner, session_id, messages, self.state.left,
-                                                self.state.answered):
+            if session_id and not repeats_previous(self.runtime.store.owner, session_id, messages,
+                                                   self.state.left, self.state.answered):
                 self._ingest(key, messages)  # first: storing turns reopens a session
             # The review fork ends the parent's id while the parent goes on, and so does the clean-up of an
             # agent the gateway built only to compact a live chat (/compress, hygiene): neither ends anything.
