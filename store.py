@@ -148,10 +148,14 @@ class MessageStore:
         (``only``: that one session's row, when it is empty)."""
         spare = f" AND s.session_id NOT IN ({','.join('?' * len(keep))})" if keep else ""
         spare += " AND s.session_id = ?" if only else ""
+        chosen = f"FROM sessions s WHERE {_EMPTY_SESSION} AND s.created_at <= ? AND s.updated_at <= ?{spare}"
+        args = [untouched_since, untouched_since, *keep, *([only] if only else [])]
         with self.db.transaction() as conn:
-            cur = conn.execute(f"DELETE FROM sessions WHERE session_id IN (SELECT s.session_id FROM sessions s"
-                               f" WHERE {_EMPTY_SESSION} AND s.created_at <= ? AND s.updated_at <= ?{spare})",
-                               [untouched_since, untouched_since, *keep, *([only] if only else [])])
+            # On a server a statement sees the rows committed when it began: lock the rows first (a
+            # shipment holds its sessions' rows until its messages commit), then look again.
+            if on_server(conn):
+                conn.execute(f"SELECT s.session_id {chosen} ORDER BY s.session_id FOR UPDATE OF s", args)
+            cur = conn.execute(f"DELETE FROM sessions WHERE session_id IN (SELECT s.session_id {chosen})", args)
         return int(cur.rowcount or 0)
 
     # -- ingest ------------------------------------------------------------

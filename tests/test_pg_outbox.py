@@ -15,7 +15,8 @@ from pg_proxy import PgProxy
 from psycopg.conninfo import make_conninfo
 
 from hermes_trove.hooks import make_hooks
-from hermes_trove.outbox import _SHIPPERS, ServerUnreachableError, ship_batch
+from hermes_trove.ops.maintenance import drop_unstored_row
+from hermes_trove.outbox import _SHIPPERS, Outbox, ServerUnreachableError, ship_batch
 from hermes_trove.pgdb import PgDatabase, StoreSelectionError, check_url, translate
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
@@ -422,3 +423,48 @@ def test_a_connection_whose_descriptor_is_past_1023_is_still_checked_before_use(
         for fd in held:
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def lock_waiters(url: str) -> int:
+    """Server backends of this database waiting on a row lock just now."""
+    return int(server_rows(url, "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                           " AND datname = current_database()")[0][0])
+
+
+def test_dropping_an_empty_row_waits_for_a_shipment_in_flight_and_keeps_what_it_brought(pg_config, pg_database_url,
+                                                                                        tmp_path):
+    # Another machine ships the first messages of a session whose row is empty on the server. The
+    # empty-row delete (a side agent's row, or the lifecycle GC) starts while that shipment holds
+    # the row: it must see the messages once they commit, not delete the row under them.
+    runtime = build_runtime(pg_config)
+    key = SessionKey("20260301_093000_c0ffee", "", "cli")
+    runtime.store.ensure_session(key)
+    runtime.store.settle()
+    other = Outbox(tmp_path / "other-machine.db")
+    other.store.ingest(key, [user("the kiln code is 4471"), assistant("noted")])
+    rows, sessions, _, _ = other.batch()
+    shipping, release = threading.Event(), threading.Event()
+
+    def ship() -> None:
+        with PgDatabase(pg_database_url).transaction() as conn:
+            ship_batch(conn, other.origin(), rows, sessions)
+            shipping.set()
+            release.wait(30)
+
+    shipper = threading.Thread(target=ship)
+    shipper.start()
+    assert shipping.wait(30)
+    deleted: list[bool] = []
+    dropper = threading.Thread(target=lambda: deleted.append(drop_unstored_row(runtime, key.session_id)))
+    dropper.start()
+    for _ in range(600):  # until the delete waits on the shipment's row lock
+        if lock_waiters(pg_database_url) or not dropper.is_alive():
+            break
+        time.sleep(0.05)
+    release.set()
+    shipper.join(30)
+    dropper.join(30)
+    assert deleted == [False]
+    assert server_rows(pg_database_url, "SELECT session_id FROM sessions") == [(key.session_id,)]
+    assert server_rows(pg_database_url, "SELECT COUNT(*) FROM messages WHERE session_id = %s",
+                       key.session_id)[0][0] == 2
