@@ -16,7 +16,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..backend import on_server
+from ..backend import on_server, storage_error
 from ..backups import PARTIAL, FileBackupUnavailable, backup_dir, backup_fields, backup_first, remove_dead_leftovers
 from ..dag import SummaryDAG
 from ..db import (
@@ -200,10 +200,16 @@ def gc_empty_lifecycle(runtime: Runtime, now: float | None = None) -> int:
     cfg = runtime.config
     if not cfg.empty_lifecycle_gc_enabled:
         return 0
-    if runtime.store.session_count() <= int(cfg.empty_lifecycle_gc_threshold):
-        return 0
     cutoff = (time.time() if now is None else now) - float(cfg.empty_lifecycle_gc_max_age_hours) * 3600
-    deleted = runtime.store.delete_empty_sessions(cutoff, keep=sorted(runtime.bound_sessions))
+    try:  # a tidy-up at a session's start: a server away (the outbox takes the turns) is no store failure
+        if runtime.store.session_count() <= int(cfg.empty_lifecycle_gc_threshold):
+            return 0
+        deleted = runtime.store.delete_empty_sessions(cutoff, keep=sorted(runtime.bound_sessions))
+    except Exception as exc:
+        if not storage_error(exc):
+            raise
+        log.info("trove: empty lifecycle rows left for a later pass (%s)", type(exc).__name__)
+        return 0
     if deleted:
         log.info("trove: pruned %d empty lifecycle rows", deleted)
     return deleted
@@ -212,10 +218,17 @@ def gc_empty_lifecycle(runtime: Runtime, now: float | None = None) -> int:
 def drop_unstored_row(runtime: Runtime, session_id: str) -> bool:
     """Remove the empty row a session got when it bound before the host named its platform, now that
     it is one trove stores nothing for (the curator's agent of ``hermes curator run`` binds as an
-    ordinary session, then says platform "curator"). A row with messages or summaries stays."""
-    if not session_id or runtime.store.session(session_id) is None:
+    ordinary session, then says platform "curator"). A row with messages or summaries stays.
+    A tidy-up: a store it cannot reach now (a server away) keeps the row and stays usable."""
+    try:
+        if not session_id or runtime.store.session(session_id) is None:
+            return False
+        return runtime.store.delete_empty_sessions(time.time(), only=session_id) > 0
+    except Exception as exc:
+        if not storage_error(exc):
+            raise
+        log.info("trove: the empty row of %s stays for now (%s)", session_id, type(exc).__name__)
         return False
-    return runtime.store.delete_empty_sessions(time.time(), only=session_id) > 0
 
 
 def previous_in_chat(store: Any, key: Any) -> str:

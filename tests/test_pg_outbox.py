@@ -2,6 +2,7 @@
 an outage mid-run, and the engine compacting against the server."""
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import sys
@@ -468,3 +469,42 @@ def test_dropping_an_empty_row_waits_for_a_shipment_in_flight_and_keeps_what_it_
     assert server_rows(pg_database_url, "SELECT session_id FROM sessions") == [(key.session_id,)]
     assert server_rows(pg_database_url, "SELECT COUNT(*) FROM messages WHERE session_id = %s",
                        key.session_id)[0][0] == 2
+
+
+def test_a_curator_starting_while_the_server_is_away_leaves_the_store_usable(config, pg_database_url):
+    # The curator's agent binds as an ordinary session, then says platform "curator": dropping the
+    # empty row it got is a tidy-up, and a server away must not make the chat's store unusable.
+    proxy = PgProxy(pg_database_url).start()
+    runtime = build_runtime(dataclasses.replace(config, database_url=proxy.url))
+    chat = make_engine(runtime, session="20260301_090000_abc123")
+    history = turns(1)
+    chat.ingest(history)
+    runtime.store.settle()
+    proxy.down()
+    curator = copy.deepcopy(chat)
+    curator.state.key = None  # a fresh copy, as the host makes one per agent
+    curator.bind_session_state(None, "20260301_093000_c0ffee")
+    curator.on_session_start("20260301_093000_c0ffee", platform="curator", conversation_id=None)
+    assert curator.state.mode == "stateless"
+    assert runtime.health.usable, runtime.health.reason
+    history += turns(1, "away")
+    assert chat.ingest(history) == 4  # the chat's turns still go to the outbox
+    proxy.up()
+    runtime.store.shipper.state.last_error_at = 0.0  # the grace period is over
+    runtime.store.settle()
+    assert server_rows(pg_database_url, "SELECT session_id FROM sessions") == [("20260301_090000_abc123",)]
+    assert server_rows(pg_database_url, "SELECT COUNT(*) FROM messages")[0][0] == len(history)
+    proxy.down()
+
+
+def test_a_session_starting_while_the_server_is_away_leaves_the_store_usable(config, pg_database_url):
+    # The empty-row GC at a session's start counts the server's rows: away, it waits for a later start.
+    proxy = PgProxy(pg_database_url).start()
+    runtime = build_runtime(dataclasses.replace(config, database_url=proxy.url))
+    make_engine(runtime, session="20260301_090000_abc123").ingest(turns(1))
+    runtime.store.settle()
+    proxy.down()
+    fresh = make_engine(runtime, session="20260301_100000_def456")
+    assert runtime.health.usable, runtime.health.reason
+    assert fresh.ingest(turns(1, "away")) == 4
+    proxy.down()
