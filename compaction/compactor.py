@@ -254,7 +254,10 @@ class Compactor:
     def _summarize(self, text: str, depth: int, budget: int, focus: str) -> SummaryResult:
         if not self._budget_left():
             return self.summarizer.summarize(text, depth, budget, focus, allow_model=False)
-        res = self.summarizer.summarize(text, depth, budget, focus, self.extra if depth == 0 else "")
+        extra = self.extra if depth == 0 else ""
+        asked = tokens.count(text) + tokens.count(extra + self.config.custom_instructions + focus)
+        budget = policy.budget_within(budget, asked + policy.SUMMARY_INSTRUCTION_TOKENS, self.limits.context_length)
+        res = self.summarizer.summarize(text, depth, budget, focus, extra)
         self.calls += res.calls
         self.aux_input_tokens += res.input_tokens
         self.errors.extend(res.errors)

@@ -109,6 +109,18 @@ def chunk_target(backlog_tokens: int, base: int, maximum: int, dynamic: bool, wi
     return min(size, max(MIN_LEAF_CHUNK_TOKENS, window // 2)) if window > 0 else size
 
 
+SUMMARY_INSTRUCTION_TOKENS = 200  # the summary prompt's own words around the record (about 155 now)
+
+
+def budget_within(budget: int, request_tokens: int, window: int) -> int:
+    """A summary's budget, lowered so that its request fits a known ``window``: ``request_tokens``
+    (the record, the added context and the instructions) plus the answer allowed, twice the budget.
+    Never under 32 (a request that cannot fit then fails, and the deterministic level answers)."""
+    if window <= 0:
+        return budget
+    return max(32, min(budget, (window - request_tokens) // 2))
+
+
 def plan_leaf_chunks(messages: Sequence[dict[str, Any]], sizes: Sequence[int], target: int) -> list[Chunk]:
     """Split candidates, oldest first, into chunks of about ``target`` tokens at group boundaries."""
     chunks: list[Chunk] = []

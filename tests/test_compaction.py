@@ -77,7 +77,7 @@ def test_long_conversation_stays_under_threshold_and_loses_nothing(tmp_path, beh
 def test_a_summary_with_surrogates_is_stored_as_utf8_not_handed_to_the_host(tmp_path, said, stored):
     """A streamed reply can carry an emoji's surrogates apart (or only one of them)."""
     eng = engine_on(tmp_path, context=32000, complete=lambda *a: said, fresh_tail_count=4, leaf_chunk_tokens=1000)
-    rng = random.Random(3)
+    rng = random.Random(1)
     words = "abcdefgh"
     msgs = [m for i in range(60) for m in (user(f"question {i}: " + " ".join(rng.choice(words) * 5 for _ in range(80))),
                                          assistant(f"answer {i}"))]
@@ -492,3 +492,32 @@ def test_after_a_switch_to_a_small_window_each_summary_input_fits_half_of_it(tmp
     assert seen and max(seen) <= 8000 + 1000, seen  # half the window, plus the summary instructions
     levels = {n.level for n in rt.dag.visible("s1")}
     assert levels and "deterministic" not in levels, levels
+
+
+def test_on_a_16k_window_every_summary_request_leaves_room_for_its_answer(tmp_path):
+    # A provider refuses a request whose record plus its answer allowance (max_tokens) passes the
+    # window. Four depth-2 summaries asked a 4,000-token depth-3 summary (8,000 allowed) of a 16K
+    # model: refused, and every refusal counts toward the route's circuit breaker.
+    window, refused, asked = 16384, [], []
+
+    def complete(messages, model, timeout_s, max_tokens):
+        need = tokens.count(messages[0]["content"]) + max_tokens
+        asked.append(need)
+        if need > window:
+            refused.append(need)
+            raise RuntimeError(f"maximum context length is {window} tokens, {need} requested")
+        return " ".join(f"w{i}" for i in range(max_tokens // 2))  # a long answer, inside its allowance
+
+    rt = build_runtime(make_config(tmp_path))
+    eng = make_engine(rt, complete, context_length=window)
+    rng = random.Random(1)
+    history: list[dict] = []
+    for t in range(400):
+        history += [user(f"turn {t} " + " ".join(f"t{rng.randint(0, 999)}" for _ in range(300))),
+                    assistant(f"reply {t} " + "ok " * 100)]
+        eng.ingest(history)
+        if tokens.count_messages(history) > eng.threshold_tokens:
+            history = eng.compress(history, current_tokens=tokens.count_messages(history))
+    assert max(n.depth for n in rt.dag.visible("s1")) >= 3  # condensed three times over
+    assert asked and refused == [], refused
+    assert {n.level for n in rt.dag.visible("s1")} == {"normal"}

@@ -74,6 +74,15 @@ def test_chunk_target_stays_under_half_a_small_window():
     assert policy.chunk_target(30000, 20000, 40000, False, window=600) == 500  # never below the floor
 
 
+def test_a_summary_budget_leaves_room_for_its_answer_in_a_known_window():
+    # the answer may take twice the budget: record + instructions + 2 x budget stays within the window
+    assert policy.budget_within(4000, 10_500, 16384) == 2942
+    assert 10_500 + 2 * policy.budget_within(4000, 10_500, 16384) <= 16384
+    assert policy.budget_within(4000, 10_500, 128000) == 4000  # room enough: unchanged
+    assert policy.budget_within(4000, 10_500, 0) == 4000  # unknown window
+    assert policy.budget_within(4000, 20_000, 16384) == 32  # no room at all: the smallest budget
+
+
 def test_chunk_target_doubles_only_when_dynamic():
     assert policy.chunk_target(1_000_000, 20000, 40000, False) == 20000
     assert policy.chunk_target(1_000_000, 20000, 40000, True) == 40000
