@@ -252,11 +252,14 @@ class Compactor:
         return self.calls < MAX_CALLS and time.monotonic() - self.started < SWEEP_SECONDS
 
     def _summarize(self, text: str, depth: int, budget: int, focus: str) -> SummaryResult:
-        if not self._budget_left():
-            return self.summarizer.summarize(text, depth, budget, focus, allow_model=False)
         extra = self.extra if depth == 0 else ""
         asked = tokens.count(text) + tokens.count(extra + self.config.custom_instructions + focus)
-        budget = policy.budget_within(budget, asked + policy.SUMMARY_INSTRUCTION_TOKENS, self.limits.context_length)
+        asked += policy.SUMMARY_INSTRUCTION_TOKENS
+        # a record the window cannot hold is cut here: asking would only be refused, and count
+        # against the route's circuit breaker that the next, smaller records need closed
+        if not self._budget_left() or not policy.request_fits(asked, self.limits.context_length):
+            return self.summarizer.summarize(text, depth, budget, focus, allow_model=False)
+        budget = policy.budget_within(budget, asked, self.limits.context_length)
         res = self.summarizer.summarize(text, depth, budget, focus, extra)
         self.calls += res.calls
         self.aux_input_tokens += res.input_tokens

@@ -121,6 +121,12 @@ def budget_within(budget: int, request_tokens: int, window: int) -> int:
     return max(32, min(budget, (window - request_tokens) // 2))
 
 
+def request_fits(request_tokens: int, window: int) -> bool:
+    """Whether a summary request of ``request_tokens`` leaves a known ``window`` room for the
+    smallest answer (a budget of 32: 64 tokens allowed)."""
+    return window <= 0 or request_tokens + 64 <= window
+
+
 def plan_leaf_chunks(messages: Sequence[dict[str, Any]], sizes: Sequence[int], target: int) -> list[Chunk]:
     """Split candidates, oldest first, into chunks of about ``target`` tokens at group boundaries."""
     chunks: list[Chunk] = []

@@ -521,3 +521,29 @@ def test_on_a_16k_window_every_summary_request_leaves_room_for_its_answer(tmp_pa
     assert max(n.depth for n in rt.dag.visible("s1")) >= 3  # condensed three times over
     assert asked and refused == [], refused
     assert {n.level for n in rt.dag.visible("s1")} == {"normal"}
+
+
+def test_a_record_the_window_cannot_hold_is_cut_without_asking_and_the_rest_are_summarised(tmp_path):
+    # Eight long tool results in one group make a record of about 12,000 tokens for an 8K model:
+    # asking would be refused twice, open the route's circuit breaker, and leave every later leaf
+    # (which would fit) to the deterministic level too.
+    window, refused = 8192, []
+
+    def complete(messages, model, timeout_s, max_tokens):
+        need = tokens.count(messages[0]["content"]) + max_tokens
+        if need > window:
+            refused.append(need)
+            raise RuntimeError(f"maximum context length is {window} tokens, {need} requested")
+        return "point " * (max_tokens // 2)
+
+    rt = build_runtime(make_config(tmp_path))
+    eng = make_engine(rt, complete, context_length=window)
+    calls = [tool_call(f"c{i}", "terminal") for i in range(8)]
+    results = [tool_result(f"c{i}", f"out{i} " + " ".join(f"v{i}x{j}" for j in range(1500))) for i in range(8)]
+    history = [user("run the eight checks"), assistant("running", calls), *results, assistant("done")]
+    history += [m for t in range(60) for m in (user(f"turn {t} " + "word " * 200), assistant(f"reply {t}"))]
+    eng.ingest(history)
+    eng.compress(history, current_tokens=tokens.count_messages(history))
+    levels = collections.Counter(n.level for n in rt.dag.visible("s1"))
+    assert refused == [], refused
+    assert levels["deterministic"] and levels["normal"] >= 3, levels

@@ -81,6 +81,8 @@ def test_a_summary_budget_leaves_room_for_its_answer_in_a_known_window():
     assert policy.budget_within(4000, 10_500, 128000) == 4000  # room enough: unchanged
     assert policy.budget_within(4000, 10_500, 0) == 4000  # unknown window
     assert policy.budget_within(4000, 20_000, 16384) == 32  # no room at all: the smallest budget
+    assert policy.request_fits(16384 - 64, 16384) and not policy.request_fits(16384 - 63, 16384)
+    assert policy.request_fits(10**7, 0)  # unknown window: ask
 
 
 def test_chunk_target_doubles_only_when_dynamic():
