@@ -85,6 +85,17 @@ def test_a_foreground_curator_run_is_stateless_and_leaves_the_chat_in_front(tmp_
     assert command.resolve(rt).session_id == "20260301_090000_abc123"
 
 
+def test_a_copy_named_a_side_agent_after_storing_keeps_its_row_and_messages(tmp_path):
+    # Only an empty row goes: a session that stored turns before it was named "curator" keeps them.
+    rt = build_runtime(make_config(tmp_path))
+    copy_ = make_engine(rt, session="20260301_093000_c0ffee")
+    assert copy_.ingest(chat(4)) == 4
+    copy_.on_session_start("20260301_093000_c0ffee", platform="curator", conversation_id=None)
+    assert copy_.state.mode == "stateless"
+    assert rt.store.session("20260301_093000_c0ffee") is not None
+    assert rt.store.count("20260301_093000_c0ffee") == 4
+
+
 def test_host_side_agent_rules():
     assert host_side_agent("20260101_000000_abcdef", "curator", thread_name="MainThread") == "host:platform=curator"
     assert host_side_agent("x", "cron", thread_name="MainThread") == "host:platform=cron"
