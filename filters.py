@@ -43,8 +43,9 @@ def host_side_agent(session_id: str, platform: str = "", thread_name: str | None
     import threading
 
     thread = threading.current_thread().name if thread_name is None else thread_name
-    if platform in HOST_SIDE_PLATFORMS:
-        return f"host:platform={platform}"
+    plat = platform.strip().lower()  # as takes_foreground and scope_for read it
+    if plat in HOST_SIDE_PLATFORMS:
+        return f"host:platform={plat}"
     if session_id.startswith("cron_"):
         return "host:cron session"
     if thread in HOST_SIDE_THREADS:

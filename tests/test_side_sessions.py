@@ -99,6 +99,7 @@ def test_a_copy_named_a_side_agent_after_storing_keeps_its_row_and_messages(tmp_
 def test_host_side_agent_rules():
     assert host_side_agent("20260101_000000_abcdef", "curator", thread_name="MainThread") == "host:platform=curator"
     assert host_side_agent("x", "cron", thread_name="MainThread") == "host:platform=cron"
+    assert host_side_agent("x", " Curator ", thread_name="MainThread") == "host:platform=curator"
     assert host_side_agent("cron_abc_20260101_000000", "", thread_name="MainThread") == "host:cron session"
     assert host_side_agent("20260101_000000_abcdef", "cli", thread_name="curator-review")
     assert host_side_agent("20260101_000000_abcdef", "telegram", thread_name="MainThread") is None
