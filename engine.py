@@ -248,7 +248,7 @@ class TroveEngine(ContextEngine):
                 self._follow(previous_in_chat(self.runtime.store, key), key)
             except Exception as exc:
                 self._storage_error(exc, f"carry-over into {session_id}")
-        elif old and old != session_id:
+        elif rotated:
             try:  # legacy rotation to a child id: the summaries follow the conversation
                 self.runtime.dag.carry_over(old, session_id, 0)
                 if platform.strip().lower() in WORKER_PLATFORMS:  # and a delegated child's scope
