@@ -17,6 +17,7 @@ from . import subsystems, tokens
 from .compaction import assembly
 from .config import scoped_home
 from .filters import UNSTORED, WORKER_PLATFORMS, host_side_agent
+from .ops.maintenance import drop_unstored_row
 from .payloads import replay
 from .payloads import sidecar as payloads
 from .payloads.redact import Redactor
@@ -174,6 +175,8 @@ def make_hooks(base: Runtime) -> dict[str, Callable[..., Any]]:
             return
         if runtime.bound_sessions.get(parent) in UNSTORED:
             runtime.bound_sessions[child] = runtime.inherited_modes[child] = str(runtime.bound_sessions[parent])
+            if runtime.store_usable():  # it bound as an ordinary session first: its empty row goes
+                drop_unstored_row(runtime, child)
             return
         if not runtime.store_usable():
             return

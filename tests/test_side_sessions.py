@@ -195,6 +195,7 @@ def test_the_subagent_of_a_cron_job_is_stateless_like_the_job(tmp_path):
     child.on_session_start("20260301_090001_c0ffee", platform="subagent", conversation_id=None)
     assert child.state.mode == "active"
     hooks["subagent_start"](parent_session_id="cron_abc_20260301_090000", child_session_id="20260301_090001_c0ffee")
+    assert rt.store.session("20260301_090001_c0ffee") is None  # the row its first, ordinary bind made is gone
     hooks["post_llm_call"](session_id="20260301_090001_c0ffee", platform="subagent", conversation_history=chat(4),
                            assistant_response="ok")
     assert child.ingest(chat(6)) == 0
