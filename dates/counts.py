@@ -103,9 +103,10 @@ ORDINAL_WORDS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "
                  "twentieth": 20, "thirtieth": 30}
 
 
-def ordinal_day(c: TokenCursor, at: int) -> tuple[int, int] | None:
-    """A day of a month spelled as an ordinal at ``at`` and the index after it: "first", "twenty-first",
-    "thirty first" (1..31). Only read beside a month name: alone, "the first" is any first thing."""
+def spelled_ordinal_day(c: TokenCursor, at: int) -> tuple[int, int] | None:
+    """A day of a month spelled as an ordinal word at ``at`` and the index after it: "first", "twenty-first",
+    "thirty first" (1..31); ``lexicon.ordinal_day`` reads a digit one ("3rd"). Only read beside a month
+    name: alone, "the first" is any first thing."""
     low = c.low(at)
     if low in ("twenty", "thirty"):
         ones_at = at + 2 if c.low(at + 1) == "-" and c.touching(at) and c.touching(at + 1) else at + 1

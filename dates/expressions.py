@@ -466,7 +466,7 @@ class _Scanner:
         start_the = self.c.low(at) == "the"
         day_at = at + 1 if start_the else at
         day = lx.day_number(self.c.tok(day_at))
-        spelled = counts.ordinal_day(self.c, day_at) if start_the and day is None else None
+        spelled = counts.spelled_ordinal_day(self.c, day_at) if start_the and day is None else None
         if spelled is not None and self.c.low(spelled[1]) == "of" and (month := self.c.month_at(spelled[1] + 1)):
             return written.day_month(self.c, spelled[1] + 2, month, spelled[0])  # "the first of March"
         if day is not None:
@@ -501,7 +501,7 @@ class _Scanner:
             day_at += self.c.low(day_at) == "the"  # "January the 5th"
             day = lx.day_number(self.c.tok(day_at))
             if day is None and (self.c.low(day_at - 1) == "the" or self.c.low(at - 1) in _DAY_LEADS) and \
-                    (spelled := counts.ordinal_day(self.c, day_at)) and self.c.ends_phrase(spelled[1]):
+                    (spelled := counts.spelled_ordinal_day(self.c, day_at)) and self.c.ends_phrase(spelled[1]):
                 return written.day_month(self.c, spelled[1], month, spelled[0])  # "on March first", "May the third"
             if day is not None and lx.UNITS.get(self.c.low(day_at + 1)) is None and self.c.low(day_at + 1) != ":":
                 run = written.day_run(self.c, day_at + 1, day)  # "May 13-15"
