@@ -112,19 +112,22 @@ def chunk_target(backlog_tokens: int, base: int, maximum: int, dynamic: bool, wi
 SUMMARY_INSTRUCTION_TOKENS = 200  # the summary prompt's own words around the record (about 155 now)
 
 
+MIN_SUMMARY_BUDGET = 32  # the summarizer's smallest budget; it lets a model answer twice its budget
+
+
 def budget_within(budget: int, request_tokens: int, window: int) -> int:
     """A summary's budget, lowered so that its request fits a known ``window``: ``request_tokens``
     (the record, the added context and the instructions) plus the answer allowed, twice the budget.
-    Never under 32 (a request that cannot fit then fails, and the deterministic level answers)."""
+    Never under MIN_SUMMARY_BUDGET (a request that cannot fit then fails, and the deterministic level answers)."""
     if window <= 0:
         return budget
-    return max(32, min(budget, (window - request_tokens) // 2))
+    return max(MIN_SUMMARY_BUDGET, min(budget, (window - request_tokens) // 2))
 
 
 def request_fits(request_tokens: int, window: int) -> bool:
     """Whether a summary request of ``request_tokens`` leaves a known ``window`` room for the
-    smallest answer (a budget of 32: 64 tokens allowed)."""
-    return window <= 0 or request_tokens + 64 <= window
+    smallest answer (twice MIN_SUMMARY_BUDGET)."""
+    return window <= 0 or request_tokens + 2 * MIN_SUMMARY_BUDGET <= window
 
 
 def plan_leaf_chunks(messages: Sequence[dict[str, Any]], sizes: Sequence[int], target: int) -> list[Chunk]:
