@@ -25,7 +25,7 @@ from .compaction.policy import enforce_budget, select_fresh_tail, trim_head_tail
 from .compaction.summarize import Summarizer
 from .compaction.window import MIN_TARGET, measure_overhead, plan_trigger
 from .config import reserve_floor_cap, scoped_home
-from .filters import UNSTORED, WORKER_PLATFORMS, chat_compaction_cleanup, host_side_agent, takes_foreground
+from .filters import UNSTORED, chat_compaction_cleanup, delegated_child, host_side_agent, takes_foreground
 from .hostbase import ContextEngine, branched_from, host_entry, host_message_tokens, host_owner
 from .ingest import Identify, is_synthetic, memo_identity, repeats_previous
 from .models import Complete, host_complete
@@ -251,7 +251,7 @@ class TroveEngine(ContextEngine):
         elif rotated:
             try:  # legacy rotation to a child id: the summaries follow the conversation
                 self.runtime.dag.carry_over(old, session_id, 0)
-                if platform.strip().lower() in WORKER_PLATFORMS:  # and a delegated child's scope
+                if delegated_child(platform):  # and a delegated child's scope
                     self.runtime.store.ensure_session(key, previous_session_id=old)
             except Exception as exc:
                 self._storage_error(exc, f"carry-over from {old} to {session_id}")

@@ -69,12 +69,16 @@ UNSTORED = frozenset({"ignored", "stateless"})
 WORKER_PLATFORMS = frozenset({"subagent"})
 
 
+def delegated_child(platform: str | None) -> bool:
+    """Whether ``platform`` is a ``delegate_task`` child's (read trimmed and lower case, as scope_for reads it)."""
+    return (platform or "").strip().lower() in WORKER_PLATFORMS
+
+
 def takes_foreground(mode: str, platform: str) -> bool:
     """Whether a session binding in ``mode`` on ``platform`` becomes the one /trove addresses. A
     bind that cannot name its platform yet (the host binds a new agent's engine copy before its
     ``on_session_start`` says which platform it serves) leaves that to ``on_session_start``."""
-    plat = platform.strip().lower()
-    return mode == "active" and bool(plat) and plat not in WORKER_PLATFORMS
+    return mode == "active" and bool(platform.strip()) and not delegated_child(platform)
 
 
 def _keys(session_id: str, platform: str) -> list[str]:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from . import subsystems, tokens
 from .compaction import assembly
 from .config import scoped_home
-from .filters import UNSTORED, WORKER_PLATFORMS, host_side_agent
+from .filters import UNSTORED, delegated_child, host_side_agent
 from .ops.maintenance import drop_unstored_row
 from .payloads import replay
 from .payloads import sidecar as payloads
@@ -128,8 +128,8 @@ def make_hooks(base: Runtime) -> dict[str, Callable[..., Any]]:
         history = [m for m in kw.get("conversation_history") or [] if isinstance(m, dict)]
         parts = []
         # A delegate_task child is given no context-engine tools (Hermes 0.19): no policy naming them.
-        worker = str(kw.get("platform") or "").strip().lower() in WORKER_PLATFORMS
-        if policy and not worker and not any(policy in str(m.get("api_content") or "") for m in history):
+        child = delegated_child(str(kw.get("platform") or ""))
+        if policy and not child and not any(policy in str(m.get("api_content") or "") for m in history):
             parts.append(policy)
         if runtime.health.usable:  # while the store is unusable there is nothing stored to show
             summary = summary_context(runtime, session_id, history)
