@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import tokens
 from ..models import Complete, clean_output
+from .policy import MIN_SUMMARY_BUDGET
 
 if TYPE_CHECKING:
     from ..config import TroveConfig
@@ -173,14 +174,14 @@ class Summarizer:
         ``task`` is the normal level's own opening (see ``build_prompt``).
         """
         source_tokens = tokens.count(text)
-        budget = max(32, min(budget, max(32, source_tokens - 1)))
+        budget = max(MIN_SUMMARY_BUDGET, min(budget, max(MIN_SUMMARY_BUDGET, source_tokens - 1)))
         errors: list[str] = []
         calls = 0
         input_tokens = 0
         cfg = self.config
         if allow_model and self.complete is not None and source_tokens >= MIN_MODEL_INPUT_TOKENS:
-            for level, aggressive, level_budget in (("normal", False, budget),
-                                                    ("aggressive", True, max(32, int(budget * cfg.l2_budget_ratio)))):
+            aggressive_budget = max(MIN_SUMMARY_BUDGET, int(budget * cfg.l2_budget_ratio))
+            for level, aggressive, level_budget in (("normal", False, budget), ("aggressive", True, aggressive_budget)):
                 custom = "\n\n".join(p for p in (cfg.custom_instructions, extra) if p)
                 prompt = build_prompt(text, depth, level_budget, aggressive=aggressive, focus=focus, custom=custom,
                                       task=task)
