@@ -13,6 +13,7 @@ import logging
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -201,15 +202,13 @@ def gc_empty_lifecycle(runtime: Runtime, now: float | None = None) -> int:
     if not cfg.empty_lifecycle_gc_enabled:
         return 0
     cutoff = (time.time() if now is None else now) - float(cfg.empty_lifecycle_gc_max_age_hours) * 3600
-    try:  # a tidy-up at a session's start: a server away (the outbox takes the turns) is no store failure
+
+    def prune() -> int:  # a tidy-up at a session's start
         if runtime.store.session_count() <= int(cfg.empty_lifecycle_gc_threshold):
             return 0
-        deleted = runtime.store.delete_empty_sessions(cutoff, keep=sorted(runtime.bound_sessions))
-    except Exception as exc:
-        if not storage_error(exc):
-            raise
-        log.info("trove: empty lifecycle rows left for a later pass (%s)", type(exc).__name__)
-        return 0
+        return runtime.store.delete_empty_sessions(cutoff, keep=sorted(runtime.bound_sessions))
+
+    deleted = _tidy("empty lifecycle rows left for a later pass", prune)
     if deleted:
         log.info("trove: pruned %d empty lifecycle rows", deleted)
     return deleted
@@ -220,15 +219,21 @@ def drop_unstored_row(runtime: Runtime, session_id: str) -> bool:
     it is one trove stores nothing for (the curator's agent of ``hermes curator run`` binds as an
     ordinary session, then says platform "curator"). A row with messages or summaries stays.
     A tidy-up: a store it cannot reach now (a server away) keeps the row and stays usable."""
-    if not session_id:
-        return False
-    try:  # the delete looks at the row itself: no read first (on a server, one round trip fewer)
-        return runtime.store.delete_empty_sessions(time.time(), only=session_id) > 0
+    # the delete looks at the row itself: no read first (on a server, one round trip fewer)
+    return bool(session_id) and _tidy(f"the empty row of {session_id} stays for now",
+                                      lambda: runtime.store.delete_empty_sessions(time.time(), only=session_id)) > 0
+
+
+def _tidy(left: str, delete: Callable[[], int]) -> int:
+    """A tidy-up's deleted count; 0 when the store cannot be reached now (a server away: the outbox
+    takes the turns meanwhile), which is logged as ``left`` and is no store failure."""
+    try:
+        return delete()
     except Exception as exc:
         if not storage_error(exc):
             raise
-        log.info("trove: the empty row of %s stays for now (%s)", session_id, type(exc).__name__)
-        return False
+        log.info("trove: %s (%s)", left, type(exc).__name__)
+        return 0
 
 
 def previous_in_chat(store: Any, key: Any) -> str:
