@@ -41,23 +41,29 @@ WHILE_DOWN = [turn_text(i, DOWN_MARKER + " ") for i in range(6, 8)]
 BACK = ["back on the primary: short question", f"what was the gate code? <<tool:trove_grep {GREP}>>"]
 
 
-@pytest.fixture(scope="module")
-def fell_back(make_home, fake_llm) -> dict[str, Any]:
+def run_with_fallback(make_home, fake_llm, window: int, fault: str, turns: list[str], label: str) -> dict[str, Any]:
+    """A home whose primary answers with HTTP ``fault`` while the newest message carries DOWN_MARKER, and
+    whose ``fallback_model`` chain names FALLBACK with a ``window`` from config.yaml ``custom_providers``
+    (the fake server refuses FALLBACK requests past it)."""
     home = make_home(context_length=BIG)
     with (home.home / "config.yaml").open("a", encoding="utf-8") as fh:
         fh.write(f"custom_providers:\n  - name: fake\n    base_url: {home.base_url}\n    api_key: sk-fake\n"
-                 f"    models:\n      {FALLBACK}:\n        context_length: {SMALL}\n")
+                 f"    models:\n      {FALLBACK}:\n        context_length: {window}\n")
     chain = [{"provider": "custom", "model": FALLBACK, "base_url": home.base_url, "api_key": "sk-fake"}]
     start = len(fake_llm.requests())
-    fake_llm.model_faults[PRIMARY] = "503"
-    fake_llm.model_limits[FALLBACK] = SMALL
+    fake_llm.model_faults[PRIMARY] = fault
+    fake_llm.model_limits[FALLBACK] = window
     try:
-        result = home.run_driver({"turns": ON_PRIMARY + WHILE_DOWN + BACK, "fallback_model": chain,
-                                  "max_iterations": 4}, "fallback", timeout=600)
+        result = home.run_driver({"turns": turns, "fallback_model": chain, "max_iterations": 4}, label, timeout=600)
     finally:
         fake_llm.model_faults.clear()
         fake_llm.model_limits.clear()
     return {"home": home, "result": result, "requests": fake_llm.requests()[start:]}
+
+
+@pytest.fixture(scope="module")
+def fell_back(make_home, fake_llm) -> dict[str, Any]:
+    return run_with_fallback(make_home, fake_llm, SMALL, "503", ON_PRIMARY + WHILE_DOWN + BACK, "fallback")
 
 
 def _main(requests: list[dict[str, Any]], model: str) -> list[dict[str, Any]]:
@@ -131,21 +137,7 @@ LIMITED = [turn_text(i, DOWN_MARKER + " ") if i == 5 else turn_text(i) for i in 
 
 @pytest.fixture(scope="module")
 def rate_limited(make_home, fake_llm) -> dict[str, Any]:
-    home = make_home(context_length=BIG)
-    with (home.home / "config.yaml").open("a", encoding="utf-8") as fh:
-        fh.write(f"custom_providers:\n  - name: fake\n    base_url: {home.base_url}\n    api_key: sk-fake\n"
-                 f"    models:\n      {FALLBACK}:\n        context_length: {TINY}\n")
-    chain = [{"provider": "custom", "model": FALLBACK, "base_url": home.base_url, "api_key": "sk-fake"}]
-    start = len(fake_llm.requests())
-    fake_llm.model_faults[PRIMARY] = "429"
-    fake_llm.model_limits[FALLBACK] = TINY
-    try:
-        result = home.run_driver({"turns": LIMITED, "fallback_model": chain, "max_iterations": 4}, "limited",
-                                 timeout=600)
-    finally:
-        fake_llm.model_faults.clear()
-        fake_llm.model_limits.clear()
-    return {"home": home, "result": result, "requests": fake_llm.requests()[start:]}
+    return run_with_fallback(make_home, fake_llm, TINY, "429", LIMITED, "limited")
 
 
 def test_after_a_429_every_turn_of_the_cooldown_fits_the_16k_fallback(rate_limited):
@@ -169,21 +161,7 @@ AFTER_SHORT = [f"short turn 41: {DOWN_MARKER} the primary is down now", "short t
 
 @pytest.fixture(scope="module")
 def short_backlog(make_home, fake_llm) -> dict[str, Any]:
-    home = make_home(context_length=BIG)
-    with (home.home / "config.yaml").open("a", encoding="utf-8") as fh:
-        fh.write(f"custom_providers:\n  - name: fake\n    base_url: {home.base_url}\n    api_key: sk-fake\n"
-                 f"    models:\n      {FALLBACK}:\n        context_length: {TINY}\n")
-    chain = [{"provider": "custom", "model": FALLBACK, "base_url": home.base_url, "api_key": "sk-fake"}]
-    start = len(fake_llm.requests())
-    fake_llm.model_faults[PRIMARY] = "429"
-    fake_llm.model_limits[FALLBACK] = TINY
-    try:
-        result = home.run_driver({"turns": SHORT + AFTER_SHORT, "fallback_model": chain, "max_iterations": 4},
-                                 "short-backlog", timeout=600)
-    finally:
-        fake_llm.model_faults.clear()
-        fake_llm.model_limits.clear()
-    return {"home": home, "result": result, "requests": fake_llm.requests()[start:]}
+    return run_with_fallback(make_home, fake_llm, TINY, "429", SHORT + AFTER_SHORT, "short-backlog")
 
 
 def test_summary_requests_fit_the_small_fallback_window(short_backlog):
