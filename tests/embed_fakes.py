@@ -126,7 +126,20 @@ def fresh_embedding_caches() -> Iterator[None]:
     vector_index.forget_indexes()
 
 
+def settled_pass(runtime: Any, budget_s: float = 30, tries: int = 40) -> indexer.PassReport:
+    """One indexing pass, run again (briefly apart, ``tries`` at most) while it reports "busy": on a
+    server store a pass steps aside while a writer of messages or summaries has not committed
+    (``backend.settled_heads`` waits a second), which leaves the rows to the next pass."""
+    report = indexer.run_pass(runtime, budget_s=budget_s)
+    for _ in range(tries - 1):
+        if report.status != "busy":
+            break
+        time.sleep(0.25)
+        report = indexer.run_pass(runtime, budget_s=budget_s)
+    return report
+
+
 def index_all(runtime: Any) -> None:
     """Run indexer passes until everything eligible has its vectors."""
-    while indexer.run_pass(runtime, budget_s=30).status == "partial":
+    while settled_pass(runtime).status == "partial":
         pass

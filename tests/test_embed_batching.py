@@ -8,6 +8,7 @@ import importlib.util
 
 import pytest
 from conftest import make_config
+from embed_fakes import settled_pass
 
 from hermes_trove.retrieval import embed_providers, embed_text, embed_tokenizer, indexer, semantic
 from hermes_trove.retrieval.embed_tokenizer import encode, load_vocab, normalize, pre_tokenize
@@ -53,9 +54,10 @@ def test_grouped_vectors_equal_each_text_embedded_alone(local_runtime):
     turns = [f"turn {i}: " + " ".join(["we talked about the garden"] * (1 + i % 7)) for i in range(70)]
     local_runtime.store.append(SessionKey("s1", platform="cli"), [
         {"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(turns)])
-    report = indexer.run_pass(local_runtime, budget_s=600)
-    assert report.status == "partial" and report.rows == 70  # searchable; the text recipe follows
-    assert indexer.run_pass(local_runtime, budget_s=600).status == "done"
+    report = settled_pass(local_runtime, budget_s=600)
+    assert report.status == "partial" and report.rows == 70, report  # searchable; the text recipe follows
+    report = settled_pass(local_runtime, budget_s=600)
+    assert report.status == "done", report
     store = semantic.vector_store(local_runtime)
     gen = semantic.searched_generation(store)
     assert gen is not None

@@ -507,4 +507,17 @@ def test_a_session_starting_while_the_server_is_away_leaves_the_store_usable(con
     fresh = make_engine(runtime, session="20260301_100000_def456")
     assert runtime.health.usable, runtime.health.reason
     assert fresh.ingest(turns(1, "away")) == 4
+    proxy.up()  # back: the turns kept meanwhile ship (and the retrying background pass ends)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            runtime.store.settle()
+            break
+        except ServerUnreachableError:
+            assert time.monotonic() < deadline, "the outbox never shipped after the server came back"
+            time.sleep(0.2)
+    for thread in list(_SHIPPERS.threads.values()):
+        thread.join(30)
+    assert server_rows(pg_database_url, "SELECT COUNT(*) FROM messages WHERE session_id = %s",
+                       "20260301_100000_def456")[0][0] == 4
     proxy.down()
