@@ -293,7 +293,8 @@ class Compactor:
             attempts += 1
             over = self.node_tokens > max(0, prefix_budget)
             group = policy.plan_condensation([assembly.node_info(n) for n in self.nodes], cfg.condensation_fanin,
-                                             cfg.incremental_max_depth, allow_partial=(over and eager) or critical)
+                                             cfg.incremental_max_depth, allow_partial=(over and eager) or critical,
+                                             max_tokens=policy.summary_input_cap(self.limits.context_length))
             if group is None or (done >= MAX_CALLS):
                 return done
             by_id = {n.node_id: n for n in self.nodes}

@@ -98,15 +98,30 @@ def taken_back(live_ids: Sequence[int], stored_ids: Sequence[int]) -> frozenset[
 MIN_LEAF_CHUNK_TOKENS = 500  # the knob's floor: a chunk smaller than this says too little to summarise
 
 
+def summary_window(chat_window: int, summary_window: int) -> int:
+    """The window a summary request must fit: the smaller of the chat model's and the summary
+    model's, each when known (> 0); 0 when neither is. A summary model with a larger window than
+    the chat model's changes nothing: chunks are cut from the chat model's backlog anyway."""
+    known = [w for w in (chat_window, summary_window) if w > 0]
+    return min(known) if known else 0
+
+
+def summary_input_cap(window: int) -> int:
+    """The most one summary request's record (a leaf chunk, a condensation group) may hold in a known
+    ``window``: half of it (the request also carries its instructions and asks for an answer), never
+    under MIN_LEAF_CHUNK_TOKENS; 0 (no cap) when the window is unknown."""
+    return max(MIN_LEAF_CHUNK_TOKENS, window // 2) if window > 0 else 0
+
+
 def chunk_target(backlog_tokens: int, base: int, maximum: int, dynamic: bool, window: int = 0) -> int:
     """Leaf chunk size: the base, or (dynamic) doubled while the backlog is over twice it; never
-    more than half a known ``window`` (the summary request also carries its instructions and asks
-    for an answer: a model that small, a fallback for one, would refuse a whole default chunk)."""
+    more than ``summary_input_cap`` of a known ``window`` (a model that small, a fallback for one,
+    would refuse a whole default chunk)."""
     size = base
     while dynamic and backlog_tokens > 2 * size and size * 2 <= maximum:
         size *= 2
     size = min(max(size, base), max(maximum, base))
-    return min(size, max(MIN_LEAF_CHUNK_TOKENS, window // 2)) if window > 0 else size
+    return min(size, summary_input_cap(window)) if window > 0 else size
 
 
 SUMMARY_INSTRUCTION_TOKENS = 200  # the summary prompt's own words around the record (about 155 now)
@@ -168,13 +183,15 @@ FRONTIER_BOUND = 48  # frontier nodes past which condensation may go below the d
 
 
 def plan_condensation(frontier: Sequence[NodeInfo], fanin: int, max_depth: int,
-                      allow_partial: bool = False) -> CondensationGroup | None:
+                      allow_partial: bool = False, max_tokens: int = 0) -> CondensationGroup | None:
     """The next group to condense: the oldest ``fanin`` frontier nodes of the lowest full depth.
 
     ``max_depth`` -1 is unlimited, 0 disables condensation. ``allow_partial`` (pressure or
     sweep) also accepts a group of two or more at the lowest depth that has them. A frontier
     of more than ``FRONTIER_BOUND`` nodes may condense full groups past ``max_depth`` (only
-    then), so its size stays bounded at any history length.
+    then), so its size stays bounded at any history length. ``max_tokens`` (> 0) caps the
+    group: only the oldest nodes that fit it together (never fewer than two) are taken, and the
+    rest stay on the frontier for a later condensation.
     """
     if max_depth == 0:
         return None
@@ -188,9 +205,21 @@ def plan_condensation(frontier: Sequence[NodeInfo], fanin: int, max_depth: int,
             continue
         nodes = sorted(by_depth[depth], key=lambda n: (n.order, n.node_id))
         if len(nodes) >= fanin or (allow_partial and not capped and len(nodes) >= 2):
-            group = nodes[:fanin]
+            group = _fitting(nodes[:fanin], max_tokens)
             return CondensationGroup(depth, tuple(n.node_id for n in group), sum(n.tokens for n in group))
     return None
+
+
+def _fitting(nodes: list[NodeInfo], max_tokens: int) -> list[NodeInfo]:
+    """The oldest of ``nodes`` whose tokens fit ``max_tokens`` together (0: all), never fewer than two."""
+    if max_tokens <= 0:
+        return nodes
+    used = 0
+    for i, node in enumerate(nodes):
+        used += node.tokens
+        if used > max_tokens and i >= 2:
+            return nodes[:i]
+    return nodes
 
 
 def select_summary_nodes(frontier: Sequence[NodeInfo], budget: int) -> tuple[list[int], list[int]]:

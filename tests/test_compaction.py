@@ -547,3 +547,49 @@ def test_a_record_the_window_cannot_hold_is_cut_without_asking_and_the_rest_are_
     levels = collections.Counter(n.level for n in rt.dag.visible("s1"))
     assert refused == [], refused
     assert levels["deterministic"] and levels["normal"] >= 3, levels
+
+
+def refusing_model(window, refused, asked=None):
+    """A model with a ``window``-token context: a request whose prompt plus ``max_tokens`` passes it is
+    refused, as a provider does; any other gets an answer of about half its allowance."""
+
+    def complete(messages, model, timeout_s, max_tokens):
+        need = tokens.count(messages[0]["content"]) + max_tokens
+        if asked is not None:
+            asked.append(need)
+        if need > window:
+            refused.append(need)
+            raise RuntimeError(f"maximum context length is {window} tokens, {need} requested")
+        return "point " * max(1, max_tokens // 4)
+
+    return complete
+
+
+def test_a_condensation_group_larger_than_the_window_condenses_the_nodes_that_fit(tmp_path):
+    # Four 2,500-token leaves make a 10,000-token merge record; an 8K model cannot take it. The
+    # group takes the two oldest (they fit), which are summarised by the model, not cut; the other
+    # two stay on the frontier for a later condensation.
+    from hermes_trove.compaction.compactor import CompactionLimits, Compactor
+    from hermes_trove.compaction.summarize import Summarizer
+    from hermes_trove.store import SessionKey
+
+    window, refused = 8192, []
+    eng = engine_on(tmp_path, context=window)
+    rt, key = eng.runtime, SessionKey("s1", platform="cli")
+    with rt.db.transaction() as conn:
+        ids = rt.store.append_bulk(key, [user(f"old message {i}") for i in range(4)], conn=conn)
+        leaves = []
+        for i, sid in enumerate(ids):
+            text = " ".join(f"leaf{i}fact{j}" for j in range(900))
+            leaves.append(rt.dag.add_leaf("s1", text, [sid], token_count=tokens.count(text), source_token_count=5000,
+                                          earliest_at=i + 1, latest_at=i + 1, conn=conn))
+        rt.store.advance_frontier("s1", ids[-1])
+    assert sum(tokens.count(n.summary) for n in rt.dag.frontier("s1")) > window
+    Compactor(rt, key, CompactionLimits(eng.threshold_tokens, window),
+              Summarizer(rt.config, refusing_model(window, refused))).run([user("now")])
+    frontier = rt.dag.frontier("s1")
+    parents = [n for n in frontier if n.depth == 1]
+    assert refused == [] and len(parents) == 1 and parents[0].level == "normal", [(n.depth, n.level) for n in frontier]
+    assert sorted(rt.dag.descendant_store_ids(parents[0].node_id)) == ids[:2]
+    assert sorted(n.node_id for n in frontier if n.depth == 0) == sorted(leaves[2:])
+    assert_lossless(eng)

@@ -111,6 +111,25 @@ def test_partial_condensation_only_under_pressure():
     assert policy.plan_condensation(nodes(0, 0), 4, 3, allow_partial=True).node_ids == (1, 2)
 
 
+def test_a_condensation_group_larger_than_the_request_cap_takes_only_the_oldest_nodes_that_fit():
+    big = [policy.NodeInfo(i + 1, 0, 2500, float(i)) for i in range(6)]
+    group = policy.plan_condensation(big, fanin=4, max_depth=3, max_tokens=5000)
+    assert group == policy.CondensationGroup(0, (1, 2), 5000)  # nodes 3 and 4 stay for a later group
+    assert policy.plan_condensation(big, 4, 3, max_tokens=8000).node_ids == (1, 2, 3)
+    assert policy.plan_condensation(big, 4, 3, max_tokens=3000).node_ids == (1, 2)  # never fewer than two
+    assert policy.plan_condensation(big, 4, 3, max_tokens=0).node_ids == (1, 2, 3, 4)  # no cap: the full group
+    assert policy.plan_condensation(big, 4, 3, max_tokens=10 ** 6).node_ids == (1, 2, 3, 4)
+
+
+def test_the_summary_window_is_the_smaller_known_one():
+    assert policy.summary_window(128000, 16000) == 16000
+    assert policy.summary_window(16000, 128000) == 16000
+    assert policy.summary_window(128000, 0) == 128000
+    assert policy.summary_window(0, 32000) == 32000
+    assert policy.summary_window(0, 0) == 0
+    assert policy.summary_input_cap(16000) == 8000 and policy.summary_input_cap(0) == 0
+
+
 def test_summary_selection_drops_oldest_nodes_first_and_orders_by_depth():
     frontier = [policy.NodeInfo(1, 2, 100, 1.0), policy.NodeInfo(2, 1, 100, 2.0), policy.NodeInfo(3, 0, 100, 3.0)]
     kept, omitted = policy.select_summary_nodes(frontier, 200)
