@@ -38,6 +38,21 @@ def utf8_text(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
+def host_task_window(task: str = "compression") -> int:
+    """The window the host's config.yaml gives its auxiliary ``task`` model
+    (``auxiliary.<task>.context_length``); 0 when unset, unreadable or outside Hermes. The host
+    learns an auxiliary model's window only from this setting or by probing the provider, which a
+    compaction does not do."""
+    try:
+        from hermes_cli.config import load_config_readonly  # type: ignore[import-untyped]
+
+        aux = load_config_readonly().get("auxiliary") or {}
+        value = (aux.get(task) or {}).get("context_length") if isinstance(aux, dict) else None
+        return max(0, int(value or 0)) if not isinstance(value, bool) else 0
+    except Exception:  # no host, a damaged file or a value that is no number: unknown
+        return 0
+
+
 def host_complete(runtime_info: Callable[[], dict[str, Any]], plugin_llm: Any = None,
                   task: str = "compression") -> Complete | None:
     """A completion function over the host's auxiliary client (or ``ctx.llm``); None offline."""

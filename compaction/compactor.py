@@ -71,6 +71,7 @@ class Compactor:
         self.key = key
         self.limits = limits
         self.summarizer = summarizer
+        self.window = summarizer.window(int(limits.context_length or 0))  # what a summary request must fit
         self.calls = 0
         self.aux_input_tokens = 0
         self.levels: list[str] = []
@@ -128,7 +129,7 @@ class Compactor:
             stop = at[k + 1] if k + 1 < len(at) else tail_start
             extra[k] = extra[k + 1] + sum(count(live[i]) for i in range(at[k] + 1, stop) if stays[i])
         chunk = policy.chunk_target(sum(sizes), self.config.leaf_chunk_tokens, self.config.dynamic_leaf_chunk_max,
-                                    self.config.dynamic_leaf_chunk_enabled, self.limits.context_length)
+                                    self.config.dynamic_leaf_chunk_enabled, self.window)
         chunks = policy.plan_leaf_chunks(cand_msgs, sizes, chunk)
         tail_tokens = sum(count(m) for m in live[tail_start:])
         # Critical pressure (TROVE_CRITICAL_BUDGET_PRESSURE_RATIO of the window) lifts the polite
@@ -257,9 +258,9 @@ class Compactor:
         asked += policy.SUMMARY_INSTRUCTION_TOKENS
         # a record the window cannot hold is cut here: asking would only be refused, and count
         # against the route's circuit breaker that the next, smaller records need closed
-        if not self._budget_left() or not policy.request_fits(asked, self.limits.context_length):
+        if not self._budget_left() or not policy.request_fits(asked, self.window):
             return self.summarizer.summarize(text, depth, budget, focus, allow_model=False)
-        budget = policy.budget_within(budget, asked, self.limits.context_length)
+        budget = policy.budget_within(budget, asked, self.window)
         res = self.summarizer.summarize(text, depth, budget, focus, extra)
         self.calls += res.calls
         self.aux_input_tokens += res.input_tokens
@@ -294,7 +295,7 @@ class Compactor:
             over = self.node_tokens > max(0, prefix_budget)
             group = policy.plan_condensation([assembly.node_info(n) for n in self.nodes], cfg.condensation_fanin,
                                              cfg.incremental_max_depth, allow_partial=(over and eager) or critical,
-                                             max_tokens=policy.summary_input_cap(self.limits.context_length))
+                                             max_tokens=policy.summary_input_cap(self.window))
             if group is None or (done >= MAX_CALLS):
                 return done
             by_id = {n.node_id: n for n in self.nodes}

@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from .. import tokens
-from ..models import Complete, clean_output
-from .policy import MIN_SUMMARY_BUDGET
+from ..models import Complete, clean_output, host_task_window
+from .policy import MIN_SUMMARY_BUDGET, summary_window
 
 if TYPE_CHECKING:
     from ..config import TroveConfig
@@ -154,10 +154,22 @@ def expand_hint(summary: str) -> str:
 class Summarizer:
     """Runs the escalation ladder over the configured routes."""
 
-    def __init__(self, config: TroveConfig, complete: Complete | None, clock: Callable[[], float] = time.time):
+    def __init__(self, config: TroveConfig, complete: Complete | None, clock: Callable[[], float] = time.time,
+                 host_window: Callable[[], int] = host_task_window):
         self.config = config
         self.complete = complete
         self.clock = clock
+        self.host_window = host_window
+
+    def window(self, chat_window: int) -> int:
+        """The window every summary request must fit (``policy.summary_window``): the chat model's,
+        or the summary model's when it is known to be smaller. That one is TROVE_SUMMARY_CONTEXT_LENGTH,
+        else, when summaries take the host's auxiliary route (no TROVE_SUMMARY_MODEL), the host's
+        ``auxiliary.compression.context_length``."""
+        own = int(self.config.summary_context_length or 0)
+        if not own and not self.config.summary_model:
+            own = self.host_window()
+        return summary_window(chat_window, own)
 
     def routes(self) -> list[str]:
         out: list[str] = []

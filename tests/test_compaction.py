@@ -565,6 +565,39 @@ def refusing_model(window, refused, asked=None):
     return complete
 
 
+def test_a_summary_model_with_a_smaller_window_gets_requests_that_fit_it(tmp_path):
+    # The chat model has 128K; TROVE_SUMMARY_MODEL names a 16K model and TROVE_SUMMARY_CONTEXT_LENGTH
+    # says so. A default 20,000-token leaf chunk sized by the chat window would be refused there.
+    refused, asked = [], []
+    rt = build_runtime(make_config(tmp_path, summary_model="small-summariser", summary_context_length=16000))
+    eng = make_engine(rt, refusing_model(16000, refused, asked), context_length=128000)
+    msgs = [m for i in range(60) for m in (user(f"turn {i} " + " ".join(f"w{i}x{j}" for j in range(700))),
+                                           assistant(f"reply {i}"))]
+    eng.ingest(msgs)
+    eng.compress(msgs, current_tokens=tokens.count_messages(msgs), force=True)
+    assert asked and refused == [], refused
+    assert max(asked) <= 16000
+    levels = collections.Counter(n.level for n in rt.dag.visible("s1"))
+    assert levels and set(levels) == {"normal"}, levels
+
+
+def test_the_summary_window_comes_from_the_knob_else_the_hosts_auxiliary_setting(tmp_path, monkeypatch):
+    from hermes_trove.compaction.summarize import Summarizer
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    (home / "config.yaml").write_text("auxiliary:\n  compression:\n    context_length: 24000\n", encoding="utf-8")
+    cfg = make_config(tmp_path)
+    assert Summarizer(cfg, None).window(128000) == 24000  # the host's auxiliary route and its window
+    assert Summarizer(cfg, None).window(16000) == 16000  # never more than the chat model's
+    named = dataclasses.replace(cfg, summary_model="other-model")
+    assert Summarizer(named, None).window(128000) == 128000  # the host's setting is for another model
+    assert Summarizer(dataclasses.replace(named, summary_context_length=20000), None).window(128000) == 20000
+    (home / "config.yaml").write_text("auxiliary:\n  compression:\n    context_length: lots\n", encoding="utf-8")
+    assert Summarizer(cfg, None).window(128000) == 128000  # a value that is no number: unknown
+
+
 def test_a_condensation_group_larger_than_the_window_condenses_the_nodes_that_fit(tmp_path):
     # Four 2,500-token leaves make a 10,000-token merge record; an 8K model cannot take it. The
     # group takes the two oldest (they fit), which are summarised by the model, not cut; the other
