@@ -105,6 +105,15 @@ def estimate_prompt_tokens(body: dict[str, Any]) -> int:
     return max(1, size // 4)
 
 
+def requested_answer_tokens(body: dict[str, Any]) -> int:
+    """The answer a request asks room for (``max_tokens`` or ``max_completion_tokens``; 0 if neither)."""
+    for key in ("max_tokens", "max_completion_tokens"):
+        value = body.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return 0
+
+
 def decide(body: dict[str, Any], n: int) -> dict[str, Any]:
     """The scripted answer for one request: ``{"text": str}`` or ``{"tool": (name, args_json)}``.
 
@@ -177,8 +186,8 @@ class FakeLLM:
         # answers: "500" (a server error), "empty" (an empty reply), "garbage" (an unfinished
         # reasoning block) or "slow:S" (the normal answer after S seconds).
         self.summary_faults: list[str] = []
-        # ``context_limit``: main requests estimated above it are refused as a provider does (HTTP 400
-        # naming the real limit); 0 = no limit.
+        # ``context_limit``: requests (main or auxiliary) estimated past it are refused as a provider does
+        # (HTTP 400 naming the real limit); an auxiliary one counts the ``max_tokens`` it asks for too; 0 = no limit.
         self.context_limit = 0
         # ``model_faults``: model name -> "429" (rate limited) or "503" (overloaded): main requests for
         # that model whose newest user message holds ``DOWN_MARKER`` get that error, as from a provider
@@ -186,6 +195,8 @@ class FakeLLM:
         # every request to that model (main or auxiliary) estimated above it is refused like ``context_limit``.
         self.model_faults: dict[str, str] = {}
         self.model_limits: dict[str, int] = {}
+        # ``refused``: each request refused for its window (model, prompt estimate, max_tokens, limit).
+        self.refused: list[dict[str, Any]] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -264,12 +275,21 @@ def _handler_for(server: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 self._json(int(down), {"error": {"message": f"fake provider is down ({down})", "type": kind}})
                 return
             model_limit = server.model_limits.get(str(body.get("model") or ""), 0)  # every request to it
-            limit = model_limit or (server.context_limit if body.get("tools") else 0)
-            if limit and estimate_prompt_tokens(body) > limit:
+            limit = model_limit or server.context_limit  # the served window: main and auxiliary requests alike
+            # An auxiliary request (a summary: the engine sizes its max_tokens) must leave the window room
+            # for the answer it asks; a main request counts its prompt only: the host asks each one for
+            # its provider default (65,536 tokens here), which is not the engine's to choose.
+            prompt = estimate_prompt_tokens(body)
+            answer = 0 if body.get("tools") else requested_answer_tokens(body)
+            if limit and prompt + answer > limit:
+                with server._lock:
+                    server.refused.append({"model": body.get("model"), "tools": bool(body.get("tools")),
+                                           "prompt": prompt, "max_tokens": answer, "limit": limit})
                 self._json(400, {"error": {"code": "context_length_exceeded", "type": "invalid_request_error",
                                            "message": f"This model's maximum context length is {limit}"
-                                           f" tokens. However, your messages resulted in {estimate_prompt_tokens(body)}"
-                                           " tokens. Please reduce the length of the messages."}})
+                                           f" tokens. However, you requested {prompt + answer} tokens ({prompt} in"
+                                           f" the messages, {answer} in the completion). Please reduce the length"
+                                           " of the messages or completion."}})
                 return
             fault = ""
             if decide(body, n).get("text") == SUMMARY_REPLY.format(n=n):
