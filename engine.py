@@ -323,7 +323,7 @@ class TroveEngine(ContextEngine):
         filters = self.runtime.filters
         ignored = filters.ignored_by(key.session_id, key.platform)
         stateless = None if ignored else (filters.stateless_by(key.session_id, key.platform)
-                                          or host_side_agent(key.session_id, key.platform))
+                                          or host_side_agent(key.session_id, key.platform, api_key=self.api_key))
         if self.state.key and self.state.key.session_id != key.session_id:
             self.state.left = self.state.key.session_id
         # bound as an ordinary session, then named a side agent's platform (the curator's): drop its empty row

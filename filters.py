@@ -36,16 +36,22 @@ def glob_to_regex(pattern: str) -> re.Pattern[str]:
 # (it runs the pass on the main thread).
 HOST_SIDE_PLATFORMS = frozenset({"cron", "curator"})
 HOST_SIDE_THREADS = frozenset({"bg-review", "curator-review"})
+INSPECTION_API_KEY = "inspect-only"  # the key of the agent `hermes prompt-size` builds to measure the prompt
 
 
-def host_side_agent(session_id: str, platform: str = "", thread_name: str | None = None) -> str | None:
-    """Why a session belongs to one of the host's side agents (it is then stateless), or None."""
+def host_side_agent(session_id: str, platform: str = "", thread_name: str | None = None,
+                    api_key: Any = "") -> str | None:
+    """Why a session belongs to one of the host's side agents (it is then stateless), or None.
+    ``api_key`` is the main model's key the host handed the engine: ``hermes prompt-size`` builds an
+    offline agent with the placeholder INSPECTION_API_KEY that never runs a turn."""
     import threading
 
     thread = threading.current_thread().name if thread_name is None else thread_name
     plat = platform.strip().lower()  # as takes_foreground and scope_for read it
     if plat in HOST_SIDE_PLATFORMS:
         return f"host:platform={plat}"
+    if isinstance(api_key, str) and api_key == INSPECTION_API_KEY:
+        return "host:inspection agent (hermes prompt-size)"
     if session_id.startswith("cron_"):
         return "host:cron session"
     if thread in HOST_SIDE_THREADS:

@@ -103,6 +103,25 @@ def test_host_side_agent_rules():
     assert host_side_agent("cron_abc_20260101_000000", "", thread_name="MainThread") == "host:cron session"
     assert host_side_agent("20260101_000000_abcdef", "cli", thread_name="curator-review")
     assert host_side_agent("20260101_000000_abcdef", "telegram", thread_name="MainThread") is None
+    assert host_side_agent("20260101_000000_abcdef", "cli", thread_name="MainThread", api_key="inspect-only")
+    assert host_side_agent("20260101_000000_abcdef", "cli", thread_name="MainThread", api_key="sk-real") is None
+    assert host_side_agent("20260101_000000_abcdef", "cli", thread_name="MainThread", api_key=lambda: "x") is None
+
+
+def test_the_prompt_size_inspection_agent_stores_no_session_row(tmp_path):
+    # `hermes prompt-size` builds an agent with the placeholder key "inspect-only", binds it as a cli
+    # session and only measures its prompt: no turn ever runs, so trove keeps no row for it.
+    rt = build_runtime(make_config(tmp_path))
+    eng = TroveEngine(rt, complete=no_model)
+    eng.update_model("fake-model", 128000, base_url="https://example.invalid/v1", api_key="inspect-only")
+    eng.bind_session_state(None, "20260301_100000_a1b2c3")
+    eng.on_session_start("20260301_100000_a1b2c3", platform="cli", conversation_id=None)
+    assert eng.state.mode == "stateless" and eng.get_tool_schemas()  # the measured prompt still has trove's tools
+    assert rt.store.session("20260301_100000_a1b2c3") is None
+    real = TroveEngine(rt, complete=no_model)
+    real.update_model("fake-model", 128000, api_key="sk-real")
+    real.on_session_start("20260301_100500_d4e5f6", platform="cli", conversation_id=None)
+    assert real.state.mode == "active" and rt.store.session("20260301_100500_d4e5f6") is not None
 
 
 def test_a_delegate_task_child_is_stored_apart_and_never_takes_over_trove(tmp_path):
