@@ -68,6 +68,7 @@ class SessionState:
     pending_reset_from: str = ""
     just_ended: str = ""  # /new ends the session before the reset; /resume and /branch do not
     left: str = ""  # the session this copy served before its latest rebind
+    released: tuple[str, str] = ("", "")  # the delegated child this copy ended last, and its inherited mode
     compacted_only: str = ""  # compacted at its latest boundary, no model answer since (a side agent)
     answered: str = ""  # the session this copy last had a model answer in: the agent's list is its own
     last_status: str = "idle"
@@ -235,8 +236,10 @@ class TroveEngine(ContextEngine):
         key = SessionKey(session_id=session_id or "", conversation_id=conversation, platform=platform,
                          scope=scope_for(platform, conversation))
         rotated = kwargs.get("boundary_reason") == "compression" and old and old != session_id
-        if rotated and old in self.runtime.inherited_modes:  # a delegated child's continuation too
-            self.runtime.inherited_modes[key.session_id] = self.runtime.inherited_modes[old]
+        ended, mode = self.state.released  # the host ends a session it compacts before the boundary
+        carried = self.runtime.inherited_modes.get(old) or (mode if old and old == ended else "")
+        if kwargs.get("boundary_reason") == "compression" and old and carried:  # a delegated child's continuation
+            self.runtime.inherit(key.session_id, carried)
         self._bind(key)
         self.state.just_ended = ""  # an in-place compaction boundary ends nothing
         self.state.compacted_only = session_id if kwargs.get("boundary_reason") == "compression" else ""
@@ -295,11 +298,16 @@ class TroveEngine(ContextEngine):
     @host_entry(_nothing)
     def on_session_end(self, session_id: str, messages: list[dict[str, Any]]) -> None:
         """Flush the transcript; idempotent, tolerant of ``[]`` and of foreign ids. While the store is
-        unusable the transcript is held (``Runtime.unstored``) and written once it is usable again."""
+        unusable the transcript is held (``Runtime.unstored``) and written once it is usable again. The end
+        of a session trove stores nothing for (ignored, stateless, a side agent) stores and ends nothing."""
         if session_id and session_id == self.session_id:
             self.state.just_ended = session_id
         # A session this copy served before /new keeps its owner (conversation, platform, scope).
         key = replace(self.state.key or SessionKey(""), session_id=session_id)
+        if self.runtime.unstored_reason(session_id, key.platform):  # a compaction boundary may follow: kept here
+            released = self.runtime.release(session_id)
+            self.state.released = (session_id, released) if released else self.state.released
+            return
         if not self.runtime.store.local_writes and not self.runtime.store_usable(self.state.key):
             self._hold(key, messages)
             return
@@ -307,10 +315,10 @@ class TroveEngine(ContextEngine):
             if session_id and not repeats_previous(self.runtime.store.owner, session_id, messages,
                                                    self.state.left, self.state.answered):
                 self._ingest(key, messages)  # first: storing turns reopens a session
-            # The review fork ends the parent's id while the parent goes on, and so does the clean-up of an
-            # agent the gateway built only to compact a live chat (/compress, hygiene): neither ends anything.
-            ends = session_id and not host_side_agent(session_id, key.platform) \
-                and not chat_compaction_cleanup(session_id, messages, self.state.compacted_only, key.conversation_id)
+            # The clean-up of an agent the gateway built only to compact a live chat (/compress, hygiene)
+            # ends nothing: the chat goes on.
+            ends = session_id and not chat_compaction_cleanup(session_id, messages, self.state.compacted_only,
+                                                              key.conversation_id)
             if ends and self.runtime.store.session(session_id):
                 self.runtime.store.mark_ended(session_id)  # cleared again if the session binds anew
             if self.runtime.store.local_writes:  # the process may exit next: ship what waits (bounded)
@@ -384,9 +392,7 @@ class TroveEngine(ContextEngine):
 
     def _hold(self, key: SessionKey, messages: list[dict[str, Any]]) -> None:
         """Keep what an active session showed while the store takes no writes."""
-        filters = self.runtime.filters
-        if not messages or filters.ignored_by(key.session_id, key.platform) \
-                or filters.stateless_by(key.session_id, key.platform) or host_side_agent(key.session_id, key.platform):
+        if not messages or self.runtime.unstored_reason(key.session_id, key.platform):
             return
         self.runtime.unstored.hold(key, messages)
 
@@ -403,9 +409,7 @@ class TroveEngine(ContextEngine):
             raise
 
     def _ingest(self, key: SessionKey, messages: list[dict[str, Any]], identity: Identify | None = None) -> int:
-        filters, sid = self.runtime.filters, key.session_id
-        if filters.ignored_by(sid, key.platform) or filters.stateless_by(sid, key.platform) \
-                or host_side_agent(sid, key.platform) or self.runtime.bound_sessions.get(sid) in UNSTORED:
+        if self.runtime.unstored_reason(key.session_id, key.platform):
             return 0
         result = self.runtime.store.ingest(key, messages, skip=self.runtime.skip_message, identity=identity)
         return len(result.store_ids)

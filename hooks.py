@@ -174,7 +174,8 @@ def make_hooks(base: Runtime) -> dict[str, Callable[..., Any]]:
         if not parent or runtime.bound_sessions.get(child) != "active":
             return
         if runtime.bound_sessions.get(parent) in UNSTORED:
-            runtime.bound_sessions[child] = runtime.inherited_modes[child] = str(runtime.bound_sessions[parent])
+            runtime.bound_sessions[child] = str(runtime.bound_sessions[parent])
+            runtime.inherit(child, runtime.bound_sessions[child])
             if runtime.store_usable():  # it bound as an ordinary session first: its empty row goes
                 drop_unstored_row(runtime, child)
             return

@@ -25,7 +25,7 @@ from .backend import storage_error
 from .config import TroveConfig, database_path, load_config, names_server, payload_dir, profile_environ
 from .dag import SummaryDAG
 from .db import Database, UnusableDatabaseError
-from .filters import SessionFilters
+from .filters import UNSTORED, SessionFilters, host_side_agent
 from .ingest import is_synthetic, message_identity, plan_aligned
 from .outbox import Outbox, Shipper, ShippingStore, outbox_path
 from .payloads.guard import map_strings, storage_transform
@@ -44,6 +44,7 @@ DELEGATED = "compaction delegated to the built-in compressor"
 _PROFILES: dict[str, Runtime] = {}  # profile home -> its runtime, in a process serving several
 _UNSELECTED: dict[str, str] = {}  # profile home -> why its .env selects no store
 _PROFILES_LOCK = threading.Lock()
+MAX_INHERITED = 1024  # delegated children whose inherited mode is remembered; the oldest go first
 
 
 def store_reason(exc: BaseException) -> str | None:
@@ -224,7 +225,8 @@ class Runtime:
     counters: dict[str, int] = field(default_factory=dict)
     # session id -> mode ("active", "ignored", "stateless") for sessions a trove engine serves here
     bound_sessions: dict[str, str] = field(default_factory=dict)
-    # delegate_task child session id -> the mode it took from the session that delegated (subagent_start)
+    # delegate_task child session id -> the mode it took from the session that delegated (subagent_start);
+    # an entry goes when the child's session ends (``inherit``/``release``), and past ``MAX_INHERITED``
     inherited_modes: dict[str, str] = field(default_factory=dict)
     health: StoreHealth = field(default_factory=StoreHealth)
     unstored: Unstored = field(default_factory=Unstored)
@@ -315,6 +317,28 @@ class Runtime:
             self.bump("ignored_message_count")
             return True
         return False
+
+    # -- sessions trove stores nothing for -----------------------------------------
+    def unstored_reason(self, session_id: str, platform: str = "") -> str | None:
+        """Why trove stores nothing for ``session_id`` (and so ends nothing of it), or None: an operator's
+        ignore or stateless pattern, one of the host's side agents, or the mode it was bound in here (a
+        cron job's delegated child is stateless like the job)."""
+        bound = self.bound_sessions.get(session_id) or self.inherited_modes.get(session_id)
+        return (self.filters.ignored_by(session_id, platform) or self.filters.stateless_by(session_id, platform)
+                or host_side_agent(session_id, platform) or (f"{bound} session" if bound in UNSTORED else None))
+
+    def inherit(self, child: str, mode: str) -> None:
+        """Remember that delegated child ``child`` runs in ``mode``; bounded, the oldest entry goes first."""
+        self.inherited_modes.pop(child, None)
+        self.inherited_modes[child] = mode  # newest last
+        while len(self.inherited_modes) > MAX_INHERITED:
+            self.inherited_modes.pop(next(iter(self.inherited_modes)), None)
+
+    def release(self, session_id: str) -> str:
+        """Forget the inherited mode of a child whose session ended; returns it ("" when none). The engine
+        copy that ended it keeps it for a compaction boundary that follows (the host ends a session it
+        compacts first)."""
+        return self.inherited_modes.pop(session_id, "")
 
     # -- store health -------------------------------------------------------
     def store_failed(self, exc: BaseException, where: str) -> bool:

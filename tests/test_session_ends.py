@@ -1,0 +1,89 @@
+"""Which session ends count, and what the bookkeeping of delegated children keeps (HOST.md §10)."""
+from __future__ import annotations
+
+import copy
+
+from conftest import assistant, make_config, make_engine, user
+
+from hermes_trove import runtime as runtime_module
+from hermes_trove.hooks import make_hooks
+from hermes_trove.runtime import build_runtime
+
+BACKENDS = ("sqlite", "postgresql")  # every test here runs on the file and on a server
+
+CRON = "cron_abc_20260301_090000"
+CHILD = "20260301_090001_c0ffee"
+
+
+def chat(n: int) -> list[dict]:
+    return [user(f"question {i} about the kiln") if i % 2 == 0 else assistant(f"answer {i}") for i in range(n)]
+
+
+def cron_child(rt, hooks, child: str = CHILD):
+    """A delegated child of a cron job, bound as the host binds it: as an ordinary session first, then
+    told by ``subagent_start`` whose child it is."""
+    job = make_engine(rt, session=CRON, platform="cron")
+    kid = copy.deepcopy(job)
+    kid.state.key = None
+    kid.on_session_start(child, platform="subagent", conversation_id=None)
+    hooks["subagent_start"](parent_session_id=CRON, child_session_id=child)
+    return kid
+
+
+def test_the_end_of_a_session_stateless_by_pattern_marks_and_stores_nothing(tmp_path):
+    before = build_runtime(make_config(tmp_path))  # the pattern came later: the session has a row and turns
+    make_engine(before, session="batch-7").ingest(chat(2))
+    rt = build_runtime(make_config(tmp_path, stateless_session_patterns=("batch-*",)))
+    eng = make_engine(rt, session="batch-7")
+    assert eng.state.mode == "stateless"
+    eng.on_session_end("batch-7", chat(6))
+    row = rt.store.session("batch-7")
+    assert row.ended_at is None and rt.store.count("batch-7") == 2
+    ignored = build_runtime(make_config(tmp_path, ignore_session_patterns=("batch-*",)))
+    make_engine(ignored, session="batch-7").on_session_end("batch-7", chat(8))
+    assert ignored.store.session("batch-7").ended_at is None and ignored.store.count("batch-7") == 2
+
+
+def test_the_end_of_a_cron_jobs_child_that_kept_its_row_marks_nothing(tmp_path):
+    rt = build_runtime(make_config(tmp_path))
+    hooks = make_hooks(rt)
+    job = make_engine(rt, session=CRON, platform="cron")
+    kid = copy.deepcopy(job)
+    kid.state.key = None
+    kid.on_session_start(CHILD, platform="subagent", conversation_id=None)
+    rt.health.fail("database is locked")  # the store is out of reach when the child is announced...
+    hooks["subagent_start"](parent_session_id=CRON, child_session_id=CHILD)
+    rt.health.recover()  # ...so the row its first, ordinary bind made stays
+    assert rt.store.session(CHILD) is not None
+    kid.on_session_end(CHILD, chat(4))
+    assert rt.store.session(CHILD).ended_at is None and rt.store.count(CHILD) == 0
+
+
+def test_a_childs_end_drops_what_it_inherited_and_a_compaction_end_keeps_it(tmp_path):
+    rt = build_runtime(make_config(tmp_path))
+    hooks = make_hooks(rt)
+    kid = cron_child(rt, hooks)
+    assert rt.inherited_modes == {CHILD: "stateless"}
+    # The host ends a session it compacts before it announces the boundary (commit_memory_session):
+    # in place first, then rotated to a new id. The child stays stateless across both.
+    kid.on_session_end(CHILD, chat(4))
+    kid.on_session_start(CHILD, boundary_reason="compression", old_session_id=CHILD, platform="subagent")
+    assert kid.state.mode == "stateless" and kid.ingest(chat(6)) == 0
+    kid.on_session_end(CHILD, chat(6))
+    kid.on_session_start("20260301_090502_beef00", boundary_reason="compression", old_session_id=CHILD,
+                         platform="subagent")
+    assert kid.state.mode == "stateless" and kid.ingest(chat(8)) == 0
+    assert rt.store.count(CHILD) == 0 and rt.store.count("20260301_090502_beef00") == 0
+    kid.on_session_end("20260301_090502_beef00", chat(8))  # its real end
+    assert rt.inherited_modes == {}
+    assert rt.store.session("20260301_090502_beef00") is None
+
+
+def test_the_inherited_modes_of_a_long_running_process_are_bounded(tmp_path, monkeypatch):
+    monkeypatch.setattr(runtime_module, "MAX_INHERITED", 8)
+    rt = build_runtime(make_config(tmp_path))
+    hooks = make_hooks(rt)
+    kids = [cron_child(rt, hooks, f"kid-{i:02d}") for i in range(20)]  # children that never end
+    assert list(rt.inherited_modes) == [f"kid-{i:02d}" for i in range(12, 20)]
+    assert all(k.ingest(chat(2)) == 0 for k in kids)  # each live child is still stateless
+
