@@ -69,6 +69,14 @@ def before_answer(runtime: Runtime, user_message: Any, session_id: str) -> list[
     return [t for t in texts if t]
 
 
+def hook_subject(kw: dict[str, Any]) -> str:
+    """The session a hook call is about, as its log line names it: the turn's session, or a delegated
+    child and the session that delegated it (``subagent_start`` names no ``session_id``)."""
+    if kw.get("session_id") or not (kw.get("child_session_id") or kw.get("parent_session_id")):
+        return f"session {kw.get('session_id')}"
+    return f"child session {kw.get('child_session_id')} of session {kw.get('parent_session_id')}"
+
+
 def guarded(name: str, callback: Callable[..., Any]) -> Callable[..., Any]:
     """The hook's one never-raise boundary: a failure is logged and answered with None."""
 
@@ -79,7 +87,7 @@ def guarded(name: str, callback: Callable[..., Any]) -> Callable[..., Any]:
         except StoreSelectionError:  # a served profile trove cannot serve: said once, where it was found
             return None
         except Exception:
-            log.exception("trove: %s hook failed for session %s (the host carries on)", name, kw.get("session_id"))
+            log.exception("trove: %s hook failed for %s (the host carries on)", name, hook_subject(kw))
             return None
 
     return hook

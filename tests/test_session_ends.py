@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import copy
+import logging
+import os
+import shutil
 
 from conftest import assistant, make_config, make_engine, user
 
@@ -57,6 +60,26 @@ def test_the_end_of_a_cron_jobs_child_that_kept_its_row_marks_nothing(tmp_path):
     assert rt.store.session(CHILD) is not None
     kid.on_session_end(CHILD, chat(4))
     assert rt.store.session(CHILD).ended_at is None and rt.store.count(CHILD) == 0
+
+
+def test_a_failing_subagent_start_names_the_child_and_the_parent_in_its_log(tmp_path, caplog):
+    rt = build_runtime(make_config(tmp_path, database_url=""))  # a file store, made unusable below
+    hooks = make_hooks(rt)
+    parent = make_engine(rt, session="p-1")
+    kid = copy.deepcopy(parent)
+    kid.state.key = None
+    kid.on_session_start("kid-1", platform="subagent", conversation_id=None)
+    path = rt.db.path
+    rt.db.close()  # the store becomes unusable underneath: a directory where the file was
+    (tmp_path / "moved").mkdir()
+    for leftover in (path, path + "-wal", path + "-shm"):
+        if os.path.exists(leftover):
+            shutil.move(leftover, tmp_path / "moved")
+    os.mkdir(path)
+    with caplog.at_level(logging.ERROR, logger="hermes_trove"):
+        assert hooks["subagent_start"](parent_session_id="p-1", child_session_id="kid-1") is None
+    failed = [r.getMessage() for r in caplog.records if "subagent_start" in r.getMessage()]
+    assert failed and "kid-1" in failed[0] and "p-1" in failed[0] and "session None" not in failed[0]
 
 
 def test_a_childs_end_drops_what_it_inherited_and_a_compaction_end_keeps_it(tmp_path):
