@@ -32,6 +32,7 @@ from .models import Complete, host_complete
 from .ops.maintenance import drop_unstored_row, gc_empty_lifecycle, previous_in_chat
 from .runtime import Runtime, build_runtime
 from .scope import scope_for
+from .spill import held_end
 from .store import SessionKey
 from .subsystems import start as start_subsystems
 from .toolkit import ToolContext
@@ -309,7 +310,7 @@ class TroveEngine(ContextEngine):
             self.state.released = (session_id, released) if released else self.state.released
             return
         if not self.runtime.store.local_writes and not self.runtime.store_usable(self.state.key):
-            self._hold(key, messages)
+            self._hold(key, messages, end=True)
             return
         try:
             if session_id and not repeats_previous(self.runtime.store.owner, session_id, messages,
@@ -325,7 +326,7 @@ class TroveEngine(ContextEngine):
                 self.runtime.store.settle(timeout_s=5.0)
         except Exception as exc:  # never let a flush failure reach the host
             if self._storage_error(exc, f"the end-of-session flush of {session_id}"):
-                self._hold(key, messages)
+                self._hold(key, messages, end=True)
 
     def _bind(self, key: SessionKey) -> None:
         filters = self.runtime.filters
@@ -390,11 +391,13 @@ class TroveEngine(ContextEngine):
         log.exception("trove: %s failed", where)
         return False
 
-    def _hold(self, key: SessionKey, messages: list[dict[str, Any]]) -> None:
-        """Keep what an active session showed while the store takes no writes."""
+    def _hold(self, key: SessionKey, messages: list[dict[str, Any]], end: bool = False) -> None:
+        """Keep what an active session showed while the store takes no writes (``end``: the list of its end)."""
         if not messages or self.runtime.unstored_reason(key.session_id, key.platform):
             return
-        self.runtime.unstored.hold(key, messages)
+        state = self.state  # an end's list may be another session's: replayed only if it is not
+        self.runtime.unstored.hold(key, messages, held_end(key.session_id, messages, state.left, state.answered)
+                                   if end else None)
 
     # -- ingest --------------------------------------------------------------
     def ingest(self, messages: list[dict[str, Any]]) -> int:

@@ -265,8 +265,23 @@ def repeats_previous(session: Callable[[str], Any], session_id: str, messages: S
     row = session(session_id) if isinstance(messages[-1], dict) else None
     if row is None:
         return False
-    cursor = (len(messages), message_identity(messages[-1]))
-    for other in {row.previous_session_id or "", left, answered} - {"", session_id}:
+    return repeats_cursor(session, end_cursor(messages), {row.previous_session_id or "", left, answered} - {session_id})
+
+
+EndCursor = tuple[int, str]  # an end's list as an ingest cursor: its length and its last message's identity
+
+
+def end_cursor(messages: Sequence[Any]) -> EndCursor:
+    """``messages`` as the ingest cursor a session stored from exactly that list would hold."""
+    last = messages[-1] if messages else None
+    return (len(messages), message_identity(last)) if isinstance(last, dict) else (0, "")
+
+
+def repeats_cursor(session: Callable[[str], Any], cursor: EndCursor, others: set[str] | Sequence[str]) -> bool:
+    """Whether one of the sessions ``others`` was last stored from the list ``cursor`` stands for."""
+    if not cursor[0]:
+        return False
+    for other in set(others) - {""}:
         before = session(other)
         if before is not None and before.ingest_len and (before.ingest_len, before.ingest_identity) == cursor:
             return True

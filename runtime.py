@@ -33,7 +33,7 @@ from .payloads.redact import Redactor
 from .payloads.spool import SpoolDir
 from .pgdb import PgDatabase, StoreSelectionError
 from .scope import Visibility
-from .spill import SPILL_DIR, Spill
+from .spill import SPILL_DIR, HeldEnd, Spill, repeats_held_end
 from .store import MessageStore, SessionKey
 
 log = logging.getLogger("hermes_trove.runtime")
@@ -154,23 +154,31 @@ class Unstored:
     sessions: dict[str, tuple[SessionKey, list[dict[str, Any]]]] = field(default_factory=dict)
     dropped: int = 0
     spill: Spill | None = None
+    # session id -> the end its held copy came from, while that copy is only an end's list that may be another
+    # session's (``spill.HeldEnd``): it is written last, and only if it repeats no other session's list
+    ends: dict[str, HeldEnd] = field(default_factory=dict)
 
     @property
     def count(self) -> int:
         return sum(len(msgs) for _, msgs in self.sessions.values())
 
-    def hold(self, key: SessionKey, messages: Sequence[Any]) -> int:
-        """Add what ``messages`` holds past the held copy of ``key``'s session; returns how many."""
+    def hold(self, key: SessionKey, messages: Sequence[Any], end: HeldEnd | None = None) -> int:
+        """Add what ``messages`` holds past the held copy of ``key``'s session; returns how many. ``end``:
+        ``messages`` is a session end's list that may be another session's (``spill.HeldEnd``)."""
         if not key.session_id:
             return 0
         raw = [m for m in messages if isinstance(m, dict) and not is_synthetic(m)]
         _, held = self.sessions.pop(key.session_id, (key, []))
         new = [dict(m) for m in raw[_new_from(raw, held):]]  # copy only what is new
+        if end is not None and not held:
+            self.ends[key.session_id] = end
+        elif new:  # the session's own turns, or an end after them: its held copy is its own
+            self.ends.pop(key.session_id, None)
         held.extend(new)
         self.sessions[key.session_id] = (key, held)  # most recently held last
         self._bound(held)
         if new and self.spill is not None:
-            self.spill.append(key, new, held)
+            self.spill.append(key, new, held, self.ends.get(key.session_id))
         while len(self.sessions) > MAX_HELD_SESSIONS:
             oldest = next(iter(self.sessions))
             self.dropped += len(self.sessions.pop(oldest)[1])
@@ -178,6 +186,7 @@ class Unstored:
         return len(new)
 
     def _forget(self, session_id: str) -> None:
+        self.ends.pop(session_id, None)
         if self.spill is not None:
             self.spill.forget(session_id)
 
@@ -193,9 +202,10 @@ class Unstored:
         first would make those older messages look stored. Raises on a storage error, keeping what is
         not written yet."""
         added = self.spill.restore(store, skip) if self.spill is not None else 0
-        for sid in list(self.sessions):
+        for sid in sorted(self.sessions, key=lambda s: s in self.ends):  # an end's list last: it may repeat one
             key, held = self.sessions[sid]
-            added += len(store.ingest(key, held, skip=skip).store_ids)
+            if not repeats_held_end(store, sid, self.ends.get(sid)):
+                added += len(store.ingest(key, held, skip=skip).store_ids)
             del self.sessions[sid]
             self._forget(sid)
         return added

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from .backend import storage_error
-from .ingest import Identify, message_identity
+from .ingest import EndCursor, Identify, end_cursor, message_identity, repeats_cursor
 from .rows import SessionKey
 
 try:
@@ -35,15 +35,56 @@ SPILL_DIR = "trove-held"
 MAX_SPILL_BYTES = 64_000_000  # per session file (or twice its last rewrite): past it, the held copy replaces it
 _KEY_FIELDS = {f.name for f in fields(SessionKey)}
 Run = tuple[SessionKey, list[Any], list[str]]  # one process's held transcript of a session, with identities
+# A transcript held from a session's end that may be another session's list (no model answer in it here): the
+# end's cursor and the sessions it may repeat. It is replayed as a normal end is stored: only if it repeats none.
+HeldEnd = tuple[EndCursor, tuple[str, ...]]
+
+
+def held_end(session_id: str, messages: Sequence[Any], left: str, answered: str) -> HeldEnd | None:
+    """What a held end of ``session_id`` with the list ``messages`` must remember (``left`` and ``answered``
+    as ``ingest.repeats_previous`` takes them); None after a model answer in the session: the list is its own."""
+    if not messages or answered == session_id:
+        return None
+    return end_cursor(messages), tuple(s for s in (left, answered) if s and s != session_id)
+
+
+def repeats_held_end(store: Any, session_id: str, end: HeldEnd | None) -> bool:
+    """Whether the held end ``end`` of ``session_id`` only repeats what another session was stored from
+    (``ingest.repeats_previous``'s rule, read now that the store takes writes); False without ``end``."""
+    if end is None:
+        return False
+    row = store.owner(session_id)
+    others = {*end[1], row.previous_session_id if row is not None else ""} - {session_id}
+    return repeats_cursor(store.owner, end[0], others)
 
 
 def spill_line(run: str, key: SessionKey, messages: Sequence[dict[str, Any]],
-               scrub: Callable[[Any], Any] | None = None) -> bytes:
+               scrub: Callable[[Any], Any] | None = None, end: HeldEnd | None = None) -> bytes:
     """One batch as a JSON line: the run it continues, the session, each message's identity (of the
-    message as shown, so a later ingest aligns it) and the messages, each passed through ``scrub``."""
+    message as shown, so a later ingest aligns it) and the messages, each passed through ``scrub``; and,
+    for a run held only from an end (``HeldEnd``), that end."""
     shown = [scrub(m) for m in messages] if scrub is not None else list(messages)
-    record = {"run": run, "key": asdict(key), "ids": [message_identity(m) for m in messages], "messages": shown}
+    record: dict[str, Any] = {"run": run, "key": asdict(key), "ids": [message_identity(m) for m in messages],
+                              "messages": shown}
+    if end is not None:
+        record["end"] = [end[0][0], end[0][1], list(end[1])]
     return json.dumps(record, default=str).encode("ascii") + b"\n"
+
+
+def read_ends(data: bytes) -> list[HeldEnd | None]:
+    """For each run ``read_runs`` reads (in its order), the end it was held from when its last whole line
+    names one, else None."""
+    ends: dict[str, HeldEnd | None] = {}
+    for line in data.split(b"\n"):
+        try:
+            record = json.loads(line)
+            if len(list(record["messages"])) != len(list(record["ids"])) or not record["key"]["session_id"]:
+                continue
+            end = record.get("end")
+            ends[str(record.get("run"))] = ((int(end[0]), str(end[1])), tuple(str(s) for s in end[2])) if end else None
+        except (ValueError, KeyError, TypeError, AttributeError, IndexError):
+            continue
+    return list(ends.values())
 
 
 def read_runs(data: bytes) -> list[Run]:
@@ -131,9 +172,11 @@ class Spill:
         self.runs.pop(session_id, None)
         self.rewritten.pop(session_id, None)
 
-    def append(self, key: SessionKey, new: Sequence[dict[str, Any]], held: Sequence[dict[str, Any]]) -> None:
+    def append(self, key: SessionKey, new: Sequence[dict[str, Any]], held: Sequence[dict[str, Any]],
+               end: HeldEnd | None = None) -> None:
         """Add ``new`` to the session's file, or all of ``held`` as a new run when this process has no
-        run there yet (a first spill, a file another process wrote into the store, a failed write)."""
+        run there yet (a first spill, a file another process wrote into the store, a failed write);
+        ``end``: the held copy is only an end's list so far (``HeldEnd``)."""
         run = self.runs.pop(key.session_id, "")
         try:
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -143,12 +186,12 @@ class Spill:
                 size = f.seek(0, os.SEEK_END)
                 continues = bool(run and size)
                 run = run if continues else uuid.uuid4().hex
-                line = spill_line(run, key, new if continues else held, self.scrub)
+                line = spill_line(run, key, new if continues else held, self.scrub, end)
                 # bounded: the held copy alone replaces the file; past twice its size when that is larger,
                 # so a held copy over the bound is not copied again at every append
                 if size + len(line) > max(MAX_SPILL_BYTES, 2 * self.rewritten.get(key.session_id, 0)):
                     run = uuid.uuid4().hex
-                    data = spill_line(run, key, held, self.scrub)
+                    data = spill_line(run, key, held, self.scrub, end)
                     self._replace(path, data)
                     self.rewritten[key.session_id] = len(data)
                 else:
@@ -182,8 +225,9 @@ class Spill:
 
     def restore(self, store: MessageStore, skip: Callable[[dict[str, Any]], bool] | None = None) -> int:
         """Write every spilled session into ``store``, each run one ingest (which adds only what is not
-        stored yet), and remove a file once that is committed unless it grew meanwhile; returns rows added."""
-        added = 0
+        stored yet), and remove a file once that is committed unless it grew meanwhile; returns rows added.
+        A run held only from an end (``HeldEnd``) goes last, and only if it repeats no other session's list."""
+        added, later = 0, []
         for path in sorted(self.folder.glob("*.jsonl")):
             if not path.is_file():  # a folder, or a pipe whose open would wait for a writer
                 continue
@@ -195,15 +239,29 @@ class Spill:
                 continue
             if data is None:
                 continue
-            try:
-                for key, messages, ids in read_runs(data):
+            runs = list(zip(read_runs(data), read_ends(data), strict=False))
+            if any(end is not None for _, end in runs):
+                with contextlib.suppress(OSError):  # in the order they were held: an end may repeat the one before
+                    later.append((path.stat().st_mtime_ns, path, data, runs))
+                continue
+            added += self._restore_file(store, skip, path, data, runs)
+        for _, path, data, runs in sorted(later, key=lambda held: held[:2]):
+            added += self._restore_file(store, skip, path, data, runs)
+        return added
+
+    def _restore_file(self, store: MessageStore, skip: Callable[[dict[str, Any]], bool] | None, path: Path,
+                      data: bytes, runs: list[tuple[Run, HeldEnd | None]]) -> int:
+        added = 0
+        try:
+            for (key, messages, ids), end in runs:
+                if not repeats_held_end(store, key.session_id, end):
                     added += len(store.ingest(key, messages, skip=skip, identity=_identities(messages, ids)).store_ids)
-            except Exception as exc:
-                if storage_error(exc):
-                    raise
-                log.exception("trove: the held messages in %s cannot be stored; the file stays", path)
-                continue  # one bad file must not keep the store from recovering
-            with contextlib.suppress(OSError), _locked(path, create=False) as f:  # else a later restore retries
-                if f is not None and os.fstat(f.fileno()).st_size == len(data):
-                    path.unlink()
+        except Exception as exc:
+            if storage_error(exc):
+                raise
+            log.exception("trove: the held messages in %s cannot be stored; the file stays", path)
+            return added  # one bad file must not keep the store from recovering
+        with contextlib.suppress(OSError), _locked(path, create=False) as f:  # else a later restore retries
+            if f is not None and os.fstat(f.fileno()).st_size == len(data):
+                path.unlink()
         return added

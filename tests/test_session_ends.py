@@ -110,3 +110,70 @@ def test_the_inherited_modes_of_a_long_running_process_are_bounded(tmp_path, mon
     assert list(rt.inherited_modes) == [f"kid-{i:02d}" for i in range(12, 20)]
     assert all(k.ingest(chat(2)) == 0 for k in kids)  # each live child is still stateless
 
+
+# -- an end held while the store is unusable is replayed by the rule a normal end follows --------------------
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def down(rt) -> Clock:
+    """The store turns unusable (as after a failed write); its retry is not due until the clock moves on."""
+    clock = Clock()
+    rt.health.clock = clock
+    rt.health.fail("database or disk is full")
+    return clock
+
+
+def test_an_exit_after_new_held_while_the_store_was_down_stores_nothing_more_when_replayed(tmp_path):
+    rt = build_runtime(make_config(tmp_path, database_url=""))  # a file store: the held copy spills too
+    eng = make_engine(rt, session="s-old")
+    history = chat(6)
+    eng.ingest(history[:4])
+    clock = down(rt)
+    eng.on_session_end("s-old", history)  # /new: the old session's end, then the new one's exit with the same list
+    eng.on_session_reset()
+    eng.bind_session_state(None, "s-new")
+    eng.on_session_end("s-new", history)
+    clock.now = rt.health.retry_at + 1
+    assert rt.store_usable()
+    assert rt.store.count("s-old") == 6 and rt.store.count("s-new") == 0
+    assert rt.unstored.sessions == {} and rt.unstored.spill.pending() == 0
+
+
+def test_an_exit_after_resume_held_while_the_store_was_down_is_replayed_by_the_next_process(tmp_path):
+    config = make_config(tmp_path, database_url="")
+    rt = build_runtime(config)
+    eng = make_engine(rt, session="a")
+    eng.ingest(chat(4))
+    eng.on_session_reset()
+    eng.bind_session_state(None, "b")
+    b_history = [user("the kiln runs at 1240 degrees"), assistant("noted")]
+    eng.ingest(b_history)
+    down(rt)
+    eng.on_session_reset()
+    eng.bind_session_state(None, "a")  # /resume a, then the exit hands b's list
+    eng.on_session_end("a", b_history)
+    later = build_runtime(config)  # Hermes exited with the store still down; the next start writes the files
+    later.restore_spilled()
+    assert later.store.count("a") == 4 and later.store.count("b") == 2
+    assert later.unstored.spill.pending() == 0
+
+
+def test_a_failed_turn_after_new_held_while_the_store_was_down_is_still_replayed(tmp_path):
+    rt = build_runtime(make_config(tmp_path, database_url=""))
+    eng = make_engine(rt, session="t-old")
+    history = chat(4)
+    eng.ingest(history)
+    clock = down(rt)
+    eng.on_session_end("t-old", history)
+    eng.on_session_reset()
+    eng.bind_session_state(None, "t-new")
+    eng.on_session_end("t-new", [*history, user("and one more thing")])  # a turn whose answer failed
+    clock.now = rt.health.retry_at + 1
+    assert rt.store_usable()
+    assert rt.store.count("t-old") == 4 and rt.store.count("t-new") == 5
+
