@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("hermes_trove.hooks")
 POLICY_PATH = Path(__file__).resolve().parent / "skills" / "hermes-trove" / "references" / "recall-policy.md"
 SUMMARY_CONTEXT_TOKENS = 1500  # carried summaries shown before the first compaction of a session
+# The ``on_session_finalize`` reasons with which a gateway ends a chat's session (/new, an idle reset).
+CHAT_ENDS = frozenset({"new_session", "session_expired"})
 
 
 def recall_policy() -> str:
@@ -194,6 +196,20 @@ def make_hooks(base: Runtime) -> dict[str, Callable[..., Any]]:
             runtime.store.ensure_session(SessionKey(child, row.conversation_id, row.platform),
                                          previous_session_id=parent)
 
+    def on_session_finalize(**kw: Any) -> None:
+        """A gateway chat's /new, or its idle expiry, ends the chat's session. The chat's agent, whose clean-up
+        ends it in trove too, may be gone already: ``/compress`` evicts it, so a ``/new`` right after has no
+        agent to clean up. The end is marked here then (an unstored session, or one ended, is left alone)."""
+        runtime = base.for_home(scoped_home())
+        session_id = str(kw.get("session_id") or "")
+        if kw.get("reason") not in CHAT_ENDS or not session_id \
+                or runtime.unstored_reason(session_id, str(kw.get("platform") or "")) or not runtime.store_usable():
+            return
+        row = runtime.store.session(session_id)
+        if row is not None and row.ended_at is None:
+            runtime.store.mark_ended(session_id)
+
     callbacks = {"post_llm_call": post_llm_call, "pre_llm_call": pre_llm_call,
-                 "transform_tool_result": transform_tool_result, "subagent_start": subagent_start}
+                 "transform_tool_result": transform_tool_result, "subagent_start": subagent_start,
+                 "on_session_finalize": on_session_finalize}
     return {name: guarded(name, callback) for name, callback in callbacks.items()}

@@ -177,3 +177,24 @@ def test_a_failed_turn_after_new_held_while_the_store_was_down_is_still_replayed
     assert rt.store_usable()
     assert rt.store.count("t-old") == 4 and rt.store.count("t-new") == 5
 
+
+def test_the_gateways_finalize_hook_ends_a_chat_session_whose_agent_is_gone(tmp_path):
+    # /compress evicts the chat's agent, so /new right after cleans no agent up: only the hook says so
+    rt = build_runtime(make_config(tmp_path, stateless_session_patterns=("telegram:quiet-*",)))
+    hooks = make_hooks(rt)
+    key = "agent:main:telegram:dm:5151"
+    live = make_engine(rt, session="chat-1", platform="telegram")
+    live.on_session_start("chat-1", platform="telegram", conversation_id=key)
+    live.ingest(chat(4))
+    for reason in ("shutdown", "session_boundary", None):  # a restart resumes the chat: no end
+        hooks["on_session_finalize"](session_id="chat-1", platform="telegram", reason=reason)
+        assert rt.store.session("chat-1").ended_at is None, reason
+    hooks["on_session_finalize"](session_id="chat-1", platform="telegram", reason="new_session",
+                                 old_session_id="chat-1", new_session_id="chat-2")
+    assert rt.store.session("chat-1").ended_at is not None and rt.store.count("chat-1") == 4
+    before = build_runtime(make_config(tmp_path))  # a row made before the pattern named the session
+    make_engine(before, session="quiet-1", platform="telegram")
+    hooks["on_session_finalize"](session_id="quiet-1", platform="telegram", reason="session_expired")
+    assert rt.store.session("quiet-1").ended_at is None
+    for kw in ({}, {"session_id": None, "reason": "new_session"}, {"session_id": "no-such", "reason": "new_session"}):
+        assert hooks["on_session_finalize"](**kw) is None

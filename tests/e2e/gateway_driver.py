@@ -101,7 +101,12 @@ class Gateway:
             self.cleanup(agent)
         old = self.sessions.pop(name, "")
         if old:
+            from hermes_cli.plugins import invoke_hook
+
             self.db.end_session(old, "session_reset")
+            # gateway/slash_commands.py then fires the finalize hook for the session it left
+            invoke_hook("on_session_finalize", session_id=old, platform=self.chats[name]["platform"],
+                        reason="new_session", old_session_id=old)
         return {"old_session_id": old, "session_id": self.session_id(name)}
 
     def undo(self, name: str) -> dict[str, Any]:

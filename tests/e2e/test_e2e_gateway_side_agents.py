@@ -3,7 +3,9 @@
 Each builds a temporary agent for the chat's session; its clean-up ends that session with an
 empty list (gateway/run.py ``_cleanup_agent_resources``). The chat goes on, so trove keeps its
 session open: the sessions table and ``/trove status`` show no end for it, while ``/new`` in
-the chat still ends the session it leaves (tests/e2e/gateway_driver.py builds the agents).
+the chat still ends the session it leaves, also right after ``/compress``, when the chat has no agent to
+clean up and the gateway's ``on_session_finalize`` hook is the only call (tests/e2e/gateway_driver.py builds
+the agents).
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import pytest
 from .harness import GATEWAY_DRIVER, query
 
 CHATS = {name: {"platform": "telegram", "user": user, "key": f"agent:main:telegram:dm:{user}"}
-         for name, user in (("A", "5151"), ("D", "6262"))}
+         for name, user in (("A", "5151"), ("D", "6262"), ("B", "7373"))}
 FILLER = " ".join(["notes about the tide tables and the harbour lights"] * 40)
 
 
@@ -30,6 +32,9 @@ def side_agents(make_home) -> dict[str, Any]:
         {"chat": "D", "command": "/trove status"},
         {"chat": "A", "text": "after the compaction: which lamp burns paraffin?"},
         {"chat": "A", "command": "/new"},
+        *[{"chat": "B", "text": f"turn {i}: buoy {i} rings a bell. {FILLER}"} for i in range(5)],
+        {"chat": "B", "command": "/compress"},  # evicts the chat's agent: /new finds none to clean up
+        {"chat": "B", "command": "/new"},
     ]
     result = home.run_driver({"chats": CHATS, "state": str(home.root / "gateway-sessions.json"), "steps": steps},
                              "gw-side-agents", timeout=600, script=GATEWAY_DRIVER)
@@ -70,4 +75,12 @@ def test_new_in_the_chat_still_ends_the_session_it_leaves(side_agents):
     steps = side_agents["steps"]
     new = steps[11]
     assert new["old_session_id"] == steps[5]["session_id"] != new["session_id"], new
+    assert ended(side_agents, new["old_session_id"])
+
+
+def test_new_right_after_compress_still_ends_the_session_it_leaves(side_agents):
+    steps = side_agents["steps"]
+    compress, new = steps[17], steps[18]
+    assert "error" not in compress and compress["engine_name"] == "trove", compress
+    assert new["old_session_id"] == compress["session_id"] != new["session_id"], new
     assert ended(side_agents, new["old_session_id"])
