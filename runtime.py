@@ -45,6 +45,7 @@ _PROFILES: dict[str, Runtime] = {}  # profile home -> its runtime, in a process 
 _UNSELECTED: dict[str, str] = {}  # profile home -> why its .env selects no store
 _PROFILES_LOCK = threading.Lock()
 MAX_INHERITED = 1024  # delegated children whose inherited mode is remembered; the oldest go first
+_INHERITED_LOCK = threading.Lock()  # children of several chats are announced on their own threads
 
 
 def store_reason(exc: BaseException) -> str | None:
@@ -339,16 +340,18 @@ class Runtime:
 
     def inherit(self, child: str, mode: str) -> None:
         """Remember that delegated child ``child`` runs in ``mode``; bounded, the oldest entry goes first."""
-        self.inherited_modes.pop(child, None)
-        self.inherited_modes[child] = mode  # newest last
-        while len(self.inherited_modes) > MAX_INHERITED:
-            self.inherited_modes.pop(next(iter(self.inherited_modes)), None)
+        with _INHERITED_LOCK:
+            self.inherited_modes.pop(child, None)
+            self.inherited_modes[child] = mode  # newest last
+            while len(self.inherited_modes) > MAX_INHERITED:
+                self.inherited_modes.pop(next(iter(self.inherited_modes)), None)
 
     def release(self, session_id: str) -> str:
         """Forget the inherited mode of a child whose session ended; returns it ("" when none). The engine
         copy that ended it keeps it for a compaction boundary that follows (the host ends a session it
         compacts first)."""
-        return self.inherited_modes.pop(session_id, "")
+        with _INHERITED_LOCK:
+            return self.inherited_modes.pop(session_id, "")
 
     # -- store health -------------------------------------------------------
     def store_failed(self, exc: BaseException, where: str) -> bool:
