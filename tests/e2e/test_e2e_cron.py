@@ -6,7 +6,10 @@ for the owner's. A later CLI session then recalls the cron job's fact. Trove kee
 stateless: it stores nothing for them, and a cron session has no owner scope, so its cross-session
 reads see only itself, like any unscoped session (docs/operator-guide.md, "Sessions the host runs
 on the side" and "Who sees which sessions"). A second job hands its work to a ``delegate_task``
-child: the child is stateless like the job, so trove stores nothing of either.
+child: the child is stateless like the job, so trove stores nothing of either. A third job's child
+fills its 64K window until the host compacts it (the host's own compressor: the child is stateless),
+which ends the child's session before it announces the compaction boundary; the child stays
+stateless past that boundary, through its later turns and its real end.
 """
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from .harness import FALLBACK_WARNING, HERE, chat_requests, query, tool_names
+from .harness import FALLBACK_WARNING, HERE, aux_requests, chat_requests, query, tool_names
 from .test_e2e_delegate import delegate
 
 FACT = "please remember: the greenhouse alarm code is PLOVER-6612."
@@ -106,3 +109,38 @@ def test_the_subagent_of_a_cron_job_is_stateless_like_the_job(cron_delegating):
     assert query(db, "SELECT COUNT(*) FROM summary_nodes") == [(0,)]
     assert not [s for (s,) in query(db, "SELECT session_id FROM sessions") if s.startswith("cron_")]
     assert not [w for w in cron_delegating["ran"]["warnings"] if "trove" in w.lower()]
+
+
+COMPACTING_NOTE = "OSPREY-3071"
+# A cron job runs without a user to approve a flagged command (``python3 -c`` is), so the child's filler
+# comes from ``seq``: about 9,500 tokens a call, each word carrying the note.
+COMPACTING_GOAL = ("child task: keep noting. <<loop>> <<tool:terminal "
+                   + json.dumps({"command": f"seq -s ' ' -f '{COMPACTING_NOTE}-%g' 0 2299"}) + ">>")
+
+
+@pytest.fixture(scope="module")
+def cron_child_compacts(make_home, fake_llm) -> dict[str, Any]:
+    """A cron job whose ``delegate_task`` child runs ``terminal`` until the host compacts its window."""
+    home = make_home(context_length=64000)
+    with (home.home / "config.yaml").open("a", encoding="utf-8") as fh:
+        fh.write("delegation:\n  max_iterations: 9\n")
+    start = len(fake_llm.requests())
+    ran = home.run_driver({"jobs": [{"prompt": delegate(COMPACTING_GOAL), "name": "compacting",
+                                     "toolsets": ["todo", "terminal", "context_engine", "delegation"]}]},
+                          "cron-child-compacts", script=HERE / "cron_driver.py", timeout=240)
+    return {"home": home, "ran": ran, "requests": fake_llm.requests()[start:]}
+
+
+def test_the_subagent_of_a_cron_job_stays_stateless_across_its_compaction(cron_child_compacts):
+    [run] = cron_child_compacts["ran"]["runs"]
+    assert run["ok"], run
+    requests = cron_child_compacts["requests"]
+    assert [b for b in aux_requests(requests) if COMPACTING_NOTE in json.dumps(b)]  # the host summarised the child
+    child = [b for b in chat_requests(requests) if COMPACTING_NOTE in json.dumps(b["messages"])]
+    sizes = [len(json.dumps(b["messages"])) for b in child]
+    assert max(sizes) > sizes[-1] and sizes.index(max(sizes)) < len(sizes) - 1  # turns ran after the compaction
+    db = cron_child_compacts["home"].db_path
+    assert query(db, "SELECT COUNT(*) FROM messages") == [(0,)]
+    assert query(db, "SELECT COUNT(*) FROM summary_nodes") == [(0,)]
+    assert query(db, "SELECT session_id FROM sessions") == []
+    assert not [w for w in cron_child_compacts["ran"]["warnings"] if "trove" in w.lower()]
