@@ -63,9 +63,15 @@ def matching(conn: sqlite3.Connection, expression: str, store_ids: Sequence[int]
 def _scratch(conn: sqlite3.Connection, expression: str, rows: Sequence[tuple[int, str | None, str | None]],
              snippets: bool, group: Callable[[int], int] | None = None) -> list[Any]:
     """``(rowid, snippet)`` of the scratch rows ``(rowid, content, tool_calls)`` matching ``expression``;
-    with ``group`` (rowid -> its group) only each group's best-ranked row."""
+    with ``group`` (rowid -> its group) only each group's best-ranked row.
+
+    The rows live inside a savepoint that is rolled back: nothing is committed and nothing deleted
+    (a DELETE would tokenize each row again and leave FTS5 tombstone segments behind, and three
+    commits of the temp schema cost more than the matching itself). Inside a caller's transaction
+    it undoes only its own writes."""
     conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.trove_rows_fts USING fts5(content, tool_calls,"
                  f" tokenize='{MESSAGES_TOKENIZE}')")
+    conn.execute("SAVEPOINT trove_scratch")
     try:
         conn.executemany("INSERT INTO temp.trove_rows_fts(rowid, content, tool_calls) VALUES (?,?,?)", rows)
         where = "trove_rows_fts MATCH ?"
@@ -80,7 +86,8 @@ def _scratch(conn: sqlite3.Connection, expression: str, rows: Sequence[tuple[int
         return conn.execute(f"SELECT rowid, {snippet_sql('trove_rows_fts', snippets)} FROM temp.trove_rows_fts"
                             f" WHERE {where}", args).fetchall()
     finally:
-        conn.execute("DELETE FROM temp.trove_rows_fts")
+        conn.execute("ROLLBACK TO trove_scratch")
+        conn.execute("RELEASE trove_scratch")
 
 
 def _piece_snippets(conn: sqlite3.Connection, expression: str, rows: Sequence[sqlite3.Row]) -> list[tuple[int, str]]:

@@ -88,6 +88,30 @@ def test_the_scratch_table_is_left_empty_even_when_the_expression_is_refused(sto
     assert conn.execute("SELECT count(*) FROM temp.trove_rows_fts").fetchone()[0] == 0
 
 
+def test_matching_writes_nothing_that_stays_in_the_scratch_table(stored):
+    """Its rows are rolled back, not deleted: a DELETE leaves FTS5 segments behind, page after page."""
+    _, conn, ids = stored
+    expression = build_match("deploy").expression
+    ftsrows.matching(conn, expression, ids, [], [])
+    shadow = "SELECT (SELECT count(*) FROM temp.trove_rows_fts_data), (SELECT count(*) FROM temp.trove_rows_fts_idx)"
+    before = conn.execute(shadow).fetchone()
+    for _ in range(3):
+        assert ftsrows.matching(conn, expression, ids, [], [])
+    assert conn.execute(shadow).fetchone() == before
+    assert not conn.in_transaction
+
+
+def test_matching_inside_a_transaction_undoes_only_its_own_rows(stored):
+    runtime, _, ids = stored
+    with runtime.db.transaction() as conn:
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS outer_note(x)")
+        conn.execute("INSERT INTO outer_note VALUES (1)")
+        got = ftsrows.matching(conn, build_match("deploy").expression, ids, [], [])
+        assert got and conn.in_transaction
+        assert conn.execute("SELECT count(*) FROM outer_note").fetchone()[0] == 1
+        assert conn.execute("SELECT count(*) FROM temp.trove_rows_fts").fetchone()[0] == 0
+
+
 def test_store_search_over_known_rows_keeps_its_shape(stored):
     runtime, _, ids = stored
     hits = runtime.store.search(build_match("deploy").expression, store_ids=ids, limit=2)
