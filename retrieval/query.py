@@ -54,17 +54,21 @@ def rerank(candidates: list[Candidate], terms: tuple[str, ...], coverage_weight:
     stems = [s for s in dict.fromkeys(rough_stem(t) for t in terms) if s]
     has = [[s in c.text for s in stems] for c in candidates]
     idf = [math.log(1 + len(has) / (1 + sum(h[i] for h in has))) if pooled else 1.0 for i in range(len(stems))]
+    total = sum(idf)
     scored: dict[int, float] = {}
     groups: dict[int, str] = {}
     for c, h in zip(candidates, has, strict=True):
-        coverage = sum(w for w, x in zip(idf, h, strict=True) if x) / sum(idf) if stems else 0.0
+        coverage = sum([w for w, x in zip(idf, h, strict=True) if x]) / total if stems else 0.0
         scored[c.key] = c.score * (1.0 + coverage_weight * coverage)
         groups[c.key] = c.group
     out = []
     for c in candidates:
-        best = max((scored[k] for k in (c.key - 1, c.key + 1) if k in scored and groups[k] == c.group),
-                   default=0.0)
-        out.append((c.key, scored[c.key] + neighbor_weight * max(0.0, best)))
+        best = 0.0  # the best positive score of a neighbour in the same group, else nothing
+        for k in (c.key - 1, c.key + 1):
+            near = scored.get(k)
+            if near is not None and near > best and groups[k] == c.group:
+                best = near
+        out.append((c.key, scored[c.key] + neighbor_weight * best))
     order = {c.key: i for i, c in enumerate(candidates)}
     return sorted(out, key=lambda kv: (-kv[1], order[kv[0]]))
 

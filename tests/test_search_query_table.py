@@ -199,3 +199,12 @@ def test_rerank_pooled_weighs_a_term_most_candidates_hold_little(pooled, expecte
             cand(40, 0.5, "mel: ok")]
     out = rerank(rows, ("Mel", "speech"), coverage_weight=2.0, neighbor_weight=0.0, pooled=pooled)
     assert [k for k, _ in out] == expected
+
+
+def test_rerank_a_neighbour_lifts_only_by_a_positive_score_of_its_own_session():
+    rows = [cand(1, -4.0, "alpha"), cand(2, 1.0, "alpha"), cand(3, 2.0, "alpha", "other"), cand(4, 0.0, "beta")]
+    out = dict(rerank(rows, ("alpha",)))
+    assert out[2] == 1.0 * 1.5          # 1 scores below zero, 3 is another session's: no lift
+    assert out[1] == -4.0 * 1.5 + 0.25 * 1.5
+    assert out[4] == 0.0                # its neighbour 3 is another session's, 5 is absent
+    assert out[3] == 2.0 * 1.5
