@@ -245,10 +245,14 @@ def _nth_newest(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Se
     # planner may walk a session's rows by its index and match each one, a hundred times slower), and
     # ordering by its rowid lets it hand the matches over in that order (ordering by m.store_id sorts
     # every match first). With a filter this reads the matches newer than the window's last kept row.
+    # NOT INDEXED: each match's row is found by its id; left to itself the planner reads a session
+    # filter through messages_session (session id and store id), a dearer seek (0.48 to 0.32 ms for
+    # 1,000 matches).
     row = conn.execute(f"SELECT rowid FROM messages_fts WHERE {' AND '.join(fts_where)}"
                        " ORDER BY rowid DESC LIMIT 1 OFFSET ?", [*fts_args, skip]).fetchone() \
         if not scoped else conn.execute(
-            "SELECT m.store_id FROM messages_fts CROSS JOIN messages m ON m.store_id = messages_fts.rowid WHERE "
+            "SELECT m.store_id FROM messages_fts CROSS JOIN messages m NOT INDEXED ON m.store_id = messages_fts.rowid"
+            " WHERE "
             + _on_index(fts_where) + f" AND {scoped} ORDER BY messages_fts.rowid DESC LIMIT 1 OFFSET ?",
             [*fts_args, *scope_args, skip]).fetchone()
     return None if row is None else int(row[0])

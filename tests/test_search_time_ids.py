@@ -124,3 +124,25 @@ def test_the_filtered_window_reads_matches_in_the_full_text_index_order(runtime,
     for sql in windows:
         plan = " | ".join(str(row[3]) for row in conn.execute("EXPLAIN QUERY PLAN " + sql))
         assert "TEMP B-TREE" not in plan, plan
+
+
+def test_a_session_windows_rows_are_found_by_their_id_not_through_the_session_index(runtime, backend):
+    """Checking a session filter through messages_session (session id, then store id) costs more per
+    match than finding the row by its id; the window reads a thousand matches that way."""
+    if backend != "sqlite":
+        pytest.skip("about FTS5's window")
+    fill(runtime)
+    conn = runtime.store.db.read()
+    seen: list[str] = []
+    conn.set_trace_callback(seen.append)
+    try:
+        hits = runtime.store.search(build_match("coffee trip").expression, session_ids=["ordered"], limit=5,
+                                    snippets=False, max_candidates=7)
+    finally:
+        conn.set_trace_callback(None)
+    assert hits and {row.session_id for row, _, _ in hits} == {"ordered"}
+    windows = [sql for sql in seen if "OFFSET" in sql and "CROSS JOIN" in sql]
+    assert windows, seen
+    for sql in windows:
+        plan = " | ".join(str(row[3]) for row in conn.execute("EXPLAIN QUERY PLAN " + sql))
+        assert "INTEGER PRIMARY KEY" in plan and "messages_session" not in plan, plan
