@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from .. import tokens
 from ..models import Complete, clean_output, host_task_window
-from .policy import MIN_SUMMARY_BUDGET, summary_window
+from .policy import (
+    MIN_SUMMARY_BUDGET,
+    SUMMARY_INSTRUCTION_TOKENS,
+    budget_within,
+    request_fits,
+    summary_input_cap,
+    summary_window,
+)
 
 if TYPE_CHECKING:
     from ..config import TroveConfig
@@ -170,6 +177,18 @@ class Summarizer:
         if not own and not self.config.summary_model:
             own = self.host_window()
         return summary_window(chat_window, own)
+
+    @staticmethod
+    def record_cap(window: int) -> int:
+        """The most tokens one summary record may hold in ``window`` (``policy.summary_input_cap``; 0 = no cap)."""
+        return summary_input_cap(window)
+
+    def budget_in(self, text: str, budget: int, window: int, task: str = "") -> int | None:
+        """``budget`` lowered so the request summarising ``text`` (with ``task``, the custom instructions
+        and the prompt's own words) and its answer fit ``window``; None when not even the smallest
+        answer would (the record is then cut without asking)."""
+        asked = tokens.count(text) + tokens.count(task + self.config.custom_instructions) + SUMMARY_INSTRUCTION_TOKENS
+        return budget_within(budget, asked, window) if request_fits(asked, window) else None
 
     def routes(self) -> list[str]:
         out: list[str] = []

@@ -81,6 +81,16 @@ def _fit(sources: list[str], max_tokens: int) -> list[str]:
     return [truncate_deterministic(s, share) for s in sources]
 
 
+def _record(sources: list[str], max_tokens: int, window: int) -> str:
+    """The record a rollup is written from: its sources within ``max_tokens`` and, when the summary
+    model's ``window`` is known, within the share of it a summary record may take
+    (``Summarizer.record_cap``), so the request and its answer fit that model."""
+    cap = min(max_tokens, Summarizer.record_cap(window)) if window > 0 else max_tokens
+    text = "\n\n".join(_fit(sources, cap))
+    # each source keeps at least 64 tokens: very many of them can still pass the cap together
+    return text if tokens.count(text) <= cap else truncate_deterministic(text, cap)
+
+
 def _inputs(runtime: Runtime, store: RollupStore, key: PeriodKey, scope: str) -> tuple[list[str], list[int], int]:
     """The texts a rollup of ``scope`` is written from (that scope's leaves, or its own smaller
     rollups), the leaf node ids it covers, and their source tokens."""
@@ -122,7 +132,8 @@ def build(runtime: Runtime, store: RollupStore, state: RollupState, summarizer: 
             store.discard(state.rollup_id, generation)
             return {**out, "outcome": "discarded", "reason": "no leaf summaries left in the period"}
         cfg = runtime.config
-        text = "\n\n".join(_fit(texts, int(cfg.rollup_input_max_tokens)))
+        window = summarizer.window(0)  # the summary model's own, when known: the request must fit it
+        text = _record(texts, int(cfg.rollup_input_max_tokens), window)
         if tokens.count(text) < MIN_MODEL_INPUT_TOKENS:  # too small to be worth a call: kept as is
             summary, level, model = text, "verbatim", ""
         else:
@@ -133,7 +144,9 @@ def build(runtime: Runtime, store: RollupStore, state: RollupState, summarizer: 
                 parts = "day" if key.kind == "week" else "week and day"
                 task = _AGGREGATE_TASK.format(when=key.description, parts=parts)
                 budget = int(cfg.rollup_aggregate_target_tokens)
-            res = summarizer.summarize(text, 2, budget, task=task)
+            fitted = summarizer.budget_in(text, budget, window, task)
+            res = summarizer.summarize(text, 2, budget if fitted is None else fitted, task=task,
+                                       allow_model=fitted is not None)
             summary, level, model = res.text, res.level, res.model
             calls, input_tokens = res.calls, res.input_tokens
         done = store.finish(state.rollup_id, generation, summary=summary, token_count=tokens.count(summary),

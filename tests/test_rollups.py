@@ -425,3 +425,29 @@ def test_an_upgraded_database_drops_rollups_built_over_every_scope_and_rebuilds_
     after = json.loads(dispatch(b.tool_context(), "trove_recent", {"period": "2024-05-03"}))
     assert after["mode"] == "rollups" and "BRAVO" in json.dumps(after)
     assert "ALPHA" not in json.dumps(after) and "MIXED" not in json.dumps(after)
+
+
+def test_a_rollup_request_fits_the_summary_models_window(tmp_path):
+    # TROVE_SUMMARY_CONTEXT_LENGTH says the summary model holds 8,000 tokens; a day of thirty leaves
+    # is about 13,000 tokens of record, under TROVE_ROLLUP_INPUT_MAX_TOKENS' 60,000. The record is cut to
+    # what a summary request may hold in that window and the answer allowance fits beside it, so the
+    # model writes the rollup instead of refusing it.
+    from hermes_trove import tokens
+
+    window, asked = 8000, []
+    runtime = build_runtime(make_config(tmp_path, temporal_rollups_enabled=True, summary_context_length=window))
+    for h in range(30):
+        add_leaf(runtime, 3, hours=(h % 24, h % 24), text=f"leaf {h}: " + " ".join(f"d{h}x{i}" for i in range(300)))
+
+    def model(messages, name, timeout_s, max_tokens):
+        need = tokens.count(messages[0]["content"]) + max_tokens
+        asked.append(need)
+        if need > window:
+            raise RuntimeError(f"maximum context length is {window} tokens, {need} requested")
+        return "ROLLUP: the work of 3 May 2024.\nExpand for details about: the work"
+
+    report = rollups.run_pass(runtime, model, now=NOW, max_builds=1, budget_s=60)
+    day = by_period(runtime)[("day", "2024-05-03")]
+    assert [b["outcome"] for b in report["built"]] == ["ready"]
+    assert asked and max(asked) <= window, asked
+    assert day.level == "normal" and day.summary.startswith("ROLLUP"), (day.level, asked)
