@@ -38,15 +38,23 @@ def utf8_text(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-def host_task_window(task: str = "compression") -> int:
+def host_task_window(task: str = "compression", home: str = "") -> int:
     """The window the host's config.yaml gives its auxiliary ``task`` model
     (``auxiliary.<task>.context_length``); 0 when unset, unreadable or outside Hermes. The host
     learns an auxiliary model's window only from this setting or by probing the provider, which a
-    compaction does not do."""
+    compaction does not do. ``home`` is the profile whose config.yaml is read (the runtime's: a
+    background pass's thread does not carry the profile a gateway scoped the turn to); "" = the
+    host's current one."""
     try:
         from hermes_cli.config import load_config_readonly  # type: ignore[import-untyped]
+        from hermes_constants import reset_hermes_home_override, set_hermes_home_override
 
-        aux = load_config_readonly().get("auxiliary") or {}
+        token = set_hermes_home_override(home) if home else None
+        try:
+            aux = load_config_readonly().get("auxiliary") or {}
+        finally:
+            if token is not None:
+                reset_hermes_home_override(token)
         value = (aux.get(task) or {}).get("context_length") if isinstance(aux, dict) else None
         return max(0, int(value or 0)) if not isinstance(value, bool) else 0
     except Exception:  # no host, a damaged file or a value that is no number: unknown

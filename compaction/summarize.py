@@ -8,6 +8,7 @@ The breaker state is per process and shared by every engine copy.
 """
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -162,11 +163,12 @@ class Summarizer:
     """Runs the escalation ladder over the configured routes."""
 
     def __init__(self, config: TroveConfig, complete: Complete | None, clock: Callable[[], float] = time.time,
-                 host_window: Callable[[], int] = host_task_window):
+                 host_window: Callable[[], int] | None = None):
         self.config = config
         self.complete = complete
         self.clock = clock
-        self.host_window = host_window
+        # the host's setting in this runtime's profile home, whichever thread asks
+        self.host_window = host_window or functools.partial(host_task_window, home=config.hermes_home)
 
     def window(self, chat_window: int) -> int:
         """The window every summary request must fit (``policy.summary_window``): the chat model's,

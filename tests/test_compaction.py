@@ -588,7 +588,7 @@ def test_the_summary_window_comes_from_the_knob_else_the_hosts_auxiliary_setting
     home.mkdir()
     monkeypatch.setenv("HERMES_HOME", str(home))
     (home / "config.yaml").write_text("auxiliary:\n  compression:\n    context_length: 24000\n", encoding="utf-8")
-    cfg = make_config(tmp_path)
+    cfg = make_config(home)
     assert Summarizer(cfg, None).window(128000) == 24000  # the host's auxiliary route and its window
     assert Summarizer(cfg, None).window(16000) == 16000  # never more than the chat model's
     named = dataclasses.replace(cfg, summary_model="other-model")
@@ -596,6 +596,29 @@ def test_the_summary_window_comes_from_the_knob_else_the_hosts_auxiliary_setting
     assert Summarizer(dataclasses.replace(named, summary_context_length=20000), None).window(128000) == 20000
     (home / "config.yaml").write_text("auxiliary:\n  compression:\n    context_length: lots\n", encoding="utf-8")
     assert Summarizer(cfg, None).window(128000) == 128000  # a value that is no number: unknown
+
+
+def test_the_hosts_summary_window_is_read_from_the_runtimes_profile_on_any_thread(tmp_path, monkeypatch):
+    # A gateway serving several profiles scopes each turn to its profile's home; a background pass
+    # (a rollup) runs on a thread of its own that carries no such scope. The host's setting is read
+    # from the runtime's own home either way, never from the process's default home.
+    import threading
+
+    from hermes_trove.compaction.summarize import Summarizer
+
+    default, profile = tmp_path / "default", tmp_path / "profiles" / "work"
+    for home, window in ((default, 24000), (profile, 12000)):
+        home.mkdir(parents=True)
+        (home / "config.yaml").write_text(f"auxiliary:\n  compression:\n    context_length: {window}\n",
+                                          encoding="utf-8")
+    monkeypatch.setenv("HERMES_HOME", str(default))
+    summarizer = Summarizer(make_config(profile), None)
+    seen = []
+    worker = threading.Thread(target=lambda: seen.append(summarizer.window(128000)))
+    worker.start()
+    worker.join()
+    assert seen == [12000] and summarizer.window(128000) == 12000
+    assert Summarizer(make_config(default), None).window(128000) == 24000
 
 
 def test_a_condensation_group_larger_than_the_window_condenses_the_nodes_that_fit(tmp_path):
