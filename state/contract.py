@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import tokens
 from ..dates import resolve_occurrences
 from ..models import utf8_text
 from ..refs import RefClaim, RefError, verify
@@ -87,6 +88,21 @@ class Parsed:
     invalid: int = 0
     malformed: str | None = None  # why the whole answer was refused
     reasons: tuple[str, ...] = field(default=())
+
+
+def rows_within(rows: Sequence[MessageRow], window: int, answer_tokens: int) -> list[MessageRow]:
+    """The first of ``rows`` whose extraction prompt leaves a known ``window`` room for an answer of
+    ``answer_tokens`` (0 = unknown: all of them); never fewer than one, so a batch always moves on."""
+    if window <= 0:
+        return list(rows)
+    used = tokens.count(PROMPT) + answer_tokens + 8  # the prompt's own words, the answer, the tags
+    out: list[MessageRow] = []
+    for r in rows:
+        used += tokens.count(f"--- message store_id={r.store_id} role={r.role} ---\n{r.content[:MAX_MESSAGE_CHARS]}")
+        if out and used > window:
+            break
+        out.append(r)
+    return out
 
 
 def render_prompt(rows: Sequence[MessageRow]) -> tuple[list[dict[str, str]], int]:

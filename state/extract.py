@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from .. import leases
 from ..background import PassScheduler
-from ..models import Complete
+from ..models import Complete, host_task_window
 from .assertion_store import AssertionStore, BatchLog
-from .contract import VERSION, parse_answer, render_prompt
+from .contract import VERSION, parse_answer, render_prompt, rows_within
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
@@ -52,6 +52,9 @@ def run_pass(runtime: Runtime, complete: Complete | None, *, max_batches: int | 
     max_batches = int(cfg.assertion_batches_per_pass) if max_batches is None else int(max_batches)
     budget_s = cfg.assertion_pass_budget_ms / 1000.0 if budget_s is None else float(budget_s)
     per_batch = int(cfg.assertion_batch_messages)
+    # the auxiliary default's window (the host's auxiliary.compression.context_length) bounds a batch;
+    # a model named by TROVE_ASSERTION_EXTRACTION_MODEL has no known window here
+    window = 0 if cfg.assertion_extraction_model else host_task_window(home=cfg.hermes_home)
     totals = {"batches": 0, "messages": 0, "model_calls": 0, "input_chars": 0, "proposed": 0, "stored": 0,
               "unverified": 0, "invalid": 0, "malformed": 0, "errors": 0}
 
@@ -59,6 +62,7 @@ def run_pass(runtime: Runtime, complete: Complete | None, *, max_batches: int | 
         room = per_batch if max_messages is None else min(per_batch, max_messages - totals["messages"])
         cursor = store.cursor()
         rows = store.pending(cursor, room, head) if room > 0 and head is not None else []
+        rows = rows_within(rows, window, MAX_ANSWER_TOKENS)  # the rest wait for the next batch
         if not rows:
             return False
         outcome = _batch(runtime, store, complete, cursor, rows)

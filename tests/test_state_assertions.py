@@ -413,3 +413,32 @@ def test_extraction_cost_per_message_is_one_call_per_batch(tmp_path):
     report = extract.run_pass(runtime, model, max_batches=1000, budget_s=600)
     assert report["messages"] == 100 and model.calls == report["model_calls"] == 13
     assert report["input_chars"] < model.chars  # the prompt adds its fixed instructions per call
+
+
+def test_a_batch_fits_the_auxiliary_models_window(tmp_path, monkeypatch):
+    # The host's auxiliary.compression.context_length says the auxiliary model holds 8,000 tokens;
+    # eight messages of about 1,000 tokens each, with the prompt and the 2,000-token answer allowance,
+    # do not fit it. A batch takes the messages that do; the others are read by the next one.
+    from hermes_trove import tokens
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    (home / "config.yaml").write_text("auxiliary:\n  compression:\n    context_length: 8000\n", encoding="utf-8")
+    runtime = build_runtime(make_config(home, assertions_enabled=True))
+    cities = [f"City{chr(65 + i)}" for i in range(8)]
+    add(runtime, [("user", f"I live in {c}. " + " ".join(f"w{i}x{j}" for j in range(500)))
+                  for i, c in enumerate(cities)])
+    model, asked = FactModel(), []
+
+    def complete(messages, name, timeout_s, max_tokens):
+        need = tokens.count(messages[0]["content"]) + max_tokens
+        asked.append(need)
+        if need > 8000:
+            raise RuntimeError(f"maximum context length is 8000 tokens, {need} requested")
+        return model(messages, name, timeout_s, max_tokens)
+
+    report = extract.run_pass(runtime, complete, max_batches=10, budget_s=60)
+    assert report["errors"] == 0 and len(asked) >= 2 and max(asked) <= 8000, (report, asked)
+    stored = AssertionStore(runtime.db)
+    assert report["stored"] == 8 and stored.backlog() == 0, report
