@@ -451,3 +451,14 @@ def test_a_rollup_request_fits_the_summary_models_window(tmp_path):
     assert [b["outcome"] for b in report["built"]] == ["ready"]
     assert asked and max(asked) <= window, asked
     assert day.level == "normal" and day.summary.startswith("ROLLUP"), (day.level, asked)
+
+
+def test_a_summary_window_too_small_for_any_request_cuts_the_rollup_without_asking(tmp_path):
+    runtime = build_runtime(make_config(tmp_path, temporal_rollups_enabled=True, summary_context_length=300))
+    for d in (1, 2):
+        add_leaf(runtime, d)
+    model = Model()
+    report = rollups.run_pass(runtime, model, now=NOW, max_builds=1, budget_s=60)
+    day = by_period(runtime)[("day", "2024-05-02")]
+    assert [b["outcome"] for b in report["built"]] == ["ready"] and model.prompts == []
+    assert day.level == "deterministic" and day.model_calls == 0 and day.summary
