@@ -237,7 +237,7 @@ def test_occurrence_time_resolves_dates_against_when_the_hit_was_said(runtime):
 
 
 def test_occurrence_time_of_a_long_hit_reads_its_first_4000_characters(runtime):
-    from hermes_trove.retrieval.recall_hydrate import OCCURRENCE_SCAN_CHARS
+    from hermes_trove.retrieval.recall import OCCURRENCE_SCAN_CHARS
 
     early = "We fly to Lisbon next Friday. " + "log line " * 2000 + "deploy was yesterday"
     store(runtime, "plans", [early], t0=1_700_000_000.0)

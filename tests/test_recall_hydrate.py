@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hermes_trove.refs import parse_claim, verify
-from hermes_trove.retrieval import recall_hydrate as hydrate
+from hermes_trove.retrieval import recall as hydrate
 from hermes_trove.retrieval.recall_search import RecallHit
 from hermes_trove.store import SessionKey
 
