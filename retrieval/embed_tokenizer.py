@@ -1,9 +1,7 @@
 """The local embedder's tokenizer: BERT-uncased WordPiece over the vendored ``data/vocab.txt``.
 
-Pure Python, so the local provider needs no ``tokenizers`` package (and no hub client on the
-import path). It reproduces ``BertNormalizer(lowercase) + BertPreTokenizer + WordPiece``:
-clean text, split CJK characters, lower-case, strip accents, split punctuation, then greedy
-longest-match ``##`` pieces with ``[UNK]`` for words over 100 characters.
+Pure Python (no ``tokenizers`` package), reproducing ``BertNormalizer(lowercase)``,
+``BertPreTokenizer`` and greedy longest-match ``##`` WordPiece with ``[UNK]`` for long words.
 """
 from __future__ import annotations
 

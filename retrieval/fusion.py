@@ -1,11 +1,9 @@
 """Pure score fusion for retrieval arms: normalisation, weighted interpolation, RRF, priors.
 
-An *arm* is one ranked source of candidates (full-text over raw rows, full-text over
-summaries, vectors) mapping item keys to higher-is-better scores. Arms use incomparable
-scales, so fusion first normalises each arm, then combines them by weight: by z-score (the
-default: each arm's scores in standard deviations of its own pool, which one outlying top
-score cannot squash) or by min-max; both beat reciprocal-rank fusion with a small embedder
-on the LoCoMo dev split, and RRF stays available for comparison. Nothing here reads storage.
+An *arm* (full text over raw rows or summaries, vectors) maps item keys to higher-is-better
+scores on its own scale, so each arm is normalised (z-score by default, which one outlying top
+score cannot squash, or min-max) and the arms are combined by weight; both beat reciprocal-rank
+fusion with a small embedder on the LoCoMo dev split, and RRF stays for comparison.
 """
 from __future__ import annotations
 

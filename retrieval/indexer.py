@@ -1,13 +1,9 @@
 """Embedding indexing: bounded passes, the background worker thread, backfill and status.
 
-A pass takes the database lease ``embeddings:<provider>:<model>``, reads rows past the
-generation's cursors, embeds their text (messages as chunks with character spans, each chunk
-followed by the messages just before it in its session; summaries whole) and writes vectors
-and the advanced cursor in one transaction per group, so a crash or a lost lease loses
-nothing and an item embedded twice keeps one set of vectors. A generation made with another
-recipe has its messages embedded again in place. A pass stops at its time budget or item
-count. When a generation has caught up it becomes the active one. The worker thread
-(daemon, stoppable) runs passes between turns until everything is covered.
+A pass holds the lease ``embeddings:<provider>:<model>``, embeds the rows past the generation's
+cursors (messages as chunks with spans, summaries whole) and writes each group's vectors with the
+advanced cursor in one transaction, so a crash or a lost lease loses nothing. It stops at its time
+budget or item count; a generation that has caught up becomes the active one.
 """
 from __future__ import annotations
 

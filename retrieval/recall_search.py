@@ -1,12 +1,9 @@
 """Whole-memory recall: gather candidates from every arm, fuse them, apply the priors.
 
-Arms: BM25 over the raw messages of every session (re-ranked by ``query.rerank``, joined by
-the turns beside its best hits), BM25 over every summary node, and vectors through
-``retrieval.semantic`` when embeddings are on.
-Each arm ranks a bounded pool; ``fusion`` combines the pools; a soft current-conversation
-bias and a recency prior scale the fused score; ``rescore`` then re-orders the best fused
-candidates by how well they read the question. Rows of ignored sessions, rows still in the
-live prompt and handles the caller has already seen are dropped. No response shaping here.
+Arms: BM25 over every session's raw rows (re-ranked, joined by the turns beside its best hits),
+BM25 over every summary node, and vectors (``semantic``) when embeddings are on. ``fusion``
+combines the bounded pools, a current-conversation bias and a recency prior scale the result, and
+``rescore`` re-orders the best. ``Gate`` drops what the caller must not get back. No response shaping.
 """
 from __future__ import annotations
 

@@ -1,30 +1,10 @@
 """Pure re-scoring of the best fused recall candidates by signals that read the question.
 
-Fusion orders a pool by arm scores; inside the top of that pool, evidence that reads the
-question tells itself apart by a few plain signals, each in [0, 1] (``names`` may go below 0):
-
-- ``coverage``: the share of the question's content words in the hit, each weighted by its
-  rarity in the pool (a word most candidates share tells little);
-- ``proximity``: how close together the matched words sit (the tightest window holding one
-  of each), scaled by how many of them matched;
-- ``names``: the question's capitalised names and quoted phrases found in the hit; a word the
-  question types in lower case counts as a name when the pool writes it with a capital letter
-  (``written_as_names``: "what did john say" asks for John as "What did John say" does). A name
-  the hit uses only to address someone ("Thanks, Jon!", "Hey Jon, ...") says to whom it was
-  said, not what it says of them: it counts ``Weights.addressed`` instead of 1 (``addressed``);
-- ``date``: the question names a month or a year and the hit's date falls in it;
-- ``neighbours``: the adjacent turns of the same session hold the words the hit lacks.
-
-A long candidate (a large tool output, a pasted file) is read as ``excerpt`` gives it: the
-parts around the question's words, at most TEXT_CAP characters, so the stage costs the same
-whatever the rows hold.
-
-The new score is the fused score (over the pool's best) plus ``rescore`` times the weighted mean
-of the signals; candidates past the pool stay below it. The weights were chosen by leaving one
-LoCoMo dev conversation out at a time (``bench/bench_recall.py --rescore-sweep``), for full
-text alone and with vectors: every fold chose the settings below. What an addressed name counts
-was chosen the same way (``--address-sweep``, among 1, 0.5, 0, -0.5, -1 and -2): 0 over full text
-(four folds of five) and -0.5 with vectors (four of five). Nothing here reads storage.
+Each signal is in [0, 1] (``names`` may go below 0): ``coverage`` (the question's content words,
+weighted by rarity in the pool), ``proximity``, ``names`` (``written_as_names``, ``addressed``),
+``date`` (the month or year asked about) and ``neighbours`` (adjacent turns hold the words the hit
+lacks). A hit's new score is its fused score over the pool's best plus ``rescore`` times the mean of
+the signals; the weights were chosen by leaving one LoCoMo dev conversation out. Reads no storage.
 """
 from __future__ import annotations
 
@@ -55,6 +35,8 @@ class Weights:
     addressed: float = 0.0        # what a name counts when the hit only addresses it (1: as any other)
 
 
+# Leave-one-conversation-out (bench_recall.py --rescore-sweep, --address-sweep): every fold chose these
+# weights; an addressed name counts 0 over full text and -0.5 with vectors in four folds of five.
 DEFAULT = Weights()
 # the vector arm ran: the fused order already knows more, and an addressed name counts against a hit
 WITH_VECTORS = Weights(rescore=2.0, addressed=-0.5)

@@ -1,9 +1,8 @@
 """History search behind ``trove_grep``: candidates, fusion and one materialized page.
 
-Raw messages, summary nodes and externalized payloads are searched separately (the SQL
-lives in the store and the DAG, the MATCH text comes from ``query.build_match``), each list
-is ordered by the requested sort and the lists are fused by reciprocal rank, or by time
-for recency. Only the rows of the requested page get snippets.
+Raw messages, summary nodes and externalized payloads are searched apart, each list ordered by
+the requested sort, then fused by reciprocal rank (or by time for recency). Only the rows of the
+requested page get snippets.
 """
 from __future__ import annotations
 

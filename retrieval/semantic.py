@@ -1,10 +1,9 @@
 """The semantic query API: embed a query, search the active vector generation, within a deadline.
 
-``search(runtime, query, ...)`` never raises: embeddings off or unavailable, no vectors yet, a
-provider failure or a passed deadline give ``ran=False`` and a ``degraded_reason``, and the
-caller answers from full text (``degraded_to_fts``). Hits are one per message or summary
-(a message's best chunk, with its character span). Also the small shared pieces the indexer
-uses: which provider serves a generation, and the remote spend guard.
+``search`` never raises: whenever full text must answer (embeddings off or unavailable, no
+vectors, a provider failure, a passed deadline) it gives ``ran=False`` and a ``degraded_reason``.
+Hits are one per message (its best chunk, with its span) or summary. Also the pieces the indexer
+shares: which provider serves a generation, and the remote spend guard.
 """
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 """In-memory vector search over one generation: int8 rows, sign-bit prescreen, numpy scoring.
 
-A ``VectorIndex`` mirrors a generation's rows from ``vector_store`` and stays current by
-reading only rows past the highest vector_id it holds (a removal anywhere reloads it). Up to
-``EXACT_LIMIT`` candidates are scored exactly (int8 upcast, times the row scale); above that
-a Hamming prescreen over column-major sign bits keeps ~1% (at least ``PRESCREEN_MIN``) for
-exact rescoring, the plan measured in embeddings-offline.md section 5. No SQL here.
+A ``VectorIndex`` mirrors a generation's rows, reading only those past the highest vector_id it
+holds (a removal reloads it). Up to ``EXACT_LIMIT`` candidates are scored exactly; above that a
+Hamming prescreen over sign bits keeps ~1% (at least ``PRESCREEN_MIN``) to score. No SQL here.
 """
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
 """Embedding storage: the data module holding every SQL statement about generations and vectors.
 
-A generation pins provider + model + dimension and records the text recipe its message
-vectors were made with; its two cursors (the highest store_id and node_id it has processed)
-make each indexing pass O(new rows). Vectors are int8 BLOBs (``bytea`` on PostgreSQL: the same
-bytes, scored by the same numpy code) with one float32 scale each. Writes are short transactions;
-an item written again replaces its vectors, and cursors only move forward except when a new
-recipe restarts the messages. Rows come back as frozen dataclasses.
+A generation pins provider, model and dimension, records its message text recipe, and keeps two
+cursors (highest store_id and node_id processed) so each indexing pass is O(new rows). Vectors are
+int8 BLOBs (``bytea`` on PostgreSQL) with a float32 scale each; an item written again replaces its
+vectors. Writes are short transactions; rows come back as frozen dataclasses.
 """
 from __future__ import annotations
 
