@@ -1,7 +1,7 @@
 """The tool table and its dispatcher: one ``Tool(schema, handler, response_cap)`` row per tool.
 
-Handlers live in family modules (``retrieval.grep``, ``retrieval.sessions``,
-``retrieval.expand``, ``retrieval.answer``, ``ops.handlers``) and return dicts. ``dispatch``
+Handlers live in family modules (``retrieval.grep``, ``retrieval.expand``,
+``retrieval.answer``, ``ops.handlers``) and return dicts. ``dispatch``
 is the one boundary for tool calls: it parses the arguments, runs the handler under its
 row's cap and always returns a JSON string, a bounded result or ``{"error": ...}``. A handler
 reaches another tool through the same boundary, ``ctx.call(name, args)`` (``call_tool``); there
@@ -21,10 +21,9 @@ from .evidence.handlers import trove_compile_evidence, trove_evidence_pack
 from .evidence.handlers import trove_compute as compute_over
 from .ops.handlers import trove_doctor, trove_inspect, trove_status
 from .retrieval.answer import trove_expand_query
-from .retrieval.expand import trove_describe, trove_expand
+from .retrieval.expand import trove_describe, trove_expand, trove_load_session
 from .retrieval.grep import trove_grep
 from .retrieval.recall import trove_recall
-from .retrieval.sessions import trove_load_session
 from .state.operands import resolve_assertions
 from .state.query import trove_query_state
 from .state.retrieve import trove_retrieve
