@@ -1,10 +1,8 @@
 """A picture of one session's summary DAG: a text tree for the terminal, Mermaid for docs.
 
-``read_graph`` loads the DAG beneath the frontier (nodes and their sources); the pure
-``plan_view`` turns it into plain dicts: per node its depth, summary and source tokens, time
-span and the raw store-id range beneath it. Large DAGs are folded to about ``max_nodes`` shown
-nodes (long child lists keep their ends) and the view says what was folded. ``render_text``
-and ``render_mermaid`` are pure. Read-only.
+``read_graph`` loads the DAG beneath the frontier; the pure ``plan_view`` turns it into plain
+dicts, folded to about ``max_nodes`` drawn nodes (long child lists keep their ends) and saying
+what was folded; ``render_text`` and ``render_mermaid`` are pure. Read-only.
 """
 from __future__ import annotations
 

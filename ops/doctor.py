@@ -1,9 +1,8 @@
 """Doctor: read-only health checks over the database, the indexes, lineage and config.
 
-``run_doctor`` returns ``{overall, checks[{check, status, detail}], guidance[]}``. Each check
-is isolated (one failing check never hides the others) and none of them changes a row;
-repairs live behind ``/trove doctor repair apply`` and friends. The SQL the checks need
-lives in ``queries``; context pressure is read through ``status.pressure_section``.
+``run_doctor`` returns ``{overall, checks[{check, status, detail}], guidance[]}``. Each check is
+isolated (one failing check never hides the others) and changes no row; repairs live behind
+``/trove doctor repair apply``; the SQL the checks need lives in ``queries``.
 """
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
 """Operator tools: ``trove_status``, ``trove_doctor`` and ``trove_inspect``.
 
-Each handler parses its arguments, calls one report builder (``status.build_status``,
-``doctor.run_doctor``, ``status.build_inspect``) and shapes the answer. When the status or
-doctor report fails, a minimal honest fallback still answers. Inspect is a read-only
-metadata inventory of the current session: it never returns content.
+Each calls one report builder and shapes the answer; when the status or doctor report fails, a
+minimal honest fallback still answers. Inspect returns metadata only, never content.
 """
 from __future__ import annotations
 

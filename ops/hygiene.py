@@ -1,9 +1,8 @@
 """Session hygiene for operators: junk-session clean-up, legacy source normalization, retention.
 
-Every scan is read-only and returns plain data; ``apply_clean`` and ``apply_source`` take a
-backup first (on a PostgreSQL store: refused unless the operator confirms their own backup)
-and then change only the rows the scan named, in one transaction. Deciding what is junk is a
-pure function over per-session footprints (``plan_clean``).
+Scans are read-only; ``apply_clean`` and ``apply_source`` take a backup first (a PostgreSQL store:
+the operator confirms their own) and change only the rows the scan named, in one transaction.
+What is junk is decided by the pure ``plan_clean`` over per-session footprints.
 """
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
 """Where this plugin runs from and what the host sees of it: loaded copy, other copies, skill, engine.
 
-Facts for status, inspect and doctor: the loaded plugin directory and route, any second
-copy (a pip install beside a linked checkout), the bundled skill's place in the host's
-skills index, and whether the host is running trove or fell back to its built-in compressor.
-``expose_skill`` links the bundled skill into ``<home>/skills`` when nothing is there, so
-every install route puts it in the index. Nothing here raises or touches the database.
+Facts for status, inspect and doctor: the loaded directory and its route, any second copy, the
+bundled skill's place in the host's skills index, and whether the host runs trove or its built-in
+compressor. ``expose_skill`` links the skill into ``<home>/skills`` when nothing is there.
+Nothing here raises or touches the database.
 """
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 """Database upkeep: schema and FTS health checks, FTS repair, startup checks, lifecycle GC.
 
-Plans and reports only: the statements they run are ``db``'s schema and FTS primitives (on a
-PostgreSQL store ``server_schema``'s catalog reads and side-table rebuild) and ``store``'s
-session-row methods. Checks are read-only; repair takes a backup first (the root
-``backups.py``; a server store's repair needs the operator's own) and works in one short
-transaction. Session-level clean-up lives in ``hygiene.py`` and rotate in ``rotate.py``.
+The statements are ``db``'s schema and FTS primitives (a PostgreSQL store: ``server_schema``) and
+``store``'s session-row methods. Checks are read-only; repair takes a backup first (a server
+store's repair needs the operator's own) and works in one short transaction.
 """
 from __future__ import annotations
 

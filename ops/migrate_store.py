@@ -1,10 +1,9 @@
 """Copy a trove store to another backend: ``hermes trove migrate --to TARGET``.
 
-Reads the configured store (one read snapshot, never a write) and copies its core tables, ids
-kept, into a PostgreSQL database or a SQLite file: chunks in key order, each one short target
-transaction that also records how far it got in the target's ``meta``, so a re-run adds nothing
-and a killed run continues. Ends with per-table counts and checksums compared on both sides.
-The subsystems' tables (rollups, vectors, assertions) are copied when the source has them.
+Reads the configured store (one read snapshot) and copies its tables, ids kept, into a PostgreSQL
+database or a SQLite file in key-ordered chunks, each one short target transaction that records
+its progress in the target's ``meta``, so a re-run adds nothing and a killed run continues. Ends
+with per-table counts and checksums compared on both sides.
 """
 from __future__ import annotations
 

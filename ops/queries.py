@@ -1,9 +1,8 @@
 """Operators' data: the SQL behind status, doctor, hygiene and rotate, and nothing else.
 
-Reads take a connection, so a caller may run them inside its own write transaction, and
-return plain values or frozen dataclasses; ``settled`` hands out that connection once this
-process's unshipped outbox rows reached a PostgreSQL store. Each write opens one short
-``db.transaction()``. Deciding what to report, delete or move stays in the ops modules that call these.
+Reads take a connection (a caller may be inside its own write transaction) and return plain
+values or frozen dataclasses; ``settled`` gives that connection once this process's outbox rows
+reached a PostgreSQL store. Each write is one short ``db.transaction()``.
 """
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
 """Rotate: compact a long session in place by advancing its lifecycle frontier past the pre-tail.
 
-The live tail (``TROVE_FRESH_TAIL_COUNT`` newest raw messages, widened so it never starts
-inside a tool-call group) stays; nothing is deleted, no model is called, and the session
-and conversation ids never change. Apply writes a rolling ``<dbstem>-rotate-latest.sqlite3``
-backup first; a rotate that would not move the frontier is a ``noop`` and touches nothing.
-On a PostgreSQL store no file copy is possible and none is needed: the only change is the
-session row's frontier, so the answer names the frontier before and the statement that restores it.
+The live tail (``TROVE_FRESH_TAIL_COUNT`` newest rows, never starting inside a tool-call group)
+stays; nothing is deleted, no model is called, no id changes. Apply writes a rolling
+``<dbstem>-rotate-latest.sqlite3`` backup first (a PostgreSQL store: the answer names the statement
+that restores the frontier); a rotate that would not move the frontier is a ``noop``.
 """
 from __future__ import annotations
 

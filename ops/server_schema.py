@@ -1,11 +1,8 @@
-"""A PostgreSQL store's structure and search-index health: what doctor, repair and startup read on
-a server where SQLite has ``sqlite_master``, pragmas and FTS5 shadow tables.
+"""A PostgreSQL store's structure and search-index health, where SQLite has ``sqlite_master``.
 
-The expected objects are the tables, indexes and triggers the applied migrations create (read
-from their statements, so a later migration is checked without a list to keep in step); search
-health compares ``pgtext``'s side tables with the base rows. ``repair`` recreates what is missing
-from its migration statement and rebuilds the side tables and statistics from the base rows, in
-the caller's transaction. Deciding when to run them is ``maintenance``'s job.
+The expected tables, indexes and triggers are read from the applied migrations' statements;
+search health compares ``pgtext``'s side tables with the base rows. ``repair`` recreates what is
+missing and rebuilds the side tables, in the caller's transaction.
 """
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 """Status and inspect: read-only reports built from named sections.
 
-``build_status`` backs the ``trove_status`` tool, ``/trove status`` and the CLI;
-``build_inspect`` backs ``trove_inspect``; the doctor reuses ``pressure_section`` and
-``health_section``. Engine facts arrive as the ``snapshot`` dict (``TroveEngine.snapshot()``),
-storage is read through the runtime's store, DAG and ``queries``; with no snapshot the report
-says ``(unbound)``. ``overall`` is "unhealthy" when the store is unusable (the CLI exits 1).
+``build_status`` backs ``trove_status``, ``/trove status`` and the CLI (``overall`` is "unhealthy"
+when the store is unusable: the CLI exits 1); ``build_inspect`` backs ``trove_inspect``. Engine
+facts arrive as the ``snapshot`` dict; with none the report says ``(unbound)``.
 """
 from __future__ import annotations
 
