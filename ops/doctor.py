@@ -23,12 +23,13 @@ from ..store import count_empty_sessions
 from ..subsystems import Check
 from ..toolkit import iso
 from ..version import install_hint
-from . import background_health, install, queries
+from . import install, queries
 from .maintenance import (
     FTS_TABLES,
     META_FAILED,
     REPAIR_HINT,
     check_structure,
+    diagnose_background,
     fts_integrity,
     index_sync,
     search_indexes,
@@ -261,7 +262,7 @@ def _check_scopes(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Ch
 
 
 def _check_background(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
-    found = background_health.diagnose(runtime.db)
+    found = diagnose_background(runtime.db)
     stale, stuck = found["stale_leases"], found["stuck_building_rollups"]
     if not stale and not stuck:
         return "pass", "no stale lease, no rollup stuck building", ""

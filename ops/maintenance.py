@@ -1,4 +1,5 @@
-"""Database upkeep: schema and FTS health checks, FTS repair, startup checks, lifecycle GC.
+"""Database upkeep: schema and FTS health checks, FTS repair, startup checks, lifecycle GC, and the
+background work a crashed process left (stale leases, rollups stuck 'building').
 
 The statements are ``db``'s schema and FTS primitives (a PostgreSQL store: ``server_schema``) and
 ``store``'s session-row methods. Checks are read-only; repair takes a backup first (a server
@@ -15,10 +16,12 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .. import leases
 from ..backend import on_server, storage_error
 from ..backups import PARTIAL, FileBackupUnavailable, backup_dir, backup_fields, backup_first, remove_dead_leftovers
 from ..dag import SummaryDAG
 from ..db import (
+    Database,
     FtsSync,
     SchemaObjects,
     blank_schema,
@@ -34,7 +37,9 @@ from ..db import (
 )
 from ..migrations import FTS_TABLES
 from ..payloads.sidecar import clean_stale_temp
-from . import background_health, queries, server_schema
+from ..temporal.rollup_store import RollupStore
+from ..temporal.rollups import LEASE as ROLLUP_LEASE
+from . import queries, server_schema
 
 if TYPE_CHECKING:
     from ..runtime import Runtime
@@ -141,12 +146,12 @@ def repair_fts(runtime: Runtime, have_backup: bool = False) -> dict[str, Any]:
     """Backup first, then recreate missing FTS tables, triggers and indexes, rebuild both indexes,
     and undo duplicate condensations (the later parent goes; raw messages stay). On a PostgreSQL
     store it is refused unless ``have_backup``; the search side tables are rebuilt from the base rows."""
-    before = {**diagnose_fts(queries.settled(runtime)), "background": background_health.diagnose(runtime.db)}
+    before = {**diagnose_fts(queries.settled(runtime)), "background": diagnose_background(runtime.db)}
     try:
         backup = backup_first(runtime, have_backup)
     except FileBackupUnavailable as exc:
         return {**exc.refusal(), "before": before}
-    actions: list[str] = background_health.repair(runtime.db)  # a killed pass's leases and rows
+    actions: list[str] = repair_background(runtime.db)  # a killed pass's leases and rows
     with runtime.db.transaction() as c:
         for sid, ids in SummaryDAG.repair_duplicate_condensations(c).items():
             actions.append(f"session {sid}: removed {len(ids)} duplicate summary nodes and rebuilt its frontier")
@@ -159,7 +164,7 @@ def repair_fts(runtime: Runtime, have_backup: bool = False) -> dict[str, Any]:
                          META_FAILED: None if not after["needs_repair"] else json.dumps(after["fts"])})
     return {"status": "repaired" if not after["needs_repair"] else "still_unhealthy", **backup_fields(backup),
             "actions": actions, "before": before,
-            "after": {**after, "background": background_health.diagnose(runtime.db)}}
+            "after": {**after, "background": diagnose_background(runtime.db)}}
 
 
 def _repair_file(c: sqlite3.Connection, actions: list[str]) -> None:
@@ -186,10 +191,40 @@ def _repair_file(c: sqlite3.Connection, actions: list[str]) -> None:
 
 def diagnose(runtime: Runtime) -> dict[str, Any]:
     """``/trove doctor repair`` (read-only): SQLite/FTS diagnostics plus a killed pass's leftovers."""
-    out = {**diagnose_fts(queries.settled(runtime)), "background": background_health.diagnose(runtime.db)}
+    out = {**diagnose_fts(queries.settled(runtime)), "background": diagnose_background(runtime.db)}
     out["needs_repair"] = bool(out["needs_repair"] or out["background"]["stale_leases"]
                                or out["background"]["stuck_building_rollups"])
     return out
+
+
+# -- background work left by a crashed process ---------------------------------------
+
+def _stuck_rollups(db: Database) -> list[int]:
+    """Rollups left 'building' with no live process holding the rollup lease."""
+    if leases.holder(db, ROLLUP_LEASE) is not None:  # a live builder owns its 'building' rows
+        return []
+    return [s.rollup_id for s in RollupStore(db).states() if s.status == "building"]
+
+
+def diagnose_background(db: Database) -> dict[str, Any]:
+    """Stale lease rows (expired, or their holder is gone from this host) and orphaned 'building' rollups."""
+    now = time.time()
+    stale = leases.stale(db, now)
+    return {"stale_leases": [{"name": s.name, "owner": s.owner, "expired": s.expires_at <= now,
+                              "expires_in_s": round(s.expires_at - now, 1)} for s in stale],
+            "stuck_building_rollups": _stuck_rollups(db)}
+
+
+def repair_background(db: Database) -> list[str]:
+    """Clear what ``diagnose_background`` finds; each step is conditional on the rows being unchanged."""
+    actions = []
+    cleared = leases.clear_stale(db, leases.stale(db))
+    if cleared:
+        actions.append(f"cleared {cleared} stale lease(s)")
+    reset = RollupStore(db).abandon_building(_stuck_rollups(db), time.time())
+    if reset:
+        actions.append(f"marked {reset} orphaned 'building' rollup(s) stale for rebuild")
+    return actions
 
 
 # -- empty lifecycle-row GC ---------------------------------------------------------
