@@ -13,11 +13,10 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .. import changed, ftsbound
-from ..fulltext import skipping
+from ..fulltext import ARCHIVE_CANDIDATES, LITERAL_CANDIDATES, LITERAL_MAX_CHARS, skipping
 from ..scope import EVERYTHING, Visibility
 from . import fusion, rescore, semantic
 from .query import Candidate, Match, adjacent_ids, adjacent_scores, build_match, own_tool_echo, rerank
-from .search import ARCHIVE_CANDIDATES, LITERAL_CANDIDATES, LITERAL_MAX_CHARS
 
 if TYPE_CHECKING:
     from ..dag import NodeRow
@@ -295,7 +294,7 @@ def _start_semantic(runtime: Runtime, req: RecallRequest, pool: int,
     """The vector arm begun through ``retrieval.semantic.start``: (a function that waits for its
     result, None), or (None, the degradation reason; None when embeddings are off)."""
     cfg = runtime.config
-    if not bool(getattr(cfg, "embeddings_enabled", False)):
+    if not cfg.embeddings_enabled:
         report.reason = "embeddings disabled (TROVE_EMBEDDINGS_ENABLED=false)"
         return None, None
     report.pool = pool
@@ -304,7 +303,7 @@ def _start_semantic(runtime: Runtime, req: RecallRequest, pool: int,
         report.reason = "embeddings module unavailable"
         return None, report.reason
     kinds = {"all": ("message", "summary"), "verbatim": ("message",), "summaries": ("summary",)}[req.include]
-    deadline_s = float(getattr(cfg, "embedding_query_deadline_ms", 2000)) / 1000.0
+    deadline_s = float(cfg.embedding_query_deadline_ms) / 1000.0
     try:
         finish: Callable[[], Any] = semantic.start(
             runtime, req.query, kinds=kinds, session_ids=runtime.store.visible_session_ids(req.visible),
