@@ -71,28 +71,24 @@ def spill_line(run: str, key: SessionKey, messages: Sequence[dict[str, Any]],
     return json.dumps(record, default=str).encode("ascii") + b"\n"
 
 
-def read_ends(data: bytes) -> list[HeldEnd | None]:
-    """For each run ``read_runs`` reads (in its order), the end it was held from when its last whole line
-    names one, else None."""
-    ends: dict[str, HeldEnd | None] = {}
-    for line in data.split(b"\n"):
-        try:
-            record = json.loads(line)
-            if len(list(record["messages"])) != len(list(record["ids"])) or not record["key"]["session_id"]:
-                continue
-            end = record.get("end")
-            ends[str(record.get("run"))] = ((int(end[0]), str(end[1])), tuple(str(s) for s in end[2])) if end else None
-        except (ValueError, KeyError, TypeError, AttributeError, IndexError):
-            continue
-    return list(ends.values())
+def _held_end(value: Any) -> HeldEnd | None:
+    """A spill line's "end" as ``HeldEnd``; None when absent or damaged: the run is then replayed whole,
+    as a line without the field is (nothing is lost; at worst an end's list is stored once more)."""
+    if not (isinstance(value, list) and len(value) == 3 and isinstance(value[1], str)
+            and isinstance(value[2], list) and all(isinstance(s, str) for s in value[2])):
+        return None
+    try:
+        return (int(value[0]), value[1]), tuple(value[2])
+    except (ValueError, TypeError, OverflowError):
+        return None
 
 
-def read_runs(data: bytes) -> list[Run]:
-    """Each run's transcript in a spill file, in order, with the file's newest session key; a line that
-    does not parse (a write torn by a kill or a full disk) or is not whole (no session, an id per
-    message) is skipped."""
+def read_held(data: bytes) -> list[tuple[Run, HeldEnd | None]]:
+    """Each run's transcript in a spill file, in order, with the file's newest session key, and the end
+    the run was held from when its last whole line names one (else None); a line that does not parse
+    (a write torn by a kill or a full disk) or is not whole (no session, an id per message) is skipped."""
     key = None
-    runs: dict[str, tuple[list[Any], list[str]]] = {}
+    runs: dict[str, tuple[list[Any], list[str], list[HeldEnd | None]]] = {}
     for line in data.split(b"\n"):
         try:
             record = json.loads(line)
@@ -102,10 +98,21 @@ def read_runs(data: bytes) -> list[Run]:
             continue
         if len(messages) == len(ids) and named.session_id:  # its key too is only a whole line's
             key = named
-            held, known = runs.setdefault(str(record.get("run")), ([], []))
+            held, known, end = runs.setdefault(str(record.get("run")), ([], [], [None]))
             held += messages
             known += ids
-    return [(key, held, known) for held, known in runs.values()] if key is not None else []
+            end[0] = _held_end(record.get("end"))
+    return [((key, held, known), end[0]) for held, known, end in runs.values()] if key is not None else []
+
+
+def read_ends(data: bytes) -> list[HeldEnd | None]:
+    """For each run ``read_runs`` reads (in its order), the end it was held from (``read_held``)."""
+    return [end for _, end in read_held(data)]
+
+
+def read_runs(data: bytes) -> list[Run]:
+    """Each run's transcript in a spill file, in order, with the file's newest session key (``read_held``)."""
+    return [run for run, _ in read_held(data)]
 
 
 def _identities(messages: list[Any], ids: list[str]) -> Identify:
@@ -239,7 +246,7 @@ class Spill:
                 continue
             if data is None:
                 continue
-            runs = list(zip(read_runs(data), read_ends(data), strict=False))
+            runs = read_held(data)
             if any(end is not None for _, end in runs):
                 with contextlib.suppress(OSError):  # in the order they were held: an end may repeat the one before
                     later.append((path.stat().st_mtime_ns, path, data, runs))

@@ -476,3 +476,19 @@ def test_a_fifo_named_like_a_held_file_does_not_block_the_start(tmp_path):
             os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
         worker.join(1)
     assert not hung and done == [2] and fifo.exists()
+
+
+@pytest.mark.parametrize("end", ['"a cursor"', "7", "[3]", '[3, "id", null]', '{"0": 1}', '[1e999, "id", []]',
+                                 '["x", "id", []]'])
+def test_a_run_whose_end_mark_is_damaged_is_replayed_whole_and_keeps_the_next_run(tmp_path, end):
+    rt = build_runtime(make_config(tmp_path))
+    folder = tmp_path / SPILL_DIR
+    key = SessionKey(SESSION, platform="cli")
+    first, second = spill_module.spill_line("a", key, exchange(0)), spill_module.spill_line("b", key, exchange(1))
+    damaged = first[:-2] + b', "end": ' + end.encode() + b"}\n"  # a line that parses, with an end no run can have
+    folder.mkdir()
+    (folder / "held.jsonl").write_bytes(damaged + second)
+    assert len(spill_module.read_ends(damaged + second)) == len(read_runs(damaged + second)) == 2
+    assert rt.unstored.spill.restore(rt.store) == 4
+    assert stored(tmp_path / "trove.db", tmp_path) == expected(range(2))
+    assert not list(folder.glob("*.jsonl"))
