@@ -238,7 +238,7 @@ class TroveEngine(ContextEngine):
                          scope=scope_for(platform, conversation))
         rotated = kwargs.get("boundary_reason") == "compression" and old and old != session_id
         ended, mode = self.state.released  # the host ends a session it compacts before the boundary
-        carried = self.runtime.inherited_modes.get(old) or (mode if old and old == ended else "")
+        carried = self.runtime.inherited_mode(old, platform) or (mode if old and old == ended else "")
         if kwargs.get("boundary_reason") == "compression" and old and carried:  # a delegated child's continuation
             self.runtime.inherit(key.session_id, carried)
         self._bind(key)

@@ -346,6 +346,17 @@ class Runtime:
             while len(self.inherited_modes) > MAX_INHERITED:
                 self.inherited_modes.pop(next(iter(self.inherited_modes)), None)
 
+    def inherited_mode(self, session_id: str, platform: str = "") -> str:
+        """The mode delegated child ``session_id`` took from the session that delegated it ("" when none):
+        its entry, or, once the bound evicted that while the child still runs, the mode it is bound in here
+        when no pattern or side-agent rule gives it (only ``subagent_start`` binds a session so otherwise)."""
+        inherited = self.inherited_modes.get(session_id, "")
+        bound = self.bound_sessions.get(session_id, "")
+        if inherited or bound not in UNSTORED or self.filters.ignored_by(session_id, platform) \
+                or self.filters.stateless_by(session_id, platform) or host_side_agent(session_id, platform):
+            return inherited
+        return bound
+
     def release(self, session_id: str) -> str:
         """Forget the inherited mode of a child whose session ended; returns it ("" when none). The engine
         copy that ended it keeps it for a compaction boundary that follows (the host ends a session it

@@ -198,3 +198,17 @@ def test_the_gateways_finalize_hook_ends_a_chat_session_whose_agent_is_gone(tmp_
     assert rt.store.session("quiet-1").ended_at is None
     for kw in ({}, {"session_id": None, "reason": "new_session"}, {"session_id": "no-such", "reason": "new_session"}):
         assert hooks["on_session_finalize"](**kw) is None
+
+
+def test_a_live_child_past_the_inherited_bound_stays_stateless_across_its_compaction(tmp_path, monkeypatch):
+    monkeypatch.setattr(runtime_module, "MAX_INHERITED", 2)
+    rt = build_runtime(make_config(tmp_path))
+    hooks = make_hooks(rt)
+    kid = cron_child(rt, hooks, "kid-00")
+    for i in range(1, 4):  # later children, still running: the first one's entry is evicted
+        cron_child(rt, hooks, f"kid-{i:02d}")
+    assert "kid-00" not in rt.inherited_modes
+    kid.on_session_end("kid-00", chat(4))  # the host compacts the first child: its end, then the boundary
+    kid.on_session_start("kid-00-b", boundary_reason="compression", old_session_id="kid-00", platform="subagent")
+    assert kid.state.mode == "stateless" and kid.ingest(chat(6)) == 0
+    assert rt.store.session("kid-00-b") is None
