@@ -203,9 +203,11 @@ def make_hooks(base: Runtime) -> dict[str, Callable[..., Any]]:
         runtime = base.for_home(scoped_home())
         session_id = str(kw.get("session_id") or "")
         if kw.get("reason") not in CHAT_ENDS or not session_id \
-                or runtime.unstored_reason(session_id, str(kw.get("platform") or "")) or not runtime.store_usable():
+                or runtime.unstored_reason(session_id, str(kw.get("platform") or "")):
             return
-        row = runtime.store.session(session_id)
+        if not runtime.store.local_writes and not runtime.store_usable():  # an outbox takes it with no network
+            return
+        row = runtime.store.owner(session_id)  # this machine's row first: no network on the gateway's loop
         if row is not None and row.ended_at is None:
             runtime.store.mark_ended(session_id)
 

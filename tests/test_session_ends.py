@@ -7,6 +7,7 @@ import os
 import shutil
 
 from conftest import assistant, make_config, make_engine, user
+from pg_proxy import PgProxy
 
 from hermes_trove import runtime as runtime_module
 from hermes_trove.hooks import make_hooks
@@ -212,3 +213,25 @@ def test_a_live_child_past_the_inherited_bound_stays_stateless_across_its_compac
     kid.on_session_start("kid-00-b", boundary_reason="compression", old_session_id="kid-00", platform="subagent")
     assert kid.state.mode == "stateless" and kid.ingest(chat(6)) == 0
     assert rt.store.session("kid-00-b") is None
+
+
+def test_the_finalize_hook_on_postgresql_marks_the_end_in_the_outbox_while_the_server_is_away(tmp_path,
+                                                                                             pg_database_url):
+    # as an engine's end does: the outbox takes the mark with no network, and ships it when the server is back
+    proxy = PgProxy(pg_database_url).start()
+    try:
+        rt = build_runtime(make_config(tmp_path, database_url=proxy.url))
+        hooks = make_hooks(rt)
+        live = make_engine(rt, session="chat-1", platform="telegram")
+        live.ingest(chat(4))
+        rt.store.settle()
+        proxy.down()
+        rt.health.fail("server closed the connection unexpectedly")  # as a failed read in the chat marks it
+        hooks["on_session_finalize"](session_id="chat-1", platform="telegram", reason="new_session")
+        proxy.up()
+        rt.health.recover()
+        rt.store.shipper.state.last_error_at = 0.0
+        rt.store.settle()
+        assert rt.store.session("chat-1").ended_at is not None
+    finally:
+        proxy.down()
