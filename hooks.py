@@ -200,8 +200,8 @@ def make_hooks(base: Runtime) -> dict[str, Callable[..., Any]]:
         """A gateway chat's /new, or its idle expiry, ends the chat's session. The chat's agent, whose clean-up
         ends it in trove too, may be gone already: ``/compress`` evicts it, so a ``/new`` right after has no
         agent to clean up. The end is marked here then (an unstored session, or one ended, is left alone)."""
-        runtime = base.for_home(scoped_home())
         session_id = str(kw.get("session_id") or "")
+        runtime = base.for_home(scoped_home()).serving(session_id)
         if kw.get("reason") not in CHAT_ENDS or not session_id \
                 or runtime.unstored_reason(session_id, str(kw.get("platform") or "")):
             return

@@ -274,6 +274,15 @@ class Runtime:
                 _PROFILES[key].restore_spilled()
             return _PROFILES[key]
 
+    def serving(self, session_id: str) -> Runtime:
+        """The runtime of this process ``session_id`` was bound in: this one, or the served profile's that
+        bound it (a gateway fires some hooks in no profile's scope: its session-expiry watcher); else this."""
+        if not session_id or session_id in self.bound_sessions:
+            return self
+        with _PROFILES_LOCK:
+            runtimes = list(_PROFILES.values())
+        return next((r for r in runtimes if session_id in r.bound_sessions), self)
+
     def settle(self) -> None:
         """Before a background pass reads the store: ship this machine's waiting writes (a SQLite
         store has none); an unreachable server is the pass's own to find."""

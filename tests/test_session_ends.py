@@ -235,3 +235,17 @@ def test_the_finalize_hook_on_postgresql_marks_the_end_in_the_outbox_while_the_s
         assert rt.store.session("chat-1").ended_at is not None
     finally:
         proxy.down()
+
+
+def test_the_finalize_hook_fired_outside_any_profile_scope_ends_a_served_profiles_chat(tmp_path, monkeypatch):
+    # a gateway serving several profiles fires session_expired from its expiry watcher, in no profile's scope
+    monkeypatch.setattr(runtime_module, "_PROFILES", {})  # this process serves these two profiles only
+    base = build_runtime(make_config(tmp_path / "default"))
+    work = tmp_path / "profiles" / "work"
+    work.mkdir(parents=True)
+    served = base.for_home(str(work))
+    chat_engine = make_engine(served, session="work-chat", platform="telegram")
+    chat_engine.ingest(chat(4))
+    make_hooks(base)["on_session_finalize"](session_id="work-chat", platform="telegram", reason="session_expired")
+    assert served.store.session("work-chat").ended_at is not None and served.store.count("work-chat") == 4
+    assert base.store.session("work-chat") is None
