@@ -392,6 +392,14 @@ class ShippingStore(MessageStore):
         return row
 
     def mark_ended(self, session_id: str) -> None:
+        """The end goes out with this machine's copy of the row; a session only the server holds (stored
+        through another outbox) gets one first, from the server's row, else the mark would change nothing."""
+        if self.outbox.store.session(session_id) is None:
+            row = self.session(session_id)
+            if row is None:
+                return
+            key = SessionKey(session_id, row.conversation_id or "", row.platform or "", scope=row.scope or "")
+            self.outbox.store.ensure_session(key, row.previous_session_id)
         self.outbox.store.mark_ended(session_id)
         self._wrote()
 

@@ -249,3 +249,15 @@ def test_the_finalize_hook_fired_outside_any_profile_scope_ends_a_served_profile
     make_hooks(base)["on_session_finalize"](session_id="work-chat", platform="telegram", reason="session_expired")
     assert served.store.session("work-chat").ended_at is not None and served.store.count("work-chat") == 4
     assert base.store.session("work-chat") is None
+
+
+def test_the_finalize_hook_on_postgresql_ends_a_chat_this_machines_outbox_never_held(tmp_path, pg_database_url):
+    # the chat was stored through another machine's outbox (or this one's before it was replaced)
+    other = build_runtime(make_config(tmp_path / "other", database_url=pg_database_url))
+    make_engine(other, session="chat-9", platform="telegram").ingest(chat(4))
+    other.store.settle()
+    here = build_runtime(make_config(tmp_path / "here", database_url=pg_database_url))
+    make_hooks(here)["on_session_finalize"](session_id="chat-9", platform="telegram", reason="new_session")
+    here.store.settle()
+    row = other.store.session("chat-9")
+    assert row.ended_at is not None and row.platform == "telegram" and other.store.count("chat-9") == 4
