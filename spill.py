@@ -120,6 +120,19 @@ def _identities(messages: list[Any], ids: list[str]) -> Identify:
     return lambda m: known.get(id(m)) or message_identity(m)
 
 
+def _read(path: Path) -> bytes | None:
+    """A held file's bytes, read under its lock; None when it is gone, is no regular file (a folder, or a
+    pipe whose open would wait for a writer) or cannot be read (logged: it stays, the others go on)."""
+    if not path.is_file():
+        return None
+    try:
+        with _locked(path, create=False) as f:
+            return f.read() if f is not None else None
+    except OSError as exc:  # this entry's fault, not the store's
+        log.warning("trove: the held messages in %s cannot be read (%s); the file stays", path, exc)
+        return None
+
+
 @contextlib.contextmanager
 def _locked(path: Path, create: bool) -> Iterator[IO[bytes] | None]:
     """``path`` open and locked against other processes (None when it is gone and not ``create``);
@@ -236,25 +249,29 @@ class Spill:
         A run held only from an end (``HeldEnd``) goes last, and only if it repeats no other session's list."""
         added, later = 0, []
         for path in sorted(self.folder.glob("*.jsonl")):
-            if not path.is_file():  # a folder, or a pipe whose open would wait for a writer
-                continue
-            try:
-                with _locked(path, create=False) as f:
-                    data = f.read() if f is not None else None
-            except OSError as exc:  # this entry's fault, not the store's: it stays, the others go on
-                log.warning("trove: the held messages in %s cannot be read (%s); the file stays", path, exc)
-                continue
-            if data is None:
-                continue
-            runs = read_held(data)
-            if any(end is not None for _, end in runs):
-                with contextlib.suppress(OSError):  # in the order they were held: an end may repeat the one before
-                    later.append((path.stat().st_mtime_ns, path, data, runs))
-                continue
-            added += self._restore_file(store, skip, path, data, runs)
-        for _, path, data, runs in sorted(later, key=lambda held: held[:2]):
-            added += self._restore_file(store, skip, path, data, runs)
+            count, held_at = self._restore_unless_ended(store, skip, path)
+            added += count
+            later += held_at
+        for _, path in sorted(later):  # in the order they were held: an end may repeat the one before
+            data = _read(path)  # read again now: one file in memory at a time
+            if data is not None:
+                added += self._restore_file(store, skip, path, data, read_held(data))
         return added
+
+    def _restore_unless_ended(self, store: MessageStore, skip: Callable[[dict[str, Any]], bool] | None,
+                              path: Path) -> tuple[int, list[tuple[int, Path]]]:
+        """Restore the file at ``path`` (rows added, []) unless a run in it was held from an end: then
+        (0, [(its mtime, path)]) for later ([] when it is gone)."""
+        data = _read(path)
+        if data is None:
+            return 0, []
+        runs = read_held(data)
+        if any(end is not None for _, end in runs):
+            try:
+                return 0, [(path.stat().st_mtime_ns, path)]
+            except OSError:
+                return 0, []
+        return self._restore_file(store, skip, path, data, runs), []
 
     def _restore_file(self, store: MessageStore, skip: Callable[[dict[str, Any]], bool] | None, path: Path,
                       data: bytes, runs: list[tuple[Run, HeldEnd | None]]) -> int:

@@ -8,9 +8,11 @@ host is the engine's and the hooks' own calls in the order Hermes makes them.
 from __future__ import annotations
 
 import errno
+import gc
 import json
 import multiprocessing
 import os
+import weakref
 from pathlib import Path
 
 import pytest
@@ -492,3 +494,34 @@ def test_a_run_whose_end_mark_is_damaged_is_replayed_whole_and_keeps_the_next_ru
     assert rt.unstored.spill.restore(rt.store) == 4
     assert stored(tmp_path / "trove.db", tmp_path) == expected(range(2))
     assert not list(folder.glob("*.jsonl"))
+
+
+def test_held_ends_are_read_one_file_at_a_time_when_they_are_replayed(tmp_path, monkeypatch):
+    # each file held from an end may be a whole transcript: they wait for their turn on disk, not in memory
+    rt = build_runtime(make_config(tmp_path))
+    folder = tmp_path / SPILL_DIR
+    folder.mkdir()
+    for i in range(4):
+        key = SessionKey(f"ended-{i}", platform="cli")
+        (folder / f"ended-{i}.jsonl").write_bytes(spill_module.spill_line("r", key, exchange(i), end=((2, "x"), ())))
+    read = weakref.WeakSet()
+    alive: list[int] = []
+    read_held, restore_file = spill_module.read_held, Spill._restore_file
+
+    class Runs(list):  # what one file reads as; the set forgets it once nothing holds it
+        __hash__ = object.__hash__
+
+    def tracked(data: bytes):
+        runs = Runs(read_held(data))
+        read.add(runs)
+        return runs
+
+    def restored(self, store, skip, path, data, runs):
+        gc.collect()
+        alive.append(len(read))
+        return restore_file(self, store, skip, path, data, runs)
+
+    monkeypatch.setattr(spill_module, "read_held", tracked)
+    monkeypatch.setattr(Spill, "_restore_file", restored)
+    assert rt.unstored.spill.restore(rt.store) == 8
+    assert alive == [1, 1, 1, 1] and not list(folder.glob("*.jsonl"))
