@@ -68,7 +68,8 @@ def _scratch(conn: sqlite3.Connection, expression: str, rows: Sequence[tuple[int
     The rows live inside a savepoint that is rolled back: nothing is committed and nothing deleted
     (a DELETE would tokenize each row again and leave FTS5 tombstone segments behind, and three
     commits of the temp schema cost more than the matching itself). Inside a caller's transaction
-    it undoes only its own writes."""
+    it undoes only its own writes. An error that makes SQLite roll the whole transaction back (a
+    full disk under the temp schema) is raised as it is."""
     conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.trove_rows_fts USING fts5(content, tool_calls,"
                  f" tokenize='{MESSAGES_TOKENIZE}')")
     conn.execute("SAVEPOINT trove_scratch")
@@ -86,8 +87,9 @@ def _scratch(conn: sqlite3.Connection, expression: str, rows: Sequence[tuple[int
         return conn.execute(f"SELECT rowid, {snippet_sql('trove_rows_fts', snippets)} FROM temp.trove_rows_fts"
                             f" WHERE {where}", args).fetchall()
     finally:
-        conn.execute("ROLLBACK TO trove_scratch")
-        conn.execute("RELEASE trove_scratch")
+        if conn.in_transaction:  # after SQLITE_FULL (and some I/O errors) SQLite has undone it all itself,
+            conn.execute("ROLLBACK TO trove_scratch")  # savepoint too: naming it would hide that error
+            conn.execute("RELEASE trove_scratch")
 
 
 def _piece_snippets(conn: sqlite3.Connection, expression: str, rows: Sequence[sqlite3.Row]) -> list[tuple[int, str]]:

@@ -112,6 +112,29 @@ def test_matching_inside_a_transaction_undoes_only_its_own_rows(stored):
         assert conn.execute("SELECT count(*) FROM temp.trove_rows_fts").fetchone()[0] == 0
 
 
+def test_a_full_temp_schema_is_reported_as_full_and_the_connection_stays_usable(runtime, backend):
+    """SQLITE_FULL rolls the whole transaction back, savepoint and all: the error the operator needs
+    (a full disk) is the one raised, not a complaint about the vanished savepoint."""
+    if backend != "sqlite":
+        pytest.skip("the scratch table is SQLite's")
+    runtime.store.append(SessionKey("full-chat"), [user("deploy " + " ".join(f"w{i}x{j}" for j in range(200)))
+                                                   for i in range(40)])
+    conn = runtime.db.read()
+    ids = [int(r[0]) for r in conn.execute("SELECT store_id FROM messages ORDER BY store_id")]
+    expression = build_match("deploy").expression
+    assert len(ftsrows.matching(conn, expression, ids[:1], [], [])) == 1  # the scratch table exists
+    pages = conn.execute("PRAGMA temp.page_count").fetchone()[0]
+    conn.execute(f"PRAGMA temp.max_page_count={pages}")  # the temp schema cannot grow: forty rows do not fit
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="full"):
+            ftsrows.matching(conn, expression, ids, [], [])
+        assert not conn.in_transaction
+    finally:
+        conn.execute("PRAGMA temp.max_page_count=1073741823")
+    assert len(ftsrows.matching(conn, expression, ids, [], [])) == 40
+    assert conn.execute("SELECT count(*) FROM temp.trove_rows_fts").fetchone()[0] == 0
+
+
 def test_store_search_over_known_rows_keeps_its_shape(stored):
     runtime, _, ids = stored
     hits = runtime.store.search(build_match("deploy").expression, store_ids=ids, limit=2)
