@@ -35,6 +35,9 @@ class RacingSummarizer:
     def __init__(self, rival=None):
         self.rival = rival
 
+    def window(self, chat_window):
+        return chat_window  # summaries fit the chat model's window
+
     def summarize(self, text, depth, budget, focus="", extra="", *, allow_model=True):
         if self.rival is not None:
             rival, self.rival = self.rival, None
