@@ -106,23 +106,28 @@ def test_a_time_filtered_search_loses_no_row_the_filter_keeps(runtime, backend, 
                 sid for sid, _, _, _ in skewed if sid in set(kept)}, (lo, hi, role)
 
 
+def window_plans(runtime, **filters):
+    """A search for "coffee trip" with ``filters`` and the query plan of each filtered window it read."""
+    conn = runtime.store.db.read()
+    seen: list[str] = []
+    conn.set_trace_callback(seen.append)
+    try:
+        hits = runtime.store.search(build_match("coffee trip").expression, limit=5, snippets=False,
+                                    max_candidates=7, **filters)
+    finally:
+        conn.set_trace_callback(None)
+    windows = [sql for sql in seen if "OFFSET" in sql and "CROSS JOIN" in sql]
+    assert windows, seen
+    return hits, [" | ".join(str(row[3]) for row in conn.execute("EXPLAIN QUERY PLAN " + sql)) for sql in windows]
+
+
 def test_the_filtered_window_reads_matches_in_the_full_text_index_order(runtime, backend):
     """The window's query takes the matches newest first from the full-text index, with no sort of every match."""
     if backend != "sqlite":
         pytest.skip("about FTS5's window")
     fill(runtime)
-    conn = runtime.store.db.read()
-    seen: list[str] = []
-    conn.set_trace_callback(seen.append)
-    try:
-        runtime.store.search(build_match("coffee trip").expression, role="user", time_to=T0 + 3000, limit=5,
-                             snippets=False, max_candidates=7)
-    finally:
-        conn.set_trace_callback(None)
-    windows = [sql for sql in seen if "OFFSET" in sql and "CROSS JOIN" in sql]
-    assert windows, seen
-    for sql in windows:
-        plan = " | ".join(str(row[3]) for row in conn.execute("EXPLAIN QUERY PLAN " + sql))
+    _, plans = window_plans(runtime, role="user", time_to=T0 + 3000)
+    for plan in plans:
         assert "TEMP B-TREE" not in plan, plan
 
 
@@ -132,17 +137,7 @@ def test_a_session_windows_rows_are_found_by_their_id_not_through_the_session_in
     if backend != "sqlite":
         pytest.skip("about FTS5's window")
     fill(runtime)
-    conn = runtime.store.db.read()
-    seen: list[str] = []
-    conn.set_trace_callback(seen.append)
-    try:
-        hits = runtime.store.search(build_match("coffee trip").expression, session_ids=["ordered"], limit=5,
-                                    snippets=False, max_candidates=7)
-    finally:
-        conn.set_trace_callback(None)
+    hits, plans = window_plans(runtime, session_ids=["ordered"])
     assert hits and {row.session_id for row, _, _ in hits} == {"ordered"}
-    windows = [sql for sql in seen if "OFFSET" in sql and "CROSS JOIN" in sql]
-    assert windows, seen
-    for sql in windows:
-        plan = " | ".join(str(row[3]) for row in conn.execute("EXPLAIN QUERY PLAN " + sql))
+    for plan in plans:
         assert "INTEGER PRIMARY KEY" in plan and "messages_session" not in plan, plan
