@@ -9,6 +9,7 @@ what the call is for beyond the host's task name.
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Callable
 from typing import Any
@@ -44,7 +45,10 @@ def host_task_window(task: str = "compression", home: str = "") -> int:
     learns an auxiliary model's window only from this setting or by probing the provider, which a
     compaction does not do. ``home`` is the profile whose config.yaml is read (the runtime's: a
     background pass's thread does not carry the profile a gateway scoped the turn to); "" = the
-    host's current one."""
+    host's current one. A ``home`` that is no folder reads as unknown: the host's read would create
+    a Hermes home there."""
+    if home and not os.path.isdir(home):
+        return 0
     try:
         from hermes_cli.config import load_config_readonly  # type: ignore[import-untyped]
         from hermes_constants import reset_hermes_home_override, set_hermes_home_override

@@ -621,6 +621,20 @@ def test_the_hosts_summary_window_is_read_from_the_runtimes_profile_on_any_threa
     assert Summarizer(make_config(default), None).window(128000) == 24000
 
 
+def test_reading_the_hosts_summary_window_creates_no_home_where_the_runtime_has_none(tmp_path, monkeypatch):
+    # The host's config read creates a Hermes home (folders, SOUL.md) for the home it reads; a runtime
+    # whose home is no folder (a path that was never a profile) reads the setting as unknown instead.
+    from hermes_trove.compaction.summarize import Summarizer
+
+    default = tmp_path / "default"
+    default.mkdir()
+    (default / "config.yaml").write_text("auxiliary:\n  compression:\n    context_length: 24000\n", encoding="utf-8")
+    monkeypatch.setenv("HERMES_HOME", str(default))
+    nowhere = tmp_path / "nowhere" / "home"
+    assert Summarizer(make_config(nowhere), None).window(128000) == 128000
+    assert not (tmp_path / "nowhere").exists()
+
+
 def test_a_condensation_group_larger_than_the_window_condenses_the_nodes_that_fit(tmp_path):
     # Four 2,500-token leaves make a 10,000-token merge record; an 8K model cannot take it. The
     # group takes the two oldest (they fit), which are summarised by the model, not cut; the other

@@ -297,8 +297,8 @@ def test_the_operator_cli_runs_rollups_against_a_database(on, monkeypatch, backe
 
 # ---- two processes, one database -------------------------------------------------------------
 
-def _builder(path: str, start, report_q) -> None:
-    runtime = build_runtime(make_config(__import__("pathlib").Path(path).parent, temporal_rollups_enabled=True))
+def _builder(home: str, start, report_q) -> None:
+    runtime = build_runtime(make_config(__import__("pathlib").Path(home), temporal_rollups_enabled=True))
     start.wait(30)
     outcomes = []
     for _ in range(40):
@@ -315,7 +315,7 @@ def test_two_processes_never_build_the_same_rollup_twice(on):
         add_leaf(on, d)
     ctx = multiprocessing.get_context("fork")
     start, q = ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_builder, args=(on.db.path, start, q)) for _ in range(2)]
+    procs = [ctx.Process(target=_builder, args=(on.config.hermes_home, start, q)) for _ in range(2)]
     for p in procs:
         p.start()
     start.set()
