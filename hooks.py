@@ -207,7 +207,9 @@ def make_hooks(base: Runtime) -> dict[str, Callable[..., Any]]:
             return
         if not runtime.store.local_writes and not runtime.store_usable():  # an outbox takes it with no network
             return
-        row = runtime.store.owner(session_id)  # this machine's row first: no network on the gateway's loop
+        # this machine's row first, the server's only while the store is usable: no wait on the gateway's loop
+        # for a server known to be away (one that hangs would hold it for the connect timeout)
+        row = runtime.store.owner(session_id, remote=runtime.health.usable)
         if row is not None and row.ended_at is None:
             runtime.store.mark_ended(session_id)
 

@@ -423,9 +423,11 @@ class ShippingStore(MessageStore):
             except ServerUnreachableError:
                 pass
 
-    def owner(self, session_id: str) -> SessionRow | None:
-        """This machine's own row when it has one (a turn's hooks read it: no network), else the server's."""
-        return self.outbox.store.session(session_id) or self.session(session_id)
+    def owner(self, session_id: str, remote: bool = True) -> SessionRow | None:
+        """This machine's own row when it has one (a turn's hooks read it: no network), else the server's
+        (unless not ``remote``: a caller that must not wait for a server known to be away)."""
+        local = self.outbox.store.session(session_id)
+        return local if local is not None or not remote else self.session(session_id)
 
     def session(self, session_id: str) -> SessionRow | None:
         """The server's row (its frontier moves there); this machine's own while the server is away."""

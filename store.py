@@ -124,7 +124,7 @@ class MessageStore:
     def settle(self, timeout_s: float = 10.0) -> None:
         """Make every write so far readable through this store (the embedded file already is)."""
 
-    def owner(self, session_id: str) -> SessionRow | None:
+    def owner(self, session_id: str, remote: bool = True) -> SessionRow | None:
         """The row naming a session's platform, conversation and scope (what the turn hooks need)."""
         return self.session(session_id)
 

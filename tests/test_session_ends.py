@@ -261,3 +261,39 @@ def test_the_finalize_hook_on_postgresql_ends_a_chat_this_machines_outbox_never_
     here.store.settle()
     row = other.store.session("chat-9")
     assert row.ended_at is not None and row.platform == "telegram" and other.store.count("chat-9") == 4
+
+
+def test_the_finalize_hook_waits_for_no_server_known_to_be_away(tmp_path, pg_database_url, monkeypatch):
+    # A chat only the server holds (stored through another outbox) while this machine's store is marked
+    # unusable: the hook runs on the gateway's event loop, so it reads this machine's rows only and asks
+    # no server (a hung one would hold the loop for the connect timeout); the end is left for the agent's
+    # own clean-up, as it was before the outbox could take an end.
+    from hermes_trove.outbox import ShippingStore
+    from hermes_trove.store import MessageStore
+
+    other = build_runtime(make_config(tmp_path / "other", database_url=pg_database_url))
+    make_engine(other, session="chat-9", platform="telegram").ingest(chat(4))
+    other.store.settle()
+    proxy = PgProxy(pg_database_url).start()
+    try:
+        here = build_runtime(make_config(tmp_path / "here", database_url=proxy.url))
+        make_engine(here, session="chat-1", platform="telegram").ingest(chat(4))
+        here.store.settle()
+        proxy.down()
+        here.health.fail("server closed the connection unexpectedly")
+        asked, read = [], MessageStore.session
+
+        def server_read(self, session_id):  # the server's row (the outbox's own store is a MessageStore too)
+            if isinstance(self, ShippingStore):
+                asked.append(session_id)
+            return read(self, session_id)
+
+        monkeypatch.setattr(MessageStore, "session", server_read)
+        hooks = make_hooks(here)
+        hooks["on_session_finalize"](session_id="chat-9", platform="telegram", reason="new_session")
+        hooks["on_session_finalize"](session_id="chat-1", platform="telegram", reason="new_session")
+        assert asked == []  # neither end asked the server
+        assert here.store.outbox.store.session("chat-1").ended_at is not None  # this machine's row took its end
+        assert here.store.outbox.store.session("chat-9") is None
+    finally:
+        proxy.down()
