@@ -187,17 +187,32 @@ def _on_index(fts_where: Sequence[str]) -> str:
     return " AND ".join(w.replace("rowid", "messages_fts.rowid") for w in fts_where)
 
 
+FEW_ROWS = 5000  # rows: sessions spread thin holding at most this many are ranked among their own rows
+SAMPLES = 16  # store ids looked up, evenly spaced over the searched range, to tell a session spread thin
+
+
 def ranked(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], where: Sequence[str],
-           args: Sequence[Any], limit: int) -> list[sqlite3.Row]:
-    """The ``limit`` best matches by ``bm25()`` that pass ``where`` (on ``m``): ``messages`` columns,
-    ``_rank`` and an empty ``_snippet``.
+           args: Sequence[Any], limit: int, sessions: Sequence[str] = (),
+           within: tuple[int, int] | None = None) -> list[sqlite3.Row]:
+    """The ``limit`` best matches by ``bm25()`` that pass ``where`` (on ``m``), ties in store id order:
+    ``messages`` columns, ``_rank`` and an empty ``_snippet``.
 
     Ranks inside the full-text index first and joins only the best rows: joining every match costs
     a random row read each. Filters on ``m`` may drop ranked rows, so the ranked window widens
     until it holds ``limit`` survivors or every match. ``bm25()`` reads each phrase's posting list
     for its statistics.
+
+    A session spread thin among other chats' rows would have its range's every match scored at
+    each widening. So when ``where`` keeps only ``sessions``, whose rows are under a quarter of
+    ``SAMPLES`` ids spaced over the searched range ``within`` (the first window would hold too few
+    of them), more rows match than the first window takes (else one window ranks them all) and
+    the sessions hold at most ``FEW_ROWS`` rows, the ids passing ``where`` are read first and
+    only the matches among them are scored (``_among``). The rows are the same either way.
     """
     window = limit * 4 if where else limit
+    if sessions and where and within is not None and _thin(conn, sessions, within) \
+            and _more_than(conn, fts_where, fts_args, window) and _few_rows(conn, sessions):
+        return _among(conn, fts_where, fts_args, where, args, limit)
     filters = " WHERE " + " AND ".join(where) if where else ""
     while True:
         sql = (f"SELECT m.*, f.r AS _rank, '' AS _snippet FROM (SELECT rowid AS rid, {_RANK} AS r"
@@ -211,6 +226,42 @@ def ranked(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
         if window >= total:
             return list(rows)
         window = window * 8 if window * 8 < total else -1
+
+
+def _more_than(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], n: int) -> bool:
+    """True when more than ``n`` rows match: steps through ``n`` matches, scoring none."""
+    return conn.execute(f"SELECT 1 FROM messages_fts WHERE {' AND '.join(fts_where)} LIMIT 1 OFFSET ?",
+                        [*fts_args, n]).fetchone() is not None
+
+
+def _thin(conn: sqlite3.Connection, sessions: Sequence[str], within: tuple[int, int]) -> bool:
+    """True when under a quarter of ``SAMPLES`` rows, at ids evenly spaced over ``within``, are the sessions'."""
+    marks = ",".join("?" * len(sessions))
+    low, high = within
+    held = conn.execute(
+        "WITH RECURSIVE k(i) AS (VALUES(0) UNION ALL SELECT i + 1 FROM k WHERE i + 1 < ?)"
+        " SELECT COUNT(*) FROM k WHERE (SELECT session_id FROM messages WHERE store_id >= ? + (? - ?) * i / ?"
+        f" ORDER BY store_id LIMIT 1) IN ({marks})", [SAMPLES, low, high, low, SAMPLES - 1, *sessions]).fetchone()[0]
+    return 4 * int(held) < SAMPLES
+
+
+def _few_rows(conn: sqlite3.Connection, sessions: Sequence[str]) -> bool:
+    """True when the sessions hold at most ``FEW_ROWS`` rows: a bounded read of ``messages_session``."""
+    marks = ",".join("?" * len(sessions))
+    return int(conn.execute(f"SELECT COUNT(*) FROM (SELECT 1 FROM messages WHERE session_id IN ({marks}) LIMIT ?)",
+                            [*sessions, FEW_ROWS + 1]).fetchone()[0]) <= FEW_ROWS
+
+
+def _among(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], where: Sequence[str],
+           args: Sequence[Any], limit: int) -> list[sqlite3.Row]:
+    """``ranked``'s rows, scoring only the matches whose id passes ``where``: the ids are read once into a
+    list the index's matches are checked against (``+rowid`` keeps it off the full-text index, which
+    would run the query once per id), and ``bm25()`` is computed for the matches kept only."""
+    sql = (f"SELECT m.*, f.r AS _rank, '' AS _snippet FROM (SELECT rowid AS rid, {_RANK} AS r FROM messages_fts"
+           f" WHERE {' AND '.join(fts_where)} AND +rowid IN (SELECT m.store_id FROM messages m"
+           f" WHERE {' AND '.join(where)}) ORDER BY r, rid LIMIT ?) f JOIN messages m ON m.store_id = f.rid"
+           " ORDER BY f.r, f.rid")
+    return list(conn.execute(sql, [*fts_args, *args, limit]).fetchall())
 
 
 ALL_RANK, ANY_RANK = -2.0, -1.0  # ``newest``'s ranks: a row holding every phrase, any other row

@@ -486,7 +486,8 @@ class MessageStore:
             fts_args.append(win.low)
         # bm25() ranks the window, unless its words are all common (then newest first). Snippets come after,
         # for the rows returned only.
-        rows = (ftsbound.newest if win.common else ftsbound.ranked)(conn, fts_where, fts_args, where, args, int(limit))
+        rows = ftsbound.newest(conn, fts_where, fts_args, where, args, int(limit)) if win.common else \
+            ftsbound.ranked(conn, fts_where, fts_args, where, args, int(limit), session_ids or (), ids)
         if win.low is not None and win.rare:
             older = ftsbound.older_hits(conn, match, win.rare, win.low, narrow, narrow_args, where, args, int(limit))
             rows = sorted([*rows, *older], key=lambda r: (float(r["_rank"]), int(r["store_id"])))[:int(limit)] \

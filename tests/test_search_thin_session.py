@@ -1,0 +1,145 @@
+"""A session whose rows are spread thin among other chats' is ranked among its own rows, with the same result.
+
+A gateway serving many chats interleaves their rows, so one chat's store-id range holds mostly
+other chats' matches. ``ftsbound.ranked`` scores only the matches of a small session's rows
+(``_among``) instead of widening a window over every match of the range; the rows, their order
+(ties in store id order) and their scores are the ones the widening window gives.
+"""
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from conftest import assistant, user
+
+from hermes_trove import ftsbound
+from hermes_trove.fulltext import build_match
+from hermes_trove.store import SessionKey
+
+WORDS = ["coffee", "budget", "trip", "plan", "note", "review", "garden"]
+
+
+def fill(runtime) -> None:
+    """Twenty chats; the "thin" chat says one row in every twenty-five, many of them word for word alike."""
+    for i in range(1500):
+        session = "thin" if i % 25 == 7 else f"chat-{i % 19}"
+        text = ("coffee budget plan" if i % 50 == 7 else
+                " ".join(WORDS[(i * k) % len(WORDS)] for k in range(1, 2 + i % 5)))
+        text += " harbour" if i % 300 == 7 else ""
+        runtime.store.append(SessionKey(session), [(user if i % 2 else assistant)(f"{text} row")])
+
+
+def ranked_both(conn: sqlite3.Connection, match: str, where: list[str], args: list, limit: int):
+    """The rows and the full-text statements run, for the widening window and for ``_among``."""
+    lo, hi = conn.execute("SELECT MIN(store_id), MAX(store_id) FROM messages WHERE session_id = 'thin'").fetchone()
+    fts_where, fts_args = ["messages_fts MATCH ?", "rowid BETWEEN ? AND ?"], [match, lo, hi]
+    out = []
+    for sessions in ((), ("thin",)):
+        seen: list[str] = []  # FTS5's own reads of its tables come as "-- " lines
+        conn.set_trace_callback(seen.append)
+        try:
+            got = ftsbound.ranked(conn, fts_where, fts_args, where, args, limit, sessions, (lo, hi))
+        finally:
+            conn.set_trace_callback(None)
+        out.append(([(int(r["store_id"]), float(r["_rank"]), r["content"]) for r in got],
+                    [s for s in seen if "messages_fts" in s and not s.startswith("--")]))
+    return out
+
+
+@pytest.mark.parametrize("limit", [1, 3, 10, 100])
+@pytest.mark.parametrize("query", ["coffee budget plan", "coffee", "garden review", "trip"])
+def test_thin_session_ranks_its_own_rows_alike(runtime, backend, query, limit):
+    if backend != "sqlite":
+        pytest.skip("the widening window is SQLite's; PostgreSQL ranks in SQL")
+    fill(runtime)
+    conn = runtime.store.db.read()
+    assert isinstance(conn, sqlite3.Connection)
+    match = build_match(query).expression
+    for where, args in ((["m.session_id IN (?)"], ["thin"]), (["m.session_id IN (?)", "m.role=?"], ["thin", "user"])):
+        (old, old_sql), (new, new_sql) = ranked_both(conn, match, where, args, limit)
+        every = conn.execute(
+            "SELECT m.store_id, bm25(messages_fts, 1.0, 0.6), m.content FROM messages_fts JOIN messages m"
+            " ON m.store_id = messages_fts.rowid WHERE messages_fts MATCH ? AND " + " AND ".join(where),
+            [match, *args]).fetchall()
+        expected = sorted(((int(s), float(r), c) for s, r, c in every), key=lambda t: (t[1], t[0]))[:limit]
+        assert new == old == expected, (query, limit, where)
+        old_scored, new_scored = ([q for q in sql if "bm25(" in q] for sql in (old_sql, new_sql))
+        assert len(new_scored) == 1  # one scoring pass: the session's matches, or a range's few matches
+        if limit in (3, 10):  # the window widened, each step scoring the range's every match again
+            assert len(old_scored) >= 2 and "+rowid IN" in new_scored[0]
+        if len(old_scored) >= 2:
+            assert "+rowid IN" in new_scored[0]
+
+
+def test_ties_at_the_cut_follow_store_ids(runtime, backend):
+    if backend != "sqlite":
+        pytest.skip("the widening window is SQLite's")
+    fill(runtime)
+    conn = runtime.store.db.read()
+    assert isinstance(conn, sqlite3.Connection)
+    (old, _), (new, _) = ranked_both(conn, build_match("coffee budget plan").expression,
+                                     ["m.session_id IN (?)"], ["thin"], 20)
+    alike = [row for row in new if row[2] == "coffee budget plan row"]
+    assert len(alike) >= 2 and len({r for _, r, _ in alike}) == 1  # word for word alike rows score alike
+    assert [s for s, _, _ in alike] == sorted(s for s, _, _ in alike)
+    assert new == old
+
+
+def test_a_session_past_few_rows_keeps_the_window(runtime, backend, monkeypatch):
+    if backend != "sqlite":
+        pytest.skip("the widening window is SQLite's")
+    fill(runtime)
+    monkeypatch.setattr(ftsbound, "FEW_ROWS", 10)  # "thin" holds 60 rows
+    conn = runtime.store.db.read()
+    assert isinstance(conn, sqlite3.Connection)
+    (old, old_sql), (new, new_sql) = ranked_both(conn, build_match("coffee").expression,
+                                                 ["m.session_id IN (?)"], ["thin"], 10)
+    assert new == old and len(new) == 10
+    assert [q for q in new_sql if "bm25(" in q] == [q for q in old_sql if "bm25(" in q]
+    assert len([q for q in old_sql if "bm25(" in q]) >= 2
+
+
+def test_few_matches_keep_the_window(runtime, backend):
+    if backend != "sqlite":
+        pytest.skip("the widening window is SQLite's")
+    fill(runtime)
+    conn = runtime.store.db.read()
+    assert isinstance(conn, sqlite3.Connection)
+    for where, args, found in ((["m.session_id IN (?)"], ["thin"], 5), (["m.session_id IN (?)", "m.role=?"],
+                                                                       ["thin", "assistant"], 0)):
+        (old, old_sql), (new, new_sql) = ranked_both(conn, build_match("harbour").expression, where, args, 10)
+        assert new == old and len(new) == found  # five rows match: one window ranks them all, without the ids
+        assert [q for q in new_sql if "bm25(" in q] == [q for q in old_sql if "bm25(" in q]
+        assert not any("+rowid IN" in q for q in new_sql)
+
+
+def test_store_search_of_a_thin_session(runtime, backend):
+    fill(runtime)
+    hits = runtime.store.search(build_match("coffee budget").expression, ["thin"], limit=30, snippets=False,
+                                max_candidates=5000, common_candidates=1000)
+    assert len(hits) == 30 and {row.session_id for row, _, _ in hits} == {"thin"}
+    ranks = [(rank, row.store_id) for row, rank, _ in hits]
+    assert ranks == sorted(ranks)
+
+
+def test_a_dense_session_keeps_the_window(runtime, backend):
+    if backend != "sqlite":
+        pytest.skip("the widening window is SQLite's")
+    for i in range(300):  # "dense" says most rows of its range; another chat now and then
+        session = "other" if i % 10 == 3 else "dense"
+        runtime.store.append(SessionKey(session), [user(f"coffee plan {WORDS[i % len(WORDS)]} row")])
+    conn = runtime.store.db.read()
+    assert isinstance(conn, sqlite3.Connection)
+    lo, hi = conn.execute("SELECT MIN(store_id), MAX(store_id) FROM messages WHERE session_id = 'dense'").fetchone()
+    assert not ftsbound._thin(conn, ["dense"], (lo, hi)) and ftsbound._thin(conn, ["other"], (lo, hi))
+    fts_where, fts_args = ["messages_fts MATCH ?", "rowid BETWEEN ? AND ?"], [build_match("coffee").expression, lo, hi]
+    seen: list[str] = []
+    conn.set_trace_callback(seen.append)
+    try:
+        got = ftsbound.ranked(conn, fts_where, fts_args, ["m.session_id IN (?)"], ["dense"], 5, ["dense"], (lo, hi))
+    finally:
+        conn.set_trace_callback(None)
+    assert len(got) == 5 and {r["session_id"] for r in got} == {"dense"}
+    assert not any("+rowid IN" in q for q in seen)  # the first window holds enough of its rows
+    assert [tuple(r) for r in got] == [tuple(r) for r in ftsbound.ranked(conn, fts_where, fts_args,
+                                                                         ["m.session_id IN (?)"], ["dense"], 5)]
