@@ -206,13 +206,13 @@ def ranked(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
     each widening. So when ``where`` keeps only ``sessions``, whose rows are under a quarter of
     ``SAMPLES`` ids spaced over the searched range ``within`` (the first window would hold too few
     of them), more rows match than the first window takes (else one window ranks them all) and
-    the sessions hold at most ``FEW_ROWS`` rows, the ids passing ``where`` are read first and
-    only the matches among them are scored (``_among``). The rows are the same either way.
+    the sessions hold at most ``FEW_ROWS`` rows, the sessions' ids are read first and only the
+    matches among them are scored (``_among``). The rows are the same either way.
     """
     window = limit * 4 if where else limit
     if sessions and where and within is not None and _thin(conn, sessions, within) \
             and _more_than(conn, fts_where, fts_args, window) and _few_rows(conn, sessions):
-        return _among(conn, fts_where, fts_args, where, args, limit)
+        return _among(conn, fts_where, fts_args, where, args, limit, sessions)
     filters = " WHERE " + " AND ".join(where) if where else ""
     while True:
         sql = (f"SELECT m.*, f.r AS _rank, '' AS _snippet FROM (SELECT rowid AS rid, {_RANK} AS r"
@@ -253,15 +253,19 @@ def _few_rows(conn: sqlite3.Connection, sessions: Sequence[str]) -> bool:
 
 
 def _among(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], where: Sequence[str],
-           args: Sequence[Any], limit: int) -> list[sqlite3.Row]:
-    """``ranked``'s rows, scoring only the matches whose id passes ``where``: the ids are read once into a
-    list the index's matches are checked against (``+rowid`` keeps it off the full-text index, which
-    would run the query once per id), and ``bm25()`` is computed for the matches kept only."""
-    sql = (f"SELECT m.*, f.r AS _rank, '' AS _snippet FROM (SELECT rowid AS rid, {_RANK} AS r FROM messages_fts"
-           f" WHERE {' AND '.join(fts_where)} AND +rowid IN (SELECT m.store_id FROM messages m"
-           f" WHERE {' AND '.join(where)}) ORDER BY r, rid LIMIT ?) f JOIN messages m ON m.store_id = f.rid"
-           " ORDER BY f.r, f.rid")
-    return list(conn.execute(sql, [*fts_args, *args, limit]).fetchall())
+           args: Sequence[Any], limit: int, sessions: Sequence[str]) -> list[sqlite3.Row]:
+    """``ranked``'s rows, scoring only the sessions' matches: the sessions' ids are read once from
+    ``messages_session`` alone into a list the index's matches are checked against (``+rowid`` keeps it
+    off the full-text index, which would run the query once per id), ``bm25()`` is computed for the
+    matches kept only, and ``where`` is checked on those matches' rows only (checked on the ids' list, a
+    role or source filter would read every row of the sessions, matching or not)."""
+    marks = ",".join("?" * len(sessions))
+    sql = (f"WITH f AS MATERIALIZED (SELECT rowid AS rid, {_RANK} AS r FROM messages_fts"
+           f" WHERE {' AND '.join(fts_where)} AND +rowid IN (SELECT store_id FROM messages"
+           f" WHERE session_id IN ({marks})))"
+           " SELECT m.*, f.r AS _rank, '' AS _snippet FROM f CROSS JOIN messages m ON m.store_id = f.rid"
+           f" WHERE {' AND '.join(where)} ORDER BY f.r, f.rid LIMIT ?")
+    return list(conn.execute(sql, [*fts_args, *sessions, *args, limit]).fetchall())
 
 
 ALL_RANK, ANY_RANK = -2.0, -1.0  # ``newest``'s ranks: a row holding every phrase, any other row

@@ -143,3 +143,22 @@ def test_a_dense_session_keeps_the_window(runtime, backend):
     assert not any("+rowid IN" in q for q in seen)  # the first window holds enough of its rows
     assert [tuple(r) for r in got] == [tuple(r) for r in ftsbound.ranked(conn, fts_where, fts_args,
                                                                          ["m.session_id IN (?)"], ["dense"], 5)]
+
+
+def test_a_role_filter_reads_the_matching_rows_only(runtime, backend):
+    if backend != "sqlite":
+        pytest.skip("the widening window is SQLite's")
+    fill(runtime)
+    conn = runtime.store.db.read()
+    assert isinstance(conn, sqlite3.Connection)
+    where, args = ["m.session_id IN (?)", "m.role=?", "(m.source=? OR (?='unknown' AND m.source=''))"], \
+        ["thin", "user", "unknown", "unknown"]
+    (old, _), (new, new_sql) = ranked_both(conn, build_match("coffee").expression, where, args, 10)
+    assert new == old and len(new) == 10
+    scored = [q for q in new_sql if "+rowid IN" in q]
+    assert len(scored) == 1
+    # the sessions' ids come from the session index alone: a role or source filter is checked on the
+    # matches' rows, not on every row of the sessions
+    plan = [r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + scored[0])]
+    seeks = [p for p in plan if "messages_session" in p]
+    assert seeks and all("COVERING INDEX" in p for p in seeks), plan
