@@ -29,6 +29,22 @@ def fill(runtime) -> None:
         runtime.store.append(SessionKey(session), [(user if i % 2 else assistant)(f"{text} row")])
 
 
+@pytest.fixture
+def conn(runtime, backend) -> sqlite3.Connection:
+    """The filled store's connection (``fill``); the widening window is SQLite's, PostgreSQL ranks in SQL."""
+    if backend != "sqlite":
+        pytest.skip("the widening window is SQLite's; PostgreSQL ranks in SQL")
+    fill(runtime)
+    read = runtime.store.db.read()
+    assert isinstance(read, sqlite3.Connection)
+    return read
+
+
+def scored(statements: list[str]) -> list[str]:
+    """The full-text statements that computed ``bm25()``."""
+    return [q for q in statements if "bm25(" in q]
+
+
 def ranked_both(conn: sqlite3.Connection, match: str, where: list[str], args: list, limit: int):
     """The rows and the full-text statements run, for the widening window and for ``_among``."""
     lo, hi = conn.execute("SELECT MIN(store_id), MAX(store_id) FROM messages WHERE session_id = 'thin'").fetchone()
@@ -48,12 +64,7 @@ def ranked_both(conn: sqlite3.Connection, match: str, where: list[str], args: li
 
 @pytest.mark.parametrize("limit", [1, 3, 10, 100])
 @pytest.mark.parametrize("query", ["coffee budget plan", "coffee", "garden review", "trip"])
-def test_thin_session_ranks_its_own_rows_alike(runtime, backend, query, limit):
-    if backend != "sqlite":
-        pytest.skip("the widening window is SQLite's; PostgreSQL ranks in SQL")
-    fill(runtime)
-    conn = runtime.store.db.read()
-    assert isinstance(conn, sqlite3.Connection)
+def test_thin_session_ranks_its_own_rows_alike(conn, query, limit):
     match = build_match(query).expression
     for where, args in ((["m.session_id IN (?)"], ["thin"]), (["m.session_id IN (?)", "m.role=?"], ["thin", "user"])):
         (old, old_sql), (new, new_sql) = ranked_both(conn, match, where, args, limit)
@@ -63,7 +74,7 @@ def test_thin_session_ranks_its_own_rows_alike(runtime, backend, query, limit):
             [match, *args]).fetchall()
         expected = sorted(((int(s), float(r), c) for s, r, c in every), key=lambda t: (t[1], t[0]))[:limit]
         assert new == old == expected, (query, limit, where)
-        old_scored, new_scored = ([q for q in sql if "bm25(" in q] for sql in (old_sql, new_sql))
+        old_scored, new_scored = scored(old_sql), scored(new_sql)
         assert len(new_scored) == 1  # one scoring pass: the session's matches, or a range's few matches
         if limit in (3, 10):  # the window widened, each step scoring the range's every match again
             assert len(old_scored) >= 2 and "+rowid IN" in new_scored[0]
@@ -71,12 +82,7 @@ def test_thin_session_ranks_its_own_rows_alike(runtime, backend, query, limit):
             assert "+rowid IN" in new_scored[0]
 
 
-def test_ties_at_the_cut_follow_store_ids(runtime, backend):
-    if backend != "sqlite":
-        pytest.skip("the widening window is SQLite's")
-    fill(runtime)
-    conn = runtime.store.db.read()
-    assert isinstance(conn, sqlite3.Connection)
+def test_ties_at_the_cut_follow_store_ids(conn):
     (old, _), (new, _) = ranked_both(conn, build_match("coffee budget plan").expression,
                                      ["m.session_id IN (?)"], ["thin"], 20)
     alike = [row for row in new if row[2] == "coffee budget plan row"]
@@ -85,31 +91,21 @@ def test_ties_at_the_cut_follow_store_ids(runtime, backend):
     assert new == old
 
 
-def test_a_session_past_few_rows_keeps_the_window(runtime, backend, monkeypatch):
-    if backend != "sqlite":
-        pytest.skip("the widening window is SQLite's")
-    fill(runtime)
+def test_a_session_past_few_rows_keeps_the_window(conn, monkeypatch):
     monkeypatch.setattr(ftsbound, "FEW_ROWS", 10)  # "thin" holds 60 rows
-    conn = runtime.store.db.read()
-    assert isinstance(conn, sqlite3.Connection)
     (old, old_sql), (new, new_sql) = ranked_both(conn, build_match("coffee").expression,
                                                  ["m.session_id IN (?)"], ["thin"], 10)
     assert new == old and len(new) == 10
-    assert [q for q in new_sql if "bm25(" in q] == [q for q in old_sql if "bm25(" in q]
-    assert len([q for q in old_sql if "bm25(" in q]) >= 2
+    assert scored(new_sql) == scored(old_sql)
+    assert len(scored(old_sql)) >= 2
 
 
-def test_few_matches_keep_the_window(runtime, backend):
-    if backend != "sqlite":
-        pytest.skip("the widening window is SQLite's")
-    fill(runtime)
-    conn = runtime.store.db.read()
-    assert isinstance(conn, sqlite3.Connection)
+def test_few_matches_keep_the_window(conn):
     for where, args, found in ((["m.session_id IN (?)"], ["thin"], 5), (["m.session_id IN (?)", "m.role=?"],
                                                                        ["thin", "assistant"], 0)):
         (old, old_sql), (new, new_sql) = ranked_both(conn, build_match("harbour").expression, where, args, 10)
         assert new == old and len(new) == found  # five rows match: one window ranks them all, without the ids
-        assert [q for q in new_sql if "bm25(" in q] == [q for q in old_sql if "bm25(" in q]
+        assert scored(new_sql) == scored(old_sql)
         assert not any("+rowid IN" in q for q in new_sql)
 
 
@@ -145,12 +141,7 @@ def test_a_dense_session_keeps_the_window(runtime, backend):
                                                                          ["m.session_id IN (?)"], ["dense"], 5)]
 
 
-def test_a_role_filter_reads_the_matching_rows_only(runtime, backend):
-    if backend != "sqlite":
-        pytest.skip("the widening window is SQLite's")
-    fill(runtime)
-    conn = runtime.store.db.read()
-    assert isinstance(conn, sqlite3.Connection)
+def test_a_role_filter_reads_the_matching_rows_only(conn):
     where, args = ["m.session_id IN (?)", "m.role=?", "(m.source=? OR (?='unknown' AND m.source=''))"], \
         ["thin", "user", "unknown", "unknown"]
     (old, _), (new, new_sql) = ranked_both(conn, build_match("coffee").expression, where, args, 10)
