@@ -264,6 +264,21 @@ def _reached(gen: Generation, heads: tuple[int, int]) -> bool:
 
 # -- the background worker ------------------------------------------------------------------------
 
+FAILURE_PAUSE_S = 30.0  # the longest pause after failed passes (a provider that stays down is asked this often)
+SUCCEEDED = ("partial", "done", "idle", "busy")
+
+
+def pause_after(status: str, failures: int, idle: float) -> float:
+    """Seconds the worker waits after a pass: none to speak of while rows are pending, ``idle``
+    once caught up (or stepping aside), and after ``failures`` failed passes in a row 1 s,
+    doubling per failure up to FAILURE_PAUSE_S (never less than ``idle``)."""
+    if status == "partial":
+        return 0.05
+    if status in SUCCEEDED or failures < 1:
+        return idle
+    return max(idle, min(FAILURE_PAUSE_S, 2.0 ** min(failures - 1, 16)))
+
+
 class IndexWorker(threading.Thread):
     """Runs passes until stopped: back to back while work is pending, ``idle_s`` apart otherwise."""
 
@@ -286,15 +301,15 @@ class IndexWorker(threading.Thread):
 
     def run(self) -> None:
         idle = float(self.runtime.config.embedding_idle_seconds)
+        failures = 0  # failed passes in a row
         while not self._stop_event.is_set():
             try:
                 self.last = run_pass(self.runtime)
             except Exception:  # run_pass reports its own failures; this is a last resort
                 log.exception("trove: embedding worker pass crashed")
                 self.last = PassReport(status="error", error="pass crashed")
-            status = self.last.status
-            pause = 0.05 if status == "partial" else idle if status in ("done", "idle", "busy") else max(idle, 30.0)
-            self._wake.wait(pause)
+            failures = 0 if self.last.status in SUCCEEDED else failures + 1
+            self._wake.wait(pause_after(self.last.status, failures, idle))
             self._wake.clear()
 
 

@@ -37,10 +37,11 @@ def fake_vector(text: str, dim: int) -> list[float]:
 class FakeEmbeddings:
     """A threaded HTTP server; model names "fake-<dim>" set the dimension. Records every request."""
 
-    def __init__(self, delay_s: float = 0.0, fail: bool = False):
+    def __init__(self, delay_s: float = 0.0, fail: bool = False, fail_first: int = 0):
         self.requests: list[dict[str, Any]] = []
         self.delay_s = delay_s
         self.fail = fail
+        self.fail_first = fail_first  # the first this many requests answer 500
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -52,7 +53,7 @@ class FakeEmbeddings:
                 outer.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
                 if outer.delay_s:
                     time.sleep(outer.delay_s)
-                if outer.fail or self.path != "/v1/embeddings":
+                if outer.fail or len(outer.requests) <= outer.fail_first or self.path != "/v1/embeddings":
                     self.send_response(500)
                     self.end_headers()
                     self.wfile.write(b'{"error": "boom"}')

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from embed_fakes import (  # noqa: F401
+    FakeEmbeddings,
     fake_embeddings_server,
     fake_env,
     fake_runtime,
@@ -452,7 +453,8 @@ def test_the_background_worker_reaches_full_coverage_between_turns_and_stops(tmp
     deadline = time.time() + 30
     while time.time() < deadline and indexer.status(runtime).get("coverage") != 1.0:
         time.sleep(0.05)
-    assert indexer.status(runtime)["coverage"] == 1.0 and indexer.status(runtime)["worker"] == "running"
+    now = indexer.status(runtime)
+    assert now["coverage"] == 1.0 and now["worker"] == "running", now
     seed(runtime, 5, start=500)  # a quiet agent: no turn drives it, the worker still catches up
     worker.nudge()
     deadline = time.time() + 30
@@ -461,6 +463,30 @@ def test_the_background_worker_reaches_full_coverage_between_turns_and_stops(tmp
     assert len(vectors(runtime)) == 45
     indexer.stop_all()
     assert not worker.is_alive()
+
+
+def test_a_failed_pass_is_retried_within_seconds_and_repeated_failures_back_off(tmp_path):
+    with FakeEmbeddings(fail_first=2) as failing:  # the first two requests answer 500
+        runtime = fake_runtime(tmp_path, failing, embedding_idle_seconds=0.05)
+        seed(runtime, 5)
+        worker = indexer.start_background(runtime)
+        assert worker is not None
+        deadline = time.time() + 20  # within the old fixed 30 s pause: two failures wait 1 + 2 s
+        while time.time() < deadline and indexer.status(runtime).get("coverage") != 1.0:
+            time.sleep(0.05)
+        now = indexer.status(runtime)
+        indexer.stop_all()
+    assert now["coverage"] == 1.0, now
+    assert len(failing.requests) >= 3
+
+
+@pytest.mark.parametrize(("status", "failures", "idle", "pause"), [
+    ("partial", 0, 5.0, 0.05), ("done", 0, 5.0, 5.0), ("idle", 0, 0.05, 0.05), ("busy", 0, 5.0, 5.0),
+    ("error", 1, 0.05, 1.0), ("unavailable", 2, 0.05, 2.0), ("error", 3, 0.05, 4.0), ("error", 5, 0.05, 16.0),
+    ("error", 6, 0.05, 30.0), ("error", 10_000, 0.05, 30.0), ("error", 1, 5.0, 5.0), ("error", 1, 60.0, 60.0),
+])
+def test_the_pause_after_a_pass_doubles_per_failure_in_a_row_up_to_thirty_seconds(status, failures, idle, pause):
+    assert indexer.pause_after(status, failures, idle) == pause
 
 
 def test_the_worker_is_not_started_when_embeddings_are_off(runtime):
