@@ -73,7 +73,8 @@ class TroveConfig:
     summary_fallback_models: tuple[str, ...] = knob((), "Models tried after the summary model fails.", group="models")
     summary_context_length: int = knob(
         0, "Context window of the summary model and its fallbacks (0 = unknown: the host's"
-        " auxiliary.compression.context_length when TROVE_SUMMARY_MODEL is empty, else the chat model's).",
+        " auxiliary.compression.context_length when TROVE_SUMMARY_MODEL is empty, else the chat model's);"
+        " also bounds assertion extraction batches.",
         lo=0, hi=100_000_000, group="models")
     summary_timeout_ms: int = knob(60000, "Timeout for one summarization call.", lo=1000, group="models")
     summary_circuit_breaker_failure_threshold: int = knob(

@@ -21,6 +21,7 @@ from ..dates import resolve_occurrences
 from ..models import utf8_text
 from ..refs import RefClaim, RefError, verify
 from ..rows import MessageRow
+from ..toolkit import chars_within
 
 VERSION = "assertions-v1"
 MARKER = "TROVE-ASSERTION-EXTRACTION"
@@ -90,28 +91,70 @@ class Parsed:
     reasons: tuple[str, ...] = field(default=())
 
 
-def rows_within(rows: Sequence[MessageRow], window: int, answer_tokens: int) -> list[MessageRow]:
-    """The first of ``rows`` whose extraction prompt leaves a known ``window`` room for an answer of
-    ``answer_tokens`` (0 = unknown: all of them); never fewer than one, so a batch always moves on."""
+MIN_SHOWN_TOKENS = 32          # the least of a message worth an extraction call
+_TAGS_TOKENS = 8               # the <messages> tags around the batch
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The messages one extraction call shows, how many characters of each (a quote must fall
+    inside them) and the answer it may ask for."""
+
+    rows: tuple[MessageRow, ...]
+    shown: tuple[int, ...]
+    answer_tokens: int
+
+    def cuts(self) -> list[str]:
+        """A note for each message shown in part (the batch log keeps them)."""
+        return [f"store_id {r.store_id}: {n:,} of {len(r.content):,} characters shown"
+                for r, n in zip(self.rows, self.shown, strict=True) if n < len(r.content)]
+
+
+def answer_tokens(window: int, most: int) -> int:
+    """The answer an extraction call asks for: ``most``, or a quarter of a known ``window`` when that
+    is less (a small model's window must hold the prompt and a message too)."""
+    return most if window <= 0 else max(1, min(most, window // 4))
+
+
+def _header(r: MessageRow) -> str:
+    return f"--- message store_id={r.store_id} role={r.role} ---\n"
+
+
+def plan_batch(rows: Sequence[MessageRow], window: int, most_answer: int) -> Batch:
+    """The first of ``rows`` whose extraction prompt leaves a known ``window`` room for the answer
+    (0 = unknown: all of them), each shown up to MAX_MESSAGE_CHARS. A first message that does not
+    fit whole is shown as far as the window holds, so a batch always moves on; none at all only
+    when the window cannot hold the prompt, the answer and MIN_SHOWN_TOKENS of a message."""
+    answer = answer_tokens(window, most_answer)
+    full = [min(len(r.content), MAX_MESSAGE_CHARS) for r in rows]
     if window <= 0:
-        return list(rows)
-    used = tokens.count(PROMPT) + answer_tokens + 8  # the prompt's own words, the answer, the tags
+        return Batch(tuple(rows), tuple(full), answer)
+    room = window - tokens.count(PROMPT) - answer - _TAGS_TOKENS
     out: list[MessageRow] = []
-    for r in rows:
-        used += tokens.count(f"--- message store_id={r.store_id} role={r.role} ---\n{r.content[:MAX_MESSAGE_CHARS]}")
-        if out and used > window:
-            break
-        out.append(r)
-    return out
+    shown: list[int] = []
+    for r, n in zip(rows, full, strict=True):
+        need = tokens.count(_header(r) + r.content[:n])
+        if need <= room:
+            out.append(r)
+            shown.append(n)
+            room -= need
+            continue
+        text_room = room - tokens.count(_header(r))
+        if not out and text_room >= MIN_SHOWN_TOKENS:
+            out.append(r)
+            shown.append(min(n, chars_within(r.content, 0, text_room)))
+        break
+    return Batch(tuple(out), tuple(shown), answer)
 
 
-def render_prompt(rows: Sequence[MessageRow]) -> tuple[list[dict[str, str]], int]:
-    """The one user message of an extraction call, and the message characters it carries."""
+def render_prompt(rows: Sequence[MessageRow], shown: Sequence[int] | None = None) -> tuple[list[dict[str, str]], int]:
+    """The one user message of an extraction call, and the message characters it carries
+    (``shown``: of each row, default MAX_MESSAGE_CHARS)."""
     parts, chars = [PROMPT, "<messages>"], 0
-    for r in rows:
-        text = r.content[:MAX_MESSAGE_CHARS]
+    for i, r in enumerate(rows):
+        text = r.content[:MAX_MESSAGE_CHARS if shown is None else shown[i]]
         chars += len(text)
-        parts.append(f"--- message store_id={r.store_id} role={r.role} ---\n{text}")
+        parts.append(_header(r) + text)
     parts.append("</messages>")
     return [{"role": "user", "content": "\n".join(parts)}], chars
 
@@ -162,8 +205,9 @@ def assertion_id(store_id: int, start: int, end: int, subject: str, pred: str, v
     return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def parse_answer(text: Any, rows: Mapping[int, MessageRow]) -> Parsed:
-    """The verified candidates of one model answer; never raises."""
+def parse_answer(text: Any, rows: Mapping[int, MessageRow], shown: Mapping[int, int] | None = None) -> Parsed:
+    """The verified candidates of one model answer; never raises. ``shown``: the characters of each
+    row the prompt showed (default MAX_MESSAGE_CHARS); a quote must fall inside them."""
     if not isinstance(text, str):
         return Parsed(malformed=f"the answer is {type(text).__name__}, not text")
     if len(text) > MAX_OUTPUT_CHARS:
@@ -180,7 +224,7 @@ def parse_answer(text: Any, rows: Mapping[int, MessageRow]) -> Parsed:
     reasons: list[str] = []
     for item in items[:MAX_ITEMS]:
         try:
-            cand = _candidate(item, rows)
+            cand = _candidate(item, rows, shown or {})
         except RefError as exc:
             unverified += 1
             reasons.append(f"unverified: {str(exc)[:120]}")
@@ -209,7 +253,7 @@ def _text(item: Mapping[str, Any], name: str, limit: int, required: bool = True)
     return text
 
 
-def _candidate(item: Any, rows: Mapping[int, MessageRow]) -> Candidate:
+def _candidate(item: Any, rows: Mapping[int, MessageRow], shown: Mapping[int, int]) -> Candidate:
     if not isinstance(item, dict):
         raise ValueError("an assertion must be an object")
     store_id = item.get("store_id")
@@ -237,7 +281,7 @@ def _candidate(item: Any, rows: Mapping[int, MessageRow]) -> Candidate:
     scope = key(raw_scope, 80) or ""
     row = rows[store_id]
     start = row.content.find(quote)
-    if start < 0 or start + len(quote) > MAX_MESSAGE_CHARS:
+    if start < 0 or start + len(quote) > shown.get(store_id, MAX_MESSAGE_CHARS):
         raise RefError(f"the quote is not in store_id {store_id}")
     ref = verify(RefClaim(store_id, start, start + len(quote), quote), row)
     event_at = event_end = None

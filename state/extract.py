@@ -22,9 +22,10 @@ from .. import leases
 from ..background import PassScheduler
 from ..models import Complete, host_task_window
 from .assertion_store import AssertionStore, BatchLog
-from .contract import VERSION, parse_answer, render_prompt, rows_within
+from .contract import VERSION, Batch, parse_answer, plan_batch, render_prompt
 
 if TYPE_CHECKING:
+    from ..config import TroveConfig
     from ..runtime import Runtime
 
 log = logging.getLogger("hermes_trove.state")
@@ -52,9 +53,7 @@ def run_pass(runtime: Runtime, complete: Complete | None, *, max_batches: int | 
     max_batches = int(cfg.assertion_batches_per_pass) if max_batches is None else int(max_batches)
     budget_s = cfg.assertion_pass_budget_ms / 1000.0 if budget_s is None else float(budget_s)
     per_batch = int(cfg.assertion_batch_messages)
-    # the auxiliary default's window (the host's auxiliary.compression.context_length) bounds a batch;
-    # a model named by TROVE_ASSERTION_EXTRACTION_MODEL has no known window here
-    window = 0 if cfg.assertion_extraction_model else host_task_window(home=cfg.hermes_home)
+    window = extraction_window(cfg)
     totals = {"batches": 0, "messages": 0, "model_calls": 0, "input_chars": 0, "proposed": 0, "stored": 0,
               "unverified": 0, "invalid": 0, "malformed": 0, "errors": 0}
 
@@ -62,48 +61,80 @@ def run_pass(runtime: Runtime, complete: Complete | None, *, max_batches: int | 
         room = per_batch if max_messages is None else min(per_batch, max_messages - totals["messages"])
         cursor = store.cursor()
         rows = store.pending(cursor, room, head) if room > 0 and head is not None else []
-        rows = rows_within(rows, window, MAX_ANSWER_TOKENS)  # the rest wait for the next batch
-        if not rows:
+        batch = plan_batch(rows, window, MAX_ANSWER_TOKENS)  # the rest wait for the next batch
+        if rows and not batch.rows:
+            too_small.append(window)
+        if not batch.rows:
             return False
-        outcome = _batch(runtime, store, complete, cursor, rows)
+        outcome = _batch(runtime, store, complete, cursor, batch)
         for k in totals:
             totals[k] += int(outcome.get(k, 0))
         if progress is not None:
             progress(dict(totals, backlog=store.backlog()))
         return not outcome.get("stop")
 
+    too_small: list[int] = []
     with leases.bounded_pass(runtime.db, LEASE, LEASE_TTL_S, budget_s=budget_s, max_steps=max_batches,
                              clock=clock) as run:
         if not run.held:
             return run.busy()
         head = store.settled_head()  # None: a message writer is mid-commit; the next pass reads on
         run.loop(step)
+    if too_small:  # nothing read, nothing skipped: the messages wait for a larger window
+        _warn_once(runtime.db.path, window)
+        return {"status": "window_too_small", **totals, "backlog": store.backlog(), "seconds": run.seconds(),
+                "reason": f"the auxiliary model's {window}-token window cannot hold the extraction prompt, an"
+                          f" answer and a message; raise it (TROVE_SUMMARY_CONTEXT_LENGTH or the host's"
+                          f" auxiliary.compression.context_length) to extract"}
     return {"status": "ok", **totals, "backlog": store.backlog(), "seconds": run.seconds()}
 
 
-def _batch(runtime: Runtime, store: AssertionStore, complete: Complete, cursor: int,
-           rows: list[Any]) -> dict[str, Any]:
+def extraction_window(cfg: TroveConfig) -> int:
+    """The window an extraction request must fit: the smaller of the auxiliary windows the operator
+    gave, TROVE_SUMMARY_CONTEXT_LENGTH and the host's ``auxiliary.compression.context_length``,
+    each when set (0 = neither: unbounded). A model named by TROVE_ASSERTION_EXTRACTION_MODEL has no
+    window of its own to read, so it is bounded the same way; a bound too small only costs calls."""
+    known = [w for w in (int(cfg.summary_context_length or 0), host_task_window(home=cfg.hermes_home)) if w > 0]
+    return min(known) if known else 0
+
+
+_WARNED: set[tuple[str, int]] = set()
+
+
+def _warn_once(path: str, window: int) -> None:
+    if (path, window) not in _WARNED:
+        _WARNED.add((path, window))
+        log.warning("trove: assertion extraction waits: a %d-token auxiliary window cannot hold the prompt,"
+                    " an answer and a message", window)
+
+
+def _batch(runtime: Runtime, store: AssertionStore, complete: Complete, cursor: int, batch: Batch) -> dict[str, Any]:
     cfg = runtime.config
+    rows = batch.rows
+    shown = dict(zip((r.store_id for r in rows), batch.shown, strict=True))
     keep = [r for r in rows if not runtime.filters.ignored_by(r.session_id, r.platform)]
     first, last = rows[0].store_id, rows[-1].store_id
     if not keep:  # only ignored sessions: move past them without a model call
         done = store.commit_batch(cursor, last, [], BatchLog(first, last, 0, 0, 0, 0, 0, 0, 0, "skipped"), VERSION)
         return {"batches": 1, "stop": done is None}
-    messages, chars = render_prompt(keep)
+    messages, chars = render_prompt(keep, [shown[r.store_id] for r in keep])
+    cuts = Batch(tuple(keep), tuple(shown[r.store_id] for r in keep), batch.answer_tokens).cuts()
     try:
         answer = complete(messages, str(cfg.assertion_extraction_model or ""), float(cfg.assertion_timeout_seconds),
-                          MAX_ANSWER_TOKENS)
+                          batch.answer_tokens)
     except Exception as exc:  # the batch stays pending; the next pass retries it
         log.warning("trove: assertion extraction call failed: %s", exc)
         store.log_failure(BatchLog(first, last, len(keep), 1, chars, 0, 0, 0, 0, "model_error",
                                    f"{type(exc).__name__}: {str(exc)[:300]}"))
         return {"batches": 1, "model_calls": 1, "input_chars": chars, "errors": 1, "stop": True}
-    parsed = parse_answer(answer, {r.store_id: r for r in keep})
+    parsed = parse_answer(answer, {r.store_id: r for r in keep}, shown)
     outcome = "malformed" if parsed.malformed else "ok"
-    error = parsed.malformed or ("; ".join(parsed.reasons[:3]) if parsed.reasons else None)
-    batch = BatchLog(first, last, len(keep), 1, chars, parsed.proposed, 0, parsed.unverified, parsed.invalid,
-                     outcome, error[:500] if error else None)
-    stored = store.commit_batch(cursor, last, parsed.candidates, batch, VERSION)
+    # what the batch could not show is said first: the rest of a message past it is never read
+    notes = cuts + ([parsed.malformed] if parsed.malformed else list(parsed.reasons[:3]))
+    error = "; ".join(notes) if notes else None
+    log_row = BatchLog(first, last, len(keep), 1, chars, parsed.proposed, 0, parsed.unverified, parsed.invalid,
+                       outcome, error[:500] if error else None)
+    stored = store.commit_batch(cursor, last, parsed.candidates, log_row, VERSION)
     if stored is None:  # another process moved the cursor: its batch stands, this one is dropped
         return {"batches": 1, "model_calls": 1, "input_chars": chars, "stop": True}
     return {"batches": 1, "messages": len(keep), "model_calls": 1, "input_chars": chars, "proposed": parsed.proposed,

@@ -442,3 +442,91 @@ def test_a_batch_fits_the_auxiliary_models_window(tmp_path, monkeypatch):
     assert report["errors"] == 0 and len(asked) >= 2 and max(asked) <= 8000, (report, asked)
     stored = AssertionStore(runtime.db)
     assert report["stored"] == 8 and stored.backlog() == 0, report
+
+
+def _window_model(window, model, asked):
+    """A model that refuses a request whose prompt and answer allowance exceed ``window`` tokens."""
+    from hermes_trove import tokens
+
+    def complete(messages, name, timeout_s, max_tokens):
+        need = tokens.count(messages[0]["content"]) + max_tokens
+        asked.append((need, name))
+        if need > window:
+            raise RuntimeError(f"maximum context length is {window} tokens, {need} requested")
+        return model(messages, name, timeout_s, max_tokens)
+    return complete
+
+
+@pytest.mark.parametrize("route", ["host", "named"])
+@pytest.mark.parametrize("window", [1000, 2000, 4000])
+def test_a_message_larger_than_a_small_window_does_not_stall_extraction(tmp_path, monkeypatch, window, route):
+    # A small auxiliary window (the host's auxiliary.compression.context_length, or for a model named
+    # by TROVE_ASSERTION_EXTRACTION_MODEL, TROVE_SUMMARY_CONTEXT_LENGTH) and a 20,000-character message
+    # among normal ones: the long one is shown as far as the window holds, the batch log says so, the
+    # cursor reaches the head and the normal messages still yield their assertions.
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    if route == "host":
+        (home / "config.yaml").write_text(f"auxiliary:\n  compression:\n    context_length: {window}\n",
+                                          encoding="utf-8")
+        runtime = build_runtime(make_config(home, assertions_enabled=True))
+    else:
+        runtime = build_runtime(make_config(home, assertions_enabled=True, assertion_extraction_model="small-model",
+                                            summary_context_length=window))
+    long_text = "I live in Lisbon. " + " ".join(f"w{j}" for j in range(6000))
+    assert len(long_text) > 20_000
+    texts = [("user", "I live in Porto"), ("assistant", "my editor is vim"), ("user", long_text),
+             ("user", "I live in Berlin"), ("assistant", "noted"), ("user", "my editor is emacs")]
+    ids = add(runtime, texts)
+    asked = []
+    report = extract.run_pass(runtime, _window_model(window, FactModel(), asked), max_batches=20, budget_s=60)
+    store = AssertionStore(runtime.db)
+    assert report["status"] == "ok" and report["errors"] == 0, (report, asked)
+    assert store.cursor() == max(ids) and store.backlog() == 0, report
+    values = {r[0] for r in runtime.db.read().execute("SELECT value_text FROM assertions")}
+    assert {"Porto", "vim", "Lisbon", "Berlin", "emacs"} <= values, values
+    if route == "named":
+        assert {name for _, name in asked} == {"small-model"}
+    # the batch holding the long message says how much of it the model saw
+    notes = runtime.db.read().execute("SELECT first_store_id, last_store_id, outcome, error FROM assertion_batches"
+                                      " WHERE ? BETWEEN first_store_id AND last_store_id", (ids[2],)).fetchall()
+    assert len(notes) == 1 and notes[0][2] == "ok", notes
+    assert f"store_id {ids[2]}: " in notes[0][3] and f"of {len(long_text):,} characters shown" in notes[0][3], notes
+
+
+def test_a_window_too_small_for_any_message_waits_and_says_why(tmp_path, monkeypatch):
+    # A window that cannot hold the prompt, an answer and a few words of a message: no model call,
+    # the cursor stays (nothing is skipped), and the pass says why.
+    runtime = build_runtime(make_config(tmp_path, assertions_enabled=True, summary_context_length=300))
+    add(runtime, [("user", "I live in Porto")])
+    asked = []
+    report = extract.run_pass(runtime, _window_model(300, FactModel(), asked), max_batches=5, budget_s=60)
+    assert report["status"] == "window_too_small" and "300-token" in report["reason"], report
+    assert asked == [] and AssertionStore(runtime.db).cursor() == 0 and report["backlog"] == 1
+
+
+def test_extraction_window_is_the_smaller_known_auxiliary_window(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    cfg = make_config(home)
+    assert extract.extraction_window(cfg) == 0  # neither known: unbounded, as before
+    assert extract.extraction_window(dataclasses.replace(cfg, summary_context_length=6000)) == 6000
+    (home / "config.yaml").write_text("auxiliary:\n  compression:\n    context_length: 5000\n", encoding="utf-8")
+    assert extract.extraction_window(cfg) == 5000
+    assert extract.extraction_window(dataclasses.replace(cfg, summary_context_length=6000)) == 5000
+    named = dataclasses.replace(cfg, assertion_extraction_model="other", summary_context_length=3000)
+    assert extract.extraction_window(named) == 3000
+
+
+def test_a_quote_past_what_the_prompt_showed_is_not_verified(tmp_path):
+    runtime = rt(tmp_path)
+    [sid] = add(runtime, [("user", "hello there. I live in Porto")])
+    row = runtime.store.get(sid)
+    item = {"store_id": sid, "quote": "I live in Porto", "subject": "user:self", "predicate": "lives_in",
+            "value": "Porto", "kind": "fact"}
+    answer = json.dumps({"assertions": [item]})
+    assert len(contract.parse_answer(answer, {sid: row}).candidates) == 1
+    cut = contract.parse_answer(answer, {sid: row}, {sid: 12})
+    assert cut.candidates == () and cut.unverified == 1
