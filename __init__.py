@@ -55,6 +55,7 @@ def _register(ctx: Any) -> None:
     # Imported here, not at the top: `import hermes_trove.store` (CLI, importer, tests)
     # should not load the engine, the host hooks and the tool table.
     from . import command, subsystems
+    from .compaction.summarize import window_warnings
     from .config import load_config
     from .engine import TroveEngine
     from .hooks import make_hooks
@@ -63,6 +64,8 @@ def _register(ctx: Any) -> None:
     from .runtime import build_runtime
 
     config = load_config(hermes_home=_hermes_home(ctx))
+    for warning in window_warnings(config):  # once per load; the doctor repeats it on demand
+        log.warning("trove: %s", warning)
     runtime = build_runtime(config, llm=getattr(ctx, "llm", None))
     exists = Path(runtime.db.path).exists()  # `hermes trove --help` must not create a database
     if exists:

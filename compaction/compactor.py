@@ -55,11 +55,11 @@ class CompactionResult:
 
 
 def leaf_budget(source_tokens: int) -> int:
-    return max(256, min(4000, source_tokens // 5))
+    return max(policy.LEAF_BUDGET_FLOOR, min(4000, source_tokens // 5))
 
 
 def condense_budget(children_tokens: int) -> int:
-    return max(256, min(4000, int(children_tokens * 0.4)))
+    return max(policy.LEAF_BUDGET_FLOOR, min(4000, int(children_tokens * 0.4)))
 
 
 class Compactor:

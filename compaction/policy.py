@@ -128,6 +128,15 @@ SUMMARY_INSTRUCTION_TOKENS = 200  # the summary prompt's own words around the re
 
 
 MIN_SUMMARY_BUDGET = 32  # the summarizer's smallest budget; it lets a model answer twice its budget
+LEAF_BUDGET_FLOOR = 256  # the smallest budget a leaf or a merge asks for (compactor.leaf_budget, condense_budget)
+
+
+def smallest_summary_window(own_instruction_tokens: int = 0) -> int:
+    """The smallest window in which a summary request is worth a model call: a record of half the
+    window (``summary_input_cap``), the instructions (with ``own_instruction_tokens`` of the
+    operator's) and the answer the smallest leaf budget is allowed (twice LEAF_BUDGET_FLOOR). Below
+    it every answer is squeezed under that budget, and a record that cannot fit is cut without one."""
+    return 2 * (SUMMARY_INSTRUCTION_TOKENS + max(0, own_instruction_tokens) + 2 * LEAF_BUDGET_FLOOR)
 
 
 def budget_within(budget: int, request_tokens: int, window: int) -> int:

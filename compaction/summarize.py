@@ -19,10 +19,12 @@ from typing import TYPE_CHECKING, Any
 from .. import tokens
 from ..models import Complete, clean_output, host_task_window
 from .policy import (
+    LEAF_BUDGET_FLOOR,
     MIN_SUMMARY_BUDGET,
     SUMMARY_INSTRUCTION_TOKENS,
     budget_within,
     request_fits,
+    smallest_summary_window,
     summary_input_cap,
     summary_window,
 )
@@ -244,6 +246,23 @@ class Summarizer:
         limit = max(16, min(int(cfg.l3_truncate_tokens), budget, max(16, source_tokens - 1)))
         out = truncate_deterministic(text, limit)
         return SummaryResult(out, "deterministic", "", tokens.count(out), calls, input_tokens, tuple(errors))
+
+
+def window_warnings(config: TroveConfig, host_window: Callable[[], int] | None = None) -> list[str]:
+    """A warning for a summary window set too small for a useful summary request
+    (``policy.smallest_summary_window``): TROVE_SUMMARY_CONTEXT_LENGTH, or the host's
+    ``auxiliary.compression.context_length`` while summaries take the host's route without it."""
+    floor = smallest_summary_window(tokens.count(config.custom_instructions))
+    why = (f"under the {floor:,} tokens a summary request needs (half the window for the record, the"
+           f" instructions and a {2 * LEAF_BUDGET_FLOOR}-token answer): summaries are squeezed or cut"
+           f" without a model; give the model's real window, at least {floor:,}")
+    own = int(config.summary_context_length or 0)
+    if own:
+        return [f"TROVE_SUMMARY_CONTEXT_LENGTH={own} is {why}"] if own < floor else []
+    if config.summary_model:
+        return []
+    host = (host_window or functools.partial(host_task_window, home=config.hermes_home))()
+    return [f"the host's auxiliary.compression.context_length={host} is {why}"] if 0 < host < floor else []
 
 
 def _dated(value: Any) -> datetime | None:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .. import subsystems
+from ..compaction.summarize import window_warnings
 from ..compaction.window import TRIGGER_CEILING
 from ..config import reserve_floor_cap
 from ..dag import SummaryDAG
@@ -174,6 +175,7 @@ def _check_config(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Ch
                       f" ({install_hint('regex')})")
     if cfg.doctor_clean_apply_enabled:
         issues.append("TROVE_DOCTOR_CLEAN_APPLY_ENABLED=true: destructive clean apply is allowed")
+    issues.extend(window_warnings(cfg))
     if not issues:
         return "pass", "configuration values look sane", ""
     status = "fail" if refused else "warn"

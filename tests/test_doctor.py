@@ -153,6 +153,52 @@ def test_message_patterns_without_the_regex_package_name_the_command_for_this_in
     assert f"({install_hint('regex')})" in check["detail"]  # pip: the extra; a plugin directory: its packages
 
 
+def test_a_summary_window_too_small_for_a_useful_request_is_a_warning(tmp_path):
+    # A leaf chunk is half the window; with the instructions and the smallest leaf budget's answer a
+    # request needs 1,424 tokens (more with the operator's own instructions).
+    floor = 2 * (200 + 2 * 256)
+    small = by_check(doctor.run_doctor(build_runtime(make_config(tmp_path, summary_context_length=1000))))
+    check = small["config_validation"]
+    assert check["status"] == "warn", check
+    assert "TROVE_SUMMARY_CONTEXT_LENGTH=1000" in check["detail"] and f"at least {floor:,}" in check["detail"]
+    enough = by_check(doctor.run_doctor(build_runtime(make_config(tmp_path, summary_context_length=floor))))
+    assert enough["config_validation"]["status"] == "pass"
+    custom = make_config(tmp_path, summary_context_length=floor, custom_instructions="keep every name " * 25)
+    assert by_check(doctor.run_doctor(build_runtime(custom)))["config_validation"]["status"] == "warn"
+
+
+@pytest.mark.parametrize("summary_model,warned", [("", True), ("named-model", False)])
+def test_a_small_host_auxiliary_window_warns_while_summaries_take_that_route(tmp_path, monkeypatch, summary_model,
+                                                                             warned):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    (home / "config.yaml").write_text("auxiliary:\n  compression:\n    context_length: 900\n", encoding="utf-8")
+    check = by_check(doctor.run_doctor(build_runtime(make_config(home, summary_model=summary_model))))
+    detail = check["config_validation"]["detail"]
+    assert ("auxiliary.compression.context_length=900" in detail) is warned, detail
+    assert check["config_validation"]["status"] == ("warn" if warned else "pass")
+
+
+def test_a_small_summary_window_is_logged_once_at_load(tmp_path, monkeypatch, caplog):
+    import hermes_trove
+
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path))
+    monkeypatch.setenv("TROVE_SUMMARY_CONTEXT_LENGTH", "800")
+
+    class Ctx:
+        def register_context_engine(self, engine):
+            self.engine = engine
+
+        def register_cli_command(self, *a, **k):
+            pass
+
+    with caplog.at_level("WARNING", logger="hermes_trove"):
+        hermes_trove.register(Ctx())
+    said = [r for r in caplog.records if "TROVE_SUMMARY_CONTEXT_LENGTH=800" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelname == "WARNING", [r.getMessage() for r in caplog.records]
+
+
 def test_a_refused_configuration_value_fails_the_config_check(tmp_path):
     cfg = make_config(tmp_path, warnings=("TROVE_CONTEXT_THRESHOLD='lots' is invalid",))
     check = by_check(doctor.run_doctor(build_runtime(cfg)))["config_validation"]
