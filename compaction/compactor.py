@@ -18,7 +18,7 @@ from ..ingest import Identify, is_synthetic, message_identity
 from ..payloads.replay import apply_replay_stubs
 from ..payloads.sidecar import transcript_gc
 from . import assembly, policy
-from .summarize import Summarizer, SummaryResult, expand_hint, serialize_messages
+from .summarize import Summarizer, SummaryResult, cut_note, expand_hint, serialize_messages
 from .window import TRIGGER_CEILING, plan_target
 
 if TYPE_CHECKING:
@@ -269,12 +269,16 @@ class Compactor:
         return res
 
     def _leaf(self, rows: list[MessageRow], focus: str) -> bool:
-        text = serialize_messages([r for r in rows if r.store_id not in self.taken_back])
+        shown = [r for r in rows if r.store_id not in self.taken_back]
+        text = serialize_messages(shown)
         source_tokens = sum(r.token_count for r in rows)
         res = self._summarize(text, 0, leaf_budget(source_tokens), focus)
         self.levels.append(res.level)
+        note = cut_note(shown)  # a message the record showed in part: the summary says so
+        summary = f"{res.text}\n{note}" if note else res.text
+        size = tokens.count(summary) if note else res.tokens
         leaf = self.runtime.dag.add_leaf_below_frontier(
-            self.key.session_id, res.text, [r.store_id for r in rows], token_count=res.tokens,
+            self.key.session_id, summary, [r.store_id for r in rows], token_count=size,
             source_token_count=source_tokens, earliest_at=min(r.created_at for r in rows),
             latest_at=max(r.created_at for r in rows), level=res.level, model=res.model,
             expand_hint=expand_hint(res.text))

@@ -274,7 +274,22 @@ def _dated(value: Any) -> datetime | None:
         return None
 
 
-def serialize_messages(rows: Sequence[Any], per_message_chars: int = 6000) -> str:
+PER_MESSAGE_CHARS = 6000  # of one message a summary record shows: its first and last halves
+
+
+def cut_note(rows: Sequence[Any], per_message_chars: int = PER_MESSAGE_CHARS) -> str:
+    """A line naming each stored row the summary record showed only in part (its middle left out),
+    so the summary says what its writer did not read and where the whole text is; "" when none."""
+    cut = [(int(r.store_id), n) for r in rows if hasattr(r, "to_message")
+           for n in (len(tokens.message_text({"content": r.to_message().get("content")})),) if n > per_message_chars]
+    if not cut:
+        return ""
+    named = ", ".join(f"store_id {sid} ({n:,} characters)" for sid, n in cut)
+    return (f"[Read in part: the middle of {named} was not shown to the summarizer;"
+            f" trove_expand(store_id=N) reads it whole.]")
+
+
+def serialize_messages(rows: Sequence[Any], per_message_chars: int = PER_MESSAGE_CHARS) -> str:
     """Render stored rows as the summarizer's record: ``[ROLE HH:MM]: text`` blocks under a
     ``=== Friday 3 May 2024 (UTC) ===`` line wherever the date changes, so the model can
     write absolute dates (rows without a time get plain ``[ROLE]`` labels)."""

@@ -581,6 +581,38 @@ def test_a_summary_model_with_a_smaller_window_gets_requests_that_fit_it(tmp_pat
     assert levels and set(levels) == {"normal"}, levels
 
 
+@pytest.mark.parametrize("window,level", [(1424, "deterministic"), (2000, "normal"), (16000, "normal")])
+def test_a_leaf_says_which_message_its_summarizer_read_only_in_part(tmp_path, window, level):
+    # A record shows a message's first and last 3,000 characters; the middle of a 20,000-character
+    # paste never reaches the summarizer, whether a model summarises the record or (a window too
+    # small for it) the record is shortened without one. The leaf names the message and where the
+    # whole text is; leaves of ordinary messages carry no such line.
+    refused = []
+    rt = build_runtime(make_config(tmp_path, summary_context_length=window))
+    eng = make_engine(rt, refusing_model(window, refused), context_length=128000)
+    paste = "START " + " ".join(f"b{j}" for j in range(4000)) + " END"
+    msgs = [user("hello"), assistant("ok"), user(paste), assistant("noted")]
+    msgs += [m for t in range(30) for m in (user(f"turn {t} " + "word " * 200), assistant(f"reply {t}"))]
+    eng.ingest(msgs)
+    eng.compress(msgs, current_tokens=tokens.count_messages(msgs), force=True)
+    assert refused == [], refused
+    paste_id = next(r.store_id for r in rt.store.backlog("s1", 0) if r.content == paste)
+    noted = []
+    for node in rt.dag.visible("s1"):
+        if node.depth:
+            continue
+        covers = paste_id in rt.dag.descendant_store_ids(node.node_id)
+        has_note = "[Read in part:" in node.summary
+        assert has_note is covers, (node.node_id, node.summary[-200:])
+        if covers:
+            noted.append(node)
+    [leaf] = noted
+    assert leaf.level == level
+    assert f"store_id {paste_id} ({len(paste):,} characters)" in leaf.summary
+    assert "Read in part" not in (leaf.expand_hint or "")
+    assert leaf.token_count == tokens.count(leaf.summary)
+
+
 def test_the_summary_window_comes_from_the_knob_else_the_hosts_auxiliary_setting(tmp_path, monkeypatch):
     from hermes_trove.compaction.summarize import Summarizer
 
