@@ -111,9 +111,9 @@ class Batch:
 
 
 def answer_tokens(window: int, most: int) -> int:
-    """The answer an extraction call asks for: ``most``, or a quarter of a known ``window`` when that
-    is less (a small model's window must hold the prompt and a message too)."""
-    return most if window <= 0 else max(1, min(most, window // 4))
+    """The answer an extraction call asks for: ``most``, or half a known ``window`` when that is less
+    (a small model's window must hold the prompt and a message too; an answer cut short is not JSON)."""
+    return most if window <= 0 else max(1, min(most, window // 2))
 
 
 def _header(r: MessageRow) -> str:

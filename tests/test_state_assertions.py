@@ -530,3 +530,18 @@ def test_a_quote_past_what_the_prompt_showed_is_not_verified(tmp_path):
     assert len(contract.parse_answer(answer, {sid: row}).candidates) == 1
     cut = contract.parse_answer(answer, {sid: row}, {sid: 12})
     assert cut.candidates == () and cut.unverified == 1
+
+
+def test_a_small_window_halves_the_answer_allowance_only_below_twice_it(tmp_path):
+    # A 4,000-token window holds the instructions, the full 2,000-token answer and a message's first
+    # 4,000 characters: nothing is cut for the window there. Below it the answer takes half the window.
+    assert contract.answer_tokens(0, 2000) == 2000 and contract.answer_tokens(4000, 2000) == 2000
+    assert contract.answer_tokens(1000, 2000) == 500
+    runtime = rt(tmp_path)
+    [sid] = add(runtime, [("user", "I live in Lisbon. " + "x " * 10_000)])
+    row = runtime.store.get(sid)
+    whole = contract.plan_batch([row], 4000, 2000)
+    assert whole.rows == (row,) and whole.shown == (contract.MAX_MESSAGE_CHARS,) and whole.answer_tokens == 2000
+    small = contract.plan_batch([row], 1000, 2000)
+    assert small.rows == (row,) and 0 < small.shown[0] < contract.MAX_MESSAGE_CHARS and small.answer_tokens == 500
+    assert contract.plan_batch([row], 500, 2000).rows == ()  # no room for the instructions and an answer
