@@ -178,6 +178,11 @@ def _check_state(runtime: Runtime, conn: sqlite3.Connection, ctx: dict[str, Any]
     """The opt-in state tables: absent and off is healthy; on (or present) they must be whole."""
     report = extract.status(runtime)
     on = [n for n in ("assertions_enabled", "adaptive_retrieval_enabled", "preanswer_evidence_enabled") if report[n]]
+    if report["assertions_enabled"] and not report["window_holds_a_message"]:
+        return "warn", (f"assertion extraction waits: the {report['extraction_window']}-token auxiliary window cannot"
+                        " hold the extraction instructions, an answer and a message"), \
+            "raise TROVE_SUMMARY_CONTEXT_LENGTH (or the host's auxiliary.compression.context_length) to the model's" \
+            " real window"
     if not report["tables_present"]:
         return "pass", f"state tables absent; on: {', '.join(on) or 'none'}", ""
     missing = AssertionStore(runtime.db).missing()  # either backend's catalogue

@@ -116,6 +116,14 @@ def answer_tokens(window: int, most: int) -> int:
     return most if window <= 0 else max(1, min(most, window // 2))
 
 
+def holds_a_message(window: int, most_answer: int) -> bool:
+    """Whether a known ``window`` (0 = unknown: yes) holds the instructions, the answer and
+    MIN_SHOWN_TOKENS of a message (``plan_batch`` reads nothing otherwise)."""
+    header = tokens.count("--- message store_id=999999999 role=assistant ---\n")
+    return window <= 0 or window - tokens.count(PROMPT) - answer_tokens(window, most_answer) - _TAGS_TOKENS \
+        - header >= MIN_SHOWN_TOKENS
+
+
 def _header(r: MessageRow) -> str:
     return f"--- message store_id={r.store_id} role={r.role} ---\n"
 

@@ -22,7 +22,7 @@ from .. import leases
 from ..background import PassScheduler
 from ..models import Complete, host_task_window
 from .assertion_store import AssertionStore, BatchLog
-from .contract import VERSION, Batch, parse_answer, plan_batch, render_prompt
+from .contract import VERSION, Batch, holds_a_message, parse_answer, plan_batch, render_prompt
 
 if TYPE_CHECKING:
     from ..config import TroveConfig
@@ -170,7 +170,9 @@ def status(runtime: Runtime) -> dict[str, Any]:
     """What is enabled, table sizes, extraction backlog, model spend and recent errors."""
     cfg = runtime.config
     store = AssertionStore(runtime.db)
-    out: dict[str, Any] = {"assertions_enabled": bool(cfg.assertions_enabled),
+    window = extraction_window(cfg)
+    out: dict[str, Any] = {"assertions_enabled": bool(cfg.assertions_enabled), "extraction_window": window,
+                           "window_holds_a_message": holds_a_message(window, MAX_ANSWER_TOKENS),
                            "adaptive_retrieval_enabled": bool(cfg.adaptive_retrieval_enabled),
                            "preanswer_evidence_enabled": bool(cfg.preanswer_evidence_enabled),
                            "tables_present": store.present()}

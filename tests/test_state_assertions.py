@@ -545,3 +545,14 @@ def test_a_small_window_halves_the_answer_allowance_only_below_twice_it(tmp_path
     small = contract.plan_batch([row], 1000, 2000)
     assert small.rows == (row,) and 0 < small.shown[0] < contract.MAX_MESSAGE_CHARS and small.answer_tokens == 500
     assert contract.plan_batch([row], 500, 2000).rows == ()  # no room for the instructions and an answer
+
+
+def test_the_doctor_warns_when_the_extraction_window_holds_no_message(tmp_path):
+    small = rt(tmp_path, summary_context_length=500)
+    check = {c["check"]: c for c in doctor.run_doctor(small)["checks"]}["remembered_state"]
+    assert check["status"] == "warn" and "500-token auxiliary window" in check["detail"], check
+    assert extract.status(small)["extraction_window"] == 500
+    fine = {c["check"]: c for c in doctor.run_doctor(rt(tmp_path, summary_context_length=1000))["checks"]}
+    assert fine["remembered_state"]["status"] == "pass", fine["remembered_state"]
+    assert contract.holds_a_message(0, 2000) and contract.holds_a_message(640, 2000)
+    assert not contract.holds_a_message(600, 2000)
