@@ -84,8 +84,8 @@ def run_pass(runtime: Runtime, complete: Complete | None, *, max_batches: int | 
         _warn_once(runtime.db.path, window)
         return {"status": "window_too_small", **totals, "backlog": store.backlog(), "seconds": run.seconds(),
                 "reason": f"the auxiliary model's {window}-token window cannot hold the extraction prompt, an"
-                          f" answer and a message; raise it (TROVE_SUMMARY_CONTEXT_LENGTH or the host's"
-                          f" auxiliary.compression.context_length) to extract"}
+                          " answer and a message; raise it (TROVE_SUMMARY_CONTEXT_LENGTH or the host's"
+                          " auxiliary.compression.context_length) to extract"}
     return {"status": "ok", **totals, "backlog": store.backlog(), "seconds": run.seconds()}
 
 
