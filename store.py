@@ -144,9 +144,12 @@ class MessageStore:
         return int((conn or self.db.read()).execute("SELECT COUNT(*) FROM sessions").fetchone()[0])
 
     def delete_empty_sessions(self, untouched_since: float, keep: Sequence[str] = (), only: str = "") -> int:
-        """Delete empty session rows not created or updated after ``untouched_since``, except ``keep``
-        (``only``: that one session's row, when it is empty)."""
-        spare = f" AND s.session_id NOT IN ({','.join('?' * len(keep))})" if keep else ""
+        """Delete empty session rows not created or updated after ``untouched_since``, except ``keep`` and a row
+        another session continues (names as its previous one: the lineage runs through it); ``only``: that one
+        session's row, when it is empty."""
+        spare = " AND s.session_id NOT IN (SELECT previous_session_id FROM sessions WHERE previous_session_id" \
+                " IS NOT NULL)"
+        spare += f" AND s.session_id NOT IN ({','.join('?' * len(keep))})" if keep else ""
         spare += " AND s.session_id = ?" if only else ""
         chosen = f"FROM sessions s WHERE {_EMPTY_SESSION} AND s.created_at <= ? AND s.updated_at <= ?{spare}"
         args = [untouched_since, untouched_since, *keep, *([only] if only else [])]

@@ -451,6 +451,23 @@ def test_gc_keeps_empty_rows_that_received_carried_summaries(tmp_path):
     assert {r[0] for r in raw(rt).execute("SELECT session_id FROM sessions")} == {"parent", "child-0"}
 
 
+def test_gc_keeps_an_empty_row_a_continued_session_names_as_its_previous_one(tmp_path):
+    # /new twice with no turn between: the middle session is empty, and the only link from the last to the first
+    rt = runtime_with(tmp_path, empty_lifecycle_gc_threshold=1, empty_lifecycle_gc_max_age_hours=0.0)
+    seed(rt, "first")
+    add_empty_sessions(rt, 2, age_s=10, prefix="middle")
+    rt.store.ensure_session(SessionKey("middle-0"), previous_session_id="first")
+    rt.store.ensure_session(SessionKey("last"), previous_session_id="middle-0")
+    seed(rt, "last")
+    with rt.db.transaction() as c:
+        c.execute("UPDATE sessions SET updated_at=0 WHERE session_id='middle-0'")
+    assert maintenance.gc_empty_lifecycle(rt) == 1  # middle-1: empty, and no session continues it
+    assert {r[0] for r in raw(rt).execute("SELECT session_id FROM sessions")} == {"first", "middle-0", "last"}
+    assert rt.store.session("last").previous_session_id == "middle-0"
+    assert rt.store.session("middle-0").previous_session_id == "first"
+    assert maintenance.drop_unstored_row(rt, "middle-0") is False  # nor does the one-row drop take it
+
+
 def test_gc_does_nothing_when_disabled(tmp_path):
     rt = runtime_with(tmp_path, empty_lifecycle_gc_enabled=False, empty_lifecycle_gc_threshold=1,
                       empty_lifecycle_gc_max_age_hours=0.0)
