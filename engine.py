@@ -26,7 +26,7 @@ from .compaction.summarize import Summarizer
 from .compaction.window import MIN_TARGET, measure_overhead, plan_trigger
 from .config import reserve_floor_cap, scoped_home
 from .filters import UNSTORED, chat_compaction_cleanup, delegated_child, host_side_agent, takes_foreground
-from .hostbase import ContextEngine, branched_from, host_entry, host_message_tokens, host_owner
+from .hostbase import ContextEngine, branched_from, copy_attrs, host_entry, host_message_tokens, host_owner, nothing
 from .ingest import Identify, is_synthetic, memo_identity, repeats_previous
 from .models import Complete, host_complete
 from .ops.maintenance import drop_unstored_row, gc_empty_lifecycle, previous_in_chat
@@ -54,9 +54,6 @@ _FROM_NATIVE = ("_last_compress_aborted", "_last_summary_error", "_last_compress
                 "_last_summary_fallback_used", "_last_aux_model_failure_error", "_last_aux_model_failure_model")
 # Flags a usage update consumes (host-set after a compaction, cleared by the compressor).
 _USAGE_FLAGS = ("awaiting_real_usage_after_compression", "_verify_compaction_cleared_threshold")
-
-def _nothing(*args: Any, **kwargs: Any) -> None:
-    return None
 
 
 @dataclass
@@ -140,7 +137,7 @@ class TroveEngine(ContextEngine):
         return clone
 
     # -- model and thresholds -----------------------------------------------
-    @host_entry(_nothing)
+    @host_entry(nothing)
     def update_model(self, model: str, context_length: int, base_url: str = "", api_key: Any = "",
                      provider: str = "", api_mode: str = "") -> None:
         self.model, self.base_url, self.api_key = model or "", base_url or "", api_key
@@ -168,7 +165,7 @@ class TroveEngine(ContextEngine):
             return self.complete
         return host_complete(self.runtime_info, self.runtime.llm, task=task)
 
-    @host_entry(_nothing)
+    @host_entry(nothing)
     def update_from_response(self, usage: dict[str, Any]) -> None:
         usage = usage or {}
         self.last_usage = dict(usage)
@@ -179,10 +176,10 @@ class TroveEngine(ContextEngine):
         if self._native:  # the delegate tracks usage too (its anti-thrash verdict lives here)
             delegating = self._delegating(probe=False)
             if delegating:
-                self._to_native(self._native)
+                copy_attrs(self, self._native, _TO_NATIVE)
             self._native.update_from_response(usage)
             if delegating:
-                self._from_native(self._native, _USAGE_FLAGS)
+                copy_attrs(self._native, self, _USAGE_FLAGS)
 
     def _threshold_reached(self, prompt_tokens: int | None = None) -> bool:
         tokens = self.last_prompt_tokens if prompt_tokens is None else int(prompt_tokens or 0)
@@ -194,7 +191,7 @@ class TroveEngine(ContextEngine):
             native = self._native_compressor()
             if native is None:  # no host compressor: trim_head_tail runs on trove's own threshold
                 return self._threshold_reached(prompt_tokens)
-            self._to_native(native)
+            copy_attrs(self, native, _TO_NATIVE)
             return bool(native.should_compress(prompt_tokens))
         if not self._threshold_reached(prompt_tokens):
             return False
@@ -209,7 +206,7 @@ class TroveEngine(ContextEngine):
         if self._delegating():
             native = self._native_compressor()
             if native is not None and hasattr(native, "should_defer_preflight_to_real_usage"):
-                self._to_native(native)
+                copy_attrs(self, native, _TO_NATIVE)
                 return bool(native.should_defer_preflight_to_real_usage(rough_tokens))
         return False
 
@@ -226,7 +223,7 @@ class TroveEngine(ContextEngine):
         return len(raw) > 1 and enforce_budget(raw, start, budget, count) > 0
 
     # -- lifecycle -----------------------------------------------------------
-    @host_entry(_nothing)
+    @host_entry(nothing)
     def on_session_start(self, session_id: str, **kwargs: Any) -> None:
         if kwargs.get("context_length") and not self.context_length:
             self.context_length = int(kwargs["context_length"])
@@ -260,7 +257,7 @@ class TroveEngine(ContextEngine):
             except Exception as exc:
                 self._storage_error(exc, f"carry-over from {old} to {session_id}")
 
-    @host_entry(_nothing)
+    @host_entry(nothing)
     def bind_session_state(self, session_db: Any = None, session_id: str = "", *args: Any, **kwargs: Any) -> None:
         if not session_id:
             return
@@ -285,7 +282,7 @@ class TroveEngine(ContextEngine):
         except Exception as exc:
             self._storage_error(exc, f"linking {key.session_id} to {previous}")
 
-    @host_entry(_nothing)
+    @host_entry(nothing)
     def on_session_reset(self) -> None:
         super().on_session_reset()
         if self._native:
@@ -296,17 +293,25 @@ class TroveEngine(ContextEngine):
         self.state.no_progress_tokens = 0
         self.state.last_status, self.state.last_reason = "idle", ""
 
-    @host_entry(_nothing)
+    @host_entry(nothing)
     def on_session_end(self, session_id: str, messages: list[dict[str, Any]]) -> None:
         """Flush the transcript; idempotent, tolerant of ``[]`` and of foreign ids. While the store is
         unusable the transcript is held (``Runtime.unstored``) and written once it is usable again. The end
         of a session trove stores nothing for (ignored, stateless, a side agent) stores and ends nothing."""
-        if session_id and session_id == self.session_id:
-            self.state.just_ended = session_id
+        own = bool(session_id) and session_id == self.session_id
+        self.state.just_ended = session_id if own else self.state.just_ended
+        try:
+            self._end(session_id, messages)
+        finally:  # the session this copy serves ended (not a live chat's compaction): its binding goes
+            if own and not chat_compaction_cleanup(session_id, messages, self.state.compacted_only,
+                                                   self.state.key.conversation_id if self.state.key else ""):
+                self.runtime.unbind(session_id)  # a compaction boundary that follows binds it anew
+
+    def _end(self, session_id: str, messages: list[dict[str, Any]]) -> None:
         # A session this copy served before /new keeps its owner (conversation, platform, scope).
         key = replace(self.state.key or SessionKey(""), session_id=session_id)
         if self.runtime.unstored_reason(session_id, key.platform):  # a compaction boundary may follow: kept here
-            released = self.runtime.release(session_id)
+            released = self.runtime.release(session_id) or self.runtime.inherited_mode(session_id, key.platform)
             self.state.released = (session_id, released) if released else self.state.released
             return
         if not self.runtime.store.local_writes and not self.runtime.store_usable(self.state.key):
@@ -343,7 +348,7 @@ class TroveEngine(ContextEngine):
         self.state.matched_pattern = ignored or stateless or ""
         self.state.no_progress_tokens = 0
         if key.session_id:
-            self.runtime.bound_sessions[key.session_id] = self.state.mode
+            self.runtime.bind(key.session_id, self.state.mode)
             # /trove keeps serving the foreground conversation while a side session binds
             if takes_foreground(self.state.mode, key.platform) or self.runtime.foreground_engine() is None:
                 self.runtime.set_foreground(self)
@@ -507,16 +512,6 @@ class TroveEngine(ContextEngine):
                 self._native = False
         return self._native or None
 
-    def _to_native(self, native: Any) -> None:
-        for attr in _TO_NATIVE:
-            if hasattr(self, attr):
-                setattr(native, attr, getattr(self, attr))
-
-    def _from_native(self, native: Any, attrs: tuple[str, ...]) -> None:
-        for attr in attrs:
-            if hasattr(native, attr):
-                setattr(self, attr, getattr(native, attr))
-
     def _compress_delegated(self, why: str, messages: list[dict[str, Any]], current_tokens: int | None,
                             focus_topic: str | None, force: bool, memory_context: str) -> list[dict[str, Any]]:
         """The host's compressor bounds the prompt. An ignored/stateless session stores nothing; an
@@ -525,11 +520,11 @@ class TroveEngine(ContextEngine):
             self._hold(self.state.key, messages)
         native = self._native_compressor()
         if native is not None:
-            self._to_native(native)
+            copy_attrs(self, native, _TO_NATIVE)
             extra: dict[str, Any] = {"memory_context": memory_context} if memory_context else {}
             out = native.compress(messages, current_tokens=current_tokens, focus_topic=focus_topic, force=force,
                                   **extra)
-            self._from_native(native, _FROM_NATIVE)
+            copy_attrs(native, self, _FROM_NATIVE)
         else:
             out = trim_head_tail(messages, budget=max(1, int(self.threshold_tokens * 0.6)))
             self._last_compression_made_progress = out != messages

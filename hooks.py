@@ -183,9 +183,10 @@ def make_hooks(base: Runtime) -> dict[str, Callable[..., Any]]:
         parent, child = str(kw.get("parent_session_id") or ""), str(kw.get("child_session_id") or "")
         if not parent or runtime.bound_sessions.get(child) != "active":
             return
-        if runtime.bound_sessions.get(parent) in UNSTORED:
-            runtime.bound_sessions[child] = str(runtime.bound_sessions[parent])
-            runtime.inherit(child, runtime.bound_sessions[child])
+        mode = runtime.bound_sessions.get(parent, "")
+        if mode in UNSTORED:
+            runtime.bind(child, mode)
+            runtime.inherit(child, mode)
             if runtime.store_usable():  # it bound as an ordinary session first: its empty row goes
                 drop_unstored_row(runtime, child)
             return
@@ -205,6 +206,7 @@ def make_hooks(base: Runtime) -> dict[str, Callable[..., Any]]:
         if kw.get("reason") not in CHAT_ENDS or not session_id \
                 or runtime.unstored_reason(session_id, str(kw.get("platform") or "")):
             return
+        runtime.unbind(session_id)  # the session ended; its agent may be gone (a later bind brings it back)
         if not runtime.store.local_writes and not runtime.store_usable():  # an outbox takes it with no network
             return
         # this machine's row first, the server's only while the store is usable: no wait on the gateway's loop

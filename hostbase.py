@@ -43,6 +43,18 @@ LOCAL_PLATFORMS = ("", "cli", "local", "tui", "desktop", "acp")
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
+def nothing(*args: Any, **kwargs: Any) -> None:
+    """The fallback of a host entry point that answers nothing."""
+    return None
+
+
+def copy_attrs(source: Any, target: Any, attrs: tuple[str, ...]) -> None:
+    """Copy each of ``attrs`` that ``source`` has onto ``target`` (the engine and the host's compressor)."""
+    for attr in attrs:
+        if hasattr(source, attr):
+            setattr(target, attr, getattr(source, attr))
+
+
 def host_entry(fallback: Callable[..., Any]) -> Callable[[_F], _F]:
     """A method the host calls: an exception is logged and answered by ``fallback(self, *args, **kw)``."""
     def wrap(method: _F) -> _F:

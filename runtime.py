@@ -46,6 +46,8 @@ _UNSELECTED: dict[str, str] = {}  # profile home -> why its .env selects no stor
 _PROFILES_LOCK = threading.Lock()
 MAX_INHERITED = 1024  # delegated children whose inherited mode is remembered; the oldest go first
 _INHERITED_LOCK = threading.Lock()  # children of several chats are announced on their own threads
+MAX_BOUND = 4096  # sessions whose binding mode is remembered; an entry goes when its session ends, or past this
+_BOUND_LOCK = threading.Lock()  # the engine copies of several chats bind on their own threads
 
 
 def store_reason(exc: BaseException) -> str | None:
@@ -234,7 +236,8 @@ class Runtime:
     llm: Any = None  # ctx.llm captured at register(); optional
     plugin_path: str = str(Path(__file__).resolve().parent)
     counters: dict[str, int] = field(default_factory=dict)
-    # session id -> mode ("active", "ignored", "stateless") for sessions a trove engine serves here
+    # session id -> mode ("active", "ignored", "stateless") for sessions a trove engine serves here; written
+    # through ``bind`` (oldest first, bounded by ``MAX_BOUND``), an entry goes at its session's end (``unbind``)
     bound_sessions: dict[str, str] = field(default_factory=dict)
     # delegate_task child session id -> the mode it took from the session that delegated (subagent_start);
     # an entry goes when the child's session ends (``inherit``/``release``), and past ``MAX_INHERITED``
@@ -346,6 +349,26 @@ class Runtime:
         bound = self.bound_sessions.get(session_id) or self.inherited_modes.get(session_id)
         return (self.filters.ignored_by(session_id, platform) or self.filters.stateless_by(session_id, platform)
                 or host_side_agent(session_id, platform) or (f"{bound} session" if bound in UNSTORED else None))
+
+    def bind(self, session_id: str, mode: str) -> None:
+        """Remember that ``session_id`` is served here in ``mode``; bounded. Past ``MAX_BOUND`` the oldest active
+        session's entry goes first: a session with no entry reads as one served by no trove engine here, so its
+        hooks store and inject nothing (its engine copy still stores its turns at compaction, tool calls and its
+        end, and its next bind brings the entry back). An ignored or stateless entry goes only when none is
+        active (a long-running gateway with that many unstored sessions that never ended): losing one could
+        turn a delegated child that became stateless after its bind (``subagent_start``) into a stored one."""
+        with _BOUND_LOCK:
+            self.bound_sessions.pop(session_id, None)
+            self.bound_sessions[session_id] = mode  # newest last
+            while len(self.bound_sessions) > MAX_BOUND:
+                oldest = next(iter(self.bound_sessions))
+                self.bound_sessions.pop(next((s for s, m in self.bound_sessions.items() if m not in UNSTORED),
+                                             oldest), None)
+
+    def unbind(self, session_id: str) -> None:
+        """Forget the binding of a session that ended (its next bind, a compaction boundary's too, brings it back)."""
+        with _BOUND_LOCK:
+            self.bound_sessions.pop(session_id, None)
 
     def inherit(self, child: str, mode: str) -> None:
         """Remember that delegated child ``child`` runs in ``mode``; bounded, the oldest entry goes first."""

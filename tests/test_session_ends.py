@@ -112,6 +112,56 @@ def test_the_inherited_modes_of_a_long_running_process_are_bounded(tmp_path, mon
     assert all(k.ingest(chat(2)) == 0 for k in kids)  # each live child is still stateless
 
 
+def test_a_sessions_binding_goes_at_its_end_and_stays_through_a_compaction_or_a_side_agents_end(tmp_path):
+    rt = build_runtime(make_config(tmp_path))
+    hooks = make_hooks(rt)
+    key = "agent:main:telegram:dm:7"
+    live = make_engine(rt, session="chat-1", platform="telegram")
+    live.on_session_start("chat-1", platform="telegram", conversation_id=key)
+    live.ingest(chat(4))
+    live.on_session_end("chat-1", chat(4))  # the host ends a session it compacts, then announces the boundary
+    live.on_session_start("chat-1", boundary_reason="compression", old_session_id="chat-1", platform="telegram",
+                          conversation_id=key)
+    assert rt.bound_sessions.get("chat-1") == "active"
+    helper = copy.deepcopy(live)  # the gateway's /compress agent: its clean-up ends nothing, the chat goes on
+    helper.on_session_start("chat-1", boundary_reason="compression", old_session_id="chat-1", platform="telegram",
+                            conversation_id=key)
+    helper.on_session_end("chat-1", [])
+    fork = copy.deepcopy(live)  # a copy serving another session ends this one (the review fork does)
+    fork.state.key = None
+    fork.on_session_start("20260301_100000_ffffff", platform="cli", conversation_id=None)
+    fork.on_session_end("chat-1", [])
+    assert rt.bound_sessions.get("chat-1") == "active"
+    hooks["post_llm_call"](session_id="chat-1", platform="telegram", conversation_history=chat(6))
+    assert rt.store.count("chat-1") == 6  # the live chat's hooks still store its turns
+    live.on_session_end("chat-1", chat(6))  # its real end
+    assert "chat-1" not in rt.bound_sessions and rt.store.session("chat-1").ended_at is not None
+    other = make_engine(rt, session="chat-2", platform="telegram")
+    other.on_session_start("chat-2", platform="telegram", conversation_id=key)
+    hooks["on_session_finalize"](session_id="chat-2", platform="telegram", reason="new_session")
+    assert "chat-2" not in rt.bound_sessions  # the gateway ended it; its agent may be gone
+    stateless = make_engine(rt, session=CRON, platform="cron")
+    stateless.on_session_end(CRON, chat(2))
+    assert CRON not in rt.bound_sessions
+
+
+def test_the_bindings_of_a_long_running_process_are_bounded_and_a_live_stateless_child_stays_so(tmp_path,
+                                                                                               monkeypatch):
+    monkeypatch.setattr(runtime_module, "MAX_INHERITED", 2)
+    monkeypatch.setattr(runtime_module, "MAX_BOUND", 8)
+    rt = build_runtime(make_config(tmp_path))
+    hooks = make_hooks(rt)
+    kids = [cron_child(rt, hooks, f"kid-{i:02d}") for i in range(4)]  # kid-00's inherited entry is evicted
+    chats = [make_engine(rt, session=f"chat-{i:02d}") for i in range(20)]  # sessions that never end
+    assert len(rt.bound_sessions) == 8 and "kid-00" not in rt.inherited_modes
+    assert [rt.bound_sessions.get(f"kid-{i:02d}") for i in range(4)] == ["stateless"] * 4  # actives went first
+    assert all(k.ingest(chat(2)) == 0 for k in kids) and rt.store.count("kid-00") == 0
+    assert rt.bound_sessions.get("chat-19") == "active" and "chat-00" not in rt.bound_sessions
+    # an evicted live session reads as served by no engine here: its hooks store nothing, its engine still does
+    hooks["post_llm_call"](session_id="chat-00", platform="cli", conversation_history=chat(2))
+    assert rt.store.count("chat-00") == 0 and chats[0].ingest(chat(2)) == 2
+
+
 # -- an end held while the store is unusable is replayed by the rule a normal end follows --------------------
 class Clock:
     def __init__(self) -> None:
