@@ -397,12 +397,14 @@ class TroveEngine(ContextEngine):
         return False
 
     def _hold(self, key: SessionKey, messages: list[dict[str, Any]], end: bool = False) -> None:
-        """Keep what an active session showed while the store takes no writes (``end``: the list of its end)."""
-        if not messages or self.runtime.unstored_reason(key.session_id, key.platform):
+        """Keep what an active session showed while the store takes no writes (``end``: the list of its end, which
+        marks the session ended once written, as a live end does: not a live chat's compaction clean-up)."""
+        if not (messages or end) or self.runtime.unstored_reason(key.session_id, key.platform):
             return
         state = self.state  # an end's list may be another session's: replayed only if it is not
+        ended = end and not chat_compaction_cleanup(key.session_id, messages, state.compacted_only, key.conversation_id)
         self.runtime.unstored.hold(key, messages, held_end(key.session_id, messages, state.left, state.answered)
-                                   if end else None)
+                                   if end else None, ended)
 
     # -- ingest --------------------------------------------------------------
     def ingest(self, messages: list[dict[str, Any]]) -> int:

@@ -33,7 +33,7 @@ from .payloads.redact import Redactor
 from .payloads.spool import SpoolDir
 from .pgdb import PgDatabase, StoreSelectionError
 from .scope import Visibility
-from .spill import SPILL_DIR, HeldEnd, Spill, repeats_held_end
+from .spill import SPILL_DIR, HeldEnd, Spill, repeats_held_end, replay_end
 from .store import MessageStore, SessionKey
 
 log = logging.getLogger("hermes_trove.runtime")
@@ -160,16 +160,21 @@ class Unstored:
     # session id -> the end its held copy came from, while that copy is only an end's list that may be another
     # session's (``spill.HeldEnd``): it is written last, and only if it repeats no other session's list
     ends: dict[str, HeldEnd] = field(default_factory=dict)
+    # sessions whose held copy ends with the session's end: marked ended once written, as a live end marks them
+    closed: set[str] = field(default_factory=set)
 
     @property
     def count(self) -> int:
         return sum(len(msgs) for _, msgs in self.sessions.values())
 
-    def hold(self, key: SessionKey, messages: Sequence[Any], end: HeldEnd | None = None) -> int:
+    def hold(self, key: SessionKey, messages: Sequence[Any], end: HeldEnd | None = None, ended: bool = False) -> int:
         """Add what ``messages`` holds past the held copy of ``key``'s session; returns how many. ``end``:
-        ``messages`` is a session end's list that may be another session's (``spill.HeldEnd``)."""
+        ``messages`` is a session end's list that may be another session's (``spill.HeldEnd``). ``ended``: the
+        session ended with it (its end is marked once written); a hold without it is a turn: the session goes on."""
         if not key.session_id:
             return 0
+        closing = ended != (key.session_id in self.closed)  # the file must say so too
+        (self.closed.add if ended else self.closed.discard)(key.session_id)
         raw = [m for m in messages if isinstance(m, dict) and not is_synthetic(m)]
         _, held = self.sessions.pop(key.session_id, (key, []))
         new = [dict(m) for m in raw[_new_from(raw, held):]]  # copy only what is new
@@ -180,16 +185,22 @@ class Unstored:
         held.extend(new)
         self.sessions[key.session_id] = (key, held)  # most recently held last
         self._bound(held)
-        if new and self.spill is not None:
-            self.spill.append(key, new, held, self.ends.get(key.session_id))
+        if (new or closing) and self.spill is not None:
+            self.spill.append(key, new, held, self.ends.get(key.session_id), ended)
         while len(self.sessions) > MAX_HELD_SESSIONS:
             oldest = next(iter(self.sessions))
             self.dropped += len(self.sessions.pop(oldest)[1])
             self._forget(oldest)
         return len(new)
 
+    def reopen(self, session_id: str) -> None:
+        """The session binds anew after its held end (a compaction boundary, /resume): no end to mark."""
+        if session_id in self.closed and session_id in self.sessions:
+            self.hold(self.sessions[session_id][0], [])
+
     def _forget(self, session_id: str) -> None:
         self.ends.pop(session_id, None)
+        self.closed.discard(session_id)
         if self.spill is not None:
             self.spill.forget(session_id)
 
@@ -207,8 +218,10 @@ class Unstored:
         added = self.spill.restore(store, skip) if self.spill is not None else 0
         for sid in sorted(self.sessions, key=lambda s: s in self.ends):  # an end's list last: it may repeat one
             key, held = self.sessions[sid]
-            if not repeats_held_end(store, sid, self.ends.get(sid)):
+            if held and not repeats_held_end(store, sid, self.ends.get(sid)):  # an end alone makes no row
                 added += len(store.ingest(key, held, skip=skip).store_ids)
+            if sid in self.closed:
+                replay_end(store, sid)
             del self.sessions[sid]
             self._forget(sid)
         return added
@@ -357,6 +370,7 @@ class Runtime:
         end, and its next bind brings the entry back). An ignored or stateless entry goes only when none is
         active (a long-running gateway with that many unstored sessions that never ended): losing one could
         turn a delegated child that became stateless after its bind (``subagent_start``) into a stored one."""
+        self.unstored.reopen(session_id)  # a held end of it is no end now (a live bind clears the mark)
         with _BOUND_LOCK:
             self.bound_sessions.pop(session_id, None)
             self.bound_sessions[session_id] = mode  # newest last

@@ -59,15 +59,17 @@ def repeats_held_end(store: Any, session_id: str, end: HeldEnd | None) -> bool:
 
 
 def spill_line(run: str, key: SessionKey, messages: Sequence[dict[str, Any]],
-               scrub: Callable[[Any], Any] | None = None, end: HeldEnd | None = None) -> bytes:
+               scrub: Callable[[Any], Any] | None = None, end: HeldEnd | None = None, ended: bool = False) -> bytes:
     """One batch as a JSON line: the run it continues, the session, each message's identity (of the
     message as shown, so a later ingest aligns it) and the messages, each passed through ``scrub``; and,
-    for a run held only from an end (``HeldEnd``), that end."""
+    for a run held only from an end (``HeldEnd``), that end; ``ended``: the session ended after these."""
     shown = [scrub(m) for m in messages] if scrub is not None else list(messages)
     record: dict[str, Any] = {"run": run, "key": asdict(key), "ids": [message_identity(m) for m in messages],
                               "messages": shown}
     if end is not None:
         record["end"] = [end[0][0], end[0][1], list(end[1])]
+    if ended:
+        record["ended"] = True
     return json.dumps(record, default=str).encode("ascii") + b"\n"
 
 
@@ -83,12 +85,13 @@ def _held_end(value: Any) -> HeldEnd | None:
         return None
 
 
-def read_held(data: bytes) -> list[tuple[Run, HeldEnd | None]]:
-    """Each run's transcript in a spill file, in order, with the file's newest session key, and the end
-    the run was held from when its last whole line names one (else None); a line that does not parse
-    (a write torn by a kill or a full disk) or is not whole (no session, an id per message) is skipped."""
+def read_held(data: bytes) -> list[tuple[Run, HeldEnd | None, bool]]:
+    """Each run's transcript in a spill file, in order, with the file's newest session key, the end the
+    run was held from when its last whole line names one (else None), and whether that line says the
+    session ended; a line that does not parse (a write torn by a kill or a full disk) or is not whole
+    (no session, an id per message) is skipped."""
     key = None
-    runs: dict[str, tuple[list[Any], list[str], list[HeldEnd | None]]] = {}
+    runs: dict[str, tuple[list[Any], list[str], list[Any]]] = {}
     for line in data.split(b"\n"):
         try:
             record = json.loads(line)
@@ -98,21 +101,29 @@ def read_held(data: bytes) -> list[tuple[Run, HeldEnd | None]]:
             continue
         if len(messages) == len(ids) and named.session_id:  # its key too is only a whole line's
             key = named
-            held, known, end = runs.setdefault(str(record.get("run")), ([], [], [None]))
+            held, known, last = runs.setdefault(str(record.get("run")), ([], [], [None, False]))
             held += messages
             known += ids
-            end[0] = _held_end(record.get("end"))
-    return [((key, held, known), end[0]) for held, known, end in runs.values()] if key is not None else []
+            last[:] = [_held_end(record.get("end")), record.get("ended") is True]
+    return [((key, held, known), *last) for held, known, last in runs.values()] if key is not None else []
 
 
 def read_ends(data: bytes) -> list[HeldEnd | None]:
     """For each run ``read_runs`` reads (in its order), the end it was held from (``read_held``)."""
-    return [end for _, end in read_held(data)]
+    return [end for _, end, _ in read_held(data)]
 
 
 def read_runs(data: bytes) -> list[Run]:
     """Each run's transcript in a spill file, in order, with the file's newest session key (``read_held``)."""
-    return [run for run, _ in read_held(data)]
+    return [run for run, _, _ in read_held(data)]
+
+
+def replay_end(store: Any, session_id: str) -> None:
+    """Mark the end of ``session_id`` that was held, as a live end marks it: a session with a row only, and
+    not again when it is marked already (a held copy replayed from its file and from memory)."""
+    row = store.session(session_id)
+    if row is not None and row.ended_at is None:
+        store.mark_ended(session_id)
 
 
 def _identities(messages: list[Any], ids: list[str]) -> Identify:
@@ -193,10 +204,10 @@ class Spill:
         self.rewritten.pop(session_id, None)
 
     def append(self, key: SessionKey, new: Sequence[dict[str, Any]], held: Sequence[dict[str, Any]],
-               end: HeldEnd | None = None) -> None:
+               end: HeldEnd | None = None, ended: bool = False) -> None:
         """Add ``new`` to the session's file, or all of ``held`` as a new run when this process has no
         run there yet (a first spill, a file another process wrote into the store, a failed write);
-        ``end``: the held copy is only an end's list so far (``HeldEnd``)."""
+        ``end``: the held copy is only an end's list so far (``HeldEnd``); ``ended``: the session ended."""
         run = self.runs.pop(key.session_id, "")
         try:
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -206,12 +217,12 @@ class Spill:
                 size = f.seek(0, os.SEEK_END)
                 continues = bool(run and size)
                 run = run if continues else uuid.uuid4().hex
-                line = spill_line(run, key, new if continues else held, self.scrub, end)
+                line = spill_line(run, key, new if continues else held, self.scrub, end, ended)
                 # bounded: the held copy alone replaces the file; past twice its size when that is larger,
                 # so a held copy over the bound is not copied again at every append
                 if size + len(line) > max(MAX_SPILL_BYTES, 2 * self.rewritten.get(key.session_id, 0)):
                     run = uuid.uuid4().hex
-                    data = spill_line(run, key, held, self.scrub, end)
+                    data = spill_line(run, key, held, self.scrub, end, ended)
                     self._replace(path, data)
                     self.rewritten[key.session_id] = len(data)
                 else:
@@ -266,7 +277,7 @@ class Spill:
         if data is None:
             return 0, []
         runs = read_held(data)
-        if any(end is not None for _, end in runs):
+        if any(end is not None for _, end, _ in runs):
             try:
                 return 0, [(path.stat().st_mtime_ns, path)]
             except OSError:
@@ -274,12 +285,14 @@ class Spill:
         return self._restore_file(store, skip, path, data, runs), []
 
     def _restore_file(self, store: MessageStore, skip: Callable[[dict[str, Any]], bool] | None, path: Path,
-                      data: bytes, runs: list[tuple[Run, HeldEnd | None]]) -> int:
+                      data: bytes, runs: list[tuple[Run, HeldEnd | None, bool]]) -> int:
         added = 0
         try:
-            for (key, messages, ids), end in runs:
-                if not repeats_held_end(store, key.session_id, end):
+            for (key, messages, ids), end, ended in runs:
+                if messages and not repeats_held_end(store, key.session_id, end):  # an end alone makes no row
                     added += len(store.ingest(key, messages, skip=skip, identity=_identities(messages, ids)).store_ids)
+                if ended:
+                    replay_end(store, key.session_id)
         except Exception as exc:
             if storage_error(exc):
                 raise

@@ -351,3 +351,56 @@ def test_the_finalize_hook_waits_for_no_server_known_to_be_away(tmp_path, pg_dat
         assert other.store.session("chat-1").ended_at is not None
     finally:
         proxy.down()
+
+
+def test_a_held_end_marks_the_session_ended_when_it_is_replayed_as_a_live_end_would(tmp_path):
+    rt = build_runtime(make_config(tmp_path, database_url=""))
+    eng = make_engine(rt, session="s-old")
+    eng.ingest(chat(4))
+    clock = down(rt)
+    eng.on_session_end("s-old", chat(6))  # /new while the store is down: the old session's end is held
+    eng.on_session_reset()
+    eng.bind_session_state(None, "s-new")
+    marks = []
+    mark = rt.store.mark_ended
+    rt.store.mark_ended = lambda sid, *rest: (marks.append(sid), mark(sid, *rest))  # counts the writes
+    clock.now = rt.health.retry_at + 1
+    assert rt.store_usable()
+    assert rt.store.count("s-old") == 6 and rt.store.session("s-old").ended_at is not None
+    assert marks == ["s-old"]  # replayed from its file and from memory: marked once
+    assert rt.store.session("s-new") is None or rt.store.session("s-new").ended_at is None
+
+
+def test_a_held_end_the_session_binds_again_after_marks_nothing_when_replayed(tmp_path):
+    config = make_config(tmp_path, database_url="")
+    rt = build_runtime(config)
+    key = "agent:main:telegram:dm:7"
+    eng = make_engine(rt, session="chat-1", platform="telegram")
+    eng.on_session_start("chat-1", platform="telegram", conversation_id=key)
+    eng.ingest(chat(4))
+    eng.update_from_response({"prompt_tokens": 10})
+    clock = down(rt)
+    eng.on_session_end("chat-1", chat(6))  # an in-place compaction: the end, then the boundary binds it anew
+    eng.on_session_start("chat-1", boundary_reason="compression", old_session_id="chat-1", platform="telegram",
+                         conversation_id=key)
+    helper = copy.deepcopy(eng)  # and the clean-up of the gateway's /compress agent ends nothing
+    helper.on_session_end("chat-1", [])
+    later = build_runtime(config)  # the next process writes what this one held on disk
+    later.restore_spilled()
+    assert later.store.count("chat-1") == 6 and later.store.session("chat-1").ended_at is None
+    clock.now = rt.health.retry_at + 1
+    assert rt.store_usable() and rt.store.session("chat-1").ended_at is None
+
+
+def test_an_end_held_on_disk_marks_the_session_ended_in_the_next_process(tmp_path):
+    config = make_config(tmp_path, database_url="")
+    rt = build_runtime(config)
+    eng = make_engine(rt, session="s-1")
+    eng.ingest(chat(4))
+    down(rt)
+    eng.on_session_end("s-1", [])  # an end with nothing new to store still ends the session
+    assert rt.store.session("s-1").ended_at is None
+    later = build_runtime(config)  # Hermes exited with the store still down
+    later.restore_spilled()
+    assert later.store.session("s-1").ended_at is not None
+    assert later.store.count("s-1") == 4 and later.unstored.spill.pending() == 0
