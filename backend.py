@@ -22,6 +22,11 @@ def storage_error(exc: BaseException) -> bool:
     return isinstance(exc, (sqlite3.Error, OSError, SchemaTooNewError)) or type(exc).__module__.startswith("psycopg")
 
 
+def lock_busy(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite's word that another connection holds the write lock (a wait, not a failure)."""
+    return isinstance(exc, sqlite3.OperationalError) and any(w in str(exc).lower() for w in ("locked", "busy"))
+
+
 def on_server(conn: object) -> bool:
     """True when ``conn`` talks to a PostgreSQL server (``pgdb.PgConnection``), not a SQLite file."""
     return not isinstance(conn, sqlite3.Connection)

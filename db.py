@@ -90,11 +90,9 @@ def _write_lock(path: str) -> threading.RLock:
 
 
 class _ThreadConnections(dict[tuple[int, str], sqlite3.Connection]):
-    """One thread's connections, closed when the thread ends and its thread-local dies.
-
-    A dropped sqlite3 connection sits in a reference cycle, so without this a finished
-    thread's connection keeps its file descriptor until the cyclic GC happens to run.
-    """
+    """One thread's connections, closed when the thread ends and its thread-local dies. A dropped sqlite3
+    connection sits in a reference cycle: without this a finished thread's connection keeps its file
+    descriptor until the cyclic GC happens to run."""
 
     def __del__(self) -> None:
         pid = os.getpid()
@@ -182,14 +180,17 @@ class Database:
 
     # -- transactions ------------------------------------------------------
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """A short write transaction: BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error)."""
-        conn = self.connect()
-        with _write_lock(self.path):
+    def transaction(self, wait_s: float | None = None) -> Iterator[sqlite3.Connection]:
+        """A short write transaction (BEGIN IMMEDIATE ... COMMIT, ROLLBACK on error) waiting ``wait_s`` per lock."""
+        conn, lock = self.connect(), _write_lock(self.path)
+        if not lock.acquire(timeout=-1 if wait_s is None else wait_s):  # then the file's lock: begin_within
+            raise sqlite3.OperationalError("database is locked (by another thread of this process)")
+        with contextlib.ExitStack() as held:  # not ``with lock``: its wait is bounded above
+            held.callback(lock.release)
             if conn.in_transaction:  # nested use joins the outer transaction
                 yield conn
                 return
-            retry(lambda: conn.execute("BEGIN IMMEDIATE"))
+            begin_within(conn, wait_s)
             try:
                 yield conn
             except BaseException:
@@ -267,12 +268,9 @@ def refuse_newer_schema(conn: sqlite3.Connection) -> None:
 
 
 def migrate(conn: sqlite3.Connection, stop_before: str | None = None) -> list[str]:
-    """Apply, in order, the migrations the ledger lacks; returns the names applied.
-
-    One BEGIN IMMEDIATE on an autocommit connection: the first process migrates, the others
-    wait on the busy timeout and find nothing pending. ``stop_before`` (a migration name)
-    leaves that migration and every later one unapplied.
-    """
+    """Apply, in order, the migrations the ledger lacks; returns the names applied. One BEGIN IMMEDIATE on an
+    autocommit connection: the first process migrates, the others wait on the busy timeout and find nothing
+    pending. ``stop_before`` (a migration name) leaves that migration and every later one unapplied."""
     if stop_before is not None and stop_before not in KNOWN_MIGRATIONS:
         raise ValueError(f"unknown migration {stop_before!r}")
     with _immediate(conn):
@@ -281,10 +279,8 @@ def migrate(conn: sqlite3.Connection, stop_before: str | None = None) -> list[st
 
 
 def migrate_optional(conn: sqlite3.Connection, feature: str) -> list[str]:
-    """Apply the opt-in set ``feature`` (``migrations.OPTIONAL_MIGRATIONS``) through the ledger.
-
-    Returns the names applied. Used only when the feature is turned on (``Database.ensure_optional``).
-    """
+    """Apply the opt-in set ``feature`` (``migrations.OPTIONAL_MIGRATIONS``) through the ledger; returns the
+    names applied. Used only when the feature is turned on (``Database.ensure_optional``)."""
     entries = OPTIONAL_MIGRATIONS[feature]
     if {name for name, _ in entries} <= set(applied_names(conn)):
         return []  # the common case: a read, no write lock
@@ -376,11 +372,8 @@ def database_file(conn: sqlite3.Connection) -> str:
 
 @dataclass(frozen=True)
 class SchemaObjects:
-    """Named schema objects by kind, each with the CREATE statement ``sqlite_master`` keeps.
-
-    FTS shadow tables, SQLite's own tables and automatic indexes are left out: they come
-    and go with the objects that own them.
-    """
+    """Named schema objects by kind, each with the CREATE statement ``sqlite_master`` keeps. FTS shadow tables,
+    SQLite's own tables and automatic indexes are left out: they come and go with the objects that own them."""
 
     tables: Mapping[str, str]
     fts: Mapping[str, str]
@@ -563,8 +556,7 @@ def backup_file(source: sqlite3.Connection, dest: str | os.PathLike[str]) -> int
 
 @contextlib.contextmanager
 def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
-    """One BEGIN IMMEDIATE on an autocommit connection (retried while another process holds the
-    lock): COMMIT at the end, ROLLBACK when the block raises."""
+    """One BEGIN IMMEDIATE on an autocommit connection (``retry``): COMMIT at the end, ROLLBACK if the block raises."""
     retry(lambda: conn.execute("BEGIN IMMEDIATE"))
     try:
         yield
@@ -572,6 +564,17 @@ def _immediate(conn: sqlite3.Connection) -> Iterator[None]:
     except BaseException:
         _rollback(conn)
         raise
+
+
+def begin_within(conn: sqlite3.Connection, wait_s: float | None) -> object:
+    """BEGIN IMMEDIATE, retried up to the busy timeout (``wait_s`` None), else tried once waiting ``wait_s``."""
+    if wait_s is None:
+        return retry(lambda: conn.execute("BEGIN IMMEDIATE"))
+    conn.execute(f"PRAGMA busy_timeout={max(0, int(wait_s * 1000))}")
+    try:
+        return conn.execute("BEGIN IMMEDIATE")
+    finally:
+        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
 
 
 def _rollback(conn: sqlite3.Connection) -> None:
@@ -583,8 +586,8 @@ def _rollback(conn: sqlite3.Connection) -> None:
 
 
 def retry(fn: Callable[[], object], attempts: int = 5) -> object:
-    """Retry a statement SQLite refused as busy before the busy timeout had passed (rare; cross-process).
-    Once the attempts together have waited that long the lock is held, and the caller degrades."""
+    """Retry a statement SQLite refused as busy before the busy timeout had passed (rare; cross-process); once
+    the attempts together have waited that long the lock is held, and the caller degrades."""
     started = time.monotonic()
     for i in range(attempts):
         try:

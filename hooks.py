@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import subsystems, tokens
+from .backend import lock_busy
 from .compaction import assembly
 from .config import scoped_home
 from .filters import UNSTORED, delegated_child, host_side_agent
@@ -33,6 +35,7 @@ POLICY_PATH = Path(__file__).resolve().parent / "skills" / "hermes-trove" / "ref
 SUMMARY_CONTEXT_TOKENS = 1500  # carried summaries shown before the first compaction of a session
 # The ``on_session_finalize`` reasons with which a gateway ends a chat's session (/new, an idle reset).
 CHAT_ENDS = frozenset({"new_session", "session_expired"})
+FINALIZE_WAIT_S = 0.5  # the longest the finalize hook waits for each write lock of a busy store (on the event loop)
 
 
 def recall_policy() -> str:
@@ -93,6 +96,17 @@ def guarded(name: str, callback: Callable[..., Any]) -> Callable[..., Any]:
             return None
 
     return hook
+
+
+def end_later(runtime: Runtime, session_id: str, platform: str) -> None:
+    """Mark a chat's end off the gateway's event loop, waiting for a busy store as every write does; a store that
+    stays out of reach holds the end, as an outage does, and marks it once usable again."""
+    try:
+        runtime.store.mark_ended(session_id)
+    except Exception as exc:
+        if not runtime.store_failed(exc, f"the end of {session_id}"):
+            raise
+        runtime.unstored.hold(SessionKey(session_id, "", platform), [], ended=True)
 
 
 def make_hooks(base: Runtime) -> dict[str, Callable[..., Any]]:
@@ -200,20 +214,29 @@ def make_hooks(base: Runtime) -> dict[str, Callable[..., Any]]:
     def on_session_finalize(**kw: Any) -> None:
         """A gateway chat's /new, or its idle expiry, ends the chat's session. The chat's agent, whose clean-up
         ends it in trove too, may be gone already: ``/compress`` evicts it, so a ``/new`` right after has no
-        agent to clean up. The end is marked here then (an unstored session, or one ended, is left alone)."""
-        session_id = str(kw.get("session_id") or "")
+        agent to clean up. The end is marked here then (an unstored session, or one ended, is left alone).
+        The hook runs on the gateway's event loop: it waits for no retry of an unusable store (the end is
+        held, as an outage holds one) and for a busy write lock ``FINALIZE_WAIT_S`` at most per lock."""
+        session_id, platform = str(kw.get("session_id") or ""), str(kw.get("platform") or "")
         runtime = base.for_home(scoped_home()).serving(session_id)
-        if kw.get("reason") not in CHAT_ENDS or not session_id \
-                or runtime.unstored_reason(session_id, str(kw.get("platform") or "")):
+        if kw.get("reason") not in CHAT_ENDS or not session_id or runtime.unstored_reason(session_id, platform):
             return
         runtime.unbind(session_id)  # the session ended; its agent may be gone (a later bind brings it back)
-        if not runtime.store.local_writes and not runtime.store_usable():  # an outbox takes it with no network
+        if not runtime.store.local_writes and not runtime.health.usable:  # an outbox takes it with no network
+            runtime.unstored.hold(SessionKey(session_id, "", platform), [], ended=True)  # marked once usable
             return
         # this machine's row first, the server's only while the store is usable: no wait on the gateway's loop
         # for a server known to be away (one that hangs would hold it for the connect timeout)
         row = runtime.store.owner(session_id, remote=runtime.health.usable)
-        if row is not None and row.ended_at is None:
-            runtime.store.mark_ended(session_id)
+        if row is None or row.ended_at is not None:
+            return
+        try:
+            runtime.store.mark_ended(session_id, wait_s=FINALIZE_WAIT_S)
+        except Exception as exc:  # another process (or thread) holds the file's write lock: finished off the loop
+            if not lock_busy(exc):
+                raise
+            threading.Thread(target=guarded("on_session_finalize", end_later), name="trove-finalize",
+                             kwargs={"runtime": runtime, "session_id": session_id, "platform": platform}).start()
 
     callbacks = {"post_llm_call": post_llm_call, "pre_llm_call": pre_llm_call,
                  "transform_tool_result": transform_tool_result, "subagent_start": subagent_start,

@@ -391,7 +391,7 @@ class ShippingStore(MessageStore):
         self._wrote()
         return row
 
-    def mark_ended(self, session_id: str) -> None:
+    def mark_ended(self, session_id: str, wait_s: float | None = None) -> None:
         """The end goes out with this machine's copy of the row; a session only the server holds (stored
         through another outbox) gets one first, from the server's row, else the mark would change nothing."""
         if self.outbox.store.session(session_id) is None:
@@ -400,7 +400,7 @@ class ShippingStore(MessageStore):
                 return
             key = SessionKey(session_id, row.conversation_id or "", row.platform or "", scope=row.scope or "")
             self.outbox.store.ensure_session(key, row.previous_session_id)
-        self.outbox.store.mark_ended(session_id)
+        self.outbox.store.mark_ended(session_id, wait_s)
         self._wrote()
 
     def delete_empty_sessions(self, untouched_since: float, keep: Sequence[str] = (), only: str = "") -> int:

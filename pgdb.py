@@ -390,8 +390,9 @@ class PgDatabase:
         return self.connect()
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[PgConnection]:
-        """One short server transaction (BEGIN ... COMMIT, ROLLBACK on error); nested use joins it."""
+    def transaction(self, wait_s: float | None = None) -> Iterator[PgConnection]:
+        """One short server transaction (BEGIN ... COMMIT, ROLLBACK on error); nested use joins it. ``wait_s``
+        is the SQLite file's lock wait: the server's own timeouts bound this one."""
         conn = self.connect()
         if conn.in_transaction:
             yield conn

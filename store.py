@@ -109,9 +109,10 @@ class MessageStore:
         r = conn.execute("SELECT frontier_store_id FROM sessions WHERE session_id=?", [session_id]).fetchone()
         return frontier_value(conn, session_id, r[0]) if r else 0
 
-    def mark_ended(self, session_id: str) -> None:
+    def mark_ended(self, session_id: str, wait_s: float | None = None) -> None:
+        """Record the session's end (``wait_s``: the longest wait for the write lock, as ``Database.transaction``)."""
         now = time.time()
-        with self.db.transaction() as conn:
+        with self.db.transaction(wait_s) as conn:
             conn.execute("UPDATE sessions SET ended_at=?, updated_at=? WHERE session_id=?", (now, now, session_id))
 
     # -- where writes land -------------------------------------------------

@@ -5,6 +5,8 @@ import copy
 import logging
 import os
 import shutil
+import sqlite3
+import threading
 
 from conftest import assistant, make_config, make_engine, user
 from pg_proxy import PgProxy
@@ -353,6 +355,25 @@ def test_the_finalize_hook_waits_for_no_server_known_to_be_away(tmp_path, pg_dat
         proxy.down()
 
 
+def test_the_finalize_hook_waits_briefly_for_a_store_another_process_holds_and_the_end_still_lands(tmp_path):
+    # the hook runs on the gateway's event loop: a write lock held elsewhere must not stall it for the busy timeout
+    rt = build_runtime(make_config(tmp_path, database_url=""))
+    hooks = make_hooks(rt)
+    make_engine(rt, session="chat-1", platform="telegram").ingest(chat(4))
+    holder = sqlite3.connect(rt.db.path, isolation_level=None)  # another Hermes process, mid-write
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        assert hooks["on_session_finalize"](session_id="chat-1", platform="telegram", reason="new_session") is None
+        assert rt.store.session("chat-1").ended_at is None  # the hook returned while the lock was still held
+        workers = [t for t in threading.enumerate() if t.name == "trove-finalize"]
+    finally:
+        holder.execute("COMMIT")
+        holder.close()
+    assert len(workers) == 1
+    workers[0].join()
+    assert rt.store.session("chat-1").ended_at is not None and rt.health.usable and rt.store.count("chat-1") == 4
+
+
 def test_a_held_end_marks_the_session_ended_when_it_is_replayed_as_a_live_end_would(tmp_path):
     rt = build_runtime(make_config(tmp_path, database_url=""))
     eng = make_engine(rt, session="s-old")
@@ -395,12 +416,15 @@ def test_a_held_end_the_session_binds_again_after_marks_nothing_when_replayed(tm
 def test_an_end_held_on_disk_marks_the_session_ended_in_the_next_process(tmp_path):
     config = make_config(tmp_path, database_url="")
     rt = build_runtime(config)
+    hooks = make_hooks(rt)
     eng = make_engine(rt, session="s-1")
     eng.ingest(chat(4))
+    make_engine(rt, session="chat-9", platform="telegram").ingest(chat(2))
     down(rt)
     eng.on_session_end("s-1", [])  # an end with nothing new to store still ends the session
-    assert rt.store.session("s-1").ended_at is None
+    hooks["on_session_finalize"](session_id="chat-9", platform="telegram", reason="session_expired")
+    assert rt.store.session("s-1").ended_at is None and rt.store.session("chat-9").ended_at is None
     later = build_runtime(config)  # Hermes exited with the store still down
     later.restore_spilled()
-    assert later.store.session("s-1").ended_at is not None
+    assert later.store.session("s-1").ended_at is not None and later.store.session("chat-9").ended_at is not None
     assert later.store.count("s-1") == 4 and later.unstored.spill.pending() == 0
