@@ -12,8 +12,10 @@ command table. The gateway's session ids live in a state file, so a second run i
 Steps: ``{"chat": NAME, "text": ...}``, ``{"chat": NAME, "command": "/new" | "/compress [focus]"
 | "hygiene" | "/trove ..."}``, ``{"chat": NAME, "seed": PAIRS, "size": CHARS}`` (a transcript
 written to state.db before trove ever saw the chat), ``{"parallel": [steps]}`` (one thread
-each), ``{"seq": [steps]}`` and ``{"wait_delegations": SECONDS}`` (until the background
-``delegate_task`` children have finished). A chat with a ``"profile"`` is served as a multiplexed gateway
+each), ``{"seq": [steps]}``, ``{"wait_delegations": SECONDS}`` (until the background
+``delegate_task`` children have finished), ``{"lock_store": PATH}`` (a second connection holds that
+SQLite file's write lock) and ``{"unlock_store": SECONDS}`` (it commits; then up to SECONDS for trove's
+finalize thread). A chat with a ``"profile"`` is served as a multiplexed gateway
 serves a secondary profile: each of its steps runs inside the host's own per-turn profile scope
 (``gateway.run._profile_runtime_scope``: that profile's home and secrets, this process's plugins).
 """
@@ -104,9 +106,12 @@ class Gateway:
             from hermes_cli.plugins import invoke_hook
 
             self.db.end_session(old, "session_reset")
-            # gateway/slash_commands.py then fires the finalize hook for the session it left
+            # gateway/slash_commands.py then fires the finalize hook for the session it left (on its event loop)
+            started = time.monotonic()
             invoke_hook("on_session_finalize", session_id=old, platform=self.chats[name]["platform"],
                         reason="new_session", old_session_id=old)
+            return {"old_session_id": old, "session_id": self.session_id(name),
+                    "finalize_s": round(time.monotonic() - started, 2)}
         return {"old_session_id": old, "session_id": self.session_id(name)}
 
     def undo(self, name: str) -> dict[str, Any]:
@@ -220,6 +225,18 @@ class Gateway:
             return {"parallel": results}
         if "seq" in step:
             return {"seq": [self.step(s) for s in step["seq"]]}
+        if "lock_store" in step:  # another process's write in progress on that SQLite file: its write lock held
+            import sqlite3
+
+            self.holder = sqlite3.connect(step["lock_store"], isolation_level=None)
+            self.holder.execute("BEGIN IMMEDIATE")
+            return {"step": step}
+        if "unlock_store" in step:  # that write commits; an end trove finishes off the loop then lands
+            self.holder.execute("COMMIT")
+            self.holder.close()
+            for t in [t for t in threading.enumerate() if t.name == "trove-finalize"]:
+                t.join(float(step["unlock_store"]))
+            return {"step": step}
         if "wait_delegations" in step:  # until the background delegate_task children have finished
             from tools.async_delegation import active_count
 
