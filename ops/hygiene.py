@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -40,11 +40,14 @@ class CleanPlan:
 
 
 def plan_clean(prints: Iterable[Footprint], filters: SessionFilters, protected: Iterable[str],
-               carried_out: dict[str, set[str]], empty_min_age_s: float, now: float) -> CleanPlan:
+               carried_out: dict[str, set[str]], empty_min_age_s: float, now: float,
+               continued_by: Mapping[str, set[str]] | None = None) -> CleanPlan:
     """Pure: which sessions are junk (pattern-matched, or empty and old) and safe to delete.
 
     ``carried_out`` maps a session to the sessions its summaries were carried into; a
     candidate whose summaries live on in a kept session is kept, so nothing loses lineage.
+    ``continued_by`` maps a session to the sessions naming it as their previous one: an empty
+    candidate a kept session continues is kept too (the link from that session runs through it).
     """
     protected = set(protected)
     matched: list[tuple[Footprint, str]] = []
@@ -69,13 +72,18 @@ def plan_clean(prints: Iterable[Footprint], filters: SessionFilters, protected: 
         if outside:
             kept.append((fp.session_id, f"its summaries are carried into {', '.join(outside[:3])}"))
             continue
+        later = sorted((continued_by or {}).get(fp.session_id, set()) - names) if fp.empty else []
+        if later:
+            kept.append((fp.session_id, f"empty, but {', '.join(later[:3])} continues it (previous_session_id)"))
+            continue
         candidates.append(CleanCandidate(fp.session_id, reason, fp.messages, fp.tokens, fp.nodes))
     return CleanPlan(tuple(candidates), tuple(kept))
 
 
 def _plan_clean(runtime: Runtime, conn: sqlite3.Connection, protected: Iterable[str], now: float) -> CleanPlan:
     age = float(runtime.config.empty_lifecycle_gc_max_age_hours) * 3600
-    return plan_clean(queries.footprints(conn), runtime.filters, protected, queries.carried_into(conn), age, now)
+    return plan_clean(queries.footprints(conn), runtime.filters, protected, queries.carried_into(conn), age, now,
+                      queries.continued_by(conn))
 
 
 def scan_clean(runtime: Runtime, protected: Iterable[str] = (), now: float | None = None) -> dict[str, Any]:

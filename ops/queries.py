@@ -243,6 +243,16 @@ def carried_into(conn: sqlite3.Connection) -> dict[str, set[str]]:
     return out
 
 
+def continued_by(conn: sqlite3.Connection) -> dict[str, set[str]]:
+    """Session -> the other sessions that name it as their previous one (they continue it)."""
+    out: dict[str, set[str]] = {}
+    rows = conn.execute("SELECT previous_session_id, session_id FROM sessions"
+                        " WHERE previous_session_id IS NOT NULL AND previous_session_id != session_id")
+    for previous, session_id in rows:
+        out.setdefault(str(previous), set()).add(str(session_id))
+    return out
+
+
 def session_tables(conn: sqlite3.Connection) -> list[str]:
     """Core per-session tables first, then any other plain table keyed by ``session_id``."""
     if on_server(conn):

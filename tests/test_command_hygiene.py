@@ -131,6 +131,24 @@ def test_clean_keeps_a_junk_session_whose_summaries_live_on_elsewhere(tmp_path):
     assert rt.dag.is_visible("real", node)
 
 
+def test_clean_keeps_an_old_empty_session_a_kept_session_continues(tmp_path):
+    # /new twice with no turn between: the empty middle session is the only link from "real" back to "first"
+    rt = junk_runtime(tmp_path, doctor_clean_apply_enabled=True)
+    seed(rt, "first", 2)
+    stamp = time.time() - 3 * DAY
+    with rt.db.transaction() as c:
+        c.execute("UPDATE sessions SET previous_session_id='first' WHERE session_id='empty_old'")
+        c.execute("UPDATE sessions SET previous_session_id='empty_old' WHERE session_id='real'")
+        c.execute("INSERT INTO sessions(session_id, created_at, updated_at, previous_session_id)"
+                  " VALUES ('empty_gone', ?, ?, 'cron_nightly')", (stamp, stamp))
+    scan = command.run(rt, ["doctor", "clean"])[1]
+    assert {c["session_id"] for c in scan["candidates"]} == {"cron_nightly", "probe_1", "empty_gone"}
+    assert any(k["session_id"] == "empty_old" and "real continues it" in k["reason"] for k in scan["kept"])
+    result = command.run(rt, ["doctor", "clean", "apply", "--have-backup"])[1]
+    assert result["deleted_sessions"] == 3 and {"first", "empty_old", "real"} <= sessions_in(rt)
+    assert rt.store.session("real").previous_session_id == "empty_old"
+
+
 def test_plan_clean_is_pure_over_footprints():
     from hermes_trove.filters import SessionFilters
 
