@@ -428,3 +428,19 @@ def test_an_end_held_on_disk_marks_the_session_ended_in_the_next_process(tmp_pat
     later.restore_spilled()
     assert later.store.session("s-1").ended_at is not None and later.store.session("chat-9").ended_at is not None
     assert later.store.count("s-1") == 4 and later.unstored.spill.pending() == 0
+
+
+def test_an_unstored_sessions_end_while_the_store_is_down_is_neither_held_nor_marked_later(tmp_path):
+    before = build_runtime(make_config(tmp_path, database_url=""))  # rows made before the patterns named them
+    make_engine(before, session="batch-7").ingest(chat(2))
+    make_engine(before, session="quiet-1", platform="telegram").ingest(chat(2))
+    rt = build_runtime(make_config(tmp_path, database_url="", stateless_session_patterns=("batch-*", "quiet-*")))
+    eng = make_engine(rt, session="batch-7")
+    clock = down(rt)
+    eng.on_session_end("batch-7", chat(6))
+    make_hooks(rt)["on_session_finalize"](session_id="quiet-1", platform="telegram", reason="session_expired")
+    assert rt.unstored.sessions == {} and rt.unstored.spill.pending() == 0
+    clock.now = rt.health.retry_at + 1
+    assert rt.store_usable()
+    for sid in ("batch-7", "quiet-1"):
+        assert rt.store.session(sid).ended_at is None and rt.store.count(sid) == 2
