@@ -10,8 +10,8 @@
    error, the module and the fix, exiting 1.
 3. Held turns outlive the process: two ``hermes chat`` runs (a session and its resume) while the
    store is unusable, each exiting before it recovers; once the path is fixed, ``hermes trove
-   status`` (loading the plugin) stores both runs' turns exactly once, and a third run resumes
-   the session without storing anything twice.
+   status`` (loading the plugin) stores both runs' turns exactly once and marks the session ended
+   (the second run's exit ended it), and a third run resumes the session without storing anything twice.
 """
 from __future__ import annotations
 
@@ -144,6 +144,8 @@ def test_turns_of_runs_that_exited_while_the_store_was_unusable_are_stored_later
     rows = query(db_path, sql, (session_id,))
     assert [c for r, c in rows if r == "user"] == HELD_TURNS[:2] and len(rows) == 4, rows
     assert not list((home.home / "trove-held").glob("*.jsonl"))
+    # the second run's exit ended the session, as it would have with a usable store
+    assert query(db_path, "SELECT ended_at IS NOT NULL FROM sessions WHERE session_id = ?", (session_id,)) == [(1,)]
     home.run_cli(["chat", "-Q", "-q", HELD_TURNS[2], "--resume", session_id])
     rows = query(db_path, sql, (session_id,))
     assert [c for r, c in rows if r == "user"] == HELD_TURNS and len(rows) == 6, rows
