@@ -444,3 +444,29 @@ def test_an_unstored_sessions_end_while_the_store_is_down_is_neither_held_nor_ma
     assert rt.store_usable()
     for sid in ("batch-7", "quiet-1"):
         assert rt.store.session(sid).ended_at is None and rt.store.count(sid) == 2
+
+
+def test_the_finalize_hook_waits_briefly_for_a_write_another_thread_of_the_gateway_holds(tmp_path):
+    # a background pass of this process mid-transaction holds the file's lock in-process first
+    rt = build_runtime(make_config(tmp_path, database_url=""))
+    hooks = make_hooks(rt)
+    make_engine(rt, session="chat-1", platform="telegram").ingest(chat(4))
+    holding, done, released = threading.Event(), threading.Event(), threading.Event()
+
+    def writer() -> None:
+        with rt.db.transaction():
+            holding.set()
+            done.wait(60)  # until the hook has returned (bounded, should it never return)
+            released.set()
+
+    t = threading.Thread(target=writer)
+    t.start()
+    holding.wait(60)
+    hooks["on_session_finalize"](session_id="chat-1", platform="telegram", reason="new_session")
+    returned_first = not released.is_set()
+    done.set()
+    t.join()
+    assert returned_first  # the hook did not wait for the other thread's transaction to end
+    for worker in [w for w in threading.enumerate() if w.name == "trove-finalize"]:
+        worker.join()
+    assert rt.store.session("chat-1").ended_at is not None
