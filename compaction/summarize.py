@@ -277,16 +277,26 @@ def _dated(value: Any) -> datetime | None:
 PER_MESSAGE_CHARS = 6000  # of one message a summary record shows: its first and last halves
 
 
+CUT_NOTE_NAMES = 3  # the most messages a leaf's read-in-part line names; the rest are counted
+
+
 def cut_note(rows: Sequence[Any], per_message_chars: int = PER_MESSAGE_CHARS) -> str:
     """A line naming each stored row the summary record showed only in part (its middle left out),
-    so the summary says what its writer did not read and where the whole text is; "" when none."""
+    so the summary says what its writer did not read and where the whole text is; "" when none.
+    It names the CUT_NOTE_NAMES longest (in store order) and counts the rest, so a leaf of many long
+    tool outputs carries one short line, not one entry per message on every later prompt."""
     cut = [(int(r.store_id), n) for r in rows if hasattr(r, "to_message")
            for n in (len(tokens.message_text({"content": r.to_message().get("content")})),) if n > per_message_chars]
     if not cut:
         return ""
-    named = ", ".join(f"store_id {sid} ({n:,} characters)" for sid, n in cut)
-    return (f"[Read in part: the middle of {named} was not shown to the summarizer;"
-            f" trove_expand(store_id=N) reads it whole.]")
+    longest = sorted(sorted(cut, key=lambda c: -c[1])[:CUT_NOTE_NAMES])
+    named = ", ".join(f"store_id {sid} ({n:,} characters)" for sid, n in longest)
+    more = len(cut) - len(longest)
+    if more:
+        named += f" and {more} more message{'s' if more > 1 else ''} over {per_message_chars:,} characters"
+    where = "trove_expand(store_id=N) reads a message whole" + (
+        "; trove_expand(node_id=N) of this summary lists them all" if more else "")
+    return f"[Read in part: the middle of {named} was not shown to the summarizer; {where}.]"
 
 
 def serialize_messages(rows: Sequence[Any], per_message_chars: int = PER_MESSAGE_CHARS) -> str:

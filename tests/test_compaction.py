@@ -613,6 +613,34 @@ def test_a_leaf_says_which_message_its_summarizer_read_only_in_part(tmp_path, wi
     assert leaf.token_count == tokens.count(leaf.summary)
 
 
+def test_a_leaf_of_many_long_tool_outputs_names_a_few_and_counts_the_rest(tmp_path):
+    # An agent session reads many files of over 6,000 characters. Each leaf's read-in-part line
+    # names the three longest of them and counts the others, so its size does not grow with the
+    # number of long outputs a leaf covers (it is on every later prompt and every merge's input).
+    rt = build_runtime(make_config(tmp_path))
+    eng = make_engine(rt, refusing_model(128000, []), context_length=128000)
+    msgs = [user("read the files")]
+    for i in range(6):
+        body = "\n".join(f"line {i}.{j}: " + "x" * 60 for j in range(100 + 5 * i))  # 7,000-9,000 characters
+        msgs += [assistant("", [tool_call(f"c{i}", "read_file", f'{{"path": "f{i}.py"}}')]),
+                 tool_result(f"c{i}", body, "read_file")]
+    msgs += [assistant("done")] + [m for t in range(30) for m in (user(f"q {t} " + "word " * 200), assistant(f"a {t}"))]
+    eng.ingest(msgs)
+    eng.compress(msgs, current_tokens=tokens.count_messages(msgs), force=True)
+    long_rows = [r for r in rt.store.backlog("s1", 0) if r.role == "tool"]
+    assert len(long_rows) == 6 and all(len(r.content) > 6000 for r in long_rows)
+    leaves = [n for n in rt.dag.visible("s1") if n.depth == 0 and "[Read in part:" in n.summary]
+    assert len(leaves) == 1, [(n.depth, n.summary[-300:]) for n in rt.dag.visible("s1")]
+    [leaf] = leaves
+    assert {r.store_id for r in long_rows} <= set(rt.dag.descendant_store_ids(leaf.node_id))
+    note = leaf.summary[leaf.summary.index("[Read in part:"):]
+    longest = sorted(long_rows, key=lambda r: -len(r.content))[:3]
+    assert note.count("store_id ") == 3, note
+    assert all(f"store_id {r.store_id} ({len(r.content):,} characters)" in note for r in longest), note
+    assert "and 3 more messages over 6,000 characters" in note and "trove_expand(node_id=N)" in note, note
+    assert leaf.token_count == tokens.count(leaf.summary)
+
+
 def test_the_summary_window_comes_from_the_knob_else_the_hosts_auxiliary_setting(tmp_path, monkeypatch):
     from hermes_trove.compaction.summarize import Summarizer
 
