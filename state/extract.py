@@ -129,8 +129,9 @@ def _batch(runtime: Runtime, store: AssertionStore, complete: Complete, cursor: 
         return {"batches": 1, "model_calls": 1, "input_chars": chars, "errors": 1, "stop": True}
     parsed = parse_answer(answer, {r.store_id: r for r in keep}, shown)
     outcome = "malformed" if parsed.malformed else "ok"
-    # what the batch could not show is said first: the rest of a message past it is never read
-    notes = cuts + ([parsed.malformed] if parsed.malformed else list(parsed.reasons[:3]))
+    # a malformed answer's reason first (status shows it; the log keeps 500 characters), then what the
+    # batch could not show (the rest of a message past it is never read), then the quotes refused
+    notes = [parsed.malformed] + cuts if parsed.malformed else cuts + list(parsed.reasons[:3])
     error = "; ".join(notes) if notes else None
     log_row = BatchLog(first, last, len(keep), 1, chars, parsed.proposed, 0, parsed.unverified, parsed.invalid,
                        outcome, error[:500] if error else None)

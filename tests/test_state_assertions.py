@@ -556,3 +556,16 @@ def test_the_doctor_warns_when_the_extraction_window_holds_no_message(tmp_path):
     assert fine["remembered_state"]["status"] == "pass", fine["remembered_state"]
     assert contract.holds_a_message(0, 2000) and contract.holds_a_message(640, 2000)
     assert not contract.holds_a_message(600, 2000)
+
+
+def test_a_malformed_answer_is_named_first_in_a_batch_of_long_messages(tmp_path):
+    # Every message over 4,000 characters is shown in part, and the batch log names each one; the
+    # log keeps 500 characters. The reason a malformed batch failed is what status' recent_errors
+    # must show, so it comes before those notes instead of being cut off by them.
+    runtime = rt(tmp_path, assertion_batch_messages=16)
+    add(runtime, [("user", f"note {i}: " + "words here " * 500) for i in range(16)])
+    report = extract.run_pass(runtime, lambda *a: "this is not JSON at all", max_batches=1, budget_s=60)
+    assert report["malformed"] == 1, report
+    [err] = extract.status(runtime)["recent_errors"]
+    assert err["outcome"] == "malformed" and err["error"].startswith("not JSON"), err
+    assert "characters shown" in err["error"], err  # the notes follow, as far as the log holds them
