@@ -178,17 +178,17 @@ def _check_state(runtime: Runtime, conn: sqlite3.Connection, ctx: dict[str, Any]
     """The opt-in state tables: absent and off is healthy; on (or present) they must be whole."""
     report = extract.status(runtime)
     on = [n for n in ("assertions_enabled", "adaptive_retrieval_enabled", "preanswer_evidence_enabled") if report[n]]
-    if report["assertions_enabled"] and not report["window_holds_a_message"]:
+    missing = AssertionStore(runtime.db).missing() if report["tables_present"] else []  # either backend's catalogue
+    if missing:
+        return "fail", f"state tables incomplete: missing {', '.join(missing)}", \
+            "turn the options off, `/trove assertions drop --apply`, then turn them on again to recreate them"
+    if report["assertions_enabled"] and not report["window_holds_a_message"]:  # advice, after any failure
         return "warn", (f"assertion extraction waits: the {report['extraction_window']}-token auxiliary window cannot"
                         " hold the extraction instructions, an answer and a message"), \
             "raise TROVE_SUMMARY_CONTEXT_LENGTH (or the host's auxiliary.compression.context_length) to the model's" \
             " real window"
     if not report["tables_present"]:
         return "pass", f"state tables absent; on: {', '.join(on) or 'none'}", ""
-    missing = AssertionStore(runtime.db).missing()  # either backend's catalogue
-    if missing:
-        return "fail", f"state tables incomplete: missing {', '.join(missing)}", \
-            "turn the options off, `/trove assertions drop --apply`, then turn them on again to recreate them"
     detail = (f"on: {', '.join(on) or 'none'}; {report['tables']['assertions']} assertions,"
               f" backlog {report['backlog']} messages")
     if report["recent_errors"]:

@@ -569,3 +569,12 @@ def test_a_malformed_answer_is_named_first_in_a_batch_of_long_messages(tmp_path)
     [err] = extract.status(runtime)["recent_errors"]
     assert err["outcome"] == "malformed" and err["error"].startswith("not JSON"), err
     assert "characters shown" in err["error"], err  # the notes follow, as far as the log holds them
+
+
+def test_a_small_extraction_window_does_not_hide_incomplete_state_tables(tmp_path, backend):
+    # The window warning is advice; a missing index is a failure the doctor must still report.
+    small = rt(tmp_path, summary_context_length=500)
+    AssertionStore(small.db).ensure()
+    small.db.read().execute("DROP INDEX assertions_subject")
+    check = {c["check"]: c for c in doctor.run_doctor(small)["checks"]}["remembered_state"]
+    assert check["status"] == "fail" and "assertions_subject" in check["detail"], check
