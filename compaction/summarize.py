@@ -156,9 +156,16 @@ def truncate_deterministic(text: str, max_tokens: int) -> str:
     return best
 
 
+CUT_NOTE_OPENING = "[Read in part:"  # how a leaf's read-in-part line (``cut_note``) begins
+
+
 def expand_hint(summary: str) -> str:
+    """The topics after a summary's last 'Expand for details about:', up to a read-in-part line (a
+    merge that keeps a leaf's tail, such as a deterministic one, carries that line after them)."""
     idx = summary.rfind("Expand for details about:")
-    return summary[idx + len("Expand for details about:"):].strip()[:300] if idx >= 0 else ""
+    if idx < 0:
+        return ""
+    return summary[idx + len("Expand for details about:"):].split(CUT_NOTE_OPENING, 1)[0].strip()[:300]
 
 
 class Summarizer:
@@ -296,7 +303,7 @@ def cut_note(rows: Sequence[Any], per_message_chars: int = PER_MESSAGE_CHARS) ->
         named += f" and {more} more message{'s' if more > 1 else ''} over {per_message_chars:,} characters"
     where = "trove_expand(store_id=N) reads a message whole" + (
         "; trove_expand(node_id=N) of this summary lists them all" if more else "")
-    return f"[Read in part: the middle of {named} was not shown to the summarizer; {where}.]"
+    return f"{CUT_NOTE_OPENING} the middle of {named} was not shown to the summarizer; {where}.]"
 
 
 def serialize_messages(rows: Sequence[Any], per_message_chars: int = PER_MESSAGE_CHARS) -> str:

@@ -641,6 +641,32 @@ def test_a_leaf_of_many_long_tool_outputs_names_a_few_and_counts_the_rest(tmp_pa
     assert leaf.token_count == tokens.count(leaf.summary)
 
 
+def test_a_merge_that_keeps_a_leafs_read_in_part_line_keeps_it_out_of_its_expand_hint(tmp_path):
+    # Leaves of long tool outputs end with their topics and then the read-in-part line. A merge the
+    # model cannot write is cut from its children's text, head and tail: the tail is a leaf's topics
+    # and that line. The merge's expand hint (shown by the tools for each node) is the topics alone.
+    def model(messages, name, timeout_s, max_tokens):
+        if "[d0 node " in messages[0]["content"]:
+            raise RuntimeError("the merge model is down")
+        return "point " * max(1, max_tokens // 8) + "\nExpand for details about: file reads"
+
+    rt = build_runtime(make_config(tmp_path))
+    eng = make_engine(rt, model, context_length=128000)
+    msgs = [user("read the files")]
+    for i in range(60):
+        body = "\n".join(f"line {i}.{j}: " + "x" * 60 for j in range(110))  # about 7,900 characters
+        msgs += [assistant("", [tool_call(f"c{i}", "read_file", f'{{"path": "f{i}.py"}}')]),
+                 tool_result(f"c{i}", body, "read_file")]
+    msgs += [assistant("done")] + [m for t in range(10) for m in (user(f"q {t}"), assistant(f"a {t}"))]
+    eng.ingest(msgs)
+    eng.compress(msgs, current_tokens=tokens.count_messages(msgs), force=True)
+    nodes = rt.dag.visible("s1")
+    merged = [n for n in nodes if n.depth >= 1 and n.level == "deterministic" and "[Read in part:" in n.summary]
+    assert merged, [(n.depth, n.level, n.summary[-120:]) for n in nodes]
+    for n in merged:
+        assert n.expand_hint == "file reads", n.expand_hint
+
+
 def test_the_summary_window_comes_from_the_knob_else_the_hosts_auxiliary_setting(tmp_path, monkeypatch):
     from hermes_trove.compaction.summarize import Summarizer
 
