@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import assistant, make_config, make_engine, user
+from conftest import ROOT, assistant, make_config, make_engine, user
 from test_command import shippers_finish, store_dump  # noqa: F401  (shippers_finish: autouse)
 
 from hermes_trove import command, tokens
@@ -165,6 +165,13 @@ def test_a_summary_window_too_small_for_a_useful_request_is_a_warning(tmp_path):
     assert enough["config_validation"]["status"] == "pass"
     custom = make_config(tmp_path, summary_context_length=floor, custom_instructions="keep every name " * 25)
     assert by_check(doctor.run_doctor(build_runtime(custom)))["config_validation"]["status"] == "warn"
+    # the operator guide quotes the figures the code derives from its constants
+    from hermes_trove.compaction import policy
+
+    guide = " ".join((ROOT / "docs" / "operator-guide.md").read_text(encoding="utf-8").split())
+    assert policy.smallest_summary_window() == floor
+    assert (f"about {floor:,} tokens: half the window for the record, about {policy.SUMMARY_INSTRUCTION_TOKENS} for"
+            f" the instructions") in guide and f"and {2 * policy.LEAF_BUDGET_FLOOR} for the answer" in guide
 
 
 @pytest.mark.parametrize("summary_model,warned", [("", True), ("named-model", False)])
