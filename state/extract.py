@@ -93,8 +93,12 @@ def extraction_window(cfg: TroveConfig) -> int:
     """The window an extraction request must fit: the smaller of the auxiliary windows the operator
     gave, TROVE_SUMMARY_CONTEXT_LENGTH and the host's ``auxiliary.compression.context_length``,
     each when set (0 = neither: unbounded). A model named by TROVE_ASSERTION_EXTRACTION_MODEL has no
-    window of its own to read, so it is bounded the same way; a bound too small only costs calls."""
-    known = [w for w in (int(cfg.summary_context_length or 0), host_task_window(home=cfg.hermes_home)) if w > 0]
+    window of its own to read, so it is bounded the same way. TROVE_SUMMARY_CONTEXT_LENGTH is left
+    out when it describes another model: TROVE_SUMMARY_MODEL names one while extraction takes the
+    host's auxiliary default."""
+    other_model = bool(cfg.summary_model) and not cfg.assertion_extraction_model
+    own = 0 if other_model else int(cfg.summary_context_length or 0)
+    known = [w for w in (own, host_task_window(home=cfg.hermes_home)) if w > 0]
     return min(known) if known else 0
 
 

@@ -520,6 +520,21 @@ def test_extraction_window_is_the_smaller_known_auxiliary_window(tmp_path, monke
     assert extract.extraction_window(named) == 3000
 
 
+def test_a_named_summary_models_window_does_not_bound_extraction_on_the_hosts_default(tmp_path, monkeypatch):
+    # TROVE_SUMMARY_MODEL names a small summariser and TROVE_SUMMARY_CONTEXT_LENGTH gives its window;
+    # extraction takes the host's auxiliary default, a different model: that window says nothing
+    # about it (bounding by it cut long messages short and multiplied the calls).
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    cfg = make_config(home, summary_model="tiny-summariser", summary_context_length=1000)
+    assert extract.extraction_window(cfg) == 0  # the host gives no window: unbounded, as for the default
+    (home / "config.yaml").write_text("auxiliary:\n  compression:\n    context_length: 5000\n", encoding="utf-8")
+    assert extract.extraction_window(cfg) == 5000
+    same = dataclasses.replace(cfg, assertion_extraction_model="tiny-summariser")
+    assert extract.extraction_window(same) == 1000
+
+
 def test_a_quote_past_what_the_prompt_showed_is_not_verified(tmp_path):
     runtime = rt(tmp_path)
     [sid] = add(runtime, [("user", "hello there. I live in Porto")])
