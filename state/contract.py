@@ -137,6 +137,8 @@ def plan_batch(rows: Sequence[MessageRow], window: int, most_answer: int) -> Bat
     full = [min(len(r.content), MAX_MESSAGE_CHARS) for r in rows]
     if window <= 0:
         return Batch(tuple(rows), tuple(full), answer)
+    if not holds_a_message(window, most_answer):  # one rule with status and the doctor: short ones wait too
+        return Batch((), (), answer)
     room = window - tokens.count(PROMPT) - answer - _TAGS_TOKENS
     out: list[MessageRow] = []
     shown: list[int] = []

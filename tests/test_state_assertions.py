@@ -593,3 +593,17 @@ def test_a_small_extraction_window_does_not_hide_incomplete_state_tables(tmp_pat
     small.db.read().execute("DROP INDEX assertions_subject")
     check = {c["check"]: c for c in doctor.run_doctor(small)["checks"]}["remembered_state"]
     assert check["status"] == "fail" and "assertions_subject" in check["detail"], check
+
+
+def test_a_window_the_doctor_calls_too_small_reads_no_message_however_short(tmp_path):
+    # Status and the doctor say extraction waits below the window that holds the instructions, an
+    # answer and a few words of a message; a short message must not be read there either (it was,
+    # and the first long one then stopped the pass anyway).
+    window = next(w for w in range(400, 800) if contract.holds_a_message(w, 2000)) - 2
+    runtime = rt(tmp_path, summary_context_length=window)
+    assert extract.status(runtime)["window_holds_a_message"] is False
+    add(runtime, [("user", "I live in Porto")])
+    asked = []
+    report = extract.run_pass(runtime, _window_model(window, FactModel(), asked), max_batches=5, budget_s=60)
+    assert report["status"] == "window_too_small" and asked == [], (report, asked)
+    assert AssertionStore(runtime.db).cursor() == 0
