@@ -378,13 +378,27 @@ def pg_database_url(pg_url: str, pg_schema: str):
     close_connections()
 
 
-def background_passes_finish(since: set, budget_s: float = 10.0) -> None:
+def stop_index_workers(since: set) -> None:
+    """Stop the embedding workers (``trove-embeddings`` threads) started since ``since``. A worker runs
+    until stopped, and the process keeps one per store URL: left running on a pooled schema, it would be
+    the worker the next test on that schema is handed, indexing with this test's settings."""
+    from hermes_trove.retrieval.indexer import IndexWorker
+
+    for thread in threading.enumerate():
+        if isinstance(thread, IndexWorker) and thread not in since:
+            thread.stop()
+
+
+PASSES_BUDGET_S = 10.0
+
+
+def background_passes_finish(since: set, budget_s: float | None = None) -> None:
     """Wait (bounded) for the product's background passes (``trove-*`` threads) started since
     ``since`` (the threads alive when the test began) to end."""
     import threading
     import time as _time
 
-    deadline = _time.monotonic() + budget_s
+    deadline = _time.monotonic() + (PASSES_BUDGET_S if budget_s is None else budget_s)
     for thread in [t for t in threading.enumerate() if t.name.startswith("trove-") and t not in since]:
         thread.join(max(0.0, deadline - _time.monotonic()))
 
@@ -414,8 +428,15 @@ def pg_store_url(pg_url: str):
     yield url
     from hermes_trove.ops import server_schema
 
+    stop_index_workers(before)  # never ends by itself: the next test on this schema would be handed it
     background_passes_finish(before)  # a pass still shipping or building would land in the next test's store
+    lingering = sorted(t.name for t in threading.enumerate() if t.name.startswith("trove-") and t not in before)
     close_connections()
+    if lingering:  # it would write into the next test's store: this schema is dropped, never reused
+        warnings.warn(f"PostgreSQL test schema {schema} not reused: {', '.join(lingering)} still running",
+                      stacklevel=1)
+        drop_schema(pg_url, schema)
+        return
     core = {name for name, _ in pgschema.migrations()}
     try:
         with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:

@@ -135,3 +135,50 @@ def test_with_search_path_accepts_a_key_value_connection_string(pg_url, pg_schem
     dsn = make_conninfo("", **conninfo_to_dict(pg_url), options="-c work_mem=8MB")
     with psycopg.connect(with_search_path(dsn, pg_schema, "public")) as conn:
         assert conn.execute("SELECT current_schema(), current_setting('work_mem')").fetchone() == (pg_schema, "8MB")
+
+
+def test_an_embedding_worker_a_test_leaves_running_is_stopped_before_its_schema_is_reused(request, tmp_path):
+    import dataclasses
+
+    from conftest import make_config
+
+    from hermes_trove.retrieval import indexer
+    from hermes_trove.runtime import build_runtime
+
+    left: list = []
+
+    def check_stopped() -> None:  # after the fixture's teardown (registered before it: LIFO)
+        if left and left[0].is_alive():
+            left[0].stop()
+            pytest.fail("the worker outlived its test: the next test on the schema would be handed it")
+
+    request.addfinalizer(check_stopped)
+    url = request.getfixturevalue("pg_store_url")
+    cfg = dataclasses.replace(make_config(tmp_path, database_url=url), embeddings_enabled=True,
+                              embedding_provider="openai", embedding_model="fake-32",
+                              embedding_base_url="http://127.0.0.1:9")  # refused: no pass ever migrates
+    worker = indexer.start_background(build_runtime(cfg))
+    assert worker is not None and worker.is_alive()
+    left.append(worker)
+
+
+def test_a_schema_whose_test_left_a_pass_running_is_dropped_not_reused(request, pg_url, monkeypatch):
+    import threading
+
+    import conftest
+
+    release = threading.Event()
+    seen: list[str] = []
+
+    def check_dropped() -> None:
+        release.set()
+        if seen and (seen[0] in conftest._POOL or schema_exists(pg_url, seen[0])):
+            pytest.fail(f"schema {seen[0]} was kept for the next test while a pass of this one still ran")
+
+    request.addfinalizer(check_dropped)
+    monkeypatch.setattr(conftest, "PASSES_BUDGET_S", 0.2)  # the wait for passes gives up at once
+    url = request.getfixturevalue("pg_store_url")
+    with psycopg.connect(url, autocommit=True) as conn:
+        seen.append(conn.execute("SELECT current_schema()").fetchone()[0])
+    assert seen[0].startswith("t_")
+    threading.Thread(target=release.wait, args=(60,), name="trove-test-linger", daemon=True).start()
