@@ -39,24 +39,29 @@ def sane(column: str) -> str:
 
 
 UNBOUNDED = 2**62  # an id bound (or LIMIT) that bounds nothing, on both backends
-SETTLE_WAIT = "1s"  # PostgreSQL: how long ``settled_heads`` waits for the tables' writers to finish
+# PostgreSQL: how long ``settled_heads`` waits for the tables' writers to finish, past the server's
+# deadlock_timeout: only then does the server cancel an autovacuum holding the tables for a waiter.
+SETTLE_WAIT_MS = 1000
 
 
 def settled_heads(db: Database, *columns: tuple[str, str]) -> tuple[int, ...] | None:
     """The highest id of each ``(table, id column)`` that no later commit can undercut, for a worker
     whose cursor must never pass a row still being written; None when a writer did not finish
-    within SETTLE_WAIT (the next pass reads on).
+    within that wait (the next pass reads on).
 
     SQLite draws ids in commit order: no bound. A server draws them at insert, so a transaction can
     commit an id below one already read: the heads are read once the tables' writers have finished
-    (a SHARE lock held for the index lookups; turns write the outbox, never these tables).
+    (a SHARE lock held for the index lookups; turns write the outbox, never these tables). The wait
+    outlasts deadlock_timeout by SETTLE_WAIT_MS: autovacuum working on a table yields to a waiter only
+    then, so a wait ending with it would step aside every time the server vacuums these tables.
     """
     if not on_server(db.read()):
         return tuple(UNBOUNDED for _ in columns)
     heads = ", ".join(f"(SELECT MAX({column}) FROM {table})" for table, column in columns)
     try:
         with db.transaction() as conn:
-            conn.execute(f"SET LOCAL lock_timeout = '{SETTLE_WAIT}'")
+            conn.execute("SELECT set_config('lock_timeout', ((SELECT setting::bigint FROM pg_settings"
+                         " WHERE name = 'deadlock_timeout') + ?)::text, true)", (SETTLE_WAIT_MS,))
             conn.execute(f"LOCK TABLE {', '.join(table for table, _ in columns)} IN SHARE MODE")
             row = conn.execute(f"SELECT {heads}").fetchone()
     except Exception as exc:

@@ -130,7 +130,8 @@ def fresh_embedding_caches() -> Iterator[None]:
 def settled_pass(runtime: Any, budget_s: float = 30, tries: int = 40) -> indexer.PassReport:
     """One indexing pass, run again (briefly apart, ``tries`` at most) while it reports "busy": on a
     server store a pass steps aside while a writer of messages or summaries has not committed
-    (``backend.settled_heads`` waits a second), which leaves the rows to the next pass."""
+    (``backend.settled_heads`` waits a second past the server's deadlock_timeout), which leaves the rows
+    to the next pass."""
     report = indexer.run_pass(runtime, budget_s=budget_s)
     for _ in range(tries - 1):
         if report.status != "busy":

@@ -445,6 +445,40 @@ def test_a_pass_never_moves_its_cursor_past_a_message_still_being_written(tmp_pa
     assert sorted(r[2] for r in vectors(runtime)) == sorted([*first, slow, *later])
 
 
+def test_a_pass_waits_past_the_servers_deadlock_timeout_for_a_writer_of_messages(tmp_path, fake, backend):
+    # The server cancels an autovacuum that holds a table for a waiter only after deadlock_timeout: a
+    # wait ending then stepped aside every time messages were vacuumed. The writer here commits once
+    # the pass has waited longer than deadlock_timeout (read on the server's clock, never timed here).
+    if backend == "sqlite":
+        pytest.skip("SQLite has one writer at a time: its ids commit in the order they are drawn")
+    import threading
+
+    runtime = fake_runtime(tmp_path, fake)
+    seed(runtime, 2)
+    store = VectorStore(runtime.db)
+    got: list = []
+    writer, watcher = runtime.db.open_connection(), runtime.db.open_connection()
+    try:
+        with writer.raw.transaction():
+            slow = writer.execute("INSERT INTO messages(session_id, role, content, created_at, ingested_at)"
+                                  " VALUES ('s1', 'user', 'a note written slowly', 1.0, 1.0)"
+                                  " RETURNING store_id").fetchone()[0]
+            pid = writer.execute("SELECT pg_backend_pid()").fetchone()[0]
+            reader = threading.Thread(target=lambda: got.append(store.settled_heads()), daemon=True)
+            reader.start()
+            deadline = time.monotonic() + 60  # a guard against a hang: the condition comes at about 1 s
+            while reader.is_alive() and time.monotonic() < deadline and not watcher.execute(
+                    "SELECT 1 FROM pg_stat_activity WHERE ? = ANY(pg_blocking_pids(pid)) AND clock_timestamp()"
+                    " - query_start > current_setting('deadlock_timeout')::interval + interval '50 ms'",
+                    (pid,)).fetchone():
+                time.sleep(0.01)
+    finally:
+        writer.close()
+    reader.join(60)
+    watcher.close()
+    assert got and got[0] is not None and got[0][0] >= slow, got
+
+
 def test_the_background_worker_reaches_full_coverage_between_turns_and_stops(tmp_path, fake):
     runtime = fake_runtime(tmp_path, fake, embedding_idle_seconds=0.05, embedding_pass_max_items=10)
     seed(runtime, 40)
