@@ -479,21 +479,35 @@ def test_a_pass_waits_past_the_servers_deadlock_timeout_for_a_writer_of_messages
     assert got and got[0] is not None and got[0][0] >= slow, got
 
 
+def worker_status(runtime, reached, budget_s: float = 30) -> dict:
+    """The first status for which ``reached`` holds while the worker runs (the last one read if the
+    budget runs out): the assertions read that same status, never a later one."""
+    deadline = time.monotonic() + budget_s
+    while True:
+        now = indexer.status(runtime)
+        if reached(now) or time.monotonic() > deadline:
+            return now
+        time.sleep(0.05)
+
+
+def embedded_with_the_recipe_wanted(status: dict) -> bool:
+    # Full coverage of a first build (vector context) is passed through: its messages are then embedded
+    # again in place with text context, and coverage starts over from 0.
+    return status.get("coverage") == 1.0 and "recipe_pending" not in status
+
+
 def test_the_background_worker_reaches_full_coverage_between_turns_and_stops(tmp_path, fake):
     runtime = fake_runtime(tmp_path, fake, embedding_idle_seconds=0.05, embedding_pass_max_items=10)
     seed(runtime, 40)
     worker = indexer.start_background(runtime)
     assert worker is not None and worker.daemon and indexer.start_background(runtime) is worker
-    deadline = time.time() + 30
-    while time.time() < deadline and indexer.status(runtime).get("coverage") != 1.0:
-        time.sleep(0.05)
-    now = indexer.status(runtime)
-    assert now["coverage"] == 1.0 and now["worker"] == "running", now
+    now = worker_status(runtime, embedded_with_the_recipe_wanted)
+    assert now["coverage"] == 1.0 and "recipe_pending" not in now and now["worker"] == "running", now
     seed(runtime, 5, start=500)  # a quiet agent: no turn drives it, the worker still catches up
     worker.nudge()
-    deadline = time.time() + 30
-    while time.time() < deadline and indexer.status(runtime).get("backlog") != 0:
-        time.sleep(0.05)
+    # on a server the rows reach it through the outbox: a backlog of 0 counts once they are there
+    now = worker_status(runtime, lambda s: s.get("eligible_rows") == 45 and s.get("backlog") == 0)
+    assert now["backlog"] == 0 and now["coverage"] == 1.0, now
     assert len(vectors(runtime)) == 45
     indexer.stop_all()
     assert not worker.is_alive()
@@ -505,12 +519,10 @@ def test_a_failed_pass_is_retried_within_seconds_and_repeated_failures_back_off(
         seed(runtime, 5)
         worker = indexer.start_background(runtime)
         assert worker is not None
-        deadline = time.time() + 20  # within the old fixed 30 s pause: two failures wait 1 + 2 s
-        while time.time() < deadline and indexer.status(runtime).get("coverage") != 1.0:
-            time.sleep(0.05)
-        now = indexer.status(runtime)
+        # within the old fixed 30 s pause: two failures wait 1 + 2 s
+        now = worker_status(runtime, embedded_with_the_recipe_wanted, budget_s=20)
         indexer.stop_all()
-    assert now["coverage"] == 1.0, now
+    assert now["coverage"] == 1.0 and "recipe_pending" not in now, now
     assert len(failing.requests) >= 3
 
 
