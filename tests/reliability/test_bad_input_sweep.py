@@ -27,7 +27,7 @@ from hermes_trove.runtime import build_runtime
 from hermes_trove.tools import TOOLS, TOOLS_BY_NAME
 
 from .conftest import MiB
-from .test_schema_cases import bases, build_world, fingerprint, nested
+from .test_schema_cases import bases, build_world, nested, settled_fingerprint
 
 STORES = ("sqlite", "postgresql")
 
@@ -85,7 +85,7 @@ def test_a_value_no_argument_can_take_is_refused_by_name_and_writes_nothing(worl
     world = worlds(backend_name)
     base = bases(world)[tool]
     prop = TOOLS_BY_NAME[tool].schema["parameters"]["properties"][param]
-    before = fingerprint(world)
+    before = settled_fingerprint(world)
     for name, value in refused(prop).items():
         args = {**base, param: value}
         forms: list[Any] = [args] if name == "mebibyte" else [args, json.dumps(args)]  # the text form too
@@ -98,7 +98,7 @@ def test_a_value_no_argument_can_take_is_refused_by_name_and_writes_nothing(worl
             assert isinstance(error, str), f"{tool} {param}={name} was accepted: {out[:300]}"
             assert param in error and "failed:" not in error, f"{tool} {param}={name}: {error}"
             assert "\ud800" not in error and len(error) < 1000
-    assert fingerprint(world) == before, f"{tool} {param}: a refused call changed the store"
+    assert settled_fingerprint(world) == before, f"{tool} {param}: a refused call changed the store"
 
 
 FROM, TO = "2026-06-01T00:00:00Z", "2026-05-01T00:00:00Z"
@@ -133,11 +133,11 @@ def test_reversed_ranges_and_refs_that_do_not_exist_get_the_same_plain_answer_on
         worlds, backend_name, case):
     world = worlds(backend_name)
     tool, args, says = RANGES_AND_REFS[case]
-    before = fingerprint(world)
+    before = settled_fingerprint(world)
     out = world["engine"].handle_tool_call(tool, args)
     assert says in out and "failed:" not in out, out[:600]
     assert "externalized_ref: externalized_ref" not in out  # the argument named once
-    assert fingerprint(world) == before
+    assert settled_fingerprint(world) == before
 
 
 # -- /trove and the operator command line --------------------------------------------------------------
@@ -168,7 +168,7 @@ def db_arg(world: dict[str, Any]) -> str:
 @pytest.mark.parametrize("words", SUBCOMMANDS, ids=lambda w: "-".join(w) or "default")
 def test_every_subcommand_answers_hostile_words_in_utf8_and_writes_nothing(worlds, backend_name, words, caplog):
     world = worlds(backend_name)
-    before = fingerprint(world)
+    before = settled_fingerprint(world)
     handle = command.make_handler(world["runtime"])
     for name, word in HOSTILE_WORDS.items():
         # an unknown trailing word, and the same word as the session the subcommand reads
@@ -182,7 +182,7 @@ def test_every_subcommand_answers_hostile_words_in_utf8_and_writes_nothing(world
         said = handle(" ".join([*words, word]))
         assert isinstance(said, str) and len(said) < 200_000
         said.encode("utf-8")  # the host sends it on to a chat as UTF-8
-    assert fingerprint(world) == before, f"{words} with hostile words changed the store"
+    assert settled_fingerprint(world) == before, f"{words} with hostile words changed the store"
     failures = [r.getMessage() for r in caplog.records if r.exc_info]  # a subcommand that raised: a defect
     assert not failures, failures
 
@@ -243,12 +243,12 @@ def test_the_printed_answer_survives_a_strict_utf8_terminal(worlds, monkeypatch)
 ])
 def test_bad_options_are_usage_errors_or_clear_answers(worlds, argv, code, says):
     world = worlds("sqlite")
-    before = fingerprint(world)
+    before = settled_fingerprint(world)
     full = argv if argv[:1] == ["--db"] else ["--db", db_arg(world), *argv]
     got, text = cli(full)
     text.encode("utf-8")
     assert got == code and says in text and "Traceback" not in text, (got, text[:400])
-    assert fingerprint(world) == before
+    assert settled_fingerprint(world) == before
 
 
 # -- rows damaged underneath --------------------------------------------------------------------------------
