@@ -187,8 +187,9 @@ def _on_index(fts_where: Sequence[str]) -> str:
     return " AND ".join(w.replace("rowid", "messages_fts.rowid") for w in fts_where)
 
 
-FEW_ROWS = 5000  # rows: sessions spread thin holding at most this many are ranked among their own rows
-SAMPLES = 16  # store ids looked up, evenly spaced over the searched range, to tell a session spread thin
+FEW_ROWS = 5000  # rows: a thin session this small is ranked among its ids whenever more rows match than a window
+SAMPLES = 16  # store ids looked up, spread over the searched range, to tell a session spread thin
+ROWS_PER_MATCH = 6  # a session's id read costs about a sixth to a tenth of a match's row looked up
 
 
 def ranked(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], where: Sequence[str],
@@ -205,14 +206,17 @@ def ranked(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
     A session spread thin among other chats' rows would have its range's every match scored at
     each widening. So when ``where`` keeps only ``sessions``, whose rows are under a quarter of
     ``SAMPLES`` ids spaced over the searched range ``within`` (the first window would hold too few
-    of them), more rows match than the first window takes (else one window ranks them all) and
-    the sessions hold at most ``FEW_ROWS`` rows, the sessions' ids are read first and only the
-    matches among them are scored (``_among``). The rows are the same either way.
+    of them), and more rows match than the first window takes (else one window ranks them all),
+    only the sessions' matches are scored: found through the sessions' ids when the sessions hold
+    few rows per match of the range (``_among``), else by looking up each match's row
+    (``_by_rows``); ``_ids_pay`` tells which. The rows are the same every way.
     """
     window = limit * 4 if where else limit
     if sessions and where and within is not None and _thin(conn, sessions, within) \
-            and _more_than(conn, fts_where, fts_args, window) and _few_rows(conn, sessions):
-        return _among(conn, fts_where, fts_args, where, args, limit, sessions)
+            and _more_than(conn, fts_where, fts_args, window):
+        if _ids_pay(conn, fts_where, fts_args, sessions):
+            return _among(conn, fts_where, fts_args, where, args, limit, sessions)
+        return _by_rows(conn, fts_where, fts_args, where, args, limit)
     filters = " WHERE " + " AND ".join(where) if where else ""
     while True:
         sql = (f"SELECT m.*, f.r AS _rank, '' AS _snippet FROM (SELECT rowid AS rid, {_RANK} AS r"
@@ -228,6 +232,45 @@ def ranked(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
         window = window * 8 if window * 8 < total else -1
 
 
+def _ids_pay(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any],
+             sessions: Sequence[str]) -> bool:
+    """True when reading the sessions' ids costs less than looking up each match's row: the sessions
+    hold at most ``FEW_ROWS`` rows, or fewer than about ``ROWS_PER_MATCH`` rows per match of the range.
+
+    Both counts are bounded steps through an index, doubling from ``FEW_ROWS``: whether the
+    sessions hold more than ``n`` rows and the range more than ``n / ROWS_PER_MATCH`` matches, in
+    turn, each step going on from the row the last one stopped at (several sessions' rows, in no
+    one id order, are stepped through from the first each time). Neither read goes much past what
+    the cheaper way reads anyway."""
+    rows = _Stepper(conn, "SELECT store_id FROM messages WHERE session_id = ? AND store_id > ?"
+                          " ORDER BY store_id LIMIT 1 OFFSET ?", [sessions[0]]) if len(sessions) == 1 else None
+    matches = _Stepper(conn, f"SELECT rowid FROM messages_fts WHERE {' AND '.join(fts_where)} AND rowid > ?"
+                             " ORDER BY rowid LIMIT 1 OFFSET ?", fts_args)
+    n = FEW_ROWS
+    while rows.more_than(n) if rows is not None else _rows_more_than(conn, sessions, n):
+        if not matches.more_than(n // ROWS_PER_MATCH):
+            return False  # many rows per match: each match's row is looked up
+        n *= 2
+    return True
+
+
+class _Stepper:
+    """Tells whether an id-ordered read holds more than ``n`` rows, going on from where it last stopped."""
+
+    def __init__(self, conn: sqlite3.Connection, sql: str, args: Sequence[Any]) -> None:
+        self.conn, self.sql, self.args = conn, sql, list(args)
+        self.seen, self.after = 0, -1  # rows stepped over so far, the last one's id
+
+    def more_than(self, n: int) -> bool:
+        if n < self.seen:
+            return True
+        row = self.conn.execute(self.sql, [*self.args, self.after, n - self.seen]).fetchone()
+        if row is None:
+            return False
+        self.seen, self.after = n + 1, int(row[0])
+        return True
+
+
 def _more_than(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], n: int) -> bool:
     """True when more than ``n`` rows match: steps through ``n`` matches, scoring none."""
     return conn.execute(f"SELECT 1 FROM messages_fts WHERE {' AND '.join(fts_where)} LIMIT 1 OFFSET ?",
@@ -235,21 +278,26 @@ def _more_than(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Seq
 
 
 def _thin(conn: sqlite3.Connection, sessions: Sequence[str], within: tuple[int, int]) -> bool:
-    """True when under a quarter of ``SAMPLES`` rows, at ids evenly spaced over ``within``, are the sessions'."""
+    """True when under a quarter of ``SAMPLES`` rows, at ids spread over ``within``, are the sessions'.
+
+    The i-th id lies in the i-th of ``SAMPLES`` equal parts of the range, at an uneven place in it
+    (thousandths ``613 * i mod 1000``): evenly spaced ids would all land on the rows of a chat that
+    writes every k-th row when the spacing is a multiple of k, and read it as dense."""
     marks = ",".join("?" * len(sessions))
     low, high = within
     held = conn.execute(
         "WITH RECURSIVE k(i) AS (VALUES(0) UNION ALL SELECT i + 1 FROM k WHERE i + 1 < ?)"
-        " SELECT COUNT(*) FROM k WHERE (SELECT session_id FROM messages WHERE store_id >= ? + (? - ?) * i / ?"
-        f" ORDER BY store_id LIMIT 1) IN ({marks})", [SAMPLES, low, high, low, SAMPLES - 1, *sessions]).fetchone()[0]
+        " SELECT COUNT(*) FROM k WHERE (SELECT session_id FROM messages"
+        " WHERE store_id >= ? + (? - ?) * (1000 * i + 613 * i % 1000) / (1000 * ?)"
+        f" ORDER BY store_id LIMIT 1) IN ({marks})", [SAMPLES, low, high, low, SAMPLES, *sessions]).fetchone()[0]
     return 4 * int(held) < SAMPLES
 
 
-def _few_rows(conn: sqlite3.Connection, sessions: Sequence[str]) -> bool:
-    """True when the sessions hold at most ``FEW_ROWS`` rows: a bounded read of ``messages_session``."""
+def _rows_more_than(conn: sqlite3.Connection, sessions: Sequence[str], n: int) -> bool:
+    """True when the sessions hold more than ``n`` rows: steps through ``n`` entries of ``messages_session``."""
     marks = ",".join("?" * len(sessions))
-    return int(conn.execute(f"SELECT COUNT(*) FROM (SELECT 1 FROM messages WHERE session_id IN ({marks}) LIMIT ?)",
-                            [*sessions, FEW_ROWS + 1]).fetchone()[0]) <= FEW_ROWS
+    return conn.execute(f"SELECT 1 FROM messages WHERE session_id IN ({marks}) LIMIT 1 OFFSET ?",
+                        [*sessions, n]).fetchone() is not None
 
 
 def _among(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], where: Sequence[str],
@@ -266,6 +314,19 @@ def _among(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
            " SELECT m.*, f.r AS _rank, '' AS _snippet FROM f CROSS JOIN messages m ON m.store_id = f.rid"
            f" WHERE {' AND '.join(where)} ORDER BY f.r, f.rid LIMIT ?")
     return list(conn.execute(sql, [*fts_args, *sessions, *args, limit]).fetchall())
+
+
+def _by_rows(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], where: Sequence[str],
+             args: Sequence[Any], limit: int) -> list[sqlite3.Row]:
+    """``ranked``'s rows, each match's row looked up by its id to check ``where`` before it is scored:
+    ``bm25()`` is computed for the rows kept only, and only the ``limit`` best are read whole. Costs
+    a row seek per match (``NOT INDEXED``: by its id, not through a session index), which a session
+    holding many more rows than the range has matches pays for rather than reading its ids."""
+    sql = (f"SELECT o.*, f.r AS _rank, '' AS _snippet FROM (SELECT m.store_id AS rid, {_RANK} AS r"
+           " FROM messages_fts CROSS JOIN messages m NOT INDEXED ON m.store_id = messages_fts.rowid"
+           f" WHERE {_on_index(fts_where)} AND {' AND '.join(where)} ORDER BY r, rid LIMIT ?) f"
+           " CROSS JOIN messages o ON o.store_id = f.rid ORDER BY f.r, f.rid")
+    return list(conn.execute(sql, [*fts_args, *args, limit]).fetchall())
 
 
 ALL_RANK, ANY_RANK = -2.0, -1.0  # ``newest``'s ranks: a row holding every phrase, any other row

@@ -7,7 +7,11 @@ separately, then median and p95 latency per query kind, wall clock and CPU time 
 machine the CPU figures are the ones to compare).
 
     python bench/bench_grep_scale.py [--sizes 100000 1000000] [--repeat 5] [--rebuild]
-        [--session-size N] [--kinds "3 common"] [--profile]
+        [--session-size N] [--kinds "3 common"] [--profile] [--thin 10000 50000]
+
+``--thin N ...`` copies the store and gives every (size/N)-th row to a chat "thin-N" (rows spread
+evenly over the whole id range, as a gateway serving many chats interleaves them), then measures
+each thin chat as the current session.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ import json
 import os
 import pstats
 import random
+import shutil
 import statistics
 import sys
 import time
@@ -85,8 +90,29 @@ def build(path: Path, size: int, seed: int = 7, session_size: int = SESSION_SIZE
     return time.perf_counter() - start
 
 
+def spread_thin(base: Path, path: Path, thin: list[int]) -> None:
+    """Copy ``base`` to ``path`` and give every (size/N)-th row to a chat "thin-N", for each N in ``thin``
+    (offsets differ, so no row is given twice while the steps differ)."""
+    load_package()
+    from hermes_trove.db import Database
+
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(f"{path}{suffix}"):
+            os.remove(f"{path}{suffix}")
+    shutil.copyfile(base, path)
+    db = Database(path)
+    with db.transaction() as conn:
+        low, high = conn.execute("SELECT MIN(store_id), MAX(store_id) FROM messages").fetchone()
+        for k, n in enumerate(sorted(thin, reverse=True)):
+            step = max(1, (high - low + 1) // n)
+            conn.execute("UPDATE messages SET session_id = ? WHERE (store_id - ?) % ? = ?",
+                         (f"thin-{n}", low, step, (2 * k + 1) % step))
+            conn.execute("INSERT OR IGNORE INTO sessions(session_id, platform, created_at, updated_at)"
+                         " VALUES (?, 'bench', 0, 0)", (f"thin-{n}",))
+
+
 def measure(path: Path, repeat: int, seed: int = 11, session_size: int = SESSION_SIZE,
-            kinds: str = "", profile: bool = False) -> dict[str, dict[str, float]]:
+            kinds: str = "", profile: bool = False, session: str = "") -> dict[str, dict[str, float]]:
     """Median and p95 per query kind, wall clock and CPU time (the process's, which a busy
     machine's other work does not inflate); ``kinds`` keeps the labels containing it."""
     load_package()
@@ -101,7 +127,7 @@ def measure(path: Path, repeat: int, seed: int = 11, session_size: int = SESSION
                               memory_scope="profile")  # one person's archive under a made-up platform
     runtime = build_runtime(cfg)
     total = runtime.store.count()
-    session = f"bench-{(total // session_size) // 2}"
+    session = session or f"bench-{(total // session_size) // 2}"
     engine = TroveEngine(runtime)
     engine.on_session_start(session, platform="bench")
     rng = random.Random(seed)
@@ -112,6 +138,8 @@ def measure(path: Path, repeat: int, seed: int = 11, session_size: int = SESSION
         "current: question": lambda: (f"what did we decide about {rng.choice(words[100:1000])}"
                                       f" and {rng.choice(words[:50])}?"),
         "current: identifier": lambda: f"ING-{rng.randint(1000, 9999)}",
+        "current: 1 very common word": lambda: rng.choice(words[:3]),
+        "current: 2 mid-frequency words": lambda: " ".join(rng.choices(words[100:400], k=2)),
         "all: 2 rare words": lambda: " ".join(rng.choices(words[2000:], k=2)),
         "all: 3 common words": lambda: " ".join(rng.choices(words[:30], k=3)),
     }
@@ -153,6 +181,8 @@ def main() -> int:
                         help="messages per synthetic session (the measured session is one of them)")
     parser.add_argument("--kinds", default="", help="measure only the query kinds whose label contains this")
     parser.add_argument("--profile", action="store_true", help="print cProfile's top functions over the queries")
+    parser.add_argument("--thin", type=int, nargs="*", default=[],
+                        help="also measure chats of these many rows spread evenly over the whole store")
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
     for size in args.sizes:
@@ -163,10 +193,19 @@ def main() -> int:
             print(f"{size:>9,} messages: built in {seconds:.1f} s ({path})")
         else:
             print(f"{size:>9,} messages: reusing {path}")
-        for label, stat in measure(path, args.repeat, session_size=args.session_size, kinds=args.kinds,
-                                   profile=args.profile).items():
-            print(f"    {label:28s} median {stat['median_ms']:8.2f} ms   p95 {stat['p95_ms']:8.2f} ms"
-                  f"   CPU median {stat['cpu_median_ms']:8.2f} ms   p95 {stat['cpu_p95_ms']:8.2f} ms")
+        runs = [(path, "")]
+        if args.thin:
+            thin_path = path.with_name(path.stem + "-thin" + "-".join(map(str, args.thin)) + ".db")
+            if args.rebuild or not thin_path.exists():
+                spread_thin(path, thin_path, args.thin)
+            runs = [(thin_path, f"thin-{n}") for n in args.thin]
+        for where, session in runs:
+            if session:
+                print(f"  session {session}")
+            for label, stat in measure(where, args.repeat, session_size=args.session_size, kinds=args.kinds,
+                                       profile=args.profile, session=session).items():
+                print(f"    {label:30s} median {stat['median_ms']:8.2f} ms   p95 {stat['p95_ms']:8.2f} ms"
+                      f"   CPU median {stat['cpu_median_ms']:8.2f} ms   p95 {stat['cpu_p95_ms']:8.2f} ms")
     return 0
 
 

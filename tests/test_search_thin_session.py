@@ -91,13 +91,62 @@ def test_ties_at_the_cut_follow_store_ids(conn):
     assert new == old
 
 
-def test_a_session_past_few_rows_keeps_the_window(conn, monkeypatch):
+def expected_rows(conn: sqlite3.Connection, match: str, where: list[str], args: list, limit: int):
+    """Every match passing ``where`` scored and sorted here: the rows ``ranked`` must give."""
+    every = conn.execute(
+        "SELECT m.store_id, bm25(messages_fts, 1.0, 0.6), m.content FROM messages_fts JOIN messages m"
+        " ON m.store_id = messages_fts.rowid WHERE messages_fts MATCH ? AND " + " AND ".join(where),
+        [match, *args]).fetchall()
+    return sorted(((int(s), float(r), c) for s, r, c in every), key=lambda t: (t[1], t[0]))[:limit]
+
+
+@pytest.mark.parametrize("limit", [1, 3, 10, 40])
+@pytest.mark.parametrize("query", ["coffee budget plan", "coffee", "garden review", "harbour", "harbour trip"])
+def test_a_session_past_few_rows_ranks_its_own_rows_alike(conn, monkeypatch, query, limit):
+    """Past ``FEW_ROWS`` (lowered: "thin" holds 60 rows) a thin session is ranked by its ids when it
+    holds few rows per match of its range, else by looking up each match's row; both give the
+    window's rows, ranks and order, scoring the range's matches once."""
+    monkeypatch.setattr(ftsbound, "FEW_ROWS", 10)
+    match = build_match(query).expression
+    for where, args in ((["m.session_id IN (?)"], ["thin"]), (["m.session_id IN (?)", "m.role=?"], ["thin", "user"])):
+        (old, old_sql), (new, new_sql) = ranked_both(conn, match, where, args, limit)
+        assert new == old == expected_rows(conn, match, where, args, limit), (query, limit, where)
+        assert len(scored(new_sql)) == 1
+        if len(scored(old_sql)) >= 2:  # the window widened: the session's matches were scored instead
+            way = "NOT INDEXED" if query == "harbour" else "+rowid IN"  # 5 matches for 60 rows; hundreds
+            assert way in scored(new_sql)[0], (query, limit, where)
+
+
+def test_a_big_session_with_few_matches_looks_up_their_rows(conn, monkeypatch):
     monkeypatch.setattr(ftsbound, "FEW_ROWS", 10)  # "thin" holds 60 rows
-    (old, old_sql), (new, new_sql) = ranked_both(conn, build_match("coffee").expression,
-                                                 ["m.session_id IN (?)"], ["thin"], 10)
-    assert new == old and len(new) == 10
-    assert scored(new_sql) == scored(old_sql)
-    assert len(scored(old_sql)) >= 2
+    lo, hi = conn.execute("SELECT MIN(store_id), MAX(store_id) FROM messages WHERE session_id = 'thin'").fetchone()
+    common = ["messages_fts MATCH ?", "rowid BETWEEN ? AND ?"], [build_match("coffee").expression, lo, hi]
+    few = ["messages_fts MATCH ?", "rowid BETWEEN ? AND ?"], [build_match("harbour").expression, lo, hi]
+    assert ftsbound._ids_pay(conn, *common, ["thin"])  # 60 rows, hundreds of matches: its ids
+    assert not ftsbound._ids_pay(conn, *few, ["thin"])  # 60 rows, 5 matches: each match's row
+    for sessions in (["thin"], ["thin", "chat-3"]):  # one session's rows are stepped through once, several's again
+        monkeypatch.setattr(ftsbound, "FEW_ROWS", 10)
+        assert ftsbound._ids_pay(conn, *common, sessions) and not ftsbound._ids_pay(conn, *few, sessions)
+
+
+def test_a_chat_in_step_with_even_samples_reads_thin(runtime, backend):
+    """A chat writing every tenth row over a range of 1,500 ids: ids spaced evenly by 100 would all
+    land on its rows and read it as dense; the spread sample reads it thin."""
+    if backend != "sqlite":
+        pytest.skip("the density sample is SQLite's")
+    for i in range(1501):
+        runtime.store.append(SessionKey("steady" if i % 10 == 0 else f"chat-{i % 7}"), [user(f"coffee row {i}")])
+    conn = runtime.store.db.read()
+    assert isinstance(conn, sqlite3.Connection)
+    lo, hi = conn.execute("SELECT MIN(store_id), MAX(store_id) FROM messages WHERE session_id = 'steady'").fetchone()
+    assert (hi - lo) % (10 * (ftsbound.SAMPLES - 1)) == 0  # evenly spaced samples would all be "steady"'s rows
+    assert all(conn.execute("SELECT session_id FROM messages WHERE store_id = ?",
+                            (lo + (hi - lo) * i // (ftsbound.SAMPLES - 1),)).fetchone()[0] == "steady"
+               for i in range(ftsbound.SAMPLES))
+    assert ftsbound._thin(conn, ["steady"], (lo, hi))
+    hits = runtime.store.search(build_match("coffee").expression, ["steady"], limit=10, snippets=False,
+                                max_candidates=5000, common_candidates=1000)
+    assert len(hits) == 10 and {row.session_id for row, _, _ in hits} == {"steady"}
 
 
 def test_few_matches_keep_the_window(conn):
