@@ -1,9 +1,10 @@
 """A session whose rows are spread thin among other chats' is ranked among its own rows, with the same result.
 
 A gateway serving many chats interleaves their rows, so one chat's store-id range holds mostly
-other chats' matches. ``ftsbound.ranked`` scores only the matches of a small session's rows
-(``_among``) instead of widening a window over every match of the range; the rows, their order
-(ties in store id order) and their scores are the ones the widening window gives.
+other chats' matches. ``ftsbound.ranked`` scores only the session's matches, found through its
+ids (``_among``) or, for a session holding many rows per match, by looking up each match's row
+(``_by_rows``), instead of widening a window over every match of the range; the rows, their
+order (ties in store id order) and their scores are the ones the widening window gives.
 """
 from __future__ import annotations
 
