@@ -100,13 +100,56 @@ def guarded(name: str, callback: Callable[..., Any]) -> Callable[..., Any]:
 
 def end_later(runtime: Runtime, session_id: str, platform: str) -> None:
     """Mark a chat's end off the gateway's event loop, waiting for a busy store as every write does; a store that
-    stays out of reach holds the end, as an outage does, and marks it once usable again."""
+    stays out of reach holds the end, as an outage does, and marks it once usable again (so does a store already
+    known to be out of reach: no second wait)."""
     try:
-        runtime.store.mark_ended(session_id)
+        if runtime.health.usable or runtime.store.local_writes:  # an outbox takes it while the server is away
+            runtime.store.mark_ended(session_id)
+            return
     except Exception as exc:
         if not runtime.store_failed(exc, f"the end of {session_id}"):
             raise
-        runtime.unstored.hold(SessionKey(session_id, "", platform), [], ended=True)
+    runtime.unstored.hold(SessionKey(session_id, "", platform), [], ended=True)
+
+
+class LateEnds:
+    """The ends the finalize hook found the store too busy to mark, marked in turn by one ``trove-finalize``
+    thread. One at most: a gateway expiring many chats while another process holds the lock starts no thread
+    per chat, and once the first wait fails the rest are held at once, so the thread (which the interpreter
+    waits for at exit, as the end is written or held on disk) keeps a process for one busy timeout at most."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pending: list[tuple[Runtime, str, str]] = []
+        self.worker: threading.Thread | None = None
+
+    def add(self, runtime: Runtime, session_id: str, platform: str, only_if_busy: bool = False) -> bool:
+        """Queue an end (``only_if_busy``: only while an earlier one is being marked); whether it was queued."""
+        with self.lock:
+            if only_if_busy and self.worker is None:
+                return False
+            self.pending.append((runtime, session_id, platform))
+            if self.worker is None:
+                self.worker = threading.Thread(target=self.drain, name="trove-finalize")
+                self.worker.start()
+            return True
+
+    def drain(self) -> None:
+        try:
+            while True:
+                with self.lock:
+                    if not self.pending:
+                        self.worker = None
+                        return
+                    runtime, session_id, platform = self.pending.pop(0)
+                guarded("on_session_finalize", end_later)(runtime=runtime, session_id=session_id, platform=platform)
+        finally:  # ended by something no hook catches: the next end starts a thread again
+            with self.lock:
+                if self.worker is threading.current_thread():
+                    self.worker = None
+
+
+LATE_ENDS = LateEnds()
 
 
 def make_hooks(base: Runtime) -> dict[str, Callable[..., Any]]:
@@ -230,13 +273,14 @@ def make_hooks(base: Runtime) -> dict[str, Callable[..., Any]]:
         row = runtime.store.owner(session_id, remote=runtime.health.usable)
         if row is None or row.ended_at is not None:
             return
+        if LATE_ENDS.add(runtime, session_id, platform, only_if_busy=True):  # after the ends already waiting
+            return
         try:
             runtime.store.mark_ended(session_id, wait_s=FINALIZE_WAIT_S)
         except Exception as exc:  # another process (or thread) holds the file's write lock: finished off the loop
             if not lock_busy(exc):
                 raise
-            threading.Thread(target=guarded("on_session_finalize", end_later), name="trove-finalize",
-                             kwargs={"runtime": runtime, "session_id": session_id, "platform": platform}).start()
+            LATE_ENDS.add(runtime, session_id, platform)
 
     callbacks = {"post_llm_call": post_llm_call, "pre_llm_call": pre_llm_call,
                  "transform_tool_result": transform_tool_result, "subagent_start": subagent_start,

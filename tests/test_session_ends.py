@@ -470,3 +470,25 @@ def test_the_finalize_hook_waits_briefly_for_a_write_another_thread_of_the_gatew
     for worker in [w for w in threading.enumerate() if w.name == "trove-finalize"]:
         worker.join()
     assert rt.store.session("chat-1").ended_at is not None
+
+
+def test_ends_the_finalize_hook_finds_busy_share_one_thread_that_marks_them_all(tmp_path):
+    # an idle expiry of several chats while another process holds the lock: one thread, not one per chat, so the
+    # ends wait for the lock in turn on it (and an exit waits for one busy timeout at most, not one per chat)
+    rt = build_runtime(make_config(tmp_path, database_url=""))
+    hooks = make_hooks(rt)
+    for n in range(3):
+        make_engine(rt, session=f"chat-{n}", platform="telegram").ingest(chat(2))
+    holder = sqlite3.connect(rt.db.path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        for n in range(3):
+            hooks["on_session_finalize"](session_id=f"chat-{n}", platform="telegram", reason="session_expired")
+        workers = [t for t in threading.enumerate() if t.name == "trove-finalize"]
+        assert all(rt.store.session(f"chat-{n}").ended_at is None for n in range(3))
+    finally:
+        holder.execute("COMMIT")
+        holder.close()
+    assert len(workers) == 1
+    workers[0].join()
+    assert all(rt.store.session(f"chat-{n}").ended_at is not None for n in range(3)) and rt.health.usable
