@@ -367,17 +367,16 @@ class Runtime:
         """Remember that ``session_id`` is served here in ``mode``; bounded. Past ``MAX_BOUND`` the oldest active
         session's entry goes first: a session with no entry reads as one served by no trove engine here, so its
         hooks store and inject nothing (its engine copy still stores its turns at compaction, tool calls and its
-        end, and its next bind brings the entry back). An ignored or stateless entry goes only when none is
-        active (a long-running gateway with that many unstored sessions that never ended): losing one could
+        end, and its next bind brings the entry back). An ignored or stateless entry goes only when no other
+        is active (a long-running gateway with that many unstored sessions that never ended): losing one could
         turn a delegated child that became stateless after its bind (``subagent_start``) into a stored one."""
         self.unstored.reopen(session_id)  # a held end of it is no end now (a live bind clears the mark)
         with _BOUND_LOCK:
             self.bound_sessions.pop(session_id, None)
             self.bound_sessions[session_id] = mode  # newest last
-            while len(self.bound_sessions) > MAX_BOUND:
-                oldest = next(iter(self.bound_sessions))
-                self.bound_sessions.pop(next((s for s, m in self.bound_sessions.items() if m not in UNSTORED),
-                                             oldest), None)
+            while len(self.bound_sessions) > MAX_BOUND:  # never the session binding now
+                active = (s for s, m in self.bound_sessions.items() if m not in UNSTORED and s != session_id)
+                self.bound_sessions.pop(next(active, next(iter(self.bound_sessions))), None)
 
     def unbind(self, session_id: str) -> None:
         """Forget the binding of a session that ended (its next bind, a compaction boundary's too, brings it back)."""

@@ -492,3 +492,17 @@ def test_ends_the_finalize_hook_finds_busy_share_one_thread_that_marks_them_all(
     assert len(workers) == 1
     workers[0].join()
     assert all(rt.store.session(f"chat-{n}").ended_at is not None for n in range(3)) and rt.health.usable
+
+
+def test_a_session_binding_past_the_bound_is_never_the_one_evicted(tmp_path, monkeypatch):
+    # a long-running gateway full of unstored sessions that never ended: the new chat keeps its binding
+    monkeypatch.setattr(runtime_module, "MAX_BOUND", 4)
+    rt = build_runtime(make_config(tmp_path))
+    hooks = make_hooks(rt)
+    for i in range(4):
+        rt.bind(f"job-{i}", "stateless")
+    make_engine(rt, session="chat-new")
+    assert rt.bound_sessions.get("chat-new") == "active" and len(rt.bound_sessions) == 4
+    assert "job-0" not in rt.bound_sessions  # no other active entry: the oldest goes
+    hooks["post_llm_call"](session_id="chat-new", platform="cli", conversation_history=chat(2))
+    assert rt.store.count("chat-new") == 2  # its hooks store its turns
