@@ -62,7 +62,9 @@ def plan_clean(prints: Iterable[Footprint], filters: SessionFilters, protected: 
         if reason:
             matched.append((fp, reason))
     kept: list[tuple[str, str]] = []
-    names = {fp.session_id for fp, _ in matched} - protected
+    continued_by = continued_by or {}
+    names = _deletable({fp.session_id for fp, _ in matched} - protected,
+                       {fp.session_id for fp, _ in matched if fp.empty}, carried_out, continued_by)
     candidates = []
     for fp, reason in matched:
         if fp.session_id in protected:
@@ -72,12 +74,34 @@ def plan_clean(prints: Iterable[Footprint], filters: SessionFilters, protected: 
         if outside:
             kept.append((fp.session_id, f"its summaries are carried into {', '.join(outside[:3])}"))
             continue
-        later = sorted((continued_by or {}).get(fp.session_id, set()) - names) if fp.empty else []
+        later = sorted(continued_by.get(fp.session_id, set()) - names) if fp.empty else []
         if later:
             kept.append((fp.session_id, f"empty, but {', '.join(later[:3])} continues it (previous_session_id)"))
             continue
         candidates.append(CleanCandidate(fp.session_id, reason, fp.messages, fp.tokens, fp.nodes))
     return CleanPlan(tuple(candidates), tuple(kept))
+
+
+def _deletable(names: set[str], empty: set[str], carried_out: Mapping[str, set[str]],
+               continued_by: Mapping[str, set[str]]) -> set[str]:
+    """Pure: of the matched sessions ``names``, those no kept session needs, through any number of links: one
+    whose summaries a kept session carries, or an ``empty`` one a kept session continues, is kept too (so a
+    kept session's own previous one stays, and the one before it; linear in the links)."""
+    needs: dict[str, set[str]] = {}  # kept session -> the matched sessions that must stay with it
+    for source, targets in carried_out.items():
+        for target in targets:
+            needs.setdefault(target, set()).add(source)
+    for previous, later in continued_by.items():
+        for session_id in later if previous in empty else ():
+            needs.setdefault(session_id, set()).add(previous)
+    deletable = set(names)
+    stack = [s for s in needs if s not in deletable]
+    while stack:
+        for needed in needs.get(stack.pop(), ()):
+            if needed in deletable:
+                deletable.discard(needed)
+                stack.append(needed)
+    return deletable
 
 
 def _plan_clean(runtime: Runtime, conn: sqlite3.Connection, protected: Iterable[str], now: float) -> CleanPlan:

@@ -149,6 +149,38 @@ def test_clean_keeps_an_old_empty_session_a_kept_session_continues(tmp_path):
     assert rt.store.session("real").previous_session_id == "empty_old"
 
 
+def test_clean_keeps_a_chain_of_old_empty_sessions_a_kept_session_continues(tmp_path):
+    # /new three times with no turn between: "real" -> empty_old -> empty_older, both empty rows are its lineage
+    rt = junk_runtime(tmp_path, doctor_clean_apply_enabled=True)
+    stamp = time.time() - 3 * DAY
+    with rt.db.transaction() as c:
+        c.execute("INSERT INTO sessions(session_id, created_at, updated_at) VALUES ('empty_older', ?, ?)",
+                  (stamp, stamp))
+        c.execute("UPDATE sessions SET previous_session_id='empty_older' WHERE session_id='empty_old'")
+        c.execute("UPDATE sessions SET previous_session_id='empty_old' WHERE session_id='real'")
+    scan = command.run(rt, ["doctor", "clean"])[1]
+    assert {c["session_id"] for c in scan["candidates"]} == {"cron_nightly", "probe_1"}
+    assert any(k["session_id"] == "empty_older" and "empty_old continues it" in k["reason"] for k in scan["kept"])
+    command.run(rt, ["doctor", "clean", "apply", "--have-backup"])
+    assert {"empty_older", "empty_old", "real"} <= sessions_in(rt)
+    assert rt.store.session("empty_old").previous_session_id == "empty_older"
+
+
+def test_plan_clean_keeps_what_a_kept_session_needs_through_every_link():
+    from hermes_trove.filters import SessionFilters
+
+    fp = hygiene.Footprint
+    # a <- b <- c all empty and old, c continued by live "d"; x's summaries are carried into kept (empty) c
+    prints = [fp(s, "", 0, 0, 0, 0, 1.0) for s in ("a", "b", "c", "x", "lone")] + [fp("d", "", 3, 30, 0, 0, 99.0)]
+    plan = hygiene.plan_clean(prints, SessionFilters.build(), protected=[], carried_out={"x": {"c"}},
+                              empty_min_age_s=10, now=100.0, continued_by={"a": {"b"}, "b": {"c"}, "c": {"d"}})
+    assert [c.session_id for c in plan.candidates] == ["lone"]
+    assert {k for k, _ in plan.kept} == {"a", "b", "c", "x"}
+    gone = hygiene.plan_clean(prints[:5], SessionFilters.build(), protected=[], carried_out={"x": {"c"}},
+                              empty_min_age_s=10, now=100.0, continued_by={"a": {"b"}, "b": {"c"}})
+    assert [c.session_id for c in gone.candidates] == ["a", "b", "c", "x", "lone"]  # nothing kept needs them
+
+
 def test_plan_clean_is_pure_over_footprints():
     from hermes_trove.filters import SessionFilters
 
