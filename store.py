@@ -36,6 +36,9 @@ from .scope import EVERYTHING, Visibility
 _EMPTY_SESSION = ("NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.session_id)"
                   " AND NOT EXISTS (SELECT 1 FROM summary_nodes n WHERE n.session_id = s.session_id)"
                   " AND NOT EXISTS (SELECT 1 FROM carried_nodes c WHERE c.session_id = s.session_id)")
+# ... and no other session's previous one: a list in SQLite (no index on the column), an anti-join on a server
+_UNCONTINUED = ("s.session_id NOT IN (SELECT previous_session_id FROM sessions WHERE previous_session_id IS NOT NULL)",
+                "NOT EXISTS (SELECT 1 FROM sessions p WHERE p.previous_session_id = s.session_id)")
 _STORED_TAIL_WINDOW = 64
 # The frontier never moves back: the larger of the stored value and the parameter (given twice),
 # written so that SQLite and PostgreSQL read it alike (their two-argument max differ).
@@ -146,15 +149,13 @@ class MessageStore:
 
     def delete_empty_sessions(self, untouched_since: float, keep: Sequence[str] = (), only: str = "") -> int:
         """Delete empty session rows not created or updated after ``untouched_since``, except ``keep`` and a row
-        another session continues (names as its previous one: the lineage runs through it); ``only``: that one
-        session's row, when it is empty."""
-        spare = " AND s.session_id NOT IN (SELECT previous_session_id FROM sessions WHERE previous_session_id" \
-                " IS NOT NULL)"
-        spare += f" AND s.session_id NOT IN ({','.join('?' * len(keep))})" if keep else ""
+        another session continues (the lineage runs through it); ``only``: that one session's row, if empty."""
+        spare = f" AND s.session_id NOT IN ({','.join('?' * len(keep))})" if keep else ""
         spare += " AND s.session_id = ?" if only else ""
-        chosen = f"FROM sessions s WHERE {_EMPTY_SESSION} AND s.created_at <= ? AND s.updated_at <= ?{spare}"
         args = [untouched_since, untouched_since, *keep, *([only] if only else [])]
         with self.db.transaction() as conn:
+            chosen = (f"FROM sessions s WHERE {_EMPTY_SESSION} AND {_UNCONTINUED[on_server(conn)]}"
+                      f" AND s.created_at <= ? AND s.updated_at <= ?{spare}")
             # On a server a statement sees the rows committed when it began: lock the rows first (a
             # shipment holds its sessions' rows until its messages commit), then look again.
             if on_server(conn):
