@@ -506,3 +506,17 @@ def test_a_session_binding_past_the_bound_is_never_the_one_evicted(tmp_path, mon
     assert "job-0" not in rt.bound_sessions  # no other active entry: the oldest goes
     hooks["post_llm_call"](session_id="chat-new", platform="cli", conversation_history=chat(2))
     assert rt.store.count("chat-new") == 2  # its hooks store its turns
+
+
+def test_a_late_end_found_after_the_store_turned_unusable_is_held_without_another_wait(tmp_path):
+    # the finalize thread's first end waited out the busy timeout and marked the store unusable: the ends queued
+    # behind it are held at once (each further wait would keep the gateway's exit another busy timeout)
+    from hermes_trove.hooks import end_later
+
+    rt = build_runtime(make_config(tmp_path, database_url=""))
+    make_engine(rt, session="chat-1", platform="telegram").ingest(chat(2))
+    clock = down(rt)
+    end_later(rt, "chat-1", "telegram")
+    assert rt.store.session("chat-1").ended_at is None and "chat-1" in rt.unstored.closed
+    clock.now = rt.health.retry_at + 1
+    assert rt.store_usable() and rt.store.session("chat-1").ended_at is not None
