@@ -42,6 +42,17 @@ UNBOUNDED = 2**62  # an id bound (or LIMIT) that bounds nothing, on both backend
 # PostgreSQL: how long ``settled_heads`` waits for the tables' writers to finish, past the server's
 # deadlock_timeout: only then does the server cancel an autovacuum holding the tables for a waiter.
 SETTLE_WAIT_MS = 1000
+# never longer: while the pass waits for its SHARE lock, every later writer of these tables (a turn's
+# messages) queues behind it, so a server with a long deadlock_timeout must not hold turns that long
+SETTLE_WAIT_MAX_MS = 5000
+
+
+def settle_wait_ms(deadlock_timeout_ms: int | None) -> int:
+    """``settled_heads``' lock_timeout in ms: deadlock_timeout plus ``SETTLE_WAIT_MS``, at most
+    ``SETTLE_WAIT_MAX_MS``; ``SETTLE_WAIT_MS`` when deadlock_timeout could not be read. Pure."""
+    if deadlock_timeout_ms is None or deadlock_timeout_ms < 0:
+        return SETTLE_WAIT_MS
+    return min(deadlock_timeout_ms + SETTLE_WAIT_MS, SETTLE_WAIT_MAX_MS)
 
 
 def settled_heads(db: Database, *columns: tuple[str, str]) -> tuple[int, ...] | None:
@@ -53,15 +64,17 @@ def settled_heads(db: Database, *columns: tuple[str, str]) -> tuple[int, ...] | 
     commit an id below one already read: the heads are read once the tables' writers have finished
     (a SHARE lock held for the index lookups; turns write the outbox, never these tables). The wait
     outlasts deadlock_timeout by SETTLE_WAIT_MS: autovacuum working on a table yields to a waiter only
-    then, so a wait ending with it would step aside every time the server vacuums these tables.
+    then, so a wait ending with it would step aside every time the server vacuums these tables. It
+    never passes SETTLE_WAIT_MAX_MS (``settle_wait_ms``): later writers of the tables queue behind it.
     """
     if not on_server(db.read()):
         return tuple(UNBOUNDED for _ in columns)
     heads = ", ".join(f"(SELECT MAX({column}) FROM {table})" for table, column in columns)
     try:
         with db.transaction() as conn:
-            conn.execute("SELECT set_config('lock_timeout', ((SELECT setting::bigint FROM pg_settings"
-                         " WHERE name = 'deadlock_timeout') + ?)::text, true)", (SETTLE_WAIT_MS,))
+            found = conn.execute("SELECT setting FROM pg_settings WHERE name = 'deadlock_timeout'").fetchone()
+            wait = settle_wait_ms(int(found[0]) if found and str(found[0]).isdigit() else None)
+            conn.execute("SELECT set_config('lock_timeout', ?, true)", (str(wait),))
             conn.execute(f"LOCK TABLE {', '.join(table for table, _ in columns)} IN SHARE MODE")
             row = conn.execute(f"SELECT {heads}").fetchone()
     except Exception as exc:

@@ -22,6 +22,7 @@ from embed_fakes import (  # noqa: F401
     index_all,
 )
 
+from hermes_trove import backend as trove_backend
 from hermes_trove.retrieval import embed_text, indexer, semantic
 from hermes_trove.retrieval.embed_text import chunk_spans
 from hermes_trove.retrieval.vector_store import VectorRow, VectorStore
@@ -494,6 +495,48 @@ def embedded_with_the_recipe_wanted(status: dict) -> bool:
     # Full coverage of a first build (vector context) is passed through: its messages are then embedded
     # again in place with text context, and coverage starts over from 0.
     return status.get("coverage") == 1.0 and "recipe_pending" not in status
+
+
+def test_the_settle_wait_is_bounded_whatever_the_servers_deadlock_timeout():
+    wait = trove_backend.settle_wait_ms
+    assert wait(1000) == 1000 + trove_backend.SETTLE_WAIT_MS  # the server's default: a second past it
+    assert wait(3_600_000) == trove_backend.SETTLE_WAIT_MAX_MS  # an hour: later writers would queue that long
+    assert wait(None) == trove_backend.SETTLE_WAIT_MS  # unreadable: never 0, which waits forever
+
+
+def test_a_pass_under_a_long_deadlock_timeout_steps_aside_within_the_bound(tmp_path, fake, backend):
+    # A server whose deadlock_timeout is an hour (a temporary view stands in for pg_settings on the
+    # pass's own connection: the test's role may not set it) must not have the pass wait an hour for
+    # a writer, while every later writer of messages queues behind its lock request.
+    if backend == "sqlite":
+        pytest.skip("SQLite has one writer at a time: its ids commit in the order they are drawn")
+    import threading
+
+    runtime = fake_runtime(tmp_path, fake)
+    seed(runtime, 2)
+    store = VectorStore(runtime.db)
+    got: list = []
+
+    def pass_under_an_hour() -> None:
+        runtime.db.connect().execute("CREATE TEMPORARY VIEW pg_settings AS"
+                                     " SELECT 'deadlock_timeout'::text AS name, '3600000'::text AS setting")
+        got.append(store.settled_heads())
+        got.append(runtime.db.connect().execute("SHOW lock_timeout").fetchone()[0])
+
+    writer = runtime.db.open_connection()
+    try:
+        with writer.raw.transaction():
+            writer.execute("INSERT INTO messages(session_id, role, content, created_at, ingested_at)"
+                           " VALUES ('s1', 'user', 'a note never finished in time', 1.0, 1.0)")
+            reader = threading.Thread(target=pass_under_an_hour, daemon=True)
+            reader.start()
+            reader.join(120)  # a guard against a hang: the bound ends the wait after a few seconds
+            alive = reader.is_alive()
+    finally:
+        writer.close()
+    reader.join(60)
+    assert not alive and got[0] is None, got  # busy: the next pass reads on
+    assert got[1] == "0", got  # the wait was the pass's transaction's alone
 
 
 def test_the_background_worker_reaches_full_coverage_between_turns_and_stops(tmp_path, fake):
