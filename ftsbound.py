@@ -209,14 +209,17 @@ def ranked(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
     of them), and more rows match than the first window takes (else one window ranks them all),
     only the sessions' matches are scored: found through the sessions' ids when the sessions hold
     few rows per match of the range (``_among``), else by looking up each match's row
-    (``_by_rows``); ``_ids_pay`` tells which. The rows are the same every way.
+    (``_by_rows``); ``_way`` tells which, or that the sessions hold over a quarter of the range's
+    ids after all (a sample can miss a dense session's rows): then the window. The rows are the same every way.
     """
     window = limit * 4 if where else limit
     if sessions and where and within is not None and _thin(conn, sessions, within) \
             and _more_than(conn, fts_where, fts_args, window):
-        if _ids_pay(conn, fts_where, fts_args, sessions):
+        way = _way(conn, fts_where, fts_args, sessions, within)
+        if way == "ids":
             return _among(conn, fts_where, fts_args, where, args, limit, sessions)
-        return _by_rows(conn, fts_where, fts_args, where, args, limit)
+        if way == "rows":
+            return _by_rows(conn, fts_where, fts_args, where, args, limit)
     filters = " WHERE " + " AND ".join(where) if where else ""
     while True:
         sql = (f"SELECT m.*, f.r AS _rank, '' AS _snippet FROM (SELECT rowid AS rid, {_RANK} AS r"
@@ -232,26 +235,34 @@ def ranked(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
         window = window * 8 if window * 8 < total else -1
 
 
-def _ids_pay(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any],
-             sessions: Sequence[str]) -> bool:
-    """True when reading the sessions' ids costs less than looking up each match's row: the sessions
-    hold at most ``FEW_ROWS`` rows, or fewer than about ``ROWS_PER_MATCH`` rows per match of the range.
+def _way(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any],
+         sessions: Sequence[str], within: tuple[int, int]) -> str:
+    """How ``ranked`` scores a thin-looking session's matches: "ids" when reading the sessions' ids
+    costs less than looking up each match's row (they hold at most ``FEW_ROWS`` rows, or fewer
+    than about ``ROWS_PER_MATCH`` rows per match of the range), "rows" when it does not, "" (the
+    window) when the sessions hold more than a quarter of the ids ``within`` the searched range:
+    dense, which the sample can miss when the sessions' rows come at a steady period.
 
-    Both counts are bounded steps through an index, doubling from ``FEW_ROWS``: whether the
-    sessions hold more than ``n`` rows and the range more than ``n / ROWS_PER_MATCH`` matches, in
-    turn, each step going on from the row the last one stopped at (several sessions' rows, in no
-    one id order, are stepped through from the first each time). Neither read goes much past what
-    the cheaper way reads anyway."""
+    The counts are bounded steps through an index, doubling from ``FEW_ROWS`` up to the quarter:
+    whether the sessions hold more than ``n`` rows and the range more than ``n / ROWS_PER_MATCH``
+    matches, in turn, each step going on from the row the last one stopped at (several sessions'
+    rows, in no one id order, are stepped through from the first each time). Neither read goes
+    much past what the cheaper way reads anyway."""
     rows = _Stepper(conn, "SELECT store_id FROM messages WHERE session_id = ? AND store_id > ?"
                           " ORDER BY store_id LIMIT 1 OFFSET ?", [sessions[0]]) if len(sessions) == 1 else None
     matches = _Stepper(conn, f"SELECT rowid FROM messages_fts WHERE {' AND '.join(fts_where)} AND rowid > ?"
                              " ORDER BY rowid LIMIT 1 OFFSET ?", fts_args)
-    n = FEW_ROWS
-    while rows.more_than(n) if rows is not None else _rows_more_than(conn, sessions, n):
+    n, quarter = FEW_ROWS, max((within[1] - within[0] + 1) // 4, 1)
+    while rows.more_than(min(n, quarter)) if rows is not None else _rows_more_than(conn, sessions, min(n, quarter)):
+        if n >= quarter:
+            if _rows_more_than(conn, sessions, quarter, within):
+                return ""  # over a quarter of the range's ids are the sessions': the first window holds enough
+            quarter = 2 ** 62  # most of their rows lie outside the range (a time range's): asked no more
+            continue
         if not matches.more_than(n // ROWS_PER_MATCH):
-            return False  # many rows per match: each match's row is looked up
+            return "rows"  # many rows per match: each match's row is looked up
         n *= 2
-    return True
+    return "ids"
 
 
 class _Stepper:
@@ -293,11 +304,13 @@ def _thin(conn: sqlite3.Connection, sessions: Sequence[str], within: tuple[int, 
     return 4 * int(held) < SAMPLES
 
 
-def _rows_more_than(conn: sqlite3.Connection, sessions: Sequence[str], n: int) -> bool:
-    """True when the sessions hold more than ``n`` rows: steps through ``n`` entries of ``messages_session``."""
+def _rows_more_than(conn: sqlite3.Connection, sessions: Sequence[str], n: int,
+                    within: tuple[int, int] = (0, 2 ** 62)) -> bool:
+    """True when the sessions hold more than ``n`` rows (with store ids ``within``): steps through
+    ``n`` entries of ``messages_session``."""
     marks = ",".join("?" * len(sessions))
-    return conn.execute(f"SELECT 1 FROM messages WHERE session_id IN ({marks}) LIMIT 1 OFFSET ?",
-                        [*sessions, n]).fetchone() is not None
+    return conn.execute(f"SELECT 1 FROM messages WHERE session_id IN ({marks}) AND store_id BETWEEN ? AND ?"
+                        " LIMIT 1 OFFSET ?", [*sessions, *within, n]).fetchone() is not None
 
 
 def _among(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], where: Sequence[str],

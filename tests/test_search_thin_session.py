@@ -123,11 +123,11 @@ def test_a_big_session_with_few_matches_looks_up_their_rows(conn, monkeypatch):
     lo, hi = conn.execute("SELECT MIN(store_id), MAX(store_id) FROM messages WHERE session_id = 'thin'").fetchone()
     common = ["messages_fts MATCH ?", "rowid BETWEEN ? AND ?"], [build_match("coffee").expression, lo, hi]
     few = ["messages_fts MATCH ?", "rowid BETWEEN ? AND ?"], [build_match("harbour").expression, lo, hi]
-    assert ftsbound._ids_pay(conn, *common, ["thin"])  # 60 rows, hundreds of matches: its ids
-    assert not ftsbound._ids_pay(conn, *few, ["thin"])  # 60 rows, 5 matches: each match's row
+    assert ftsbound._way(conn, *common, ["thin"], (lo, hi)) == "ids"  # 60 rows, hundreds of matches: its ids
+    assert ftsbound._way(conn, *few, ["thin"], (lo, hi)) == "rows"  # 60 rows, 5 matches: each match's row
     for sessions in (["thin"], ["thin", "chat-3"]):  # one session's rows are stepped through once, several's again
-        monkeypatch.setattr(ftsbound, "FEW_ROWS", 10)
-        assert ftsbound._ids_pay(conn, *common, sessions) and not ftsbound._ids_pay(conn, *few, sessions)
+        assert ftsbound._way(conn, *common, sessions, (lo, hi)) == "ids"
+        assert ftsbound._way(conn, *few, sessions, (lo, hi)) == "rows"
 
 
 def test_a_chat_in_step_with_even_samples_reads_thin(runtime, backend):
@@ -203,3 +203,34 @@ def test_a_role_filter_reads_the_matching_rows_only(conn):
     plan = [r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + scored[0])]
     seeks = [p for p in plan if "messages_session" in p]
     assert seeks and all("COVERING INDEX" in p for p in seeks), plan
+
+
+def test_a_dense_session_the_sample_misses_keeps_the_window(runtime, backend, monkeypatch):
+    """Every other row over 417 ids is "dense"'s, yet 15 of the 16 sampled ids fall on the other
+    chats' rows (the uneven places keep in step with period 2 at this length): it reads thin. The
+    sessions' rows counted on the way then show over a quarter of the range: the window ranks it."""
+    if backend != "sqlite":
+        pytest.skip("the widening window is SQLite's")
+    monkeypatch.setattr(ftsbound, "FEW_ROWS", 10)
+    for i in range(417):
+        text = " ".join(WORDS[(i * k) % len(WORDS)] for k in range(1, 2 + i % 4))
+        runtime.store.append(SessionKey("dense" if i % 2 == 0 else f"chat-{i % 5}"), [user(f"{text} row")])
+    conn = runtime.store.db.read()
+    assert isinstance(conn, sqlite3.Connection)
+    lo, hi = conn.execute("SELECT MIN(store_id), MAX(store_id) FROM messages WHERE session_id = 'dense'").fetchone()
+    assert hi - lo == 416 and ftsbound._thin(conn, ["dense"], (lo, hi))  # the sample misses it
+    for query in ("coffee", "garden review"):
+        match = build_match(query).expression
+        fts_where, fts_args = ["messages_fts MATCH ?", "rowid BETWEEN ? AND ?"], [match, lo, hi]
+        assert ftsbound._way(conn, fts_where, fts_args, ["dense"], (lo, hi)) == ""
+        seen: list[str] = []
+        conn.set_trace_callback(seen.append)
+        try:
+            got = ftsbound.ranked(conn, fts_where, fts_args, ["m.session_id IN (?)"], ["dense"], 10,
+                                  ["dense"], (lo, hi))
+        finally:
+            conn.set_trace_callback(None)
+        assert [(int(r["store_id"]), float(r["_rank"]), r["content"]) for r in got] == \
+            expected_rows(conn, match, ["m.session_id IN (?)"], ["dense"], 10)
+        ways = [q for q in scored(seen) if "messages_fts" in q and not q.startswith("--")]
+        assert ways and not any("+rowid IN" in q or "NOT INDEXED" in q for q in ways), ways  # the window
