@@ -92,7 +92,8 @@ def build(path: Path, size: int, seed: int = 7, session_size: int = SESSION_SIZE
 
 def spread_thin(base: Path, path: Path, thin: list[int]) -> None:
     """Copy ``base`` to ``path`` and give every (size/N)-th row to a chat "thin-N", for each N in ``thin``
-    (offsets differ, so no row is given twice while the steps differ)."""
+    (largest first, each at the first offset from ``2k + 1`` whose rows no thin chat holds yet, as
+    steps sharing a factor would otherwise meet; a row one chat already holds stays with it)."""
     load_package()
     from hermes_trove.db import Database
 
@@ -105,8 +106,11 @@ def spread_thin(base: Path, path: Path, thin: list[int]) -> None:
         low, high = conn.execute("SELECT MIN(store_id), MAX(store_id) FROM messages").fetchone()
         for k, n in enumerate(sorted(thin, reverse=True)):
             step = max(1, (high - low + 1) // n)
-            conn.execute("UPDATE messages SET session_id = ? WHERE (store_id - ?) % ? = ?",
-                         (f"thin-{n}", low, step, (2 * k + 1) % step))
+            taken = "SELECT 1 FROM messages WHERE (store_id - ?) % ? = ? AND session_id LIKE 'thin-%' LIMIT 1"
+            offset = next((r for r in ((2 * k + 1 + j) % step for j in range(step))
+                           if conn.execute(taken, (low, step, r)).fetchone() is None), (2 * k + 1) % step)
+            conn.execute("UPDATE messages SET session_id = ? WHERE (store_id - ?) % ? = ?"
+                         " AND session_id NOT LIKE 'thin-%'", (f"thin-{n}", low, step, offset))
             conn.execute("INSERT OR IGNORE INTO sessions(session_id, platform, created_at, updated_at)"
                          " VALUES (?, 'bench', 0, 0)", (f"thin-{n}",))
 
