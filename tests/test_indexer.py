@@ -8,6 +8,7 @@ import io
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -446,17 +447,21 @@ def test_a_pass_never_moves_its_cursor_past_a_message_still_being_written(tmp_pa
     assert sorted(r[2] for r in vectors(runtime)) == sorted([*first, slow, *later])
 
 
+def seeded_server_store(tmp_path, fake, backend) -> tuple:
+    """A runtime on a server store holding two messages, and its VectorStore (SQLite skips: one writer
+    at a time, so its ids commit in the order they are drawn)."""
+    if backend == "sqlite":
+        pytest.skip("SQLite has one writer at a time: its ids commit in the order they are drawn")
+    runtime = fake_runtime(tmp_path, fake)
+    seed(runtime, 2)
+    return runtime, VectorStore(runtime.db)
+
+
 def test_a_pass_waits_past_the_servers_deadlock_timeout_for_a_writer_of_messages(tmp_path, fake, backend):
     # The server cancels an autovacuum that holds a table for a waiter only after deadlock_timeout: a
     # wait ending then stepped aside every time messages were vacuumed. The writer here commits once
     # the pass has waited longer than deadlock_timeout (read on the server's clock, never timed here).
-    if backend == "sqlite":
-        pytest.skip("SQLite has one writer at a time: its ids commit in the order they are drawn")
-    import threading
-
-    runtime = fake_runtime(tmp_path, fake)
-    seed(runtime, 2)
-    store = VectorStore(runtime.db)
+    runtime, store = seeded_server_store(tmp_path, fake, backend)
     got: list = []
     writer, watcher = runtime.db.open_connection(), runtime.db.open_connection()
     try:
@@ -508,13 +513,7 @@ def test_a_pass_under_a_long_deadlock_timeout_steps_aside_within_the_bound(tmp_p
     # A server whose deadlock_timeout is an hour (a temporary view stands in for pg_settings on the
     # pass's own connection: the test's role may not set it) must not have the pass wait an hour for
     # a writer, while every later writer of messages queues behind its lock request.
-    if backend == "sqlite":
-        pytest.skip("SQLite has one writer at a time: its ids commit in the order they are drawn")
-    import threading
-
-    runtime = fake_runtime(tmp_path, fake)
-    seed(runtime, 2)
-    store = VectorStore(runtime.db)
+    runtime, store = seeded_server_store(tmp_path, fake, backend)
     assert store.settled_heads() is not None  # no writer: the heads, and the wait was the transaction's alone
     assert runtime.db.connect().execute("SHOW lock_timeout").fetchone()[0] == "0"
     got: list = []
