@@ -74,7 +74,8 @@ class TroveConfig:
     summary_context_length: int = knob(
         0, "Context window of the summary model and its fallbacks (0 = unknown: the host's"
         " auxiliary.compression.context_length when TROVE_SUMMARY_MODEL is empty, else the chat model's);"
-        " also bounds assertion extraction batches.",
+        " also bounds assertion extraction batches, except while TROVE_SUMMARY_MODEL names a model and"
+        " TROVE_ASSERTION_EXTRACTION_MODEL is empty (extraction then takes the host's default).",
         lo=0, hi=100_000_000, group="models")
     summary_timeout_ms: int = knob(60000, "Timeout for one summarization call.", lo=1000, group="models")
     summary_circuit_breaker_failure_threshold: int = knob(

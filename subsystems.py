@@ -185,8 +185,7 @@ def _check_state(runtime: Runtime, conn: sqlite3.Connection, ctx: dict[str, Any]
     if report["assertions_enabled"] and not report["window_holds_a_message"]:  # advice, after any failure
         return "warn", (f"assertion extraction waits: the {report['extraction_window']}-token auxiliary window cannot"
                         " hold the extraction instructions, an answer and a message"), \
-            "raise TROVE_SUMMARY_CONTEXT_LENGTH (or the host's auxiliary.compression.context_length) to the model's" \
-            " real window"
+            f"raise {extract.window_setting(runtime.config)} to the model's real window"
     if not report["tables_present"]:
         return "pass", f"state tables absent; on: {', '.join(on) or 'none'}", ""
     detail = (f"on: {', '.join(on) or 'none'}; {report['tables']['assertions']} assertions,"

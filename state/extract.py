@@ -84,8 +84,7 @@ def run_pass(runtime: Runtime, complete: Complete | None, *, max_batches: int | 
         _warn_once(runtime.db.path, window)
         return {"status": "window_too_small", **totals, "backlog": store.backlog(), "seconds": run.seconds(),
                 "reason": f"the auxiliary model's {window}-token window cannot hold the extraction prompt, an"
-                          " answer and a message; raise it (TROVE_SUMMARY_CONTEXT_LENGTH or the host's"
-                          " auxiliary.compression.context_length) to extract"}
+                          f" answer and a message; raise it ({window_setting(cfg)}) to extract"}
     return {"status": "ok", **totals, "backlog": store.backlog(), "seconds": run.seconds()}
 
 
@@ -96,10 +95,24 @@ def extraction_window(cfg: TroveConfig) -> int:
     window of its own to read, so it is bounded the same way. TROVE_SUMMARY_CONTEXT_LENGTH is left
     out when it describes another model: TROVE_SUMMARY_MODEL names one while extraction takes the
     host's auxiliary default."""
+    known = [w for _, w in _windows(cfg) if w > 0]
+    return min(known) if known else 0
+
+
+def _windows(cfg: TroveConfig) -> list[tuple[str, int]]:
+    """Each setting that may bound extraction and the window it gives (0 = unset)."""
     other_model = bool(cfg.summary_model) and not cfg.assertion_extraction_model
     own = 0 if other_model else int(cfg.summary_context_length or 0)
-    known = [w for w in (own, host_task_window(home=cfg.hermes_home)) if w > 0]
-    return min(known) if known else 0
+    return [("TROVE_SUMMARY_CONTEXT_LENGTH", own),
+            ("the host's auxiliary.compression.context_length", host_task_window(home=cfg.hermes_home))]
+
+
+def window_setting(cfg: TroveConfig) -> str:
+    """The setting to raise for a larger extraction window: the one giving the smallest window (both
+    when they give the same); TROVE_SUMMARY_CONTEXT_LENGTH only while it bounds extraction."""
+    given = [(name, w) for name, w in _windows(cfg) if w > 0]
+    least = min((w for _, w in given), default=0)
+    return " or ".join(name for name, w in given if w == least) or "the host's auxiliary.compression.context_length"
 
 
 _WARNED: set[tuple[str, int]] = set()

@@ -607,3 +607,31 @@ def test_a_window_the_doctor_calls_too_small_reads_no_message_however_short(tmp_
     report = extract.run_pass(runtime, _window_model(window, FactModel(), asked), max_batches=5, budget_s=60)
     assert report["status"] == "window_too_small" and asked == [], (report, asked)
     assert AssertionStore(runtime.db).cursor() == 0
+
+
+def test_a_too_small_extraction_window_names_the_setting_that_bounds_it(tmp_path, monkeypatch):
+    # TROVE_SUMMARY_MODEL names the summariser and TROVE_SUMMARY_CONTEXT_LENGTH gives its (large) window;
+    # extraction takes the host's auxiliary default, bounded only by the host's small setting: the doctor
+    # and the pass must say to raise that one (raising TROVE_SUMMARY_CONTEXT_LENGTH would change nothing).
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    (home / "config.yaml").write_text("auxiliary:\n  compression:\n    context_length: 500\n", encoding="utf-8")
+    runtime = rt(home, summary_model="big-summariser", summary_context_length=8000)
+    report = doctor.run_doctor(runtime)
+    check = {c["check"]: c for c in report["checks"]}["remembered_state"]
+    assert check["status"] == "warn" and "500-token" in check["detail"], check
+    [advice] = [g for g in report["guidance"] if g.startswith("remembered_state:")]
+    assert "auxiliary.compression.context_length" in advice, advice
+    assert "TROVE_SUMMARY_CONTEXT_LENGTH" not in advice, advice
+    add(runtime, [("user", "I live in Porto")])
+    report = extract.run_pass(runtime, _window_model(500, FactModel(), []), max_batches=5, budget_s=60)
+    assert report["status"] == "window_too_small", report
+    assert "auxiliary.compression.context_length" in report["reason"], report
+    assert "TROVE_SUMMARY_CONTEXT_LENGTH" not in report["reason"], report
+    # the summary setting named when it is the smaller bound (no summary model: it is the default's window)
+    own = rt(home, summary_context_length=400)
+    assert extract.window_setting(own.config) == "TROVE_SUMMARY_CONTEXT_LENGTH"
+    both = rt(home, summary_context_length=500)
+    assert extract.window_setting(both.config) == ("TROVE_SUMMARY_CONTEXT_LENGTH or the host's"
+                                                   " auxiliary.compression.context_length")
