@@ -116,7 +116,8 @@ class LateEnds:
     """The ends the finalize hook found the store too busy to mark, marked in turn by one ``trove-finalize``
     thread. One at most: a gateway expiring many chats while another process holds the lock starts no thread
     per chat, and once the first wait fails the rest are held at once, so the thread (which the interpreter
-    waits for at exit, as the end is written or held on disk) keeps a process for one busy timeout at most."""
+    waits for at exit, as the end is written or held on disk) keeps a process for one busy timeout at most
+    while the other writer keeps the lock (a writer that lets it go and takes it again makes each end wait)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
