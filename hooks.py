@@ -101,7 +101,9 @@ def guarded(name: str, callback: Callable[..., Any]) -> Callable[..., Any]:
 def end_later(runtime: Runtime, session_id: str, platform: str) -> None:
     """Mark a chat's end off the gateway's event loop, waiting for a busy store as every write does; a store that
     stays out of reach holds the end, as an outage does, and marks it once usable again (so does a store already
-    known to be out of reach: no second wait)."""
+    known to be out of reach: no second wait). A session bound again meanwhile (resumed) is live: left alone."""
+    if session_id in runtime.bound_sessions:
+        return
     try:
         if runtime.health.usable or runtime.store.local_writes:  # an outbox takes it while the server is away
             runtime.store.mark_ended(session_id)

@@ -494,6 +494,28 @@ def test_ends_the_finalize_hook_finds_busy_share_one_thread_that_marks_them_all(
     assert all(rt.store.session(f"chat-{n}").ended_at is not None for n in range(3)) and rt.health.usable
 
 
+def test_a_late_end_of_a_session_resumed_while_it_waited_marks_nothing(tmp_path):
+    # chat-1's end waits in the queue behind chat-0's while another process holds the lock; the chat is resumed
+    # meanwhile (bound again): when the lock comes back, chat-0 is marked and the live chat-1 is not
+    rt = build_runtime(make_config(tmp_path, database_url=""))
+    hooks = make_hooks(rt)
+    for n in range(2):
+        make_engine(rt, session=f"chat-{n}", platform="telegram").ingest(chat(2))
+    holder = sqlite3.connect(rt.db.path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        for n in range(2):
+            hooks["on_session_finalize"](session_id=f"chat-{n}", platform="telegram", reason="new_session")
+        workers = [t for t in threading.enumerate() if t.name == "trove-finalize"]
+        rt.bind("chat-1", "active")  # /resume of chat-1 before its queued end ran
+    finally:
+        holder.execute("COMMIT")
+        holder.close()
+    assert len(workers) == 1
+    workers[0].join()
+    assert rt.store.session("chat-0").ended_at is not None and rt.store.session("chat-1").ended_at is None
+
+
 def test_a_session_binding_past_the_bound_is_never_the_one_evicted(tmp_path, monkeypatch):
     # a long-running gateway full of unstored sessions that never ended: the new chat keeps its binding
     monkeypatch.setattr(runtime_module, "MAX_BOUND", 4)
@@ -515,6 +537,7 @@ def test_a_late_end_found_after_the_store_turned_unusable_is_held_without_anothe
 
     rt = build_runtime(make_config(tmp_path, database_url=""))
     make_engine(rt, session="chat-1", platform="telegram").ingest(chat(2))
+    rt.unbind("chat-1")  # as the finalize hook does before it queues the end
     clock = down(rt)
     end_later(rt, "chat-1", "telegram")
     assert rt.store.session("chat-1").ended_at is None and "chat-1" in rt.unstored.closed
