@@ -21,7 +21,6 @@ import json
 import os
 import pstats
 import random
-import shutil
 import statistics
 import sys
 import time
@@ -95,12 +94,12 @@ def spread_thin(base: Path, path: Path, thin: list[int]) -> None:
     (largest first, each at the first offset from ``2k + 1`` whose rows no thin chat holds yet, as
     steps sharing a factor would otherwise meet; a row one chat already holds stays with it)."""
     load_package()
-    from hermes_trove.db import Database
+    from hermes_trove.db import Database, backup_file
 
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(f"{path}{suffix}"):
             os.remove(f"{path}{suffix}")
-    shutil.copyfile(base, path)
+    backup_file(Database(base).read(), path)  # the base's rows may still sit in its write-ahead log
     db = Database(path)
     with db.transaction() as conn:
         low, high = conn.execute("SELECT MIN(store_id), MAX(store_id) FROM messages").fetchone()
