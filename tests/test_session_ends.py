@@ -1,12 +1,14 @@
 """Which session ends count, and what the bookkeeping of delegated children keeps (HOST.md §10)."""
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import os
 import shutil
 import sqlite3
 import threading
+from collections.abc import Iterator
 
 from conftest import assistant, make_config, make_engine, user
 from pg_proxy import PgProxy
@@ -355,20 +357,34 @@ def test_the_finalize_hook_waits_for_no_server_known_to_be_away(tmp_path, pg_dat
         proxy.down()
 
 
+@contextlib.contextmanager
+def another_process_writing(rt) -> Iterator[None]:
+    """trove.db's write lock held by another connection (another Hermes process, mid-write) for the block."""
+    holder = sqlite3.connect(rt.db.path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        holder.execute("COMMIT")
+        holder.close()
+
+
+def finalize_chats(hooks, n: int, reason: str) -> list[threading.Thread]:
+    """End chats chat-0 .. chat-(n-1) through the gateway's finalize hook; the trove-finalize threads alive after."""
+    for i in range(n):
+        hooks["on_session_finalize"](session_id=f"chat-{i}", platform="telegram", reason=reason)
+    return [t for t in threading.enumerate() if t.name == "trove-finalize"]
+
+
 def test_the_finalize_hook_waits_briefly_for_a_store_another_process_holds_and_the_end_still_lands(tmp_path):
     # the hook runs on the gateway's event loop: a write lock held elsewhere must not stall it for the busy timeout
     rt = build_runtime(make_config(tmp_path, database_url=""))
     hooks = make_hooks(rt)
     make_engine(rt, session="chat-1", platform="telegram").ingest(chat(4))
-    holder = sqlite3.connect(rt.db.path, isolation_level=None)  # another Hermes process, mid-write
-    holder.execute("BEGIN IMMEDIATE")
-    try:
+    with another_process_writing(rt):
         assert hooks["on_session_finalize"](session_id="chat-1", platform="telegram", reason="new_session") is None
         assert rt.store.session("chat-1").ended_at is None  # the hook returned while the lock was still held
         workers = [t for t in threading.enumerate() if t.name == "trove-finalize"]
-    finally:
-        holder.execute("COMMIT")
-        holder.close()
     assert len(workers) == 1
     workers[0].join()
     assert rt.store.session("chat-1").ended_at is not None and rt.health.usable and rt.store.count("chat-1") == 4
@@ -479,16 +495,9 @@ def test_ends_the_finalize_hook_finds_busy_share_one_thread_that_marks_them_all(
     hooks = make_hooks(rt)
     for n in range(3):
         make_engine(rt, session=f"chat-{n}", platform="telegram").ingest(chat(2))
-    holder = sqlite3.connect(rt.db.path, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")
-    try:
-        for n in range(3):
-            hooks["on_session_finalize"](session_id=f"chat-{n}", platform="telegram", reason="session_expired")
-        workers = [t for t in threading.enumerate() if t.name == "trove-finalize"]
+    with another_process_writing(rt):
+        workers = finalize_chats(hooks, 3, "session_expired")
         assert all(rt.store.session(f"chat-{n}").ended_at is None for n in range(3))
-    finally:
-        holder.execute("COMMIT")
-        holder.close()
     assert len(workers) == 1
     workers[0].join()
     assert all(rt.store.session(f"chat-{n}").ended_at is not None for n in range(3)) and rt.health.usable
@@ -501,16 +510,9 @@ def test_a_late_end_of_a_session_resumed_while_it_waited_marks_nothing(tmp_path)
     hooks = make_hooks(rt)
     for n in range(2):
         make_engine(rt, session=f"chat-{n}", platform="telegram").ingest(chat(2))
-    holder = sqlite3.connect(rt.db.path, isolation_level=None)
-    holder.execute("BEGIN IMMEDIATE")
-    try:
-        for n in range(2):
-            hooks["on_session_finalize"](session_id=f"chat-{n}", platform="telegram", reason="new_session")
-        workers = [t for t in threading.enumerate() if t.name == "trove-finalize"]
+    with another_process_writing(rt):
+        workers = finalize_chats(hooks, 2, "new_session")
         rt.bind("chat-1", "active")  # /resume of chat-1 before its queued end ran
-    finally:
-        holder.execute("COMMIT")
-        holder.close()
     assert len(workers) == 1
     workers[0].join()
     assert rt.store.session("chat-0").ended_at is not None and rt.store.session("chat-1").ended_at is None
