@@ -28,6 +28,8 @@ from .version import install_hint
 CONNECT_TIMEOUT_S = 5
 STATEMENT_TIMEOUT_MS = 60000
 STALL_S = STATEMENT_TIMEOUT_MS / 1000 + 5  # a wait past the server's own statement timeout: it is not answering
+# SQLSTATE of a lock_timeout that ran out (``backend.settled_heads``' busy): rolled back, the connection is sound
+LOCK_NOT_AVAILABLE = "55P03"
 # TCP keepalives, so a link that drops silently (no reset) fails a statement in about 25 s rather
 # than at STALL_S: idle 10 s, then a probe every 5 s, dead after 3 unanswered; unacknowledged
 # writes give up after TCP_USER_TIMEOUT_MS. Each applies only where the operator set none.
@@ -400,8 +402,9 @@ class PgDatabase:
         try:
             with conn.watched(), conn.raw.transaction():
                 yield conn
-        except _driver().OperationalError:
-            self.close()  # a broken connection is reopened on next use
+        except _driver().OperationalError as exc:
+            if getattr(exc, "sqlstate", None) != LOCK_NOT_AVAILABLE:  # a lock wait that ran out is an answer
+                self.close()  # a broken connection is reopened on next use
             raise
 
     def checkpoint(self) -> None:
