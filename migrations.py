@@ -410,6 +410,11 @@ CREATE INDEX sessions_conversation ON sessions(conversation_id, updated_at);
     ("0018_rotated_frontier", """
 ALTER TABLE sessions ADD COLUMN rotated_frontier INTEGER;
 """),
+    # The sessions that name a session as their previous one: the empty-row tidy-up at a session's end
+    # asks only about its own row (``emptyrows``), a seek here rather than a read of the whole table.
+    ("0019_sessions_by_previous", """
+CREATE INDEX sessions_previous ON sessions(previous_session_id) WHERE previous_session_id IS NOT NULL;
+"""),
 )
 
 

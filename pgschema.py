@@ -410,7 +410,9 @@ def migrations() -> tuple[tuple[str, tuple[str, ...]], ...]:
             ("pg0004_embeddings", EMBEDDINGS), ("pg0005_payloads", PAYLOADS), ("pg0006_text_reader", TEXT_READER),
             ("pg0007_sessions_by_conversation", ("CREATE INDEX sessions_conversation"
                                                  " ON sessions(conversation_id, updated_at)",)),
-            ("pg0008_rotated_frontier", ("ALTER TABLE sessions ADD COLUMN rotated_frontier BIGINT",)))
+            ("pg0008_rotated_frontier", ("ALTER TABLE sessions ADD COLUMN rotated_frontier BIGINT",)),
+            ("pg0009_sessions_by_previous", ("CREATE INDEX sessions_previous ON sessions(previous_session_id)"
+                                             " WHERE previous_session_id IS NOT NULL",)))
 
 
 def applied_names(conn: Any) -> list[str]:

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from . import ftsbound, ftsrows, pgtext, substring
+from . import emptyrows, ftsbound, ftsrows, pgtext, substring
 from .backend import insert_returning, on_server, sane
 from .dag import frontier_value
 from .db import Database
@@ -32,13 +32,6 @@ from .rows import (
 )
 from .scope import EVERYTHING, Visibility
 
-# A session row nothing hangs off: no raw messages, no summaries of its own, none carried in.
-_EMPTY_SESSION = ("NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.session_id)"
-                  " AND NOT EXISTS (SELECT 1 FROM summary_nodes n WHERE n.session_id = s.session_id)"
-                  " AND NOT EXISTS (SELECT 1 FROM carried_nodes c WHERE c.session_id = s.session_id)")
-# ... and no other session's previous one: a list in SQLite (no index on the column), an anti-join on a server
-_UNCONTINUED = ("s.session_id NOT IN (SELECT previous_session_id FROM sessions WHERE previous_session_id IS NOT NULL)",
-                "NOT EXISTS (SELECT 1 FROM sessions p WHERE p.previous_session_id = s.session_id)")
 _STORED_TAIL_WINDOW = 64
 # The frontier never moves back: the larger of the stored value and the parameter (given twice),
 # written so that SQLite and PostgreSQL read it alike (their two-argument max differ).
@@ -149,18 +142,16 @@ class MessageStore:
 
     def delete_empty_sessions(self, untouched_since: float, keep: Sequence[str] = (), only: str = "") -> int:
         """Delete empty session rows not created or updated after ``untouched_since``, except ``keep`` and a row
-        another session continues (the lineage runs through it); ``only``: that one session's row, if empty."""
-        spare = f" AND s.session_id NOT IN ({','.join('?' * len(keep))})" if keep else ""
-        spare += " AND s.session_id = ?" if only else ""
-        args = [untouched_since, untouched_since, *keep, *([only] if only else [])]
+        a staying session continues (the lineage runs through it: ``emptyrows``); ``only``: that one session's
+        row, if empty."""
         with self.db.transaction() as conn:
-            chosen = (f"FROM sessions s WHERE {_EMPTY_SESSION} AND {_UNCONTINUED[on_server(conn)]}"
-                      f" AND s.created_at <= ? AND s.updated_at <= ?{spare}")
             # On a server a statement sees the rows committed when it began: lock the rows first (a
             # shipment holds its sessions' rows until its messages commit), then look again.
             if on_server(conn):
-                conn.execute(f"SELECT s.session_id {chosen} ORDER BY s.session_id FOR UPDATE OF s", args)
-            cur = conn.execute(f"DELETE FROM sessions WHERE session_id IN (SELECT s.session_id {chosen})", args)
+                conn.execute(f"{emptyrows.candidates(keep, only)} ORDER BY s.session_id FOR UPDATE OF s",
+                             emptyrows.candidate_arguments(untouched_since, keep, only))
+            cur = conn.execute(emptyrows.deletion(keep, only),
+                               emptyrows.deletion_arguments(untouched_since, keep, only))
         return int(cur.rowcount or 0)
 
     # -- ingest ------------------------------------------------------------
@@ -558,7 +549,7 @@ class MessageStore:
 
 def count_empty_sessions(conn: sqlite3.Connection) -> int:
     """Session rows with no messages, no summaries and no carried-in summaries."""
-    return int(conn.execute(f"SELECT COUNT(*) FROM sessions s WHERE {_EMPTY_SESSION}").fetchone()[0])
+    return int(conn.execute(f"SELECT COUNT(*) FROM sessions s WHERE {emptyrows.EMPTY_SESSION}").fetchone()[0])
 
 
 def _index_new_rows(conn: sqlite3.Connection, store_ids: Sequence[int]) -> None:

@@ -84,6 +84,7 @@ INDEXES = {
     "session_frontier_node": ("session_frontier", ["node_id"]),
     "sessions_scope": ("sessions", ["scope", "session_id"]),
     "sessions_conversation": ("sessions", ["conversation_id", "updated_at"]),
+    "sessions_previous": ("sessions", ["previous_session_id"]),
     "embedding_vectors_scan": ("embedding_vectors", ["generation_id", "vector_id"]),
     "embedding_vectors_item": ("embedding_vectors", ["kind", "item_id"]),
     "temporal_rollups_window": ("temporal_rollups", ["scope", "period_start"]),
@@ -339,6 +340,24 @@ def test_an_older_file_gets_the_chat_index_and_the_chat_look_up_uses_it(tmp_path
         ("chat-3", 20)))
     assert "USING INDEX sessions_conversation" in plan and "TEMP B-TREE" not in plan, plan
     assert [s.session_id for s in MessageStore(db).sessions(3, "chat-3")] == ["s45", "s38", "s31"]
+
+
+def test_an_older_file_gets_the_index_of_the_sessions_that_follow_a_session(tmp_path):
+    path = tmp_path / "t.db"
+    conn = raw(path)
+    migrate(conn, stop_before="0019_sessions_by_previous")
+    conn.executemany("INSERT INTO sessions(session_id, previous_session_id, created_at, updated_at) VALUES (?,?,0,0)",
+                     [("a", None), ("b", "a"), ("c", "b")])
+    conn.close()
+    db = Database(path)
+    assert [name for name, _ in ledger(db.connect())] == NAMES
+    ddl = db.connect().execute("SELECT sql FROM sqlite_master WHERE name='sessions_previous'").fetchone()[0]
+    assert ddl.rstrip().endswith("WHERE previous_session_id IS NOT NULL"), ddl  # rows naming none take no entry
+    plan = " ".join(str(r[3]) for r in db.connect().execute(
+        "EXPLAIN QUERY PLAN SELECT session_id FROM sessions WHERE previous_session_id = ?", ("a",)))
+    assert "USING INDEX sessions_previous" in plan, plan
+    follow = db.connect().execute("SELECT session_id FROM sessions WHERE previous_session_id = 'a'")
+    assert [r[0] for r in follow] == ["b"]
 
 
 def test_rollups_built_over_every_scope_before_owner_scopes_are_dropped_and_the_leaf_cursor_reset(tmp_path):

@@ -14,7 +14,7 @@ import pytest
 from conftest import assistant, make_config, user
 from test_command import shippers_finish, store_dump  # noqa: F401  (shippers_finish: autouse)
 
-from hermes_trove import backups, packed
+from hermes_trove import backups, emptyrows, packed
 from hermes_trove.db import blank_schema, fts_sync, meta_value
 from hermes_trove.ops import maintenance, server_schema
 from hermes_trove.runtime import build_runtime
@@ -466,6 +466,81 @@ def test_gc_keeps_an_empty_row_a_continued_session_names_as_its_previous_one(tmp
     assert rt.store.session("last").previous_session_id == "middle-0"
     assert rt.store.session("middle-0").previous_session_id == "first"
     assert maintenance.drop_unstored_row(rt, "middle-0") is False  # nor does the one-row drop take it
+
+
+def add_linked_sessions(runtime, links: dict[str, str | None], age_s: float = 10) -> None:
+    """Session rows by id, each naming its previous one (None: none), created and updated ``age_s`` ago."""
+    stamp = time.time() - age_s
+    with runtime.db.transaction() as c:
+        c.executemany("INSERT INTO sessions(session_id, previous_session_id, created_at, updated_at) VALUES (?,?,?,?)",
+                      [(sid, previous, stamp, stamp) for sid, previous in links.items()])
+
+
+def session_ids(runtime) -> set[str]:
+    return {str(r[0]) for r in raw(runtime).execute("SELECT session_id FROM sessions")}
+
+
+def test_gc_drops_empty_rows_that_only_name_each_other_and_keeps_what_a_stored_session_follows(tmp_path, backend):
+    # A resume loop (a and b each the other's previous), a self-loop, and a chain of empty rows nothing stored
+    # follows all go; an empty loop or chain a stored session follows stays whole, and a stored row always stays.
+    rt = runtime_with(tmp_path, empty_lifecycle_gc_threshold=1, empty_lifecycle_gc_max_age_hours=0.0)
+    add_linked_sessions(rt, {"loop-a": "loop-b", "loop-b": "loop-a", "self": "self",
+                             "chain-1": None, "chain-2": "chain-1", "chain-3": "chain-2",
+                             "held-a": "held-b", "held-b": "held-a", "stored": "held-a",
+                             "kept-1": None, "kept-2": "kept-1", "young-after": "kept-2",
+                             "full-a": "full-b", "full-b": "full-a"})
+    seed(rt, "stored")
+    seed(rt, "full-a")
+    with rt.db.transaction() as c:  # updated now: too young for the tidy-up, so what it follows stays too
+        c.execute("UPDATE sessions SET created_at=?, updated_at=? WHERE session_id='young-after'",
+                  (time.time() + 3600, time.time() + 3600))
+    assert maintenance.gc_empty_lifecycle(rt) == 6
+    assert session_ids(rt) == {"held-a", "held-b", "stored", "kept-1", "kept-2", "young-after", "full-a", "full-b"}
+    assert rt.store.session("stored").previous_session_id == "held-a"
+
+
+def test_the_one_row_drop_takes_a_row_only_when_no_other_row_follows_it(tmp_path, backend):
+    rt = runtime_with(tmp_path)
+    add_linked_sessions(rt, {"loop-a": "loop-b", "loop-b": "loop-a", "self": "self", "alone": None})
+    assert maintenance.drop_unstored_row(rt, "loop-a") is False  # loop-b, which stays, follows it
+    assert maintenance.drop_unstored_row(rt, "self") is True  # following itself keeps nothing
+    assert maintenance.drop_unstored_row(rt, "alone") is True
+    assert session_ids(rt) == {"loop-a", "loop-b"}
+
+
+def test_the_one_row_drop_seeks_the_rows_that_follow_it_and_reads_no_whole_table(tmp_path, backend):
+    # The tidy-up at every session end: its statement must find "who names this row as previous" on an
+    # index, whatever the size of the sessions table (a whole-table read per end grows with history).
+    sqlite_only(backend, "SQLite's plan of the statement as run")
+    rt = runtime_with(tmp_path)
+    add_linked_sessions(rt, {f"s{i}": f"s{i - 1}" if i % 3 == 0 and i else None for i in range(300)})
+    conn = rt.db.connect()
+    ran: list[str] = []
+    conn.set_trace_callback(ran.append)  # each statement as run, its parameters in place
+    try:
+        assert maintenance.drop_unstored_row(rt, "s7") is True
+    finally:
+        conn.set_trace_callback(None)
+    [delete] = [sql for sql in ran if sql.lstrip().upper().startswith("DELETE FROM SESSIONS")]
+    plan = [str(r[3]) for r in conn.execute(f"EXPLAIN QUERY PLAN {delete}")]
+    assert any("USING INDEX sessions_previous" in step for step in plan), plan
+    # every table is sought by key; only the statement's own short lists (the row, what it needs) are read through
+    scanned = {step.split()[1] for step in plan if step.startswith("SCAN ")}
+    assert scanned <= {"dropped", "d", "needed", "w"}, plan
+
+
+def test_the_one_row_drop_can_seek_the_rows_that_follow_it_on_the_server(tmp_path, backend):
+    # the server's planner picks by table size: with sequential reads priced out, the plan shows the
+    # partial index serves the statement (its predicate is implied by the equality it seeks)
+    server_only(backend)
+    rt = runtime_with(tmp_path)
+    add_linked_sessions(rt, {f"s{i}": f"s{i - 1}" if i % 3 == 0 and i else None for i in range(300)})
+    with rt.db.transaction() as conn:
+        conn.execute("SET LOCAL enable_seqscan = off")
+        plan = "\n".join(str(r[0]) for r in conn.execute(
+            f"EXPLAIN {emptyrows.deletion((), 's7')}", emptyrows.deletion_arguments(time.time(), (), "s7")))
+    assert "sessions_previous" in plan and "Seq Scan on sessions" not in plan, plan
+    assert maintenance.drop_unstored_row(rt, "s7") is True
 
 
 def test_gc_does_nothing_when_disabled(tmp_path):

@@ -124,6 +124,25 @@ def test_a_schema_of_the_previous_build_gets_the_chat_index(pg_database_url, mon
     assert index is not None and "(conversation_id, updated_at)" in index[0], index
 
 
+def test_a_schema_of_the_previous_build_gets_the_index_of_the_sessions_that_follow_a_session(pg_database_url,
+                                                                                          monkeypatch):
+    from hermes_trove import pgschema
+    from hermes_trove.pgdb import close_connections
+
+    full = pgschema.migrations()
+    assert full[-1][0] == "pg0009_sessions_by_previous"
+    monkeypatch.setattr(pgschema, "migrations", lambda: full[:-1])
+    PgDatabase(pg_database_url).connect().execute(
+        "INSERT INTO sessions(session_id, previous_session_id, created_at, updated_at) VALUES ('s2', 's1', 0, 0)")
+    close_connections()
+    monkeypatch.undo()
+    db = PgDatabase(pg_database_url)
+    assert "pg0009_sessions_by_previous" in db.applied_migrations()
+    index = db.connect().execute("SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema()"
+                                 " AND indexname = 'sessions_previous'").fetchone()
+    assert index is not None and "(previous_session_id) WHERE (previous_session_id IS NOT NULL)" in index[0], index
+
+
 @pytest.mark.parametrize("sql, want", [
     ("SELECT ? , :name", "SELECT %s , %(name)s"),
     ("x LIKE '%;base64,%' AND y = ?", "x LIKE '%%;base64,%%' AND y = %s"),

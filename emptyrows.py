@@ -1,0 +1,58 @@
+"""The deletion of empty session rows: SQL text for ``MessageStore.delete_empty_sessions``.
+
+A row is a candidate when nothing hangs off it (no raw messages, no summaries of its own, none
+carried in), it was neither created nor updated after the cut-off, and the caller did not spare it.
+A candidate still goes only when every row that names it as its previous session (directly or
+through other rows naming those) goes too: a row that stays never loses the row it follows, so a
+chain through an empty row is kept whole, while a loop of empty rows naming each other (a resume
+loop) goes together. "Who continues this row" is a seek on ``sessions_previous``, so the one-row
+form (``only``) reads a few index entries whatever the size of the table.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def empty(alias: str) -> str:
+    """SQL: the session row ``alias`` has nothing hanging off it (messages, own or carried summaries)."""
+    return (f"NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = {alias}.session_id)"
+            f" AND NOT EXISTS (SELECT 1 FROM summary_nodes n WHERE n.session_id = {alias}.session_id)"
+            f" AND NOT EXISTS (SELECT 1 FROM carried_nodes c WHERE c.session_id = {alias}.session_id)")
+
+
+EMPTY_SESSION = empty("s")
+
+
+def candidate(alias: str, keep: Sequence[str], only: str) -> str:
+    """SQL: ``alias`` is a candidate (its arguments: ``candidate_arguments``)."""
+    spare = f" AND {alias}.session_id NOT IN ({','.join('?' * len(keep))})" if keep else ""
+    spare += f" AND {alias}.session_id = ?" if only else ""
+    return f"({empty(alias)} AND {alias}.created_at <= ? AND {alias}.updated_at <= ?{spare})"
+
+
+def candidate_arguments(untouched_since: float, keep: Sequence[str], only: str) -> list[object]:
+    return [untouched_since, untouched_since, *keep, *([only] if only else [])]
+
+
+def candidates(keep: Sequence[str], only: str) -> str:
+    """``SELECT s.session_id FROM sessions s WHERE <candidate>`` (arguments: ``candidate_arguments``)."""
+    return f"SELECT s.session_id FROM sessions s WHERE {candidate('s', keep, only)}"
+
+
+def deletion(keep: Sequence[str], only: str) -> str:
+    """One DELETE (arguments: ``deletion_arguments``): the candidates except those a staying row still follows.
+
+    ``needed`` starts at each candidate that a row which is no candidate names as its previous one, and
+    walks back through the candidates those name in turn (UNION ends a loop). The candidates are read
+    once (MATERIALIZED); each of them costs one seek on ``sessions_previous``."""
+    return ("DELETE FROM sessions WHERE session_id IN (WITH RECURSIVE"
+            f" dropped(id) AS MATERIALIZED ({candidates(keep, only)}),"
+            " needed(id) AS (SELECT d.id FROM dropped d JOIN sessions p ON p.previous_session_id = d.id"
+            f" WHERE NOT {candidate('p', keep, only)}"
+            " UNION SELECT q.session_id FROM needed w JOIN sessions s ON s.session_id = w.id"
+            f" JOIN sessions q ON q.session_id = s.previous_session_id WHERE {candidate('q', keep, only)})"
+            " SELECT id FROM dropped WHERE id NOT IN (SELECT id FROM needed))")
+
+
+def deletion_arguments(untouched_since: float, keep: Sequence[str], only: str) -> list[object]:
+    return candidate_arguments(untouched_since, keep, only) * 3
