@@ -168,18 +168,23 @@ def window(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
     keeps only its newest ``common`` and is marked ``common``: there is no rare phrase to rank
     past the window, and BM25 over common words only, whose weights are low and alike, tells
     rows apart little while its statistics read every phrase's whole posting list.
+
+    The phrases are counted first: which window applies depends on them, so its newest matches
+    are walked once, and not at all when the counts, added up, already fall short of it.
     """
-    first = min(newest, common) if common is not None else newest
-    low = _nth_newest(conn, fts_where, fts_args, scoped, scope_args, first)
-    if low is None:
-        return NO_WINDOW
     counts = phrase_counts(conn, str(fts_args[0]), fts_where[1:], fts_args[1:])
     every_common = common is not None and all_common(counts, RARE_BUDGET)
-    if first < newest and not every_common:
-        low = _nth_newest(conn, fts_where, fts_args, scoped, scope_args, newest)
-        if low is None:
-            return NO_WINDOW
-    return Window(low, pick_rare(counts, RARE_BUDGET), every_common)
+    n = min(newest, common) if every_common and common is not None else newest
+    low = None if too_few(counts, n, RARE_BUDGET) else _nth_newest(conn, fts_where, fts_args, scoped, scope_args, n)
+    return NO_WINDOW if low is None else Window(low, pick_rare(counts, RARE_BUDGET), every_common)
+
+
+def too_few(counts: Sequence[tuple[str, int]], n: int, budget: int) -> bool:
+    """True when the phrases' matches, added up, are fewer than ``n``: their OR matches fewer rows
+    still, so a window of the newest ``n`` holds them all and its read can be skipped. False for
+    an expression that was not counted (no OR of phrases) and when a count stopped past ``budget``
+    (``phrase_counts``: its phrase may have many more). Pure."""
+    return bool(counts) and all(count <= budget for _, count in counts) and sum(count for _, count in counts) < n
 
 
 def _on_index(fts_where: Sequence[str]) -> str:

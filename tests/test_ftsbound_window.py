@@ -1,0 +1,73 @@
+"""The newest-N window of a bounded search: its matches are walked once, and not at all when the
+phrases' counts already show fewer matches than the window holds."""
+from __future__ import annotations
+
+import pytest
+from conftest import user
+
+from hermes_trove import ftsbound
+from hermes_trove.fulltext import build_match
+from hermes_trove.store import SessionKey
+
+CHAT = SessionKey("long-chat")
+
+
+def test_too_few_needs_every_phrase_counted_exactly_and_their_sum_under_the_window():
+    assert ftsbound.too_few([('"cake"', 3), ('"zanzibar"', 1)], 5, 20)
+    assert not ftsbound.too_few([('"cake"', 3), ('"zanzibar"', 2)], 5, 20)  # as many as the window: it is full
+    assert not ftsbound.too_few([], 5, 20)  # an expression that is no OR of phrases was not counted
+    # a count that stopped past the budget says nothing of how many more there are
+    assert not ftsbound.too_few([('"coffee"', 21)], 100, 20)
+    assert ftsbound.too_few([('"coffee"', 20), ('"absent"', 0)], 100, 20)
+
+
+def walks(monkeypatch) -> list[int]:
+    """The window sizes ``window`` walks the newest matches for, in order (the walk itself still runs)."""
+    seen: list[int] = []
+    real = ftsbound._nth_newest
+
+    def counted(conn, fts_where, fts_args, scoped, scope_args, n):
+        seen.append(n)
+        return real(conn, fts_where, fts_args, scoped, scope_args, n)
+
+    monkeypatch.setattr(ftsbound, "_nth_newest", counted)
+    return seen
+
+
+def window(runtime, query: str, newest: int, common: int | None = None) -> ftsbound.Window:
+    ids = [row.store_id for row in runtime.store.page("long-chat")]
+    return ftsbound.window(runtime.db.read(), ["messages_fts MATCH ?", "rowid BETWEEN ? AND ?"],
+                           [build_match(query).expression, min(ids), max(ids)], "m.session_id = ?",
+                           ["long-chat"], newest, common)
+
+
+def test_the_window_walks_its_newest_matches_once_and_not_when_the_counts_fall_short(runtime, backend,
+                                                                                       monkeypatch):
+    if backend != "sqlite":
+        pytest.skip("FTS5's window")
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 20)
+    runtime.store.append(CHAT, [user("the zanzibar trip, with cake")])
+    runtime.store.append(CHAT, [user(f"coffee note {i}: the coffee was fine" + (" cake" if i < 2 else ""))
+                                for i in range(40)])
+    coffee = sorted(row.store_id for row, _, _ in runtime.store.search('"coffee"', limit=100))
+    seen = walks(monkeypatch)
+
+    assert window(runtime, "zanzibar cake", 8, 3) == ftsbound.NO_WINDOW  # 1 + 3 matches: nothing to walk
+    assert seen == []
+    mixed = window(runtime, "zanzibar coffee", 8, 3)  # a rare word keeps the whole window: walked once, for it
+    assert seen == [8] and mixed == ftsbound.Window(coffee[-8], ['"zanzibar"'], False)
+    seen.clear()
+    common = window(runtime, "coffee note", 8, 3)  # every word common: the narrower window only
+    assert seen == [3] and common == ftsbound.Window(coffee[-3], [], True)
+
+
+def test_a_count_stopped_at_the_budget_never_stands_for_too_few_matches(runtime, backend, monkeypatch):
+    """A window wider than the rare budget: a common phrase's count stops at the budget, so the walk decides."""
+    if backend != "sqlite":
+        pytest.skip("FTS5's window")
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 5)
+    runtime.store.append(CHAT, [user(f"coffee note {i}") for i in range(40)])
+    coffee = sorted(row.store_id for row, _, _ in runtime.store.search('"coffee"', limit=100))
+    seen = walks(monkeypatch)
+    assert window(runtime, "coffee", 20) == ftsbound.Window(coffee[-20], [], False)
+    assert seen == [20]
