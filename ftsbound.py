@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 RARE_BUDGET = 5000  # rows: the rare phrases' matches ranked beyond the window, at most (PostgreSQL too)
@@ -227,10 +227,7 @@ def ranked(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
             return _by_rows(conn, fts_where, fts_args, where, args, limit)
     filters = " WHERE " + " AND ".join(where) if where else ""
     while True:
-        sql = (f"SELECT m.*, f.r AS _rank, '' AS _snippet FROM (SELECT rowid AS rid, {_RANK} AS r"
-               f" FROM messages_fts WHERE {' AND '.join(fts_where)} ORDER BY r LIMIT ?) f"
-               f" JOIN messages m ON m.store_id = f.rid{filters} ORDER BY f.r LIMIT ?")
-        rows = conn.execute(sql, [*fts_args, window, *args, limit]).fetchall()
+        rows = _best(conn, fts_where, fts_args, filters, args, window, limit)
         if len(rows) >= limit or window < 0 or not where:
             return list(rows)
         total = conn.execute(f"SELECT COUNT(*) FROM messages_fts WHERE {' AND '.join(fts_where)}",
@@ -238,6 +235,43 @@ def ranked(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
         if window >= total:
             return list(rows)
         window = window * 8 if window * 8 < total else -1
+
+
+def _best(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], filters: str,
+          args: Sequence[Any], window: int, limit: int) -> list[sqlite3.Row]:
+    """The ``limit`` best of the ``window`` best-ranked matches (all for a negative ``window``) that pass
+    ``filters``, best first, ties as FTS5 handed them over: ``ranked``'s rows.
+
+    The window's matches are read best first and each one's row is looked up only until ``limit``
+    pass: sorting the joined window looked up every row of it (400 for a pool of 100, about 0.8 ms
+    in a 100,000-message session). SQL promises no order without an ORDER BY, so the ranks are
+    checked as they come (``in_order``); should they ever come out of order, the sorted statement
+    runs instead."""
+    best = (f"SELECT rowid AS rid, {_RANK} AS r FROM messages_fts WHERE {' AND '.join(fts_where)}"
+            " ORDER BY r LIMIT ?")
+    if limit > 0:
+        cursor = conn.execute(f"SELECT m.*, f.r AS _rank, '' AS _snippet FROM ({best}) f"
+                              f" CROSS JOIN messages m ON m.store_id = f.rid{filters}", [*fts_args, window, *args])
+        rows = in_order(cursor, limit)
+        cursor.close()
+        if rows is not None:
+            return rows
+    return list(conn.execute(f"SELECT m.*, f.r AS _rank, '' AS _snippet FROM ({best}) f JOIN messages m"
+                             f" ON m.store_id = f.rid{filters} ORDER BY f.r LIMIT ?",
+                             [*fts_args, window, *args, limit]).fetchall())
+
+
+def in_order(rows: Iterable[Any], limit: int) -> list[Any] | None:
+    """The first ``limit`` of ``rows`` (read no further), or None as soon as one's ``_rank`` is
+    below the one before it: then the first ``limit`` need not be the best. Pure but for reading ``rows``."""
+    out: list[Any] = []
+    for row in rows:
+        if out and row["_rank"] < out[-1]["_rank"]:
+            return None
+        out.append(row)
+        if len(out) >= limit:
+            break
+    return out
 
 
 def _way(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any],

@@ -71,3 +71,42 @@ def test_a_count_stopped_at_the_budget_never_stands_for_too_few_matches(runtime,
     seen = walks(monkeypatch)
     assert window(runtime, "coffee", 20) == ftsbound.Window(coffee[-20], [], False)
     assert seen == [20]
+
+
+def test_in_order_reads_no_further_than_the_limit_and_gives_up_on_rows_out_of_order():
+    read: list[float] = []
+
+    def rows(ranks):
+        for rank in ranks:
+            read.append(rank)
+            yield {"_rank": rank}
+
+    assert ftsbound.in_order(rows([-3.0, -2.0, -2.0, -1.0, 0.5]), 3) == [{"_rank": r} for r in (-3.0, -2.0, -2.0)]
+    assert read == [-3.0, -2.0, -2.0]  # the fourth row (its lookup) is never asked for
+    assert ftsbound.in_order(rows([-3.0, -1.0]), 5) == [{"_rank": -3.0}, {"_rank": -1.0}]
+    assert ftsbound.in_order(rows([-3.0, -1.0, -2.0, -4.0]), 5) is None
+
+
+@pytest.mark.parametrize("limit", [1, 3, 7, 40])
+def test_ranked_rows_read_best_first_are_the_sorted_statements_rows(runtime, backend, limit):
+    """The window's rows looked up best first, until enough pass the filters, are the rows (ties and all)
+    that sorting the whole joined window gives."""
+    if backend != "sqlite":
+        pytest.skip("FTS5's ranking")
+    other = SessionKey("other-chat")
+    for i in range(30):  # alike rows (tied ranks), other chats' rows and roles the filters drop
+        runtime.store.append(CHAT if i % 3 else other, [user("coffee with cake" if i % 2 else f"coffee note {i}")])
+    conn = runtime.db.read()
+    fts_where, fts_args = ["messages_fts MATCH ?"], ['"coffee" OR "cake"']
+    for where, args in ((["m.session_id = ?"], ["long-chat"]), (["m.role = ?"], ["user"]),
+                        (["m.session_id = ?", "m.role = ?"], ["long-chat", "assistant"])):
+        filters = " WHERE " + " AND ".join(where)
+        for window in (limit, 4 * limit, -1):
+            sorted_rows = conn.execute(
+                "SELECT m.*, f.r AS _rank, '' AS _snippet FROM (SELECT rowid AS rid, bm25(messages_fts, 1.0, 0.6) AS r"
+                " FROM messages_fts WHERE messages_fts MATCH ? ORDER BY r LIMIT ?) f JOIN messages m"
+                f" ON m.store_id = f.rid{filters} ORDER BY f.r LIMIT ?", [*fts_args, window, *args, limit]).fetchall()
+            best = ftsbound._best(conn, fts_where, fts_args, filters, args, window, limit)
+            assert [tuple(r) for r in best] == [tuple(r) for r in sorted_rows], (where, window)
+        ranked = ftsbound.ranked(conn, fts_where, fts_args, where, args, limit)
+        assert [tuple(r) for r in ranked] == [tuple(r) for r in sorted_rows][:limit]
