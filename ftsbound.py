@@ -249,16 +249,25 @@ def _best(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence
     runs instead."""
     best = (f"SELECT rowid AS rid, {_RANK} AS r FROM messages_fts WHERE {' AND '.join(fts_where)}"
             " ORDER BY r LIMIT ?")
+    return _first_passing(
+        conn, f"SELECT m.*, f.r AS _rank, '' AS _snippet FROM ({best}) f CROSS JOIN messages m"
+              f" ON m.store_id = f.rid{filters}", [*fts_args, window, *args],
+        f"SELECT m.*, f.r AS _rank, '' AS _snippet FROM ({best}) f JOIN messages m ON m.store_id = f.rid{filters}"
+        " ORDER BY f.r LIMIT ?", [*fts_args, window, *args, limit], limit)
+
+
+def _first_passing(conn: sqlite3.Connection, in_rank_order: str, in_rank_args: Sequence[Any], sorted_sql: str,
+                   sorted_args: Sequence[Any], limit: int) -> list[sqlite3.Row]:
+    """The first ``limit`` rows of ``in_rank_order`` (a statement whose rows should come best first, with
+    no ORDER BY of its own: each row is looked up only until ``limit`` pass its filters), read no
+    further; the rows of ``sorted_sql`` (the same rows, sorted and limited) when they come out of order."""
     if limit > 0:
-        cursor = conn.execute(f"SELECT m.*, f.r AS _rank, '' AS _snippet FROM ({best}) f"
-                              f" CROSS JOIN messages m ON m.store_id = f.rid{filters}", [*fts_args, window, *args])
+        cursor = conn.execute(in_rank_order, in_rank_args)
         rows = in_order(cursor, limit)
         cursor.close()
         if rows is not None:
             return rows
-    return list(conn.execute(f"SELECT m.*, f.r AS _rank, '' AS _snippet FROM ({best}) f JOIN messages m"
-                             f" ON m.store_id = f.rid{filters} ORDER BY f.r LIMIT ?",
-                             [*fts_args, window, *args, limit]).fetchall())
+    return list(conn.execute(sorted_sql, sorted_args).fetchall())
 
 
 def in_order(rows: Iterable[Any], limit: int) -> list[Any] | None:
@@ -441,12 +450,17 @@ def older_hits(conn: sqlite3.Connection, expression: str, rare: Sequence[str], b
                     [rare_expr, int(below), *fts_args]).fetchone() is None:
         return []  # every rare match is inside the window: skip the scoring, which counts every phrase's matches
     filters = f" WHERE {' AND '.join(where)}" if where else ""
-    sql = (f"WITH one AS MATERIALIZED (SELECT rowid AS rid, {_RANK} AS r FROM messages_fts"
-           f" WHERE messages_fts MATCH ? AND rowid < ?{narrow}),"
-           f" two AS MATERIALIZED (SELECT rowid AS rid, {_RANK} AS r FROM messages_fts"
-           f" WHERE messages_fts MATCH ? AND rowid < ?{narrow})"
-           f" SELECT m.*, two.r - one.r AS _rank, '' AS _snippet FROM two JOIN one ON one.rid = two.rid"
-           f" JOIN messages m ON m.store_id = two.rid{filters} ORDER BY _rank, m.store_id LIMIT ?")
-    params = [rare_expr, int(below), *fts_args, f"({rare_expr}) AND ({expression})", int(below), *fts_args,
-              *args, int(limit)]
-    return list(conn.execute(sql, params).fetchall())
+    scored = (f"WITH one AS MATERIALIZED (SELECT rowid AS rid, {_RANK} AS r FROM messages_fts"
+              f" WHERE messages_fts MATCH ? AND rowid < ?{narrow}),"
+              f" two AS MATERIALIZED (SELECT rowid AS rid, {_RANK} AS r FROM messages_fts"
+              f" WHERE messages_fts MATCH ? AND rowid < ?{narrow})")
+    params = [rare_expr, int(below), *fts_args, f"({rare_expr}) AND ({expression})", int(below), *fts_args, *args]
+    # best first by (rank, id), each row looked up until ``limit`` pass (``_first_passing``); without
+    # its LIMIT, SQLite drops the subquery's ORDER BY
+    return _first_passing(
+        conn, f"{scored} SELECT m.*, o.r AS _rank, '' AS _snippet FROM (SELECT two.rid, two.r - one.r AS r"
+              f" FROM two JOIN one ON one.rid = two.rid ORDER BY r, two.rid LIMIT -1) o"
+              f" CROSS JOIN messages m ON m.store_id = o.rid{filters}", params,
+        f"{scored} SELECT m.*, two.r - one.r AS _rank, '' AS _snippet FROM two JOIN one ON one.rid = two.rid"
+        f" JOIN messages m ON m.store_id = two.rid{filters} ORDER BY _rank, m.store_id LIMIT ?",
+        [*params, int(limit)], int(limit))

@@ -110,3 +110,38 @@ def test_ranked_rows_read_best_first_are_the_sorted_statements_rows(runtime, bac
             assert [tuple(r) for r in best] == [tuple(r) for r in sorted_rows], (where, window)
         ranked = ftsbound.ranked(conn, fts_where, fts_args, where, args, limit)
         assert [tuple(r) for r in ranked] == [tuple(r) for r in sorted_rows][:limit]
+
+
+def test_older_rare_matches_and_the_window_are_read_best_first_without_falling_back(runtime, backend, monkeypatch):
+    """SQLite drops an ORDER BY from a subquery without a LIMIT; the rows must still come best first,
+    and give what the sorted statements give."""
+    if backend != "sqlite":
+        pytest.skip("FTS5's ranking")
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 20)
+    other = SessionKey("other-chat")
+    for i in range(12):  # older rows naming the rare place, alike in pairs (tied ranks), some in another chat;
+        # shorter, so better ranked, the newer they are: id order is not rank order
+        runtime.store.append(CHAT if i % 4 else other,
+                             [user("zanzibar trip over coffee" + " with a long aside" * (6 - i // 2))])
+    runtime.store.append(CHAT, [user(f"coffee note {i}: the coffee was fine") for i in range(40)])
+    seen: list[bool] = []
+    real = ftsbound.in_order
+
+    def watched(rows, limit):
+        got = real(rows, limit)
+        seen.append(got is not None)
+        return got
+
+    def search(**kw):
+        hits = runtime.store.search(build_match("zanzibar coffee").expression, limit=kw.pop("limit"), snippets=False,
+                                    max_candidates=8, **kw)
+        return [(row.store_id, rank) for row, rank, _ in hits]
+
+    cases = [{"limit": 5, "session_ids": ["long-chat"]}, {"limit": 20, "session_ids": ["long-chat"]},
+             {"limit": 6, "role": "user"}, {"limit": 30}]
+    monkeypatch.setattr(ftsbound, "in_order", watched)
+    best_first = [search(**dict(case)) for case in cases]
+    assert seen and all(seen)  # every read came best first: none fell back
+    monkeypatch.setattr(ftsbound, "in_order", lambda rows, limit: None)  # the sorted statements only
+    assert best_first == [search(**dict(case)) for case in cases]
+    assert any(len(hits) > 8 for hits in best_first)  # older rare rows were ranked past the window
