@@ -244,9 +244,8 @@ def _best(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence
 
     The window's matches are read best first and each one's row is looked up only until ``limit``
     pass: sorting the joined window looked up every row of it (400 for a pool of 100, about 0.8 ms
-    in a 100,000-message session). SQL promises no order without an ORDER BY, so the ranks are
-    checked as they come (``in_order``); should they ever come out of order, the sorted statement
-    runs instead."""
+    in a 100,000-message session). The order is SQLite's: it keeps the ORDER BY of a subquery with
+    a LIMIT, and CROSS JOIN scans that subquery first (``_first_passing``)."""
     best = (f"SELECT rowid AS rid, {_RANK} AS r FROM messages_fts WHERE {' AND '.join(fts_where)}"
             " ORDER BY r LIMIT ?")
     return _first_passing(
@@ -260,7 +259,11 @@ def _first_passing(conn: sqlite3.Connection, in_rank_order: str, in_rank_args: S
                    sorted_args: Sequence[Any], limit: int) -> list[sqlite3.Row]:
     """The first ``limit`` rows of ``in_rank_order`` (a statement whose rows should come best first, with
     no ORDER BY of its own: each row is looked up only until ``limit`` pass its filters), read no
-    further; the rows of ``sorted_sql`` (the same rows, sorted and limited) when they come out of order."""
+    further; the rows of ``sorted_sql`` (the same rows, sorted and limited) when a rank among those
+    read goes down (``in_order``). That check is a tripwire, not a proof: a better row coming after
+    the ``limit``-th passing one is never read, so the order itself must come from the statement
+    (a subquery's ORDER BY kept by its LIMIT, scanned first), which the tests compare with
+    ``sorted_sql`` for a limit of one."""
     if limit > 0:
         cursor = conn.execute(in_rank_order, in_rank_args)
         rows = in_order(cursor, limit)
@@ -272,7 +275,8 @@ def _first_passing(conn: sqlite3.Connection, in_rank_order: str, in_rank_args: S
 
 def in_order(rows: Iterable[Any], limit: int) -> list[Any] | None:
     """The first ``limit`` of ``rows`` (read no further), or None as soon as one's ``_rank`` is
-    below the one before it: then the first ``limit`` need not be the best. Pure but for reading ``rows``."""
+    below the one before it: then the first ``limit`` need not be the best. Rows past the
+    ``limit``-th are not read, so rows out of order there go unnoticed. Pure but for reading ``rows``."""
     out: list[Any] = []
     for row in rows:
         if out and row["_rank"] < out[-1]["_rank"]:

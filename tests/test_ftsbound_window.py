@@ -145,3 +145,84 @@ def test_older_rare_matches_and_the_window_are_read_best_first_without_falling_b
     monkeypatch.setattr(ftsbound, "in_order", lambda rows, limit: None)  # the sorted statements only
     assert best_first == [search(**dict(case)) for case in cases]
     assert any(len(hits) > 8 for hits in best_first)  # older rare rows were ranked past the window
+
+
+def test_a_pool_of_one_or_two_is_the_sorted_statements_though_in_order_would_not_notice(runtime, backend,
+                                                                                       monkeypatch):
+    """``in_order`` reads no further than the pool, so it cannot see a better row coming after it: the
+    reads must come best first of themselves. Older rare matches whose id order is not their rank order,
+    asked for one or two at a time, give the sorted statements' rows."""
+    if backend != "sqlite":
+        pytest.skip("FTS5's ranking")
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 20)
+    for i in range(12):  # older rows naming the rare place, shorter (better ranked) the newer they are
+        runtime.store.append(CHAT if i % 4 else SessionKey("other-chat"),
+                             [user("zanzibar trip over coffee" + " with a long aside" * (6 - i // 2))])
+    runtime.store.append(CHAT, [user(f"coffee note {i}: the coffee was fine") for i in range(40)])
+    cases = [{"limit": 1}, {"limit": 1, "session_ids": ["long-chat"]}, {"limit": 2, "role": "user"}]
+
+    def search(case):
+        hits = runtime.store.search(build_match("zanzibar coffee").expression, snippets=False, max_candidates=8, **case)
+        return [(row.store_id, rank) for row, rank, _ in hits]
+
+    best_first = [search(dict(case)) for case in cases]
+    monkeypatch.setattr(ftsbound, "in_order", lambda rows, limit: None)  # the sorted statements only
+    assert best_first == [search(dict(case)) for case in cases]
+    assert all(best_first)
+
+
+WORDS = ["cake", "coffee", "tea", "zanzibar", "ing-7731", "note", "trip", "fine", "alpha", "beta", "gamma", "delta"]
+
+
+def random_store(runtime, rng) -> tuple[list[str], float]:
+    """A small store of alike rows (tied ranks), several chats, roles, sources and times out of order."""
+    chats, at = [f"chat-{i}" for i in range(rng.choice([1, 2, 4]))], 1_700_000_000.0
+    for _ in range(rng.choice([5, 40, 150])):
+        batch = []
+        for _ in range(rng.choice([1, 1, 3])):
+            at += rng.choice([60, 60, -300])
+            words = WORDS[:rng.choice([3, 6, 12])]
+            batch.append({"role": rng.choice(["user", "assistant"]), "timestamp": at,
+                          "content": " ".join(rng.choice(words) for _ in range(rng.choice([1, 2, 3, 5])))})
+        chat = rng.choice(chats) if rng.random() < 0.6 else chats[0]
+        runtime.store.append(SessionKey(chat, source=rng.choice(["cli", "telegram"])), batch)
+    return chats, at
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_random_searches_read_best_first_are_the_sorted_statements_rows(tmp_path, backend, monkeypatch, seed):
+    """Every read best first (the window's, the older rare matches') on small random stores, the budgets
+    lowered so the window, the rare matches past it and a thin session's ways all run, gives the rows
+    and ranks the sorted statements give, pools of one included."""
+    if backend != "sqlite":
+        pytest.skip("FTS5's ranking")
+    import random
+
+    from conftest import make_config
+
+    from hermes_trove.runtime import build_runtime
+
+    rng = random.Random(seed)
+    for name, values in (("RARE_BUDGET", [2, 3, 5, 8]), ("FEW_ROWS", [2, 4, 8]), ("ROWS_PER_MATCH", [1, 2, 6])):
+        monkeypatch.setattr(ftsbound, name, rng.choice(values))
+    runtime = build_runtime(make_config(tmp_path))
+    chats, last = random_store(runtime, rng)
+    asks = []
+    for _ in range(80):
+        kw = {"limit": rng.choice([1, 1, 2, 3, 5, 100]), "snippets": False,
+              "max_candidates": rng.choice([1, 2, 4, 8, 50]), "common_candidates": rng.choice([None, 2, 3])}
+        if rng.random() < 0.4:
+            kw["session_ids"] = rng.sample(chats, 1)
+        if rng.random() < 0.3:
+            kw["role"] = rng.choice(["user", "assistant"])
+        if rng.random() < 0.3:
+            kw["time_from"] = last - rng.choice([600, 3000, 100000])
+        asks.append((build_match(" ".join(rng.sample(WORDS, rng.choice([1, 2, 3])))).expression, kw))
+
+    def hits():
+        return [[(row.store_id, rank) for row, rank, _ in runtime.store.search(m, **dict(kw))] for m, kw in asks]
+
+    best_first = hits()
+    monkeypatch.setattr(ftsbound, "in_order", lambda rows, limit: None)  # the sorted statements only
+    assert best_first == hits()
+    assert sum(len(h) > 1 for h in best_first) >= 10  # the searches found rows to order
