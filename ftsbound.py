@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 RARE_BUDGET = 5000  # rows: the rare phrases' matches ranked beyond the window, at most (PostgreSQL too)
@@ -240,51 +240,38 @@ def ranked(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
 def _best(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], filters: str,
           args: Sequence[Any], window: int, limit: int) -> list[sqlite3.Row]:
     """The ``limit`` best of the ``window`` best-ranked matches (all for a negative ``window``) that pass
-    ``filters``, best first, ties as FTS5 handed them over: ``ranked``'s rows.
+    ``filters``, best first, ties in store id order: ``ranked``'s rows.
 
-    The window's matches are read best first and each one's row is looked up only until ``limit``
-    pass: sorting the joined window looked up every row of it (400 for a pool of 100, about 0.8 ms
-    in a 100,000-message session). The order is SQLite's: it keeps the ORDER BY of a subquery with
-    a LIMIT, and CROSS JOIN scans that subquery first (``_first_passing``)."""
-    best = (f"SELECT rowid AS rid, {_RANK} AS r FROM messages_fts WHERE {' AND '.join(fts_where)}"
-            " ORDER BY r LIMIT ?")
-    return _first_passing(
-        conn, f"SELECT m.*, f.r AS _rank, '' AS _snippet FROM ({best}) f CROSS JOIN messages m"
-              f" ON m.store_id = f.rid{filters}", [*fts_args, window, *args],
-        f"SELECT m.*, f.r AS _rank, '' AS _snippet FROM ({best}) f JOIN messages m ON m.store_id = f.rid{filters}"
-        " ORDER BY f.r LIMIT ?", [*fts_args, window, *args, limit], limit)
+    The window's ids and ranks are read in rank order and each one's row is looked up only until
+    ``limit`` pass (``_first_passing``): sorting the joined window looked up every row of it (400
+    for a pool of 100, about 0.8 ms in a 100,000-message session)."""
+    return _first_passing(conn, f"SELECT rowid AS rid, {_RANK} AS r FROM messages_fts"
+                                f" WHERE {' AND '.join(fts_where)} ORDER BY r, rid LIMIT ?",
+                          [*fts_args, window], filters, args, limit)
 
 
-def _first_passing(conn: sqlite3.Connection, in_rank_order: str, in_rank_args: Sequence[Any], sorted_sql: str,
-                   sorted_args: Sequence[Any], limit: int) -> list[sqlite3.Row]:
-    """The first ``limit`` rows of ``in_rank_order`` (a statement whose rows should come best first, with
-    no ORDER BY of its own: each row is looked up only until ``limit`` pass its filters), read no
-    further; the rows of ``sorted_sql`` (the same rows, sorted and limited) when a rank among those
-    read goes down (``in_order``). That check is a tripwire, not a proof: a better row coming after
-    the ``limit``-th passing one is never read, so the order itself must come from the statement
-    (a subquery's ORDER BY kept by its LIMIT, scanned first), which the tests compare with
-    ``sorted_sql`` for a limit of one."""
-    if limit > 0:
-        cursor = conn.execute(in_rank_order, in_rank_args)
-        rows = in_order(cursor, limit)
-        cursor.close()
-        if rows is not None:
-            return rows
-    return list(conn.execute(sorted_sql, sorted_args).fetchall())
+LOOKUP_ROWS = 250  # ids a look-up names at most (three parameters each, under SQLite's oldest cap of 999)
 
 
-def in_order(rows: Iterable[Any], limit: int) -> list[Any] | None:
-    """The first ``limit`` of ``rows`` (read no further), or None as soon as one's ``_rank`` is
-    below the one before it: then the first ``limit`` need not be the best. Rows past the
-    ``limit``-th are not read, so rows out of order there go unnoticed. Pure but for reading ``rows``."""
-    out: list[Any] = []
-    for row in rows:
-        if out and row["_rank"] < out[-1]["_rank"]:
-            return None
-        out.append(row)
-        if len(out) >= limit:
-            break
-    return out
+def _first_passing(conn: sqlite3.Connection, ranked_sql: str, ranked_args: Sequence[Any], filters: str,
+                   args: Sequence[Any], limit: int) -> list[sqlite3.Row]:
+    """The first ``limit`` rows, in the order ``ranked_sql`` gives its ``(rid, r)`` pairs (its own
+    ORDER BY), whose ``messages`` row passes ``filters`` (on ``m``): ``messages`` columns, ``_rank``
+    (``r``) and an empty ``_snippet``. Rows are looked up a batch at a time, ``limit`` ids first and
+    twice as many each time after, so a filter that passes every row looks up ``limit`` rows."""
+    ranked = conn.execute(ranked_sql, ranked_args).fetchall() if limit else []
+    want = len(ranked) if limit < 0 else limit  # a negative limit: every row that passes
+    out: list[sqlite3.Row] = []
+    start, size = 0, max(want, 1)
+    while start < len(ranked) and len(out) < want:
+        batch = ranked[start:start + min(size, LOOKUP_ROWS)]
+        values = ",".join("(?,?,?)" for _ in batch)
+        flat = [x for k, (rid, r) in enumerate(batch, start) for x in (k, rid, r)]
+        out.extend(conn.execute(
+            f"WITH c(k, rid, r) AS (VALUES {values}) SELECT m.*, c.r AS _rank, '' AS _snippet"
+            f" FROM c CROSS JOIN messages m ON m.store_id = c.rid{filters} ORDER BY c.k", [*flat, *args]))
+        start, size = start + len(batch), size * 2
+    return out[:want]
 
 
 def _way(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any],
@@ -458,13 +445,7 @@ def older_hits(conn: sqlite3.Connection, expression: str, rare: Sequence[str], b
               f" WHERE messages_fts MATCH ? AND rowid < ?{narrow}),"
               f" two AS MATERIALIZED (SELECT rowid AS rid, {_RANK} AS r FROM messages_fts"
               f" WHERE messages_fts MATCH ? AND rowid < ?{narrow})")
-    params = [rare_expr, int(below), *fts_args, f"({rare_expr}) AND ({expression})", int(below), *fts_args, *args]
-    # best first by (rank, id), each row looked up until ``limit`` pass (``_first_passing``); without
-    # its LIMIT, SQLite drops the subquery's ORDER BY
-    return _first_passing(
-        conn, f"{scored} SELECT m.*, o.r AS _rank, '' AS _snippet FROM (SELECT two.rid, two.r - one.r AS r"
-              f" FROM two JOIN one ON one.rid = two.rid ORDER BY r, two.rid LIMIT -1) o"
-              f" CROSS JOIN messages m ON m.store_id = o.rid{filters}", params,
-        f"{scored} SELECT m.*, two.r - one.r AS _rank, '' AS _snippet FROM two JOIN one ON one.rid = two.rid"
-        f" JOIN messages m ON m.store_id = two.rid{filters} ORDER BY _rank, m.store_id LIMIT ?",
-        [*params, int(limit)], int(limit))
+    params = [rare_expr, int(below), *fts_args, f"({rare_expr}) AND ({expression})", int(below), *fts_args]
+    return _first_passing(conn, f"{scored} SELECT two.rid, two.r - one.r AS r FROM two JOIN one ON one.rid = two.rid"
+                                f" ORDER BY r, two.rid", params,
+                          filters, args, int(limit))

@@ -73,18 +73,42 @@ def test_a_count_stopped_at_the_budget_never_stands_for_too_few_matches(runtime,
     assert seen == [20]
 
 
-def test_in_order_reads_no_further_than_the_limit_and_gives_up_on_rows_out_of_order():
-    read: list[float] = []
+def sorted_statements(conn, ranked_sql, ranked_args, filters, args, limit):
+    """The reference ``_first_passing`` is held to: every ranked row joined to its message, filtered,
+    then sorted by rank and store id and cut, in one statement."""
+    return conn.execute(f"SELECT m.*, c.r AS _rank, '' AS _snippet FROM ({ranked_sql}) c JOIN messages m"
+                        f" ON m.store_id = c.rid{filters} ORDER BY c.r, c.rid LIMIT ?",
+                        [*ranked_args, *args, limit]).fetchall()
 
-    def rows(ranks):
-        for rank in ranks:
-            read.append(rank)
-            yield {"_rank": rank}
 
-    assert ftsbound.in_order(rows([-3.0, -2.0, -2.0, -1.0, 0.5]), 3) == [{"_rank": r} for r in (-3.0, -2.0, -2.0)]
-    assert read == [-3.0, -2.0, -2.0]  # the fourth row (its lookup) is never asked for
-    assert ftsbound.in_order(rows([-3.0, -1.0]), 5) == [{"_rank": -3.0}, {"_rank": -1.0}]
-    assert ftsbound.in_order(rows([-3.0, -1.0, -2.0, -4.0]), 5) is None
+def test_rows_are_looked_up_a_batch_at_a_time_only_until_enough_pass(runtime, backend, monkeypatch):
+    if backend != "sqlite":
+        pytest.skip("FTS5's ranking")
+    runtime.store.append(CHAT, [user(f"coffee note {i}" + " and more" * (i % 5)) for i in range(40)])
+    conn = runtime.db.read()
+    looked_up: list[int] = []
+    conn.set_trace_callback(  # the ids a look-up names: its VALUES rows (the trace shows them filled in)
+        lambda sql: looked_up.append(sql[sql.index("VALUES"):sql.index(") SELECT")].count("),(") + 1)
+        if "VALUES" in sql else None)
+    ranked_sql = ("SELECT rowid AS rid, bm25(messages_fts) AS r FROM messages_fts WHERE messages_fts MATCH ?"
+                  " ORDER BY r, rid")
+
+    def read(filters: str, limit: int) -> list[tuple]:
+        got = [tuple(r) for r in ftsbound._first_passing(conn, ranked_sql, ['"coffee"'], filters, [], limit)]
+        assert got == [tuple(r) for r in sorted_statements(conn, ranked_sql, ['"coffee"'], filters, [], limit)]
+        return got
+
+    try:
+        assert len(read("", 5)) == 5 and looked_up == [5]  # every row passes: the first batch is the pool
+        looked_up.clear()
+        monkeypatch.setattr(ftsbound, "LOOKUP_ROWS", 6)
+        odd = " WHERE m.content LIKE '%more%'"  # passes 4 rows of 5
+        assert len(read(odd, 20)) == 20
+        assert looked_up == [6, 6, 6, 6, 6]  # batches capped at LOOKUP_ROWS, stopped once 20 passed
+        assert len(read(odd, -1)) == 32  # a negative limit: every row that passes
+        assert read("", 0) == []
+    finally:
+        conn.set_trace_callback(None)
 
 
 @pytest.mark.parametrize("limit", [1, 3, 7, 40])
@@ -112,9 +136,9 @@ def test_ranked_rows_read_best_first_are_the_sorted_statements_rows(runtime, bac
         assert [tuple(r) for r in ranked] == [tuple(r) for r in sorted_rows][:limit]
 
 
-def test_older_rare_matches_and_the_window_are_read_best_first_without_falling_back(runtime, backend, monkeypatch):
-    """SQLite drops an ORDER BY from a subquery without a LIMIT; the rows must still come best first,
-    and give what the sorted statements give."""
+def test_older_rare_matches_and_the_window_give_what_the_sorted_statements_give(runtime, backend, monkeypatch):
+    """Rows whose id order is not their rank order, read a batch at a time, come best first, as one
+    statement sorting the whole joined window gives them."""
     if backend != "sqlite":
         pytest.skip("FTS5's ranking")
     monkeypatch.setattr(ftsbound, "RARE_BUDGET", 20)
@@ -124,14 +148,6 @@ def test_older_rare_matches_and_the_window_are_read_best_first_without_falling_b
         runtime.store.append(CHAT if i % 4 else other,
                              [user("zanzibar trip over coffee" + " with a long aside" * (6 - i // 2))])
     runtime.store.append(CHAT, [user(f"coffee note {i}: the coffee was fine") for i in range(40)])
-    seen: list[bool] = []
-    real = ftsbound.in_order
-
-    def watched(rows, limit):
-        got = real(rows, limit)
-        seen.append(got is not None)
-        return got
-
     def search(**kw):
         hits = runtime.store.search(build_match("zanzibar coffee").expression, limit=kw.pop("limit"), snippets=False,
                                     max_candidates=8, **kw)
@@ -139,19 +155,15 @@ def test_older_rare_matches_and_the_window_are_read_best_first_without_falling_b
 
     cases = [{"limit": 5, "session_ids": ["long-chat"]}, {"limit": 20, "session_ids": ["long-chat"]},
              {"limit": 6, "role": "user"}, {"limit": 30}]
-    monkeypatch.setattr(ftsbound, "in_order", watched)
     best_first = [search(**dict(case)) for case in cases]
-    assert seen and all(seen)  # every read came best first: none fell back
-    monkeypatch.setattr(ftsbound, "in_order", lambda rows, limit: None)  # the sorted statements only
+    monkeypatch.setattr(ftsbound, "_first_passing", sorted_statements)
     assert best_first == [search(**dict(case)) for case in cases]
     assert any(len(hits) > 8 for hits in best_first)  # older rare rows were ranked past the window
 
 
-def test_a_pool_of_one_or_two_is_the_sorted_statements_though_in_order_would_not_notice(runtime, backend,
-                                                                                       monkeypatch):
-    """``in_order`` reads no further than the pool, so it cannot see a better row coming after it: the
-    reads must come best first of themselves. Older rare matches whose id order is not their rank order,
-    asked for one or two at a time, give the sorted statements' rows."""
+def test_a_pool_of_one_or_two_is_the_sorted_statements(runtime, backend, monkeypatch):
+    """Older rare matches whose id order is not their rank order, asked for one or two at a time,
+    give the sorted statements' rows."""
     if backend != "sqlite":
         pytest.skip("FTS5's ranking")
     monkeypatch.setattr(ftsbound, "RARE_BUDGET", 20)
@@ -166,7 +178,7 @@ def test_a_pool_of_one_or_two_is_the_sorted_statements_though_in_order_would_not
         return [(row.store_id, rank) for row, rank, _ in hits]
 
     best_first = [search(dict(case)) for case in cases]
-    monkeypatch.setattr(ftsbound, "in_order", lambda rows, limit: None)  # the sorted statements only
+    monkeypatch.setattr(ftsbound, "_first_passing", sorted_statements)
     assert best_first == [search(dict(case)) for case in cases]
     assert all(best_first)
 
@@ -223,6 +235,6 @@ def test_random_searches_read_best_first_are_the_sorted_statements_rows(tmp_path
         return [[(row.store_id, rank) for row, rank, _ in runtime.store.search(m, **dict(kw))] for m, kw in asks]
 
     best_first = hits()
-    monkeypatch.setattr(ftsbound, "in_order", lambda rows, limit: None)  # the sorted statements only
+    monkeypatch.setattr(ftsbound, "_first_passing", sorted_statements)
     assert best_first == hits()
     assert sum(len(h) > 1 for h in best_first) >= 10  # the searches found rows to order
