@@ -156,7 +156,8 @@ NO_WINDOW = Window(None, [], False)
 
 
 def window(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], scoped: str,
-           scope_args: Sequence[Any], newest: int, common: int | None = None) -> Window:
+           scope_args: Sequence[Any], newest: int, common: int | None = None, sessions: Sequence[str] = (),
+           within: tuple[int, int] | None = None) -> Window:
     """Where a search's window of the newest ``newest`` matches starts, and the rare phrases ranked past it.
 
     ``fts_where``/``fts_args`` are the full-text side (the MATCH first, then a session's id range);
@@ -169,13 +170,20 @@ def window(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
     past the window, and BM25 over common words only, whose weights are low and alike, tells
     rows apart little while its statistics read every phrase's whole posting list.
 
+    ``sessions`` are the sessions ``scoped`` keeps rows of, and ``within`` the searched id range:
+    one session spread thin over it (``_thin``) has its newest matches found through its ids
+    (``_Newest``).
+
     The phrases are counted first: which window applies depends on them, so its newest matches
     are walked once, and not at all when the counts, added up, already fall short of it.
     """
     counts = phrase_counts(conn, str(fts_args[0]), fts_where[1:], fts_args[1:])
     every_common = common is not None and all_common(counts, RARE_BUDGET)
     n = min(newest, common) if every_common and common is not None else newest
-    low = None if too_few(counts, n, RARE_BUDGET) else _nth_newest(conn, fts_where, fts_args, scoped, scope_args, n)
+    if too_few(counts, n, RARE_BUDGET):
+        return NO_WINDOW
+    thin = len(sessions) == 1 and within is not None and bool(scoped) and _thin(conn, sessions, within)
+    low = _Newest(conn, fts_where, fts_args, scoped, scope_args, (sessions[0], within) if thin and within else None).at(n)
     return NO_WINDOW if low is None else Window(low, pick_rare(counts, RARE_BUDGET), every_common)
 
 
@@ -287,10 +295,9 @@ def _way(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[
     matches, in turn, each step going on from the row the last one stopped at (several sessions'
     rows, in no one id order, are stepped through from the first each time). Neither read goes
     much past what the cheaper way reads anyway."""
-    rows = _Stepper(conn, "SELECT store_id FROM messages WHERE session_id = ? AND store_id > ?"
-                          " ORDER BY store_id LIMIT 1 OFFSET ?", [sessions[0]]) if len(sessions) == 1 else None
-    matches = _Stepper(conn, f"SELECT rowid FROM messages_fts WHERE {' AND '.join(fts_where)} AND rowid > ?"
-                             " ORDER BY rowid LIMIT 1 OFFSET ?", fts_args)
+    rows = _Stepper(conn, "SELECT store_id FROM messages WHERE session_id = ?", [sessions[0]], key="store_id") \
+        if len(sessions) == 1 else None
+    matches = _matches(conn, fts_where, fts_args)
     n, quarter = FEW_ROWS, max((within[1] - within[0] + 1) // 4, 1)
     while rows.more_than(min(n, quarter)) if rows is not None else _rows_more_than(conn, sessions, min(n, quarter)):
         if n >= quarter:
@@ -305,20 +312,33 @@ def _way(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[
 
 
 class _Stepper:
-    """Tells whether an id-ordered read holds more than ``n`` rows, going on from where it last stopped."""
+    """Tells whether a read holds more than ``n`` rows, stepping over them without handing any over.
 
-    def __init__(self, conn: sqlite3.Connection, sql: str, args: Sequence[Any]) -> None:
-        self.conn, self.sql, self.args = conn, sql, list(args)
-        self.seen, self.after = 0, -1  # rows stepped over so far, the last one's id
+    Ordered by an indexed ``key`` (from ``start``, exclusive; ``descending``: newest first), each
+    step goes on from the row the last one stopped at, whose key is ``after``; without a key
+    (several sessions' rows, in no one id order) each steps from the first row again."""
+
+    def __init__(self, conn: sqlite3.Connection, sql: str, args: Sequence[Any], key: str = "", start: int = -1,
+                 descending: bool = False) -> None:
+        order = f" AND {key} {'<' if descending else '>'} ? ORDER BY {key}{' DESC' if descending else ''}" \
+            if key else ""
+        self.conn, self.sql, self.args, self.key = conn, f"{sql}{order} LIMIT 1 OFFSET ?", list(args), key
+        self.seen, self.after = 0, start  # rows known to be there, the key of the last one stepped to
 
     def more_than(self, n: int) -> bool:
         if n < self.seen:
             return True
-        row = self.conn.execute(self.sql, [*self.args, self.after, n - self.seen]).fetchone()
+        row = self.conn.execute(self.sql, [*self.args, self.after, n - self.seen] if self.key
+                                else [*self.args, n]).fetchone()
         if row is None:
             return False
-        self.seen, self.after = n + 1, int(row[0])
+        self.seen, self.after = n + 1, int(row[0]) if self.key else self.after
         return True
+
+
+def _matches(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any]) -> _Stepper:
+    """Steps through the full-text side's matches in store-id order, scoring none."""
+    return _Stepper(conn, f"SELECT rowid FROM messages_fts WHERE {' AND '.join(fts_where)}", fts_args, key="rowid")
 
 
 def _more_than(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], n: int) -> bool:
@@ -405,25 +425,89 @@ def newest(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
     return [*every, *rest][:limit]
 
 
-def _nth_newest(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], scoped: str,
-                scope_args: Sequence[Any], n: int) -> int | None:
-    """The store id of the ``n``-th newest match the caller may read; None when fewer match."""
-    skip = max(0, int(n) - 1)
-    # the matches are read first, newest down: CROSS JOIN keeps the full-text index outermost (else the
-    # planner may walk a session's rows by its index and match each one, a hundred times slower), and
-    # ordering by its rowid lets it hand the matches over in that order (ordering by m.store_id sorts
-    # every match first). With a filter this reads the matches newer than the window's last kept row.
-    # NOT INDEXED: each match's row is found by its id; left to itself the planner reads a session
-    # filter through messages_session (session id and store id), a dearer seek (0.48 to 0.32 ms for
-    # 1,000 matches).
-    row = conn.execute(f"SELECT rowid FROM messages_fts WHERE {' AND '.join(fts_where)}"
-                       " ORDER BY rowid DESC LIMIT 1 OFFSET ?", [*fts_args, skip]).fetchone() \
-        if not scoped else conn.execute(
-            "SELECT m.store_id FROM messages_fts CROSS JOIN messages m NOT INDEXED ON m.store_id = messages_fts.rowid"
-            " WHERE "
-            + _on_index(fts_where) + f" AND {scoped} ORDER BY messages_fts.rowid DESC LIMIT 1 OFFSET ?",
-            [*fts_args, *scope_args, skip]).fetchone()
-    return None if row is None else int(row[0])
+class _Newest:
+    """The n-th newest match the caller may read, for a growing ``n`` (``at``), each read going on
+    below the last one's row: by looking up each match's row, or for one ``session`` spread thin
+    over the id range given with it, through its ids.
+
+    Looking up a match's row costs about 0.2 µs more than stepping over it in the index; at one row
+    in a hundred the session's newest 1,000 matches lie among some 100,000 of the range. Its ids,
+    read newest first from ``messages_session`` in spans of doubling length (2 ``n`` of them first),
+    each go into a list the span's matches are checked against (about 0.1 µs a match) before any
+    row is read: an id read is cheaper than a match looked up, and the span ends near the window's
+    low end, so the ids way reads fewer rows than the matches it saves (see docs/performance.md)."""
+
+    def __init__(self, conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], scoped: str,
+                 scope_args: Sequence[Any], session: tuple[str, tuple[int, int]] | None) -> None:
+        self.conn, self.fts_where, self.fts_args = conn, list(fts_where), list(fts_args)
+        self.scoped, self.scope_args, self.session = scoped, list(scope_args), session
+        self.found = 0  # matches kept so far
+        self.below: int | None = 2 ** 62  # the lowest kept one's id (reads go on under it); None: no more
+        if session is not None:
+            name, (low, high) = session
+            self.ids = _Stepper(conn, "SELECT store_id FROM messages WHERE session_id = ? AND store_id BETWEEN ? AND ?",
+                                [name, low, high], key="store_id", start=high + 1, descending=True)
+            self.floor, self.span = high + 1, 0  # the lowest id the spans read so far reach; their length
+            self.listed = False  # the current span's ids are listed (else each match's row is looked up)
+
+    def at(self, n: int) -> int | None:
+        """The store id of the ``n``-th newest match (``n`` not below the last call's); None when fewer match."""
+        if self.below is None:
+            return None
+        found = self._by_ids(n, self.below) if self.session is not None else self._by_rows(n, self.below)
+        self.below = found
+        if found is not None:
+            self.found = n
+        return found
+
+    def _by_rows(self, n: int, below: int) -> int | None:
+        skip, under = max(0, int(n) - self.found - 1), " AND messages_fts.rowid < ?" if self.found else ""
+        under_args = [below] if self.found else []
+        # the matches are read first, newest down: CROSS JOIN keeps the full-text index outermost (else the
+        # planner may walk a session's rows by its index and match each one, a hundred times slower), and
+        # ordering by its rowid lets it hand the matches over in that order (ordering by m.store_id sorts
+        # every match first). With a filter this reads the matches newer than the window's last kept row.
+        # NOT INDEXED: each match's row is found by its id; left to itself the planner reads a session
+        # filter through messages_session (session id and store id), a dearer seek (0.48 to 0.32 ms for
+        # 1,000 matches).
+        row = self.conn.execute(f"SELECT rowid FROM messages_fts WHERE {' AND '.join(self.fts_where)}"
+                                f"{under.replace('messages_fts.', '')} ORDER BY rowid DESC LIMIT 1 OFFSET ?",
+                                [*self.fts_args, *under_args, skip]).fetchone() \
+            if not self.scoped else self.conn.execute(
+                "SELECT m.store_id FROM messages_fts CROSS JOIN messages m NOT INDEXED"
+                f" ON m.store_id = messages_fts.rowid WHERE {_on_index(self.fts_where)} AND {self.scoped}{under}"
+                " ORDER BY messages_fts.rowid DESC LIMIT 1 OFFSET ?",
+                [*self.fts_args, *self.scope_args, *under_args, skip]).fetchone()
+        return None if row is None else int(row[0])
+
+    def _by_ids(self, n: int, below: int) -> int | None:
+        assert self.session is not None
+        name, (low, _) = self.session
+        need, top = int(n) - self.found, below if self.found else self.floor
+        walk = ("SELECT COUNT(*), MIN(rid) FROM (SELECT m.store_id AS rid FROM messages_fts CROSS JOIN messages m"
+                f" NOT INDEXED ON m.store_id = messages_fts.rowid WHERE {_on_index(self.fts_where)}"
+                " AND messages_fts.rowid BETWEEN ? AND ?{} AND " + self.scoped
+                + " ORDER BY messages_fts.rowid DESC LIMIT ?)")
+        by_rows, by_ids = walk.replace("{}", ""), walk.replace("{}", " AND +messages_fts.rowid IN (SELECT store_id"
+                                                               " FROM messages WHERE session_id = ? AND store_id"
+                                                               " BETWEEN ? AND ?)")
+        step = f"SELECT 1 FROM messages_fts WHERE {' AND '.join(self.fts_where)} AND rowid BETWEEN ? AND ?" \
+            " LIMIT 1 OFFSET ?"
+        while True:
+            if self.floor >= top:  # the spans read so far are checked: the session's next ids, twice as many
+                if self.floor <= low:
+                    return None
+                held, self.span = self.span, max(2 * self.span, 2 * need)
+                self.floor = self.ids.after + 1 if self.ids.more_than(self.span) else low
+                # its ids are listed when the span holds more matches than ids; else each match's row is cheaper
+                self.listed = self.conn.execute(step, [*self.fts_args, self.floor, top - 1,
+                                                       self.span - held]).fetchone() is not None
+            span = [self.floor, top - 1]
+            count, last = self.conn.execute(by_ids if self.listed else by_rows, [
+                *self.fts_args, *span, *([name, *span] if self.listed else []), *self.scope_args, need]).fetchone()
+            if count >= need:
+                return int(last)
+            self.found, need, top = self.found + int(count), need - int(count), self.floor
 
 
 def older_hits(conn: sqlite3.Connection, expression: str, rare: Sequence[str], below: int,

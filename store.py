@@ -476,7 +476,8 @@ class MessageStore:
         # the window counts only rows this search may return (other chats' rows share a session's id
         # range; a time, role or source filter drops newer rows)
         win = ftsbound.NO_WINDOW if max_candidates is None else ftsbound.window(
-            conn, fts_where, fts_args, " AND ".join(where), args, int(max_candidates), common_candidates)
+            conn, fts_where, fts_args, " AND ".join(where), args, int(max_candidates), common_candidates,
+            session_ids or (), ids)
         if win.low is not None:  # the newest N matches (in the session's range, if any) that are visible
             fts_where.append("rowid >= ?")
             fts_args.append(win.low)

@@ -24,13 +24,13 @@ def test_too_few_needs_every_phrase_counted_exactly_and_their_sum_under_the_wind
 def walks(monkeypatch) -> list[int]:
     """The window sizes ``window`` walks the newest matches for, in order (the walk itself still runs)."""
     seen: list[int] = []
-    real = ftsbound._nth_newest
+    real = ftsbound._Newest.at
 
-    def counted(conn, fts_where, fts_args, scoped, scope_args, n):
+    def counted(self, n):
         seen.append(n)
-        return real(conn, fts_where, fts_args, scoped, scope_args, n)
+        return real(self, n)
 
-    monkeypatch.setattr(ftsbound, "_nth_newest", counted)
+    monkeypatch.setattr(ftsbound._Newest, "at", counted)
     return seen
 
 

@@ -234,3 +234,74 @@ def test_a_dense_session_the_sample_misses_keeps_the_window(runtime, backend, mo
             expected_rows(conn, match, ["m.session_id IN (?)"], ["dense"], 10)
         ways = [q for q in scored(seen) if "messages_fts" in q and not q.startswith("--")]
         assert ways and not any("+rowid IN" in q or "NOT INDEXED" in q for q in ways), ways  # the window
+
+
+def newest_matches(conn: sqlite3.Connection, match: str, where: list[str], args: list, within: tuple[int, int]):
+    """Every match in ``within`` passing ``where``, newest first: what the window's n-th newest is taken from."""
+    return [int(r[0]) for r in conn.execute(
+        "SELECT m.store_id FROM messages_fts JOIN messages m ON m.store_id = messages_fts.rowid"
+        " WHERE messages_fts MATCH ? AND m.store_id BETWEEN ? AND ? AND " + " AND ".join(where)
+        + " ORDER BY m.store_id DESC", [match, *within, *args])]
+
+
+FILTERS = ((["m.session_id IN (?)"], ["thin"]), (["m.session_id IN (?)", "m.role=?"], ["thin", "user"]))
+
+
+@pytest.mark.parametrize("query", ["coffee budget plan", "coffee", "garden review", "harbour", "harbour trip"])
+def test_the_windows_bound_through_a_thin_sessions_ids_is_the_rows_walks(conn, query):
+    """The window's n-th newest match found through a thin session's ids, in spans of doubling
+    length, is the one the walk over every match's row finds: for n asked in turn (each read going
+    on below the last), with a role filter, and over a narrower id range (a time range's)."""
+    match = build_match(query).expression
+    lo, hi = conn.execute("SELECT MIN(store_id), MAX(store_id) FROM messages WHERE session_id = 'thin'").fetchone()
+    for within in ((lo, hi), (lo + 300, hi - 400)):
+        fts_where, fts_args = ["messages_fts MATCH ?", "rowid BETWEEN ? AND ?"], [match, *within]
+        for where, args in FILTERS:
+            every = newest_matches(conn, match, where, args, within)
+            for asked in ((1,), (2, 3), (1, 5, 6, 40), (7, 8, 1000), (max(1, len(every)),), (len(every) + 1,)):
+                scoped = " AND ".join(where)
+                by_rows = ftsbound._Newest(conn, fts_where, fts_args, scoped, args, None)
+                by_ids = ftsbound._Newest(conn, fts_where, fts_args, scoped, args, ("thin", within))
+                expected = [every[n - 1] if n <= len(every) else None for n in asked]
+                # once one read finds too few, the later ones find none
+                expected = [e if None not in expected[:i] else None for i, e in enumerate(expected)]
+                assert [by_rows.at(n) for n in asked] == expected, (query, within, where, asked)
+                assert [by_ids.at(n) for n in asked] == expected, (query, within, where, asked)
+
+
+def test_a_thin_sessions_window_is_read_through_its_ids(conn):
+    lo, hi = conn.execute("SELECT MIN(store_id), MAX(store_id) FROM messages WHERE session_id = 'thin'").fetchone()
+    for query, newest, common in (("coffee", 20, 5), ("coffee budget plan", 30, None), ("harbour", 2, None)):
+        fts_where, fts_args = ["messages_fts MATCH ?", "rowid BETWEEN ? AND ?"], [build_match(query).expression, lo, hi]
+        seen: list[str] = []
+        conn.set_trace_callback(seen.append)
+        try:
+            thin = ftsbound.window(conn, fts_where, fts_args, "m.session_id IN (?)", ["thin"], newest, common,
+                                   ["thin"], (lo, hi))
+        finally:
+            conn.set_trace_callback(None)
+        assert thin == ftsbound.window(conn, fts_where, fts_args, "m.session_id IN (?)", ["thin"], newest, common)
+        assert thin.low is not None
+        walks = [q for q in seen if "ORDER BY messages_fts.rowid DESC" in q]
+        # a span of the session's ids holding more matches than ids has them listed, else each match's row is
+        # looked up: "harbour" has five matches in the range
+        assert walks and all(("+messages_fts.rowid IN" in q) == (query != "harbour") for q in walks), walks
+    assert ftsbound.window(conn, fts_where, fts_args, "m.session_id IN (?)", ["thin"], 6, None, ["thin"],
+                           (lo, hi)) == ftsbound.NO_WINDOW  # five rows say "harbour"
+
+
+@pytest.mark.parametrize("key,descending", [("", False), ("store_id", False), ("store_id", True)])
+def test_a_stepper_tells_more_than_n_rows_asked_in_any_order(conn, key, descending):
+    """One stepper reads matches, a session's rows newest first or oldest first, and several
+    sessions' rows (no key: from the first each time); its answers are the counts'."""
+    sql, args = "SELECT store_id FROM messages WHERE session_id = ?", ["thin"]
+    if not key:
+        sql, args = "SELECT 1 FROM messages WHERE session_id IN (?, ?) AND store_id BETWEEN ? AND ?", \
+            ["thin", "chat-3", 0, 2 ** 62]
+    total = conn.execute(f"SELECT COUNT(*) FROM ({sql})", args).fetchone()[0]
+    stepper = ftsbound._Stepper(conn, sql, args, key=key, start=2 ** 62 if descending else -1, descending=descending)
+    for n in (0, 3, 2, 10, total - 1, 5, total, total + 4, 1):
+        assert stepper.more_than(n) == (total > n), (n, total)
+    matches = ftsbound._matches(conn, ["messages_fts MATCH ?"], [build_match("coffee").expression])
+    found = conn.execute("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'coffee'").fetchone()[0]
+    assert [matches.more_than(n) for n in (4, found - 1, found, 2)] == [True, True, False, True]
