@@ -226,9 +226,9 @@ def ranked(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
     ids after all (a sample can miss a dense session's rows): then the window. The rows are the same every way.
     """
     window = limit * 4 if where else limit
-    if sessions and where and within is not None and _thin(conn, sessions, within) \
-            and _more_than(conn, fts_where, fts_args, window):
-        way = _way(conn, fts_where, fts_args, sessions, within)
+    if sessions and where and within is not None and _thin(conn, sessions, within):
+        matches = _matches(conn, fts_where, fts_args)
+        way = _way(conn, fts_where, fts_args, sessions, within, matches) if matches.more_than(window) else ""
         if way == "ids":
             return _among(conn, fts_where, fts_args, where, args, limit, sessions)
         if way == "rows":
@@ -283,27 +283,29 @@ def _first_passing(conn: sqlite3.Connection, ranked_sql: str, ranked_args: Seque
 
 
 def _way(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any],
-         sessions: Sequence[str], within: tuple[int, int]) -> str:
+         sessions: Sequence[str], within: tuple[int, int], matches: _Stepper | None = None) -> str:
     """How ``ranked`` scores a thin-looking session's matches: "ids" when reading the sessions' ids
     costs less than looking up each match's row (they hold at most ``FEW_ROWS`` rows, or fewer
     than about ``ROWS_PER_MATCH`` rows per match of the range), "rows" when it does not, "" (the
     window) when the sessions hold more than a quarter of the ids ``within`` the searched range:
     dense, which the sample can miss when the sessions' rows come at a steady period.
 
-    The counts are bounded steps through an index, doubling from ``FEW_ROWS`` up to the quarter:
-    whether the sessions hold more than ``n`` rows and the range more than ``n / ROWS_PER_MATCH``
-    matches, in turn, each step going on from the row the last one stopped at (several sessions'
-    rows, in no one id order, are stepped through from the first each time). Neither read goes
-    much past what the cheaper way reads anyway."""
-    rows = _Stepper(conn, "SELECT store_id FROM messages WHERE session_id = ?", [sessions[0]], key="store_id") \
-        if len(sessions) == 1 else None
-    matches = _matches(conn, fts_where, fts_args)
-    n, quarter = FEW_ROWS, max((within[1] - within[0] + 1) // 4, 1)
-    while rows.more_than(min(n, quarter)) if rows is not None else _rows_more_than(conn, sessions, min(n, quarter)):
-        if n >= quarter:
-            if _rows_more_than(conn, sessions, quarter, within):
+    The counts are bounded steps through an index (``_Stepper``; ``matches`` goes on from the
+    caller's), doubling from ``FEW_ROWS`` up to the quarter: whether the sessions hold more than
+    ``n`` rows and the range more than ``n / ROWS_PER_MATCH`` matches, in turn, each step going on
+    from the row the last one stopped at (several sessions' rows, in no one id order, are stepped
+    through from the first each time). Neither read goes much past what the cheaper way reads anyway."""
+    marks = ",".join("?" * len(sessions))
+    held = f"SELECT 1 FROM messages WHERE session_id IN ({marks}) AND store_id BETWEEN ? AND ?"
+    rows = _Stepper(conn, "SELECT store_id FROM messages WHERE session_id = ?", sessions, key="store_id") \
+        if len(sessions) == 1 else _Stepper(conn, held, [*sessions, 0, 2 ** 62])
+    matches = matches or _matches(conn, fts_where, fts_args)
+    n, quarter, counted = FEW_ROWS, max((within[1] - within[0] + 1) // 4, 1), False  # counted: the range's quarter
+    while rows.more_than(n if counted else min(n, quarter)):
+        if not counted and n >= quarter:
+            if _Stepper(conn, held, [*sessions, *within]).more_than(quarter):
                 return ""  # over a quarter of the range's ids are the sessions': the first window holds enough
-            quarter = 2 ** 62  # most of their rows lie outside the range (a time range's): asked no more
+            counted = True  # most of their rows lie outside the range (a time range's): asked no more
             continue
         if not matches.more_than(n // ROWS_PER_MATCH):
             return "rows"  # many rows per match: each match's row is looked up
@@ -341,12 +343,6 @@ def _matches(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Seque
     return _Stepper(conn, f"SELECT rowid FROM messages_fts WHERE {' AND '.join(fts_where)}", fts_args, key="rowid")
 
 
-def _more_than(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], n: int) -> bool:
-    """True when more than ``n`` rows match: steps through ``n`` matches, scoring none."""
-    return conn.execute(f"SELECT 1 FROM messages_fts WHERE {' AND '.join(fts_where)} LIMIT 1 OFFSET ?",
-                        [*fts_args, n]).fetchone() is not None
-
-
 def _thin(conn: sqlite3.Connection, sessions: Sequence[str], within: tuple[int, int]) -> bool:
     """True when under a quarter of ``SAMPLES`` rows, at ids spread over ``within``, are the sessions'.
 
@@ -361,15 +357,6 @@ def _thin(conn: sqlite3.Connection, sessions: Sequence[str], within: tuple[int, 
         " WHERE store_id >= ? + (? - ?) * (1000 * i + 613 * i % 1000) / (1000 * ?)"
         f" ORDER BY store_id LIMIT 1) IN ({marks})", [SAMPLES, low, high, low, SAMPLES, *sessions]).fetchone()[0]
     return 4 * int(held) < SAMPLES
-
-
-def _rows_more_than(conn: sqlite3.Connection, sessions: Sequence[str], n: int,
-                    within: tuple[int, int] = (0, 2 ** 62)) -> bool:
-    """True when the sessions hold more than ``n`` rows (with store ids ``within``): steps through
-    ``n`` entries of ``messages_session``."""
-    marks = ",".join("?" * len(sessions))
-    return conn.execute(f"SELECT 1 FROM messages WHERE session_id IN ({marks}) AND store_id BETWEEN ? AND ?"
-                        " LIMIT 1 OFFSET ?", [*sessions, *within, n]).fetchone() is not None
 
 
 def _among(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], where: Sequence[str],
