@@ -172,7 +172,7 @@ def window(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
 
     ``sessions`` are the sessions ``scoped`` keeps rows of, and ``within`` the searched id range:
     one session spread thin over it (``_thin``) has its newest matches found through its ids
-    (``_Newest``).
+    when its newest rows show many matches beside them (``_Newest``).
 
     The phrases are counted first: which window applies depends on them, so its newest matches
     are walked once, and not at all when the counts, added up, already fall short of it.
@@ -417,12 +417,13 @@ class _Newest:
     below the last one's row: by looking up each match's row, or for one ``session`` spread thin
     over the id range given with it, through its ids.
 
-    Looking up a match's row costs about 0.2 µs more than stepping over it in the index; at one row
-    in a hundred the session's newest 1,000 matches lie among some 100,000 of the range. Its ids,
-    read newest first from ``messages_session`` in spans of doubling length (2 ``n`` of them first),
-    each go into a list the span's matches are checked against (about 0.1 µs a match) before any
-    row is read: an id read is cheaper than a match looked up, and the span ends near the window's
-    low end, so the ids way reads fewer rows than the matches it saves (see docs/performance.md)."""
+    A match's row looked up costs about 2 µs at a million stored messages (a seek to a page of
+    its own), stepping over a match in the index about 0.04 µs; at one row in a hundred the
+    session's newest 1,000 matches lie among some 100,000 of the range. Its ids, read newest first
+    from ``messages_session`` in spans of doubling length (2 ``n`` of them first), each go into a
+    list the span's matches are checked against before any row is read (about 0.14 µs an id
+    listed, 0.1 µs a match checked). That pays when the matches are many beside the session's
+    ids, which the newest span tells (``_listed``); else each match's row is looked up."""
 
     def __init__(self, conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], scoped: str,
                  scope_args: Sequence[Any], session: tuple[str, tuple[int, int]] | None) -> None:
@@ -435,12 +436,13 @@ class _Newest:
             self.ids = _Stepper(conn, "SELECT store_id FROM messages WHERE session_id = ? AND store_id BETWEEN ? AND ?",
                                 [name, low, high], key="store_id", start=high + 1, descending=True)
             self.floor, self.span = high + 1, 0  # the lowest id the spans read so far reach; their length
-            self.listed = False  # the current span's ids are listed (else each match's row is looked up)
 
     def at(self, n: int) -> int | None:
         """The store id of the ``n``-th newest match (``n`` not below the last call's); None when fewer match."""
         if self.below is None:
             return None
+        if self.session is not None and not self.found and not self._listed(int(n)):
+            self.session = None  # few matches beside the session's ids: each match's row is looked up
         found = self._by_ids(n, self.below) if self.session is not None else self._by_rows(n, self.below)
         self.below = found
         if found is not None:
@@ -469,32 +471,41 @@ class _Newest:
 
     def _by_ids(self, n: int, below: int) -> int | None:
         assert self.session is not None
-        name, (low, _) = self.session
-        need, top = int(n) - self.found, below if self.found else self.floor
-        walk = ("SELECT COUNT(*), MIN(rid) FROM (SELECT m.store_id AS rid FROM messages_fts CROSS JOIN messages m"
-                f" NOT INDEXED ON m.store_id = messages_fts.rowid WHERE {_on_index(self.fts_where)}"
-                " AND messages_fts.rowid BETWEEN ? AND ?{} AND " + self.scoped
-                + " ORDER BY messages_fts.rowid DESC LIMIT ?)")
-        by_rows, by_ids = walk.replace("{}", ""), walk.replace("{}", " AND +messages_fts.rowid IN (SELECT store_id"
-                                                               " FROM messages WHERE session_id = ? AND store_id"
-                                                               " BETWEEN ? AND ?)")
-        step = f"SELECT 1 FROM messages_fts WHERE {' AND '.join(self.fts_where)} AND rowid BETWEEN ? AND ?" \
-            " LIMIT 1 OFFSET ?"
+        name, (low, high) = self.session
+        need, top = int(n) - self.found, below if self.found else high + 1
+        sql = ("SELECT COUNT(*), MIN(rid) FROM (SELECT m.store_id AS rid FROM messages_fts CROSS JOIN messages m"
+               f" NOT INDEXED ON m.store_id = messages_fts.rowid WHERE {_on_index(self.fts_where)}"
+               " AND messages_fts.rowid BETWEEN ? AND ? AND +messages_fts.rowid IN (SELECT store_id FROM messages"
+               f" WHERE session_id = ? AND store_id BETWEEN ? AND ?) AND {self.scoped}"
+               " ORDER BY messages_fts.rowid DESC LIMIT ?)")
         while True:
             if self.floor >= top:  # the spans read so far are checked: the session's next ids, twice as many
                 if self.floor <= low:
                     return None
-                held, self.span = self.span, max(2 * self.span, 2 * need)
+                self.span = max(2 * self.span, 2 * need)
                 self.floor = self.ids.after + 1 if self.ids.more_than(self.span) else low
-                # its ids are listed when the span holds more matches than ids; else each match's row is cheaper
-                self.listed = self.conn.execute(step, [*self.fts_args, self.floor, top - 1,
-                                                       self.span - held]).fetchone() is not None
             span = [self.floor, top - 1]
-            count, last = self.conn.execute(by_ids if self.listed else by_rows, [
-                *self.fts_args, *span, *([name, *span] if self.listed else []), *self.scope_args, need]).fetchone()
+            count, last = self.conn.execute(sql, [*self.fts_args, *span, name, *span, *self.scope_args,
+                                                  need]).fetchone()
             if count >= need:
                 return int(last)
             self.found, need, top = self.found + int(count), need - int(count), self.floor
+
+    def _listed(self, n: int) -> bool:
+        """Whether the session's newest ``2 n`` ids span more than ``n`` matches of the range (one
+        match for two ids): then its ids are listed, span by span; else each match's row is looked
+        up. An id listed costs about a fifteenth of a row looked up, but the spans list every id down
+        to the window's end, all of them when the session's matches do not fill the window: with
+        few matches per id (a rare word) that costs more than their rows (a 50,000-row session, one
+        row in twenty, 2 rare words, the window's 1,000th then 5,000th: 3.4 ms by rows, 13.1 ms
+        listing every span)."""
+        assert self.session is not None
+        _, (low, high) = self.session
+        self.span = 2 * n
+        self.floor = self.ids.after + 1 if self.ids.more_than(self.span) else low
+        return self.conn.execute(f"SELECT 1 FROM messages_fts WHERE {' AND '.join(self.fts_where)}"
+                                 " AND rowid BETWEEN ? AND ? LIMIT 1 OFFSET ?",
+                                 [*self.fts_args, self.floor, high, n]).fetchone() is not None
 
 
 def older_hits(conn: sqlite3.Connection, expression: str, rare: Sequence[str], below: int,

@@ -244,14 +244,23 @@ def newest_matches(conn: sqlite3.Connection, match: str, where: list[str], args:
         + " ORDER BY m.store_id DESC", [match, *within, *args])]
 
 
+class Listed(ftsbound._Newest):
+    """Lists the session's ids span by span whatever the matches (as when they are many)."""
+
+    def _listed(self, n: int) -> bool:
+        super()._listed(n)
+        return True
+
+
 FILTERS = ((["m.session_id IN (?)"], ["thin"]), (["m.session_id IN (?)", "m.role=?"], ["thin", "user"]))
 
 
 @pytest.mark.parametrize("query", ["coffee budget plan", "coffee", "garden review", "harbour", "harbour trip"])
 def test_the_windows_bound_through_a_thin_sessions_ids_is_the_rows_walks(conn, query):
     """The window's n-th newest match found through a thin session's ids, in spans of doubling
-    length, is the one the walk over every match's row finds: for n asked in turn (each read going
-    on below the last), with a role filter, and over a narrower id range (a time range's)."""
+    length (listed whatever the matches, or as the newest span's matches tell), is the one the walk
+    over every match's row finds: for n asked in turn (each read going on below the last), with a
+    role filter, and over a narrower id range (a time range's)."""
     match = build_match(query).expression
     lo, hi = conn.execute("SELECT MIN(store_id), MAX(store_id) FROM messages WHERE session_id = 'thin'").fetchone()
     for within in ((lo, hi), (lo + 300, hi - 400)):
@@ -262,11 +271,13 @@ def test_the_windows_bound_through_a_thin_sessions_ids_is_the_rows_walks(conn, q
                 scoped = " AND ".join(where)
                 by_rows = ftsbound._Newest(conn, fts_where, fts_args, scoped, args, None)
                 by_ids = ftsbound._Newest(conn, fts_where, fts_args, scoped, args, ("thin", within))
+                listed = Listed(conn, fts_where, fts_args, scoped, args, ("thin", within))
                 expected = [every[n - 1] if n <= len(every) else None for n in asked]
                 # once one read finds too few, the later ones find none
                 expected = [e if None not in expected[:i] else None for i, e in enumerate(expected)]
                 assert [by_rows.at(n) for n in asked] == expected, (query, within, where, asked)
                 assert [by_ids.at(n) for n in asked] == expected, (query, within, where, asked)
+                assert [listed.at(n) for n in asked] == expected, (query, within, where, asked)
 
 
 def test_a_thin_sessions_window_is_read_through_its_ids(conn):
