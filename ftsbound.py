@@ -183,7 +183,8 @@ def window(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
     if too_few(counts, n, RARE_BUDGET):
         return NO_WINDOW
     thin = len(sessions) == 1 and within is not None and bool(scoped) and _thin(conn, sessions, within)
-    low = _Newest(conn, fts_where, fts_args, scoped, scope_args, (sessions[0], within) if thin and within else None).at(n)
+    session = (sessions[0], within) if thin and within else None
+    low = _Newest(conn, fts_where, fts_args, scoped, scope_args, session).at(n)
     return NO_WINDOW if low is None else Window(low, pick_rare(counts, RARE_BUDGET), every_common)
 
 
