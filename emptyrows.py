@@ -44,14 +44,16 @@ def deletion(keep: Sequence[str], only: str) -> str:
 
     ``needed`` starts at each candidate that a row which is no candidate names as its previous one, and
     walks back through the candidates those name in turn (UNION ends a loop). The candidates are read
-    once (MATERIALIZED); each of them costs one seek on ``sessions_previous``."""
+    once (MATERIALIZED); each of them costs one seek on ``sessions_previous``. What stays is set apart
+    with NOT EXISTS, an anti-join on both backends: a server cannot make ``NOT IN`` one (it must allow for
+    a NULL id) and, once ``needed`` outgrows work_mem, reads the whole list again for every candidate."""
     return ("DELETE FROM sessions WHERE session_id IN (WITH RECURSIVE"
             f" dropped(id) AS MATERIALIZED ({candidates(keep, only)}),"
             " needed(id) AS (SELECT d.id FROM dropped d JOIN sessions p ON p.previous_session_id = d.id"
             f" WHERE NOT {candidate('p', keep, only)}"
             " UNION SELECT q.session_id FROM needed w JOIN sessions s ON s.session_id = w.id"
             f" JOIN sessions q ON q.session_id = s.previous_session_id WHERE {candidate('q', keep, only)})"
-            " SELECT id FROM dropped WHERE id NOT IN (SELECT id FROM needed))")
+            " SELECT d.id FROM dropped d WHERE NOT EXISTS (SELECT 1 FROM needed w WHERE w.id = d.id))")
 
 
 def deletion_arguments(untouched_since: float, keep: Sequence[str], only: str) -> list[object]:

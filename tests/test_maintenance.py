@@ -543,6 +543,22 @@ def test_the_one_row_drop_can_seek_the_rows_that_follow_it_on_the_server(tmp_pat
     assert maintenance.drop_unstored_row(rt, "s7") is True
 
 
+def test_the_whole_tidy_up_on_the_server_sets_what_stays_apart_by_a_join_not_a_look_up_per_row(tmp_path, backend):
+    # "id NOT IN (SELECT id FROM needed)" can only be a subplan on a server (needed.id might be NULL to the
+    # planner); once needed outgrows work_mem it is a list read through for every candidate, so a table of
+    # 200,000 sessions, half of them empty, ran past the statement timeout. An anti-join spills to disk instead.
+    server_only(backend)
+    rt = runtime_with(tmp_path, empty_lifecycle_gc_threshold=1, empty_lifecycle_gc_max_age_hours=0.0)
+    add_linked_sessions(rt, {f"s{i}": f"s{i - 1}" if i % 3 == 0 and i else None for i in range(300)})
+    with rt.db.transaction() as conn:
+        conn.execute("SET LOCAL work_mem = '64kB'")  # stands in for a table whose rows outgrow the default
+        plan = "\n".join(str(r[0]) for r in conn.execute(
+            f"EXPLAIN {emptyrows.deletion((), '')}", emptyrows.deletion_arguments(time.time(), (), "")))
+    per_row = [line for line in plan.splitlines() if "NOT (SubPlan" in line or "NOT (hashed SubPlan" in line]
+    assert not per_row and "Anti Join" in plan, plan
+    assert maintenance.gc_empty_lifecycle(rt) == 300 and session_ids(rt) == set()  # empty rows naming empty rows
+
+
 def test_gc_does_nothing_when_disabled(tmp_path):
     rt = runtime_with(tmp_path, empty_lifecycle_gc_enabled=False, empty_lifecycle_gc_threshold=1,
                       empty_lifecycle_gc_max_age_hours=0.0)
