@@ -499,6 +499,21 @@ def test_gc_drops_empty_rows_that_only_name_each_other_and_keeps_what_a_stored_s
     assert rt.store.session("stored").previous_session_id == "held-a"
 
 
+def test_gc_keeps_a_long_chain_and_what_a_bound_session_follows_and_drops_empty_rows_naming_a_kept_one(tmp_path,
+                                                                                                      backend):
+    # a stored session at the end of 60 empty rows keeps them all (the walk back is one step per row); a
+    # session bound here keeps the empty row it follows; an empty row that follows a kept one keeps nothing
+    rt = runtime_with(tmp_path, empty_lifecycle_gc_threshold=1, empty_lifecycle_gc_max_age_hours=0.0)
+    links: dict[str, str | None] = {f"long-{i}": f"long-{i - 1}" if i else None for i in range(60)}
+    links.update({"long-head": "long-59", "bound-prev": None, "bound": "bound-prev", "branch-a": "long-30",
+                  "branch-b": "branch-a"})
+    add_linked_sessions(rt, links)
+    seed(rt, "long-head")
+    rt.bind("bound", "active")
+    assert maintenance.gc_empty_lifecycle(rt) == 2
+    assert session_ids(rt) == {*(f"long-{i}" for i in range(60)), "long-head", "bound-prev", "bound"}
+
+
 def test_the_one_row_drop_takes_a_row_only_when_no_other_row_follows_it(tmp_path, backend):
     rt = runtime_with(tmp_path)
     add_linked_sessions(rt, {"loop-a": "loop-b", "loop-b": "loop-a", "self": "self", "alone": None})
