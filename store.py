@@ -145,13 +145,11 @@ class MessageStore:
         a staying session continues (the lineage runs through it: ``emptyrows``); ``only``: that one session's
         row, if empty."""
         with self.db.transaction() as conn:
-            # On a server a statement sees the rows committed when it began: lock the rows first (a
-            # shipment holds its sessions' rows until its messages commit), then look again.
-            if on_server(conn):
-                conn.execute(f"{emptyrows.candidates(keep, only)} ORDER BY s.session_id FOR UPDATE OF s",
-                             emptyrows.candidate_arguments(untouched_since, keep, only))
-            cur = conn.execute(emptyrows.deletion(keep, only),
-                               emptyrows.deletion_arguments(untouched_since, keep, only))
+            server = on_server(conn)
+            if server:  # lock the candidates first, then look again (``emptyrows.lock_on_server``)
+                emptyrows.lock_on_server(conn, untouched_since, keep, only)
+            cur = conn.execute(emptyrows.deletion(keep, only, server),
+                               emptyrows.deletion_arguments(untouched_since, keep, only, server))
         return int(cur.rowcount or 0)
 
     # -- ingest ------------------------------------------------------------

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import sqlite3
 import subprocess
 import sys
@@ -553,7 +554,8 @@ def test_the_one_row_drop_can_seek_the_rows_that_follow_it_on_the_server(tmp_pat
     with rt.db.transaction() as conn:
         conn.execute("SET LOCAL enable_seqscan = off")
         plan = "\n".join(str(r[0]) for r in conn.execute(
-            f"EXPLAIN {emptyrows.deletion((), 's7')}", emptyrows.deletion_arguments(time.time(), (), "s7")))
+            f"EXPLAIN {emptyrows.deletion((), 's7', True)}",
+            emptyrows.deletion_arguments(time.time(), (), "s7", True)))
     assert "sessions_previous" in plan and "Seq Scan on sessions" not in plan, plan
     assert maintenance.drop_unstored_row(rt, "s7") is True
 
@@ -568,10 +570,41 @@ def test_the_whole_tidy_up_on_the_server_sets_what_stays_apart_by_a_join_not_a_l
     with rt.db.transaction() as conn:
         conn.execute("SET LOCAL work_mem = '64kB'")  # stands in for a table whose rows outgrow the default
         plan = "\n".join(str(r[0]) for r in conn.execute(
-            f"EXPLAIN {emptyrows.deletion((), '')}", emptyrows.deletion_arguments(time.time(), (), "")))
+            f"EXPLAIN {emptyrows.deletion((), '', True)}",
+            emptyrows.deletion_arguments(time.time(), (), "", True)))
     per_row = [line for line in plan.splitlines() if "NOT (SubPlan" in line or "NOT (hashed SubPlan" in line]
     assert not per_row and "Anti Join" in plan, plan
     assert maintenance.gc_empty_lifecycle(rt) == 300 and session_ids(rt) == set()  # empty rows naming empty rows
+
+
+def test_the_whole_tidy_up_on_the_server_judges_each_rows_emptiness_once(tmp_path, backend):
+    # on a server "is a candidate" is asked of the rows that follow a candidate, and of the rows the walk back
+    # reaches, as a look-up in the candidates already read: the emptiness sub-queries again hashed the whole
+    # table at each step (200,000 sessions, a third of the empty ones continued: most of the statement)
+    server_only(backend)
+    rt = runtime_with(tmp_path)
+    add_linked_sessions(rt, {f"s{i}": f"s{i - 1}" if i % 3 == 0 and i else None for i in range(300)})
+    with rt.db.transaction() as conn:
+        conn.execute("SET LOCAL enable_seqscan = off")
+        plan = "\n".join(str(r[0]) for r in conn.execute(
+            f"EXPLAIN {emptyrows.deletion((), '', True)}", emptyrows.deletion_arguments(time.time(), (), "", True)))
+    assert len(re.findall(r" on messages ", plan)) == 1, plan
+
+
+def test_the_server_plans_the_tidy_up_without_jit_in_its_own_transaction_only(tmp_path, backend):
+    server_only(backend)
+    rt = runtime_with(tmp_path)
+    add_linked_sessions(rt, {f"s{i}": None for i in range(20)})
+    conn = rt.db.connect()
+    conn.execute("SET jit_above_cost = 0")  # this connection would compile every statement
+    with rt.db.transaction() as tx:
+        emptyrows.lock_on_server(tx, time.time(), (), "")
+        assert tx.execute("SHOW jit").fetchone()[0] == "off"
+        plan = "\n".join(str(r[0]) for r in tx.execute(
+            f"EXPLAIN {emptyrows.deletion((), '', True)}",
+            emptyrows.deletion_arguments(time.time(), (), "", True)))
+    assert "JIT" not in plan, plan
+    assert conn.execute("SHOW jit").fetchone()[0] == "on"  # the setting ended with the transaction
 
 
 def test_gc_does_nothing_when_disabled(tmp_path):
