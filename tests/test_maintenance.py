@@ -596,6 +596,7 @@ def test_the_server_plans_the_tidy_up_without_jit_in_its_own_transaction_only(tm
     rt = runtime_with(tmp_path)
     add_linked_sessions(rt, {f"s{i}": None for i in range(20)})
     conn = rt.db.connect()
+    conn.execute("SET jit = on")
     conn.execute("SET jit_above_cost = 0")  # this connection would compile every statement
     with rt.db.transaction() as tx:
         emptyrows.lock_on_server(tx, time.time(), (), "")
