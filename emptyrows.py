@@ -58,7 +58,8 @@ def deletion(keep: Sequence[str], only: str, server: bool) -> str:
             else f"JOIN sessions q ON q.session_id = s.previous_session_id WHERE {candidate('q', keep, only)}")
     return ("DELETE FROM sessions WHERE session_id IN (WITH RECURSIVE"
             f" dropped(id) AS MATERIALIZED ({candidates(keep, only)}),"
-            f" needed(id) AS (SELECT d.id FROM dropped d JOIN sessions p ON p.previous_session_id = d.id WHERE {follower}"
+            " needed(id) AS (SELECT d.id FROM dropped d JOIN sessions p ON p.previous_session_id = d.id"
+            f" WHERE {follower}"
             f" UNION SELECT {'q.id' if server else 'q.session_id'} FROM needed w JOIN sessions s ON s.session_id = w.id"
             f" {walk})"
             " SELECT d.id FROM dropped d WHERE NOT EXISTS (SELECT 1 FROM needed w WHERE w.id = d.id))")
