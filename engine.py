@@ -29,7 +29,7 @@ from .filters import UNSTORED, chat_compaction_cleanup, delegated_child, host_si
 from .hostbase import ContextEngine, branched_from, copy_attrs, host_entry, host_message_tokens, host_owner, nothing
 from .ingest import Identify, is_synthetic, memo_identity, repeats_previous
 from .models import Complete, host_complete
-from .ops.maintenance import drop_unstored_row, gc_empty_lifecycle, previous_in_chat
+from .ops.maintenance import drop_unstored_row, previous_in_chat, tidy_at_session_start
 from .runtime import Runtime, build_runtime
 from .scope import scope_for
 from .spill import held_end
@@ -355,7 +355,7 @@ class TroveEngine(ContextEngine):
         if self.state.mode == "active" and self.runtime.store_usable():
             try:
                 self.runtime.store.ensure_session(key)
-                gc_empty_lifecycle(self.runtime)  # cheap unless the table passed its threshold
+                tidy_at_session_start(self.runtime)  # at most every few minutes; cheap under its threshold
             except Exception as exc:
                 self._storage_error(exc, f"recording session {key.session_id}")
         elif renamed and self.state.mode != "active" and self.runtime.store_usable():

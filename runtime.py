@@ -258,6 +258,7 @@ class Runtime:
     health: StoreHealth = field(default_factory=StoreHealth)
     unstored: Unstored = field(default_factory=Unstored)
     degraded: str = ""  # set on the outbox view below: every tool reply carries it
+    empty_gc_due: float = 0.0  # monotonic time before which a session's start skips the empty-row tidy-up
 
     # the engine is typed loosely here: naming it would make runtime and engine import each other
     _foreground: weakref.ref[Any] | None = field(default=None, repr=False)

@@ -247,6 +247,21 @@ def gc_empty_lifecycle(runtime: Runtime, now: float | None = None) -> int:
     return deleted
 
 
+TIDY_EVERY_S = 600.0  # a session's start tidies empty rows at most this often per store
+
+
+def tidy_at_session_start(runtime: Runtime) -> int:
+    """``gc_empty_lifecycle`` at a session's start, at most once per ``TIDY_EVERY_S`` (or the rows' minimum
+    age, when shorter) for each runtime: the pass reads the whole sessions table, and a row becomes a
+    candidate only hours after it was last touched, so a gateway starting chats all day need not pay it
+    at every start."""
+    now = time.monotonic()
+    if now < runtime.empty_gc_due:
+        return 0
+    runtime.empty_gc_due = now + min(TIDY_EVERY_S, float(runtime.config.empty_lifecycle_gc_max_age_hours) * 3600)
+    return gc_empty_lifecycle(runtime)
+
+
 def drop_unstored_row(runtime: Runtime, session_id: str) -> bool:
     """Remove the empty row a session got when it bound before the host named its platform, now that
     it is one trove stores nothing for (the curator's agent of ``hermes curator run`` binds as an

@@ -440,6 +440,25 @@ def test_gc_prunes_only_old_empty_rows_once_the_table_passes_the_threshold(tmp_p
     assert left == {"real-old", "old-0", "young-0", "young-1", "young-2"}
 
 
+def test_a_sessions_start_tidies_empty_rows_at_most_once_per_interval(tmp_path, monkeypatch):
+    """The pass reads the whole sessions table: a gateway starting chats all day runs it every few minutes,
+    not at every start; an operator's minimum age shorter than the interval shortens it."""
+    rt = runtime_with(tmp_path, empty_lifecycle_gc_threshold=1, empty_lifecycle_gc_max_age_hours=24.0)
+    clock = [1000.0]
+    monkeypatch.setattr(maintenance.time, "monotonic", lambda: clock[0])
+    add_empty_sessions(rt, 3, age_s=48 * 3600, prefix="old")
+    assert maintenance.tidy_at_session_start(rt) == 3
+    add_empty_sessions(rt, 2, age_s=48 * 3600, prefix="later")
+    clock[0] += maintenance.TIDY_EVERY_S - 1
+    assert maintenance.tidy_at_session_start(rt) == 0 and count_sessions(rt) == 2  # within the interval
+    clock[0] += 1
+    assert maintenance.tidy_at_session_start(rt) == 2 and count_sessions(rt) == 0
+    quick = runtime_with(tmp_path / "quick", empty_lifecycle_gc_threshold=1, empty_lifecycle_gc_max_age_hours=0.0)
+    for prefix in ("a", "b"):  # rows that may go at once are tidied at every start
+        add_empty_sessions(quick, 2, age_s=10, prefix=prefix)
+        assert maintenance.tidy_at_session_start(quick) == 2
+
+
 def test_gc_keeps_empty_rows_that_received_carried_summaries(tmp_path):
     rt = runtime_with(tmp_path, empty_lifecycle_gc_threshold=1, empty_lifecycle_gc_max_age_hours=0.0)
     ids = seed(rt, "parent")
