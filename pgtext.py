@@ -256,7 +256,7 @@ _HEADLINE = (f'StartSel=">>>", StopSel="<<<", MaxWords={SNIPPET_WORDS}, MinWords
 _TAIL = "trovetextendsentinel"
 
 
-def _literal(text: str) -> str:
+def literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
@@ -360,7 +360,7 @@ def _search(conn: Executes, corpus: _Corpus, expression: str, where: Sequence[st
 def _ranking_sql(corpus: _Corpus, cand_where: str, windowed: bool, join_base: bool, multi: list[int],
                  check: list[int], columns: str) -> str:
     """The ranked page: phrases and their idf, candidates, per-candidate term frequencies, BM25."""
-    name, side = _literal(corpus.name), _literal(corpus.side)
+    name, side = literal(corpus.name), literal(corpus.side)
     join = f" JOIN {corpus.base} {corpus.alias} ON {corpus.alias}.{corpus.key} = s.{corpus.key}" if join_base else ""
     picked = f"s.{corpus.key} AS id, s.doc, s.doc_len{', s.tool_len' if corpus.tools else ''}"
     cand = f"SELECT {picked} FROM {corpus.side} s{join} WHERE {cand_where}"
@@ -456,15 +456,15 @@ def _snippet_sql(corpus: _Corpus) -> str:
     Each level is fenced (OFFSET 0): flattened, the planner would evaluate ts_headline once per use.
     """
     source = corpus.source
-    blanks = _literal(" " * len(_PUNCT))
+    blanks = literal(" " * len(_PUNCT))
     return f""" LEFT JOIN LATERAL (
     SELECT g.hl AS _hl, g.at AS _at, substr(g.src, g.at, g.n) AS _orig, g.at + g.n <= length(g.src) OR g.cut AS _more
     FROM (SELECT f.hl, f.src, f.cut, length(f.bare) AS n, strpos(f.tx, f.bare) AS at FROM (
         SELECT e.hl, e.src, e.cut, e.tx, replace(replace(e.hl, '>>>', ''), '<<<', '') AS bare FROM (
             SELECT regexp_replace(ts_headline('{CONFIG}', b.tx || ' {_TAIL}', to_tsquery('{CONFIG}', ?),
-                                              {_literal(_HEADLINE)}), ' ?{_TAIL}$', '') AS hl,
+                                              {literal(_HEADLINE)}), ' ?{_TAIL}$', '') AS hl,
                    b.src, b.cut, b.tx
-            FROM (SELECT a.src, a.cut, regexp_replace(translate(a.src, {_literal(_PUNCT)}, {blanks}), ?, ' ', 'g') AS tx
+            FROM (SELECT a.src, a.cut, regexp_replace(translate(a.src, {literal(_PUNCT)}, {blanks}), ?, ' ', 'g') AS tx
                   FROM (SELECT left({source}, {INDEX_MAX_CHARS}) AS src, length({source}) > {INDEX_MAX_CHARS} AS cut
                         FROM {corpus.base} {corpus.alias} WHERE {corpus.alias}.{corpus.key} = r.id OFFSET 0) a
                   OFFSET 0) b OFFSET 0) e OFFSET 0) f OFFSET 0) g

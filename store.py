@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from . import emptyrows, ftsbound, ftsrows, pgtext, substring
+from . import emptyrows, ftsbound, ftsrows, pgbound, pgtext, substring
 from .backend import insert_returning, on_server, sane
 from .dag import frontier_value
 from .db import Database
@@ -431,7 +431,7 @@ class MessageStore:
         ``visible`` keeps the sessions the caller may read, inside the candidate query (and
         the ``max_candidates`` bound counts only those), so other scopes never crowd it out.
         ``common_candidates`` narrows that bound when every phrase of the query is common
-        (``ftsbound.window``; SQLite only).
+        (``ftsbound.window``; on a server ``pgbound.newest``, without a time filter).
         """
         conn = self.db.read()
         if session_ids is not None and not session_ids:
@@ -446,8 +446,9 @@ class MessageStore:
                     for r, snip in substring.scan(conn, literal, where, args, limit, max_candidates)]
         if not match:
             return []
-        if on_server(conn):
-            return self._server_search(conn, match, where, args, store_ids, limit, max_candidates, snippets)
+        if on_server(conn):  # BM25 in SQL; newest first when every word is common (a time filter keeps BM25)
+            return pgbound.search(conn, match, where, args, store_ids, int(limit), max_candidates, snippets,
+                                  common_candidates if time_from is None and time_to is None else None, session_ids)
         if store_ids is not None:  # known rows (a page's snippets, a summary's sources) are matched on their own
             return [(message_row_from({k: r[k] for k in r.keys() if not k.startswith("_")}), 0.0, snip)
                     for r, snip in ftsrows.matching(conn, match, store_ids, where, args, snippets)][:int(limit)]
@@ -499,16 +500,6 @@ class MessageStore:
         found = {row.store_id: snip for row, _, snip in
                  self.search(match, store_ids=[int(r["store_id"]) for r in rows], limit=len(rows))}
         return [{**{k: r[k] for k in r.keys()}, "_snippet": found.get(int(r["store_id"]), r["_snippet"])} for r in rows]
-
-    @staticmethod
-    def _server_search(conn: sqlite3.Connection, match: str, where: list[str], args: list[Any],
-                       store_ids: Sequence[int] | None, limit: int,
-                       max_candidates: int | None, snippets: bool) -> list[tuple[MessageRow, float, str]]:
-        """``search`` on a PostgreSQL store: BM25 in SQL (``pgtext``), then the page's rows in one read."""
-        hits = pgtext.search_messages(conn, match, where=where, args=args, limit=int(limit),
-                                      max_candidates=max_candidates, snippets=snippets, rows=True,
-                                      store_ids=None if store_ids is None else [int(i) for i in store_ids][:500])
-        return [(message_row_from(dict(h[0])), float(h[1]), str(h[2] or "")) for h in hits]
 
     # -- payload upkeep ----------------------------------------------------
     def rows_maybe_holding_payloads(self, min_chars: int) -> Iterable[MessageRow]:

@@ -103,7 +103,8 @@ def grep(runtime: Runtime, req: GrepRequest) -> GrepPage:
         raw = _ranked_raw(hits, match.terms)
         if req.scope == "all":
             notes["archive_candidate_limit"] = ARCHIVE_CANDIDATES
-            if runtime.db.kind == "sqlite":  # a server ranks its newest ARCHIVE_CANDIDATES whatever the words
+            # both stores narrow a query of common words; a server's time filter keeps BM25
+            if runtime.db.kind == "sqlite" or req.time_from is None and req.time_to is None:
                 notes["archive_common_candidate_limit"] = COMMON_CANDIDATES
             notes["archive_rare_term_budget"] = ftsbound.RARE_BUDGET
     nodes = _summary_hits(runtime, match.expression, req.current or "", req.source, pool) \

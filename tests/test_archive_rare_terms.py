@@ -29,6 +29,14 @@ def fill(runtime, newer: int = 60) -> int:
     return runtime.store.search('"zanzibar"', limit=1)[0][0].store_id
 
 
+def refreshed(runtime, backend: str) -> None:
+    """On a server, ship the rows and refresh the term statistics: rare means rare by the last refresh there."""
+    if backend == "postgresql":
+        runtime.store.settle()
+        with runtime.db.transaction() as conn:
+            pgtext.refresh_stats(conn)
+
+
 def ranked(runtime, query: str, bound: int | None, **kw) -> list[tuple[int, float]]:
     hits = runtime.store.search(build_match(query).expression, limit=kw.pop("limit", 10), snippets=False,
                                 max_candidates=bound, **kw)
@@ -152,9 +160,8 @@ def test_all_common_needs_counted_phrases_each_over_the_budget():
     assert not ftsbound.all_common([], 20)  # an expression that is no OR of phrases was not counted
 
 
+@pytest.mark.both_backends
 def test_a_grep_of_common_words_only_ranks_the_newest_common_candidates(runtime, backend, monkeypatch):
-    if backend != "sqlite":
-        pytest.skip("the narrower window is FTS5's")
     from hermes_trove.retrieval import search as grep_search
     monkeypatch.setattr(grep_search, "ARCHIVE_CANDIDATES", 8)
     monkeypatch.setattr(grep_search, "COMMON_CANDIDATES", 3)
@@ -162,6 +169,7 @@ def test_a_grep_of_common_words_only_ranks_the_newest_common_candidates(runtime,
     key = SessionKey("long-chat")
     runtime.store.append(key, [user("the zanzibar trip, over coffee coffee coffee")])
     runtime.store.append(key, [user(f"coffee note {i}: the coffee was fine today") for i in range(40)])
+    refreshed(runtime, backend)
     engine = make_engine(runtime, session="long-chat")
 
     def grep(query: str) -> list[str]:
@@ -175,11 +183,11 @@ def test_a_grep_of_common_words_only_ranks_the_newest_common_candidates(runtime,
     assert "zanzibar" in mixed[0] and len(mixed) == 9
 
 
+@pytest.mark.both_backends
 def test_the_store_window_narrows_only_for_a_query_of_common_phrases(runtime, backend, monkeypatch):
-    if backend != "sqlite":
-        pytest.skip("the narrower window is FTS5's")
     monkeypatch.setattr(ftsbound, "RARE_BUDGET", 20)
     old_id = fill(runtime, newer=30)
+    refreshed(runtime, backend)
     newest = max(i for i, _ in ranked(runtime, "coffee", None, limit=100))
     common = ranked(runtime, "coffee fine", 10, common_candidates=4, limit=100)
     assert sorted(i for i, _ in common) == list(range(newest - 3, newest + 1))
@@ -234,7 +242,7 @@ def test_the_common_term_window_is_named_only_where_it_applies(runtime, backend)
     engine = make_engine(runtime, session="new-chat")
     out = json.loads(dispatch(engine.tool_context(), "trove_grep", {"query": "coffee", "session_scope": "all"}))
     assert "error" not in out and out["archive_candidate_limit"] == 5000, out
-    assert ("archive_common_candidate_limit" in out) == (backend == "sqlite"), out  # FTS5's window only
+    assert out["archive_common_candidate_limit"] == 1000, out  # both stores narrow a query of common words
 
 
 @pytest.mark.both_backends
@@ -267,11 +275,10 @@ def test_phrase_counts_stop_one_past_the_budget_and_count_exactly_below_it(runti
     assert inside == [('"coffee"', 6), ('"cake"', 2), ('"zanzibar"', 0)]  # counted inside the id range only
 
 
+@pytest.mark.both_backends
 def test_a_window_of_common_words_only_is_taken_newest_first_rows_holding_every_word_first(runtime, backend,
                                                                                            monkeypatch):
     """No bm25() over common words: the window's rows holding every phrase, newest first, then the newest others."""
-    if backend != "sqlite":
-        pytest.skip("the common-word window is FTS5's")
     monkeypatch.setattr(ftsbound, "RARE_BUDGET", 5)
     key = SessionKey("long-chat")
     ids = runtime.store.append(key, [user(f"coffee note {i}" + (" and cake" if i in (4, 21, 24) else ""))
@@ -287,13 +294,13 @@ def test_a_window_of_common_words_only_is_taken_newest_first_rows_holding_every_
     only = ranked(runtime, "coffee cake", 30, common_candidates=5, limit=3, role="assistant")
     assert only == [(i, ftsbound.ANY_RANK) for i in reversed(ids[37:])]
     monkeypatch.setattr(ftsbound, "RARE_BUDGET", 13)  # "cake" (13 matches) is no longer common: bm25() ranks
+    refreshed(runtime, backend)
     scored = ranked(runtime, "coffee cake", 30, common_candidates=20, limit=100)
     assert both_old in [i for i, _ in scored] and not {r for _, r in scored} & {ftsbound.ALL_RANK, ftsbound.ANY_RANK}
 
 
+@pytest.mark.both_backends
 def test_a_grep_of_common_words_only_shows_the_windows_rows_holding_every_word_first(runtime, backend, monkeypatch):
-    if backend != "sqlite":
-        pytest.skip("the common-word window is FTS5's")
     from hermes_trove.retrieval import search as grep_search
     monkeypatch.setattr(grep_search, "COMMON_CANDIDATES", 20)
     monkeypatch.setattr(ftsbound, "RARE_BUDGET", 5)
@@ -358,12 +365,12 @@ def test_phrase_counts_match_a_bounded_count_for_every_phrase_shape_at_and_aroun
             assert said == [(phrase, min(total, budget + 1))], (phrase, narrow, budget)
 
 
+@pytest.mark.both_backends
 def test_the_common_word_pool_is_the_filtered_windows_every_word_rows_then_the_rest_newest_first(runtime, backend,
                                                                                                   monkeypatch):
-    """``ftsbound.newest`` against a reading of its rule done here from each phrase's matches: a row
-    outside a filter or a scope never shows, none inside the window goes missing, the order is fixed."""
-    if backend != "sqlite":
-        pytest.skip("the common-word window is FTS5's")
+    """``ftsbound.newest`` (``pgbound.newest`` on a server) against a reading of its rule done here from
+    each phrase's matches: a row outside a filter or a scope never shows, none inside the window goes
+    missing, the order is fixed; the same pages on both stores (a server's time filter keeps BM25)."""
     import random
     monkeypatch.setattr(ftsbound, "RARE_BUDGET", 15)
     pick = random.Random(7)
@@ -385,15 +392,23 @@ def test_the_common_word_pool_is_the_filtered_windows_every_word_rows_then_the_r
     fired = 0
     for query in ("coffee cake", "tea note apple", "caf* cake", "coffee"):
         parts = ftsbound.phrases(build_match(query).expression)
-        held = [{int(r[0]) for r in conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?", (p,))}
-                for p in parts]
+        held = [{row.store_id for row, _, _ in runtime.store.search(p, limit=1000, snippets=False)} for p in parts]
         for kw, keep in filters:
             for common, limit in ((20, 7), (20, 50), (10, 3)):
                 got = ranked(runtime, query, 60, common_candidates=common, limit=limit, **kw)
-                if not got or got[0][1] not in (ftsbound.ALL_RANK, ftsbound.ANY_RANK):
+                # the rule fires when each phrase has no match or more than the budget in the searched
+                # range (the sessions' ids, else the store) and the window fills; a server's time filter keeps BM25
+                ids = [i for i in rows if rows[i]["session_id"] in kw.get("session_ids", "abc")]
+                counts = [sum(min(ids) <= i <= max(ids) for i in h) for h in held]
+                visible = sorted((i for i in set().union(*held) if keep(rows[i])), reverse=True)
+                expect = all(c == 0 or c > 15 for c in counts) and len(visible) >= common \
+                    and not (backend == "postgresql" and "time_from" in kw)
+                took = bool(got) and got[0][1] in (ftsbound.ALL_RANK, ftsbound.ANY_RANK)
+                assert took == expect, (query, kw, common, limit, counts, got)
+                if not took:
                     continue  # not every phrase is common in this scope: bm25() ranks it
                 fired += 1
-                window = sorted((i for i in set().union(*held) if keep(rows[i])), reverse=True)[:common]
+                window = visible[:common]
                 every = [i for i in window if all(i in h for h in held)] if len(parts) > 1 else []
                 want = [(i, ftsbound.ALL_RANK) for i in every] + [(i, ftsbound.ANY_RANK) for i in window
                                                                   if i not in every]
