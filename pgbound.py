@@ -31,49 +31,49 @@ def search(conn: Any, match: str, where: Sequence[str], args: Sequence[Any], sto
 
     ``common`` (with ``max_candidates``) asks for the common-word window (``newest``); else, or when
     a phrase is not common there, BM25 ranks the newest ``max_candidates`` matches and the rare
-    phrases' older ones (``pgtext.search_messages``). One statement, two for a common-word page's
-    snippets."""
-    page = None
+    phrases' older ones (``pgtext.search_messages``). One statement: without snippets the BM25
+    statement rides in the common-word one and runs only when the rule does not apply; with them a
+    common-word page asks for its snippets in a second."""
     if common is not None and max_candidates is not None and store_ids is None:
-        page = newest(conn, match, where, args, limit, min(int(common), int(max_candidates)), sessions)
-    if page is None:
-        hits = pgtext.search_messages(conn, match, where=where, args=args, limit=limit, max_candidates=max_candidates,
-                                      snippets=snippets, rows=True,
-                                      store_ids=None if store_ids is None else [int(i) for i in store_ids][:500])
-        return [(message_row_from(dict(h[0])), float(h[1]), str(h[2] or "")) for h in hits]
-    found = {int(h[0]): h[2] for h in pgtext.search_messages(
-        conn, match, store_ids=[int(row["store_id"]) for row, _ in page], limit=len(page))} if snippets and page else {}
-    return [(message_row_from(row), rank, str(found.get(int(row["store_id"])) or "")) for row, rank in page]
+        folded = None if snippets else pgtext.message_statement(match, where, args, limit, max_candidates)
+        page = newest(conn, match, where, args, limit, min(int(common), int(max_candidates)), sessions, folded)
+        if page is not None:
+            found = {int(h[0]): h[2] for h in pgtext.search_messages(
+                conn, match, store_ids=[int(row["store_id"]) for row, _ in page], limit=len(page))} \
+                if snippets and page else {}
+            return [(message_row_from(row), rank, str(found.get(int(row["store_id"])) or "")) for row, rank in page]
+    hits = pgtext.search_messages(conn, match, where=where, args=args, limit=limit, max_candidates=max_candidates,
+                                  snippets=snippets, rows=True,
+                                  store_ids=None if store_ids is None else [int(i) for i in store_ids][:500])
+    return [(message_row_from(dict(h[0])), float(h[1]), str(h[2] or "")) for h in hits]
 
 
 def newest(conn: Any, expression: str, where: Sequence[str], args: Sequence[Any], limit: int, window: int,
-           sessions: Sequence[str] | None = None) -> list[tuple[dict[str, Any], float]] | None:
+           sessions: Sequence[str] | None = None,
+           otherwise: tuple[str, list[Any]] | None = None) -> list[tuple[dict[str, Any], float]] | None:
     """The common-word page: ``(columns, rank)`` of the newest ``limit`` rows holding every phrase,
     then the newest others, among the newest ``window`` matches passing ``where`` (on ``m``); None
-    when the rule does not apply (an expression that is no OR of phrases, a phrase with at most
+    when the rule does not apply (an expression that is no OR of phrases, a phrase with 1 to
     ``ftsbound.RARE_BUDGET`` matches in the range, fewer than ``window`` matches): BM25 ranks then.
+    ``otherwise`` (``pgtext.message_statement``) is that BM25 statement: it then runs in the same
+    statement, only when the rule does not apply, and its rows come back in place of None.
 
     One statement: the range (the sessions' lowest and highest store id, else the whole store), the
     window's low end (its ``window``-th newest visible match), the phrase counts (each stopping one
-    past the budget, all skipped when the window is not full), then the two reads of the page."""
+    past the budget, the rarest by the last stats refresh first, none when the window is not full),
+    then the two reads of the page. Each tsquery is written as a literal (letters, digits and
+    operators only), so the server plans each read from its words' statistics: a walk down the
+    newest rows for a frequent word, the index for a rare one."""
     parts = ftsbound.phrases(expression)
     query = parse_match(expression)
-    if not parts or query is None or limit <= 0 or window <= 0:
+    counted = [q for q in (parse_match(p) for p in parts) if q is not None]  # an empty phrase matches nothing
+    if not parts or query is None or not counted or limit <= 0 or window <= 0:
         return None
-    within = "" if sessions is None else " AND s.store_id BETWEEN rng.lo AND rng.hi"  # the whole store: no bound
     budget = int(ftsbound.RARE_BUDGET)  # read per call: tests lower it
-    # an empty phrase matches nothing; the rarest by the last stats refresh are counted first (one
-    # phrase with 1 to RARE_BUDGET matches ends the counting)
-    counted = [q for q in (parse_match(p) for p in parts) if q is not None]
-    if not counted:
-        return None
+    within = "" if sessions is None else " AND s.store_id BETWEEN rng.lo AND rng.hi"  # the whole store: no bound
     words = [" ".join(w for ph in q.phrases for w in ph.words) for q in counted]
-    # each count written with its tsquery (letters and digits only) as a literal: the server plans it
-    # from that word's statistics (a walk down the newest rows for a frequent word, the index for a
-    # rarer one), and CASE counts only the phrase asked for
     counts = " ".join(f"WHEN {i} THEN (SELECT count(*) FROM (SELECT FROM message_search s WHERE s.doc @@"
-                      f" to_tsquery('{CONFIG}', {pgtext.literal(q.text)}){within} LIMIT {budget + 1}) z)"
-                      for i, q in enumerate(counted, start=1))
+                      f" {_tsquery(q.text)}{within} LIMIT {budget + 1}) z)" for i, q in enumerate(counted, start=1))
     every = parse_match(" AND ".join(f"({p})" for p in parts)) if len(parts) > 1 else None
     filters = "".join(f" AND ({w})" for w in where)
     join = " JOIN messages m ON m.store_id = s.store_id" if where else ""
@@ -85,20 +85,16 @@ def newest(conn: Any, expression: str, where: Sequence[str], args: Sequence[Any]
                " (SELECT max(store_id) FROM messages WHERE session_id = u.sid) AS hi) x")
         rng_args = [[str(s) for s in sessions]]
 
-    def read(low: str) -> str:  # the newest matches of a tsquery from ``low`` up, that the caller may read
-        return (f"SELECT s.store_id AS id FROM message_search s{join} WHERE s.doc @@ to_tsquery('{CONFIG}', ?)"
+    def read(text: str, low: str) -> str:  # the newest matches of ``text`` from ``low`` up that the caller may read
+        return (f"SELECT s.store_id AS id FROM message_search s{join} WHERE s.doc @@ {_tsquery(text)}"
                 f" AND s.store_id BETWEEN {low} AND rng.hi{filters} ORDER BY s.store_id DESC")
 
-    picks = [f"SELECT p.id, {ftsbound.ANY_RANK!r}::float8 AS score FROM gate, rng, LATERAL ({read('gate.low')}"
-             " LIMIT ?) p"]
-    pick_args: list[Any] = [query.text, *args, int(limit)]
-    if every is not None:
-        picks.insert(0, f"SELECT p.id, {ftsbound.ALL_RANK!r}::float8 AS score FROM gate, rng, LATERAL"
-                        f" ({read('gate.low')} LIMIT ?) p")
-        pick_args = [every.text, *args, int(limit), *pick_args]
+    picks = [f"SELECT p.id, {rank!r}::float8 AS score FROM gate, rng, LATERAL ({read(text, 'gate.low')} LIMIT ?) p"
+             for rank, text in ((ftsbound.ALL_RANK, every.text if every else ""), (ftsbound.ANY_RANK, query.text))
+             if text]
     # the rows holding every phrase rank first; a row in both reads is taken once, with the better rank
     sql = f"""WITH rng AS MATERIALIZED ({rng}),
-win AS MATERIALIZED (SELECT w.id FROM rng, LATERAL ({read('rng.lo')} LIMIT 1 OFFSET ?) w),
+win AS MATERIALIZED (SELECT w.id FROM rng, LATERAL ({read(query.text, 'rng.lo')} LIMIT 1 OFFSET ?) w),
 gate AS MATERIALIZED (
     SELECT win.id AS low FROM win WHERE NOT EXISTS (
         SELECT 1 FROM (SELECT v.i FROM unnest(?::text[]) WITH ORDINALITY AS v(words, i) ORDER BY (
@@ -107,11 +103,22 @@ gate AS MATERIALIZED (
         CROSS JOIN rng CROSS JOIN LATERAL (SELECT CASE p.i {counts} END AS n OFFSET 0) c
         WHERE c.n BETWEEN 1 AND ? AND win.id IS NOT NULL)),
 picked AS MATERIALIZED ({' UNION ALL '.join(picks)}),
-page AS (SELECT id, min(score) AS score FROM picked GROUP BY id ORDER BY min(score), id DESC LIMIT ?)
-SELECT page.id AS _id, page.score AS _score, b.* FROM page JOIN messages b ON b.store_id = page.id
-ORDER BY page.score, page.id DESC"""
-    params = [*rng_args, query.text, *args, int(window) - 1, words, budget, *pick_args, int(limit)]
-    rows = conn.execute(sql, params).fetchall()
-    if not rows:
-        return None  # the window is not full, or a phrase is rare in the range
+page AS (SELECT id, min(score) AS score FROM picked GROUP BY id ORDER BY min(score), id DESC LIMIT ?)"""
+    params = [*rng_args, *args, int(window) - 1, words, budget, *[v for _ in picks for v in (*args, int(limit))],
+              int(limit)]
+    mine = "SELECT page.id AS _id, page.score AS _score, b.*, -page.id AS _tie FROM page JOIN messages b ON" \
+           " b.store_id = page.id"
+    if otherwise is None:
+        rows = conn.execute(f"{sql}\n{mine} ORDER BY _score, _tie", params).fetchall()
+        if not rows:
+            return None  # the window is not full, or a phrase is rare in the range
+    else:  # the server evaluates the branch whose one-time filter holds, and only it
+        rows = conn.execute(f"{sql},\nbm AS MATERIALIZED ({otherwise[0]})\n{mine} WHERE EXISTS (SELECT 1 FROM gate)"
+                            "\nUNION ALL SELECT bm.*, bm._id AS _tie FROM bm WHERE NOT EXISTS (SELECT 1 FROM gate)"
+                            "\nORDER BY _score, _tie", [*params, *otherwise[1]]).fetchall()
     return [({k: r[k] for k in r.keys() if not k.startswith("_")}, float(r[1])) for r in rows]
+
+
+def _tsquery(text: str) -> str:
+    """SQL of the tsquery ``text`` (``parse_match``'s) as a literal the planner reads. Pure."""
+    return f"to_tsquery('{CONFIG}', {pgtext.literal(text)})"

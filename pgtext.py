@@ -303,13 +303,35 @@ def _count(value: Any, default: int, top: int) -> int:
     return min(top, int(max(0.0, min(float(top), number))))
 
 
+def message_statement(expression: str, where: Sequence[str], args: Sequence[Any], limit: int,
+                      max_candidates: int | None) -> tuple[str, list[Any]] | None:
+    """``search_messages``' statement and its parameters, ``rows=True`` and no snippets (``_id``, ``_score``,
+    then the message's columns, best first), for a caller that embeds it; None when it finds nothing. Pure."""
+    return _statement(MESSAGES, expression, where, args, limit, max_candidates, None, False, None, True)
+
+
 def _search(conn: Executes, corpus: _Corpus, expression: str, where: Sequence[str], args: Sequence[Any],
             limit: int, max_candidates: int | None, ids: Sequence[int] | None, snippets: bool,
             bounds: tuple[int, int] | None, rows: bool) -> list[tuple[Any, float, str]]:
+    statement = _statement(corpus, expression, where, args, limit, max_candidates, ids, snippets, bounds, rows)
+    if statement is None:
+        return []
+    out: list[tuple[Any, float, str]] = []
+    for r in conn.execute(*statement).fetchall():
+        item: Any = int(r[0])
+        if rows:
+            item = {k: r[k] for k in r.keys() if not k.startswith("_")}
+        out.append((item, float(r[1]), _snippet(r[2], r[3], r[4], r[5]) if snippets else ""))
+    return out
+
+
+def _statement(corpus: _Corpus, expression: str, where: Sequence[str], args: Sequence[Any], limit: int,
+               max_candidates: int | None, ids: Sequence[int] | None, snippets: bool,
+               bounds: tuple[int, int] | None, rows: bool) -> tuple[str, list[Any]] | None:
     query = parse_match(expression)
     limit = _count(limit, 10, MAX_LIMIT)
     if query is None or limit == 0:
-        return []
+        return None
     cand_where = [f"s.doc @@ to_tsquery('{CONFIG}', ?)"]
     cand_args: list[Any] = [query.text]
     if bounds is not None:
@@ -318,7 +340,7 @@ def _search(conn: Executes, corpus: _Corpus, expression: str, where: Sequence[st
     if ids is not None:
         wanted = [n for n in (_count(i, -1, _BIGINT) for i in list(ids)[:MAX_IDS]) if n >= 0]
         if not wanted:
-            return []
+            return None
         cand_where.append(f"s.{corpus.key} = ANY(?::bigint[])")
         cand_args.append(wanted)
     cand_where += [f"({w})" for w in where]
@@ -347,14 +369,7 @@ def _search(conn: Executes, corpus: _Corpus, expression: str, where: Sequence[st
         params += [query.text, marks()]
     if rows:
         sql += f" JOIN {corpus.base} b ON b.{corpus.key} = r.id"
-    sql += " ORDER BY r.score, r.id"
-    out: list[tuple[Any, float, str]] = []
-    for r in conn.execute(sql, params).fetchall():
-        item: Any = int(r[0])
-        if rows:
-            item = {k: r[k] for k in r.keys() if not k.startswith("_")}
-        out.append((item, float(r[1]), _snippet(r[2], r[3], r[4], r[5]) if snippets else ""))
-    return out
+    return sql + " ORDER BY r.score, r.id", params
 
 
 def _ranking_sql(corpus: _Corpus, cand_where: str, windowed: bool, join_base: bool, multi: list[int],

@@ -290,6 +290,9 @@ def test_a_window_of_common_words_only_is_taken_newest_first_rows_holding_every_
     assert hits == [(both_new, ftsbound.ALL_RANK), (both_mid, ftsbound.ALL_RANK),
                     *[(i, ftsbound.ANY_RANK) for i in reversed(ids[36:])]]
     assert both_old not in [i for i, _ in ranked(runtime, "coffee cake", 30, common_candidates=20, limit=100)]
+    shown = runtime.store.search(build_match("coffee cake").expression, limit=6, max_candidates=30,
+                                 common_candidates=20, session_ids=["long-chat"])  # the same page, with snippets
+    assert [(row.store_id, rank) for row, rank, _ in shown] == hits and all(">>>" in s for _, _, s in shown)
     # filters still apply inside the window (the newest 5 assistant rows), newest first
     only = ranked(runtime, "coffee cake", 30, common_candidates=5, limit=3, role="assistant")
     assert only == [(i, ftsbound.ANY_RANK) for i in reversed(ids[37:])]
