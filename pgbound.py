@@ -86,8 +86,11 @@ def newest(conn: Any, expression: str, where: Sequence[str], args: Sequence[Any]
         rng_args = [[str(s) for s in sessions]]
 
     def read(text: str, low: str) -> str:  # the newest matches of ``text`` from ``low`` up that the caller may read
-        return (f"SELECT s.store_id AS id FROM message_search s{join} WHERE s.doc @@ {_tsquery(text)}"
-                f" AND s.store_id BETWEEN {low} AND rng.hi{filters} ORDER BY s.store_id DESC")
+        # no id bound over the whole store: the planner would read every id of the index to AND it with the matches
+        bound = f" AND s.store_id BETWEEN {low} AND rng.hi" if sessions is not None else \
+            f" AND s.store_id >= {low}" if low != "rng.lo" else ""
+        return (f"SELECT s.store_id AS id FROM message_search s{join} WHERE s.doc @@ {_tsquery(text)}{bound}{filters}"
+                " ORDER BY s.store_id DESC")
 
     picks = [f"SELECT p.id, {rank!r}::float8 AS score FROM gate, rng, LATERAL ({read(text, 'gate.low')} LIMIT ?) p"
              for rank, text in ((ftsbound.ALL_RANK, every.text if every else ""), (ftsbound.ANY_RANK, query.text))
