@@ -27,7 +27,6 @@ PREFIX_EXPANSIONS = 64      # a prefix term's tf counts its 64 most frequent kno
 MAX_IDS = 500               # store_ids restricts to at most this many rows (as store.search)
 MAX_LIMIT = 100_000
 SNIPPET_WORDS = 40          # snippet(..., 40) on SQLite
-SPARSE_READ = 0.3           # a match read through the index and sorted costs about 3 rows read down the table
 _BIGINT = 2**63 - 1
 
 
@@ -348,8 +347,7 @@ def _statement(corpus: _Corpus, expression: str, where: Sequence[str], args: Seq
     cand_args += list(args)
     window: list[Any] = []
     if max_candidates is not None:  # the newest N matches, then the older ones of the rare phrases
-        n = _count(max_candidates, MAX_LIMIT, _BIGINT)
-        window = [ftsbound.RARE_BUDGET, n, *cand_args, n, *cand_args, n]
+        window = [ftsbound.RARE_BUDGET, *cand_args, _count(max_candidates, MAX_LIMIT, _BIGINT)]
     pis, parts, words, prefixes = [], [], [], []
     for i, phrase in enumerate(query.phrases, start=1):
         for j, word in enumerate(phrase.words, start=1):
@@ -384,21 +382,12 @@ def _ranking_sql(corpus: _Corpus, cand_where: str, windowed: bool, join_base: bo
     if windowed:
         # A windowed search ranks the newest N matches and every older match of the rarest phrases
         # whose matches add up to at most ? rows (from the last stats refresh; none before one).
-        # The newest N are read down the table from the newest row (about N / f rows for matches
-        # a fraction f of the rows) or, when the matches are few (M, by the statistics: M ** 2 <
-        # SPARSE_READ * N * rows), through the index and sorted (about M matches read): the same rows.
         cand = f"""rq AS MATERIALIZED (
     SELECT to_tsquery('{CONFIG}', string_agg(r.qtext, ' | ')) AS q FROM (
         SELECT pdf.qtext, sum(pdf.df) OVER (ORDER BY pdf.df, pdf.i) AS running FROM pdf
         WHERE EXISTS (SELECT 1 FROM search_stats WHERE corpus = {name})) r
     WHERE r.running <= ?),
-how AS MATERIALIZED (
-    SELECT COALESCE((SELECT sum(df)::float8 FROM pdf) ^ 2 < {SPARSE_READ} * ? * (
-        SELECT docs FROM search_stats WHERE corpus = {name}), false) AS sparse),
-newest AS MATERIALIZED (
-    SELECT * FROM ({cand} ORDER BY s.{corpus.key} DESC LIMIT ?) a WHERE NOT (SELECT sparse FROM how)
-    UNION ALL
-    SELECT * FROM ({cand} ORDER BY s.{corpus.key} + 0 DESC LIMIT ?) b WHERE (SELECT sparse FROM how)),
+newest AS MATERIALIZED ({cand} ORDER BY s.{corpus.key} DESC LIMIT ?),
 cand AS MATERIALIZED (
     SELECT * FROM newest UNION ALL
     {cand} AND s.{corpus.key} < (SELECT min(id) FROM newest) AND s.doc @@ (SELECT q FROM rq))"""

@@ -309,32 +309,6 @@ def test_max_candidates_also_ranks_every_older_match_of_the_rare_phrases(pg, mon
     assert sorted(ids(search(pg, "zanzibar walrus", limit=10, max_candidates=3))) == rows[-3:]
 
 
-def test_the_window_read_through_the_index_holds_the_rows_read_down_the_table(pg, monkeypatch):
-    """Few matches by the statistics are read through the index and sorted, many down the table from
-    the newest row: the same window, the same scores, either way (SPARSE_READ only picks the read)."""
-    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 2)
-    for i in range(60):
-        add(pg, f"s{i % 3}", f"walrus note {i}" + (" zanzibar" if i % 7 == 0 else "") + (" tusk" if i % 2 else ""),
-            role="assistant" if i % 4 == 0 else "user")
-    pgtext.refresh_stats(pg)
-    plans = []
-    for query, kw in (("walrus", {}), ("zanzibar tusk", {}), ("note tusk", {"where": ["m.role = ?"], "args": ["user"]}),
-                      ("tusk", {"where": ["m.session_id = ?"], "args": ["s1"]})):
-        got = []
-        for sparse in (0.0, 1e9):  # never, always through the index
-            monkeypatch.setattr(pgtext, "SPARSE_READ", sparse)
-            got.append([(i, round(score, 9)) for i, score, _ in search(pg, query, limit=20, max_candidates=9, **kw)])
-            statement, params = pgtext.message_statement(build_match(query).expression, kw.get("where", ()),
-                                                          kw.get("args", ()), 20, 9)
-            plan = [r[0] for r in pg.execute("EXPLAIN (ANALYZE, TIMING OFF) " + statement, params).fetchall()]
-            sorts = [i for i, line in enumerate(plan) if "Sort Key:" in line and "store_id + 0)) DESC" in line]
-            sorted_read, ran = [plan[i] for i in sorts], [plan[i - 1] for i in sorts]  # the Sort node above its key
-            plans.append((sparse, sorted_read, ran))
-        assert got[0] == got[1] and got[0], query
-    for sparse, sorted_read, ran in plans:  # the read through the index runs only when asked for
-        assert len(sorted_read) == len(ran) == 1 and ("never executed" in ran[0]) == (sparse == 0.0), plans
-
-
 def test_a_snippet_keeps_the_number_that_ends_a_short_text(pg):
     add(pg, "s1", "remember: my gym locker code is 4471")
     (hit,) = search(pg, "gym locker code")
