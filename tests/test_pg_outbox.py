@@ -107,6 +107,17 @@ def test_the_operators_libpq_options_are_kept_and_a_statement_timeout_added(pg_u
     db.close()
 
 
+def test_a_store_connection_plans_without_jit_unless_the_operator_set_it(pg_url, pg_schema, monkeypatch):
+    """JIT compiling costs tens of milliseconds, more than any search it would speed up."""
+    monkeypatch.setenv("PGOPTIONS", f"-csearch_path={pg_schema},public")
+    db = PgDatabase(pg_url)
+    assert db.read().execute("SHOW jit").fetchone()[0] == "off"
+    db.close()
+    db = PgDatabase(make_conninfo(pg_url, options=f"-csearch_path={pg_schema},public -cjit=on"))
+    assert db.read().execute("SHOW jit").fetchone()[0] == "on"  # the operator's own is kept
+    db.close()
+
+
 def test_a_schema_of_the_previous_build_gets_the_chat_index(pg_database_url, monkeypatch):
     from hermes_trove import pgschema
     from hermes_trove.pgdb import close_connections
