@@ -59,11 +59,12 @@ def newest(conn: Any, expression: str, where: Sequence[str], args: Sequence[Any]
     statement, only when the rule does not apply, and its rows come back in place of None.
 
     One statement: the range (the sessions' lowest and highest store id, else the whole store), the
-    window's low end (its ``window``-th newest visible match), the phrase counts (each stopping one
-    past the budget, the rarest by the last stats refresh first, none when the window is not full),
-    then the two reads of the page. Each tsquery is written as a literal (letters, digits and
-    operators only), so the server plans each read from its words' statistics: a walk down the
-    newest rows for a frequent word, the index for a rare one."""
+    phrase counts (each stopping one past the budget, the rarest by the last stats refresh first, the
+    first with 1 to budget matches ending them), the window's low end (its ``window``-th newest
+    visible match, read only when every phrase is common), then the two reads of the page. SQLite
+    reads the window first; either order gives the same rows. Each tsquery is written as a literal
+    (letters, digits and operators only), so the server plans each read from its words' statistics:
+    a walk down the newest rows for a frequent word, the index for a rare one."""
     parts = ftsbound.phrases(expression)
     query = parse_match(expression)
     counted = [q for q in (parse_match(p) for p in parts) if q is not None]  # an empty phrase matches nothing
@@ -99,12 +100,13 @@ def newest(conn: Any, expression: str, where: Sequence[str], args: Sequence[Any]
     sql = f"""WITH rng AS MATERIALIZED ({rng}),
 win AS MATERIALIZED (SELECT w.id FROM rng, LATERAL ({read(query.text, 'rng.lo')} LIMIT 1 OFFSET ?) w),
 gate AS MATERIALIZED (
-    SELECT win.id AS low FROM win WHERE NOT EXISTS (
+    SELECT g.low FROM (SELECT CASE WHEN EXISTS (
         SELECT 1 FROM (SELECT v.i FROM unnest(?::text[]) WITH ORDINALITY AS v(words, i) ORDER BY (
             SELECT min(COALESCE(t.docs, 0)) FROM unnest(tsvector_to_array(to_tsvector('{CONFIG}', v.words))) AS l(x)
             LEFT JOIN search_terms t ON t.corpus = 'messages' AND t.lexeme = l.x)) p
         CROSS JOIN rng CROSS JOIN LATERAL (SELECT CASE p.i {counts} END AS n OFFSET 0) c
-        WHERE c.n BETWEEN 1 AND ? AND win.id IS NOT NULL)),
+        WHERE c.n BETWEEN 1 AND ?) THEN NULL ELSE (SELECT win.id FROM win) END AS low OFFSET 0) g
+    WHERE g.low IS NOT NULL),
 picked AS MATERIALIZED ({' UNION ALL '.join(picks)}),
 page AS (SELECT id, min(score) AS score FROM picked GROUP BY id ORDER BY min(score), id DESC LIMIT ?)"""
     params = [*rng_args, *args, int(window) - 1, words, budget, *[v for _ in picks for v in (*args, int(limit))],
