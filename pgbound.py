@@ -102,8 +102,8 @@ win AS MATERIALIZED (SELECT w.id FROM rng, LATERAL ({read(query.text, 'rng.lo')}
 gate AS MATERIALIZED (
     SELECT g.low FROM (SELECT CASE WHEN EXISTS (
         SELECT 1 FROM (SELECT v.i FROM unnest(?::text[]) WITH ORDINALITY AS v(words, i) ORDER BY (
-            SELECT min(COALESCE(t.docs, 0)) FROM unnest(tsvector_to_array(to_tsvector('{CONFIG}', v.words))) AS l(x)
-            LEFT JOIN search_terms t ON t.corpus = 'messages' AND t.lexeme = l.x)) p
+            SELECT min(COALESCE((SELECT t.docs FROM search_terms t WHERE t.corpus = 'messages' AND t.lexeme = l.x), 0))
+            FROM unnest(tsvector_to_array(to_tsvector('{CONFIG}', v.words))) AS l(x))) p
         CROSS JOIN rng CROSS JOIN LATERAL (SELECT CASE p.i {counts} END AS n OFFSET 0) c
         WHERE c.n BETWEEN 1 AND ?) THEN NULL ELSE (SELECT win.id FROM win) END AS low OFFSET 0) g
     WHERE g.low IS NOT NULL),
