@@ -257,6 +257,7 @@ _TAIL = "trovetextendsentinel"
 
 
 def literal(text: str) -> str:
+    """``text`` as an SQL string literal (quotes doubled). Pure."""
     return "'" + text.replace("'", "''") + "'"
 
 
