@@ -255,11 +255,16 @@ def tidy_at_session_start(runtime: Runtime) -> int:
     age, when shorter) for each runtime: the pass reads the whole sessions table, and a row becomes a
     candidate only hours after it was last touched, so a gateway starting chats all day need not pay it
     at every start."""
-    now = time.monotonic()
-    if now < runtime.empty_gc_due:
+    if time.monotonic() < runtime.empty_gc_due:
         return 0
-    runtime.empty_gc_due = now + min(TIDY_EVERY_S, float(runtime.config.empty_lifecycle_gc_max_age_hours) * 3600)
+    tidied_now(runtime)
     return gc_empty_lifecycle(runtime)
+
+
+def tidied_now(runtime: Runtime) -> None:
+    """The next session's start to tidy empty rows is an interval from now (start-up's pass counts too)."""
+    interval = min(TIDY_EVERY_S, float(runtime.config.empty_lifecycle_gc_max_age_hours) * 3600)
+    runtime.empty_gc_due = time.monotonic() + interval
 
 
 def drop_unstored_row(runtime: Runtime, session_id: str) -> bool:
@@ -360,6 +365,7 @@ def _startup(runtime: Runtime, background: bool, now: float) -> StartupReport:
             deep = "started"
         else:
             deep = "ok" if run_deep_check(runtime) else "failed"
+    tidied_now(runtime)  # the first session's start, moments later, need not read the table again
     deleted = gc_empty_lifecycle(runtime, now=now)
     clean_stale_temp(runtime.payload_dir)  # temp files a crashed sidecar write left (on a server: the spool)
     remove_dead_leftovers(backup_dir(runtime.config), PARTIAL)  # a killed backup's half-made copy

@@ -459,6 +459,22 @@ def test_a_sessions_start_tidies_empty_rows_at_most_once_per_interval(tmp_path, 
         assert maintenance.tidy_at_session_start(quick) == 2
 
 
+def test_the_start_up_pass_counts_as_the_tidy_up_a_sessions_start_would_run(tmp_path, monkeypatch):
+    """Start-up tidies empty rows; the first session bound right after it (seconds later) need not read the
+    whole sessions table again: the next pass is due an interval after start-up's."""
+    rt = runtime_with(tmp_path, empty_lifecycle_gc_threshold=1, empty_lifecycle_gc_max_age_hours=24.0)
+    clock = [1000.0]
+    monkeypatch.setattr(maintenance.time, "monotonic", lambda: clock[0])
+    seed(rt, "stored")
+    add_empty_sessions(rt, 3, age_s=48 * 3600, prefix="old")
+    report = maintenance.startup(rt, background=False)
+    assert report is not None and report.gc_deleted == 3
+    add_empty_sessions(rt, 2, age_s=48 * 3600, prefix="later")
+    assert maintenance.tidy_at_session_start(rt) == 0 and count_sessions(rt) == 3  # the first session's start
+    clock[0] += maintenance.TIDY_EVERY_S
+    assert maintenance.tidy_at_session_start(rt) == 2 and count_sessions(rt) == 1
+
+
 def test_gc_keeps_empty_rows_that_received_carried_summaries(tmp_path):
     rt = runtime_with(tmp_path, empty_lifecycle_gc_threshold=1, empty_lifecycle_gc_max_age_hours=0.0)
     ids = seed(rt, "parent")
