@@ -248,6 +248,7 @@ def gc_empty_lifecycle(runtime: Runtime, now: float | None = None) -> int:
 
 
 TIDY_EVERY_S = 600.0  # a session's start tidies empty rows at most this often per store
+_TIDY_CLAIM = threading.Lock()
 
 
 def tidy_at_session_start(runtime: Runtime) -> int:
@@ -255,9 +256,10 @@ def tidy_at_session_start(runtime: Runtime) -> int:
     age, when shorter) for each runtime: the pass reads the whole sessions table, and a row becomes a
     candidate only hours after it was last touched, so a gateway starting chats all day need not pay it
     at every start."""
-    if time.monotonic() < runtime.empty_gc_due:
-        return 0
-    tidied_now(runtime)
+    with _TIDY_CLAIM:  # two sessions starting together on two threads: one of them runs the pass
+        if time.monotonic() < runtime.empty_gc_due:
+            return 0
+        tidied_now(runtime)
     return gc_empty_lifecycle(runtime)
 
 

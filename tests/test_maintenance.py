@@ -1,6 +1,7 @@
 """Backups, FTS diagnosis and repair, startup checks and empty lifecycle-row GC on real files."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import re
@@ -8,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -473,6 +475,33 @@ def test_the_start_up_pass_counts_as_the_tidy_up_a_sessions_start_would_run(tmp_
     assert maintenance.tidy_at_session_start(rt) == 0 and count_sessions(rt) == 3  # the first session's start
     clock[0] += maintenance.TIDY_EVERY_S
     assert maintenance.tidy_at_session_start(rt) == 2 and count_sessions(rt) == 1
+
+
+def test_two_sessions_starting_together_run_one_tidy_up(tmp_path, monkeypatch):
+    """A gateway builds agents on several threads: two starts that both read the clock before either marks the
+    pass taken must not both read the whole sessions table. Each thread's clock read waits for the other's
+    (or gives up after a moment): without one claim under a lock both find the pass due."""
+    rt = runtime_with(tmp_path, empty_lifecycle_gc_threshold=1, empty_lifecycle_gc_max_age_hours=24.0)
+    add_empty_sessions(rt, 3, age_s=48 * 3600, prefix="old")
+    meet = threading.Barrier(2, timeout=1.0)
+
+    def clock() -> float:
+        with contextlib.suppress(threading.BrokenBarrierError):
+            meet.wait()
+        return 1000.0
+
+    passes = []
+    delete = rt.store.delete_empty_sessions
+    monkeypatch.setattr(rt.store, "delete_empty_sessions", lambda *a, **k: passes.append(1) or delete(*a, **k))
+    monkeypatch.setattr(maintenance.time, "monotonic", clock)
+    results: list[int] = []
+    threads = [threading.Thread(target=lambda: results.append(maintenance.tidy_at_session_start(rt)))
+               for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(passes) == 1 and sorted(results) == [0, 3] and count_sessions(rt) == 0
 
 
 def test_gc_keeps_empty_rows_that_received_carried_summaries(tmp_path):
