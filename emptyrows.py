@@ -10,6 +10,7 @@ form (``only``) reads a few index entries whatever the size of the table.
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,20 +25,24 @@ def empty(alias: str) -> str:
 EMPTY_SESSION = empty("s")
 
 
-def candidate(alias: str, keep: Sequence[str], only: str) -> str:
-    """SQL: ``alias`` is a candidate (its arguments: ``candidate_arguments``)."""
-    spare = f" AND {alias}.session_id NOT IN ({','.join('?' * len(keep))})" if keep else ""
+def candidate(alias: str, keep: Sequence[str], only: str, server: bool) -> str:
+    """SQL: ``alias`` is a candidate (its arguments: ``candidate_arguments``). SQLite gets the spared ids as one
+    JSON list: a gateway may spare thousands (``runtime.MAX_BOUND``), named up to three times in the deletion,
+    past the oldest SQLite's cap of 999 parameters a statement."""
+    listed = ",".join("?" * len(keep)) if server else "SELECT value FROM json_each(?)"
+    spare = f" AND {alias}.session_id NOT IN ({listed})" if keep else ""
     spare += f" AND {alias}.session_id = ?" if only else ""
     return f"({empty(alias)} AND {alias}.created_at <= ? AND {alias}.updated_at <= ?{spare})"
 
 
-def candidate_arguments(untouched_since: float, keep: Sequence[str], only: str) -> list[object]:
-    return [untouched_since, untouched_since, *keep, *([only] if only else [])]
+def candidate_arguments(untouched_since: float, keep: Sequence[str], only: str, server: bool) -> list[object]:
+    spared = list(keep) if server else [json.dumps(list(keep))] if keep else []
+    return [untouched_since, untouched_since, *spared, *([only] if only else [])]
 
 
-def candidates(keep: Sequence[str], only: str) -> str:
+def candidates(keep: Sequence[str], only: str, server: bool) -> str:
     """``SELECT s.session_id FROM sessions s WHERE <candidate>`` (arguments: ``candidate_arguments``)."""
-    return f"SELECT s.session_id FROM sessions s WHERE {candidate('s', keep, only)}"
+    return f"SELECT s.session_id FROM sessions s WHERE {candidate('s', keep, only, server)}"
 
 
 def deletion(keep: Sequence[str], only: str, server: bool) -> str:
@@ -53,11 +58,11 @@ def deletion(keep: Sequence[str], only: str, server: bool) -> str:
     one (it must allow for a NULL id) and, once ``needed`` outgrows work_mem, reads the whole list for
     every candidate."""
     follower = ("NOT EXISTS (SELECT 1 FROM dropped x WHERE x.id = p.session_id)" if server
-                else f"NOT {candidate('p', keep, only)}")
+                else f"NOT {candidate('p', keep, only, server)}")
     walk = ("JOIN dropped q ON q.id = s.previous_session_id" if server
-            else f"JOIN sessions q ON q.session_id = s.previous_session_id WHERE {candidate('q', keep, only)}")
+            else f"JOIN sessions q ON q.session_id = s.previous_session_id WHERE {candidate('q', keep, only, server)}")
     return ("DELETE FROM sessions WHERE session_id IN (WITH RECURSIVE"
-            f" dropped(id) AS MATERIALIZED ({candidates(keep, only)}),"
+            f" dropped(id) AS MATERIALIZED ({candidates(keep, only, server)}),"
             " needed(id) AS (SELECT d.id FROM dropped d JOIN sessions p ON p.previous_session_id = d.id"
             f" WHERE {follower}"
             f" UNION SELECT {'q.id' if server else 'q.session_id'} FROM needed w JOIN sessions s ON s.session_id = w.id"
@@ -66,7 +71,7 @@ def deletion(keep: Sequence[str], only: str, server: bool) -> str:
 
 
 def deletion_arguments(untouched_since: float, keep: Sequence[str], only: str, server: bool) -> list[object]:
-    return candidate_arguments(untouched_since, keep, only) * (1 if server else 3)
+    return candidate_arguments(untouched_since, keep, only, server) * (1 if server else 3)
 
 
 def lock_on_server(conn: Any, untouched_since: float, keep: Sequence[str], only: str) -> None:
@@ -76,5 +81,5 @@ def lock_on_server(conn: Any, untouched_since: float, keep: Sequence[str], only:
     guesses a recursive list many times its size, prices the statement past jit_above_cost, and compiling
     took longer than running it (server execution, 200,000 sessions: 667 ms with JIT, 220 ms without)."""
     conn.execute("SET LOCAL jit = off")
-    conn.execute(f"{candidates(keep, only)} ORDER BY s.session_id FOR UPDATE OF s",
-                 candidate_arguments(untouched_since, keep, only))
+    conn.execute(f"{candidates(keep, only, True)} ORDER BY s.session_id FOR UPDATE OF s",
+                 candidate_arguments(untouched_since, keep, only, True))

@@ -504,6 +504,20 @@ def test_two_sessions_starting_together_run_one_tidy_up(tmp_path, monkeypatch):
     assert len(passes) == 1 and sorted(results) == [0, 3] and count_sessions(rt) == 0
 
 
+def test_the_tidy_up_spares_many_bound_sessions_under_sqlites_oldest_cap_on_parameters(tmp_path, backend):
+    # A gateway may hold thousands of bound sessions (runtime.MAX_BOUND); a SQLite built with the old cap of 999
+    # parameters must still take the statement (the spared ids were bound three times over: past 331, "too many
+    # SQL variables", which the tidy-up logs and skips, so no empty row ever went)
+    sqlite_only(backend, "SQLite's cap on a statement's parameters")
+    rt = runtime_with(tmp_path, empty_lifecycle_gc_threshold=1, empty_lifecycle_gc_max_age_hours=0.0)
+    rt.db.connect().setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
+    add_empty_sessions(rt, 1200, age_s=10, prefix="bound")
+    add_empty_sessions(rt, 5, age_s=10, prefix="gone")
+    for i in range(1200):
+        rt.bound_sessions[f"bound-{i}"] = "active"
+    assert maintenance.gc_empty_lifecycle(rt) == 5 and count_sessions(rt) == 1200
+
+
 def test_gc_keeps_empty_rows_that_received_carried_summaries(tmp_path):
     rt = runtime_with(tmp_path, empty_lifecycle_gc_threshold=1, empty_lifecycle_gc_max_age_hours=0.0)
     ids = seed(rt, "parent")
