@@ -27,17 +27,21 @@ EMPTY_SESSION = empty("s")
 
 def candidate(alias: str, keep: Sequence[str], only: str, server: bool) -> str:
     """SQL: ``alias`` is a candidate (its arguments: ``candidate_arguments``). SQLite gets the spared ids as one
-    JSON list: a gateway may spare thousands (``runtime.MAX_BOUND``), named up to three times in the deletion,
-    past the oldest SQLite's cap of 999 parameters a statement."""
-    listed = ",".join("?" * len(keep)) if server else "SELECT value FROM json_each(?)"
-    spare = f" AND {alias}.session_id NOT IN ({listed})" if keep else ""
+    JSON list (of their UTF-8 bytes in hex: any id, a NUL too): a gateway may spare thousands
+    (``runtime.MAX_BOUND``), named up to three times in the deletion, past the oldest SQLite's cap of 999
+    parameters a statement."""
+    spared = (f"{alias}.session_id NOT IN ({','.join('?' * len(keep))})" if server
+              else f"hex({alias}.session_id) NOT IN (SELECT value FROM json_each(?))")
+    spare = f" AND {spared}" if keep else ""
     spare += f" AND {alias}.session_id = ?" if only else ""
     return f"({empty(alias)} AND {alias}.created_at <= ? AND {alias}.updated_at <= ?{spare})"
 
 
 def candidate_arguments(untouched_since: float, keep: Sequence[str], only: str, server: bool) -> list[object]:
-    spared = list(keep) if server else [json.dumps(list(keep))] if keep else []
-    return [untouched_since, untouched_since, *spared, *([only] if only else [])]
+    if server or not keep:
+        return [untouched_since, untouched_since, *keep, *([only] if only else [])]
+    listed = json.dumps([k.encode("utf-8", "surrogatepass").hex().upper() for k in keep])  # JSON text stops at a NUL
+    return [untouched_since, untouched_since, listed, *([only] if only else [])]
 
 
 def candidates(keep: Sequence[str], only: str, server: bool) -> str:

@@ -513,9 +513,11 @@ def test_the_tidy_up_spares_many_bound_sessions_under_sqlites_oldest_cap_on_para
     rt.db.connect().setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
     add_empty_sessions(rt, 1200, age_s=10, prefix="bound")
     add_empty_sessions(rt, 5, age_s=10, prefix="gone")
-    for i in range(1200):
-        rt.bound_sessions[f"bound-{i}"] = "active"
-    assert maintenance.gc_empty_lifecycle(rt) == 5 and count_sessions(rt) == 1200
+    odd = ["nul\x00id", 'quote"back\\slash \u00e9 \U0001f642']  # spared whatever their characters
+    add_linked_sessions(rt, {sid: None for sid in odd})
+    for sid in [f"bound-{i}" for i in range(1200)] + odd:
+        rt.bound_sessions[sid] = "active"
+    assert maintenance.gc_empty_lifecycle(rt) == 5 and count_sessions(rt) == 1202 and set(odd) <= session_ids(rt)
 
 
 def test_gc_keeps_empty_rows_that_received_carried_summaries(tmp_path):
