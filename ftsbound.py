@@ -439,9 +439,11 @@ class _Newest:
             self.floor, self.span = high + 1, 0  # the lowest id the spans read so far reach; their length
 
     def at(self, n: int) -> int | None:
-        """The store id of the ``n``-th newest match (``n`` not below the last call's); None when fewer match."""
-        if self.below is None:
-            return None
+        """The store id of the ``n``-th newest match (``n`` not below the last call's; under 1 asks for
+        the newest); None when fewer match."""
+        n = max(1, int(n))
+        if self.below is None or n == self.found:  # the same n again: the match found for it
+            return self.below
         if self.session is not None and not self.found and not self._listed(int(n)):
             self.session = None  # few matches beside the session's ids: each match's row is looked up
         found = self._by_ids(n, self.below) if self.session is not None else self._by_rows(n, self.below)

@@ -316,3 +316,27 @@ def test_a_stepper_tells_more_than_n_rows_asked_in_any_order(conn, key, descendi
     matches = ftsbound._matches(conn, ["messages_fts MATCH ?"], [build_match("coffee").expression])
     found = conn.execute("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH 'coffee'").fetchone()[0]
     assert [matches.more_than(n) for n in (4, found - 1, found, 2)] == [True, True, False, True]
+
+
+def test_a_window_of_none_or_fewer_is_the_newest_match_through_a_thin_sessions_ids_too(conn):
+    """A window of 0 (or fewer) matches asked of a thin session's ids is its newest match, as the walk over
+    every match's row gives it, whether or not the range ends past the session's newest row; asking the
+    same n again gives the same match, not the next one down."""
+    lo, hi = conn.execute("SELECT MIN(store_id), MAX(store_id) FROM messages WHERE session_id = 'thin'").fetchone()
+    top = conn.execute("SELECT MAX(store_id) FROM messages").fetchone()[0]
+    for within in ((lo, hi), (lo, top), (lo + 300, hi - 400)):
+        for query in ("coffee", "coffee budget plan", "harbour"):
+            fts_where, fts_args = ["messages_fts MATCH ?", "rowid BETWEEN ? AND ?"], [build_match(query).expression,
+                                                                                    *within]
+            for where, args in FILTERS:
+                scoped = " AND ".join(where)
+                newest = newest_matches(conn, build_match(query).expression, where, args, within)
+                for n in (0, -3):
+                    got = ftsbound.window(conn, fts_where, fts_args, scoped, args, n, None, ["thin"], within)
+                    assert got == ftsbound.window(conn, fts_where, fts_args, scoped, args, n), (query, within, n)
+                    assert got.low == (newest[0] if newest else None)
+                    assert Listed(conn, fts_where, fts_args, scoped, args, ("thin", within)).at(n) == got.low
+                for cls in (Listed, ftsbound._Newest):
+                    again = cls(conn, fts_where, fts_args, scoped, args, ("thin", within))
+                    expected = newest[2] if len(newest) > 2 else None
+                    assert [again.at(3), again.at(3)] == [expected, expected], (query, within, where)
