@@ -238,3 +238,27 @@ def test_random_searches_read_best_first_are_the_sorted_statements_rows(tmp_path
     monkeypatch.setattr(ftsbound, "_first_passing", sorted_statements)
     assert best_first == hits()
     assert sum(len(h) > 1 for h in best_first) >= 10  # the searches found rows to order
+
+
+def test_a_look_up_stays_within_the_oldest_sqlite_cap_on_parameters_whatever_the_filters_hold(runtime, backend):
+    """SQLite builds before 3.32 refuse a statement of more than 999 parameters: a batch of looked-up
+    rows (three parameters an id) beside a filter naming 300 sessions stays within it, as the sorted
+    statement did."""
+    if backend != "sqlite":
+        pytest.skip("SQLite's cap on parameters")
+    import sqlite3
+
+    chats = [SessionKey(f"chat-{i}") for i in range(3)]
+    for i in range(300):
+        runtime.store.append(chats[i % 3], [user(f"coffee note {i}")])
+    names = [c.session_id for c in chats] + [f"absent-{i}" for i in range(297)]
+
+    conn = runtime.db.read()
+    conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)  # before any statement is prepared (and cached)
+    try:
+        found = runtime.store.search(build_match("coffee").expression, names, limit=250, snippets=False)
+    finally:
+        conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 32766)
+    best = conn.execute(f"SELECT rowid, {ftsbound._RANK} AS r FROM messages_fts WHERE messages_fts MATCH 'coffee'"
+                        " ORDER BY r, rowid LIMIT 250").fetchall()
+    assert [(row.store_id, rank) for row, rank, _ in found] == [(int(i), float(r)) for i, r in best]
