@@ -262,3 +262,26 @@ def test_a_look_up_stays_within_the_oldest_sqlite_cap_on_parameters_whatever_the
     best = conn.execute(f"SELECT rowid, {ftsbound._RANK} AS r FROM messages_fts WHERE messages_fts MATCH 'coffee'"
                         " ORDER BY r, rowid LIMIT 250").fetchall()
     assert [(row.store_id, rank) for row, rank, _ in found] == [(int(i), float(r)) for i, r in best]
+
+
+def test_each_look_up_batch_names_twice_as_many_ids_as_the_last(runtime, backend):
+    """A filter that passes few rows has them looked up in batches of the pool's size, then twice as many
+    each time (fewer look-ups than a batch of the pool's size each time), with the sorted statement's rows."""
+    if backend != "sqlite":
+        pytest.skip("FTS5's ranking")
+    runtime.store.append(CHAT, [user(f"coffee note {i}" + " and more" * (i % 5)) for i in range(60)])
+    conn = runtime.db.read()
+    looked_up: list[int] = []
+    conn.set_trace_callback(
+        lambda sql: looked_up.append(sql[sql.index("VALUES"):sql.index(") SELECT")].count("),(") + 1)
+        if "VALUES" in sql else None)
+    ranked_sql = ("SELECT rowid AS rid, bm25(messages_fts) AS r FROM messages_fts WHERE messages_fts MATCH ?"
+                  " ORDER BY r, rid")
+    few = " WHERE m.content LIKE '%more and more and more and more%'"  # 12 of 60 rows, the longest: ranked last
+    try:
+        got = [tuple(r) for r in ftsbound._first_passing(conn, ranked_sql, ['"coffee"'], few, [], 10)]
+    finally:
+        conn.set_trace_callback(None)
+    assert got == [tuple(r) for r in sorted_statements(conn, ranked_sql, ['"coffee"'], few, [], 10)]
+    assert len(got) == 10
+    assert looked_up == [10, 20, 30]  # the last batch: the 30 ids left
