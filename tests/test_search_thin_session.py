@@ -340,3 +340,19 @@ def test_a_window_of_none_or_fewer_is_the_newest_match_through_a_thin_sessions_i
                     again = cls(conn, fts_where, fts_args, scoped, args, ("thin", within))
                     expected = newest[2] if len(newest) > 2 else None
                     assert [again.at(3), again.at(3)] == [expected, expected], (query, within, where)
+
+
+def test_a_window_over_two_thin_sessions_holds_both_sessions_matches(conn):
+    """Two sessions spread thin keep the walk over every match's row (the ids way reads one session's ids):
+    the window is the one the walk gives, the n-th newest match of either session."""
+    names = ["thin", "chat-3"]
+    lo, hi = conn.execute("SELECT MIN(store_id), MAX(store_id) FROM messages WHERE session_id IN (?, ?)",
+                          names).fetchone()
+    assert ftsbound._thin(conn, names, (lo, hi))
+    for query in ("coffee", "coffee budget plan", "garden review"):
+        match = build_match(query).expression
+        fts_where, fts_args = ["messages_fts MATCH ?", "rowid BETWEEN ? AND ?"], [match, lo, hi]
+        every = newest_matches(conn, match, ["m.session_id IN (?, ?)"], names, (lo, hi))
+        for n in (3, 20, 60):
+            got = ftsbound.window(conn, fts_where, fts_args, "m.session_id IN (?, ?)", names, n, None, names, (lo, hi))
+            assert got.low == (every[n - 1] if n <= len(every) else None), (query, n)
