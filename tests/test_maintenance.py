@@ -625,17 +625,22 @@ def test_the_one_row_drop_seeks_the_rows_that_follow_it_and_reads_no_whole_table
     assert scanned <= {"dropped", "d", "needed", "w"}, plan
 
 
+def server_plan(rt, only: str, setting: str) -> str:
+    """The server's plan of the empty-row deletion (``only``: the one-row form) over 300 sessions, every
+    third naming the one before, with ``setting`` in force for the statement."""
+    add_linked_sessions(rt, {f"s{i}": f"s{i - 1}" if i % 3 == 0 and i else None for i in range(300)})
+    with rt.db.transaction() as conn:
+        conn.execute(f"SET LOCAL {setting}")
+        return "\n".join(str(r[0]) for r in conn.execute(
+            f"EXPLAIN {emptyrows.deletion((), only, True)}", emptyrows.deletion_arguments(time.time(), (), only, True)))
+
+
 def test_the_one_row_drop_can_seek_the_rows_that_follow_it_on_the_server(tmp_path, backend):
     # the server's planner picks by table size: with sequential reads priced out, the plan shows the
     # partial index serves the statement (its predicate is implied by the equality it seeks)
     server_only(backend)
     rt = runtime_with(tmp_path)
-    add_linked_sessions(rt, {f"s{i}": f"s{i - 1}" if i % 3 == 0 and i else None for i in range(300)})
-    with rt.db.transaction() as conn:
-        conn.execute("SET LOCAL enable_seqscan = off")
-        plan = "\n".join(str(r[0]) for r in conn.execute(
-            f"EXPLAIN {emptyrows.deletion((), 's7', True)}",
-            emptyrows.deletion_arguments(time.time(), (), "s7", True)))
+    plan = server_plan(rt, "s7", "enable_seqscan = off")
     assert "sessions_previous" in plan and "Seq Scan on sessions" not in plan, plan
     assert maintenance.drop_unstored_row(rt, "s7") is True
 
@@ -646,12 +651,7 @@ def test_the_whole_tidy_up_on_the_server_sets_what_stays_apart_by_a_join_not_a_l
     # 200,000 sessions, half of them empty, ran past the statement timeout. An anti-join spills to disk instead.
     server_only(backend)
     rt = runtime_with(tmp_path, empty_lifecycle_gc_threshold=1, empty_lifecycle_gc_max_age_hours=0.0)
-    add_linked_sessions(rt, {f"s{i}": f"s{i - 1}" if i % 3 == 0 and i else None for i in range(300)})
-    with rt.db.transaction() as conn:
-        conn.execute("SET LOCAL work_mem = '64kB'")  # stands in for a table whose rows outgrow the default
-        plan = "\n".join(str(r[0]) for r in conn.execute(
-            f"EXPLAIN {emptyrows.deletion((), '', True)}",
-            emptyrows.deletion_arguments(time.time(), (), "", True)))
+    plan = server_plan(rt, "", "work_mem = '64kB'")  # stands in for a table whose rows outgrow the default
     per_row = [line for line in plan.splitlines() if "NOT (SubPlan" in line or "NOT (hashed SubPlan" in line]
     assert not per_row and "Anti Join" in plan, plan
     assert maintenance.gc_empty_lifecycle(rt) == 300 and session_ids(rt) == set()  # empty rows naming empty rows
@@ -662,12 +662,7 @@ def test_the_whole_tidy_up_on_the_server_judges_each_rows_emptiness_once(tmp_pat
     # reaches, as a look-up in the candidates already read: the emptiness sub-queries again hashed the whole
     # table at each step (200,000 sessions, a third of the empty ones continued: most of the statement)
     server_only(backend)
-    rt = runtime_with(tmp_path)
-    add_linked_sessions(rt, {f"s{i}": f"s{i - 1}" if i % 3 == 0 and i else None for i in range(300)})
-    with rt.db.transaction() as conn:
-        conn.execute("SET LOCAL enable_seqscan = off")
-        plan = "\n".join(str(r[0]) for r in conn.execute(
-            f"EXPLAIN {emptyrows.deletion((), '', True)}", emptyrows.deletion_arguments(time.time(), (), "", True)))
+    plan = server_plan(runtime_with(tmp_path), "", "enable_seqscan = off")
     assert len(re.findall(r" on messages ", plan)) == 1, plan
 
 

@@ -118,40 +118,39 @@ def test_a_store_connection_plans_without_jit_unless_the_operator_set_it(pg_url,
     db.close()
 
 
-def test_a_schema_of_the_previous_build_gets_the_chat_index(pg_database_url, monkeypatch):
+def index_after_upgrade(url: str, monkeypatch, last: str, row: str, index: str) -> str:
+    """The definition of ``index`` once a schema the build before ``last`` left (holding ``row``) is opened."""
     from hermes_trove import pgschema
     from hermes_trove.pgdb import close_connections
 
     full = pgschema.migrations()
-    monkeypatch.setattr(pgschema, "migrations", lambda: full[:-1])
-    PgDatabase(pg_database_url).connect().execute(
-        "INSERT INTO sessions(session_id, conversation_id, created_at, updated_at) VALUES ('s1', 'chat-1', 0, 0)")
+    monkeypatch.setattr(pgschema, "migrations", lambda: full[:[name for name, _ in full].index(last)])
+    PgDatabase(url).connect().execute(row)
     close_connections()
     monkeypatch.undo()
-    db = PgDatabase(pg_database_url)
-    assert "pg0007_sessions_by_conversation" in db.applied_migrations()
-    index = db.connect().execute("SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema()"
-                                 " AND indexname = 'sessions_conversation'").fetchone()
-    assert index is not None and "(conversation_id, updated_at)" in index[0], index
+    db = PgDatabase(url)
+    assert last in db.applied_migrations()
+    found = db.connect().execute("SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema()"
+                                 " AND indexname = ?", (index,)).fetchone()
+    assert found is not None, index
+    return str(found[0])
+
+
+def test_a_schema_of_the_previous_build_gets_the_chat_index(pg_database_url, monkeypatch):
+    definition = index_after_upgrade(
+        pg_database_url, monkeypatch, "pg0007_sessions_by_conversation",
+        "INSERT INTO sessions(session_id, conversation_id, created_at, updated_at) VALUES ('s1', 'chat-1', 0, 0)",
+        "sessions_conversation")
+    assert "(conversation_id, updated_at)" in definition, definition
 
 
 def test_a_schema_of_the_previous_build_gets_the_index_of_the_sessions_that_follow_a_session(pg_database_url,
                                                                                           monkeypatch):
-    from hermes_trove import pgschema
-    from hermes_trove.pgdb import close_connections
-
-    full = pgschema.migrations()
-    assert full[-1][0] == "pg0009_sessions_by_previous"
-    monkeypatch.setattr(pgschema, "migrations", lambda: full[:-1])
-    PgDatabase(pg_database_url).connect().execute(
-        "INSERT INTO sessions(session_id, previous_session_id, created_at, updated_at) VALUES ('s2', 's1', 0, 0)")
-    close_connections()
-    monkeypatch.undo()
-    db = PgDatabase(pg_database_url)
-    assert "pg0009_sessions_by_previous" in db.applied_migrations()
-    index = db.connect().execute("SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema()"
-                                 " AND indexname = 'sessions_previous'").fetchone()
-    assert index is not None and "(previous_session_id) WHERE (previous_session_id IS NOT NULL)" in index[0], index
+    definition = index_after_upgrade(
+        pg_database_url, monkeypatch, "pg0009_sessions_by_previous",
+        "INSERT INTO sessions(session_id, previous_session_id, created_at, updated_at) VALUES ('s2', 's1', 0, 0)",
+        "sessions_previous")
+    assert "(previous_session_id) WHERE (previous_session_id IS NOT NULL)" in definition, definition
 
 
 @pytest.mark.parametrize("sql, want", [
