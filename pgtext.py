@@ -257,7 +257,15 @@ _TAIL = "trovetextendsentinel"
 
 
 def literal(text: str) -> str:
-    """``text`` as an SQL string literal (quotes doubled). Pure."""
+    """``text`` as an SQL string literal (quotes doubled), read the same whatever the session's
+    standard_conforming_strings: text holding a backslash is written as an escape string with
+    its backslashes doubled (with the setting off, a plain literal reads a backslash as an escape,
+    and one before a quote would end the string early). Text holding NUL is refused: no literal
+    holds it. Pure."""
+    if "\x00" in text:
+        raise ValueError("an SQL string literal cannot hold the NUL character")
+    if "\\" in text:
+        return "E'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
     return "'" + text.replace("'", "''") + "'"
 
 

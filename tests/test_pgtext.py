@@ -227,6 +227,19 @@ def test_every_parsed_query_is_a_valid_server_tsquery(pg, expression):
     pg.execute(f"SELECT {sql}", params).fetchone()  # never a server error
 
 
+@pytest.mark.parametrize("conforming", ["on", "off"])
+def test_a_literal_reads_back_as_its_text_whatever_standard_conforming_strings_says(pg, conforming):
+    """A literal never ends early: with standard_conforming_strings off a plain literal reads a
+    backslash as an escape, so ``\\'`` would close the string and the rest run as SQL."""
+    pg.execute(f"SET standard_conforming_strings = {conforming}")
+    texts = ["a\\'b", "\\", "x\\", "\\'; SELECT 1; --", "'", "''", "$$", "E'q'", "%s ? :name ::int", "naïve 東京 ✓",
+             "".join(map(chr, range(1, 128))), pgtext._PUNCT]
+    for text in texts:
+        assert pg.execute(f"SELECT {pgtext.literal(text)}, 'after'").fetchone()[:] == (text, "after"), text
+    with pytest.raises(ValueError, match="NUL"):
+        pgtext.literal("a\x00b")
+
+
 def test_phrase_search_finds_a_path_and_a_ticket_id_before_their_scattered_parts(pg):
     exact = add(pg, "s1", "the bug is in src/billing/invoice.py line 40")
     scattered = add(pg, "s1", "src code for billing: invoice totals, py scripts and more src billing notes")
