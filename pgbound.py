@@ -114,13 +114,14 @@ page AS (SELECT id, min(score) AS score FROM picked GROUP BY id ORDER BY min(sco
     mine = "SELECT page.id AS _id, page.score AS _score, b.*, -page.id AS _tie FROM page JOIN messages b ON" \
            " b.store_id = page.id"
     if otherwise is None:
-        rows = conn.execute(f"{sql}\n{mine} ORDER BY _score, _tie", params).fetchall()
+        rows = conn.execute_once(f"{sql}\n{mine} ORDER BY _score, _tie", params).fetchall()
         if not rows:
             return None  # the window is not full, or a phrase is rare in the range
     else:  # the server evaluates the branch whose one-time filter holds, and only it
-        rows = conn.execute(f"{sql},\nbm AS MATERIALIZED ({otherwise[0]})\n{mine} WHERE EXISTS (SELECT 1 FROM gate)"
-                            "\nUNION ALL SELECT bm.*, bm._id AS _tie FROM bm WHERE NOT EXISTS (SELECT 1 FROM gate)"
-                            "\nORDER BY _score, _tie", [*params, *otherwise[1]]).fetchall()
+        rows = conn.execute_once(
+            f"{sql},\nbm AS MATERIALIZED ({otherwise[0]})\n{mine} WHERE EXISTS (SELECT 1 FROM gate)"
+            "\nUNION ALL SELECT bm.*, bm._id AS _tie FROM bm WHERE NOT EXISTS (SELECT 1 FROM gate)"
+            "\nORDER BY _score, _tie", [*params, *otherwise[1]]).fetchall()
     return [({k: r[k] for k in r.keys() if not k.startswith("_")}, float(r[1])) for r in rows]
 
 

@@ -270,6 +270,11 @@ class PgConnection:
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> PgCursor:
         return self.run(translated(sql), params if isinstance(params, Mapping) else tuple(params))
 
+    def execute_once(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> PgCursor:
+        """``execute`` for a statement written for one call (values in it as literals): not kept in the
+        statement cache, which would otherwise fill with them (``pgbound``: about 11 kB a query)."""
+        return self.run(translate(sql), params if isinstance(params, Mapping) else tuple(params))
+
     def run(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> PgCursor:
         """``sql`` in psycopg's own placeholders, watched."""
         cur = self.raw.cursor(row_factory=_row_factory)

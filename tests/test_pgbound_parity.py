@@ -72,3 +72,22 @@ def test_both_stores_fire_the_common_word_rule_alike_and_give_the_same_page(tmp_
             fired += 1
             assert a == b, (query, kw, ftsbound.RARE_BUDGET)
     assert compared == 60 and 0 < fired < compared  # both ways were taken
+
+
+def test_a_servers_common_word_statements_are_not_kept_in_the_statement_cache(tmp_path, pg_database_url,
+                                                                              monkeypatch):
+    """Each holds its query's words as literals: kept, every distinct grep would add its text (about
+    11 kB) to a process-wide cache for good, until the cache was full for every other statement."""
+    from hermes_trove import pgdb
+
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 3)
+    server = build_runtime(make_config(tmp_path, database_url=pg_database_url))
+    server.store.append(SessionKey("a"), [user(f"cake tea note {i} word{i}") for i in range(30)])
+    server.store.search(build_match("cake tea").expression, limit=5, max_candidates=20, common_candidates=10)
+    before = len(pgdb._translated)
+    for i in range(20):  # "zebra{i}" is in no row: each query is common words only, and its own statement
+        for snippets in (False, True):
+            hits = page(server.store, f"cake zebra{i}", limit=5, max_candidates=20, common_candidates=10,
+                        snippets=snippets)
+            assert [rank for _, rank in hits] == [ftsbound.ANY_RANK] * 5, hits
+    assert len(pgdb._translated) == before
