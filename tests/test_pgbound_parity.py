@@ -18,7 +18,8 @@ from hermes_trove.store import SessionKey
 WORDS = ("cake", "tea", "lamp", "river", "stone", "bird", "map", "fog")
 SESSIONS = ("a", "b", "c", "d")
 QUERIES = ("cake", "cake tea", "tea lamp river", '"lamp river"', "riv* cake", '"cake tea" stone', "bird fog",
-           "map", "fog stone tea", "st* ri*", "zebra cake", "owl", "owl tea", "owl zebra")
+           "map", "fog stone tea", "st* ri*", "zebra cake", "owl", "owl tea", "owl zebra",
+           'cake "!!!"', '"cake tea" "..." tea')
 RULE = (ftsbound.ALL_RANK, ftsbound.ANY_RANK)
 
 
