@@ -22,6 +22,7 @@ from .pgwords import CONFIG, parse_match
 from .rows import MessageRow, message_row_from
 
 Hit = tuple[MessageRow, float, str]
+TSQUERY = f"to_tsquery('{CONFIG}', ?)"  # a ``parse_match`` text, bound at each call
 
 
 def search(conn: Any, match: str, where: Sequence[str], args: Sequence[Any], store_ids: Sequence[int] | None,
@@ -62,9 +63,11 @@ def newest(conn: Any, expression: str, where: Sequence[str], args: Sequence[Any]
     phrase counts (each stopping one past the budget, the rarest by the last stats refresh first, the
     first with 1 to budget matches ending them), the window's low end (its ``window``-th newest
     visible match, read only when every phrase is common), then the two reads of the page. SQLite
-    reads the window first; either order gives the same rows. Each tsquery is written as a literal
-    (letters, digits and operators only), so the server plans each read from its words' statistics:
-    a walk down the newest rows for a frequent word, the index for a rare one."""
+    reads the window first; either order gives the same rows. The statement is never prepared
+    (``execute_unprepared``): the server plans it at each call with its tsqueries' values, so each read
+    follows its words' statistics (a walk down the newest rows for a frequent word, the index for a
+    rare one), as it would with the words written into the SQL, which stays the same for every
+    query of one shape."""
     parts = ftsbound.phrases(expression)
     query = parse_match(expression)
     counted = [q for q in (parse_match(p) for p in parts) if q is not None]  # an empty phrase matches nothing
@@ -74,7 +77,7 @@ def newest(conn: Any, expression: str, where: Sequence[str], args: Sequence[Any]
     within = "" if sessions is None else " AND s.store_id BETWEEN rng.lo AND rng.hi"  # the whole store: no bound
     words = [" ".join(w for ph in q.phrases for w in ph.words) for q in counted]
     counts = " ".join(f"WHEN {i} THEN (SELECT count(*) FROM (SELECT FROM message_search s WHERE s.doc @@"
-                      f" {_tsquery(q.text)}{within} LIMIT {budget + 1}) z)" for i, q in enumerate(counted, start=1))
+                      f" {TSQUERY}{within} LIMIT {budget + 1}) z)" for i in range(1, len(counted) + 1))
     every = parse_match(" AND ".join(f"({p})" for p in parts)) if len(parts) > 1 else None
     filters = "".join(f" AND ({w})" for w in where)
     join = " JOIN messages m ON m.store_id = s.store_id" if where else ""
@@ -86,19 +89,20 @@ def newest(conn: Any, expression: str, where: Sequence[str], args: Sequence[Any]
                " (SELECT max(store_id) FROM messages WHERE session_id = u.sid) AS hi) x")
         rng_args = [[str(s) for s in sessions]]
 
-    def read(text: str, low: str) -> str:  # the newest matches of ``text`` from ``low`` up that the caller may read
+    def read(low: str) -> str:  # the newest matches of a tsquery (a parameter) from ``low`` up that the caller may read
         # no id bound over the whole store: the planner would read every id of the index to AND it with the matches
         bound = f" AND s.store_id BETWEEN {low} AND rng.hi" if sessions is not None else \
             f" AND s.store_id >= {low}" if low != "rng.lo" else ""
-        return (f"SELECT s.store_id AS id FROM message_search s{join} WHERE s.doc @@ {_tsquery(text)}{bound}{filters}"
+        return (f"SELECT s.store_id AS id FROM message_search s{join} WHERE s.doc @@ {TSQUERY}{bound}{filters}"
                 " ORDER BY s.store_id DESC")
 
-    picks = [f"SELECT p.id, {rank!r}::float8 AS score FROM gate, rng, LATERAL ({read(text, 'gate.low')} LIMIT ?) p"
-             for rank, text in ((ftsbound.ALL_RANK, every.text if every else ""), (ftsbound.ANY_RANK, query.text))
-             if text]
+    reads = [(rank, text) for rank, text in ((ftsbound.ALL_RANK, every.text if every else ""),
+                                             (ftsbound.ANY_RANK, query.text)) if text]
+    picks = [f"SELECT p.id, {rank!r}::float8 AS score FROM gate, rng, LATERAL ({read('gate.low')} LIMIT ?) p"
+             for rank, _ in reads]
     # the rows holding every phrase rank first; a row in both reads is taken once, with the better rank
     sql = f"""WITH rng AS MATERIALIZED ({rng}),
-win AS MATERIALIZED (SELECT w.id FROM rng, LATERAL ({read(query.text, 'rng.lo')} LIMIT 1 OFFSET ?) w),
+win AS MATERIALIZED (SELECT w.id FROM rng, LATERAL ({read('rng.lo')} LIMIT 1 OFFSET ?) w),
 gate AS MATERIALIZED (
     SELECT g.low FROM (SELECT CASE WHEN EXISTS (
         SELECT 1 FROM (SELECT v.i FROM unnest(?::text[]) WITH ORDINALITY AS v(words, i) ORDER BY (
@@ -109,22 +113,17 @@ gate AS MATERIALIZED (
     WHERE g.low IS NOT NULL),
 picked AS MATERIALIZED ({' UNION ALL '.join(picks)}),
 page AS (SELECT id, min(score) AS score FROM picked GROUP BY id ORDER BY min(score), id DESC LIMIT ?)"""
-    params = [*rng_args, *args, int(window) - 1, words, budget, *[v for _ in picks for v in (*args, int(limit))],
-              int(limit)]
+    params = [*rng_args, query.text, *args, int(window) - 1, words, *[q.text for q in counted], budget,
+              *[v for _, text in reads for v in (text, *args, int(limit))], int(limit)]
     mine = "SELECT page.id AS _id, page.score AS _score, b.*, -page.id AS _tie FROM page JOIN messages b ON" \
            " b.store_id = page.id"
     if otherwise is None:
-        rows = conn.execute_once(f"{sql}\n{mine} ORDER BY _score, _tie", params).fetchall()
+        rows = conn.execute_unprepared(f"{sql}\n{mine} ORDER BY _score, _tie", params).fetchall()
         if not rows:
             return None  # the window is not full, or a phrase is rare in the range
     else:  # the server evaluates the branch whose one-time filter holds, and only it
-        rows = conn.execute_once(
+        rows = conn.execute_unprepared(
             f"{sql},\nbm AS MATERIALIZED ({otherwise[0]})\n{mine} WHERE EXISTS (SELECT 1 FROM gate)"
             "\nUNION ALL SELECT bm.*, bm._id AS _tie FROM bm WHERE NOT EXISTS (SELECT 1 FROM gate)"
             "\nORDER BY _score, _tie", [*params, *otherwise[1]]).fetchall()
     return [({k: r[k] for k in r.keys() if not k.startswith("_")}, float(r[1])) for r in rows]
-
-
-def _tsquery(text: str) -> str:
-    """SQL of the tsquery ``text`` (``parse_match``'s) as a literal the planner reads. Pure."""
-    return f"to_tsquery('{CONFIG}', {pgtext.literal(text)})"

@@ -270,16 +270,17 @@ class PgConnection:
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> PgCursor:
         return self.run(translated(sql), params if isinstance(params, Mapping) else tuple(params))
 
-    def execute_once(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> PgCursor:
-        """``execute`` for a statement written for one call (values in it as literals): not kept in the
-        statement cache, which would otherwise fill with them (``pgbound``: about 11 kB a query)."""
-        return self.run(translate(sql), params if isinstance(params, Mapping) else tuple(params))
+    def execute_unprepared(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> PgCursor:
+        """``execute``, never as a prepared statement: the server plans it at each call with its
+        parameters' values, as it plans a statement holding them as literals (a prepared one may
+        take a generic plan, blind to the values, from its sixth call on)."""
+        return self.run(translated(sql), params if isinstance(params, Mapping) else tuple(params), prepare=False)
 
-    def run(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> PgCursor:
-        """``sql`` in psycopg's own placeholders, watched."""
+    def run(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = (), prepare: bool | None = None) -> PgCursor:
+        """``sql`` in psycopg's own placeholders, watched; ``prepare`` as psycopg takes it (None: after 5 calls)."""
         cur = self.raw.cursor(row_factory=_row_factory)
         with self.watched():
-            cur.execute(sql, params)
+            cur.execute(sql, params, prepare=prepare)
         return PgCursor(cur)
 
     def executemany(self, sql: str, seq: Sequence[Any] | Iterator[Any]) -> PgCursor:

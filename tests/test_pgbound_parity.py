@@ -75,20 +75,35 @@ def test_both_stores_fire_the_common_word_rule_alike_and_give_the_same_page(tmp_
     assert compared == 60 and 0 < fired < compared  # both ways were taken
 
 
-def test_a_servers_common_word_statements_are_not_kept_in_the_statement_cache(tmp_path, pg_database_url,
-                                                                              monkeypatch):
-    """Each holds its query's words as literals: kept, every distinct grep would add its text (about
-    11 kB) to a process-wide cache for good, until the cache was full for every other statement."""
+def test_a_servers_common_word_statement_holds_no_query_text_and_is_never_prepared(tmp_path, pg_database_url,
+                                                                                    monkeypatch):
+    """The words are parameters, so no query text is written into the SQL, and a query of one shape has
+    one statement (the statement cache does not grow with distinct greps). It is never prepared: a
+    prepared statement's generic plan, from its sixth call on, would not see the words."""
     from hermes_trove import pgdb
 
     monkeypatch.setattr(ftsbound, "RARE_BUDGET", 3)
     server = build_runtime(make_config(tmp_path, database_url=pg_database_url))
     server.store.append(SessionKey("a"), [user(f"cake tea note {i} word{i}") for i in range(30)])
-    server.store.search(build_match("cake tea").expression, limit=5, max_candidates=20, common_candidates=10)
+    sent: list[tuple[str, object]] = []
+    real = pgdb.PgConnection.run
+
+    def run(self, sql, params=(), prepare=None):
+        if "message_search" in sql:
+            sent.append((sql, prepare))
+        return real(self, sql, params, prepare)
+
+    monkeypatch.setattr(pgdb.PgConnection, "run", run)
+    for snippets in (False, True):  # the two shapes: BM25 folded in, or snippets asked after
+        page(server.store, "cake tea", limit=5, max_candidates=20, common_candidates=10, snippets=snippets)
     before = len(pgdb._translated)
-    for i in range(20):  # "zebra{i}" is in no row: each query is common words only, and its own statement
+    sent.clear()
+    for i in range(12):  # "zebra{i}" is in no row: each query is common words only
         for snippets in (False, True):
             hits = page(server.store, f"cake zebra{i}", limit=5, max_candidates=20, common_candidates=10,
                         snippets=snippets)
             assert [rank for _, rank in hits] == [ftsbound.ANY_RANK] * 5, hits
+    rule = [(sql, prepare) for sql, prepare in sent if "gate" in sql]
+    assert len(rule) == 24 and len({sql for sql, _ in rule}) == 2, len(rule)
+    assert all("zebra" not in sql and prepare is False for sql, prepare in rule)
     assert len(pgdb._translated) == before
