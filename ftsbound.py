@@ -260,7 +260,6 @@ def _best(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence
 
 
 LOOKUP_ROWS = 250  # ids a look-up names at most (three parameters each)
-SQL_VARIABLES = 999  # parameters a statement may hold on SQLite builds before 3.32: ids and filters together
 
 
 def _first_passing(conn: sqlite3.Connection, ranked_sql: str, ranked_args: Sequence[Any], filters: str,
@@ -269,11 +268,13 @@ def _first_passing(conn: sqlite3.Connection, ranked_sql: str, ranked_args: Seque
     ORDER BY), whose ``messages`` row passes ``filters`` (on ``m``): ``messages`` columns, ``_rank``
     (``r``) and an empty ``_snippet``. Rows are looked up a batch at a time, ``limit`` ids first and
     twice as many each time after, so a filter that passes every row looks up ``limit`` rows; a batch
-    leaves room for the filters' arguments within ``SQL_VARIABLES``."""
+    leaves room for the filters' arguments within the connection's cap on a statement's parameters (999
+    on SQLite builds before 3.32; filters that fill it alone fail as they would in any statement)."""
     ranked = conn.execute(ranked_sql, ranked_args).fetchall() if limit else []
     want = len(ranked) if limit < 0 else limit  # a negative limit: every row that passes
     out: list[sqlite3.Row] = []
-    start, size, room = 0, max(want, 1), max(1, (SQL_VARIABLES - len(args)) // 3)
+    room = max(1, (conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) - len(args)) // 3)
+    start, size = 0, max(want, 1)
     while start < len(ranked) and len(out) < want:
         batch = ranked[start:start + min(size, LOOKUP_ROWS, room)]
         values = ",".join("(?,?,?)" for _ in batch)

@@ -285,3 +285,28 @@ def test_each_look_up_batch_names_twice_as_many_ids_as_the_last(runtime, backend
     assert got == [tuple(r) for r in sorted_statements(conn, ranked_sql, ['"coffee"'], few, [], 10)]
     assert len(got) == 10
     assert looked_up == [10, 20, 30]  # the last batch: the 30 ids left
+
+
+def test_a_filter_of_many_arguments_shrinks_a_look_up_only_as_far_as_the_connections_cap_asks(runtime, backend):
+    """Beside a filter of 1,200 arguments a build whose cap is 32,766 parameters still looks up the pool in
+    one batch (a fixed cap of 999 left room for one id a statement: 40 look-ups for 40 rows); capped at
+    999, the same search stays within it."""
+    if backend != "sqlite":
+        pytest.skip("SQLite's cap on parameters")
+    import sqlite3
+
+    runtime.store.append(CHAT, [user(f"coffee note {i}") for i in range(40)])
+    conn = runtime.db.read()
+    names = [CHAT.session_id, *(f"absent-{i}" for i in range(1199))]
+    filters = f" WHERE m.session_id IN ({','.join('?' * len(names))})"
+    ranked_sql = ("SELECT rowid AS rid, bm25(messages_fts) AS r FROM messages_fts WHERE messages_fts MATCH ?"
+                  " ORDER BY r, rid")
+    expected = [tuple(r) for r in sorted_statements(conn, ranked_sql, ['"coffee"'], filters, names, 40)]
+    looked_up: list[str] = []
+    conn.set_trace_callback(lambda sql: looked_up.append(sql) if "VALUES" in sql else None)
+    try:
+        got = ftsbound._first_passing(conn, ranked_sql, ['"coffee"'], filters, names, 40)
+    finally:
+        conn.set_trace_callback(None)
+    assert [tuple(r) for r in got] == expected and len(expected) == 40
+    assert conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) > 999 and len(looked_up) == 1
