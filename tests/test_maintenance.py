@@ -520,6 +520,17 @@ def test_the_tidy_up_spares_many_bound_sessions_under_sqlites_oldest_cap_on_para
     assert maintenance.gc_empty_lifecycle(rt) == 5 and count_sessions(rt) == 1202 and set(odd) <= session_ids(rt)
 
 
+def test_a_bound_id_no_store_can_hold_spares_nothing_and_stops_no_tidy_up(tmp_path, backend):
+    # a session id with a lone surrogate has no UTF-8 form: no row holds it, and a server's driver refused to
+    # send it, so the whole tidy-up failed (and was logged as an error) at every pass while it stayed bound
+    rt = runtime_with(tmp_path, empty_lifecycle_gc_threshold=1, empty_lifecycle_gc_max_age_hours=0.0)
+    add_empty_sessions(rt, 5, age_s=10, prefix="gone")
+    add_empty_sessions(rt, 1, age_s=10, prefix="bound")
+    rt.bound_sessions["bound-0"] = "active"
+    rt.bound_sessions["lone\ud800id"] = "active"
+    assert maintenance.gc_empty_lifecycle(rt) == 5 and session_ids(rt) == {"bound-0"}
+
+
 def test_gc_keeps_empty_rows_that_received_carried_summaries(tmp_path):
     rt = runtime_with(tmp_path, empty_lifecycle_gc_threshold=1, empty_lifecycle_gc_max_age_hours=0.0)
     ids = seed(rt, "parent")
