@@ -239,7 +239,8 @@ def gc_empty_lifecycle(runtime: Runtime, now: float | None = None) -> int:
     def prune() -> int:  # a tidy-up at a session's start
         if runtime.store.session_count() <= int(cfg.empty_lifecycle_gc_threshold):
             return 0
-        return runtime.store.delete_empty_sessions(cutoff, keep=sorted(filter(storable, runtime.bound_sessions)))
+        bound = list(runtime.bound_sessions)  # one C call: another thread may bind a session meanwhile
+        return runtime.store.delete_empty_sessions(cutoff, keep=sorted(filter(storable, bound)))
 
     deleted = _tidy("empty lifecycle rows left for a later pass", prune)
     if deleted:

@@ -531,6 +531,24 @@ def test_a_bound_id_no_store_can_hold_spares_nothing_and_stops_no_tidy_up(tmp_pa
     assert maintenance.gc_empty_lifecycle(rt) == 5 and session_ids(rt) == {"bound-0"}
 
 
+def test_a_session_bound_while_the_tidy_up_reads_the_bound_list_stops_nothing(tmp_path, monkeypatch):
+    # the list of bound sessions is read while another thread may bind one: each id is judged (storable) from a
+    # copy, so a bind between two of them changes nothing here (judged on the dict itself: "dictionary changed
+    # size during iteration", and the pass failed)
+    rt = runtime_with(tmp_path, empty_lifecycle_gc_threshold=1, empty_lifecycle_gc_max_age_hours=0.0)
+    add_empty_sessions(rt, 3, age_s=10, prefix="gone")
+    add_empty_sessions(rt, 2, age_s=10, prefix="bound")
+    rt.bound_sessions.update({"bound-0": "active", "bound-1": "active"})
+    judge = maintenance.storable
+
+    def binding_meanwhile(session_id: str) -> bool:
+        rt.bound_sessions.setdefault("late", "active")  # another thread's bind, between two ids
+        return judge(session_id)
+
+    monkeypatch.setattr(maintenance, "storable", binding_meanwhile)
+    assert maintenance.gc_empty_lifecycle(rt) == 3 and session_ids(rt) == {"bound-0", "bound-1"}
+
+
 def test_gc_keeps_empty_rows_that_received_carried_summaries(tmp_path):
     rt = runtime_with(tmp_path, empty_lifecycle_gc_threshold=1, empty_lifecycle_gc_max_age_hours=0.0)
     ids = seed(rt, "parent")
