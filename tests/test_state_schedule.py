@@ -130,6 +130,7 @@ def test_with_assertions_off_nothing_is_scheduled_or_created(tmp_path):
     assert extract.schedule(runtime, lambda: asked.append("direct") or model) is None
     assert runtime.db.path not in extract._PASSES.threads and asked == [] and model.calls == []
     assert not AssertionStore(runtime.db).present()
+    runtime.store.settle()  # PostgreSQL: the turn waits in the local outbox until it ships
     assert runtime.db.read().execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 8  # the turn was stored
 
 
