@@ -25,6 +25,19 @@ def empty(alias: str) -> str:
 EMPTY_SESSION = empty("s")
 
 
+def holdable(session_ids: Sequence[str]) -> list[str]:
+    """The ids a store can hold a row of: an id with a lone surrogate has no UTF-8 form, so no row holds it
+    (its session could not be recorded), and a server's driver refuses to send it at all."""
+    out = []
+    for session_id in session_ids:
+        try:
+            session_id.encode("utf-8")
+        except UnicodeEncodeError:
+            continue
+        out.append(session_id)
+    return out
+
+
 def candidate(alias: str, keep: Sequence[str], only: str, server: bool) -> str:
     """SQL: ``alias`` is a candidate (its arguments: ``candidate_arguments``). SQLite gets the spared ids as one
     JSON list (of their UTF-8 bytes in hex: any id, a NUL too): a gateway may spare thousands
@@ -40,7 +53,7 @@ def candidate(alias: str, keep: Sequence[str], only: str, server: bool) -> str:
 def candidate_arguments(untouched_since: float, keep: Sequence[str], only: str, server: bool) -> list[object]:
     if server or not keep:
         return [untouched_since, untouched_since, *keep, *([only] if only else [])]
-    listed = json.dumps([k.encode("utf-8", "surrogatepass").hex().upper() for k in keep])  # JSON text stops at a NUL
+    listed = json.dumps([k.encode("utf-8").hex().upper() for k in keep])  # JSON text stops at a NUL
     return [untouched_since, untouched_since, listed, *([only] if only else [])]
 
 

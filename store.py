@@ -144,6 +144,7 @@ class MessageStore:
         """Delete empty session rows not created or updated after ``untouched_since``, except ``keep`` and a row
         a staying session continues (the lineage runs through it: ``emptyrows``); ``only``: that one session's
         row, if empty."""
+        keep = emptyrows.holdable(keep)
         with self.db.transaction() as conn:
             server = on_server(conn)
             if server:  # lock the candidates first, then look again (``emptyrows.lock_on_server``)

@@ -239,23 +239,12 @@ def gc_empty_lifecycle(runtime: Runtime, now: float | None = None) -> int:
     def prune() -> int:  # a tidy-up at a session's start
         if runtime.store.session_count() <= int(cfg.empty_lifecycle_gc_threshold):
             return 0
-        bound = list(runtime.bound_sessions)  # one C call: another thread may bind a session meanwhile
-        return runtime.store.delete_empty_sessions(cutoff, keep=sorted(filter(storable, bound)))
+        return runtime.store.delete_empty_sessions(cutoff, keep=sorted(runtime.bound_sessions))
 
     deleted = _tidy("empty lifecycle rows left for a later pass", prune)
     if deleted:
         log.info("trove: pruned %d empty lifecycle rows", deleted)
     return deleted
-
-
-def storable(session_id: str) -> bool:
-    """Whether a store can hold a row of ``session_id``: an id with a lone surrogate has no UTF-8 form, so no
-    row holds it (its session could not be recorded), and a server's driver refuses to send it at all."""
-    try:
-        session_id.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 TIDY_EVERY_S = 600.0  # a session's start tidies empty rows at most this often per store

@@ -532,20 +532,23 @@ def test_a_bound_id_no_store_can_hold_spares_nothing_and_stops_no_tidy_up(tmp_pa
 
 
 def test_a_session_bound_while_the_tidy_up_reads_the_bound_list_stops_nothing(tmp_path, monkeypatch):
-    # the list of bound sessions is read while another thread may bind one: each id is judged (storable) from a
-    # copy, so a bind between two of them changes nothing here (judged on the dict itself: "dictionary changed
-    # size during iteration", and the pass failed)
+    # the list of bound sessions is read while another thread may bind one: each id is judged (holdable) from a
+    # sorted copy, so a bind between two of them changes nothing here (judged on the dict itself: "dictionary
+    # changed size during iteration", and the pass failed)
     rt = runtime_with(tmp_path, empty_lifecycle_gc_threshold=1, empty_lifecycle_gc_max_age_hours=0.0)
     add_empty_sessions(rt, 3, age_s=10, prefix="gone")
     add_empty_sessions(rt, 2, age_s=10, prefix="bound")
     rt.bound_sessions.update({"bound-0": "active", "bound-1": "active"})
-    judge = maintenance.storable
+    judge = emptyrows.holdable
 
-    def binding_meanwhile(session_id: str) -> bool:
-        rt.bound_sessions.setdefault("late", "active")  # another thread's bind, between two ids
-        return judge(session_id)
+    def binding_meanwhile(session_ids):
+        def each():
+            for session_id in session_ids:
+                rt.bound_sessions.setdefault("late", "active")  # another thread's bind, between two ids
+                yield session_id
+        return judge(list(each()))
 
-    monkeypatch.setattr(maintenance, "storable", binding_meanwhile)
+    monkeypatch.setattr(emptyrows, "holdable", binding_meanwhile)
     assert maintenance.gc_empty_lifecycle(rt) == 3 and session_ids(rt) == {"bound-0", "bound-1"}
 
 
