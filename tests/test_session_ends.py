@@ -488,13 +488,18 @@ def test_the_finalize_hook_waits_briefly_for_a_write_another_thread_of_the_gatew
     assert rt.store.session("chat-1").ended_at is not None
 
 
+def stored_chats(tmp_path, n: int):
+    """A runtime on a SQLite file holding ``n`` gateway chats of one stored turn each (``chat-0`` ...); its hooks."""
+    rt = build_runtime(make_config(tmp_path, database_url=""))
+    for i in range(n):
+        make_engine(rt, session=f"chat-{i}", platform="telegram").ingest(chat(2))
+    return rt, make_hooks(rt)
+
+
 def test_ends_the_finalize_hook_finds_busy_share_one_thread_that_marks_them_all(tmp_path):
     # an idle expiry of several chats while another process holds the lock: one thread, not one per chat, so the
     # ends wait for the lock in turn on it (and an exit waits for one busy timeout at most, not one per chat)
-    rt = build_runtime(make_config(tmp_path, database_url=""))
-    hooks = make_hooks(rt)
-    for n in range(3):
-        make_engine(rt, session=f"chat-{n}", platform="telegram").ingest(chat(2))
+    rt, hooks = stored_chats(tmp_path, 3)
     with another_process_writing(rt):
         workers = finalize_chats(hooks, 3, "session_expired")
         assert all(rt.store.session(f"chat-{n}").ended_at is None for n in range(3))
@@ -506,10 +511,7 @@ def test_ends_the_finalize_hook_finds_busy_share_one_thread_that_marks_them_all(
 def test_a_late_end_of_a_session_resumed_while_it_waited_marks_nothing(tmp_path):
     # chat-1's end waits in the queue behind chat-0's while another process holds the lock; the chat is resumed
     # meanwhile (bound again): when the lock comes back, chat-0 is marked and the live chat-1 is not
-    rt = build_runtime(make_config(tmp_path, database_url=""))
-    hooks = make_hooks(rt)
-    for n in range(2):
-        make_engine(rt, session=f"chat-{n}", platform="telegram").ingest(chat(2))
+    rt, hooks = stored_chats(tmp_path, 2)
     with another_process_writing(rt):
         workers = finalize_chats(hooks, 2, "new_session")
         rt.bind("chat-1", "active")  # /resume of chat-1 before its queued end ran
