@@ -19,6 +19,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from . import idlist
+
 RARE_BUDGET = 5000  # rows: the rare phrases' matches ranked beyond the window, at most (PostgreSQL too)
 
 _PART = re.compile(r'"(?:[^"]|"")*"\*?')
@@ -299,15 +301,15 @@ def _way(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[
     ``n`` rows and the range more than ``n / ROWS_PER_MATCH`` matches, in turn, each step going on
     from the row the last one stopped at (several sessions' rows, in no one id order, are stepped
     through from the first each time). Neither read goes much past what the cheaper way reads anyway."""
-    marks = ",".join("?" * len(sessions))
-    held = f"SELECT 1 FROM messages WHERE session_id IN ({marks}) AND store_id BETWEEN ? AND ?"
+    among, among_args = idlist.among(conn, "session_id", sessions)
+    held = f"SELECT 1 FROM messages WHERE {among} AND store_id BETWEEN ? AND ?"
     rows = _Stepper(conn, "SELECT store_id FROM messages WHERE session_id = ?", sessions, key="store_id") \
-        if len(sessions) == 1 else _Stepper(conn, held, [*sessions, 0, 2 ** 62])
+        if len(sessions) == 1 else _Stepper(conn, held, [*among_args, 0, 2 ** 62])
     matches = matches or _matches(conn, fts_where, fts_args)
     n, quarter, counted = FEW_ROWS, max((within[1] - within[0] + 1) // 4, 1), False  # counted: the range's quarter
     while rows.more_than(n if counted else min(n, quarter)):
         if not counted and n >= quarter:
-            if _Stepper(conn, held, [*sessions, *within]).more_than(quarter):
+            if _Stepper(conn, held, [*among_args, *within]).more_than(quarter):
                 return ""  # over a quarter of the range's ids are the sessions': the first window holds enough
             counted = True  # most of their rows lie outside the range (a time range's): asked no more
             continue
@@ -353,13 +355,14 @@ def _thin(conn: sqlite3.Connection, sessions: Sequence[str], within: tuple[int, 
     The i-th id lies in the i-th of ``SAMPLES`` equal parts of the range, at an uneven place in it
     (thousandths ``613 * i mod 1000``): evenly spaced ids would all land on the rows of a chat that
     writes every k-th row when the spacing is a multiple of k, and read it as dense."""
-    marks = ",".join("?" * len(sessions))
     low, high = within
+    among, among_args = idlist.among(conn, "sid", sessions)
     held = conn.execute(
-        "WITH RECURSIVE k(i) AS (VALUES(0) UNION ALL SELECT i + 1 FROM k WHERE i + 1 < ?)"
-        " SELECT COUNT(*) FROM k WHERE (SELECT session_id FROM messages"
+        "WITH RECURSIVE k(i) AS (VALUES(0) UNION ALL SELECT i + 1 FROM k WHERE i + 1 < ?),"
+        " s(sid) AS (SELECT (SELECT session_id FROM messages"
         " WHERE store_id >= ? + (? - ?) * (1000 * i + 613 * i % 1000) / (1000 * ?)"
-        f" ORDER BY store_id LIMIT 1) IN ({marks})", [SAMPLES, low, high, low, SAMPLES, *sessions]).fetchone()[0]
+        f" ORDER BY store_id LIMIT 1) FROM k) SELECT COUNT(*) FROM s WHERE {among}",
+        [SAMPLES, low, high, low, SAMPLES, *among_args]).fetchone()[0]
     return 4 * int(held) < SAMPLES
 
 
@@ -370,13 +373,13 @@ def _among(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
     off the full-text index, which would run the query once per id), ``bm25()`` is computed for the
     matches kept only, and ``where`` is checked on those matches' rows only (checked on the ids' list, a
     role or source filter would read every row of the sessions, matching or not)."""
-    marks = ",".join("?" * len(sessions))
+    among, among_args = idlist.among(conn, "session_id", sessions)
     sql = (f"WITH f AS MATERIALIZED (SELECT rowid AS rid, {_RANK} AS r FROM messages_fts"
            f" WHERE {' AND '.join(fts_where)} AND +rowid IN (SELECT store_id FROM messages"
-           f" WHERE session_id IN ({marks})))"
+           f" WHERE {among}))"
            " SELECT m.*, f.r AS _rank, '' AS _snippet FROM f CROSS JOIN messages m ON m.store_id = f.rid"
            f" WHERE {' AND '.join(where)} ORDER BY f.r, f.rid LIMIT ?")
-    return list(conn.execute(sql, [*fts_args, *sessions, *args, limit]).fetchall())
+    return list(conn.execute(sql, [*fts_args, *among_args, *args, limit]).fetchall())
 
 
 def _by_rows(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], where: Sequence[str],

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from . import emptyrows, ftsbound, ftsrows, pgbound, pgtext, substring
+from . import emptyrows, ftsbound, ftsrows, idlist, pgbound, pgtext, substring
 from .backend import insert_returning, on_server, sane
 from .dag import frontier_value
 from .db import Database
@@ -437,7 +437,7 @@ class MessageStore:
         conn = self.db.read()
         if session_ids is not None and not session_ids:
             return []
-        where, args = _row_filters(session_ids, role, source, time_from, time_to)
+        where, args = _row_filters(conn, session_ids, role, source, time_from, time_to)
         scoped, scope_args = visible.clause("m.session_id")
         if scoped:
             where.append(scoped)
@@ -457,11 +457,11 @@ class MessageStore:
         fts_args: list[Any] = [match]
         ids: tuple[int, int] | None = None  # a store-id range holding every row the search may return
         if session_ids is not None:
-            marks = ",".join("?" * len(session_ids))
+            held, held_args = idlist.among(conn, "session_id", session_ids)
             # Two scalar subqueries: each is one seek on messages_session, not a scan of the session.
-            bounds = f"FROM messages WHERE session_id IN ({marks})"
+            bounds = f"FROM messages WHERE {held}"
             lo, hi = conn.execute(f"SELECT (SELECT MIN(store_id) {bounds}), (SELECT MAX(store_id) {bounds})",
-                                  [*session_ids, *session_ids]).fetchone()
+                                  [*held_args, *held_args]).fetchone()
             if lo is None:
                 return []
             ids = (int(lo), int(hi))
@@ -554,14 +554,14 @@ def _index_new_rows(conn: sqlite3.Connection, store_ids: Sequence[int]) -> None:
                      " tool_calls FROM messages WHERE store_id BETWEEN ? AND ?", (min(store_ids), max(store_ids)))
 
 
-def _row_filters(session_ids: Sequence[str] | None, role: str | None, source: str | None,
+def _row_filters(conn: Any, session_ids: Sequence[str] | None, role: str | None, source: str | None,
                  time_from: float | None, time_to: float | None) -> tuple[list[str], list[Any]]:
     """WHERE clauses (on alias ``m``) for the raw-message search filters."""
     where: list[str] = []
     args: list[Any] = []
-    if session_ids is not None:
-        where.append(f"m.session_id IN ({','.join('?' * len(session_ids))})")
-        args += list(session_ids)
+    if session_ids is not None:  # any number of sessions, within the connection's cap on parameters
+        held, args = idlist.among(conn, "m.session_id", session_ids)
+        where.append(held)
     if role:
         where.append("m.role=?")
         args.append(role)

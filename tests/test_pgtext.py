@@ -275,7 +275,7 @@ def test_filters_on_messages_apply_inside_the_candidates(pg):
 
     def hits(session_ids=None, role=None, source=None, time_from=None, time_to=None, visible=None, **kw):
         visible = visible or Visibility()
-        where, args = _row_filters(session_ids, role, source, time_from, time_to)
+        where, args = _row_filters(pg, session_ids, role, source, time_from, time_to)
         scoped, scope_args = visible.clause("m.session_id")
         if scoped:
             where.append(scoped)

@@ -1,0 +1,55 @@
+"""One SQL condition for a caller-sized list of text ids (session ids), within any build's cap on parameters.
+
+A SQLite statement takes at most ``SQLITE_LIMIT_VARIABLE_NUMBER`` parameters: 999 on builds before
+3.32, 250,000 by default after, and a program may lower it. A condition binding one ``?`` per id
+fails past it ("too many SQL variables"), and a search names its session list in several
+statements, some of them twice. So a list longer than an eighth of the connection's cap goes as one
+JSON text read by ``json_each``; a shorter one keeps its placeholders (the plan a list of values
+gets). JSON text ends a string at a NUL, so ids holding one are matched by their UTF-8 bytes in hex;
+a build without JSON gets the ids written as hex literals (no parameter at all). A server takes the
+list as one array.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from .backend import on_server
+
+SHARE = 8  # a short list binds at most this fraction of the cap: room for its copies and the other parameters
+_JSON: list[bool] = []  # whether this process's SQLite library reads JSON, once known
+
+
+def among(conn: Any, column: str, ids: Sequence[str]) -> tuple[str, list[Any]]:
+    """SQL ``column`` (an expression) is one of ``ids``, and its arguments; the same rows every way."""
+    ids = [str(i) for i in ids]
+    if on_server(conn):
+        return f"{column} = ANY(?::text[])", [ids]
+    if len(ids) <= conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // SHARE:
+        return f"{column} IN ({','.join('?' * len(ids))})", ids
+    plain, nul = [i for i in ids if "\x00" not in i], [_hex(i) for i in ids if "\x00" in i]
+    if not reads_json(conn):
+        listed = ",".join(f"CAST(X'{h}' AS TEXT)" for h in (*(_hex(i) for i in plain), *nul))
+        return f"{column} IN ({listed})", []
+    sql, args = f"{column} IN (SELECT value FROM json_each(?))", [json.dumps(plain, ensure_ascii=False)]
+    if nul:
+        sql, args = f"({sql} OR hex({column}) IN (SELECT value FROM json_each(?)))", [*args, json.dumps(nul)]
+    return sql, args
+
+
+def reads_json(conn: sqlite3.Connection) -> bool:
+    """Whether SQLite has its JSON functions (built in since 3.38, an option before); asked once a process."""
+    if not _JSON:
+        try:
+            conn.execute("SELECT json_valid('[]')").fetchone()
+            _JSON.append(True)
+        except sqlite3.OperationalError:
+            _JSON.append(False)
+    return _JSON[0]
+
+
+def _hex(text: str) -> str:
+    """``text``'s UTF-8 bytes in upper-case hex, as SQLite's ``hex()`` writes a stored text's. Pure."""
+    return text.encode("utf-8").hex().upper()
