@@ -424,7 +424,7 @@ class MessageStore:
 
         Session-scoped searches restrict the full-text scan to the sessions' store-id range,
         so their cost follows the session, not the archive. ``max_candidates`` bounds an
-        archive search to the newest N matching rows before ranking; ``store_ids`` limits
+        archive search to the newest N (at least 1) matching rows before ranking; ``store_ids`` limits
         the search to given rows (snippets for an already ranked page); ``snippets=False``
         skips snippet building for candidate pools. ``literal`` replaces the full-text match
         with a case-insensitive substring scan, newest first (for text the tokenizer cannot
@@ -434,6 +434,9 @@ class MessageStore:
         ``common_candidates`` narrows that bound when every phrase of the query is common
         (``ftsbound.window``; on a server ``pgbound.newest``, without a time filter).
         """
+        for name, bound in (("max_candidates", max_candidates), ("common_candidates", common_candidates)):
+            if bound is not None and int(bound) < 1:  # the stores read a window of none differently: no meaning
+                raise ValueError(f"search {name} must be at least 1 (None: no bound), not {bound!r}")
         conn = self.db.read()
         if session_ids is not None and not session_ids:
             return []
