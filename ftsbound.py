@@ -14,9 +14,10 @@ by running the query once per id).
 """
 from __future__ import annotations
 
+import contextlib
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 from . import idlist
@@ -271,8 +272,34 @@ def _first_passing(conn: sqlite3.Connection, ranked_sql: str, ranked_args: Seque
     (``r``) and an empty ``_snippet``. Rows are looked up a batch at a time, ``limit`` ids first and
     twice as many each time after, so a filter that passes every row looks up ``limit`` rows; a batch
     leaves room for the filters' arguments within the connection's cap on a statement's parameters (999
-    on SQLite builds before 3.32; filters that fill it alone fail as they would in any statement)."""
-    ranked = conn.execute(ranked_sql, ranked_args).fetchall() if limit else []
+    on SQLite builds before 3.32; filters that fill it alone fail as they would in any statement).
+
+    The ranks and the rows are read in one snapshot (a read transaction unless the caller is in one):
+    a row rewritten meanwhile (a payload clean-up) would come with its old rank, one deleted would
+    be missing from the pool."""
+    with _snapshot(conn):
+        return _passing(conn, conn.execute(ranked_sql, ranked_args).fetchall() if limit else [], filters, args,
+                        limit)
+
+
+@contextlib.contextmanager
+def _snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+    """Reads inside one snapshot of the file: a deferred read transaction, ended after them (a write of the
+    caller's own transaction is never ended here: inside one, its reads share its snapshot already)."""
+    if conn.in_transaction:
+        yield
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        if conn.in_transaction:  # a read ends the same either way; ROLLBACK cannot fail for want of a lock
+            conn.execute("ROLLBACK")
+
+
+def _passing(conn: sqlite3.Connection, ranked: Sequence[Any], filters: str, args: Sequence[Any],
+             limit: int) -> list[sqlite3.Row]:
+    """``_first_passing``'s look-ups, over the ``ranked`` ``(rid, r)`` pairs already read."""
     want = len(ranked) if limit < 0 else limit  # a negative limit: every row that passes
     out: list[sqlite3.Row] = []
     room = max(1, (conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) - len(args)) // 3)
