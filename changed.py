@@ -17,6 +17,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from . import idlist
+
 if TYPE_CHECKING:
     from .db import Database
 
@@ -84,10 +86,11 @@ def superseded_turns(db: Database, store_ids: Sequence[int]) -> dict[int, int]:
     the source row of the newest assertion that superseded it; {} without the assertion tables."""
     if not store_ids or not db.has_optional("state"):
         return {}
-    marks = ", ".join("?" for _ in store_ids)
-    rows = db.read().execute(
-        "SELECT old.store_id, new.store_id FROM assertions old JOIN assertion_relations r ON r.to_id ="
-        " old.assertion_id AND r.relation = 'supersedes' JOIN assertions new ON new.assertion_id = r.from_id"
-        f" WHERE old.store_id IN ({marks}) AND new.store_id <> old.store_id ORDER BY new.observed_at",
-        [int(i) for i in store_ids])
-    return {int(old): int(new) for old, new in rows}
+    conn, out = db.read(), {}
+    for run in idlist.chunks(conn, [int(i) for i in store_ids]):  # each old row's successors in one run
+        out.update({int(old): int(new) for old, new in conn.execute(
+            "SELECT old.store_id, new.store_id FROM assertions old JOIN assertion_relations r ON r.to_id ="
+            " old.assertion_id AND r.relation = 'supersedes' JOIN assertions new ON new.assertion_id = r.from_id"
+            f" WHERE old.store_id IN ({', '.join('?' * len(run))}) AND new.store_id <> old.store_id"
+            " ORDER BY new.observed_at", run)})
+    return out

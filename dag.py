@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from . import pgtext, pgwords, tokens
+from . import idlist, pgtext, pgwords, tokens
 from .backend import on_server, sane
 from .db import Database
 from .rows import calendar_time, is_count
@@ -237,10 +237,10 @@ class SummaryDAG:
     def on_frontier(self, session_id: str, node_ids: Sequence[int], conn: sqlite3.Connection) -> bool:
         """Whether every one of ``node_ids`` is still on the session's frontier (read inside a write)."""
         ids = sorted({int(x) for x in node_ids})
-        marks = ",".join("?" * len(ids))
-        r = conn.execute(f"SELECT COUNT(*) FROM session_frontier WHERE session_id=? AND node_id IN ({marks})",
-                         (session_id, *ids)).fetchone()
-        return int(r[0]) == len(ids)
+        held = sum(int(conn.execute("SELECT COUNT(*) FROM session_frontier WHERE session_id=? AND node_id IN"
+                                    f" ({','.join('?' * len(run))})", (session_id, *run)).fetchone()[0])
+                   for run in idlist.chunks(conn, ids, others=1))
+        return held == len(ids)
 
     # -- lineage health (doctor) and repair -----------------------------------
     @staticmethod

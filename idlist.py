@@ -18,6 +18,7 @@ from typing import Any
 
 from .backend import on_server
 
+SERVER_CAP = 65535  # parameters a statement may take on a server (its protocol counts them in 16 bits)
 SHARE = 8  # a short list binds at most this fraction of the cap: room for its copies and the other parameters
 _JSON: list[bool] = []  # whether this process's SQLite library reads JSON, once known
 
@@ -37,6 +38,14 @@ def among(conn: Any, column: str, ids: Sequence[str]) -> tuple[str, list[Any]]:
     if nul:
         sql, args = f"({sql} OR hex({column}) IN (SELECT value FROM json_each(?)))", [*args, json.dumps(nul)]
     return sql, args
+
+
+def chunks(conn: Any, ids: Sequence[Any], others: int = 0) -> list[list[Any]]:
+    """``ids`` in runs that fit one statement beside its ``others`` parameters: for a look-up whose
+    rows (or sums) add up the same read a run at a time. [] for no ids."""
+    cap = SERVER_CAP if on_server(conn) else conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+    size, ids = max(1, cap - others), list(ids)
+    return [ids[i:i + size] for i in range(0, len(ids), size)]
 
 
 def reads_json(conn: sqlite3.Connection) -> bool:

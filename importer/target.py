@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import tokens
+from .. import idlist, tokens
 from ..backups import PARTIAL, remove_dead_leftovers
 from ..db import HOST, backup_file, open_readonly
 from ..payloads.sidecar import sync_directory
@@ -245,13 +245,13 @@ class Writer(Ledger):
 
     def add_node(self, session_id: str, s: SourceSummary, depth: int, sources: Sequence[int]) -> int:
         """A leaf over store ids (depth 0) or a condensed node over child node ids."""
-        marks = ",".join("?" * len(sources))
-        if depth == 0:
-            r = self.conn.execute(f"SELECT COALESCE(SUM(token_count),0), MIN(created_at), MAX(created_at)"
-                                  f" FROM messages WHERE store_id IN ({marks})", list(sources)).fetchone()
-        else:
-            r = self.conn.execute(f"SELECT COALESCE(SUM(source_token_count),0), MIN(earliest_at), MAX(latest_at)"
-                                  f" FROM summary_nodes WHERE node_id IN ({marks})", list(sources)).fetchone()
+        sql = ("SELECT COALESCE(SUM(token_count),0), MIN(created_at), MAX(created_at) FROM messages WHERE store_id"
+               if depth == 0 else "SELECT COALESCE(SUM(source_token_count),0), MIN(earliest_at), MAX(latest_at)"
+               " FROM summary_nodes WHERE node_id")
+        parts = [self.conn.execute(f"{sql} IN ({','.join('?' * len(run))})", run).fetchone()
+                 for run in idlist.chunks(self.conn, sources)]  # a leaf over more rows than a statement's cap
+        r = (sum(int(p[0] or 0) for p in parts), min((p[1] for p in parts if p[1] is not None), default=None),
+             max((p[2] for p in parts if p[2] is not None), default=None))
         common: dict[str, Any] = dict(token_count=tokens.count(s.content), source_token_count=int(r[0] or 0),
                       earliest_at=s.earliest_at if s.earliest_at is not None else r[1],
                       latest_at=s.latest_at if s.latest_at is not None else r[2],

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import idlist
 from ..backend import UNBOUNDED
 from ..dag import NodeRow, node_row
 from ..db import Database
@@ -84,9 +85,10 @@ def first_sources(db: Database, node_ids: Sequence[int]) -> dict[int, tuple[int,
     ids = [int(i) for i in node_ids]
     if not ids:
         return {}
-    marks = ",".join("?" * len(ids))
-    sql = f"SELECT node_id, MIN(store_id), COUNT(*) FROM node_messages WHERE node_id IN ({marks}) GROUP BY node_id"
-    return {int(r[0]): (int(r[1]), int(r[2])) for r in db.read().execute(sql, ids)}
+    conn = db.read()
+    sql = "SELECT node_id, MIN(store_id), COUNT(*) FROM node_messages WHERE node_id IN ({}) GROUP BY node_id"
+    return {int(r[0]): (int(r[1]), int(r[2])) for run in idlist.chunks(conn, ids)
+            for r in conn.execute(sql.format(",".join("?" * len(run))), run)}
 
 
 def _message_where(session_id: str | None, visible: Visibility = EVERYTHING) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import idlist
 from ..backend import UNBOUNDED, on_server, settled_heads
 from ..db import Database, meta_value
 from .rollup_plan import KINDS, PeriodKey, RollupState
@@ -140,9 +141,9 @@ class RollupStore:
         ids = [int(i) for i in rollup_ids]
         if not ids:
             return []
-        marks = ",".join("?" * len(ids))
-        found = {int(r["rollup_id"]): _row(r) for r in
-                 self.db.read().execute(f"SELECT * FROM temporal_rollups WHERE rollup_id IN ({marks})", ids)}
+        conn = self.db.read()
+        found = {int(r["rollup_id"]): _row(r) for run in idlist.chunks(conn, ids) for r in
+                 conn.execute(f"SELECT * FROM temporal_rollups WHERE rollup_id IN ({','.join('?' * len(run))})", run)}
         return [found[i] for i in ids if i in found]
 
     def by_key(self, key: PeriodKey, scope: str) -> RollupRow | None:
