@@ -7,7 +7,8 @@ statements, some of them twice. So a list longer than an eighth of the connectio
 JSON text read by ``json_each``; a shorter one keeps its placeholders (the plan a list of values
 gets). JSON text ends a string at a NUL, so ids holding one are matched by their UTF-8 bytes in hex;
 a build without JSON gets the ids written as hex literals (no parameter at all). A server takes the
-list as one array.
+list as one array. A look-up whose rows add up the same read a run at a time takes its ids in
+runs that fit (``chunks``).
 """
 from __future__ import annotations
 
