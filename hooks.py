@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import subsystems, tokens
-from .backend import lock_busy
+from .backend import lock_busy, storage_error
 from .compaction import assembly
 from .config import scoped_home
 from .filters import UNSTORED, delegated_child, host_side_agent
@@ -55,7 +55,14 @@ def summary_context(runtime: Runtime, session_id: str, history: list[dict[str, A
     """
     if any(assembly.shows_summary(m) for m in history):
         return ""
-    frontier = runtime.dag.frontier(session_id)
+    try:
+        frontier = runtime.dag.frontier(session_id)
+    except Exception as exc:  # a server that went away since the turn began: the rest of the context still goes
+        if not storage_error(exc):
+            raise
+        log.warning("trove: no summary context for session %s this turn: the store did not answer (%s)",
+                    session_id, str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__)
+        return ""
     if not frontier:
         return ""
     return assembly.render_summary_text(*assembly.select_nodes(frontier, SUMMARY_CONTEXT_TOKENS))
@@ -201,7 +208,9 @@ def make_hooks(base: Runtime) -> dict[str, Callable[..., Any]]:
         child = delegated_child(str(kw.get("platform") or ""))
         if policy and not child and not any(policy in str(m.get("api_content") or "") for m in history):
             parts.append(policy)
-        if runtime.health.usable:  # while the store is unusable there is nothing stored to show
+        # nothing stored to show while the store is unusable, nor while its server is known to be down (the
+        # outbox holds this machine's messages, no summaries): no read waits on the network then
+        if runtime.health.usable and runtime.offline_view() is None:
             summary = summary_context(runtime, session_id, history)
             if summary:
                 parts.append(summary)

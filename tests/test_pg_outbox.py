@@ -263,6 +263,24 @@ def test_the_engine_compacts_on_the_server_and_grep_finds_a_canary(pg_config, pg
     assert "zebra" in reply
 
 
+def test_while_the_server_is_down_each_turn_still_gets_the_recall_policy_and_logs_no_traceback(config, caplog):
+    """The hook that adds context before the model answers reads the session's summaries from the server;
+    with the server down that read must not take the policy with it, nor log a traceback every turn."""
+    runtime = build_runtime(dataclasses.replace(config, database_url="postgresql://postgres@127.0.0.1:1/x"))
+    engine = make_engine(runtime)
+    hooks = make_hooks(runtime)
+    history: list[dict] = []
+    with caplog.at_level("INFO", logger="hermes_trove"):
+        for i in range(3):
+            history += [user(f"turn {i}: the spare key is under the heron"), assistant(f"noted {i}")]
+            hooks["post_llm_call"](session_id=engine.session_id, conversation_history=list(history), platform="cli")
+            injected = hooks["pre_llm_call"](session_id=engine.session_id, conversation_history=list(history),
+                                             user_message="next", platform="cli")
+            assert injected and "trove_recall" in injected["context"], injected
+    assert not [r.getMessage() for r in caplog.records if r.exc_info], "a traceback per turn while the server is down"
+    assert runtime.store.outbox.pending() == len(history)  # every turn waits in the outbox
+
+
 def test_tools_answer_from_the_outbox_and_say_so_while_the_server_is_down(config, pg_database_url):
     proxy = PgProxy(pg_database_url).start()
     runtime = build_runtime(dataclasses.replace(config, database_url=proxy.url))
