@@ -173,8 +173,8 @@ def _module_name(filename: str) -> str:
 
 
 def _database_path() -> str:
-    return os.path.expanduser(os.environ.get("TROVE_DATABASE_PATH") or
-                              os.path.join(_hermes_home() or os.path.expanduser("~/.hermes"), "trove.db"))
+    home = _hermes_home() or os.path.expanduser("~/.hermes")
+    return os.path.join(home, os.path.expanduser(os.environ.get("TROVE_DATABASE_PATH") or "trove.db"))
 
 
 def _other_copies() -> list[str]:

@@ -90,7 +90,8 @@ class TroveConfig:
     expansion_timeout_ms: int = knob(120000, "Timeout for one trove_expand_query call.", lo=1000, group="models")
 
     # Storage, filters and diagnostics
-    database_path: str = knob("", "SQLite path (empty = $HERMES_HOME/trove.db).", group="storage")
+    database_path: str = knob(
+        "", "SQLite path (empty = $HERMES_HOME/trove.db; a relative path is inside $HERMES_HOME).", group="storage")
     database_url: str = knob(
         "", "PostgreSQL URL (postgresql://...) or libpq service name (service=NAME); set, it replaces the"
         " SQLite file as the store (needs the postgres extra).", group="storage")
@@ -115,7 +116,8 @@ class TroveConfig:
     large_output_externalization_threshold_chars: int = knob(
         12000, "Externalization threshold in characters.", lo=256, group="payloads")
     large_output_externalization_path: str = knob(
-        "", "Payload directory (empty = beside the database).", group="payloads")
+        "", "Payload directory (empty = beside the database; a relative path is inside $HERMES_HOME).",
+        group="payloads")
     large_output_active_replay_stubbing_enabled: bool = knob(
         False, "Replace big tool results in the replayed prompt with refs.", group="payloads")
     large_output_active_replay_stub_threshold_tokens: int = knob(
@@ -408,10 +410,17 @@ def misspelled(env: Mapping[str, str]) -> list[str]:
     return out
 
 
+def home_path(config: TroveConfig, value: str) -> Path:
+    """A path setting as a file name: ``~`` expanded, and a relative one taken inside ``$HERMES_HOME`` (the
+    gateway, cron jobs and ``hermes`` typed in any directory read the same setting: one file for all)."""
+    path = Path(os.path.expanduser(value))
+    return path if path.is_absolute() else Path(config.hermes_home) / path
+
+
 def database_path(config: TroveConfig) -> Path:
     """``TROVE_DATABASE_PATH`` if set, else ``$HERMES_HOME/trove.db``."""
     if config.database_path:
-        return Path(os.path.expanduser(config.database_path))
+        return home_path(config, config.database_path)
     return Path(config.hermes_home) / "trove.db"
 
 
@@ -436,7 +445,7 @@ def with_store(config: TroveConfig, db: str) -> TroveConfig:
 
 def payload_dir(config: TroveConfig) -> Path:
     if config.large_output_externalization_path:
-        return Path(os.path.expanduser(config.large_output_externalization_path))
+        return home_path(config, config.large_output_externalization_path)
     return database_path(config).parent / "trove-payloads"
 
 

@@ -224,3 +224,27 @@ class TestValidation:
         cfg, warned = load({"TROVE_LEAF_CHUNK_TOKENS": "1000", "TROVE_DYNAMIC_LEAF_CHUNK_MAX": "1000",
                             "TROVE_FRESH_TAIL_MAX_TOKENS": "64"})
         assert warned == [] and cfg.dynamic_leaf_chunk_max == 1000 and cfg.fresh_tail_max_tokens == 64
+
+
+def test_a_relative_store_path_names_one_file_under_the_home_whatever_directory_a_process_starts_in(tmp_path,
+                                                                                                    monkeypatch):
+    """The gateway, a cron job and `hermes` typed in any project directory read the same .env: a relative
+    TROVE_DATABASE_PATH (or payload path) must not give each working directory a store of its own."""
+    from hermes_trove.runtime import build_runtime
+    from hermes_trove.store import SessionKey
+
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"TROVE_DATABASE_PATH": "memory/trove.db", "TROVE_LARGE_OUTPUT_EXTERNALIZATION_PATH": "payloads"}
+    for where in ("project-a", "project-b"):
+        (tmp_path / where).mkdir()
+        monkeypatch.chdir(tmp_path / where)
+        cfg = load_config(env, hermes_home=str(home))
+        assert database_path(cfg) == home / "memory" / "trove.db"
+        assert payload_dir(cfg) == home / "payloads"
+        runtime = build_runtime(cfg)
+        if where == "project-a":
+            runtime.store.ingest(SessionKey("s1", "", "cli"), [{"role": "user", "content": "the heron key"}])
+        else:  # a later process elsewhere finds the turn the first one stored
+            assert runtime.store.count("s1") == 1
+    assert not (tmp_path / "project-a" / "memory").exists()
