@@ -36,6 +36,9 @@ def glob_to_regex(pattern: str) -> re.Pattern[str]:
 # (it runs the pass on the main thread).
 HOST_SIDE_PLATFORMS = frozenset({"cron", "curator"})
 HOST_SIDE_THREADS = frozenset({"bg-review", "curator-review"})
+# ``/background PROMPT`` in the CLI runs its own agent on a thread named "bg-task-<task id>": the user's
+# work, stored as any session, but the chat stays the conversation /trove addresses.
+BACKGROUND_TASK_THREAD = "bg-task-"
 INSPECTION_API_KEY = "inspect-only"  # the key of the agent `hermes prompt-size` builds to measure the prompt
 
 
@@ -80,11 +83,16 @@ def delegated_child(platform: str | None) -> bool:
     return (platform or "").strip().lower() in WORKER_PLATFORMS
 
 
-def takes_foreground(mode: str, platform: str) -> bool:
+def takes_foreground(mode: str, platform: str, thread_name: str | None = None) -> bool:
     """Whether a session binding in ``mode`` on ``platform`` becomes the one /trove addresses. A
     bind that cannot name its platform yet (the host binds a new agent's engine copy before its
-    ``on_session_start`` says which platform it serves) leaves that to ``on_session_start``."""
-    return mode == "active" and bool(platform.strip()) and not delegated_child(platform)
+    ``on_session_start`` says which platform it serves) leaves that to ``on_session_start``; so does
+    a CLI ``/background`` task's agent, built on its own thread beside the chat (stored, not in front)."""
+    import threading
+
+    thread = threading.current_thread().name if thread_name is None else thread_name
+    return (mode == "active" and bool(platform.strip()) and not delegated_child(platform)
+            and not thread.startswith(BACKGROUND_TASK_THREAD))
 
 
 def _keys(session_id: str, platform: str) -> list[str]:

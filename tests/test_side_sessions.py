@@ -68,6 +68,34 @@ def test_the_background_review_fork_is_stateless_without_patterns(tmp_path):
     assert command.resolve(rt).session_id == "parent-1"
 
 
+def test_a_cli_background_task_is_stored_but_leaves_the_chat_in_front_while_it_runs_and_after(tmp_path):
+    # ``/background PROMPT`` in the CLI builds an agent of its own (session "bg_<time>_<hex>", platform "cli")
+    # on a thread named "bg-task-<that id>" and drops it when done. Its turns are the user's and are stored;
+    # /trove keeps addressing the chat, and must not fall to "no session bound" once the task's agent is gone.
+    import gc
+
+    rt = build_runtime(make_config(tmp_path))
+    fg = make_engine(rt, session="20260301_090000_abc123")
+    fg.ingest(chat(4))
+    seen: dict = {}
+
+    def background() -> None:
+        task = copy.deepcopy(fg)
+        task.on_session_start("bg_090500_a1b2c3", platform="cli", conversation_id=None)
+        seen["mode"] = task.state.mode
+        task.ingest([user("bg job: remember KIWI-3"), assistant("noted")])
+        seen["while_running"] = command.resolve(rt).session_id
+
+    t = threading.Thread(target=background, name="bg-task-bg_090500_a1b2c3")
+    t.start()
+    t.join()
+    gc.collect()
+    assert seen["mode"] == "active" and rt.store.count("bg_090500_a1b2c3") == 2
+    assert seen["while_running"] == "20260301_090000_abc123"
+    assert command.resolve(rt).session_id == "20260301_090000_abc123"
+    assert "session_id: 20260301_090000_abc123" in command.make_handler(rt)("status")
+
+
 def test_a_foreground_curator_run_is_stateless_and_leaves_the_chat_in_front(tmp_path):
     # ``hermes curator run`` forks its agent (platform "curator") on the main thread, not on
     # "curator-review": it is recognised by its platform, stores nothing and takes nothing over.

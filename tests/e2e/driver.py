@@ -173,6 +173,11 @@ def _engine_facts(agent: Any) -> dict[str, Any]:
             "compression_count": getattr(engine, "compression_count", None)}
 
 
+def _named(names: set[str], name: str) -> bool:
+    """Whether a thread ``name`` is one of ``names`` (a name ending in "*" matches every name with that start)."""
+    return name in names or any(n.endswith("*") and name.startswith(n[:-1]) for n in names)
+
+
 def run_cli(spec: dict[str, Any]) -> dict[str, Any]:
     """The interactive CLI object driven step by step: ``{"chat": text}`` runs a turn through
     ``HermesCLI.chat``; ``{"command": "/x ..."}`` goes through ``HermesCLI.process_command``
@@ -203,11 +208,13 @@ def run_cli(spec: dict[str, Any]) -> dict[str, Any]:
             result["steps"].append({"kind": "wait", "still_running": active_count(), "session_id": before})
             continue
         if "wait_threads" in step:
-            # Until the host's named threads (e.g. "bg-review") have finished, up to ``seconds``.
+            # Until the host's named threads (e.g. "bg-review"; "bg-task-*": every name with that start)
+            # have finished, up to ``seconds``.
             deadline = time.monotonic() + float(step.get("seconds", 60))
-            for t in [t for t in threading.enumerate() if t.name in set(step["wait_threads"])]:
+            waited = partial(_named, set(step["wait_threads"]))
+            for t in [t for t in threading.enumerate() if waited(t.name)]:
                 t.join(max(0.0, deadline - time.monotonic()))
-            alive = [t.name for t in threading.enumerate() if t.name in set(step["wait_threads"])]
+            alive = [t.name for t in threading.enumerate() if waited(t.name)]
             result["steps"].append({"kind": "wait", "still_running": len(alive), "session_id": before})
             continue
         if "curator" in step:
