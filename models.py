@@ -39,6 +39,27 @@ def utf8_text(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
+def host_config(home: str = "") -> dict[str, Any] | None:
+    """``home``'s config.yaml as Hermes reads it (``${VAR}`` expanded, a managed scope's file merged over
+    it); None outside Hermes or when unreadable. ``home`` "" = the host's current one; a ``home`` that is
+    no folder reads as None: the host's read would create a Hermes home there."""
+    if home and not os.path.isdir(home):
+        return None
+    try:
+        from hermes_cli.config import load_config_readonly  # type: ignore[import-untyped]
+        from hermes_constants import reset_hermes_home_override, set_hermes_home_override
+
+        token = set_hermes_home_override(home) if home else None
+        try:
+            config = load_config_readonly()
+        finally:
+            if token is not None:
+                reset_hermes_home_override(token)
+    except Exception:  # no host, or a file it cannot read
+        return None
+    return config if isinstance(config, dict) else None
+
+
 def host_task_window(task: str = "compression", home: str = "") -> int:
     """The window the host's config.yaml gives its auxiliary ``task`` model
     (``auxiliary.<task>.context_length``); 0 when unset, unreadable or outside Hermes. The host
@@ -47,18 +68,8 @@ def host_task_window(task: str = "compression", home: str = "") -> int:
     background pass's thread does not carry the profile a gateway scoped the turn to); "" = the
     host's current one. A ``home`` that is no folder reads as unknown: the host's read would create
     a Hermes home there."""
-    if home and not os.path.isdir(home):
-        return 0
     try:
-        from hermes_cli.config import load_config_readonly  # type: ignore[import-untyped]
-        from hermes_constants import reset_hermes_home_override, set_hermes_home_override
-
-        token = set_hermes_home_override(home) if home else None
-        try:
-            aux = load_config_readonly().get("auxiliary") or {}
-        finally:
-            if token is not None:
-                reset_hermes_home_override(token)
+        aux = (host_config(home) or {}).get("auxiliary") or {}
         value = (aux.get(task) or {}).get("context_length") if isinstance(aux, dict) else None
         return max(0, int(value or 0)) if not isinstance(value, bool) else 0
     except Exception:  # no host, a damaged file or a value that is no number: unknown

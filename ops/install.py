@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..loadstate import LOAD_STATE
+from ..models import host_config
 from ..version import __version__
 
 if TYPE_CHECKING:
@@ -96,14 +97,19 @@ def expose_skill(plugin_dir: Path, hermes_home: str) -> str:
 
 
 def configured_engine(hermes_home: str) -> str | None:
-    """``context.engine`` from ``<home>/config.yaml``; None when unreadable (host default: compressor)."""
+    """``context.engine`` as the host reads ``<home>/config.yaml`` (a managed scope's file merged, ``${VAR}``
+    expanded); without the host, the file as written; None when missing or unreadable (host default: compressor)."""
     path = Path(hermes_home).expanduser() / "config.yaml"
-    try:
-        import yaml  # type: ignore[import-untyped]  # the host's dependency (PyYAML)
-
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except Exception:
+    if not path.is_file():
         return None
+    data: Any = host_config(str(path.parent))
+    if data is None:
+        try:
+            import yaml  # type: ignore[import-untyped]  # the host's dependency (PyYAML)
+
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except Exception:
+            return None
     context = data.get("context") if isinstance(data, dict) else None
     engine = context.get("engine") if isinstance(context, dict) else None
     return str(engine) if engine else "compressor"

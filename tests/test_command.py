@@ -128,6 +128,28 @@ def test_typed_before_the_first_turn_the_verdict_says_the_host_selected_trove(ru
     assert result["plugin"]["host"]["verdict"].startswith("configured: context.engine is trove")
 
 
+def test_the_verdict_reads_context_engine_as_the_host_does(runtime, tmp_path, monkeypatch):
+    """Hermes merges a managed scope's config.yaml (``$HERMES_MANAGED_DIR``, /etc/hermes) over the user's and
+    expands ``${VAR}``: an engine selected there runs trove, so the verdict must not say "fallback" and send
+    the user to ``hermes config set``."""
+    home = Path(runtime.config.hermes_home)
+    managed = tmp_path / "managed"
+    managed.mkdir()
+    (managed / "config.yaml").write_text("context:\n  engine: trove\n", encoding="utf-8")
+    (home / "config.yaml").write_text("model:\n  default: fake-model\n", encoding="utf-8")
+    monkeypatch.setenv("HERMES_MANAGED_DIR", str(managed))
+    name, result = command.run(runtime, ["status"])
+    assert result["plugin"]["host"]["verdict"].startswith("configured: context.engine is trove"), result["plugin"]
+    monkeypatch.delenv("HERMES_MANAGED_DIR")
+    monkeypatch.setenv("TROVE_TEST_ENGINE_NAME", "trove")
+    (home / "config.yaml").write_text("context:\n  engine: ${TROVE_TEST_ENGINE_NAME}\n", encoding="utf-8")
+    name, result = command.run(runtime, ["status"])
+    assert result["plugin"]["host"]["verdict"].startswith("configured: context.engine is trove"), result["plugin"]
+    (home / "config.yaml").write_text("context:\n  engine: compressor\n", encoding="utf-8")
+    name, result = command.run(runtime, ["status"])
+    assert result["plugin"]["host"]["verdict"].startswith("fallback: context.engine is 'compressor'")
+
+
 def test_a_session_id_the_store_never_saw_is_an_error_for_status_and_dag(engine):
     engine.ingest([user("hello"), assistant("hi")])
     for words in (["status"], ["dag"], ["dag", "mermaid"]):
