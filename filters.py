@@ -83,6 +83,17 @@ def delegated_child(platform: str | None) -> bool:
     return (platform or "").strip().lower() in WORKER_PLATFORMS
 
 
+# Platforms whose agents Hermes (0.19) builds without the context-engine toolset: a ``delegate_task``
+# child, and an editor session over ACP (its toolset is the fixed "hermes-acp"). No trove_* tool exists
+# there, so nothing may tell the model to call one.
+NO_ENGINE_TOOLS_PLATFORMS = WORKER_PLATFORMS | {"acp"}
+
+
+def offers_engine_tools(platform: str | None) -> bool:
+    """Whether an agent on ``platform`` is given the trove_* tools (read as ``delegated_child`` reads it)."""
+    return (platform or "").strip().lower() not in NO_ENGINE_TOOLS_PLATFORMS
+
+
 def takes_foreground(mode: str, platform: str, thread_name: str | None = None) -> bool:
     """Whether a session binding in ``mode`` on ``platform`` becomes the one /trove addresses. A
     bind that cannot name its platform yet (the host binds a new agent's engine copy before its

@@ -18,7 +18,7 @@ from . import subsystems, tokens
 from .backend import lock_busy, storage_error
 from .compaction import assembly
 from .config import scoped_home
-from .filters import UNSTORED, delegated_child, host_side_agent
+from .filters import UNSTORED, host_side_agent, offers_engine_tools
 from .ops.maintenance import drop_unstored_row
 from .payloads import replay
 from .payloads import sidecar as payloads
@@ -204,9 +204,10 @@ def make_hooks(base: Runtime) -> dict[str, Callable[..., Any]]:
         # each part is injected only while no live message already carries it.
         history = [m for m in kw.get("conversation_history") or [] if isinstance(m, dict)]
         parts = []
-        # A delegate_task child is given no context-engine tools (Hermes 0.19): no policy naming them.
-        child = delegated_child(str(kw.get("platform") or ""))
-        if policy and not child and not any(policy in str(m.get("api_content") or "") for m in history):
+        # A delegate_task child or an editor's ACP session is given no context-engine tools (Hermes 0.19):
+        # no policy naming them.
+        tools = offers_engine_tools(str(kw.get("platform") or ""))
+        if policy and tools and not any(policy in str(m.get("api_content") or "") for m in history):
             parts.append(policy)
         # nothing stored to show while the store is unusable, nor while its server is known to be down (the
         # outbox holds this machine's messages, no summaries): no read waits on the network then

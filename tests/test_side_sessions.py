@@ -232,6 +232,20 @@ def test_a_delegate_task_child_is_not_told_the_recall_policy_naming_tools_it_lac
     assert hooks["pre_llm_call"](session_id="p-1-child", platform="subagent", **asked) is None
 
 
+def test_an_editor_session_is_not_told_the_recall_policy_naming_tools_it_lacks(tmp_path):
+    # An editor connected through ACP (Zed, VS Code) runs with platform "acp" and the fixed toolset
+    # "hermes-acp", which holds no context-engine tools: its turns are stored, but no trove_* tool exists
+    # there, so no text may send the model to one.
+    rt = build_runtime(make_config(tmp_path))
+    hooks = make_hooks(rt)
+    editor = make_engine(rt, session="acp-1", platform="acp")
+    assert editor.state.mode == "active"
+    asked = {"user_message": "why does the build fail?", "conversation_history": [user("why does the build fail?")]}
+    assert hooks["pre_llm_call"](session_id="acp-1", platform="acp", **asked) is None
+    hooks["post_llm_call"](session_id="acp-1", platform="acp", conversation_history=[user("why?"), assistant("x")])
+    assert rt.store.count("acp-1") == 2
+
+
 def test_the_subagent_of_a_cron_job_is_stateless_like_the_job(tmp_path):
     rt = build_runtime(make_config(tmp_path))
     hooks = make_hooks(rt)
