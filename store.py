@@ -480,7 +480,7 @@ class MessageStore:
         # range; a time, role or source filter drops newer rows)
         win = ftsbound.NO_WINDOW if max_candidates is None else ftsbound.window(
             conn, fts_where, fts_args, " AND ".join(where), args, int(max_candidates), common_candidates,
-            session_ids or (), ids)
+            session_ids or (), ids, by_session=not (role or source) and time_from is None and time_to is None)
         if win.low is not None:  # the newest N matches (in the session's range, if any) that are visible
             fts_where.append("rowid >= ?")
             fts_args.append(win.low)

@@ -1,0 +1,131 @@
+"""The window of a session that holds every id of its span is found in the full-text index alone:
+no row is looked up per match, and the window starts where the walk over the rows would say."""
+from __future__ import annotations
+
+import random
+
+import pytest
+from conftest import make_config, user
+
+from hermes_trove import ftsbound
+from hermes_trove.fulltext import build_match
+from hermes_trove.runtime import build_runtime
+from hermes_trove.store import SessionKey
+
+WORDS = ["coffee", "note", "trip", "cake", "zanzibar", "river", "lamp"]
+
+
+def walked(monkeypatch) -> list[int]:
+    """The window sizes the row-by-row walk (``_Newest.at``) is asked for; the walk still runs."""
+    seen: list[int] = []
+    real = ftsbound._Newest.at
+
+    def counted(self, n):
+        seen.append(n)
+        return real(self, n)
+
+    monkeypatch.setattr(ftsbound._Newest, "at", counted)
+    return seen
+
+
+def window(runtime, chat: str, query: str, newest: int, by_session: bool, scoped: str = "m.session_id = ?",
+           scope_args: list | None = None) -> ftsbound.Window:
+    conn = runtime.db.read()
+    low, high = conn.execute("SELECT MIN(store_id), MAX(store_id) FROM messages WHERE session_id = ?",
+                             (chat,)).fetchone()
+    return ftsbound.window(conn, ["messages_fts MATCH ?", "rowid BETWEEN ? AND ?"],
+                           [build_match(query).expression, low, high], scoped,
+                           [chat] if scope_args is None else scope_args, newest, None, [chat], (low, high),
+                           by_session=by_session)
+
+
+@pytest.fixture
+def sqlite_only(backend):
+    if backend != "sqlite":
+        pytest.skip("FTS5's window")
+
+
+def test_a_session_holding_its_span_finds_its_window_without_the_walk(runtime, sqlite_only, monkeypatch):
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 5)
+    monkeypatch.setattr(ftsbound, "OWNED_STEP", 2)  # several steps over the session's ids
+    runtime.store.append(SessionKey("long"), [user(f"coffee note {i}") for i in range(300)])
+    coffee = sorted(row.store_id for row, _, _ in runtime.store.search('"coffee"', limit=1000))
+    seen = walked(monkeypatch)
+    for n in (1, 2, 7, 64, 250, 300):
+        assert window(runtime, "long", "coffee", n, True).low == coffee[-n]
+    assert seen == []  # no row looked up per match
+    assert window(runtime, "long", "coffee", 301, True) == ftsbound.NO_WINDOW  # fewer match: no window
+    assert window(runtime, "long", "coffee", 250, False).low == coffee[-250]
+    assert seen == [301, 250]  # the full-text index could not tell (or was not asked): the rows were
+
+
+def test_another_chats_row_in_the_span_sends_the_window_to_the_walk(runtime, sqlite_only, monkeypatch):
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 5)
+    monkeypatch.setattr(ftsbound, "OWNED_STEP", 2)
+    runtime.store.append(SessionKey("long"), [user(f"coffee note {i}") for i in range(40)])
+    runtime.store.append(SessionKey("other"), [user("coffee elsewhere")])  # inside long's span from now on
+    runtime.store.append(SessionKey("long"), [user(f"coffee again {i}") for i in range(20)])
+    mine = sorted(row.store_id for row, _, _ in runtime.store.search('"coffee"', ["long"], limit=1000))
+    seen = walked(monkeypatch)
+    assert window(runtime, "long", "coffee", 10, True).low == mine[-10]  # the span above the other row: owned
+    assert seen == []
+    # the 30th newest match of the range is one id lower than the session's 30th: the other chat's row is skipped
+    assert window(runtime, "long", "coffee", 30, True).low == mine[-30]
+    assert seen == [30]
+
+
+def test_a_hidden_session_or_a_gap_falls_back_to_the_walk(runtime, sqlite_only, monkeypatch):
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 5)
+    runtime.store.append(SessionKey("long"), [user(f"coffee note {i}") for i in range(100)])
+    coffee = sorted(row.store_id for row, _, _ in runtime.store.search('"coffee"', limit=1000))
+    seen = walked(monkeypatch)
+    # a scope that keeps none of the session's rows: its window is empty, as the walk finds
+    assert window(runtime, "long", "coffee", 10, True, "m.session_id = ? AND m.role = ?", ["long", "tool"]) \
+        == ftsbound.NO_WINDOW
+    assert seen == [10]
+    with runtime.db.transaction() as conn:  # a row gone from the middle of the span: no longer every id
+        conn.execute("DELETE FROM messages WHERE store_id = ?", (coffee[-5],))
+    seen.clear()
+    assert window(runtime, "long", "coffee", 10, True).low == coffee[-11]
+    assert seen == [10]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_interleaved_chats_give_the_walks_window(tmp_path, backend, monkeypatch, seed):
+    """Chats written in random runs (some long, some one row), deleted rows among them: the window with
+    the full-text shortcut allowed is the window the walk over the rows gives, for every size asked."""
+    if backend != "sqlite":
+        pytest.skip("FTS5's window")
+    rng = random.Random(seed)
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", rng.choice([2, 5, 40]))
+    monkeypatch.setattr(ftsbound, "OWNED_STEP", rng.choice([1, 2, 64]))
+    runtime = build_runtime(make_config(tmp_path))
+    chats = ["a", "b", "c"]
+    for _ in range(rng.randint(3, 12)):
+        chat = rng.choice(chats)
+        runtime.store.append(SessionKey(chat), [user(" ".join(rng.choices(WORDS, k=rng.randint(1, 4))))
+                                                for _ in range(rng.choice([1, 2, 30, 90]))])
+    if rng.random() < 0.5:
+        with runtime.db.transaction() as conn:
+            conn.execute("DELETE FROM messages WHERE store_id IN (SELECT store_id FROM messages"
+                         " ORDER BY random() LIMIT 3)")
+    compared = 0
+    for chat in chats:
+        if runtime.db.read().execute("SELECT 1 FROM messages WHERE session_id = ?", (chat,)).fetchone() is None:
+            continue
+        for _ in range(10):
+            query, n = " ".join(rng.sample(WORDS, rng.randint(1, 2))), rng.choice([1, 3, 10, 40, 120])
+            assert window(runtime, chat, query, n, True) == window(runtime, chat, query, n, False)
+            compared += 1
+    assert compared >= 10
+
+
+def test_a_role_filter_keeps_the_walk_in_store_search(runtime, sqlite_only, monkeypatch):
+    """``store.search`` allows the shortcut only when its filter is the session alone."""
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 5)
+    runtime.store.append(SessionKey("long"), [user(f"coffee note {i}") for i in range(60)])
+    seen = walked(monkeypatch)
+    plain = runtime.store.search('"coffee"', ["long"], limit=5, snippets=False, max_candidates=20)
+    assert seen == [] and len(plain) == 5
+    by_role = runtime.store.search('"coffee"', ["long"], role="user", limit=5, snippets=False, max_candidates=20)
+    assert seen == [20] and [r.store_id for r, _, _ in by_role] == [r.store_id for r, _, _ in plain]
