@@ -181,7 +181,9 @@ def window(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
     are walked once, and not at all when the counts, added up, already fall short of it.
     ``by_session`` says ``scoped`` keeps rows by their session alone (no role, source or time
     filter): then a session holding every id of the window's span (``_owned``) has the window
-    found in the full-text index alone, with no row looked up per match.
+    found in the full-text index alone, with no row looked up per match, and a range holding fewer
+    matches than the window has none (the counts, added up, can pass the window while rows holding
+    several phrases make the OR's matches fewer).
     """
     counts = phrase_counts(conn, str(fts_args[0]), fts_where[1:], fts_args[1:])
     every_common = common is not None and all_common(counts, RARE_BUDGET)
@@ -190,8 +192,13 @@ def window(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
         return NO_WINDOW
     thin = len(sessions) == 1 and within is not None and bool(scoped) and _thin(conn, sessions, within)
     session = (sessions[0], within) if thin and within else None
-    low = _owned(conn, fts_where, fts_args, scoped, scope_args, sessions[0], within, n) \
-        if by_session and not thin and len(sessions) == 1 and within is not None else None
+    low = None
+    if by_session and not thin and len(sessions) == 1 and within is not None:
+        low = conn.execute(f"SELECT rowid FROM messages_fts WHERE {' AND '.join(fts_where)}"
+                           " ORDER BY rowid DESC LIMIT 1 OFFSET ?", [*fts_args, max(1, n) - 1]).fetchone()
+        if low is None:
+            return NO_WINDOW  # fewer rows of the range match than the window holds: fewer still pass
+        low = int(low[0]) if _owned(conn, scoped, scope_args, sessions[0], int(low[0]), within[1]) else None
     low = _Newest(conn, fts_where, fts_args, scoped, scope_args, session).at(n) if low is None else low
     return NO_WINDOW if low is None else Window(low, pick_rare(counts, RARE_BUDGET), every_common)
 
@@ -199,31 +206,28 @@ def window(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
 OWNED_STEP = 64  # a session's ids stepped over first when checking it holds every id of a span
 
 
-def _owned(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], scoped: str,
-           scope_args: Sequence[Any], session: str, within: tuple[int, int], n: int) -> int | None:
-    """The ``n``-th newest match in ``within`` when every id from it to ``within``'s top is a row of
-    ``session`` and that session's rows pass ``scoped`` (a filter on the session alone): then each of
-    those matches passes and none needs its row looked up (about 0.55 µs a match against 0.03 µs an
-    index entry stepped over). None when it cannot tell so (fewer matches, a gap or another chat's row
-    in the span, the session hidden): the caller walks the rows.
+def _owned(conn: sqlite3.Connection, scoped: str, scope_args: Sequence[Any], session: str, low: int,
+           top: int) -> bool:
+    """True when every id from ``low`` to ``top`` (the session's newest) is a row of ``session`` and
+    that session's rows pass ``scoped`` (a filter on the session alone): then each match in that span
+    passes and none needs its row looked up (about 0.55 µs a match against 0.03 µs an index entry
+    stepped over here). False when it cannot tell so (a gap or another chat's row in the span, the
+    session hidden): the caller walks the rows.
 
-    The session's ids are stepped over newest first from ``within``'s top in spans four times longer
-    each time (``_Stepper``), each step checking that the id it lands on is the one a session holding
-    every id would have there, so another chat's row stops the check about where it lies."""
-    top = within[1]
-    row = conn.execute(f"SELECT rowid FROM messages_fts WHERE {' AND '.join(fts_where)}"
-                       " ORDER BY rowid DESC LIMIT 1 OFFSET ?", [*fts_args, max(1, n) - 1]).fetchone()
-    if row is None or conn.execute(f"SELECT 1 FROM messages m WHERE m.store_id = ? AND m.session_id = ? AND {scoped}",
-                                   [top, session, *scope_args]).fetchone() is None:
-        return None
-    span, ids = top - int(row[0]), _Stepper(conn, "SELECT store_id FROM messages WHERE session_id = ?", [session],
-                                            key="store_id", start=top + 1, descending=True)
+    The session's ids are stepped over newest first from ``top`` in spans four times longer each time
+    (``_Stepper``), each step checking that the id it lands on is the one a session holding every id
+    would have there, so another chat's row stops the check about where it lies."""
+    if conn.execute(f"SELECT 1 FROM messages m WHERE m.store_id = ? AND m.session_id = ? AND {scoped}",
+                    [top, session, *scope_args]).fetchone() is None:
+        return False
+    ids = _Stepper(conn, "SELECT store_id FROM messages WHERE session_id = ?", [session], key="store_id",
+                   start=top + 1, descending=True)
     step = 0
-    while step < span:
-        step = min(span, max(OWNED_STEP, 4 * step))
+    while step < top - low:
+        step = min(top - low, max(OWNED_STEP, 4 * step))
         if not ids.more_than(step) or ids.after != top - step:
-            return None
-    return int(row[0])
+            return False
+    return True
 
 
 def too_few(counts: Sequence[tuple[str, int]], n: int, budget: int) -> bool:

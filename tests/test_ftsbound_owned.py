@@ -55,8 +55,22 @@ def test_a_session_holding_its_span_finds_its_window_without_the_walk(runtime, s
         assert window(runtime, "long", "coffee", n, True).low == coffee[-n]
     assert seen == []  # no row looked up per match
     assert window(runtime, "long", "coffee", 301, True) == ftsbound.NO_WINDOW  # fewer match: no window
+    assert seen == []
     assert window(runtime, "long", "coffee", 250, False).low == coffee[-250]
-    assert seen == [301, 250]  # the full-text index could not tell (or was not asked): the rows were
+    assert seen == [250]  # not asked of the full-text index: the rows were walked
+
+
+def test_phrases_counted_past_the_window_whose_or_matches_fewer_rows_walk_nothing(runtime, sqlite_only,
+                                                                                   monkeypatch):
+    """Every row holds both words: the counts (40 and 40) add up past a window of 50, but the OR
+    matches 40 rows, which the full-text index tells without a row looked up."""
+    runtime.store.append(SessionKey("long"), [user(f"coffee note {i}") for i in range(40)])
+    runtime.store.append(SessionKey("other"), [user("coffee note elsewhere")])  # not in long's span
+    seen = walked(monkeypatch)
+    assert window(runtime, "long", "coffee note", 50, True) == ftsbound.NO_WINDOW
+    assert seen == []
+    assert window(runtime, "long", "coffee note", 50, False) == ftsbound.NO_WINDOW
+    assert seen == [50]
 
 
 def test_another_chats_row_in_the_span_sends_the_window_to_the_walk(runtime, sqlite_only, monkeypatch):
