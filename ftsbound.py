@@ -180,7 +180,7 @@ def window(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
     The phrases are counted first: which window applies depends on them, so its newest matches
     are walked once, and not at all when the counts, added up, already fall short of it.
     ``by_session`` says ``scoped`` keeps rows by their session alone (no role, source or time
-    filter): then a session holding every id of the window's span (``_owned``) has the window
+    filter): then a session with no other chat's row in the window's span (``_owned``) has the window
     found in the full-text index alone, with no row looked up per match, and a range holding fewer
     matches than the window has none (the counts, added up, can pass the window while rows holding
     several phrases make the OR's matches fewer).
@@ -204,22 +204,36 @@ def window(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
 
 
 OWNED_STEP = 64  # a session's ids stepped over first when checking it holds every id of a span
+OWNED_SESSIONS = 32  # a store of at most this many sessions is checked session by session
+CHAT_CHECK_IDS = 4096  # ids of a span past which that is cheaper than stepping over them (two seeks a session)
 
 
 def _owned(conn: sqlite3.Connection, scoped: str, scope_args: Sequence[Any], session: str, low: int,
            top: int) -> bool:
-    """True when every id from ``low`` to ``top`` (the session's newest) is a row of ``session`` and
-    that session's rows pass ``scoped`` (a filter on the session alone): then each match in that span
-    passes and none needs its row looked up (about 0.55 µs a match against 0.03 µs an index entry
-    stepped over here). False when it cannot tell so (a gap or another chat's row in the span, the
-    session hidden): the caller walks the rows.
+    """True when no other session has a row from ``low`` to ``top`` (the session's newest) and the
+    session's rows pass ``scoped`` (a filter on the session alone): then each match in that span
+    passes and none needs its row looked up (about 0.55 µs a match). False when it cannot tell so
+    (another chat's row in the span, the session hidden, or a gap where the ids are stepped over):
+    the caller walks the rows.
 
-    The session's ids are stepped over newest first from ``top`` in spans four times longer each time
-    (``_Stepper``), each step checking that the id it lands on is the one a session holding every id
-    would have there, so another chat's row stops the check about where it lies."""
+    A store of at most ``OWNED_SESSIONS`` sessions is asked each other session's first id in the span
+    (two index seeks a session, about as much as stepping over 80 ids), when the span is longer than
+    ``CHAT_CHECK_IDS``. Else the session's ids are stepped over newest first from ``top`` in spans four
+    times longer each time (``_Stepper``, about 0.03 µs an id), each step checking that the id it
+    lands on is the one a session holding every id would have there, so another chat's row stops
+    the check about where it lies."""
     if conn.execute(f"SELECT 1 FROM messages m WHERE m.store_id = ? AND m.session_id = ? AND {scoped}",
                     [top, session, *scope_args]).fetchone() is None:
         return False
+    if top - low > CHAT_CHECK_IDS:
+        # the store's sessions in order, one seek each, and whether each other one has a row in the span
+        chats = conn.execute(
+            "WITH RECURSIVE s(id) AS (SELECT (SELECT MIN(session_id) FROM messages) UNION ALL"
+            " SELECT (SELECT MIN(session_id) FROM messages WHERE session_id > s.id) FROM s WHERE s.id IS NOT NULL"
+            " LIMIT ?) SELECT id, id <> ? AND EXISTS(SELECT 1 FROM messages WHERE session_id = s.id"
+            " AND store_id BETWEEN ? AND ?) FROM s", [OWNED_SESSIONS + 1, session, low, top]).fetchall()
+        if any(chat is None for chat, _ in chats):  # every session seen (the last step finds none)
+            return not any(inside for _, inside in chats)
     ids = _Stepper(conn, "SELECT store_id FROM messages WHERE session_id = ?", [session], key="store_id",
                    start=top + 1, descending=True)
     step = 0

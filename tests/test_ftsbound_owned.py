@@ -88,8 +88,13 @@ def test_another_chats_row_in_the_span_sends_the_window_to_the_walk(runtime, sql
     assert seen == [30]
 
 
-def test_a_hidden_session_or_a_gap_falls_back_to_the_walk(runtime, sqlite_only, monkeypatch):
+@pytest.mark.parametrize("by_chats", [False, True])
+def test_a_hidden_session_falls_back_to_the_walk_and_a_gap_when_ids_are_stepped(runtime, sqlite_only, monkeypatch,
+                                                                                 by_chats):
+    """A gap (a deleted row) stops the step over the session's ids, which cannot tell it from another
+    chat's row; asked session by session, the store shows no other chat there."""
     monkeypatch.setattr(ftsbound, "RARE_BUDGET", 5)
+    monkeypatch.setattr(ftsbound, "CHAT_CHECK_IDS", 0 if by_chats else 10**9)
     runtime.store.append(SessionKey("long"), [user(f"coffee note {i}") for i in range(100)])
     coffee = sorted(row.store_id for row, _, _ in runtime.store.search('"coffee"', limit=1000))
     seen = walked(monkeypatch)
@@ -101,7 +106,30 @@ def test_a_hidden_session_or_a_gap_falls_back_to_the_walk(runtime, sqlite_only, 
         conn.execute("DELETE FROM messages WHERE store_id = ?", (coffee[-5],))
     seen.clear()
     assert window(runtime, "long", "coffee", 10, True).low == coffee[-11]
-    assert seen == [10]
+    assert seen == ([] if by_chats else [10])
+
+
+def test_another_chat_found_session_by_session_or_too_many_chats_to_ask(runtime, sqlite_only, monkeypatch):
+    """Asked session by session, another chat's row in the span sends the window to the walk; a store
+    of more sessions than are asked has the session's ids stepped over instead."""
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 5)
+    monkeypatch.setattr(ftsbound, "CHAT_CHECK_IDS", 0)
+    runtime.store.append(SessionKey("long"), [user(f"coffee note {i}") for i in range(30)])
+    runtime.store.append(SessionKey("zz-other"), [user("coffee elsewhere")])
+    runtime.store.append(SessionKey("long"), [user(f"coffee again {i}") for i in range(30)])
+    for name in ("a", "b", "c"):  # sessions with rows outside long's span
+        runtime.store.append(SessionKey(name), [user("tea")])
+    mine = sorted(row.store_id for row, _, _ in runtime.store.search('"coffee"', ["long"], limit=1000))
+    seen = walked(monkeypatch)
+    assert window(runtime, "long", "coffee", 20, True).low == mine[-20]  # the span above zz-other's row
+    assert seen == []
+    assert window(runtime, "long", "coffee", 40, True).low == mine[-40]  # zz-other's row in the span
+    assert seen == [40]
+    seen.clear()
+    monkeypatch.setattr(ftsbound, "OWNED_SESSIONS", 3)  # five sessions: too many to ask, the ids are stepped
+    assert window(runtime, "long", "coffee", 20, True).low == mine[-20]
+    assert window(runtime, "long", "coffee", 40, True).low == mine[-40]
+    assert seen == [40]
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -113,6 +141,8 @@ def test_random_interleaved_chats_give_the_walks_window(tmp_path, backend, monke
     rng = random.Random(seed)
     monkeypatch.setattr(ftsbound, "RARE_BUDGET", rng.choice([2, 5, 40]))
     monkeypatch.setattr(ftsbound, "OWNED_STEP", rng.choice([1, 2, 64]))
+    monkeypatch.setattr(ftsbound, "CHAT_CHECK_IDS", rng.choice([0, 10**9]))
+    monkeypatch.setattr(ftsbound, "OWNED_SESSIONS", rng.choice([1, 2, 32]))
     runtime = build_runtime(make_config(tmp_path))
     chats = ["a", "b", "c"]
     for _ in range(rng.randint(3, 12)):
