@@ -193,7 +193,7 @@ def window(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
     thin = len(sessions) == 1 and within is not None and bool(scoped) and _thin(conn, sessions, within)
     session = (sessions[0], within) if thin and within else None
     low = None
-    if by_session and not thin and len(sessions) == 1 and within is not None:
+    if by_session and scoped and not thin and len(sessions) == 1 and within is not None:
         low = conn.execute(f"SELECT rowid FROM messages_fts WHERE {' AND '.join(fts_where)}"
                            " ORDER BY rowid DESC LIMIT 1 OFFSET ?", [*fts_args, max(1, n) - 1]).fetchone()
         if low is None:

@@ -173,3 +173,14 @@ def test_a_role_filter_keeps_the_walk_in_store_search(runtime, sqlite_only, monk
     assert seen == [] and len(plain) == 5
     by_role = runtime.store.search('"coffee"', ["long"], role="user", limit=5, snippets=False, max_candidates=20)
     assert seen == [20] and [r.store_id for r, _, _ in by_role] == [r.store_id for r, _, _ in plain]
+
+
+def test_an_empty_filter_with_by_session_reads_as_no_filter(runtime, sqlite_only, monkeypatch):
+    """No filter at all (``scoped`` empty) asks nothing of the session's rows: the window is the
+    range's n-th newest match, as the walk without a filter gives it."""
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 5)
+    runtime.store.append(SessionKey("long"), [user(f"coffee note {i}") for i in range(30)])
+    runtime.store.append(SessionKey("other"), [user("coffee elsewhere")])
+    runtime.store.append(SessionKey("long"), [user(f"coffee again {i}") for i in range(30)])
+    every = sorted(row.store_id for row, _, _ in runtime.store.search('"coffee"', limit=1000))
+    assert window(runtime, "long", "coffee", 40, True, "", []).low == every[-40]  # the other chat's row counts
