@@ -218,7 +218,8 @@ def _owned(conn: sqlite3.Connection, scoped: str, scope_args: Sequence[Any], ses
 
     A store of at most ``OWNED_SESSIONS`` sessions is asked each other session's first id in the span
     (two index seeks a session, about as much as stepping over 80 ids), when the span is longer than
-    ``CHAT_CHECK_IDS``. Else the session's ids are stepped over newest first from ``top`` in spans four
+    ``CHAT_CHECK_IDS`` (an index entry left without its row, in a damaged store, then counts as a match,
+    as in a window without a filter). Else the session's ids are stepped over newest first from ``top`` in spans four
     times longer each time (``_Stepper``, about 0.03 µs an id), each step checking that the id it
     lands on is the one a session holding every id would have there, so another chat's row stops
     the check about where it lies."""
