@@ -179,11 +179,8 @@ def window(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
 
     The phrases are counted first: which window applies depends on them, so its newest matches
     are walked once, and not at all when the counts, added up, already fall short of it.
-    ``by_session`` says ``scoped`` keeps rows by their session alone (no role, source or time
-    filter): then a session with no other chat's row in the window's span (``_owned``) has the window
-    found in the full-text index alone, with no row looked up per match, and a range holding fewer
-    matches than the window has none (the counts, added up, can pass the window while rows holding
-    several phrases make the OR's matches fewer).
+    ``by_session``: ``scoped`` keeps rows by their session alone (no role, source or time filter), so
+    the window may come from the full-text index alone (``_by_index``), with no row looked up per match.
     """
     counts = phrase_counts(conn, str(fts_args[0]), fts_where[1:], fts_args[1:])
     every_common = common is not None and all_common(counts, RARE_BUDGET)
@@ -194,55 +191,62 @@ def window(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
     session = (sessions[0], within) if thin and within else None
     low = None
     if by_session and scoped and not thin and len(sessions) == 1 and within is not None:
-        low = conn.execute(f"SELECT rowid FROM messages_fts WHERE {' AND '.join(fts_where)}"
-                           " ORDER BY rowid DESC LIMIT 1 OFFSET ?", [*fts_args, max(1, n) - 1]).fetchone()
-        if low is None:
+        told, low = _by_index(conn, fts_where, fts_args, scoped, scope_args, sessions[0], within, n)
+        if told and low is None:
             return NO_WINDOW  # fewer rows of the range match than the window holds: fewer still pass
-        low = int(low[0]) if _owned(conn, scoped, scope_args, sessions[0], int(low[0]), within[1]) else None
     low = _Newest(conn, fts_where, fts_args, scoped, scope_args, session).at(n) if low is None else low
     return NO_WINDOW if low is None else Window(low, pick_rare(counts, RARE_BUDGET), every_common)
 
 
 OWNED_STEP = 64  # a session's ids stepped over first when checking it holds every id of a span
 OWNED_SESSIONS = 32  # a store of at most this many sessions is checked session by session
-CHAT_CHECK_IDS = 4096  # ids of a span past which that is cheaper than stepping over them (two seeks a session)
+CHAT_CHECK_IDS = 4096  # a session's id range past which that is cheaper than stepping (two seeks a session)
 
 
-def _owned(conn: sqlite3.Connection, scoped: str, scope_args: Sequence[Any], session: str, low: int,
-           top: int) -> bool:
-    """True when no other session has a row from ``low`` to ``top`` (the session's newest) and the
-    session's rows pass ``scoped`` (a filter on the session alone): then each match in that span
-    passes and none needs its row looked up (about 0.55 µs a match). False when it cannot tell so
-    (another chat's row in the span, the session hidden, or a gap where the ids are stepped over):
-    the caller walks the rows.
-
-    A store of at most ``OWNED_SESSIONS`` sessions is asked each other session's first id in the span
-    (two index seeks a session, about as much as stepping over 80 ids), when the span is longer than
-    ``CHAT_CHECK_IDS`` (an index entry left without its row, in a damaged store, then counts as a match,
-    as in a window without a filter). Else the session's ids are stepped over newest first from ``top`` in spans four
-    times longer each time (``_Stepper``, about 0.03 µs an id), each step checking that the id it
-    lands on is the one a session holding every id would have there, so another chat's row stops
-    the check about where it lies."""
+def _by_index(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], scoped: str,
+              scope_args: Sequence[Any], session: str, within: tuple[int, int], n: int) -> tuple[bool, int | None]:
+    """The window's low end from the full-text index alone (``scoped`` a filter on the session alone):
+    ``(True, id)`` when no other chat has a row from ``within``'s ``n``-th newest match to the session's
+    newest row, which passes ``scoped`` (no row looked up: about 0.55 µs a match saved); ``(True, None)``
+    when fewer match; ``(False, None)`` when it cannot tell (the caller walks the rows). A store of at
+    most ``OWNED_SESSIONS`` sessions, the range past ``CHAT_CHECK_IDS`` ids, is asked each other session's
+    newest id in it (two seeks a session; an index entry left without its row, in a damaged store, then
+    counts as a match, as with no filter). Else the session's ids are stepped over newest first, in
+    spans four times longer each time (about 0.03 µs an id), each step checking it lands where a session
+    holding every id would: another chat's row or a gap stops it (within ``OWNED_STEP``: before the read)."""
+    first, top = within
     if conn.execute(f"SELECT 1 FROM messages m WHERE m.store_id = ? AND m.session_id = ? AND {scoped}",
                     [top, session, *scope_args]).fetchone() is None:
-        return False
-    if top - low > CHAT_CHECK_IDS:
-        # the store's sessions in order, one seek each, and whether each other one has a row in the span
-        chats = conn.execute(
+        return False, None
+    clear = None  # the lowest id from which no other chat has a row up to top, when asked
+    if top - first > CHAT_CHECK_IDS:
+        chats = conn.execute(  # the store's sessions in order, one seek each, and each other one's newest in range
             "WITH RECURSIVE s(id) AS (SELECT (SELECT MIN(session_id) FROM messages) UNION ALL"
             " SELECT (SELECT MIN(session_id) FROM messages WHERE session_id > s.id) FROM s WHERE s.id IS NOT NULL"
-            " LIMIT ?) SELECT id, id <> ? AND EXISTS(SELECT 1 FROM messages WHERE session_id = s.id"
-            " AND store_id BETWEEN ? AND ?) FROM s", [OWNED_SESSIONS + 1, session, low, top]).fetchall()
+            " LIMIT ?) SELECT id, CASE WHEN id <> ? THEN (SELECT MAX(store_id) FROM messages"
+            " WHERE session_id = s.id AND store_id BETWEEN ? AND ?) END FROM s",
+            [OWNED_SESSIONS + 1, session, first, top]).fetchall()
         if any(chat is None for chat, _ in chats):  # every session seen (the last step finds none)
-            return not any(inside for _, inside in chats)
-    ids = _Stepper(conn, "SELECT store_id FROM messages WHERE session_id = ?", [session], key="store_id",
-                   start=top + 1, descending=True)
-    step = 0
-    while step < top - low:
-        step = min(top - low, max(OWNED_STEP, 4 * step))
-        if not ids.more_than(step) or ids.after != top - step:
-            return False
-    return True
+            clear = max([first, *(int(at) + 1 for _, at in chats if at is not None)])
+    ids, step = _Stepper(conn, "SELECT store_id FROM messages WHERE session_id = ?", [session], key="store_id",
+                         start=top + 1, descending=True), 0
+
+    def held(span: int) -> bool:  # every id from top - span to top is the session's
+        nonlocal step
+        while step < span:
+            step = min(span, max(OWNED_STEP, 4 * step))
+            if not ids.more_than(step) or ids.after != top - step:
+                return False
+        return True
+
+    if clear is None and not held(min(OWNED_STEP, top - first)):
+        return False, None
+    above = first if clear is None else clear
+    row = conn.execute(f"SELECT rowid FROM messages_fts WHERE {' AND '.join(fts_where)} AND rowid >= ?"
+                       " ORDER BY rowid DESC LIMIT 1 OFFSET ?", [*fts_args, above, max(1, n) - 1]).fetchone()
+    if row is None:
+        return above == first, None
+    return (True, int(row[0])) if clear is not None or held(top - int(row[0])) else (False, None)
 
 
 def too_few(counts: Sequence[tuple[str, int]], n: int, budget: int) -> bool:

@@ -114,6 +114,7 @@ def test_another_chat_found_session_by_session_or_too_many_chats_to_ask(runtime,
     of more sessions than are asked has the session's ids stepped over instead."""
     monkeypatch.setattr(ftsbound, "RARE_BUDGET", 5)
     monkeypatch.setattr(ftsbound, "CHAT_CHECK_IDS", 0)
+    monkeypatch.setattr(ftsbound, "OWNED_STEP", 2)  # stepping, the first step stays above zz-other's row
     runtime.store.append(SessionKey("long"), [user(f"coffee note {i}") for i in range(30)])
     runtime.store.append(SessionKey("zz-other"), [user("coffee elsewhere")])
     runtime.store.append(SessionKey("long"), [user(f"coffee again {i}") for i in range(30)])
@@ -184,3 +185,30 @@ def test_an_empty_filter_with_by_session_reads_as_no_filter(runtime, sqlite_only
     runtime.store.append(SessionKey("long"), [user(f"coffee again {i}") for i in range(30)])
     every = sorted(row.store_id for row, _, _ in runtime.store.search('"coffee"', limit=1000))
     assert window(runtime, "long", "coffee", 40, True, "", []).low == every[-40]  # the other chat's row counts
+
+
+@pytest.mark.parametrize("by_chats", [False, True])
+def test_a_chat_sharing_the_newest_ids_costs_no_read_of_every_match(runtime, sqlite_only, monkeypatch, by_chats):
+    """Two chats taking turns: the other chat's row just below the session's newest is found before the
+    full-text index is read (stepping), or the index is read only above it (session by session), so
+    the walk over the rows costs what it did before."""
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 5)
+    monkeypatch.setattr(ftsbound, "CHAT_CHECK_IDS", 0 if by_chats else 10**9)
+    for i in range(30):
+        runtime.store.append(SessionKey("long"), [user(f"coffee note {i}")])
+        runtime.store.append(SessionKey("other"), [user(f"coffee elsewhere {i}")])
+    runtime.store.append(SessionKey("long"), [user("coffee last")])
+    mine = sorted(row.store_id for row, _, _ in runtime.store.search('"coffee"', ["long"], limit=1000))
+    conn = runtime.db.read()
+    seen: list[str] = []
+    conn.set_trace_callback(seen.append)
+    try:
+        assert window(runtime, "long", "coffee", 20, True).low == mine[-20]
+    finally:
+        conn.set_trace_callback(None)
+    index_only = [sql for sql in seen if sql.startswith("SELECT rowid FROM messages_fts WHERE")
+                  and "ORDER BY rowid DESC" in sql]  # the n-th newest match asked of the index alone
+    if by_chats:
+        assert len(index_only) == 1 and f"rowid >= {mine[-1]} " in index_only[0]  # above the other chat's row
+    else:
+        assert index_only == []
