@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from . import emptyrows, ftsbound, ftsrows, idlist, pgbound, pgtext, substring
+from . import emptyrows, ftsbound, ftsrows, ftstime, idlist, pgbound, pgtext, substring
 from .backend import insert_returning, on_server, sane
 from .dag import frontier_value
 from .db import Database
@@ -469,7 +469,7 @@ class MessageStore:
                 return []
             ids = (int(lo), int(hi))
         if time_from is not None or time_to is not None:  # exact, from the time index: no row of the range is left out
-            ids = ftsbound.time_ids(conn, time_from, time_to, ids)
+            ids = ftstime.time_ids(conn, time_from, time_to, ids)
             if ids is None:
                 return []
         if ids is not None:
@@ -571,5 +571,5 @@ def _row_filters(conn: Any, session_ids: Sequence[str] | None, role: str | None,
     if source:  # blank legacy sources count as "unknown"
         where.append("(m.source=? OR (?='unknown' AND m.source=''))")
         args += [source, source]
-    bounds, bound_args = ftsbound.time_bounds("m.created_at", time_from, time_to)
+    bounds, bound_args = ftstime.time_bounds("m.created_at", time_from, time_to)
     return where + bounds, args + bound_args

@@ -12,7 +12,7 @@ import sqlite3
 import pytest
 from conftest import assistant, user
 
-from hermes_trove import ftsbound
+from hermes_trove import ftsbound, ftstime
 from hermes_trove.fulltext import build_match
 from hermes_trove.store import SessionKey
 
@@ -57,8 +57,8 @@ PATHS = [(1024, 10_000), (2, 10_000), (2, 3), (0, 10_000), (0, 3)]
 def test_time_ids_hold_every_row_of_the_time_range(runtime, backend, monkeypatch, probe, short):
     if backend != "sqlite":
         pytest.skip("the id range is SQLite's; PostgreSQL filters in SQL")
-    monkeypatch.setattr(ftsbound, "PROBE_ROWS", probe)
-    monkeypatch.setattr(ftsbound, "SHORT_RANGE", short)
+    monkeypatch.setattr(ftstime, "PROBE_ROWS", probe)
+    monkeypatch.setattr(ftstime, "SHORT_RANGE", short)
     fill(runtime)
     table = rows(runtime)
     conn = runtime.store.db.read()
@@ -66,15 +66,15 @@ def test_time_ids_hold_every_row_of_the_time_range(runtime, backend, monkeypatch
     for lo, hi in RANGES:
         kept = [sid for sid, at, _, _ in table if (lo is None or at >= lo) and (hi is None or at <= hi)]
         if not kept:
-            assert ftsbound.time_ids(conn, lo, hi) is None, (lo, hi)
+            assert ftstime.time_ids(conn, lo, hi) is None, (lo, hi)
             continue
-        got = ftsbound.time_ids(conn, lo, hi)
+        got = ftstime.time_ids(conn, lo, hi)
         assert got is not None and got[0] <= min(kept) and got[1] >= max(kept), (lo, hi)  # every kept row inside
         assert got[0] == min(kept) or (got[0] == table[0][0] and (lo is None or len(kept) >= short))  # tight
         assert (got[1] == max(kept)) if hi is not None else got[1] <= table[-1][0]
         within = (table[70][0], table[110][0])  # a session's id range
         inside = [sid for sid in kept if within[0] <= sid <= within[1]]
-        narrowed = ftsbound.time_ids(conn, lo, hi, within)
+        narrowed = ftstime.time_ids(conn, lo, hi, within)
         if inside:
             assert narrowed is not None and narrowed[0] <= min(inside) and narrowed[1] >= max(inside)
             assert within[0] <= narrowed[0] and narrowed[1] <= within[1]
@@ -85,8 +85,8 @@ def test_time_ids_hold_every_row_of_the_time_range(runtime, backend, monkeypatch
 def test_a_time_filtered_search_loses_no_row_the_filter_keeps(runtime, backend, monkeypatch, probe, short, newest):
     if backend != "sqlite":
         pytest.skip("the id range is SQLite's; PostgreSQL filters in SQL")
-    monkeypatch.setattr(ftsbound, "PROBE_ROWS", probe)
-    monkeypatch.setattr(ftsbound, "SHORT_RANGE", short)
+    monkeypatch.setattr(ftstime, "PROBE_ROWS", probe)
+    monkeypatch.setattr(ftstime, "SHORT_RANGE", short)
     monkeypatch.setattr(ftsbound, "RARE_BUDGET", 0)  # every phrase common: only the window is ranked
     fill(runtime)
     table, skewed = rows(runtime), rows(runtime, "skewed")
