@@ -163,7 +163,7 @@ WHERE NOT EXISTS (
         (SELECT node_id FROM carried_nodes WHERE session_id = v.session_id)));
 """),
     # Row-at-a-time FTS5 inserts from a trigger cost several times a batched insert, so the
-    # store indexes each batch of new rows with one statement (MessageStore._index_new_rows).
+    # store indexes each batch of new rows with one statement (ingestrows.index_new_rows).
     ("0004_fts_insert_by_store", """
 DROP TRIGGER IF EXISTS messages_fts_insert;
 """),

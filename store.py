@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from . import emptyrows, ftsbound, ftsrows, ftstime, idlist, pgbound, pgtext, substring
+from . import emptyrows, ftsbound, ftsrows, ftstime, idlist, ingestrows, pgbound, pgtext, substring
 from .backend import insert_returning, on_server, sane
 from .dag import frontier_value
 from .db import Database
@@ -33,6 +33,7 @@ from .rows import (
 from .scope import EVERYTHING, Visibility
 
 _STORED_TAIL_WINDOW = 64
+_CURSORS_KEPT = 4096  # sessions whose last written cursor a store remembers (a hint; forgetting costs a read)
 # The frontier never moves back: the larger of the stored value and the parameter (given twice),
 # written so that SQLite and PostgreSQL read it alike (their two-argument max differ).
 _LARGER = f"CASE WHEN {sane('frontier_store_id')} > ? THEN frontier_store_id ELSE ? END"  # a damaged one: 0
@@ -78,6 +79,7 @@ class MessageStore:
         self.db = db
         # Storage-boundary hook (payload guard, redaction): column values in, column values out.
         self.transform = transform
+        self._cursors: dict[str, IngestCursor] = {}  # session id -> the ingest cursor this store last wrote
 
     # -- sessions ----------------------------------------------------------
     def session(self, session_id: str) -> SessionRow | None:
@@ -167,12 +169,19 @@ class MessageStore:
         if not key.session_id:
             return IngestResult((), 0, "no session")
         identity = identity or memo_identity()  # one digest per message of the list
-        srow = self.db.read().execute("SELECT ingest_len, ingest_identity FROM sessions WHERE session_id=?",
-                                      (key.session_id,)).fetchone()
-        seen = IngestCursor.read(*srow) if srow is not None else IngestCursor()
-        guess = plan_fast(messages, seen, identity)
-        if srow is not None and guess is not None and guess.start == len(messages) == seen.length:
-            return IngestResult((), 0, "up to date")  # nothing new: no write at all
+        # The cursor this store last wrote for the session plans the work before the lock when the list
+        # grew past it; else (none known, another list, nothing new) the row decides, as the lock will.
+        hint = self._cursors.get(key.session_id)
+        guess = plan_fast(messages, hint, identity) if hint is not None else None
+        trusted = hint is not None and guess is not None and guess.start < len(messages)
+        if not trusted:
+            srow = self.db.read().execute("SELECT ingest_len, ingest_identity FROM sessions WHERE session_id=?",
+                                          (key.session_id,)).fetchone()
+            seen = IngestCursor.read(*srow) if srow is not None else IngestCursor()
+            guess = plan_fast(messages, seen, identity)
+            if srow is not None and guess is not None and guess.start == len(messages) == seen.length:
+                self._cursors[key.session_id] = seen
+                return IngestResult((), 0, "up to date")  # nothing new: no write at all
         now = time.time()
         # Storage transforms (redaction, sidecar files and their fsyncs, token counts) run before
         # the write lock: other processes queue on it, so it holds only the inserts.
@@ -188,21 +197,26 @@ class MessageStore:
                     if isinstance(m, dict) and not is_synthetic(m) and not (skip is not None and skip(m))} \
             if guess is not None and guess.start >= 0 else {}
         with self.db.transaction() as conn:
-            _upsert_session(conn, key, None)
             srow = conn.execute("SELECT ingest_len, ingest_identity FROM sessions WHERE session_id=?",
                                 (key.session_id,)).fetchone()
+            if srow is None:
+                _upsert_session(conn, key, None)
             cursor = IngestCursor.read(*srow) if srow else IngestCursor()
             plan = plan_fast(messages, cursor, identity)
+            if trusted and srow is not None and plan is not None and plan.start == len(messages) == cursor.length:
+                return IngestResult((), 0, "up to date")  # another writer stored this list: what the read would say
             if plan is None:
                 tail = [r[0] for r in conn.execute(
                     "SELECT identity FROM messages WHERE session_id=? ORDER BY store_id DESC LIMIT ?",
                     (key.session_id, _STORED_TAIL_WINDOW))][::-1]
                 plan = plan_joined(messages, cursor, tail, identity) or plan_aligned(messages, tail, identity)
-            candidates = list(enumerate(messages))[max(plan.start, 0):]
+            start = max(plan.start, 0)
             ids: list[int] = []
+            indexed: list[ingestrows.IndexedRow] = []  # what each new row's full-text entry holds
             skipped = 0
-            for i, msg in candidates:
-                if not isinstance(msg, dict) or is_synthetic(msg) or (skip is not None and skip(msg)):
+            for i, msg in enumerate(messages[start:], start):  # the new part only, not the whole list
+                if id(msg) not in prepared and (not isinstance(msg, dict) or is_synthetic(msg)
+                                                or (skip is not None and skip(msg))):
                     skipped += 1
                     continue
                 ident = identity(msg)
@@ -210,15 +224,24 @@ class MessageStore:
                         "SELECT 1 FROM messages WHERE session_id=? AND identity=? LIMIT 1",
                         (key.session_id, ident)).fetchone():
                     continue
-                ids.append(self._insert(conn, key, row := plan.parts.get(i, msg), ident, now, prepared.get(id(row))))
-            _index_new_rows(conn, ids)
+                ids.append(self._insert(conn, key, row := plan.parts.get(i, msg), ident, now, prepared.get(id(row)),
+                                        indexed))
+            ingestrows.index_new_rows(conn, ids, indexed)
             # A transcript that does not hold the newest stored message (a stale prefix shown by
             # another engine copy, a gateway /compress head) must not move the cursor back.
+            moved: tuple[int, str] | None = None
             if messages and (plan.start >= 0 or ids):
                 last = messages[-1]
-                ident = identity(last) if isinstance(last, dict) else ""
+                moved = (len(messages), identity(last) if isinstance(last, dict) else "")
+            if srow is not None:  # the row's refresh and its new cursor: one statement
+                ingestrows.touch_session(conn, key, now, moved)
+            elif moved is not None:
                 conn.execute("UPDATE sessions SET ingest_len=?, ingest_identity=?, updated_at=? WHERE session_id=?",
-                             (len(messages), ident, now, key.session_id))
+                             (*moved, now, key.session_id))
+        if moved is not None:
+            if len(self._cursors) >= _CURSORS_KEPT:
+                self._cursors.clear()
+            self._cursors[key.session_id] = IngestCursor(*moved)
         return IngestResult(tuple(ids), skipped, plan.reason)
 
     def append(self, key: SessionKey, messages: Iterable[dict[str, Any]],
@@ -234,7 +257,7 @@ class MessageStore:
                 now: float) -> list[int]:
         _upsert_session(conn, key, None)
         ids = [self._insert(conn, key, m, message_identity(m), now) for m in messages]
-        _index_new_rows(conn, ids)
+        ingestrows.index_new_rows(conn, ids)
         return ids
 
     def append_bulk(self, key: SessionKey, messages: Iterable[dict[str, Any]],
@@ -287,7 +310,7 @@ class MessageStore:
             conn.executemany(f"INSERT INTO messages(store_id, {_INSERT_MESSAGE[0]}) VALUES (?,{_INSERT_MESSAGE[1]})",
                              [(i, *v) for i, v in enumerate(values, first)])
             ids = list(range(first, first + len(rows)))
-        _index_new_rows(conn, ids)
+        ingestrows.index_new_rows(conn, ids)
         return ids
 
     def _columns(self, key: SessionKey, msg: dict[str, Any]) -> dict[str, Any]:
@@ -298,12 +321,18 @@ class MessageStore:
         return cols
 
     def _insert(self, conn: sqlite3.Connection, key: SessionKey, msg: dict[str, Any], identity: str,
-                now: float, cols: dict[str, Any] | None = None) -> int:
+                now: float, cols: dict[str, Any] | None = None,
+                indexed: list[ingestrows.IndexedRow] | None = None) -> int:
+        """One row; with ``indexed``, appends what its full-text entry holds (the text as written)."""
         cols = cols if cols is not None else self._columns(key, msg)
         try:
-            return self._write_row(conn, key, cols, identity, now)
+            store_id = self._write_row(conn, key, cols, identity, now)
         except UnicodeEncodeError:
-            return self._write_row(conn, key, escaped(cols), identity, now)
+            cols = escaped(cols)
+            store_id = self._write_row(conn, key, cols, identity, now)
+        if indexed is not None:
+            indexed.append((store_id, cols["content"], cols["tool_calls"]))
+        return store_id
 
     @staticmethod
     def _write_row(conn: sqlite3.Connection, key: SessionKey, cols: dict[str, Any], identity: str,
@@ -544,17 +573,6 @@ class MessageStore:
 def count_empty_sessions(conn: sqlite3.Connection) -> int:
     """Session rows with no messages, no summaries and no carried-in summaries."""
     return int(conn.execute(f"SELECT COUNT(*) FROM sessions s WHERE {emptyrows.EMPTY_SESSION}").fetchone()[0])
-
-
-def _index_new_rows(conn: sqlite3.Connection, store_ids: Sequence[int]) -> None:
-    """Add rows just inserted in this transaction to the full-text index in one statement."""
-    if store_ids and on_server(conn):
-        pgtext.index_messages(conn, conn.execute(
-            "SELECT store_id, content, tool_calls FROM messages WHERE store_id BETWEEN ? AND ?",
-            (min(store_ids), max(store_ids))).fetchall())
-    elif store_ids:
-        conn.execute("INSERT INTO messages_fts(rowid, content, tool_calls) SELECT store_id, trove_text(content),"
-                     " tool_calls FROM messages WHERE store_id BETWEEN ? AND ?", (min(store_ids), max(store_ids)))
 
 
 def _row_filters(conn: Any, session_ids: Sequence[str] | None, role: str | None, source: str | None,
