@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from . import emptyrows, ftsbound, ftsrows, ftstime, idlist, ingestrows, pgbound, pgtext, substring
 from .backend import insert_returning, on_server, sane
@@ -337,13 +337,15 @@ class MessageStore:
     @staticmethod
     def _write_row(conn: sqlite3.Connection, key: SessionKey, cols: dict[str, Any], identity: str,
                    now: float) -> int:
-        r = conn.execute(
-            f"INSERT INTO messages({_INSERT_MESSAGE[0]}) VALUES ({_INSERT_MESSAGE[1]}) RETURNING store_id",
+        server = on_server(conn)  # SQLite's cursor names the new rowid: RETURNING would only cost it time
+        cur = conn.execute(
+            f"INSERT INTO messages({_INSERT_MESSAGE[0]}) VALUES ({_INSERT_MESSAGE[1]})"
+            + (" RETURNING store_id" if server else ""),
             (key.session_id, key.conversation_id or "", key.platform or "", key.effective_source,
-             cols["role"], cols["content"] if on_server(conn) else pack(cols["content"]), cols["content_is_json"],
+             cols["role"], cols["content"] if server else pack(cols["content"]), cols["content_is_json"],
              cols["tool_calls"], cols["tool_call_id"], cols["tool_name"], cols["extra"], cols["token_count"], identity,
-             cols["created_at"] if cols["created_at"] is not None else now, now)).fetchone()
-        return int(r[0])
+             cols["created_at"] if cols["created_at"] is not None else now, now))
+        return int(cur.fetchone()[0]) if server else cast(int, cur.lastrowid)
 
     # -- reads -------------------------------------------------------------
     def visible_session(self, session_id: str, visible: Visibility) -> bool:
