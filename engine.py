@@ -27,7 +27,7 @@ from .compaction.window import MIN_TARGET, measure_overhead, plan_trigger
 from .config import reserve_floor_cap, scoped_home
 from .filters import UNSTORED, chat_compaction_cleanup, delegated_child, host_side_agent, takes_foreground
 from .hostbase import ContextEngine, branched_from, copy_attrs, host_entry, host_message_tokens, host_owner, nothing
-from .ingest import Identify, is_synthetic, memo_identity, repeats_previous
+from .ingest import Identify, is_synthetic, repeats_previous
 from .models import Complete, host_complete
 from .ops.maintenance import drop_unstored_row, previous_in_chat, tidy_at_session_start
 from .runtime import Runtime, build_runtime
@@ -462,7 +462,7 @@ class TroveEngine(ContextEngine):
         self._last_compression_made_progress = False
         if self.state.key is None or self._learn_overhead(messages, current_tokens, force):
             return messages
-        identity = memo_identity()  # ingest and the compactor read the same list: one digest each
+        identity = self.runtime.store.identities.memo()  # ingest and the compactor share digests
         self._ingest(self.state.key, messages, identity)
         self.runtime.store.settle()  # a server store: what the outbox holds ships before compaction reads
         compactor = Compactor(self.runtime, self.state.key,

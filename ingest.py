@@ -140,6 +140,55 @@ def memo_identity() -> Identify:
     return identity
 
 
+class IdentityCache:
+    """Digests that outlive one ingest: the host shows the same messages turn after turn (the cursor's
+    message, the tail a compaction keeps, the copies in the list it hands back), so each is digested once.
+
+    A digest depends on role, content, tool calls and tool call id alone. One is reused only for a
+    message without tool calls whose content is the very string object digested (kept here, so its
+    id names no other; strings do not change) and whose role and tool call id are equal; anything
+    else is digested again. Bounded by
+    entries and by the characters of the strings it holds on to; full, it starts over.
+    """
+
+    ENTRIES = 2048
+    CHARS = 8 << 20
+
+    def __init__(self) -> None:
+        self._known: dict[int, tuple[Any, str, Any, str]] = {}
+        self._chars = 0
+
+    def memo(self) -> Identify:
+        """A ``memo_identity`` for one ingest (or one compaction) that reads and fills this cache."""
+        local: dict[int, str] = {}
+        known = self._known
+
+        def identity(message: dict[str, Any]) -> str:
+            ident = local.get(id(message))
+            if ident is not None:
+                return ident
+            content = message.get("content")
+            kept = known.get(id(content))  # the string, held by the entry: its id names it alone
+            if (kept is not None and kept[1] is content and not message.get("tool_calls")
+                    and kept[0] == message.get("role") and kept[2] == message.get("tool_call_id")):
+                ident = kept[3]
+            else:
+                ident = message_identity(message)
+                if type(content) is str and not message.get("tool_calls"):
+                    self._keep(id(content), (message.get("role"), content, message.get("tool_call_id"), ident))
+            local[id(message)] = ident
+            return ident
+
+        return identity
+
+    def _keep(self, key: int, entry: tuple[Any, str, Any, str]) -> None:
+        if len(self._known) >= self.ENTRIES or self._chars + len(entry[1]) > self.CHARS:
+            self._known.clear()  # one call, safe beside another thread's reads
+            self._chars = 0
+        self._known[key] = entry
+        self._chars += len(entry[1])
+
+
 @dataclass(frozen=True)
 class IngestCursor:
     length: int = 0

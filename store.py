@@ -15,7 +15,7 @@ from . import emptyrows, ftsbound, ftsrows, ftstime, idlist, ingestrows, pgbound
 from .backend import insert_returning, on_server, sane
 from .dag import frontier_value
 from .db import Database
-from .ingest import IngestCursor, is_synthetic, memo_identity, message_identity, plan_aligned, plan_fast, plan_joined
+from .ingest import IdentityCache, IngestCursor, is_synthetic, message_identity, plan_aligned, plan_fast, plan_joined
 from .packed import pack
 from .rows import (
     IngestResult,
@@ -80,6 +80,7 @@ class MessageStore:
         # Storage-boundary hook (payload guard, redaction): column values in, column values out.
         self.transform = transform
         self._cursors: dict[str, IngestCursor] = {}  # session id -> the ingest cursor this store last wrote
+        self.identities = IdentityCache()  # message digests kept from one ingest to the next
 
     # -- sessions ----------------------------------------------------------
     def session(self, session_id: str) -> SessionRow | None:
@@ -163,12 +164,12 @@ class MessageStore:
 
         Safe to call with the same or a grown transcript any number of times, from any
         engine copy or process: the cursor lives in the ``sessions`` row and the whole
-        decision plus insert runs in one write transaction. ``identity`` (a ``memo_identity``)
+        decision plus insert runs in one write transaction. ``identity`` (an ``identities.memo()``)
         lets a caller that reads the same list next share its digests.
         """
         if not key.session_id:
             return IngestResult((), 0, "no session")
-        identity = identity or memo_identity()  # one digest per message of the list
+        identity = identity or self.identities.memo()  # one digest per message, across calls
         # The cursor this store last wrote for the session plans the work before the lock when the list
         # grew past it; else (none known, another list, nothing new) the row decides, as the lock will.
         hint = self._cursors.get(key.session_id)

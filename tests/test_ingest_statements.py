@@ -7,6 +7,7 @@ from conftest import assistant, user
 
 from hermes_trove import ingestrows
 from hermes_trove.db import Database, fts_integrity
+from hermes_trove.ingest import IdentityCache, message_identity
 from hermes_trove.store import MessageStore, SessionKey
 
 
@@ -134,3 +135,23 @@ def test_the_session_refresh_does_what_the_upsert_did_to_an_existing_row(tmp_pat
     moved = rows_after("moved", lambda db, key: touch(db, key, (7, "abc")))
     assert [r[6:8] for r in moved] == [(7, "abc")] * len(moved)
     assert len({r[4] for r in upserted}) > 2  # the cases reach every branch of the scope rule
+
+
+def test_a_kept_digest_is_reused_only_for_the_same_text_role_and_call_id(monkeypatch):
+    from hermes_trove import ingest
+
+    cache = IdentityCache()
+    text = "the tool printed this"
+    msg = {"role": "tool", "content": text, "tool_call_id": "c1"}
+    first = cache.memo()(msg)
+    digested: list[dict] = []
+    monkeypatch.setattr(ingest, "message_identity", lambda m: digested.append(m) or message_identity(m))
+    memo, copy = cache.memo(), dict(msg)  # one call's messages stay alive through it, as a host list's do
+    assert memo(copy) == first == message_identity(msg) and digested == []  # a copy holds the same string
+    changes = ({**msg, "role": "user"}, {**msg, "tool_call_id": "c2"}, {**msg, "content": text + "!"},
+               {**msg, "tool_calls": [{"id": "x", "type": "function", "function": {"name": "f"}}]})
+    for changed in changes:
+        assert memo(changed) == message_identity(changed) != first
+    assert digested == list(changes)  # each change digested anew
+    msg["content"] = "replaced in place"
+    assert cache.memo()(msg) == message_identity(msg) != first
