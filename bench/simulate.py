@@ -36,6 +36,10 @@ class LoopStats:
     prompts: list[int] = field(default_factory=list)  # estimated tokens of every request
     compactions: int = 0
     engine_seconds: list[float] = field(default_factory=list)  # per turn, excluding the model
+    # CPU seconds (this thread) inside the engine's own calls per turn, and whether the turn compacted:
+    # steadier than wall time on a shared machine, and free of this loop's own bookkeeping.
+    engine_cpu: list[float] = field(default_factory=list)
+    compacted: list[bool] = field(default_factory=list)
 
 
 class HostLoop:
@@ -47,6 +51,7 @@ class HostLoop:
         self.messages: list[dict[str, Any]] = []
         self.overhead = overhead_tokens
         self.stats = LoopStats()
+        self._cpu, self._compacted = 0.0, False
         self.on_compress = on_compress
         self._sizes: dict[int, tuple[dict[str, Any], int]] = {}
 
@@ -60,11 +65,19 @@ class HostLoop:
             self._sizes[id(m)] = hit
         return hit[1]
 
+    def _engine(self, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        t0 = time.thread_time()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            self._cpu += time.thread_time() - t0
+
     def _maybe_compress(self, force: bool = False, focus: str | None = None) -> float:
         t0 = time.perf_counter()
         est = self.estimate()
-        if force or self.engine.should_compress(est):
-            out = self.engine.compress(self.messages, current_tokens=est, focus_topic=focus, force=force)
+        if force or self._engine(self.engine.should_compress, est):
+            self._compacted = True
+            out = self._engine(self.engine.compress, self.messages, current_tokens=est, focus_topic=focus, force=force)
             if out is not self.messages and out != self.messages:
                 self.messages = out
                 self.stats.compactions += 1
@@ -75,12 +88,13 @@ class HostLoop:
     def _request(self, prompt_tokens: int) -> float:
         self.stats.prompts.append(prompt_tokens)
         t0 = time.perf_counter()
-        self.engine.update_from_response({"prompt_tokens": prompt_tokens, "completion_tokens": 50,
-                                          "total_tokens": prompt_tokens + 50})
+        self._engine(self.engine.update_from_response, {"prompt_tokens": prompt_tokens, "completion_tokens": 50,
+                                                        "total_tokens": prompt_tokens + 50})
         return time.perf_counter() - t0
 
     def run_turn(self, turn: Turn) -> None:
         spent = 0.0
+        self._cpu, self._compacted = 0.0, False
         self.messages.append({"role": "user", "content": turn.user})
         spent += self._maybe_compress()  # preflight
         for assistant, results in turn.steps:
@@ -97,9 +111,11 @@ class HostLoop:
         self.messages.append({"role": "assistant", "content": turn.final})
         t0 = time.perf_counter()
         key = self.engine.state.key or SessionKey("")
-        self.engine.runtime.store.ingest(key, self.messages, skip=self.engine.runtime.skip_message)
+        self._engine(self.engine.runtime.store.ingest, key, self.messages, skip=self.engine.runtime.skip_message)
         spent += time.perf_counter() - t0
         self.stats.engine_seconds.append(spent)
+        self.stats.engine_cpu.append(self._cpu)
+        self.stats.compacted.append(self._compacted)
 
 
 # -- a deterministic long agent conversation ----------------------------------------
