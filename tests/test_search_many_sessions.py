@@ -106,4 +106,29 @@ def test_a_short_list_keeps_its_placeholders_and_a_long_one_is_one_parameter(tmp
     sql, args = idlist.among(conn, "c", [f"s{i}" for i in range(11)])
     assert sql == "c IN (SELECT value FROM json_each(?))" and len(args) == 1
     sql, args = idlist.among(conn, "c", [*(f"s{i}" for i in range(11)), "a\x00b"])
-    assert sql.count("?") == len(args) == 2 and "hex(c)" in sql
+    assert sql.count("?") == len(args) == 1 and "X'610062'" in sql
+
+
+def test_a_long_list_holding_a_nul_id_still_seeks_the_session_index(runtime, backend):
+    """The id with a NUL is one more member of the same list: the statement seeks each session's rows on
+    ``messages_session`` instead of reading the whole table (an OR with ``hex(session_id)`` scanned it)."""
+    if backend != "sqlite":
+        pytest.skip("SQLite's list forms (a server takes one array)")
+    sessions = [*(f"chat-{i:03d}" for i in range(20)), "nul\x00id"]
+    fill(runtime, sessions)
+    wanted = [*sessions[:-1:2], sessions[-1]]  # 11 ids: past a cap of 50's short list
+    conn = runtime.store.db.read()
+    conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, CAP)
+    try:
+        held, args = idlist.among(conn, "session_id", wanted)
+        sql = f"SELECT COUNT(*), MIN(store_id), MAX(store_id) FROM messages WHERE {held}"
+        plan = [str(r[3]) for r in conn.execute(f"EXPLAIN QUERY PLAN {sql}", args)]
+        got = tuple(conn.execute(sql, args).fetchone())
+    finally:
+        conn.setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 250000)
+    assert len(args) == 1 and not any(step.startswith("SCAN messages") for step in plan), plan
+    assert any("messages_session" in step for step in plan), plan
+    assert got == tuple(conn.execute(
+        f"SELECT COUNT(*), MIN(store_id), MAX(store_id) FROM messages WHERE session_id IN"
+        f" ({','.join('?' * len(wanted))})", wanted).fetchone())
+    assert got[0] == 6 * len(wanted)
