@@ -249,7 +249,8 @@ class Writer(Ledger):
                if depth == 0 else "SELECT COALESCE(SUM(source_token_count),0), MIN(earliest_at), MAX(latest_at)"
                " FROM summary_nodes WHERE node_id")
         parts = [self.conn.execute(f"{sql} IN ({','.join('?' * len(run))})", run).fetchone()
-                 for run in idlist.chunks(self.conn, sources)]  # a leaf over more rows than a statement's cap
+                 for run in idlist.chunks(self.conn, sorted({int(i) for i in sources}))]  # each id once: IN counts a
+        # repeated id once, and one repeated across two runs would be summed twice
         r = (sum(int(p[0] or 0) for p in parts), min((p[1] for p in parts if p[1] is not None), default=None),
              max((p[2] for p in parts if p[2] is not None), default=None))
         common: dict[str, Any] = dict(token_count=tokens.count(s.content), source_token_count=int(r[0] or 0),

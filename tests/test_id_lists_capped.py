@@ -81,3 +81,20 @@ def test_superseded_turns_past_the_cap(tmp_path):
     others = [i for i in range(1, 40) if i not in (old, new)]
     with capped(runtime.db.read()):
         assert changed.superseded_turns(runtime.db, [*others, old, new]) == {old: new}
+
+
+def test_a_leaf_naming_a_source_twice_across_runs_sums_it_once(tmp_path):
+    """An imported summary may list a message twice; ``IN`` counts it once, and so do its runs."""
+    runtime = build_runtime(make_config(tmp_path))
+    ids = runtime.store.append(SessionKey("s1"), [{**user(f"note {i} " + "word " * (i % 7)), "timestamp": 1e9 + i}
+                                                  for i in range(40)])
+    with runtime.db.transaction() as conn:
+        writer = Writer(runtime, conn, "import-1")
+        writer.record_import("test", ["fixture"], {})
+        uncapped = writer.add_node("s1", summary("wide"), 0, [*ids[:30], *ids[:30]])
+        with capped(conn):  # the first thirty ids fall in the first two runs, their repeats in the next two
+            twice = writer.add_node("s1", summary("twice"), 0, [*ids[:30], *ids[:30]])
+    tokens = runtime.db.read().execute("SELECT SUM(token_count) FROM messages WHERE store_id BETWEEN ? AND ?",
+                                       (ids[0], ids[29])).fetchone()[0]
+    nodes = [runtime.dag.get(uncapped), runtime.dag.get(twice)]
+    assert [n.source_token_count for n in nodes if n is not None] == [tokens, tokens]
