@@ -56,7 +56,7 @@ def _register(ctx: Any) -> None:
     # should not load the engine, the host hooks and the tool table.
     from . import command, subsystems
     from .compaction.summarize import window_warnings
-    from .config import load_config
+    from .config import load_config, stranded_store
     from .engine import TroveEngine
     from .hooks import make_hooks
     from .ops.install import expose_skill
@@ -64,8 +64,9 @@ def _register(ctx: Any) -> None:
     from .runtime import build_runtime
 
     config = load_config(hermes_home=_hermes_home(ctx))
-    for warning in window_warnings(config):  # once per load; the doctor repeats it on demand
-        log.warning("trove: %s", warning)
+    for warning in [*window_warnings(config), stranded_store(config)]:  # once per load; the doctor repeats them
+        if warning:
+            log.warning("trove: %s", warning)
     runtime = build_runtime(config, llm=getattr(ctx, "llm", None))
     exists = Path(runtime.db.path).exists()  # `hermes trove --help` must not create a database
     if exists:

@@ -21,7 +21,15 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from . import backups, subsystems
 from .backend import storage_error
-from .config import database_path, default_hermes_home, load_config, profile_environ, scoped_home, with_store
+from .config import (
+    database_path,
+    default_hermes_home,
+    load_config,
+    profile_environ,
+    scoped_home,
+    stranded_store,
+    with_store,
+)
 from .models import Complete, host_complete
 from .ops import dag_view, doctor, hygiene, install, maintenance, migrate_store, rotate, status
 from .pathprobe import probe_path
@@ -377,7 +385,8 @@ def _runtime_for(db: str | None, fallback: Runtime | None = None) -> Runtime:
         config = with_store(config, db)
     path = database_path(config)
     if not config.database_url and not path.exists() and probe_path(path) is None:
-        raise FileNotFoundError(f"no trove database at {path} (pass --db PATH)")
+        stranded = stranded_store(config)
+        raise FileNotFoundError(f"no trove database at {path} (pass --db PATH)" + (f"; {stranded}" if stranded else ""))
     return build_runtime(config)
 
 

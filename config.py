@@ -417,6 +417,25 @@ def home_path(config: TroveConfig, value: str) -> Path:
     return path if path.is_absolute() else Path(config.hermes_home) / path
 
 
+def stranded_store(config: TroveConfig, cwd: str | None = None) -> str:
+    """Where a relative ``TROVE_DATABASE_PATH`` put the store before it was taken inside ``$HERMES_HOME``
+    (the working directory, ``cwd``), and what to do, when a file is still there and is not the store
+    now in use; "" otherwise. Such a file is no longer read: its turns look lost until it is moved."""
+    value = os.path.expanduser(config.database_path or "")
+    if not value or os.path.isabs(value) or config.database_url:
+        return ""
+    old, new = Path(cwd or os.getcwd()) / value, database_path(config)
+    try:
+        if not old.is_file() or (new.exists() and old.samefile(new)):
+            return ""
+    except OSError:
+        return ""
+    return (f"TROVE_DATABASE_PATH={config.database_path} is relative, so it names {new} (inside $HERMES_HOME);"
+            f" earlier versions read it from the working directory, and {old.absolute()} is such a store, no"
+            f" longer read: with Hermes stopped, move it (and its -wal, -shm files) to {new}, or set"
+            " TROVE_DATABASE_PATH to its absolute path")
+
+
 def database_path(config: TroveConfig) -> Path:
     """``TROVE_DATABASE_PATH`` if set, else ``$HERMES_HOME/trove.db``."""
     if config.database_path:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .. import subsystems
 from ..compaction.summarize import window_warnings
 from ..compaction.window import TRIGGER_CEILING
-from ..config import reserve_floor_cap
+from ..config import reserve_floor_cap, stranded_store
 from ..dag import SummaryDAG
 from ..db import meta_value
 from ..payloads import health as payload_health
@@ -176,6 +176,8 @@ def _check_config(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Ch
     if cfg.doctor_clean_apply_enabled:
         issues.append("TROVE_DOCTOR_CLEAN_APPLY_ENABLED=true: destructive clean apply is allowed")
     issues.extend(window_warnings(cfg))
+    stranded = stranded_store(cfg)
+    issues += [stranded] if stranded else []
     if not issues:
         return "pass", "configuration values look sane", ""
     status = "fail" if refused else "warn"

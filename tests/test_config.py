@@ -15,6 +15,7 @@ from hermes_trove.config import (
     load_config,
     payload_dir,
     public_view,
+    stranded_store,
 )
 
 NOT_VARIABLES = {"hermes_home", "sources", "warnings"}
@@ -248,3 +249,35 @@ def test_a_relative_store_path_names_one_file_under_the_home_whatever_directory_
         else:  # a later process elsewhere finds the turn the first one stored
             assert runtime.store.count("s1") == 1
     assert not (tmp_path / "project-a" / "memory").exists()
+
+
+def test_a_store_left_at_the_old_working_directory_place_is_named_not_silently_lost(tmp_path, monkeypatch, capsys):
+    """Before a relative TROVE_DATABASE_PATH was taken inside $HERMES_HOME, it named a file in the working
+    directory: after the upgrade that file is no longer read, and its turns must not just vanish without a
+    word: `hermes trove status` (no store yet), the doctor and the plugin's load name it and say what to do."""
+    from hermes_trove import command
+    from hermes_trove.ops.doctor import run_doctor
+    from hermes_trove.runtime import build_runtime
+    from hermes_trove.store import SessionKey
+
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    old = project / "memory" / "trove.db"
+    old.parent.mkdir()
+    earlier = build_runtime(load_config({"TROVE_DATABASE_PATH": str(old)}, hermes_home=str(home)))
+    earlier.store.ingest(SessionKey("s1", "", "cli"), [{"role": "user", "content": "the heron key"}])
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    monkeypatch.setenv("TROVE_DATABASE_PATH", "memory/trove.db")
+    assert command.main(["status"]) == command.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert str(old) in err and str(home / "memory" / "trove.db") in err, err
+    cfg = load_config({"TROVE_DATABASE_PATH": "memory/trove.db"}, hermes_home=str(home))
+    report = run_doctor(build_runtime(cfg))
+    check = next(c for c in report["checks"] if c["check"] == "config_validation")
+    assert check["status"] == "warn" and str(old) in check["detail"], check
+    # the store in use, an absolute path or a store in the old place that is the one in use: nothing to say
+    assert stranded_store(dataclasses.replace(cfg, database_path=str(old))) == ""
+    monkeypatch.chdir(home)
+    assert stranded_store(cfg) == ""
