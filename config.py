@@ -418,22 +418,29 @@ def home_path(config: TroveConfig, value: str) -> Path:
 
 
 def stranded_store(config: TroveConfig, cwd: str | None = None) -> str:
-    """Where a relative ``TROVE_DATABASE_PATH`` put the store before it was taken inside ``$HERMES_HOME``
-    (the working directory, ``cwd``), and what to do, when a file is still there and is not the store
-    now in use; "" otherwise. Such a file is no longer read: its turns look lost until it is moved."""
-    value = os.path.expanduser(config.database_path or "")
-    if not value or os.path.isabs(value) or config.database_url:
-        return ""
-    old, new = Path(cwd or os.getcwd()) / value, database_path(config)
-    try:
-        if not old.is_file() or (new.exists() and old.samefile(new)):
-            return ""
-    except OSError:
-        return ""
-    return (f"TROVE_DATABASE_PATH={config.database_path} is relative, so it names {new} (inside $HERMES_HOME);"
-            f" earlier versions read it from the working directory, and {old.absolute()} is such a store, no"
-            f" longer read: with Hermes stopped, move it (and its -wal, -shm files) to {new}, or set"
-            " TROVE_DATABASE_PATH to its absolute path")
+    """Where a relative ``TROVE_DATABASE_PATH`` (or payload directory) put its files before it was taken
+    inside ``$HERMES_HOME`` (the working directory, ``cwd``), and what to do, when they are still there and
+    are not the ones in use; "" otherwise. They are no longer read: their turns look lost until moved."""
+    notes = []
+    for name, value, new, kind in (
+            ("TROVE_DATABASE_PATH", "" if config.database_url else config.database_path, database_path(config),
+             "store (and its -wal, -shm files)"),
+            ("TROVE_LARGE_OUTPUT_EXTERNALIZATION_PATH", config.large_output_externalization_path,
+             payload_dir(config), "payload directory")):
+        plain = os.path.expanduser(value or "")
+        if not plain or os.path.isabs(plain):
+            continue
+        old = Path(cwd or os.getcwd()) / plain
+        try:
+            if not old.exists() or (new.exists() and old.samefile(new)):
+                continue
+        except OSError:
+            continue
+        notes.append(f"{name}={value} is relative, so it names {new} (inside $HERMES_HOME); earlier versions"
+                     f" took it from the working directory, and {old.absolute()} is such a {kind.split(' (')[0]},"
+                     f" no longer read: with Hermes stopped, move that {kind} to {new}, or set {name} to its"
+                     " absolute path")
+    return "; ".join(notes)
 
 
 def database_path(config: TroveConfig) -> Path:

@@ -281,3 +281,13 @@ def test_a_store_left_at_the_old_working_directory_place_is_named_not_silently_l
     assert stranded_store(dataclasses.replace(cfg, database_path=str(old))) == ""
     monkeypatch.chdir(home)
     assert stranded_store(cfg) == ""
+
+
+def test_a_payload_directory_left_at_the_old_working_directory_place_is_named(tmp_path, monkeypatch):
+    # payload refs are read against the payload directory in use: files left at the old place no longer expand
+    (tmp_path / "payloads").mkdir()
+    monkeypatch.chdir(tmp_path)
+    cfg = load_config({"TROVE_LARGE_OUTPUT_EXTERNALIZATION_PATH": "payloads"}, hermes_home=str(tmp_path / "home"))
+    note = stranded_store(cfg)
+    assert str(tmp_path / "payloads") in note and str(tmp_path / "home" / "payloads") in note, note
+    assert stranded_store(cfg, cwd=str(tmp_path / "home")) == ""
