@@ -100,16 +100,13 @@ def configured_engine(hermes_home: str) -> str | None:
     """``context.engine`` as the host reads ``<home>/config.yaml`` (a managed scope's file merged, ``${VAR}``
     expanded); without the host, the file as written; None when missing or unreadable (host default: compressor)."""
     path = Path(hermes_home).expanduser() / "config.yaml"
-    if not path.is_file():
-        return None
-    data: Any = host_config(str(path.parent))
-    if data is None:
-        try:
-            import yaml  # type: ignore[import-untyped]  # the host's dependency (PyYAML)
+    try:
+        import yaml  # type: ignore[import-untyped]  # the host's dependency (PyYAML)
 
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except Exception:
-            return None
+        data: Any = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except Exception:  # missing or damaged: the host's loader would serve its defaults (the compressor)
+        return None  # and copy the file aside, so the verdict says unreadable, not "set it to trove"
+    data = host_config(str(path.parent)) or data
     context = data.get("context") if isinstance(data, dict) else None
     engine = context.get("engine") if isinstance(context, dict) else None
     return str(engine) if engine else "compressor"

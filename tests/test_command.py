@@ -150,6 +150,15 @@ def test_the_verdict_reads_context_engine_as_the_host_does(runtime, tmp_path, mo
     assert result["plugin"]["host"]["verdict"].startswith("fallback: context.engine is 'compressor'")
 
 
+def test_a_damaged_config_yaml_is_reported_unreadable_not_as_a_compressor_to_switch(runtime):
+    """The host's loader serves its defaults (context.engine compressor) for a file it cannot parse: the
+    verdict must say unreadable, not send the user to `hermes config set` over a file that needs fixing."""
+    home = Path(runtime.config.hermes_home)
+    (home / "config.yaml").write_text("context:\n  engine: trove\n bad: [\n", encoding="utf-8")
+    name, result = command.run(runtime, ["status"])
+    assert result["plugin"]["host"]["verdict"].startswith("unknown: config.yaml unreadable"), result["plugin"]
+
+
 def test_a_session_id_the_store_never_saw_is_an_error_for_status_and_dag(engine):
     engine.ingest([user("hello"), assistant("hi")])
     for words in (["status"], ["dag"], ["dag", "mermaid"]):
