@@ -350,7 +350,8 @@ class TroveEngine(ContextEngine):
         if key.session_id:
             self.runtime.bind(key.session_id, self.state.mode)
             # /trove keeps serving the foreground conversation while a side session binds
-            if takes_foreground(self.state.mode, key.platform) or self.runtime.foreground_engine() is None:
+            front = takes_foreground(self.state.mode, key.platform, session_id=key.session_id)
+            if front or self.runtime.foreground_engine() is None:
                 self.runtime.set_foreground(self)
         if self.state.mode == "active" and self.runtime.store_usable():
             try:

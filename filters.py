@@ -39,6 +39,9 @@ HOST_SIDE_THREADS = frozenset({"bg-review", "curator-review"})
 # ``/background PROMPT`` in the CLI runs its own agent on a thread named "bg-task-<task id>": the user's
 # work, stored as any session, but the chat stays the conversation /trove addresses.
 BACKGROUND_TASK_THREAD = "bg-task-"
+# The ids Hermes gives a /background task's agent: "bg_<HHMMSS>_<6 hex>" (CLI, gateway) and "bg_<6 hex>"
+# (the TUI, which runs it on an unnamed thread): such an agent, too, leaves the chat in front.
+BACKGROUND_TASK_SESSION = re.compile(r"bg_(?:\d{6}_)?[0-9a-f]{6}")
 INSPECTION_API_KEY = "inspect-only"  # the key of the agent `hermes prompt-size` builds to measure the prompt
 
 
@@ -94,16 +97,17 @@ def offers_engine_tools(platform: str | None) -> bool:
     return (platform or "").strip().lower() not in NO_ENGINE_TOOLS_PLATFORMS
 
 
-def takes_foreground(mode: str, platform: str, thread_name: str | None = None) -> bool:
+def takes_foreground(mode: str, platform: str, thread_name: str | None = None, session_id: str = "") -> bool:
     """Whether a session binding in ``mode`` on ``platform`` becomes the one /trove addresses. A
     bind that cannot name its platform yet (the host binds a new agent's engine copy before its
     ``on_session_start`` says which platform it serves) leaves that to ``on_session_start``; so does
-    a CLI ``/background`` task's agent, built on its own thread beside the chat (stored, not in front)."""
+    a ``/background`` task's agent, built on its own thread beside the chat (stored, not in front): its
+    thread's name or its session id says so (a chat resumed from such an id keeps the front it holds)."""
     import threading
 
     thread = threading.current_thread().name if thread_name is None else thread_name
     return (mode == "active" and bool(platform.strip()) and not delegated_child(platform)
-            and not thread.startswith(BACKGROUND_TASK_THREAD))
+            and not thread.startswith(BACKGROUND_TASK_THREAD) and not BACKGROUND_TASK_SESSION.fullmatch(session_id))
 
 
 def _keys(session_id: str, platform: str) -> list[str]:

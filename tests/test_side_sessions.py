@@ -96,6 +96,31 @@ def test_a_cli_background_task_is_stored_but_leaves_the_chat_in_front_while_it_r
     assert "session_id: 20260301_090000_abc123" in command.make_handler(rt)("status")
 
 
+def test_a_tui_background_task_on_an_unnamed_thread_leaves_the_chat_in_front(tmp_path):
+    # The TUI runs ``/background PROMPT`` through an agent of its own (session "bg_<6 hex>", platform "tui")
+    # on a thread with no name of its own: its id marks it. Stored, but /trove keeps addressing the chat,
+    # also once the task's agent is gone; a chat that itself resumes such an id keeps its front.
+    import gc
+
+    rt = build_runtime(make_config(tmp_path))
+    fg = make_engine(rt, session="20260301_090000_abc123", platform="tui")
+    fg.ingest(chat(4))
+
+    def background() -> None:
+        task = copy.deepcopy(fg)
+        task.on_session_start("bg_a1b2c3", platform="tui", conversation_id=None)
+        task.ingest([user("bg job: remember KIWI-3"), assistant("noted")])
+
+    t = threading.Thread(target=background)
+    t.start()
+    t.join()
+    gc.collect()
+    assert rt.store.count("bg_a1b2c3") == 2
+    assert command.resolve(rt).session_id == "20260301_090000_abc123"
+    fg.on_session_start("bg_a1b2c3", platform="tui", conversation_id=None)  # /resume bg_a1b2c3 in the chat
+    assert command.resolve(rt).session_id == "bg_a1b2c3"
+
+
 def test_a_foreground_curator_run_is_stateless_and_leaves_the_chat_in_front(tmp_path):
     # ``hermes curator run`` forks its agent (platform "curator") on the main thread, not on
     # "curator-review": it is recognised by its platform, stores nothing and takes nothing over.
