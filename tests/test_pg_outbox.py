@@ -278,7 +278,27 @@ def test_while_the_server_is_down_each_turn_still_gets_the_recall_policy_and_log
                                              user_message="next", platform="cli")
             assert injected and "trove_recall" in injected["context"], injected
     assert not [r.getMessage() for r in caplog.records if r.exc_info], "a traceback per turn while the server is down"
+    # known down after the first turn's shipping failed: no summary read is even tried (no wait on the network)
+    assert not [r for r in caplog.records if "no summary context" in r.getMessage()]
     assert runtime.store.outbox.pending() == len(history)  # every turn waits in the outbox
+
+
+def test_a_server_gone_but_not_yet_known_down_leaves_only_the_summary_out(config, pg_database_url, caplog):
+    """A server that went away since the last shipping is not known down yet: the summary read itself fails,
+    and only the summary is left out (one warning line, no traceback), the policy still goes."""
+    proxy = PgProxy(pg_database_url).start()
+    runtime = build_runtime(dataclasses.replace(config, database_url=proxy.url))
+    engine = make_engine(runtime)
+    engine.ingest(turns(2))
+    runtime.store.settle()
+    proxy.down()
+    assert runtime.offline_view() is None
+    with caplog.at_level("INFO", logger="hermes_trove"):
+        injected = make_hooks(runtime)["pre_llm_call"](session_id=engine.session_id, platform="cli",
+                                                       conversation_history=[user("hi")], user_message="hi")
+    assert injected and "trove_recall" in injected["context"], injected
+    assert [r for r in caplog.records if "no summary context" in r.getMessage() and not r.exc_info]
+    assert not [r for r in caplog.records if r.exc_info]
 
 
 def test_tools_answer_from_the_outbox_and_say_so_while_the_server_is_down(config, pg_database_url):
