@@ -47,7 +47,7 @@ def recall_policy() -> str:
         return ""
 
 
-def summary_context(runtime: Runtime, session_id: str, history: list[dict[str, Any]]) -> str:
+def summary_context(runtime: Runtime, session_id: str, history: list[dict[str, Any]], tools: bool = True) -> str:
     """Summary nodes the session can see but its transcript does not show yet (after /new).
 
     Compaction puts the summary message into the prompt; a fresh session that inherited
@@ -65,7 +65,7 @@ def summary_context(runtime: Runtime, session_id: str, history: list[dict[str, A
         return ""
     if not frontier:
         return ""
-    return assembly.render_summary_text(*assembly.select_nodes(frontier, SUMMARY_CONTEXT_TOKENS))
+    return assembly.render_summary_text(*assembly.select_nodes(frontier, SUMMARY_CONTEXT_TOKENS), tools=tools)
 
 
 def before_answer(runtime: Runtime, user_message: Any, session_id: str) -> list[str]:
@@ -212,7 +212,7 @@ def make_hooks(base: Runtime) -> dict[str, Callable[..., Any]]:
         # nothing stored to show while the store is unusable, nor while its server is known to be down (the
         # outbox holds this machine's messages, no summaries): no read waits on the network then
         if runtime.health.usable and runtime.offline_view() is None:
-            summary = summary_context(runtime, session_id, history)
+            summary = summary_context(runtime, session_id, history, tools)
             if summary:
                 parts.append(summary)
             parts += before_answer(runtime, kw.get("user_message"), session_id)

@@ -39,26 +39,29 @@ def _when(ts: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.gmtime(ts)) if ts else "?"
 
 
-def render_summary_text(nodes: Sequence[NodeRow], omitted: Sequence[int] = ()) -> str:
-    """The visible summary nodes as one block of text, each labelled with its node id."""
-    parts = [SUMMARY_HEADER]
+def render_summary_text(nodes: Sequence[NodeRow], omitted: Sequence[int] = (), tools: bool = True) -> str:
+    """The visible summary nodes as one block of text, each labelled with its node id; ``tools`` False (an
+    agent given no trove_* tools: a delegate_task child, an editor over ACP) names none of them."""
+    parts = [SUMMARY_HEADER if tools else SUMMARY_MARKER]
     if omitted:
-        parts.append(f"({len(omitted)} older summary nodes are not shown to save space; trove_describe lists them.)")
+        parts.append(f"({len(omitted)} older summary nodes are not shown to save space"
+                     + ("; trove_describe lists them.)" if tools else ".)"))
     for n in nodes:
         parts.append(f"[d{n.depth} node {n.node_id} | {_when(n.earliest_at)} to {_when(n.latest_at)} UTC]\n{n.summary}")
     parts.append(SUMMARY_FOOTER)
     return "\n\n".join(parts)
 
 
-def render_summary_message(nodes: Sequence[NodeRow], omitted: Sequence[int] = ()) -> dict[str, Any]:
+def render_summary_message(nodes: Sequence[NodeRow], omitted: Sequence[int] = (), tools: bool = True,
+                           ) -> dict[str, Any]:
     """One user-role message holding the visible summary nodes."""
-    return {"role": "user", "content": render_summary_text(nodes, omitted), "_trove_summary": True,
+    return {"role": "user", "content": render_summary_text(nodes, omitted, tools), "_trove_summary": True,
             "_compressed_summary": True}
 
 
 def carries_injected_summary(message: dict[str, Any]) -> bool:
     """True when the hook's summary block rides in this message's ``api_content``."""
-    return SUMMARY_HEADER in str(message.get("api_content") or "")
+    return SUMMARY_MARKER in str(message.get("api_content") or "")  # the marker opens every header
 
 
 def shows_summary(message: dict[str, Any]) -> bool:
@@ -108,7 +111,7 @@ def unsaved(message: dict[str, Any]) -> dict[str, Any]:
 
 
 def assemble(frontier: Sequence[NodeRow], raw_keep: list[dict[str, Any]], tail: list[dict[str, Any]],
-             target: int, room: int = 0, request: dict[str, Any] | None = None,
+             target: int, room: int = 0, request: dict[str, Any] | None = None, tools: bool = True,
              ) -> tuple[list[dict[str, Any]], list[int]]:
     """The prompt after compaction: one summary message, the turn's ``request`` (``turn_request``),
     then the kept raw messages.
@@ -125,7 +128,7 @@ def assemble(frontier: Sequence[NodeRow], raw_keep: list[dict[str, Any]], tail: 
     nodes, omitted = select_nodes(frontier, max(0, target - live_tokens - ASSEMBLY_SLACK_TOKENS, floor))
     out: list[dict[str, Any]] = []
     if nodes or omitted:
-        out.append(render_summary_message(nodes, omitted))
+        out.append(render_summary_message(nodes, omitted, tools))
     for m in raw_keep + tail:
         kept = unsaved(m)
         if carries_injected_summary(kept):

@@ -271,6 +271,27 @@ def test_an_editor_session_is_not_told_the_recall_policy_naming_tools_it_lacks(t
     assert rt.store.count("acp-1") == 2
 
 
+def test_summaries_shown_to_an_agent_without_trove_tools_name_none_of_them(tmp_path):
+    # The compacted prompt's summary message and the summary context the hook brings along both told the
+    # model "recoverable with trove_grep, trove_describe and trove_expand": an editor over ACP has none of
+    # them. Its summaries come without those names; a chat's keep them.
+    from hermes_trove import tokens
+
+    for platform, named in (("acp", False), ("cli", True)):
+        rt = build_runtime(make_config(tmp_path / platform))
+        eng = make_engine(rt, session="s1", platform=platform)
+        msgs = [m for i in range(40) for m in (user(f"turn {i} " + "word " * 150), assistant(f"reply {i}"))]
+        eng.ingest(msgs)
+        out = eng.compress(msgs, current_tokens=tokens.count_messages(msgs), force=True)
+        shown = [m for m in out if m.get("_trove_summary")]
+        # (the header: a summary node's own text may still point at trove_expand where it was truncated)
+        assert shown and all(("trove_grep" in m["content"].split("\n\n")[0]) is named for m in shown), shown
+        context = make_hooks(rt)["pre_llm_call"](session_id="s1", platform=platform, user_message="next",
+                                                 conversation_history=[user("next")])
+        block = context["context"][context["context"].index("[trove summary]"):]
+        assert ("trove_grep" in block.split("\n\n")[0]) is named, (platform, block[:300])
+
+
 def test_the_subagent_of_a_cron_job_is_stateless_like_the_job(tmp_path):
     rt = build_runtime(make_config(tmp_path))
     hooks = make_hooks(rt)
