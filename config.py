@@ -410,6 +410,9 @@ def misspelled(env: Mapping[str, str]) -> list[str]:
     return out
 
 
+OUTBOX_FILE = "trove-outbox.db"  # a PostgreSQL store's local outbox, in the database path's folder
+
+
 def home_path(config: TroveConfig, value: str) -> Path:
     """A path setting as a file name: ``~`` expanded, and a relative one taken inside ``$HERMES_HOME`` (the
     gateway, cron jobs and ``hermes`` typed in any directory read the same setting: one file for all)."""
@@ -420,14 +423,18 @@ def home_path(config: TroveConfig, value: str) -> Path:
 def stranded_store(config: TroveConfig, cwd: str | None = None) -> str:
     """Where a relative ``TROVE_DATABASE_PATH`` (or payload directory) put its files before it was taken
     inside ``$HERMES_HOME`` (the working directory, ``cwd``), and what to do, when they are still there and
-    are not the ones in use; "" otherwise. They are no longer read: their turns look lost until moved."""
+    are not the ones in use; "" otherwise. They are no longer read: their turns look lost until moved.
+    With ``TROVE_DATABASE_URL`` set the path places the outbox, whose unshipped messages wait there."""
+    db, pay = config.database_path, config.large_output_externalization_path
+    outbox = str(Path(os.path.expanduser(db)).parent / OUTBOX_FILE) if db else ""
     notes = []
-    for name, value, new, kind in (
-            ("TROVE_DATABASE_PATH", "" if config.database_url else config.database_path, database_path(config),
+    for name, setting, rel, new, kind in (
+            ("TROVE_DATABASE_PATH", db, "" if config.database_url else db, database_path(config),
              "store (and its -wal, -shm files)"),
-            ("TROVE_LARGE_OUTPUT_EXTERNALIZATION_PATH", config.large_output_externalization_path,
-             payload_dir(config), "payload directory")):
-        plain = os.path.expanduser(value or "")
+            ("TROVE_DATABASE_PATH", db, outbox if config.database_url else "",
+             database_path(config).parent / OUTBOX_FILE, "outbox (and its -wal, -shm files)"),
+            ("TROVE_LARGE_OUTPUT_EXTERNALIZATION_PATH", pay, pay, payload_dir(config), "payload directory")):
+        plain = os.path.expanduser(rel or "")
         if not plain or os.path.isabs(plain):
             continue
         old = Path(cwd or os.getcwd()) / plain
@@ -436,7 +443,7 @@ def stranded_store(config: TroveConfig, cwd: str | None = None) -> str:
                 continue
         except OSError:
             continue
-        notes.append(f"{name}={value} is relative, so it names {new} (inside $HERMES_HOME); earlier versions"
+        notes.append(f"{name}={setting} is relative, so it names {new} (inside $HERMES_HOME); earlier versions"
                      f" took it from the working directory, and {old.absolute()} is such a {kind.split(' (')[0]},"
                      f" no longer read: with Hermes stopped, move that {kind} to {new}, or set {name} to its"
                      " absolute path")

@@ -22,6 +22,7 @@ from typing import Any, NoReturn, Protocol
 from . import leases, pgtext
 from .backend import storage_error
 from .background import PassScheduler
+from .config import OUTBOX_FILE
 from .db import Database
 from .rows import IngestResult, SessionKey, SessionRow
 from .store import MessageStore
@@ -61,7 +62,7 @@ class ServerUnreachableError(ConnectionError):
 
 
 def outbox_path(database_dir: Path) -> Path:
-    return database_dir / "trove-outbox.db"
+    return database_dir / OUTBOX_FILE
 
 
 @dataclass

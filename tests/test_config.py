@@ -291,3 +291,18 @@ def test_a_payload_directory_left_at_the_old_working_directory_place_is_named(tm
     note = stranded_store(cfg)
     assert str(tmp_path / "payloads") in note and str(tmp_path / "home" / "payloads") in note, note
     assert stranded_store(cfg, cwd=str(tmp_path / "home")) == ""
+
+
+def test_an_outbox_left_at_the_old_working_directory_place_is_named(tmp_path, monkeypatch):
+    # with a server store the path places the outbox: unshipped messages left at the old place never ship
+    from hermes_trove.outbox import outbox_path
+
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "trove-outbox.db").write_bytes(b"")
+    monkeypatch.chdir(tmp_path)
+    cfg = load_config({"TROVE_DATABASE_PATH": "memory/trove.db", "TROVE_DATABASE_URL": "postgresql://h/db"},
+                      hermes_home=str(tmp_path / "home"))
+    note = stranded_store(cfg)
+    assert str(tmp_path / "memory" / "trove-outbox.db") in note, note
+    assert str(outbox_path(database_path(cfg).parent)) in note and "outbox" in note, note
+    assert stranded_store(cfg, cwd=str(tmp_path / "home")) == ""
