@@ -437,8 +437,8 @@ def stranded_store(config: TroveConfig, cwd: str | None = None) -> str:
         plain = os.path.expanduser(rel or "")
         if not plain or os.path.isabs(plain):
             continue
-        old = Path(cwd or os.getcwd()) / plain
-        try:
+        try:  # (a working directory deleted under the process: nothing to look at)
+            old = Path(cwd or os.getcwd()) / plain
             if not old.exists() or (new.exists() and old.samefile(new)):
                 continue
         except OSError:

@@ -306,3 +306,12 @@ def test_an_outbox_left_at_the_old_working_directory_place_is_named(tmp_path, mo
     assert str(tmp_path / "memory" / "trove-outbox.db") in note, note
     assert str(outbox_path(database_path(cfg).parent)) in note and "outbox" in note, note
     assert stranded_store(cfg, cwd=str(tmp_path / "home")) == ""
+
+
+def test_a_deleted_working_directory_stops_no_stranded_store_check(tmp_path, monkeypatch):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()  # os.getcwd() now raises
+    cfg = load_config({"TROVE_DATABASE_PATH": "memory/trove.db"}, hermes_home=str(tmp_path / "home"))
+    assert stranded_store(cfg) == ""
