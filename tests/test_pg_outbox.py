@@ -298,7 +298,8 @@ def test_a_server_gone_but_not_yet_known_down_leaves_only_the_summary_out(config
                                                        conversation_history=[user("hi")], user_message="hi")
     assert injected and "trove_recall" in injected["context"], injected
     assert [r for r in caplog.records if "no summary context" in r.getMessage() and not r.exc_info]
-    assert not [r for r in caplog.records if r.exc_info]
+    # the hook's own lines only: a background pass that the outage meets on its own thread may log its own
+    assert not [r for r in caplog.records if r.exc_info and r.name == "hermes_trove.hooks"]
 
 
 def test_tools_answer_from_the_outbox_and_say_so_while_the_server_is_down(config, pg_database_url):
