@@ -125,6 +125,7 @@ def window(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequenc
 OWNED_STEP = 64  # a session's ids stepped over first when checking it holds every id of a span
 OWNED_SESSIONS = 32  # a store of at most this many sessions is checked session by session
 CHAT_CHECK_IDS = 4096  # a session's id range past which that is cheaper than stepping (two seeks a session)
+OWNED_IDS_PER_MATCH = 16  # ids stepped over per match of the window at most: past it the walk costs less
 
 
 def _by_index(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequence[Any], scoped: str,
@@ -137,7 +138,9 @@ def _by_index(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequ
     newest id in it (two seeks a session; an index entry left without its row, in a damaged store, then
     counts as a match, as with no filter). Else the session's ids are stepped over newest first, in
     spans four times longer each time (about 0.03 µs an id), each step checking it lands where a session
-    holding every id would: another chat's row or a gap stops it (within ``OWNED_STEP``: before the read)."""
+    holding every id would: another chat's row or a gap stops it (within ``OWNED_STEP``: before the read).
+    A span of more than ``OWNED_IDS_PER_MATCH`` ids a match is not stepped over (the walk's row per match
+    costs less than that many ids stepped): the caller walks the rows."""
     first, top = within
     if conn.execute(f"SELECT 1 FROM messages m WHERE m.store_id = ? AND m.session_id = ? AND {scoped}",
                     [top, session, *scope_args]).fetchone() is None:
@@ -170,6 +173,8 @@ def _by_index(conn: sqlite3.Connection, fts_where: Sequence[str], fts_args: Sequ
                        " ORDER BY rowid DESC LIMIT 1 OFFSET ?", [*fts_args, above, max(1, n) - 1]).fetchone()
     if row is None:
         return above == first, None
+    if clear is None and top - int(row[0]) > OWNED_IDS_PER_MATCH * max(1, n):
+        return False, None  # matches sparse among the session's ids: stepping over them costs more than the walk
     return (True, int(row[0])) if clear is not None or held(top - int(row[0])) else (False, None)
 
 

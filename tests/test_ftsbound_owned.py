@@ -212,3 +212,28 @@ def test_a_chat_sharing_the_newest_ids_costs_no_read_of_every_match(runtime, sql
         assert len(index_only) == 1 and f"rowid >= {mine[-1]} " in index_only[0]  # above the other chat's row
     else:
         assert index_only == []
+
+
+def test_matches_sparse_among_the_sessions_ids_are_walked_not_stepped_over(runtime, sqlite_only, monkeypatch):
+    """One match in 40 of the session's rows (a store of too many sessions to ask one by one): the span
+    to the window's 10th newest match holds some 400 ids, more than ``OWNED_IDS_PER_MATCH`` a match, so
+    the walk (a row a match) finds the window and the session's ids are not stepped over past the first
+    ``OWNED_STEP``; a denser session's span is still stepped over."""
+    monkeypatch.setattr(ftsbound, "RARE_BUDGET", 5)
+    monkeypatch.setattr(ftsbound, "CHAT_CHECK_IDS", 10**9)
+    monkeypatch.setattr(ftsbound, "OWNED_STEP", 2)
+    runtime.store.append(SessionKey("long"), [user("coffee note" if i % 40 == 0 else "tea") for i in range(600)])
+    runtime.store.append(SessionKey("dense"), [user(f"coffee note {i}") for i in range(600)])
+    conn = runtime.db.read()
+    for chat, walks in (("long", [10]), ("dense", [])):
+        mine = sorted(row.store_id for row, _, _ in runtime.store.search('"coffee"', [chat], limit=1000))
+        seen, statements = walked(monkeypatch), []
+        conn.set_trace_callback(statements.append)
+        try:
+            assert window(runtime, chat, "coffee", 10, True).low == mine[-10]
+        finally:
+            conn.set_trace_callback(None)
+        steps = [sql for sql in statements if sql.startswith("SELECT store_id FROM messages WHERE session_id =")
+                 and "ORDER BY store_id DESC" in sql]
+        assert seen == walks
+        assert (len(steps) == 1) if walks else (len(steps) > 1), steps  # the first OWNED_STEP ids only
