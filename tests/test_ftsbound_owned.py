@@ -6,6 +6,7 @@ import random
 
 import pytest
 from conftest import make_config, user
+from fts_probes import walks as walked
 
 from hermes_trove import ftsbound
 from hermes_trove.fulltext import build_match
@@ -13,19 +14,6 @@ from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
 
 WORDS = ["coffee", "note", "trip", "cake", "zanzibar", "river", "lamp"]
-
-
-def walked(monkeypatch) -> list[int]:
-    """The window sizes the row-by-row walk (``_Newest.at``) is asked for; the walk still runs."""
-    seen: list[int] = []
-    real = ftsbound._Newest.at
-
-    def counted(self, n):
-        seen.append(n)
-        return real(self, n)
-
-    monkeypatch.setattr(ftsbound._Newest, "at", counted)
-    return seen
 
 
 def window(runtime, chat: str, query: str, newest: int, by_session: bool, scoped: str = "m.session_id = ?",

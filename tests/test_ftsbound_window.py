@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import user
+from fts_probes import walks
 
 from hermes_trove import ftsbound
 from hermes_trove.fulltext import build_match
@@ -19,19 +20,6 @@ def test_too_few_needs_every_phrase_counted_exactly_and_their_sum_under_the_wind
     # a count that stopped past the budget says nothing of how many more there are
     assert not ftsbound.too_few([('"coffee"', 21)], 100, 20)
     assert ftsbound.too_few([('"coffee"', 20), ('"absent"', 0)], 100, 20)
-
-
-def walks(monkeypatch) -> list[int]:
-    """The window sizes ``window`` walks the newest matches for, in order (the walk itself still runs)."""
-    seen: list[int] = []
-    real = ftsbound._Newest.at
-
-    def counted(self, n):
-        seen.append(n)
-        return real(self, n)
-
-    monkeypatch.setattr(ftsbound._Newest, "at", counted)
-    return seen
 
 
 def window(runtime, query: str, newest: int, common: int | None = None) -> ftsbound.Window:
