@@ -205,6 +205,7 @@ class MessageStore:
             cursor = IngestCursor.read(*srow) if srow else IngestCursor()
             plan = plan_fast(messages, cursor, identity)
             if trusted and srow is not None and plan is not None and plan.start == len(messages) == cursor.length:
+                self._cursors[key.session_id] = cursor  # its cursor: the next call with this list only reads
                 return IngestResult((), 0, "up to date")  # another writer stored this list: what the read would say
             if plan is None:
                 tail = [r[0] for r in conn.execute(

@@ -89,6 +89,23 @@ def test_another_writer_storing_the_list_first_leaves_nothing_to_write(runtime, 
     assert [r.content for r in runtime.store.page("s1", 0, 10)] == [m["content"] for m in third]
 
 
+def test_a_list_another_writer_stored_takes_the_write_lock_once(runtime):
+    """The lock's read found the list stored by another writer: the store keeps that cursor, so the
+    host showing the same list again (preflight, hook, retries) is a read, not a write transaction."""
+    key = SessionKey("s1", platform="cli")
+    other = MessageStore(type(runtime.db)(runtime.db.path), transform=runtime.store.transform)
+    msgs = [user("question"), assistant("answer")]
+    runtime.store.ingest(key, msgs)
+    grown = msgs + [user("next"), assistant("next answer")]
+    other.ingest(key, grown)
+    first = statements(runtime, lambda: runtime.store.ingest(key, grown))
+    again = statements(runtime, lambda: runtime.store.ingest(key, grown))
+    assert first[0] == "BEGIN IMMEDIATE" and len(first) == 3  # planned from the cursor it wrote: locked, read
+    assert len(again) == 1 and again[0].startswith("SELECT ingest_len")  # one read, no lock
+    assert runtime.store.ingest(key, grown + [user("third")]).store_ids  # and the next message is stored
+    assert runtime.store.count("s1") == 5
+
+
 def test_full_text_entries_written_from_memory_match_the_stored_rows(runtime):
     """Long text is stored deflated, unencodable text as a placeholder; the index holds what the rows hold."""
     key = SessionKey("s1", platform="cli")
