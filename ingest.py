@@ -148,7 +148,8 @@ class IdentityCache:
     message without tool calls whose content is the very string object digested (kept here, so its
     id names no other; strings do not change) and whose role and tool call id are equal; anything
     else is digested again. Bounded by
-    entries and by the characters of the strings it holds on to; full, it starts over.
+    entries and by the characters of the strings it holds on to (a longer string is not kept); full,
+    it starts over.
     """
 
     ENTRIES = 2048
@@ -167,15 +168,17 @@ class IdentityCache:
             ident = local.get(id(message))
             if ident is not None:
                 return ident
-            content = message.get("content")
+            content, role, call_id = message.get("content"), message.get("role"), message.get("tool_call_id")
             kept = known.get(id(content))  # the string, held by the entry: its id names it alone
-            if (kept is not None and kept[1] is content and not message.get("tool_calls")
-                    and kept[0] == message.get("role") and kept[2] == message.get("tool_call_id")):
+            # Role and call id only as plain strings: equal values of other types (1 and True) digest apart.
+            plain = type(role) is str and (call_id is None or type(call_id) is str)
+            if (plain and kept is not None and kept[1] is content and not message.get("tool_calls")
+                    and kept[0] == role and kept[2] == call_id):
                 ident = kept[3]
             else:
                 ident = message_identity(message)
-                if type(content) is str and not message.get("tool_calls"):
-                    self._keep(id(content), (message.get("role"), content, message.get("tool_call_id"), ident))
+                if plain and type(content) is str and not message.get("tool_calls") and len(content) <= self.CHARS:
+                    self._keep(id(content), (role, content, call_id, ident))
             local[id(message)] = ident
             return ident
 

@@ -172,3 +172,27 @@ def test_a_kept_digest_is_reused_only_for_the_same_text_role_and_call_id(monkeyp
     assert digested == list(changes)  # each change digested anew
     msg["content"] = "replaced in place"
     assert cache.memo()(msg) == message_identity(msg) != first
+
+
+def test_a_kept_digest_is_not_reused_for_a_role_or_call_id_of_another_type():
+    """1 and True are equal in Python but digest apart: the cache answers only for plain strings."""
+    text = "the same string object"
+    for first, second in (({"role": 1}, {"role": True}), ({"role": "tool", "tool_call_id": 1},
+                                                         {"role": "tool", "tool_call_id": 1.0})):
+        cache = IdentityCache()
+        one, two = {**first, "content": text}, {**second, "content": text}
+        assert cache.memo()(one) == message_identity(one)
+        assert cache.memo()(two) == message_identity(two) != message_identity(one)
+
+
+def test_a_string_longer_than_the_cache_bound_is_not_held():
+    import sys
+
+    cache = IdentityCache()
+    cache.memo()(user("kept"))
+    huge = "x" * (IdentityCache.CHARS + 1)
+    held = sys.getrefcount(huge)
+    assert cache.memo()(user(huge)) == message_identity(user(huge))
+    assert sys.getrefcount(huge) == held  # the host may drop it: the cache does not keep it alive
+    kept = user("kept")
+    assert cache.memo()(kept) == message_identity(kept)
