@@ -369,6 +369,7 @@ class ShippingStore(MessageStore):
         self.outbox = outbox
         self.shipper = shipper
         super().__init__(server, transform=outbox.store.transform)
+        self.identities = outbox.store.identities  # the compaction's digests are the outbox ingest's
 
     @property
     def transform(self) -> Callable[[dict[str, Any]], dict[str, Any]] | None:

@@ -52,6 +52,23 @@ def test_ingest_digests_each_message_once_across_calls(runtime, monkeypatch):
     assert contents(runtime) == [m["content"] for m in msgs] + ["next"]
 
 
+def test_the_store_s_digests_are_the_ones_its_ingest_kept(runtime, monkeypatch):
+    """A compaction reads ``store.identities``: on a server store too it holds what the turn's ingest
+    (written to the outbox) digested, so the compaction does not digest the same messages again."""
+    from hermes_trove import ingest
+
+    key = SessionKey("s1", platform="cli")
+    msgs = [user(f"question {i}") if i % 2 == 0 else assistant(f"answer {i}") for i in range(6)]
+    runtime.store.ingest(key, msgs)
+    digested: list[dict] = []
+    real = ingest.message_identity
+    monkeypatch.setattr(ingest, "message_identity", lambda m: digested.append(m) or real(m))
+    copies = [dict(m) for m in msgs]  # the list a compaction hands back holds copies
+    memo = runtime.store.identities.memo()
+    assert [memo(m) for m in copies] == [real(m) for m in msgs]
+    assert digested == []
+
+
 def test_ingest_keeps_repeated_identical_messages_that_are_new(runtime):
     key = SessionKey("s1")
     msgs = [user("continue"), assistant("ok")]
