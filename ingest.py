@@ -127,19 +127,6 @@ def strip_evidence(text: str) -> str:
     return text
 
 
-def memo_identity() -> Identify:
-    """``message_identity`` remembered per message object: one digest per message per ingest."""
-    known: dict[int, str] = {}
-
-    def identity(message: dict[str, Any]) -> str:
-        key = id(message)
-        if key not in known:
-            known[key] = message_identity(message)
-        return known[key]
-
-    return identity
-
-
 class IdentityCache:
     """Digests that outlive one ingest: the host shows the same messages turn after turn (the cursor's
     message, the tail a compaction keeps, the copies in the list it hands back), so each is digested once.
@@ -160,7 +147,8 @@ class IdentityCache:
         self._chars = 0
 
     def memo(self) -> Identify:
-        """A ``memo_identity`` for one ingest (or one compaction) that reads and fills this cache."""
+        """``message_identity`` for one ingest (or one compaction), remembered per message object, that reads
+        and fills this cache."""
         local: dict[int, str] = {}
         known = self._known
 
