@@ -411,6 +411,7 @@ def misspelled(env: Mapping[str, str]) -> list[str]:
 
 
 OUTBOX_FILE = "trove-outbox.db"  # a PostgreSQL store's local outbox, in the database path's folder
+PAYLOAD_DIR = "trove-payloads"  # the payload directory's name beside the store when its path is unset
 
 
 def home_path(config: TroveConfig, value: str) -> Path:
@@ -426,14 +427,17 @@ def stranded_store(config: TroveConfig, cwd: str | None = None) -> str:
     are not the ones in use; "" otherwise. They are no longer read: their turns look lost until moved.
     With ``TROVE_DATABASE_URL`` set the path places the outbox, whose unshipped messages wait there."""
     db, pay = config.database_path, config.large_output_externalization_path
-    outbox = str(Path(os.path.expanduser(db)).parent / OUTBOX_FILE) if db else ""
+    beside = Path(os.path.expanduser(db)).parent if db else None  # the old place of files kept beside the store
     notes = []
     for name, setting, rel, new, kind in (
             ("TROVE_DATABASE_PATH", db, "" if config.database_url else db, database_path(config),
              "store (and its -wal, -shm files)"),
-            ("TROVE_DATABASE_PATH", db, outbox if config.database_url else "",
+            ("TROVE_DATABASE_PATH", db, str(beside / OUTBOX_FILE) if beside and config.database_url else "",
              database_path(config).parent / OUTBOX_FILE, "outbox (and its -wal, -shm files)"),
-            ("TROVE_LARGE_OUTPUT_EXTERNALIZATION_PATH", pay, pay, payload_dir(config), "payload directory")):
+            ("TROVE_LARGE_OUTPUT_EXTERNALIZATION_PATH", pay, pay, payload_dir(config), "payload directory"),
+            # unset, the payload directory sits beside the store: a relative store path moved it too
+            ("TROVE_DATABASE_PATH", db, str(beside / PAYLOAD_DIR) if beside and not pay else "",
+             payload_dir(config), "payload directory")):
         plain = os.path.expanduser(rel or "")
         if not plain or os.path.isabs(plain):
             continue
@@ -441,12 +445,17 @@ def stranded_store(config: TroveConfig, cwd: str | None = None) -> str:
             old = Path(cwd or os.getcwd()) / plain
             if not old.exists() or (new.exists() and old.samefile(new)):
                 continue
+            both = new.exists()
         except OSError:
             continue
+        what = kind.split(" (")[0]
+        # moving onto a store in use would replace it: with both present the user picks one by its path
+        act = (f"{new} exists too (the {what} in use), so do not move one onto the other: set {name} to the"
+               " absolute path of the one to keep" if both else
+               f"with Hermes stopped, move that {kind} to {new}, or set {name} to its absolute path")
         notes.append(f"{name}={setting} is relative, so it names {new} (inside $HERMES_HOME); earlier versions"
-                     f" took it from the working directory, and {old.absolute()} is such a {kind.split(' (')[0]},"
-                     f" no longer read: with Hermes stopped, move that {kind} to {new}, or set {name} to its"
-                     " absolute path")
+                     f" took it from the working directory, and {old.absolute()} is such a {what},"
+                     f" no longer read: {act}")
     return "; ".join(notes)
 
 
@@ -479,7 +488,7 @@ def with_store(config: TroveConfig, db: str) -> TroveConfig:
 def payload_dir(config: TroveConfig) -> Path:
     if config.large_output_externalization_path:
         return home_path(config, config.large_output_externalization_path)
-    return database_path(config).parent / "trove-payloads"
+    return database_path(config).parent / PAYLOAD_DIR
 
 
 def redact_url(url: str) -> str:

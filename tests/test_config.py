@@ -315,3 +315,34 @@ def test_a_deleted_working_directory_stops_no_stranded_store_check(tmp_path, mon
     gone.rmdir()  # os.getcwd() now raises
     cfg = load_config({"TROVE_DATABASE_PATH": "memory/trove.db"}, hermes_home=str(tmp_path / "home"))
     assert stranded_store(cfg) == ""
+
+
+def test_the_payload_directory_beside_a_relative_store_left_at_the_old_place_is_named(tmp_path, monkeypatch):
+    # TROVE_LARGE_OUTPUT_EXTERNALIZATION_PATH unset puts payloads beside the store: a relative store path moved
+    # them into $HERMES_HOME as well, and refs to the files left in the working directory no longer expanded
+    (tmp_path / "memory" / "trove-payloads").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    home = tmp_path / "home"
+    cfg = load_config({"TROVE_DATABASE_PATH": "memory/trove.db"}, hermes_home=str(home))
+    note = stranded_store(cfg)
+    assert str(tmp_path / "memory" / "trove-payloads") in note and str(payload_dir(cfg)) in note, note
+    assert payload_dir(cfg) == home / "memory" / "trove-payloads"
+    assert stranded_store(cfg, cwd=str(home)) == ""
+    # a payload path of its own is checked as itself, not beside the store
+    own = dataclasses.replace(cfg, large_output_externalization_path=str(tmp_path / "elsewhere"))
+    assert stranded_store(own) == ""
+
+
+def test_a_stranded_store_beside_a_store_in_use_is_not_to_be_moved_onto_it(tmp_path, monkeypatch):
+    # both files hold turns: moving the old one to the new place, as the note said, replaced the store in use
+    (tmp_path / "trove.db").write_bytes(b"old")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "trove.db").write_bytes(b"new")
+    monkeypatch.chdir(tmp_path)
+    cfg = load_config({"TROVE_DATABASE_PATH": "trove.db"}, hermes_home=str(home))
+    note = stranded_store(cfg)
+    assert str(tmp_path / "trove.db") in note and str(home / "trove.db") in note, note
+    assert "move that" not in note and "do not move" in note and "absolute path" in note, note
+    (home / "trove.db").unlink()
+    assert "move that store" in stranded_store(cfg)
