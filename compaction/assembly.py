@@ -60,8 +60,11 @@ def render_summary_message(nodes: Sequence[NodeRow], omitted: Sequence[int] = ()
 
 
 def carries_injected_summary(message: dict[str, Any]) -> bool:
-    """True when the hook's summary block rides in this message's ``api_content``."""
-    return SUMMARY_MARKER in str(message.get("api_content") or "")  # the marker opens every header
+    """True when the hook's summary block rides in this message's ``api_content``: the host writes that as
+    the message's own content, then the injected text; only the latter counts (a user may quote the marker)."""
+    api, own = str(message.get("api_content") or ""), message.get("content")
+    injected = api[len(own):] if isinstance(own, str) and api.startswith(own) else api
+    return SUMMARY_MARKER in injected  # the marker opens every header
 
 
 def shows_summary(message: dict[str, Any]) -> bool:

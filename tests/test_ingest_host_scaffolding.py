@@ -215,3 +215,19 @@ def test_a_join_is_only_read_from_a_plain_user_message_at_the_cursor():
                   [user("deploy now")], [{**user("deploy\n\nnow"), "tool_call_id": "c1"}]):
         assert plan_joined(shown, cursor, [first]) is None, shown
     assert plan_joined([user("deploy\n\nnow")], cursor, [first, "newer"]) is None  # not the newest stored
+
+
+def test_a_user_quoting_the_summary_marker_keeps_the_context_injected_with_the_message():
+    # The host sends a user message as its content then the hooks' context (api_content); a kept message
+    # carrying the hook's summary block loses that copy when the compacted prompt shows the summary. A user
+    # who quotes the marker in the message itself carried none: its injected evidence stays on replay.
+    from hermes_trove.compaction.assembly import SUMMARY_MARKER, assemble, carries_injected_summary
+    from hermes_trove.dag import NodeRow
+
+    said = f"my log shows '{SUMMARY_MARKER}' then nothing; why?"
+    quoted = {**user(said), "api_content": said + "\n\n[trove evidence]\nthe heron key\n[/trove evidence]"}
+    injected = {**user("next"), "api_content": "next\n\n" + SUMMARY_MARKER + "\n\n[end of trove summary]"}
+    assert not carries_injected_summary(quoted) and carries_injected_summary(injected)
+    node = NodeRow(1, "s1", 0, "an earlier talk", 10, 100, 1e9, 1e9 + 1, "normal", "", "", 1e9)
+    out, _ = assemble([node], [quoted, assistant("let me look")], [injected], target=4000)
+    assert out[1]["api_content"] == quoted["api_content"] and "api_content" not in out[3], out
