@@ -106,7 +106,9 @@ def is_synthetic(message: dict[str, Any]) -> bool:
     opening = content.lstrip()
     if message.get("role") == "user" and opening.rstrip() == HOST_MAX_ITERATIONS:
         return True
-    return (content.startswith(SUMMARY_MARKER) or opening.startswith(HOST_SUMMARY_OPENING)
+    # a summary message runs from the marker to the footer: a user's message opening with the marker is kept
+    return ((content.startswith(SUMMARY_MARKER) and content.rstrip().endswith(SUMMARY_FOOTER))
+            or opening.startswith(HOST_SUMMARY_OPENING)
             or (opening.startswith(_HOST_MERGED_OPENING) and _HOST_MERGED_SUMMARY in opening)
             or (opening.startswith(EVIDENCE_OPEN) and not strip_evidence(content).strip())
             or (opening.startswith(TODO_SNAPSHOT) and not strip_todo_snapshot(opening).strip()))

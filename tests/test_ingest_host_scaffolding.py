@@ -231,3 +231,17 @@ def test_a_user_quoting_the_summary_marker_keeps_the_context_injected_with_the_m
     node = NodeRow(1, "s1", 0, "an earlier talk", 10, 100, 1e9, 1e9 + 1, "normal", "", "", 1e9)
     out, _ = assemble([node], [quoted, assistant("let me look")], [injected], target=4000)
     assert out[1]["api_content"] == quoted["api_content"] and "api_content" not in out[3], out
+
+
+def test_a_user_message_opening_with_the_whole_summary_marker_is_stored(runtime):
+    """A summary message runs from the marker sentence to the footer line; a user quoting the sentence at
+    the start of a message (asking what it means) wrote that message, and it is stored as written."""
+    from hermes_trove.compaction.assembly import SUMMARY_MARKER, render_summary_text
+
+    typed = f"{SUMMARY_MARKER} is what my screen said after lunch; what happened to the chat?"
+    assert not is_synthetic(user(typed))
+    for tools in (True, False):  # reloaded summaries, with or without the tools named, still are not conversation
+        assert is_synthetic(user(render_summary_text([], tools=tools)))
+        assert is_synthetic(user(render_summary_text([], [3, 4], tools=tools) + "\n"))
+    runtime.store.ingest(SessionKey("s1"), [user(typed), assistant("it was compacted")])
+    assert contents(runtime) == [typed, "it was compacted"]
