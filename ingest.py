@@ -75,6 +75,13 @@ def message_identity(message: dict[str, Any]) -> str:
     return hashlib.blake2b(raw.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
+def opens_summary(content: Any) -> bool:
+    """Whether ``content`` is a trove summary message's text: the marker to the footer, or the footer then a
+    message the host merged after it (a user's own message may open with the marker sentence)."""
+    return (isinstance(content, str) and content.startswith(SUMMARY_MARKER)
+            and (content.rstrip().endswith(SUMMARY_FOOTER) or _SUMMARY_END in content))
+
+
 def merged_after_summary(message: dict[str, Any]) -> str | None:
     """What the host merged after a trove summary message: it joins two user messages in a row into
     one (in memory, and so in the transcript a gateway reloads), and the summary is a user message."""
@@ -106,9 +113,7 @@ def is_synthetic(message: dict[str, Any]) -> bool:
     opening = content.lstrip()
     if message.get("role") == "user" and opening.rstrip() == HOST_MAX_ITERATIONS:
         return True
-    # a summary message runs from the marker to the footer: a user's message opening with the marker is kept
-    return ((content.startswith(SUMMARY_MARKER) and content.rstrip().endswith(SUMMARY_FOOTER))
-            or opening.startswith(HOST_SUMMARY_OPENING)
+    return (opens_summary(content) or opening.startswith(HOST_SUMMARY_OPENING)
             or (opening.startswith(_HOST_MERGED_OPENING) and _HOST_MERGED_SUMMARY in opening)
             or (opening.startswith(EVIDENCE_OPEN) and not strip_evidence(content).strip())
             or (opening.startswith(TODO_SNAPSHOT) and not strip_todo_snapshot(opening).strip()))

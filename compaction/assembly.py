@@ -12,7 +12,7 @@ from typing import Any
 
 from .. import tokens
 from ..dag import NodeRow
-from ..ingest import SUMMARY_FOOTER, SUMMARY_MARKER, is_synthetic, merged_after_summary, unmerged
+from ..ingest import SUMMARY_FOOTER, SUMMARY_MARKER, is_synthetic, merged_after_summary, opens_summary, unmerged
 from . import policy
 
 SUMMARY_HEADER = (SUMMARY_MARKER + " Nothing is lost: exact messages are "
@@ -69,8 +69,7 @@ def carries_injected_summary(message: dict[str, Any]) -> bool:
 
 def shows_summary(message: dict[str, Any]) -> bool:
     """True when the message already puts a trove summary in front of the model."""
-    content = message.get("content")
-    return (isinstance(content, str) and content.startswith(SUMMARY_MARKER)) or carries_injected_summary(message)
+    return opens_summary(message.get("content")) or carries_injected_summary(message)
 
 
 def split_host_merge(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

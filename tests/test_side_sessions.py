@@ -667,3 +667,20 @@ def test_a_chat_agent_built_again_for_the_same_session_stores_its_turns_once(tmp
     second.on_session_end("g-1", [*history, user("again"), assistant("once more")])
     assert [m.content for m in rt.store.page("g-1")][-2:] == ["again", "once more"]
     assert rt.store.count("g-1") == 6 and rt.store.session("g-1").ended_at is not None
+
+
+def test_a_user_message_opening_with_the_summary_marker_does_not_hide_the_summary_context(tmp_path):
+    # The hook brings the summary context unless a live message already shows the summary; a message the user
+    # opened with the marker sentence (asking what it means) shows none, and the context still comes along.
+    from hermes_trove import tokens
+    from hermes_trove.ingest import SUMMARY_MARKER
+
+    rt = build_runtime(make_config(tmp_path))
+    eng = make_engine(rt, session="s1", platform="cli")
+    msgs = [m for i in range(40) for m in (user(f"turn {i} " + "word " * 150), assistant(f"reply {i}"))]
+    eng.ingest(msgs)
+    eng.compress(msgs, current_tokens=tokens.count_messages(msgs), force=True)
+    asked = user(f"{SUMMARY_MARKER} is what I saw; what was compacted?")
+    context = make_hooks(rt)["pre_llm_call"](session_id="s1", platform="cli", user_message=asked["content"],
+                                             conversation_history=[asked])
+    assert context and SUMMARY_MARKER in context["context"], context
