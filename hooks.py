@@ -47,13 +47,14 @@ def recall_policy() -> str:
         return ""
 
 
-def summary_context(runtime: Runtime, session_id: str, history: list[dict[str, Any]], tools: bool = True) -> str:
+def summary_context(runtime: Runtime, session_id: str, history: list[Any], tools: bool = True) -> str:
     """Summary nodes the session can see but its transcript does not show yet (after /new).
 
     Compaction puts the summary message into the prompt; a fresh session that inherited
     summaries has none until then, so the hook brings the newest of them along once.
+    ``history`` is the host's list as given (entries that are no dict are passed over).
     """
-    if any(assembly.shows_summary(m) for m in history):
+    if runtime.marks.any(session_id, "summary", history, assembly.shows_summary):  # looks at what is new only
         return ""
     try:
         frontier = runtime.dag.frontier(session_id)
@@ -165,6 +166,9 @@ LATE_ENDS = LateEnds()
 def make_hooks(base: Runtime) -> dict[str, Callable[..., Any]]:
     policy = recall_policy()
 
+    def carries_policy(message: dict[str, Any]) -> bool:
+        return policy in str(message.get("api_content") or "")
+
     def post_llm_call(**kw: Any) -> None:
         """Store the turn (a failed ingest is retried on the next turn: the store is idempotent)."""
         runtime = base.for_home(scoped_home())  # the turn's profile, in a gateway serving several
@@ -202,12 +206,14 @@ def make_hooks(base: Runtime) -> dict[str, Callable[..., Any]]:
             return None
         # The host replays injected text with its user message on every later turn, so
         # each part is injected only while no live message already carries it.
-        history = [m for m in kw.get("conversation_history") or [] if isinstance(m, dict)]
+        # Each look resumes where the last turn's ended (``HistoryMarks``): per-turn work follows the new messages.
+        history = kw.get("conversation_history") or []
+        history = history if isinstance(history, list) else list(history)
         parts = []
         # A delegate_task child or an editor's ACP session is given no context-engine tools (Hermes 0.19):
         # no policy naming them.
         tools = offers_engine_tools(str(kw.get("platform") or ""))
-        if policy and tools and not any(policy in str(m.get("api_content") or "") for m in history):
+        if policy and tools and not runtime.marks.any(session_id, "policy", history, carries_policy):
             parts.append(policy)
         # nothing stored to show while the store is unusable, nor while its server is known to be down (the
         # outbox holds this machine's messages, no summaries): no read waits on the network then

@@ -145,6 +145,65 @@ MAX_HELD_MESSAGES = 5000        # per session
 MAX_HELD_CHARS = 32_000_000     # per session
 
 
+MAX_MARKED = 1024  # (session, what) pairs whose place in the host's list is remembered; the oldest go first
+
+
+@dataclass(frozen=True)
+class Mark:
+    """Where one look through a session's history ended: the list's length and its first and last message
+    then, the message a later look starts from, and the message that passed the test (if one did)."""
+
+    length: int
+    first: Any
+    last: Any
+    resume: int
+    hit_at: int = -1
+    hit: Any = None
+
+
+class HistoryMarks:
+    """Answers "does any message of this history pass ``test``?" per turn in time that follows the new messages.
+
+    The host hands the per-turn hook the whole list each turn; it grows at its end, and only its newest user
+    message changes in place (the host writes the injected text onto it, or joins the next user message onto
+    it). The last look's ``Mark`` is trusted only while the list still holds its first and last message, the
+    very objects, at their places; then a message that passed is checked again alone, or the look resumes at
+    the newest user message it saw. Any other list (a compaction's, one cut back by /undo or /retry, a
+    gateway's reload: new dicts) is looked through whole. Shared by the engine copies; bounded; thread-safe.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.marks: dict[tuple[str, str], Mark] = {}
+
+    def any(self, session_id: str, what: str, history: Sequence[Any], test: Callable[[dict[str, Any]], bool]) -> bool:
+        """Whether a dict of ``history`` passes ``test`` (``what`` names the test), as ``any`` would say."""
+        with self.lock:
+            mark = self.marks.get((session_id, what))
+        n, start = len(history), 0
+        if mark is not None and 0 < mark.length <= n and history[0] is mark.first \
+                and history[mark.length - 1] is mark.last:
+            if mark.hit is None:
+                start = mark.resume
+            elif history[mark.hit_at] is mark.hit and test(mark.hit):
+                self.keep(session_id, what, Mark(n, history[0], history[-1], mark.resume, mark.hit_at, mark.hit))
+                return True
+        found = next((i for i in range(start, n) if isinstance(history[i], dict) and test(history[i])), -1)
+        resume = next((i for i in range(n - 1, start - 1, -1) if isinstance(history[i], dict)
+                       and history[i].get("role") == "user"), start)
+        if n:
+            self.keep(session_id, what, Mark(n, history[0], history[-1], resume, found,
+                                             history[found] if found >= 0 else None))
+        return found >= 0
+
+    def keep(self, session_id: str, what: str, mark: Mark) -> None:
+        with self.lock:
+            self.marks.pop((session_id, what), None)
+            self.marks[(session_id, what)] = mark  # newest last
+            while len(self.marks) > MAX_MARKED:
+                self.marks.pop(next(iter(self.marks)), None)
+
+
 @dataclass
 class Unstored:
     """Transcripts the host showed while the store took no writes, merged per session in order.
@@ -259,6 +318,7 @@ class Runtime:
     unstored: Unstored = field(default_factory=Unstored)
     degraded: str = ""  # set on the outbox view below: every tool reply carries it
     empty_gc_due: float = 0.0  # monotonic time before which a session's start skips the empty-row tidy-up
+    marks: HistoryMarks = field(default_factory=HistoryMarks)  # where the per-turn hook last looked in each history
 
     # the engine is typed loosely here: naming it would make runtime and engine import each other
     _foreground: weakref.ref[Any] | None = field(default=None, repr=False)

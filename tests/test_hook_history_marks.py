@@ -1,0 +1,148 @@
+"""The pre-LLM hook looks only at what is new in the host's list, and says what a whole look would say.
+
+The reference below is the hook's earlier logic, which looked through every message each turn. Random
+runs of turns, compactions, /undo cuts, reloaded lists (new dicts), the host's in-place writes (the
+injected text on the turn's user message, a user message joined onto the one before) and new summary
+nodes go through the real hooks on a real SQLite file; every turn's context must match the reference.
+"""
+from __future__ import annotations
+
+import copy
+import random
+import time
+
+import pytest
+from conftest import assistant, make_config, make_engine, tool_call, tool_result, user
+
+from hermes_trove.compaction import assembly
+from hermes_trove.hooks import SUMMARY_CONTEXT_TOKENS, make_hooks, recall_policy
+from hermes_trove.runtime import HistoryMarks, build_runtime
+
+SESSION = "s1"
+
+
+def reference_context(runtime, policy: str, history: list) -> dict | None:
+    """What the hook said when it looked through the whole list every turn."""
+    dicts = [m for m in history if isinstance(m, dict)]
+    parts = []
+    if policy and not any(policy in str(m.get("api_content") or "") for m in dicts):
+        parts.append(policy)
+    if not any(assembly.shows_summary(m) for m in dicts):
+        frontier = runtime.dag.frontier(SESSION)
+        if frontier:
+            parts.append(assembly.render_summary_text(*assembly.select_nodes(frontier, SUMMARY_CONTEXT_TOKENS)))
+    return {"context": "\n\n".join(parts)} if parts else None
+
+
+def add_summary(runtime, n: int) -> None:
+    ids = [r.store_id for r in runtime.store.page(SESSION, limit=100_000)][-6:]
+    if ids:
+        runtime.dag.add_leaf(SESSION, f"Summary {n}: the parcels were counted.", ids, token_count=10,
+                             source_token_count=60, earliest_at=time.time(), latest_at=time.time())
+
+
+def drive(tmp_path, seed: int, steps: int = 120) -> int:
+    """Random host behaviour; returns how many turns were compared."""
+    rng = random.Random(seed)
+    runtime = build_runtime(make_config(tmp_path))
+    make_engine(runtime, session=SESSION)
+    hooks = make_hooks(runtime)
+    policy = recall_policy()
+    assert policy
+    messages: list = []
+    compared = 0
+    for step in range(steps):
+        op = rng.choices(["turn", "compact", "undo", "reload", "drop", "summary", "noise"],
+                         [10, 1, 1, 1, 1, 1, 1])[0]
+        if op == "compact" and messages:  # a compaction writes a summary node, then the host takes its list
+            add_summary(runtime, step)
+            frontier = runtime.dag.frontier(SESSION)
+            dicts = [m for m in messages if isinstance(m, dict)]
+            keep = dicts[-rng.randint(1, len(dicts)):] if dicts else []  # up to all of it: as long as before
+            messages = assembly.assemble(frontier, [], keep, 100_000)[0] if frontier else \
+                [{k: v for k, v in m.items() if k != "api_content"} for m in keep]
+        elif op == "undo" and messages:
+            users = [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"]
+            messages = messages[:rng.choice(users)] if users else []
+        elif op == "reload":
+            messages = copy.deepcopy(messages)
+        elif op == "drop" and messages:  # the host drops a stale sidecar in place
+            rng.choice([m for m in messages if isinstance(m, dict)] or [{}]).pop("api_content", None)
+        elif op == "summary":
+            add_summary(runtime, step)
+        elif op == "noise":  # no dict: passed over
+            messages.append(rng.choice([None, "stray", 7]))
+        elif op == "turn":
+            text = rng.choice([f"count parcel {step}", assembly.SUMMARY_HEADER + f" quoted {step}",
+                               f"{assembly.SUMMARY_HEADER}\n\nold notes\n\n[end of trove summary]"])
+            if messages and isinstance(messages[-1], dict) and messages[-1].get("role") == "user" \
+                    and rng.random() < 0.5:  # the host joins two user messages in a row, in place
+                messages[-1]["content"] = f"{messages[-1]['content']}\n\n{text}"
+                request = messages[-1]
+            else:
+                request = user(text)
+                messages.append(request)
+            expected = reference_context(runtime, policy, messages)
+            got = hooks["pre_llm_call"](session_id=SESSION, conversation_history=list(messages), platform="cli",
+                                        user_message=text)
+            assert got == expected, (seed, step)
+            compared += 1
+            if got:  # the host writes the injected text onto the turn's user message, in place
+                request["api_content"] = f"{request['content']}\n\n{got['context']}"
+            if rng.random() < 0.8:
+                if rng.random() < 0.4:
+                    messages += [assistant("", [tool_call(f"c{step}", "terminal")]),
+                                 tool_result(f"c{step}", f"output {step}")]
+                messages.append(assistant(f"done {step}"))
+            hooks["post_llm_call"](session_id=SESSION, platform="cli",
+                                   conversation_history=[m for m in messages if isinstance(m, dict)])
+    return compared
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_hook_says_what_a_whole_look_says_every_turn(tmp_path, seed):
+    assert drive(tmp_path, seed) > 40
+
+
+def test_a_turn_looks_at_its_new_messages_only():
+    marks, looked = HistoryMarks(), []
+
+    def test(m):
+        looked.append(m["content"])
+        return "needle" in m["content"]
+
+    history = [user(f"m{i}") if i % 2 == 0 else assistant(f"m{i}") for i in range(1000)]
+    assert marks.any("s", "needle", history, test) is False
+    assert len(looked) == 1000
+    looked.clear()
+    history += [assistant("m1000"), user("m1001")]
+    assert marks.any("s", "needle", history, test) is False
+    assert looked == ["m998", "m999", "m1000", "m1001"]  # from the newest user message the last look saw
+    looked.clear()
+    history += [assistant("needle here"), user("m1003")]
+    assert marks.any("s", "needle", history, test) is True
+    looked.clear()
+    history += [assistant("m1004")]
+    assert marks.any("s", "needle", history, test) is True
+    assert looked == ["needle here"]  # the message that passed, checked again alone
+
+
+def test_another_list_is_looked_through_whole():
+    marks, looked = HistoryMarks(), []
+
+    def test(m):
+        looked.append(m)
+        return bool(m.get("api_content"))
+
+    history = [user(f"m{i}") for i in range(50)]
+    assert marks.any("s", "t", history, test) is False
+    reloaded = copy.deepcopy(history)
+    reloaded[10]["api_content"] = "m10\n\ninjected"
+    looked.clear()
+    assert marks.any("s", "t", reloaded, test) is True  # new dicts: the marks are not trusted
+    assert len(looked) == 11
+    cut = reloaded[:5]
+    assert marks.any("s", "t", cut, test) is False  # /undo cut the message that passed
+    marks_b = HistoryMarks()
+    assert marks_b.any("s", "t", [], test) is False
+    assert marks_b.marks == {}
