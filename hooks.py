@@ -18,6 +18,7 @@ from . import subsystems, tokens
 from .backend import lock_busy, storage_error
 from .compaction import assembly
 from .config import scoped_home
+from .dag import NodeRow
 from .filters import UNSTORED, host_side_agent, offers_engine_tools
 from .ops.maintenance import drop_unstored_row
 from .payloads import replay
@@ -54,10 +55,23 @@ def summary_context(runtime: Runtime, session_id: str, history: list[Any], tools
     summaries has none until then, so the hook brings the newest of them along once.
     ``history`` is the host's list as given (entries that are no dict are passed over).
     """
-    if runtime.marks.any(session_id, "summary", history, assembly.shows_summary):  # looks at what is new only
+    shown = runtime.marks.known(session_id, "summary", history, assembly.shows_summary)
+    frontier: list[NodeRow] | None = None
+    failure: Exception | None = None
+    if shown is None:  # only a whole look would tell (another list): none is needed while there is nothing to show
+        try:
+            frontier = runtime.dag.frontier(session_id)
+        except Exception as exc:  # said below, as before, only if the summary is not shown
+            failure = exc
+        if frontier == []:
+            return ""
+        shown = runtime.marks.look(session_id, "summary", history, assembly.shows_summary, 0)
+    if shown:
         return ""
     try:
-        frontier = runtime.dag.frontier(session_id)
+        if failure is not None:
+            raise failure
+        frontier = runtime.dag.frontier(session_id) if frontier is None else frontier
     except Exception as exc:  # a server that went away since the turn began: the rest of the context still goes
         if not storage_error(exc):
             raise

@@ -151,49 +151,60 @@ MAX_MARKED = 1024  # (session, what) pairs whose place in the host's list is rem
 @dataclass(frozen=True)
 class Mark:
     """Where one look through a session's history ended: the list's length and its first and last message
-    then, the message a later look starts from, and the message that passed the test (if one did)."""
+    then, the index a later look resumes from, and the index of the message that passed the test (or -1)."""
 
     length: int
     first: Any
     last: Any
     resume: int
     hit_at: int = -1
-    hit: Any = None
 
 
 class HistoryMarks:
     """Answers "does any message of this history pass ``test``?" per turn in time that follows the new messages.
 
-    The host hands the per-turn hook the whole list each turn; it grows at its end, and only its newest user
-    message changes in place (the host writes the injected text onto it, or joins the next user message onto
-    it). The last look's ``Mark`` is trusted only while the list still holds its first and last message, the
-    very objects, at their places; then a message that passed is checked again alone, or the look resumes at
-    the newest user message it saw. Any other list (a compaction's, one cut back by /undo or /retry, a
-    gateway's reload: new dicts) is looked through whole. Shared by the engine copies; bounded; thread-safe.
+    A message that passed last time is tested again at its index: if it (or what now stands there) passes, so
+    does the list, whatever else changed. Otherwise the host hands the per-turn hook the whole list each turn;
+    it grows at its end, and only its newest user message changes in place (the host writes the injected text
+    onto it, or joins the next user message onto it). The last look's ``Mark`` is trusted only while the list
+    still holds its first and last message, the very objects, at their places; then the look resumes at the
+    newest user message it saw. Any other list (a compaction's, one cut back by /undo or /retry, a gateway's
+    reload: new dicts) needs a whole look. Shared by the engine copies; bounded; thread-safe.
     """
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.marks: dict[tuple[str, str], Mark] = {}
 
-    def any(self, session_id: str, what: str, history: Sequence[Any], test: Callable[[dict[str, Any]], bool]) -> bool:
-        """Whether a dict of ``history`` passes ``test`` (``what`` names the test), as ``any`` would say."""
+    def known(self, session_id: str, what: str, history: Sequence[Any],
+              test: Callable[[dict[str, Any]], bool]) -> bool | None:
+        """What ``any`` would say, when the last look tells it without a whole one (else None)."""
         with self.lock:
             mark = self.marks.get((session_id, what))
-        n, start = len(history), 0
-        if mark is not None and 0 < mark.length <= n and history[0] is mark.first \
+        if mark is None:
+            return None
+        n = len(history)
+        if 0 <= mark.hit_at < n and isinstance(history[mark.hit_at], dict) and test(history[mark.hit_at]):
+            return True
+        if mark.hit_at < 0 and 0 < mark.length <= n and history[0] is mark.first \
                 and history[mark.length - 1] is mark.last:
-            if mark.hit is None:
-                start = mark.resume
-            elif history[mark.hit_at] is mark.hit and test(mark.hit):
-                self.keep(session_id, what, Mark(n, history[0], history[-1], mark.resume, mark.hit_at, mark.hit))
-                return True
+            return self.look(session_id, what, history, test, mark.resume)
+        return None
+
+    def any(self, session_id: str, what: str, history: Sequence[Any], test: Callable[[dict[str, Any]], bool]) -> bool:
+        """Whether a dict of ``history`` passes ``test`` (``what`` names the test), as ``any`` would say."""
+        seen = self.known(session_id, what, history, test)
+        return self.look(session_id, what, history, test, 0) if seen is None else seen
+
+    def look(self, session_id: str, what: str, history: Sequence[Any], test: Callable[[dict[str, Any]], bool],
+             start: int) -> bool:
+        """Look from ``start`` on (the messages before it known to fail) and remember where the look ended."""
+        n = len(history)
         found = next((i for i in range(start, n) if isinstance(history[i], dict) and test(history[i])), -1)
         resume = next((i for i in range(n - 1, start - 1, -1) if isinstance(history[i], dict)
                        and history[i].get("role") == "user"), start)
         if n:
-            self.keep(session_id, what, Mark(n, history[0], history[-1], resume, found,
-                                             history[found] if found >= 0 else None))
+            self.keep(session_id, what, Mark(n, history[0], history[-1], resume, found))
         return found >= 0
 
     def keep(self, session_id: str, what: str, mark: Mark) -> None:

@@ -15,7 +15,7 @@ import pytest
 from conftest import assistant, make_config, make_engine, tool_call, tool_result, user
 
 from hermes_trove.compaction import assembly
-from hermes_trove.hooks import SUMMARY_CONTEXT_TOKENS, make_hooks, recall_policy
+from hermes_trove.hooks import SUMMARY_CONTEXT_TOKENS, make_hooks, recall_policy, summary_context
 from hermes_trove.runtime import HistoryMarks, build_runtime
 
 SESSION = "s1"
@@ -146,3 +146,36 @@ def test_another_list_is_looked_through_whole():
     marks_b = HistoryMarks()
     assert marks_b.any("s", "t", [], test) is False
     assert marks_b.marks == {}
+
+
+def test_a_reloaded_list_is_tested_again_at_the_index_that_passed():
+    marks, looked = HistoryMarks(), []
+
+    def test(m):
+        looked.append(m["content"])
+        return bool(m.get("api_content"))
+
+    history = [user(f"m{i}") for i in range(1000)]
+    history[3]["api_content"] = "m3\n\ninjected"
+    assert marks.any("s", "t", history, test) is True
+    looked.clear()
+    reloaded = copy.deepcopy(history) + [user("m1000")]  # a gateway's reload: every dict new
+    assert marks.any("s", "t", reloaded, test) is True
+    assert looked == ["m3"]
+
+
+class Untouchable(dict):
+    """A message the hook must not read."""
+
+    def get(self, *a, **kw):
+        raise AssertionError("an old message was read")
+
+    def __getitem__(self, key):
+        raise AssertionError("an old message was read")
+
+
+def test_with_nothing_to_show_a_reloaded_list_is_not_looked_through(tmp_path):
+    runtime = build_runtime(make_config(tmp_path))
+    make_engine(runtime, session=SESSION)
+    history = [Untouchable(role="user", content=f"m{i}") for i in range(200)]  # no summary node: nothing to show
+    assert summary_context(runtime, SESSION, history) == ""
