@@ -306,6 +306,15 @@ def test_bench_turn_measures_turns_and_compacts(tmp_path):
     assert figure(r"= (\d+) per 1k source tokens", out) > 0
 
 
+def test_bench_hooks_times_both_hooks_at_each_list_length(tmp_path):
+    out = run_script("bench_hooks.py", "--sizes", "50,200", "--turns", "10", "--reload", tmp_path=tmp_path)
+    for kind in ("fresh", "compacted"):
+        for size in (50, 200):
+            row = re.search(rf"^{kind}\s+{size}\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$", out, re.M)
+            assert row, out
+            assert float(row.group(1)) > 0 and float(row.group(3)) > 0  # pre and post p50
+
+
 def test_bench_contention_reports_each_writer_count(tmp_path):
     out = run_script("bench_contention.py", "--writers", "1", "2", "--turns", "12", tmp_path=tmp_path)
     assert figure(r"writers= 1 turns=\s*(\d+)", out) == 12
