@@ -18,6 +18,23 @@ def non_directory_ancestor(path: Path) -> Path | None:
 
 
 SQLITE_HEADER = b"SQLite format 3\x00"
+# the files SQLite keeps beside a database: a write-ahead log, its shared-memory index, a rollback journal
+SIDECARS = ("-wal", "-shm", "-journal")
+
+
+def sidecar_of(path: str | os.PathLike[str]) -> tuple[Path, str] | None:
+    """The database whose SQLite sidecar ``path`` names, and the suffix, when that database file exists.
+
+    SQLite deletes or truncates such a file when it checkpoints or closes the database beside it, so
+    nothing written there survives. Compared on resolved paths, symlinks included.
+    """
+    real = Path(os.path.realpath(os.path.expanduser(path)))
+    for suffix in SIDECARS:
+        if real.name.endswith(suffix) and len(real.name) > len(suffix):
+            base = real.with_name(real.name[: -len(suffix)])
+            if base.is_file():
+                return base, suffix
+    return None
 
 
 def probe_path(path: str | os.PathLike[str]) -> str | None:

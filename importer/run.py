@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import load_config
+from ..pathprobe import sidecar_of
 from ..runtime import build_runtime
 from ..scope import LOCAL
 from ..store import SessionKey
@@ -72,6 +73,11 @@ def validate(opts: ImportOptions) -> None:
     has_jsonl = bool(opts.source_jsonl or opts.source_jsonl_dirs)
     if not opts.target_db:
         raise ImportFailure("--target-db is required")
+    sidecar = sidecar_of(opts.target_db)
+    if sidecar is not None:
+        raise ImportFailure(f"--target-db {opts.target_db} is the {sidecar[1][1:]} file SQLite keeps beside the"
+                            f" database {sidecar[0]}, which SQLite deletes or truncates when that database"
+                            " checkpoints or closes: give the database file itself or a file of its own")
     if bool(opts.source_db) == has_jsonl:
         raise ImportFailure("give exactly one kind of source: --source-db, or --source-jsonl/--source-jsonl-dir")
     if opts.session_identity not in IDENTITIES:

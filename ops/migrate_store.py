@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from .. import pgtext
 from ..backend import on_server
-from ..config import names_server, redact_url
+from ..backups import backup_dir
+from ..config import OUTBOX_FILE, database_path, names_server, payload_dir, redact_url
 from ..db import Database, optional_schema
 from ..packed import exact_text, pack
+from ..pathprobe import SIDECARS, sidecar_of
 from ..pgdb import PgDatabase, StoreSelectionError
 
 if TYPE_CHECKING:
@@ -89,9 +91,11 @@ CHECKSUMS = {"messages": "trove_text(content)", "summary_nodes": "summary"}
 
 # -- the target -----------------------------------------------------------------------------
 
-def open_target(text: str, source: Database | PgDatabase) -> Database | PgDatabase:
+def open_target(text: str, source: Database | PgDatabase,
+                reserved: Sequence[tuple[Path, str, bool]] = ()) -> Database | PgDatabase:
     """The database ``text`` names: a postgresql:// URL or libpq ``key=value`` string, else a SQLite
-    file path. Raises ``TargetError`` for a malformed one, a directory, or the source itself."""
+    file path. Raises ``TargetError`` for a malformed one, a directory, the source itself, a file SQLite
+    keeps beside a database, or a path in ``reserved`` (``reserved_paths``)."""
     value = (text or "").strip()
     if not value:
         raise TargetError("--to is empty: give a postgresql:// URL, a libpq string (service=NAME)"
@@ -112,7 +116,47 @@ def open_target(text: str, source: Database | PgDatabase) -> Database | PgDataba
         raise TargetError(f"--to {path} is a directory: give a SQLite file path (for example {path / 'trove.db'})")
     if isinstance(source, Database) and os.path.realpath(path) == os.path.realpath(source.path):
         raise TargetError(f"--to {path} is the source store itself: give another file")
+    refusal = _reserved_refusal(path, reserved)
+    if refusal:
+        raise TargetError(f"--to {path} {refusal}: nothing was written; give a file of its own"
+                          " (for example trove-copy.db in another folder)")
     return Database(path)
+
+
+def reserved_paths(runtime: Runtime) -> list[tuple[Path, str, bool]]:
+    """The paths trove and SQLite use beside the runtime's store, as ``(path, what, whole folder)``:
+    a copy written to one of them is deleted, truncated or overwritten later (SQLite's own files at a
+    checkpoint or close, the outbox when it ships, a payload or backup folder by trove's clean-ups)."""
+    config, out = runtime.config, []
+    files = [(database_path(config), "the store")]
+    if isinstance(runtime.db, Database):
+        files.append((Path(runtime.db.path), "the store"))
+    files.append((database_path(config).parent / OUTBOX_FILE, "the PostgreSQL outbox"))
+    for base, what in files:
+        out.append((base, f"{what} {base}", False))
+        out += [(base.with_name(base.name + suffix), f"the {suffix[1:]} file SQLite keeps beside {what} {base}",
+                 False) for suffix in SIDECARS]
+    payloads, backups = payload_dir(config), backup_dir(config)
+    out.append((payloads, f"in the payload folder {payloads}, which trove cleans up", True))
+    out.append((backups, f"in trove's backup folder {backups}, where trove writes and replaces its backups", True))
+    return out
+
+
+def _reserved_refusal(path: Path, reserved: Sequence[tuple[Path, str, bool]]) -> str:
+    """Why ``path`` may not hold a copy ('' when it may): a file SQLite keeps beside a database, or a
+    path in ``reserved`` (compared resolved, symlinks included, and by file identity when both exist)."""
+    real = Path(os.path.realpath(path))
+    owner = sidecar_of(path)
+    if owner is not None:
+        base, suffix = owner
+        return (f"is the {suffix[1:]} file SQLite keeps beside the database {base}, which SQLite deletes or"
+                " truncates when that database checkpoints or closes")
+    for where, what, tree in reserved:
+        there = Path(os.path.realpath(where))
+        same = real == there or (real.exists() and there.exists() and os.path.samefile(real, there))
+        if same or (tree and there in real.parents):
+            return what if what.startswith("in ") else f"is {what}"
+    return ""
 
 
 def _server_identity(url: str) -> tuple[tuple[str, str], ...]:
@@ -387,7 +431,7 @@ def migrate(runtime: Runtime, to: str, *, progress: Progress | None = None,
     mismatch or refused). Raises ``TargetError`` for a bad ``to``. ``max_rows`` stops the run after
     that many rows read (a stand-in for a killed run: the next run continues)."""
     source_db = runtime.db
-    target = open_target(to, source_db)
+    target = open_target(to, source_db, reserved_paths(runtime))
     started = time.monotonic()
     report: dict[str, Any] = {"source": source_db.path, "target": redact_url(target.path),
                               "target_kind": target.kind}

@@ -263,3 +263,33 @@ def test_a_closed_pipe_prints_no_traceback(db, tmp_path):
     proc.stderr.close()
     assert "Traceback" not in err and "BrokenPipe" not in err
     assert proc.returncode == 0
+
+
+@pytest.mark.parametrize("name", ["{db}-wal", "{db}-shm", "{db}-journal", "{home}/trove-outbox.db",
+                                  "{home}/trove-outbox.db-wal", "{home}/trove-payloads/copy.db",
+                                  "{home}/backups/trove/copy.db", "{link}"])
+def test_migrate_refuses_a_target_sqlite_or_trove_uses_beside_the_store(db, tmp_path, name):
+    # written there, a copy would be deleted or truncated by SQLite at a checkpoint or close (or
+    # overwritten by trove), though the migrate said ok: refused before anything is written
+    link = tmp_path / "elsewhere" / "copy.db"
+    link.parent.mkdir()
+    link.symlink_to(f"{db}-wal")  # a symlink to the WAL is the WAL
+    target = name.format(db=db, home=tmp_path, link=link)
+    def files() -> dict[str, bytes]:
+        return {str(p): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+
+    before = files()
+    code, out = run("migrate", "--db", str(db), "--to", target)
+    assert code == 2 and out == ""
+    assert files() == before  # not a byte written, the WAL and the store included
+
+
+def test_migrate_refusal_names_the_file_and_why(db, capsys):
+    code, _ = run("migrate", "--db", str(db), "--to", f"{db}-wal")
+    err = capsys.readouterr().err
+    assert code == 2 and f"beside the database {db}" in err and "nothing was written" in err
+
+
+def test_migrate_to_a_file_of_its_own_still_copies(db, tmp_path):
+    code, out = run("migrate", "--db", str(db), "--to", str(tmp_path / "copies" / "trove-copy.db"), "--json")
+    assert code == 0 and json.loads(out)["status"] == "ok"

@@ -303,3 +303,18 @@ def test_progress_shows_messages_per_second_on_a_terminal_only(tmp_path):
     bar.done()
     text = stream.getvalue()
     assert "1200 messages" in text and "messages/s" in text and text.endswith("\n")
+
+
+@pytest.mark.parametrize("suffix", ["-wal", "-shm", "-journal"])
+def test_a_target_that_is_a_databases_sqlite_sidecar_is_refused_untouched(tmp_path, capsys, suffix):
+    # SQLite deletes or truncates the store's -wal/-shm/-journal at a checkpoint or close: an import
+    # written there would vanish, so it is a usage error before anything is opened
+    src = make_source(tmp_path / "lcm.db")
+    store = tmp_path / "trove.db"
+    sqlite3.connect(store).close()
+    link = tmp_path / "via-link.db"
+    link.symlink_to(f"{store}{suffix}")
+    for target_db in (f"{store}{suffix}", str(link)):
+        assert main("--source-db", str(src), "--target-db", target_db, "--apply") == 2
+        assert f"file SQLite keeps beside the database {store}" in capsys.readouterr().err
+    assert not Path(f"{store}{suffix}").exists()
