@@ -106,10 +106,13 @@ class Compactor:
         target = plan_target(threshold, overhead)  # window.py: never starved by a large overhead
 
         count = tokens.count_message
-        tail_start = policy.select_fresh_tail(live, self.config.fresh_tail_count,
-                                              self.config.fresh_tail_max_tokens, count)
+        # an explicit request for a prefix the host keeps a tail after: that prefix is compacted whole
+        prefix_only = force and policy.host_keeps_tail(live_ids, [r.store_id for r in backlog])
+        tail_start = len(live) if prefix_only else policy.select_fresh_tail(
+            live, self.config.fresh_tail_count, self.config.fresh_tail_max_tokens, count)
         live = self._stub_history(live, tail_start)
-        tail_start = policy.enforce_budget(live, tail_start, int(target * TAIL_SHARE), count)
+        if not prefix_only:
+            tail_start = policy.enforce_budget(live, tail_start, int(target * TAIL_SHARE), count)
         at = [i for i in range(tail_start) if live_ids[i]]  # where each candidate stands in ``live``
         candidates = [(live[i], live_ids[i]) for i in at]
         sweep = bool(self.config.threshold_full_sweep_enabled)
@@ -174,7 +177,8 @@ class Compactor:
         if tail_tokens > room and self.limits.context_length:  # past the trigger anyway: the window's ceiling
             room = max(room, int(self.limits.context_length * TRIGGER_CEILING) - overhead)
         kept = raw_keep + live[tail_start:]  # the request comes back within the tail's share and the room
-        request = assembly.turn_request(kept, host, min(int(target * TAIL_SHARE), room - tokens.count_messages(kept)))
+        request = None if prefix_only else assembly.turn_request(  # the host's kept tail holds the request
+            kept, host, min(int(target * TAIL_SHARE), room - tokens.count_messages(kept)))
         out, omitted = assembly.assemble(self.nodes, raw_keep, live[tail_start:], target, room, request,
                                          tools=offers_engine_tools(self.key.platform))
         # giving back a merged message, or only dropping the host's saved flags, is no progress
@@ -193,6 +197,7 @@ class Compactor:
             "levels": self.levels, "errors": self.errors[-5:], "tokens_before": tokens.count_messages(messages),
             "tokens_after": tokens.count_messages(out), "overhead_tokens": overhead, "target_tokens": target,
             "threshold_tokens": threshold, "fresh_tail_messages": len(live) - tail_start,
+            "host_kept_tail": prefix_only,
             "omitted_summary_nodes": len(omitted), "stubbed_tool_results": self.stubbed, "focus_topic": focus,
             "forced": bool(force), "critical_pressure": critical, "catchup_leaf_passes": catchup,
             "seconds": round(time.monotonic() - self.started, 3), "at": time.time(),

@@ -95,6 +95,21 @@ def taken_back(live_ids: Sequence[int], stored_ids: Sequence[int]) -> frozenset[
     return frozenset(out)
 
 
+def host_keeps_tail(live_ids: Sequence[int], stored_ids: Sequence[int]) -> bool:
+    """True when the store goes on past the list the host passed: more rows are stored after its
+    newest stored message than the list shows after it (a message shown rewritten, id 0, stands in
+    for its row). ``/compress here N`` hands over the conversation only up to the user's boundary
+    and keeps the newest N exchanges itself, verbatim, after what comes back: on that explicit request
+    the passed prefix is compacted whole, as a tail of trove's own inside it would keep up to
+    TROVE_FRESH_TAIL_COUNT messages more (a short chat not compacted at all). ``stored_ids`` ascend."""
+    shown = [i for i, sid in enumerate(live_ids) if sid]
+    if not shown:
+        return False
+    newest = live_ids[shown[-1]]
+    after_in_store = len(stored_ids) - bisect.bisect_right(stored_ids, newest)
+    return after_in_store > len(live_ids) - 1 - shown[-1]
+
+
 MIN_LEAF_CHUNK_TOKENS = 500  # the knob's floor: a chunk smaller than this says too little to summarise
 
 

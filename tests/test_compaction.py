@@ -13,6 +13,7 @@ from conftest import ROOT, assistant, make_config, make_engine, tool_call, tool_
 from simulate import HostLoop, build_conversation
 
 from hermes_trove import tokens
+from hermes_trove.compaction import policy
 from hermes_trove.engine import TroveEngine
 from hermes_trove.runtime import build_runtime
 
@@ -395,18 +396,18 @@ def test_a_session_whose_messages_were_all_filtered_keeps_its_prompt(tmp_path):
 
 
 def test_compressing_only_a_head_of_the_transcript_summarises_it_without_gaps(tmp_path):
-    """The gateway's /compress hands a temporary agent only the head of the live transcript."""
+    """The gateway's /compress here hands a temporary agent only the head of the live transcript
+    and keeps the rest itself: the head is compacted whole, with no tail of trove's inside it."""
     eng = engine_on(tmp_path, fresh_tail_count=4)
     msgs = [user(f"q{i} " + "w" * 2000) if i % 2 == 0 else assistant(f"a{i} " + "v" * 2000) for i in range(40)]
     eng.ingest(msgs)
     head = msgs[:30]
     out = eng.compress(head, current_tokens=tokens.count_messages(head) + 1500, force=True)
-    assert out[0]["content"].startswith("[trove summary")
-    assert [m["content"] for m in out[1:]] == [m["content"] for m in head[-4:]]
+    assert [m["content"][:15] for m in out] == ["[trove summary]"]
     assert_lossless(eng)
     frontier = eng.runtime.store.session("s1").frontier_store_id
     rows = eng.runtime.store.page("s1", 0, 100)
-    assert frontier == rows[25].store_id  # everything before the head's tail, nothing after it
+    assert frontier == rows[29].store_id  # the whole head, nothing after it
     eng.ingest(msgs + [user("after")])
     assert eng.runtime.store.count("s1") == 41
 
@@ -749,3 +750,58 @@ def test_a_condensation_group_larger_than_the_window_condenses_the_nodes_that_fi
     assert sorted(rt.dag.descendant_store_ids(parents[0].node_id)) == ids[:2]
     assert sorted(n.node_id for n in frontier if n.depth == 0) == sorted(leaves[2:])
     assert_lossless(eng)
+
+
+@pytest.mark.parametrize(("live", "stored", "keeps"), [
+    ([1, 2, 3, 4], [1, 2, 3, 4, 5, 6], True),     # the host passed a prefix and keeps 5, 6 itself
+    ([1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 5, 6], False),  # the whole conversation
+    ([1, 2, 3, 0], [1, 2, 3, 4], False),          # the newest message shown rewritten stands in for row 4
+    ([1, 2, 3, 0], [1, 2, 3, 4, 5], True),
+    ([0, 0], [1, 2], False),                      # nothing of the list is stored: nothing to read off
+    ([], [1], False),
+])
+def test_host_keeps_tail_reads_whether_the_store_goes_on_past_the_passed_list(live, stored, keeps):
+    assert policy.host_keeps_tail(live, stored) is keeps
+
+
+def _exchanges(n: int) -> list[dict]:
+    return [m for i in range(n) for m in (user(f"here turn {i}: the lantern code is {1000 + i}"),
+                                         assistant(f"noted lantern code {1000 + i}"))]
+
+
+def test_compress_here_compacts_the_whole_prefix_the_host_passes_under_the_default_tail(tmp_path):
+    # ``/compress here 2`` on a 16-message chat: the host stores every turn, then passes the first 12
+    # messages and keeps the last two exchanges itself. The default 32-message tail held all 12 back.
+    eng = engine_on(tmp_path)
+    assert eng.config.fresh_tail_count == 32
+    chat = _exchanges(8)
+    eng.ingest(chat)
+    head = chat[:12]
+    out = eng.compress(head, current_tokens=2000, force=True)
+    assert eng.state.last_status == "compacted", eng.state.last_reason
+    assert eng._last_compression_made_progress and eng.state.last_result["host_kept_tail"]
+    assert out and all(m["content"].startswith("[trove summary") for m in out)  # no raw head message left
+    rt = eng.runtime
+    covered = {i for node in rt.dag.frontier("s1") for i in rt.dag.descendant_store_ids(node.node_id)}
+    by_content = {r.content: r.store_id for r in rt.store.page("s1", 0, 100)}
+    assert covered == {by_content[m["content"]] for m in head}  # the host's kept tail is not summarised
+    assert rt.store.session("s1").frontier_store_id == by_content[head[-1]["content"]]
+    assert_lossless(eng)
+
+
+def test_a_forced_compress_of_the_whole_list_still_keeps_trove_s_tail(tmp_path):
+    eng = engine_on(tmp_path, fresh_tail_count=6)
+    chat = _exchanges(8)
+    eng.ingest(chat)
+    out = eng.compress(chat, current_tokens=2000, force=True)
+    assert not eng.state.last_result["host_kept_tail"]
+    assert out[-6:] == chat[-6:] and out[0]["content"].startswith("[trove summary")
+    assert_lossless(eng)
+
+
+def test_an_automatic_compress_of_a_prefix_keeps_trove_s_tail(tmp_path):
+    eng = engine_on(tmp_path, fresh_tail_count=4)
+    chat = _exchanges(8)
+    eng.ingest(chat)
+    eng.compress(chat[:12], current_tokens=2000, force=False)
+    assert not eng.state.last_result.get("host_kept_tail")

@@ -1,0 +1,53 @@
+"""``/compress here 2`` typed in the real CLI, default settings: the user's boundary is honoured.
+
+Eight short exchanges run through ``cli.HermesCLI``; then ``/compress here 2``. The host passes
+trove only the messages before the last two exchanges and appends those two itself, verbatim.
+All twelve passed messages sit inside trove's default 32-message tail, which used to hold them
+back ("No changes from compression"); the passed prefix is compacted whole now, and nothing is
+lost: every turn stays stored once and the chat goes on.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from .harness import query
+
+TURNS = [f"here turn {i}: the marigold shelf holds jar {i}" for i in range(8)]
+
+
+@pytest.fixture(scope="module")
+def here_run(make_home) -> dict[str, Any]:
+    home = make_home()
+    steps = [{"chat": text} for text in TURNS] + [{"command": "/compress here 2"}, {"chat": "one more turn"}]
+    result = home.run_driver({"mode": "cli", "steps": steps, "max_iterations": 4}, "compress-here", timeout=600)
+    return {"home": home, "result": result, "before": result["steps"][len(TURNS) - 1],
+            "compress": result["steps"][len(TURNS)]}
+
+
+def test_the_prefix_before_the_users_boundary_is_compacted(here_run):
+    step, before = here_run["compress"], here_run["before"]
+    out = step["output"]
+    assert step["engine_name"] == "trove" and step["compression_count"] == 1, out
+    assert "No changes from compression" not in out and "Compressed:" in out, out
+    assert before["history_length"] == 16
+    assert step["history_length"] < before["history_length"], out  # a summary in place of 12 messages
+
+
+def test_the_last_two_exchanges_stay_raw_and_everything_else_is_beneath_a_summary(here_run):
+    db, session = here_run["home"].db_path, here_run["compress"]["session_before"]
+    covered = {row[0] for row in query(
+        db, "SELECT m.content FROM node_messages n JOIN messages m ON m.store_id = n.store_id"
+            " JOIN summary_nodes s ON s.node_id = n.node_id WHERE s.session_id = ? AND m.role = 'user'", (session,))}
+    assert covered == set(TURNS[:6]), covered
+
+
+def test_every_turn_is_stored_once_and_the_conversation_goes_on(here_run):
+    result = here_run["result"]
+    rows = query(here_run["home"].db_path, "SELECT content, COUNT(*) FROM messages WHERE role = 'user'"
+                                           " GROUP BY content", ())
+    counts = dict(rows)
+    assert all(counts.get(text) == 1 for text in TURNS + ["one more turn"]), counts
+    assert result["steps"][-1]["reply"].startswith("ack #")
+    assert here_run["home"].netlog.read_text(encoding="utf-8") == ""
