@@ -358,13 +358,43 @@ def scoped_home() -> str:
 
 def profile_environ(home: str, inherit: bool = False) -> dict[str, str]:
     """A served profile's settings: the environment's, with the TROVE_* ones of ``<home>/.env`` only
-    (``inherit``: over the environment's own, as Hermes loads its home's ``.env`` at start)."""
+    (``inherit``: over the environment's own, as Hermes loads its home's ``.env`` at start), then the
+    TROVE_* ones of the managed-scope ``.env`` over both, as Hermes applies that file last."""
     env = {k: v for k, v in os.environ.items() if inherit or not k.startswith("TROVE_")}
+    env.update(_trove_values(Path(home) / ".env"))
+    env.update(managed_environ())
+    return env
+
+
+def managed_dir() -> Path | None:
+    """The managed-scope folder whose ``.env`` Hermes applies over every other source, or None:
+    ``$HERMES_MANAGED_DIR`` when set (and a folder), else ``/etc/hermes`` when it is one. Hermes's
+    own rule when it is importable (it also ignores ``/etc/hermes`` under its test runner)."""
+    try:
+        from hermes_cli.managed_scope import get_managed_dir  # type: ignore[import-untyped]
+
+        found = get_managed_dir()
+        return Path(found) if found is not None else None
+    except Exception:
+        override = os.environ.get("HERMES_MANAGED_DIR", "").strip()
+        path = Path(override) if override else Path("/etc/hermes")
+        return path if path.is_dir() else None
+
+
+def managed_environ() -> dict[str, str]:
+    """The TROVE_* values of the managed-scope ``.env`` (``managed_dir``); {} when there is none."""
+    folder = managed_dir()
+    return {} if folder is None else _trove_values(folder / ".env")
+
+
+def _trove_values(path: Path) -> dict[str, str]:
+    """The TROVE_* entries of the ``.env`` file at ``path``, parsed as Hermes parses one; {} when it
+    is missing or unreadable."""
     with contextlib.suppress(Exception):
         from agent.secret_scope import load_env_file
 
-        env.update((k, v) for k, v in load_env_file(Path(home) / ".env").items() if k.startswith("TROVE_"))
-    return env
+        return {k: v for k, v in load_env_file(path).items() if k.startswith("TROVE_")}
+    return {}
 
 
 def load_config(mapping: Mapping[str, str] | None = None, hermes_home: str | None = None,

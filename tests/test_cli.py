@@ -293,3 +293,38 @@ def test_migrate_refusal_names_the_file_and_why(db, capsys):
 def test_migrate_to_a_file_of_its_own_still_copies(db, tmp_path):
     code, out = run("migrate", "--db", str(db), "--to", str(tmp_path / "copies" / "trove-copy.db"), "--json")
     assert code == 0 and json.loads(out)["status"] == "ok"
+
+
+@pytest.mark.parametrize("argv", [(), ("--db", "{db}")])
+def test_a_managed_scope_env_wins_over_the_homes_and_the_shells(db, tmp_path, monkeypatch, argv):
+    # Hermes applies $HERMES_MANAGED_DIR/.env (else /etc/hermes/.env) last, over $HERMES_HOME/.env and
+    # the shell's exports; `hermes trove` and `python -m hermes_trove` read their settings the same way
+    managed = tmp_path / "managed"
+    managed.mkdir()
+    (managed / ".env").write_text("# pinned by the administrator\nexport TROVE_FRESH_TAIL_COUNT='7'\nOTHER=1\n")
+    (tmp_path / ".env").write_text("TROVE_FRESH_TAIL_COUNT=9\nTROVE_LEAF_CHUNK_TOKENS=3000\n")
+    monkeypatch.setenv("TROVE_FRESH_TAIL_COUNT", "5")
+    monkeypatch.setenv("HERMES_MANAGED_DIR", str(managed))
+    code, out = run("status", "--json", *(a.format(db=db) for a in argv))
+    config = json.loads(out)["config"]
+    assert code == 0 and config["TROVE_FRESH_TAIL_COUNT"]["value"] == 7
+    assert config["TROVE_LEAF_CHUNK_TOKENS"]["value"] == 3000  # what the managed file leaves alone stays the home's
+    monkeypatch.delenv("HERMES_MANAGED_DIR")
+    code, out = run("status", "--json")
+    assert json.loads(out)["config"]["TROVE_FRESH_TAIL_COUNT"]["value"] == 9
+
+
+def test_a_served_profile_takes_the_managed_scope_env_over_its_own(tmp_path, monkeypatch):
+    from hermes_trove.config import load_config, profile_environ
+
+    managed, profile = tmp_path / "managed", tmp_path / "profiles" / "work"
+    managed.mkdir()
+    profile.mkdir(parents=True)
+    (managed / ".env").write_text("TROVE_CONTEXT_THRESHOLD=0.5\n")
+    (profile / ".env").write_text("TROVE_CONTEXT_THRESHOLD=0.9\nTROVE_FRESH_TAIL_COUNT=11\n")
+    monkeypatch.setenv("HERMES_MANAGED_DIR", str(managed))
+    monkeypatch.setenv("TROVE_CONTEXT_THRESHOLD", "0.6")  # the default profile's, which a served profile drops
+    config = load_config(profile_environ(str(profile)), hermes_home=str(profile))
+    assert (config.context_threshold, config.fresh_tail_count) == (0.5, 11)
+    monkeypatch.setenv("HERMES_MANAGED_DIR", str(tmp_path / "no-such-folder"))  # no managed scope: the profile's
+    assert load_config(profile_environ(str(profile)), hermes_home=str(profile)).context_threshold == 0.9
