@@ -20,14 +20,14 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from . import tokens
-from .compaction.compactor import TAIL_SHARE, CompactionLimits, Compactor
-from .compaction.policy import enforce_budget, select_fresh_tail, trim_head_tail
+from .compaction.compactor import CompactionLimits, Compactor, has_content
+from .compaction.policy import trim_head_tail
 from .compaction.summarize import Summarizer
-from .compaction.window import MIN_TARGET, measure_overhead, plan_trigger
+from .compaction.window import measure_overhead, plan_trigger
 from .config import reserve_floor_cap, scoped_home
 from .filters import UNSTORED, chat_compaction_cleanup, delegated_child, host_side_agent, takes_foreground
 from .hostbase import ContextEngine, branched_from, copy_attrs, host_entry, host_message_tokens, host_owner, nothing
-from .ingest import Identify, is_synthetic, repeats_previous
+from .ingest import Identify, repeats_previous
 from .models import Complete, host_complete
 from .ops.maintenance import drop_unstored_row, previous_in_chat, tidy_at_session_start
 from .runtime import Runtime, build_runtime
@@ -215,12 +215,7 @@ class TroveEngine(ContextEngine):
         if self._delegating():
             native = self._native_compressor()
             return bool(native is None or native.has_content_to_compress(messages))
-        # True when a forced compaction could fold something: raw turns older than the tail it protects.
-        raw = [m for m in messages if isinstance(m, dict) and not is_synthetic(m)]
-        cfg, count = self.config, tokens.count_message
-        start = select_fresh_tail(raw, cfg.fresh_tail_count, cfg.fresh_tail_max_tokens, count)
-        budget = int(MIN_TARGET * TAIL_SHARE)  # the host's prompt overhead is not known here
-        return len(raw) > 1 and enforce_budget(raw, start, budget, count) > 0
+        return has_content(self.runtime, self.state.key, messages)  # what a forced compaction could fold
 
     # -- lifecycle -----------------------------------------------------------
     @host_entry(nothing)

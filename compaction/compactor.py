@@ -20,7 +20,7 @@ from ..payloads.replay import apply_replay_stubs
 from ..payloads.sidecar import transcript_gc
 from . import assembly, policy
 from .summarize import Summarizer, SummaryResult, cut_note, expand_hint, serialize_messages
-from .window import TRIGGER_CEILING, plan_target
+from .window import MIN_TARGET, TRIGGER_CEILING, plan_target
 
 if TYPE_CHECKING:
     from ..dag import NodeRow
@@ -343,3 +343,20 @@ class Compactor:
         self.node_tokens += assembly.node_info(node).tokens - sum(assembly.node_info(n).tokens for n in left)
         self.nodes = [n for n in self.nodes if n.node_id not in gone] + [node]
         self.nodes.sort(key=lambda n: (-n.depth, n.earliest_at or n.created_at, n.node_id))
+
+
+def has_content(runtime: Runtime, key: SessionKey | None, messages: list[dict[str, Any]]) -> bool:
+    """True when a forced compaction of ``messages`` could fold something: raw turns older than the
+    tail it protects, or any stored turn of a prefix the host keeps a tail after (``/compress here N``
+    on a gateway asks this first; ``policy.host_keeps_tail``)."""
+    raw = [m for m in messages if isinstance(m, dict) and not is_synthetic(m)]
+    if key is not None and raw:
+        store, sid = runtime.store, key.session_id
+        backlog = store.backlog(sid, store.frontier_store_id(sid))
+        _, ids = Compactor._map_live(assembly.split_host_merge(messages), backlog)
+        if policy.host_keeps_tail(ids, [r.store_id for r in backlog]):
+            return True
+    cfg, count = runtime.config, tokens.count_message
+    start = policy.select_fresh_tail(raw, cfg.fresh_tail_count, cfg.fresh_tail_max_tokens, count)
+    budget = int(MIN_TARGET * TAIL_SHARE)  # the host's prompt overhead is not known here
+    return len(raw) > 1 and policy.enforce_budget(raw, start, budget, count) > 0

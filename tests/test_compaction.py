@@ -805,3 +805,13 @@ def test_an_automatic_compress_of_a_prefix_keeps_trove_s_tail(tmp_path):
     eng.ingest(chat)
     eng.compress(chat[:12], current_tokens=2000, force=False)
     assert not eng.state.last_result.get("host_kept_tail")
+
+
+def test_has_content_to_compress_says_yes_to_a_prefix_the_host_keeps_a_tail_after(tmp_path):
+    # a gateway asks this before /compress here N and answers "nothing to do" on False
+    eng = engine_on(tmp_path)
+    chat = _exchanges(8)
+    assert not eng.has_content_to_compress(chat[:12])  # nothing stored yet: only the tail rule applies
+    eng.ingest(chat)
+    assert eng.has_content_to_compress(chat[:12])
+    assert not eng.has_content_to_compress(chat)  # the whole list sits inside the 32-message tail

@@ -9,7 +9,7 @@ id), ``/compress`` (a temporary agent bound to the chat), session hygiene (a tem
 WITHOUT the chat's platform and key, as run.py builds it) and ``/trove`` through the plugin
 command table. The gateway's session ids live in a state file, so a second run is a restart.
 
-Steps: ``{"chat": NAME, "text": ...}``, ``{"chat": NAME, "command": "/new" | "/compress [focus]"
+Steps: ``{"chat": NAME, "text": ...}``, ``{"chat": NAME, "command": "/new" | "/compress [focus | here N]"
 | "hygiene" | "/trove ..."}``, ``{"chat": NAME, "seed": PAIRS, "size": CHARS}`` (a transcript
 written to state.db before trove ever saw the chat), ``{"parallel": [steps]}`` (one thread
 each), ``{"seq": [steps]}``, ``{"wait_delegations": SECONDS}`` (until the background
@@ -160,9 +160,18 @@ class Gateway:
 
     def compress(self, name: str, focus: str | None, hygiene: bool) -> dict[str, Any]:
         from agent.model_metadata import estimate_messages_tokens_rough, estimate_request_tokens_rough
+        from hermes_cli.partial_compress import (
+            parse_partial_compress_args,
+            rejoin_compressed_head_and_tail,
+            split_history_for_partial_compress,
+        )
 
         history = self.history(name)
         msgs = [m for m in history if m.get("role") in {"user", "assistant", "tool"}]
+        partial, keep_last, focus = parse_partial_compress_args(focus or "") if not hygiene else (False, 0, None)
+        head, tail = split_history_for_partial_compress(msgs, keep_last) if partial else (msgs, [])
+        if not tail:
+            head = msgs  # the gateway's fallback: a split that keeps everything compresses the whole
         agent = self.temporary(name, bound_to_chat=not hygiene)
         engine = agent.context_compressor
         if hygiene:
@@ -172,11 +181,13 @@ class Gateway:
         else:
             approx = estimate_request_tokens_rough(msgs, system_prompt=agent._cached_system_prompt or "",
                                                    tools=agent.tools or None)
-            if not engine.has_content_to_compress(msgs):
+            if not engine.has_content_to_compress(head):
                 self.cleanup(agent)
                 return {"nothing_to_compress": True}
         try:
-            out, _ = agent._compress_context(msgs, "", approx_tokens=approx, focus_topic=focus, force=not hygiene)
+            out, _ = agent._compress_context(head, "", approx_tokens=approx, focus_topic=focus, force=not hygiene)
+            if tail:
+                out = rejoin_compressed_head_and_tail(out, tail)
         finally:  # both paths evict the chat's cached agent (softly) and clean the side agent up
             self.agents.pop(name, None)
             self.cleanup(agent)

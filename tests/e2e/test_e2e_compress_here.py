@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from .harness import query
+from .harness import GATEWAY_DRIVER, query
 
 TURNS = [f"here turn {i}: the marigold shelf holds jar {i}" for i in range(8)]
 
@@ -51,3 +51,27 @@ def test_every_turn_is_stored_once_and_the_conversation_goes_on(here_run):
     assert all(counts.get(text) == 1 for text in TURNS + ["one more turn"]), counts
     assert result["steps"][-1]["reply"].startswith("ack #")
     assert here_run["home"].netlog.read_text(encoding="utf-8") == ""
+
+
+GATEWAY_CHATS = {"G": {"platform": "telegram", "user": "5555", "key": "agent:main:telegram:dm:5555"}}
+
+
+@pytest.fixture(scope="module")
+def gateway_here(make_home) -> dict[str, Any]:
+    # the gateway asks has_content_to_compress(head) first and answers "nothing to do" on False
+    home = make_home()
+    steps = [{"chat": "G", "text": text} for text in TURNS] + [{"chat": "G", "command": "/compress here 2"}]
+    result = home.run_driver({"chats": GATEWAY_CHATS, "state": str(home.root / "gw.json"), "steps": steps},
+                             "compress-here-gw", timeout=600, script=GATEWAY_DRIVER)
+    return {"home": home, "compress": result["steps"][-1], "session": result["steps"][0]["session_id"]}
+
+
+def test_a_gateway_compress_here_compacts_the_prefix_too(gateway_here):
+    step = gateway_here["compress"]
+    assert "error" not in step and not step.get("nothing_to_compress"), step
+    assert step["engine_name"] == "trove" and step["before"] == 16 and step["after"] < 16, step
+    covered = {row[0] for row in query(
+        gateway_here["home"].db_path, "SELECT m.content FROM node_messages n JOIN messages m ON m.store_id ="
+        " n.store_id JOIN summary_nodes s ON s.node_id = n.node_id WHERE s.session_id = ? AND m.role = 'user'",
+        (gateway_here["session"],))}
+    assert covered == set(TURNS[:6]), covered
