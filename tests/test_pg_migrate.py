@@ -13,8 +13,10 @@ from conftest import make_config, make_engine
 from simulate import HostLoop, build_conversation
 
 from hermes_trove import command
+from hermes_trove.config import database_path
 from hermes_trove.ops import migrate_store
 from hermes_trove.ops.migrate_store import TABLES, TargetError, migrate
+from hermes_trove.outbox import outbox_path
 from hermes_trove.packed import register, unpack
 from hermes_trove.pgdb import PgDatabase
 from hermes_trove.runtime import build_runtime
@@ -197,6 +199,19 @@ def test_bad_targets_are_refused_with_a_clear_error(source, tmp_path, bad, words
 def test_a_postgresql_source_is_not_its_own_target(tmp_path, pg_database_url):
     with pytest.raises(TargetError, match="source store itself"):
         migrate(on_pg(tmp_path, pg_database_url), pg_database_url)
+
+
+@pytest.mark.parametrize("name", ["trove-outbox.db", "trove-outbox.db-wal", "trove-payloads/copy.db"])
+def test_a_postgresql_source_refuses_its_outbox_and_payload_folder_as_the_target(tmp_path, pg_database_url, name):
+    # the outbox is this machine's queue of rows for the server: a copy into it would be shipped or
+    # truncated; nothing is written and the outbox keeps what it held
+    source = on_pg(tmp_path, pg_database_url)
+    outbox = outbox_path(database_path(source.config).parent)
+    before = outbox.read_bytes() if outbox.exists() else None
+    with pytest.raises(TargetError, match="nothing was written"):
+        migrate(source, str(database_path(source.config).parent / name))
+    assert (outbox.read_bytes() if outbox.exists() else None) == before
+    assert not (database_path(source.config).parent / "trove-payloads" / "copy.db").exists()
 
 
 def test_rollups_vectors_and_remembered_state_come_along_both_ways(source, pg_database_url, tmp_path):
