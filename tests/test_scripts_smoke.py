@@ -223,6 +223,13 @@ def test_bench_pg_search_ranks_the_same_questions_on_both_stores(tmp_path, pg_ur
     assert len(r10) >= 2 and min(r10) > 0.3, out
 
 
+def test_bench_pg_plans_prints_the_generic_plan_beside_the_custom_ones(tmp_path, pg_url):
+    out = run_script("bench_pg_plans.py", "--url", pg_url, "--size", "300", "--repeat", "1", tmp_path=tmp_path)
+    for kind in ("common", "rare", "common+rare"):
+        for plan in ("generic", "custom"):
+            assert figure(rf"^{re.escape(kind)}\s+{plan}\s+([\d.]+)", out) > 0, (kind, plan, out)
+
+
 def test_bench_disk_prints_bytes_per_raw_character_and_the_split(tmp_path):
     out = run_script("bench_disk.py", "--turns", "20", "--data", locomo_slice(tmp_path), tmp_path=tmp_path)
     for corpus in ("agent", "chat", "files"):
