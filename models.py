@@ -12,6 +12,7 @@ import logging
 import os
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 log = logging.getLogger("hermes_trove.summarize")  # the name host_complete has always logged under
@@ -39,6 +40,37 @@ def utf8_text(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
+_PARSES: dict[str, tuple[tuple[int, int], bool]] = {}  # config.yaml path -> (mtime_ns, size), whether it parses
+
+
+def config_parses(path: Path) -> bool:
+    """Whether the config.yaml at ``path`` parses (a missing one does), checked once per version of the file.
+    The host's loader, given a file it cannot parse, writes a ``.bak`` copy beside it and prints a warning:
+    trove's reads leave that to the host and say it once in the log instead."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    sig, seen = (st.st_mtime_ns, st.st_size), _PARSES.get(str(path))
+    if seen is not None and seen[0] == sig:
+        return seen[1]
+    try:
+        import yaml  # type: ignore[import-untyped]  # the host's dependency (PyYAML)
+
+        yaml.safe_load(path.read_text(encoding="utf-8"))
+        ok = True
+    except ImportError:  # no host here: nothing reads the file
+        ok = True
+    except Exception as exc:
+        first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        log.warning("trove: %s does not parse (%s); trove reads none of its settings until it is fixed", path, first)
+        ok = False
+    _PARSES[str(path)] = (sig, ok)
+    return ok
+
+
 def host_config(home: str = "") -> dict[str, Any] | None:
     """``home``'s config.yaml as Hermes reads it (``${VAR}`` expanded, a managed scope's file merged over
     it); None outside Hermes or when unreadable. ``home`` "" = the host's current one; a ``home`` that is
@@ -51,6 +83,10 @@ def host_config(home: str = "") -> dict[str, Any] | None:
 
         token = set_hermes_home_override(home) if home else None
         try:
+            from hermes_cli.config import get_config_path
+
+            if not config_parses(Path(get_config_path())):  # the host's read would copy it aside and print
+                return None
             config = load_config_readonly()
         finally:
             if token is not None:

@@ -722,6 +722,32 @@ def test_reading_the_hosts_summary_window_creates_no_home_where_the_runtime_has_
     assert not (tmp_path / "nowhere").exists()
 
 
+def test_a_compaction_over_a_config_yaml_that_does_not_parse_writes_no_copy_and_prints_nothing(tmp_path, monkeypatch,
+                                                                                               capfd):
+    # The host's config loader, given a config.yaml it cannot parse, copies it aside (config.yaml.bak-...)
+    # and prints a warning; a compaction reads the host's auxiliary window from that file, so it left a new
+    # copy and a printed warning behind. Trove's read checks that the file parses first: neither happens,
+    # and the window reads as unknown.
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    (home / "config.yaml").write_text("auxiliary:\n  compression:\n    context_length: 24000\n bad: [\n",
+                                      encoding="utf-8")
+    before = sorted(p.name for p in home.iterdir())
+    rt = build_runtime(make_config(home))
+    eng = make_engine(rt, fake_model(), context_length=128000)
+    msgs = [m for t in range(30) for m in (user(f"question {t} " + "w " * 200), assistant(f"answer {t} " + "v " * 200))]
+    eng.ingest(msgs)
+    capfd.readouterr()
+    eng.compress(msgs, current_tokens=tokens.count_messages(msgs), force=True)
+    assert rt.dag.visible(eng.session_id), eng.get_status()
+    out, err = capfd.readouterr()
+    assert not out and not err, (out, err)
+    assert not [p for p in home.iterdir() if p.name.startswith("config.yaml") and p.name != "config.yaml"], \
+        sorted(p.name for p in home.iterdir())
+    assert "config.yaml" in before
+
+
 def test_a_condensation_group_larger_than_the_window_condenses_the_nodes_that_fit(tmp_path):
     # Four 2,500-token leaves make a 10,000-token merge record; an 8K model cannot take it. The
     # group takes the two oldest (they fit), which are summarised by the model, not cut; the other
