@@ -98,18 +98,39 @@ def expose_skill(plugin_dir: Path, hermes_home: str) -> str:
 
 def configured_engine(hermes_home: str) -> str | None:
     """``context.engine`` as the host reads ``<home>/config.yaml`` (a managed scope's file merged, ``${VAR}``
-    expanded); without the host, the file as written; None when missing or unreadable (host default: compressor)."""
+    expanded; with no user file the host runs on its defaults and that managed file); without the host, the
+    file as written; None when unreadable, or missing with no host to read (host default: compressor)."""
     path = Path(hermes_home).expanduser() / "config.yaml"
     try:
         import yaml  # type: ignore[import-untyped]  # the host's dependency (PyYAML)
 
         data: Any = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except Exception:  # missing or damaged: the host's loader would serve its defaults (the compressor)
+    except FileNotFoundError:  # no user file: the host's defaults, under a managed scope's file
+        data = managed_config()
+        if data is None:
+            return None
+    except Exception:  # damaged: the host's loader would serve its defaults (the compressor)
         return None  # and copy the file aside, so the verdict says unreadable, not "set it to trove"
-    data = host_config(str(path.parent)) or data
+    else:
+        data = host_config(str(path.parent)) or data
     context = data.get("context") if isinstance(data, dict) else None
     engine = context.get("engine") if isinstance(context, dict) else None
     return str(engine) if engine else "compressor"
+
+
+def managed_config() -> dict[str, Any] | None:
+    """The managed scope's config.yaml as the host reads it (``$HERMES_MANAGED_DIR``, else /etc/hermes; {} when
+    there is none), its ``${VAR}`` references expanded; None outside Hermes. Read without the host's loader,
+    which would set up a Hermes home where there is none."""
+    try:
+        from hermes_cli.managed_scope import load_managed_config  # type: ignore[import-untyped]
+
+        data = load_managed_config()
+    except Exception:  # no host here
+        return None
+    context = data.get("context") if isinstance(data, dict) else None
+    engine = context.get("engine") if isinstance(context, dict) else None
+    return {"context": {"engine": os.path.expandvars(engine)}} if isinstance(engine, str) else {}
 
 
 # True while ``/trove`` runs: typed in a Hermes session, so the report is read inside the host

@@ -158,6 +158,8 @@ def test_python_dash_m_runs_from_an_installed_package_layout(db, tmp_path):
     site.mkdir()
     (site / "hermes_trove").symlink_to(ROOT, target_is_directory=True)
     env = {**os.environ, "PYTHONPATH": str(site), "HERMES_HOME": str(tmp_path)}
+    # the host runs trove here (with no config.yaml it runs its compressor, which doctor warns about)
+    (tmp_path / "config.yaml").write_text("context:\n  engine: trove\n", encoding="utf-8")
     proc = subprocess.run([sys.executable, "-m", "hermes_trove", "doctor", "--db", str(db), "--json"],
                           capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

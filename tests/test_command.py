@@ -102,6 +102,8 @@ def test_the_hermes_cli_entry_parses_and_runs_like_the_host_does(runtime, capsys
     entry["setup_fn"](plugin_parser)
     plugin_parser.set_defaults(func=entry["handler_fn"])
     runtime.db.connect()  # the CLI never creates the database; the host run before would have
+    # and it ran trove: with no config.yaml the host runs its compressor, which doctor warns about
+    (Path(runtime.config.hermes_home) / "config.yaml").write_text("context:\n  engine: trove\n", encoding="utf-8")
     args = parser.parse_args(["trove", "doctor", "--json"])
     with pytest.raises(SystemExit) as done:  # the host drops handler return values: exit explicitly
         args.func(args)
@@ -147,6 +149,23 @@ def test_the_verdict_reads_context_engine_as_the_host_does(runtime, tmp_path, mo
     assert result["plugin"]["host"]["verdict"].startswith("configured: context.engine is trove"), result["plugin"]
     (home / "config.yaml").write_text("context:\n  engine: compressor\n", encoding="utf-8")
     name, result = command.run(runtime, ["status"])
+    assert result["plugin"]["host"]["verdict"].startswith("fallback: context.engine is 'compressor'")
+
+
+def test_the_verdict_follows_a_managed_config_yaml_when_the_user_has_none(runtime, tmp_path, monkeypatch):
+    """With no user config.yaml the host runs on its defaults merged with the managed scope's file: a managed
+    ``context.engine: trove`` runs trove, so the verdict says so, not "config.yaml unreadable"."""
+    home = Path(runtime.config.hermes_home)
+    managed = tmp_path / "managed"
+    managed.mkdir()
+    (managed / "config.yaml").write_text("context:\n  engine: trove\n", encoding="utf-8")
+    (home / "config.yaml").unlink(missing_ok=True)
+    monkeypatch.setenv("HERMES_MANAGED_DIR", str(managed))
+    name, result = command.run(runtime, ["status"])
+    assert result["plugin"]["host"]["verdict"].startswith("configured: context.engine is trove"), result["plugin"]
+    assert not (home / "config.yaml").exists()
+    (managed / "config.yaml").write_text("model:\n  default: fake-model\n", encoding="utf-8")
+    name, result = command.run(runtime, ["status"])  # nothing selects trove: the host's default
     assert result["plugin"]["host"]["verdict"].startswith("fallback: context.engine is 'compressor'")
 
 

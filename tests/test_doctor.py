@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import ROOT, assistant, make_config, make_engine, user
@@ -81,6 +82,8 @@ def test_corrupted_fts_is_unhealthy_and_guidance_names_the_repair(runtime, backe
     if backend == "postgresql":
         pytest.skip("writes an FTS5 ghost row; a server has no FTS5 tables (see the search document test)")
     seed(runtime)
+    # the host that ran trove selected it (with no config.yaml it runs its compressor, which doctor warns about)
+    (Path(runtime.config.hermes_home) / "config.yaml").write_text("context:\n  engine: trove\n", encoding="utf-8")
     with runtime.db.transaction() as c:
         c.execute("INSERT INTO messages_fts(rowid, content, tool_calls) VALUES (424242, 'phantom', NULL)")
     report = doctor.run_doctor(runtime)
