@@ -73,6 +73,7 @@ class SessionState:
     last_reason: str = ""
     last_result: dict[str, Any] = field(default_factory=dict)
     no_progress_tokens: int = 0
+    tools: bool = False  # the host asked this copy for its tools: its agent has them (Hermes asks no other)
 
 
 class TroveEngine(ContextEngine):
@@ -343,7 +344,7 @@ class TroveEngine(ContextEngine):
         self.state.matched_pattern = ignored or stateless or ""
         self.state.no_progress_tokens = 0
         if key.session_id:
-            self.runtime.bind(key.session_id, self.state.mode)
+            self.runtime.bind(key.session_id, self.state.mode, self.state.tools)
             # /trove keeps serving the foreground conversation while a side session binds
             front = takes_foreground(self.state.mode, key.platform, session_id=key.session_id)
             if front or self.runtime.foreground_engine() is None:
@@ -535,6 +536,7 @@ class TroveEngine(ContextEngine):
     # -- tools ---------------------------------------------------------------
     @host_entry(lambda self: [])
     def get_tool_schemas(self) -> list[dict[str, Any]]:
+        self.state.tools = True  # the host binds the session again (on_session_start) once it has asked
         return [dict(s) for s in TOOL_SCHEMAS]
 
     @host_entry(lambda self, name, args, **kw: json.dumps({"error": f"trove: {name} failed; see the Hermes log"}))

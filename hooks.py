@@ -19,7 +19,7 @@ from .backend import lock_busy, storage_error
 from .compaction import assembly
 from .config import scoped_home
 from .dag import NodeRow
-from .filters import UNSTORED, host_side_agent, offers_engine_tools
+from .filters import UNSTORED, host_side_agent
 from .ops.maintenance import drop_unstored_row
 from .payloads import replay
 from .payloads import sidecar as payloads
@@ -224,9 +224,9 @@ def make_hooks(base: Runtime) -> dict[str, Callable[..., Any]]:
         history = kw.get("conversation_history") or []
         history = history if isinstance(history, list) else list(history)
         parts = []
-        # A delegate_task child or an editor's ACP session is given no context-engine tools (Hermes 0.19):
-        # no policy naming them.
-        tools = offers_engine_tools(str(kw.get("platform") or ""))
+        # An agent whose toolsets leave out the context engine's (a delegate_task child, an editor's ACP session,
+        # a platform or --toolsets without context_engine) has no trove_* tools: no policy naming them.
+        tools = runtime.gives_tools(session_id, str(kw.get("platform") or ""))
         if policy and tools and not runtime.marks.any(session_id, "policy", history, carries_policy):
             parts.append(policy)
         # nothing stored to show while the store is unusable, nor while its server is known to be down (the

@@ -25,7 +25,7 @@ from .backend import storage_error
 from .config import TroveConfig, database_path, load_config, names_server, payload_dir, profile_environ
 from .dag import SummaryDAG
 from .db import Database, UnusableDatabaseError
-from .filters import UNSTORED, SessionFilters, host_side_agent
+from .filters import UNSTORED, SessionFilters, host_side_agent, offers_engine_tools
 from .ingest import is_synthetic, message_identity, plan_aligned
 from .outbox import Outbox, Shipper, ShippingStore, outbox_path
 from .payloads.guard import map_strings, storage_transform
@@ -322,6 +322,9 @@ class Runtime:
     # session id -> mode ("active", "ignored", "stateless") for sessions a trove engine serves here; written
     # through ``bind`` (oldest first, bounded by ``MAX_BOUND``), an entry goes at its session's end (``unbind``)
     bound_sessions: dict[str, str] = field(default_factory=dict)
+    # session id -> whether its agent has the trove_* tools (the host asked its engine copy for them), kept
+    # beside ``bound_sessions`` and going with its entry
+    tool_offers: dict[str, bool] = field(default_factory=dict)
     # delegate_task child session id -> the mode it took from the session that delegated (subagent_start);
     # an entry goes when the child's session ends (``inherit``/``release``), and past ``MAX_INHERITED``
     inherited_modes: dict[str, str] = field(default_factory=dict)
@@ -387,7 +390,7 @@ class Runtime:
                 " answer comes from this machine's own messages only (no summaries, no other machine's turns)")
         return Runtime(config=self.config, db=store.outbox.db, store=store.outbox.store,
                        dag=SummaryDAG(store.outbox.db), filters=self.filters, llm=self.llm,
-                       bound_sessions=self.bound_sessions, degraded=note)
+                       bound_sessions=self.bound_sessions, tool_offers=self.tool_offers, degraded=note)
 
     def set_foreground(self, engine: Any) -> None:
         """Remember the engine copy that bound a session most recently, and each gateway chat's (for /trove)."""
@@ -435,25 +438,39 @@ class Runtime:
         return (self.filters.ignored_by(session_id, platform) or self.filters.stateless_by(session_id, platform)
                 or host_side_agent(session_id, platform) or (f"{bound} session" if bound in UNSTORED else None))
 
-    def bind(self, session_id: str, mode: str) -> None:
+    def bind(self, session_id: str, mode: str, tools: bool | None = None) -> None:
         """Remember that ``session_id`` is served here in ``mode``; bounded. Past ``MAX_BOUND`` the oldest active
         session's entry goes first: a session with no entry reads as one served by no trove engine here, so its
         hooks store and inject nothing (its engine copy still stores its turns at compaction, tool calls and its
         end, and its next bind brings the entry back). An ignored or stateless entry goes only when no other
         is active (a long-running gateway with that many unstored sessions that never ended): losing one could
-        turn a delegated child that became stateless after its bind (``subagent_start``) into a stored one."""
+        turn a delegated child that became stateless after its bind (``subagent_start``) into a stored one.
+        ``tools``: whether the binding copy's agent has the trove_* tools (None: not known)."""
         self.unstored.reopen(session_id)  # a held end of it is no end now (a live bind clears the mark)
         with _BOUND_LOCK:
             self.bound_sessions.pop(session_id, None)
             self.bound_sessions[session_id] = mode  # newest last
+            if tools is None:
+                self.tool_offers.pop(session_id, None)
+            else:
+                self.tool_offers[session_id] = tools
             while len(self.bound_sessions) > MAX_BOUND:  # never the session binding now
                 active = (s for s, m in self.bound_sessions.items() if m not in UNSTORED and s != session_id)
-                self.bound_sessions.pop(next(active, next(iter(self.bound_sessions))), None)
+                gone = next(active, next(iter(self.bound_sessions)))
+                self.bound_sessions.pop(gone, None)
+                self.tool_offers.pop(gone, None)
 
     def unbind(self, session_id: str) -> None:
         """Forget the binding of a session that ended (its next bind, a compaction boundary's too, brings it back)."""
         with _BOUND_LOCK:
             self.bound_sessions.pop(session_id, None)
+            self.tool_offers.pop(session_id, None)
+
+    def gives_tools(self, session_id: str, platform: str = "") -> bool:
+        """Whether the agent of ``session_id`` has the trove_* tools: as its engine copy learnt it (Hermes asks a
+        copy for them only when its agent's toolsets take the context engine's), else by its platform."""
+        offered = self.tool_offers.get(session_id)
+        return offers_engine_tools(platform) if offered is None else offered
 
     def inherit(self, child: str, mode: str) -> None:
         """Remember that delegated child ``child`` runs in ``mode``; bounded, the oldest entry goes first."""

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import tokens
-from ..filters import offers_engine_tools
 from ..ingest import Identify, is_synthetic, message_identity
 from ..payloads.replay import apply_replay_stubs
 from ..payloads.sidecar import transcript_gc
@@ -180,7 +179,7 @@ class Compactor:
         request = None if prefix_only else assembly.turn_request(  # the host's kept tail holds the request
             kept, host, min(int(target * TAIL_SHARE), room - tokens.count_messages(kept)))
         out, omitted = assembly.assemble(self.nodes, raw_keep, live[tail_start:], target, room, request,
-                                         tools=offers_engine_tools(self.key.platform))
+                                         tools=self.runtime.gives_tools(self.key.session_id, self.key.platform))
         # giving back a merged message, or only dropping the host's saved flags, is no progress
         progress = all(out != [assembly.unsaved(m) if isinstance(m, dict) else m for m in shown]
                        for shown in (messages, host))

@@ -27,6 +27,7 @@ import _bootstrap  # noqa: E402,F401  (registers this checkout as the hermes_tro
 
 from hermes_trove.config import load_config, redact_url  # noqa: E402
 from hermes_trove.engine import TroveEngine  # noqa: E402
+from hermes_trove.filters import offers_engine_tools  # noqa: E402
 from hermes_trove.runtime import build_runtime  # noqa: E402
 
 
@@ -202,13 +203,16 @@ def no_model(messages, model, timeout_s, max_tokens):
     raise RuntimeError("no model in this test")
 
 
-def make_engine(runtime, complete=no_model, *, session="s1", context_length=128000, platform="cli"):
+def make_engine(runtime, complete=no_model, *, session="s1", context_length=128000, platform="cli", tools=None):
     """An engine on ``runtime`` bound to ``session``, with ``complete`` as its (fake) model.
 
-    ``complete=None`` would route to the host's auxiliary client; tests never want that.
+    ``complete=None`` would route to the host's auxiliary client; tests never want that. ``tools``: whether
+    the host gives the agent the context engine's tools (None: as Hermes 0.19 does on ``platform``).
     """
     eng = TroveEngine(runtime, complete=complete)
     eng.update_model("fake-model", context_length)
+    if offers_engine_tools(platform) if tools is None else tools:
+        eng.get_tool_schemas()  # Hermes asks only an agent whose toolsets take the context engine's
     eng.on_session_start(session, platform=platform, conversation_id=None)
     return eng
 

@@ -292,6 +292,32 @@ def test_summaries_shown_to_an_agent_without_trove_tools_name_none_of_them(tmp_p
         assert ("trove_grep" in block.split("\n\n")[0]) is named, (platform, block[:300])
 
 
+def test_an_agent_whose_toolsets_leave_out_the_context_engine_is_told_no_tool_names(tmp_path):
+    # Hermes gives an agent the context engine's tools, and asks the engine copy for them, only when its
+    # enabled_toolsets is unset or lists "context_engine": a gateway platform set to `platform_toolsets:
+    # telegram: []`, or a CLI run with --toolsets leaving it out, gets none on an ordinary platform. The
+    # policy and the summary header followed the platform alone and named tools such an agent lacks.
+    from hermes_trove import tokens
+
+    for platform, given in (("telegram", False), ("cli", False), ("cli", True)):
+        rt = build_runtime(make_config(tmp_path / f"{platform}-{given}"))
+        hooks = make_hooks(rt)
+        eng = make_engine(rt, session="s1", platform=platform, tools=given)
+        msgs = [m for i in range(40) for m in (user(f"turn {i} " + "word " * 150), assistant(f"reply {i}"))]
+        eng.ingest(msgs)
+        out = eng.compress(msgs, current_tokens=tokens.count_messages(msgs), force=True)
+        shown = [m for m in out if m.get("_trove_summary")]
+        assert shown and all(("trove_grep" in m["content"].split("\n\n")[0]) is given for m in shown), shown
+        eng.on_session_reset()  # /resume: the same agent (and tool list) bound again
+        eng.bind_session_state(None, "s1")
+        context = hooks["pre_llm_call"](session_id="s1", platform=platform, user_message="next",
+                                        conversation_history=[user("next")])
+        text = context["context"]
+        assert ("TROVE recall policy" in text) is given, (platform, given, text[:300])
+        block = text[text.index("[trove summary]"):]
+        assert ("trove_grep" in block.split("\n\n")[0]) is given, (platform, given, block[:300])
+
+
 def test_the_subagent_of_a_cron_job_is_stateless_like_the_job(tmp_path):
     rt = build_runtime(make_config(tmp_path))
     hooks = make_hooks(rt)

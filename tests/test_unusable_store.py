@@ -60,6 +60,7 @@ def boot(tmp_path, db_path, session="20261201_101010_abcdef", **overrides):
     eng = TroveEngine(rt, complete=no_model)
     eng.update_model("fake-model", WINDOW, base_url="http://127.0.0.1:9/v1", api_key="k", provider="custom")
     eng.bind_session_state(session_db=None, session_id=session)
+    eng.get_tool_schemas()  # the host's order: bind, the tools, then the session start
     eng.on_session_start(session, platform="cli", context_length=WINDOW, conversation_id=None)
     return rt, eng, clock
 
