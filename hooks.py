@@ -20,6 +20,7 @@ from .compaction import assembly
 from .config import scoped_home
 from .dag import NodeRow
 from .filters import UNSTORED, host_side_agent
+from .hookcap import ContextBudget, fitted_summary, host_spill_cap
 from .ops.maintenance import drop_unstored_row
 from .payloads import replay
 from .payloads import sidecar as payloads
@@ -48,11 +49,13 @@ def recall_policy() -> str:
         return ""
 
 
-def summary_context(runtime: Runtime, session_id: str, history: list[Any], tools: bool = True) -> str:
+def summary_context(runtime: Runtime, session_id: str, history: list[Any], tools: bool = True,
+                    max_chars: int | None = None) -> str:
     """Summary nodes the session can see but its transcript does not show yet (after /new).
 
     Compaction puts the summary message into the prompt; a fresh session that inherited
-    summaries has none until then, so the hook brings the newest of them along once.
+    summaries has none until then, so the hook brings the newest of them along once, within
+    ``max_chars`` (the oldest nodes left out first; None: no limit).
     ``history`` is the host's list as given (entries that are no dict are passed over).
     """
     shown = runtime.marks.known(session_id, "summary", history, assembly.shows_summary)
@@ -80,7 +83,7 @@ def summary_context(runtime: Runtime, session_id: str, history: list[Any], tools
         return ""
     if not frontier:
         return ""
-    return assembly.render_summary_text(*assembly.select_nodes(frontier, SUMMARY_CONTEXT_TOKENS), tools=tools)
+    return fitted_summary(*assembly.select_nodes(frontier, SUMMARY_CONTEXT_TOKENS), tools, max_chars)
 
 
 def before_answer(runtime: Runtime, user_message: Any, session_id: str) -> list[str]:
@@ -224,18 +227,22 @@ def make_hooks(base: Runtime) -> dict[str, Callable[..., Any]]:
         history = kw.get("conversation_history") or []
         history = history if isinstance(history, list) else list(history)
         parts = []
+        # The host spills a context over its hooks.output_spill.max_chars: the parts go in by importance
+        # (the policy, the summary, then evidence), each whole or not at all (hookcap.py)
+        budget = ContextBudget(host_spill_cap())
         # An agent whose toolsets leave out the context engine's (a delegate_task child, an editor's ACP session,
         # a platform or --toolsets without context_engine) has no trove_* tools: no policy naming them.
         tools = runtime.gives_tools(session_id, str(kw.get("platform") or ""))
-        if policy and tools and not runtime.marks.any(session_id, "policy", history, carries_policy):
+        if policy and tools and not runtime.marks.any(session_id, "policy", history, carries_policy) \
+                and budget.take(policy):
             parts.append(policy)
         # nothing stored to show while the store is unusable, nor while its server is known to be down (the
         # outbox holds this machine's messages, no summaries): no read waits on the network then
         if runtime.health.usable and runtime.offline_view() is None:
-            summary = summary_context(runtime, session_id, history, tools)
-            if summary:
+            summary = summary_context(runtime, session_id, history, tools, budget.room())
+            if summary and budget.take(summary):
                 parts.append(summary)
-            parts += before_answer(runtime, kw.get("user_message"), session_id)
+            parts += [t for t in before_answer(runtime, kw.get("user_message"), session_id) if budget.take(t)]
         return {"context": "\n\n".join(parts)} if parts else None
 
     def transform_tool_result(**kw: Any) -> Any:
