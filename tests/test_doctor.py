@@ -67,6 +67,8 @@ def test_a_missing_search_document_warns_and_repair_apply_fixes_it(runtime, back
     if backend == "sqlite":
         pytest.skip("a server's side tables (SQLite's FTS5 damage is the next test)")
     ids = seed(runtime)
+    # the host that ran trove selected it (with no config.yaml it runs its compressor, which doctor warns about)
+    (Path(runtime.config.hermes_home) / "config.yaml").write_text("context:\n  engine: trove\n", encoding="utf-8")
     with runtime.db.transaction() as c:
         c.execute("DELETE FROM message_search WHERE store_id=?", (ids[0],))
     report = doctor.run_doctor(runtime)
