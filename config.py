@@ -388,8 +388,17 @@ def managed_environ() -> dict[str, str]:
 
 
 def _trove_values(path: Path) -> dict[str, str]:
-    """The TROVE_* entries of the ``.env`` file at ``path``, parsed as Hermes parses one; {} when it
-    is missing or unreadable."""
+    """The TROVE_* entries of the ``.env`` file at ``path``, parsed as Hermes parses one when it loads
+    that file at start (python-dotenv: ``KEY=7  # note`` is 7); {} when it is missing or unreadable."""
+    if not path.is_file():
+        return {}
+    with contextlib.suppress(Exception):
+        from dotenv import dotenv_values
+
+        for encoding in ("utf-8", "latin-1"):  # Hermes's own fallback for a file that is not UTF-8
+            with contextlib.suppress(UnicodeDecodeError):
+                values = dotenv_values(path, encoding=encoding)
+                return {k: v for k, v in values.items() if k.startswith("TROVE_") and v is not None}
     with contextlib.suppress(Exception):
         from agent.secret_scope import load_env_file
 

@@ -330,3 +330,18 @@ def test_a_served_profile_takes_the_managed_scope_env_over_its_own(tmp_path, mon
     assert (config.context_threshold, config.fresh_tail_count) == (0.5, 11)
     monkeypatch.setenv("HERMES_MANAGED_DIR", str(tmp_path / "no-such-folder"))  # no managed scope: the profile's
     assert load_config(profile_environ(str(profile)), hermes_home=str(profile)).context_threshold == 0.9
+
+
+def test_a_managed_env_value_with_a_trailing_comment_reads_as_hermes_reads_it(db, tmp_path, monkeypatch):
+    # Hermes loads the managed .env with python-dotenv, where `KEY=7  # note` is 7: trove reads the
+    # same value instead of rejecting "7  # note" and falling back to the default
+    managed = tmp_path / "managed"
+    managed.mkdir()
+    (managed / ".env").write_text("TROVE_FRESH_TAIL_COUNT=7   # pinned by the administrator\n"
+                                  "TROVE_LEAF_CHUNK_TOKENS=\"3000\" # quoted, then a note\n")
+    monkeypatch.setenv("HERMES_MANAGED_DIR", str(managed))
+    monkeypatch.setenv("TROVE_FRESH_TAIL_COUNT", "7")  # what Hermes itself exported from that file
+    code, out = run("status", "--json")
+    config = json.loads(out)["config"]
+    assert code == 0 and config["TROVE_FRESH_TAIL_COUNT"]["value"] == 7
+    assert config["TROVE_LEAF_CHUNK_TOKENS"]["value"] == 3000
