@@ -97,6 +97,10 @@ class Compactor:
         self._read_nodes()
         host = assembly.split_host_merge(messages)
         live, live_ids = self._map_live(host, backlog, identity)
+        # an explicit request for a prefix the host keeps a tail after: that prefix is compacted whole
+        prefix_ids = policy.keeps_tail_after(live_ids, [(r.store_id, r.identity) for r in backlog]) if force else None
+        prefix_only = prefix_ids is not None
+        live_ids = prefix_ids if prefix_ids is not None else live_ids
         self.taken_back = policy.taken_back(live_ids, [r.store_id for r in backlog])
         overhead = max(0, int(current_tokens or 0) - tokens.count_messages(messages))
         if current_tokens and self.limits.overhead_tokens:  # the trigger's measure, so both agree on it
@@ -105,8 +109,6 @@ class Compactor:
         target = plan_target(threshold, overhead)  # window.py: never starved by a large overhead
 
         count = tokens.count_message
-        # an explicit request for a prefix the host keeps a tail after: that prefix is compacted whole
-        prefix_only = force and policy.host_keeps_tail(live_ids, [r.store_id for r in backlog])
         tail_start = len(live) if prefix_only else policy.select_fresh_tail(
             live, self.config.fresh_tail_count, self.config.fresh_tail_max_tokens, count)
         live = self._stub_history(live, tail_start)
@@ -353,7 +355,7 @@ def has_content(runtime: Runtime, key: SessionKey | None, messages: list[dict[st
         store, sid = runtime.store, key.session_id
         backlog = store.backlog(sid, store.frontier_store_id(sid))
         _, ids = Compactor._map_live(assembly.split_host_merge(messages), backlog)
-        if policy.host_keeps_tail(ids, [r.store_id for r in backlog]):
+        if policy.keeps_tail_after(ids, [(r.store_id, r.identity) for r in backlog]) is not None:
             return True
     cfg, count = runtime.config, tokens.count_message
     start = policy.select_fresh_tail(raw, cfg.fresh_tail_count, cfg.fresh_tail_max_tokens, count)

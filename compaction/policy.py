@@ -110,6 +110,35 @@ def host_keeps_tail(live_ids: Sequence[int], stored_ids: Sequence[int]) -> bool:
     return after_in_store > len(live_ids) - 1 - shown[-1]
 
 
+def pulled_back(live_ids: Sequence[int], stored: Sequence[tuple[int, str]]) -> list[int]:
+    """``live_ids`` with each stored message moved to the earliest row of the same identity that keeps
+    store order (``stored``: ``(store_id, identity)`` ascending). Pairing from the end gives a repeated
+    message (a reply "Done." in every turn) the newest row: for a prefix the host passes, that is a row
+    of the tail it keeps, and the prefix would read as the whole conversation. Same messages, same order."""
+    where = {sid: pos for pos, (sid, _) in enumerate(stored)}
+    rows: dict[str, list[int]] = {}
+    for pos, (_, ident) in enumerate(stored):
+        rows.setdefault(ident, []).append(pos)
+    out, floor = list(live_ids), -1
+    for i, sid in enumerate(live_ids):
+        if not sid or sid not in where:
+            continue
+        same = rows[stored[where[sid]][1]]
+        pos = same[bisect.bisect_right(same, floor)]  # never past where[sid]: that row itself qualifies
+        out[i], floor = stored[pos][0], pos
+    return out
+
+
+def keeps_tail_after(live_ids: Sequence[int], stored: Sequence[tuple[int, str]]) -> list[int] | None:
+    """The store ids a forced compaction of a prefix maps the list to when the host keeps a tail after
+    it (``host_keeps_tail``, repeated messages placed earliest by ``pulled_back``); None otherwise."""
+    stored_ids = [sid for sid, _ in stored]
+    if host_keeps_tail(live_ids, stored_ids):
+        return list(live_ids)
+    early = pulled_back(live_ids, stored)
+    return early if host_keeps_tail(early, stored_ids) else None
+
+
 MIN_LEAF_CHUNK_TOKENS = 500  # the knob's floor: a chunk smaller than this says too little to summarise
 
 

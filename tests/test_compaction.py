@@ -841,3 +841,33 @@ def test_has_content_to_compress_says_yes_to_a_prefix_the_host_keeps_a_tail_afte
     eng.ingest(chat)
     assert eng.has_content_to_compress(chat[:12])
     assert not eng.has_content_to_compress(chat)  # the whole list sits inside the 32-message tail
+
+
+def test_compress_here_finds_the_prefix_when_every_reply_repeats_the_same_words(tmp_path):
+    # "Done." after every turn: pairing from the end gave the head's last reply the newest "Done." row
+    # (one the host keeps), so the head read as the whole chat and /compress here 2 did nothing
+    eng = engine_on(tmp_path)
+    chat = [m for i in range(8) for m in (user(f"here turn {i}: the lantern code is {1000 + i}"), assistant("Done."))]
+    eng.ingest(chat)
+    head = chat[:12]
+    assert eng.has_content_to_compress(head)
+    out = eng.compress(head, current_tokens=2000, force=True)
+    assert eng.state.last_status == "compacted", eng.state.last_reason
+    assert eng.state.last_result["host_kept_tail"]
+    assert out and all(m["content"].startswith("[trove summary") for m in out)
+    rt = eng.runtime
+    rows = rt.store.page("s1", 0, 100)
+    covered = {i for node in rt.dag.frontier("s1") for i in rt.dag.descendant_store_ids(node.node_id)}
+    assert covered == {r.store_id for r in rows[:12]}  # the kept exchanges are not summarised
+    assert len(rows) == 16 and rt.store.session("s1").frontier_store_id == rows[11].store_id  # nothing lost
+    assert not eng.has_content_to_compress(chat[12:])  # the tail the host kept is the whole list now
+
+
+@pytest.mark.parametrize(("live", "keeps"), [
+    ([1, 2, 8], [1, 2, 3]),        # "Done." (3, 8): the prefix's last reply is its earliest row
+    ([1, 2, 7, 8], [1, 2, 7, 8]),  # the whole list: nothing moves
+    ([0, 2, 0, 8], [0, 2, 0, 3]),  # unstored or rewritten messages (0) stay where they are
+])
+def test_pulled_back_places_repeated_messages_at_their_earliest_row(live, keeps):
+    stored = [(1, "u1"), (2, "a"), (3, "done"), (7, "u2"), (8, "done")]
+    assert policy.pulled_back(live, stored) == keeps
