@@ -160,16 +160,21 @@ class Mark:
     hit_at: int = -1
 
 
+def is_user(message: Any) -> bool:
+    return isinstance(message, dict) and message.get("role") == "user"
+
+
 class HistoryMarks:
     """Answers "does any message of this history pass ``test``?" per turn in time that follows the new messages.
 
     A message that passed last time is tested again at its index: if it (or what now stands there) passes, so
     does the list, whatever else changed. Otherwise the host hands the per-turn hook the whole list each turn;
-    it grows at its end, and only its newest user message changes in place (the host writes the injected text
-    onto it, or joins the next user message onto it). The last look's ``Mark`` is trusted only while the list
-    still holds its first and last message, the very objects, at their places; then the look resumes at the
-    newest user message it saw. Any other list (a compaction's, one cut back by /undo or /retry, a gateway's
-    reload: new dicts) needs a whole look. Shared by the engine copies; bounded; thread-safe.
+    it grows at its end, and only its newest user messages change in place (the host writes the injected text
+    onto the turn's own, which may be followed by user messages of its own such as a todo snapshot, or joins
+    the next user message onto it). The last look's ``Mark`` is trusted only while the list still holds its
+    first and last message, the very objects, at their places; then the look resumes at the first of the
+    user messages that ended the list it saw. Any other list (a compaction's, one cut back by /undo or /retry,
+    a gateway's reload: new dicts) needs a whole look. Shared by the engine copies; bounded; thread-safe.
     """
 
     def __init__(self) -> None:
@@ -201,8 +206,9 @@ class HistoryMarks:
         """Look from ``start`` on (the messages before it known to fail) and remember where the look ended."""
         n = len(history)
         found = next((i for i in range(start, n) if isinstance(history[i], dict) and test(history[i])), -1)
-        resume = next((i for i in range(n - 1, start - 1, -1) if isinstance(history[i], dict)
-                       and history[i].get("role") == "user"), start)
+        resume = next((i for i in range(n - 1, start - 1, -1) if is_user(history[i])), start)
+        while resume > start and is_user(history[resume - 1]):  # the host may append its own user messages
+            resume -= 1  # (a todo snapshot) after the turn's, which it writes onto later: resume at the first
         if n:
             self.keep(session_id, what, Mark(n, history[0], history[-1], resume, found))
         return found >= 0

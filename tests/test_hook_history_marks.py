@@ -179,3 +179,24 @@ def test_with_nothing_to_show_a_reloaded_list_is_not_looked_through(tmp_path):
     make_engine(runtime, session=SESSION)
     history = [Untouchable(role="user", content=f"m{i}") for i in range(200)]  # no summary node: nothing to show
     assert summary_context(runtime, SESSION, history) == ""
+
+
+def test_a_user_message_the_host_appends_after_the_turns_own_does_not_hide_it(tmp_path):
+    """After a compaction the host appends a todo snapshot (a user message) after the turn's own message,
+    then writes the injected text onto the turn's message: the next look must still see it."""
+    runtime = build_runtime(make_config(tmp_path))
+    make_engine(runtime, session=SESSION)
+    hooks = make_hooks(runtime)
+    policy = recall_policy()
+    request = user("count the parcels")
+    messages = [user("earlier"), assistant("noted"), request,
+                {"role": "user", "content": "[todo] 1. count", "_todo_snapshot_synthetic": True}]
+    got = hooks["pre_llm_call"](session_id=SESSION, conversation_history=list(messages), platform="cli",
+                                user_message=request["content"])
+    assert got == reference_context(runtime, policy, messages) and policy in got["context"]
+    request["api_content"] = f"{request['content']}\n\n{got['context']}"  # the host's stamp, in place
+    messages += [assistant("counted"), user("and the crates?")]
+    expected = reference_context(runtime, policy, messages)
+    assert expected is None  # the policy rides the earlier turn's message
+    assert hooks["pre_llm_call"](session_id=SESSION, conversation_history=list(messages), platform="cli",
+                                 user_message="and the crates?") == expected
