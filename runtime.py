@@ -213,6 +213,12 @@ class HistoryMarks:
             self.keep(session_id, what, Mark(n, history[0], history[-1], resume, found))
         return found >= 0
 
+    def forget(self, session_id: str) -> None:
+        """Let go of a session's marks (and the messages they hold): it ended."""
+        with self.lock:
+            for key in [k for k in self.marks if k[0] == session_id]:
+                del self.marks[key]
+
     def keep(self, session_id: str, what: str, mark: Mark) -> None:
         with self.lock:
             self.marks.pop((session_id, what), None)
@@ -471,6 +477,7 @@ class Runtime:
         with _BOUND_LOCK:
             self.bound_sessions.pop(session_id, None)
             self.tool_offers.pop(session_id, None)
+        self.marks.forget(session_id)  # they hold two of its messages each
 
     def gives_tools(self, session_id: str, platform: str = "") -> bool:
         """Whether the agent of ``session_id`` has the trove_* tools: as its engine copy learnt it (Hermes asks a

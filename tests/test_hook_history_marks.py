@@ -200,3 +200,18 @@ def test_a_user_message_the_host_appends_after_the_turns_own_does_not_hide_it(tm
     assert expected is None  # the policy rides the earlier turn's message
     assert hooks["pre_llm_call"](session_id=SESSION, conversation_history=list(messages), platform="cli",
                                  user_message="and the crates?") == expected
+
+
+def test_an_ended_session_leaves_no_message_held_by_the_marks(tmp_path):
+    """The marks hold the list's first and last message: a session's end lets them go (a gateway serving
+    many chats would otherwise keep up to 1,024 marks' messages of chats long over)."""
+    runtime = build_runtime(make_config(tmp_path))
+    engine = make_engine(runtime, session=SESSION)
+    hooks = make_hooks(runtime)
+    messages = [{"role": "user", "content": "a photo", "images": ["x" * 100_000]}, assistant("seen"),
+                user("and now?")]
+    hooks["pre_llm_call"](session_id=SESSION, conversation_history=list(messages), platform="cli",
+                          user_message="and now?")
+    assert any(key[0] == SESSION for key in runtime.marks.marks)
+    engine.on_session_end(SESSION, messages)
+    assert [key for key in runtime.marks.marks if key[0] == SESSION] == []
