@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shutil
 import statistics
 import sys
 import tempfile
@@ -63,6 +64,13 @@ def history_of(size: int, policy: str, summary: dict | None) -> list[dict]:
 
 def run(size: int, turns: int, kind: str, reload: bool) -> dict:
     home = Path(tempfile.mkdtemp(prefix="trove-bench-hooks-"))
+    try:
+        return timed(home, size, turns, kind, reload)
+    finally:  # each run's store is megabytes at the larger sizes: none is left behind
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def timed(home: Path, size: int, turns: int, kind: str, reload: bool) -> dict:
     cfg = dataclasses.replace(load_config({}, hermes_home=str(home)), database_path=str(home / "trove.db"))
     runtime = build_runtime(cfg)
     engine = TroveEngine(runtime, complete=no_model)
@@ -98,6 +106,7 @@ def run(size: int, turns: int, kind: str, reload: bool) -> dict:
         c0 = time.thread_time()
         hooks["post_llm_call"](session_id=SESSION, conversation_history=listed, platform="cli")
         post_ms.append((time.thread_time() - c0) * 1000)
+    runtime.db.close()
     return {"size": size, "kind": kind, "pre_p50": statistics.median(pre_ms),
             "pre_p95": sorted(pre_ms)[int(0.95 * len(pre_ms))], "post_p50": statistics.median(post_ms),
             "post_p95": sorted(post_ms)[int(0.95 * len(post_ms))], "contexts": len(contexts)}

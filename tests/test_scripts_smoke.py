@@ -320,6 +320,7 @@ def test_bench_hooks_times_both_hooks_at_each_list_length(tmp_path):
             row = re.search(rf"^{kind}\s+{size}\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)$", out, re.M)
             assert row, out
             assert float(row.group(1)) > 0 and float(row.group(3)) > 0  # pre and post p50
+    assert list((tmp_path / "tmp").iterdir()) == []  # no run's temporary store left behind
 
 
 def test_bench_contention_reports_each_writer_count(tmp_path):
