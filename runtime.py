@@ -457,15 +457,18 @@ class Runtime:
         end, and its next bind brings the entry back). An ignored or stateless entry goes only when no other
         is active (a long-running gateway with that many unstored sessions that never ended): losing one could
         turn a delegated child that became stateless after its bind (``subagent_start``) into a stored one.
-        ``tools``: whether the binding copy's agent has the trove_* tools (None: not known)."""
+        ``tools``: whether the binding copy's agent has the trove_* tools (None: not known). Once an agent of the
+        session has them, a bind without them keeps that until the session's entry goes: the gateway compacts a
+        live chat with a temporary agent on the chat's session id and toolsets ["memory"], and the chat's cached
+        agent, which is not bound again, keeps its tools."""
         self.unstored.reopen(session_id)  # a held end of it is no end now (a live bind clears the mark)
         with _BOUND_LOCK:
             self.bound_sessions.pop(session_id, None)
             self.bound_sessions[session_id] = mode  # newest last
             if tools is None:
                 self.tool_offers.pop(session_id, None)
-            else:
-                self.tool_offers[session_id] = tools
+            elif tools or session_id not in self.tool_offers:  # a helper's bind (the gateway's compaction
+                self.tool_offers[session_id] = tools  # agent, no tools) leaves the chat agent's tools noted
             while len(self.bound_sessions) > MAX_BOUND:  # never the session binding now
                 active = (s for s, m in self.bound_sessions.items() if m not in UNSTORED and s != session_id)
                 gone = next(active, next(iter(self.bound_sessions)))

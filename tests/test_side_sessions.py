@@ -318,6 +318,30 @@ def test_an_agent_whose_toolsets_leave_out_the_context_engine_is_told_no_tool_na
         assert ("trove_grep" in block.split("\n\n")[0]) is given, (platform, given, block[:300])
 
 
+def test_a_gateway_compaction_agent_without_the_tools_leaves_the_chat_agents_policy_and_tool_names(tmp_path):
+    # The gateway compacts a live chat (its pre-turn hygiene, /compress) with a temporary agent built on the
+    # chat's own session id and enabled_toolsets=["memory"]: the host never asks that agent's engine copy for
+    # its tools. The chat's cached agent, which has them, is not bound again; a helper's bind must not tell
+    # the chat's later turns (and the summaries it is shown) that it has no trove_* tools.
+    from hermes_trove import tokens
+
+    rt = build_runtime(make_config(tmp_path))
+    hooks = make_hooks(rt)
+    chat = make_engine(rt, session="s1", platform="telegram", tools=True)
+    msgs = [m for i in range(40) for m in (user(f"turn {i} " + "word " * 150), assistant(f"reply {i}"))]
+    chat.ingest(msgs)
+    helper = make_engine(rt, session="s1", platform="telegram", tools=False)  # the gateway's compaction agent
+    out = helper.compress(msgs, current_tokens=tokens.count_messages(msgs), force=True)
+    shown = [m for m in out if m.get("_trove_summary")]
+    assert shown and all("trove_grep" in m["content"].split("\n\n")[0] for m in shown), shown
+    context = hooks["pre_llm_call"](session_id="s1", platform="telegram", user_message="next",
+                                    conversation_history=[user("next")])
+    assert "TROVE recall policy" in context["context"], context["context"][:300]
+    # an agent that never had the tools, alone on its session, still gets none named
+    make_engine(rt, session="s2", platform="telegram", tools=False)
+    assert not rt.gives_tools("s2", "telegram")
+
+
 def test_the_subagent_of_a_cron_job_is_stateless_like_the_job(tmp_path):
     rt = build_runtime(make_config(tmp_path))
     hooks = make_hooks(rt)
