@@ -41,6 +41,7 @@ def utf8_text(text: str) -> str:
 
 
 _PARSES: dict[str, tuple[tuple[int, int], bool]] = {}  # config.yaml path -> (mtime_ns, size), whether it parses
+_LAST_READ: dict[str, Any] = {}  # config.yaml path -> what host_config last read from it in this process
 
 
 def config_parses(path: Path) -> bool:
@@ -65,7 +66,8 @@ def config_parses(path: Path) -> bool:
         ok = True
     except Exception as exc:
         first = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-        log.warning("trove: %s does not parse (%s); trove reads none of its settings until it is fixed", path, first)
+        log.warning("trove: %s does not parse (%s); trove keeps the settings it last read from it (none if none)"
+                    " until it is fixed", path, first)
         ok = False
     _PARSES[str(path)] = (sig, ok)
     return ok
@@ -74,7 +76,8 @@ def config_parses(path: Path) -> bool:
 def host_config(home: str = "") -> dict[str, Any] | None:
     """``home``'s config.yaml as Hermes reads it (``${VAR}`` expanded, a managed scope's file merged over
     it); None outside Hermes or when unreadable. ``home`` "" = the host's current one; a ``home`` that is
-    no folder reads as None: the host's read would create a Hermes home there."""
+    no folder reads as None: the host's read would create a Hermes home there. While the file does not parse
+    (a user mid-edit) this is what it read last in this process, as the host keeps serving its last read."""
     if home and not os.path.isdir(home):
         return None
     try:
@@ -85,9 +88,11 @@ def host_config(home: str = "") -> dict[str, Any] | None:
         try:
             from hermes_cli.config import get_config_path
 
-            if not config_parses(Path(get_config_path())):  # the host's read would copy it aside and print
-                return None
-            config = load_config_readonly()
+            path = str(get_config_path())
+            if config_parses(Path(path)):
+                config = _LAST_READ[path] = load_config_readonly()
+            else:  # the host's read would copy it aside and print, then serve what it last read in the process
+                config = _LAST_READ.get(path)
         finally:
             if token is not None:
                 reset_hermes_home_override(token)

@@ -119,3 +119,24 @@ def test_a_budget_counts_the_separators_between_parts():
     assert budget.room() == 4 and not budget.take("abcde") and budget.take("abcd")  # 4 + 2 + 4 = 10
     assert budget.room() == 0 and not budget.take("a")
     assert ContextBudget(None).room() is None and ContextBudget(None).take("x" * 100000)
+
+
+def test_a_config_yaml_broken_mid_run_keeps_the_cap_the_host_keeps(tmp_path, monkeypatch):
+    # Hermes keeps serving the config it last read in the process while config.yaml does not parse (a user
+    # mid-edit), so its cap stays the lowered one; trove read such a file as no settings at all and budgeted
+    # the default 10,000 characters, which the host then spilled.
+    from tools.hook_output_spill import get_spill_config
+
+    from hermes_trove.hookcap import host_spill_cap
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HERMES_HOME", str(home))
+    path = home / "config.yaml"
+    path.write_text("hooks:\n  output_spill:\n    max_chars: 2000\n", encoding="utf-8")
+    assert get_spill_config()["max_chars"] == host_spill_cap() == 2000
+    path.write_text("hooks:\n  output_spill:\n    max_chars: 2000\n bad: [\n", encoding="utf-8")
+    assert get_spill_config()["max_chars"] == 2000  # the host's last-known-good
+    assert host_spill_cap() == 2000
+    path.write_text("hooks:\n  output_spill:\n    max_chars: 3000\n", encoding="utf-8")
+    assert get_spill_config()["max_chars"] == host_spill_cap() == 3000  # fixed: read again
