@@ -171,6 +171,7 @@ class TroveEngine(ContextEngine):
         usage = usage or {}
         self.last_usage = dict(usage)
         self.state.compacted_only, self.state.answered = "", self.session_id  # this copy runs turns of its own
+        self.runtime.note_tools(self.session_id, self.state.tools)  # its agent's tools, not a helper's
         self.last_prompt_tokens = int(usage.get("prompt_tokens") or 0)
         self.last_completion_tokens = int(usage.get("completion_tokens") or 0)
         self.last_total_tokens = int(usage.get("total_tokens") or 0)

@@ -458,9 +458,9 @@ class Runtime:
         is active (a long-running gateway with that many unstored sessions that never ended): losing one could
         turn a delegated child that became stateless after its bind (``subagent_start``) into a stored one.
         ``tools``: whether the binding copy's agent has the trove_* tools (None: not known). Once an agent of the
-        session has them, a bind without them keeps that until the session's entry goes: the gateway compacts a
-        live chat with a temporary agent on the chat's session id and toolsets ["memory"], and the chat's cached
-        agent, which is not bound again, keeps its tools."""
+        session has them, a bind without them keeps that until the session's entry goes or its answering agent
+        says otherwise (``note_tools``): the gateway compacts a live chat with a temporary agent on the chat's
+        session id and toolsets ["memory"], and the chat's cached agent, which is not bound again, keeps its tools."""
         self.unstored.reopen(session_id)  # a held end of it is no end now (a live bind clears the mark)
         with _BOUND_LOCK:
             self.bound_sessions.pop(session_id, None)
@@ -481,6 +481,14 @@ class Runtime:
             self.bound_sessions.pop(session_id, None)
             self.tool_offers.pop(session_id, None)
         self.marks.forget(session_id)  # they hold two of its messages each
+
+    def note_tools(self, session_id: str, tools: bool) -> None:
+        """The copy whose agent answers on bound ``session_id`` says whether it has the trove_* tools: its word wins
+        over an earlier agent's kept by ``bind`` (a chat's agent rebuilt with other toolsets)."""
+        if self.tool_offers.get(session_id) is not tools and session_id in self.bound_sessions:
+            with _BOUND_LOCK:
+                if session_id in self.bound_sessions:
+                    self.tool_offers[session_id] = tools
 
     def gives_tools(self, session_id: str, platform: str = "") -> bool:
         """Whether the agent of ``session_id`` has the trove_* tools: as its engine copy learnt it (Hermes asks a

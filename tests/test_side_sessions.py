@@ -342,6 +342,24 @@ def test_a_gateway_compaction_agent_without_the_tools_leaves_the_chat_agents_pol
     assert not rt.gives_tools("s2", "telegram")
 
 
+def test_a_chat_agent_rebuilt_without_the_tools_is_told_none_once_it_answers(tmp_path):
+    # The gateway builds a chat's agent anew when its toolsets change (platform_toolsets edited): the new agent,
+    # not asked for the tools, binds the same session id. A bind without tools keeps the tools an earlier agent
+    # had (a compaction helper's must), but the agent that answers on the session says which it has.
+    rt = build_runtime(make_config(tmp_path))
+    hooks = make_hooks(rt)
+    make_engine(rt, session="s1", platform="telegram", tools=True)
+    rebuilt = make_engine(rt, session="s1", platform="telegram", tools=False)
+    rebuilt.update_from_response({"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110})
+    assert not rt.gives_tools("s1", "telegram")
+    context = hooks["pre_llm_call"](session_id="s1", platform="telegram", user_message="next",
+                                    conversation_history=[user("next")])
+    assert context is None or "TROVE recall policy" not in context["context"], context
+    again = make_engine(rt, session="s1", platform="telegram", tools=True)  # and back
+    again.update_from_response({})
+    assert rt.gives_tools("s1", "telegram")
+
+
 def test_the_subagent_of_a_cron_job_is_stateless_like_the_job(tmp_path):
     rt = build_runtime(make_config(tmp_path))
     hooks = make_hooks(rt)
