@@ -84,3 +84,15 @@ def test_new_right_after_compress_still_ends_the_session_it_leaves(side_agents):
     assert "error" not in compress and compress["engine_name"] == "trove", compress
     assert new["old_session_id"] == compress["session_id"] != new["session_id"], new
     assert ended(side_agents, new["old_session_id"])
+
+
+def test_the_summary_a_compress_helper_writes_names_the_tools_the_chats_agent_has(side_agents):
+    # /compress compacts with a temporary agent (enabled_toolsets ["memory"], never asked for the engine's
+    # tools) on the chat's own session; the summary it writes is read next by the chat's agent, which has
+    # the trove_* tools, so its header names them.
+    steps = side_agents["steps"]
+    live = steps[5]["session_id"]
+    rows = query(side_agents["home"].home / "state.db",
+                 "SELECT content FROM messages WHERE session_id = ? AND content LIKE '[trove summary]%'", (live,))
+    assert rows, live
+    assert all("trove_grep" in str(content).split("\n\n")[0] for (content,) in rows), [r[0][:300] for r in rows]
