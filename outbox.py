@@ -232,6 +232,16 @@ class Shipper:
             self._conn = self.server.open_connection()
         return self._conn
 
+    def between_shipments(self, act: Callable[[], int], wait_s: float = BUSY_WAIT_S) -> int:
+        """``act()`` with no shipment in flight: one that read the outbox before ``act`` changed it
+        would write what it read to the server after. Raises when a shipment still holds it after ``wait_s``."""
+        if not self._lock.acquire(timeout=wait_s):
+            raise ServerUnreachableError("a shipment under way has not finished: the server is not answering")
+        try:
+            return act()
+        finally:
+            self._lock.release()
+
     def ship_once(self, wait_s: float | None = None) -> int:
         """Ship one batch; returns rows read from the outbox (0: nothing was waiting). Raises on failure,
         and when a shipment under way (another thread's) still holds the outbox after ``wait_s`` (at
@@ -407,10 +417,15 @@ class ShippingStore(MessageStore):
 
     def delete_empty_sessions(self, untouched_since: float, keep: Sequence[str] = (), only: str = "") -> int:
         """On the server; with ``only``, this machine's copy of that row too (``session`` would answer
-        from it, and it would ship again)."""
-        if only:
+        from it, and it would ship again), both between two shipments (a shipment in flight that read the
+        row would bring it back to the server)."""
+        if not only:
+            return super().delete_empty_sessions(untouched_since, keep, only)
+
+        def both() -> int:
             self.outbox.store.delete_empty_sessions(untouched_since, keep, only)
-        return super().delete_empty_sessions(untouched_since, keep, only)
+            return MessageStore.delete_empty_sessions(self, untouched_since, keep, only)
+        return self.shipper.between_shipments(both)
 
     def _wrote(self) -> None:
         self.shipper.dirty = True

@@ -540,6 +540,36 @@ def test_dropping_an_empty_row_waits_for_a_shipment_in_flight_and_keeps_what_it_
                        key.session_id)[0][0] == 2
 
 
+def test_dropping_an_empty_row_waits_for_this_processs_shipment_in_flight(pg_config, pg_database_url, monkeypatch):
+    # The curator's agent binds as an ordinary session (its row goes to the outbox and a shipment
+    # starts), then says platform "curator" and its row is dropped. A shipment that read the row
+    # before the drop must not put it back on the server after it.
+    runtime = build_runtime(pg_config)
+    runtime.store.settle()
+    outbox, read, go = runtime.store.outbox, threading.Event(), threading.Event()
+    real_batch = outbox.batch
+
+    def batch_then_wait():
+        got = real_batch()
+        if got[1] and not read.is_set():  # the session's row is read: hold the shipment here
+            read.set()
+            go.wait(30)
+        return got
+
+    monkeypatch.setattr(outbox, "batch", batch_then_wait)
+    sid = "20260301_093000_c0ffee"
+    runtime.store.ensure_session(SessionKey(sid, "", "cli"))
+    assert read.wait(30)
+    dropper = threading.Thread(target=drop_unstored_row, args=(runtime, sid))
+    dropper.start()
+    dropper.join(1.0)  # without waiting for the shipment, the drop is over by now
+    go.set()
+    dropper.join(30)
+    runtime.store.settle()
+    assert runtime.store.session(sid) is None
+    assert server_rows(pg_database_url, "SELECT COUNT(*) FROM sessions WHERE session_id = %s", sid)[0][0] == 0
+
+
 def test_a_curator_starting_while_the_server_is_away_leaves_the_store_usable(config, pg_database_url):
     # The curator's agent binds as an ordinary session, then says platform "curator": dropping the
     # empty row it got is a tidy-up, and a server away must not make the chat's store unusable.
