@@ -62,28 +62,31 @@ def summary_context(runtime: Runtime, session_id: str, history: list[Any], tools
     frontier: list[NodeRow] | None = None
     failure: Exception | None = None
     if shown is None:  # only a whole look would tell (another list): none is needed while there is nothing to show
-        try:
-            frontier = runtime.dag.frontier(session_id)
-        except Exception as exc:  # said below, as before, only if the summary is not shown
-            failure = exc
+        frontier, failure = read_frontier(runtime, session_id)  # a failure is said below only if not shown
         if frontier == []:
             return ""
         shown = runtime.marks.look(session_id, "summary", history, assembly.shows_summary, 0)
     if shown:
         return ""
-    try:
-        if failure is not None:
+    if frontier is None and failure is None:
+        frontier, failure = read_frontier(runtime, session_id)
+    if failure is not None:  # a server that went away since the turn began: the rest of the context still goes
+        if not storage_error(failure):
             raise failure
-        frontier = runtime.dag.frontier(session_id) if frontier is None else frontier
-    except Exception as exc:  # a server that went away since the turn began: the rest of the context still goes
-        if not storage_error(exc):
-            raise
         log.warning("trove: no summary context for session %s this turn: the store did not answer (%s)",
-                    session_id, str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__)
+                    session_id, str(failure).splitlines()[0][:200] if str(failure) else type(failure).__name__)
         return ""
     if not frontier:
         return ""
     return fitted_summary(*assembly.select_nodes(frontier, SUMMARY_CONTEXT_TOKENS), tools, max_chars)
+
+
+def read_frontier(runtime: Runtime, session_id: str) -> tuple[list[NodeRow] | None, Exception | None]:
+    """The session's summary frontier, or the error reading it raised."""
+    try:
+        return runtime.dag.frontier(session_id), None
+    except Exception as exc:
+        return None, exc
 
 
 def before_answer(runtime: Runtime, user_message: Any, session_id: str) -> list[str]:

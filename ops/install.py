@@ -106,31 +106,32 @@ def configured_engine(hermes_home: str) -> str | None:
 
         data: Any = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except FileNotFoundError:  # no user file: the host's defaults, under a managed scope's file
-        data = managed_config()
-        if data is None:
-            return None
+        engine = managed_engine()
+        return None if engine is None else engine or "compressor"
     except Exception:  # damaged: the host's loader would serve its defaults (the compressor)
         return None  # and copy the file aside, so the verdict says unreadable, not "set it to trove"
-    else:
-        data = host_config(str(path.parent)) or data
-    context = data.get("context") if isinstance(data, dict) else None
-    engine = context.get("engine") if isinstance(context, dict) else None
+    engine = engine_of(host_config(str(path.parent)) or data)
     return str(engine) if engine else "compressor"
 
 
-def managed_config() -> dict[str, Any] | None:
-    """The managed scope's config.yaml as the host reads it (``$HERMES_MANAGED_DIR``, else /etc/hermes; {} when
-    there is none), its ``${VAR}`` references expanded; None outside Hermes. Read without the host's loader,
-    which would set up a Hermes home where there is none."""
+def engine_of(config: Any) -> Any:
+    """``context.engine`` of a parsed config.yaml, as written (None when absent)."""
+    context = config.get("context") if isinstance(config, dict) else None
+    return context.get("engine") if isinstance(context, dict) else None
+
+
+def managed_engine() -> str | None:
+    """``context.engine`` of the managed scope's config.yaml as the host reads it (``$HERMES_MANAGED_DIR``, else
+    /etc/hermes), its ``${VAR}`` references expanded; "" when it names none; None outside Hermes. Read without
+    the host's loader, which would set up a Hermes home where there is none."""
     try:
         from hermes_cli.managed_scope import load_managed_config  # type: ignore[import-untyped]
 
         data = load_managed_config()
     except Exception:  # no host here
         return None
-    context = data.get("context") if isinstance(data, dict) else None
-    engine = context.get("engine") if isinstance(context, dict) else None
-    return {"context": {"engine": os.path.expandvars(engine)}} if isinstance(engine, str) else {}
+    engine = engine_of(data)
+    return os.path.expandvars(engine) if isinstance(engine, str) else ""
 
 
 # True while ``/trove`` runs: typed in a Hermes session, so the report is read inside the host
