@@ -289,7 +289,7 @@ def _passing(conn: sqlite3.Connection, ranked: Sequence[Any], filters: str, args
     """``_first_passing``'s look-ups, over the ``ranked`` ``(rid, r)`` pairs already read."""
     want = len(ranked) if limit < 0 else limit  # a negative limit: every row that passes
     out: list[sqlite3.Row] = []
-    room = max(1, (conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) - len(args)) // 3)
+    room = max(1, (idlist.cap(conn) - len(args)) // 3)  # three parameters a row
     start, size = 0, max(want, 1)
     while start < len(ranked) and len(out) < want:
         batch = ranked[start:start + min(size, LOOKUP_ROWS, room)]

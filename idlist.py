@@ -29,7 +29,7 @@ def among(conn: Any, column: str, ids: Sequence[str]) -> tuple[str, list[Any]]:
     ids = [str(i) for i in ids]
     if on_server(conn):
         return f"{column} = ANY(?::text[])", [ids]
-    if len(ids) <= conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // SHARE:
+    if len(ids) <= cap(conn) // SHARE:
         return f"{column} IN ({','.join('?' * len(ids))})", ids
     plain, nul = [i for i in ids if "\x00" not in i], [i for i in ids if "\x00" in i]
     if not reads_json(conn):
@@ -43,9 +43,13 @@ def among(conn: Any, column: str, ids: Sequence[str]) -> tuple[str, list[Any]]:
 def chunks(conn: Any, ids: Sequence[Any], others: int = 0) -> list[list[Any]]:
     """``ids`` in runs that fit one statement beside its ``others`` parameters: for a look-up whose
     rows (or sums) add up the same read a run at a time. [] for no ids."""
-    cap = SERVER_CAP if on_server(conn) else conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
-    size, ids = max(1, cap - others), list(ids)
+    size, ids = max(1, cap(conn) - others), list(ids)
     return [ids[i:i + size] for i in range(0, len(ids), size)]
+
+
+def cap(conn: Any) -> int:
+    """The parameters one statement on ``conn`` may take: the connection's own limit, a server's protocol's."""
+    return SERVER_CAP if on_server(conn) else conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
 
 
 def reads_json(conn: sqlite3.Connection) -> bool:
