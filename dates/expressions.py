@@ -479,10 +479,7 @@ class _Scanner:
             step = written.STEP.get(self.c.low(month_at))
             if month_at > day_at + 1 and step is not None and self.c.low(month_at + 1) == "month":
                 first = iv.add_months(iv.month_start(self.c.today), step)  # "the 15th of last month"
-                try:
-                    return self.c.day_hit(month_at + 2, first.replace(day=day))
-                except ValueError:
-                    return None
+                return self.c.day_hit(month_at + 2, first.replace(day=day))
             if [self.c.low(day_at + i) for i in (1, 2, 3)] in (["of", "every", "month"], ["of", "each", "month"]):
                 return Hit(day_at + 4, reason=HABIT)  # "on the 15th of every month"
             ordinal = not self.c.low(day_at).isdigit()

@@ -131,10 +131,7 @@ def dotted(c: TokenCursor, index: int) -> Hit | None:
             or (len(parts[2]) == 2 and min(len(parts[0]), len(parts[1])) < 2):  # "4.12.10" is a version
         return None
     year = int(parts[2]) + (2000 if len(parts[2]) == 2 else 0)
-    try:
-        return c.day_hit(index + 5, date(year, int(parts[1]), int(parts[0])))
-    except ValueError:
-        return None
+    return c.day_hit(index + 5, date(year, int(parts[1]), int(parts[0])))
 
 
 def slash_day(c: TokenCursor, index: int, ambiguous: str) -> Hit | None:
@@ -162,20 +159,17 @@ def numeric(c: TokenCursor, index: int, ambiguous: str) -> Hit | None:
     """ISO dates and months ("2024-05-13", "2024-05"), and d/m/y or m/d/y dates when one part is over 12
     (``ambiguous`` is the reason when both could be the month)."""
     low = c.low(index)
-    try:
-        if len(low) == 10 and low[4] == "-" and low[7] == "-":
-            return c.day_hit(index + 1, date(int(low[:4]), int(low[5:7]), int(low[8:])))
-        if len(low) == 7 and low[4] == "-":
-            return Hit(index + 1, *iv.month_span(int(low[:4]), int(low[5:])), "month")
-        if low.count("/") == 2:
-            first, second, year_text = (int(part) for part in low.split("/"))
-            year = year_text + 2000 if year_text < 100 else year_text
-            if year < 1000:
-                return None
-            if first <= 12 and second <= 12 and first != second:
-                return Hit(index + 1, reason=ambiguous)
-            month, day = (second, first) if first > 12 else (first, second)
-            return c.day_hit(index + 1, date(year, month, day))
-    except ValueError:
+    if len(low) == 10 and low[4] == "-" and low[7] == "-":
+        return c.day_hit(index + 1, date(int(low[:4]), int(low[5:7]), int(low[8:])))
+    if len(low) == 7 and low[4] == "-":
+        return Hit(index + 1, *iv.month_span(int(low[:4]), int(low[5:])), "month")
+    if low.count("/") != 2:
         return None
-    return None
+    first, second, year_text = (int(part) for part in low.split("/"))
+    year = year_text + 2000 if year_text < 100 else year_text
+    if year < 1000:
+        return None
+    if first <= 12 and second <= 12 and first != second:
+        return Hit(index + 1, reason=ambiguous)
+    month, day = (second, first) if first > 12 else (first, second)
+    return c.day_hit(index + 1, date(year, month, day))

@@ -68,10 +68,7 @@ def day_month(c: TokenCursor, after: int, month: int, day: int, last_day: int | 
     hit = _one_day(c, after, month, day)
     if hit is None or hit.first is None or last_day is None or last_day == day:
         return hit
-    try:
-        return Hit(hit.stop, hit.first, hit.first.replace(day=last_day) + iv.DAY, "day")
-    except ValueError:
-        return None  # "April 29-31"
+    return Hit(hit.stop, hit.first, hit.first.replace(day=last_day) + iv.DAY, "day")  # "April 29-31" raises
 
 
 def _one_day(c: TokenCursor, after: int, month: int, day: int) -> Hit | None:
@@ -79,12 +76,9 @@ def _one_day(c: TokenCursor, after: int, month: int, day: int) -> Hit | None:
     year = lx.year_number(c.tok(year_at))
     if year is None and (year := relative_year(c, after)) is not None:
         year_at = after + 1  # "3 May last year": the year the two words name, ending at ``after + 2``
-    try:
-        if year is not None:
-            return c.day_hit(year_at + 1, date(year, month, day))
-        date(2000, month, day)  # 2000 is a leap year: rejects only days that never exist
-    except ValueError:
-        return None
+    if year is not None:
+        return c.day_hit(year_at + 1, date(year, month, day))
+    date(2000, month, day)  # 2000 is a leap year: rejects only days that never exist
     if c.born(after):
         return Hit(after, reason=lx.BIRTH)
     found = iv.day_month_date(c.today, month, day, forward=c.tense(after - 1) == "future")
