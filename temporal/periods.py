@@ -47,6 +47,8 @@ _WEEK = re.compile(r"(\d{4})-w(\d{2})")
 _MONTH = re.compile(r"(\d{4})-(\d{2})")
 _YEAR = re.compile(r"(\d{4})")
 _DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}t[0-9:.,]{2,18}(?:z|[+-][0-9:]{2,5})?")
+_ISO_UNITS = ((_DATE, "day", lambda y, m, d: iv.day_span(date(y, m, d))), (_WEEK, "week", iv.iso_week_span),
+              (_MONTH, "month", iv.month_span), (_YEAR, "year", iv.year_span))
 _COUNTED = re.compile(r"(\d{1,5}|[a-z]+) (days?|weeks?|months?|years?)")  # "3 days": the last 3 days
 _LEAD = frozenset({"in", "on", "during", "over", "at", "earlier"})  # words a spoken period may open with
 _OPEN_ENDED = frozenset({"until", "till", "by", "before", "after", "prior"})
@@ -178,20 +180,14 @@ def _one_expression(norm: str, today: date) -> ex.Occurrence | None:
 # -- ISO calendar units ---------------------------------------------------------------
 def _calendar(norm: str, original: str) -> Period | None:
     """A single calendar unit written in ISO style: a day, an ISO week, a month or a year."""
-    try:
-        if match := _DATE.fullmatch(norm):
-            start, end, granularity = *iv.day_span(date(*map(int, match.groups()))), "day"
-        elif match := _WEEK.fullmatch(norm):
-            start, end, granularity = *iv.iso_week_span(int(match.group(1)), int(match.group(2))), "week"
-        elif match := _MONTH.fullmatch(norm):
-            start, end, granularity = *iv.month_span(int(match.group(1)), int(match.group(2))), "month"
-        elif match := _YEAR.fullmatch(norm):
-            start, end, granularity = *iv.year_span(int(match.group(1))), "year"
-        else:
-            return None
-    except (ValueError, OverflowError) as exc:
-        raise PeriodError(original, f"no such calendar date or week ({exc})") from exc
-    return _days(start, end, unit_label(start, granularity), granularity)
+    for pattern, granularity, span in _ISO_UNITS:
+        if match := pattern.fullmatch(norm):
+            try:
+                start, end = span(*map(int, match.groups()))
+            except (ValueError, OverflowError) as exc:
+                raise PeriodError(original, f"no such calendar date or week ({exc})") from exc
+            return _days(start, end, unit_label(start, granularity), granularity)
+    return None
 
 
 # -- ranges --------------------------------------------------------------------------------

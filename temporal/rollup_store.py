@@ -70,6 +70,16 @@ def _scoped(scope: str | None, sql: str, args: list[Any]) -> tuple[str, list[Any
     return (sql, args) if scope is None else (sql + " AND scope = ?", [*args, scope])
 
 
+def _matching(kinds: Sequence[str], start: float | None, end: float | None, scope: str | None,
+              more: str = "") -> tuple[str, list[Any]]:
+    """Rows of ``kinds`` (of one owner scope or all) overlapping ``[start, end)`` (every period when None)."""
+    where, args = _scoped(scope, f"period_kind IN ({','.join('?' * len(kinds))}){more}", list(kinds))
+    if start is not None and end is not None:
+        where += " AND period_start < ? AND period_end > ?"
+        args += [float(end), float(start)]
+    return where, args
+
+
 def _lock_in_order(conn: Any, where: str, args: Sequence[Any]) -> None:
     """On a server, lock the rows a write of several will touch in rollup_id order first: the leaf
     triggers lock theirs in that order too, so a build finishing as a leaf lands cannot deadlock
@@ -185,13 +195,13 @@ class RollupStore:
     def abandon_building(self, rollup_ids: Sequence[int], now: float) -> int:
         """Mark rows still 'building' stale (their builder is gone), so the next pass rebuilds them."""
         ids = [int(i) for i in rollup_ids]
-        if not ids:
-            return 0
-        where = f"status = 'building' AND rollup_id IN ({','.join('?' * len(ids))})"
+        return self._stale(f"status = 'building' AND rollup_id IN ({','.join('?' * len(ids))})", ids, now) if ids else 0
+
+    def _stale(self, where: str, args: list[Any], now: float) -> int:
         with self.db.transaction() as conn:
-            _lock_in_order(conn, where, ids)
+            _lock_in_order(conn, where, args)
             return int(conn.execute(f"UPDATE temporal_rollups SET status = 'stale', updated_at = ? WHERE {where}",
-                                    [now, *ids]).rowcount)
+                                    [now, *args]).rowcount)
 
     # -- the build protocol -------------------------------------------------------
     def claim(self, state: RollupState, now: float) -> int | None:
@@ -258,22 +268,10 @@ class RollupStore:
                    now: float | None = None, scope: str | None = None) -> int:
         """Ask for a rebuild of the ``kinds`` rollups overlapping ``[start, end)`` (all when None),
         of one owner scope or all."""
-        now = time.time() if now is None else now
-        where, args = _scoped(scope, f"period_kind IN ({','.join('?' * len(kinds))}) AND status != 'stale'",
-                              list(kinds))
-        if start is not None and end is not None:
-            where += " AND period_start < ? AND period_end > ?"
-            args += [float(end), float(start)]
-        with self.db.transaction() as conn:
-            _lock_in_order(conn, where, args)
-            return int(conn.execute(f"UPDATE temporal_rollups SET status = 'stale', updated_at = ? WHERE {where}",
-                                    [now, *args]).rowcount)
+        where, args = _matching(kinds, start, end, scope, " AND status != 'stale'")
+        return self._stale(where, args, time.time() if now is None else now)
 
     def count_matching(self, kinds: Sequence[str], start: float | None = None, end: float | None = None,
                        scope: str | None = None) -> int:
-        sql, args = _scoped(scope, f"SELECT COUNT(*) FROM temporal_rollups WHERE"
-                            f" period_kind IN ({','.join('?' * len(kinds))})", list(kinds))
-        if start is not None and end is not None:
-            sql += " AND period_start < ? AND period_end > ?"
-            args += [float(end), float(start)]
-        return int(self.db.read().execute(sql, args).fetchone()[0])
+        where, args = _matching(kinds, start, end, scope)
+        return int(self.db.read().execute(f"SELECT COUNT(*) FROM temporal_rollups WHERE {where}", args).fetchone()[0])
