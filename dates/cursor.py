@@ -118,10 +118,8 @@ class TokenCursor:
     def in_question(self, index: int) -> bool:
         """The sentence holding token ``index`` ends with a question mark and no tag: "It's been a
         year, hasn't it?" and "We met in May, right?" state a thing and ask only to confirm it."""
-        token = self.tok(index)
-        if token is None:
-            return False
-        first, last = self.sentences[token.sentence][0], self.sentences[token.sentence][1] - 1
+        first, end = self.sentences[self.tokens[index].sentence]
+        last = end - 1
         if self.low(last) != "?":
             return False
         if self.low(first) in _TAG_VERBS or self.low(first) in _WH:  # "Where are you now, huh?" asks

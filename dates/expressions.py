@@ -96,7 +96,8 @@ class _Scanner:
         self.matchers: tuple[Callable[[int], Hit | None], ...] = (
             self._part, self._day_word, self._ago, self._qualified, self._the, self._date,
             self._weekday, self._vague, self._season, functools.partial(ranges.run, self.c, anchor=self.loose),
-            functools.partial(parts.nth_of_month, self.c, anchor=self.loose), self._holiday, self._span,
+            functools.partial(parts.nth_of_month, self.c, anchor=self.loose),
+            lambda at: holidays.holiday(self.c, at, nested=self.nested), self._span,
             functools.partial(present.now, self.c))
 
     def run(self, limit: int | None = None) -> list[Occurrence]:
@@ -212,12 +213,13 @@ class _Scanner:
             return None
         if vague and self.c.low(at) == "of":
             at += 1
-        (unit, count), weekday = counts.unit_at(self.c, at, count), self._plural_weekday(at)
+        (unit, count), low = counts.unit_at(self.c, at, count), self.c.low(at)
+        weekday = lx.WEEKDAYS.get(low[:-1]) if low.endswith("s") else None  # "two Fridays ago"
         if self.c.low(at) in lx.CLOCK_UNITS:  # "3 hours ago", "in ten minutes"
             if onset or (future_form and self.c.tense(index, at + 1) != "future"):
                 return None
-            return clock.ago(self.c, at, count, VAGUE_QUANTITY if vague else APPROXIMATE if approximate else None,
-                             future=future_form)
+            reason = VAGUE_QUANTITY if vague else APPROXIMATE if approximate else None
+            return clock.ago(self.c, at, count, reason, future=future_form)
         if unit is None and weekday is None:
             return None
         if half:  # half a year is six months; half of any other unit names no calendar unit
@@ -269,10 +271,8 @@ class _Scanner:
             stop, sign = at + 2, -1  # "it's been a year since I moved": a year ago
         else:
             return None
-        if vague:
-            return Hit(stop, reason=VAGUE_QUANTITY)
-        if approximate:
-            return Hit(stop, reason=APPROXIMATE)
+        if vague or approximate:
+            return Hit(stop, reason=VAGUE_QUANTITY if vague else APPROXIMATE)
         assert count is not None
         bound_unit = unit or "week"  # N weekdays are bounded like N weeks
         if not 1 <= count <= MAX_COUNT[bound_unit]:
@@ -290,10 +290,6 @@ class _Scanner:
         if anchor is not None:
             return self.c.around(stop, unit, sign * count, anchor)
         return self.c.offset(stop, unit, sign * count)
-
-    def _plural_weekday(self, at: int) -> int | None:
-        low = self.c.low(at)
-        return lx.WEEKDAYS.get(low[:-1]) if low.endswith("s") else None
 
     def _qualified(self, index: int) -> Hit | None:
         """last/this/next (+ "this past", "this coming") + night, unit, weekday, month or season;
@@ -585,7 +581,3 @@ class _Scanner:
         if lead & _NOT_FROM_NOW or any(word.endswith("'d") for word in lead) or self.c.in_question(index):
             return False
         return (stated := self._inner(after)) is None or stated.first is None
-
-    def _holiday(self, index: int) -> Hit | None:
-        """Holidays on one date every year, and movable ones named and refused: ``holidays``."""
-        return holidays.holiday(self.c, index, nested=self.nested)
