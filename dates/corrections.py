@@ -1,9 +1,15 @@
-"""Times the speaker takes back: "on Thursday, no wait, Friday", "it wasn't last week, it was two weeks ago".
+"""Times the words withdraw from the calendar: ones the speaker takes back, and ones inside a story.
 
-A time followed by its replacement with only words of a correction between them, or a negated one
-followed by it, is withdrawn (unresolved with a reason) and the later time stands; a bare day or
-month as the replacement takes the month (year) of the time it corrects. Any other word between
-them keeps both ("on Monday and actually on Tuesday too").
+Taken back ("on Thursday, no wait, Friday", "it wasn't last week, it was two weeks ago"): a time followed
+by its replacement with only words of a correction between them, or a negated one followed by it, is
+withdrawn (unresolved with a reason) and the later time stands; a bare day or month as the replacement
+takes the month (year) of the time it corrects. Any other word between them keeps both ("on Monday and
+actually on Tuesday too").
+
+A plot's ("in the book the hero leaves on the 3rd"): a sentence framed by "in (on) the book/novel/film/
+movie/show/series/episode/story/play/game" followed by a comma or the start of a clause tells what happens
+in that work, so the times after the frame in that sentence are the plot's, not the calendar's. "in the
+book club", "in the movie theater" are places.
 """
 from __future__ import annotations
 
@@ -22,6 +28,11 @@ _BARE = re.compile(r"\bthe (\d{1,2})(?:st|nd|rd|th)\b|\b(" + "|".join(lx.MONTHS)
 _BARE_REACH = 40  # characters after the corrected time
 _NEGATIONS = frozenset({"wasn't", "isn't", "not", "weren't", "aren't"})
 _REPLACING = frozenset({",", "it", "was", "is", "it's", "but", "rather", "on", "in", "the", "that", "that's"})
+PLOT_TIME = "time inside a story (a book, film or show)"
+REACH = 300  # characters before a time read for its fiction frame
+_FRAME = re.compile(
+    r"\b(?:in|on) (?:the|that|this) (?:book|novel|film|movie|show|series|episode|story|play|game|sequel)"
+    r"(?:,| (?:the|a|an|he|she|they|it|his|her|their|everyone|nobody|someone)\b)", re.IGNORECASE)
 
 
 def taken_back(text: str, found: list[Occurrence]) -> list[Occurrence]:
@@ -70,3 +81,15 @@ def _corrects(text: str, here: Occurrence, between: str) -> bool:
         return True
     before = [t.low.replace("\u2019", "'") for t in lx.tokenize(text[max(0, here.span[0] - 20):here.span[0]])][-2:]
     return bool(words) and bool(_NEGATIONS.intersection(before)) and all(w in _REPLACING for w in words)
+
+
+def plot_times(text: str, found: list[Occurrence]) -> list[Occurrence]:
+    """``found`` with each time that follows a fiction frame in its sentence (at most ``REACH``
+    characters back) unresolved as the plot's. One pass over the text."""
+    out, start, read = [], 0, 0
+    for occ in found:
+        start = max((m.end() for m in lx.SENTENCE_BREAK.finditer(text, read, occ.span[0])), default=start)
+        read = max(read, occ.span[0])
+        framed = _FRAME.search(text, max(start, occ.span[0] - REACH), occ.span[0]) is not None
+        out.append(replace(occ, start=None, end=None, granularity=None, unresolved=PLOT_TIME) if framed else occ)
+    return out

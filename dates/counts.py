@@ -4,14 +4,17 @@ A count is digits or a number word ("3", "three", "a"), a compound of tens ("twe
 five"), hundreds ("a hundred", "two hundred"), "N and a half" (the half kept apart: half a year is
 six months, half of other units names no calendar unit), and a range of counts ("2-3", "two or
 three", "5 to 10"), which is approximate. Units that are multiples of another ("a fortnight", "a
-decade", "a century") are read as that many of the other. Tables and token reading only.
+decade", "a century") are read as that many of the other. Counts of hours and minutes ("3 hours
+ago", "in ten minutes", ``ago``) name the day of the instant they point to, so "an hour ago" said at
+00:30 is yesterday; without the observation's instant (a tool period's day alone) they claim nothing.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 from . import lexicon as lx
-from .cursor import TokenCursor
+from .cursor import Hit, TokenCursor
 
 TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
         "ninety": 90}
@@ -23,6 +26,7 @@ MULTIPLES = {"fortnight": ("week", 2), "fortnights": ("week", 2), "decade": ("ye
              "decades": ("year", 10), "century": ("year", 100), "centuries": ("year", 100)}
 
 LAST_MULTIPLE = "the one before this one, or the past one up to now"  # "last decade", "last fortnight"
+MAX_SECONDS = 8784 * 3600  # a leap year of hours, the bound tool periods use for hour windows
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,3 +118,20 @@ def spelled_ordinal_day(c: TokenCursor, at: int) -> tuple[int, int] | None:
         value = TENS[low] + ones
         return (value, ones_at + 1) if 1 <= ones <= 9 and value <= 31 else None
     return (ORDINAL_WORDS[low], at + 1) if low in ORDINAL_WORDS else None
+
+
+def clock_ago(c: TokenCursor, at: int, count: int | None, reason: str | None, *, future: bool) -> Hit | None:
+    """The day of the instant ``count`` clock units (at ``at``) before the observation ("N hours ago",
+    "N minutes back") or, with ``future`` ("in N hours", a future sentence), after it."""
+    if future:
+        stop, sign = at + 1, 1
+    elif c.low(at + 1) in ("ago", "back"):
+        stop, sign = at + 2, -1
+    else:
+        return None
+    if reason is not None:
+        return Hit(stop, reason=reason)
+    seconds = lx.CLOCK_UNITS[c.low(at)] * (count or 0)
+    if c.now is None or not 1 <= seconds <= MAX_SECONDS:
+        return None
+    return c.day_hit(stop, (c.now + timedelta(seconds=sign * seconds)).date())

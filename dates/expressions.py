@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from . import clock, counts, holidays, parts, present, ranges, spans, written
+from . import counts, holidays, parts, present, ranges, spans, written
 from . import intervals as iv
 from . import lexicon as lx
 from .cursor import Hit, TokenCursor
@@ -219,7 +219,7 @@ class _Scanner:
             if onset or (future_form and self.c.tense(index, at + 1) != "future"):
                 return None
             reason = VAGUE_QUANTITY if vague else APPROXIMATE if approximate else None
-            return clock.ago(self.c, at, count, reason, future=future_form)
+            return counts.clock_ago(self.c, at, count, reason, future=future_form)
         if unit is None and weekday is None:
             return None
         if half:  # half a year is six months; half of any other unit names no calendar unit

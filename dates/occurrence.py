@@ -5,8 +5,8 @@ text order: a UTC ``[start, end)`` interval with a granularity, or an unresolved
 the words do not pin a time down. Observation time is an input; it is reported only where the
 words name it ("today", "right now"), never for a message that names no time. Pure,
 deterministic, no model. The grammar lives in expressions.py; the passes over its readings that
-look across expressions in anaphora.py (times counted from an earlier one), stories.py (a plot's
-times) and corrections.py (times the speaker takes back).
+look across expressions in anaphora.py (times counted from an earlier one) and corrections.py (times
+the speaker takes back, and a plot's times).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from datetime import date, datetime
 from typing import Any
 
-from . import anaphora, corrections, present, stories
+from . import anaphora, corrections, present
 from . import intervals as iv
 from . import lexicon as lx
 from .expressions import Occurrence, find_expressions
@@ -187,7 +187,7 @@ def resolve_occurrences(text: str, observed_at: datetime | int | float, *, limit
     # the post-passes may drop "just" claims: read a few more than asked, then cut
     found = find_expressions(head, now.date(), limit=None if limit is None else 2 * limit + 2, now=now)
     found = anaphora.resolve(head, _settled(head, found, now.date()), now.date())
-    return corrections.taken_back(head, stories.plot_times(head, found))[:limit]
+    return corrections.taken_back(head, corrections.plot_times(head, found))[:limit]
 
 
 def _settled(text: str, found: list[Occurrence], today: date) -> list[Occurrence]:

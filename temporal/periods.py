@@ -15,13 +15,13 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from ..dates import clock
+from ..dates import counts
 from ..dates import expressions as ex
 from ..dates import intervals as iv
 from ..dates import lexicon as lx
 
 MAX_PERIOD_CHARS = 200
-MAX_HOURS = clock.MAX_SECONDS // 3600
+MAX_HOURS = counts.MAX_SECONDS // 3600
 MAX_DAYS = ex.MAX_COUNT["day"]
 
 ACCEPTED_FORMS = (
