@@ -190,16 +190,10 @@ def past_form(low: str) -> bool:
 
 def number_value(token: Token | None, *, allow_article: bool = True) -> int | None:
     """The integer a token spells ("3", "three", and "a"/"an" when allowed), else None."""
-    if token is None:
-        return None
-    low = token.low
+    low = token.low if token is not None else ""
     if low.isdigit() and len(low) <= 4:
         return int(low)
-    if low in NUMBER_WORDS:
-        return NUMBER_WORDS[low]
-    if allow_article and low in ARTICLES:
-        return 1
-    return None
+    return NUMBER_WORDS.get(low, 1 if allow_article and low in ARTICLES else None)
 
 
 def day_number(token: Token | None) -> int | None:

@@ -138,9 +138,7 @@ def _recent_past(c: TokenCursor, index: int) -> bool:
         return verb != "got" or after in _GOT_EVENT
     if verb not in _EVENTS or (verb == "got" and c.low(index + 2) == "to"):  # "you just got to try it"
         return False
-    token = c.tok(index)
-    assert token is not None
-    first, _ = c.sentences[token.sentence]
+    first, _ = c.sentences[c.tokens[index].sentence]
     if c.low(first) in ("when", "back", "as", "while", "once"):  # "When I was a kid, I just found it boring"
         return not any(c.low(at) in _PAST_AUX for at in range(first, index))
     return not _past_in_clause(c, index, first)  # "I had a long day, I just got home" claims

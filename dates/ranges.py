@@ -41,8 +41,7 @@ def run(c: TokenCursor, index: int, anchor: Callable[[int], Hit | None]) -> Hit 
         joiners, index = _DASHES, index - 1  # "2019-2021": only a later year after the dash
     if joiners is None:
         return None
-    named = _days_of_one_month(c, index, joiners) or (None if changes(c, index) else _weekdays_of_week(
-        c, index, joiners) or _weekdays(c, index, joiners))
+    named = _days_of_one_month(c, index, joiners) or (None if changes(c, index) else _weekdays(c, index, joiners))
     if named is not None:
         return named
     start = anchor(index + 1)
@@ -68,27 +67,20 @@ def run(c: TokenCursor, index: int, anchor: Callable[[int], Hit | None]) -> Hit 
     return Hit(end.stop, first, end.days[1] + iv.DAY, granularity)
 
 
-def _weekdays_of_week(c: TokenCursor, index: int, joiners: tuple[str, ...]) -> Hit | None:
-    """"from Monday (morning) to Friday (evening) last week": both days of that week, in order."""
-    opening = c.weekday_at(index + 1, abbreviations=True)
-    joiner = c.skip_part_of_day(index + 2)
-    closing = c.weekday_at(joiner + 1, abbreviations=True)
-    week = week_named(c, c.skip_part_of_day(joiner + 2)) if closing is not None else None
-    if opening is None or closing is None or week is None or c.low(joiner) not in joiners or closing < opening:
-        return None
-    monday = iv.week_start(c.today) + iv.WEEK * week[0]
-    return Hit(week[1], monday + timedelta(days=opening), monday + timedelta(days=closing + 1), "day")
-
-
 def _weekdays(c: TokenCursor, index: int, joiners: tuple[str, ...]) -> Hit | None:
     """"(from) Monday to Wednesday": its first day by the sentence's tense, as a bare weekday is (the
-    run's opening word begins the time), its last the first such day on or after it."""
+    run's opening word begins the time), its last the first such day on or after it; "from Monday
+    (morning) to Friday (evening) last week": both days of that week, in order."""
     opening = c.weekday_at(index + 1, abbreviations=True)
     joiner = c.skip_part_of_day(index + 2)
     closing = c.weekday_at(joiner + 1, abbreviations=True)
     if opening is None or closing is None or c.low(joiner) not in joiners:
         return None
     stop = c.skip_part_of_day(joiner + 2)
+    week = week_named(c, stop)
+    if week is not None and closing >= opening:
+        monday = iv.week_start(c.today) + iv.WEEK * week[0]
+        return Hit(week[1], monday + timedelta(days=opening), monday + timedelta(days=closing + 1), "day")
     tense = c.tense(index + (c.low(index) not in _JOINERS), stop)
     if tense == "unclear":
         return Hit(stop, reason=lx.UNCLEAR_TENSE)
