@@ -197,19 +197,16 @@ def _rollup_page(ctx: ToolContext, sections: Sequence[plan.RollupState], after: 
     chosen = list(sections[offset:offset + limit])
     store = RollupStore(ctx.runtime.db)
     rows = store.get_many([s.rollup_id for s in chosen])
+    listed = [store.source_node_ids(r.rollup_id, NODE_IDS_LISTED + 1) for r in rows]
 
     def items(max_chars: int) -> list[dict[str, Any]]:
-        out = []
-        for r in rows:
-            ids = store.source_node_ids(r.rollup_id, NODE_IDS_LISTED + 1)
-            out.append({"kind": "rollup", "rollup_id": r.rollup_id, "period_kind": r.period_kind,
-                        "period": r.key.label, "scope": r.scope, "period_start": iso(r.period_start),
-                        "period_end": iso(r.period_end),
-                        "status": r.status, "built_at": iso(r.built_at), "level": r.level,
-                        "token_count": r.token_count, **_text(r.summary, max_chars), "source_count": r.source_count,
-                        "node_ids": ids[:NODE_IDS_LISTED], "node_ids_truncated": len(ids) > NODE_IDS_LISTED,
-                        "expand": f"trove_recent(period='{r.key.label}', mode='summaries')"})
-        return out
+        return [{"kind": "rollup", "rollup_id": r.rollup_id, "period_kind": r.period_kind, "period": r.key.label,
+                 "scope": r.scope, "period_start": iso(r.period_start), "period_end": iso(r.period_end),
+                 "status": r.status, "built_at": iso(r.built_at), "level": r.level, "token_count": r.token_count,
+                 **_text(r.summary, max_chars), "source_count": r.source_count, "node_ids": ids[:NODE_IDS_LISTED],
+                 "node_ids_truncated": len(ids) > NODE_IDS_LISTED,
+                 "expand": f"trove_recent(period='{r.key.label}', mode='summaries')"}
+                for r, ids in zip(rows, listed, strict=True)]
 
     cursors = [_cursor("rollups", 0.0, offset + i + 1) for i in range(len(rows))]
     return {"items": items, "cursors": cursors, "total": len(sections),
@@ -255,12 +252,8 @@ def _message_page(ctx: ToolContext, start: float, end: float, view: str | None, 
     rows = rows[:limit]
 
     def items(max_chars: int) -> list[dict[str, Any]]:
-        out = []
-        for r in rows:
-            item = message_item(r, sid, max_chars=max_chars)
-            item.pop("content_offset", None)
-            out.append({"kind": "message", **item})
-        return out
+        return [{"kind": "message", **{k: v for k, v in message_item(r, sid, max_chars=max_chars).items()
+                                       if k != "content_offset"}} for r in rows]
 
     return {"items": items, "cursors": [_cursor("messages", r.created_at, r.store_id) for r in rows],
             "total": queries.count_messages(db, start, end, view, ctx.visible), "more_after_page": more}

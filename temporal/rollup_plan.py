@@ -15,6 +15,7 @@ from ..dates import intervals as iv
 from .periods import unit_label
 
 KINDS = ("day", "week", "month")
+_SPANS = {"day": iv.day_span, "week": iv.week_span, "month": lambda day: iv.month_span(day.year, day.month)}
 DAY_S = 86400.0
 # A leaf whose messages spread over more days than this (an idle session compacted weeks
 # later) belongs to the days of its first and last message only, not to every day between.
@@ -88,14 +89,9 @@ def _at(day: date) -> float:
 def period_of(kind: str, ts: float) -> PeriodKey:
     """The ``kind`` period holding the instant ``ts``."""
     day = _day(ts)
-    if kind == "day":
-        first, end = iv.day_span(day)
-    elif kind == "week":
-        first, end = iv.week_span(day)
-    elif kind == "month":
-        first, end = iv.month_span(day.year, day.month)
-    else:
+    if kind not in _SPANS:
         raise ValueError(f"unknown period kind {kind!r}; one of {', '.join(KINDS)}")
+    first, end = _SPANS[kind](day)
     return PeriodKey(kind, _at(first), _at(end))
 
 
