@@ -193,9 +193,8 @@ class _Scanner:
         if self.c.low(at) in lx.APPROXIMATORS or (self.c.low(at) in ("more", "less") and self.c.low(at + 1) == "than"):
             approximate = True
             at += 2 if self.c.low(at + 1) == "than" else 1
-        future_form = False
-        if not approximate and not onset and self.c.low(at) == "in":
-            future_form, at = True, at + 1
+        future_form = not approximate and not onset and self.c.low(at) == "in"
+        at += future_form
         half = self.c.low(at) == "half" and self.c.low(at + 1) in lx.ARTICLES  # "half a year ago"
         at += half
         vague, read = False, counts.read(self.c, at)
@@ -431,10 +430,8 @@ class _Scanner:
         assert count is not None
         if not 1 <= count <= MAX_COUNT[unit]:
             return _out_of_range(stop, unit, count)
-        if unit == "day":
-            back = self.c.today - timedelta(days=count)
-        elif unit == "week":
-            back = self.c.today - iv.WEEK * count
+        if unit in ("day", "week"):
+            back = self.c.today - timedelta(days=count * (7 if unit == "week" else 1))
         else:
             back = iv.shift_months(self.c.today, -count * (12 if unit == "year" else 1))
         return Hit(stop, back + iv.DAY, self.c.today + iv.DAY, "day")
