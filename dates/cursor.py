@@ -257,9 +257,8 @@ class TokenCursor:
         opens a noun phrase and a lower-case word that is no function word ("went to Sunday school", "the
         Monday blues", "our Friday meeting") names a kind of thing, no day; unless "the" opens the clause
         with it and the clause goes on in the past ("The Monday meeting was long": that meeting, that day)."""
-        if (self.low(index), self.low(index + 1), self.low(index + 2)) in _NAMED_THINGS or \
-                (self.low(index), self.low(index + 1)) in _NAMED_THINGS or (self.low(index - 1), self.low(index)) \
-                in _NAMED_THINGS:
+        words = tuple(self.low(at) for at in range(index - 1, index + 3))
+        if words[1:] in _NAMED_THINGS or words[1:3] in _NAMED_THINGS or words[:2] in _NAMED_THINGS:
             return True
         after = index + 1 + (self.low(index + 1) in lx.PARTS_OF_DAY)  # "our Tuesday night trivia team"
         if not (self.low(index - 1) in _NOUN_LEADS and _goes_on(self.tok(after), lx.AFTER_NTH)):
