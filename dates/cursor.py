@@ -257,7 +257,7 @@ class TokenCursor:
         opens a noun phrase and a lower-case word that is no function word ("went to Sunday school", "the
         Monday blues", "our Friday meeting") names a kind of thing, no day; unless "the" opens the clause
         with it and the clause goes on in the past ("The Monday meeting was long": that meeting, that day)."""
-        words = tuple(self.low(at) for at in range(index - 1, index + 3))
+        words = (self.low(index - 1), self.low(index), self.low(index + 1), self.low(index + 2))
         if words[1:] in _NAMED_THINGS or words[1:3] in _NAMED_THINGS or words[:2] in _NAMED_THINGS:
             return True
         after = index + 1 + (self.low(index + 1) in lx.PARTS_OF_DAY)  # "our Tuesday night trivia team"

@@ -178,9 +178,9 @@ class _Scanner:
                 index - 1) in ("that", "it", "is", "was", "be", "old")):  # "that's yesterday's news": stale, no day
             return self.c.day(self.c.skip_part_of_day(index + 1), lx.DAY_WORDS[base])
         at = index + 1 if base == "the" else index
-        words = (self.c.low(at), self.c.low(at + 1), self.c.base(at + 2))
-        if words in (("day", "before", "yesterday"), ("day", "after", "tomorrow")):
-            return self.c.day(at + 3, -2 if words[1] == "before" else 2)
+        if self.c.low(at) == "day" and (pair := (self.c.low(at + 1), self.c.base(at + 2))) in (
+                ("before", "yesterday"), ("after", "tomorrow")):
+            return self.c.day(at + 3, -2 if pair[0] == "before" else 2)
         return None
 
     def _ago(self, index: int) -> Hit | None:
