@@ -778,6 +778,15 @@ def test_a_relation_or_range_that_does_not_hold_leaves_its_parts(text, expressio
     ("Thanksgiving dinner was loud", []),
     ("a new year begins", []),
     ("the 31st of last month", ["last month"]),  # April has no 31st
+    # days off the calendar claim nothing, and the words after them are still read
+    ("we met on 31.02.2024 and yesterday", ["yesterday"]),
+    ("it was on 2024-02-30", []),
+    ("the 2024-13 report", []),
+    ("it was 31/02/2024", []),
+    ("it was February 30", []),
+    ("on 30 February 2023", ["February 2023"]),
+    ("on Monday, February 30 we met", ["on Monday"]),
+    ("it was the thirty-first of February", ["of February"]),
     ("the 5th week of May", ["of May"]),  # a month has four whole weeks
     ("the end of the week", []),  # a week has no agreed thirds
     ("at the end of the day we agreed", []),
