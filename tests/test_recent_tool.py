@@ -78,6 +78,19 @@ def test_ready_rollups_covering_the_window_serve_it(tmp_path):
     assert drill["mode"] == "summaries" and drill["reason"] == "mode='summaries' was requested"
 
 
+def test_a_rollup_lists_its_first_node_ids_and_says_when_it_holds_more(tmp_path):
+    runtime = runtime_with(tmp_path, temporal_rollups_enabled=True)
+    many = [add_leaf(runtime, 2) for _ in range(recent.NODE_IDS_LISTED + 5)]
+    few = [add_leaf(runtime, 3) for _ in range(2)]
+    rollups.run_pass(runtime, Model(), now=NOW, max_builds=10, budget_s=60)
+    out = call(make_engine(runtime), period="2024-05-02..2024-05-03")
+    assert out["mode"] == "rollups" and [i["period"] for i in out["items"]] == ["2024-05-02", "2024-05-03"]
+    crowded, small = out["items"]
+    assert crowded["node_ids"] == many[:recent.NODE_IDS_LISTED] and crowded["node_ids_truncated"] is True
+    assert small["node_ids"] == few and small["node_ids_truncated"] is False
+    assert list(crowded)[0] == "kind" and crowded["kind"] == "rollup" and crowded["source_count"] == len(many)
+
+
 def test_partly_ready_rollups_fall_back_to_summaries_and_name_the_gap(tmp_path):
     runtime = runtime_with(tmp_path, temporal_rollups_enabled=True)
     for d in (1, 2, 3):
@@ -118,6 +131,8 @@ def test_a_window_without_summaries_pages_its_raw_messages(tmp_path):
             break
         cursor = out["next_cursor"]
     assert seen == ids and "no summary covers this window" in reasons[0]
+    first = call(engine, period="yesterday", limit=1)["items"][0]  # a page of messages names no content offset
+    assert list(first)[0] == "kind" and first["kind"] == "message" and "content_offset" not in first
     assert reasons[1:] == ["the cursor continues the 'messages' pages"] * 2
     assert call(engine, period="yesterday", scope="current")["total_items"] == 0  # the live session has none
     empty = call(engine, period="2030-01")
