@@ -763,6 +763,7 @@ def test_the_table_is_large_and_has_no_duplicate_rows():
     ("we met May 3 - 5 pm", ["May 3"]),  # a run of days never ends on a clock time
     ("it was April 29-31", []),  # April has no 31st
     ("we met May 15-13", ["May 15"]),  # a run ends after it begins
+    ("From Friday to Monday last week I was sick", ["From Friday to Monday", "last week"]),  # not one week's run
     ("we went there on the weekend of the 4th", []),  # not last weekend: "the 4th" alone names no day
     ("the 5th Monday of May", ["Monday", "of May"]),  # a month has four sure weekdays of each name
     ("I saw him Monday before last week's game", ["Monday", "last week's"]),  # "last week" is a time of its own
