@@ -67,7 +67,7 @@ def _bare(text: str, here: Occurrence, stop: int) -> Occurrence | None:
             span = iv.month_span(first.year, month)
         else:
             return None
-    except ValueError:  # "the 31st" of a shorter month
+    except (ValueError, OverflowError):  # "the 31st" of a shorter month, or a span past year 9999
         return None
     return Occurrence(match.group(0), match.span(), *iv.utc_bounds(*span), here.granularity)
 

@@ -318,6 +318,9 @@ def test_days_past_the_calendar_claim_nothing_and_raise_nothing():
     assert resolve_occurrences("we met last year", datetime(1, 1, 2, tzinfo=UTC)) == []  # year 0 does not exist
     [previous] = resolve_occurrences("I left the previous Monday.", datetime(1, 1, 1, tzinfo=UTC))
     assert previous.start is None
+    # a correction read as the calendar's last day: its span would end past year 9999
+    found = resolve_occurrences("She said on the 15th, or rather the 31st", datetime(9999, 12, 30, tzinfo=UTC))
+    assert [o.expression for o in found] == ["on the 15th"] and found[0].start.day == 15
 
 
 def test_a_previous_weekday_with_no_time_before_it_is_the_last_one_and_does_not_chain():
