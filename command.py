@@ -288,15 +288,12 @@ def _human_time(key: Any, v: Any) -> Any:
 
 
 def _scalar(v: Any) -> str:
-    if isinstance(v, (dict, list)):
-        return json.dumps(v, default=str)[:300]
-    return "null" if v is None else str(v)
+    return json.dumps(v, default=str)[:300] if isinstance(v, (dict, list)) else "null" if v is None else str(v)
 
 
 def _bound(text: str) -> str:
-    if len(text) <= MAX_TEXT:
-        return text
-    return text[:MAX_TEXT] + f"\n... truncated ({len(text) - MAX_TEXT} more chars; use the CLI with --json)"
+    more = len(text) - MAX_TEXT
+    return text if more <= 0 else text[:MAX_TEXT] + f"\n... truncated ({more} more chars; use the CLI with --json)"
 
 
 def make_handler(runtime: Runtime) -> Callable[[str], str]:
@@ -419,10 +416,8 @@ def execute(args: argparse.Namespace, runtime: Runtime | None = None, out: TextI
     words = list(getattr(args, "trove_words", None) or [])
     if [w.lower() for w in words] == ["dag"] and getattr(args, "trove_format", "text") == "mermaid":
         words.append("mermaid")
-    if getattr(args, "trove_apply", False):
-        words.append("--apply")
-    if getattr(args, "trove_have_backup", False):
-        words.append(backups.HAVE_BACKUP)
+    words += [flag for attr, flag in (("trove_apply", "--apply"), ("trove_have_backup", backups.HAVE_BACKUP))
+              if getattr(args, attr, False)]
     if getattr(args, "trove_limit", None) is not None:
         words += ["--limit", str(args.trove_limit)]
     key = tuple(w.lower() for w in words if w.lower() != backups.HAVE_BACKUP)
@@ -448,10 +443,8 @@ def execute(args: argparse.Namespace, runtime: Runtime | None = None, out: TextI
             return EXIT_USAGE
         except Exception as exc:  # the CLI's boundary: a failing subcommand is an answer and an exit code
             name, result = _failure(words, exc)
-    if getattr(args, "trove_json", False):
-        _emit(json.dumps(result, indent=2, default=str), out)
-    else:
-        _emit(render(name, result, prefix=prog), out)
+    _emit(json.dumps(result, indent=2, default=str) if getattr(args, "trove_json", False)
+          else render(name, result, prefix=prog), out)
     if migrating:  # exit 1 unless fully copied
         return EXIT_OK if result.get("status") == "ok" else EXIT_PROBLEM
     return exit_code(result)

@@ -107,22 +107,23 @@ def main(argv: Sequence[str] | None = None, prog: str = "import_lossless_claw.py
     try:
         validate(opts)
     except ImportFailure as exc:  # flags that contradict each other: a usage error, nothing opened
-        print(f"import_lossless_claw: error: {exc}".encode("utf-8", "backslashreplace").decode("utf-8"),
-              file=sys.stderr)
+        _say(f"import_lossless_claw: error: {exc}", sys.stderr)
         return 2
     try:
         report = run_import(opts)
     except Exception as exc:  # an unexpected defect, too, gets a clear message; the target is rolled back
         detail = exc if isinstance(exc, ImportFailure) else f"{type(exc).__name__}: {exc}"
-        print(f"import_lossless_claw: error: {detail}".encode("utf-8", "backslashreplace").decode("utf-8"),
-              file=sys.stderr)
+        _say(f"import_lossless_claw: error: {detail}", sys.stderr)
         return 1
     finally:
         if progress is not None:
             progress.done()
-    text = report.to_json() if args.json else report.to_text()
-    print(text.encode("utf-8", "backslashreplace").decode("utf-8"))  # a path that is no UTF-8, escaped
+    _say(report.to_json() if args.json else report.to_text(), sys.stdout)
     if report.scanned and not report.eligible and report.invalid_rows:
         print("import_lossless_claw: error: every source row was invalid; nothing to import", file=sys.stderr)
         return 1
     return 0
+
+
+def _say(text: str, stream: TextIO) -> None:
+    print(text.encode("utf-8", "backslashreplace").decode("utf-8"), file=stream)  # a path that is no UTF-8, escaped

@@ -53,27 +53,18 @@ def loads_object(text: Any) -> dict[str, Any]:
     """Decode a JSON object column; anything else (NULL, garbage, a list) is ``{}``."""
     if isinstance(text, dict):
         return text
-    if not isinstance(text, str) or not text:
-        return {}
     try:
-        value = json.loads(text)
+        value = json.loads(text) if isinstance(text, str) and text else None
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
 
 
-def arguments_json(value: Any) -> str:
-    """Tool-call arguments as the JSON string OpenAI-style messages carry."""
-    if value is None:
-        return "{}"
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
 def tool_call(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
-    function = {"name": name or "unknown", "arguments": arguments_json(arguments)}
-    return {"id": call_id, "type": "function", "function": function}
+    """An OpenAI-style tool call; its arguments as the JSON string such messages carry."""
+    if not isinstance(arguments, str):
+        arguments = "{}" if arguments is None else json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+    return {"id": call_id, "type": "function", "function": {"name": name or "unknown", "arguments": arguments}}
 
 
 def _image_part(block: dict[str, Any]) -> dict[str, Any]:
@@ -146,10 +137,8 @@ def is_empty(message: dict[str, Any]) -> bool:
 
 def whole_reference(content: Any) -> str | None:
     """The ``file_…`` id when a message body is one externalized-payload reference."""
-    if isinstance(content, str):
-        m = WHOLE_REF.match(content)
-        return m.group(2) if m else None
-    return None
+    m = WHOLE_REF.match(content) if isinstance(content, str) else None
+    return m.group(2) if m else None
 
 
 def summary_level(text: str) -> str:

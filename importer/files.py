@@ -48,13 +48,13 @@ def candidate_paths(ref: FileRef, remaps: Sequence[tuple[str, str]], state_dirs:
     return out
 
 
+@dataclass(frozen=True)
 class LargeFiles:
     """The ``large_files`` rows of one source database, resolved lazily."""
 
-    def __init__(self, refs: dict[str, FileRef], remaps: Sequence[tuple[str, str]], state_dirs: Sequence[Path]):
-        self.refs = refs
-        self.remaps = tuple(remaps)
-        self.state_dirs = tuple(state_dirs)
+    refs: dict[str, FileRef]
+    remaps: Sequence[tuple[str, str]]
+    state_dirs: Sequence[Path]
 
     def read(self, file_id: str) -> tuple[str | None, str]:
         """(text, "") when found, else (None, why) for a warning."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
 MAX_WARNINGS = 200
 
@@ -58,14 +57,11 @@ class ImportReport:
         else:
             self.warnings_dropped += 1
 
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, sort_keys=False)
+        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=False)
 
     def to_text(self) -> str:
-        d = self.to_dict()
+        d = dataclasses.asdict(self)
         warnings = d.pop("warnings")
         width = max(len(k) for k in d)
         lines = [f"{k.ljust(width)}  {v}" for k, v in d.items()

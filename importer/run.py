@@ -168,9 +168,6 @@ def _without_duplicates(target: Path, report: ImportReport, opts: ImportOptions)
 
     skipped: set[str] = set()  # counted once although every pass walks the units
 
-    def dedupe(units: Units) -> Units:
-        return lambda: filtered(units)
-
     def filtered(units: Units) -> Iterator[Unit]:
         for unit in units():
             other = seen.get((opts.agent, unit.session))
@@ -184,7 +181,7 @@ def _without_duplicates(target: Path, report: ImportReport, opts: ImportOptions)
                             " (the same OpenClaw session from another source); skipped."
                             " Pass --allow-duplicate-sources to import it again")
             yield dataclasses.replace(unit, summaries=None, imported_as=other)  # scanned, never written
-    return dedupe
+    return lambda units: lambda: filtered(units)
 
 
 def _write(units: Units, dedupe: Callable[[Units], Units], source: ClawSource | None, target: Path,

@@ -143,9 +143,8 @@ def imported_session_ids(target: Path) -> list[str]:
     """Session ids of earlier imports in ``target`` (``...:agent:...``), read-only; [] without a target."""
     if not target.exists():
         return []
-    live = target.with_name(target.name + "-wal").exists()
     try:
-        conn = open_readonly(target, immutable=not live)
+        conn = _read_target(target)
     except sqlite3.DatabaseError:
         return []
     try:
@@ -155,6 +154,12 @@ def imported_session_ids(target: Path) -> list[str]:
         return []
     finally:
         conn.close()
+
+
+def _read_target(target: Path) -> sqlite3.Connection:
+    """A checkpointed file (no -wal beside it) is read as immutable so that not even -wal/-shm files
+    appear; a live one (Hermes running) is read through its WAL with mode=ro."""
+    return open_readonly(target, immutable=not target.with_name(target.name + "-wal").exists())
 
 
 class Ledger:
@@ -187,11 +192,8 @@ class ReadOnlyLedger(Ledger):
         self.conn: sqlite3.Connection | None = None
         if not target.exists():
             return
-        # A checkpointed file (no -wal beside it) is read as immutable so that not even -wal/-shm
-        # files appear; a live one (Hermes running) is read through its WAL with mode=ro.
-        live = target.with_name(target.name + "-wal").exists()
         try:
-            conn = open_readonly(target, immutable=not live)
+            conn = _read_target(target)
             names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         except sqlite3.DatabaseError as exc:
             raise ImportFailure(f"target is not a readable SQLite database: {target} ({exc})") from exc
@@ -211,10 +213,7 @@ class Writer(Ledger):
     conn: sqlite3.Connection
 
     def __init__(self, runtime: Runtime, conn: sqlite3.Connection, import_id: str):
-        self.store = runtime.store
-        self.dag = runtime.dag
-        self.conn = conn
-        self.import_id = import_id
+        self.store, self.dag, self.conn, self.import_id = runtime.store, runtime.dag, conn, import_id
 
     def record_import(self, kind: str, sources: Sequence[str], options: dict[str, Any]) -> None:
         now = time.time()
@@ -258,10 +257,8 @@ class Writer(Ledger):
                       latest_at=s.latest_at if s.latest_at is not None else r[2],
                       level=summary_level(s.content), model=s.model, expand_hint=expand_hint(s.content),
                       conn=self.conn)
-        if depth == 0:
-            node = self.dag.add_leaf(session_id, s.content, sources, **common)
-        else:
-            node = self.dag.add_condensed(session_id, depth, s.content, sources, **common)
+        node = self.dag.add_leaf(session_id, s.content, sources, **common) if depth == 0 else \
+            self.dag.add_condensed(session_id, depth, s.content, sources, **common)
         self.conn.execute("INSERT INTO imported_nodes(import_id, source_key, node_id, imported_at) VALUES (?,?,?,?)",
                           (self.import_id, s.key, node, time.time()))
         return node

@@ -23,7 +23,6 @@ from ..dag import SummaryDAG
 from ..db import (
     Database,
     FtsSync,
-    SchemaObjects,
     blank_schema,
     create_index,
     create_trigger,
@@ -73,16 +72,13 @@ class Structure:
                 + self.missing_views)
 
 
-def plan_structure(expected: SchemaObjects, present: SchemaObjects) -> Structure:
-    return Structure(*(tuple(sorted(set(getattr(expected, kind)) - set(getattr(present, kind))))
-                       for kind in ("tables", "fts", "triggers", "indexes", "views")))
-
-
 def check_structure(conn: sqlite3.Connection) -> Structure:
     if on_server(conn):  # a server's catalog against its migrations; the search side tables count as FTS
         gone = server_schema.missing(conn)
         return Structure(gone["tables"], gone["search"], gone["triggers"], gone["indexes"])
-    return plan_structure(blank_schema(), schema_objects(conn))
+    expected, present = blank_schema(), schema_objects(conn)
+    return Structure(*(tuple(sorted(set(getattr(expected, kind)) - set(getattr(present, kind))))
+                       for kind in ("tables", "fts", "triggers", "indexes", "views")))
 
 
 # -- the full-text indexes of either store ------------------------------------------
@@ -217,14 +213,10 @@ def diagnose_background(db: Database) -> dict[str, Any]:
 
 def repair_background(db: Database) -> list[str]:
     """Clear what ``diagnose_background`` finds; each step is conditional on the rows being unchanged."""
-    actions = []
     cleared = leases.clear_stale(db, leases.stale(db))
-    if cleared:
-        actions.append(f"cleared {cleared} stale lease(s)")
     reset = RollupStore(db).abandon_building(_stuck_rollups(db), time.time())
-    if reset:
-        actions.append(f"marked {reset} orphaned 'building' rollup(s) stale for rebuild")
-    return actions
+    return [text for n, text in ((cleared, f"cleared {cleared} stale lease(s)"),
+                                 (reset, f"marked {reset} orphaned 'building' rollup(s) stale for rebuild")) if n]
 
 
 # -- empty lifecycle-row GC ---------------------------------------------------------
@@ -314,11 +306,8 @@ class StartupReport:
 
 def deep_check_due(interval_hours: float, last_checked: float | None, now: float) -> bool:
     """0 ⇒ every startup, negative ⇒ never, else when the interval has elapsed."""
-    if interval_hours < 0:
-        return False
-    if interval_hours == 0 or last_checked is None:
-        return True
-    return now - last_checked >= interval_hours * 3600
+    return interval_hours >= 0 and (interval_hours == 0 or last_checked is None
+                                    or now - last_checked >= interval_hours * 3600)
 
 
 def run_deep_check(runtime: Runtime) -> bool:

@@ -167,9 +167,7 @@ def _server_identity(url: str) -> tuple[tuple[str, str], ...]:
 
 def source_identity(db: Database | PgDatabase) -> str:
     """How the target's progress keys name the source: its file, or its redacted URL."""
-    if isinstance(db, PgDatabase):
-        return f"postgresql:{db.path}"
-    return f"sqlite:{os.path.realpath(db.path)}"
+    return f"postgresql:{db.path}" if isinstance(db, PgDatabase) else f"sqlite:{os.path.realpath(db.path)}"
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -270,18 +268,15 @@ def _present(conn: Any, table: Table, keys: Sequence[tuple[Any, ...]]) -> set[tu
 def _index(conn: Any, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], new: set[Any]) -> None:
     """Full text for the rows just added: ``pgtext`` on a server; in a SQLite file the messages index
     (nodes are indexed by their insert trigger)."""
-    if table == "messages":
-        at = [columns.index(c) for c in ("store_id", "content", "tool_calls")]
-        fresh = [tuple(r[i] for i in at) for r in rows if r[at[0]] in new]
-        if fresh and on_server(conn):
-            pgtext.index_messages(conn, fresh)
-        elif fresh:
-            conn.executemany("INSERT INTO messages_fts(rowid, content, tool_calls) VALUES (?, ?, ?)", fresh)
-    elif table == "summary_nodes" and on_server(conn):
-        at = [columns.index(c) for c in ("node_id", "summary")]
-        fresh = [tuple(r[i] for i in at) for r in rows if r[at[0]] in new]
-        if fresh:
-            pgtext.index_nodes(conn, fresh)
+    indexed = {"messages": ("store_id", "content", "tool_calls"), "summary_nodes": ("node_id", "summary")}
+    if table not in indexed or (table == "summary_nodes" and not on_server(conn)):
+        return
+    at = [columns.index(c) for c in indexed[table]]
+    fresh = [tuple(r[i] for i in at) for r in rows if r[at[0]] in new]
+    if fresh and on_server(conn):
+        (pgtext.index_messages if table == "messages" else pgtext.index_nodes)(conn, fresh)
+    elif fresh:
+        conn.executemany("INSERT INTO messages_fts(rowid, content, tool_calls) VALUES (?, ?, ?)", fresh)
 
 
 def _set_cursor(conn: Any, key: str, value: Sequence[Any]) -> None:
@@ -303,10 +298,6 @@ class _Run:
     identity: str
     progress: Progress | None
     budget: int | None  # rows this run may still read (tests stop a run early with it)
-
-    def spend(self, n: int) -> None:
-        if self.budget is not None:
-            self.budget -= n
 
 
 def copy_table(run: _Run, table: Table) -> dict[str, Any]:
@@ -344,7 +335,8 @@ def copy_table(run: _Run, table: Table) -> dict[str, Any]:
             if table.mode == "append":
                 _set_cursor(conn, progress_key, cursor)
         copied, already, done = copied + len(new), already + len(rows) - len(new), done + len(rows)
-        run.spend(len(rows))
+        if run.budget is not None:
+            run.budget -= len(rows)
         if run.progress is not None:
             run.progress(table.name, done, total, time.monotonic() - t0)
     if run.progress is not None and not (copied or already):
@@ -435,16 +427,13 @@ def migrate(runtime: Runtime, to: str, *, progress: Progress | None = None,
     started = time.monotonic()
     report: dict[str, Any] = {"source": source_db.path, "target": redact_url(target.path),
                               "target_kind": target.kind}
-    try:
+    failed = "the source cannot be read"
+    try:  # a server that is down (or refuses the schema), a damaged file: nothing was written anywhere
         source = source_db.read()
-    except Exception as exc:  # a server that is down, a damaged file: nothing was written anywhere
-        return {"status": "error", "error": f"the source cannot be read: {type(exc).__name__}: {exc}".strip(),
-                **report}
-    try:
+        failed = "the target cannot be opened"
         target.connect()  # creates or migrates the target's schema
-    except Exception as exc:  # a server that is down or refuses the schema, a file that will not open
-        return {"status": "error", "error": f"the target cannot be opened: {type(exc).__name__}: {exc}".strip(),
-                **report}
+    except Exception as exc:
+        return {"status": "error", "error": f"{failed}: {type(exc).__name__}: {exc}".strip(), **report}
     with _snapshot(source):
         run = _Run(source, target, source_identity(source_db), progress, max_rows)
         try:
@@ -502,10 +491,8 @@ def migrate(runtime: Runtime, to: str, *, progress: Progress | None = None,
 def _outbox_pending(runtime: Runtime) -> int:
     """Rows a PostgreSQL store's local outbox holds that the server does not have yet (0 for SQLite)."""
     outbox = getattr(runtime.store, "outbox", None)
-    if outbox is None:
-        return 0
     with contextlib.suppress(Exception):
-        return int(outbox.pending())
+        return int(outbox.pending()) if outbox is not None else 0
     return 0
 
 

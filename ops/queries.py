@@ -233,24 +233,23 @@ def footprints(conn: sqlite3.Connection) -> list[Footprint]:
     return out
 
 
+def _links(conn: sqlite3.Connection, sql: str) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for a, b in conn.execute(sql):
+        out.setdefault(str(a), set()).add(str(b))
+    return out
+
+
 def carried_into(conn: sqlite3.Connection) -> dict[str, set[str]]:
     """Owner session -> the other sessions its summary nodes were carried into."""
-    out: dict[str, set[str]] = {}
-    rows = conn.execute("SELECT DISTINCT n.session_id, c.session_id FROM carried_nodes c"
+    return _links(conn, "SELECT DISTINCT n.session_id, c.session_id FROM carried_nodes c"
                         " JOIN summary_nodes n ON n.node_id = c.node_id WHERE c.session_id != n.session_id")
-    for owner, into in rows:
-        out.setdefault(owner, set()).add(into)
-    return out
 
 
 def continued_by(conn: sqlite3.Connection) -> dict[str, set[str]]:
     """Session -> the other sessions that name it as their previous one (they continue it)."""
-    out: dict[str, set[str]] = {}
-    rows = conn.execute("SELECT previous_session_id, session_id FROM sessions"
+    return _links(conn, "SELECT previous_session_id, session_id FROM sessions"
                         " WHERE previous_session_id IS NOT NULL AND previous_session_id != session_id")
-    for previous, session_id in rows:
-        out.setdefault(str(previous), set()).add(str(session_id))
-    return out
 
 
 def session_tables(conn: sqlite3.Connection) -> list[str]:

@@ -62,10 +62,9 @@ def _refusal(runtime: Runtime, session_id: str, mode: str) -> str:
         return f"session {session_id} is {mode}; trove does not own its history"
     row = runtime.store.session(session_id)
     platform = row.platform if row else ""
-    if (p := runtime.filters.ignored_by(session_id, platform)):
-        return f"session {session_id} matches ignore pattern {p!r}"
-    if (p := runtime.filters.stateless_by(session_id, platform)):
-        return f"session {session_id} matches stateless pattern {p!r}"
+    for kind, match in (("ignore", runtime.filters.ignored_by), ("stateless", runtime.filters.stateless_by)):
+        if (p := match(session_id, platform)):
+            return f"session {session_id} matches {kind} pattern {p!r}"
     if row is None:
         return f"session {session_id} has no lifecycle row in this database"
     return ""
