@@ -177,10 +177,8 @@ def lookup(key: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]] | None
     key = tuple(key)
     if key in handlers():
         return key, ()
-    for prefix in (p for row in subsystems.SUBSYSTEMS for p in row.takes_words):
-        if key[:len(prefix)] == prefix:
-            return prefix, key[len(prefix):]
-    return None
+    prefixes = (p for row in subsystems.SUBSYSTEMS for p in row.takes_words)
+    return next(((p, key[len(p):]) for p in prefixes if key[:len(p)] == p), None)
 
 
 ARGS_HINT = " | ".join(("status | doctor [clean|repair|source|retention] [apply [--have-backup]] | backup |"

@@ -33,14 +33,9 @@ def parse_remap(text: str) -> tuple[str, str]:
 def candidate_paths(ref: FileRef, remaps: Sequence[tuple[str, str]], state_dirs: Sequence[Path]) -> list[Path]:
     """Where the blob may be, most specific first (pure)."""
     uri = ref.storage_uri[len("file://"):] if ref.storage_uri.startswith("file://") else ref.storage_uri
-    out: list[Path] = []
-    for old, new in remaps:
-        if uri == old or uri.startswith(old + "/"):
-            out.append(Path(new + uri[len(old):]))
-    if uri:
-        out.append(Path(uri))
-    roots = [Path(new) for _, new in remaps] + list(state_dirs)
-    for root in roots:
+    out = [Path(new + uri[len(old):]) for old, new in remaps if uri == old or uri.startswith(old + "/")]
+    out += [Path(uri)] if uri else []
+    for root in [Path(new) for _, new in remaps] + list(state_dirs):
         folder = root / "lcm-files" / str(ref.conversation_id)
         if ref.file_name:
             out.append(folder / f"{ref.file_id}{Path(ref.file_name).suffix}")

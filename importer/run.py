@@ -351,16 +351,10 @@ def _summaries(nodes: list[SourceSummary], sid: str, states: dict[Any, int], led
     """Import a conversation's DAG bottom-up; a node waits until all its sources exist."""
     report.summaries_scanned += len(nodes)
     existing = ledger.nodes(report.import_id, [s.key for s in nodes])
-    resolved: dict[str, tuple[int, int]] = {}
-    pending: list[SourceSummary] = []
-    for s in nodes:
-        if s.key in existing:
-            resolved[s.summary_id] = (existing[s.key], s.depth)
-            report.summaries_skipped_existing += 1
-        else:
-            pending.append(s)
-    found = False
-    progress = True
+    resolved = {s.summary_id: (existing[s.key], s.depth) for s in nodes if s.key in existing}
+    pending = [s for s in nodes if s.key not in existing]
+    report.summaries_skipped_existing += len(nodes) - len(pending)
+    found, progress = False, True
     while pending and progress:
         progress, waiting = False, []
         for s in pending:

@@ -205,11 +205,8 @@ def _check_pressure(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> 
 
 
 def _check_largest(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
-    rows = queries.largest_messages(conn, 5)
-    if not rows:
-        return "pass", "no messages stored", ""
     return "pass", "; ".join(f"#{r.store_id} {r.role} in {r.session_id}: {r.token_count} tokens, {r.chars} chars"
-                             for r in rows), ""
+                             for r in queries.largest_messages(conn, 5)) or "no messages stored", ""
 
 
 def _check_payloads(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:

@@ -88,12 +88,11 @@ def _deletable(names: set[str], empty: set[str], carried_out: Mapping[str, set[s
     whose summaries a kept session carries, or an ``empty`` one a kept session continues, is kept too (so a
     kept session's own previous one stays, and the one before it; linear in the links)."""
     needs: dict[str, set[str]] = {}  # kept session -> the matched sessions that must stay with it
-    for source, targets in carried_out.items():
-        for target in targets:
-            needs.setdefault(target, set()).add(source)
-    for previous, later in continued_by.items():
-        for session_id in later if previous in empty else ():
-            needs.setdefault(session_id, set()).add(previous)
+    links = [(target, source) for source, targets in carried_out.items() for target in targets]
+    links += [(session_id, previous) for previous, later in continued_by.items() if previous in empty
+              for session_id in later]
+    for session_id, needed in links:
+        needs.setdefault(session_id, set()).add(needed)
     deletable = set(names)
     stack = [s for s in needs if s not in deletable]
     while stack:

@@ -48,9 +48,7 @@ def _pip_copy() -> str | None:
         spec = importlib.util.find_spec("hermes_trove")
     except (ImportError, ValueError):
         return None
-    if spec is None or not spec.origin:
-        return None
-    return str(Path(spec.origin).resolve().parent)
+    return str(Path(spec.origin).resolve().parent) if spec is not None and spec.origin else None
 
 
 def copies(plugin_dir: Path, hermes_home: str) -> list[dict[str, str]]:

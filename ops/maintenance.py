@@ -338,13 +338,10 @@ def _startup(runtime: Runtime, background: bool, now: float) -> StartupReport:
     problems: list[str] = []
     if not structure.ok:
         problems.append(f"missing schema objects: {', '.join(structure.missing)}")
-    synced = True
     indexes = search_indexes(conn)
-    for fts in (name for name in indexes if name not in structure.missing_fts):
-        sync = index_sync(conn, fts, exact=False)
-        if not sync.ok:
-            synced = False
-            problems.append(f"{fts} indexes {sync.indexed_rows} rows but {indexes[fts][0]} has {sync.content_rows}")
+    syncs = [index_sync(conn, fts, exact=False) for fts in indexes if fts not in structure.missing_fts]
+    problems += [f"{s.table} indexes {s.indexed_rows} rows but {indexes[s.table][0]} has {s.content_rows}"
+                 for s in syncs if not s.ok]
     if problems:
         log.warning("trove: %s. Run `%s` (it takes a backup first).", "; ".join(problems), REPAIR_HINT)
     interval = float(runtime.config.fts_integrity_check_interval_hours)
@@ -360,7 +357,7 @@ def _startup(runtime: Runtime, background: bool, now: float) -> StartupReport:
     deleted = gc_empty_lifecycle(runtime, now=now)
     clean_stale_temp(runtime.payload_dir)  # temp files a crashed sidecar write left (on a server: the spool)
     remove_dead_leftovers(backup_dir(runtime.config), PARTIAL)  # a killed backup's half-made copy
-    return StartupReport(structure, synced, deep, deleted, tuple(problems))
+    return StartupReport(structure, all(s.ok for s in syncs), deep, deleted, tuple(problems))
 
 
 def _background_check(runtime: Runtime) -> None:

@@ -471,18 +471,16 @@ def migrate(runtime: Runtime, to: str, *, progress: Progress | None = None,
                                  " resolve only where those files, or the server's payloads table, are")
     waiting = _outbox_pending(runtime)
     if waiting:
-        report["outbox_pending"] = waiting
-        report["outbox_note"] = (f"{waiting} messages wait in this machine's outbox and are not on the server yet:"
-                                 " they are not in this copy; let Hermes ship them and run the command again")
+        report.update(outbox_pending=waiting, outbox_note=f"{waiting} messages wait in this machine's outbox and"
+                      " are not on the server yet: they are not in this copy; let Hermes ship them and run the"
+                      " command again")
     if stopped:
-        report["status"] = "incomplete"
-        report["note"] = "stopped early; run the same command again to continue where it stopped"
-        return report
+        return {**report, "status": "incomplete",
+                "note": "stopped early; run the same command again to continue where it stopped"}
     report["verify"] = checks
     if not all(line["equal"] for line in checks.values()):
-        report["status"] = "mismatch"
-        report["note"] = ("the counts differ: the source changed since the copy began, or lost rows the target"
-                          " still holds; copy into an empty target for an exact copy")
+        report.update(status="mismatch", note="the counts differ: the source changed since the copy began, or lost"
+                      " rows the target still holds; copy into an empty target for an exact copy")
     else:
         report["status"] = "partial" if waiting else "ok"
     return report

@@ -38,19 +38,12 @@ def settled(runtime: Runtime) -> sqlite3.Connection:
 
 # -- whole-database totals (status) ---------------------------------------------------------
 
-@dataclass(frozen=True)
-class StoreTotals:
-    total_messages: int
-    total_tokens: int
-    total_sessions: int
-    total_nodes: int
-
-
-def store_totals(conn: sqlite3.Connection) -> StoreTotals:
+def store_totals(conn: sqlite3.Connection) -> dict[str, int]:
     messages, tokens = conn.execute(f"SELECT COUNT(*), COALESCE(SUM({sane('token_count')}),0) FROM messages").fetchone()
     sessions = conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
     nodes = conn.execute("SELECT COUNT(*) FROM summary_nodes").fetchone()[0]
-    return StoreTotals(int(messages), int(tokens), int(sessions), int(nodes))
+    return {"total_messages": int(messages), "total_tokens": int(tokens), "total_sessions": int(sessions),
+            "total_nodes": int(nodes)}
 
 
 # -- health facts (doctor) ------------------------------------------------------------------

@@ -65,9 +65,7 @@ def _refusal(runtime: Runtime, session_id: str, mode: str) -> str:
     for kind, match in (("ignore", runtime.filters.ignored_by), ("stateless", runtime.filters.stateless_by)):
         if (p := match(session_id, platform)):
             return f"session {session_id} matches {kind} pattern {p!r}"
-    if row is None:
-        return f"session {session_id} has no lifecycle row in this database"
-    return ""
+    return f"session {session_id} has no lifecycle row in this database" if row is None else ""
 
 
 def preview(runtime: Runtime, session_id: str, mode: str = "active") -> RotatePlan:

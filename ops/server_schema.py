@@ -67,10 +67,8 @@ def search_sync(conn: Any, side: str, exact: bool = True) -> FtsSync:
 
 def search_problem(sync: FtsSync) -> str | None:
     """What the exact counts say is wrong with one side table, or None (the deep check's verdict)."""
-    if sync.ok:
-        return None
-    return (f"{sync.unindexed} of {sync.content_rows} rows have no search document, {sync.ghosts} documents"
-            " have no row")
+    return None if sync.ok else (f"{sync.unindexed} of {sync.content_rows} rows have no search document,"
+                                 f" {sync.ghosts} documents have no row")
 
 
 def repair(conn: Any) -> list[str]:

@@ -11,7 +11,6 @@ import sqlite3
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from .. import subsystems, tokens
@@ -168,14 +167,13 @@ def build_status(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = N
                               "store_health": health, "runtime": runtime_section(runtime, offline),
                               "engine": dict(snapshot) if snapshot is not None else
                               {"session_id": UNBOUND, "note": "no engine has bound a session in this process"}}
-    healthy = health["usable"] and status["runtime"]["healthy"]
-    status["overall"] = "healthy" if healthy else "unhealthy"
+    status["overall"] = "healthy" if health["usable"] and status["runtime"]["healthy"] else "unhealthy"
     if snapshot is not None:
         status["context_pressure"] = pressure_section(snap)
     try:
         if offline:
             raise ConnectionError(offline)
-        status["store"] = asdict(queries.store_totals(queries.settled(runtime)))
+        status["store"] = queries.store_totals(queries.settled(runtime))
         if sid:
             row = runtime.store.session(sid)
             if row is None and sid != bound_session(snap):  # a named id the store never saw: a typo?
