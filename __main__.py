@@ -1,9 +1,5 @@
-"""``python -m hermes_trove status|doctor|backup|rotate|dag ... [--db PATH] [--json]`` and
-``python -m hermes_trove import ...`` (the OpenClaw importer).
-
-A shim: the operator parser and subcommands live in ``command.py`` (shared with ``/trove``
-and ``hermes trove``), the importer's in ``importer/cli.py``.
-"""
+"""``python -m hermes_trove status|doctor|... [--db PATH] [--json]`` (``command.py``, shared with ``/trove``
+and ``hermes trove``) and ``python -m hermes_trove import ...`` (the OpenClaw importer, ``importer/cli.py``)."""
 from __future__ import annotations
 
 import sys

@@ -462,11 +462,8 @@ def _migrate(runtime: Runtime, to: str) -> dict[str, Any]:
 
 
 def cli_handler(runtime: Runtime) -> Callable[[argparse.Namespace], int]:
-    """``handler_fn`` for ``ctx.register_cli_command``: the plugin's runtime unless --db is given.
-
-    The host calls ``args.func(args)`` and drops the return value, so the exit code is raised
-    as ``SystemExit`` here; ``python -m hermes_trove`` returns it from ``main``.
-    """
+    """``handler_fn`` for ``ctx.register_cli_command`` (the plugin's runtime unless --db is given). The
+    host drops ``args.func(args)``'s return value, so the exit code is raised as ``SystemExit``."""
     def handle(args: argparse.Namespace) -> int:
         sys.exit(execute(args, runtime, prog="hermes trove"))
     return handle

@@ -143,11 +143,8 @@ class ClawSource:
 
     # -- messages ----------------------------------------------------------
     def messages(self, conv: Conversation, batch_size: int = 500) -> Iterator[SourceMessage]:
-        """Every message of one conversation in ``seq`` order, converted, streamed in batches.
-
-        One query joins each message to its parts (in ``ordinal`` order) and is read as plain
-        tuples; only the rows of the message being rebuilt are held.
-        """
+        """Every message of one conversation in ``seq`` order, converted; read as plain tuples, holding
+        only the rows of the message being rebuilt."""
         cur = self.conn.cursor()
         cur.row_factory = None
         cur.execute(self._messages_sql(), (conv.conversation_id,))
@@ -256,11 +253,8 @@ class ClawSource:
 
 
 def _provenance(conv: Conversation, r: tuple, mid: int, flags: dict[str, Any]) -> str | None:
-    """The ledger's provenance JSON for one message (``compact_meta`` of the same fields).
-
-    The common row (integer seq, no sender, no flags) is written directly: encoding a
-    dict per message was a measurable share of an import.
-    """
+    """The ledger's provenance JSON for one message (``compact_meta`` of the same fields); the common
+    row is written directly: encoding a dict per message was a measurable share of an import."""
     seq, entry, sender = r[2], r[6], r[7]
     if flags or sender or type(seq) is not int or not isinstance(entry, (str, type(None))) \
             or not isinstance(conv.session_key, (str, type(None))):

@@ -1,12 +1,9 @@
 """Read and convert a lossless-claw source in a forked child process while this one writes.
 
-Converting a row costs about as much Python as writing it, and threads share one
-interpreter lock, so an apply forks one reader: it opens its own read-only connection to
-the source, converts the given conversations in order, prepares each message's store
-columns (``MessageStore.prepare_rows``: normalizing, storage guard, identity) and sends
-them in batches through a pipe, whose bounded buffer keeps memory flat. The writing
-process is left with little more than the inserts. An error in the child is
-raised again here; a child that vanishes is an ``ImportFailure``.
+Converting a row costs about as much Python as writing it, and threads share one interpreter lock,
+so an apply forks one reader: it converts the conversations in order, prepares each message's store
+columns (``MessageStore.prepare_rows``) and sends them in batches through a pipe, whose bounded buffer
+keeps memory flat. An error in the child is raised again here; a child that vanishes is an ``ImportFailure``.
 """
 from __future__ import annotations
 
@@ -33,11 +30,8 @@ def available() -> bool:
 
 
 class ForkedReader:
-    """The messages of the given conversations, read, converted and prepared by a child process.
-
-    ``sessions`` pairs each conversation id with the target session its rows are prepared
-    for; ``store`` (never connected here) prepares the rows.
-    """
+    """The messages of the given conversations, read, converted and prepared by a child process for
+    the target session ``sessions`` pairs with each; ``store`` (never connected here) prepares the rows."""
 
     def __init__(self, path: str, sessions: Sequence[tuple[int, str]], store: MessageStore,
                  remaps: Sequence[tuple[str, str]] = (), busy_timeout_s: float = 2.0, batch_size: int = 500):

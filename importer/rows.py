@@ -1,10 +1,5 @@
-"""Frozen rows every source reader yields and the import loop consumes.
-
-A ``SourceMessage`` is one source row already converted to a host message dict (or
-marked skipped with the reason); a ``SourceSummary`` is one lossless-claw DAG node with
-its ordered lineage. A ``Unit`` is one source conversation: SQLite conversation or JSONL
-file. A reader process may also prepare a message's store columns
-(``MessageStore.prepare_rows``) so that the writing process only inserts them.
+"""Frozen rows every source reader yields and the import loop consumes: a converted (or skipped)
+message, a lossless-claw DAG node with its ordered lineage, and a ``Unit`` (one source conversation).
 """
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
 """One import run: plan (dry run) or apply, over SQLite or JSONL sources.
 
-Every run walks the source once per pass and counts the same way; an apply first makes
-a cheap pass that stops at the first new row (nothing new: no backup, no write), then
-backs up an existing target and writes everything inside ONE transaction, so the target
-ends up either untouched or fully imported. A target that does not exist yet is built in
-a private file beside it and moved into place only when complete (see ``target``). A
-SQLite source is converted meanwhile by a forked reader (see ``pipe``). Summary nodes
-follow their sources.
+Every run walks the source once per pass and counts the same way; an apply first makes a cheap pass
+that stops at the first new row (nothing new: no backup, no write), then backs up an existing target
+and writes everything inside ONE transaction, so the target ends up either untouched or fully imported.
 """
 from __future__ import annotations
 

@@ -1,12 +1,6 @@
-"""The target side of an import: ledger look-ups, the backup, and the writes.
-
-A dry run reads the target's import ledger read-only (immutable when checkpointed; not at
-all when the file does not exist) and never creates or migrates it. An apply writes
-messages through ``MessageStore`` (``insert_rows`` for rows a reader process prepared,
-else ``append_bulk``) and nodes through ``SummaryDAG`` on the one connection of the
-caller's transaction, recording each source key in the ledger. A target that does not
-exist is built in a staging file beside it, without WAL or fsyncs (nobody else can see
-it), and linked into place when complete, never over a file that appeared meanwhile.
+"""The target side of an import: ledger look-ups, the backup, and the writes, all on the one connection
+of the caller's transaction. A dry run only reads the target (``ReadOnlyLedger``); a target that does not
+exist is built in a staging file beside it and linked into place when complete (``publish``).
 """
 from __future__ import annotations
 
@@ -79,22 +73,15 @@ def staging_file(target: Path) -> Path:
 
 
 def unjournaled(conn: sqlite3.Connection) -> None:
-    """Write a staged target without WAL or fsyncs: each page is written once.
-
-    Safe because nobody else knows the file and a failed import deletes it; the rollback
-    journal stays in memory so that ROLLBACK still works.
-    """
+    """Write a staged target without WAL or fsyncs (each page once): nobody else knows the file and a
+    failed import deletes it; the rollback journal stays in memory so that ROLLBACK still works."""
     conn.execute("PRAGMA journal_mode=MEMORY")
     conn.execute("PRAGMA synchronous=OFF")
 
 
 class BackgroundSync:
-    """Flushes a staged file to disk every few seconds while it is written.
-
-    The staged file is written without fsyncs; syncing it as it grows, on a thread that
-    waits on the disk without holding the interpreter lock, leaves little for the final
-    sync in ``publish``.
-    """
+    """Flushes a staged file (written without fsyncs) every second or so, on a thread that waits on the
+    disk without holding the interpreter lock, so little is left for the final sync in ``publish``."""
 
     def __init__(self, path: Path, interval_s: float = 1.0):
         self._stop = threading.Event()
