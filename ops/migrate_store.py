@@ -479,8 +479,9 @@ def migrate(runtime: Runtime, to: str, *, progress: Progress | None = None,
                 "note": "stopped early; run the same command again to continue where it stopped"}
     report["verify"] = checks
     if not all(line["equal"] for line in checks.values()):
-        report.update(status="mismatch", note="the counts differ: the source changed since the copy began, or lost"
-                      " rows the target still holds; copy into an empty target for an exact copy")
+        report["status"] = "mismatch"
+        report["note"] = ("the counts differ: the source changed since the copy began, or lost rows the target"
+                          " still holds; copy into an empty target for an exact copy")
     else:
         report["status"] = "partial" if waiting else "ok"
     return report
