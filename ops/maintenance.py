@@ -306,8 +306,8 @@ class StartupReport:
 
 def deep_check_due(interval_hours: float, last_checked: float | None, now: float) -> bool:
     """0 ⇒ every startup, negative ⇒ never, else when the interval has elapsed."""
-    return interval_hours >= 0 and (interval_hours == 0 or last_checked is None
-                                    or now - last_checked >= interval_hours * 3600)
+    return not interval_hours < 0 and (interval_hours == 0 or last_checked is None
+                                       or now - last_checked >= interval_hours * 3600)
 
 
 def run_deep_check(runtime: Runtime) -> bool:

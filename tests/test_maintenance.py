@@ -738,3 +738,7 @@ def test_deep_check_schedule_is_a_pure_decision():
     assert not maintenance.deep_check_due(-1, None, 100.0)
     assert not maintenance.deep_check_due(24, 100.0, 100.0 + 23 * 3600)
     assert maintenance.deep_check_due(24, 100.0, 100.0 + 24 * 3600)
+    # only a negative interval means never: one that is not a number still allows the first check
+    # (never checked) and no later one
+    assert maintenance.deep_check_due(float("nan"), None, 100.0)
+    assert not maintenance.deep_check_due(float("nan"), 100.0, 100.0 + 10**9)
