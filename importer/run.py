@@ -350,7 +350,8 @@ def _summaries(nodes: list[SourceSummary], sid: str, states: dict[Any, int], led
     resolved = {s.summary_id: (existing[s.key], s.depth) for s in nodes if s.key in existing}
     pending = [s for s in nodes if s.key not in existing]
     report.summaries_skipped_existing += len(nodes) - len(pending)
-    found, progress = False, True
+    found = False
+    progress = True
     while pending and progress:
         progress, waiting = False, []
         for s in pending:

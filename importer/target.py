@@ -200,7 +200,10 @@ class Writer(Ledger):
     conn: sqlite3.Connection
 
     def __init__(self, runtime: Runtime, conn: sqlite3.Connection, import_id: str):
-        self.store, self.dag, self.conn, self.import_id = runtime.store, runtime.dag, conn, import_id
+        self.store = runtime.store
+        self.dag = runtime.dag
+        self.conn = conn
+        self.import_id = import_id
 
     def record_import(self, kind: str, sources: Sequence[str], options: dict[str, Any]) -> None:
         now = time.time()
