@@ -205,15 +205,11 @@ def _apply(cols: dict[str, Any], writer: Writer, redactor: Redactor, externalize
                            else redactor.redact(cols.get("content") or ""))
         cols["tool_calls"] = _map_json_column(cols.get("tool_calls"), redactor.redact)
         cols["extra"] = _map_json_column(cols.get("extra"), redactor.redact)
-    content = cols.get("content") or ""
-    if cols.get("content_is_json"):
-        if _might_hold_base64(content):
-            cols["content"] = _map_json_column(content, guard)
-    else:
-        cols["content"] = guard(content)
-    for column in ("tool_calls", "extra"):
+    for column in ("content", "tool_calls", "extra"):
         raw = cols.get(column)
-        if raw and _might_hold_base64(raw):
+        if column == "content" and not cols.get("content_is_json"):
+            cols["content"] = guard(raw or "")
+        elif raw and _might_hold_base64(raw):
             cols[column] = _map_json_column(raw, guard)
     if externalize and len(cols["content"]) > threshold:
         _externalize_content(cols, write)
@@ -250,20 +246,13 @@ def _make_encodable(cols: dict[str, Any], write: Write) -> None:
 
 
 def _externalize_content(cols: dict[str, Any], write: Write) -> None:
-    text = cols["content"]
-    role = cols.get("role")
+    text, value = cols["content"], None
     if cols.get("content_is_json"):
-        try:
+        with contextlib.suppress(ValueError):
             value = json.loads(text)
-        except ValueError:
-            value = None
-        kind = "media" if _has_media(value) else ("tool_result" if role == "tool" else "raw")
-        preview_source, mime = _block_text(value) or text, "application/json"
-    else:
-        kind = "tool_result" if role == "tool" else "raw"
-        preview_source, mime = text, "text/plain"
-    ref = write(text, kind=kind, mime=mime)
+    kind = "media" if _has_media(value) else ("tool_result" if cols.get("role") == "tool" else "raw")
+    ref = write(text, kind=kind, mime="application/json" if cols.get("content_is_json") else "text/plain")
     if ref is None:
         return
-    cols["content"] = externalized_placeholder(ref, kind, text, PREVIEW_CHARS, preview_source)
+    cols["content"] = externalized_placeholder(ref, kind, text, PREVIEW_CHARS, _block_text(value) or text)
     cols["content_is_json"] = 0

@@ -33,9 +33,7 @@ def doctor_report(runtime: PayloadRuntime, largest: int = 10, sample: int = 50) 
     """Inline payload rows (a sample), the largest rows, and payload directory stats; never content."""
     store = runtime.store
     inline = scan_inline(store.rows_maybe_holding_payloads(BASE64_RUN_MIN), sample)
-    refs = set(inline.refs)
-    for content in store.contents_with_payload_refs():
-        refs.update(refs_in(content))
+    refs = set(inline.refs).union(*map(refs_in, store.contents_with_payload_refs()))
     census = payload_census(runtime, refs)
     if not census.get("table"):
         owners = {session_tag(row.session_id) for row in store.sessions(limit=MAX_COUNT)}

@@ -127,10 +127,6 @@ def _value_sub(name: str, bearer: bool = False) -> Callable[[re.Match[str]], str
     return sub
 
 
-def _pem_sub(m: re.Match[str]) -> str:
-    return _placeholder("private_key", m.group(0))
-
-
 @dataclass(frozen=True)
 class _Rule:
     """One regex tried only where one of its lowercase ``anchors`` occurs (fast on long text)."""
@@ -215,14 +211,10 @@ def _generic_sub(m: re.Match[str]) -> str:
     return _value_sub("generic_secret")(m)
 
 
-def _has_digit(value: str) -> bool:
-    return any(ch.isdigit() for ch in value)
-
-
 # Order matters, it is the order rules apply in: whole PEM blocks first, then URL credentials
 # and specific key names, then credentials known by their shape, the generic names last.
 CATALOG: dict[str, tuple[_Rule, ...]] = {
-    "private_key": (_Rule(_PEM, ("-----begin ",), _pem_sub),),
+    "private_key": (_Rule(_PEM, ("-----begin ",), lambda m: _placeholder("private_key", m.group(0))),),
     "url_credentials": (_Rule(_URL_CREDENTIALS, ("://",), _shape_sub("url_credentials")),),
     "api_key": (_Rule(_API_KEY, ("api", "access", "secret", "client"), _value_sub("api_key")),),
     "bearer_token": (_Rule(_BEARER, ("bearer",), _value_sub("bearer_token", bearer=True)),
@@ -230,8 +222,8 @@ CATALOG: dict[str, tuple[_Rule, ...]] = {
                            accept=_json_key_before)),
     "password_assignment": (_Rule(_PASSWORD, ("pass", "pwd"), _value_sub("password_assignment")),),
     "jwt": (_Rule(_JWT, ("eyj",), _shape_sub("jwt"), accept=_boundary),),
-    "provider_key": (_Rule(_PROVIDER, _PROVIDER_ANCHORS, _shape_sub("provider_key", _has_digit),
-                           accept=_boundary),),
+    "provider_key": (_Rule(_PROVIDER, _PROVIDER_ANCHORS,
+                           _shape_sub("provider_key", lambda v: any(c.isdigit() for c in v)), accept=_boundary),),
     "cloud_key": (_Rule(_AWS_ID, ("akia", "asia", "abia", "acca", "agpa", "aida", "aroa", "anpa"),
                         _shape_sub("cloud_key"), accept=_boundary),),
     "generic_secret": (_Rule(_GENERIC, ("token", "secret", "key", "credential", "passphrase"), _generic_sub,
@@ -248,9 +240,7 @@ IMPLIES: dict[str, tuple[str, ...]] = {
 
 def rule_names(patterns: tuple[str, ...]) -> tuple[str, ...]:
     """The catalog entries ``patterns`` switch on (with what they imply), in application order."""
-    on = set(patterns)
-    for name in patterns:
-        on.update(IMPLIES.get(name, ()))
+    on = set(patterns).union(*(IMPLIES.get(name, ()) for name in patterns))
     return tuple(n for n in CATALOG if n in on)
 
 

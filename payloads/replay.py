@@ -81,13 +81,8 @@ def stub_message(message: dict[str, Any], ref: str, preview_chars: int,
     if redact is not None:
         text = redact(text)
     stub = externalized_placeholder(ref, "tool_result", text, preview_chars)
-    out = dict(message)
-    content = message.get("content")
-    if isinstance(content, list):
-        out["content"] = [{**content[0], "text": stub}]  # first block keeps its type and extra keys
-    else:
-        out["content"] = stub
-    return out
+    content = message.get("content")  # a list's first block keeps its type and extra keys
+    return {**message, "content": [{**content[0], "text": stub}] if isinstance(content, list) else stub}
 
 
 def apply_replay_stubs(runtime: PayloadRuntime, session_id: str, messages: Sequence[dict[str, Any]], *,

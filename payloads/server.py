@@ -21,7 +21,6 @@ from ..pgdb import PgDatabase
 
 log = logging.getLogger("hermes_trove.payloads")
 
-_COLUMNS = PAYLOAD_COLUMNS
 _RECORD_KEYS = ("ref", "session_id", "kind", "mime", "original_chars", "original_bytes", "sha256")
 
 
@@ -38,7 +37,7 @@ class ServerPayloads:
     # -- reading --------------------------------------------------------------------------
     def load(self, ref: str) -> dict[str, Any] | None:
         """The row of ``ref`` as a file's record (metadata, ``payload`` text), or None; unverified."""
-        row = self.db.read().execute(f"SELECT {_COLUMNS} FROM payloads WHERE ref = ?", (ref,)).fetchone()
+        row = self.db.read().execute(f"SELECT {PAYLOAD_COLUMNS} FROM payloads WHERE ref = ?", (ref,)).fetchone()
         if row is None:
             return None
         try:
@@ -49,12 +48,6 @@ class ServerPayloads:
                   "created_at": row["created_at"]}
         record["payload"] = bytes(row["data"]).decode("utf-8", "surrogatepass")
         return record
-
-    def stored_digest(self, ref: str) -> str | None:
-        """The SHA-256 of the bytes stored for ``ref`` (the server hashes them), or None when no row holds it."""
-        row = self.db.read().execute("SELECT encode(sha256(data), 'hex') FROM payloads WHERE ref = ?",
-                                     (ref,)).fetchone()
-        return None if row is None else str(row[0])
 
     def facts(self, ref: str) -> tuple[str, str, str] | None:
         """(recorded digest, owner, digest of the stored bytes) of ``ref`` without its payload, or None."""

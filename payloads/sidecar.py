@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import json
 import logging
 import os
@@ -283,7 +284,7 @@ def load_server_record(server: ServerPayloads, ref: str) -> dict[str, Any]:
         hit = _cache.get(key)
     try:
         # A verified copy serves while the row still holds those bytes (the server hashes them).
-        if hit is not None and server.stored_digest(ref) == hit["sha256"]:
+        if hit is not None and (server.facts(ref) or ("", "", None))[2] == hit["sha256"]:
             with _cache_lock:
                 if key in _cache:
                     _cache.move_to_end(key)
@@ -304,22 +305,23 @@ def load_server_record(server: ServerPayloads, ref: str) -> dict[str, Any]:
 def load_ref(runtime: PayloadRuntime, ref: str) -> dict[str, Any]:
     """The verified record of ``ref`` where the runtime's store keeps payloads (table or directory).
     On a server, a payload this machine wrote that has not shipped yet is read from its local file."""
+    server = _server_copy(runtime, ref)
+    return load_record(runtime.payload_dir, ref) if server is None else load_server_record(server, ref)
+
+
+def _server_copy(runtime: PayloadRuntime, ref: str) -> ServerPayloads | None:
+    """The server that holds ``ref`` (validated), or None: a file store, or a payload not shipped yet."""
     server = server_payloads(runtime.config)
-    if server is None:
-        return load_record(runtime.payload_dir, ref)
-    validate_ref(ref)
-    if (runtime.payload_dir / ref).is_file():
-        return load_record(runtime.payload_dir, ref)
-    return load_server_record(server, ref)
+    if server is not None:
+        validate_ref(ref)
+    return None if server is None or (runtime.payload_dir / ref).is_file() else server
 
 
 def check_ref(runtime: PayloadRuntime, ref: str) -> None:
     """Raise ``PayloadError`` unless ``ref`` would load intact; a server checks its row's digest in place
     (no payload crosses the network), a file is loaded as ``load_ref`` would."""
-    server = server_payloads(runtime.config)
-    if server is not None:
-        validate_ref(ref)
-    if server is None or (runtime.payload_dir / ref).is_file():  # a file store, or not shipped yet
+    server = _server_copy(runtime, ref)
+    if server is None:
         load_record(runtime.payload_dir, ref)
         return
     try:
@@ -461,17 +463,11 @@ def search_payloads(runtime: PayloadRuntime, session_id: str, query: str, limit:
             text = data[:SEARCH_BYTES_PER_FILE].decode("utf-8", "ignore")
         else:
             text = payload
-        hits = 0
-        for m in needle.finditer(text):
-            if len(results) >= limit or hits >= 3:
-                break
-            hits += 1
-            results.append({"type": "externalized", "ref": name, "kind": record.get("kind"),
-                            "tool_call_id": record.get("tool_call_id"),
-                            "snippet": text[max(0, m.start() - 120):m.end() + 180],
-                            "line": text.count("\n", 0, m.start()) + 1,
-                            "byte_position": len(encode_text(text[:m.start()])),
-                            "original_chars": len(payload)})
+        hits = list(itertools.islice(needle.finditer(text), min(3, limit - len(results))))
+        results += [{"type": "externalized", "ref": name, "kind": record.get("kind"),
+                     "tool_call_id": record.get("tool_call_id"), "snippet": text[max(0, m.start() - 120):m.end() + 180],
+                     "line": text.count("\n", 0, m.start()) + 1, "byte_position": len(encode_text(text[:m.start()])),
+                     "original_chars": len(payload)} for m in hits]
         matched += bool(hits)
     return {"results": results,
             "scan": {"candidate_files": len(paths), "scanned_files": scanned, "matched_files": matched,
