@@ -46,10 +46,9 @@ def render_summary_text(nodes: Sequence[NodeRow], omitted: Sequence[int] = (), t
     if omitted:
         parts.append(f"({len(omitted)} older summary nodes are not shown to save space"
                      + ("; trove_describe lists them.)" if tools else ".)"))
-    for n in nodes:
-        parts.append(f"[d{n.depth} node {n.node_id} | {_when(n.earliest_at)} to {_when(n.latest_at)} UTC]\n{n.summary}")
-    parts.append(SUMMARY_FOOTER)
-    return "\n\n".join(parts)
+    parts += [f"[d{n.depth} node {n.node_id} | {_when(n.earliest_at)} to {_when(n.latest_at)} UTC]\n{n.summary}"
+              for n in nodes]
+    return "\n\n".join([*parts, SUMMARY_FOOTER])
 
 
 def render_summary_message(nodes: Sequence[NodeRow], omitted: Sequence[int] = (), tools: bool = True,
@@ -128,9 +127,7 @@ def assemble(frontier: Sequence[NodeRow], raw_keep: list[dict[str, Any]], tail: 
     live_tokens = tokens.count_messages(raw_keep) + tokens.count_messages(tail)
     floor = min(SUMMARY_FLOOR_TOKENS, room - live_tokens - ASSEMBLY_SLACK_TOKENS)
     nodes, omitted = select_nodes(frontier, max(0, target - live_tokens - ASSEMBLY_SLACK_TOKENS, floor))
-    out: list[dict[str, Any]] = []
-    if nodes or omitted:
-        out.append(render_summary_message(nodes, omitted, tools))
+    out = [render_summary_message(nodes, omitted, tools)] if nodes or omitted else []
     for m in raw_keep + tail:
         kept = unsaved(m)
         if carries_injected_summary(kept):

@@ -19,18 +19,11 @@ exactly ``TROVE_CONTEXT_THRESHOLD`` of the window. Pure: numbers in, numbers out
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 CONVERSATION_SHARE = 0.2  # the conversation's least share of the window at the trigger
 TRIGGER_CEILING = 0.6     # a raise never takes the trigger past this share of the window
 TARGET_RATIO = 0.7        # after compaction the prompt aims at this share of the trigger
 MIN_TARGET = 512          # the smallest conversation a compaction aims at, whatever the overhead
-
-
-@dataclass(frozen=True)
-class WindowPlan:
-    trigger: int  # prompt tokens at which compaction runs (the engine's threshold_tokens)
-    target: int   # conversation tokens (messages only) a compaction aims at
 
 
 def plan_trigger(window: int, ratio: float, overhead: int, caps: Sequence[int] = ()) -> int:
@@ -64,9 +57,3 @@ def measure_overhead(prompt_tokens: int, message_counts: Sequence[int], window: 
     """
     messages = max([0, *[int(c) for c in message_counts]])
     return max(0, min(int(prompt_tokens) - messages, max(0, int(window))))
-
-
-def plan_window(window: int, ratio: float, overhead: int, caps: Sequence[int] = ()) -> WindowPlan:
-    """Both numbers at once (the table the operator guide prints)."""
-    trigger = plan_trigger(window, ratio, overhead, caps)
-    return WindowPlan(trigger, plan_target(trigger, overhead))

@@ -9,7 +9,7 @@ from conftest import make_config, make_engine, tool_call, tool_result, user
 from simulate import HostLoop, build_conversation
 
 from hermes_trove import tokens
-from hermes_trove.compaction.window import WindowPlan, measure_overhead, plan_window
+from hermes_trove.compaction.window import measure_overhead, plan_target, plan_trigger
 from hermes_trove.runtime import build_runtime
 
 NODE_LABEL = re.compile(r"\[d\d+ node \d+ \|")
@@ -36,15 +36,16 @@ NODE_LABEL = re.compile(r"\[d\d+ node \d+ \|")
     (64000, 0.35, 17200, (0, 26000), 26000, 4400),
 ])
 def test_the_window_plan_table(window, ratio, overhead, caps, trigger, target):
-    assert plan_window(window, ratio, overhead, caps) == WindowPlan(trigger, target)
+    assert plan_trigger(window, ratio, overhead, caps) == trigger
+    assert plan_target(trigger, overhead) == target
 
 
 def test_an_ordinary_window_keeps_the_old_target_rule():
     for window in (128000, 200000, 400000):
         for overhead in (0, 2000, 8000, 17000):
-            plan = plan_window(window, 0.35, overhead)
-            assert plan.trigger == int(window * 0.35)
-            assert plan.target == max(512, int(plan.trigger * 0.7) - overhead)
+            trigger = plan_trigger(window, 0.35, overhead)
+            assert trigger == int(window * 0.35)
+            assert plan_target(trigger, overhead) == max(512, int(trigger * 0.7) - overhead)
 
 
 @pytest.mark.parametrize(("prompt", "counts", "window", "expected"), [
