@@ -110,7 +110,7 @@ def describe_failure(exc: BaseException) -> dict[str, Any]:
     """The facts of a failed load: the exception, the plugin module it came from (for an import
     error also the missing module and the line importing it), the fix and the traceback tail."""
     frames = traceback.extract_tb(exc.__traceback__)
-    ours = [f for f in frames if _inside_plugin(f.filename)]
+    ours = [f for f in frames if _module_name(f.filename)]
     frame = ours[-1] if ours else (frames[-1] if frames else None)
     module = _module_name(frame.filename) if frame is not None and ours else None
     out: dict[str, Any] = {
@@ -134,7 +134,8 @@ def _fix_for(exc: BaseException, failure: dict[str, Any]) -> str:
     if isinstance(exc, ImportError):
         return _import_fix(exc, failure)
     if isinstance(exc, sqlite3.Error) or type(exc).__name__ in ("SchemaTooNewError", "UnusableDatabaseError"):
-        path = _database_path()
+        path = os.path.join(_hermes_home() or os.path.expanduser("~/.hermes"),
+                            os.path.expanduser(os.environ.get("TROVE_DATABASE_PATH") or "trove.db"))
         return (f"the trove database {path} cannot be opened ({exc}). Move it aside or restore a backup, or set"
                 " TROVE_DATABASE_PATH to another file, then restart Hermes.")
     if str(failure.get("module") or "").endswith(".config"):
@@ -159,23 +160,13 @@ def _import_fix(exc: ImportError, failure: dict[str, Any]) -> str:
             " hermes-trove, then restart Hermes.")
 
 
-def _inside_plugin(filename: str) -> bool:
-    roots = {str(PLUGIN_DIR), str(Path(__file__).absolute().parent)}
-    return any(filename.startswith(root + os.sep) for root in roots)
-
-
-def _module_name(filename: str) -> str:
+def _module_name(filename: str) -> str | None:
+    """The plugin module a traceback's ``filename`` is, or None for a file outside the plugin."""
     for root in (str(Path(__file__).absolute().parent), str(PLUGIN_DIR)):
         if filename.startswith(root + os.sep):
             rel = Path(filename[len(root) + 1:]).with_suffix("")
-            parts = [p for p in rel.parts if p != "__init__"]
-            return ".".join([__name__, *parts])
-    return filename
-
-
-def _database_path() -> str:
-    home = _hermes_home() or os.path.expanduser("~/.hermes")
-    return os.path.join(home, os.path.expanduser(os.environ.get("TROVE_DATABASE_PATH") or "trove.db"))
+            return ".".join([__name__, *(p for p in rel.parts if p != "__init__")])
+    return None
 
 
 def _other_copies() -> list[str]:
@@ -195,14 +186,11 @@ def _other_copies() -> list[str]:
     return found
 
 
-def _env_on(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
-
-
 def _register_failure_report(ctx: Any, failure: dict[str, Any]) -> None:
     """``hermes trove ...`` (and ``/trove`` when enabled) answer with the failure; never raises."""
     try:
-        if _env_on("TROVE_ENABLE_SLASH_COMMAND") and hasattr(ctx, "register_command"):
+        slash = os.environ.get("TROVE_ENABLE_SLASH_COMMAND", "").strip().lower() in ("1", "true", "yes", "on")
+        if slash and hasattr(ctx, "register_command"):
             ctx.register_command("trove", lambda raw_args="": failure_text(failure, "/trove", str(raw_args)),
                                  description="hermes-trove failed to load: see why", args_hint="doctor | status")
     except Exception:

@@ -311,17 +311,13 @@ def _rules(v: Mapping[str, Any]) -> tuple[tuple[str, bool, str], ...]:
              "is larger than any model's context window"))
 
 
-def check_consistency(values: dict[str, Any], warn: Callable[[str], None], warnings: list[str],
-                      sources: dict[str, str]) -> None:
+def check_consistency(values: dict[str, Any], warn: Callable[[str], None], sources: dict[str, str]) -> None:
     """Reset knobs that contradict the others to their defaults, warning by name (in place)."""
     for name, fine, why in _rules({**{v.field: v.default for v in SPEC}, **values}):
         if fine or name not in values:
             continue
         var = next(v for v in SPEC if v.field == name)
-        msg = f"{var.name}={values[name]!r} {why}; using default {var.default!r}"
-        warn(msg)
-        warnings.append(msg)
-        values.pop(name)
+        warn(f"{var.name}={values.pop(name)!r} {why}; using default {var.default!r}")
         sources[name] = "default (inconsistent env)"
 
 
@@ -362,7 +358,8 @@ def profile_environ(home: str, inherit: bool = False) -> dict[str, str]:
     TROVE_* ones of the managed-scope ``.env`` over both, as Hermes applies that file last."""
     env = {k: v for k, v in os.environ.items() if inherit or not k.startswith("TROVE_")}
     env.update(_trove_values(Path(home) / ".env"))
-    env.update(managed_environ())
+    folder = managed_dir()
+    env.update({} if folder is None else _trove_values(folder / ".env"))
     return env
 
 
@@ -379,12 +376,6 @@ def managed_dir() -> Path | None:
         override = os.environ.get("HERMES_MANAGED_DIR", "").strip()
         path = Path(override) if override else Path("/etc/hermes")
         return path if path.is_dir() else None
-
-
-def managed_environ() -> dict[str, str]:
-    """The TROVE_* values of the managed-scope ``.env`` (``managed_dir``); {} when there is none."""
-    folder = managed_dir()
-    return {} if folder is None else _trove_values(folder / ".env")
 
 
 def _trove_values(path: Path) -> dict[str, str]:
@@ -410,10 +401,14 @@ def load_config(mapping: Mapping[str, str] | None = None, hermes_home: str | Non
                 warn: Callable[[str], None] | None = None) -> TroveConfig:
     """Build a TroveConfig from ``mapping`` (default ``os.environ``)."""
     env = os.environ if mapping is None else mapping
-    warn = warn or log.warning
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     warnings: list[str] = []
+
+    def say(msg: str) -> None:  # logged (or ``warn``ed) now, and kept on the config for the doctor
+        (warn or log.warning)(msg)
+        warnings.append(msg)
+
     for var in SPEC:
         raw = env.get(var.name)
         if raw is None:
@@ -423,14 +418,11 @@ def load_config(mapping: Mapping[str, str] | None = None, hermes_home: str | Non
             values[var.field] = _parse(var, raw)
             sources[var.field] = "env"
         except (ValueError, OverflowError):
-            msg = f"{var.name}={raw[:80]!r} is invalid: expected {var.accepts()}; using default {var.default!r}"
-            warn(msg)
-            warnings.append(msg)
+            say(f"{var.name}={raw[:80]!r} is invalid: expected {var.accepts()}; using default {var.default!r}")
             sources[var.field] = "default (invalid env)"
-    check_consistency(values, warn, warnings, sources)
+    check_consistency(values, say, sources)
     for msg in misspelled(env):
-        warn(msg)
-        warnings.append(msg)
+        say(msg)
     home = hermes_home or default_hermes_home(env)
     return TroveConfig(**values, hermes_home=home, sources=tuple(sorted(sources.items())),
                        warnings=tuple(warnings))
@@ -441,12 +433,9 @@ def misspelled(env: Mapping[str, str]) -> list[str]:
     (``TROVE_CONTEXT_TRESHOLD``): set, it would be ignored without a word. A name far from every
     setting belongs to something else and is left alone."""
     known = [var.name for var in SPEC]
-    out = []
-    for name in sorted(n for n in env if n.startswith("TROVE_") and n not in known):
-        near = difflib.get_close_matches(name, known, n=1, cutoff=0.9)
-        if near:
-            out.append(f"{name[:80]} is not a hermes-trove setting and is ignored; did you mean {near[0]}?")
-    return out
+    return [f"{name[:80]} is not a hermes-trove setting and is ignored; did you mean {near[0]}?"
+            for name in sorted(n for n in env if n.startswith("TROVE_") and n not in known)
+            if (near := difflib.get_close_matches(name, known, n=1, cutoff=0.9))]
 
 
 OUTBOX_FILE = "trove-outbox.db"  # a PostgreSQL store's local outbox, in the database path's folder

@@ -195,13 +195,9 @@ class TroveEngine(ContextEngine):
                 return self._threshold_reached(prompt_tokens)
             copy_attrs(self, native, _TO_NATIVE)
             return bool(native.should_compress(prompt_tokens))
-        if not self._threshold_reached(prompt_tokens):
-            return False
         tokens = self.last_prompt_tokens if prompt_tokens is None else int(prompt_tokens or 0)
-        stuck = self.state.no_progress_tokens
-        if stuck and tokens < stuck * (1 + _NO_PROGRESS_REGROWTH):
-            return False  # the last compress could not shrink this; do not thrash
-        return True
+        stuck = self.state.no_progress_tokens  # the last compress could not shrink this: no thrash until it grows
+        return self._threshold_reached(prompt_tokens) and not (stuck and tokens < stuck * (1 + _NO_PROGRESS_REGROWTH))
 
     @host_entry(lambda self, rough_tokens: False)
     def should_defer_preflight_to_real_usage(self, rough_tokens: int) -> bool:
@@ -225,28 +221,27 @@ class TroveEngine(ContextEngine):
         if kwargs.get("context_length") and not self.context_length:
             self.context_length = int(kwargs["context_length"])
             self.threshold_tokens = self._compute_threshold()
-        old = kwargs.get("old_session_id") or ""
+        old, compaction = kwargs.get("old_session_id") or "", kwargs.get("boundary_reason") == "compression"
         platform, conversation = host_owner(self._host_db, session_id, str(kwargs.get("platform") or ""),
                                             str(kwargs.get("conversation_id") or ""))
         key = SessionKey(session_id=session_id or "", conversation_id=conversation, platform=platform,
                          scope=scope_for(platform, conversation))
-        rotated = kwargs.get("boundary_reason") == "compression" and old and old != session_id
         ended, mode = self.state.released  # the host ends a session it compacts before the boundary
         carried = self.runtime.inherited_mode(old, platform) or (mode if old and old == ended else "")
-        if kwargs.get("boundary_reason") == "compression" and old and carried:  # a delegated child's continuation
+        if compaction and old and carried:  # a delegated child's continuation
             self.runtime.inherit(key.session_id, carried)
         self._bind(key)
         self.state.just_ended = ""  # an in-place compaction boundary ends nothing
-        self.state.compacted_only = session_id if kwargs.get("boundary_reason") == "compression" else ""
+        self.state.compacted_only = session_id if compaction else ""
         if self.state.mode != "active" or not self.runtime.health.usable:
             return
         start_subsystems("session_start", self.runtime, lambda: self.completion_for("compression"))  # opt-in
-        if kwargs.get("boundary_reason") != "compression":
+        if not compaction:
             try:
                 self._follow(previous_in_chat(self.runtime.store, key), key)
             except Exception as exc:
                 self._storage_error(exc, f"carry-over into {session_id}")
-        elif rotated:
+        elif old and old != session_id:
             try:  # legacy rotation to a child id: the summaries follow the conversation
                 self.runtime.dag.carry_over(old, session_id, 0)
                 if delegated_child(platform):  # and a delegated child's scope
@@ -562,31 +557,19 @@ class TroveEngine(ContextEngine):
     # -- status --------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
         """The engine-side facts tools and commands report (no storage reads)."""
-        key = self.state.key
+        key, why = self.state.key or SessionKey("(unbound)"), self._delegating(probe=False)
         return {
-            "session_id": key.session_id if key else "(unbound)",
-            "conversation_id": key.conversation_id if key else "",
-            "platform": key.platform if key else "",
-            "session_mode": self.state.mode,
-            "matched_pattern": self.state.matched_pattern,
-            "model": self.model, "provider": self.provider,
-            "context_length": self.context_length,
+            "session_id": key.session_id, "conversation_id": key.conversation_id, "platform": key.platform,
+            "session_mode": self.state.mode, "matched_pattern": self.state.matched_pattern,
+            "model": self.model, "provider": self.provider, "context_length": self.context_length,
             "threshold_tokens": self.threshold_tokens if self.threshold_tokens else "(uninitialized)",
             "context_threshold": float(self.config.context_threshold), "overhead_tokens": self.overhead_tokens,
-            "last_prompt_tokens": self.last_prompt_tokens,
-            "last_usage": dict(self.last_usage),
-            "compression_count": self.compression_count,
-            "store_state": self.runtime.health.state(),
-            "compaction_route": self._route(),
-            "last_compression_status": self.state.last_status,
-            "last_compression_reason": self.state.last_reason,
-            "last_compression": dict(self.state.last_result),
-            "snapshot_at": time.time(),
+            "last_prompt_tokens": self.last_prompt_tokens, "last_usage": dict(self.last_usage),
+            "compression_count": self.compression_count, "store_state": self.runtime.health.state(),
+            "compaction_route": f"built-in compressor ({why})" if why else "trove",
+            "last_compression_status": self.state.last_status, "last_compression_reason": self.state.last_reason,
+            "last_compression": dict(self.state.last_result), "snapshot_at": time.time(),
         }
-
-    def _route(self) -> str:
-        why = self._delegating(probe=False)
-        return f"built-in compressor ({why})" if why else "trove"
 
     @host_entry(lambda self: {})
     def get_status(self) -> dict[str, Any]:

@@ -59,17 +59,15 @@ def summary_context(runtime: Runtime, session_id: str, history: list[Any], tools
     ``history`` is the host's list as given (entries that are no dict are passed over).
     """
     shown = runtime.marks.known(session_id, "summary", history, assembly.shows_summary)
-    frontier: list[NodeRow] | None = None
-    failure: Exception | None = None
+    read = None
     if shown is None:  # only a whole look would tell (another list): none is needed while there is nothing to show
-        frontier, failure = read_frontier(runtime, session_id)  # a failure is said below only if not shown
-        if frontier == []:
+        read = read_frontier(runtime, session_id)  # a failure is said below only if not shown
+        if read[0] == []:
             return ""
         shown = runtime.marks.look(session_id, "summary", history, assembly.shows_summary, 0)
     if shown:
         return ""
-    if frontier is None and failure is None:
-        frontier, failure = read_frontier(runtime, session_id)
+    frontier, failure = read or read_frontier(runtime, session_id)
     if failure is not None:  # a server that went away since the turn began: the rest of the context still goes
         if not storage_error(failure):
             raise failure
@@ -260,11 +258,9 @@ def make_hooks(base: Runtime) -> dict[str, Callable[..., Any]]:
             return None
         session_id = str(kw.get("session_id") or "")
         result = kw.get("result")
-        if runtime.bound_sessions.get(session_id) != "active" or not isinstance(result, str):
-            return None
-        if kw.get("tool_name") in replay.NEVER_STUB_TOOLS:
-            return None
-        if tokens.count(result) <= int(cfg.large_output_active_replay_stub_threshold_tokens):
+        if runtime.bound_sessions.get(session_id) != "active" or not isinstance(result, str) \
+                or kw.get("tool_name") in replay.NEVER_STUB_TOOLS \
+                or tokens.count(result) <= int(cfg.large_output_active_replay_stub_threshold_tokens):
             return None
         # The stub goes to the provider this turn: it previews the redacted text the sidecar
         # holds, never the raw result (every text leaving the process passes the same redaction).

@@ -27,10 +27,7 @@ except ImportError:  # pragma: no cover - exercised when Hermes is absent
         protect_last_n: int = 6
 
         def on_session_reset(self) -> None:
-            self.last_prompt_tokens = 0
-            self.last_completion_tokens = 0
-            self.last_total_tokens = 0
-            self.compression_count = 0
+            self.last_prompt_tokens = self.last_completion_tokens = self.last_total_tokens = self.compression_count = 0
 
         def get_status(self) -> dict[str, Any]:
             return {"threshold_tokens": self.threshold_tokens, "context_length": self.context_length}

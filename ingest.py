@@ -202,7 +202,6 @@ class IngestCursor:
 @dataclass(frozen=True)
 class IngestPlan:
     start: int  # messages[start:] are candidates to store
-    fast_path: bool
     reason: str
     parts: dict[int, dict[str, Any]] = field(default_factory=dict)  # index -> what to store in its place
 
@@ -214,10 +213,10 @@ def plan_fast(messages: Sequence[dict[str, Any]], cursor: IngestCursor,
               identity: Identify = message_identity) -> IngestPlan | None:
     """The O(new) path: the transcript still holds the cursor's message at its place."""
     if cursor.length == 0 and not cursor.identity:
-        return IngestPlan(0, True, "first ingest")
+        return IngestPlan(0, "first ingest")
     n = len(messages)
     if n >= cursor.length > 0 and identity(messages[cursor.length - 1]) == cursor.identity:
-        return IngestPlan(cursor.length, True, "cursor matched")
+        return IngestPlan(cursor.length, "cursor matched")
     return None
 
 
@@ -230,7 +229,7 @@ def plan_aligned(messages: Sequence[dict[str, Any]], stored_tail: Sequence[str],
     repeated short messages ("ok") do not align at the wrong place.
     """
     if not stored_tail:
-        return IngestPlan(0, False, "nothing stored")
+        return IngestPlan(0, "nothing stored")
     ids = [identity(m) for m in messages]
     last = stored_tail[-1]
     window = min(8, len(stored_tail))
@@ -242,12 +241,12 @@ def plan_aligned(messages: Sequence[dict[str, Any]], stored_tail: Sequence[str],
         while k < window and i - k >= 0 and ids[i - k] == stored_tail[-1 - k]:
             k += 1
         if k == window or i - k < 0:
-            return IngestPlan(i + 1, False, "aligned on stored tail")
+            return IngestPlan(i + 1, "aligned on stored tail")
         if best_partial < 0:
             best_partial = i
     if best_partial >= 0:
-        return IngestPlan(best_partial + 1, False, "aligned on newest stored message")
-    return IngestPlan(-1, False, "no alignment; filter by known identities")
+        return IngestPlan(best_partial + 1, "aligned on newest stored message")
+    return IngestPlan(-1, "no alignment; filter by known identities")
 
 
 _JOIN = "\n\n"  # how the host joins two user messages in a row (its sequence repair): a blank line
@@ -276,8 +275,8 @@ def plan_joined(messages: Sequence[dict[str, Any]], cursor: IngestCursor, stored
     if message_identity({"role": "user", "content": content[:cut]}) != cursor.identity:
         return None
     if is_synthetic(part):  # the host's own request (its iteration limit) joined to the user's message
-        return IngestPlan(at + 1, False, "host joined its request to a stored user message")
-    return IngestPlan(at, False, "host joined two user messages", {at: part})
+        return IngestPlan(at + 1, "host joined its request to a stored user message")
+    return IngestPlan(at, "host joined two user messages", {at: part})
 
 
 def _first_part_end(content: str, wanted: str) -> int:
@@ -326,10 +325,6 @@ def end_cursor(messages: Sequence[Any]) -> EndCursor:
 
 def repeats_cursor(session: Callable[[str], Any], cursor: EndCursor, others: set[str] | Sequence[str]) -> bool:
     """Whether one of the sessions ``others`` was last stored from the list ``cursor`` stands for."""
-    if not cursor[0]:
-        return False
-    for other in set(others) - {""}:
-        before = session(other)
-        if before is not None and before.ingest_len and (before.ingest_len, before.ingest_identity) == cursor:
-            return True
-    return False
+    return bool(cursor[0]) and any((before := session(other)) is not None and before.ingest_len
+                                   and (before.ingest_len, before.ingest_identity) == cursor
+                                   for other in set(others) - {""})

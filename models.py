@@ -130,12 +130,9 @@ def host_complete(runtime_info: Callable[[], dict[str, Any]], plugin_llm: Any = 
 
     def complete(messages: list[dict[str, Any]], model: str, timeout_s: float, max_tokens: int) -> str:
         if call_llm is not None:
-            kwargs: dict[str, Any] = {"task": task, "main_runtime": runtime_info(), "messages": messages,
-                                      "timeout": timeout_s, "max_tokens": max_tokens}
-            if model:
-                kwargs["model"] = model
-            resp = call_llm(**kwargs)
-            return extract_content_or_reasoning(resp)
+            chosen = {"model": model} if model else {}
+            return extract_content_or_reasoning(call_llm(task=task, main_runtime=runtime_info(), messages=messages,
+                                                         timeout=timeout_s, max_tokens=max_tokens, **chosen))
         res = plugin_llm.complete(messages, timeout=timeout_s, max_tokens=max_tokens, purpose="trove-summary")
         return str(getattr(res, "text", "") or "")
 

@@ -59,43 +59,41 @@ def store_reason(exc: BaseException) -> str | None:
     return None
 
 
-# The server's own words (lower case) for a URL that reaches it but cannot be used, and the fix.
-SERVER_FIXES = (
-    ("permission denied", "the user may not create trove's tables there: give it a schema (CREATE SCHEMA <name>"
+# The words (lower case) of a reason, any one of which names the fix; the first match wins, the last row always.
+SERVER_FIXES = (  # a URL that reaches the server but cannot be used
+    (("permission denied",), "the user may not create trove's tables there: give it a schema (CREATE SCHEMA <name>"
      " AUTHORIZATION <user>) and name it first in the URL: options=-csearch_path%3D<name>,public"),
-    ("authentication failed", "the server refused the password: correct it in TROVE_DATABASE_URL (or ~/.pgpass)"),
-    ('role "', "the user in TROVE_DATABASE_URL does not exist on the server: create it (CREATE ROLE ... LOGIN)"),
-    ('database "', "the database in TROVE_DATABASE_URL does not exist: create it (CREATE DATABASE ... OWNER"
+    (("authentication failed",), "the server refused the password: correct it in TROVE_DATABASE_URL (or ~/.pgpass)"),
+    (('role "',), "the user in TROVE_DATABASE_URL does not exist on the server: create it (CREATE ROLE ... LOGIN)"),
+    (('database "',), "the database in TROVE_DATABASE_URL does not exist: create it (CREATE DATABASE ... OWNER"
      " <user>) or correct its name"),
-    ("unaccent", "as a database owner run CREATE EXTENSION IF NOT EXISTS unaccent SCHEMA public, and keep public"
+    (("unaccent",), "as a database owner run CREATE EXTENSION IF NOT EXISTS unaccent SCHEMA public, and keep public"
      " on the search_path"),
+    ((), "check that the PostgreSQL server in TROVE_DATABASE_URL runs and this machine reaches it (host, port,"
+     " credentials, pg_hba.conf)"),
+)
+FILE_FIXES = (  # {path}: the store's file, {folder}: its directory
+    (("not a directory",), "a file sits where a directory of {path} should be: move it away, or set"
+     " TROVE_DATABASE_PATH to a file in a writable directory"),
+    (("full",), "free space on the disk holding {folder}, or set TROVE_DATABASE_PATH to a file on another disk"),
+    (("readonly", "read-only", "not writable", "permission", "unable to open"), "make {folder} and {path} writable"
+     " for the user Hermes runs as, or set TROVE_DATABASE_PATH to a writable file"),
+    (("newer hermes-trove",), "upgrade hermes-trove, or set TROVE_DATABASE_PATH to another file"),
+    (("is a directory",), "{path} is a directory: move it away, or set TROVE_DATABASE_PATH to a file path"),
+    (("not a sqlite database", "not a database", "malformed"), "move {path} aside and restore a backup (`hermes"
+     " trove backup` writes them), or let trove start a new file there"),
+    ((), "check {path} and its directory (permissions, free space), or set TROVE_DATABASE_PATH to another file"),
 )
 
 
 def store_fix(path: str, reason: str) -> str:
     """What the operator does about ``reason`` (a ``store_reason`` or ``pathprobe.probe_path`` answer)."""
-    low = reason.lower()
-    if names_server(path):
-        fix = next((fix for words, fix in SERVER_FIXES if words in low), "check that the PostgreSQL server in"
-                   " TROVE_DATABASE_URL runs and this machine reaches it (host, port, credentials, pg_hba.conf)")
+    low, server = reason.lower(), names_server(path)
+    table = SERVER_FIXES if server else FILE_FIXES
+    fix = next(f for words, f in table if not words or any(w in low for w in words))
+    if server:
         return fix + "; turns keep writing to the local outbox, which ships when it answers"
-    folder = str(Path(path).parent)
-    if "not a directory" in low:
-        return (f"a file sits where a directory of {path} should be: move it away, or set TROVE_DATABASE_PATH"
-                " to a file in a writable directory")
-    if "full" in low:
-        return f"free space on the disk holding {folder}, or set TROVE_DATABASE_PATH to a file on another disk"
-    if any(w in low for w in ("readonly", "read-only", "not writable", "permission", "unable to open")):
-        return (f"make {folder} and {path} writable for the user Hermes runs as, or set TROVE_DATABASE_PATH"
-                " to a writable file")
-    if "newer hermes-trove" in low:
-        return "upgrade hermes-trove, or set TROVE_DATABASE_PATH to another file"
-    if "is a directory" in low:
-        return f"{path} is a directory: move it away, or set TROVE_DATABASE_PATH to a file path"
-    if "not a sqlite database" in low or "not a database" in low or "malformed" in low:
-        return (f"move {path} aside and restore a backup (`hermes trove backup` writes them), or let trove"
-                " start a new file there")
-    return f"check {path} and its directory (permissions, free space), or set TROVE_DATABASE_PATH to another file"
+    return fix.format(path=path, folder=str(Path(path).parent))
 
 
 @dataclass
@@ -127,9 +125,6 @@ class StoreHealth:
 
     def recover(self) -> None:
         self.reason, self.failures, self.since, self.retry_at = "", 0, 0.0, 0.0
-
-    def retry_due(self) -> bool:
-        return self.clock() >= self.retry_at
 
     def retry_in(self) -> int:
         return max(0, math.ceil(self.retry_at - self.clock()))
@@ -554,7 +549,7 @@ class Runtime:
         has passed: open the file, write the held transcripts and ``key``'s session row."""
         if self.health.usable:
             return True
-        if not self.health.retry_due():
+        if self.health.clock() < self.health.retry_at:  # the backoff has not passed
             return False
         try:
             self.store.probe()
