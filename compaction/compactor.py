@@ -295,7 +295,10 @@ class Compactor:
             return False  # another engine copy compacted these meanwhile
         self._replace_nodes((), leaf)
         self.source_tokens += source_tokens
-        self._gc_transcript([r.store_id for r in rows])
+        try:  # a no-op unless TROVE_LARGE_OUTPUT_TRANSCRIPT_GC_ENABLED
+            transcript_gc(self.runtime, self.key.session_id, [r.store_id for r in rows])
+        except Exception:
+            log.exception("trove: transcript GC failed (rows left as they were)")
         return True
 
     def _condense(self, sid: str, prefix_budget: int, eager: bool, critical: bool = False) -> int:
@@ -327,12 +330,6 @@ class Compactor:
             self._replace_nodes(group.node_ids, parent)
             done += 1
         return done
-
-    def _gc_transcript(self, store_ids: list[int]) -> None:
-        try:  # a no-op unless TROVE_LARGE_OUTPUT_TRANSCRIPT_GC_ENABLED
-            transcript_gc(self.runtime, self.key.session_id, store_ids)
-        except Exception:
-            log.exception("trove: transcript GC failed (rows left as they were)")
 
     def _read_nodes(self) -> None:
         self.nodes = self.runtime.dag.frontier(self.key.session_id)

@@ -92,10 +92,6 @@ class _Breakers:
             self._fails.clear()
             self._open_until.clear()
 
-    def snapshot(self, now: float) -> dict[str, float]:
-        with self._lock:
-            return {r: round(t - now, 1) for r, t in self._open_until.items() if t > now}
-
 
 BREAKERS = _Breakers()
 
@@ -202,11 +198,7 @@ class Summarizer:
         return budget_within(budget, asked, window) if request_fits(asked, window) else None
 
     def routes(self) -> list[str]:
-        out: list[str] = []
-        for r in [self.config.summary_model, *self.config.summary_fallback_models]:
-            if r not in out:
-                out.append(r)
-        return out or [""]
+        return list(dict.fromkeys([self.config.summary_model, *self.config.summary_fallback_models]))
 
     def summarize(self, text: str, depth: int, budget: int, focus: str = "", extra: str = "", *,
                   allow_model: bool = True, task: str = "") -> SummaryResult:
