@@ -171,7 +171,6 @@ def _module_name(filename: str) -> str | None:
 
 def _other_copies() -> list[str]:
     """Other hermes-trove copies the host could load (a plugin directory, a pip install)."""
-    found = []
     user_dir = Path(_hermes_home() or os.path.expanduser("~/.hermes")) / "plugins" / "hermes-trove"
     try:
         import importlib.util
@@ -180,10 +179,7 @@ def _other_copies() -> list[str]:
         pip = Path(spec.origin).resolve().parent if spec is not None and spec.origin else None
     except Exception:
         pip = None
-    for path in (user_dir, pip):
-        if path is not None and path.exists() and path.resolve() != PLUGIN_DIR:
-            found.append(str(path))
-    return found
+    return [str(p) for p in (user_dir, pip) if p is not None and p.exists() and p.resolve() != PLUGIN_DIR]
 
 
 def _register_failure_report(ctx: Any, failure: dict[str, Any]) -> None:

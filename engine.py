@@ -12,10 +12,12 @@ entry point raises.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -237,17 +239,13 @@ class TroveEngine(ContextEngine):
             return
         start_subsystems("session_start", self.runtime, lambda: self.completion_for("compression"))  # opt-in
         if not compaction:
-            try:
+            with self._storing(f"carry-over into {session_id}"):
                 self._follow(previous_in_chat(self.runtime.store, key), key)
-            except Exception as exc:
-                self._storage_error(exc, f"carry-over into {session_id}")
-        elif old and old != session_id:
-            try:  # legacy rotation to a child id: the summaries follow the conversation
+        elif old and old != session_id:  # legacy rotation to a child id: the summaries follow the conversation
+            with self._storing(f"carry-over from {old} to {session_id}"):
                 self.runtime.dag.carry_over(old, session_id, 0)
                 if delegated_child(platform):  # and a delegated child's scope
                     self.runtime.store.ensure_session(key, previous_session_id=old)
-            except Exception as exc:
-                self._storage_error(exc, f"carry-over from {old} to {session_id}")
 
     @host_entry(nothing)
     def bind_session_state(self, session_db: Any = None, session_id: str = "", *args: Any, **kwargs: Any) -> None:
@@ -269,10 +267,8 @@ class TroveEngine(ContextEngine):
         if not previous or previous == key.session_id:
             return
         self._carry_after_new(previous, key.session_id)
-        try:
+        with self._storing(f"linking {key.session_id} to {previous}"):
             self.runtime.store.ensure_session(key, previous_session_id=previous)
-        except Exception as exc:
-            self._storage_error(exc, f"linking {key.session_id} to {previous}")
 
     @host_entry(nothing)
     def on_session_reset(self) -> None:
@@ -346,30 +342,24 @@ class TroveEngine(ContextEngine):
             if front or self.runtime.foreground_engine() is None:
                 self.runtime.set_foreground(self)
         if self.state.mode == "active" and self.runtime.store_usable():
-            try:
+            with self._storing(f"recording session {key.session_id}"):
                 self.runtime.store.ensure_session(key)
                 tidy_at_session_start(self.runtime)  # at most every few minutes; cheap under its threshold
-            except Exception as exc:
-                self._storage_error(exc, f"recording session {key.session_id}")
         elif renamed and self.state.mode != "active" and self.runtime.store_usable():
-            try:
+            with self._storing(f"dropping the empty row of {key.session_id}"):
                 drop_unstored_row(self.runtime, key.session_id)
-            except Exception as exc:
-                self._storage_error(exc, f"dropping the empty row of {key.session_id}")
 
     def _carry_after_new(self, old: str, new: str) -> None:
         # a /branch continues its parent's conversation: every summary comes along, not only the deep ones
         depth = -1 if branched_from(self._host_db, new) == old else int(self.config.new_session_retain_depth)
         if depth == 0:
             return
-        try:
+        with self._storing(f"carry-over from {old} to {new}"):
             # Only summaries the new session may read come along (TROVE_MEMORY_SCOPE=session: none).
             visible = self.runtime.visibility(self.state.key)
             if self.runtime.store.count(new) == 0 and old != new and visible.mode != "session" \
                     and self.runtime.store.visible_session(old, visible):
                 self.runtime.dag.carry_over(old, new, 0 if depth < 0 else depth)
-        except Exception as exc:
-            self._storage_error(exc, f"carry-over from {old} to {new}")
 
     def _bypassed(self) -> bool:  # or turned stateless after its bind (the subagent of a cron job)
         return self.state.mode in UNSTORED or self.runtime.bound_sessions.get(self.session_id) in UNSTORED
@@ -381,6 +371,14 @@ class TroveEngine(ContextEngine):
             return f"{self.runtime.bound_sessions.get(self.session_id, self.state.mode)} session"
         usable = self.runtime.store_usable(self.state.key) if probe else self.runtime.health.usable
         return "" if usable else "store unusable"
+
+    @contextlib.contextmanager
+    def _storing(self, where: str) -> Iterator[None]:
+        """A storage call its caller carries on after: a failure is logged as ``_storage_error`` says."""
+        try:
+            yield
+        except Exception as exc:
+            self._storage_error(exc, where)
 
     def _storage_error(self, exc: BaseException, where: str) -> bool:
         """Log a failed storage call; a storage error marks the store unusable (True)."""
@@ -516,9 +514,8 @@ class TroveEngine(ContextEngine):
         native = self._native_compressor()
         if native is not None:
             copy_attrs(self, native, _TO_NATIVE)
-            extra: dict[str, Any] = {"memory_context": memory_context} if memory_context else {}
             out = native.compress(messages, current_tokens=current_tokens, focus_topic=focus_topic, force=force,
-                                  **extra)
+                                  **({"memory_context": memory_context} if memory_context else {}))
             copy_attrs(native, self, _FROM_NATIVE)
         else:
             out = trim_head_tail(messages, budget=max(1, int(self.threshold_tokens * 0.6)))

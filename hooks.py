@@ -309,11 +309,9 @@ def make_hooks(base: Runtime) -> dict[str, Callable[..., Any]]:
             return
         # this machine's row first, the server's only while the store is usable: no wait on the gateway's loop
         # for a server known to be away (one that hangs would hold it for the connect timeout)
-        row = runtime.store.owner(session_id, remote=runtime.health.usable)
-        if row is None or row.ended_at is not None:
-            return
-        if LATE_ENDS.add(runtime, session_id, platform, only_if_busy=True):  # after the ends already waiting
-            return
+        row = runtime.store.owner(session_id, remote=runtime.health.usable)  # (an ended one is left alone)
+        if row is None or row.ended_at is not None or LATE_ENDS.add(runtime, session_id, platform, only_if_busy=True):
+            return  # queued: it follows the ends already waiting
         try:
             runtime.store.mark_ended(session_id, wait_s=FINALIZE_WAIT_S)
         except Exception as exc:  # another process (or thread) holds the file's write lock: finished off the loop

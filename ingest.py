@@ -141,9 +141,8 @@ class IdentityCache:
     A digest depends on role, content, tool calls and tool call id alone. One is reused only for a
     message without tool calls whose content is the very string object digested (kept here, so its
     id names no other; strings do not change) and whose role and tool call id are equal; anything
-    else is digested again. Bounded by
-    entries and by the characters of the strings it holds on to (a longer string is not kept); full,
-    it starts over.
+    else is digested again. Bounded by entries and by the characters of the strings it holds on to (a
+    longer string is not kept); full, it starts over.
     """
 
     ENTRIES = 2048

@@ -117,11 +117,8 @@ class StoreHealth:
         self.reason = reason[:300] or "unknown storage error"
         self.failures += 1
         self.since = self.since if not first else time.time()
-        self.retry_at = self.clock() + self.backoff()
+        self.retry_at = self.clock() + min(RETRY_MAX_S, RETRY_FIRST_S * 2 ** max(0, min(self.failures - 1, 8)))
         return first
-
-    def backoff(self) -> float:
-        return min(RETRY_MAX_S, RETRY_FIRST_S * 2 ** max(0, min(self.failures - 1, 8)))
 
     def recover(self) -> None:
         self.reason, self.failures, self.since, self.retry_at = "", 0, 0.0, 0.0

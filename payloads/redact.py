@@ -116,9 +116,8 @@ def _value_sub(name: str, bearer: bool = False) -> Callable[[re.Match[str]], str
             value = groups.get(group)
             if value is None:
                 continue
-            if value.startswith("[REDACTED:") or (bearer and not _looks_like_token(value)):
-                return m.group(0)
-            if group == "bv" and (value.lower() in _NOT_SECRETS or _code_reference(value, m.group("head"))):
+            if value.startswith("[REDACTED:") or (bearer and not _looks_like_token(value)) or (
+                    group == "bv" and (value.lower() in _NOT_SECRETS or _code_reference(value, m.group("head")))):
                 return m.group(0)
             if group == "bv" and not bearer and _json_key_before(m.string, m.start()):
                 left = right = '"'  # a bare JSON value (number) becomes a string: the JSON stays valid
@@ -188,9 +187,7 @@ def _key_boundary(text: str, pos: int) -> bool:
     opened = text.rfind("[REDACTED:", max(0, pos - 40), pos)
     if opened != -1 and "]" not in text[opened:pos]:
         return False  # the pattern name inside a placeholder (``[REDACTED:api_key:sha256=...]``)
-    if text[pos:pos + 3].lower() == "key" and prev not in ("_", "-", "."):
-        return False
-    return True
+    return text[pos:pos + 3].lower() != "key" or prev in ("_", "-", ".")
 
 
 def _shape_sub(name: str, check: Callable[[str], bool] | None = None) -> Callable[[re.Match[str]], str]:

@@ -1,12 +1,9 @@
 """Payload sidecars on a PostgreSQL store: the ``payloads`` table every machine of a fleet reads.
 
 With ``TROVE_DATABASE_URL`` set, a payload the storage guard moves out of a row is one row here
-(ref, owner, metadata, the exact UTF-8 bytes) instead of a local file. The guard writes it as a
-local file in the payload directory first (a turn never waits on the network); the outbox's
-shipper uploads it (``SpoolDir`` in ``sidecar``) before any message that names it, so a ref in any
-shipped message resolves on any machine. ``sidecar``
-chooses the home and verifies what comes back (digest, owner) as it does files; this module
-only moves rows and counts them.
+(ref, owner, metadata, the exact UTF-8 bytes). It waits as a local file first (a turn never waits
+on the network) until the outbox's shipper uploads it (``spool.SpoolDir``), before any message that
+names it. ``sidecar`` chooses the home and verifies what comes back; this module moves and counts rows.
 """
 from __future__ import annotations
 
