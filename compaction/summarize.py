@@ -9,6 +9,7 @@ The breaker state is per process and shared by every engine copy.
 from __future__ import annotations
 
 import functools
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -132,10 +133,7 @@ def truncate_deterministic(text: str, max_tokens: int) -> str:
     if tokens.count(text) <= max_tokens:
         return text
     core = TRUNCATION_MARKER.strip()
-    spans, at = [], text.find(core)
-    while at >= 0:
-        spans.append((at, at + len(core)))
-        at = text.find(core, at + len(core))
+    spans = [(m.start(), m.end()) for m in re.finditer(re.escape(core), text)]
     lo, hi = 0, len(text)
     best = core
     while lo <= hi:  # binary search on kept characters
@@ -210,8 +208,7 @@ class Summarizer:
         source_tokens = tokens.count(text)
         budget = max(MIN_SUMMARY_BUDGET, min(budget, max(MIN_SUMMARY_BUDGET, source_tokens - 1)))
         errors: list[str] = []
-        calls = 0
-        input_tokens = 0
+        calls = input_tokens = 0
         cfg = self.config
         if allow_model and self.complete is not None and source_tokens >= MIN_MODEL_INPUT_TOKENS:
             aggressive_budget = max(MIN_SUMMARY_BUDGET, int(budget * cfg.l2_budget_ratio))
@@ -311,14 +308,12 @@ def serialize_messages(rows: Sequence[Any], per_message_chars: int = PER_MESSAGE
         if when is not None and when.date() != day:
             day = when.date()
             header = f"=== {when.strftime('%A')} {when.day} {when.strftime('%B %Y')} (UTC) ===\n"
-        role = str(msg.get("role", "?")).upper()
         text = tokens.message_text({"content": msg.get("content")})
         if len(text) > per_message_chars:
             keep = per_message_chars // 2
             text = text[:keep] + f"\n...[{len(text) - 2 * keep} chars omitted]...\n" + text[-keep:]
-        label = role
-        if msg.get("role") == "tool":
-            label = f"TOOL RESULT {msg.get('name') or ''} {msg.get('tool_call_id') or ''}".strip()
+        label = (f"TOOL RESULT {msg.get('name') or ''} {msg.get('tool_call_id') or ''}".strip()
+                 if msg.get("role") == "tool" else str(msg.get("role", "?")).upper())
         if when is not None:
             label += f" {when.strftime('%H:%M')}"
         line = f"{header}[{label}]: {text}"
@@ -326,7 +321,6 @@ def serialize_messages(rows: Sequence[Any], per_message_chars: int = PER_MESSAGE
         for call in calls if isinstance(calls, list) else []:  # a damaged row's may be a number or an object
             fn = call.get("function") if isinstance(call, dict) else None
             fn = fn if isinstance(fn, dict) else {}
-            args = str(fn.get("arguments", ""))[:600]
-            line += f"\n[TOOL CALL {fn.get('name', '?')}]: {args}"
+            line += f"\n[TOOL CALL {fn.get('name', '?')}]: {str(fn.get('arguments', ''))[:600]}"
         blocks.append(line)
     return "\n\n".join(blocks)
