@@ -115,7 +115,6 @@ class Compactor:
         if not prefix_only:
             tail_start = policy.enforce_budget(live, tail_start, int(target * TAIL_SHARE), count)
         at = [i for i in range(tail_start) if live_ids[i]]  # where each candidate stands in ``live``
-        candidates = [(live[i], live_ids[i]) for i in at]
         sweep = bool(self.config.threshold_full_sweep_enabled)
         focus = (focus_topic or "").strip()
         if memory_context.strip():
@@ -123,7 +122,7 @@ class Compactor:
                           + memory_context.strip()[:4000])
 
         # 1. leaf passes over the oldest candidates, as many as the budget needs
-        cand_msgs = [m for m, _ in candidates]
+        cand_msgs = [live[i] for i in at]
         sizes = [count(m) for m in cand_msgs]
         # Unstored messages after candidate k stay with it unless an ignore pattern filtered them out
         # (a message shown rewritten has a stored row; dropping it would read as the host's undo).
@@ -151,7 +150,7 @@ class Compactor:
                 if not critical or catchup >= CATCHUP_LEAVES:
                     break  # already fits (e.g. after stubbing): no summary call needed
                 catchup += 1  # deferred backlog caught up while the window is nearly full
-            last_id = candidates[ch.end - 1][1]
+            last_id = live_ids[at[ch.end - 1]]
             # stored rows the host list did not show are folded in too, so lineage has no gaps
             # (those it took back are covered but not summarised: see ``_leaf``)
             rows = [r for r in backlog if covered < r.store_id <= last_id]
@@ -187,7 +186,7 @@ class Compactor:
                        for shown in (messages, host))
         status = "compacted" if leaves or condensed else ("stubbed" if self.stubbed else
                                                           "sanitized" if progress else "noop")
-        reason = "" if progress else ("nothing outside the protected tail to compact" if not candidates
+        reason = "" if progress else ("nothing outside the protected tail to compact" if not at
                                       else "summaries could not shrink the prompt")
         for name, value in (("summary_calls", self.calls), ("aux_input_tokens", self.aux_input_tokens),
                             ("compacted_source_tokens", self.source_tokens)):
