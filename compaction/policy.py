@@ -70,8 +70,7 @@ def enforce_budget(messages: Sequence[dict[str, Any]], start: int, budget: int, 
     total = sum(sizes[start:])
     last_group = _back_to_group_start(messages, n - 1) if n else 0
     while total > budget and start < last_group:
-        nxt = forward_to_group_start(messages, start + 1)
-        nxt = min(nxt, last_group)
+        nxt = min(forward_to_group_start(messages, start + 1), last_group)
         total -= sum(sizes[start:nxt])
         start = nxt
     return start
