@@ -223,7 +223,8 @@ class TroveEngine(ContextEngine):
         if kwargs.get("context_length") and not self.context_length:
             self.context_length = int(kwargs["context_length"])
             self.threshold_tokens = self._compute_threshold()
-        old, compaction = kwargs.get("old_session_id") or "", kwargs.get("boundary_reason") == "compression"
+        old = kwargs.get("old_session_id") or ""
+        compaction = kwargs.get("boundary_reason") == "compression"
         platform, conversation = host_owner(self._host_db, session_id, str(kwargs.get("platform") or ""),
                                             str(kwargs.get("conversation_id") or ""))
         key = SessionKey(session_id=session_id or "", conversation_id=conversation, platform=platform,
@@ -554,7 +555,8 @@ class TroveEngine(ContextEngine):
     # -- status --------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
         """The engine-side facts tools and commands report (no storage reads)."""
-        key, why = self.state.key or SessionKey("(unbound)"), self._delegating(probe=False)
+        key = self.state.key or SessionKey("(unbound)")
+        why = self._delegating(probe=False)
         return {
             "session_id": key.session_id, "conversation_id": key.conversation_id, "platform": key.platform,
             "session_mode": self.state.mode, "matched_pattern": self.state.matched_pattern,

@@ -88,7 +88,8 @@ FILE_FIXES = (  # {path}: the store's file, {folder}: its directory
 
 def store_fix(path: str, reason: str) -> str:
     """What the operator does about ``reason`` (a ``store_reason`` or ``pathprobe.probe_path`` answer)."""
-    low, server = reason.lower(), names_server(path)
+    low = reason.lower()
+    server = names_server(path)
     table = SERVER_FIXES if server else FILE_FIXES
     fix = next(f for words, f in table if not words or any(w in low for w in words))
     if server:

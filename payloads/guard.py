@@ -246,7 +246,8 @@ def _make_encodable(cols: dict[str, Any], write: Write) -> None:
 
 
 def _externalize_content(cols: dict[str, Any], write: Write) -> None:
-    text, value = cols["content"], None
+    text = cols["content"]
+    value = None
     if cols.get("content_is_json"):
         with contextlib.suppress(ValueError):
             value = json.loads(text)
