@@ -211,7 +211,7 @@ def _apply(cols: dict[str, Any], writer: Writer, redactor: Redactor, externalize
             cols["content"] = guard(raw or "")
         elif raw and _might_hold_base64(raw):
             cols[column] = _map_json_column(raw, guard)
-    if externalize and len(cols["content"]) > threshold:
+    if externalize and len(cols.get("content") or "") > threshold:
         _externalize_content(cols, write)
     _make_encodable(cols, write)
 

@@ -381,6 +381,17 @@ def test_redaction_covers_tool_call_arguments_and_multimodal_text(tmp_path):
     assert second.content_value()[0]["text"].startswith("my api_key: [REDACTED:api_key:sha256=")
 
 
+def test_a_json_row_without_content_passes_the_guard_whole(tmp_path, caplog):
+    config = make_config(tmp_path, large_output_externalization_enabled=True, sensitive_patterns_enabled=True,
+                         large_output_externalization_threshold_chars=1000)
+    cols = {"session_id": "s1", "role": "assistant", "content": None, "content_is_json": 1,
+            "tool_calls": json.dumps([{"id": "c1", "function": {"name": "t", "arguments": "\ud800"}}],
+                                     ensure_ascii=False)}
+    out = guard.storage_transform(config)(cols)
+    assert out["content"] is None and "\\ud800" in out["tool_calls"]  # made encodable, not left half done
+    assert "storage transform failed" not in caplog.text
+
+
 # -- refs: validation, ownership, tampering -------------------------------------------
 
 @pytest.mark.parametrize("bad", [
