@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .evidence.planner import OPERATIONS
+from .state.contract import KINDS
+from .state.retrieve import ARGS as RETRIEVE_ACTIONS
 from .toolkit import ROLES
 
 # A string type keeps every provider's schema validator happy; numbers are accepted too.
@@ -187,8 +190,7 @@ TROVE_COMPUTE = _tool("trove_compute", (
         "hold for the cited operands only (status 'partial'). Default false.")},
     "candidate_answer": {"type": "string",
                          "description": "Your answer to check against the computation (agrees true/false)."},
-    "operation": {"type": "string", "enum": ["date_difference", "date_filter", "count_distinct", "sum",
-                                             "difference", "order", "latest_state"],
+    "operation": {"type": "string", "enum": list(OPERATIONS),
                   "description": "Force the operation when the question's wording is ambiguous."},
 }, ["question", "operands"])
 
@@ -232,8 +234,7 @@ TROVE_QUERY_STATE = _tool("trove_query_state", (
     "conflict. Opt-in (TROVE_ASSERTIONS_ENABLED): when off it answers status 'disabled' with the reason."), {
     "subject_key": {"type": "string", "description": "Subject, e.g. user:self or person:alex."},
     "predicate_key": {"type": "string", "description": "Optional predicate, e.g. lives_in."},
-    "kinds": {"type": "array", "items": {"type": "string", "enum": [
-        "fact", "event", "preference", "recommendation", "commitment", "action", "status", "quotation"]},
+    "kinds": {"type": "array", "items": {"type": "string", "enum": list(KINDS)},
               "description": "Up to 8 assertion kinds."},
     "scope_key": {"type": "string", "description": "Optional scope."},
     "speaker_role": {"type": "string", "description": "Optional speaker role (user, assistant)."},
@@ -245,8 +246,7 @@ TROVE_RETRIEVE = _tool("trove_retrieve", (
     "Bounded retrieval controller for one answer: tracks evidence slots, allows at most three targeted "
     "calls to the retrieval tools, accepts only exact refs it observed and can finish through trove_compute. "
     "Opt-in (TROVE_ADAPTIVE_RETRIEVAL_ENABLED): when off it answers status 'disabled' with the reason."), {
-    "action": {"type": "string", "enum": ["start", "search", "finish", "status", "abandon"],
-               "description": "Controller step."},
+    "action": {"type": "string", "enum": list(RETRIEVE_ACTIONS), "description": "Controller step."},
     "retrieval_id": {"type": "string", "description": "The episode id from start."},
     "question": _QUESTION,
     "question_date": _QUESTION_DATE,

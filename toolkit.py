@@ -154,8 +154,7 @@ class ToolContext:
 
 
 def current_session(ctx: ToolContext) -> str | None:
-    key = ctx.session
-    return key.session_id if key is not None and key.session_id else None
+    return (ctx.session.session_id or None) if ctx.session is not None else None
 
 
 def turn_start(ctx: ToolContext) -> int | None:
@@ -163,6 +162,14 @@ def turn_start(ctx: ToolContext) -> int | None:
     question, tool calls and results), which no search may return as evidence; None otherwise."""
     sid = current_session(ctx)
     return ctx.runtime.store.last_reply_store_id(sid) if ctx.mid_turn and sid else None
+
+
+def question_arg(args: Mapping[str, Any], limit: int) -> str:
+    """The required ``question``, stripped, of at most ``limit`` characters."""
+    text = (str_arg(args, "question", required=True, allow_empty=False) or "").strip()
+    if len(text) > limit:
+        raise ToolError(f"question is longer than {limit} characters")
+    return text
 
 
 def require_session(ctx: ToolContext, tool: str) -> str:
@@ -189,10 +196,9 @@ def number(raw: Any, name: str, accepted: str) -> int | float:
     elif isinstance(raw, str) and _NUMBER_TEXT.fullmatch(raw.strip()):
         text = raw.strip()
         value = int(text) if _INT_TEXT.fullmatch(text) else float(text)
-    elif isinstance(raw, str):
-        raise ToolError(f"{name} must be {accepted}, got {echo(raw, 40)}")
     else:
-        raise ToolError(f"{name} must be {accepted}, got {type(raw).__name__}")
+        shown = echo(raw, 40) if isinstance(raw, str) else type(raw).__name__
+        raise ToolError(f"{name} must be {accepted}, got {shown}")
     if isinstance(value, float) and not math.isfinite(value):
         raise ToolError(f"{name} must be {accepted}, got {spelled(value)}")
     if abs(value) > MAX_SAFE_INTEGER:
@@ -224,11 +230,10 @@ def int_arg(args: Mapping[str, Any], name: str, default: int | None, *, minimum:
     raw = args.get(name)
     if raw is None or raw == "":
         return default
-    if cap is None:
-        return whole_number(raw, name, minimum, MAX_SAFE_INTEGER)
-    accepted = f"an integer from {minimum} to {cap} (larger values up to {MAX_SAFE_INTEGER} are clamped to {cap})"
+    accepted = "" if cap is None else \
+        f"an integer from {minimum} to {cap} (larger values up to {MAX_SAFE_INTEGER} are clamped to {cap})"
     out = whole_number(raw, name, minimum, MAX_SAFE_INTEGER, accepted)
-    if out > cap:
+    if cap is not None and out > cap:
         if clamped is not None:
             clamped[f"{name}_clamped_from"] = out
         out = cap
@@ -449,12 +454,8 @@ TOOL_CALLS_PREVIEW_CHARS = 2000
 
 def echo_filters(time_from: float | None = None, time_to: float | None = None, **given: Any) -> dict[str, Any]:
     """The filters a response repeats back: the ones that were set, times as ISO strings."""
-    out = {k: v for k, v in given.items() if v}
-    if time_from is not None:
-        out["time_from"] = iso(time_from)
-    if time_to is not None:
-        out["time_to"] = iso(time_to)
-    return out
+    times = {"time_from": time_from, "time_to": time_to}
+    return {k: v for k, v in given.items() if v} | {k: iso(t) for k, t in times.items() if t is not None}
 
 
 def expand_hint(node: Any) -> str:
@@ -467,11 +468,7 @@ def message_meta(row: Any, current_session: str | None) -> dict[str, Any]:
     out: dict[str, Any] = {"store_id": row.store_id, "session_id": row.session_id, "source": row.source,
                            "role": row.role, "timestamp": iso(row.created_at),
                            "from_current_session": bool(current_session) and row.session_id == current_session}
-    if row.tool_call_id:
-        out["tool_call_id"] = row.tool_call_id
-    if row.tool_name:
-        out["tool_name"] = row.tool_name
-    return out
+    return out | {k: getattr(row, k) for k in ("tool_call_id", "tool_name") if getattr(row, k)}
 
 
 def message_item(row: Any, current_session: str | None, *, offset: int = 0, max_chars: int = 4000,
@@ -483,10 +480,9 @@ def message_item(row: Any, current_session: str | None, *, offset: int = 0, max_
         if len(calls) <= TOOL_CALLS_PREVIEW_CHARS:
             out["tool_calls"] = json_or_text(calls)
         else:
-            out["tool_calls_preview"] = calls[:TOOL_CALLS_PREVIEW_CHARS]
-            out["tool_calls_chars"] = len(calls)
-            out["tool_calls_truncated"] = True
-            out["tool_calls_expand_args"] = {"store_id": row.store_id, "part": "tool_calls"}
+            out.update(tool_calls_preview=calls[:TOOL_CALLS_PREVIEW_CHARS], tool_calls_chars=len(calls),
+                       tool_calls_truncated=True,
+                       tool_calls_expand_args={"store_id": row.store_id, "part": "tool_calls"})
     if row.content_is_json:
         out["content_format"] = "json"
     page = content_slice(row.content, offset, max_chars)

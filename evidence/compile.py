@@ -11,7 +11,7 @@ complete result set the verified selections cover) or ``answer_sufficient``. No 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..operands import OperandSpec, norm_key
@@ -76,8 +76,7 @@ def parse_proposal(raw: Any) -> Proposal:
                 raise RefError("exact_ref is required")
             claim = parse_claim(dict(source) if isinstance(source, Mapping) else source)
             if item.get("quote") is not None:
-                claim = RefClaim(claim.store_id, claim.span_start, claim.span_end, str(item["quote"]),
-                                 claim.content_sha256)
+                claim = replace(claim, quote=str(item["quote"]))
         except RefError as exc:
             error = str(exc)
         selections.append(Selection(claim_id, facet, claim, error, fields,
@@ -124,17 +123,14 @@ def check_selection(sel: Selection, row: MessageRow | None, ignored_by: Callable
             verified.update({n: f[n] for n in names if n in f})
         except GroundingError as exc:
             failed.update({n: str(exc).removeprefix("operand 0: ") for n in names if n in f})
-    if "entity" in f:
-        if norm_key(f["entity"]) in norm_key(ref.quote):
-            verified["entity"] = f["entity"]
-        else:
-            failed["entity"] = "the entity is not written in the quote"
-    for name, actual in (("role", row.role), ("source", row.source)):
-        if name in f:
-            if f[name].strip().casefold() == actual.casefold():
-                verified[name] = f[name]
-            else:
-                failed[name] = f"the row's {name} is {actual!r}"
+    plain = (("entity", norm_key(f.get("entity", "")) in norm_key(ref.quote), "the entity is not written in the quote"),
+             *((name, f.get(name, "").strip().casefold() == actual.casefold(), f"the row's {name} is {actual!r}")
+               for name, actual in (("role", row.role), ("source", row.source))))
+    for name, holds, why in plain:
+        if name in f and holds:
+            verified[name] = f[name]
+        elif name in f:
+            failed[name] = why
     out["status"] = "partial" if failed else "verified"
     out["verified_fields"] = verified
     if failed:

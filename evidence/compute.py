@@ -117,12 +117,10 @@ def _metrics(n: int, started: float) -> dict[str, Any]:
 
 # -- dates ---------------------------------------------------------------------
 def _dated(ops: list[Grounded]) -> list[tuple[Grounded, When]]:
-    out = []
     for g in ops:
         if g.when is None:
             raise Fallback(f"operand {g.index} has no date", "give date or cite the span that dates it")
-        out.append((g, g.when))
-    return out
+    return [(g, g.when) for g in ops if g.when is not None]
 
 
 def _months_between(a: date, b: date) -> tuple[int, int]:
@@ -178,8 +176,7 @@ def run_date_difference(ops: list[Grounded], p: Plan, req: ComputeRequest) -> Re
         pair = [dated[0], (None, When(now, now + timedelta(days=1), "day", "question_date", "question_date"))]
     else:
         pair = list(dated)
-    (g1, w1), (g2, w2) = pair[0], pair[1]
-    earlier, later = ((g1, w1), (g2, w2)) if w1.start <= w2.start else ((g2, w2), (g1, w1))
+    earlier, later = sorted(pair[:2], key=lambda t: t[1].start)  # stable: the first on the same day
     value, unit, steps = date_span(earlier[1], later[1], p.options.get("unit", "auto"))
     trace: list[dict[str, Any]] = [
         {"step": "date", "operand": g.index if g else "question_date", "date": w.label, "source": w.source,
@@ -291,12 +288,11 @@ def _convert_all(ops: list[Grounded], unit: Unit | None, trace: list[dict[str, A
     values = []
     for g in ops:
         assert g.value is not None
-        if unit is None or g.unit is None or g.unit.name == unit.name:
-            values.append(g.value)
-            continue
-        v = convert(g.value, g.unit, unit)
-        trace.append({"step": "convert", "operand": g.index,
-                      "expression": f"{fmt(g.value)} {g.unit.name} = {fmt(v)} {unit.name}"})
+        v = g.value
+        if unit is not None and g.unit is not None and g.unit.name != unit.name:
+            v = convert(g.value, g.unit, unit)
+            trace.append({"step": "convert", "operand": g.index,
+                          "expression": f"{fmt(g.value)} {g.unit.name} = {fmt(v)} {unit.name}"})
         values.append(v)
     return values
 

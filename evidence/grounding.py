@@ -70,22 +70,11 @@ class Grounded:
     assertion_id: str | None = None
 
     def trace(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"operand": self.index, "ref": self.ref.shorthand, "quote": self.ref.quote[:300]}
-        if self.assertion_id:
-            out["assertion_id"] = self.assertion_id
-        if self.label:
-            out["label"] = self.label
-        if self.key is not None:
-            out["key"] = self.key
-        if self.value is not None:
-            out["value"] = fmt(self.value)
-        elif self.value_text is not None:
-            out["value"] = self.value_text
-        if self.unit is not None:
-            out["unit"] = self.unit.name
-        if self.when is not None:
-            out["date"] = self.when.to_dict()
-        return out
+        given = {"assertion_id": self.assertion_id or None, "label": self.label or None, "key": self.key,
+                 "value": self.value_text if self.value is None else fmt(self.value),
+                 "unit": self.unit.name if self.unit else None, "date": self.when.to_dict() if self.when else None}
+        return {"operand": self.index, "ref": self.ref.shorthand, "quote": self.ref.quote[:300],
+                **{k: v for k, v in given.items() if v is not None}}
 
 
 def parse_operands(raw: Any, name: str = "operands", limit: int = MAX_OPERANDS) -> list[OperandSpec]:
@@ -102,7 +91,7 @@ def parse_operand(index: int, item: Any) -> OperandSpec:
         item = {"exact_ref": item}
     if not isinstance(item, Mapping):
         raise ValueError(f"operand {index} must be an object or a trove:<id>:<start>-<end> string")
-    fields = {k: _text(item.get(k)) for k in ("unit", "key", "label", "date")}
+    fields = {k: None if item.get(k) in (None, "") else str(item[k])[:400] for k in ("unit", "key", "label", "date")}
     value = item.get("value")
     if value is not None and not isinstance(value, (str, int, float)) or isinstance(value, bool):
         raise ValueError(f"operand {index}: value must be a number or a string")
@@ -120,12 +109,6 @@ def parse_operand(index: int, item: Any) -> OperandSpec:
     except RefError as exc:
         return OperandSpec(index, None, claim_error=str(exc), value=value, **fields)
     return OperandSpec(index, claim, value=value, **fields)
-
-
-def _text(value: Any) -> str | None:
-    if value is None or value == "":
-        return None
-    return str(value)[:400]
 
 
 def ground(spec: OperandSpec, row: MessageRow | None, *, need: frozenset[str] = frozenset(),

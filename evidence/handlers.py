@@ -21,6 +21,7 @@ from ..toolkit import (
     current_session,
     enum_arg,
     fit_items,
+    question_arg,
     question_date_arg,
     str_arg,
     turn_start,
@@ -42,13 +43,6 @@ MAX_CANDIDATES = 48
 COVERAGE_SCAN = 200  # matches the re-run reads; more than max_candidates already fails the check
 
 
-def _question(args: Mapping[str, Any]) -> str:
-    text = (str_arg(args, "question", required=True, allow_empty=False) or "").strip()
-    if len(text) > MAX_QUESTION:
-        raise ToolError(f"question is longer than {MAX_QUESTION} characters")
-    return text
-
-
 def _rows(ctx: ToolContext, ids: Iterable[int]) -> dict[int, MessageRow]:
     unique = sorted(set(ids))
     # rows of sessions outside the caller's scope are missing, exactly like unknown store ids
@@ -59,7 +53,7 @@ def _rows(ctx: ToolContext, ids: Iterable[int]) -> dict[int, MessageRow]:
 def trove_compute(ctx: ToolContext, args: Mapping[str, Any], resolve: Resolve | None = None) -> dict[str, Any]:
     """``resolve`` turns ``assertion_id`` operands into cited ones; the tool table passes the assertion
     store's resolver, so this family never imports state (without one they fail closed)."""
-    question = _question(args)
+    question = question_arg(args, MAX_QUESTION)
     try:
         specs = parse_operands(args.get("operands"))
     except ValueError as exc:
@@ -76,7 +70,7 @@ def trove_compute(ctx: ToolContext, args: Mapping[str, Any], resolve: Resolve | 
 
 # -- trove_evidence_pack ------------------------------------------------------------
 def trove_evidence_pack(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
-    question = _question(args)
+    question = question_arg(args, MAX_QUESTION)
     try:
         claims = parse_refs(args.get("baseline_refs"))
         budgets, notes = parse_budgets(args.get("budgets"))
@@ -108,12 +102,12 @@ def trove_evidence_pack(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, 
 
 # -- trove_compile_evidence -----------------------------------------------------------
 def trove_compile_evidence(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
-    question = _question(args)
+    question = question_arg(args, MAX_QUESTION)
+    given = args.get("budgets")
     try:
         proposal = parse_proposal(args.get("proposal"))
-        budgets, notes = parse_budgets({k: v for k, v in (args.get("budgets") or {}).items()
-                                        if k == "max_quote_chars"} if isinstance(args.get("budgets"), Mapping)
-                                       else args.get("budgets"))
+        budgets, notes = parse_budgets({k: v for k, v in given.items() if k == "max_quote_chars"}
+                                       if isinstance(given, Mapping) else given)
     except ValueError as exc:
         raise ToolError(str(exc)) from None
     question_date = question_date_arg(args)

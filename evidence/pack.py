@@ -20,6 +20,7 @@ from ..rows import MessageRow
 from ..toolkit import clamped_number
 
 MAX_BASELINE = 50
+Verified = tuple[int, ExactRef, MessageRow, dict[str, Any] | None]  # index, ref, its row, how it was repaired
 PACK_CAP = 64000
 TIME_MODEL = ("observed_at: when the message was stored (its timestamp); occurrences: the time expressions of "
               "the quote resolved against observed_at, [start, end) in UTC")
@@ -101,7 +102,7 @@ def build_pack(question: str, claims: list[tuple[int, RefClaim | None, str | Non
                ignored_by: Callable[[str, str], str | None] | None = None) -> dict[str, Any]:
     """The packet's items (ordered, deduplicated, budgeted) and what was rejected or dropped."""
     rejected: list[dict[str, Any]] = []
-    verified: list[tuple[int, ExactRef, MessageRow, dict[str, Any] | None]] = []
+    verified: list[Verified] = []
     for index, claim, error in claims:
         if claim is None:
             rejected.append({"index": index, "reason": error})
@@ -148,11 +149,10 @@ def _sh(claim: RefClaim) -> str:
     return shorthand(claim.store_id, claim.span_start, claim.span_end)
 
 
-def _dedupe(verified: list[tuple[int, ExactRef, MessageRow, dict[str, Any] | None]]
-            ) -> tuple[list[tuple[int, ExactRef, MessageRow, dict[str, Any] | None]], list[dict[str, Any]]]:
+def _dedupe(verified: list[Verified]) -> tuple[list[Verified], list[dict[str, Any]]]:
     """Identical spans, and spans inside another cited span of the same row, are kept once."""
     duplicates: list[dict[str, Any]] = []
-    kept: list[tuple[int, ExactRef, MessageRow, dict[str, Any] | None]] = []
+    kept: list[Verified] = []
     # widest first, so a contained span always meets its container already kept
     for entry in sorted(verified, key=lambda t: (t[1].store_id, t[1].span_start, -t[1].span_end, t[0])):
         index, ref = entry[0], entry[1]

@@ -13,7 +13,7 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .. import tokens
@@ -88,7 +88,7 @@ class Parsed:
     unverified: int = 0
     invalid: int = 0
     malformed: str | None = None  # why the whole answer was refused
-    reasons: tuple[str, ...] = field(default=())
+    reasons: tuple[str, ...] = ()
 
 
 MIN_SHOWN_TOKENS = 32          # the least of a message worth an extraction call
@@ -249,20 +249,6 @@ def parse_answer(text: Any, rows: Mapping[int, MessageRow], shown: Mapping[int, 
     return Parsed(tuple(found.values()), len(items), unverified, invalid, None, tuple(reasons[:20]))
 
 
-def _text(item: Mapping[str, Any], name: str, limit: int, required: bool = True) -> str | None:
-    raw = item.get(name)
-    if raw is None or raw == "":
-        if required:
-            raise ValueError(f"{name} is missing")
-        return None
-    if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
-        raise ValueError(f"{name} must be a string")
-    text = utf8_text(str(raw).strip())  # a JSON escape can spell a lone surrogate
-    if len(text) > limit:
-        raise ValueError(f"{name} is longer than {limit} characters")
-    return text
-
-
 def _candidate(item: Any, rows: Mapping[int, MessageRow], shown: Mapping[int, int]) -> Candidate:
     if not isinstance(item, dict):
         raise ValueError("an assertion must be an object")
@@ -275,7 +261,14 @@ def _candidate(item: Any, rows: Mapping[int, MessageRow], shown: Mapping[int, in
     subject, pred = key(item.get("subject")), predicate(item.get("predicate"))
     if not subject or not pred:
         raise ValueError("subject and predicate must be non-empty strings")
-    value = _text(item, "value", MAX_VALUE) or ""
+    value = item.get("value")
+    if value is None or value == "":
+        raise ValueError("value is missing")
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ValueError("value must be a string")
+    value = utf8_text(str(value).strip())  # a JSON escape can spell a lone surrogate
+    if len(value) > MAX_VALUE:
+        raise ValueError(f"value is longer than {MAX_VALUE} characters")
     kind = item.get("kind")
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}")

@@ -19,7 +19,7 @@ from typing import Any
 
 from .. import tokens
 from ..refs import RefError, make_ref, parse_claim, shorthand
-from ..toolkit import ToolContext, ToolError, current_session, question_date_arg, str_arg
+from ..toolkit import ToolContext, ToolError, current_session, question_arg, question_date_arg, str_arg
 from .assertion_store import AssertionStore
 
 # The tools a search step may call, each through dispatch with its own argument checks and cap.
@@ -83,9 +83,7 @@ def trove_retrieve(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _start(ctx: ToolContext, store: AssertionStore, args: Mapping[str, Any]) -> dict[str, Any]:
-    question = (str_arg(args, "question", required=True, allow_empty=False) or "").strip()
-    if len(question) > MAX_QUESTION:
-        raise ToolError(f"question is longer than {MAX_QUESTION} characters")
+    question = question_arg(args, MAX_QUESTION)
     question_date_arg(args)
     identity = args.get("identity")
     if not isinstance(identity, Mapping) or identity.get("intent_type") not in INTENTS:
