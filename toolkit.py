@@ -315,10 +315,8 @@ def parse_time(value: Any, name: str, *, naive_utc: bool = False) -> float | Non
     Times outside TIME_MIN..TIME_MAX are refused."""
     if value is None or value == "":
         return None
-    if isinstance(value, str) and not _NUMBER_TEXT.fullmatch(value.strip()):
-        seconds = _iso_seconds(value.strip(), name, naive_utc)
-    else:
-        seconds = float(number(value, name, TIME_FORMS))
+    seconds = _iso_seconds(value.strip(), name, naive_utc) if isinstance(value, str) and \
+        not _NUMBER_TEXT.fullmatch(value.strip()) else float(number(value, name, TIME_FORMS))
     low, high = TIME_MIN.timestamp(), TIME_MAX.timestamp()
     if not low <= seconds <= high:
         shown = echo(value) if isinstance(value, str) else spelled(value)
@@ -431,10 +429,8 @@ def bound_json(payload: dict[str, Any], cap: int) -> str:
         if key is None:
             break
         value = obj[key]
-        if (isinstance(value, (list, dict)) and len(value) > 1) or len(dumps(value)) > 200:
-            obj[key] = _shrink(value)
-        else:
-            obj[key] = str(value)[:100]
+        big = (isinstance(value, (list, dict)) and len(value) > 1) or len(dumps(value)) > 200
+        obj[key] = _shrink(value) if big else str(value)[:100]
     return dumps({"response_truncated": True, "error": "response too large to return within its bound"})
 
 

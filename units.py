@@ -58,14 +58,9 @@ def _units() -> dict[str, Unit]:
         ("GiB", "data", 1024.0 ** 3, ("gib",)),
         ("TiB", "data", 1024.0 ** 4, ("tib",)),
     ]
-    out: dict[str, Unit] = {}
-    for name, dimension, factor, aliases in table:
-        for alias in aliases:
-            out[alias] = Unit(name, dimension, float(factor))
-    for code, aliases in CURRENCIES.items():
-        for alias in aliases:
-            out[alias] = Unit(code, f"money:{code}", 1.0)
-    return out
+    money = [(code, f"money:{code}", 1.0, aliases) for code, aliases in CURRENCIES.items()]
+    return {alias: Unit(name, dimension, float(factor)) for name, dimension, factor, aliases in table + money
+            for alias in aliases}
 
 
 CURRENCIES: dict[str, tuple[str, ...]] = {
@@ -107,9 +102,7 @@ class Quantity:
 
 def unit_of(text: str | None) -> Unit | None:
     """The unit an alias names (case-insensitive except the data units' B), or None."""
-    if not text:
-        return None
-    return UNITS.get(text.strip().lower().rstrip("."))
+    return UNITS.get(text.strip().lower().rstrip(".")) if text else None
 
 
 def parse_number(text: object) -> float | None:
@@ -125,9 +118,7 @@ def parse_number(text: object) -> float | None:
         raw = raw.removeprefix(sym).strip()
     if raw in NUMBER_WORDS:
         return float(NUMBER_WORDS[raw])
-    if re.fullmatch(_NUM, raw):
-        return float(raw.replace(",", ""))
-    return None
+    return float(raw.replace(",", "")) if re.fullmatch(_NUM, raw) else None
 
 
 def quantities(quote: str) -> list[Quantity]:
@@ -138,19 +129,16 @@ def quantities(quote: str) -> list[Quantity]:
     """
     out: list[Quantity] = []
     for m in QUANTITY.finditer(quote):
-        if m.group("num"):
-            value = float(m.group("num").replace(",", ""))
-        else:
-            value = float(NUMBER_WORDS[m.group("word").lower()])
+        num = m.group("num")
+        value = float(num.replace(",", "")) if num else float(NUMBER_WORDS[m.group("word").lower()])
         if not math.isfinite(value):
             continue  # hundreds of digits: no value a computation can use
         unit = unit_of(m.group("sym")) if m.group("sym") else None
         after = unit_of(m.group("unit"))
-        number_start, number_end = m.span("num") if m.group("num") else m.span("word")
+        number_start, number_end = m.span("num") if num else m.span("word")
         if after is not None and m.group("unit").lower() in SPACED_AMBIGUOUS and m.start("unit") > number_end:
             after = None  # "3 in March" is not three inches
-        if unit is None and after is not None:
-            unit = after
+        unit = unit or after
         end = m.end("unit") if after is not None else number_end
         start = m.start("sym") if m.group("sym") else number_start
         out.append(Quantity(value, unit, quote[start:end], (start, end)))
@@ -160,15 +148,8 @@ def quantities(quote: str) -> list[Quantity]:
 def unit_in_quote(unit: Unit, quote: str) -> bool:
     """Whether any alias of ``unit`` (same canonical unit) is written in ``quote``."""
     low = quote.lower()
-    for alias, other in UNITS.items():
-        if other != unit:
-            continue
-        if not alias[0].isalnum():
-            if alias in low:
-                return True
-        elif re.search(rf"(?<![a-z]){re.escape(alias)}(?![a-z])", low):
-            return True
-    return False
+    return any(alias in low if not alias[0].isalnum() else re.search(rf"(?<![a-z]){re.escape(alias)}(?![a-z])", low)
+               for alias, other in UNITS.items() if other == unit)
 
 
 def convert(value: float, source: Unit, target: Unit) -> float:

@@ -206,14 +206,10 @@ def computation_for(question: str, proposal: Proposal, checked: list[dict[str, A
     that held; None without an operation or a verified selection."""
     if proposal.operation is None:
         return None
-    operands: list[OperandSpec] = []
-    for sel, c in zip(proposal.selections, checked, strict=True):
-        if c.get("status") != "verified" or sel.claim is None:
-            continue
-        f = c["verified_fields"]
-        operands.append(OperandSpec(len(operands) + 1, sel.claim, value=f.get("value"), unit=f.get("unit"),
-                                    key=f.get("distinct_key"), label=sel.label or f.get("entity"), date=f.get("date")))
-    if not operands:
-        return None
+    held = [(sel, c["verified_fields"]) for sel, c in zip(proposal.selections, checked, strict=True)
+            if c.get("status") == "verified" and sel.claim is not None]
+    operands = [OperandSpec(i, sel.claim, value=f.get("value"), unit=f.get("unit"), key=f.get("distinct_key"),
+                            label=sel.label or f.get("entity"), date=f.get("date"))
+                for i, (sel, f) in enumerate(held, 1)]
     return compute(ComputeRequest(question, operands, question_date, complete, None, proposal.operation), rows,
-                   ignored_by)
+                   ignored_by) if operands else None

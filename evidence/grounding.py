@@ -217,9 +217,7 @@ def parse_date(text: str, observed_at: float | None = None) -> tuple[date, date,
     except ValueError:
         return None
     found = _resolved(resolve_occurrences(t, observed_at if observed_at is not None else 0.0))
-    if len(found) == 1:
-        return found[0].start, found[0].end, found[0].granularity
-    return None
+    return (found[0].start, found[0].end, found[0].granularity) if len(found) == 1 else None
 
 
 def _date(spec: OperandSpec, quote: str, occurrences: list[Occurrence], observed_at: float | None,

@@ -146,9 +146,8 @@ MIN_RESPONSE_CAP = 4096
 
 def _response_cap(args: Mapping[str, Any], cap: int) -> int:
     raw = (args.get("budgets") or {}).get("response_char_cap") if isinstance(args.get("budgets"), Mapping) else None
-    if raw is None:
-        return cap
-    return clamped_number(raw, "budgets.response_char_cap", MIN_RESPONSE_CAP, max(cap, MIN_RESPONSE_CAP))
+    return cap if raw is None else \
+        clamped_number(raw, "budgets.response_char_cap", MIN_RESPONSE_CAP, max(cap, MIN_RESPONSE_CAP))
 
 
 def _coverage(ctx: ToolContext, raw: Any, verified_ids: set[int]) -> dict[str, Any] | None:

@@ -60,6 +60,4 @@ def _value(found: AssertionRow) -> str | None:
         return None
     if parse_number(text) is not None:
         return text
-    if quantities(text) or norm_key(text) not in norm_key(found.quote):
-        return None
-    return text
+    return None if quantities(text) or norm_key(text) not in norm_key(found.quote) else text
