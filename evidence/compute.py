@@ -211,9 +211,7 @@ def run_date_filter(ops: list[Grounded], p: Plan, req: ComputeRequest) -> Result
             uncertain.append(g.index)
         trace.append({"step": "test", "operand": g.index, "date": w.label, "verdict": verdict})
     keyed = p.options.get("distinct_by") == "key"
-    seen: dict[str, list[int]] = {}
-    for g in inside:
-        seen.setdefault(g.key if keyed and g.key else g.ref.shorthand, []).append(g.index)
+    seen = {g.key if keyed and g.key else g.ref.shorthand for g in inside}
     trace.append({"step": "count", "distinct_by": "key" if keyed else "ref",
                   "expression": f"{len(seen)} distinct of {len(inside)} inside"})
     answer = {"value": len(seen), "unit": None, "text": str(len(seen)), "inside_operands": [g.index for g in inside],
@@ -354,8 +352,7 @@ def run_order(ops: list[Grounded], p: Plan, req: ComputeRequest) -> Result:
         ordered = [g for g, _ in dated]
         if mode == "latest":
             ordered.reverse()
-    for g in ordered:
-        trace.append({"step": "rank", "operand": g.index, "by": labels[g.index], "label": _who(g)[:120]})
+    trace += [{"step": "rank", "operand": g.index, "by": labels[g.index], "label": _who(g)[:120]} for g in ordered]
     if mode == "sorted":
         answer: dict[str, Any] = {"value": [_who(g) for g in ordered], "unit": None,
                                   "order": [g.index for g in ordered],

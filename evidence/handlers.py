@@ -1,10 +1,5 @@
-"""The evidence tools' handlers: parse the arguments, fetch the cited rows, call the pure core, shape.
-
-``trove_compute`` (compute.py), ``trove_evidence_pack`` (pack.py) and ``trove_compile_evidence``
-(compile.py); ``trove_query_state`` and ``trove_retrieve`` live in ``state/``. Rows are read through
-``store.get_many``; rows of ignored sessions are refused through the runtime's filters.
-None of these handlers calls a model.
-"""
+"""The evidence tools' handlers: parse the arguments, fetch the cited rows, call the pure core
+(compute.py, pack.py, compile.py), shape. Rows of ignored sessions are refused; no model is called."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
@@ -49,7 +44,6 @@ def _rows(ctx: ToolContext, ids: Iterable[int]) -> dict[int, MessageRow]:
     return {r.store_id: r for r in ctx.runtime.store.get_many(unique, ctx.visible)} if unique else {}
 
 
-# -- trove_compute ----------------------------------------------------------------
 def trove_compute(ctx: ToolContext, args: Mapping[str, Any], resolve: Resolve | None = None) -> dict[str, Any]:
     """``resolve`` turns ``assertion_id`` operands into cited ones; the tool table passes the assertion
     store's resolver, so this family never imports state (without one they fail closed)."""
@@ -68,7 +62,6 @@ def trove_compute(ctx: ToolContext, args: Mapping[str, Any], resolve: Resolve | 
     return compute(req, rows, ctx.runtime.filters.ignored_by)
 
 
-# -- trove_evidence_pack ------------------------------------------------------------
 def trove_evidence_pack(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
     question = question_arg(args, MAX_QUESTION)
     try:
@@ -89,8 +82,7 @@ def trove_evidence_pack(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, 
                                      ctx.runtime.filters.ignored_by)
 
     def build(n: int) -> dict[str, Any]:
-        out = dict(head, items=items[:n], returned=n, **pack)
-        out["truncated"] = n < len(items)
+        out = dict(head, items=items[:n], returned=n, **pack, truncated=n < len(items))
         if n < len(items):
             out["items_omitted_for_cap"] = len(items) - n
         return out
@@ -100,7 +92,6 @@ def trove_evidence_pack(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, 
     return payload
 
 
-# -- trove_compile_evidence -----------------------------------------------------------
 def trove_compile_evidence(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
     question = question_arg(args, MAX_QUESTION)
     given = args.get("budgets")
