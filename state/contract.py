@@ -157,16 +157,12 @@ def plan_batch(rows: Sequence[MessageRow], window: int, most_answer: int) -> Bat
     return Batch(tuple(out), tuple(shown), answer)
 
 
-def render_prompt(rows: Sequence[MessageRow], shown: Sequence[int] | None = None) -> tuple[list[dict[str, str]], int]:
-    """The one user message of an extraction call, and the message characters it carries
-    (``shown``: of each row, default MAX_MESSAGE_CHARS)."""
-    parts, chars = [PROMPT, "<messages>"], 0
-    for i, r in enumerate(rows):
-        text = r.content[:MAX_MESSAGE_CHARS if shown is None else shown[i]]
-        chars += len(text)
-        parts.append(_header(r) + text)
-    parts.append("</messages>")
-    return [{"role": "user", "content": "\n".join(parts)}], chars
+def render_prompt(rows: Sequence[MessageRow], shown: Sequence[int]) -> tuple[list[dict[str, str]], int]:
+    """The one user message of an extraction call (``shown``: how many characters of each row it
+    carries), and the message characters it carries in all."""
+    texts = [r.content[:n] for r, n in zip(rows, shown, strict=True)]
+    parts = [PROMPT, "<messages>", *(_header(r) + t for r, t in zip(rows, texts, strict=True)), "</messages>"]
+    return [{"role": "user", "content": "\n".join(parts)}], sum(map(len, texts))
 
 
 def _json_object(text: str) -> Any:

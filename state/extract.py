@@ -115,14 +115,10 @@ def window_setting(cfg: TroveConfig) -> str:
     return " or ".join(name for name, w in given if w == least) or "the host's auxiliary.compression.context_length"
 
 
-_WARNED: set[tuple[str, int]] = set()
-
-
+@functools.cache  # once per store and window
 def _warn_once(path: str, window: int) -> None:
-    if (path, window) not in _WARNED:
-        _WARNED.add((path, window))
-        log.warning("trove: assertion extraction waits: a %d-token auxiliary window cannot hold the prompt,"
-                    " an answer and a message", window)
+    log.warning("trove: assertion extraction waits: a %d-token auxiliary window cannot hold the prompt,"
+                " an answer and a message", window)
 
 
 def _batch(runtime: Runtime, store: AssertionStore, complete: Complete, cursor: int, batch: Batch) -> dict[str, Any]:
