@@ -321,6 +321,24 @@ def test_every_tool_taking_question_date_accepts_its_forms(world, tool, question
     assert "error" not in out, out
 
 
+# The documented bounds (docs/retrieval-tools.md): the evidence tools take 4,000 characters, trove_retrieve 4,096.
+@pytest.mark.parametrize(("tool", "limit"), [("trove_compute", 4000), ("trove_evidence_pack", 4000),
+                                             ("trove_compile_evidence", 4000), ("trove_retrieve", 4096)])
+def test_every_tool_taking_a_question_bounds_it_by_its_own_limit(world, tool, limit):
+    base = {"trove_compute": _q(operands=[dict(world.ref, value=20)]),
+            "trove_evidence_pack": _q(baseline_refs=[world.ref]),
+            "trove_compile_evidence": _q(proposal={"selections": [{"claim_id": "a", "exact_ref": world.ref}]}),
+            "trove_retrieve": CASES["trove_retrieve"][0][0]}[tool](world)
+    for fits in ("q" * limit, "  " + "q" * limit + "\n"):  # the bound holds after stripping
+        assert "error" not in json.loads(dispatch(world.ctx, tool, dict(base, question=fits))), (tool, len(fits))
+    out = json.loads(dispatch(world.ctx, tool, dict(base, question="q" * (limit + 1))))
+    assert out["error"] == f"question is longer than {limit} characters", out
+    for missing in ("", "   ", None):
+        args = dict(base, question=missing) if missing is not None else {k: v for k, v in base.items()
+                                                                         if k != "question"}
+        assert "question" in json.loads(dispatch(world.ctx, tool, args))["error"], (tool, missing)
+
+
 def test_question_date_is_described_once_in_the_schemas():
     described = {s["name"] for s in (schemas.TROVE_COMPUTE, schemas.TROVE_EVIDENCE_PACK, schemas.TROVE_COMPILE_EVIDENCE,
                                      schemas.TROVE_RETRIEVE) if "question_date" in s["parameters"]["properties"]}
