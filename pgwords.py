@@ -12,7 +12,8 @@ import functools
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Any
+
+from .substring import is_mark
 
 CONFIG = "trove"             # the text search configuration the schema creates (unaccent, Snowball English)
 # A tsvector must stay under 1 MB. The first INDEX_MAX_CHARS characters of a row (content, then
@@ -53,8 +54,7 @@ def marks() -> str:
     server's parser keeps them inside a word, so a headline's text blanks them first. Pure."""
     ranges: list[list[int]] = []
     for code in range(0x300, 0xE01F0):
-        char = chr(code)
-        if char in "\u200c\u200d" or unicodedata.category(char) in ("Mn", "Mc", "Me"):
+        if is_mark(chr(code)):
             if ranges and ranges[-1][1] == code - 1:
                 ranges[-1][1] = code
             else:
@@ -219,8 +219,3 @@ class _Parser:
             self.phrases.append(phrase)
         return phrase.tsquery()
 
-
-def tsquery_for(expression: str) -> tuple[str, list[Any]] | None:
-    """``(sql, params)`` of the tsquery ``expression`` (FTS5 MATCH text) means, or None for no query."""
-    query = parse_match(expression)
-    return None if query is None else (f"to_tsquery('{CONFIG}', ?)", [query.text])

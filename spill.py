@@ -108,16 +108,6 @@ def read_held(data: bytes) -> list[tuple[Run, HeldEnd | None, bool]]:
     return [((key, held, known), *last) for held, known, last in runs.values()] if key is not None else []
 
 
-def read_ends(data: bytes) -> list[HeldEnd | None]:
-    """For each run ``read_runs`` reads (in its order), the end it was held from (``read_held``)."""
-    return [end for _, end, _ in read_held(data)]
-
-
-def read_runs(data: bytes) -> list[Run]:
-    """Each run's transcript in a spill file, in order, with the file's newest session key (``read_held``)."""
-    return [run for run, _, _ in read_held(data)]
-
-
 def replay_end(store: Any, session_id: str) -> None:
     """Mark the end of ``session_id`` that was held, as a live end marks it: a session with a row only, and
     not again when it is marked already (a held copy replayed from its file and from memory)."""

@@ -136,9 +136,9 @@ def test_parse_match_keeps_negated_phrases_out_of_the_ranking_and_caps_the_phras
     assert pgwords.parse_match("word " * 200_000) is not None
 
 
-def test_tsquery_for_is_sql_and_params_or_nothing():
-    assert pgwords.tsquery_for('"deploy"*') == ("to_tsquery('trove', ?)", ["(deploy:*)"])
-    assert pgwords.tsquery_for('"open') is None and pgwords.tsquery_for("") is None
+def test_a_parsed_query_is_tsquery_text_or_nothing():
+    assert pgwords.parse_match('"deploy"*') == pgwords.Query("(deploy:*)", (pgwords.Phrase(("deploy",), True),))
+    assert pgwords.parse_match('"open') is None and pgwords.parse_match("") is None
 
 
 def test_snippet_puts_the_original_punctuation_back_around_the_markers():
@@ -221,10 +221,9 @@ def test_search_ddl_refuses_a_schema_without_unaccent_with_a_clear_error(pg_url)
                                         "東京タワー", "١٢٣", "ǅemal ﬃ", "1e5 3.5 0x1F", "don't", "C++ / C#")
 ] + ['"a" AND ("b" OR "c") NOT "d"', '"x²y"', '"²"', '"' + "z" * 600 + '" OR "ok"'])
 def test_every_parsed_query_is_a_valid_server_tsquery(pg, expression):
-    made = pgwords.tsquery_for(expression)
-    assert made is not None
-    sql, params = made
-    pg.execute(f"SELECT {sql}", params).fetchone()  # never a server error
+    query = pgwords.parse_match(expression)
+    assert query is not None
+    pg.execute("SELECT to_tsquery('trove', ?)", [query.text]).fetchone()  # never a server error
 
 
 @pytest.mark.parametrize("conforming", ["on", "off"])

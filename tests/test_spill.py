@@ -26,10 +26,15 @@ from hermes_trove.hooks import make_hooks
 from hermes_trove.ingest import message_identity
 from hermes_trove.ops import status
 from hermes_trove.runtime import build_runtime
-from hermes_trove.spill import SPILL_DIR, Spill, read_runs
+from hermes_trove.spill import SPILL_DIR, Spill, read_held
 from hermes_trove.store import SessionKey
 
 SESSION = "20261203_101010_abcdef"
+
+
+def read_runs(data: bytes) -> list:
+    """Each run's transcript in a spill file (``read_held`` without the end marks)."""
+    return [run for run, _, _ in read_held(data)]
 
 
 def blocked(tmp_path: Path) -> tuple[Path, Path]:
@@ -490,7 +495,7 @@ def test_a_run_whose_end_mark_is_damaged_is_replayed_whole_and_keeps_the_next_ru
     damaged = first[:-2] + b', "end": ' + end.encode() + b"}\n"  # a line that parses, with an end no run can have
     folder.mkdir()
     (folder / "held.jsonl").write_bytes(damaged + second)
-    assert len(spill_module.read_ends(damaged + second)) == len(read_runs(damaged + second)) == 2
+    assert len(read_held(damaged + second)) == 2
     assert rt.unstored.spill.restore(rt.store) == 4
     assert stored(tmp_path / "trove.db", tmp_path) == expected(range(2))
     assert not list(folder.glob("*.jsonl"))
