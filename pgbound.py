@@ -64,7 +64,7 @@ def newest(conn: Any, expression: str, where: Sequence[str], args: Sequence[Any]
     first with 1 to budget matches ending them), the window's low end (its ``window``-th newest
     visible match, read only when every phrase is common), then the two reads of the page. SQLite
     reads the window first; either order gives the same rows. The statement is never prepared
-    (``execute_unprepared``): the server plans it at each call with its tsqueries' values, so each read
+    (``execute(..., prepare=False)``): the server plans it at each call with its tsqueries' values, so each read
     follows its words' statistics (a walk down the newest rows for a frequent word, the index for a
     rare one), as it would with the words written into the SQL, which stays the same for every
     query of one shape."""
@@ -118,12 +118,12 @@ page AS (SELECT id, min(score) AS score FROM picked GROUP BY id ORDER BY min(sco
     mine = "SELECT page.id AS _id, page.score AS _score, b.*, -page.id AS _tie FROM page JOIN messages b ON" \
            " b.store_id = page.id"
     if otherwise is None:
-        rows = conn.execute_unprepared(f"{sql}\n{mine} ORDER BY _score, _tie", params).fetchall()
+        rows = conn.execute(f"{sql}\n{mine} ORDER BY _score, _tie", params, prepare=False).fetchall()
         if not rows:
             return None  # the window is not full, or a phrase is rare in the range
     else:  # the server evaluates the branch whose one-time filter holds, and only it
-        rows = conn.execute_unprepared(
+        rows = conn.execute(
             f"{sql},\nbm AS MATERIALIZED ({otherwise[0]})\n{mine} WHERE EXISTS (SELECT 1 FROM gate)"
             "\nUNION ALL SELECT bm.*, bm._id AS _tie FROM bm WHERE NOT EXISTS (SELECT 1 FROM gate)"
-            "\nORDER BY _score, _tie", [*params, *otherwise[1]]).fetchall()
+            "\nORDER BY _score, _tie", [*params, *otherwise[1]], prepare=False).fetchall()
     return [({k: r[k] for k in r.keys() if not k.startswith("_")}, float(r[1])) for r in rows]

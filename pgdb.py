@@ -9,6 +9,7 @@ Nothing connects at load: a server that is down at start is an outage, not a loa
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import re
@@ -22,7 +23,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from . import pgschema
 from .config import redact_url
+from .db import write_meta
 from .version import install_hint
 
 CONNECT_TIMEOUT_S = 5
@@ -128,32 +131,15 @@ def translate(sql: str) -> str:
     Quoted literals and identifiers keep their text (a ``%`` inside one is still doubled: psycopg
     reads the whole string); ``::`` casts stay.
     """
-    def swap(m: re.Match[str]) -> str:
-        text = m.group(0)
-        if text == "?":
-            return "%s"
-        if text == "%":
-            return "%%"
+    def swap(m: re.Match[str]) -> str:  # a "::" cast has no "%" to double
         if m.group(1):
             return f"%({m.group(1)})s"
-        if text[0] in "'\"":
-            return text.replace("%", "%%")
-        return text
+        return "%s" if m.group(0) == "?" else m.group(0).replace("%", "%%")
 
     return _TOKEN.sub(swap, sql)
 
 
-_translated: dict[str, str] = {}
-
-
-def translated(sql: str) -> str:
-    """``translate`` with a cache: the data modules repeat a small set of statements."""
-    out = _translated.get(sql)
-    if out is None:
-        out = translate(sql)
-        if len(_translated) < 4096:
-            _translated[sql] = out
-    return out
+translated = functools.lru_cache(maxsize=4096)(translate)  # the data modules repeat a small set of statements
 
 
 class PgRow(tuple[Any, ...]):
@@ -267,14 +253,12 @@ class PgConnection:
         with contextlib.suppress(Exception), socket.socket(fileno=os.dup(self.raw.pgconn.socket)) as sock:
             sock.shutdown(socket.SHUT_RDWR)
 
-    def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> PgCursor:
-        return self.run(translated(sql), params if isinstance(params, Mapping) else tuple(params))
-
-    def execute_unprepared(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> PgCursor:
-        """``execute``, never as a prepared statement: the server plans it at each call with its
-        parameters' values, as it plans a statement holding them as literals (a prepared one may
-        take a generic plan, blind to the values, from its sixth call on)."""
-        return self.run(translated(sql), params if isinstance(params, Mapping) else tuple(params), prepare=False)
+    def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = (),
+                prepare: bool | None = None) -> PgCursor:
+        """``sql`` in SQLite's placeholders. ``prepare=False``: never as a prepared statement, so the server
+        plans it at each call with its parameters' values, as it plans a statement holding them as literals
+        (a prepared one may take a generic plan, blind to the values, from its sixth call on)."""
+        return self.run(translated(sql), params if isinstance(params, Mapping) else tuple(params), prepare)
 
     def run(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = (), prepare: bool | None = None) -> PgCursor:
         """``sql`` in psycopg's own placeholders, watched; ``prepare`` as psycopg takes it (None: after 5 calls)."""
@@ -354,15 +338,13 @@ class PgDatabase:
             conn.close()
             conn = None
         if conn is None:
-            conn = self._open()
+            conn = self.open_connection()
             conns[key] = conn
         return conn
 
-    def _open(self) -> PgConnection:
+    def open_connection(self) -> PgConnection:
         """A new connection, the schema migrated: ``connect`` keeps one per thread; a long-lived
         worker (the outbox's shipper) keeps its own."""
-        from .pgschema import migrate
-
         psycopg = _driver()
         raw = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
                               **keepalive_params(self.url))
@@ -383,14 +365,11 @@ class PgDatabase:
             # compiling for a 7 ms search at a million rows). Off unless the operator set it.
             conn.run("SELECT set_config('jit', 'off', false) FROM pg_settings"
                      " WHERE name = 'jit' AND source = 'default'")
-            migrate(conn)
+            pgschema.migrate(conn)
         except BaseException:
             conn.close()
             raise
         return conn
-
-    def open_connection(self) -> PgConnection:
-        return self._open()
 
     def close(self) -> None:
         conns = getattr(_local, "pg", None) or {}
@@ -425,23 +404,15 @@ class PgDatabase:
         return sorted(str(r[0]) for r in self.read().execute("SELECT name FROM schema_migrations"))
 
     def ensure_optional(self, feature: str) -> list[str]:
-        from .pgschema import migrate_optional
-
-        return migrate_optional(self.connect(), feature)
+        return pgschema.migrate_optional(self.connect(), feature)
 
     def drop_optional(self, feature: str) -> list[str]:
-        from .pgschema import drop_optional
-
-        return drop_optional(self.connect(), feature)
+        return pgschema.drop_optional(self.connect(), feature)
 
     def has_optional(self, feature: str) -> bool:
-        from .pgschema import optional_applied
-
-        return optional_applied(self.read(), feature)
+        return pgschema.optional_applied(self.read(), feature)
 
     def set_meta(self, values: Mapping[str, str | None]) -> None:
-        from .db import write_meta
-
         with self.transaction() as conn:
             write_meta(conn, values)  # type: ignore[arg-type]
 

@@ -434,8 +434,11 @@ def migrate(conn: Any) -> list[str]:
             f"the PostgreSQL schema was migrated by a newer hermes-trove: its schema_migrations ledger holds"
             f" {', '.join(unknown)}, unknown to this build. Upgrade hermes-trove, or point TROVE_DATABASE_URL"
             " at another database or schema.")
-    if known <= done:
-        return []
+    return [] if known <= done else _apply(conn, entries)
+
+
+def _apply(conn: Any, entries: tuple[tuple[str, tuple[str, ...]], ...]) -> list[str]:
+    """Run the entries the ledger lacks, in order, recording each: one transaction, under the lock."""
     applied: list[str] = []
     with conn.raw.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATE_LOCK,))
@@ -459,20 +462,7 @@ def optional_applied(conn: Any, feature: str) -> bool:
 
 def migrate_optional(conn: Any, feature: str) -> list[str]:
     """Apply the opt-in set ``feature`` through the ledger (one transaction, under the lock)."""
-    if optional_applied(conn, feature):
-        return []
-    applied: list[str] = []
-    with conn.raw.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATE_LOCK,))
-        done = set(applied_names(conn))
-        for name, statements in OPTIONAL[feature]:
-            if name in done:
-                continue
-            for statement in statements:
-                conn.execute(statement)
-            conn.execute("INSERT INTO schema_migrations(name, applied_at) VALUES (?, ?)", (name, time.time()))
-            applied.append(name)
-    return applied
+    return [] if optional_applied(conn, feature) else _apply(conn, OPTIONAL[feature])
 
 
 def drop_optional(conn: Any, feature: str) -> list[str]:

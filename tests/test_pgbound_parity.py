@@ -96,7 +96,7 @@ def test_a_servers_common_word_statement_holds_no_query_text_and_is_never_prepar
     monkeypatch.setattr(pgdb.PgConnection, "run", run)
     for snippets in (False, True):  # the two shapes: BM25 folded in, or snippets asked after
         page(server.store, "cake tea", limit=5, max_candidates=20, common_candidates=10, snippets=snippets)
-    before = len(pgdb._translated)
+    before = pgdb.translated.cache_info().currsize
     sent.clear()
     for i in range(12):  # "zebra{i}" is in no row: each query is common words only
         for snippets in (False, True):
@@ -106,4 +106,4 @@ def test_a_servers_common_word_statement_holds_no_query_text_and_is_never_prepar
     rule = [(sql, prepare) for sql, prepare in sent if "gate" in sql]
     assert len(rule) == 24 and len({sql for sql, _ in rule}) == 2, len(rule)
     assert all("zebra" not in sql and prepare is False for sql, prepare in rule)
-    assert len(pgdb._translated) == before
+    assert pgdb.translated.cache_info().currsize == before
