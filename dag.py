@@ -58,6 +58,12 @@ def frontier_value(conn: sqlite3.Connection, session_id: str, stored: object) ->
     return max(_leaf_coverage(conn, session_id), rotated[0] if rotated and is_count(rotated[0]) else 0)
 
 
+def frontier_at(conn: sqlite3.Connection, session_id: str) -> int:
+    """The session's compaction frontier as ``frontier_value`` reads it (0 for an unknown session)."""
+    r = conn.execute("SELECT frontier_store_id FROM sessions WHERE session_id=?", (session_id,)).fetchone()
+    return frontier_value(conn, session_id, r[0]) if r else 0
+
+
 def _leaf_coverage(conn: sqlite3.Connection, session_id: str) -> int:
     """The highest store id the session's own summaries cover (0: none)."""
     r = conn.execute("SELECT MAX(nm.store_id) FROM node_messages nm JOIN summary_nodes n ON n.node_id = nm.node_id"
@@ -77,11 +83,14 @@ def node_row(r: sqlite3.Row | dict) -> NodeRow:
     cols["created_at"] = (cols["latest_at"] or 0.0) if created is None else created
     if not is_count(cols["token_count"]):  # a damaged count is recounted: assembly must not take it as free
         cols["token_count"] = tokens.count(str(cols["summary"]))
-    if not is_count(cols["source_token_count"]):
-        cols["source_token_count"] = 0
-    if not is_count(cols["depth"]):  # unknown: read as a leaf, so sorting and planning carry on
-        cols["depth"] = 0
+    for name in ("source_token_count", "depth"):  # an unknown depth reads as a leaf: sorting and planning go on
+        if not is_count(cols[name]):
+            cols[name] = 0
     return NodeRow(**cols)
+
+
+def _node(conn: sqlite3.Connection, node_id: int) -> NodeRow:
+    return node_row(conn.execute("SELECT * FROM summary_nodes WHERE node_id = ?", (node_id,)).fetchone())
 
 
 class SummaryDAG:
@@ -93,8 +102,8 @@ class SummaryDAG:
                  source_token_count: int, earliest_at: float | None, latest_at: float | None,
                  level: str = "normal", model: str = "", expand_hint: str = "",
                  conn: sqlite3.Connection | None = None) -> int:
-        return self._add(session_id, 0, summary, "node_messages", "store_id", store_ids, token_count,
-                         source_token_count, earliest_at, latest_at, level, model, expand_hint, conn)
+        return self._add(session_id, 0, summary, store_ids, (token_count, source_token_count, earliest_at, latest_at,
+                                                              level, model, expand_hint, time.time()), conn)
 
     def add_condensed(self, session_id: str, depth: int, summary: str, child_ids: Sequence[int], *,
                       token_count: int, source_token_count: int, earliest_at: float | None,
@@ -102,20 +111,20 @@ class SummaryDAG:
                       expand_hint: str = "", conn: sqlite3.Connection | None = None) -> int:
         if depth < 1:
             raise ValueError("condensed nodes have depth >= 1")
-        return self._add(session_id, depth, summary, "node_children", "child_id", child_ids, token_count,
-                         source_token_count, earliest_at, latest_at, level, model, expand_hint, conn)
+        return self._add(session_id, depth, summary, child_ids, (token_count, source_token_count, earliest_at,
+                                                                  latest_at, level, model, expand_hint, time.time()),
+                         conn)
 
-    def _add(self, session_id: str, depth: int, summary: str, table: str, column: str, ids: Sequence[int],
-             token_count: int, source_token_count: int, earliest_at: float | None, latest_at: float | None,
-             level: str, model: str, expand_hint: str, conn: sqlite3.Connection | None) -> int:
+    def _add(self, session_id: str, depth: int, summary: str, ids: Sequence[int], meta: tuple,
+             conn: sqlite3.Connection | None) -> int:
+        """One node over ``ids`` (store ids at depth 0, else child nodes); ``meta``: token_count to created_at."""
         if not ids:
             raise ValueError("a summary node needs at least one source")
+        table, column = ("node_messages", "store_id") if depth == 0 else ("node_children", "child_id")
 
         def write(c: sqlite3.Connection) -> int:
-            node_id = int(c.execute(
-                f"INSERT INTO {_NODE_COLUMNS} VALUES (?,?,?,?,?,?,?,?,?,?,?) RETURNING node_id",
-                (session_id, depth, summary, token_count, source_token_count, earliest_at, latest_at, level,
-                 model, expand_hint, time.time())).fetchone()[0])
+            node_id = int(c.execute(f"INSERT INTO {_NODE_COLUMNS} VALUES (?,?,?,?,?,?,?,?,?,?,?) RETURNING node_id",
+                                    (session_id, depth, summary, *meta)).fetchone()[0])
             if on_server(c):
                 pgtext.index_nodes(c, [(node_id, summary)])
             c.executemany(f"INSERT INTO {table}(node_id, ordinal, {column}) VALUES (?,?,?)",
@@ -160,14 +169,12 @@ class SummaryDAG:
                     (ids[-1], time.time(), session_id, ids[0], summary, *meta, ids, words, len(words.split()))
                 ).fetchone()
                 return None if row is None else node_row(row)
-            if self._frontier_at(conn, session_id) >= ids[0]:
+            if frontier_at(conn, session_id) >= ids[0]:
                 return None
-            node_id = self.add_leaf(session_id, summary, ids, token_count=token_count,
-                                    source_token_count=source_token_count, earliest_at=earliest_at,
-                                    latest_at=latest_at, level=level, model=model, expand_hint=expand_hint, conn=conn)
+            node_id = self._add(session_id, 0, summary, ids, meta, conn)
             conn.execute("UPDATE sessions SET frontier_store_id = ?, updated_at = ? WHERE session_id = ?",
                          (ids[-1], time.time(), session_id))  # past the frontier read above, a damaged one too
-            return node_row(conn.execute("SELECT * FROM summary_nodes WHERE node_id = ?", (node_id,)).fetchone())
+            return _node(conn, node_id)
 
     def condense_on_frontier(self, session_id: str, depth: int, summary: str, child_ids: Sequence[int], *,
                              token_count: int, source_token_count: int, earliest_at: float | None,
@@ -205,16 +212,7 @@ class SummaryDAG:
                 return None if row is None else node_row(row)
             if not self.on_frontier(session_id, ids, conn):
                 return None
-            node_id = self.add_condensed(session_id, depth, summary, ids, token_count=token_count,
-                                         source_token_count=source_token_count, earliest_at=earliest_at,
-                                         latest_at=latest_at, level=level, model=model, expand_hint=expand_hint,
-                                         conn=conn)
-            return node_row(conn.execute("SELECT * FROM summary_nodes WHERE node_id = ?", (node_id,)).fetchone())
-
-    @staticmethod
-    def _frontier_at(conn: sqlite3.Connection, session_id: str) -> int:
-        r = conn.execute("SELECT frontier_store_id FROM sessions WHERE session_id=?", (session_id,)).fetchone()
-        return frontier_value(conn, session_id, r[0]) if r else 0
+            return _node(conn, self._add(session_id, depth, summary, ids, meta, conn))
 
     def carry_over(self, from_session: str, to_session: str, min_depth: int) -> list[int]:
         """Make ``from_session``'s frontier nodes of depth >= ``min_depth`` visible in ``to_session``.
@@ -416,21 +414,16 @@ class SummaryDAG:
         """
         if not match:
             return []
-        where: list[str] = []
-        args: list[object] = [match]
         scoped, scope_args = visible.clause("n.session_id")
-        if scoped:
-            where.append(scoped)
-            args += scope_args
-        if time_from is not None:
-            where.append("COALESCE(n.latest_at, n.created_at) >= ?")
-            args.append(time_from)
-        if time_to is not None:
-            where.append("COALESCE(n.earliest_at, n.created_at) < ?")
-            args.append(time_to)
+        where, args = ([scoped], list(scope_args)) if scoped else ([], [])
+        for clause, at in (("COALESCE(n.latest_at, n.created_at) >= ?", time_from),
+                           ("COALESCE(n.earliest_at, n.created_at) < ?", time_to)):
+            if at is not None:
+                where.append(clause)
+                args.append(at)
         conn = self.db.read()
         if on_server(conn):
-            return self._server_hits(conn, match, where, args[1:], limit)
+            return self._server_hits(conn, match, where, args, limit)
         window = int(limit) * (4 if where else 1)
         while True:
             sql = ("SELECT n.*, f.r AS _rank, snippet(nodes_fts, 0, '>>>', '<<<', '…', 40) AS _snippet"
@@ -438,7 +431,7 @@ class SummaryDAG:
                    " ORDER BY r LIMIT ?) f JOIN summary_nodes n ON n.node_id = f.rid"
                    " JOIN nodes_fts ON nodes_fts.rowid = f.rid AND nodes_fts MATCH ?"
                    f"{' WHERE ' + ' AND '.join(where) if where else ''} ORDER BY f.r LIMIT ?")
-            rows = conn.execute(sql, [match, window, match, *args[1:], int(limit)]).fetchall()
+            rows = conn.execute(sql, [match, window, match, *args, int(limit)]).fetchall()
             if len(rows) >= int(limit) or window < 0 or not scoped:
                 break
             total = conn.execute("SELECT COUNT(*) FROM nodes_fts WHERE nodes_fts MATCH ?", (match,)).fetchone()[0]

@@ -14,6 +14,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from .rows import has_surrogate
+
 
 def empty(alias: str) -> str:
     """SQL: the session row ``alias`` has nothing hanging off it (messages, own or carried summaries)."""
@@ -28,14 +30,7 @@ EMPTY_SESSION = empty("s")
 def holdable(session_ids: Sequence[str]) -> list[str]:
     """The ids a store can hold a row of: an id with a lone surrogate has no UTF-8 form, so no row holds it
     (its session could not be recorded), and a server's driver refuses to send it at all."""
-    out = []
-    for session_id in session_ids:
-        try:
-            session_id.encode("utf-8")
-        except UnicodeEncodeError:
-            continue
-        out.append(session_id)
-    return out
+    return [session_id for session_id in session_ids if not has_surrogate(session_id)]
 
 
 def candidate(alias: str, keep: Sequence[str], only: str, server: bool) -> str:

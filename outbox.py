@@ -25,7 +25,7 @@ from .background import PassScheduler
 from .config import OUTBOX_FILE
 from .db import Database
 from .rows import IngestResult, SessionKey, SessionRow
-from .store import MessageStore
+from .store import SESSION_MERGE, MessageStore
 
 log = logging.getLogger("hermes_trove.outbox")
 
@@ -96,8 +96,7 @@ class Outbox:
 
     def origin(self) -> str:
         """This file's id on the server (made once, kept in its meta)."""
-        conn = self.db.read()
-        row = conn.execute("SELECT value FROM meta WHERE key='outbox_origin'").fetchone()
+        row = self.db.read().execute("SELECT value FROM meta WHERE key='outbox_origin'").fetchone()
         if row is not None:
             return str(row[0])
         with self.db.transaction() as c:
@@ -107,8 +106,8 @@ class Outbox:
 
     def cursor(self) -> tuple[int, float]:
         """(the last local id shipped, the newest session change shipped)."""
-        conn = self.db.read()
-        got = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('outbox_cursor', 'outbox_sessions')"))
+        got = dict(self.db.read().execute("SELECT key, value FROM meta"
+                                          " WHERE key IN ('outbox_cursor', 'outbox_sessions')"))
         return int(got.get("outbox_cursor", 0)), float(got.get("outbox_sessions", 0.0))
 
     def pending(self) -> int:
@@ -143,13 +142,7 @@ _SESSION_UPSERT = (
     " updated_at, ended_at, scope)"
     " SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::float8[], %s::float8[],"
     " %s::float8[], %s::text[]) ORDER BY 1"
-    " ON CONFLICT (session_id) DO UPDATE SET"
-    " conversation_id=CASE WHEN excluded.conversation_id!='' THEN excluded.conversation_id"
-    " ELSE sessions.conversation_id END,"
-    " platform=CASE WHEN excluded.platform!='' THEN excluded.platform ELSE sessions.platform END,"
-    " previous_session_id=COALESCE(sessions.previous_session_id, excluded.previous_session_id),"
-    " scope=CASE WHEN sessions.scope='' OR (sessions.platform='' AND excluded.platform!='')"
-    " THEN excluded.scope ELSE sessions.scope END,"
+    " ON CONFLICT (session_id) DO UPDATE SET" + SESSION_MERGE +
     " updated_at=GREATEST(sessions.updated_at, excluded.updated_at), ended_at=excluded.ended_at"
     " RETURNING session_id")
 # One statement: the sessions first (their rows stay locked to the end), then the messages whose
@@ -232,11 +225,15 @@ class Shipper:
             self._conn = self.server.open_connection()
         return self._conn
 
-    def between_shipments(self, act: Callable[[], int], wait_s: float = BUSY_WAIT_S) -> int:
+    def between_shipments(self, act: Callable[[], int], wait_s: float = BUSY_WAIT_S, record: bool = False) -> int:
         """``act()`` with no shipment in flight: one that read the outbox before ``act`` changed it
-        would write what it read to the server after. Raises when a shipment still holds it after ``wait_s``."""
+        would write what it read to the server after. Raises when a shipment still holds it after ``wait_s``
+        (``record``: counted as a shipping failure)."""
         if not self._lock.acquire(timeout=wait_s):
-            raise ServerUnreachableError("a shipment under way has not finished: the server is not answering")
+            busy = ServerUnreachableError("a shipment under way has not finished: the server is not answering")
+            if record:
+                self.failed(busy)
+            raise busy
         try:
             return act()
         finally:
@@ -246,14 +243,7 @@ class Shipper:
         """Ship one batch; returns rows read from the outbox (0: nothing was waiting). Raises on failure,
         and when a shipment under way (another thread's) still holds the outbox after ``wait_s`` (at
         least BUSY_WAIT_S: a deadline that is nearly spent does not make a busy server a stalled one)."""
-        if not self._lock.acquire(timeout=-1 if wait_s is None else max(BUSY_WAIT_S, wait_s)):
-            busy = ServerUnreachableError("a shipment under way has not finished: the server is not answering")
-            self.failed(busy)
-            raise busy
-        try:
-            return self._ship()
-        finally:
-            self._lock.release()
+        return self.between_shipments(self._ship, -1 if wait_s is None else max(BUSY_WAIT_S, wait_s), record=True)
 
     def _ship(self) -> int:
         payloads = self.payloads.pending(SPOOL_BYTES) if self.payloads is not None else []

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -233,27 +234,24 @@ def is_count(value: Any) -> bool:
     return type(value) is int and 0 <= value <= MAX_COUNT
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_surrogate(text: str) -> bool:
+    """True when ``text`` holds a lone surrogate: it has no UTF-8 form, so no store can hold it."""
+    return not text.isascii() and _SURROGATE.search(text) is not None
+
+
 def encodable(cols: dict[str, Any]) -> bool:
     """True when every text column value can be written as UTF-8 (no lone surrogates)."""
-    for column in ("role", "content", "tool_calls", "tool_call_id", "tool_name", "extra"):
-        value = cols.get(column)
-        if isinstance(value, str) and not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                return False
-    return True
+    return not any(isinstance(cols.get(column), str) and has_surrogate(cols[column])
+                   for column in ("role", "content", "tool_calls", "tool_call_id", "tool_name", "extra"))
 
 
 def escaped(cols: dict[str, Any]) -> dict[str, Any]:
     """Lone surrogates cannot be stored as UTF-8: keep them as visible escapes, flagged."""
-    cols = {k: _escape_surrogates(v) for k, v in cols.items()}
+    cols = {k: v.encode("utf-8", "backslashreplace").decode("utf-8") if isinstance(v, str) else v
+            for k, v in cols.items()}
     extra = json.loads(cols["extra"]) if cols.get("extra") else {}
     cols["extra"] = json.dumps({**extra, "_trove_escaped_surrogates": True})
     return cols
-
-
-def _escape_surrogates(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.encode("utf-8", "backslashreplace").decode("utf-8")
-    return value

@@ -13,7 +13,7 @@ from typing import Any, cast
 
 from . import emptyrows, ftsbound, ftsrows, ftstime, idlist, ingestrows, pgbound, pgtext, substring
 from .backend import insert_returning, on_server, sane
-from .dag import frontier_value
+from .dag import frontier_at
 from .db import Database
 from .ingest import IdentityCache, IngestCursor, is_synthetic, message_identity, plan_aligned, plan_fast, plan_joined
 from .packed import pack
@@ -33,10 +33,20 @@ from .rows import (
 from .scope import EVERYTHING, Visibility
 
 _STORED_TAIL_WINDOW = 64
+_CURSOR = "SELECT ingest_len, ingest_identity FROM sessions WHERE session_id=?"  # a session's ingest cursor
 _CURSORS_KEPT = 4096  # sessions whose last written cursor a store remembers (a hint; forgetting costs a read)
 # The frontier never moves back: the larger of the stored value and the parameter (given twice),
 # written so that SQLite and PostgreSQL read it alike (their two-argument max differ).
 _LARGER = f"CASE WHEN {sane('frontier_store_id')} > ? THEN frontier_store_id ELSE ? END"  # a damaged one: 0
+
+
+# How a write of a session row merges into the stored one (both stores' upserts; the row is ``sessions``).
+SESSION_MERGE = (" conversation_id=CASE WHEN excluded.conversation_id!=''"
+                 " THEN excluded.conversation_id ELSE sessions.conversation_id END,"
+                 " platform=CASE WHEN excluded.platform!='' THEN excluded.platform ELSE sessions.platform END,"
+                 " previous_session_id=COALESCE(sessions.previous_session_id, excluded.previous_session_id),"
+                 " scope=CASE WHEN sessions.scope='' OR (sessions.platform='' AND excluded.platform!='')"
+                 " THEN excluded.scope ELSE sessions.scope END,")
 
 
 def _upsert_session(conn: sqlite3.Connection, key: SessionKey, previous_session_id: str | None) -> None:
@@ -49,14 +59,7 @@ def _upsert_session(conn: sqlite3.Connection, key: SessionKey, previous_session_
         "INSERT INTO sessions(session_id, conversation_id, platform, previous_session_id,"
         " created_at, updated_at, scope) VALUES (?,?,?,?,?,?,"
         " COALESCE((SELECT scope FROM sessions WHERE session_id=? AND scope!=''), ?))"
-        " ON CONFLICT(session_id) DO UPDATE SET"
-        " conversation_id=CASE WHEN excluded.conversation_id!=''"
-        " THEN excluded.conversation_id ELSE sessions.conversation_id END,"
-        " platform=CASE WHEN excluded.platform!='' THEN excluded.platform ELSE sessions.platform END,"
-        " previous_session_id=COALESCE(sessions.previous_session_id, excluded.previous_session_id),"
-        " scope=CASE WHEN sessions.scope='' OR (sessions.platform='' AND excluded.platform!='')"
-        " THEN excluded.scope ELSE sessions.scope END,"
-        " updated_at=excluded.updated_at, ended_at=NULL",
+        f" ON CONFLICT(session_id) DO UPDATE SET{SESSION_MERGE} updated_at=excluded.updated_at, ended_at=NULL",
         (key.session_id, key.conversation_id or "", key.platform or "", previous_session_id, now, now,
          previous_session_id or "", key.effective_scope))
 
@@ -104,9 +107,7 @@ class MessageStore:
 
     def frontier_store_id(self, session_id: str) -> int:
         """The session's compaction frontier (0 for an unknown session)."""
-        conn = self.db.read()
-        r = conn.execute("SELECT frontier_store_id FROM sessions WHERE session_id=?", [session_id]).fetchone()
-        return frontier_value(conn, session_id, r[0]) if r else 0
+        return frontier_at(self.db.read(), session_id)
 
     def mark_ended(self, session_id: str, wait_s: float | None = None) -> None:
         """Record the session's end (``wait_s``: the longest wait for the write lock, as ``Database.transaction``)."""
@@ -176,8 +177,7 @@ class MessageStore:
         guess = plan_fast(messages, hint, identity) if hint is not None else None
         trusted = hint is not None and guess is not None and guess.start < len(messages)
         if not trusted:
-            srow = self.db.read().execute("SELECT ingest_len, ingest_identity FROM sessions WHERE session_id=?",
-                                          (key.session_id,)).fetchone()
+            srow = self.db.read().execute(_CURSOR, (key.session_id,)).fetchone()
             seen = IngestCursor.read(*srow) if srow is not None else IngestCursor()
             guess = plan_fast(messages, seen, identity)
             if srow is not None and guess is not None and guess.start == len(messages) == seen.length:
@@ -198,8 +198,7 @@ class MessageStore:
                     if isinstance(m, dict) and not is_synthetic(m) and not (skip is not None and skip(m))} \
             if guess is not None and guess.start >= 0 else {}
         with self.db.transaction() as conn:
-            srow = conn.execute("SELECT ingest_len, ingest_identity FROM sessions WHERE session_id=?",
-                                (key.session_id,)).fetchone()
+            srow = conn.execute(_CURSOR, (key.session_id,)).fetchone()
             if srow is None:
                 _upsert_session(conn, key, None)
             cursor = IngestCursor.read(*srow) if srow else IngestCursor()
@@ -371,15 +370,11 @@ class MessageStore:
         return None if r is None else message_row(r)
 
     def get_many(self, store_ids: Sequence[int], visible: Visibility = EVERYTHING) -> list[MessageRow]:
-        out: list[MessageRow] = []
-        ids = [int(i) for i in store_ids]
+        conn, ids = self.db.read(), [int(i) for i in store_ids]
         clause, args = visible.clause("session_id")
-        for i in range(0, len(ids), 500):
-            chunk = ids[i:i + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self.db.read().execute(f"SELECT * FROM messages WHERE store_id IN ({marks})"
-                                          + (f" AND {clause}" if clause else ""), [*chunk, *args])
-            out.extend(message_row(r) for r in rows)
+        out = [message_row(r) for run in idlist.chunks(conn, ids, others=len(args)) for r in conn.execute(
+            f"SELECT * FROM messages WHERE store_id IN ({','.join('?' * len(run))})"
+            + (f" AND {clause}" if clause else ""), [*run, *args])]
         order = {sid: n for n, sid in enumerate(ids)}
         return sorted(out, key=lambda m: order.get(m.store_id, 0))
 
@@ -392,15 +387,9 @@ class MessageStore:
         if roles:
             sql += f" AND role IN ({','.join('?' * len(roles))})"
             args += list(roles)
-        if time_from is not None:
-            sql += " AND created_at>=?"
-            args.append(time_from)
-        if time_to is not None:
-            sql += " AND created_at<=?"
-            args.append(time_to)
-        sql += " ORDER BY store_id LIMIT ?"
-        args.append(int(limit))
-        return [message_row(r) for r in self.db.read().execute(sql, args)]
+        bounds, bound_args = ftstime.time_bounds("created_at", time_from, time_to)
+        sql += "".join(f" AND {b}" for b in bounds) + " ORDER BY store_id LIMIT ?"
+        return [message_row(r) for r in self.db.read().execute(sql, [*args, *bound_args, int(limit)])]
 
     def backlog(self, session_id: str, after_store_id: int) -> list[MessageRow]:
         """Every raw message of the session past the frontier (the live, uncompacted part)."""
