@@ -122,8 +122,7 @@ class Database:
         key = (os.getpid(), self.path)
         conn = conns.get(key)
         if conn is None:
-            conn = self._open()
-            conns[key] = conn
+            conn = conns[key] = self._open()
         return conn
 
     def _open(self) -> sqlite3.Connection:
@@ -352,20 +351,15 @@ def split_sql(script: str) -> list[str]:
     for line in script.splitlines(keepends=True):
         buf += line
         if sqlite3.complete_statement(buf):
-            if buf.strip():
-                out.append(buf.strip())
+            out.append(buf.strip())
             buf = ""
-    if buf.strip():
-        out.append(buf.strip())
-    return out
+    return [statement for statement in (*out, buf.strip()) if statement]
 
 
 def database_file(conn: sqlite3.Connection) -> str:
     """The file behind ``conn``'s main database (``:memory:`` for an in-memory one)."""
-    for row in conn.execute("PRAGMA database_list"):
-        if row[1] == "main":
-            return str(row[2]) or ":memory:"
-    return ":memory:"
+    return next((str(row[2]) or ":memory:" for row in conn.execute("PRAGMA database_list") if row[1] == "main"),
+                ":memory:")
 
 
 # -- schema inspection -------------------------------------------------------------------

@@ -128,19 +128,15 @@ def index_messages(conn: Executes, rows: Sequence[tuple[int, str | None, str | N
 
 def index_nodes(conn: Executes, rows: Sequence[tuple[int, str | None]]) -> int:
     """Write (or rewrite) the search docs of ``(node_id, summary)`` rows in one statement."""
-    ids, texts, lens = [], [], []
-    for node_id, summary in {int(r[0]): r for r in rows}.values():
-        (words,) = document(summary)
-        ids.append(int(node_id))
-        texts.append(words)
-        lens.append(word_count(words))
-    if not ids:
+    latest = {int(r[0]): document(r[1])[0] for r in rows}  # one write per id
+    if not latest:
         return 0
     conn.execute(
         f"INSERT INTO node_search(node_id, doc, doc_len) SELECT r.id, setweight(to_tsvector('{CONFIG}', r.t), 'A'), r.n"
         " FROM unnest(?::bigint[], ?::text[], ?::int[]) AS r(id, t, n)"
-        " ON CONFLICT (node_id) DO UPDATE SET doc = excluded.doc, doc_len = excluded.doc_len", [ids, texts, lens])
-    return len(ids)
+        " ON CONFLICT (node_id) DO UPDATE SET doc = excluded.doc, doc_len = excluded.doc_len",
+        [list(latest), list(latest.values()), [word_count(w) for w in latest.values()]])
+    return len(latest)
 
 
 def reindex_messages(conn: Executes, store_ids: Sequence[int]) -> int:
@@ -325,18 +321,13 @@ def _search(conn: Executes, corpus: _Corpus, expression: str, where: Sequence[st
     statement = _statement(corpus, expression, where, args, limit, max_candidates, ids, snippets, bounds, rows)
     if statement is None:
         return []
-    out: list[tuple[Any, float, str]] = []
     # Prepared from its sixth call, when the server may keep a generic plan: its scans are the ones
     # the values' own plans take, for rare and common words alike (what depends on the words sits in
     # materialized CTEs over arrays); only a hash join's sides differ. At 30,000 and 100,000 stored
     # messages it ran within about a tenth of their time, and a kept plan saves planning each call
     # (about 1.2 ms), so unlike ``pgbound.newest`` it is not run unprepared (bench/bench_pg_plans.py).
-    for r in conn.execute(*statement).fetchall():
-        item: Any = int(r[0])
-        if rows:
-            item = {k: r[k] for k in r.keys() if not k.startswith("_")}
-        out.append((item, float(r[1]), _snippet(r[2], r[3], r[4], r[5]) if snippets else ""))
-    return out
+    return [({k: r[k] for k in r.keys() if not k.startswith("_")} if rows else int(r[0]), float(r[1]),
+             _snippet(r[2], r[3], r[4], r[5]) if snippets else "") for r in conn.execute(*statement).fetchall()]
 
 
 def _statement(corpus: _Corpus, expression: str, where: Sequence[str], args: Sequence[Any], limit: int,
@@ -362,13 +353,8 @@ def _statement(corpus: _Corpus, expression: str, where: Sequence[str], args: Seq
     window: list[Any] = []
     if max_candidates is not None:  # the newest N matches, then the older ones of the rare phrases
         window = [ftsbound.RARE_BUDGET, *cand_args, _count(max_candidates, MAX_LIMIT, _BIGINT)]
-    pis, parts, words, prefixes = [], [], [], []
-    for i, phrase in enumerate(query.phrases, start=1):
-        for j, word in enumerate(phrase.words, start=1):
-            pis.append(i)
-            parts.append(j)
-            words.append(word)
-            prefixes.append(phrase.prefix and j == len(phrase.words))
+    terms = [(i, j, word, phrase.prefix and j == len(phrase.words))  # phrase, part, word, prefix: one a word
+             for i, phrase in enumerate(query.phrases, start=1) for j, word in enumerate(phrase.words, start=1)]
     # A phrase of several words must match as a phrase (@@: adjacency); one word matches by its lexeme.
     # A prefix term's lexemes come from search_terms: a doc matching it through one the last refresh
     # had not seen counts tf 1.
@@ -376,8 +362,8 @@ def _statement(corpus: _Corpus, expression: str, where: Sequence[str], args: Seq
     check = [i for i, p in enumerate(query.phrases, start=1) if len(p.words) > 1 or p.prefix]
     columns = (", sn._hl, sn._at, sn._orig, sn._more" if snippets else "") + (", b.*" if rows else "")
     sql = _ranking_sql(corpus, " AND ".join(cand_where), bool(window), bool(where), multi, check, columns)
-    params: list[Any] = [[p.tsquery() for p in query.phrases], pis, parts, words, prefixes, *window, *cand_args,
-                         limit]
+    params: list[Any] = [[p.tsquery() for p in query.phrases], *(list(col) for col in zip(*terms, strict=True)),
+                         *window, *cand_args, limit]
     if snippets:
         sql += _snippet_sql(corpus)
         params += [query.text, marks()]

@@ -82,14 +82,10 @@ def message_text(message: dict[str, Any], calls_json: str | None = None) -> str:
         text = content
     elif content is None:
         text = ""
-    else:
-        parts = []
-        for part in content if isinstance(content, list) else [content]:
-            if isinstance(part, dict) and isinstance(part.get("text"), str):
-                parts.append(part["text"])
-            else:
-                parts.append(json.dumps(part, ensure_ascii=False, default=str)[:4000])
-        text = "\n".join(parts)
+    else:  # a multimodal list: each part's text, else its JSON (cut)
+        text = "\n".join(part["text"] if isinstance(part, dict) and isinstance(part.get("text"), str)
+                         else json.dumps(part, ensure_ascii=False, default=str)[:4000]
+                         for part in (content if isinstance(content, list) else [content]))
     calls = message.get("tool_calls")
     if calls:
         text += "\n" + (calls_json if calls_json is not None else json.dumps(calls, ensure_ascii=False, default=str))
