@@ -318,9 +318,8 @@ class SummaryDAG:
                " SELECT node_id FROM carried_nodes WHERE session_id = :s"
                " UNION SELECT c.child_id FROM node_children c JOIN sub ON c.node_id = sub.id)"
                " SELECT 1 FROM sub WHERE id = :n LIMIT 1")
-        if self.is_visible(session_id, node_id):
-            return True
-        return self.db.read().execute(sql, {"s": session_id, "n": int(node_id)}).fetchone() is not None
+        return self.is_visible(session_id, node_id) or \
+            self.db.read().execute(sql, {"s": session_id, "n": int(node_id)}).fetchone() is not None
 
     def frontier(self, session_id: str) -> list[NodeRow]:
         """Visible nodes that no visible node condenses: highest depth first, then oldest.

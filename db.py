@@ -152,10 +152,8 @@ class Database:
             if tables and "schema_migrations" not in tables:  # checked before the first write (WAL is one)
                 raise ForeignDatabaseError(f"it is another program's SQLite database (tables {', '.join(tables[:5])}"
                                            f"{', ...' if len(tables) > 5 else ''}), not trove's")
-            try:
+            with contextlib.suppress(sqlite3.OperationalError):  # another process mid-switch: WAL persists once set
                 conn.execute("PRAGMA journal_mode=WAL")
-            except sqlite3.OperationalError:
-                pass  # another process holds the file mid-switch; WAL is persistent once set
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute(f"PRAGMA wal_autocheckpoint={SAFETY_NET_PAGES}")
             conn.execute("PRAGMA foreign_keys=ON")
@@ -202,11 +200,9 @@ class Database:
 
     def checkpoint(self) -> None:
         """A passive checkpoint on its own connection: copies what no reader needs, waits for nobody."""
-        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
-        try:
+        own = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        with contextlib.closing(own) as conn:
             conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-        finally:
-            conn.close()
 
     def read(self) -> sqlite3.Connection:
         return self.connect()
@@ -259,9 +255,10 @@ def applied_names(conn: sqlite3.Connection) -> list[str]:
 def refuse_newer_schema(conn: sqlite3.Connection) -> None:
     """Raise ``SchemaTooNewError`` when the ledger names a migration this build does not know."""
     unknown = sorted(set(applied_names(conn)) - KNOWN_MIGRATIONS - OPTIONAL_NAMES)
-    if unknown:
+    if unknown:  # named by the file behind the connection (``:memory:`` for an in-memory one)
+        path = next((str(r[2]) for r in conn.execute("PRAGMA database_list") if r[1] == "main"), "") or ":memory:"
         raise SchemaTooNewError(
-            f"{database_file(conn)} was migrated by a newer hermes-trove: its schema_migrations ledger holds"
+            f"{path} was migrated by a newer hermes-trove: its schema_migrations ledger holds"
             f" {', '.join(unknown)}, unknown to this build. Upgrade hermes-trove to open it, or point"
             f" TROVE_DATABASE_PATH at another file.")
 
@@ -280,11 +277,10 @@ def migrate(conn: sqlite3.Connection, stop_before: str | None = None) -> list[st
 def migrate_optional(conn: sqlite3.Connection, feature: str) -> list[str]:
     """Apply the opt-in set ``feature`` (``migrations.OPTIONAL_MIGRATIONS``) through the ledger; returns the
     names applied. Used only when the feature is turned on (``Database.ensure_optional``)."""
-    entries = OPTIONAL_MIGRATIONS[feature]
-    if {name for name, _ in entries} <= set(applied_names(conn)):
+    if optional_applied(conn, feature):
         return []  # the common case: a read, no write lock
     with _immediate(conn):
-        return _apply_pending(conn, entries)
+        return _apply_pending(conn, OPTIONAL_MIGRATIONS[feature])
 
 
 def _apply_pending(conn: sqlite3.Connection, entries: Sequence[tuple[str, str]],
@@ -333,14 +329,11 @@ def drop_optional(conn: sqlite3.Connection, feature: str) -> list[str]:
 
 def optional_schema(feature: str) -> SchemaObjects:
     """What the opt-in set ``feature`` adds to a migrated file (built in memory)."""
-    conn = sqlite3.connect(":memory:", isolation_level=None)
-    try:
+    base = blank_schema()
+    with contextlib.closing(sqlite3.connect(":memory:", isolation_level=None)) as conn:
         migrate(conn)
-        base = schema_objects(conn)
         migrate_optional(conn, feature)
         full = schema_objects(conn)
-    finally:
-        conn.close()
     return SchemaObjects(*({k: v for k, v in getattr(full, f).items() if k not in getattr(base, f)}
                            for f in ("tables", "fts", "triggers", "indexes", "views")))
 
@@ -354,12 +347,6 @@ def split_sql(script: str) -> list[str]:
             out.append(buf.strip())
             buf = ""
     return [statement for statement in (*out, buf.strip()) if statement]
-
-
-def database_file(conn: sqlite3.Connection) -> str:
-    """The file behind ``conn``'s main database (``:memory:`` for an in-memory one)."""
-    return next((str(row[2]) or ":memory:" for row in conn.execute("PRAGMA database_list") if row[1] == "main"),
-                ":memory:")
 
 
 # -- schema inspection -------------------------------------------------------------------
@@ -393,12 +380,9 @@ def schema_objects(conn: sqlite3.Connection) -> SchemaObjects:
 @functools.lru_cache(maxsize=1)
 def blank_schema() -> SchemaObjects:
     """What a blank file holds once every migration has run (built in memory once)."""
-    conn = sqlite3.connect(":memory:", isolation_level=None)
-    try:
+    with contextlib.closing(sqlite3.connect(":memory:", isolation_level=None)) as conn:
         migrate(conn)
         return schema_objects(conn)
-    finally:
-        conn.close()
 
 
 def create_trigger(conn: sqlite3.Connection, name: str) -> None:

@@ -46,10 +46,8 @@ def candidate(alias: str, keep: Sequence[str], only: str, server: bool) -> str:
 
 
 def candidate_arguments(untouched_since: float, keep: Sequence[str], only: str, server: bool) -> list[object]:
-    if server or not keep:
-        return [untouched_since, untouched_since, *keep, *([only] if only else [])]
-    listed = json.dumps([k.encode("utf-8").hex().upper() for k in keep])  # JSON text stops at a NUL
-    return [untouched_since, untouched_since, listed, *([only] if only else [])]
+    spared = keep if server or not keep else [json.dumps([k.encode("utf-8").hex().upper() for k in keep])]
+    return [untouched_since, untouched_since, *spared, *([only] if only else [])]  # (hex: JSON text stops at a NUL)
 
 
 def candidates(keep: Sequence[str], only: str, server: bool) -> str:

@@ -113,13 +113,9 @@ def stale(db: Database, now: float | None = None) -> list[Lease]:
 
 def clear_stale(db: Database, leases: list[Lease]) -> int:
     """Delete the given stale lease rows, each only if it is still exactly that row."""
-    removed = 0
     with db.transaction() as conn:
-        for lease in leases:
-            cur = conn.execute("DELETE FROM work_leases WHERE name=? AND owner=? AND expires_at=?",
-                               (lease.name, lease.owner, lease.expires_at))
-            removed += cur.rowcount
-    return removed
+        return sum(conn.execute("DELETE FROM work_leases WHERE name=? AND owner=? AND expires_at=?",
+                                (lease.name, lease.owner, lease.expires_at)).rowcount for lease in leases)
 
 
 class BoundedPass:

@@ -10,6 +10,7 @@ the server.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -181,12 +182,6 @@ _PAYLOAD_UPSERT = (
     " OR encode(sha256(payloads.data), 'hex') <> payloads.sha256")
 
 
-def ship_payloads(conn: Any, payloads: Sequence[Any]) -> None:
-    """Write spooled payloads on the server with one statement (idempotent: a replay changes nothing)."""
-    if payloads:
-        conn.run(_PAYLOAD_UPSERT, [list(col) for col in zip(*[tuple(p) for p in payloads], strict=True)])
-
-
 def ship_batch(conn: Any, origin: str, rows: Sequence[Any], sessions: Sequence[Any]) -> int:
     """Write one batch on the server with one statement; returns the messages it added (0 on a replay).
 
@@ -248,8 +243,8 @@ class Shipper:
     def _ship(self) -> int:
         payloads = self.payloads.pending(SPOOL_BYTES) if self.payloads is not None else []
         if payloads:  # before any message, so a ref never reaches the server ahead of its payload
-            try:
-                ship_payloads(self._connection(), payloads)
+            try:  # one statement; idempotent: a replay changes nothing
+                self._connection().run(_PAYLOAD_UPSERT, [list(col) for col in zip(*map(tuple, payloads), strict=True)])
             except Exception as exc:
                 self._lost(exc)
             self.payloads.shipped([str(p[0]) for p in payloads])  # type: ignore[union-attr]
@@ -425,10 +420,8 @@ class ShippingStore(MessageStore):
         """Before a read: ship what this process wrote, unless the server is known to be down
         (then the read answers from what the server has, or fails as an outage)."""
         if self.shipper.dirty and not self.shipper.state.down_recently():
-            try:
+            with contextlib.suppress(ServerUnreachableError):
                 self.shipper.settle(2.0)
-            except ServerUnreachableError:
-                pass
 
     def owner(self, session_id: str, remote: bool = True) -> SessionRow | None:
         """This machine's own row when it has one (a turn's hooks read it: no network), else the server's

@@ -63,11 +63,7 @@ def register(conn: sqlite3.Connection) -> None:
     value whose bytes are no UTF-8 (a damaged row) with U+FFFD instead of failing the whole query."""
     conn.create_function(SQL_TEXT, 1, unpack, deterministic=True)
     conn.create_function(SQL_NOT_UTF8, 1, _not_utf8, deterministic=True)
-    conn.text_factory = _lenient_text
-
-
-def _lenient_text(raw: bytes) -> str:
-    return raw.decode("utf-8", "replace")
+    conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
 
 
 def _not_utf8(raw: Any) -> int:

@@ -163,10 +163,13 @@ def _row_factory(cursor: Any) -> Any:
     return lambda values: cls(values)
 
 
-def _bool_dumper() -> Any:
-    """Booleans travel as 0/1 integers: the schema keeps SQLite's INTEGER flags."""
+def _register_dumpers(raw: Any) -> None:
+    """Booleans travel as 0/1 integers (the schema keeps SQLite's INTEGER flags); strings with each NUL as
+    U+FFFD: a server's text cannot hold U+0000 (psycopg refuses it), and one tool output with a NUL would
+    otherwise stop every later row from shipping."""
     psycopg = _driver()
     from psycopg.adapt import Dumper
+    from psycopg.types.string import StrDumperUnknown
 
     class BoolAsInt(Dumper):
         oid = psycopg.postgres.types["int4"].oid
@@ -174,19 +177,12 @@ def _bool_dumper() -> Any:
         def dump(self, obj: bool) -> bytes:
             return b"1" if obj else b"0"
 
-    return BoolAsInt
-
-
-def _text_dumper() -> Any:
-    """Strings go out with each NUL as U+FFFD: a server's text cannot hold U+0000 (psycopg refuses
-    it), and one tool output with a NUL would otherwise stop every later row from shipping."""
-    from psycopg.types.string import StrDumperUnknown
-
     class NulFree(StrDumperUnknown):
         def dump(self, obj: str) -> Any:
             return super().dump(obj.replace("\x00", "\ufffd"))
 
-    return NulFree
+    raw.adapters.register_dumper(bool, BoolAsInt)
+    raw.adapters.register_dumper(str, NulFree)
 
 
 class PgCursor:
@@ -338,8 +334,7 @@ class PgDatabase:
             conn.close()
             conn = None
         if conn is None:
-            conn = self.open_connection()
-            conns[key] = conn
+            conn = conns[key] = self.open_connection()
         return conn
 
     def open_connection(self) -> PgConnection:
@@ -348,8 +343,7 @@ class PgDatabase:
         psycopg = _driver()
         raw = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
                               **keepalive_params(self.url))
-        raw.adapters.register_dumper(bool, _bool_dumper())
-        raw.adapters.register_dumper(str, _text_dumper())
+        _register_dumpers(raw)
         conn = PgConnection(raw)
         with _OPENED_LOCK:
             _OPENED.add(conn)

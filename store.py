@@ -508,24 +508,21 @@ class MessageStore:
             fts_args.append(win.low)
         # bm25() ranks the window, unless its words are all common (then newest first). Snippets come after,
         # for the rows returned only.
-        rows = ftsbound.newest(conn, fts_where, fts_args, where, args, int(limit)) if win.common else \
+        rows: list[Any] = ftsbound.newest(conn, fts_where, fts_args, where, args, int(limit)) if win.common else \
             ftsbound.ranked(conn, fts_where, fts_args, where, args, int(limit), session_ids or (), ids)
         if win.low is not None and win.rare:
             older = ftsbound.older_hits(conn, match, win.rare, win.low, narrow, narrow_args, where, args, int(limit))
             rows = sorted([*rows, *older], key=lambda r: (float(r["_rank"]), int(r["store_id"])))[:int(limit)] \
                 if older else rows
-        if snippets and rows:
-            rows = self._with_snippets(match, rows)
+        if snippets and rows:  # built for the returned rows only (``ftsrows.matching``)
+            found = {row.store_id: snip for row, _, snip in
+                     self.search(match, store_ids=[int(r["store_id"]) for r in rows], limit=len(rows))}
+            rows = [{**{k: r[k] for k in r.keys()}, "_snippet": found.get(int(r["store_id"]), r["_snippet"])}
+                    for r in rows]
         # m.* come first, then _rank and _snippet: values by position, not a name lookup per column
         names = [k for k in rows[0].keys() if not k.startswith("_")] if rows else []
         return [(message_row_from(dict(zip(names, tuple(r.values() if isinstance(r, dict) else r), strict=False))),
                  float(r["_rank"]), str(r["_snippet"] or "")) for r in rows]
-
-    def _with_snippets(self, match: str, rows: list[Any]) -> list[Any]:
-        """``rows`` with their snippets (``ftsrows.matching``), built for these rows only."""
-        found = {row.store_id: snip for row, _, snip in
-                 self.search(match, store_ids=[int(r["store_id"]) for r in rows], limit=len(rows))}
-        return [{**{k: r[k] for k in r.keys()}, "_snippet": found.get(int(r["store_id"]), r["_snippet"])} for r in rows]
 
     # -- payload upkeep ----------------------------------------------------
     def rows_maybe_holding_payloads(self, min_chars: int) -> Iterable[MessageRow]:
@@ -551,13 +548,10 @@ class MessageStore:
     def replace_contents(self, rewrites: Sequence[tuple[int, str, str]]) -> int:
         """Set ``(store_id, old, new)`` content on unpinned rows still holding ``old``; returns rows changed."""
         with self.db.transaction() as conn:
-            done = []
-            for store_id, old, new in rewrites:  # compare-and-set: a row changed meanwhile is left alone
-                cur = conn.execute("UPDATE messages SET content=?, content_is_json=0 WHERE store_id=?"
-                                   " AND trove_text(content)=? AND pinned=0",
-                                   (new if on_server(conn) else pack(new), int(store_id), old))
-                if cur.rowcount:
-                    done.append(int(store_id))
+            done = [int(store_id) for store_id, old, new in rewrites  # compare-and-set: a changed row stays
+                    if conn.execute("UPDATE messages SET content=?, content_is_json=0 WHERE store_id=?"
+                                    " AND trove_text(content)=? AND pinned=0",
+                                    (new if on_server(conn) else pack(new), int(store_id), old)).rowcount]
             if done and on_server(conn):  # SQLite's trigger keeps FTS5 current; the server's docs follow here
                 pgtext.reindex_messages(conn, done)
         return len(done)

@@ -8,6 +8,7 @@ tokens per character). No network call happens at import.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -31,7 +32,7 @@ def _load() -> None:
         if _backend:
             return
         if os.environ.get("TROVE_TOKENIZER", "").lower() != "estimate":
-            try:
+            with contextlib.suppress(Exception):  # no tiktoken, or no cached encoding: the estimate
                 import tiktoken
                 from tiktoken import load as _tk_load
 
@@ -51,8 +52,6 @@ def _load() -> None:
                 _encoder = lambda s: len(enc.encode(s, disallowed_special=()))  # noqa: E731
                 _backend = "tiktoken:cl100k_base"
                 return
-            except Exception:
-                pass
         _encoder = _estimate
         _backend = "estimate:chars/4"
 
