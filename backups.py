@@ -1,14 +1,9 @@
 """Backups of the live database: where they go, what they are named, and taking one.
 
-Every copy goes through ``db.backup_file`` (SQLite's online backup API), so it is one
-consistent snapshot while other processes write, checked before it is renamed into place; a
-copy a killed process left half-made is deleted by the next backup and at startup.
-Hygiene, rotate, FTS repair and ``/trove backup`` all take their backups here, and state's
-drop of its assertion tables. A PostgreSQL store is not copied to a file: taking a backup
-raises ``FileBackupUnavailable`` naming the ``pg_dump`` command to run, and ``backup_first``
-lets an apply go ahead only when the operator says they hold their own (``--have-backup``).
-It sits in the kernel beside ``db``: it takes anything holding the config and the database
-(a ``Runtime``), so it names nothing above it.
+Every copy goes through ``db.backup_file`` (one consistent snapshot, checked before it is renamed
+into place); a half-made copy a killed process left is deleted later. A PostgreSQL store is not
+copied: ``FileBackupUnavailable`` names the ``pg_dump`` to run, and ``backup_first`` lets an apply
+go on only with the operator's ``--have-backup``. It takes a ``Runtime`` and names nothing above.
 """
 from __future__ import annotations
 

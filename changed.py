@@ -1,15 +1,9 @@
-"""Changed facts: for a question about the present, the current statement of a fact comes
-before the statements it replaced.
+"""Changed facts: for a question about the present, a fact's current statement before those it replaced.
 
-Two signals say which statement replaced which. With assertions on, the optional ``state``
-tables record supersession (``superseded_turns`` reads it: one indexed query over the rows
-being ranked). Without them, two statements of one speaker speak of one subject when they
-share a word of the question and all their content words but the changed value, at most
-CHANGED_WORDS words on each side (``same_subject``); the later one is the current one.
-``current_first`` moves a current statement just ahead of the one it replaced and an orphaned
-superseded one to the end; every other item keeps the caller's order. A question
-with a past tense or a past-time word or year (``asks_present`` false) keeps its order whole:
-"where did I live in 2023?" wants the old statement.
+Replacement is read from the ``state`` tables' supersession when assertions are on, else from two
+statements of one speaker sharing a question word and all their content words but at most
+CHANGED_WORDS each (``same_subject``). A question about the past ("where did I live in 2023?")
+keeps its order whole.
 """
 from __future__ import annotations
 

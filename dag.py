@@ -1,10 +1,9 @@
 """SummaryDAG: summary nodes, their lineage, the visible frontier and carried-over nodes.
 
-A depth-0 node summarises raw messages (``node_messages``); a depth-d node condenses
-depth-(d-1) nodes (``node_children``). A session sees the nodes it owns plus the nodes
-carried into it after ``/new``; its *frontier* is the visible nodes no visible parent
-condenses. Lineage is never truncated: every read that feeds lineage is unbounded or
-paged. This module does not decide what to summarise.
+A depth-0 node summarises raw messages, a depth-d node condenses depth-(d-1) nodes. A session sees
+its own nodes plus those carried in after ``/new``; its *frontier* is the visible nodes no visible
+parent condenses. Lineage reads are never truncated (unbounded or paged). Nothing here decides
+what to summarise.
 """
 from __future__ import annotations
 

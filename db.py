@@ -1,10 +1,9 @@
 """The only place that opens SQLite; it also applies and inspects the schema.
 
-``Database`` holds a path, never a live handle: connections are cached per thread and process,
-so engine copies share them. Writes go through ``transaction()`` (BEGIN IMMEDIATE under a
-per-file lock). ``migrate`` applies what a file's ``schema_migrations`` ledger lacks and refuses
-a file whose ledger names a migration this build does not know. When to check or repair is
-``ops.maintenance``'s call.
+``Database`` holds a path, never a live handle: connections are cached per thread and process, so
+engine copies share them. Writes go through ``transaction()`` (BEGIN IMMEDIATE under a per-file
+lock). ``migrate`` applies what the ``schema_migrations`` ledger lacks and refuses a file whose
+ledger names a migration this build does not know; when to check or repair is ``ops.maintenance``'s.
 """
 from __future__ import annotations
 

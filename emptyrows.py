@@ -1,12 +1,9 @@
 """The deletion of empty session rows: SQL text for ``MessageStore.delete_empty_sessions``.
 
-A row is a candidate when nothing hangs off it (no raw messages, no summaries of its own, none
-carried in), it was neither created nor updated after the cut-off, and the caller did not spare it.
-A candidate still goes only when every row that names it as its previous session (directly or
-through other rows naming those) goes too: a row that stays never loses the row it follows, so a
-chain through an empty row is kept whole, while a loop of empty rows naming each other (a resume
-loop) goes together. "Who continues this row" is a seek on ``sessions_previous``, so the one-row
-form (``only``) reads a few index entries whatever the size of the table.
+A candidate has nothing hanging off it, was untouched since the cut-off and is not spared; it goes
+only when every row continuing it (``previous_session_id``, transitively) goes too, so a chain
+through an empty row stays whole while a loop of empty rows goes together. Each "who continues
+this row" is a seek on ``sessions_previous``.
 """
 from __future__ import annotations
 

@@ -1,15 +1,9 @@
 """Full text over a few known rows on SQLite: which of them match, and FTS5's snippet of each.
 
-Asking the archive's index about given rows (``rowid IN (...)``) makes FTS5 seek every phrase's
-doclist once per row: milliseconds when a phrase is common, on every page of results. So rows
-of up to ``SCRATCH_MAX_CHARS`` are copied into a scratch FTS5 table in the connection's temp
-schema, matched there and removed; it tokenizes as ``messages_fts`` does
-(``migrations.MESSAGES_TOKENIZE``), so the same rows match and ``snippet()`` marks the same
-spans. Longer rows (a big tool output would be tokenized three more times in the scratch
-table) still ask the archive's index, and up to ``WHOLE_SNIPPET_MAX_CHARS`` take its snippet.
-A matching row past that takes FTS5's snippet of its best-ranked piece of ``SCRATCH_MAX_CHARS``,
-its pieces tokenized once in the scratch table: ``snippet()`` weighs every match against every
-other, so over a whole big tool output full of the query's words it took seconds a row.
+``rowid IN (...)`` on the archive's index seeks every phrase's doclist once per row, so rows of up to
+``SCRATCH_MAX_CHARS`` are matched in a scratch FTS5 table tokenizing as ``messages_fts``; longer ones
+ask the archive's index, and past ``WHOLE_SNIPPET_MAX_CHARS`` a row's snippet is its best-ranked
+piece's (``snippet()`` over a whole big tool output took seconds a row).
 """
 from __future__ import annotations
 

@@ -1,14 +1,9 @@
 """One SQL condition for a caller-sized list of text ids (session ids), within any build's cap on parameters.
 
-A SQLite statement takes at most ``SQLITE_LIMIT_VARIABLE_NUMBER`` parameters: 999 on builds before
-3.32, 32,766 by default after (some builds raise it, to 250,000 for one), and a program may lower
-it. A condition binding one ``?`` per id fails past it ("too many SQL variables"), and a search
-names its session list in several statements, some of them twice. So a list longer than an eighth
-of the connection's cap goes as one JSON text read by ``json_each``; a shorter one keeps its
-placeholders (the plan a list of values gets). JSON text ends a string at a NUL, so ids holding one
-join the same list as literals of their UTF-8 bytes in hex; a build without JSON gets every id
-written so (no parameter at all). A server takes the list as one array. A look-up whose rows add
-up the same read a run at a time takes its ids in runs that fit (``chunks``).
+A SQLite statement takes at most ``SQLITE_LIMIT_VARIABLE_NUMBER`` parameters (999 before 3.32,
+32,766 after, or as a build or program sets it). A list longer than an eighth of the cap goes as one
+JSON text read by ``json_each`` (ids holding a NUL as hex literals; no JSON: every id so); a server
+takes one array. ``chunks`` splits a look-up whose rows add up the same read in runs.
 """
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 """Work leases: a named claim on background work, held by one owner until it expires.
 
-Several Hermes processes share one trove.db; rollup builds, embedding passes and extraction
-batches each take a lease by name before working, renew it while they work and release it
-when done (``bounded_pass``). An owner names its pid and host: a lease whose holder no longer
-runs on this host is taken over at once; any other crashed owner's lease expires. Every write
-is one conditional statement in a short transaction.
+Processes sharing one trove.db take a lease by name before background work, renew it while they
+work and release it when done (``bounded_pass``). A lease whose owner (pid and host) no longer runs
+on this host is taken over at once; any other crashed owner's expires. Every write is one statement.
 """
 from __future__ import annotations
 

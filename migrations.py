@@ -193,11 +193,9 @@ CREATE TABLE work_leases (
     expires_at  REAL NOT NULL
 ) WITHOUT ROWID;
 """),
-    # Temporal rollups (opt-in): one summary per UTC day, ISO week and month of leaf
-    # summaries, over every session (scope 'all'). Lineage lists the leaf nodes a rollup
-    # covers. A leaf added, changed or removed inside a period marks its rollups stale at
-    # once (the builder's conditional finish then refuses a build that raced it). Two
-    # indexes serve time-window reads: leaves by end time, messages by time.
+    # Temporal rollups (opt-in): one summary per UTC day, ISO week and month of leaf summaries, with the
+    # leaves each covers. A leaf added, changed or removed marks its periods' rollups stale at once (a
+    # racing build's conditional finish then fails); leaves by end time and messages by time are indexed.
     ("0007_temporal_rollups", """
 CREATE TABLE temporal_rollups (
     rollup_id          INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -258,10 +256,9 @@ CREATE TRIGGER temporal_rollups_leaf_removed AFTER DELETE ON summary_nodes WHEN 
       AND period_end > COALESCE(old.earliest_at, old.created_at);
 END;
 """),
-    # Embedding vectors (opt-in). A generation pins provider + model + dimension, so spaces
-    # never mix; its cursors make indexing O(new rows). A vector is one chunk of a message
-    # (span_start/span_end into its content) or a whole summary node (span NULL). Deleting a
-    # message or node deletes its vectors; ``removed`` lets in-memory vector caches notice.
+    # Embedding vectors (opt-in). A generation pins provider, model and dimension; its cursors keep indexing
+    # O(new rows). A vector is a message chunk (a span) or a whole node (span NULL), deleted with its row;
+    # ``removed`` lets in-memory vector caches notice.
     ("0008_embeddings", """
 CREATE TABLE embedding_generations (
     generation_id  INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -322,11 +319,9 @@ UPDATE sessions SET scope = CASE
     ELSE '' END;
 CREATE INDEX sessions_scope ON sessions(scope, session_id);
 """),
-    # Rollups per owner scope: a rollup's scope is the sessions.scope of the leaves it summarises.
-    # The rows built before over every session (scope 'all') mixed scopes: they are dropped and
-    # the leaf cursor reset, so the next pass recreates pending rows per (scope, period) and
-    # rebuilds them from each scope's own leaves. A leaf now marks only its own scope's rollups stale
-    # (every scope's when its session row is gone).
+    # Rollups per owner scope (that of the leaves summarised): the rows built over every session ('all')
+    # are dropped and the leaf cursor reset, so the next pass rebuilds per (scope, period). A leaf marks
+    # only its own scope's rollups stale (every scope's when its session row is gone).
     ("0013_rollup_owner_scope", """
 DELETE FROM temporal_rollup_sources WHERE rollup_id IN (SELECT rollup_id FROM temporal_rollups WHERE scope = 'all');
 DELETE FROM temporal_rollups WHERE scope = 'all';
@@ -364,12 +359,9 @@ END;
     ("0014_drop_source_index", """
 DROP INDEX IF EXISTS messages_source;
 """),
-    # Long message text is stored deflated (``packed.py``): a BLOB in ``content``. The index now
-    # reads rows, and its triggers pass rows, through ``trove_text``, which gives the text back; it
-    # is rebuilt once here, because an FTS5 table cannot change its content table in place. A
-    # damaged index must not stop the file from opening (the doctor repairs from there): the config
-    # row FTS5 needs to drop the table is put back if it is missing (4, a file format every FTS5
-    # reads), and shadow tables an earlier failure left behind are dropped too.
+    # Long text stored deflated (``packed.py``): the index reads rows through ``trove_text`` and is rebuilt
+    # once (FTS5 cannot change its content table in place). A damaged index must not stop the file opening:
+    # the config row a drop needs is put back (version 4) and leftover shadow tables are dropped.
     ("0015_packed_text", """
 CREATE VIEW IF NOT EXISTS messages_text AS
     SELECT store_id, trove_text(content) AS content, tool_calls FROM messages;
@@ -422,10 +414,9 @@ CREATE INDEX sessions_previous ON sessions(previous_session_id) WHERE previous_s
 # (``db.migrate_optional``), never by ``migrate``; ``OPTIONAL_DROPS`` is what turning one off
 # removes (``db.drop_optional``). A file without them is complete: the doctor expects only MIGRATIONS.
 OPTIONAL_MIGRATIONS: dict[str, tuple[tuple[str, str], ...]] = {
-    # Remembered state (TROVE_ASSERTIONS_ENABLED or TROVE_ADAPTIVE_RETRIEVAL_ENABLED): assertions
-    # extracted from raw messages, each pinned to an exact span (the trigger refuses a quote that
-    # is not the stored text), the relations between them (supersedes, conflicts, restates), the
-    # extraction cursor and its per-batch log, and the retrieval controller's episodes and events.
+    # Remembered state (TROVE_ASSERTIONS_ENABLED or TROVE_ADAPTIVE_RETRIEVAL_ENABLED): assertions pinned to
+    # exact spans (a trigger refuses a quote that is not the stored text), their relations, the extraction
+    # cursor and batch log, and the retrieval controller's episodes and events.
     "state": (("0009_assertions", """
 CREATE TABLE assertions (
     assertion_id   TEXT PRIMARY KEY,

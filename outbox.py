@@ -1,12 +1,9 @@
 """The PostgreSQL store's local outbox: a turn writes to a SQLite file beside it, never to the network.
 
-In PostgreSQL mode every ingest lands in ``trove-outbox.db`` (an ordinary trove SQLite file: the
-same cursor logic keeps each message once) and a background thread ships new rows to the server,
-oldest first, a batch of up to BATCH_ROWS rows a statement. Shipping is idempotent: the server keeps
-``(origin, local id)`` per message, so a replay after a crash, a lost reply or a second shipper adds
-nothing. While the server is unreachable the rows wait on disk; when it returns they drain.
-``ShippingStore`` is the ``MessageStore`` the runtime hands out: writes go to the outbox, reads to
-the server.
+Every ingest lands in ``trove-outbox.db`` (an ordinary trove file) and a background thread ships new
+rows to the server, oldest first, BATCH_ROWS a statement, idempotently (the server keeps each
+message's origin and local id). While the server is away the rows wait on disk. ``ShippingStore`` is
+the ``MessageStore`` the runtime hands out: writes go to the outbox, reads to the server.
 """
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
 """Long message text stored deflated in a SQLite file: ``pack`` on the way in, ``unpack`` on the way out.
 
-A message's ``content`` of at least PACK_MIN_CHARS characters is stored as a BLOB holding its
-UTF-8 deflated with zlib, when that saves at least a quarter of the bytes; every other value
-stays TEXT, so the BLOB type is the marker. SQL reads the text through ``trove_text(content)``
-(``register`` defines it on every connection), and the full-text index reads the rows through
-the ``messages_text`` view, which does the same. A PostgreSQL server keeps plain text (it
-compresses long values itself).
+A ``content`` of at least PACK_MIN_CHARS characters is stored as zlib-deflated UTF-8 in a BLOB when
+that saves a quarter of the bytes (the BLOB type is the marker). SQL reads it through
+``trove_text(content)`` (``register``), as the full-text view does. A server keeps plain text.
 """
 from __future__ import annotations
 

@@ -1,15 +1,9 @@
-"""Raw-message search on a PostgreSQL store: BM25 in SQL (``pgtext``), or SQLite's rule for a query
-of common words only.
+"""Raw-message search on a PostgreSQL store: BM25 in SQL (``pgtext``), or SQLite's rule for common words.
 
-``trove_grep`` asks for a narrower window when every phrase of its query is common
-(``common_candidates``, as ``store.search`` on SQLite): a query whose every phrase has more than
-``ftsbound.RARE_BUDGET`` matches in the searched range (the whole store, or the searched
-sessions' store-id range) takes the newest ``common`` matches the caller may read, without BM25:
-the newest rows holding every phrase (rank ``ftsbound.ALL_RANK``), then the newest others
-(``ftsbound.ANY_RANK``), both read newest first and stopping at the page. BM25 over common words
-only tells rows apart little, and on the server it reads every candidate's search document. The
-rows are those ``ftsbound.window`` and ``ftsbound.newest`` give on SQLite. A time-filtered search
-keeps BM25 (SQLite turns its time range into a store-id range first; the server does not).
+A query whose every phrase has more than ``ftsbound.RARE_BUDGET`` matches in the searched range
+takes, without BM25 (it tells common words apart little and reads every candidate's document), the
+newest rows holding every phrase, then the newest others: the rows ``ftsbound.window`` and
+``ftsbound.newest`` give on SQLite. A time-filtered search keeps BM25.
 """
 from __future__ import annotations
 

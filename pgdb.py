@@ -1,10 +1,9 @@
 """The only place that opens PostgreSQL: the server backend of the store.
 
-``PgDatabase`` has ``Database``'s shape (``connect``/``read``/``transaction``, the migration
-ledger, meta), so the data modules run one SQL text on either backend: they write SQLite-style
-``?`` and ``:name`` placeholders and portable SQL, and ``PgConnection`` turns the placeholders
-into psycopg's. Full text and other server-only SQL live in ``pgtext`` and ``pgschema``.
-Nothing connects at load: a server that is down at start is an outage, not a load failure.
+``PgDatabase`` has ``Database``'s shape, so the data modules run one SQL text on either backend:
+``PgConnection`` turns their SQLite-style ``?`` and ``:name`` placeholders into psycopg's. Server-only
+SQL lives in ``pgtext`` and ``pgschema``. Nothing connects at load: a server down at start is an
+outage, not a load failure.
 """
 from __future__ import annotations
 

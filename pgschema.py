@@ -1,10 +1,9 @@
 """The PostgreSQL schema: the same tables and columns as the SQLite file, under their own ledger.
 
-``migrate`` applies what the schema's ``schema_migrations`` ledger lacks, under an advisory lock
-so that processes starting together migrate once, and refuses a schema a newer build migrated.
-Ids come from identity columns (the server draws them); full text lives in ``pgtext``'s side
-tables; SQLite's triggers are PL/pgSQL trigger functions here. Remembered state is an opt-in set,
-as on SQLite; the rollup and vector tables are core, as there.
+``migrate`` applies what the ledger lacks under an advisory lock (processes starting together
+migrate once) and refuses a schema a newer build migrated. Ids come from identity columns, full
+text lives in ``pgtext``'s side tables, SQLite's triggers are PL/pgSQL functions here; remembered
+state is an opt-in set, as on SQLite.
 """
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
-"""PostgreSQL full text, the server store's FTS5: search docs, BM25 in SQL, snippets (not the core
-tables, ``pgschema``'s, nor when rows are indexed: store, dag and outbox call ``index_*``).
+"""PostgreSQL full text, the server store's FTS5: search docs, BM25 in SQL, snippets.
 
-Text is split as unicode61 splits it (``normalise``: runs of letters and digits, so paths and ids
-become their parts), stemmed by the ``trove`` configuration (unaccent, Snowball English, no
-stopwords) into side tables, and ranked by FTS5's BM25 (k1 1.2, b 0.75, content 1.0 / tool_calls
-0.6, negated) from the document frequencies ``refresh_stats`` keeps. Only a row's first
-INDEX_MAX_CHARS characters are indexed: text past them is not found by full text on PostgreSQL
-(the substring scan still reads it), nor a phrase past its 16,383rd word (tsvector positions stop).
+Text is split as unicode61 splits it (``pgwords.normalise``), stemmed by the ``trove`` configuration
+into side tables, and ranked by FTS5's BM25 (k1 1.2, b 0.75, tool_calls weighing 0.6, negated) from
+the document frequencies ``refresh_stats`` keeps. Only a row's first INDEX_MAX_CHARS characters are
+indexed (the substring scan still reads the rest), nor a phrase past its 16,383rd word.
 """
 from __future__ import annotations
 
@@ -321,11 +318,9 @@ def _search(conn: Executes, corpus: _Corpus, expression: str, where: Sequence[st
     statement = _statement(corpus, expression, where, args, limit, max_candidates, ids, snippets, bounds, rows)
     if statement is None:
         return []
-    # Prepared from its sixth call, when the server may keep a generic plan: its scans are the ones
-    # the values' own plans take, for rare and common words alike (what depends on the words sits in
-    # materialized CTEs over arrays); only a hash join's sides differ. At 30,000 and 100,000 stored
-    # messages it ran within about a tenth of their time, and a kept plan saves planning each call
-    # (about 1.2 ms), so unlike ``pgbound.newest`` it is not run unprepared (bench/bench_pg_plans.py).
+    # Prepared (unlike ``pgbound.newest``): a generic plan scans as the values' own plans do (the words sit in
+    # materialized CTEs over arrays), within a tenth of their time at 30,000 and 100,000 messages, and a kept
+    # plan saves about 1.2 ms of planning a call (bench/bench_pg_plans.py).
     return [({k: r[k] for k in r.keys() if not k.startswith("_")} if rows else int(r[0]), float(r[1]),
              _snippet(r[2], r[3], r[4], r[5]) if snippets else "") for r in conn.execute(*statement).fetchall()]
 

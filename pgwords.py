@@ -1,10 +1,8 @@
-"""PostgreSQL full text, the pure part: how text becomes the words the server indexes, and how
-FTS5 MATCH text (``fulltext.build_match``) becomes a tsquery.
+"""PostgreSQL full text, the pure part: the words the server indexes, and FTS5 MATCH text as a tsquery.
 
-``normalise`` splits as FTS5's unicode61 does (runs of letters and digits: paths and ids become
-their parts); ``document`` bounds a row's indexed words (a tsvector must stay under 1 MB);
-``parse_match`` reads the MATCH grammar and never fails on broken input (it gives no query).
-``pgtext`` holds the SQL. Pure: no connection, no I/O.
+``normalise`` splits as FTS5's unicode61 does; ``document`` bounds a row's indexed words (a tsvector
+stays under 1 MB); ``parse_match`` reads the MATCH grammar and never fails on broken input (it gives
+no query). ``pgtext`` holds the SQL. Pure: no connection, no I/O.
 """
 from __future__ import annotations
 

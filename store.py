@@ -50,10 +50,8 @@ SESSION_MERGE = (" conversation_id=CASE WHEN excluded.conversation_id!=''"
 
 
 def _upsert_session(conn: sqlite3.Connection, key: SessionKey, previous_session_id: str | None) -> None:
-    # The owner scope is set once, at the first write that knows one: a row first written with
-    # no platform (the host binds a session before it names the platform) takes the scope of the
-    # first write that names one. A session carried over from ``previous_session_id`` (/new,
-    # /branch) inherits that session's scope.
+    # The owner scope is set once, by the first write that names a platform (the host binds a session
+    # before it names one); a session carried over from ``previous_session_id`` (/new, /branch) inherits it.
     now = time.time()
     conn.execute(
         "INSERT INTO sessions(session_id, conversation_id, platform, previous_session_id,"

@@ -1,10 +1,8 @@
 """Token counting: tiktoken when its encoding loads offline, else a character estimate.
 
-tiktoken downloads encodings on first use, so it is tried once, lazily, and only counts
-as available when ``cl100k_base`` loads from its cache (``TIKTOKEN_CACHE_DIR``) without
-network. The fallback estimate is ``ceil(chars / 4)`` for mostly-ASCII text and
-``ceil(chars / 1.5)`` for text that is mostly non-ASCII (CJK and similar pack more
-tokens per character). No network call happens at import.
+tiktoken is tried once, lazily, and counts only when ``cl100k_base`` loads from its cache without
+network. The estimate is ``ceil(chars / 4)``, or ``ceil(chars / 1.5)`` for mostly non-ASCII text
+(CJK packs more tokens per character). No network call happens at import.
 """
 from __future__ import annotations
 
