@@ -158,8 +158,7 @@ class PgRow(tuple[Any, ...]):
 
 def _row_factory(cursor: Any) -> Any:
     names = tuple(c.name for c in (cursor.description or ()))
-    cls = type("Row", (PgRow,), {"__slots__": (), "_names": names})
-    return lambda values: cls(values)
+    return type("Row", (PgRow,), {"__slots__": (), "_names": names})  # built from a row's values
 
 
 def _register_dumpers(raw: Any) -> None:
@@ -240,9 +239,7 @@ class PgConnection:
     def dropped(self) -> bool:
         """Closed, or idle with something to read: the server ended it (a restart, an idle timeout,
         pg_terminate_backend), which libpq learns only at the next statement, failing it."""
-        if self.raw.closed or self.raw.broken:
-            return True
-        return not self.in_transaction and _readable(self.raw.fileno())
+        return bool(self.raw.closed or self.raw.broken) or (not self.in_transaction and _readable(self.raw.fileno()))
 
     def abort(self) -> None:
         with contextlib.suppress(Exception), socket.socket(fileno=os.dup(self.raw.pgconn.socket)) as sock:
@@ -303,12 +300,10 @@ def close_connections() -> int:
     running = {t.ident for t in threading.enumerate()} - {threading.get_ident()}
     with _OPENED_LOCK:
         opened = list(_OPENED)
-    n = 0
-    for conn in opened:
-        if not conn.raw.closed and conn.owner not in running:
-            conn.close()
-            n += 1
-    return n
+    idle = [conn for conn in opened if not conn.raw.closed and conn.owner not in running]
+    for conn in idle:
+        conn.close()
+    return len(idle)
 
 
 class PgDatabase:

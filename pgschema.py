@@ -472,6 +472,5 @@ def drop_optional(conn: Any, feature: str) -> list[str]:
         present = [n for n in names if n in set(applied_names(conn))]
         for statement in OPTIONAL_DROPS[feature]:
             conn.execute(statement)
-        for name in present:
-            conn.execute("DELETE FROM schema_migrations WHERE name = ?", (name,))
+        conn.executemany("DELETE FROM schema_migrations WHERE name = ?", [(name,) for name in present])
     return present
