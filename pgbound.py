@@ -53,15 +53,10 @@ def newest(conn: Any, expression: str, where: Sequence[str], args: Sequence[Any]
     ``otherwise`` (``pgtext.message_statement``) is that BM25 statement: it then runs in the same
     statement, only when the rule does not apply, and its rows come back in place of None.
 
-    One statement: the range (the sessions' lowest and highest store id, else the whole store), the
-    phrase counts (each stopping one past the budget, the rarest by the last stats refresh first, the
-    first with 1 to budget matches ending them), the window's low end (its ``window``-th newest
-    visible match, read only when every phrase is common), then the two reads of the page. SQLite
-    reads the window first; either order gives the same rows. The statement is never prepared
-    (``execute(..., prepare=False)``): the server plans it at each call with its tsqueries' values, so each read
-    follows its words' statistics (a walk down the newest rows for a frequent word, the index for a
-    rare one), as it would with the words written into the SQL, which stays the same for every
-    query of one shape."""
+    One statement: the range, the phrase counts (each stopping one past the budget, rarest first), the
+    window's low end (read only when every phrase is common), then the page's two reads. Never prepared
+    (``prepare=False``): each call is planned with its tsqueries' values, so each read follows its words'
+    statistics (a walk down the newest rows for a frequent word, the index for a rare one)."""
     parts = ftsbound.phrases(expression)
     query = parse_match(expression)
     counted = [q for q in (parse_match(p) for p in parts) if q is not None]  # an empty phrase matches nothing

@@ -283,13 +283,9 @@ def search_messages(conn: Executes, match_expression: str, *, where: Sequence[st
 def search_nodes(conn: Executes, match_expression: str, *, where: Sequence[str] = (), args: Sequence[Any] = (),
                  limit: int = 10, max_candidates: int | None = None, node_ids: Sequence[int] | None = None,
                  snippets: bool = True, rows: bool = False) -> list[tuple[Any, float, str]]:
-    """Summary nodes matching ``match_expression``, best BM25 first: ``(node_id, score, snippet)``.
-
-    ``score`` is FTS5's ``bm25(nodes_fts)``. ``where``/``args`` are predicates on ``n``
-    (summary_nodes), as ``SummaryDAG.search`` and ``search_all`` filter: a session's reachable
-    nodes, ``Visibility.clause("n.session_id")``, a time window. ``rows`` returns each node's
-    columns (a dict) in place of its id. One statement.
-    """
+    """Summary nodes matching ``match_expression``, best ``bm25(nodes_fts)`` first: ``(node_id, score, snippet)``.
+    ``where``/``args`` are predicates on ``n`` (summary_nodes), as ``SummaryDAG`` filters; ``rows`` returns
+    each node's columns (a dict) in place of its id. One statement."""
     return _search(conn, NODES, match_expression, where, args, limit, max_candidates, node_ids,
                    snippets, None, rows)
 
