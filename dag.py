@@ -102,7 +102,7 @@ class SummaryDAG:
                  level: str = "normal", model: str = "", expand_hint: str = "",
                  conn: sqlite3.Connection | None = None) -> int:
         return self._add(session_id, 0, summary, store_ids, (token_count, source_token_count, earliest_at, latest_at,
-                                                              level, model, expand_hint, time.time()), conn)
+                                                              level, model, expand_hint), conn)
 
     def add_condensed(self, session_id: str, depth: int, summary: str, child_ids: Sequence[int], *,
                       token_count: int, source_token_count: int, earliest_at: float | None,
@@ -111,19 +111,19 @@ class SummaryDAG:
         if depth < 1:
             raise ValueError("condensed nodes have depth >= 1")
         return self._add(session_id, depth, summary, child_ids, (token_count, source_token_count, earliest_at,
-                                                                  latest_at, level, model, expand_hint, time.time()),
-                         conn)
+                                                                  latest_at, level, model, expand_hint), conn)
 
     def _add(self, session_id: str, depth: int, summary: str, ids: Sequence[int], meta: tuple,
              conn: sqlite3.Connection | None) -> int:
-        """One node over ``ids`` (store ids at depth 0, else child nodes); ``meta``: token_count to created_at."""
+        """One node over ``ids`` (store ids at depth 0, else child nodes); ``meta``: token_count to expand_hint.
+        Its created_at is the time of the write, once the write lock is held."""
         if not ids:
             raise ValueError("a summary node needs at least one source")
         table, column = ("node_messages", "store_id") if depth == 0 else ("node_children", "child_id")
 
         def write(c: sqlite3.Connection) -> int:
             node_id = int(c.execute(f"INSERT INTO {_NODE_COLUMNS} VALUES (?,?,?,?,?,?,?,?,?,?,?) RETURNING node_id",
-                                    (session_id, depth, summary, *meta)).fetchone()[0])
+                                    (session_id, depth, summary, *meta, time.time())).fetchone()[0])
             if on_server(c):
                 pgtext.index_nodes(c, [(node_id, summary)])
             c.executemany(f"INSERT INTO {table}(node_id, ordinal, {column}) VALUES (?,?,?)",
@@ -170,7 +170,7 @@ class SummaryDAG:
                 return None if row is None else node_row(row)
             if frontier_at(conn, session_id) >= ids[0]:
                 return None
-            node_id = self._add(session_id, 0, summary, ids, meta, conn)
+            node_id = self._add(session_id, 0, summary, ids, meta[:-1], conn)
             conn.execute("UPDATE sessions SET frontier_store_id = ?, updated_at = ? WHERE session_id = ?",
                          (ids[-1], time.time(), session_id))  # past the frontier read above, a damaged one too
             return _node(conn, node_id)
@@ -211,7 +211,7 @@ class SummaryDAG:
                 return None if row is None else node_row(row)
             if not self.on_frontier(session_id, ids, conn):
                 return None
-            return _node(conn, self._add(session_id, depth, summary, ids, meta, conn))
+            return _node(conn, self._add(session_id, depth, summary, ids, meta[:-1], conn))
 
     def carry_over(self, from_session: str, to_session: str, min_depth: int) -> list[int]:
         """Make ``from_session``'s frontier nodes of depth >= ``min_depth`` visible in ``to_session``.

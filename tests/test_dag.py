@@ -1,11 +1,14 @@
 """``SummaryDAG``: node writes keep the frontier current, carry-over, reachability, lineage, summary search."""
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
+from types import SimpleNamespace
 
 import pytest
 from conftest import assistant, user
 
+from hermes_trove import dag as dag_module
 from hermes_trove.dag import NodeRow, SummaryDAG
 from hermes_trove.runtime import Runtime
 from hermes_trove.store import SessionKey
@@ -69,6 +72,29 @@ class TestFrontier:
             kept = dag.add_leaf("s1", "kept", s, token_count=1, source_token_count=1, earliest_at=None,
                                 latest_at=None, conn=conn)
         assert ids(dag.frontier("s1")) == [kept]
+
+    def test_a_node_is_dated_when_it_is_written_not_when_it_was_asked_for(self, runtime, monkeypatch, backend):
+        # the write lock may be granted well after the call: a node's created_at is the time of its write
+        dag, s = runtime.dag, messages(runtime, "s1", 8)
+        clock, granted = [100.0], dag.db.transaction
+        monkeypatch.setattr(dag_module, "time", SimpleNamespace(time=lambda: clock[0]))
+
+        @contextlib.contextmanager
+        def later(*args, **kwargs):
+            clock[0] += 100.0  # the lock is held from here on
+            with granted(*args, **kwargs) as conn:
+                yield conn
+
+        monkeypatch.setattr(dag.db, "transaction", later)
+        first = dag.get(leaf(dag, "s1", s[:2]))
+        parent = dag.get(condense(dag, "s1", 1, [first.node_id]))
+        assert (first.created_at, parent.created_at) == (200.0, 300.0)
+        if backend == "sqlite":  # a server writes these in one statement, dated at the call as before
+            below = dag.add_leaf_below_frontier("s1", "next", s[2:4], token_count=1, source_token_count=1,
+                                                earliest_at=None, latest_at=None)
+            top = dag.condense_on_frontier("s1", 2, "top", [parent.node_id, below.node_id], token_count=1,
+                                           source_token_count=1, earliest_at=None, latest_at=None)
+            assert (below.created_at, top.created_at) == (400.0, 500.0)
 
     def test_a_node_needs_a_source_and_a_condensed_node_a_depth(self, runtime):
         with pytest.raises(ValueError):
