@@ -433,16 +433,18 @@ def migrate(conn: Any) -> list[str]:
             f"the PostgreSQL schema was migrated by a newer hermes-trove: its schema_migrations ledger holds"
             f" {', '.join(unknown)}, unknown to this build. Upgrade hermes-trove, or point TROVE_DATABASE_URL"
             " at another database or schema.")
-    return [] if known <= done else _apply(conn, entries)
+    return [] if known <= done else _apply(conn, entries, make_ledger=True)
 
 
-def _apply(conn: Any, entries: tuple[tuple[str, tuple[str, ...]], ...]) -> list[str]:
-    """Run the entries the ledger lacks, in order, recording each: one transaction, under the lock."""
+def _apply(conn: Any, entries: tuple[tuple[str, tuple[str, ...]], ...], make_ledger: bool = False) -> list[str]:
+    """Run the entries the ledger lacks, in order, recording each: one transaction, under the lock
+    (``make_ledger``: the core set's, which creates the ledger first; an opt-in set finds it made)."""
     applied: list[str] = []
     with conn.raw.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATE_LOCK,))
-        conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations"
-                     " (name TEXT PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)")
+        if make_ledger:
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_migrations"
+                         " (name TEXT PRIMARY KEY, applied_at DOUBLE PRECISION NOT NULL)")
         done = set(applied_names(conn))
         for name, statements in entries:
             if name in done:

@@ -619,3 +619,26 @@ def test_a_session_starting_while_the_server_is_away_leaves_the_store_usable(con
     assert server_rows(pg_database_url, "SELECT COUNT(*) FROM messages WHERE session_id = %s",
                        "20260301_100000_def456")[0][0] == 4
     proxy.down()
+
+
+def test_turning_on_an_opt_in_set_sends_its_own_statements_and_leaves_the_ledger_table_alone(
+        pg_database_url, monkeypatch):
+    """The core set creates the ledger; an opt-in set's transaction only locks, reads it, migrates and records."""
+    from hermes_trove import pgdb, pgschema
+
+    db = PgDatabase(pg_database_url)
+    db.connect()  # the core set, the ledger with it
+    sent: list[str] = []
+    run = pgdb.PgConnection.run
+
+    def recording(self, sql, params=(), prepare=None):
+        sent.append(sql)
+        return run(self, sql, params, prepare)
+
+    monkeypatch.setattr(pgdb.PgConnection, "run", recording)
+    assert db.ensure_optional("state") == ["pg0006_assertions"]
+    assert any("pg_advisory_xact_lock" in s for s in sent)
+    assert not any(s.startswith("CREATE TABLE IF NOT EXISTS schema_migrations") for s in sent)
+    assert len([s for s in sent if s in pgschema.OPTIONAL["state"][0][1]]) == len(pgschema.OPTIONAL["state"][0][1])
+    assert db.ensure_optional("state") == [] and db.has_optional("state")
+    db.close()
