@@ -368,8 +368,10 @@ class MessageStore:
         return None if r is None else message_row(r)
 
     def get_many(self, store_ids: Sequence[int], visible: Visibility = EVERYTHING) -> list[MessageRow]:
-        conn, ids = self.db.read(), [int(i) for i in store_ids]
-        clause, args = visible.clause("session_id")
+        ids = [int(i) for i in store_ids]
+        if not ids:
+            return []  # no read at all: a server that is down is not asked for nothing
+        conn, (clause, args) = self.db.read(), visible.clause("session_id")
         out = [message_row(r) for run in idlist.chunks(conn, ids, others=len(args)) for r in conn.execute(
             f"SELECT * FROM messages WHERE store_id IN ({','.join('?' * len(run))})"
             + (f" AND {clause}" if clause else ""), [*run, *args])]

@@ -642,3 +642,12 @@ def test_turning_on_an_opt_in_set_sends_its_own_statements_and_leaves_the_ledger
     assert len([s for s in sent if s in pgschema.OPTIONAL["state"][0][1]]) == len(pgschema.OPTIONAL["state"][0][1])
     assert db.ensure_optional("state") == [] and db.has_optional("state")
     db.close()
+
+
+def test_asking_for_no_rows_reads_nothing_so_a_server_that_is_down_is_not_asked():
+    from hermes_trove.store import MessageStore
+
+    store = MessageStore(PgDatabase("postgresql://trove@127.0.0.1:1/trove"))  # nothing listens on port 1
+    assert store.get_many([]) == [] and store.get_many(()) == []
+    with pytest.raises(psycopg.OperationalError, match="127.0.0.1"):  # a row asked for is asked of the server
+        store.get_many([1])
