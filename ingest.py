@@ -214,7 +214,8 @@ def plan_fast(messages: Sequence[dict[str, Any]], cursor: IngestCursor,
     if cursor.length == 0 and not cursor.identity:
         return IngestPlan(0, "first ingest")
     n = len(messages)
-    if n >= cursor.length > 0 and identity(messages[cursor.length - 1]) == cursor.identity:
+    if n >= cursor.length > 0 and isinstance(at := messages[cursor.length - 1], dict) \
+            and identity(at) == cursor.identity:
         return IngestPlan(cursor.length, "cursor matched")
     return None
 
@@ -229,7 +230,7 @@ def plan_aligned(messages: Sequence[dict[str, Any]], stored_tail: Sequence[str],
     """
     if not stored_tail:
         return IngestPlan(0, "nothing stored")
-    ids = [identity(m) for m in messages]
+    ids = [identity(m) if isinstance(m, dict) else "" for m in messages]  # not a message: matches nothing
     last = stored_tail[-1]
     window = min(8, len(stored_tail))
     best_partial = -1

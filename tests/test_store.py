@@ -265,3 +265,19 @@ def test_an_existing_import_ledger_keeps_its_rows_when_stored_by_key(tmp_path):
                         " AND sql IS NOT NULL").fetchone()[0] == 0
     with pytest.raises(sqlite3.IntegrityError):
         conn.execute("INSERT INTO imported_messages VALUES ('imp', 'sqlite:message:1', 9, NULL, 2.0)")
+
+
+def test_entries_that_are_not_messages_neither_align_nor_stop_a_rewritten_list(runtime):
+    key = SessionKey("s1")
+    first, reply = user("hello"), assistant("hi")
+    runtime.store.ingest(key, [first, reply])
+    # the list rewritten (a cursor that no longer matches), an entry that is not a dict at its front
+    assert runtime.store.ingest(key, ["junk", user("other"), first, reply, user("next")]).reason == \
+        "aligned on stored tail"
+    # the cursor's place now holds a non-dict, and nothing in the list aligns: known identities decide
+    result = runtime.store.ingest(key, [first, 7, reply, user("after")])
+    assert (len(result.store_ids), result.skipped) == (1, 1)
+    assert contents(runtime) == ["hello", "hi", "next", "after"]
+    # a non-dict where the cursor's message stood (the cursor is at 4 messages)
+    runtime.store.ingest(key, [first, reply, user("next"), None, user("last")])
+    assert contents(runtime) == ["hello", "hi", "next", "after", "last"]
