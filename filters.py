@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -50,8 +51,6 @@ def host_side_agent(session_id: str, platform: str = "", thread_name: str | None
     """Why a session belongs to one of the host's side agents (it is then stateless), or None.
     ``api_key`` is the main model's key the host handed the engine: ``hermes prompt-size`` builds an
     offline agent with the placeholder INSPECTION_API_KEY that never runs a turn."""
-    import threading
-
     thread = threading.current_thread().name if thread_name is None else thread_name
     plat = platform.strip().lower()  # as takes_foreground and scope_for read it
     if plat in HOST_SIDE_PLATFORMS:
@@ -103,18 +102,13 @@ def takes_foreground(mode: str, platform: str, thread_name: str | None = None, s
     ``on_session_start`` says which platform it serves) leaves that to ``on_session_start``; so does
     a ``/background`` task's agent, built on its own thread beside the chat (stored, not in front): its
     thread's name or its session id says so (a chat resumed from such an id keeps the front it holds)."""
-    import threading
-
     thread = threading.current_thread().name if thread_name is None else thread_name
     return (mode == "active" and bool(platform.strip()) and not delegated_child(platform)
             and not thread.startswith(BACKGROUND_TASK_THREAD) and not BACKGROUND_TASK_SESSION.fullmatch(session_id))
 
 
 def _keys(session_id: str, platform: str) -> list[str]:
-    keys = [session_id] if session_id else []
-    if platform:
-        keys += [platform, f"{platform}:{session_id}"]
-    return keys
+    return ([session_id] if session_id else []) + ([platform, f"{platform}:{session_id}"] if platform else [])
 
 
 @dataclass(frozen=True)

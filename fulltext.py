@@ -162,10 +162,9 @@ def own_tool_echo(row: MessageRow) -> bool:
         calls = json.loads(row.tool_calls)
     except ValueError:
         return False
-    if not isinstance(calls, list) or not calls:
-        return False
-    return all(isinstance(c, dict) and isinstance(c.get("function"), dict) and memory_tool(c["function"].get("name"))
-               for c in calls)
+    return isinstance(calls, list) and bool(calls) and all(
+        isinstance(c, dict) and isinstance(c.get("function"), dict) and memory_tool(c["function"].get("name"))
+        for c in calls)
 
 
 def skipping(find: Callable[[int], list[Hit]], limit: int, drop: Callable[[MessageRow], bool] = own_tool_echo,

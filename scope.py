@@ -61,13 +61,5 @@ class Visibility:
             return f"{column} = :vis_session", {"vis_session": self.session_id}
         return f"{column} IN (SELECT session_id FROM sessions WHERE scope = :vis_scope)", {"vis_scope": self.scope}
 
-    def allows(self, session_id: str, scope: str) -> bool:
-        """The same predicate in Python, for one session whose stored scope is known."""
-        if self.unrestricted:
-            return True
-        if self.mode == "session" or not self.scope:
-            return session_id == self.session_id
-        return scope == self.scope
-
 
 EVERYTHING = Visibility()

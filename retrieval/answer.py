@@ -84,10 +84,8 @@ def trove_expand_query(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, A
     messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": question}]
     answer, error = _ask(ctx, messages, model, timeout_s, max_tokens)
     if error:
-        out = dict(base, error=error, degraded=True)
-        if "timed out" in error:
-            out["timeout_seconds"] = timeout_s
-        return out
+        timed_out = {"timeout_seconds": timeout_s} if "timed out" in error else {}
+        return dict(base, error=error, degraded=True, **timed_out)
     return _fit_answer(base, answer or "", ctx.response_cap)
 
 

@@ -66,9 +66,7 @@ class ProviderSpec:
 def spec_from_config(config: TroveConfig) -> ProviderSpec:
     provider = (config.embedding_provider or "local").strip().lower()
     default_model = LOCAL_MODEL if provider == "local" else OPENAI_MODEL
-    base = (config.embedding_base_url or "").strip().rstrip("/")
-    if provider == "openai" and not base:
-        base = OPENAI_BASE_URL
+    base = (config.embedding_base_url or "").strip().rstrip("/") or OPENAI_BASE_URL
     return ProviderSpec(provider=provider, model=(config.embedding_model or "").strip() or default_model,
                         base_url=base if provider == "openai" else "",
                         key_env=(config.embedding_api_key_env or "").strip() if provider == "openai" else "",
@@ -207,11 +205,9 @@ class OpenAIProvider:
         return self._dim
 
     def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
         key = self._environ.get(self.spec.key_env, "") if self.spec.key_env else ""
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        return headers
+        return {"Content-Type": "application/json", "Accept": "application/json",
+                **({"Authorization": f"Bearer {key}"} if key else {})}
 
     def embed(self, texts: Sequence[str], guard: SpendGuard | None = None) -> np.ndarray:
         np = _import_numpy()

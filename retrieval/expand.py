@@ -306,9 +306,7 @@ def trove_load_session(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, A
         return out
 
     payload, kept = fit_items(build, len(items), ctx.response_cap)
-    if kept == 0 and items:  # one enormous row: return it anyway, shrunk by the generic bound
-        payload = build(1)
-    return payload
+    return payload if kept or not items else build(1)  # one enormous row: returned, shrunk by the generic bound
 
 
 def _read_page(ctx: ToolContext, session_id: str, after: int, limit: int, roles: list[str] | None,

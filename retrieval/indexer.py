@@ -116,7 +116,10 @@ def plan_pass(runtime: Runtime, store: VectorStore, budget_s: float | None = Non
         return PassReport(status="unavailable", error=reason)
     mode, want = str(cfg.embedding_context), int(cfg.embedding_context_messages)
     newest = store.find(spec.provider, spec.model)
-    if newest is not None and _caught_up(store, newest, recipe(mode, want)):  # the common idle case: no lease
+    # the common idle case, decided without a lease: the provider's newest generation is active, of the current
+    # recipe, without a recorded error, past the newest message and node, and nothing is left to prune
+    if newest is not None and newest.state == "active" and newest.recipe == recipe(mode, want) \
+            and not newest.last_error and _reached(newest, store.heads()) and not store.has_retired_vectors():
         return PassReport(status="done", generation=newest.generation_id, pending=0)
     # a first build (none searchable yet: none, building or retired) with text context starts with vectors
     text_follows = mode == "text" and want > 0 and (newest is None or newest.state != "active")
@@ -249,14 +252,6 @@ class _Groups:
         return True
 
 
-def _caught_up(store: VectorStore, gen: Generation, made_with: str) -> bool:
-    """Whether a pass would have nothing to do: the provider's newest generation is active, of the
-    current recipe, without a recorded error, past the newest message and node, nothing left to prune."""
-    if gen.state != "active" or gen.recipe != made_with or gen.last_error:
-        return False
-    return _reached(gen, store.heads()) and not store.has_retired_vectors()
-
-
 def _reached(gen: Generation, heads: tuple[int, int]) -> bool:
     """Whether the generation's cursors are past ``heads`` (the newest store_id and node_id)."""
     return gen.message_cursor >= heads[0] and gen.node_cursor >= heads[1]
@@ -346,11 +341,9 @@ def status(runtime: Runtime) -> dict[str, Any]:
     """Provider, generations, coverage (0..1), backlog, last error, worker: for status and doctor."""
     cfg = runtime.config
     spec = target_spec(runtime)
-    out: dict[str, Any] = {"enabled": bool(cfg.embeddings_enabled), "provider": spec.label}
     reason = check_available(spec)
-    out["available"] = reason is None
-    if reason:
-        out["unavailable_reason"] = reason
+    out: dict[str, Any] = {"enabled": bool(cfg.embeddings_enabled), "provider": spec.label,
+                           "available": reason is None, **({"unavailable_reason": reason} if reason else {})}
     try:
         store = vector_store(runtime)
         gens = store.generations()

@@ -87,12 +87,8 @@ class ArmReport:
     facts: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"ran": self.ran, "weight": self.weight, "candidates": self.candidates,
-                               "pool": self.pool, "bounded": self.bounded}
-        if self.reason:
-            out["reason"] = self.reason
-        out.update(self.facts)
-        return out
+        return {"ran": self.ran, "weight": self.weight, "candidates": self.candidates, "pool": self.pool,
+                "bounded": self.bounded, **({"reason": self.reason} if self.reason else {}), **self.facts}
 
 
 @dataclass(frozen=True)
@@ -158,8 +154,7 @@ def recall(runtime: Runtime, req: RecallRequest) -> RecallResult:
     hits = _distinct_text(_current_first(runtime, req.query, hits), gate.excluded)
     if req.detail == "answer_ready":
         hits = _per_session_cap(hits, PER_SESSION_ANSWER_READY)
-    degraded = degraded_reason is not None
-    return RecallResult(match, hits[:req.limit], len(hits) > req.limit, reports, method, degraded,
+    return RecallResult(match, hits[:req.limit], len(hits) > req.limit, reports, method, degraded_reason is not None,
                         degraded_reason, gate.excluded)
 
 
@@ -176,14 +171,12 @@ class Gate:
 
     def ignored(self, session_id: str, platform: str | None = None) -> bool:
         if session_id not in self._ignored:
-            if self.runtime.bound_sessions.get(session_id) == "ignored":
-                verdict = True
-            else:
-                if platform is None:
-                    srow = self.runtime.store.session(session_id)
-                    platform = srow.platform if srow is not None else ""
-                verdict = self.runtime.filters.ignored_by(session_id, platform or "") is not None
-            self._ignored[session_id] = verdict
+            bound_ignored = self.runtime.bound_sessions.get(session_id) == "ignored"
+            if platform is None and not bound_ignored:
+                srow = self.runtime.store.session(session_id)
+                platform = srow.platform if srow is not None else ""
+            self._ignored[session_id] = bound_ignored or \
+                self.runtime.filters.ignored_by(session_id, platform or "") is not None
         return self._ignored[session_id]
 
     def live(self, row: MessageRow) -> bool:
@@ -218,9 +211,8 @@ class Gate:
         return refused is None
 
     def in_scope(self, session_id: str, conversation_id: str) -> bool:
-        if self.req.current and session_id == self.req.current:
-            return True
-        return bool(self.req.current_conversation) and conversation_id == self.req.current_conversation
+        return bool(self.req.current) and session_id == self.req.current or \
+            bool(self.req.current_conversation) and conversation_id == self.req.current_conversation
 
 
 def fts_arm(runtime: Runtime, req: RecallRequest, match: Match, pool: int, gate: Gate,
@@ -228,8 +220,7 @@ def fts_arm(runtime: Runtime, req: RecallRequest, match: Match, pool: int, gate:
     """BM25 over raw rows of every session, then coverage and adjacent-turn re-ranking; the turns
     beside the best hits join the pool, as the reply a question's words miss sits beside them."""
     report.ran, report.pool = True, pool
-    report.facts["archive_candidate_limit"] = ARCHIVE_CANDIDATES
-    report.facts["archive_rare_term_budget"] = ftsbound.RARE_BUDGET
+    report.facts.update(archive_candidate_limit=ARCHIVE_CANDIDATES, archive_rare_term_budget=ftsbound.RARE_BUDGET)
     store = runtime.store
     # trove's own search traffic is skipped by reading further, so it never takes the pool's places
     found, _, complete = skipping(lambda n: store.search(
@@ -243,8 +234,7 @@ def fts_arm(runtime: Runtime, req: RecallRequest, match: Match, pool: int, gate:
             max_candidates=LITERAL_CANDIDATES, visible=req.visible), pool)
         if found:
             report.facts["fallback"] = "substring"
-            for row, _, snip in found:
-                snippets[("message", row.store_id)] = snip
+            snippets.update((("message", row.store_id), snip) for row, _, snip in found)
     report.bounded = not complete
     kept = [(row, rank) for row, rank, _ in found if gate.admit_row(row)]
     rows.update((row.store_id, row) for row, _ in kept)
@@ -278,13 +268,10 @@ def summary_arm(runtime: Runtime, req: RecallRequest, match: Match, pool: int, g
     found = runtime.dag.search_all(match.expression, limit=pool, time_from=req.since, time_to=req.before,
                                    visible=req.visible)
     report.bounded = len(found) >= pool
-    out: dict[Key, float] = {}
-    for node, rank, snip in found:
-        if not gate.admit_node(node):
-            continue
-        nodes[node.node_id] = node
-        out[("summary", node.node_id)] = -float(rank)
-        snippets[("summary", node.node_id)] = snip
+    kept = [(node, rank, snip) for node, rank, snip in found if gate.admit_node(node)]
+    nodes.update((node.node_id, node) for node, _, _ in kept)
+    snippets.update((("summary", node.node_id), snip) for node, _, snip in kept)
+    out = {("summary", node.node_id): -float(rank) for node, rank, _ in kept}
     report.candidates = len(out)
     return out
 
@@ -303,11 +290,10 @@ def _start_semantic(runtime: Runtime, req: RecallRequest, pool: int,
         report.reason = "embeddings module unavailable"
         return None, report.reason
     kinds = {"all": ("message", "summary"), "verbatim": ("message",), "summaries": ("summary",)}[req.include]
-    deadline_s = float(cfg.embedding_query_deadline_ms) / 1000.0
     try:
         finish: Callable[[], Any] = semantic.start(
             runtime, req.query, kinds=kinds, session_ids=runtime.store.visible_session_ids(req.visible),
-            since=req.since, before=req.before, limit=pool, deadline_s=deadline_s)
+            since=req.since, before=req.before, limit=pool, deadline_s=float(cfg.embedding_query_deadline_ms) / 1000.0)
     except Exception as exc:  # a vector failure must leave full text answering
         report.reason = f"semantic search failed: {type(exc).__name__}: {str(exc)[:200]}"
         return None, report.reason
@@ -326,7 +312,6 @@ def _semantic_arm(runtime: Runtime, req: RecallRequest, pending: tuple[Callable[
     except Exception as exc:  # a vector failure must leave full text answering
         report.reason = f"semantic search failed: {type(exc).__name__}: {str(exc)[:200]}"
         return report.reason
-    pool = report.pool
     for name in ("provider", "model", "generation", "coverage", "elapsed_ms"):
         value = getattr(result, name, None)
         if value is not None and isinstance(value, (str, int, float, bool, dict, list)):
@@ -336,20 +321,14 @@ def _semantic_arm(runtime: Runtime, req: RecallRequest, pending: tuple[Callable[
         return report.reason
     report.ran = True
     hits = list(getattr(result, "hits", []) or [])
-    report.bounded = len(hits) >= pool
+    report.bounded = len(hits) >= report.pool
     _load_missing(runtime, hits, rows, nodes, req.visible)
     out: dict[Key, float] = {}
     for hit in hits:
         key: Key = (str(hit.kind), int(hit.item_id))
-        if key[0] == "message":
-            row = rows.get(key[1])
-            if row is None or not gate.admit_row(row):
-                continue
-        else:
-            node = nodes.get(key[1])
-            if node is None or not gate.admit_node(node):
-                continue
-        out[key] = max(out.get(key, -2.0), float(hit.score))  # chunks of one message: its best chunk
+        if ((row := rows.get(key[1])) is not None and gate.admit_row(row)) if key[0] == "message" \
+                else ((node := nodes.get(key[1])) is not None and gate.admit_node(node)):
+            out[key] = max(out.get(key, -2.0), float(hit.score))  # chunks of one message: its best chunk
     report.candidates = len(out)
     scores["semantic"] = out
     reason = getattr(result, "degraded_reason", None)

@@ -70,11 +70,7 @@ def spec_for(runtime: Runtime, gen: Generation) -> ProviderSpec:
 
 def searched_generation(store: VectorStore) -> Generation | None:
     """The active generation; before any is complete, the newest one being built."""
-    active = store.active()
-    if active is not None:
-        return active
-    building = [g for g in store.generations() if g.state == "building"]
-    return building[-1] if building else None
+    return store.active() or next((g for g in reversed(store.generations()) if g.state == "building"), None)
 
 
 def spend_guard(runtime: Runtime, spec: ProviderSpec) -> SpendGuard | None:

@@ -6,6 +6,7 @@ Hamming prescreen over sign bits keeps ~1% (at least ``PRESCREEN_MIN``) to score
 """
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +20,9 @@ PRESCREEN_MIN = 4000
 PRESCREEN_FRACTION = 0.01
 SCORE_BLOCK = 32768
 KINDS = ("message", "summary")
+# Each row's metadata: KINDS index, store_id or node_id, span (end -1: the whole item), time (nan: unknown)
+# and session code (an index into ``session_names``).
+META = [("kind", "u1"), ("item", "i8"), ("start", "i8"), ("end", "i8"), ("at", "f8"), ("session", "i4")]
 
 
 def _np() -> Any:
@@ -69,7 +73,6 @@ class _Grow:
 
     def __init__(self, dtype: Any, width: int = 0):
         np = _np()
-        self.width = width
         self.data = np.zeros((1024, width) if width else (1024,), dtype=dtype)
         self.n = 0
 
@@ -78,7 +81,7 @@ class _Grow:
         need = self.n + len(rows)
         if need > len(self.data):
             cap = max(need, 2 * len(self.data))
-            grown = np.zeros((cap, self.width) if self.width else (cap,), dtype=self.data.dtype)
+            grown = np.zeros((cap, *self.data.shape[1:]), dtype=self.data.dtype)
             grown[:self.n] = self.data[:self.n]
             self.data = grown
         self.data[self.n:need] = rows
@@ -103,12 +106,7 @@ class VectorIndex:
         self._scale = _Grow(np.float32)
         self._bits = _Grow(np.uint64, self.words)  # row-major while growing; transposed per search epoch
         self._bits_cm: Any = None  # column-major copy (words, n) for the Hamming pass
-        self._kind = _Grow(np.uint8)
-        self._item = _Grow(np.int64)
-        self._start = _Grow(np.int64)
-        self._end = _Grow(np.int64)  # -1 = whole item
-        self._at = _Grow(np.float64)  # nan = unknown
-        self._session = _Grow(np.int32)
+        self._meta = _Grow(np.dtype(META))
         self.session_names: list[str] = []
         self._session_codes: dict[str, int] = {}
         self.lock = threading.Lock()
@@ -146,12 +144,9 @@ class VectorIndex:
         self._q.extend(q)
         self._scale.extend(np.array([r.scale for r in rows], dtype=np.float32))
         self._bits.extend(sign_words(q))
-        self._kind.extend(np.array([KINDS.index(r.kind) if r.kind in KINDS else 255 for r in rows], dtype=np.uint8))
-        self._item.extend(np.array([r.item_id for r in rows], dtype=np.int64))
-        self._start.extend(np.array([r.span_start for r in rows], dtype=np.int64))
-        self._end.extend(np.array([-1 if r.span_end is None else r.span_end for r in rows], dtype=np.int64))
-        self._at.extend(np.array([np.nan if r.at is None else r.at for r in rows], dtype=np.float64))
-        self._session.extend(np.array([self._code(r.session_id) for r in rows], dtype=np.int32))
+        self._meta.extend(np.array([(KINDS.index(r.kind) if r.kind in KINDS else 255, r.item_id, r.span_start,
+                                     -1 if r.span_end is None else r.span_end, np.nan if r.at is None else r.at,
+                                     self._code(r.session_id)) for r in rows], dtype=META))
         self.top = max(self.top, rows[-1].vector_id)
         self._bits_cm = None
 
@@ -165,24 +160,18 @@ class VectorIndex:
     def _mask(self, kinds: Sequence[str], session_ids: Sequence[str] | None, since: float | None,
               before: float | None) -> Any:
         np = _np()
-        n = len(self)
-        mask = None
+        masks = []
         wanted = [KINDS.index(k) for k in kinds if k in KINDS]
         if len(wanted) < len(KINDS):
-            mask = np.isin(self._kind.view, np.array(wanted, dtype=np.uint8))
+            masks.append(np.isin(self._meta.view["kind"], np.array(wanted, dtype=np.uint8)))
         if session_ids is not None:
             codes = [self._session_codes[s] for s in session_ids if s in self._session_codes]
-            m = np.isin(self._session.view, np.array(codes, dtype=np.int32))
-            mask = m if mask is None else mask & m
-        if since is not None or before is not None:
-            at = self._at.view
-            m = np.ones(n, dtype=bool)
-            if since is not None:
-                m &= at >= since  # nan compares False: an undated row is outside any time bound
-            if before is not None:
-                m &= at < before
-            mask = m if mask is None else mask & m
-        return mask
+            masks.append(np.isin(self._meta.view["session"], np.array(codes, dtype=np.int32)))
+        if since is not None:
+            masks.append(self._meta.view["at"] >= since)  # nan compares False: an undated row is outside any time bound
+        if before is not None:
+            masks.append(self._meta.view["at"] < before)
+        return functools.reduce(np.logical_and, masks) if masks else None
 
     def search(self, query: Any, *, kinds: Sequence[str] = KINDS, session_ids: Sequence[str] | None = None,
                since: float | None = None, before: float | None = None, limit: int = 50) -> list[SemanticHit]:
@@ -204,18 +193,15 @@ class VectorIndex:
         order = np.argsort(-scores, kind="stable")
         out: list[SemanticHit] = []
         seen: set[tuple[int, int]] = set()
-        kind, item = self._kind.view, self._item.view
+        meta = self._meta.view
         for pos in order:
-            r = int(rows[pos])
-            key = (int(kind[r]), int(item[r]))
-            if key in seen:
+            kind, item, start, end, at, session = meta[int(rows[pos])].item()
+            if (kind, item) in seen:
                 continue
-            seen.add(key)
-            end = int(self._end.view[r])
-            at = float(self._at.view[r])
-            span = None if KINDS[key[0]] != "message" or end < 0 else (int(self._start.view[r]), end)
-            out.append(SemanticHit(KINDS[key[0]], key[1], float(scores[pos]), span,
-                                   self.session_names[int(self._session.view[r])], None if np.isnan(at) else at))
+            seen.add((kind, item))
+            span = None if KINDS[kind] != "message" or end < 0 else (start, end)
+            out.append(SemanticHit(KINDS[kind], item, float(scores[pos]), span, self.session_names[session],
+                                   None if np.isnan(at) else at))
             if len(out) >= limit:
                 break
         return out

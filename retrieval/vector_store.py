@@ -8,8 +8,9 @@ vectors. Writes are short transactions; rows come back as frozen dataclasses.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..backend import UNBOUNDED, settled_heads
 from ..db import Database
@@ -107,6 +108,20 @@ def _generation(r: Sequence[object]) -> Generation:
                       float(r[11]), None if r[12] is None else float(r[12]), str(r[13]))  # type: ignore[arg-type]
 
 
+_PENDING_COLS = "store_id, session_id, role, trove_text(content), content_is_json, created_at"
+
+
+def _pending(rows: Iterable[Sequence[Any]]) -> list[PendingText]:
+    return [PendingText("message", int(r[0]), str(r[1]), str(r[2]), str(r[3] or ""), bool(r[4]),
+                        None if r[5] is None else float(r[5]), str(r[6] or "")) for r in rows]
+
+
+def _spent(value: object) -> tuple[int, int]:
+    """A day's ledger value ``"<texts>,<tokens>"`` as numbers."""
+    texts, _, tokens = str(value).partition(",")
+    return int(texts or 0), int(tokens or 0)
+
+
 class VectorStore:
     """Generations, vectors, cursors and the remote spend ledger of one trove database."""
 
@@ -118,21 +133,19 @@ class VectorStore:
         rows = self.db.read().execute(f"SELECT {_GEN_COLS} FROM embedding_generations ORDER BY generation_id")
         return [_generation(r) for r in rows]
 
-    def generation(self, generation_id: int) -> Generation | None:
-        r = self.db.read().execute(f"SELECT {_GEN_COLS} FROM embedding_generations WHERE generation_id=?",
-                                   (generation_id,)).fetchone()
+    def _one(self, where: str, args: tuple[object, ...] = ()) -> Generation | None:
+        r = self.db.read().execute(f"SELECT {_GEN_COLS} FROM embedding_generations WHERE {where}", args).fetchone()
         return None if r is None else _generation(r)
+
+    def generation(self, generation_id: int) -> Generation | None:
+        return self._one("generation_id=?", (generation_id,))
 
     def find(self, provider: str, model: str) -> Generation | None:
         """The newest generation of ``provider`` + ``model`` (any dimension, any state)."""
-        r = self.db.read().execute(f"SELECT {_GEN_COLS} FROM embedding_generations WHERE provider=? AND model=?"
-                                   " ORDER BY generation_id DESC LIMIT 1", (provider, model)).fetchone()
-        return None if r is None else _generation(r)
+        return self._one("provider=? AND model=? ORDER BY generation_id DESC LIMIT 1", (provider, model))
 
     def active(self) -> Generation | None:
-        r = self.db.read().execute(f"SELECT {_GEN_COLS} FROM embedding_generations WHERE state='active'"
-                                   " ORDER BY generation_id DESC LIMIT 1").fetchone()
-        return None if r is None else _generation(r)
+        return self._one("state='active' ORDER BY generation_id DESC LIMIT 1")
 
     def ensure(self, provider: str, model: str, dim: int, base_url: str = "", recipe: str = "") -> Generation:
         """The generation for this space, created as ``building`` if new; a retired one restarts empty.
@@ -197,21 +210,15 @@ class VectorStore:
     # -- what to index -------------------------------------------------------------------
     def pending_messages(self, after: int, limit: int, upto: int = UNBOUNDED) -> list[PendingText]:
         """Messages with ``after`` < store_id <= ``upto`` in id order (every role: the caller filters)."""
-        rows = self.db.read().execute(
-            "SELECT store_id, session_id, role, trove_text(content), content_is_json, created_at, tool_name"
-            " FROM messages WHERE store_id > ? AND store_id <= ? ORDER BY store_id LIMIT ?",
-            (int(after), int(upto), int(limit)))
-        return [PendingText("message", int(r[0]), str(r[1]), str(r[2]), str(r[3] or ""), bool(r[4]),
-                            None if r[5] is None else float(r[5]), str(r[6] or "")) for r in rows]
+        return _pending(self.db.read().execute(
+            f"SELECT {_PENDING_COLS}, tool_name FROM messages WHERE store_id > ? AND store_id <= ?"
+            " ORDER BY store_id LIMIT ?", (int(after), int(upto), int(limit))))
 
     def preceding_messages(self, session_id: str, before: int, limit: int) -> list[PendingText]:
         """Up to ``limit`` user/assistant messages of ``session_id`` before store_id ``before``, newest first."""
-        rows = self.db.read().execute(
-            "SELECT store_id, session_id, role, trove_text(content), content_is_json, created_at FROM messages"
-            " WHERE session_id=? AND store_id<? AND role IN ('user','assistant') ORDER BY store_id DESC LIMIT ?",
-            (session_id, int(before), int(limit)))
-        return [PendingText("message", int(r[0]), str(r[1]), str(r[2]), str(r[3] or ""), bool(r[4]),
-                            None if r[5] is None else float(r[5])) for r in rows]
+        return _pending(self.db.read().execute(
+            f"SELECT {_PENDING_COLS}, '' FROM messages WHERE session_id=? AND store_id<?"
+            " AND role IN ('user','assistant') ORDER BY store_id DESC LIMIT ?", (session_id, int(before), int(limit))))
 
     def message_vectors(self, generation_id: int, store_id: int) -> list[tuple[bytes, float]]:
         """(int8 vector bytes, scale) of each chunk of one message in the generation, in span order."""
@@ -344,10 +351,7 @@ class VectorStore:
     # -- the remote spend ledger (per UTC day, in ``meta``) -------------------------------------
     def spend(self, day: str) -> tuple[int, int]:
         r = self.db.read().execute("SELECT value FROM meta WHERE key=?", (SPEND_KEY + day,)).fetchone()
-        if r is None:
-            return 0, 0
-        texts, _, tokens = str(r[0]).partition(",")
-        return int(texts or 0), int(tokens or 0)
+        return (0, 0) if r is None else _spent(r[0])
 
     def charge(self, day: str, texts: int, tokens: int, max_texts: int, max_tokens: int) -> tuple[int, int] | None:
         """Add to the day's spend unless a cap (0 = none) would be passed; None when refused.
@@ -359,10 +363,7 @@ class VectorStore:
         with self.db.transaction() as conn:
             for _ in range(CHARGE_TRIES):
                 r = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
-                used_texts, used_tokens = 0, 0
-                if r is not None:
-                    a, _, b = str(r[0]).partition(",")
-                    used_texts, used_tokens = int(a or 0), int(b or 0)
+                used_texts, used_tokens = (0, 0) if r is None else _spent(r[0])
                 if (max_texts and used_texts + texts > max_texts) or \
                         (max_tokens and used_tokens + tokens > max_tokens):
                     return None
