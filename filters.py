@@ -107,10 +107,6 @@ def takes_foreground(mode: str, platform: str, thread_name: str | None = None, s
             and not thread.startswith(BACKGROUND_TASK_THREAD) and not BACKGROUND_TASK_SESSION.fullmatch(session_id))
 
 
-def _keys(session_id: str, platform: str) -> list[str]:
-    return ([session_id] if session_id else []) + ([platform, f"{platform}:{session_id}"] if platform else [])
-
-
 @dataclass(frozen=True)
 class SessionFilters:
     ignore: tuple[str, ...] = ()
@@ -152,10 +148,8 @@ class SessionFilters:
 
     def _match(self, regs: Sequence[re.Pattern[str]], pats: Sequence[str], session_id: str,
                platform: str) -> str | None:
-        for rx, pat in zip(regs, pats, strict=True):
-            if any(rx.match(k) for k in _keys(session_id, platform)):
-                return pat
-        return None
+        keys = ([session_id] if session_id else []) + ([platform, f"{platform}:{session_id}"] if platform else [])
+        return next((pat for rx, pat in zip(regs, pats, strict=True) if any(rx.match(k) for k in keys)), None)
 
     def ignored_by(self, session_id: str, platform: str = "") -> str | None:
         return self._match(self._ignore_re, self.ignore, session_id, platform)

@@ -86,14 +86,10 @@ def trove_expand_query(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, A
     if error:
         timed_out = {"timeout_seconds": timeout_s} if "timed out" in error else {}
         return dict(base, error=error, degraded=True, **timed_out)
-    return _fit_answer(base, answer or "", ctx.response_cap)
-
-
-def _fit_answer(base: dict[str, Any], answer: str, cap: int) -> dict[str, Any]:
-    """The response with as much of the answer as fits ``cap``, flagged when cut."""
-    payload, _ = fit_items(lambda n: dict(base, answer=answer[: n * ANSWER_STEP_CHARS]),
-                           max(1, len(answer) // ANSWER_STEP_CHARS + 1), cap)
-    if len(payload["answer"]) < len(answer):
+    text = answer or ""  # as much of it as fits the cap, flagged when cut
+    payload, _ = fit_items(lambda n: dict(base, answer=text[: n * ANSWER_STEP_CHARS]),
+                           max(1, len(text) // ANSWER_STEP_CHARS + 1), ctx.response_cap)
+    if len(payload["answer"]) < len(text):
         payload["answer_truncated"] = True
     return payload
 

@@ -85,8 +85,6 @@ def contexts(store: VectorStore, items: list[PendingText], tool_policy: str, wan
     if want <= 0:
         return out
     for item in items:
-        if item.kind != "message":
-            continue
         if item.session_id not in recent:
             earlier = store.preceding_messages(item.session_id, item.item_id, want + CONTEXT_LOOKBACK)
             texts = [t for t in (item_text(p, tool_policy).strip() for p in earlier) if t]
@@ -126,12 +124,11 @@ class VectorCarry:
         for _, run in itertools.groupby(meta, key=lambda entry: id(entry[0])):  # each item: its adjacent rows
             chunks = list(run)
             item, start, end = chunks[0][0], end, end + len(chunks)
-            if item.kind == "message":
-                before = self._previous(item)
-                if before is not None:
-                    out[start:end] = normalise(np, out[start:end] + CONTEXT_WEIGHT * before)
-                if item.role in ("user", "assistant"):
-                    self.last[item.session_id] = normalise(np, out[start:end].mean(axis=0, keepdims=True))[0]
+            before = self._previous(item)
+            if before is not None:
+                out[start:end] = normalise(np, out[start:end] + CONTEXT_WEIGHT * before)
+            if item.role in ("user", "assistant"):
+                self.last[item.session_id] = normalise(np, out[start:end].mean(axis=0, keepdims=True))[0]
         return out
 
 

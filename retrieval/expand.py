@@ -37,7 +37,6 @@ from ..toolkit import (
 
 if TYPE_CHECKING:
     from ..dag import NodeRow
-    from ..store import MessageRow
 
 SAMPLES_PER_DEPTH = 20
 CHILDREN_LISTED = 50
@@ -289,9 +288,15 @@ def trove_load_session(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, A
     time_from, time_to = time_window(args)
     exact = bool_arg(args, "include_exact_ref")
 
-    total, rows, more = _read_page(ctx, session_id, after, limit, roles or None, time_from, time_to)
+    store = ctx.runtime.store
+    if not store.visible_session(session_id, ctx.visible):  # unknown, or another scope's: the same refusal
+        raise ToolError(f"no stored session {session_id[:120]!r}; trove_grep with session_scope='all' "
+                        "shows the session_id of each hit")
+    total = store.count(session_id)
+    rows = store.page(session_id, after, limit + 1, roles=roles or None, time_from=time_from, time_to=time_to)
+    more = len(rows) > limit
     current = current_session(ctx)
-    items = [message_item(r, current, max_chars=max_chars, include_exact_ref=exact) for r in rows]
+    items = [message_item(r, current, max_chars=max_chars, include_exact_ref=exact) for r in rows[:limit]]
 
     def build(n: int) -> dict[str, Any]:
         has_more = more or n < len(items)
@@ -307,18 +312,3 @@ def trove_load_session(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, A
 
     payload, kept = fit_items(build, len(items), ctx.response_cap)
     return payload if kept or not items else build(1)  # one enormous row: returned, shrunk by the generic bound
-
-
-def _read_page(ctx: ToolContext, session_id: str, after: int, limit: int, roles: list[str] | None,
-               time_from: float | None, time_to: float | None) -> tuple[int, list[MessageRow], bool]:
-    """(messages in the session, up to ``limit`` rows after the cursor, whether more follow).
-
-    A session outside the caller's scope answers exactly like one never stored.
-    """
-    store = ctx.runtime.store
-    if not store.visible_session(session_id, ctx.visible):  # unknown, or another scope's: the same refusal
-        raise ToolError(f"no stored session {session_id[:120]!r}; trove_grep with session_scope='all' "
-                        "shows the session_id of each hit")
-    total = store.count(session_id)
-    rows = store.page(session_id, after, limit + 1, roles=roles, time_from=time_from, time_to=time_to)
-    return total, rows[:limit], len(rows) > limit

@@ -404,7 +404,6 @@ def backfill(runtime: Runtime, *, max_seconds: float | None = None,
         return {"status": "refused", "error": "embeddings are off; set TROVE_EMBEDDINGS_ENABLED=true"}
     started = time.monotonic()
     totals = {"embedded": 0, "vectors": 0, "rows": 0, "passes": 0}
-    last = PassReport()
     busy_since: float | None = None
     while True:
         last = run_pass(runtime, budget_s=5.0, max_items=2048)

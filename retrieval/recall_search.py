@@ -276,37 +276,35 @@ def summary_arm(runtime: Runtime, req: RecallRequest, match: Match, pool: int, g
     return out
 
 
-def _start_semantic(runtime: Runtime, req: RecallRequest, pool: int,
-                    report: ArmReport) -> tuple[Callable[[], Any] | None, str | None]:
-    """The vector arm begun through ``retrieval.semantic.start``: (a function that waits for its
-    result, None), or (None, the degradation reason; None when embeddings are off)."""
+def _start_semantic(runtime: Runtime, req: RecallRequest, pool: int, report: ArmReport) -> Callable[[], Any] | None:
+    """The vector arm begun through ``retrieval.semantic.start``: a function that waits for its
+    result, or None with the reason in ``report``."""
     cfg = runtime.config
     if not cfg.embeddings_enabled:
         report.reason = "embeddings disabled (TROVE_EMBEDDINGS_ENABLED=false)"
-        return None, None
+        return None
     report.pool = pool
     semantic = semantic_module()
     if semantic is None:
         report.reason = "embeddings module unavailable"
-        return None, report.reason
+        return None
     kinds = {"all": ("message", "summary"), "verbatim": ("message",), "summaries": ("summary",)}[req.include]
     try:
-        finish: Callable[[], Any] = semantic.start(
+        return semantic.start(
             runtime, req.query, kinds=kinds, session_ids=runtime.store.visible_session_ids(req.visible),
             since=req.since, before=req.before, limit=pool, deadline_s=float(cfg.embedding_query_deadline_ms) / 1000.0)
     except Exception as exc:  # a vector failure must leave full text answering
         report.reason = f"semantic search failed: {type(exc).__name__}: {str(exc)[:200]}"
-        return None, report.reason
-    return finish, None
+        return None
 
 
-def _semantic_arm(runtime: Runtime, req: RecallRequest, pending: tuple[Callable[[], Any] | None, str | None],
+def _semantic_arm(runtime: Runtime, req: RecallRequest, finish: Callable[[], Any] | None,
                   gate: Gate, rows: dict[int, MessageRow], nodes: dict[int, NodeRow],
                   scores: dict[str, dict[Key, float]], report: ArmReport) -> str | None:
-    """The vector arm's hits, admitted and scored; returns the degradation reason, if any."""
-    finish, reason = pending
+    """The vector arm's hits, admitted and scored; returns the degradation reason, if any (none
+    when embeddings are off)."""
     if finish is None:
-        return reason
+        return report.reason if runtime.config.embeddings_enabled else None
     try:
         result = finish()
     except Exception as exc:  # a vector failure must leave full text answering
