@@ -83,5 +83,4 @@ def _response(req: GrepRequest, page: GrepPage, extra: dict[str, Any], cap: int)
         out.update(extra)
         return out
 
-    payload, _ = fit_items(build, len(page.results), cap)
-    return payload
+    return fit_items(build, len(page.results), cap)[0]

@@ -369,8 +369,7 @@ def status(runtime: Runtime) -> dict[str, Any]:
         b = store.backlog(target, policy)
         out["building"] = {"generation": target.generation_id, "label": target.label, "coverage": b.coverage,
                            "backlog": b.pending}
-    errors = [g for g in gens if g.last_error]
-    out["last_error"] = errors[-1].last_error if errors else None
+    out["last_error"] = next((g.last_error for g in reversed(gens) if g.last_error), None)
     out["generations"] = [{"generation": g.generation_id, "label": g.label, "state": g.state, "recipe": g.recipe}
                           for g in gens]
     out["vector_bytes"] = store.vector_bytes()

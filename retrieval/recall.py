@@ -133,8 +133,7 @@ def _response(req: RecallRequest, result: RecallResult, hits: list[dict[str, Any
         out.update(clamped)
         return out
 
-    payload, _ = fit_items(build, len(hits), cap)
-    return payload
+    return fit_items(build, len(hits), cap)[0]
 
 
 def shape_hits(runtime: Runtime, hits: list[RecallHit], expression: str, terms: tuple[str, ...],
