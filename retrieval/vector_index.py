@@ -144,9 +144,14 @@ class VectorIndex:
         self._q.extend(q)
         self._scale.extend(np.array([r.scale for r in rows], dtype=np.float32))
         self._bits.extend(sign_words(q))
-        self._meta.extend(np.array([(KINDS.index(r.kind) if r.kind in KINDS else 255, r.item_id, r.span_start,
-                                     -1 if r.span_end is None else r.span_end, np.nan if r.at is None else r.at,
-                                     self._code(r.session_id)) for r in rows], dtype=META))
+        meta = np.empty(len(rows), dtype=META)  # filled a field at a time: faster than from row tuples
+        meta["kind"] = [KINDS.index(r.kind) if r.kind in KINDS else 255 for r in rows]
+        meta["item"] = [r.item_id for r in rows]
+        meta["start"] = [r.span_start for r in rows]
+        meta["end"] = [-1 if r.span_end is None else r.span_end for r in rows]
+        meta["at"] = [np.nan if r.at is None else r.at for r in rows]
+        meta["session"] = [self._code(r.session_id) for r in rows]
+        self._meta.extend(meta)
         self.top = max(self.top, rows[-1].vector_id)
         self._bits_cm = None
 

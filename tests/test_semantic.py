@@ -123,6 +123,33 @@ def test_the_prescreen_path_finds_what_the_exact_scan_finds(monkeypatch):
     assert all(h.session_id == "s0" for h in filtered) and filtered[0].item_id == 42
 
 
+def test_each_appended_row_keeps_its_metadata_across_pages_and_growth():
+    from hermes_trove.retrieval.vector_store import StoredVector
+
+    dim, n = 16, 2600  # more rows than a buffer's first capacity, appended in uneven pages
+    one = np.zeros(dim, dtype=np.int8)
+    one[0] = 127
+    rows = [StoredVector("summary" if i % 4 == 0 else "message", 10_000 + i, i % 7, None if i % 5 == 0 else i % 7 + 3,
+                         f"s{i % 11}", None if i % 6 == 0 else float(i), one.tobytes(), 1.0 / (i + 1), vector_id=i + 1)
+            for i in range(n)]
+    index = vector_index.VectorIndex(1, dim)
+    for start, end in ((0, 1), (1, 4), (4, 1500), (1500, n)):
+        index.append(rows[start:end])
+    query = np.zeros(dim, dtype=np.float32)
+    query[0] = 1.0
+    assert len(index) == n and index.top == n
+    hits = index.search(query, limit=n)
+    assert [h.item_id for h in hits] == [r.item_id for r in rows]  # the score falls with the scale: row order
+    for hit, row in zip(hits, rows, strict=True):
+        span = None if row.kind == "summary" or row.span_end is None else (row.span_start, row.span_end)
+        assert (hit.kind, hit.session_id, hit.at, hit.span) == (row.kind, row.session_id, row.at, span)
+        assert isinstance(hit.item_id, int) and (span is None or all(isinstance(x, int) for x in span))
+    dated = index.search(query, kinds=("message",), session_ids=["s3", "s4"], since=100.0, before=2000.0, limit=n)
+    want = [r.item_id for r in rows if r.kind == "message" and r.session_id in ("s3", "s4")
+            and r.at is not None and 100.0 <= r.at < 2000.0]
+    assert [h.item_id for h in dated] == want and want
+
+
 def _grep(engine, **args):
     return json.loads(dispatch(engine.tool_context(), "trove_grep", json.dumps(args)))
 
