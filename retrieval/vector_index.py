@@ -201,7 +201,7 @@ class VectorIndex:
         meta = self._meta.view
         for pos in order:
             kind, item, start, end, at, session = meta[int(rows[pos])].item()
-            if (kind, item) in seen:
+            if (kind, item) in seen or kind >= len(KINDS):  # a kind no version writes: never a hit
                 continue
             seen.add((kind, item))
             span = None if KINDS[kind] != "message" or end < 0 else (start, end)

@@ -150,6 +150,22 @@ def test_each_appended_row_keeps_its_metadata_across_pages_and_growth():
     assert [h.item_id for h in dated] == want and want
 
 
+def test_a_stored_vector_of_an_unknown_kind_is_never_a_hit():
+    from hermes_trove.retrieval.vector_store import StoredVector
+
+    dim = 16
+    one = np.zeros(dim, dtype=np.int8)
+    one[0] = 127
+    kinds = ("message", "chunk", "summary")  # the middle one: a row no version writes (a damaged store)
+    index = vector_index.VectorIndex(1, dim)
+    index.append([StoredVector(kind, i, 0, None, "s1", None, one.tobytes(), 1.0, vector_id=i + 1)
+                  for i, kind in enumerate(kinds)])
+    query = np.zeros(dim, dtype=np.float32)
+    query[0] = 1.0
+    assert [(h.kind, h.item_id) for h in index.search(query, limit=10)] == [("message", 0), ("summary", 2)]
+    assert [h.item_id for h in index.search(query, kinds=("summary",), limit=10)] == [2]
+
+
 def _grep(engine, **args):
     return json.loads(dispatch(engine.tool_context(), "trove_grep", json.dumps(args)))
 
