@@ -112,7 +112,7 @@ def _in_context(text: str, occ: Occurrence, bare: tuple[str, int], first: date, 
             start, end = iv.day_span(iv.add_months(first.replace(day=1), 1).replace(day=number))
         else:
             return None
-    except ValueError:  # "the 31st" of a shorter month
+    except (ValueError, OverflowError):  # "the 31st" of a shorter month, or a span past year 9999
         return None
     return _placed(text, occ, start, end, "month" if kind == "month" else "day", today)
 

@@ -321,6 +321,10 @@ def test_days_past_the_calendar_claim_nothing_and_raise_nothing():
     # a correction read as the calendar's last day: its span would end past year 9999
     found = resolve_occurrences("She said on the 15th, or rather the 31st", datetime(9999, 12, 30, tzinfo=UTC))
     assert [o.expression for o in found] == ["on the 15th"] and found[0].start.day == 15
+    # a bare day read in the month of the day before it: the same last day, the same end past year 9999
+    found = resolve_occurrences("On December 30 we met. On the 31st we left.", datetime(9999, 12, 30, tzinfo=UTC))
+    assert found[0].expression == "On December 30" and found[0].start.day == 30
+    assert all(o.start is None or o.start.year == 9999 for o in found)
 
 
 def test_a_previous_weekday_with_no_time_before_it_is_the_last_one_and_does_not_chain():
