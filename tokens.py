@@ -95,4 +95,4 @@ def count_message(message: dict[str, Any], calls_json: str | None = None) -> int
 
 
 def count_messages(messages: list[dict[str, Any]]) -> int:
-    return sum(count_message(m) for m in messages)
+    return sum(count_message(m) for m in messages if isinstance(m, dict))  # an entry that is no message counts nothing

@@ -127,6 +127,18 @@ def test_compress_returns_new_valid_dicts_without_host_markers(tmp_path):
     assert "node" in out[0]["content"]
 
 
+def test_entries_that_are_not_messages_do_not_stop_compaction(tmp_path):
+    eng = engine_on(tmp_path, context=4000)
+    msgs = []
+    for i in range(40):
+        msgs += [user(f"question {i} " + "x " * 60), assistant(f"answer {i} " + "y " * 60)]
+    msgs[5:5], msgs[20:20] = [None], ["junk"]  # the host's list may hold an entry that is no message
+    out = eng.compress(msgs, current_tokens=10000)
+    assert eng.snapshot()["last_compression_status"] == "compacted", eng.snapshot()["last_compression_reason"]
+    assert len(out) < len(msgs) and out[0]["content"].startswith("[trove summary")
+    assert_lossless(eng)
+
+
 def test_compress_with_nothing_to_compact_is_a_no_op_and_does_not_thrash(tmp_path):
     # The cap holds the trigger where it is whatever overhead the host's count implies (window.py).
     eng = engine_on(tmp_path, max_assembly_tokens=int(64000 * 0.35))
