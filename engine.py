@@ -441,6 +441,8 @@ class TroveEngine(ContextEngine):
             self._last_compression_made_progress = False
             self.state.last_status, self.state.last_reason = "error", str(exc)[:300]
             return messages
+        finally:  # /trove status of the chat's own copy reads it (the gateway compacts on a temporary one)
+            self.runtime.compactions.note(self.session_id, self.state.last_status, self.state.last_reason)
 
     def _trove_compress_failed(self, exc: BaseException) -> str:
         """Why a failed trove compaction is handed over: the store broke, or trove did."""
@@ -464,6 +466,7 @@ class TroveEngine(ContextEngine):
         result = compactor.run(messages, current_tokens=current_tokens, focus_topic=focus_topic,
                                force=force, memory_context=memory_context, identity=identity)
         self.state.last_result = result.report
+        self.runtime.compactions.note(self.session_id, result.status, result.reason, result.report)
         self.state.last_status, self.state.last_reason = result.status, result.reason
         self._last_compression_made_progress = result.progress
         self._last_summary_fallback_used = result.fallback_used
@@ -557,6 +560,8 @@ class TroveEngine(ContextEngine):
         """The engine-side facts tools and commands report (no storage reads)."""
         key = self.state.key or SessionKey("(unbound)")
         why = self._delegating(probe=False)
+        status, reason, report = self.runtime.compactions.latest(  # the newest of any copy in this process
+            key.session_id, (self.state.last_status, self.state.last_reason, self.state.last_result))
         return {
             "session_id": key.session_id, "conversation_id": key.conversation_id, "platform": key.platform,
             "session_mode": self.state.mode, "matched_pattern": self.state.matched_pattern,
@@ -566,8 +571,8 @@ class TroveEngine(ContextEngine):
             "last_prompt_tokens": self.last_prompt_tokens, "last_usage": dict(self.last_usage),
             "compression_count": self.compression_count, "store_state": self.runtime.health.state(),
             "compaction_route": f"built-in compressor ({why})" if why else "trove",
-            "last_compression_status": self.state.last_status, "last_compression_reason": self.state.last_reason,
-            "last_compression": dict(self.state.last_result), "snapshot_at": time.time(),
+            "last_compression_status": status, "last_compression_reason": reason,
+            "last_compression": report, "snapshot_at": time.time(),
         }
 
     @host_entry(lambda self: {})

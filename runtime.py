@@ -27,6 +27,7 @@ from .dag import SummaryDAG
 from .db import Database, UnusableDatabaseError
 from .filters import UNSTORED, SessionFilters, host_side_agent, offers_engine_tools
 from .ingest import is_synthetic, message_identity, plan_aligned
+from .lastcompaction import LastCompactions
 from .outbox import Outbox, Shipper, ShippingStore, outbox_path
 from .payloads.guard import map_strings, storage_transform
 from .payloads.redact import Redactor
@@ -338,6 +339,7 @@ class Runtime:
     degraded: str = ""  # set on the outbox view below: every tool reply carries it
     empty_gc_due: float = 0.0  # monotonic time before which a session's start skips the empty-row tidy-up
     marks: HistoryMarks = field(default_factory=HistoryMarks)  # where the per-turn hook last looked in each history
+    compactions: LastCompactions = field(default_factory=LastCompactions)  # each session's newest, by any copy
 
     # the engine is typed loosely here: naming it would make runtime and engine import each other
     _foreground: weakref.ref[Any] | None = field(default=None, repr=False)

@@ -170,6 +170,11 @@ def build_status(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = N
     status["overall"] = "healthy" if health["usable"] and status["runtime"]["healthy"] else "unhealthy"
     if snapshot is not None:
         status["context_pressure"] = pressure_section(snap)
+    if sid and sid != bound_session(snap):  # no live copy of it speaks: the newest one any copy recorded here
+        last, reason, report = runtime.compactions.latest(sid, ("", "", {}))
+        if last:
+            status["last_compaction"] = {"last_compression_status": last, "last_compression_reason": reason,
+                                         "last_compression": report}
     try:
         if offline:
             raise ConnectionError(offline)

@@ -15,6 +15,8 @@ from simulate import HostLoop, build_conversation
 from hermes_trove import tokens
 from hermes_trove.compaction import policy
 from hermes_trove.engine import TroveEngine
+from hermes_trove.lastcompaction import LastCompactions
+from hermes_trove.ops import status
 from hermes_trove.runtime import build_runtime
 
 BACKENDS = ("sqlite", "postgresql")  # every test here runs on the file and on a server
@@ -843,6 +845,56 @@ def test_an_automatic_compress_of_a_prefix_keeps_trove_s_tail(tmp_path):
     eng.ingest(chat)
     eng.compress(chat[:12], current_tokens=2000, force=False)
     assert not eng.state.last_result.get("host_kept_tail")
+
+
+def test_status_of_a_chat_s_copy_shows_the_compaction_another_copy_of_its_session_ran(tmp_path):
+    # a gateway compacts a live chat (/compress, hygiene) on a temporary agent: an engine copy of its own,
+    # bound to the chat's session id. /trove status reads the chat's copy, which ran nothing itself.
+    chat_copy = engine_on(tmp_path)
+    chat = _exchanges(8)
+    chat_copy.ingest(chat)
+    helper = copy.deepcopy(chat_copy)
+    helper.on_session_start("s1", platform="cli", conversation_id=None)
+    helper.compress(chat[:12], current_tokens=2000, force=True)
+    assert helper.state.last_status == "compacted", helper.state.last_reason
+    shown = status.build_status(chat_copy.runtime, chat_copy.snapshot())["engine"]
+    assert shown["last_compression_status"] == "compacted" and shown["last_compression"]["host_kept_tail"]
+    assert shown["last_compression"] == helper.state.last_result
+    assert chat_copy.state.last_status == "idle" and chat_copy.state.last_result == {}  # its own state stands
+    # the gateway evicts the chat's agent after /compress: status of the session with no live copy shows it too
+    alone = status.build_status(chat_copy.runtime, None, session_id="s1")["last_compaction"]
+    assert alone["last_compression_status"] == "compacted" and alone["last_compression"]["host_kept_tail"]
+    assert "last_compaction" not in status.build_status(chat_copy.runtime, chat_copy.snapshot())  # once is enough
+    # a later call that compacts nothing (a store that failed hands it over) keeps the report, not the status
+    chat_copy.runtime.health.fail("disk I/O error")
+    helper._native = False  # no host compressor here: trove's own head-and-tail trim stands in
+    helper.compress(chat, current_tokens=2000, force=True)
+    shown = chat_copy.snapshot()
+    assert shown["last_compression_status"] == "delegated" and shown["last_compression"]["host_kept_tail"]
+    chat_copy.runtime.health.recover()
+    # the host ends the session it compacts, then binds it again at the boundary: the record outlives that
+    helper.compress(chat[:12], current_tokens=2000, force=True)
+    helper.on_session_end("s1", chat)
+    assert "s1" not in helper.runtime.bound_sessions
+    helper.on_session_start("s1", platform="cli", conversation_id=None, boundary_reason="compression")
+    shown = chat_copy.snapshot()
+    assert shown["last_compression_status"] == helper.state.last_status != "delegated"
+    assert shown["last_compression"] == helper.state.last_result
+    assert "last_compaction" in status.build_status(chat_copy.runtime, None, session_id="s1")
+
+
+def test_the_newest_compactions_are_kept_per_session_and_bounded():
+    kept = LastCompactions(limit=2)
+    own = ("idle", "", {})
+    kept.note("a", "compacted", "", {"host_kept_tail": True})
+    kept.note("b", "deferred", "under the trigger")
+    kept.note("a", "delegated", "store unusable")  # a touched entry is the newest again
+    kept.note("c", "compacted", "", {"host_kept_tail": False})
+    kept.note("", "compacted", "", {})  # an unbound copy records nothing
+    assert len(kept) == 2 and kept.latest("b", own) == own
+    assert kept.latest("a", own) == ("delegated", "store unusable", {"host_kept_tail": True})
+    kept.latest("c", own)[2]["host_kept_tail"] = True  # the reader gets a copy
+    assert kept.latest("c", own) == ("compacted", "", {"host_kept_tail": False})
 
 
 def test_has_content_to_compress_says_yes_to_a_prefix_the_host_keeps_a_tail_after(tmp_path):

@@ -59,6 +59,13 @@ def test_compress_in_a_live_chat_leaves_its_session_open(side_agents):
     live = compress["session_id"]
     assert status_line(status["text"], "session_id") == f"session_id: {live}", status["text"][:600]
     assert status_line(status["text"], "ended_at") == "ended_at: null", status["text"][:900]
+    assert_status_shows_the_helper_s_compaction(status["text"])
+
+
+def assert_status_shows_the_helper_s_compaction(text: str) -> None:
+    # the temporary agent's engine copy compacted; the status of the chat's own copy shows it
+    assert status_line(text, "last_compression_status") == "last_compression_status: compacted", text[:1500]
+    assert status_line(text, "host_kept_tail") in ("host_kept_tail: True", "host_kept_tail: False"), text[:2500]
 
 
 def test_hygiene_in_a_live_chat_leaves_its_session_open(side_agents):
@@ -68,6 +75,7 @@ def test_hygiene_in_a_live_chat_leaves_its_session_open(side_agents):
     live = hygiene["session_id"]
     assert status_line(status["text"], "session_id") == f"session_id: {live}", status["text"][:600]
     assert status_line(status["text"], "ended_at") == "ended_at: null", status["text"][:900]
+    assert_status_shows_the_helper_s_compaction(status["text"])
     assert not ended(side_agents, live)
 
 
