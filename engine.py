@@ -229,6 +229,8 @@ class TroveEngine(ContextEngine):
                                             str(kwargs.get("conversation_id") or ""))
         key = SessionKey(session_id=session_id or "", conversation_id=conversation, platform=platform,
                          scope=scope_for(platform, conversation))
+        if compaction:  # a legacy rotation to a new id: its status shows the compaction that made it
+            self.runtime.compactions.carry(old, session_id)
         ended, mode = self.state.released  # the host ends a session it compacts before the boundary
         carried = self.runtime.inherited_mode(old, platform) or (mode if old and old == ended else "")
         if compaction and old and carried:  # a delegated child's continuation
@@ -427,6 +429,7 @@ class TroveEngine(ContextEngine):
         """
         self._last_compress_aborted = False
         self._last_summary_error = None
+        before = self.state.last_result  # trove's compaction replaces it
         try:
             why = self._delegating()
             if not why:
@@ -442,7 +445,10 @@ class TroveEngine(ContextEngine):
             self.state.last_status, self.state.last_reason = "error", str(exc)[:300]
             return messages
         finally:  # /trove status of the chat's own copy reads it (the gateway compacts on a temporary one)
-            self.runtime.compactions.note(self.session_id, self.state.last_status, self.state.last_reason)
+            if not self._bypassed():  # a call on an ignored or stateless session says nothing of it
+                report = self.state.last_result
+                self.runtime.compactions.note(self.session_id, self.state.last_status, self.state.last_reason,
+                                              None if report is before else report)
 
     def _trove_compress_failed(self, exc: BaseException) -> str:
         """Why a failed trove compaction is handed over: the store broke, or trove did."""
@@ -466,7 +472,6 @@ class TroveEngine(ContextEngine):
         result = compactor.run(messages, current_tokens=current_tokens, focus_topic=focus_topic,
                                force=force, memory_context=memory_context, identity=identity)
         self.state.last_result = result.report
-        self.runtime.compactions.note(self.session_id, result.status, result.reason, result.report)
         self.state.last_status, self.state.last_reason = result.status, result.reason
         self._last_compression_made_progress = result.progress
         self._last_summary_fallback_used = result.fallback_used

@@ -13,6 +13,18 @@ from typing import Any
 # ends a session it compacts just before the compaction boundary binds it again (``Runtime.unbind``), so
 # an entry that went with the binding would be gone by the time anyone asks.
 MAX_SESSIONS = 1024
+CLIP, ITEMS = 300, 16  # a kept report's strings (a focus topic is what a person typed) and lists are clipped
+
+
+def _small(value: Any) -> Any:
+    """A fresh copy of a report value with every string and list clipped: an entry stays a few KB."""
+    if isinstance(value, str):
+        return value[:CLIP]
+    if isinstance(value, dict):
+        return {str(k)[:CLIP]: _small(v) for k, v in list(value.items())[:64]}
+    if isinstance(value, (list, tuple)):
+        return [_small(v) for v in list(value)[-ITEMS:]]
+    return value
 
 
 class LastCompactions:
@@ -30,12 +42,10 @@ class LastCompactions:
             return
         with self._lock:
             entry = self._entries.pop(session_id, {"report": {}})
-            entry.update(status=status, reason=reason)
+            entry.update(status=status, reason=reason[:CLIP])
             if report is not None:
-                entry["report"] = dict(report)
-            self._entries[session_id] = entry  # newest last
-            while len(self._entries) > self._limit:
-                self._entries.pop(next(iter(self._entries)), None)
+                entry["report"] = _small(report)
+            self._put(session_id, entry)
 
     def latest(self, session_id: str, own: tuple[str, str, dict[str, Any]]) -> tuple[str, str, dict[str, Any]]:
         """(status, reason, report) of the newest compress call on ``session_id`` in this process, else ``own``
@@ -44,7 +54,18 @@ class LastCompactions:
             entry = self._entries.get(session_id) if session_id else None
             if entry is None:
                 return own[0], own[1], dict(own[2])
-            return str(entry["status"]), str(entry["reason"]), dict(entry["report"])
+            return str(entry["status"]), str(entry["reason"]), _small(entry["report"])
+
+    def carry(self, old: str, new: str) -> None:
+        """A compaction boundary renamed ``old`` to ``new``: the compaction that did so is ``new``'s newest too."""
+        with self._lock:
+            if old and new and old != new and old in self._entries and new not in self._entries:
+                self._put(new, _small(self._entries[old]))
+
+    def _put(self, session_id: str, entry: dict[str, Any]) -> None:
+        self._entries[session_id] = entry  # newest last
+        while len(self._entries) > self._limit:
+            self._entries.pop(next(iter(self._entries)), None)
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -3,6 +3,7 @@ from __future__ import annotations
 import collections
 import copy
 import dataclasses
+import json
 import random
 import subprocess
 import sys
@@ -895,6 +896,38 @@ def test_the_newest_compactions_are_kept_per_session_and_bounded():
     assert kept.latest("a", own) == ("delegated", "store unusable", {"host_kept_tail": True})
     kept.latest("c", own)[2]["host_kept_tail"] = True  # the reader gets a copy
     assert kept.latest("c", own) == ("compacted", "", {"host_kept_tail": False})
+    report = {"levels": ["normal"], "errors": ["x" * 10 ** 6] * 100, "focus_topic": "y" * 10 ** 6}
+    kept.note("a", "compacted", "z" * 10 ** 6, report)
+    report["levels"].append("written by the compactor's copy later")
+    status_, reason, stored = kept.latest("a", own)
+    stored["levels"].append("written by a reader")
+    assert kept.latest("a", own)[2]["levels"] == ["normal"] and len(reason) == len(stored["focus_topic"]) == 300
+    assert len(stored["errors"]) == 16 and {len(e) for e in stored["errors"]} == {300}
+    kept.carry("a", "d")  # a renamed session: the record follows, and the bound holds
+    assert len(kept) == 2 and kept.latest("d", own)[:2] == ("compacted", reason) and kept.latest("c", own) == own
+
+
+def test_a_compaction_s_record_follows_a_renamed_session_and_keeps_no_large_text(tmp_path):
+    rt = build_runtime(make_config(tmp_path, ignore_session_patterns=("cron_*",)))
+    chat_copy = make_engine(rt, fake_model("good"), session="s1", context_length=64000)
+    chat = _exchanges(8)
+    chat_copy.ingest(chat)
+    helper = copy.deepcopy(chat_copy)
+    helper.on_session_start("s1", platform="cli", conversation_id=None)
+    helper.compress(chat[:12], current_tokens=2000, force=True, focus_topic="keep the lantern codes " * 5000)
+    assert helper.state.last_status == "compacted", helper.state.last_reason
+    shown = chat_copy.snapshot()["last_compression"]  # 1,024 of these are kept: what a person typed is clipped
+    assert shown["host_kept_tail"] and 0 < len(shown["focus_topic"]) <= 300 and len(json.dumps(shown)) < 4000
+    # a compaction boundary that renames the session (the host's older rotation): the new id shows it
+    helper.on_session_start("s2", platform="cli", conversation_id=None, boundary_reason="compression",
+                            old_session_id="s1")
+    renamed = status.build_status(rt, None, session_id="s2")["last_compaction"]
+    assert renamed["last_compression_status"] == "compacted" and renamed["last_compression"] == shown
+    # a copy that compacted s1 and then serves an ignored session records nothing for it: no s1 result shows there
+    helper.on_session_start("cron_1", platform="cli", conversation_id=None)
+    helper.compress(chat, current_tokens=2000, force=True)
+    assert "last_compaction" not in status.build_status(rt, None, session_id="cron_1")
+    assert make_engine(rt, fake_model("good"), session="cron_1").snapshot()["last_compression_status"] == "idle"
 
 
 def test_has_content_to_compress_says_yes_to_a_prefix_the_host_keeps_a_tail_after(tmp_path):
