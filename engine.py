@@ -339,7 +339,7 @@ class TroveEngine(ContextEngine):
         self.state.matched_pattern = ignored or stateless or ""
         self.state.no_progress_tokens = 0
         if key.session_id:
-            self.runtime.bind(key.session_id, self.state.mode, self.state.tools)
+            self.runtime.bind(key.session_id, self.state.mode, self.state.tools, self.state.answered == key.session_id)
             # /trove keeps serving the foreground conversation while a side session binds
             front = takes_foreground(self.state.mode, key.platform, session_id=key.session_id)
             if front or self.runtime.foreground_engine() is None:
@@ -430,6 +430,8 @@ class TroveEngine(ContextEngine):
         self._last_compress_aborted = False
         self._last_summary_error = None
         before = self.state.last_result  # trove's compaction replaces it
+        if not self.state.tools and self.state.answered != self.session_id:  # a helper's bind decides nothing
+            self.runtime.helper_compacted(self.session_id)
         try:
             why = self._delegating()
             if not why:

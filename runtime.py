@@ -328,9 +328,10 @@ class Runtime:
     # session id -> mode ("active", "ignored", "stateless") for sessions a trove engine serves here; written
     # through ``bind`` (oldest first, bounded by ``MAX_BOUND``), an entry goes at its session's end (``unbind``)
     bound_sessions: dict[str, str] = field(default_factory=dict)
-    # session id -> whether its agent has the trove_* tools (the host asked its engine copy for them), kept
-    # beside ``bound_sessions`` and going with its entry
+    # session id -> whether its agent has the trove_* tools (its engine copy was asked for them), going with its
+    # ``bound_sessions`` entry; doubted: bound since by a copy without them that has not answered there (``bind``)
     tool_offers: dict[str, bool] = field(default_factory=dict)
+    tool_doubts: set[str] = field(default_factory=set)
     # delegate_task child session id -> the mode it took from the session that delegated (subagent_start);
     # an entry goes when the child's session ends (``inherit``/``release``), and past ``MAX_INHERITED``
     inherited_modes: dict[str, str] = field(default_factory=dict)
@@ -397,7 +398,8 @@ class Runtime:
                 " answer comes from this machine's own messages only (no summaries, no other machine's turns)")
         return Runtime(config=self.config, db=store.outbox.db, store=store.outbox.store,
                        dag=SummaryDAG(store.outbox.db), filters=self.filters, llm=self.llm,
-                       bound_sessions=self.bound_sessions, tool_offers=self.tool_offers, degraded=note)
+                       bound_sessions=self.bound_sessions, tool_offers=self.tool_offers,
+                       tool_doubts=self.tool_doubts, degraded=note)
 
     def set_foreground(self, engine: Any) -> None:
         """Remember the engine copy that bound a session most recently, and each gateway chat's (for /trove)."""
@@ -445,50 +447,59 @@ class Runtime:
         return (self.filters.ignored_by(session_id, platform) or self.filters.stateless_by(session_id, platform)
                 or host_side_agent(session_id, platform) or (f"{bound} session" if bound in UNSTORED else None))
 
-    def bind(self, session_id: str, mode: str, tools: bool | None = None) -> None:
+    def bind(self, session_id: str, mode: str, tools: bool | None = None, answered: bool = False) -> None:
         """Remember that ``session_id`` is served here in ``mode``; bounded. Past ``MAX_BOUND`` the oldest active
         session's entry goes first: a session with no entry reads as one served by no trove engine here, so its
         hooks store and inject nothing (its engine copy still stores its turns at compaction, tool calls and its
         end, and its next bind brings the entry back). An ignored or stateless entry goes only when no other
         is active (a long-running gateway with that many unstored sessions that never ended): losing one could
         turn a delegated child that became stateless after its bind (``subagent_start``) into a stored one.
-        ``tools``: whether the binding copy's agent has the trove_* tools (None: not known). Once an agent of the
-        session has them, a bind without them keeps that until the session's entry goes or its answering agent
-        says otherwise (``note_tools``): the gateway compacts a live chat with a temporary agent on the chat's
-        session id and toolsets ["memory"], and the chat's cached agent, which is not bound again, keeps its tools."""
+        ``tools``: whether the binding copy's agent has the trove_* tools (None: not known). A bind without them
+        decides only from the copy that ``answered`` on the session; any other leaves the offer and doubts it:
+        the gateway compacts a live chat with a temporary agent on its session id and toolsets ["memory"]
+        (``helper_compacted``), and a chat's agent rebuilt with other toolsets binds so before its first turn."""
         self.unstored.reopen(session_id)  # a held end of it is no end now (a live bind clears the mark)
         with _BOUND_LOCK:
             self.bound_sessions.pop(session_id, None)
             self.bound_sessions[session_id] = mode  # newest last
             if tools is None:
                 self.tool_offers.pop(session_id, None)
-            elif tools or session_id not in self.tool_offers:  # a helper's bind (the gateway's compaction
-                self.tool_offers[session_id] = tools  # agent, no tools) leaves the chat agent's tools noted
+            elif tools or answered:
+                self.tool_offers[session_id] = tools
+            doubted = tools is False and not answered
+            (self.tool_doubts.add if doubted else self.tool_doubts.discard)(session_id)
             while len(self.bound_sessions) > MAX_BOUND:  # never the session binding now
                 active = (s for s, m in self.bound_sessions.items() if m not in UNSTORED and s != session_id)
                 gone = next(active, next(iter(self.bound_sessions)))
                 self.bound_sessions.pop(gone, None)
                 self.tool_offers.pop(gone, None)
+                self.tool_doubts.discard(gone)
 
     def unbind(self, session_id: str) -> None:
         """Forget the binding of a session that ended (its next bind, a compaction boundary's too, brings it back)."""
         with _BOUND_LOCK:
             self.bound_sessions.pop(session_id, None)
             self.tool_offers.pop(session_id, None)
+            self.tool_doubts.discard(session_id)
         self.marks.forget(session_id)  # they hold two of its messages each
 
     def note_tools(self, session_id: str, tools: bool) -> None:
         """The copy whose agent answers on bound ``session_id`` says whether it has the trove_* tools: its word wins
         over an earlier agent's kept by ``bind`` (a chat's agent rebuilt with other toolsets)."""
-        if self.tool_offers.get(session_id) is not tools and session_id in self.bound_sessions:
-            with _BOUND_LOCK:
-                if session_id in self.bound_sessions:
-                    self.tool_offers[session_id] = tools
+        with _BOUND_LOCK:
+            if session_id in self.bound_sessions:
+                self.tool_offers[session_id] = tools
+                self.tool_doubts.discard(session_id)
+
+    def helper_compacted(self, session_id: str) -> None:
+        """A copy without the tools compacted ``session_id`` before answering there: a helper's bind decides nothing."""
+        self.tool_doubts.discard(session_id)
 
     def gives_tools(self, session_id: str, platform: str = "") -> bool:
         """Whether the agent of ``session_id`` has the trove_* tools: as its engine copy learnt it (Hermes asks a
-        copy for them only when its agent's toolsets take the context engine's), else by its platform."""
-        offered = self.tool_offers.get(session_id)
+        copy for them only when its agent's toolsets take the context engine's), else by its platform. A doubted
+        offer reads as none: a policy naming tools the agent lacks is worse than one turn without it."""
+        offered = False if session_id in self.tool_doubts else self.tool_offers.get(session_id)
         return offers_engine_tools(platform) if offered is None else offered
 
     def inherit(self, child: str, mode: str) -> None:

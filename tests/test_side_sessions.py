@@ -303,6 +303,7 @@ def test_an_agent_whose_toolsets_leave_out_the_context_engine_is_told_no_tool_na
         rt = build_runtime(make_config(tmp_path / f"{platform}-{given}"))
         hooks = make_hooks(rt)
         eng = make_engine(rt, session="s1", platform=platform, tools=given)
+        eng.update_from_response({"prompt_tokens": 100})  # the chat's own agent: it answers its turns
         msgs = [m for i in range(40) for m in (user(f"turn {i} " + "word " * 150), assistant(f"reply {i}"))]
         eng.ingest(msgs)
         out = eng.compress(msgs, current_tokens=tokens.count_messages(msgs), force=True)
@@ -340,6 +341,59 @@ def test_a_gateway_compaction_agent_without_the_tools_leaves_the_chat_agents_pol
     # an agent that never had the tools, alone on its session, still gets none named
     make_engine(rt, session="s2", platform="telegram", tools=False)
     assert not rt.gives_tools("s2", "telegram")
+
+
+def test_a_hygiene_compaction_before_the_chats_agent_is_built_names_the_tools_it_will_have(tmp_path):
+    # After a gateway restart no chat has an agent yet: the hygiene compaction at the start of a chat's first
+    # turn builds its temporary agent (toolsets ["memory"], never asked for the tools) on the chat's session
+    # first. Its bind said "no tools" for the chat, so that summary's header, and the policy, named none.
+    from hermes_trove import tokens
+
+    rt = build_runtime(make_config(tmp_path))
+    hooks = make_hooks(rt)
+    msgs = [m for i in range(40) for m in (user(f"turn {i} " + "word " * 150), assistant(f"reply {i}"))]
+    helper = make_engine(rt, session="s1", platform="telegram", tools=False)  # the gateway's hygiene agent
+    helper.ingest(msgs)
+    out = helper.compress(msgs, current_tokens=tokens.count_messages(msgs), force=True)
+    shown = [m for m in out if m.get("_trove_summary")]
+    assert shown and all("trove_grep" in m["content"].split("\n\n")[0] for m in shown), shown
+    assert rt.gives_tools("s1", "telegram")  # unknown until the chat's agent says: the platform's default
+    chat = TroveEngine(rt, complete=no_model)  # then the chat's agent, built in the order Hermes builds it
+    chat.update_model("fake-model", 128000)
+    chat.bind_session_state(None, "s1")  # before the host asks it for the tools
+    chat.get_tool_schemas()
+    chat.on_session_start("s1", platform="telegram", conversation_id=None)
+    context = hooks["pre_llm_call"](session_id="s1", platform="telegram", user_message="next",
+                                    conversation_history=[user("next")])
+    assert "TROVE recall policy" in context["context"], context["context"][:300]
+    # the default is the platform's: a delegated child's helper leaves its session with none named
+    child = build_runtime(make_config(tmp_path / "child"))
+    make_engine(child, session="c1", platform="subagent", tools=False).compress(
+        msgs, current_tokens=tokens.count_messages(msgs), force=True)
+    assert not child.gives_tools("c1", "subagent")
+
+
+def test_a_chat_agent_rebuilt_without_the_tools_gets_no_policy_on_its_first_turn(tmp_path):
+    # The gateway builds a chat's agent anew when its toolsets change (/tools, platform_toolsets edited): the
+    # new agent, not asked for the tools, binds the same session id and runs its first turn (no engine call
+    # comes before the pre_llm_call hook then). The earlier agent's offer was still read there, so that
+    # turn's policy named trove_* tools the new agent lacks.
+    rt = build_runtime(make_config(tmp_path))
+    hooks = make_hooks(rt)
+    first = make_engine(rt, session="s1", platform="telegram", tools=True)
+    first.update_from_response({"prompt_tokens": 100})
+    rebuilt = make_engine(rt, session="s1", platform="telegram", tools=False)
+    context = hooks["pre_llm_call"](session_id="s1", platform="telegram", user_message="first",
+                                    conversation_history=[user("first")])
+    assert context is None or "TROVE recall policy" not in context["context"], context
+    rebuilt.update_from_response({"prompt_tokens": 100})
+    assert not rt.gives_tools("s1", "telegram")
+    again = make_engine(rt, session="s1", platform="telegram", tools=True)  # and back, from its first turn
+    context = hooks["pre_llm_call"](session_id="s1", platform="telegram", user_message="again",
+                                    conversation_history=[user("again")])
+    assert "TROVE recall policy" in context["context"], context["context"][:300]
+    again.update_from_response({})
+    assert rt.gives_tools("s1", "telegram")
 
 
 def test_a_chat_agent_rebuilt_without_the_tools_is_told_none_once_it_answers(tmp_path):

@@ -104,3 +104,15 @@ def test_the_summary_a_compress_helper_writes_names_the_tools_the_chats_agent_ha
                  "SELECT content FROM messages WHERE session_id = ? AND content LIKE '[trove summary]%'", (live,))
     assert rows, live
     assert all("trove_grep" in str(content).split("\n\n")[0] for (content,) in rows), [r[0][:300] for r in rows]
+
+
+def test_the_summary_a_hygiene_helper_writes_before_the_chat_has_an_agent_names_the_tools(side_agents):
+    # Chat D has a transcript and no agent yet (a gateway just restarted): the hygiene agent binds its session
+    # first, without the tools. That bind is no word on what the chat's agent will have, so the summary
+    # header follows the platform's agents, which get the trove_* tools.
+    steps = side_agents["steps"]
+    live = steps[8]["session_id"]
+    rows = query(side_agents["home"].home / "state.db",
+                 "SELECT content FROM messages WHERE session_id = ? AND content LIKE '[trove summary]%'", (live,))
+    assert rows, live
+    assert all("trove_grep" in str(content).split("\n\n")[0] for (content,) in rows), [r[0][:300] for r in rows]
