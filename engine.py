@@ -238,6 +238,8 @@ class TroveEngine(ContextEngine):
         self._bind(key)
         self.state.just_ended = ""  # an in-place compaction boundary ends nothing
         self.state.compacted_only = session_id if compaction else ""
+        if compaction:  # a helper's boundary binds the session again: no word on the chat's tools either
+            self._helper_compacts()
         if self.state.mode != "active" or not self.runtime.health.usable:
             return
         start_subsystems("session_start", self.runtime, lambda: self.completion_for("compression"))  # opt-in
@@ -323,6 +325,10 @@ class TroveEngine(ContextEngine):
         except Exception as exc:  # never let a flush failure reach the host
             if self._storage_error(exc, f"the end-of-session flush of {session_id}"):
                 self._hold(key, messages, end=True)
+
+    def _helper_compacts(self) -> None:
+        if not self.state.tools and self.state.answered != self.session_id:  # a copy with no word on the tools
+            self.runtime.helper_compacted(self.session_id)
 
     def _bind(self, key: SessionKey) -> None:
         filters = self.runtime.filters
@@ -430,8 +436,7 @@ class TroveEngine(ContextEngine):
         self._last_compress_aborted = False
         self._last_summary_error = None
         before = self.state.last_result  # trove's compaction replaces it
-        if not self.state.tools and self.state.answered != self.session_id:  # a helper's bind decides nothing
-            self.runtime.helper_compacted(self.session_id)
+        self._helper_compacts()
         try:
             why = self._delegating()
             if not why:

@@ -25,9 +25,10 @@ from .backend import storage_error
 from .config import TroveConfig, database_path, load_config, names_server, payload_dir, profile_environ
 from .dag import SummaryDAG
 from .db import Database, UnusableDatabaseError
-from .filters import UNSTORED, SessionFilters, host_side_agent, offers_engine_tools
+from .filters import UNSTORED, SessionFilters, host_side_agent
 from .ingest import is_synthetic, message_identity, plan_aligned
 from .lastcompaction import LastCompactions
+from .offers import ToolOffers
 from .outbox import Outbox, Shipper, ShippingStore, outbox_path
 from .payloads.guard import map_strings, storage_transform
 from .payloads.redact import Redactor
@@ -328,10 +329,8 @@ class Runtime:
     # session id -> mode ("active", "ignored", "stateless") for sessions a trove engine serves here; written
     # through ``bind`` (oldest first, bounded by ``MAX_BOUND``), an entry goes at its session's end (``unbind``)
     bound_sessions: dict[str, str] = field(default_factory=dict)
-    # session id -> whether its agent has the trove_* tools (its engine copy was asked for them), going with its
-    # ``bound_sessions`` entry; doubted: bound since by a copy without them that has not answered there (``bind``)
-    tool_offers: dict[str, bool] = field(default_factory=dict)
-    tool_doubts: set[str] = field(default_factory=set)
+    # whether each session's agent has the trove_* tools (its engine copy was asked for them; offers.py)
+    tool_offers: ToolOffers = field(default_factory=ToolOffers)
     # delegate_task child session id -> the mode it took from the session that delegated (subagent_start);
     # an entry goes when the child's session ends (``inherit``/``release``), and past ``MAX_INHERITED``
     inherited_modes: dict[str, str] = field(default_factory=dict)
@@ -398,8 +397,7 @@ class Runtime:
                 " answer comes from this machine's own messages only (no summaries, no other machine's turns)")
         return Runtime(config=self.config, db=store.outbox.db, store=store.outbox.store,
                        dag=SummaryDAG(store.outbox.db), filters=self.filters, llm=self.llm,
-                       bound_sessions=self.bound_sessions, tool_offers=self.tool_offers,
-                       tool_doubts=self.tool_doubts, degraded=note)
+                       bound_sessions=self.bound_sessions, tool_offers=self.tool_offers, degraded=note)
 
     def set_foreground(self, engine: Any) -> None:
         """Remember the engine copy that bound a session most recently, and each gateway chat's (for /trove)."""
@@ -454,33 +452,24 @@ class Runtime:
         end, and its next bind brings the entry back). An ignored or stateless entry goes only when no other
         is active (a long-running gateway with that many unstored sessions that never ended): losing one could
         turn a delegated child that became stateless after its bind (``subagent_start``) into a stored one.
-        ``tools``: whether the binding copy's agent has the trove_* tools (None: not known). A bind without them
-        decides only from the copy that ``answered`` on the session; any other leaves the offer and doubts it:
-        the gateway compacts a live chat with a temporary agent on its session id and toolsets ["memory"]
-        (``helper_compacted``), and a chat's agent rebuilt with other toolsets binds so before its first turn."""
+        ``tools``: whether the binding copy's agent has the trove_* tools (None: not known), ``answered``:
+        whether that copy answered on the session before (``ToolOffers.bound``)."""
         self.unstored.reopen(session_id)  # a held end of it is no end now (a live bind clears the mark)
         with _BOUND_LOCK:
             self.bound_sessions.pop(session_id, None)
             self.bound_sessions[session_id] = mode  # newest last
-            if tools is None:
-                self.tool_offers.pop(session_id, None)
-            elif tools or answered:
-                self.tool_offers[session_id] = tools
-            doubted = tools is False and not answered
-            (self.tool_doubts.add if doubted else self.tool_doubts.discard)(session_id)
+            self.tool_offers.bound(session_id, tools, answered)
             while len(self.bound_sessions) > MAX_BOUND:  # never the session binding now
                 active = (s for s, m in self.bound_sessions.items() if m not in UNSTORED and s != session_id)
                 gone = next(active, next(iter(self.bound_sessions)))
                 self.bound_sessions.pop(gone, None)
-                self.tool_offers.pop(gone, None)
-                self.tool_doubts.discard(gone)
+                self.tool_offers.ended(gone)
 
     def unbind(self, session_id: str) -> None:
         """Forget the binding of a session that ended (its next bind, a compaction boundary's too, brings it back)."""
         with _BOUND_LOCK:
             self.bound_sessions.pop(session_id, None)
-            self.tool_offers.pop(session_id, None)
-            self.tool_doubts.discard(session_id)
+            self.tool_offers.ended(session_id)  # what its agent had is kept: a compaction boundary binds it again
         self.marks.forget(session_id)  # they hold two of its messages each
 
     def note_tools(self, session_id: str, tools: bool) -> None:
@@ -488,19 +477,17 @@ class Runtime:
         over an earlier agent's kept by ``bind`` (a chat's agent rebuilt with other toolsets)."""
         with _BOUND_LOCK:
             if session_id in self.bound_sessions:
-                self.tool_offers[session_id] = tools
-                self.tool_doubts.discard(session_id)
+                self.tool_offers.answered(session_id, tools)
 
     def helper_compacted(self, session_id: str) -> None:
         """A copy without the tools compacted ``session_id`` before answering there: a helper's bind decides nothing."""
-        self.tool_doubts.discard(session_id)
+        self.tool_offers.helper(session_id)
 
     def gives_tools(self, session_id: str, platform: str = "") -> bool:
         """Whether the agent of ``session_id`` has the trove_* tools: as its engine copy learnt it (Hermes asks a
-        copy for them only when its agent's toolsets take the context engine's), else by its platform. A doubted
-        offer reads as none: a policy naming tools the agent lacks is worse than one turn without it."""
-        offered = False if session_id in self.tool_doubts else self.tool_offers.get(session_id)
-        return offers_engine_tools(platform) if offered is None else offered
+        copy for them only when its agent's toolsets take the context engine's), else by its platform; a
+        doubted offer reads as none (``ToolOffers``)."""
+        return self.tool_offers.gives(session_id, platform)
 
     def inherit(self, child: str, mode: str) -> None:
         """Remember that delegated child ``child`` runs in ``mode``; bounded, the oldest entry goes first."""

@@ -373,6 +373,29 @@ def test_a_hygiene_compaction_before_the_chats_agent_is_built_names_the_tools_it
     assert not child.gives_tools("c1", "subagent")
 
 
+def test_a_helpers_compaction_boundary_leaves_what_the_chats_cached_agent_has(tmp_path):
+    # With a SessionDB the host ends a session it compacts (on_session_end with the messages) and binds it
+    # again at the boundary (on_session_start, boundary_reason "compression"), here from the helper's copy.
+    # The chat's cached agent is not bound again: its next turn reads what that agent has, tools or none.
+    from hermes_trove import tokens
+
+    for given in (True, False):
+        rt = build_runtime(make_config(tmp_path / str(given)))
+        hooks = make_hooks(rt)
+        chat = make_engine(rt, session="s1", platform="telegram", tools=given)
+        chat.update_from_response({"prompt_tokens": 100})
+        msgs = [m for i in range(40) for m in (user(f"turn {i} " + "word " * 150), assistant(f"reply {i}"))]
+        chat.ingest(msgs)
+        helper = make_engine(rt, session="s1", platform="telegram", tools=False)  # /compress's agent
+        helper.compress(msgs, current_tokens=tokens.count_messages(msgs), force=True)
+        helper.on_session_end("s1", msgs)
+        helper.on_session_start("s1", platform="telegram", conversation_id=None, boundary_reason="compression")
+        assert rt.gives_tools("s1", "telegram") is given
+        context = hooks["pre_llm_call"](session_id="s1", platform="telegram", user_message="next",
+                                        conversation_history=[user("next")])
+        assert ("TROVE recall policy" in (context or {}).get("context", "")) is given, (given, context)
+
+
 def test_a_chat_agent_rebuilt_without_the_tools_gets_no_policy_on_its_first_turn(tmp_path):
     # The gateway builds a chat's agent anew when its toolsets change (/tools, platform_toolsets edited): the
     # new agent, not asked for the tools, binds the same session id and runs its first turn (no engine call

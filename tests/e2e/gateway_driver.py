@@ -11,7 +11,8 @@ command table. The gateway's session ids live in a state file, so a second run i
 
 Steps: ``{"chat": NAME, "text": ...}``, ``{"chat": NAME, "command": "/new" | "/compress [focus | here N]"
 | "hygiene" | "/trove ..."}``, ``{"chat": NAME, "seed": PAIRS, "size": CHARS}`` (a transcript
-written to state.db before trove ever saw the chat), ``{"parallel": [steps]}`` (one thread
+written to state.db before trove ever saw the chat), ``{"chat": NAME, "toolsets": [...]}`` (the chat's next
+agent is built anew with those toolsets, as after ``/tools``), ``{"parallel": [steps]}`` (one thread
 each), ``{"seq": [steps]}``, ``{"wait_delegations": SECONDS}`` (until the background
 ``delegate_task`` children have finished), ``{"lock_store": PATH}`` (a second connection holds that
 SQLite file's write lock) and ``{"unlock_store": SECONDS}`` (it commits; then up to SECONDS for trove's
@@ -50,6 +51,7 @@ class Gateway:
         path = spec["state"]
         self.sessions: dict[str, str] = json.load(open(path, encoding="utf-8")) if os.path.exists(path) else {}
         self.agents: dict[str, Any] = {}
+        self.toolsets: dict[str, list[str]] = {}  # a chat's toolsets changed by a "toolsets" step
 
     def session_id(self, name: str) -> str:
         if name not in self.sessions:  # the gateway session store's id format
@@ -71,7 +73,7 @@ class Gateway:
         platform = chat["platform"]
         agent = AIAgent(model="fake-model", **self.runtime, max_iterations=int(self.spec.get("max_iterations", 6)),
                         quiet_mode=True, verbose_logging=False,
-                        enabled_toolsets=sorted(_get_platform_tools(self.config, platform)),
+                        enabled_toolsets=sorted(self.toolsets.get(name) or _get_platform_tools(self.config, platform)),
                         session_id=sid, platform=platform, user_id=chat["user"], user_name=chat["user"],
                         chat_id=chat["user"], chat_name=chat["user"], chat_type="dm",
                         gateway_session_key=chat["key"], session_db=self.db)
@@ -275,6 +277,10 @@ class Gateway:
     def dispatch(self, name: str, step: dict[str, Any], command: str) -> dict[str, Any]:
         if "text" in step:
             return self.turn(name, step["text"])
+        if "toolsets" in step:  # /tools: the gateway builds the chat's next agent anew with these
+            self.toolsets[name] = list(step["toolsets"])
+            self.agents.pop(name, None)
+            return {"toolsets": self.toolsets[name]}
         if "seed" in step:
             return self.seed(name, int(step["seed"]), int(step.get("size", 4000)))
         if command == "/new":

@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 
-from .harness import GATEWAY_DRIVER, query
+from .harness import GATEWAY_DRIVER, chat_requests, query, tool_names
 
 CHATS = {name: {"platform": "telegram", "user": user, "key": f"agent:main:telegram:dm:{user}"}
-         for name, user in (("A", "5151"), ("D", "6262"), ("B", "7373"))}
+         for name, user in (("A", "5151"), ("D", "6262"), ("B", "7373"), ("E", "8484"))}
 FILLER = " ".join(["notes about the tide tables and the harbour lights"] * 40)
 
 
 @pytest.fixture(scope="module")
-def side_agents(make_home) -> dict[str, Any]:
+def side_agents(make_home, fake_llm) -> dict[str, Any]:
     home = make_home(context_length=64000, TROVE_FRESH_TAIL_COUNT="4", TROVE_ENABLE_SLASH_COMMAND="1")
     steps = [
         *[{"chat": "A", "text": f"turn {i}: lamp {i} burns paraffin. {FILLER}"} for i in range(5)],
@@ -35,10 +35,16 @@ def side_agents(make_home) -> dict[str, Any]:
         *[{"chat": "B", "text": f"turn {i}: buoy {i} rings a bell. {FILLER}"} for i in range(5)],
         {"chat": "B", "command": "/compress"},  # evicts the chat's agent: /new finds none to clean up
         {"chat": "B", "command": "/new"},
+        {"chat": "E", "text": f"REBUILT-0: the first agent of chat E has the trove tools. {FILLER}"},
+        *[{"chat": "E", "text": f"turn {i}: gull {i} nests on the pier. {FILLER}"} for i in range(1, 5)],
+        {"chat": "E", "toolsets": ["memory"]},  # /tools: the next agent of the chat has none of them
+        {"chat": "E", "command": "/compress"},  # the policy's turn leaves the live list: the next turn needs it
+        {"chat": "E", "text": "REBUILT-1: the chat's new agent answers its first turn"},
     ]
+    start = len(fake_llm.requests())
     result = home.run_driver({"chats": CHATS, "state": str(home.root / "gateway-sessions.json"), "steps": steps},
                              "gw-side-agents", timeout=600, script=GATEWAY_DRIVER)
-    return {"home": home, "steps": result["steps"]}
+    return {"home": home, "steps": result["steps"], "bodies": chat_requests(fake_llm.requests()[start:])}
 
 
 def ended(run: dict[str, Any], session_id: str) -> bool:
@@ -116,3 +122,20 @@ def test_the_summary_a_hygiene_helper_writes_before_the_chat_has_an_agent_names_
                  "SELECT content FROM messages WHERE session_id = ? AND content LIKE '[trove summary]%'", (live,))
     assert rows, live
     assert all("trove_grep" in str(content).split("\n\n")[0] for (content,) in rows), [r[0][:300] for r in rows]
+
+
+def test_a_chats_agent_rebuilt_without_the_tools_gets_no_policy_on_its_first_turn(side_agents):
+    # /tools: the chat's next agent is built with toolsets that leave out the context engine's, after a
+    # /compress took the turn carrying the policy out of the live list. Neither the helper's binds nor the
+    # earlier agent's offer may bring the policy back on the new agent's first turn.
+    steps = side_agents["steps"]
+    assert all("error" not in s for s in steps[-8:]), steps[-8:]
+
+    def last_user(body: dict[str, Any]) -> str:
+        return str(next(m for m in reversed(body["messages"]) if m.get("role") == "user").get("content"))
+
+    first = [b for b in side_agents["bodies"] if "REBUILT-0" in last_user(b)]
+    rebuilt = [b for b in side_agents["bodies"] if "REBUILT-1" in last_user(b)]
+    assert first and "TROVE recall policy" in last_user(first[0]), [last_user(b)[:300] for b in first]
+    assert rebuilt and not [b for b in rebuilt if "TROVE recall policy" in last_user(b)], last_user(rebuilt[0])[:600]
+    assert not [n for b in rebuilt for n in tool_names(b) if n.startswith("trove_")], tool_names(rebuilt[0])
