@@ -829,3 +829,23 @@ def test_a_user_message_opening_with_the_summary_marker_does_not_hide_the_summar
     context = make_hooks(rt)["pre_llm_call"](session_id="s1", platform="cli", user_message=asked["content"],
                                              conversation_history=[asked])
     assert context and SUMMARY_MARKER in context["context"], context
+
+
+def test_a_tool_offer_outlives_its_sessions_binding_and_the_oldest_goes_past_the_bound(tmp_path, monkeypatch):
+    from hermes_trove import offers
+
+    rt = build_runtime(make_config(tmp_path))
+    rt.bind("s1", "active", True)
+    rt.bind("s2", "active", False, answered=True)
+    rt.bind("s3", "active", False)  # not answered there: doubted, no word
+    rt.unbind("s1")
+    rt.unbind("s2")
+    rt.unbind("s3")
+    assert rt.gives_tools("s1", "subagent") and not rt.gives_tools("s2", "telegram")
+    assert rt.gives_tools("s3", "telegram") and not rt.gives_tools("s3", "subagent")  # its doubt went with it
+    monkeypatch.setattr(offers, "MAX_OFFERS", 2)
+    rt.bind("s4", "active", True)
+    assert set(rt.tool_offers.said) == {"s2", "s4"}
+    rt.note_tools("s4", False)  # the answering copy's word, newest again
+    rt.bind("s5", "active", True)
+    assert list(rt.tool_offers.said) == ["s4", "s5"] and not rt.gives_tools("s4", "telegram")
