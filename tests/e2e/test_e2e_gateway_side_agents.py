@@ -100,24 +100,18 @@ def test_new_right_after_compress_still_ends_the_session_it_leaves(side_agents):
     assert ended(side_agents, new["old_session_id"])
 
 
-def test_the_summary_a_compress_helper_writes_names_the_tools_the_chats_agent_has(side_agents):
+@pytest.mark.parametrize("step", [
     # /compress compacts with a temporary agent (enabled_toolsets ["memory"], never asked for the engine's
     # tools) on the chat's own session; the summary it writes is read next by the chat's agent, which has
     # the trove_* tools, so its header names them.
-    steps = side_agents["steps"]
-    live = steps[5]["session_id"]
-    rows = query(side_agents["home"].home / "state.db",
-                 "SELECT content FROM messages WHERE session_id = ? AND content LIKE '[trove summary]%'", (live,))
-    assert rows, live
-    assert all("trove_grep" in str(content).split("\n\n")[0] for (content,) in rows), [r[0][:300] for r in rows]
-
-
-def test_the_summary_a_hygiene_helper_writes_before_the_chat_has_an_agent_names_the_tools(side_agents):
+    5,
     # Chat D has a transcript and no agent yet (a gateway just restarted): the hygiene agent binds its session
     # first, without the tools. That bind is no word on what the chat's agent will have, so the summary
     # header follows the platform's agents, which get the trove_* tools.
-    steps = side_agents["steps"]
-    live = steps[8]["session_id"]
+    8,
+], ids=["compress helper", "hygiene helper before the chat's agent"])
+def test_the_summary_a_helper_writes_names_the_tools_the_chats_agent_has(side_agents, step):
+    live = side_agents["steps"][step]["session_id"]
     rows = query(side_agents["home"].home / "state.db",
                  "SELECT content FROM messages WHERE session_id = ? AND content LIKE '[trove summary]%'", (live,))
     assert rows, live
