@@ -191,6 +191,8 @@ class TroveEngine(ContextEngine):
 
     @host_entry(_threshold_reached)
     def should_compress(self, prompt_tokens: int | None = None) -> bool:
+        # only the agent running a turn asks (the gateway's helpers compact unasked): its word on the tools
+        self.runtime.note_tools(self.session_id, self.state.tools)  # counts before it answers, as at preflight
         if self._delegating():
             native = self._native_compressor()
             if native is None:  # no host compressor: trim_head_tail runs on trove's own threshold
@@ -212,6 +214,7 @@ class TroveEngine(ContextEngine):
 
     @host_entry(lambda self, messages: True)
     def has_content_to_compress(self, messages: list[dict[str, Any]]) -> bool:
+        self._helper_compacts()  # only gateway /compress asks, on its own agent: its binds decide nothing
         if self._delegating():
             native = self._native_compressor()
             return bool(native is None or native.has_content_to_compress(messages))

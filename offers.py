@@ -4,9 +4,11 @@ Hermes asks an engine copy for its tools only when its agent's toolsets take the
 so a copy knows what its own agent has. Which agent's word counts for a session is the question: the
 gateway compacts a live chat with a temporary agent on the chat's session id (toolsets ["memory"]),
 and builds a chat's agent anew, with other toolsets, on the same id. A copy without the tools decides
-only once it has answered on the session; until then its bind leaves the offer as it was and doubts
+only once it has answered on the session, or was asked whether to compact there (only the agent running
+a turn asks; the helpers compact unasked); until then its bind leaves the offer as it was and doubts
 it, and a doubted offer reads as none (a policy naming tools the agent lacks is worse than a turn
-without it). A copy without the tools that compacts before it answered is such a helper: its doubt goes.
+without it). A copy without the tools that compacts, or is asked whether it could (gateway /compress),
+before either is such a helper: its doubt goes.
 An offer outlives its session's binding (a compaction boundary ends and binds the session again), the
 oldest going past ``MAX_OFFERS``.
 """

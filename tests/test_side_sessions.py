@@ -849,3 +849,53 @@ def test_a_tool_offer_outlives_its_sessions_binding_and_the_oldest_goes_past_the
     rt.note_tools("s4", False)  # the answering copy's word, newest again
     rt.bind("s5", "active", True)
     assert list(rt.tool_offers.said) == ["s4", "s5"] and not rt.gives_tools("s4", "telegram")
+
+
+def test_an_agent_without_the_tools_compacting_before_its_first_answer_is_told_none(tmp_path):
+    # `hermes --resume ID -t todo` (or a gateway chat's agent rebuilt without the context engine's toolset)
+    # on a long transcript: the turn's preflight asks should_compress, then compacts, before any answer.
+    # That copy was taken for a gateway helper (no tools, not answered), its doubt dropped, and the summary
+    # header and the next policy named trove_* tools by the platform's default. A helper never asks
+    # should_compress (hygiene and /compress call compress directly); the agent running a turn does.
+    from hermes_trove import tokens
+
+    msgs = [m for i in range(40) for m in (user(f"turn {i} " + "word " * 150), assistant(f"reply {i}"))]
+    for platform, earlier in (("cli", None), ("telegram", True)):
+        rt = build_runtime(make_config(tmp_path / platform))
+        hooks = make_hooks(rt)
+        if earlier:  # the chat's earlier agent had the tools and answered
+            make_engine(rt, session="s1", platform=platform, tools=True).update_from_response({})
+        eng = make_engine(rt, session="s1", platform=platform, tools=False)
+        eng.ingest(msgs)
+        eng.should_compress(tokens.count_messages(msgs))  # the host's preflight
+        out = eng.compress(msgs, current_tokens=tokens.count_messages(msgs), force=True)
+        shown = [m for m in out if m.get("_trove_summary")]
+        assert shown and not [m for m in shown if "trove_grep" in m["content"].split("\n\n")[0]], shown
+        eng.on_session_end("s1", msgs)
+        eng.on_session_start("s1", platform=platform, conversation_id=None, boundary_reason="compression",
+                             old_session_id="s1")
+        assert not rt.gives_tools("s1", platform)
+        context = hooks["pre_llm_call"](session_id="s1", platform=platform, user_message="next",
+                                        conversation_history=[user("next")])
+        assert "TROVE recall policy" not in (context or {}).get("context", ""), (platform, context)
+
+
+def test_a_compress_helper_that_finds_nothing_to_fold_leaves_the_chats_tools(tmp_path):
+    # Gateway /compress builds a temporary agent (toolsets ["memory"]) on the chat's session and asks
+    # has_content_to_compress(head) first; on a short chat the answer is no and it never compacts. Its
+    # binds left the chat's offer doubted, so the cached agent's next turn (which is not bound again) got
+    # no policy and summaries naming no trove_* tools, though it has them.
+    rt = build_runtime(make_config(tmp_path))
+    hooks = make_hooks(rt)
+    chat = make_engine(rt, session="s1", platform="telegram", tools=True)
+    chat.update_from_response({"prompt_tokens": 100})
+    helper = make_engine(rt, session="s1", platform="telegram", tools=False)
+    assert not helper.has_content_to_compress([user("hello"), assistant("hi")])
+    assert rt.gives_tools("s1", "telegram")
+    context = hooks["pre_llm_call"](session_id="s1", platform="telegram", user_message="next",
+                                    conversation_history=[user("next")])
+    assert "TROVE recall policy" in (context or {}).get("context", ""), context
+    make_engine(rt, session="s1", platform="telegram", tools=False)  # a helper's bind alone: doubted
+    assert not rt.gives_tools("s1", "telegram")
+    chat.should_compress(100)  # the cached agent's next turn asks at preflight, before its pre_llm_call
+    assert rt.gives_tools("s1", "telegram")
