@@ -49,11 +49,6 @@ class ToolOffers:
         with self._lock:
             self.doubted.discard(session_id)
 
-    def forget(self, session_id: str) -> None:
-        with self._lock:
-            self.said.pop(session_id, None)
-            self.doubted.discard(session_id)
-
     def ended(self, session_id: str) -> None:
         """The session's binding went: no copy doubts it now; what its agent had is kept."""
         with self._lock:

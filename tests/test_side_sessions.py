@@ -19,6 +19,20 @@ def chat(n: int) -> list[dict]:
     return [user(f"question {i} " + "word " * 40) if i % 2 == 0 else assistant(f"answer {i}") for i in range(n)]
 
 
+def answering_chat(tmp_path):
+    """A runtime, its hooks and a telegram chat's engine on s1 whose agent has the tools and has answered."""
+    rt = build_runtime(make_config(tmp_path))
+    chat = make_engine(rt, session="s1", platform="telegram", tools=True)
+    chat.update_from_response({"prompt_tokens": 100})
+    return rt, make_hooks(rt), chat
+
+
+def turn_context(hooks, platform: str, message: str):
+    """What pre_llm_call gives a turn of session s1 that starts with ``message``."""
+    return hooks["pre_llm_call"](session_id="s1", platform=platform, user_message=message,
+                                 conversation_history=[user(message)])
+
+
 def test_status_and_rotate_keep_the_foreground_session_while_a_cron_session_binds(tmp_path):
     rt = build_runtime(make_config(tmp_path, fresh_tail_count=2))
     fg = make_engine(rt, session="20260301_090000_abc123")
@@ -311,8 +325,7 @@ def test_an_agent_whose_toolsets_leave_out_the_context_engine_is_told_no_tool_na
         assert shown and all(("trove_grep" in m["content"].split("\n\n")[0]) is given for m in shown), shown
         eng.on_session_reset()  # /resume: the same agent (and tool list) bound again
         eng.bind_session_state(None, "s1")
-        context = hooks["pre_llm_call"](session_id="s1", platform=platform, user_message="next",
-                                        conversation_history=[user("next")])
+        context = turn_context(hooks, platform, "next")
         text = context["context"]
         assert ("TROVE recall policy" in text) is given, (platform, given, text[:300])
         block = text[text.index("[trove summary]"):]
@@ -335,8 +348,7 @@ def test_a_gateway_compaction_agent_without_the_tools_leaves_the_chat_agents_pol
     out = helper.compress(msgs, current_tokens=tokens.count_messages(msgs), force=True)
     shown = [m for m in out if m.get("_trove_summary")]
     assert shown and all("trove_grep" in m["content"].split("\n\n")[0] for m in shown), shown
-    context = hooks["pre_llm_call"](session_id="s1", platform="telegram", user_message="next",
-                                    conversation_history=[user("next")])
+    context = turn_context(hooks, "telegram", "next")
     assert "TROVE recall policy" in context["context"], context["context"][:300]
     # an agent that never had the tools, alone on its session, still gets none named
     make_engine(rt, session="s2", platform="telegram", tools=False)
@@ -363,8 +375,7 @@ def test_a_hygiene_compaction_before_the_chats_agent_is_built_names_the_tools_it
     chat.bind_session_state(None, "s1")  # before the host asks it for the tools
     chat.get_tool_schemas()
     chat.on_session_start("s1", platform="telegram", conversation_id=None)
-    context = hooks["pre_llm_call"](session_id="s1", platform="telegram", user_message="next",
-                                    conversation_history=[user("next")])
+    context = turn_context(hooks, "telegram", "next")
     assert "TROVE recall policy" in context["context"], context["context"][:300]
     # the default is the platform's: a delegated child's helper leaves its session with none named
     child = build_runtime(make_config(tmp_path / "child"))
@@ -391,8 +402,7 @@ def test_a_helpers_compaction_boundary_leaves_what_the_chats_cached_agent_has(tm
         helper.on_session_end("s1", msgs)
         helper.on_session_start("s1", platform="telegram", conversation_id=None, boundary_reason="compression")
         assert rt.gives_tools("s1", "telegram") is given
-        context = hooks["pre_llm_call"](session_id="s1", platform="telegram", user_message="next",
-                                        conversation_history=[user("next")])
+        context = turn_context(hooks, "telegram", "next")
         assert ("TROVE recall policy" in (context or {}).get("context", "")) is given, (given, context)
 
 
@@ -401,19 +411,14 @@ def test_a_chat_agent_rebuilt_without_the_tools_gets_no_policy_on_its_first_turn
     # new agent, not asked for the tools, binds the same session id and runs its first turn (no engine call
     # comes before the pre_llm_call hook then). The earlier agent's offer was still read there, so that
     # turn's policy named trove_* tools the new agent lacks.
-    rt = build_runtime(make_config(tmp_path))
-    hooks = make_hooks(rt)
-    first = make_engine(rt, session="s1", platform="telegram", tools=True)
-    first.update_from_response({"prompt_tokens": 100})
+    rt, hooks, first = answering_chat(tmp_path)
     rebuilt = make_engine(rt, session="s1", platform="telegram", tools=False)
-    context = hooks["pre_llm_call"](session_id="s1", platform="telegram", user_message="first",
-                                    conversation_history=[user("first")])
+    context = turn_context(hooks, "telegram", "first")
     assert context is None or "TROVE recall policy" not in context["context"], context
     rebuilt.update_from_response({"prompt_tokens": 100})
     assert not rt.gives_tools("s1", "telegram")
     again = make_engine(rt, session="s1", platform="telegram", tools=True)  # and back, from its first turn
-    context = hooks["pre_llm_call"](session_id="s1", platform="telegram", user_message="again",
-                                    conversation_history=[user("again")])
+    context = turn_context(hooks, "telegram", "again")
     assert "TROVE recall policy" in context["context"], context["context"][:300]
     again.update_from_response({})
     assert rt.gives_tools("s1", "telegram")
@@ -429,8 +434,7 @@ def test_a_chat_agent_rebuilt_without_the_tools_is_told_none_once_it_answers(tmp
     rebuilt = make_engine(rt, session="s1", platform="telegram", tools=False)
     rebuilt.update_from_response({"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110})
     assert not rt.gives_tools("s1", "telegram")
-    context = hooks["pre_llm_call"](session_id="s1", platform="telegram", user_message="next",
-                                    conversation_history=[user("next")])
+    context = turn_context(hooks, "telegram", "next")
     assert context is None or "TROVE recall policy" not in context["context"], context
     again = make_engine(rt, session="s1", platform="telegram", tools=True)  # and back
     again.update_from_response({})
@@ -875,8 +879,7 @@ def test_an_agent_without_the_tools_compacting_before_its_first_answer_is_told_n
         eng.on_session_start("s1", platform=platform, conversation_id=None, boundary_reason="compression",
                              old_session_id="s1")
         assert not rt.gives_tools("s1", platform)
-        context = hooks["pre_llm_call"](session_id="s1", platform=platform, user_message="next",
-                                        conversation_history=[user("next")])
+        context = turn_context(hooks, platform, "next")
         assert "TROVE recall policy" not in (context or {}).get("context", ""), (platform, context)
 
 
@@ -885,15 +888,11 @@ def test_a_compress_helper_that_finds_nothing_to_fold_leaves_the_chats_tools(tmp
     # has_content_to_compress(head) first; on a short chat the answer is no and it never compacts. Its
     # binds left the chat's offer doubted, so the cached agent's next turn (which is not bound again) got
     # no policy and summaries naming no trove_* tools, though it has them.
-    rt = build_runtime(make_config(tmp_path))
-    hooks = make_hooks(rt)
-    chat = make_engine(rt, session="s1", platform="telegram", tools=True)
-    chat.update_from_response({"prompt_tokens": 100})
+    rt, hooks, chat = answering_chat(tmp_path)
     helper = make_engine(rt, session="s1", platform="telegram", tools=False)
     assert not helper.has_content_to_compress([user("hello"), assistant("hi")])
     assert rt.gives_tools("s1", "telegram")
-    context = hooks["pre_llm_call"](session_id="s1", platform="telegram", user_message="next",
-                                    conversation_history=[user("next")])
+    context = turn_context(hooks, "telegram", "next")
     assert "TROVE recall policy" in (context or {}).get("context", ""), context
     make_engine(rt, session="s1", platform="telegram", tools=False)  # a helper's bind alone: doubted
     assert not rt.gives_tools("s1", "telegram")
