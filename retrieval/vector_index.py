@@ -102,6 +102,7 @@ class VectorIndex:
         self.words = (dim + 63) // 64
         self.top = 0
         self.removed = -1
+        self.unknown = 0  # rows of a kind no version writes (a damaged store): never candidates
         self._q = _Grow(np.int8, dim)
         self._scale = _Grow(np.float32)
         self._bits = _Grow(np.uint64, self.words)  # row-major while growing; transposed per search epoch
@@ -145,7 +146,9 @@ class VectorIndex:
         self._scale.extend(np.array([r.scale for r in rows], dtype=np.float32))
         self._bits.extend(sign_words(q))
         meta = np.empty(len(rows), dtype=META)  # filled a field at a time: faster than from row tuples
-        meta["kind"] = [KINDS.index(r.kind) if r.kind in KINDS else 255 for r in rows]
+        codes = [KINDS.index(r.kind) if r.kind in KINDS else 255 for r in rows]
+        meta["kind"] = codes
+        self.unknown += codes.count(255)
         meta["item"] = [r.item_id for r in rows]
         meta["start"] = [r.span_start for r in rows]
         meta["end"] = [-1 if r.span_end is None else r.span_end for r in rows]
@@ -167,7 +170,7 @@ class VectorIndex:
         np = _np()
         masks = []
         wanted = [KINDS.index(k) for k in kinds if k in KINDS]
-        if len(wanted) < len(KINDS):
+        if len(wanted) < len(KINDS) or self.unknown:
             masks.append(np.isin(self._meta.view["kind"], np.array(wanted, dtype=np.uint8)))
         if session_ids is not None:
             codes = [self._session_codes[s] for s in session_ids if s in self._session_codes]

@@ -166,6 +166,23 @@ def test_a_stored_vector_of_an_unknown_kind_is_never_a_hit():
     assert [h.item_id for h in index.search(query, kinds=("summary",), limit=10)] == [2]
 
 
+def test_stored_vectors_of_an_unknown_kind_take_no_place_from_the_real_ones_above_the_exact_limit(monkeypatch):
+    from hermes_trove.retrieval.vector_store import StoredVector
+
+    monkeypatch.setattr(vector_index, "EXACT_LIMIT", 10)  # the Hamming prescreen runs on a small index
+    monkeypatch.setattr(vector_index, "PRESCREEN_MIN", 2)
+    dim = 16
+    near, far, close = (np.full(dim, v, dtype=np.int8) for v in (127, -127, 127))
+    close[12:] = -127  # mostly like the query: the best real row
+    rows = [("chunk", near)] * 3 + [("message", far)] * 10 + [("message", close)]  # three damaged rows
+    index = vector_index.VectorIndex(1, dim)
+    index.append([StoredVector(kind, i, 0, None, "s1", None, v.tobytes(), 1.0, vector_id=i + 1)
+                  for i, (kind, v) in enumerate(rows)])
+    hits = index.search(np.ones(dim, dtype=np.float32), limit=3)
+    assert [(h.kind, h.item_id) for h in hits][:1] == [("message", 13)], hits
+    assert index.search(np.ones(dim, dtype=np.float32), kinds=("summary",), limit=3) == []
+
+
 def _grep(engine, **args):
     return json.loads(dispatch(engine.tool_context(), "trove_grep", json.dumps(args)))
 
