@@ -44,6 +44,10 @@ class ToolOffers:
             self._say(session_id, tools)
             self.doubted.discard(session_id)
 
+    def says(self, session_id: str, tools: bool) -> bool:
+        """Whether the offer of ``session_id`` already stands at ``tools``, undoubted (read without the lock)."""
+        return self.said.get(session_id) is tools and session_id not in self.doubted
+
     def helper(self, session_id: str) -> None:
         """A copy without the tools compacted ``session_id`` before it answered there: its bind decides nothing."""
         with self._lock:

@@ -475,6 +475,8 @@ class Runtime:
     def note_tools(self, session_id: str, tools: bool) -> None:
         """The copy whose agent answers on bound ``session_id`` says whether it has the trove_* tools: its word wins
         over an earlier agent's kept by ``bind`` (a chat's agent rebuilt with other toolsets)."""
+        if self.tool_offers.says(session_id, tools):  # every turn asks: the usual answer takes no lock
+            return
         with _BOUND_LOCK:
             if session_id in self.bound_sessions:
                 self.tool_offers.answered(session_id, tools)
