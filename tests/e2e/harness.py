@@ -225,6 +225,10 @@ class HermesHome:
                 name, proc.returncode, result.get("error", ""), stderr[-4000:]))
         return result
 
+    def run_cli_steps(self, steps: list[dict[str, Any]], name: str, timeout: float = 600) -> dict[str, Any]:
+        """``run_driver`` of the interactive CLI (``cli.HermesCLI``) through ``steps`` (chats and commands)."""
+        return self.run_driver({"mode": "cli", "steps": steps, "max_iterations": 4}, name, timeout=timeout)
+
     def start_driver(self, spec: dict[str, Any], name: str, script: Path = DRIVER) -> subprocess.Popen[str]:
         """Start tests/e2e/driver.py (or ``script``) with ``spec`` and return the running host process."""
         spec = dict(spec)

@@ -19,7 +19,7 @@ def background_run(make_home) -> dict[str, Any]:
     steps = [{"chat": "chat turn one: the shed is painted green"}, {"command": f"/background {FACT}"},
              {"wait_threads": ["bg-task-*"], "seconds": 120},
              {"chat": "chat turn two"}, {"command": "/trove status"}, {"command": "/trove rotate"}]
-    result = home.run_driver({"mode": "cli", "steps": steps, "max_iterations": 4}, "background-task", timeout=600)
+    result = home.run_cli_steps(steps, "background-task")
     return {"home": home, "result": result, "steps": result["steps"]}
 
 

@@ -21,7 +21,7 @@ TURNS = [f"here turn {i}: the marigold shelf holds jar {i}" for i in range(8)]
 def here_run(make_home) -> dict[str, Any]:
     home = make_home()
     steps = [{"chat": text} for text in TURNS] + [{"command": "/compress here 2"}, {"chat": "one more turn"}]
-    result = home.run_driver({"mode": "cli", "steps": steps, "max_iterations": 4}, "compress-here", timeout=600)
+    result = home.run_cli_steps(steps, "compress-here")
     return {"home": home, "result": result, "before": result["steps"][len(TURNS) - 1],
             "compress": result["steps"][len(TURNS)]}
 

@@ -159,7 +159,7 @@ def new_then_exit(make_home) -> dict[str, Any]:
     home = make_home()
     steps = [{"chat": "first turn: the harbor gate code is 5813"}, {"chat": "second turn: noted?"},
              {"command": "/new --yes"}]
-    result = home.run_driver({"mode": "cli", "steps": steps, "max_iterations": 4}, "new-then-exit", timeout=600)
+    result = home.run_cli_steps(steps, "new-then-exit")
     step = result["steps"][2]
     return {"home": home, "result": result, "old": step["session_before"], "new": step["session_id"]}
 
@@ -184,7 +184,7 @@ def resume_then_exit(make_home) -> dict[str, Any]:
     steps = [{"chat": "first session: the boathouse key hangs on hook 7"}, {"chat": "first session, noted?"},
              {"command": "/new --yes"}, {"chat": "second session: the kiln runs at 1240 degrees"},
              {"command": "/resume 1"}]
-    result = home.run_driver({"mode": "cli", "steps": steps, "max_iterations": 4}, "resume-then-exit", timeout=600)
+    result = home.run_cli_steps(steps, "resume-then-exit")
     return {"home": home, "result": result, "first": result["steps"][2]["session_before"],
             "second": result["steps"][3]["session_id"], "resumed": result["steps"][4]["session_id"]}
 
@@ -207,7 +207,7 @@ def resume_twice_then_exit(make_home) -> dict[str, Any]:
     steps = [{"chat": f"first session: {facts[0]}"}, {"command": "/new --yes"},
              {"chat": f"second session: {facts[1]}"}, {"command": "/new --yes"},
              {"chat": f"third session: {facts[2]}"}, {"command": "/resume 2"}, {"command": "/resume 2"}]
-    result = home.run_driver({"mode": "cli", "steps": steps, "max_iterations": 4}, "resume-twice", timeout=600)
+    result = home.run_cli_steps(steps, "resume-twice")
     ids = [result["steps"][i]["session_id"] for i in (0, 2, 4, 5, 6)]
     return {"home": home, "result": result, "facts": facts, "ids": ids}
 

@@ -21,7 +21,7 @@ TURNS = [f"short turn {i}: the heliotrope garden note {i}" for i in range(20)]
 def manual_run(make_home) -> dict[str, Any]:
     home = make_home()
     steps = [{"chat": text} for text in TURNS] + [{"command": "/compress"}, {"chat": "one more turn"}]
-    result = home.run_driver({"mode": "cli", "steps": steps, "max_iterations": 4}, "manual-compress", timeout=600)
+    result = home.run_cli_steps(steps, "manual-compress")
     return {"home": home, "result": result, "compress": result["steps"][len(TURNS)]}
 
 
