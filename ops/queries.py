@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..backend import on_server, sane
 from ..packed import DAMAGED
-from ..rows import MAX_COUNT
+from ..rows import MAX_COUNT, calendar_time
 
 if TYPE_CHECKING:
     from ..db import Database
@@ -321,3 +321,35 @@ def unscoped_sessions(conn: sqlite3.Connection, limit: int = 5) -> tuple[int, li
     ids = [str(r[0]) for r in conn.execute("SELECT session_id FROM sessions WHERE scope = '' ORDER BY updated_at DESC"
                                            " LIMIT ?", (int(limit),))]
     return total, ids
+
+
+# -- the newest compaction as the store shows it (status) ---------------------------------------
+
+@dataclass(frozen=True)
+class WrittenNode:
+    """One summary node a compaction wrote: when, at what depth, its size, the raw rows beneath it."""
+    node_id: int
+    depth: int
+    created_at: float | None
+    tokens: int
+    source_tokens: int
+    first_store_id: int
+    last_store_id: int
+    messages: int
+
+
+def newest_nodes(conn: sqlite3.Connection, session_id: str, limit: int) -> list[WrittenNode]:
+    """The session's own summary nodes (not those carried in), newest first, each with the store ids it covers."""
+    rows = conn.execute(f"SELECT node_id, {sane('depth')}, created_at, {sane('token_count')},"
+                        f" {sane('source_token_count')} FROM summary_nodes WHERE session_id = ?"
+                        " ORDER BY node_id DESC LIMIT ?", (session_id, int(limit))).fetchall()
+    cover = ("WITH RECURSIVE sub(id) AS (SELECT CAST(? AS BIGINT) UNION SELECT c.child_id FROM node_children c"
+             " JOIN sub ON c.node_id = sub.id)"
+             " SELECT MIN(nm.store_id), MAX(nm.store_id), COUNT(DISTINCT nm.store_id)"
+             " FROM node_messages nm JOIN sub ON nm.node_id = sub.id")
+    out = []
+    for node_id, depth, created, tokens, source_tokens in rows:
+        first, last, count = conn.execute(cover, (int(node_id),)).fetchone()
+        out.append(WrittenNode(int(node_id), int(depth), calendar_time(created), int(tokens), int(source_tokens),
+                               int(first or 0), int(last or 0), int(count or 0)))
+    return out

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 UNBOUND = "(unbound)"
 REASON_CHARS = 1000
+NEWEST_NODES = 8  # summary nodes a stored compaction record lists, newest first
 
 
 def file_size(path: str) -> int | None:
@@ -117,6 +118,21 @@ def dag_section(runtime: Runtime, session_id: str) -> dict[str, Any]:
             "depths": {f"d{k}": v for k, v in depths.items()}}
 
 
+def stored_compaction_section(runtime: Runtime, session_id: str) -> dict[str, Any]:
+    """The session's newest compaction as its stored summary nodes show it to any process: a
+    ``last_compaction`` section, or nothing while the session has none. What a compress call said
+    beyond its nodes (its reason, the host's kept tail) stays with the process that ran it."""
+    nodes = queries.newest_nodes(queries.settled(runtime), session_id, NEWEST_NODES)
+    if not nodes:
+        return {}
+    return {"last_compaction": {
+        "source": "store", "last_compression_status": "compacted", "at": iso(nodes[0].created_at),
+        "covered_through_store_id": max(n.last_store_id for n in nodes),
+        "newest_nodes": [{"node_id": n.node_id, "depth": n.depth, "written_at": iso(n.created_at),
+                          "tokens": n.tokens, "source_tokens": n.source_tokens, "first_store_id": n.first_store_id,
+                          "last_store_id": n.last_store_id, "messages": n.messages} for n in nodes]}}
+
+
 def lifecycle_section(runtime: Runtime, session_id: str) -> dict[str, Any]:
     """The session's lifecycle row: frontier, predecessor, times and the last rotate."""
     row = runtime.store.session(session_id)
@@ -187,6 +203,8 @@ def build_status(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = N
                 platform = row.platform
             status["store"]["session"] = runtime.store.stats(sid)
             status["dag"] = dag_section(runtime, sid)
+            if sid != bound_session(snap) and "last_compaction" not in status:  # e.g. another process compacted
+                status.update(stored_compaction_section(runtime, sid))
             status["lifecycle"] = lifecycle_section(runtime, sid)
     except Exception as exc:
         status["store_error"] = f"{type(exc).__name__}: {exc}"

@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import sys
+import textwrap
 import threading
 
 import pytest
-from conftest import assistant, make_config, user
+from conftest import ROOT, assistant, make_config, user
 from test_command import shippers_finish  # noqa: F401  (autouse: background shipping ends with the test)
 
 from hermes_trove.config import SPEC
@@ -252,3 +254,43 @@ def test_inspect_lists_a_sessions_payload_refs_and_which_no_longer_read(tmp_path
                                                                       (rows[0].store_id, False)]
     assert found["unreadable"] == 1 and "integrity" in found["refs"][1]["reason"]
     assert found["payload_dir"] == status.build_status(rt)["runtime"]["payload_store"]
+
+
+def test_status_in_another_process_shows_the_newest_compaction_the_store_holds(tmp_path):
+    # the usual operator case: `hermes trove status --session s1` at a shell, while the chat that compacted
+    # s1 ran (and kept its report) in a process of its own
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(ROOT / 'tests')!r})
+        from pathlib import Path
+        from conftest import make_config, make_engine, user, assistant
+        from hermes_trove.runtime import build_runtime
+        rt = build_runtime(make_config(Path({str(tmp_path)!r}), fresh_tail_count=4))
+        eng = make_engine(rt, lambda *a, **k: "the lantern codes were noted", session="s1", context_length=64000)
+        chat = [m for i in range(8) for m in (user(f"turn {{i}}: lantern code {{1000 + i}}"), assistant("noted"))]
+        eng.ingest(chat)
+        eng.compress(chat, current_tokens=2000, force=True)
+        assert eng.state.last_status == "compacted", eng.state.last_reason
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    rt = build_runtime(make_config(tmp_path, fresh_tail_count=4))  # this process compacted nothing
+    nodes = sorted(rt.dag.visible("s1"), key=lambda n: n.node_id, reverse=True)
+    assert nodes and len(rt.compactions) == 0
+    shown = status.build_status(rt, None, session_id="s1")["last_compaction"]
+    assert shown["source"] == "store" and shown["last_compression_status"] == "compacted"
+    assert [n["node_id"] for n in shown["newest_nodes"]] == [n.node_id for n in nodes][:status.NEWEST_NODES]
+    newest = shown["newest_nodes"][0]
+    covered = rt.dag.descendant_store_ids(nodes[0].node_id)
+    assert (newest["first_store_id"], newest["last_store_id"], newest["messages"]) == \
+        (covered[0], covered[-1], len(covered))
+    assert newest["depth"] == nodes[0].depth and newest["tokens"] == nodes[0].token_count > 0
+    assert shown["at"] == newest["written_at"] is not None
+    assert shown["covered_through_store_id"] == rt.dag.highest_covered_store_id("s1") < rt.store.count("s1") + 1
+    # a session with no summary nodes has no such section, and the bound copy's own report is not repeated
+    rt.store.append(SessionKey("s2"), [user("hello"), assistant("hi")])
+    assert "last_compaction" not in status.build_status(rt, None, session_id="s2")
+    eng = TroveEngine(rt, complete=lambda *a, **k: "x")
+    eng.update_model("m", 64000)
+    eng.on_session_start("s1", platform="cli", conversation_id=None)
+    assert "last_compaction" not in status.build_status(rt, eng.snapshot())

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from .harness import query
+from .harness import query, status_json
 
 TURNS = [f"short turn {i}: the heliotrope garden note {i}" for i in range(20)]
 
@@ -49,3 +49,16 @@ def test_every_turn_is_stored_once_and_the_conversation_goes_on(manual_run):
     assert all(counts.get(text) == 1 for text in TURNS + ["one more turn"]), counts
     assert result["steps"][-1]["reply"].startswith("ack #")
     assert manual_run["home"].netlog.read_text(encoding="utf-8") == ""
+
+
+def test_status_in_a_new_process_shows_the_compaction_the_chat_ran(manual_run):
+    # an operator at a shell: `hermes trove status --session <id> --json` after the chat process ended
+    session = manual_run["compress"]["session_id"]
+    done = manual_run["home"].hermes("trove", "status", "--session", session, "--json")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    shown = status_json(done)["last_compaction"]
+    newest = query(manual_run["home"].db_path, "SELECT node_id, depth FROM summary_nodes WHERE session_id = ?"
+                                               " ORDER BY node_id DESC LIMIT 1", (session,))[0]
+    assert shown["source"] == "store" and shown["last_compression_status"] == "compacted"
+    assert (shown["newest_nodes"][0]["node_id"], shown["newest_nodes"][0]["depth"]) == newest
+    assert shown["newest_nodes"][0]["messages"] >= 1 and shown["at"]
