@@ -203,7 +203,8 @@ def build_status(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = N
                 platform = row.platform
             status["store"]["session"] = runtime.store.stats(sid)
             status["dag"] = dag_section(runtime, sid)
-            if sid != bound_session(snap) and "last_compaction" not in status:  # e.g. another process compacted
+            if "last_compaction" not in status and (sid != bound_session(snap) or  # no copy here ran one on it:
+                                                    snap.get("last_compression_status") == "idle"):  # another process
                 status.update(stored_compaction_section(runtime, sid))
             status["lifecycle"] = lifecycle_section(runtime, sid)
     except Exception as exc:

@@ -287,10 +287,18 @@ def test_status_in_another_process_shows_the_newest_compaction_the_store_holds(t
     assert newest["depth"] == nodes[0].depth and newest["tokens"] == nodes[0].token_count > 0
     assert shown["at"] == newest["written_at"] is not None
     assert shown["covered_through_store_id"] == rt.dag.highest_covered_store_id("s1") < rt.store.count("s1") + 1
-    # a session with no summary nodes has no such section, and the bound copy's own report is not repeated
+    # a session with no summary nodes has no such section
     rt.store.append(SessionKey("s2"), [user("hello"), assistant("hi")])
     assert "last_compaction" not in status.build_status(rt, None, session_id="s2")
-    eng = TroveEngine(rt, complete=lambda *a, **k: "x")
+    # a copy bound to s1 here (a resumed chat) that has run no compress call yet shows the stored one too;
+    # once a copy here runs a compress call, its own report speaks and the section is not repeated
+    eng = TroveEngine(rt, complete=lambda *a, **k: "the lantern codes again")
     eng.update_model("m", 64000)
     eng.on_session_start("s1", platform="cli", conversation_id=None)
+    assert eng.snapshot()["last_compression_status"] == "idle"
+    assert status.build_status(rt, eng.snapshot())["last_compaction"] == shown
+    chat = [m for i in range(8, 16) for m in (user(f"turn {i}: lantern code {1000 + i}"), assistant("noted"))]
+    eng.ingest(chat)
+    eng.compress(chat, current_tokens=2000, force=True)
+    assert eng.snapshot()["last_compression_status"] not in ("idle", "error"), eng.state.last_reason
     assert "last_compaction" not in status.build_status(rt, eng.snapshot())
