@@ -126,9 +126,9 @@ def stored_compaction_section(runtime: Runtime, session_id: str) -> dict[str, An
     if not nodes:
         return {}
     return {"last_compaction": {
-        "source": "store", "last_compression_status": "compacted", "at": iso(nodes[0].created_at),
+        "source": "store", "last_compression_status": "compacted", "written_at": nodes[0].created_at,
         "covered_through_store_id": max(n.last_store_id for n in nodes),
-        "newest_nodes": [{"node_id": n.node_id, "depth": n.depth, "written_at": iso(n.created_at),
+        "newest_nodes": [{"node_id": n.node_id, "depth": n.depth, "written_at": n.created_at,
                           "tokens": n.tokens, "source_tokens": n.source_tokens, "first_store_id": n.first_store_id,
                           "last_store_id": n.last_store_id, "messages": n.messages} for n in nodes]}}
 

@@ -285,7 +285,7 @@ def test_status_in_another_process_shows_the_newest_compaction_the_store_holds(t
     assert (newest["first_store_id"], newest["last_store_id"], newest["messages"]) == \
         (covered[0], covered[-1], len(covered))
     assert newest["depth"] == nodes[0].depth and newest["tokens"] == nodes[0].token_count > 0
-    assert shown["at"] == newest["written_at"] is not None
+    assert shown["written_at"] == newest["written_at"] == nodes[0].created_at > 0  # epoch seconds, as *_at keys are
     assert shown["covered_through_store_id"] == rt.dag.highest_covered_store_id("s1") < rt.store.count("s1") + 1
     # a session with no summary nodes has no such section
     rt.store.append(SessionKey("s2"), [user("hello"), assistant("hi")])

@@ -61,4 +61,4 @@ def test_status_in_a_new_process_shows_the_compaction_the_chat_ran(manual_run):
                                                " ORDER BY node_id DESC LIMIT 1", (session,))[0]
     assert shown["source"] == "store" and shown["last_compression_status"] == "compacted"
     assert (shown["newest_nodes"][0]["node_id"], shown["newest_nodes"][0]["depth"]) == newest
-    assert shown["newest_nodes"][0]["messages"] >= 1 and shown["at"]
+    assert shown["newest_nodes"][0]["messages"] >= 1 and shown["written_at"] > 0
