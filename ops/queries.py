@@ -327,7 +327,8 @@ def unscoped_sessions(conn: sqlite3.Connection, limit: int = 5) -> tuple[int, li
 
 @dataclass(frozen=True)
 class WrittenNode:
-    """One summary node a compaction wrote: when, at what depth, its size, the raw rows beneath it."""
+    """One summary node a compaction wrote: when, at what depth, its size, the raw rows beneath it
+    (``messages`` counts lineage rows: a raw message lies beneath one leaf, so no DISTINCT is paid for)."""
     node_id: int
     depth: int
     created_at: float | None
@@ -345,7 +346,7 @@ def newest_nodes(conn: sqlite3.Connection, session_id: str, limit: int) -> list[
                         " ORDER BY node_id DESC LIMIT ?", (session_id, int(limit))).fetchall()
     cover = ("WITH RECURSIVE sub(id) AS (SELECT CAST(? AS BIGINT) UNION SELECT c.child_id FROM node_children c"
              " JOIN sub ON c.node_id = sub.id)"
-             " SELECT MIN(nm.store_id), MAX(nm.store_id), COUNT(DISTINCT nm.store_id)"
+             " SELECT MIN(nm.store_id), MAX(nm.store_id), COUNT(*)"
              " FROM node_messages nm JOIN sub ON nm.node_id = sub.id")
     out = []
     for node_id, depth, created, tokens, source_tokens in rows:
