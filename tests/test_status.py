@@ -302,3 +302,19 @@ def test_status_in_another_process_shows_the_newest_compaction_the_store_holds(t
     eng.compress(chat, current_tokens=2000, force=True)
     assert eng.snapshot()["last_compression_status"] not in ("idle", "error"), eng.state.last_reason
     assert "last_compaction" not in status.build_status(rt, eng.snapshot())
+
+
+def test_the_stored_compaction_reads_damaged_node_values_as_unknown_not_as_an_error(runtime, backend):
+    file_store_only(backend)  # a server's typed columns take no text in a number column
+    ids = runtime.store.append(SessionKey("s1"), [user(f"harbour note {i}") for i in range(4)])
+    leaf = runtime.dag.add_leaf("s1", "harbour notes", ids[:3], token_count=9, source_token_count=30,
+                                earliest_at=None, latest_at=None)
+    with runtime.db.transaction() as conn:
+        conn.execute("UPDATE summary_nodes SET created_at = 'yesterday', depth = 'deep', token_count = -5,"
+                     " source_token_count = 1e300 WHERE node_id = ?", (leaf,))
+    report = status.build_status(runtime, None, session_id="s1")
+    assert "store_error" not in report
+    (node,) = report["last_compaction"]["newest_nodes"]
+    assert node == {"node_id": leaf, "depth": 0, "written_at": None, "tokens": 0, "source_tokens": 0,
+                    "first_store_id": ids[0], "last_store_id": ids[2], "messages": 3}
+    assert report["last_compaction"]["written_at"] is None
