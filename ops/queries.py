@@ -327,8 +327,8 @@ def unscoped_sessions(conn: sqlite3.Connection, limit: int = 5) -> tuple[int, li
 
 @dataclass(frozen=True)
 class WrittenNode:
-    """One summary node a compaction wrote: when, at what depth, its size, the raw rows beneath it
-    (``messages`` counts lineage rows: a raw message lies beneath one leaf, so no DISTINCT is paid for)."""
+    """One summary node a compaction wrote: when, at what depth, its size, the raw messages beneath it
+    (each once: an imported leaf may name a message twice, and leaves under one node may overlap)."""
     node_id: int
     depth: int
     created_at: float | None
@@ -339,6 +339,9 @@ class WrittenNode:
     messages: int
 
 
+_ID = f"CASE WHEN nm.store_id BETWEEN 1 AND {MAX_COUNT} THEN nm.store_id END"
+
+
 def newest_nodes(conn: sqlite3.Connection, session_id: str, limit: int) -> list[WrittenNode]:
     """The session's own summary nodes (not those carried in), newest first, each with the store ids it covers."""
     rows = conn.execute(f"SELECT node_id, {sane('depth')}, created_at, {sane('token_count')},"
@@ -346,7 +349,7 @@ def newest_nodes(conn: sqlite3.Connection, session_id: str, limit: int) -> list[
                         " ORDER BY node_id DESC LIMIT ?", (session_id, int(limit))).fetchall()
     cover = ("WITH RECURSIVE sub(id) AS (SELECT CAST(? AS BIGINT) UNION SELECT c.child_id FROM node_children c"
              " JOIN sub ON c.node_id = sub.id)"
-             " SELECT MIN(nm.store_id), MAX(nm.store_id), COUNT(*)"
+             f" SELECT MIN({_ID}), MAX({_ID}), COUNT(DISTINCT {_ID})"  # a damaged lineage id is left out
              " FROM node_messages nm JOIN sub ON nm.node_id = sub.id")
     out = []
     for node_id, depth, created, tokens, source_tokens in rows:

@@ -318,3 +318,30 @@ def test_the_stored_compaction_reads_damaged_node_values_as_unknown_not_as_an_er
     assert node == {"node_id": leaf, "depth": 0, "written_at": None, "tokens": 0, "source_tokens": 0,
                     "first_store_id": ids[0], "last_store_id": ids[2], "messages": 3}
     assert report["last_compaction"]["written_at"] is None
+
+
+def test_the_stored_compaction_counts_each_raw_message_once_however_the_lineage_repeats_it(runtime):
+    # an imported leaf may name one message twice, and two leaves a condensed node holds may overlap
+    # (the doctor's "covered by more than one frontier node"): `messages` counts raw messages, not lineage rows
+    ids = runtime.store.append(SessionKey("s1"), [user(f"harbour note {i}") for i in range(5)])
+    times = dict(token_count=5, source_token_count=20, earliest_at=None, latest_at=None)
+    twice = runtime.dag.add_leaf("s1", "notes 0-2", [ids[0], ids[1], ids[1], ids[2]], **times)
+    other = runtime.dag.add_leaf("s1", "notes 2-4", ids[2:], **times)
+    top = runtime.dag.add_condensed("s1", 1, "all the notes", [twice, other], **times)
+    report = status.build_status(runtime, None, session_id="s1")
+    shown = {n["node_id"]: n for n in report["last_compaction"]["newest_nodes"]}
+    assert [shown[k]["messages"] for k in (top, other, twice)] == [5, 3, 3]
+    assert (shown[top]["first_store_id"], shown[top]["last_store_id"]) == (ids[0], ids[4])
+
+
+def test_a_damaged_lineage_row_leaves_the_stored_compaction_and_the_lifecycle_readable(runtime, backend):
+    file_store_only(backend)  # a server's typed columns take no text in a number column
+    ids = runtime.store.append(SessionKey("s1"), [user(f"harbour note {i}") for i in range(4)])
+    leaf = runtime.dag.add_leaf("s1", "harbour notes", ids[:3], token_count=9, source_token_count=30,
+                                earliest_at=None, latest_at=None)
+    with runtime.db.transaction() as conn:
+        conn.execute("UPDATE node_messages SET store_id = 'lost' WHERE node_id = ? AND ordinal = 2", (leaf,))
+    report = status.build_status(runtime, None, session_id="s1")
+    assert "store_error" not in report and "lifecycle" in report
+    (node,) = report["last_compaction"]["newest_nodes"]
+    assert (node["first_store_id"], node["last_store_id"]) == (ids[0], ids[1])
