@@ -369,7 +369,9 @@ def _runtime_for(db: str | None, fallback: Runtime | None = None) -> Runtime:
     if fallback is not None and not db:
         missing = not os.path.exists(fallback.db.path) and probe_path(fallback.db.path) is None
         if fallback.db.kind == "sqlite" and missing:
-            raise FileNotFoundError(f"no trove database at {fallback.db.path} yet (trove has not stored anything)")
+            hint = install.engine_hint(fallback.config.hermes_home)
+            raise FileNotFoundError(f"no trove database at {fallback.db.path} yet (trove has not stored anything)"
+                                    + (f"; {hint}" if hint else ""))
         return fallback
     config = load_config(profile_environ(default_hermes_home(), inherit=True))  # the store `hermes trove` uses
     if not config.database_url:  # the home's held transcripts, as loading the plugin does for `hermes trove`:
@@ -381,7 +383,9 @@ def _runtime_for(db: str | None, fallback: Runtime | None = None) -> Runtime:
     path = database_path(config)
     if not config.database_url and not path.exists() and probe_path(path) is None:
         stranded = stranded_store(config)
-        raise FileNotFoundError(f"no trove database at {path} (pass --db PATH)" + (f"; {stranded}" if stranded else ""))
+        hint = "" if db or not config.hermes_home else install.engine_hint(config.hermes_home)
+        raise FileNotFoundError(f"no trove database at {path} (pass --db PATH)"
+                                + "".join(f"; {note}" for note in (stranded, hint) if note))
     return build_runtime(config)
 
 

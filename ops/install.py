@@ -112,6 +112,21 @@ def configured_engine(hermes_home: str) -> str | None:
     return str(engine) if engine else "compressor"
 
 
+def engine_hint(hermes_home: str) -> str:
+    """Why a home may have no store yet, when its config.yaml does not select trove; "" when it does.
+
+    Hermes runs its built-in compressor unless ``context.engine`` is ``trove``, and then trove stores
+    nothing, so "no database yet" alone would leave the user waiting for a store that never comes."""
+    configured = configured_engine(hermes_home)
+    if configured == ENGINE_NAME:
+        return ""
+    if configured is None:
+        return (f"{Path(hermes_home).expanduser() / 'config.yaml'} could not be read, so Hermes runs its built-in"
+                " compressor and trove stores nothing")
+    return (f"context.engine is {configured!r}, so Hermes runs its built-in compressor and trove stores nothing:"
+            " run `hermes config set context.engine trove` and restart Hermes")
+
+
 def engine_of(config: Any) -> Any:
     """``context.engine`` of a parsed config.yaml, as written (None when absent)."""
     context = config.get("context") if isinstance(config, dict) else None

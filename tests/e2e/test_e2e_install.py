@@ -46,27 +46,30 @@ BACKGROUND_THREADS = ["trove-rollups", "trove-assertions"]
 
 
 def install(root: Path, host_python: str, fake_llm: FakeLLM, repo: Path,
-            **env: str) -> tuple[HermesHome, subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
-    """A bare home, then the two host commands of the install route; their results are returned."""
+            **env: str) -> tuple[HermesHome, subprocess.CompletedProcess[str], subprocess.CompletedProcess[str],
+                                 subprocess.CompletedProcess[str]]:
+    """A bare home, then the two host commands of the install route, with ``hermes trove doctor`` run
+    between them (the plugin enabled, the engine not chosen yet); their results are returned."""
     home = HermesHome(root, host_python, fake_llm.url, env_overrides=dict(env), wired=False).create()
     added = home.hermes("plugins", "install", f"file://{repo}", "--enable")
+    early = home.hermes("trove", "doctor")
     engine = home.hermes("config", "set", "context.engine", "trove")
     assert added.returncode == 0 and engine.returncode == 0, added.stdout + added.stderr + engine.stderr
-    return home, added, engine
+    return home, added, engine, early
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory, host_python, fake_llm, checkout_repo) -> dict[str, Any]:
-    home, added, engine = install(tmp_path_factory.mktemp("install"), host_python, fake_llm, checkout_repo)
+    home, added, engine, early = install(tmp_path_factory.mktemp("install"), host_python, fake_llm, checkout_repo)
     turn = home.hermes("chat", "-Q", "-q", "install turn: remember the code word heliotrope")
     run = run_route(home, fake_llm.requests, "route-a")
     bad = home.hermes("trove", "frobnicate")
-    return {"home": home, "install": added, "engine": engine, "turn": turn, "run": run, "bad": bad}
+    return {"home": home, "install": added, "engine": engine, "early": early, "turn": turn, "run": run, "bad": bad}
 
 
 @pytest.fixture(scope="module")
 def opted_in(tmp_path_factory, host_python, fake_llm, checkout_repo) -> dict[str, Any]:
-    home, _, _ = install(tmp_path_factory.mktemp("install-opt-in"), host_python, fake_llm, checkout_repo, **OPT_IN)
+    home, _, _, _ = install(tmp_path_factory.mktemp("install-opt-in"), host_python, fake_llm, checkout_repo, **OPT_IN)
     history = str(home.root / "history.json")
     run = run_route(home, fake_llm.requests, "opt-in", history_out=history)
     start = len(fake_llm.requests())
@@ -81,6 +84,16 @@ def test_the_host_installs_enables_and_shows_the_after_install_step(installed):
     assert "hermes config set context.engine trove" in out and "enabled" in out
     plugin = installed["home"].plugin_dir
     assert (plugin / "plugin.yaml").exists() and not plugin.is_symlink()
+
+
+def test_the_doctor_before_the_engine_is_chosen_names_the_missing_step(installed):
+    """Enabled but ``context.engine`` still the host's default: Hermes runs its own compressor and trove
+    stores nothing, so the doctor says why there is no store and what to run, and writes nothing."""
+    early = installed["early"]
+    assert early.returncode == 2, early.stdout + early.stderr
+    assert "no trove database" in early.stderr
+    assert "context.engine is 'compressor'" in early.stderr, early.stderr
+    assert "hermes config set context.engine trove" in early.stderr
 
 
 def test_a_turn_runs_with_engine_trove_after_the_host_commands(installed):
