@@ -190,6 +190,8 @@ def _check_pressure(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> 
         return "pass", f"{UNBOUND}: no live engine in this process", ""
     pressure = pressure_section(snap)
     threshold, last = pressure["threshold_tokens"], pressure["last_prompt_tokens"]
+    if not pressure["measured"]:
+        return "pass", f"session {snap.get('session_id')}: {pressure['note']}", ""
     if pressure["ratio"] is None:
         return "pass", f"session {snap.get('session_id')}: threshold not initialized yet", ""
     ratio = last / threshold

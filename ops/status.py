@@ -102,11 +102,21 @@ def health_section(runtime: Runtime) -> dict[str, Any]:
 
 
 def pressure_section(snapshot: Mapping[str, Any]) -> dict[str, Any]:
-    """Last prompt tokens against the compaction threshold; ``ratio`` is None before one is set."""
+    """Last prompt tokens against the compaction threshold; ``ratio`` is None before one is set, and
+    while no prompt was measured since the last compaction (the host writes -1 there until the next
+    answer reports its usage; ``measured`` is then False and ``note`` says so)."""
     threshold = snapshot.get("threshold_tokens")
     last = int(snapshot.get("last_prompt_tokens") or 0)
-    ratio = round(last / threshold, 3) if isinstance(threshold, int) and threshold > 0 else None
-    return {"last_prompt_tokens": last, "threshold_tokens": threshold, "ratio": ratio}
+    measured = last >= 0
+    ratio = round(last / threshold, 3) if isinstance(threshold, int) and threshold > 0 and measured else None
+    out: dict[str, Any] = {"last_prompt_tokens": last, "threshold_tokens": threshold, "ratio": ratio,
+                           "measured": measured}
+    if not measured:
+        out["note"] = UNMEASURED
+    return out
+
+
+UNMEASURED = "compacted; no prompt measured since (the next answer reports its size)"
 
 
 def dag_section(runtime: Runtime, session_id: str) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from conftest import ROOT, assistant, make_config, make_engine, user
 from test_command import shippers_finish, store_dump  # noqa: F401  (shippers_finish: autouse)
 
 from hermes_trove import command, tokens
-from hermes_trove.ops import doctor, maintenance
+from hermes_trove.ops import doctor, maintenance, status
 from hermes_trove.runtime import build_runtime
 from hermes_trove.store import SessionKey
 from hermes_trove.version import install_hint
@@ -234,6 +234,17 @@ def test_context_pressure_warns_when_the_hosts_overhead_leaves_the_conversation_
     check = by_check(report)["context_pressure"]
     assert check["status"] == "warn" and "tool schemas take" in check["detail"], check
     assert any(g.startswith("context_pressure:") and "toolsets" in g for g in report["guidance"])
+
+
+def test_pressure_right_after_a_compaction_says_no_prompt_was_measured_not_minus_one(engine):
+    """The host writes -1 into last_prompt_tokens after each compaction until the next answer's usage."""
+    engine.update_from_response({"prompt_tokens": 30000})
+    engine.last_prompt_tokens = -1  # as the host leaves it after a compaction
+    check = by_check(doctor.run_doctor(engine.runtime, engine.snapshot()))["context_pressure"]
+    assert check["status"] == "pass" and "no prompt measured since" in check["detail"], check
+    assert "-1/" not in check["detail"] and "-0%" not in check["detail"]
+    pressure = status.build_status(engine.runtime, engine.snapshot())["context_pressure"]
+    assert pressure["ratio"] is None and pressure["measured"] is False and "compacted" in pressure["note"]
 
 
 def test_without_an_engine_pressure_says_unbound(runtime):

@@ -48,7 +48,8 @@ def test_status_of_a_bound_session_reports_counts_pressure_dag_and_lifecycle(eng
     s = status.build_status(engine.runtime, engine.snapshot())
     assert s["session_id"] == "s1" and s["bound"] is True
     assert s["engine"]["threshold_tokens"] == 44800
-    assert s["context_pressure"] == {"last_prompt_tokens": 22400, "threshold_tokens": 44800, "ratio": 0.5}
+    assert s["context_pressure"] == {"last_prompt_tokens": 22400, "threshold_tokens": 44800, "ratio": 0.5,
+                                     "measured": True}
     assert s["store"]["session"]["messages"] == 3
     assert s["dag"]["nodes"] == 1 and s["dag"]["depths"]["d0"]["source_tokens"] == 12
     assert s["lifecycle"]["recorded"] and s["lifecycle"]["frontier_store_id"] == 0

@@ -21,13 +21,18 @@ STEPS = [
     {"command": "/trove status"},
     {"chat": "command turn 1: the locker number is 5521"},
     {"command": "/trove status"},
+    {"chat": "command turn 2: the gate code is 1187"},
+    {"chat": "command turn 3: the bike lock is 4410"},
+    {"command": "/compress"},
+    {"command": "/trove doctor"},
+    {"command": "/trove status"},
 ]
 
 
 @pytest.fixture(scope="module")
 def with_command(make_home) -> dict[str, Any]:
     home = make_home(context_length=CONTEXT_LENGTH, TROVE_ENABLE_SLASH_COMMAND="1",
-                     TROVE_CONTEXT_THRESHOLD=str(THRESHOLD))
+                     TROVE_CONTEXT_THRESHOLD=str(THRESHOLD), TROVE_FRESH_TAIL_COUNT="2")
     return {"home": home, "result": home.run_driver({"mode": "cli", "steps": STEPS}, "command-on")}
 
 
@@ -78,6 +83,17 @@ def test_after_a_turn_the_status_names_the_bound_session_and_the_threshold(with_
     assert [r[0] for r in stored] == [session_id]
 
 
+def test_right_after_a_compaction_the_pressure_says_not_measured_instead_of_minus_one(with_command):
+    """The host writes -1 into last_prompt_tokens after a compaction, until the next answer reports usage."""
+    steps = with_command["result"]["steps"]
+    compress, doctor_out, status_out = steps[5], steps[6]["output"], steps[7]["output"]
+    assert compress["compression_count"] == 1, compress
+    line = next(x for x in doctor_out.splitlines() if "context_pressure:" in x)
+    assert "no prompt measured since" in line and "-1/" not in line and "-0%" not in line, line
+    pressure = status_out.split("context_pressure:", 1)[1]
+    assert _field(pressure, "measured")[0] == "False" and _field(pressure, "ratio")[0] == "null", pressure[:400]
+
+
 def test_the_command_is_registered_with_the_host_when_enabled(with_command):
     result = with_command["result"]
     assert "trove" in result["plugin_commands"]
@@ -90,7 +106,7 @@ def test_without_the_setting_the_host_knows_no_trove_command(without_command):
     assert result["engine_name"] == "trove"  # the plugin itself did load and serve the turn
     assert result["steps"][1]["reply"].startswith("ack #")
     assert "trove" not in result["plugin_commands"]
-    for step in (result["steps"][0], result["steps"][2]):
+    for step in (result["steps"][0], result["steps"][2], result["steps"][7]):
         assert "Unknown command: /trove status" in step["output"], step["output"][:500]
         assert "trove status:" not in step["output"]
 
