@@ -66,7 +66,9 @@ def build_view(runtime: Runtime, session_id: str, max_nodes: int = MAX_NODES) ->
     """The session's DAG as nested dicts, folded to about ``max_nodes`` drawn nodes."""
     graph = read_graph(runtime.dag, session_id)
     store = runtime.store
-    tail = store.count_after(session_id, store.frontier_store_id(session_id))
+    # An imported session's summaries come with no lifecycle frontier: what they cover is summarised all the same.
+    covered = max(store.frontier_store_id(session_id), runtime.dag.highest_covered_store_id(session_id))
+    tail = store.count_after(session_id, covered)
     return plan_view(graph, session_id, max_nodes, store.stats(session_id)["messages"], tail)
 
 

@@ -14,6 +14,7 @@ from hermes_trove import command
 from hermes_trove.dag import NodeRow
 from hermes_trove.ops import dag_view
 from hermes_trove.runtime import build_runtime
+from hermes_trove.store import SessionKey
 
 BACKENDS = ("sqlite", "postgresql")
 
@@ -91,6 +92,20 @@ def test_a_session_without_summaries_draws_an_honest_empty_picture(tmp_path):
     view = dag_view.build_view(rt, "nobody")
     assert view["nodes"] == 0 and "nothing has been compacted" in dag_view.render_text(view)
     assert command.make_handler(rt)("dag") == "no session has summary nodes yet"
+
+
+def test_summaries_without_a_lifecycle_frontier_are_not_counted_as_unsummarised(tmp_path):
+    """An imported session (lossless-claw with --include-summaries) has leaves but frontier 0."""
+    rt = build_runtime(make_config(tmp_path))
+    key = SessionKey("openclaw-trove:agent:a:s", platform="openclaw")
+    ids = rt.store.append(key, [{"role": "user" if i % 2 == 0 else "assistant", "content": f"imported {i}"}
+                                for i in range(6)])
+    rt.dag.add_leaf(key.session_id, "an imported summary", ids[:4], token_count=3, source_token_count=12,
+                    earliest_at=None, latest_at=None)
+    assert rt.store.frontier_store_id(key.session_id) == 0
+    view = dag_view.build_view(rt, key.session_id)
+    assert view["raw_messages"] == 6 and view["unsummarised_tail"] == 2, view
+    assert "6 raw messages, 2 after the frontier" in dag_view.render_text(view)
 
 
 def node(node_id, depth, session="s1", at=100.0):
