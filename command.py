@@ -335,6 +335,9 @@ def register(ctx: Any, runtime: Runtime) -> None:
 # It never creates a database of its own: a missing --db file is an error, not an empty new store
 # (the home's store is created only to take held transcripts, as `hermes trove` does).
 
+# The subcommands a --session names a session for (doctor clean: the session it keeps out of the list).
+SESSION_WORDS = {("status",), ("dag",), ("dag", "mermaid"), ("rotate",), ("rotate", "apply"), ("doctor", "clean"),
+                 ("doctor", "clean", "apply")}
 CLI_DESCRIPTION = "Operator CLI: status, doctor, backup and rotate for a trove database."
 EXIT_OK, EXIT_PROBLEM, EXIT_USAGE = 0, 1, 2
 
@@ -429,7 +432,12 @@ def execute(args: argparse.Namespace, runtime: Runtime | None = None, out: TextI
         _emit(f"trove: {prog} migrate needs --to TARGET (a postgresql:// URL or a SQLite file path);"
               " --to is only for migrate", sys.stderr)
         return EXIT_USAGE
-    if key == ("help",) or (key and lookup(key) is None):  # usage needs no database
+    found, session = lookup(key or ("status",)), getattr(args, "trove_session", None)
+    if session and not migrating and found is not None and found[0] not in SESSION_WORDS:
+        _emit(f"trove: {prog} {' '.join(found[0])} acts on the whole store and takes no --session;"
+              " --session names the session of status, dag, rotate and doctor clean", sys.stderr)
+        return EXIT_USAGE
+    if key == ("help",) or (key and found is None):  # usage needs no database
         name, result = usage(words)
     else:
         try:

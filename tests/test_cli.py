@@ -202,6 +202,21 @@ def test_hermes_trove_exits_0_1_2_although_the_host_drops_return_values(db, tmp_
     assert not (tmp_path / "missing.db").exists()
 
 
+def test_a_session_given_to_a_whole_store_command_is_a_usage_error_not_ignored(db, tmp_path, capsys):
+    from hermes_trove.config import load_config
+
+    rt = build_runtime(load_config(os.environ))
+    parser = hermes_cli(rt)
+    backups = Path(rt.db.path).parent / "backups"
+    for words in (("doctor",), ("backup",), ("doctor", "repair"), ("embed",)):
+        capsys.readouterr()
+        assert host_exit(parser, *words, "--session", "chat-1") == 2, words
+        err = capsys.readouterr().err
+        assert "takes no --session" in err and "status, dag, rotate and doctor clean" in err, err
+    assert not backups.exists()  # nothing was written
+    assert host_exit(parser, "status", "--session", "chat-1") == 0  # the commands that name a session still take it
+
+
 def test_help_and_read_only_commands_never_create_a_database(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("TROVE_")}
     env["HERMES_HOME"] = str(tmp_path)

@@ -132,6 +132,9 @@ def test_hermes_trove_exit_codes_reach_the_shell(installed):
     assert typo.returncode == 1 and f"no session '{sid[:-1]}x' in this store" in typo.stdout, typo.stdout[-800:]
     assert home.hermes("trove", "dag", "--session", sid[:-1] + "x").returncode == 1
     assert home.hermes("trove", "status", "--session", sid).returncode == 0
+    # a command that acts on the whole store refuses --session rather than ignore it and report "(unbound)"
+    wrong = home.hermes("trove", "doctor", "--session", sid)
+    assert wrong.returncode == 2 and "takes no --session" in wrong.stderr and "(unbound)" not in wrong.stdout, wrong
 
 
 def test_the_terminal_doctor_gives_the_verdict_the_readme_describes(installed):
