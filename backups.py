@@ -88,7 +88,7 @@ def backup_to(runtime: Runtime, dest: Path) -> Backup:
     started = time.perf_counter()
     remove_dead_leftovers(dest.parent, PARTIAL)
     size = backup_file(runtime.db.read(), dest)
-    return Backup(str(dest), size, time.perf_counter() - started)
+    return Backup(str(dest), size, round(time.perf_counter() - started, 3))  # milliseconds are plenty to read
 
 
 def take_backup(runtime: Runtime) -> Backup:

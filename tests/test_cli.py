@@ -95,6 +95,8 @@ def test_rotate_from_the_cli_needs_a_session_and_then_applies(db, tmp_path):
 def test_backup_from_the_cli_lands_under_hermes_home(db, tmp_path):
     code, out = run("backup", "--db", str(db), "--json")
     assert code == 0 and Path(json.loads(out)["path"]).parent == tmp_path / "backups" / "trove"
+    seconds = run("backup", "--db", str(db))[1].split("seconds: ", 1)[1].split()[0]
+    assert len(seconds.partition(".")[2]) <= 3, seconds  # read by people: no 16-digit float
 
 
 def test_a_missing_database_is_an_error_and_is_not_created(tmp_path):
