@@ -372,6 +372,9 @@ def _runtime_for(db: str | None, fallback: Runtime | None = None) -> Runtime:
     if fallback is not None and not db:
         missing = not os.path.exists(fallback.db.path) and probe_path(fallback.db.path) is None
         if fallback.db.kind == "sqlite" and missing:
+            left = doctor.left_outbox(fallback.db.path)  # a server setting removed before its turns shipped
+            if left:
+                raise FileNotFoundError(f"no trove database at {fallback.db.path}; {left[0]}; {left[1]}")
             hint = install.engine_hint(fallback.config.hermes_home)
             raise FileNotFoundError(f"no trove database at {fallback.db.path} yet (trove has not stored anything)"
                                     + (f"; {hint}" if hint else ""))

@@ -21,7 +21,7 @@ from . import leases, pgtext
 from .backend import storage_error
 from .background import PassScheduler
 from .config import OUTBOX_FILE
-from .db import Database
+from .db import Database, open_readonly
 from .rows import IngestResult, SessionKey, SessionRow
 from .store import SESSION_MERGE, MessageStore
 
@@ -61,6 +61,19 @@ class ServerUnreachableError(ConnectionError):
 
 def outbox_path(database_dir: Path) -> Path:
     return database_dir / OUTBOX_FILE
+
+
+def unshipped(path: Path) -> tuple[int, float | None]:
+    """Rows of the outbox file at ``path`` its shipping cursor has not passed, and when the oldest was
+    written; read only, (0, None) with no such file. On a SQLite store: what a PostgreSQL setting since
+    removed left waiting beside it, which no process ships or reads any more."""
+    if not path.is_file():
+        return 0, None
+    with contextlib.closing(open_readonly(path)) as conn:
+        cursor = conn.execute("SELECT value FROM meta WHERE key='outbox_cursor'").fetchone()
+        count, oldest = conn.execute("SELECT COUNT(*), MIN(ingested_at) FROM messages WHERE store_id > ?",
+                                     (int(cursor[0]) if cursor else 0,)).fetchone()
+    return int(count), None if oldest is None else float(oldest)
 
 
 @dataclass

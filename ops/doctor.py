@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import subsystems
@@ -17,6 +18,7 @@ from ..compaction.window import TRIGGER_CEILING
 from ..config import reserve_floor_cap, stranded_store
 from ..dag import SummaryDAG
 from ..db import meta_value
+from ..outbox import outbox_path, unshipped
 from ..payloads import health as payload_health
 from ..payloads.redact import describe_config
 from ..runtime import store_fix, store_reason
@@ -298,7 +300,7 @@ CHECKS: tuple[tuple[str, Callable[[Runtime, sqlite3.Connection, Shared], Check]]
 def _check_outbox(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
     shipper = getattr(runtime.store, "shipper", None)
     if shipper is None:
-        return "pass", "the SQLite file is the store (no outbox)", ""
+        return _check_left_outbox(runtime)
     state = shipper.status()
     if not state["pending"]:
         return "pass", f"outbox {state['outbox']} is empty: the server has every message written here", ""
@@ -312,6 +314,30 @@ def _check_outbox(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Ch
     return "warn", waiting, "they ship in the background after each turn; a steady backlog means the server is slow"
 
 
+def _check_left_outbox(runtime: Runtime) -> Check:
+    """A SQLite store with an outbox beside it: turns written while ``TROVE_DATABASE_URL`` was set, and
+    not shipped before it was removed, are in that file only; nothing reads or ships them now."""
+    found = left_outbox(runtime.db.path)
+    return ("warn", *found) if found else ("pass", "the SQLite file is the store (no outbox waiting)", "")
+
+
+def left_outbox(db_path: str) -> tuple[str, str] | None:
+    """(what waits, what to do) for an outbox beside the SQLite file ``db_path`` holding unshipped turns
+    (or one that would not read); None when there is none. The file need not exist."""
+    path = outbox_path(Path(db_path).parent)
+    try:
+        count, oldest = unshipped(path)
+    except Exception as exc:  # a damaged file: say so, it may still hold turns
+        return (f"outbox {path} beside this store could not be read ({type(exc).__name__}: {exc})",
+                "keep the file: it may hold turns written while TROVE_DATABASE_URL was set")
+    if not count:
+        return None
+    return (f"{count} message(s) written while TROVE_DATABASE_URL was set, the oldest at {iso(oldest)}, were"
+            f" never shipped and wait in {path}; this SQLite store does not hold them",
+            f"keep {path}: set TROVE_DATABASE_URL to that server again and the next turn or `hermes trove status`"
+            " ships them (docs/fleet.md)")
+
+
 # Checks that read SQLite's own structures (pragmas, the file, FTS5's integrity-check): not run on a
 # server. There the schema check reads the catalog, the index check pgtext's side tables, and the
 # payload check the server's payloads table; the outbox check is added.
@@ -323,8 +349,8 @@ def all_checks(runtime: Runtime | None = None) -> tuple[tuple[str, Callable[[Run
     """The core checks, then each subsystem's; on a PostgreSQL store the file checks give way to the outbox's."""
     checks = CHECKS + tuple(check for row in subsystems.SUBSYSTEMS for check in row.checks)
     if runtime is not None and runtime.db.kind != "sqlite":
-        checks = tuple(c for c in checks if c[0] not in SQLITE_ONLY) + (("outbox", _check_outbox),)
-    return checks
+        checks = tuple(c for c in checks if c[0] not in SQLITE_ONLY)
+    return checks + (("outbox", _check_outbox),)
 
 
 def run_doctor(runtime: Runtime | None, snapshot: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -46,7 +46,7 @@ def test_a_sound_database_is_healthy_and_every_check_reports(engine, backend):
     if backend == "sqlite":
         assert checks["journal_mode"]["detail"] == "journal_mode=wal"
         assert "messages_fts: 6/6 indexed" in checks["fts_index_sync"]["detail"]
-        assert "outbox" not in checks
+        assert checks["outbox"]["detail"] == "the SQLite file is the store (no outbox waiting)"
         return
     assert not set(checks) & doctor.SQLITE_ONLY  # no pragma, file size or FTS5 check on a server
     assert "message_search: 6/6 indexed, 0 unindexed" in checks["fts_index_sync"]["detail"]
@@ -245,6 +245,27 @@ def test_pressure_right_after_a_compaction_says_no_prompt_was_measured_not_minus
     assert "-1/" not in check["detail"] and "-0%" not in check["detail"]
     pressure = status.build_status(engine.runtime, engine.snapshot())["context_pressure"]
     assert pressure["ratio"] is None and pressure["measured"] is False and "compacted" in pressure["note"]
+
+
+def test_an_outbox_left_beside_a_sqlite_store_with_unshipped_turns_warns_and_names_the_file(tmp_path, backend):
+    """TROVE_DATABASE_URL was set (turns went to the outbox), then removed before they shipped."""
+    from hermes_trove.outbox import Outbox
+
+    if backend != "sqlite":
+        pytest.skip("a SQLite store's check (a server store's outbox check is the one above)")
+
+    rt = build_runtime(make_config(tmp_path))
+    seed(rt)
+    clean = by_check(doctor.run_doctor(rt))["outbox"]
+    assert clean["status"] == "pass", clean
+    box = Outbox(Path(rt.db.path).parent / "trove-outbox.db")
+    ids = box.store.append(SessionKey("s-pg", platform="cli"), [user("written for the server"), assistant("ok")])
+    report = doctor.run_doctor(rt)
+    check = by_check(report)["outbox"]
+    assert check["status"] == "warn" and "2 message(s)" in check["detail"] and box.path in check["detail"], check
+    assert report["overall"] == "warnings" and any("TROVE_DATABASE_URL" in g for g in report["guidance"])
+    box.advance(max(ids), 0.0)  # shipped after all: nothing waits
+    assert by_check(doctor.run_doctor(rt))["outbox"]["status"] == "pass"
 
 
 def test_without_an_engine_pressure_says_unbound(runtime):

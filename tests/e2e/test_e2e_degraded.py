@@ -149,3 +149,36 @@ def test_turns_of_runs_that_exited_while_the_store_was_unusable_are_stored_later
     home.run_cli(["chat", "-Q", "-q", HELD_TURNS[2], "--resume", session_id])
     rows = query(db_path, sql, (session_id,))
     assert [c for r, c in rows if r == "user"] == HELD_TURNS and len(rows) == 6, rows
+
+
+# 4. A PostgreSQL setting removed before its outbox shipped: the turn waits in trove-outbox.db only.
+UNREACHABLE = "postgresql://trove@127.0.0.1:1/trove"  # nothing listens on port 1: refused at once
+
+
+@pytest.fixture(scope="module")
+def left_outbox(make_home) -> dict[str, Any]:
+    home = make_home(TROVE_DATABASE_URL=UNREACHABLE)
+    turn = home.hermes("chat", "-Q", "-q", "a turn for a server that never answered: the token is 4471")
+    home.env_overrides.pop("TROVE_DATABASE_URL")  # the operator gives up on the server
+    before = home.hermes("trove", "doctor")  # the turn went to the outbox: no trove.db yet
+    later = home.hermes("chat", "-Q", "-q", "a turn on the SQLite store")  # creates trove.db
+    assert later.returncode == 0 and home.db_path.is_file(), later.stderr[-2000:]
+    return {"home": home, "turn": turn, "before": before, "doctor": home.hermes("trove", "doctor")}
+
+
+def test_with_no_store_yet_the_doctor_does_not_say_nothing_was_stored(left_outbox):
+    before = left_outbox["before"]
+    assert before.returncode == 2, before.stdout[-2000:] + before.stderr[-2000:]
+    assert "has not stored anything" not in before.stderr
+    assert "written while TROVE_DATABASE_URL was set" in before.stderr and "trove-outbox.db" in before.stderr
+
+
+def test_a_turn_left_in_the_outbox_after_the_server_setting_goes_is_named_by_the_doctor(left_outbox):
+    home, doctor = left_outbox["home"], left_outbox["doctor"]
+    assert left_outbox["turn"].returncode == 0, left_outbox["turn"].stderr[-2000:]
+    outbox = home.home / "trove-outbox.db"
+    assert query(outbox, "SELECT COUNT(*) FROM messages")[0][0] >= 2  # the turn is there, and only there
+    assert doctor.returncode == 0, doctor.stdout[-2000:] + doctor.stderr[-2000:]  # a warning, not a failure
+    line = next((x for x in doctor.stdout.splitlines() if "outbox:" in x and "[WARN]" in x), "")
+    assert "written while TROVE_DATABASE_URL was set" in line and str(outbox) in line, doctor.stdout[-3000:]
+    assert "set TROVE_DATABASE_URL to that server again" in doctor.stdout
