@@ -412,6 +412,8 @@ def exit_code(result: Mapping[str, Any]) -> int:
     """0 ok, 1 a problem was found or the subcommand failed or refused, 2 usage (see the operator guide)."""
     if result.get("help"):
         return EXIT_USAGE if result.get("error") else EXIT_OK
+    if result.get("status") == "usage":  # a subcommand's own words were wrong (a rollup kind, a date, --limit)
+        return EXIT_USAGE
     failed = result.get("status") in ("error", "refused", "still_unhealthy") or result.get("overall") == "unhealthy"
     # an "error" alone: a report that could not read its part (`embed status` on a damaged store)
     return EXIT_PROBLEM if failed or result.get("error") else EXIT_OK

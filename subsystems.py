@@ -123,7 +123,7 @@ def _rollups_rebuild(r: Request) -> dict[str, Any]:
     apply = bool(words) and words[-1] == "apply"
     words = words[:-1] if apply else words
     if not 1 <= len(words) <= 2 or len(scopes) > 1:
-        return {"status": "error", "error": "usage: rollups rebuild day|week|month|all [DATE] [scope=SCOPE] [apply]"}
+        return {"status": "usage", "error": "usage: rollups rebuild day|week|month|all [DATE] [scope=SCOPE] [apply]"}
     # Inside Hermes the live engine's model (or the plugin's host model) writes the rollups;
     # a bare `python -m hermes_trove` has none, so it only marks them for Hermes to rebuild.
     complete = r.model()
@@ -154,13 +154,13 @@ def _assertions(r: Request) -> dict[str, Any]:
     if action == "drop":
         return extract.drop(r.runtime, apply=apply)
     if action != "rebuild":
-        return {"status": "error", "error": "usage: assertions [status] | rebuild [--apply] [--limit N] [--reset] |"
+        return {"status": "usage", "error": "usage: assertions [status] | rebuild [--apply] [--limit N] [--reset] |"
                                             " drop [--apply]"}
     limit = None
     if "--limit" in words:
         at = words.index("--limit")
         if at + 1 >= len(words) or not words[at + 1].isdigit() or int(words[at + 1]) < 1:
-            return {"status": "error", "error": "--limit needs a positive number of messages"}
+            return {"status": "usage", "error": "--limit needs a positive number of messages"}
         limit = int(words[at + 1])
     progress = None
     if not r.in_host and sys.stderr.isatty():

@@ -254,13 +254,13 @@ def rebuild(runtime: Runtime, complete: Complete | None, kind: str, when: str | 
     now = time.time() if now is None else now
     kinds = list(plan.KINDS) if kind == "all" else [kind]
     if kind not in (*plan.KINDS, "all"):
-        return {"status": "error", "error": f"unknown rollup kind {kind!r}; use day, week, month or all"}
+        return {"status": "usage", "error": f"unknown rollup kind {kind!r}; use day, week, month or all"}
     start = end = None
     if when:
         try:
             period = parse_period(when, now)
         except PeriodError as exc:
-            return {"status": "error", "error": str(exc)}
+            return {"status": "usage", "error": str(exc)}
         start, end = period.start.timestamp(), period.end.timestamp()
     store = RollupStore(runtime.db)
     scope_text = (f"{', '.join(kinds)} rollups" + (f" overlapping {when}" if when else "")

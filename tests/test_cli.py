@@ -219,6 +219,17 @@ def test_a_session_given_to_a_whole_store_command_is_a_usage_error_not_ignored(d
     assert host_exit(parser, "status", "--session", "chat-1") == 0  # the commands that name a session still take it
 
 
+def test_wrong_words_for_a_subsystem_subcommand_exit_2_as_usage(db, capsys):
+    from hermes_trove.config import load_config
+
+    parser = hermes_cli(build_runtime(load_config(os.environ)))
+    for words in (("rollups", "rebuild", "fortnight"), ("rollups", "rebuild", "day", "someday"),
+                  ("rollups", "rebuild"), ("assertions", "frobnicate"), ("assertions", "rebuild", "--limit", "0")):
+        capsys.readouterr()
+        assert host_exit(parser, *words) == 2, (words, capsys.readouterr().out[-500:])
+    assert host_exit(parser, "rollups", "rebuild", "day", "2026-01-01") == 0  # a right one still previews
+
+
 def test_help_and_read_only_commands_never_create_a_database(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("TROVE_")}
     env["HERMES_HOME"] = str(tmp_path)

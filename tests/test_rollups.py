@@ -273,8 +273,10 @@ def test_rebuild_apply_is_refused_with_rollups_off_and_bad_words_answer_usage(tm
     runtime = build_runtime(make_config(tmp_path))
     add_leaf(runtime, 2)
     assert command.run(runtime, ["rollups", "rebuild", "day", "apply"])[1]["status"] == "refused"
-    assert command.run(runtime, ["rollups", "rebuild"])[1]["status"] == "error"
-    assert command.run(runtime, ["rollups", "rebuild", "year", "apply"])[1]["status"] == "error"
+    for words in (["rollups", "rebuild"], ["rollups", "rebuild", "year", "apply"],
+                  ["rollups", "rebuild", "day", "someday"]):
+        result = command.run(runtime, words)[1]
+        assert result["status"] == "usage" and command.exit_code(result) == command.EXIT_USAGE, (words, result)
     assert "accepted forms" in command.run(runtime, ["rollups", "rebuild", "day", "someday"])[1]["error"]
 
 

@@ -237,7 +237,7 @@ def test_the_printed_answer_survives_a_strict_utf8_terminal(worlds, monkeypatch)
     (["--session", "x" * 100_000, "dag"], 1, "x"),
     (["--session", "\ud800", "status"], 1, "'\\ud800' is not usable text"),
     (["--session", "a\x00b", "dag"], 1, "is not usable text"),
-    (["--limit", "-5", "assertions", "rebuild"], 1, "--limit"),
+    (["--limit", "-5", "assertions", "rebuild"], 2, "--limit"),  # usage, as --limit x
     (["--limit", "x", "status"], 2, "--limit"),
     (["--format", "bogus", "dag"], 2, "--format"),
 ])
