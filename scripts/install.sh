@@ -69,5 +69,5 @@ Enable it with the host's commands (they edit $TARGET_HOME/config.yaml):
   hermes$PROFILE_FLAG plugins enable hermes-trove --no-allow-tool-override
   hermes$PROFILE_FLAG config set context.engine trove
 (trove replaces no built-in tool, so it is enabled without that grant and without the question.)
-Then restart Hermes. Check it with: hermes$PROFILE_FLAG trove doctor
+Then restart Hermes. After the first conversation (there is no database before it), check it with: hermes$PROFILE_FLAG trove doctor
 MSG

@@ -78,6 +78,8 @@ def test_install_links_the_checkout_and_the_skill_into_the_default_home(checkout
     assert "hermes plugins enable hermes-trove" in done.stdout
     assert "hermes config set context.engine trove" in done.stdout
     assert "restart" in done.stdout.lower()
+    # the doctor has no database to check until a conversation has stored something
+    assert "After the first conversation" in done.stdout and "trove doctor" in done.stdout
 
 
 def test_install_twice_reports_the_links_and_changes_nothing(checkout, home):
