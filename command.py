@@ -13,10 +13,12 @@ import dataclasses
 import json
 import logging
 import os
+import shlex
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from . import backups, subsystems
@@ -218,7 +220,17 @@ def usage(words: Sequence[str]) -> tuple[str, dict[str, Any]]:
     if len(said) > ECHO_WORDS:
         said = f"{said[:ECHO_WORDS]} ... (+{len(said) - ECHO_WORDS} more chars)"
     unknown = "" if [w.lower() for w in words] == ["help"] else f"unknown subcommand: {said}"
+    if words and words[0].lower() == "import":  # the importer is no subcommand here: say where it is
+        unknown += f" (the OpenClaw importer is a command of its own: {importer_command()} --help; docs/import.md)"
     return "help", {"help": True, "error": unknown} if unknown else {"help": True}
+
+
+def importer_command() -> str:
+    """How to run the OpenClaw importer with this copy: the script beside it (a plugin directory or a
+    checkout, which a host venv cannot import as ``hermes_trove``), else the installed module."""
+    script = Path(__file__).resolve().parent / "scripts" / "import_lossless_claw.py"
+    python = shlex.quote(sys.executable or "python3")
+    return f"{python} {shlex.quote(str(script))}" if script.is_file() else f"{python} -m hermes_trove import"
 
 
 def _failure(words: Sequence[str], exc: Exception) -> tuple[str, dict[str, Any]]:

@@ -230,6 +230,12 @@ def test_wrong_words_for_a_subsystem_subcommand_exit_2_as_usage(db, capsys):
     assert host_exit(parser, "rollups", "rebuild", "day", "2026-01-01") == 0  # a right one still previews
 
 
+def test_import_as_a_subcommand_names_the_importer_script(db, capsys):
+    code, out = run("import", "--db", str(db))
+    assert code == 2 and out.startswith("unknown subcommand: import")
+    assert "scripts/import_lossless_claw.py --help" in out and "docs/import.md" in out, out[:400]
+
+
 def test_help_and_read_only_commands_never_create_a_database(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("TROVE_")}
     env["HERMES_HOME"] = str(tmp_path)

@@ -137,6 +137,18 @@ def test_hermes_trove_exit_codes_reach_the_shell(installed):
     assert wrong.returncode == 2 and "takes no --session" in wrong.stderr and "(unbound)" not in wrong.stdout, wrong
 
 
+def test_hermes_trove_import_names_the_importer_that_runs_from_the_install(installed):
+    """The importer is no `hermes trove` subcommand: the answer names the command that is, and it runs."""
+    home = installed["home"]
+    said = home.hermes("trove", "import")
+    assert said.returncode == 2 and "unknown subcommand: import" in said.stdout, said.stdout[-1500:]
+    script = home.plugin_dir / "scripts" / "import_lossless_claw.py"
+    assert f"{script} --help" in said.stdout.replace(str(script.resolve()), str(script)), said.stdout[:1500]
+    helped = subprocess.run([home.python, str(script), "--help"], env=home.env(), capture_output=True, text=True,
+                            timeout=120, cwd=str(home.root))
+    assert helped.returncode == 0 and "--source-db" in helped.stdout, helped.stderr[-2000:]
+
+
 def test_the_terminal_doctor_gives_the_verdict_the_readme_describes(installed):
     """README, Verify: from the terminal no conversation runs, so the verdict is ``configured``."""
     done = installed["home"].hermes("trove", "doctor", "--json")
