@@ -127,6 +127,22 @@ def engine_hint(hermes_home: str) -> str:
             " run `hermes config set context.engine trove` and restart Hermes")
 
 
+def compression_off(hermes_home: str) -> bool:
+    """True when ``<home>/config.yaml``, as Hermes reads it, sets ``compression.enabled`` off: Hermes then
+    never asks any engine to compact (no automatic trigger, no /compress). False when on, unset or unreadable."""
+    config = host_config(str(Path(hermes_home).expanduser()))
+    if config is None:  # outside Hermes: the file as written
+        try:
+            import yaml
+
+            config = yaml.safe_load((Path(hermes_home).expanduser() / "config.yaml").read_text(encoding="utf-8"))
+        except Exception:
+            return False
+    compression = config.get("compression") if isinstance(config, dict) else None
+    enabled = compression.get("enabled", True) if isinstance(compression, dict) else True
+    return enabled is False or str(enabled).strip().lower() in ("false", "no", "off", "0")
+
+
 def engine_of(config: Any) -> Any:
     """``context.engine`` of a parsed config.yaml, as written (None when absent)."""
     context = config.get("context") if isinstance(config, dict) else None
@@ -170,7 +186,7 @@ def host_section(runtime: Runtime, in_host: bool) -> dict[str, Any]:
         verdict = (f"fallback: context.engine is {configured!r}, so the host uses its built-in compressor;"
                    " run `hermes config set context.engine trove`")
     return {"context_engine_configured": configured, "engine_bound": bound, "in_host": in_host,
-            "verdict": verdict}
+            "verdict": verdict, "compression_enabled": not compression_off(runtime.config.hermes_home)}
 
 
 @functools.lru_cache(maxsize=8)

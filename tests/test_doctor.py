@@ -268,6 +268,21 @@ def test_an_outbox_left_beside_a_sqlite_store_with_unshipped_turns_warns_and_nam
     assert by_check(doctor.run_doctor(rt))["outbox"]["status"] == "pass"
 
 
+def test_hermes_compression_switched_off_is_a_warning_naming_the_command(tmp_path, backend):
+    """compression.enabled: false stops Hermes asking any engine to compact: the doctor must not say healthy."""
+    rt = build_runtime(make_config(tmp_path))
+    seed(rt)
+    (tmp_path / "config.yaml").write_text("context:\n  engine: trove\n", encoding="utf-8")
+    assert by_check(doctor.run_doctor(rt))["plugin_identity"]["status"] == "pass"
+    (tmp_path / "config.yaml").write_text("context:\n  engine: trove\ncompression:\n  enabled: false\n",
+                                          encoding="utf-8")
+    report = doctor.run_doctor(rt)
+    check = by_check(report)["plugin_identity"]
+    assert check["status"] == "warn" and "compression.enabled is off" in check["detail"], check
+    assert any("hermes config set compression.enabled true" in g for g in report["guidance"])
+    assert report["plugin"]["host"]["compression_enabled"] is False
+
+
 def test_without_an_engine_pressure_says_unbound(runtime):
     check = by_check(doctor.run_doctor(runtime))["context_pressure"]
     assert check["status"] == "pass" and check["detail"].startswith("(unbound)")

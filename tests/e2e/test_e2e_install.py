@@ -149,6 +149,18 @@ def test_hermes_trove_import_names_the_importer_that_runs_from_the_install(insta
     assert helped.returncode == 0 and "--source-db" in helped.stdout, helped.stderr[-2000:]
 
 
+def test_the_doctor_warns_when_hermes_compression_is_switched_off(make_home):
+    home = make_home()
+    turn = home.hermes("chat", "-Q", "-q", "a turn before compression is switched off")
+    assert turn.returncode == 0 and home.db_path.is_file(), turn.stderr[-2000:]
+    assert home.hermes("trove", "doctor").returncode == 0
+    assert home.hermes("config", "set", "compression.enabled", "false").returncode == 0
+    doctor = home.hermes("trove", "doctor")
+    assert doctor.returncode == 0, doctor.stdout[-2000:] + doctor.stderr[-2000:]  # a warning
+    assert "compression.enabled is off" in doctor.stdout
+    assert "hermes config set compression.enabled true" in doctor.stdout
+
+
 def test_the_terminal_doctor_gives_the_verdict_the_readme_describes(installed):
     """README, Verify: from the terminal no conversation runs, so the verdict is ``configured``."""
     done = installed["home"].hermes("trove", "doctor", "--json")
