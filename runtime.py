@@ -26,6 +26,7 @@ from .config import TroveConfig, database_path, load_config, names_server, paylo
 from .dag import SummaryDAG
 from .db import Database, UnusableDatabaseError
 from .filters import UNSTORED, SessionFilters, host_side_agent
+from .historymarks import HistoryMarks
 from .ingest import is_synthetic, message_identity, plan_aligned
 from .lastcompaction import LastCompactions
 from .offers import ToolOffers
@@ -138,88 +139,6 @@ class StoreHealth:
 MAX_HELD_SESSIONS = 16
 MAX_HELD_MESSAGES = 5000        # per session
 MAX_HELD_CHARS = 32_000_000     # per session
-
-
-MAX_MARKED = 1024  # (session, what) pairs whose place in the host's list is remembered; the oldest go first
-
-
-@dataclass(frozen=True)
-class Mark:
-    """Where one look through a session's history ended: the list's length and its first and last message
-    then, the index a later look resumes from, and the index of the message that passed the test (or -1)."""
-
-    length: int
-    first: Any
-    last: Any
-    resume: int
-    hit_at: int = -1
-
-
-def is_user(message: Any) -> bool:
-    return isinstance(message, dict) and message.get("role") == "user"
-
-
-class HistoryMarks:
-    """Answers "does any message of this history pass ``test``?" per turn in time that follows the new messages.
-
-    A message that passed last time is tested again at its index: if it (or what now stands there) passes, so
-    does the list, whatever else changed. Otherwise the host hands the per-turn hook the whole list each turn;
-    it grows at its end, and only its newest user messages change in place (the host writes the injected text
-    onto the turn's own, which may be followed by user messages of its own such as a todo snapshot, or joins
-    the next user message onto it). The last look's ``Mark`` is trusted only while the list still holds its
-    first and last message, the very objects, at their places; then the look resumes at the first of the
-    user messages that ended the list it saw. Any other list (a compaction's, one cut back by /undo or /retry,
-    a gateway's reload: new dicts) needs a whole look. Shared by the engine copies; bounded; thread-safe.
-    """
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.marks: dict[tuple[str, str], Mark] = {}
-
-    def known(self, session_id: str, what: str, history: Sequence[Any],
-              test: Callable[[dict[str, Any]], bool]) -> bool | None:
-        """What ``any`` would say, when the last look tells it without a whole one (else None)."""
-        with self.lock:
-            mark = self.marks.get((session_id, what))
-        if mark is None:
-            return None
-        n = len(history)
-        if 0 <= mark.hit_at < n and isinstance(history[mark.hit_at], dict) and test(history[mark.hit_at]):
-            return True
-        if mark.hit_at < 0 and 0 < mark.length <= n and history[0] is mark.first \
-                and history[mark.length - 1] is mark.last:
-            return self.look(session_id, what, history, test, mark.resume)
-        return None
-
-    def any(self, session_id: str, what: str, history: Sequence[Any], test: Callable[[dict[str, Any]], bool]) -> bool:
-        """Whether a dict of ``history`` passes ``test`` (``what`` names the test), as ``any`` would say."""
-        seen = self.known(session_id, what, history, test)
-        return self.look(session_id, what, history, test, 0) if seen is None else seen
-
-    def look(self, session_id: str, what: str, history: Sequence[Any], test: Callable[[dict[str, Any]], bool],
-             start: int) -> bool:
-        """Look from ``start`` on (the messages before it known to fail) and remember where the look ended."""
-        n = len(history)
-        found = next((i for i in range(start, n) if isinstance(history[i], dict) and test(history[i])), -1)
-        resume = next((i for i in range(n - 1, start - 1, -1) if is_user(history[i])), start)
-        while resume > start and is_user(history[resume - 1]):  # the host may append its own user messages
-            resume -= 1  # (a todo snapshot) after the turn's, which it writes onto later: resume at the first
-        if n:
-            self.keep(session_id, what, Mark(n, history[0], history[-1], resume, found))
-        return found >= 0
-
-    def forget(self, session_id: str) -> None:
-        """Let go of a session's marks (and the messages they hold): it ended."""
-        with self.lock:
-            for key in [k for k in self.marks if k[0] == session_id]:
-                del self.marks[key]
-
-    def keep(self, session_id: str, what: str, mark: Mark) -> None:
-        with self.lock:
-            self.marks.pop((session_id, what), None)
-            self.marks[(session_id, what)] = mark  # newest last
-            while len(self.marks) > MAX_MARKED:
-                self.marks.pop(next(iter(self.marks)), None)
 
 
 @dataclass

@@ -215,3 +215,48 @@ def test_an_ended_session_leaves_no_message_held_by_the_marks(tmp_path):
     assert any(key[0] == SESSION for key in runtime.marks.marks)
     engine.on_session_end(SESSION, messages)
     assert [key for key in runtime.marks.marks if key[0] == SESSION] == []
+
+
+def held_by_marks(marks: HistoryMarks) -> int:
+    """Characters of the distinct messages the marks keep alive."""
+    held = {id(m): m for mark in marks.marks.values() for m in (mark.first, mark.last) if isinstance(m, dict)}
+    return sum(len(m.get("content") or "") + len(m.get("api_content") or "") for m in held.values())
+
+
+def test_sessions_that_never_end_keep_a_bounded_amount_of_text_alive(tmp_path):
+    """A gateway whose chats paste large texts and never end (a crash, an evicted agent): the hook's marks
+    hold on to at most their character budget (and the newest session's mark), not every session's paste."""
+    from hermes_trove.historymarks import MAX_MARKED_CHARS
+
+    runtime = build_runtime(make_config(tmp_path))
+    hooks = make_hooks(runtime)
+    paste = 200_000
+    sessions = MAX_MARKED_CHARS // paste * 2  # twice what the budget holds, far under the count limit
+    for i in range(sessions):
+        make_engine(runtime, session=f"s{i}", platform="telegram")
+        history = [user(f"session {i} pastes: " + "x" * paste)]
+        hooks["pre_llm_call"](session_id=f"s{i}", conversation_history=history, platform="telegram",
+                              user_message=history[0]["content"])
+    assert held_by_marks(runtime.marks) <= MAX_MARKED_CHARS + 2 * paste
+    assert any(key[0] == f"s{sessions - 1}" for key in runtime.marks.marks)  # the live session's look resumes
+
+
+def test_a_mark_that_found_its_message_holds_no_message():
+    marks = HistoryMarks()
+    history = [user("a" * 1000), assistant("needle"), user("b" * 1000)]
+    assert marks.any("s", "t", history, lambda m: m["content"] == "needle") is True
+    assert held_by_marks(marks) == 0
+    assert marks.any("s", "t", [*history, assistant("c")], lambda m: m["content"] == "needle") is True
+
+
+def test_marks_past_their_budget_go_oldest_first_and_are_looked_through_again():
+    marks = HistoryMarks(chars=2500)
+    lists = {s: [user(s * 1000)] for s in "abc"}
+    for s, history in lists.items():
+        assert marks.any(s, "t", history, lambda m: False) is False
+    assert [k[0] for k in marks.marks] == ["b", "c"] and marks.chars <= 2500
+    looked = []
+    assert marks.any("a", "t", lists["a"], lambda m: looked.append(m) or False) is False
+    assert looked == lists["a"]  # its mark went: a whole look, with the same answer
+    marks.forget("a")
+    assert marks.chars == sum(mark.chars for mark in marks.marks.values())
