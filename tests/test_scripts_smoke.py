@@ -323,6 +323,18 @@ def test_bench_hooks_times_both_hooks_at_each_list_length(tmp_path):
     assert list((tmp_path / "tmp").iterdir()) == []  # no run's temporary store left behind
 
 
+def test_bench_soak_samples_a_gateway_and_a_long_session(tmp_path):
+    out = run_script("bench_soak.py", "--sessions", "40", "--turns", "2", "--chats", "8", "--long-turns", "40",
+                     "--every", "20", tmp_path=tmp_path)
+    for section in ("gateway: 40 sessions", "one long session: 40 turns"):
+        report = out.split(f"-- {section}")[1]
+        assert re.search(r"db_conns\s+\d+ -> [1-9]", report), out  # the store was open
+        assert "structures whose size changed" in report
+    sample = re.search(r"^\s+40\s+80\s+[\d.]+\s+\d+\s+\d+\s+\d+\s+(\d+)\s+64000\s+(\d+)", out, re.M)
+    assert sample and 0 < int(sample.group(1)) < 64000 and int(sample.group(2)) > 0, out  # max prompt, bound
+    assert not list((tmp_path / "tmp").glob("trove-bench-soak-*"))  # no run's temporary home left behind
+
+
 def test_bench_contention_reports_each_writer_count(tmp_path):
     out = run_script("bench_contention.py", "--writers", "1", "2", "--turns", "12", tmp_path=tmp_path)
     assert figure(r"writers= 1 turns=\s*(\d+)", out) == 12

@@ -12,7 +12,9 @@ command table. The gateway's session ids live in a state file, so a second run i
 Steps: ``{"chat": NAME, "text": ...}``, ``{"chat": NAME, "command": "/new" | "/compress [focus | here N]"
 | "hygiene" | "/trove ..."}``, ``{"chat": NAME, "seed": PAIRS, "size": CHARS}`` (a transcript
 written to state.db before trove ever saw the chat), ``{"chat": NAME, "toolsets": [...]}`` (the chat's next
-agent is built anew with those toolsets, as after ``/tools``), ``{"parallel": [steps]}`` (one thread
+agent is built anew with those toolsets, as after ``/tools``), ``{"evict": NAME}`` (its cached agent is
+dropped with no cleanup), ``{"probe": true}`` (descriptors, threads and the trove runtime's per-session
+structures, counted), ``{"parallel": [steps]}`` (one thread
 each), ``{"seq": [steps]}``, ``{"wait_delegations": SECONDS}`` (until the background
 ``delegate_task`` children have finished), ``{"lock_store": PATH}`` (a second connection holds that
 SQLite file's write lock) and ``{"unlock_store": SECONDS}`` (it commits; then up to SECONDS for trove's
@@ -250,6 +252,10 @@ class Gateway:
             for t in [t for t in threading.enumerate() if t.name == "trove-finalize"]:
                 t.join(float(step["unlock_store"]))
             return {"step": step}
+        if "probe" in step:  # what the process holds now: descriptors, threads, trove's shared structures
+            return {"step": step, "probe": probe()}
+        if "evict" in step:  # the gateway drops a chat's cached agent with no cleanup (an idle eviction)
+            return {"step": step, "evicted": self.agents.pop(step["evict"], None) is not None}
         if "wait_delegations" in step:  # until the background delegate_task children have finished
             from tools.async_delegation import active_count
 
@@ -298,6 +304,26 @@ class Gateway:
         if command.startswith("/trove"):
             return self.trove(name, command[len("/trove"):].strip())
         raise ValueError(f"unknown step {step}")
+
+
+def probe() -> dict[str, Any]:
+    """Open descriptors (and those on a trove.db file), live threads, and the sizes of what the trove
+    runtime shared by every engine copy keeps per session."""
+    import gc
+
+    from hermes_cli.plugins import get_plugin_context_engine
+
+    gc.collect()
+    links = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            links.append(os.readlink(f"/proc/self/fd/{fd}"))
+    runtime = get_plugin_context_engine().runtime
+    return {"fds": len(links), "db_fds": sum(link.endswith("trove.db") for link in links),
+            "threads": sorted(t.name for t in threading.enumerate()),
+            "bound": len(runtime.bound_sessions), "offers": len(runtime.tool_offers.said),
+            "marks": len(runtime.marks.marks), "marks_chars": runtime.marks.chars,
+            "compactions": len(runtime.compactions)}
 
 
 def main(argv: list[str]) -> int:
