@@ -13,6 +13,7 @@ temporary ``HERMES_HOME``, with an instant fake summarizer and no network. Then,
   ``/new`` switches (end, reset, bind), and sessions that simply stop (a crash, an evicted agent:
   no end call at all). ``--copy-per-turn`` builds a fresh copy for every turn, as a gateway that
   rebuilds its agent does.
+  ``--paste-chars`` opens each session with a pasted document of that many characters.
 * one long session of ``--long-turns`` turns on one copy, compacting whenever the engine says so.
 
 Every ``--every`` sessions (or turns) it prints the process's RSS, threads, open file descriptors
@@ -237,9 +238,11 @@ class Chat:
         engine.on_session_start(self.session_id, boundary_reason="compression", old_session_id=self.session_id,
                                 platform=PLATFORM, conversation_id=self.chat)
 
-    def turn(self, t: int, trove_tool: bool, big: int) -> None:
+    def turn(self, t: int, trove_tool: bool, big: int, paste: int = 0) -> None:
         engine = self.engine
         user = {"role": "user", "content": f"turn {t} of {self.session_id}: check invoice {t * 7} on shard {t % 97}"}
+        if paste and not self.messages:  # a session that opens with a pasted document
+            user["content"] += "\n" + (f"{self.session_id} pasted line {t}. " * (paste // 40 + 1))[:paste]
         self.add(user)
         self.check(engine)  # preflight
         context = self.ctx.fire("pre_llm_call", session_id=self.session_id, task_id="", turn_id=str(t),
@@ -295,7 +298,7 @@ def gateway(ctx: Ctx, runtime: Any, args: argparse.Namespace) -> dict[str, Any]:
         for t in range(args.turns):
             if args.copy_per_turn and t:
                 chat.engine = chat.new_copy()
-            chat.turn(t, trove_tool=(s + t) % 3 == 0, big=args.tool_chars)
+            chat.turn(t, trove_tool=(s + t) % 3 == 0, big=args.tool_chars, paste=args.paste_chars)
             turns += 1
         if s % 10 == 0:  # /compress in the chat's own agent
             chat.check(chat.engine, force=True, focus="keep the invoices")
@@ -341,6 +344,7 @@ def main() -> int:
     ap.add_argument("--long-turns", type=int, default=20000)
     ap.add_argument("--every", type=int, default=500, help="sample every this many sessions (long session: turns)")
     ap.add_argument("--tool-chars", type=int, default=6000, help="characters of each shell tool result")
+    ap.add_argument("--paste-chars", type=int, default=0, help="each gateway session opens with a paste this long")
     ap.add_argument("--copy-per-turn", action="store_true", help="a fresh engine copy for every turn")
     ap.add_argument("--json", action="store_true", help="print the first and last samples as JSON at the end")
     args = ap.parse_args()
