@@ -117,3 +117,27 @@ def test_the_count_comes_from_this_process(tmp_path: Path):
     with open(tmp_path / "f", "w"):
         assert open_fds() == before + 1
     assert open_fds() == before
+
+
+def test_deep_copies_serving_sessions_that_never_end_hold_no_descriptor_or_thread(tmp_path, gc_off):
+    """A gateway deep-copies the engine for every agent, and many agents go without an end call (a crash,
+    an eviction): copies bound to sessions, each storing a turn on a thread of its own, add nothing to
+    hold open, and the runtime they share keeps no more than its bounds."""
+    import copy
+
+    from hermes_trove.runtime import MAX_BOUND
+
+    runtime = build_runtime(make_config(tmp_path))
+    registered = TroveEngine(runtime)
+    threads = threading.active_count()
+
+    def step(i: int) -> None:
+        clone = copy.deepcopy(registered)
+        clone.update_model("fake-model", 128000)
+        clone.on_session_start(f"gw{i}", platform="telegram", conversation_id=f"chat{i % 7}")
+        run_in_thread(lambda: clone.ingest([user(f"turn of gw{i}"), assistant("done")]))
+
+    assert growth(step) <= SLACK
+    assert threading.active_count() == threads
+    assert len(runtime.bound_sessions) == ROUNDS + 1 <= MAX_BOUND
+    assert runtime.store.count("gw7") == 2
