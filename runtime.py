@@ -64,6 +64,8 @@ def store_reason(exc: BaseException) -> str | None:
 
 # The words (lower case) of a reason, any one of which names the fix; the first match wins, the last row always.
 SERVER_FIXES = (  # a URL that reaches the server but cannot be used
+    (("newer hermes-trove",), "a newer hermes-trove migrated the server's schema: upgrade hermes-trove on this"
+     " machine and restart Hermes, or point TROVE_DATABASE_URL at another database or schema"),
     (("permission denied",), "the user may not create trove's tables there: give it a schema (CREATE SCHEMA <name>"
      " AUTHORIZATION <user>) and name it first in the URL: options=-csearch_path%3D<name>,public"),
     (("authentication failed",), "the server refused the password: correct it in TROVE_DATABASE_URL (or ~/.pgpass)"),
@@ -81,7 +83,7 @@ FILE_FIXES = (  # {path}: the store's file, {folder}: its directory
     (("full",), "free space on the disk holding {folder}, or set TROVE_DATABASE_PATH to a file on another disk"),
     (("readonly", "read-only", "not writable", "permission", "unable to open"), "make {folder} and {path} writable"
      " for the user Hermes runs as, or set TROVE_DATABASE_PATH to a writable file"),
-    (("newer hermes-trove",), "upgrade hermes-trove, or set TROVE_DATABASE_PATH to another file"),
+    (("newer hermes-trove",), "upgrade hermes-trove and restart Hermes, or set TROVE_DATABASE_PATH to another file"),
     (("is a directory",), "{path} is a directory: move it away, or set TROVE_DATABASE_PATH to a file path"),
     (("not a sqlite database", "not a database", "malformed"), "move {path} aside and restore a backup (`hermes"
      " trove backup` writes them), or let trove start a new file there"),

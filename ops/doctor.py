@@ -46,12 +46,17 @@ WAL_WARN_BYTES = 256 * 1024 * 1024
 Shared = dict[str, Any]  # facts one check leaves for a later one (structure, snapshot, payload report)
 
 
+def retry_note(fix: str) -> str:
+    """``fix`` with what happens meanwhile: trove retries by itself, unless the fix is a new build."""
+    return fix if "restart Hermes" in fix else fix + "; trove retries by itself and resumes (no restart needed)"
+
+
 def _check_store(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
     """Does the store take writes? A live engine's verdict, else the file system's."""
     health = ctx.get("health") or health_section(runtime)
     if health["usable"]:
         return "pass", f"store usable: {runtime.db.path}", ""
-    return "fail", health["state"], health["fix"] + "; trove retries by itself and resumes (no restart needed)"
+    return "fail", health["state"], retry_note(health["fix"])
 
 
 def _check_integrity(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:
@@ -400,7 +405,7 @@ def _unopenable(runtime: Runtime, exc: Exception, health: dict[str, Any] | None 
     state = health["state"] if not health["usable"] else f"unusable: {store_reason(exc) or exc}"
     checks = [{"check": "database_open", "status": "fail", "detail": f"{type(exc).__name__}: {exc}"},
               {"check": "store_usable", "status": "fail", "detail": state}]
-    guidance = [f"database_open: {fix}; trove retries by itself and resumes (no restart needed)"]
+    guidance = [f"database_open: {retry_note(fix)}"]
     if runtime.db.kind != "sqlite":
         status, detail, advice = _check_outbox(runtime, None, {})  # type: ignore[arg-type]
         checks.append({"check": "outbox", "status": status, "detail": detail})

@@ -1,9 +1,11 @@
 """``run_doctor``: every check on real databases, healthy and damaged, and that it never writes."""
 from __future__ import annotations
 
+import sqlite3
 import sys
 from pathlib import Path
 
+import psycopg
 import pytest
 from conftest import ROOT, assistant, make_config, make_engine, user
 from test_command import shippers_finish, store_dump  # noqa: F401  (shippers_finish: autouse)
@@ -379,3 +381,22 @@ def test_a_new_process_asks_a_stalled_server_once(tmp_path, backend):
     report = doctor.run_doctor(build_runtime(make_config(tmp_path, database_url=url)))
     assert report["overall"] == "unhealthy" and "timeout" in by_check(report)["store_usable"]["detail"]
     assert len(accepted) == 1  # one bounded probe: no ship, read or second probe waits on it too
+
+
+def test_a_store_a_newer_build_migrated_is_fixed_by_an_upgrade_and_a_restart_not_by_waiting(tmp_path, backend):
+    config = make_config(tmp_path)
+    first = build_runtime(config)
+    first.store.ingest(SessionKey("s1"), [user("kept"), assistant("ok")])
+    if backend == "sqlite":
+        first.db.close()  # as a new process would, the next runtime opens (and checks) the file anew
+        with sqlite3.connect(config.database_path) as conn:
+            conn.execute("INSERT INTO schema_migrations(name, applied_at) VALUES ('9999_from_the_future', 0)")
+    else:
+        first.store.settle()  # the schema is made as the outbox ships
+        with psycopg.connect(config.database_url, autocommit=True) as conn:
+            conn.execute("INSERT INTO schema_migrations(name, applied_at) VALUES ('pg9999_from_the_future', 0)")
+    report = doctor.run_doctor(build_runtime(config))
+    assert report["overall"] == "unhealthy"
+    advice = report["guidance"][0]
+    assert "upgrade hermes-trove" in advice and "restart Hermes" in advice, advice
+    assert "no restart needed" not in advice and "pg_hba.conf" not in advice, advice
