@@ -65,10 +65,12 @@ def runtime_section(runtime: Runtime, offline: str = "") -> dict[str, Any]:
                                "backend": runtime.db.kind, "token_counter": tokens.backend()}
     section["payload_store"] = payload_home(runtime)  # sidecar files, or a server store's payloads table
     shipper = getattr(runtime.store, "shipper", None)
+    if shipper is None:
+        section.update(database_bytes=file_size(path), wal_bytes=file_size(path + "-wal"))
+    elif not offline:  # what waits ships first (as before the totals), so the outbox figures are after it
+        queries.settled(runtime)
     if shipper is not None:
         section["outbox"] = shipper.status()
-    else:
-        section.update(database_bytes=file_size(path), wal_bytes=file_size(path + "-wal"))
     try:
         if offline:
             raise ConnectionError(offline)

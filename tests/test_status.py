@@ -172,6 +172,17 @@ def test_a_server_store_reports_its_backend_and_outbox_instead_of_file_sizes(run
         assert "pg0005_payloads" in section["schema_migrations"]
 
 
+def test_the_outbox_figures_are_those_after_the_status_shipped_what_waited(tmp_path, backend):
+    if backend == "sqlite":
+        pytest.skip("about a PostgreSQL store's outbox")
+    rt = build_runtime(make_config(tmp_path))
+    rt.store.outbox.store.ingest(SessionKey("s1"), [user("written while the URL was wrong"), assistant("ok")])
+    s = status.build_status(rt)  # as `hermes trove status` after the URL was corrected: it ships them
+    assert s["store"]["total_messages"] == 2
+    outbox = s["runtime"]["outbox"]
+    assert outbox["pending"] == 0 and outbox["oldest_pending_at"] is None and outbox["shipped_this_process"] == 2
+
+
 def test_an_unreachable_server_makes_status_unhealthy_with_the_reason_and_fix(tmp_path, backend):
     if backend == "sqlite":
         pytest.skip("about a PostgreSQL server; the SQLite file's failures are tested above")
