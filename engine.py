@@ -526,10 +526,11 @@ class TroveEngine(ContextEngine):
 
     def _compress_delegated(self, why: str, messages: list[dict[str, Any]], current_tokens: int | None,
                             focus_topic: str | None, force: bool, memory_context: str) -> list[dict[str, Any]]:
-        """The host's compressor bounds the prompt. An ignored/stateless session stores nothing; an
-        active one whose store is unusable has its transcript held for the store first."""
+        """The host's compressor bounds the prompt. An ignored/stateless session stores nothing; an active
+        one whose store is unusable has its transcript held for the store first (an outbox takes it at once)."""
         if not self._bypassed() and not self.runtime.health.usable and self.state.key is not None:
-            self._hold(self.state.key, messages)
+            with self._storing("keeping what the built-in compressor drops"):  # an outbox takes it with no network
+                (self._ingest if self.runtime.store.local_writes else self._hold)(self.state.key, messages)
         native = self._native_compressor()
         if native is not None:
             copy_attrs(self, native, _TO_NATIVE)

@@ -302,6 +302,35 @@ def test_a_server_gone_but_not_yet_known_down_leaves_only_the_summary_out(config
     assert not [r for r in caplog.records if r.exc_info and r.name == "hermes_trove.hooks"]
 
 
+def test_what_the_built_in_compressor_drops_while_the_server_is_away_is_in_the_outbox_at_once(config,
+                                                                                              pg_database_url):
+    """A compaction handed to the host's compressor during an outage (the store known unusable, so trove
+    does not even try) drops the middle of the transcript: what no post-turn hook stored yet goes to the
+    outbox then, not only to memory, so the next process ships it even when this one exits before a retry."""
+    def long_turns(n: int, tag: str) -> list[dict]:
+        return [m for i in range(n) for m in (user(f"{tag} question {i} " + "word " * 150),
+                                              assistant(f"{tag} answer {i} " + "text " * 150))]
+    proxy = PgProxy(pg_database_url).start()
+    runtime = build_runtime(dataclasses.replace(config, database_url=proxy.url))
+    engine = make_engine(runtime, context_length=8000)
+    proxy.down()
+    history = long_turns(8, "early")
+    engine.ingest(history)  # the earlier turns, as the post-turn hook stored them
+    history = engine.compress(history, current_tokens=7900, force=True)  # needs the server: delegated
+    assert engine.state.last_status == "delegated" and not runtime.health.usable
+    mid = long_turns(4, "mid")  # a long turn's messages, not stored yet when it compacts
+    out = engine.compress(history + mid + long_turns(6, "late"), current_tokens=7900, force=True)
+    assert engine.state.last_status == "delegated"  # in the backoff: handed over at once
+    assert not [m for m in out if m in mid]  # the host's compressor dropped them
+    proxy.up()
+    later = build_runtime(dataclasses.replace(config, database_url=proxy.url))  # the next process
+    later.store.settle()
+    stored = [r[0] for r in server_rows(pg_database_url, "SELECT content FROM messages ORDER BY store_id")]
+    texts = [m["content"] for m in mid]
+    assert [c for c in stored if c in texts] == texts  # each once, in the order the turn made them
+    proxy.down()
+
+
 def test_tools_answer_from_the_outbox_and_say_so_while_the_server_is_down(config, pg_database_url):
     proxy = PgProxy(pg_database_url).start()
     runtime = build_runtime(dataclasses.replace(config, database_url=proxy.url))
