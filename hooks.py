@@ -73,6 +73,9 @@ def summary_context(runtime: Runtime, session_id: str, history: list[Any], tools
             raise failure
         log.warning("trove: no summary context for session %s this turn: the store did not answer (%s)",
                     session_id, str(failure).splitlines()[0][:200] if str(failure) else type(failure).__name__)
+        shipper = getattr(runtime.store, "shipper", None)
+        if shipper is not None:  # a server known down now: the next turns read nothing from it while it is
+            shipper.failed(failure)
         return ""
     if not frontier:
         return ""

@@ -424,6 +424,36 @@ def test_a_server_that_stops_answering_holds_no_turn_and_loses_nothing(config, p
     proxy.down()
 
 
+def test_a_summary_read_the_server_stopped_answering_makes_it_known_down_so_later_turns_do_not_wait(
+        config, pg_database_url, monkeypatch, caplog):
+    """The hook before each answer reads the session's summaries from the server. One that a stalled server
+    fails (after the watchdog) makes the server known down: the next turns read nothing from it, rather
+    than each waiting out a new connection's timeout while the outage lasts."""
+    from hermes_trove import pgdb
+
+    monkeypatch.setattr(pgdb, "STALL_S", 3.0)  # the server's 60 s statement timeout plus 5 s, shortened
+    proxy = PgProxy(pg_database_url).start()
+    runtime = build_runtime(dataclasses.replace(config, database_url=proxy.url))
+    engine = make_engine(runtime)
+    hooks = make_hooks(runtime)
+    history = turns(2)
+    hooks["post_llm_call"](session_id=engine.session_id, conversation_history=list(history), platform="cli")
+    runtime.store.settle()  # shipped: no shipment of its own would find the outage
+    proxy.stalled = True
+    with caplog.at_level("WARNING", logger="hermes_trove"):
+        for i in range(3):
+            history += [user(f"question {i} while the server hangs")]
+            injected = hooks["pre_llm_call"](session_id=engine.session_id, conversation_history=list(history),
+                                             user_message=f"question {i}", platform="cli")
+            assert injected and "trove_recall" in injected["context"], injected  # the policy still goes
+            history += [assistant(f"answer {i}")]
+    failed_reads = [r for r in caplog.records if "no summary context" in r.getMessage()]
+    assert len(failed_reads) == 1, [r.getMessage() for r in failed_reads]  # the first turn's; none after
+    assert runtime.store.shipper.state.down_recently()
+    proxy.stalled = False
+    proxy.down()
+
+
 def test_a_read_the_server_stops_answering_fails_and_the_next_one_reconnects(config, pg_database_url, monkeypatch):
     from hermes_trove import pgdb
 
