@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from .. import pgtext
-from ..backend import on_server
+from ..backend import on_server, storage_error
 from ..backups import backup_dir
 from ..config import OUTBOX_FILE, database_path, names_server, payload_dir, redact_url
 from ..db import Database, optional_schema
@@ -298,11 +298,13 @@ class _Run:
     identity: str
     progress: Progress | None
     budget: int | None  # rows this run may still read (tests stop a run early with it)
+    side: str = "the source cannot be read"  # what a storage error now says failed
 
 
 def copy_table(run: _Run, table: Table) -> dict[str, Any]:
     """Copy one table in chunks; returns its line of the report."""
     src, t0 = run.source, time.monotonic()
+    run.side = "the target cannot be written"
     tconn = run.target.connect()
     present = set(_columns(src, table.name))
     columns = [c for c in _columns(tconn, table.name) if c in present]
@@ -320,6 +322,7 @@ def copy_table(run: _Run, table: Table) -> dict[str, Any]:
         limit = CHUNK_ROWS if run.budget is None else min(CHUNK_ROWS, run.budget)
         where, args = _after(table.key, cursor)
         reads = [f"trove_text({c})" if (table.name, c) == ("messages", "content") else c for c in columns]
+        run.side = "the source cannot be read"
         rows = [tuple(r) for r in src.execute(
             f"SELECT {', '.join(reads)} FROM {table.name}{where} ORDER BY {order} LIMIT ?", (*args, limit))]
         if not rows:
@@ -329,6 +332,7 @@ def copy_table(run: _Run, table: Table) -> dict[str, Any]:
             rows = [r for r in rows if _meta_copied(str(r[0]))]
         if table.mode == "sync":
             keys_seen.update(tuple(r[columns.index(k)] for k in table.key) for r in rows)
+        run.side = "the target cannot be written"
         with run.target.transaction() as conn:
             new = _insert(conn, table, columns, _stored(conn, table.name, columns, rows)) if rows else []
             _index(conn, table.name, columns, rows, {k[0] for k in new})
@@ -448,13 +452,17 @@ def migrate(runtime: Runtime, to: str, *, progress: Progress | None = None,
             try:
                 with exact_text(source):  # a copy holds the stored bytes, never U+FFFD in their place
                     tables[table.name] = copy_table(run, table)
-            except sqlite3.OperationalError as exc:
-                if "decode" not in str(exc):
+            except Exception as exc:
+                if isinstance(exc, sqlite3.OperationalError) and "decode" in str(exc):
+                    return {"status": "error", "error": f"the source's {table.name} table holds text whose bytes"
+                            f" are no UTF-8 ({exc}); a copy never replaces stored bytes, so it stopped there (the"
+                            " tables and rows before it were copied, the source is unchanged; the doctor's"
+                            " damaged_rows names the rows)", **report}
+                if not storage_error(exc):
                     raise
-                return {"status": "error", "error": f"the source's {table.name} table holds text whose bytes are no"
-                        f" UTF-8 ({exc}); a copy never replaces stored bytes, so it stopped there (the tables and"
-                        " rows before it were copied, the source is unchanged; the doctor's damaged_rows names"
-                        " the rows)", **report}
+                return {"status": "error", "error": f"{run.side}: {type(exc).__name__}: {exc}".strip() + f"; the"
+                        f" copy stopped in the {table.name} table, keeping every chunk it wrote: run the same"
+                        " command again to continue where it stopped", **report}
         stopped = run.budget is not None and run.budget <= 0
         sequences = _move_sequences(target) if not stopped else {}
         if isinstance(target, PgDatabase) and not stopped:  # ranking statistics over the copied rows, once

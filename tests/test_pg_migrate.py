@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import make_config, make_engine
+from pg_proxy import PgProxy
 from simulate import HostLoop, build_conversation
 
 from hermes_trove import command
@@ -141,6 +142,25 @@ def test_a_stopped_run_continues_where_it_stopped(source, tmp_path, pg_database_
     assert rest["tables"]["messages"]["copied"] + stopped["tables"]["messages"]["copied"] == \
         rest["tables"]["messages"]["total"]
     assert_same_store(source, on_pg(tmp_path, pg_database_url))
+
+
+def test_a_server_lost_mid_copy_names_the_target_and_the_next_run_completes_it(source, tmp_path, pg_database_url):
+    proxy = PgProxy(pg_database_url).start()
+
+    def drop_after_first_chunk(table: str, done: int, total: int, seconds: float) -> None:
+        if table == "messages" and 0 < done < total:
+            proxy.down()  # the server goes away between two chunks of the copy
+
+    cut = migrate(source, proxy.url, progress=drop_after_first_chunk)
+    assert cut["status"] == "error", cut
+    assert cut["error"].startswith("the target cannot be written: OperationalError"), cut["error"]
+    assert "stopped in the messages table" in cut["error"] and "run the same command again" in cut["error"]
+    proxy.up()
+    rest = migrate(source, proxy.url)
+    assert rest["status"] == "ok", rest
+    assert 0 < rest["tables"]["messages"]["already"] < rest["tables"]["messages"]["total"]  # it continued
+    assert_same_store(source, on_pg(tmp_path, pg_database_url))
+    proxy.down()
 
 
 def test_copy_back_to_a_new_sqlite_file_equals_the_original(source, tmp_path, pg_database_url):
