@@ -108,8 +108,10 @@ class FileBackupUnavailable(RuntimeError):
 
     def __init__(self, runtime: Runtime):
         self.command = pg_dump_command(runtime)
-        super().__init__(f"a PostgreSQL store cannot be backed up to a file by trove: back it up with `{self.command}`"
-                         " (the password shows as ***: pass it through PGPASSWORD or ~/.pgpass)")
+        folder = backup_dir(runtime.config)  # pg_dump makes no folder: the line makes it when it is missing
+        first = "" if folder.is_dir() else f"mkdir -p {shlex.quote(str(folder))} && "
+        super().__init__(f"a PostgreSQL store cannot be backed up to a file by trove: back it up with `{first}"
+                         f"{self.command}` (the password is left out: pg_dump reads it from PGPASSWORD or ~/.pgpass)")
 
     def refusal(self) -> dict[str, Any]:
         """The answer of an apply refused for want of a backup: what to run, then how to go on."""
@@ -119,14 +121,25 @@ class FileBackupUnavailable(RuntimeError):
 
 
 def pg_dump_command(runtime: Runtime) -> str:
-    """The ``pg_dump`` line that backs up the store's schema into ``backup_dir``, its URL redacted."""
-    shown = runtime.db.path  # PgDatabase.path: the URL with its password as ***
+    """The ``pg_dump`` line that backs up the store's schema into ``backup_dir``, its URL without a password."""
+    shown = without_password(runtime.db.path)  # PgDatabase.path: the URL with its password as ***
     stamp = time.strftime("%Y%m%d_%H%M%S", time.localtime())
     dest = backup_dir(runtime.config) / f"trove-{stamp}.dump"
     found = re.search(r"search_path\s*=\s*([^\s,&']+)", unquote(shown))
     name = found.group(1) if found else _current_schema(runtime)  # else set by a service file, PGOPTIONS, the role
     schema = f" --schema={shlex.quote(name)}" if name else ""
     return f"pg_dump --format=custom --file={shlex.quote(str(dest))}{schema} --dbname={shlex.quote(shown)}"
+
+
+def without_password(shown: str) -> str:
+    """A redacted URL or libpq string with its password left out: one shown as *** would be sent as the
+    password itself, before PGPASSWORD or ~/.pgpass are even read."""
+    if "://" not in shown:  # libpq keywords: ``password=***`` goes
+        return re.sub(r"\s*\bpassword\s*=\s*\*\*\*", "", shown).strip()
+    head, _, query = shown.partition("?")
+    head = re.sub(r"(://[^:/@]*):\*\*\*@", r"\1@", head)
+    kept = [part for part in query.split("&") if part and not part.lower().startswith("password=")]
+    return head + ("?" + "&".join(kept) if kept else "")
 
 
 def _current_schema(runtime: Runtime) -> str:

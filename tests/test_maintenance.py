@@ -3,8 +3,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import glob
 import logging
+import os
 import re
+import shlex
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -146,9 +150,52 @@ def test_a_server_store_is_not_copied_to_a_file_and_the_refusal_names_pg_dump(tm
         refusal = exc.refusal()
     cmd = refusal["pg_dump"]
     assert cmd.startswith(f"pg_dump --format=custom --file={backups.backup_dir(rt.config)}/trove-")
-    assert " --schema=trove_a " in cmd and "trove:***@db.internal:5432/fleet" in cmd and "s3cret" not in str(refusal)
+    assert " --schema=trove_a " in cmd and "trove@db.internal:5432/fleet" in cmd and "s3cret" not in str(refusal)
     assert refusal["status"] == "refused" and "--have-backup" in refusal["fix"] and cmd in refusal["reason"]
     assert backups.backup_first(rt, have_backup=True) is None and not backups.backup_dir(rt.config).exists()
+
+
+@pytest.mark.parametrize("url", [
+    "postgresql://trove:s3cret@db.internal/fleet?options=-csearch_path%3Dtrove_a",
+    "postgresql://trove@db.internal/fleet?password=s3cret&sslmode=require&options=-csearch_path%3Dtrove_a",
+    "host=db.internal user=trove password='s 3cret' dbname=fleet options=-csearch_path=trove_a",
+])
+def test_the_pg_dump_line_sends_no_password_so_pgpassword_or_pgpass_gives_it(tmp_path, backend, url):
+    """A password shown as *** in --dbname would be sent as the password itself: libpq reads PGPASSWORD and
+    ~/.pgpass only for a connection string that names none."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    server_only(backend)
+    rt = build_runtime(make_config(tmp_path, database_url=url))  # never connects: no server is asked
+    with pytest.raises(backups.FileBackupUnavailable) as refused:
+        backups.take_backup(rt)
+    words = shlex.split(refused.value.refusal()["pg_dump"])
+    dbname = next(w.split("=", 1)[1] for w in words if w.startswith("--dbname="))
+    params = conninfo_to_dict(dbname)
+    assert "password" not in params and params["user"] == "trove" and params["host"] == "db.internal", params
+    assert "sslmode" not in url or params["sslmode"] == "require"
+    assert "s3cret" not in refused.value.refusal()["reason"] and "--schema=trove_a" in words
+
+
+def test_the_backup_line_the_refusal_gives_runs_as_given_into_a_folder_not_made_yet(tmp_path, backend,
+                                                                                     pg_database_url):
+    server_only(backend)
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_dump")) or [shutil.which("pg_dump") or ""]
+    if not found[-1]:
+        pytest.skip("no pg_dump here")
+    rt = build_runtime(make_config(tmp_path, database_url=pg_database_url))
+    rt.store.ingest(SessionKey("s1"), [user("kept on the server"), assistant("ok")])
+    rt.store.settle()
+    with pytest.raises(backups.FileBackupUnavailable) as refused:
+        backups.take_backup(rt)
+    reason = refused.value.refusal()["reason"]
+    line = reason[reason.index("`") + 1:reason.rindex("`")]
+    env = {**os.environ, "PATH": f"{os.path.dirname(found[-1])}:{os.environ.get('PATH', '')}"}
+    done = subprocess.run(["bash", "-c", line], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    dumps = list(backups.backup_dir(rt.config).glob("trove-*.dump"))
+    assert len(dumps) == 1 and dumps[0].stat().st_size > 0
+    rt.db.close()
 
 
 def test_the_pg_dump_line_names_the_schema_a_service_file_or_pgoptions_chose(tmp_path, backend, pg_url, pg_schema,
