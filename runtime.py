@@ -455,9 +455,10 @@ class Runtime:
 
     def restore_spilled(self) -> None:
         """At load: write what Hermes processes held on disk while the store was unusable (never raises;
-        a storage error marks the store unusable, and the retry writes them)."""
-        spill = self.unstored.spill
-        if spill is None or not self.health.usable or not spill.pending():
+        a storage error marks the store unusable, and the retry writes them). A server store holds nothing
+        there, but writes what the home's file store held before it moved to the server."""
+        spill = self.unstored.spill or Spill(Path(self.config.hermes_home) / SPILL_DIR)
+        if not self.health.usable or not spill.pending():
             return
         try:
             log.info("trove: %d held messages from an earlier run stored", spill.restore(self.store, self.skip_message))

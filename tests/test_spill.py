@@ -353,6 +353,23 @@ def test_a_postgresql_store_spills_nothing_its_outbox_is_on_disk_already(tmp_pat
     assert not (tmp_path / SPILL_DIR).exists()
 
 
+def test_turns_a_sqlite_store_held_on_disk_reach_the_postgresql_store_the_home_moved_to(tmp_path, pg_database_url):
+    """A home whose file store was unusable (its turns held in the spill folder) that then moves to a
+    server (``migrate --to``, ``TROVE_DATABASE_URL``): the held turns go into the outbox at the next start,
+    and so to the server; status counts them until then."""
+    blocker, db_path = blocked(tmp_path)
+    rt, _ = hermes_run(tmp_path, db_path, range(3))
+    assert not rt.health.usable and len(list((tmp_path / SPILL_DIR).glob("*.jsonl"))) == 1
+    del rt
+    unblock(blocker)
+    moved = build_runtime(make_config(tmp_path, database_url=pg_database_url))
+    assert status.health_section(moved)["usable"] is True
+    moved.restore_spilled()  # as the plugin's load does
+    moved.store.settle()
+    assert {r.content: 1 for r in moved.store.page(SESSION, limit=100)} == expected(range(3))
+    assert not list((tmp_path / SPILL_DIR).glob("*.jsonl"))  # removed once in the outbox
+
+
 def test_a_spill_with_only_a_torn_line_is_removed_without_writing(tmp_path):
     rt = build_runtime(make_config(tmp_path))
     folder = tmp_path / SPILL_DIR
