@@ -147,6 +147,19 @@ def test_sweep_multi_evidence_with_vectors_scores_the_vector_second_query(tmp_pa
 
 
 @needs_locomo
+def test_sweep_pool_evidence_places_the_missed_turns_and_scores_each_design_leaving_one_conversation_out(tmp_path):
+    out = run_script("sweeps/sweep_pool_evidence.py", "--data", locomo_slice(tmp_path), tmp_path=tmp_path)
+    missed = int(re.search(r"missing from the shipped top 10: (\d+)", out).group(1))
+    placed = [int(n) for n in re.findall(r"^\s+fts arm\s+\S+\s+(\d+) \(", out, re.M)]
+    assert missed > 0 and sum(placed) == missed  # every missed turn is placed in the full-text arm or absent
+    assert figure(r"^\s+shipped\s+R@10 ([\d.]+)", out) >= 0.75  # this slice: recall full text
+    for design in ("rescore scaled", "set cover"):
+        held = figure(rf"^\s+{design}\s+R@10 ([\d.]+)", out)
+        assert 0 < held <= 1, design
+        assert 0 <= figure(rf"^\s+{design}\s+R@10 [\d.]+\s+R@5 [\d.]+\s+single [\d.]+\s+multi ([\d.]+)", out) <= 1
+
+
+@needs_locomo
 def test_sweep_subject_scores_the_subject_restricted_searches_leaving_one_conversation_out(tmp_path):
     out = run_script("sweeps/sweep_subject.py", "--data", locomo_slice(tmp_path), tmp_path=tmp_path)
     assert figure(r"^\s+shipped\s+R@10 ([\d.]+)", out) >= 0.75  # this slice: recall full text
