@@ -29,8 +29,9 @@ class Mark:
     chars: int = 0  # of ``first`` and ``last``: what this mark keeps alive
 
 
-def held_chars(value: Any, depth: int = 3) -> int:
-    """Characters of the strings a message holds (content, api_content, a part's text or data URL)."""
+def held_chars(value: Any, depth: int = 6) -> int:
+    """Characters of the strings a message holds (content, api_content, a part's text, the data URL in a part's
+    ``image_url`` dict, a tool call's arguments): deep enough for every shape the host writes."""
     if isinstance(value, str):
         return len(value)
     if depth <= 0:

@@ -15,6 +15,7 @@ import pytest
 from conftest import assistant, make_config, make_engine, tool_call, tool_result, user
 
 from hermes_trove.compaction import assembly
+from hermes_trove.historymarks import held_chars
 from hermes_trove.hooks import SUMMARY_CONTEXT_TOKENS, make_hooks, recall_policy, summary_context
 from hermes_trove.runtime import HistoryMarks, build_runtime
 
@@ -260,3 +261,39 @@ def test_marks_past_their_budget_go_oldest_first_and_are_looked_through_again():
     assert looked == lists["a"]  # its mark went: a whole look, with the same answer
     marks.forget("a")
     assert marks.chars == sum(mark.chars for mark in marks.marks.values())
+
+
+def strings_in(value) -> int:
+    """Characters of every string a message holds, however deep."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(strings_in(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(strings_in(v) for v in value)
+    return 0
+
+
+def test_photos_a_chat_opens_with_count_against_the_budget(tmp_path):
+    """A gateway chat that opens with a photo holds it as a data URL inside the part's own ``image_url`` dict
+    (the host's native image form) or as a tool call's arguments: those characters count, so sessions that
+    never end keep no more than the budget of them alive."""
+    from hermes_trove.historymarks import MAX_MARKED_CHARS
+
+    runtime = build_runtime(make_config(tmp_path))
+    hooks = make_hooks(runtime)
+    photo = 200_000
+    sessions = MAX_MARKED_CHARS // photo * 2
+    for i in range(sessions):
+        make_engine(runtime, session=f"p{i}", platform="telegram")
+        url = f"data:image/png;base64,{i:06d}" + "A" * photo
+        history = [{"role": "user", "content": [{"type": "text", "text": f"photo {i}"},
+                                                {"type": "image_url", "image_url": {"url": url}}]}]
+        hooks["pre_llm_call"](session_id=f"p{i}", conversation_history=history, platform="telegram",
+                              user_message=f"photo {i}")
+    held = {id(m): m for mark in runtime.marks.marks.values() for m in (mark.first, mark.last) if m is not None}
+    assert sum(strings_in(m) for m in held.values()) <= MAX_MARKED_CHARS + 2 * photo
+    assert any(key[0] == f"p{sessions - 1}" for key in runtime.marks.marks)
+    call = {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "write_file", "arguments": "x" * 5000}}]}
+    assert held_chars(call) >= 5000
