@@ -6,7 +6,7 @@ temporary ``HERMES_HOME``, with an instant fake summarizer and no network. Then,
 
 * ``--sessions`` gateway chats (spread over ``--chats`` chat keys), each on its own deep copy of the
   registered engine, initialised in the host's order (update_model, bind_session_state,
-  on_session_start), ``--turns`` turns each: pre_llm_call, the pre-API should_compress, the model's
+  get_tool_schemas, on_session_start), ``--turns`` turns each: pre_llm_call, the pre-API should_compress, the model's
   reply, a tool batch (a shell tool, or a trove_* tool through handle_tool_call), the post-batch
   check, post_llm_call. Along the way: forced compactions with the host's boundary (on_session_end
   then on_session_start), a gateway ``/compress`` on a temporary copy, ``/trove status`` calls,
@@ -206,14 +206,17 @@ class Chat:
         self.engine = self.new_copy()
         self.call = 0
 
-    def new_copy(self) -> Any:
+    def new_copy(self, tools: bool = True) -> Any:
+        """A copy initialised as the host does: the tools are asked for (when the agent's toolsets take the
+        context engine's) after ``bind_session_state`` and before ``on_session_start``."""
         engine = copy.deepcopy(self.ctx.engine)
         engine.update_model(model="fake-model", context_length=CONTEXT, base_url="http://127.0.0.1:9/v1",
                             api_key="sk-fake", provider="custom", api_mode="chat_completions")
         engine.bind_session_state(session_db=None, session_id=self.session_id)
+        if tools:
+            engine.get_tool_schemas()
         engine.on_session_start(self.session_id, hermes_home=os.environ["HERMES_HOME"], platform=PLATFORM,
                                 model="fake-model", context_length=CONTEXT, conversation_id=self.chat)
-        engine.get_tool_schemas()
         return engine
 
     def add(self, message: dict[str, Any]) -> None:
@@ -302,10 +305,10 @@ def gateway(ctx: Ctx, runtime: Any, args: argparse.Namespace) -> dict[str, Any]:
             turns += 1
         if s % 10 == 0:  # /compress in the chat's own agent
             chat.check(chat.engine, force=True, focus="keep the invoices")
-        if s % 10 == 5:  # the gateway's /compress: a temporary agent on the chat's session, never ended
-            helper = Chat.__new__(Chat)
+        if s % 10 == 5:  # the gateway's /compress: a temporary agent on the chat's session, never ended,
+            helper = Chat.__new__(Chat)  # whose toolsets (["memory"]) leave out the context engine's
             helper.__dict__.update(chat.__dict__)
-            helper.engine = helper.new_copy()
+            helper.engine = helper.new_copy(tools=False)
             if helper.engine.has_content_to_compress(helper.messages):
                 helper.check(helper.engine, force=True)
         if status is not None and s % 7 == 0:

@@ -343,6 +343,9 @@ def test_bench_soak_samples_a_gateway_and_a_long_session(tmp_path):
         report = out.split(f"-- {section}")[1]
         assert re.search(r"db_conns\s+\d+ -> [1-9]", report), out  # the store was open
         assert "structures whose size changed" in report
+        # copies initialised in the host's order (tools asked before on_session_start), and the /compress
+        # helper without the tools clears its own doubt: no session's offer is left doubted
+        assert "tool_offers.doubted" not in report, report
     sample = re.search(r"^\s+40\s+80\s+[\d.]+\s+\d+\s+\d+\s+\d+\s+(\d+)\s+64000\s+(\d+)", out, re.M)
     assert sample and 0 < int(sample.group(1)) < 64000 and int(sample.group(2)) > 0, out  # max prompt, bound
     assert not list((tmp_path / "tmp").glob("trove-bench-soak-*"))  # no run's temporary home left behind

@@ -322,6 +322,7 @@ def probe() -> dict[str, Any]:
     return {"fds": len(links), "db_fds": sum(link.endswith("trove.db") for link in links),
             "threads": sorted(t.name for t in threading.enumerate()),
             "bound": len(runtime.bound_sessions), "offers": len(runtime.tool_offers.said),
+            "doubted": sorted(runtime.tool_offers.doubted),
             "marks": len(runtime.marks.marks), "marks_chars": runtime.marks.chars,
             "compactions": len(runtime.compactions)}
 

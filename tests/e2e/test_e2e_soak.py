@@ -1,6 +1,7 @@
 """Many short chats in one gateway process: what the process holds does not grow with them.
 
-Six Telegram chats take turns for several rounds in one gateway process. After each round some
+Six Telegram chats take turns for several rounds in one gateway process. After each round half the
+chats send ``/compress`` (a temporary agent without the trove_* tools compacts on the chat's session), some
 chats start over with ``/new`` (the agent's cleanup ends the session), some lose their cached
 agent with no cleanup at all (an idle eviction: no end call ever comes), and the rest ask
 ``/trove status``; every new agent gets its own deep copy of the engine. The process is probed
@@ -24,6 +25,7 @@ ROUNDS = 4
 def round_steps(r: int) -> list[dict[str, Any]]:
     steps: list[dict[str, Any]] = [{"chat": c, "text": f"round {r} in {c}: note the parcel count {r * 7}"}
                                    for c in CHATS]
+    steps += [{"chat": c, "command": "/compress"} for i, c in enumerate(CHATS) if (i + r) % 2 == 0]
     for i, c in enumerate(CHATS):
         steps.append([{"chat": c, "command": "/new"}, {"evict": c}, {"chat": c, "command": "/trove status"}][i % 3])
     return steps
@@ -63,3 +65,9 @@ def test_the_shared_per_session_structures_follow_the_live_chats_not_the_rounds(
     assert last["bound"] <= len(CHATS) and first["bound"] <= len(CHATS)
     assert last["marks"] <= 2 * last["bound"]
     assert last["offers"] <= len(CHATS) * ROUNDS  # kept past a session's end by design, bounded by count
+
+
+def test_no_session_is_left_doubted(soak):
+    """The gateway's /compress builds a temporary agent without the trove_* tools on the chat's session: once it
+    has asked (or compacted) no session reads as having no tools, so the chat's next prompt still names them."""
+    assert soak["first"]["doubted"] == [] and soak["last"]["doubted"] == [], (soak["first"], soak["last"])
