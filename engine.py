@@ -529,8 +529,8 @@ class TroveEngine(ContextEngine):
         """The host's compressor bounds the prompt. An ignored/stateless session stores nothing; an active
         one whose store is unusable has its transcript held for the store first (an outbox takes it at once)."""
         if not self._bypassed() and not self.runtime.health.usable and self.state.key is not None:
-            with self._storing("keeping what the built-in compressor drops"):  # an outbox takes it with no network
-                (self._ingest if self.runtime.store.local_writes else self._hold)(self.state.key, messages)
+            if not self.runtime.to_outbox(self.state.key, messages, "keeping what the built-in compressor drops"):
+                self._hold(self.state.key, messages)  # a file store, or an outbox that failed too
         native = self._native_compressor()
         if native is not None:
             copy_attrs(self, native, _TO_NATIVE)

@@ -466,6 +466,21 @@ class Runtime:
             if not self.store_failed(exc, "writing held messages"):
                 log.exception("trove: writing held messages failed; they stay in %s", spill.folder)
 
+    def to_outbox(self, key: SessionKey, messages: list[dict[str, Any]], where: str) -> bool:
+        """Write ``messages`` to a server store's local outbox (no network); True when nothing is left to
+        keep. False on a file store, and when the outbox failed too (logged): the caller holds them then."""
+        if not self.store.local_writes:
+            return False
+        if self.unstored_reason(key.session_id, key.platform):
+            return True
+        try:
+            self.store.ingest(key, messages, skip=self.skip_message)
+        except Exception as exc:
+            if not self.store_failed(exc, where):
+                log.exception("trove: %s failed", where)
+            return False
+        return True
+
     def store_usable(self, key: SessionKey | None = None) -> bool:
         """True when trove may use its store now. While it is unusable, a retry runs once the backoff
         has passed: open the file, write the held transcripts and ``key``'s session row."""

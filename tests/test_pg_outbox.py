@@ -331,6 +331,38 @@ def test_what_the_built_in_compressor_drops_while_the_server_is_away_is_in_the_o
     proxy.down()
 
 
+def test_what_the_built_in_compressor_drops_is_held_when_the_outbox_cannot_take_it_either(config, pg_database_url):
+    """The server away and the outbox's disk full: the dropped messages stay held in memory (as before an
+    outbox took them) and reach the server once both are back, instead of being neither written nor held."""
+    def long_turns(n: int, tag: str) -> list[dict]:
+        return [m for i in range(n) for m in (user(f"{tag} question {i} " + "word " * 150),
+                                              assistant(f"{tag} answer {i} " + "text " * 150))]
+    proxy = PgProxy(pg_database_url).start()
+    runtime = build_runtime(dataclasses.replace(config, database_url=proxy.url))
+    engine = make_engine(runtime, context_length=8000)
+    proxy.down()
+    history = long_turns(8, "early")
+    engine.ingest(history)
+    history = engine.compress(history, current_tokens=7900, force=True)
+    assert engine.state.last_status == "delegated" and not runtime.health.usable
+    box = runtime.store.outbox.db.connect()
+    box.execute(f"PRAGMA max_page_count={box.execute('PRAGMA page_count').fetchone()[0]}")  # its disk is full
+    mid = long_turns(4, "mid")
+    out = engine.compress(history + mid + long_turns(6, "late"), current_tokens=7900, force=True)
+    assert engine.state.last_status == "delegated" and not [m for m in out if m in mid]
+    assert runtime.unstored.count >= len(mid)  # held, since nothing took them
+    box.execute("PRAGMA max_page_count=1073741823")  # room again
+    proxy.up()
+    assert runtime.store.shipper.probe() == ""  # the server answers again (as status finds)
+    runtime.health.retry_at = 0.0  # the backoff has passed
+    assert runtime.store_usable(engine.state.key) and runtime.unstored.count == 0
+    runtime.store.settle()
+    stored = [r[0] for r in server_rows(pg_database_url, "SELECT content FROM messages ORDER BY store_id")]
+    texts = [m["content"] for m in mid]
+    assert [c for c in stored if c in texts] == texts
+    proxy.down()
+
+
 def test_tools_answer_from_the_outbox_and_say_so_while_the_server_is_down(config, pg_database_url):
     proxy = PgProxy(pg_database_url).start()
     runtime = build_runtime(dataclasses.replace(config, database_url=proxy.url))
