@@ -291,6 +291,9 @@ def _get_cursor(conn: Any, key: str) -> list[Any] | None:
 
 # -- the copy -----------------------------------------------------------------------------
 
+SOURCE_FAILED, TARGET_FAILED = "the source cannot be read", "the target cannot be written"
+
+
 @dataclass
 class _Run:
     source: Any  # the source connection, inside its snapshot
@@ -298,20 +301,22 @@ class _Run:
     identity: str
     progress: Progress | None
     budget: int | None  # rows this run may still read (tests stop a run early with it)
-    side: str = "the source cannot be read"  # what a storage error now says failed
+    side: str = SOURCE_FAILED  # what a storage error now says failed: the side the next statement uses
 
 
 def copy_table(run: _Run, table: Table) -> dict[str, Any]:
     """Copy one table in chunks; returns its line of the report."""
     src, t0 = run.source, time.monotonic()
-    run.side = "the target cannot be written"
-    tconn = run.target.connect()
+    run.side = SOURCE_FAILED
     present = set(_columns(src, table.name))
+    run.side = TARGET_FAILED
+    tconn = run.target.connect()
     columns = [c for c in _columns(tconn, table.name) if c in present]
     if not columns:
         return {"copied": 0, "already": 0, "total": 0, "seconds": 0.0, "absent": True}
     progress_key = f"{PROGRESS_PREFIX}{run.identity}:{table.name}"
     cursor = _get_cursor(tconn, progress_key) if table.mode == "append" else None
+    run.side = SOURCE_FAILED
     total = _count(src, table.name)
     where, args = _after(table.key, cursor)
     done = total - _count(src, table.name, where, args)
@@ -322,7 +327,7 @@ def copy_table(run: _Run, table: Table) -> dict[str, Any]:
         limit = CHUNK_ROWS if run.budget is None else min(CHUNK_ROWS, run.budget)
         where, args = _after(table.key, cursor)
         reads = [f"trove_text({c})" if (table.name, c) == ("messages", "content") else c for c in columns]
-        run.side = "the source cannot be read"
+        run.side = SOURCE_FAILED
         rows = [tuple(r) for r in src.execute(
             f"SELECT {', '.join(reads)} FROM {table.name}{where} ORDER BY {order} LIMIT ?", (*args, limit))]
         if not rows:
@@ -332,7 +337,7 @@ def copy_table(run: _Run, table: Table) -> dict[str, Any]:
             rows = [r for r in rows if _meta_copied(str(r[0]))]
         if table.mode == "sync":
             keys_seen.update(tuple(r[columns.index(k)] for k in table.key) for r in rows)
-        run.side = "the target cannot be written"
+        run.side = TARGET_FAILED
         with run.target.transaction() as conn:
             new = _insert(conn, table, columns, _stored(conn, table.name, columns, rows)) if rows else []
             _index(conn, table.name, columns, rows, {k[0] for k in new})
@@ -346,6 +351,7 @@ def copy_table(run: _Run, table: Table) -> dict[str, Any]:
     if run.progress is not None and not (copied or already):
         run.progress(table.name, done, total, time.monotonic() - t0)  # an empty or finished table: one line
     finished = run.budget is None or run.budget > 0
+    run.side = TARGET_FAILED
     removed = _remove_stale(run.target, table, keys_seen) if table.mode == "sync" and finished else 0
     line = {"copied": copied, "already": already, "total": total, "seconds": round(time.monotonic() - t0, 3)}
     return {**line, "removed": removed} if table.mode == "sync" else line

@@ -163,6 +163,26 @@ def test_a_server_lost_mid_copy_names_the_target_and_the_next_run_completes_it(s
     proxy.down()
 
 
+def test_a_server_lost_after_a_tables_last_chunk_is_named_as_the_target_not_the_source(source, tmp_path,
+                                                                                       pg_database_url):
+    """A sync table's last step after its chunks (removing the target's stale rows) runs on the target: a
+    server lost then is the target that cannot be written, not a source that cannot be read."""
+    proxy = PgProxy(pg_database_url).start()
+
+    def drop_after_the_last_chunk(table: str, done: int, total: int, seconds: float) -> None:
+        if table == "session_frontier" and 0 < done == total:
+            proxy.down()  # the source (a local file) still answers its next read: no rows left
+
+    cut = migrate(source, proxy.url, progress=drop_after_the_last_chunk)
+    assert cut["status"] == "error", cut
+    assert cut["error"].startswith("the target cannot be written: "), cut["error"]
+    assert "stopped in the session_frontier table" in cut["error"]
+    proxy.up()
+    assert migrate(source, proxy.url)["status"] == "ok"
+    assert_same_store(source, on_pg(tmp_path, pg_database_url))
+    proxy.down()
+
+
 def test_copy_back_to_a_new_sqlite_file_equals_the_original(source, tmp_path, pg_database_url):
     assert migrate(source, pg_database_url)["status"] == "ok"
     server = on_pg(tmp_path, pg_database_url)
