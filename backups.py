@@ -104,14 +104,15 @@ OWN_BACKUP_NOTE = ("no file backup: a PostgreSQL store is not copied by trove; t
 
 
 class FileBackupUnavailable(RuntimeError):
-    """trove cannot copy a PostgreSQL store to a file; ``command`` is the ``pg_dump`` line that can."""
+    """trove cannot copy a PostgreSQL store to a file; ``command`` is the ``pg_dump`` line that can (after a
+    ``mkdir -p`` of the backups folder while it is missing)."""
 
     def __init__(self, runtime: Runtime):
-        self.command = pg_dump_command(runtime)
         folder = backup_dir(runtime.config)  # pg_dump makes no folder: the line makes it when it is missing
         first = "" if folder.is_dir() else f"mkdir -p {shlex.quote(str(folder))} && "
-        super().__init__(f"a PostgreSQL store cannot be backed up to a file by trove: back it up with `{first}"
-                         f"{self.command}` (the password is left out: pg_dump reads it from PGPASSWORD or ~/.pgpass)")
+        self.command = first + pg_dump_command(runtime)  # every answer that names it gives a line that runs
+        super().__init__(f"a PostgreSQL store cannot be backed up to a file by trove: back it up with"
+                         f" `{self.command}` (the password is left out: pg_dump reads it from PGPASSWORD or ~/.pgpass)")
 
     def refusal(self) -> dict[str, Any]:
         """The answer of an apply refused for want of a backup: what to run, then how to go on."""

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, assistant, make_config, user
 
-from hermes_trove import command
+from hermes_trove import backups, command
 from hermes_trove.db import meta_value
 from hermes_trove.engine import TroveEngine
 from hermes_trove.runtime import build_runtime
@@ -309,7 +309,9 @@ def test_backup_subcommand_writes_a_timestamped_copy(engine, backend):
     name, result = command.run(engine.runtime, ["backup"])
     if backend == "postgresql":  # no file copy of a server: the answer is the pg_dump line to run
         assert name == "backup" and result["status"] == "refused" and command.exit_code(result) == 1
-        assert result["pg_dump"].startswith("pg_dump --format=custom --file=") and "--schema=t_" in result["pg_dump"]
+        folder = backups.backup_dir(engine.runtime.config)  # made by the line, not by the answer
+        assert result["pg_dump"].startswith(f"mkdir -p {folder} && pg_dump --format=custom --file={folder}/")
+        assert "--schema=t_" in result["pg_dump"]
         assert result["pg_dump"] in result["reason"]
         assert not (Path(engine.runtime.config.hermes_home) / "backups").exists()
         return

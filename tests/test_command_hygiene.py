@@ -112,7 +112,7 @@ def test_a_server_clean_apply_without_the_operators_backup_is_refused_and_delete
     before = store_dump(rt)
     result = command.run(rt, ["doctor", "clean", "apply"])[1]
     assert result["status"] == "refused" and command.exit_code(result) == 1
-    assert result["pg_dump"].startswith("pg_dump --format=custom") and "--have-backup" in result["fix"]
+    assert " && pg_dump --format=custom" in result["pg_dump"] and "--have-backup" in result["fix"]
     assert store_dump(rt) == before and "cron_nightly" in sessions_in(rt)
     assert not (Path(rt.config.hermes_home) / "backups").exists()
 

@@ -149,7 +149,8 @@ def test_a_server_store_is_not_copied_to_a_file_and_the_refusal_names_pg_dump(tm
     except backups.FileBackupUnavailable as exc:
         refusal = exc.refusal()
     cmd = refusal["pg_dump"]
-    assert cmd.startswith(f"pg_dump --format=custom --file={backups.backup_dir(rt.config)}/trove-")
+    folder = backups.backup_dir(rt.config)
+    assert cmd.startswith(f"mkdir -p {folder} && pg_dump --format=custom --file={folder}/trove-")
     assert " --schema=trove_a " in cmd and "trove@db.internal:5432/fleet" in cmd and "s3cret" not in str(refusal)
     assert refusal["status"] == "refused" and "--have-backup" in refusal["fix"] and cmd in refusal["reason"]
     assert backups.backup_first(rt, have_backup=True) is None and not backups.backup_dir(rt.config).exists()
@@ -192,6 +193,30 @@ def test_the_backup_line_the_refusal_gives_runs_as_given_into_a_folder_not_made_
     line = reason[reason.index("`") + 1:reason.rindex("`")]
     env = {**os.environ, "PATH": f"{os.path.dirname(found[-1])}:{os.environ.get('PATH', '')}"}
     done = subprocess.run(["bash", "-c", line], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    dumps = list(backups.backup_dir(rt.config).glob("trove-*.dump"))
+    assert len(dumps) == 1 and dumps[0].stat().st_size > 0
+    rt.db.close()
+
+
+@pytest.mark.parametrize("words", [["backup"], ["doctor", "repair", "apply"]])
+def test_the_pg_dump_field_of_each_refusal_runs_as_given_in_a_home_with_no_backups_folder(tmp_path, backend,
+                                                                                        pg_database_url, words):
+    """Not only the reason's line: the ``pg_dump`` field that `hermes trove backup` and a refused apply
+    answer with makes the folder its --file names, so it runs as given in a new home."""
+    from hermes_trove import command
+
+    server_only(backend)
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_dump")) or [shutil.which("pg_dump") or ""]
+    if not found[-1]:
+        pytest.skip("no pg_dump here")
+    rt = build_runtime(make_config(tmp_path, database_url=pg_database_url))
+    rt.store.ingest(SessionKey("s1"), [user("kept on the server"), assistant("ok")])
+    rt.store.settle()
+    _, answer = command.run(rt, words)
+    assert answer["status"] == "refused" and not backups.backup_dir(rt.config).exists(), answer
+    env = {**os.environ, "PATH": f"{os.path.dirname(found[-1])}:{os.environ.get('PATH', '')}"}
+    done = subprocess.run(["bash", "-c", answer["pg_dump"]], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     dumps = list(backups.backup_dir(rt.config).glob("trove-*.dump"))
     assert len(dumps) == 1 and dumps[0].stat().st_size > 0
@@ -274,7 +299,7 @@ def test_a_server_repair_without_the_operators_backup_is_refused_and_changes_not
     lose_search_document(runtime, ids[0])
     before = store_dump(runtime)
     result = maintenance.repair_fts(runtime)
-    assert result["status"] == "refused" and result["pg_dump"].startswith("pg_dump ")
+    assert result["status"] == "refused" and " && pg_dump " in result["pg_dump"]
     assert result["before"]["fts"]["message_search"]["unindexed_rows"] == 1
     assert store_dump(runtime) == before
 
