@@ -21,6 +21,7 @@ from .config import scoped_home
 from .dag import NodeRow
 from .filters import UNSTORED, host_side_agent
 from .hookcap import ContextBudget, fitted_summary, host_spill_cap
+from .keptail import kept_tail_context
 from .ops.maintenance import drop_unstored_row
 from .payloads import replay
 from .payloads import sidecar as payloads
@@ -246,6 +247,9 @@ def make_hooks(base: Runtime) -> dict[str, Callable[..., Any]]:
             summary = summary_context(runtime, session_id, history, tools, budget.room())
             if summary and budget.take(summary):
                 parts.append(summary)
+            kept = kept_tail_context(runtime, session_id, history, budget.room())
+            if kept and budget.take(kept):
+                parts.append(kept)
             parts += [t for t in before_answer(runtime, kw.get("user_message"), session_id) if budget.take(t)]
         return {"context": "\n\n".join(parts)} if parts else None
 

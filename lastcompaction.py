@@ -69,3 +69,13 @@ class LastCompactions:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def kept_tail(self, session_id: str, drop: bool = False) -> tuple[int, int] | None:
+        """The store ids (first, last) of the tail the host kept after the newest compaction of ``session_id``
+        (``keptail.py``); ``drop``: forgotten from now on (the next compaction's report has none either)."""
+        with self._lock:
+            report = (self._entries.get(session_id) or {}).get("report") or {}
+            ids = report.pop("host_kept_tail_ids", None) if drop else report.get("host_kept_tail_ids")
+        if not isinstance(ids, list) or len(ids) != 2:
+            return None
+        return int(ids[0]), int(ids[1])

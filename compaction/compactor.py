@@ -197,7 +197,7 @@ class Compactor:
             "levels": self.levels, "errors": self.errors[-5:], "tokens_before": tokens.count_messages(messages),
             "tokens_after": tokens.count_messages(out), "overhead_tokens": overhead, "target_tokens": target,
             "threshold_tokens": threshold, "fresh_tail_messages": len(live) - tail_start,
-            "host_kept_tail": prefix_only,
+            "host_kept_tail": prefix_only, **kept_tail_ids(prefix_only, live_ids, backlog),
             "omitted_summary_nodes": len(omitted), "stubbed_tool_results": self.stubbed, "focus_topic": focus,
             "forced": bool(force), "critical_pressure": critical, "catchup_leaf_passes": catchup,
             "seconds": round(time.monotonic() - self.started, 3), "at": time.time(),
@@ -340,6 +340,14 @@ class Compactor:
         self.node_tokens += assembly.node_info(node).tokens - sum(assembly.node_info(n).tokens for n in left)
         self.nodes = [n for n in self.nodes if n.node_id not in gone] + [node]
         self.nodes.sort(key=lambda n: (-n.depth, n.earliest_at or n.created_at, n.node_id))
+
+
+def kept_tail_ids(prefix_only: bool, live_ids: list[int], backlog: list[MessageRow]) -> dict[str, list[int]]:
+    """The first and last store ids of the tail the host keeps after a prefix it passed (``/compress here N``),
+    for the next turn to check the host showed it; nothing for any other compaction."""
+    newest = max(live_ids, default=0)
+    kept = [r.store_id for r in backlog if r.store_id > newest] if prefix_only and newest else []
+    return {"host_kept_tail_ids": [kept[0], kept[-1]]} if kept else {}
 
 
 def has_content(runtime: Runtime, key: SessionKey | None, messages: list[dict[str, Any]]) -> bool:

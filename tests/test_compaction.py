@@ -830,6 +830,35 @@ def test_compress_here_compacts_the_whole_prefix_the_host_passes_under_the_defau
     assert_lossless(eng)
 
 
+def test_the_exchanges_a_compress_here_kept_come_back_once_when_the_next_list_lacks_them(tmp_path):
+    # a gateway compacting in place writes back only the summary of the prefix and reloads the chat from
+    # there: the next turn's hook brings the four kept messages; a list that shows or carries them gets none
+    from hermes_trove.keptail import HEADER, kept_tail_context
+
+    chat = _exchanges(8)
+    for where in ("cli", "gateway"):
+        (tmp_path / where).mkdir()
+        eng = engine_on(tmp_path / where, session=where)
+        eng.ingest(chat)
+        out = eng.compress(chat[:12], current_tokens=2000, force=True)
+        rt = eng.runtime
+        rows = rt.store.page(where, 0, 100)
+        assert rt.compactions.kept_tail(where) == (rows[12].store_id, rows[15].store_id)
+        assert_lossless(eng, where)
+        if where == "cli":  # the interactive CLI shows them: nothing, and later turns read nothing
+            assert kept_tail_context(rt, where, out + chat[12:] + [user("next")], None) == ""
+            assert rt.compactions.kept_tail(where) is None
+    reloaded = [dict(out[0]), user("what did we say?")]
+    text = kept_tail_context(rt, where, reloaded, None)
+    assert text.startswith(HEADER) and all(m["content"] in text for m in chat[12:])
+    assert not any(m["content"] in text for m in chat[:12])
+    assert kept_tail_context(rt, where, reloaded, None) == text  # the host may have dropped it: again
+    short = kept_tail_context(rt, where, reloaded, len(text) - 1)  # within the room: the oldest row goes first
+    assert chat[15]["content"] in short and chat[12]["content"] not in short
+    carried = reloaded + [assistant("ok"), {**user("more"), "api_content": "more\n\n" + text}]
+    assert kept_tail_context(rt, where, carried, None) == "" and rt.compactions.kept_tail(where) is None
+
+
 def test_a_forced_compress_of_the_whole_list_still_keeps_trove_s_tail(tmp_path):
     eng = engine_on(tmp_path, fresh_tail_count=6)
     chat = _exchanges(8)

@@ -8,11 +8,12 @@ lost: every turn stays stored once and the chat goes on.
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from .harness import GATEWAY_DRIVER, query
+from .harness import GATEWAY_DRIVER, chat_requests, content_counts, query
 
 TURNS = [f"here turn {i}: the marigold shelf holds jar {i}" for i in range(8)]
 
@@ -53,17 +54,22 @@ def test_every_turn_is_stored_once_and_the_conversation_goes_on(here_run):
     assert here_run["home"].netlog.read_text(encoding="utf-8") == ""
 
 
+AFTER = ["what did the last two turns say?", "and after that?", "one last question"]
 GATEWAY_CHATS = {"G": {"platform": "telegram", "user": "5555", "key": "agent:main:telegram:dm:5555"}}
 
 
 @pytest.fixture(scope="module")
-def gateway_here(make_home) -> dict[str, Any]:
+def gateway_here(make_home, fake_llm) -> dict[str, Any]:
     # the gateway asks has_content_to_compress(head) first and answers "nothing to do" on False
     home = make_home()
     steps = [{"chat": "G", "text": text} for text in TURNS] + [{"chat": "G", "command": "/compress here 2"}]
+    steps += [{"chat": "G", "text": text} for text in AFTER]
+    start = len(fake_llm.requests())
     result = home.run_driver({"chats": GATEWAY_CHATS, "state": str(home.root / "gw.json"), "steps": steps},
                              "compress-here-gw", timeout=600, script=GATEWAY_DRIVER)
-    return {"home": home, "compress": result["steps"][-1], "session": result["steps"][0]["session_id"]}
+    return {"home": home, "compress": result["steps"][len(TURNS)], "session": result["steps"][0]["session_id"],
+            "after": result["steps"][len(TURNS) + 1:], "reply": result["steps"][len(TURNS) - 1]["final"],
+            "requests": chat_requests(fake_llm.requests()[start:])}
 
 
 def test_a_gateway_compress_here_compacts_the_prefix_too(gateway_here):
@@ -75,3 +81,17 @@ def test_a_gateway_compress_here_compacts_the_prefix_too(gateway_here):
         " n.store_id JOIN summary_nodes s ON s.node_id = n.node_id WHERE s.session_id = ? AND m.role = 'user'",
         (gateway_here["session"],))}
     assert covered == set(TURNS[:6]), covered
+
+
+def test_the_next_gateway_turns_still_show_the_two_exchanges_the_user_kept(gateway_here):
+    # compacting in place, the gateway writes back only what trove returned for the prefix and reloads the
+    # chat from there. The first turn's message is merged into the summary before it, which drops what the
+    # hooks gave that turn; the kept exchanges come along with the next one, and later turns replay that once
+    bodies = [[b for b in gateway_here["requests"] if text in json.dumps(b["messages"][-1])][0] for text in AFTER]
+    for body in bodies[1:]:
+        said = json.dumps(body["messages"], ensure_ascii=False)
+        kept = (TURNS[6], TURNS[7], f"]: {gateway_here['reply']}")  # the newest kept answer, as the block shows it
+        assert [said.count(text) for text in kept] == [1, 1, 1], said[-3000:]
+    counts = content_counts(gateway_here["home"].db_path, gateway_here["session"])
+    assert all(counts.get(("user", text)) == 1 for text in TURNS + AFTER), counts
+    assert all(step["engine_name"] == "trove" and "error" not in step for step in gateway_here["after"])
