@@ -12,9 +12,11 @@ command table. The gateway's session ids live in a state file, so a second run i
 Steps: ``{"chat": NAME, "text": ...}``, ``{"chat": NAME, "command": "/new" | "/compress [focus | here N]"
 | "hygiene" | "/trove ..."}``, ``{"chat": NAME, "seed": PAIRS, "size": CHARS}`` (a transcript
 written to state.db before trove ever saw the chat), ``{"chat": NAME, "toolsets": [...]}`` (the chat's next
-agent is built anew with those toolsets, as after ``/tools``), ``{"evict": NAME}`` (its cached agent is
-dropped with no cleanup), ``{"probe": true}`` (descriptors, threads and the trove runtime's per-session
-structures, counted), ``{"parallel": [steps]}`` (one thread
+agent is built anew with those toolsets, as after ``/tools``), ``{"chat": NAME, "model": M}`` (``/model``: the cached
+agent switches in place, later agents of the chat are built on M), ``{"chat": NAME, "command": "expire"}``
+(the idle expiry: finalize hook, agent cleaned up, a new session on the next message),
+``{"evict": NAME}`` (its cached agent is dropped with no cleanup), ``{"probe": true}`` (descriptors,
+threads and the trove runtime's per-session structures, counted), ``{"parallel": [steps]}`` (one thread
 each), ``{"seq": [steps]}``, ``{"wait_delegations": SECONDS}`` (until the background
 ``delegate_task`` children have finished), ``{"lock_store": PATH}`` (a second connection holds that
 SQLite file's write lock) and ``{"unlock_store": SECONDS}`` (it commits; then up to SECONDS for trove's
@@ -54,6 +56,9 @@ class Gateway:
         self.sessions: dict[str, str] = json.load(open(path, encoding="utf-8")) if os.path.exists(path) else {}
         self.agents: dict[str, Any] = {}
         self.toolsets: dict[str, list[str]] = {}  # a chat's toolsets changed by a "toolsets" step
+        # a chat's model changed by a "model" step: the session override, kept across a restart
+        self.models: dict[str, str] = json.load(open(path + ".models", encoding="utf-8")) \
+            if os.path.exists(path + ".models") else {}
 
     def session_id(self, name: str) -> str:
         if name not in self.sessions:  # the gateway session store's id format
@@ -73,7 +78,8 @@ class Gateway:
         if cached is not None and cached.session_id == sid:
             return cached
         platform = chat["platform"]
-        agent = AIAgent(model="fake-model", **self.runtime, max_iterations=int(self.spec.get("max_iterations", 6)),
+        agent = AIAgent(model=self.models.get(name, "fake-model"), **self.runtime,
+                        max_iterations=int(self.spec.get("max_iterations", 6)),
                         quiet_mode=True, verbose_logging=False,
                         enabled_toolsets=sorted(self.toolsets.get(name) or _get_platform_tools(self.config, platform)),
                         session_id=sid, platform=platform, user_id=chat["user"], user_name=chat["user"],
@@ -118,6 +124,31 @@ class Gateway:
                     "finalize_s": round(time.monotonic() - started, 2)}
         return {"old_session_id": old, "session_id": self.session_id(name)}
 
+    def switch(self, name: str, model: str) -> dict[str, Any]:
+        """gateway/slash_commands.py ``/model``: the cached agent switches in place, and the session's
+        override builds the chat's later agents (and its /compress and hygiene helpers) on that model."""
+        agent = self.agent(name)
+        agent.switch_model(model, "custom", api_key="sk-fake", base_url=self.runtime["base_url"])
+        self.models[name] = model
+        engine = agent.context_compressor
+        return {"model": model, "context_length": engine.context_length, "threshold_tokens": engine.threshold_tokens}
+
+    def expire(self, name: str) -> dict[str, Any]:
+        """gateway/run.py ``_session_expiry_watcher`` on an idle chat: the finalize hook (reason
+        ``session_expired``, no old id), the cached agent cleaned up and dropped; the chat's next message
+        then gets a new session id from the session store, which ends the old one in state.db."""
+        from hermes_cli.plugins import invoke_hook
+
+        old = self.session_id(name)
+        invoke_hook("on_session_finalize", session_id=old, platform=self.chats[name]["platform"],
+                    reason="session_expired")
+        agent = self.agents.pop(name, None)
+        if agent is not None:
+            self.cleanup(agent)
+        self.db.end_session(old, "idle")
+        self.sessions.pop(name, None)
+        return {"old_session_id": old, "session_id": self.session_id(name)}
+
     def undo(self, name: str) -> dict[str, Any]:
         """gateway/session.py ``rewind_session``: the newest user turn and what followed go inactive."""
         sid = self.session_id(name)
@@ -155,9 +186,9 @@ class Gateway:
 
         chat = self.chats[name]
         ident = {"platform": chat["platform"], "gateway_session_key": chat["key"]} if bound_to_chat else {}
-        agent = AIAgent(**self.runtime, **ident, model="fake-model", max_iterations=4, quiet_mode=True,
-                        skip_memory=True, enabled_toolsets=["memory"], session_id=self.session_id(name),
-                        session_db=self.db)
+        agent = AIAgent(**self.runtime, **ident, model=self.models.get(name, "fake-model"), max_iterations=4,
+                        quiet_mode=True, skip_memory=True, enabled_toolsets=["memory"],
+                        session_id=self.session_id(name), session_db=self.db)
         agent._print_fn = lambda *a, **k: None
         agent._end_session_on_close = False
         return agent
@@ -291,6 +322,10 @@ class Gateway:
             return self.seed(name, int(step["seed"]), int(step.get("size", 4000)))
         if command == "/new":
             return self.reset(name)
+        if "model" in step:
+            return self.switch(name, str(step["model"]))
+        if command == "expire":
+            return self.expire(name)
         if command == "/undo":
             return self.undo(name)
         if command == "/retry":
@@ -344,6 +379,8 @@ def main(argv: list[str]) -> int:
             gateway.cleanup(agent)
         with open(spec["state"], "w", encoding="utf-8") as fh:
             json.dump(gateway.sessions, fh)
+        with open(spec["state"] + ".models", "w", encoding="utf-8") as fh:
+            json.dump(gateway.models, fh)
         result["sessions"] = gateway.sessions
         code = 0
     except BaseException:
