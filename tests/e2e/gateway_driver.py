@@ -14,7 +14,7 @@ Steps: ``{"chat": NAME, "text": ...}``, ``{"chat": NAME, "command": "/new" | "/c
 written to state.db before trove ever saw the chat), ``{"chat": NAME, "toolsets": [...]}`` (the chat's next
 agent is built anew with those toolsets, as after ``/tools``), ``{"chat": NAME, "model": M}`` (``/model``: the cached
 agent switches in place, later agents of the chat are built on M), ``{"chat": NAME, "command": "expire"}``
-(the idle expiry: finalize hook, agent cleaned up, a new session on the next message),
+(the idle expiry: finalize hook, agent cleaned up, a new session on the next message), ``"/resume SID"``,
 ``{"evict": NAME}`` (its cached agent is dropped with no cleanup), ``{"probe": true}`` (descriptors,
 threads and the trove runtime's per-session structures, counted), ``{"parallel": [steps]}`` (one thread
 each), ``{"seq": [steps]}``, ``{"wait_delegations": SECONDS}`` (until the background
@@ -148,6 +148,16 @@ class Gateway:
         self.db.end_session(old, "idle")
         self.sessions.pop(name, None)
         return {"old_session_id": old, "session_id": self.session_id(name)}
+
+    def resume(self, name: str, target: str) -> dict[str, Any]:
+        """gateway/slash_commands.py ``/resume``: the session store ends the chat's session in state.db
+        (``session_switch``) and reopens the target; the cached agent is evicted with no clean-up and no hook."""
+        left = self.session_id(name)
+        self.db.end_session(left, "session_switch")
+        self.db.reopen_session(target)
+        self.sessions[name] = target
+        self.agents.pop(name, None)
+        return {"left_session_id": left, "session_id": target}
 
     def undo(self, name: str) -> dict[str, Any]:
         """gateway/session.py ``rewind_session``: the newest user turn and what followed go inactive."""
@@ -326,6 +336,8 @@ class Gateway:
             return self.switch(name, str(step["model"]))
         if command == "expire":
             return self.expire(name)
+        if command.startswith("/resume "):
+            return self.resume(name, command.split()[1])
         if command == "/undo":
             return self.undo(name)
         if command == "/retry":

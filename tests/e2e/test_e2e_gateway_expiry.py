@@ -1,13 +1,15 @@
-"""Two gateway chats over time: one switches to a model with a much smaller window, one goes idle.
+"""Three gateway chats over time: one switches to a much smaller window, one goes idle, one resumes.
 
 Chat A grows to about 65,000 tokens on a 256K window, then ``/model`` moves its cached agent to
 ``fake-model-small`` (64K, from ``custom_providers``) in place; the gateway then restarts and builds
 A's agent, and its ``/compress`` helper, on the small model (the session's override). Chat B says a
-fact, then the expiry watcher finalizes its idle session and its next message opens a new one.
+fact, then the expiry watcher finalizes its idle session and its next message opens a new one. Chat C
+says a fact, ``/new``, and after the restart ``/resume``s its first session.
 
 Checks: every request after the switch fits the small window, also after the restart; the first
 turn is still found by ``trove_grep``; B's old session is ended in trove, the new one follows it in
-the same scope and recalls the fact; every message is stored once (tests/e2e/gateway_driver.py).
+the same scope and recalls the fact; C's next request shows the resumed transcript and its message is
+stored there; every message is stored once (tests/e2e/gateway_driver.py).
 """
 from __future__ import annotations
 
@@ -20,9 +22,10 @@ from .harness import FALLBACK_WARNING, GATEWAY_DRIVER, chat_requests, content_co
 
 BIG, SMALL = 256000, 64000
 CHATS = {name: {"platform": "telegram", "user": user, "key": f"agent:main:telegram:dm:{user}"}
-         for name, user in (("A", "1111"), ("B", "2222"))}
+         for name, user in (("A", "1111"), ("B", "2222"), ("C", "3333"))}
 WORDS = ("amber", "basalt", "cedar", "delta", "ember", "fjord", "garnet", "harbor", "indigo", "juniper")
 B_FACT = "remember: my dog is called REX-7731"
+C_FACT = "remember: the boat is called WREN-3"
 
 
 def turn_text(i: int) -> str:  # about 9,000 tokens each
@@ -47,6 +50,7 @@ def idle(make_home, fake_llm) -> dict[str, Any]:
               {"chat": "B", "text": B_FACT}, {"chat": "B", "command": "expire"},
               {"chat": "B", "text": "back after a quiet week"},
               {"chat": "B", "text": tool("trove_recall", query="dog")}]
+    first += [{"chat": "C", "text": C_FACT}, {"chat": "C", "command": "/new"}, {"chat": "C", "text": "a new topic"}]
     second = [{"chat": "A", "text": turn_text(i)} for i in range(8, 11)]
     second += [{"chat": "A", "command": "/compress"}, {"chat": "A", "text": "after the restart"}]
     start = len(fake_llm.requests())
@@ -54,11 +58,24 @@ def idle(make_home, fake_llm) -> dict[str, Any]:
                            script=GATEWAY_DRIVER)
     switched = next(i for i, r in enumerate(fake_llm.requests()) if i >= start
                     and "after the switch" in json.dumps(r["body"].get("messages")))
+    c_first = next(s for s in run1["steps"] if s["step"].get("text") == C_FACT)["session_id"]
+    second += [{"chat": "C", "command": f"/resume {c_first}"}, {"chat": "C", "text": "back on the boat topic"}]
     run2 = home.run_driver({"chats": CHATS, "state": state, "steps": second}, "idle-2", timeout=600,
                            script=GATEWAY_DRIVER)
     return {"home": home, "steps": run1["steps"] + run2["steps"], "warnings": run1["warnings"] + run2["warnings"],
             "before": chat_requests(fake_llm.requests()[start:switched]),
             "after": chat_requests(fake_llm.requests()[switched:])}
+
+
+def test_a_chat_resumed_after_a_restart_goes_on_in_the_session_it_resumed(idle):
+    c = turns(idle, "C")
+    old, new, back = c[0]["session_id"], c[1]["session_id"], c[2]
+    assert old != new and back["session_id"] == old
+    body = [b for b in idle["after"] if "back on the boat topic" in json.dumps(b["messages"][-1])][0]
+    said = json.dumps(body["messages"])
+    assert C_FACT in said and "a new topic" not in said  # the resumed transcript, not the one it left
+    rows = query(idle["home"].db_path, "SELECT session_id FROM messages WHERE content = ?", ("back on the boat topic",))
+    assert rows == [(old,)]
 
 
 def turns(idle: dict[str, Any], chat: str) -> list[dict[str, Any]]:
@@ -96,5 +113,5 @@ def test_an_expired_chat_session_ends_and_the_next_one_follows_it_and_recalls_it
 
 def test_every_message_is_stored_once(idle):
     counts = content_counts(idle["home"].db_path)
-    for s in turns(idle, "A") + turns(idle, "B"):
+    for s in turns(idle, "A") + turns(idle, "B") + turns(idle, "C"):
         assert counts.get(("user", s["step"]["text"])) == 1, s["step"]["text"][:60]
