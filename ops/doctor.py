@@ -260,7 +260,8 @@ def _check_plugin(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Ch
         return "warn", detail, "run `hermes config set context.engine trove` and restart Hermes"
     if not ident["host"].get("compression_enabled", True):
         return "warn", (f"{detail}; compression.enabled is off in config.yaml, so Hermes asks no engine to"
-                        " compact (no automatic trigger, no /compress) and the prompt grows with the conversation"), \
+                        " compact on its own (no automatic trigger; the CLI also refuses /compress) and the"
+                        " prompt grows with the conversation"), \
             "run `hermes config set compression.enabled true` and restart Hermes"
     return "pass", detail, ""
 

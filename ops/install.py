@@ -129,7 +129,9 @@ def engine_hint(hermes_home: str) -> str:
 
 def compression_off(hermes_home: str) -> bool:
     """True when ``<home>/config.yaml``, as Hermes reads it, sets ``compression.enabled`` off: Hermes then
-    never asks any engine to compact (no automatic trigger, no /compress). False when on, unset or unreadable."""
+    never asks any engine to compact on its own (no automatic trigger; the CLI refuses /compress too).
+    Hermes counts it on only when its text is true, 1 or yes (any case), so null, "on" or 2 are off.
+    False when on, unset or unreadable."""
     config = host_config(str(Path(hermes_home).expanduser()))
     if config is None:  # outside Hermes: the file as written
         try:
@@ -140,7 +142,10 @@ def compression_off(hermes_home: str) -> bool:
             return False
     compression = config.get("compression") if isinstance(config, dict) else None
     enabled = compression.get("enabled", True) if isinstance(compression, dict) else True
-    return enabled is False or str(enabled).strip().lower() in ("false", "no", "off", "0")
+    return str(enabled).lower() not in HOST_TRUE
+
+
+HOST_TRUE = ("true", "1", "yes")  # the texts Hermes reads a config switch as on (compared lower-cased, unstripped)
 
 
 def engine_of(config: Any) -> Any:

@@ -285,6 +285,20 @@ def test_hermes_compression_switched_off_is_a_warning_naming_the_command(tmp_pat
     assert report["plugin"]["host"]["compression_enabled"] is False
 
 
+@pytest.mark.parametrize("written, on", [("", False), ('"on"', False), ("2", False), ("disabled", False),
+                                         ("off", False), ('"True"', True), ("yes", True), ("1", True)])
+def test_compression_enabled_is_read_as_hermes_reads_it(tmp_path, written, on):
+    """Hermes counts the switch on only when its text is true, 1 or yes: an empty value, "on" or 2 is off."""
+    from hermes_trove.ops import install
+
+    (tmp_path / "config.yaml").write_text(f"context:\n  engine: trove\ncompression:\n  enabled: {written}\n",
+                                          encoding="utf-8")
+    assert install.compression_off(str(tmp_path)) is (not on), written
+    rt = build_runtime(make_config(tmp_path))
+    seed(rt)
+    assert by_check(doctor.run_doctor(rt))["plugin_identity"]["status"] == ("pass" if on else "warn"), written
+
+
 def test_without_an_engine_pressure_says_unbound(runtime):
     check = by_check(doctor.run_doctor(runtime))["context_pressure"]
     assert check["status"] == "pass" and check["detail"].startswith("(unbound)")
