@@ -450,7 +450,7 @@ def execute(args: argparse.Namespace, runtime: Runtime | None = None, out: TextI
               " --to is only for migrate", sys.stderr)
         return EXIT_USAGE
     found, session = lookup(key or ("status",)), getattr(args, "trove_session", None)
-    if session and not migrating and found is not None and found[0] not in SESSION_WORDS:
+    if session and found is not None and found[0] not in SESSION_WORDS:  # migrate too: it copies every session
         _emit(f"trove: {prog} {' '.join(found[0])} acts on the whole store and takes no --session;"
               " --session names the session of status, dag, rotate and doctor clean", sys.stderr)
         return EXIT_USAGE

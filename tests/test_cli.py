@@ -326,6 +326,14 @@ def test_migrate_refusal_names_the_file_and_why(db, capsys):
     assert code == 2 and f"beside the database {db}" in err and "nothing was written" in err
 
 
+def test_migrate_with_a_session_is_refused_not_a_copy_of_the_whole_store(db, tmp_path, capsys):
+    """migrate copies every session: a --session that asks for one is a usage error, nothing copied."""
+    target = tmp_path / "copies" / "one-session.db"
+    code, out = run("migrate", "--db", str(db), "--to", str(target), "--session", "chat-1")
+    assert code == 2 and out == "" and "takes no --session" in capsys.readouterr().err
+    assert not target.exists() and not target.parent.exists()
+
+
 def test_migrate_to_a_file_of_its_own_still_copies(db, tmp_path):
     code, out = run("migrate", "--db", str(db), "--to", str(tmp_path / "copies" / "trove-copy.db"), "--json")
     assert code == 0 and json.loads(out)["status"] == "ok"
