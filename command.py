@@ -401,9 +401,10 @@ def _runtime_for(db: str | None, fallback: Runtime | None = None) -> Runtime:
     path = database_path(config)
     if not config.database_url and not path.exists() and probe_path(path) is None:
         stranded = stranded_store(config)
-        hint = "" if db or not config.hermes_home else install.engine_hint(config.hermes_home)
+        left = doctor.left_outbox(str(path))  # as for `hermes trove`: turns a server setting left unshipped
+        hint = "" if db or left or not config.hermes_home else install.engine_hint(config.hermes_home)
         raise FileNotFoundError(f"no trove database at {path} (pass --db PATH)"
-                                + "".join(f"; {note}" for note in (stranded, hint) if note))
+                                + "".join(f"; {note}" for note in (stranded, *(left or ()), hint) if note))
     return build_runtime(config)
 
 

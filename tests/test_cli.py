@@ -105,6 +105,25 @@ def test_a_missing_database_is_an_error_and_is_not_created(tmp_path):
     assert not missing.exists()
 
 
+def test_with_no_store_yet_the_module_cli_names_turns_waiting_in_an_outbox(tmp_path, monkeypatch, capsys):
+    """`python -m hermes_trove doctor` (no host runtime to fall back on) says what `hermes trove doctor`
+    says: turns written while TROVE_DATABASE_URL was set, never shipped, wait in trove-outbox.db."""
+    from hermes_trove.outbox import Outbox
+
+    for name in [k for k in os.environ if k.startswith("TROVE_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path))
+    (tmp_path / "config.yaml").write_text("context:\n  engine: trove\n", encoding="utf-8")
+    box = Outbox(tmp_path / "trove-outbox.db")
+    box.store.append(SessionKey("s-pg", platform="cli"), [user("written for the server"), assistant("ok")])
+    box.db.close()
+    code, out = run("doctor")
+    err = capsys.readouterr().err
+    assert code == 2 and out == "" and "no trove database" in err, err
+    assert "2 message(s) written while TROVE_DATABASE_URL was set" in err and str(box.path) in err, err
+    assert not (tmp_path / "trove.db").exists()
+
+
 @pytest.mark.parametrize("argv", [["status"], ["doctor"], ["doctor", "repair"], ["backup"], ["dag"],
                                   ["doctor", "retention"]], ids=" ".join)
 def test_another_programs_sqlite_file_is_refused_and_left_as_it_was(tmp_path, argv):
