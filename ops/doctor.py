@@ -197,14 +197,15 @@ def _check_pressure(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> 
         return "pass", f"{UNBOUND}: no live engine in this process", ""
     pressure = pressure_section(snap)
     threshold, last = pressure["threshold_tokens"], pressure["last_prompt_tokens"]
-    if not pressure["measured"]:
-        return "pass", f"session {snap.get('session_id')}: {pressure['note']}", ""
-    if pressure["ratio"] is None:
+    if not pressure["measured"]:  # right after a compaction: no ratio, the overhead still tells
+        detail = f"session {snap.get('session_id')}: {pressure['note']}"
+    elif pressure["ratio"] is None:
         return "pass", f"session {snap.get('session_id')}: threshold not initialized yet", ""
-    ratio = last / threshold
-    detail = f"session {snap.get('session_id')}: {last}/{threshold} tokens ({ratio:.0%} of threshold)"
-    if ratio > 1.5:
-        return "warn", detail, "compaction is not keeping up: check last_compression_status in /trove status"
+    else:
+        ratio = last / threshold
+        detail = f"session {snap.get('session_id')}: {last}/{threshold} tokens ({ratio:.0%} of threshold)"
+        if ratio > 1.5:
+            return "warn", detail, "compaction is not keeping up: check last_compression_status in /trove status"
     overhead, window = int(snap.get("overhead_tokens") or 0), int(snap.get("context_length") or 0)
     if window and overhead >= window * TRIGGER_CEILING:
         return "warn", (f"{detail}; the host's system prompt and tool schemas take {overhead} of the "

@@ -236,6 +236,10 @@ def test_context_pressure_warns_when_the_hosts_overhead_leaves_the_conversation_
     check = by_check(report)["context_pressure"]
     assert check["status"] == "warn" and "tool schemas take" in check["detail"], check
     assert any(g.startswith("context_pressure:") and "toolsets" in g for g in report["guidance"])
+    eng.last_prompt_tokens = -1  # as the host leaves it after that compaction: the overhead still leaves no room
+    check = by_check(doctor.run_doctor(runtime, eng.snapshot()))["context_pressure"]
+    assert check["status"] == "warn" and "tool schemas take" in check["detail"], check
+    assert "no prompt measured since" in check["detail"] and "-1/" not in check["detail"], check
 
 
 def test_pressure_right_after_a_compaction_says_no_prompt_was_measured_not_minus_one(engine):
