@@ -258,6 +258,7 @@ def build_inspect(runtime: Runtime, snapshot: Mapping[str, Any] | None, session_
             "last_reason": str(snap.get("last_compression_reason") or "")[:REASON_CHARS],
             "compression_count": snap.get("compression_count"),
             "last_prompt_tokens": pressure["last_prompt_tokens"], "threshold_tokens": pressure["threshold_tokens"],
+            "prompt_measured": pressure["measured"],  # False right after a compaction: the host's -1 is no size
             "frontier": {"session_frontier_store_id": frontier,
                          "highest_summarized_store_id": runtime.dag.highest_covered_store_id(session_id)},
         },

@@ -114,6 +114,10 @@ def test_inspect_reports_lineage_frontier_tail_and_dag_without_content(engine):
     assert out["compaction"]["frontier"]["highest_summarized_store_id"] == ids[9]
     assert out["compaction"]["last_status"] == "idle"
     assert "turn 3" not in json.dumps(out) and "summary of early" not in json.dumps(out)
+    engine.update_from_response({"prompt_tokens": 30000})
+    assert call(engine, "trove_inspect")["compaction"]["prompt_measured"] is True
+    engine.last_prompt_tokens = -1  # as the host leaves it after a compaction, until the next answer
+    assert call(engine, "trove_inspect")["compaction"]["prompt_measured"] is False
 
 
 def test_inspect_limit_bounds_lists_and_is_clamped(engine):
