@@ -455,6 +455,9 @@ def execute(args: argparse.Namespace, runtime: Runtime | None = None, out: TextI
         _emit(f"trove: {prog} {' '.join(found[0])} acts on the whole store and takes no --session;"
               " --session names the session of status, dag, rotate and doctor clean", sys.stderr)
         return EXIT_USAGE
+    if getattr(args, "trove_format", "text") == "mermaid" and found is not None and found[0][:1] != ("dag",):
+        _emit(f"trove: {prog} {' '.join(found[0])} has no Mermaid form; --format is only for dag", sys.stderr)
+        return EXIT_USAGE
     if key == ("help",) or (key and found is None):  # usage needs no database
         name, result = usage(words)
     else:

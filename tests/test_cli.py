@@ -238,6 +238,17 @@ def test_a_session_given_to_a_whole_store_command_is_a_usage_error_not_ignored(d
     assert host_exit(parser, "status", "--session", "chat-1") == 0  # the commands that name a session still take it
 
 
+def test_format_mermaid_for_a_command_that_has_no_drawing_is_a_usage_error(db, capsys):
+    """--format is dag's: given to another subcommand it is refused (exit 2), not ignored with exit 0."""
+    for words in (("status",), ("doctor",), ("backup",), ("migrate", "--to", str(db.parent / "copy.db"))):
+        capsys.readouterr()
+        code, out = run(*words, "--db", str(db), "--format", "mermaid")
+        assert code == 2 and out == "" and "--format is only for dag" in capsys.readouterr().err, words
+    assert not (db.parent / "backups").exists() and not (db.parent / "copy.db").exists()
+    code, out = run("dag", "--db", str(db), "--session", "chat-1", "--format", "mermaid")
+    assert code == 0, out
+
+
 def test_wrong_words_for_a_subsystem_subcommand_exit_2_as_usage(db, capsys):
     from hermes_trove.config import load_config
 
