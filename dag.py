@@ -64,9 +64,9 @@ def frontier_at(conn: sqlite3.Connection, session_id: str) -> int:
 
 
 def _leaf_coverage(conn: sqlite3.Connection, session_id: str) -> int:
-    """The highest store id the session's own summaries cover (0: none)."""
-    r = conn.execute("SELECT MAX(nm.store_id) FROM node_messages nm JOIN summary_nodes n ON n.node_id = nm.node_id"
-                     " WHERE n.session_id = ?", (session_id,)).fetchone()
+    """The highest store id the session's own summaries cover (0: none; a damaged lineage cell counts as none)."""
+    r = conn.execute(f"SELECT MAX({sane('nm.store_id')}) FROM node_messages nm"
+                     " JOIN summary_nodes n ON n.node_id = nm.node_id WHERE n.session_id = ?", (session_id,)).fetchone()
     return int(r[0] or 0)
 
 
@@ -340,11 +340,12 @@ class SummaryDAG:
         return int(r[0])
 
     def source_ids(self, node: NodeRow, offset: int = 0, limit: int | None = None) -> list[int]:
-        """Immediate sources in order: store ids (depth 0) or child node ids."""
+        """Immediate sources in order: store ids (depth 0) or child node ids. A lineage cell that holds no id
+        (damage a SQLite file can carry: text, a fraction) is left out, as a missing row would be."""
         table, col = ("node_messages", "store_id") if node.depth == 0 else ("node_children", "child_id")
         sql = f"SELECT {col} FROM {table} WHERE node_id=? ORDER BY ordinal LIMIT ? OFFSET ?"
         rows = self.db.read().execute(sql, (node.node_id, 2 ** 62 if limit is None else int(limit), int(offset)))
-        return [int(r[0]) for r in rows]
+        return [r[0] for r in rows if is_count(r[0]) and r[0] > 0]
 
     def parent_of(self, node_id: int, session_id: str) -> int | None:
         r = self.db.read().execute(

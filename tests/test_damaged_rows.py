@@ -78,6 +78,20 @@ def test_a_session_cursor_stored_as_text_realigns_on_the_stored_messages(tmp_pat
     next_turn_and_reads(engine, history)  # every new message stored once, none again
 
 
+def test_a_lineage_cell_that_holds_no_id_is_left_out_and_the_dag_still_draws(tmp_path):
+    """A leaf's source row whose store id is text (a damaged file): the DAG view, the frontier read
+    and trove_expand leave that one cell out instead of failing on it."""
+    engine, history, path = compacted(tmp_path)
+    damage(path, "UPDATE node_messages SET store_id = 'lost' WHERE ordinal = 1")
+    drawing = command.make_handler(engine.runtime)("dag --session s1")
+    assert "failed" not in drawing and "Error" not in drawing, drawing
+    assert engine.runtime.dag.highest_covered_store_id("s1") > 0
+    leaf = engine.runtime.dag.visible("s1")[0]
+    ids = engine.runtime.dag.source_ids(leaf)
+    assert ids and all(isinstance(i, int) for i in ids)
+    next_turn_and_reads(engine, history)
+
+
 @pytest.mark.parametrize(("sql", "kind", "status"), [
     ("UPDATE messages SET content = substr(content, 1, 20) WHERE typeof(content) = 'blob'",
      "messages whose stored text is damaged", "fail"),
