@@ -255,16 +255,20 @@ def _check_plugin(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Ch
     git = f", git {str(commit)[:12]}{' dirty' if ident.get('plugin_git_dirty') else ''}" if commit else ""
     detail = (f"{ident['plugin_version']} loaded from {ident['plugin_path']} ({ident['route']}{git});"
               f" host: {ident['host']['verdict']}; skill in index: {ident['skill']['in_index']}")
+    before, after, fixes = [], [], []  # every problem found is named: one may not hide another
     if ident.get("warning"):
-        return "warn", ident["warning"] + "; " + detail, ident["advice"]
+        before.append(ident["warning"])
+        fixes.append(ident["advice"])
     if str(ident["host"]["verdict"]).startswith("fallback"):
-        return "warn", detail, "run `hermes config set context.engine trove` and restart Hermes"
+        fixes.append("run `hermes config set context.engine trove` and restart Hermes")
     if not ident["host"].get("compression_enabled", True):
-        return "warn", (f"{detail}; compression.enabled is off in config.yaml, so Hermes asks no engine to"
-                        " compact on its own (no automatic trigger; the CLI also refuses /compress) and the"
-                        " prompt grows with the conversation"), \
-            "run `hermes config set compression.enabled true` and restart Hermes"
-    return "pass", detail, ""
+        after.append("compression.enabled is off in config.yaml, so Hermes asks no engine to compact on its own"
+                     " (no automatic trigger; the CLI also refuses /compress) and the prompt grows with the"
+                     " conversation")
+        fixes.append("run `hermes config set compression.enabled true` and restart Hermes")
+    if not fixes:
+        return "pass", detail, ""
+    return "warn", "; ".join([*before, detail, *after]), "; ".join(dict.fromkeys(f for f in fixes if f))
 
 
 def _check_scopes(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Check:

@@ -289,6 +289,20 @@ def test_hermes_compression_switched_off_is_a_warning_naming_the_command(tmp_pat
     assert report["plugin"]["host"]["compression_enabled"] is False
 
 
+def test_each_problem_of_the_plugin_check_is_named_when_there_are_several(tmp_path):
+    """Hermes on its own compressor AND compression switched off: the check names both and both fixes."""
+    rt = build_runtime(make_config(tmp_path))
+    seed(rt)
+    (tmp_path / "config.yaml").write_text("context:\n  engine: compressor\ncompression:\n  enabled: false\n",
+                                          encoding="utf-8")
+    report = doctor.run_doctor(rt)
+    check = by_check(report)["plugin_identity"]
+    assert check["status"] == "warn" and "fallback" in check["detail"], check
+    assert "compression.enabled is off" in check["detail"], check
+    (fix,) = [g for g in report["guidance"] if g.startswith("plugin_identity: ")]
+    assert "context.engine trove" in fix and "compression.enabled true" in fix, fix
+
+
 @pytest.mark.parametrize("written, on", [("", False), ('"on"', False), ("2", False), ("disabled", False),
                                          ("off", False), ('"True"', True), ("yes", True), ("1", True)])
 def test_compression_enabled_is_read_as_hermes_reads_it(tmp_path, written, on):
