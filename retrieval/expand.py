@@ -141,10 +141,12 @@ def trove_expand(ctx: ToolContext, args: Mapping[str, Any]) -> dict[str, Any]:
     exact = bool_arg(args, "include_exact_ref")
     source_offset = int_arg(args, "source_offset", 0, minimum=0) or 0  # checked in every mode: never ignored
     source_limit = int_arg(args, "source_limit", None, minimum=1, cap=SOURCE_PAGE)
+    part = enum_arg(args, "part", ("content", "tool_calls"), "content") or "content"  # checked in every mode too
     mode = chosen[0]
+    if part != "content" and mode != "store_id":  # a node or a payload has no tool-call part to read
+        raise ToolError(f"part={part!r} reads one message's tool calls: give store_id (the {mode} mode reads content)")
     if mode == "store_id":
         store_id = int_arg(args, "store_id", None, minimum=1) or 0
-        part = enum_arg(args, "part", ("content", "tool_calls"), "content") or "content"
         out = _expand_store(ctx, store_id, part, max_tokens, content_offset, exact)
     elif mode == "externalized_ref":
         sid = require_session(ctx, "trove_expand(externalized_ref)")

@@ -42,6 +42,10 @@ def put(engine, *msgs, key=KEY):
     ({"store_id": 1, "content_offset": -1}, "content_offset"),
     ({"store_id": 1, "max_tokens": 0}, "max_tokens"),
     ({"node_id": 424242}, "not visible in the current session"),
+    # part is checked in every mode: a wrong value beside node_id or a payload ref was ignored
+    ({"node_id": 1, "part": {"a": "b"}}, "part must be one of"),
+    ({"externalized_ref": "x", "part": "body"}, "part must be one of"),
+    ({"node_id": 1, "part": "tool_calls"}, "part='tool_calls' reads one message's tool calls: give store_id"),
 ])
 def test_expand_argument_table(engine, args, message):
     put(engine, user("hello there"))
