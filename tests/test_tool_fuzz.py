@@ -24,7 +24,17 @@ import threading
 from typing import Any
 
 import pytest
-from conftest import assistant, background_passes_finish, make_config, make_engine, tool_call, tool_result, user
+from conftest import (
+    assistant,
+    background_passes_finish,
+    drop_schema,
+    make_config,
+    make_engine,
+    tool_call,
+    tool_result,
+    user,
+    with_search_path,
+)
 from test_import_cli import make_source
 
 from hermes_trove import command
@@ -62,17 +72,31 @@ def nested(levels: int) -> Any:
 
 
 # -- the world ---------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def world(request, tmp_path_factory):
     """A store with an imported session, an other session, and s1: messages with tool calls, a
-    compaction's summaries, an assertion and a retrieval episode."""
+    compaction's summaries, an assertion and a retrieval episode; on a file, then on a server."""
     tmp = tmp_path_factory.mktemp("fuzz")
     threads = set(threading.enumerate())
-    assert import_cli.main(["--source-db", str(make_source(tmp / "lcm.db", n=6)), "--target-db",
-                            str(tmp / "trove.db"), "--apply"]) == 0
-    cfg = make_config(tmp, database_url="", assertions_enabled=True, adaptive_retrieval_enabled=True,
+    url = schema = ""
+    if request.param == "postgresql":
+        import uuid
+
+        import psycopg
+        base = request.getfixturevalue("pg_url")
+        schema = f"t_{uuid.uuid4().hex}"
+        with psycopg.connect(base, autocommit=True) as c:
+            c.execute(f'CREATE SCHEMA "{schema}"')
+        url = with_search_path(base, schema, "public")
+    else:  # the importer writes a SQLite file: that store starts with an imported session
+        assert import_cli.main(["--source-db", str(make_source(tmp / "lcm.db", n=6)), "--target-db",
+                                str(tmp / "trove.db"), "--apply"]) == 0
+    cfg = make_config(tmp, database_url=url, assertions_enabled=True, adaptive_retrieval_enabled=True,
                       large_output_externalization_enabled=True, large_output_externalization_threshold_chars=2000)
     runtime = build_runtime(cfg)
+    if url:
+        runtime.store.append(SessionKey("openclaw-trove:agent:unknown:sess-1"),
+                             [user(f"message number {i}") for i in range(6)])
     runtime.store.ingest(SessionKey("other"), [user("the other session's secret"), assistant("noted")])
     engine = make_engine(runtime, complete=lambda *a, **k: "The shoes cost $20.")
     live = []
@@ -89,7 +113,7 @@ def world(tmp_path_factory):
     engine.ingest(live)
     runtime.store.settle(timeout_s=5.0)
     rows = runtime.store.page("s1", 0, 1000)
-    conn = sqlite3.connect(cfg.database_path)
+    conn: Any = psycopg.connect(url, autocommit=True) if url else sqlite3.connect(cfg.database_path)
     node = conn.execute("SELECT MIN(node_id) FROM summary_nodes").fetchone()[0]
     if node is None:  # the compaction kept everything: a leaf over the first messages stands for its summary
         node = runtime.dag.add_leaf("s1", "leaf: Berlin, shoes and the pooler", [r.store_id for r in rows[:4]],
@@ -104,14 +128,26 @@ def world(tmp_path_factory):
     w = {"engine": engine, "runtime": runtime, "cfg": cfg, "conn": conn, "live": live, "threads": threads,
          "node_id": node, "store_id": rows[0].store_id, "other_store_id": other_id, "sessions": sessions,
          "ref": make_ref(rows[0], 0, min(20, len(rows[0].content))).to_dict(),
-         "retrieval_id": started.get("retrieval_id", "")}
+         "retrieval_id": started.get("retrieval_id", ""), "db": url or str(cfg.database_path)}
     assert w["retrieval_id"], started
     yield w
     conn.close()
+    if schema:
+        from hermes_trove.pgdb import close_connections
+        background_passes_finish(threads)
+        close_connections()
+        drop_schema(request.getfixturevalue("pg_url"), schema)
 
 
-def fingerprint(conn: sqlite3.Connection) -> dict[str, tuple[int, str]]:
+def fingerprint(conn: Any) -> dict[str, tuple[int, str]]:
     """Every table's row count and a hash of its rows (leases are bookkeeping, not data)."""
+    if not isinstance(conn, sqlite3.Connection):  # a server: the same, hashed there
+        tables = [r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+                                             " AND tablename <> 'work_leases' ORDER BY 1")]
+        rows = conn.execute(" UNION ALL ".join(
+            f"(SELECT '{t}', COUNT(*), md5(coalesce(string_agg(x::text, '|' ORDER BY x::text), '')) FROM \"{t}\" x)"
+            for t in tables)).fetchall()
+        return {t: (n, h) for t, n, h in rows}
     names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name <> 'work_leases'"
                                         " AND name NOT LIKE 'sqlite_%' AND sql NOT LIKE 'CREATE VIRTUAL%' ORDER BY 1")]
     out = {}
@@ -423,7 +459,7 @@ def test_trove_command_lines_exit_as_the_operator_guide_says_and_write_nothing(w
     traceback; unknown words are usage (2) and say so; a line without apply writes nothing; a --db that
     does not exist is usage (2) and no file appears there."""
     rng = random.Random(f"{SEED}:cli")
-    db = str(world["cfg"].database_path)
+    db = world["db"]
     problems = []
     codes: dict[int, int] = {}
     for i in range(60):
