@@ -21,6 +21,7 @@ from .state import extract, preanswer
 from .state.assertion_store import FEATURE as STATE_TABLES
 from .state.assertion_store import AssertionStore
 from .temporal import rollups
+from .toolkit import echo
 from .version import install_hint
 
 if TYPE_CHECKING:
@@ -149,6 +150,10 @@ def _assertions(r: Request) -> dict[str, Any]:
     words = [w.lower() for w in r.words]
     action = words[0] if words else "status"
     apply = "--apply" in words or "apply" in words[1:]
+    stray = _stray_word(action, words[1:])
+    if stray is not None:  # a word the action does not take is usage, never silently a dry run
+        return {"status": "usage", "error": f"assertions {action} does not take {echo(stray, 40)}; usage: assertions"
+                                            " [status] | rebuild [--apply] [--limit N] [--reset] | drop [--apply]"}
     if action == "status":
         return extract.status(r.runtime)
     if action == "drop":
@@ -172,6 +177,22 @@ def _assertions(r: Request) -> dict[str, Any]:
     if progress is not None:
         sys.stderr.write("\n")
     return result
+
+
+# The words each ``assertions`` action takes after its name (``--limit`` with its number).
+_ASSERTION_WORDS = {"status": frozenset(), "drop": frozenset({"--apply", "apply"}),
+                    "rebuild": frozenset({"--apply", "apply", "--reset", "--limit"})}
+
+
+def _stray_word(action: str, rest: list[str]) -> str | None:
+    """The first of ``rest`` that ``action`` does not take (the number after ``--limit`` is its own)."""
+    takes = _ASSERTION_WORDS.get(action)
+    if takes is None:
+        return None  # an unknown action: the usage answer below names it
+    for i, word in enumerate(rest):
+        if word not in takes and not (i and rest[i - 1] == "--limit"):
+            return word
+    return None
 
 
 def _check_state(runtime: Runtime, conn: sqlite3.Connection, ctx: dict[str, Any]) -> Check:

@@ -258,6 +258,15 @@ def test_wrong_words_for_a_subsystem_subcommand_exit_2_as_usage(db, capsys):
         capsys.readouterr()
         assert host_exit(parser, *words) == 2, (words, capsys.readouterr().out[-500:])
     assert host_exit(parser, "rollups", "rebuild", "day", "2026-01-01") == 0  # a right one still previews
+    # a word an assertions action does not take was ignored: `drop aply` answered a dry run with exit 0
+    for words in (("assertions", "status", "bogus"), ("assertions", "drop", "aply"),
+                  ("assertions", "rebuild", "repair", "backup")):
+        capsys.readouterr()
+        assert host_exit(parser, *words) == 2, words
+        assert f"assertions {words[1]} does not take" in capsys.readouterr().out
+    for words in (("assertions", "status"), ("assertions", "drop"), ("assertions", "drop", "apply"),
+                  ("assertions", "rebuild", "--limit", "3")):
+        assert host_exit(parser, *words) == 0, words  # the words each action takes still work
 
 
 def test_import_as_a_subcommand_names_the_importer_script(db, capsys):
