@@ -436,6 +436,41 @@ def test_trove_command_strings_answer_text_and_refused_forms_write_nothing(world
     assert not problems, "\n".join(problems[:12])
 
 
+JUNK_MESSAGES: list[Any] = [
+    None, 7, "text", [], {}, {"role": None}, {"role": "user", "content": None},
+    {"role": "user", "content": float("nan")}, {"role": "user", "content": [{"type": "text", "text": "\ud800"}]},
+    {"role": "user", "content": "x\x00y"}, {"role": "assistant", "content": "", "tool_calls": "not a list"},
+    {"role": "assistant", "tool_calls": [{"function": None}]},
+    {"role": "tool", "content": {"a": 1}}, {"role": "user", "content": "q", "timestamp": float("inf")},
+    {"role": "user", "content": "q", "timestamp": "yesterday"}, {"role": "user", "content": "q", "timestamp": 10**30},
+    {"role": 5, "content": 5}, {"role": "user", "content": "z" * (1 << 20)},
+    {"role": "system", "content": [None, 1, "a"]}]
+
+
+def test_a_live_transcript_with_junk_still_gets_its_answer_and_loses_no_stored_row(world):
+    """The host hands ``handle_tool_call`` its live transcript; junk entries in it (wrong types, NaN and
+    far-future timestamps, lone surrogates, NUL bytes, a mebibyte) never cost the model its answer, and
+    every row stored before is still there, unchanged (new rows may be added: that is the ingest)."""
+    rng = random.Random(f"{SEED}:live")
+    query = "SELECT store_id, role, content FROM messages"
+    before = set(world["conn"].execute(query).fetchall())
+    problems = []
+    for i in range(40):
+        live = [*world["live"], *(rng.choice(JUNK_MESSAGES) for _ in range(rng.choice([1, 2, 4])))]
+        name = rng.choice(["trove_grep", "trove_status", "trove_recall", "trove_load_session"])
+        out = world["engine"].handle_tool_call(name, {"query": "shoes", "session_id": "s1"}, messages=live)
+        try:
+            check_reply(TOOLS_BY_NAME[name], out, None, ["query", "session_id"], f"#{i} {name}")
+        except AssertionError as exc:
+            problems.append(str(exc)[:400])
+    background_passes_finish(world["threads"])
+    after = set(world["conn"].execute(query).fetchall())
+    if isinstance(world["conn"], sqlite3.Connection):
+        world["conn"].commit()
+    assert not problems, "\n".join(problems[:12])
+    assert before <= after, f"{len(before - after)} stored rows changed or went"
+
+
 def test_the_fuzz_fingerprint_sees_a_write(world):
     before = fingerprint(world["conn"])
     world["runtime"].store.ingest(SessionKey("fp"), [user("one more")])
