@@ -204,6 +204,7 @@ def failure_parser(parser: Any) -> None:
     parser.add_argument("trove_words", nargs="*", metavar="SUBCOMMAND")
     parser.add_argument("--json", dest="trove_json", action="store_true")
     parser.add_argument("--apply", dest="trove_apply", action="store_true")
+    parser.add_argument("--reset", dest="trove_reset", action="store_true")
     for option in ("--db", "--session", "--format", "--limit"):
         parser.add_argument(option, dest="trove_" + option[2:])
 

@@ -368,6 +368,8 @@ def setup_parser(parser: argparse.ArgumentParser) -> None:
                         help="assertions rebuild|drop: do it (the default is a dry run)")
     parser.add_argument("--limit", dest="trove_limit", type=int, metavar="N",
                         help="assertions rebuild: read at most N messages")
+    parser.add_argument("--reset", dest="trove_reset", action="store_true",
+                        help="assertions rebuild: forget every assertion and start from the first message")
     parser.add_argument(backups.HAVE_BACKUP, dest="trove_have_backup", action="store_true",
                         help="doctor clean|source|repair apply on a PostgreSQL store: you took your own backup"
                              " (trove cannot copy a server to a file; `backup` prints the pg_dump to run)")
@@ -439,8 +441,8 @@ def execute(args: argparse.Namespace, runtime: Runtime | None = None, out: TextI
     words = list(getattr(args, "trove_words", None) or [])
     if [w.lower() for w in words] == ["dag"] and getattr(args, "trove_format", "text") == "mermaid":
         words.append("mermaid")
-    words += [flag for attr, flag in (("trove_apply", "--apply"), ("trove_have_backup", backups.HAVE_BACKUP))
-              if getattr(args, attr, False)]
+    words += [flag for attr, flag in (("trove_apply", "--apply"), ("trove_reset", "--reset"),
+                                      ("trove_have_backup", backups.HAVE_BACKUP)) if getattr(args, attr, False)]
     if getattr(args, "trove_limit", None) is not None:
         words += ["--limit", str(args.trove_limit)]
     key = tuple(w.lower() for w in words if w.lower() != backups.HAVE_BACKUP)

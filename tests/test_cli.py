@@ -269,6 +269,16 @@ def test_wrong_words_for_a_subsystem_subcommand_exit_2_as_usage(db, capsys):
         assert host_exit(parser, *words) == 0, words  # the words each action takes still work
 
 
+def test_assertions_rebuild_takes_reset_on_the_command_line_as_in_a_chat(db, capsys):
+    """docs/state.md: the /trove words work in the CLI too; --reset was an unrecognized argument (exit 2)."""
+    code, out = run("--db", str(db), "--json", "assertions", "rebuild", "--reset")
+    assert code == 0 and json.loads(out)["reset"] is True, out[-500:]
+    code, out = run("--db", str(db), "--json", "assertions", "rebuild")
+    assert code == 0 and json.loads(out)["reset"] is False, out[-500:]
+    code, out = run("--db", str(db), "status", "--reset")  # a command that takes no --reset: usage
+    assert code == 2 and "unknown subcommand" in out, out[-500:]
+
+
 def test_import_as_a_subcommand_names_the_importer_script(db, capsys):
     code, out = run("import", "--db", str(db))
     assert code == 2 and out.startswith("unknown subcommand: import")
