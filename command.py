@@ -33,7 +33,7 @@ from .config import (
     with_store,
 )
 from .models import Complete, host_complete
-from .ops import dag_view, doctor, hygiene, install, maintenance, migrate_store, rotate, status
+from .ops import dag_view, doctor, hygiene, install, maintenance, migrate_store, outbox_ops, rotate, status
 from .pathprobe import probe_path
 from .pgdb import StoreSelectionError
 from .runtime import build_runtime
@@ -151,6 +151,10 @@ HANDLERS: dict[tuple[str, ...], tuple[Callable[[Target], dict[str, Any]], str]] 
     ("doctor", "source"): (lambda t: hygiene.scan_source(t.runtime), "read-only scan for blank-source rows"),
     ("doctor", "source", "apply"): (lambda t: hygiene.apply_source(t.runtime, have_backup=t.have_backup),
                                     "backup-first normalization of blank source to 'unknown'"),
+    ("doctor", "outbox"): (lambda t: outbox_ops.report(t.runtime),
+                           "read-only list of outbox rows set aside (--json exports each whole)"),
+    ("doctor", "outbox", "retry"): (lambda t: outbox_ops.retry(t.runtime),
+                                    "ship the set-aside outbox rows again, after repairing them"),
     ("doctor", "retention"): (lambda t: hygiene.retention_report(t.runtime),
                               "read-only per-session footprint and age"),
     ("backup",): (_backup, "timestamped online SQLite backup (a PostgreSQL store: the pg_dump command to run)"),
@@ -183,8 +187,8 @@ def lookup(key: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]] | None
     return next(((p, key[len(p):]) for p in prefixes if key[:len(p)] == p), None)
 
 
-ARGS_HINT = " | ".join(("status | doctor [clean|repair|source|retention] [apply [--have-backup]] | backup |"
-                        " dag [mermaid] | rotate [apply] | migrate --to TARGET",
+ARGS_HINT = " | ".join(("status | doctor [clean|repair|source|retention] [apply [--have-backup]] |"
+                        " doctor outbox [retry] | backup | dag [mermaid] | rotate [apply] | migrate --to TARGET",
                         *(row.usage for row in subsystems.SUBSYSTEMS), "help"))
 
 

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
-from . import leases, pgtext
+from . import leases, outboxaside, pgtext
 from .backend import storage_error
 from .background import PassScheduler
 from .config import OUTBOX_FILE
-from .db import Database, open_readonly
+from .db import Database, open_readonly, write_meta
 from .rows import IngestResult, SessionKey, SessionRow
 from .store import SESSION_MERGE, MessageStore
 
@@ -73,6 +73,7 @@ def unshipped(path: Path) -> tuple[int, float | None]:
         cursor = conn.execute("SELECT value FROM meta WHERE key='outbox_cursor'").fetchone()
         count, oldest = conn.execute("SELECT COUNT(*), MIN(ingested_at) FROM messages WHERE store_id > ?",
                                      (int(cursor[0]) if cursor else 0,)).fetchone()
+        count += outboxaside.marked_messages(conn)  # set aside: behind the cursor, still not on any server
     return int(count), None if oldest is None else float(oldest)
 
 
@@ -132,8 +133,9 @@ class Outbox:
         row = self.db.read().execute("SELECT MIN(ingested_at) FROM messages WHERE store_id > ?", (shipped,)).fetchone()
         return None if row[0] is None else float(row[0])
 
-    def batch(self, limit: int = BATCH_ROWS) -> tuple[list[Any], list[Any], int, float]:
-        """The next rows and changed sessions to ship, with the cursor values they move to."""
+    def batch(self, limit: int = BATCH_ROWS) -> tuple[list[Any], list[Any], int, float, list[outboxaside.Aside]]:
+        """The next rows and changed sessions to ship, the cursor values they move to, and the rows of
+        set-aside sessions that the cursor passes (to be marked as set aside too)."""
         shipped, sessions_at = self.cursor()
         conn = self.db.read()
         rows = conn.execute(f"SELECT store_id, {_SHIPPED_COLUMNS} FROM messages WHERE store_id > ? ORDER BY store_id"
@@ -141,11 +143,53 @@ class Outbox:
         named = sorted({str(r[1]) for r in rows})  # every session a row names ships with it
         changed = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE updated_at > ? OR session_id IN"
                                f" ({','.join('?' * len(named))})", (sessions_at, *named)).fetchall()
-        top = max([float(s["updated_at"]) for s in changed], default=sessions_at)
-        return rows, changed, int(rows[-1][0]) if rows else shipped, max(top, sessions_at)
+        held: list[outboxaside.Aside] = []
+        aside = outboxaside.aside_sessions(conn)
+        if aside:  # a set-aside session holds its messages (and its own later changes) back
+            held = [outboxaside.Aside("message", str(r[0]), str(r[1]), f"its session {r[1]} is set aside")
+                    for r in rows if str(r[1]) in aside]
+            rows = [r for r in rows if str(r[1]) not in aside]
+            changed = [s for s in changed if str(s[0]) not in aside]
+        top = max([t for s in changed if (t := _time(s["updated_at"])) is not None], default=sessions_at)
+        last = max([int(r[0]) for r in rows[-1:]] + [int(h.key) for h in held[-1:]], default=shipped)
+        return rows, changed, last, max(top, sessions_at), held
 
-    def advance(self, shipped: int, sessions_at: float) -> None:
-        self.db.set_meta({"outbox_cursor": str(int(shipped)), "outbox_sessions": repr(float(sessions_at))})
+    def advance(self, shipped: int, sessions_at: float, aside: Sequence[outboxaside.Aside] = ()) -> None:
+        """Move the cursor past a shipment, marking what it set aside, in one transaction."""
+        with self.db.transaction() as c:
+            write_meta(c, {"outbox_cursor": str(int(shipped)), "outbox_sessions": repr(float(sessions_at))})
+            outboxaside.mark(c, aside)
+
+    def set_aside(self) -> list[outboxaside.Aside]:
+        return outboxaside.entries(self.db.read())
+
+    def aside_summary(self) -> dict[str, Any]:
+        return outboxaside.summary(self.db.read())
+
+    def export_aside(self) -> list[dict[str, Any]]:
+        return outboxaside.exported(self.db.read())
+
+    def aside_rows(self, marks: Sequence[outboxaside.Aside]) -> tuple[list[Any], list[Any]]:
+        """The messages and sessions ``marks`` name (with every session those messages belong to)."""
+        conn = self.db.read()
+        rows = outboxaside.rows_by_id(conn, _SHIPPED_COLUMNS, [int(m.key) for m in marks if m.kind == "message"])
+        sessions = outboxaside.sessions_by_id(conn, _SESSION_COLUMNS, {m.session_id for m in marks})
+        return rows, sessions
+
+    def retried(self, marks: Sequence[outboxaside.Aside], still: Sequence[outboxaside.Aside]) -> None:
+        """After a retry: the marks that shipped are forgotten, those that did not keep their new reason."""
+        kept = {(e.kind, e.key) for e in still}
+        with self.db.transaction() as c:
+            outboxaside.unmark(c, [m for m in marks if (m.kind, m.key) not in kept])
+            outboxaside.mark(c, still)
+
+
+def _time(value: Any) -> float | None:
+    """A session's ``updated_at`` as a number; None for a damaged value (that row is set aside when it ships)."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
 
 
 _SESSION_UPSERT = (
@@ -259,18 +303,48 @@ class Shipper:
                 self._lost(exc)
             self.payloads.shipped([str(p[0]) for p in payloads])  # type: ignore[union-attr]
             return len(payloads)
-        rows, sessions, shipped, sessions_at = self.outbox.batch()
-        if not rows and not sessions:
+        rows, sessions, shipped, sessions_at, aside = self.outbox.batch()
+        if not rows and not sessions and not aside:
             self.dirty = False
             return 0
+        origin = self.outbox.origin()
         try:
-            added = ship_batch(self._connection(), self.outbox.origin(), rows, sessions)
+            added = ship_batch(self._connection(), origin, rows, sessions)
         except Exception as exc:
-            self._lost(exc)
-        self.outbox.advance(shipped, sessions_at)
+            if not outboxaside.row_fault(exc):
+                self._lost(exc)
+            added, bad = self._isolate(origin, rows, sessions)
+            aside = [*aside, *bad]
+        self.outbox.advance(shipped, sessions_at, aside)
         self.state.shipped += added
         self.state.last_ok_at, self.state.last_error, self.state.failures = time.time(), "", 0
-        return len(rows) or len(sessions)
+        return len(rows) or len(sessions) or len(aside)
+
+    def _isolate(self, origin: str, rows: Sequence[Any], sessions: Sequence[Any]) -> tuple[int, list[Any]]:
+        """A batch refused for a row's values: ship it a statement at a time, setting aside what is at fault."""
+        try:
+            added, bad = outboxaside.isolate(lambda r, s: ship_batch(self._connection(), origin, r, s), rows, sessions)
+        except Exception as exc:
+            self._lost(exc)
+        for e in bad:
+            log.error("trove: outbox %s row %s (session %s) is set aside, the rows after it ship: %s; kept in %s"
+                      " (`hermes trove doctor outbox`)", e.kind, e.key, e.session_id, e.reason, self.outbox.path)
+        return added, bad
+
+    def retry_aside(self, wait_s: float = BUSY_WAIT_S) -> dict[str, Any]:
+        """Ship the set-aside rows again (after their values or the server were repaired), in their order,
+        between shipments; what still cannot ship stays set aside with its new reason."""
+        found: dict[str, Any] = {}
+
+        def act() -> int:
+            marks = self.outbox.set_aside()
+            rows, sessions = self.outbox.aside_rows(marks)
+            added, still = self._isolate(self.outbox.origin(), rows, sessions) if marks else (0, [])
+            self.outbox.retried(marks, still)
+            found.update(retried=len(marks), added=added, still_aside=len(still))
+            return added
+        self.between_shipments(act, wait_s, record=True)
+        return found
 
     def _lost(self, exc: BaseException) -> NoReturn:
         """A shipment failed (under the lock): drop the connection (the next try opens one) and raise."""
@@ -363,7 +437,8 @@ class Shipper:
         return {"outbox": self.outbox.path, "pending": self.outbox.pending(),
                 "oldest_pending_at": self.outbox.oldest_pending(), "reachable": s.reachable,
                 "shipped_this_process": s.shipped, "last_ok_at": s.last_ok_at or None,
-                "last_error": s.last_error or None, "failures": s.failures}
+                "last_error": s.last_error or None, "failures": s.failures,
+                "set_aside": self.outbox.aside_summary()}
 
 
 class ShippingStore(MessageStore):

@@ -26,7 +26,7 @@ from ..store import count_empty_sessions
 from ..subsystems import Check
 from ..toolkit import iso
 from ..version import install_hint
-from . import install, queries
+from . import install, outbox_ops, queries
 from .maintenance import (
     FTS_TABLES,
     META_FAILED,
@@ -317,6 +317,10 @@ def _check_outbox(runtime: Runtime, conn: sqlite3.Connection, ctx: Shared) -> Ch
     if shipper is None:
         return _check_left_outbox(runtime)
     state = shipper.status()
+    aside = state["set_aside"]
+    if aside["rows"]:  # refused for their own values: nothing ships them by itself
+        waiting = f"; {state['pending']} more wait to ship" if state["pending"] else ""
+        return "warn", outbox_ops.described(aside) + waiting, outbox_ops.fix_text(state["outbox"])
     if not state["pending"]:
         return "pass", f"outbox {state['outbox']} is empty: the server has every message written here", ""
     oldest = state["oldest_pending_at"]

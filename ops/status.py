@@ -22,7 +22,7 @@ from ..rows import calendar_time
 from ..runtime import DELEGATED, store_fix
 from ..toolkit import iso
 from ..version import __version__
-from . import install, queries
+from . import install, outbox_ops, queries
 from .maintenance import fts_health
 
 if TYPE_CHECKING:
@@ -71,6 +71,9 @@ def runtime_section(runtime: Runtime, offline: str = "") -> dict[str, Any]:
         queries.settled(runtime)
     if shipper is not None:
         section["outbox"] = shipper.status()
+        if section["outbox"]["set_aside"]["rows"]:  # a warning with its fix: nothing ships them by itself
+            section["outbox"]["set_aside"].update(warning=outbox_ops.described(section["outbox"]["set_aside"]),
+                                                  fix=outbox_ops.fix_text(shipper.outbox.path))
     try:
         if offline:
             raise ConnectionError(offline)

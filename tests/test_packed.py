@@ -170,7 +170,7 @@ def test_the_assertion_quote_guard_compares_against_the_text(store):
 def test_the_outbox_ships_text(tmp_path):
     box = Outbox(tmp_path / "trove-outbox.db")
     box.store.append(KEY, [user(LOG)])
-    rows, _, _, _ = box.batch()
+    rows, _, _, _, _ = box.batch()
     content = list(rows[0].keys()).index("trove_text(content)")
     assert rows[0][content] == LOG
 

@@ -187,7 +187,7 @@ def test_a_replayed_batch_adds_nothing(pg_config, pg_database_url):
     runtime = build_runtime(pg_config)
     runtime.store.ingest(SessionKey("s1", "", "cli"), turns(3))
     outbox = runtime.store.outbox
-    rows, sessions, _, _ = outbox.batch()
+    rows, sessions, _, _, _ = outbox.batch()
     conn = PgDatabase(pg_database_url).connect()
     ship_batch(conn, outbox.origin(), rows, sessions)  # the background shipper may have shipped it already
     assert ship_batch(conn, outbox.origin(), rows, sessions) == 0  # a crash before the cursor moved
@@ -603,7 +603,7 @@ def test_dropping_an_empty_row_waits_for_a_shipment_in_flight_and_keeps_what_it_
     runtime.store.settle()
     other = Outbox(tmp_path / "other-machine.db")
     other.store.ingest(key, [user("the kiln code is 4471"), assistant("noted")])
-    rows, sessions, _, _ = other.batch()
+    rows, sessions, _, _, _ = other.batch()
     shipping, release = threading.Event(), threading.Event()
 
     def ship() -> None:
