@@ -486,8 +486,8 @@ def migrate(runtime: Runtime, to: str, *, progress: Progress | None = None,
     waiting = _outbox_pending(runtime)
     if waiting:
         report.update(outbox_pending=waiting, outbox_note=f"{waiting} messages wait in this machine's outbox and"
-                      " are not on the server yet: they are not in this copy; let Hermes ship them and run the"
-                      " command again")
+                      " are not on the server yet: they are not in this copy; let Hermes ship them (rows set aside:"
+                      " `hermes trove doctor outbox`) and run the command again")
     if stopped:
         return {**report, "status": "incomplete",
                 "note": "stopped early; run the same command again to continue where it stopped"}
@@ -502,10 +502,11 @@ def migrate(runtime: Runtime, to: str, *, progress: Progress | None = None,
 
 
 def _outbox_pending(runtime: Runtime) -> int:
-    """Rows a PostgreSQL store's local outbox holds that the server does not have yet (0 for SQLite)."""
+    """Rows a PostgreSQL store's local outbox holds that the server does not have yet, set-aside rows
+    included (0 for SQLite)."""
     outbox = getattr(runtime.store, "outbox", None)
     with contextlib.suppress(Exception):
-        return int(outbox.pending()) if outbox is not None else 0
+        return int(outbox.pending()) + int(outbox.aside_summary().get("messages", 0)) if outbox is not None else 0
     return 0
 
 

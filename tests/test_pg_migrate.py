@@ -373,6 +373,18 @@ def test_messages_still_in_the_outbox_make_the_copy_back_partial(source, tmp_pat
         assert report["status"] == "ok"
 
 
+def test_a_set_aside_outbox_message_makes_the_copy_back_partial(tmp_path, pg_database_url):
+    server = on_pg(tmp_path, pg_database_url)
+    ids = server.store.outbox.store.ingest(SessionKey("s9", platform="cli"), [
+        {"role": "user", "content": "refused"}, {"role": "assistant", "content": "shipped"}]).store_ids
+    with server.store.outbox.db.transaction() as c:
+        c.execute("UPDATE messages SET token_count = 'many' WHERE store_id = ?", (ids[0],))
+    server.store.shipper.drain()
+    assert server.store.outbox.pending() == 0  # shipped or set aside: nothing waits in order
+    report = migrate(server, str(tmp_path / "back.db"))
+    assert report["status"] == "partial" and report["outbox_pending"] == 1
+
+
 def test_a_sqlite_store_holding_a_nul_copies_to_postgresql(tmp_path, pg_database_url):
     rt = build_runtime(make_config(tmp_path))
     rt.store.ingest(SessionKey("s1", platform="cli"), [{"role": "user", "content": "a \x00 b"}, {"role": "assistant",
