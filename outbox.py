@@ -326,9 +326,10 @@ class Shipper:
             added, bad = outboxaside.isolate(lambda r, s: ship_batch(self._connection(), origin, r, s), rows, sessions)
         except Exception as exc:
             self._lost(exc)
-        for e in bad:
-            log.error("trove: outbox %s row %s (session %s) is set aside, the rows after it ship: %s; kept in %s"
-                      " (`hermes trove doctor outbox`)", e.kind, e.key, e.session_id, e.reason, self.outbox.path)
+        if bad:  # one line a shipment, however many rows a set-aside session held back
+            log.error("trove: %d outbox row(s) set aside (the first: %s %s of session %s: %s); the rows after"
+                      " them ship; kept in %s (`hermes trove doctor outbox`)", len(bad), bad[0].kind, bad[0].key,
+                      bad[0].session_id, bad[0].reason, self.outbox.path)
         return added, bad
 
     def retry_aside(self, wait_s: float = BUSY_WAIT_S) -> dict[str, Any]:

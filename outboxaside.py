@@ -37,12 +37,19 @@ class Aside:
     reason: str
 
 
+# SQLSTATE classes about a statement's values: data exception, integrity constraint, a limit a value
+# passes (a text too long to index). Only a row that fails alone is set aside, so a limit the whole
+# batch passed sets nothing aside.
+_ROW_CLASSES = ("22", "23", "54")
+
+
 def row_fault(exc: BaseException) -> bool:
-    """True when ``exc`` says the row's own values were refused: the server's data and constraint errors,
-    or the driver (or this build) failing to convert a value. A connection, permission or schema error,
-    and anything SQLite or the file system raised, is not a row's fault."""
+    """True when ``exc`` says the row's own values were refused: the server's data, constraint and limit
+    errors, or the driver (or this build) failing to convert a value. A connection, permission or schema
+    error, and anything SQLite or the file system raised, is not a row's fault."""
     if type(exc).__module__.startswith("psycopg"):
-        return any(c.__name__ in ("DataError", "IntegrityError") for c in type(exc).__mro__)
+        state = str(getattr(exc, "sqlstate", None) or "")
+        return state[:2] in _ROW_CLASSES if state else any(c.__name__ == "DataError" for c in type(exc).__mro__)
     return isinstance(exc, (ValueError, TypeError, OverflowError)) and not storage_error(exc)
 
 

@@ -120,8 +120,12 @@ def test_an_outage_sets_nothing_aside_even_with_a_damaged_row_waiting(config, pg
 def test_only_a_rows_own_values_count_as_its_fault():
     assert row_fault(psycopg.errors.InvalidTextRepresentation("bad")) and row_fault(psycopg.DataError("mixed"))
     assert row_fault(psycopg.errors.NotNullViolation("null")) and row_fault(ValueError("not a number"))
+    assert row_fault(psycopg.errors.ProgramLimitExceeded("string is too long for tsvector"))
     for away in (psycopg.OperationalError("connection refused"), psycopg.errors.InsufficientPrivilege("denied"),
                  psycopg.errors.UndefinedColumn("newer schema"), psycopg.InterfaceError("closed"),
+                 psycopg.errors.QueryCanceled("statement timeout"), psycopg.errors.AdminShutdown("restart"),
+                 psycopg.errors.ReadOnlySqlTransaction("a standby"), psycopg.errors.DiskFull("full"),
+                 psycopg.errors.SerializationFailure("retry"), psycopg.errors.LockNotAvailable("locked"),
                  sqlite3.OperationalError("database is locked"), OSError("disk"), ConnectionError("down")):
         assert not row_fault(away), away
 
