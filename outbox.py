@@ -531,6 +531,13 @@ class ShippingStore(MessageStore):
 
     local_writes = True
 
+    def held_back(self, session_id: str) -> str:
+        """Why a trove compaction of ``session_id`` must not run now ("" when it may): rows of it are set
+        aside, so the server's copy of it is missing them."""
+        held = outboxaside.held_for(self.outbox.db.read(), session_id)
+        return (f"{held} row(s) of session {session_id} are set aside in {self.outbox.path}, not on the server"
+                " (`hermes trove doctor outbox`)") if held else ""
+
     def probe(self) -> None:
         """Fails at once while the server was down moments ago; else ships what waits (briefly)."""
         self.shipper.settle(2.0)

@@ -88,6 +88,18 @@ def isolate(ship: Callable[[list[Any], list[Any]], int], rows: Sequence[Any],
     return added, found
 
 
+class HeldBackError(RuntimeError):
+    """A session with rows set aside is compacted by the host's compressor: a trove compaction reads the
+    server, which lacks those rows, and would drop them from the prompt unsummarised."""
+
+
+def held_for(conn: sqlite3.Connection, session_id: str) -> int:
+    """How many of ``session_id``'s rows (its own, its messages) are set aside."""
+    if not _exists(conn):
+        return 0
+    return int(conn.execute("SELECT COUNT(*) FROM outbox_aside WHERE session_id = ?", (session_id,)).fetchone()[0])
+
+
 def _exists(conn: sqlite3.Connection) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='outbox_aside'").fetchone() is not None
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import tokens
 from ..ingest import Identify, is_synthetic, message_identity
+from ..outboxaside import HeldBackError
 from ..payloads.replay import apply_replay_stubs
 from ..payloads.sidecar import transcript_gc
 from . import assembly, policy
@@ -90,6 +91,9 @@ class Compactor:
             focus_topic: str | None = None, force: bool = False, memory_context: str = "",
             identity: Identify = message_identity) -> CompactionResult:
         store, sid = self.runtime.store, self.key.session_id
+        held = getattr(store, "held_back", None)  # a server store: rows of this session set aside
+        if held is not None and (why := held(sid)):
+            raise HeldBackError(why)  # the host's compressor takes this call; nothing is dropped unsummarised
         frontier = store.frontier_store_id(sid)
         backlog = store.backlog(sid, frontier)
         # The summary frontier is read once; the passes below keep this copy and its token total

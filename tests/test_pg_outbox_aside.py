@@ -9,7 +9,7 @@ import sqlite3
 
 import psycopg
 import pytest
-from conftest import assistant, user
+from conftest import assistant, make_engine, user
 from pg_proxy import PgProxy
 from test_command import shippers_finish  # noqa: F401  (autouse: background shipping ends with the test)
 
@@ -198,3 +198,30 @@ def test_doctor_outbox_on_a_sqlite_store_says_there_is_none(config):
     _, retried = command.run(rt, ["doctor", "outbox", "retry"])
     assert listed["set_aside"] == 0 and command.exit_code(listed) == 0
     assert retried["status"] == "refused" and command.exit_code(retried) == 1
+
+
+def long_turns(n: int, tag: str) -> list[dict]:
+    return [m for i in range(n) for m in (user(f"{tag} question {i} " + "word " * 150),
+                                          assistant(f"{tag} answer {i} " + "text " * 150))]
+
+
+@pytest.mark.parametrize("damaged", ["session", "message"])
+def test_a_session_with_rows_set_aside_is_compacted_by_the_host_compressor_not_dropped(pg_config, damaged):
+    """The server lacks that session's set-aside rows: a trove compaction reading it would drop them from
+    the prompt unsummarised; the call goes to the built-in compressor (as during an outage) until they ship."""
+    rt = build_runtime(pg_config)
+    eng = make_engine(rt, lambda *a, **k: "a summary of the early turns", context_length=8000)
+    history = long_turns(3, "early")
+    ids = list(rt.store.outbox.store.ingest(eng.state.key, history).store_ids)
+    damage(rt, *(("UPDATE sessions SET created_at = 'garbage' WHERE session_id = 's1'",) if damaged == "session"
+                 else ("UPDATE messages SET token_count = 'many' WHERE store_id = ?", ids[1])))
+    history += long_turns(6, "late")
+    eng.ingest(history)
+    eng.compress(history, current_tokens=7900, force=True)
+    assert eng.state.last_status == "delegated" and "set aside" in eng.state.last_reason
+    assert rt.health.usable  # one session's rows, not the store: other sessions compact as usual
+    damage(rt, *(("UPDATE sessions SET created_at = 1.0 WHERE session_id = 's1'",) if damaged == "session"
+                 else ("UPDATE messages SET token_count = 3 WHERE store_id = ?", ids[1])))
+    assert command.run(rt, ["doctor", "outbox", "retry"])[1]["status"] == "ok"
+    eng.compress(history, current_tokens=7900, force=True)
+    assert eng.state.last_status != "delegated"
