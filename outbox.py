@@ -307,21 +307,21 @@ class Shipper:
         if not rows and not sessions and not aside:
             self.dirty = False
             return 0
-        origin = self.outbox.origin()
-        try:
-            added = ship_batch(self._connection(), origin, rows, sessions)
-        except Exception as exc:
-            if not outboxaside.row_fault(exc):
-                self._lost(exc)
-            added, bad = self._isolate(origin, rows, sessions)
-            aside = [*aside, *bad]
-        self.outbox.advance(shipped, sessions_at, aside)
+        added, bad = self._shipped(self.outbox.origin(), rows, sessions)
+        self.outbox.advance(shipped, sessions_at, [*aside, *bad])
         self.state.shipped += added
         self.state.last_ok_at, self.state.last_error, self.state.failures = time.time(), "", 0
         return len(rows) or len(sessions) or len(aside)
 
-    def _isolate(self, origin: str, rows: Sequence[Any], sessions: Sequence[Any]) -> tuple[int, list[Any]]:
-        """A batch refused for a row's values: ship it a statement at a time, setting aside what is at fault."""
+    def _shipped(self, origin: str, rows: Sequence[Any],
+                 sessions: Sequence[Any]) -> tuple[int, list[outboxaside.Aside]]:
+        """Ship a batch in one statement: (messages added, rows set aside). A batch refused for a row's
+        values is shipped a statement at a time, setting aside what is at fault; any other failure raises."""
+        try:
+            return ship_batch(self._connection(), origin, rows, sessions), []
+        except Exception as exc:
+            if not outboxaside.row_fault(exc):
+                self._lost(exc)
         try:
             added, bad = outboxaside.isolate(lambda r, s: ship_batch(self._connection(), origin, r, s), rows, sessions)
         except Exception as exc:
@@ -340,7 +340,16 @@ class Shipper:
         def act() -> int:
             marks = self.outbox.set_aside()
             rows, sessions = self.outbox.aside_rows(marks)
-            added, still = self._isolate(self.outbox.origin(), rows, sessions) if marks else (0, [])
+            with_rows = {str(r[1]) for r in rows}
+            alone = [s for s in sessions if str(s[0]) not in with_rows]  # no message of it is marked
+            added = 0
+            still: list[outboxaside.Aside] = []
+            for i in range(0, max(len(rows), 1 if alone else 0), BATCH_ROWS):  # as a shipment: a batch a statement
+                part = rows[i:i + BATCH_ROWS]
+                named = {str(r[1]) for r in part}
+                n, bad = self._shipped(self.outbox.origin(), part,
+                                       [s for s in sessions if str(s[0]) in named] + (alone if i == 0 else []))
+                added, still = added + n, [*still, *bad]
             self.outbox.retried(marks, still)
             found.update(retried=len(marks), added=added, still_aside=len(still))
             return added

@@ -225,3 +225,18 @@ def test_a_session_with_rows_set_aside_is_compacted_by_the_host_compressor_not_d
     assert command.run(rt, ["doctor", "outbox", "retry"])[1]["status"] == "ok"
     eng.compress(history, current_tokens=7900, force=True)
     assert eng.state.last_status != "delegated"
+
+
+def test_a_retry_of_more_rows_than_a_batch_ships_each_once_in_order_beside_one_still_damaged(pg_config,
+                                                                                            pg_database_url):
+    rt = build_runtime(pg_config)
+    ids = write(rt, "s1", chat("one", 650))  # 1,300 messages: three shipping batches
+    damage(rt, "UPDATE sessions SET created_at = 'garbage' WHERE session_id = 's1'")
+    rt.store.shipper.drain()
+    assert len(marks(rt)) == 1 + len(ids) and on_server(pg_database_url) == []
+    damage(rt, "UPDATE sessions SET created_at = 1.0 WHERE session_id = 's1'")
+    damage(rt, "UPDATE messages SET token_count = 'many' WHERE store_id = ?", ids[700])  # still refused
+    _, done = command.run(rt, ["doctor", "outbox", "retry"])
+    assert (done["added"], done["still_aside"]) == (len(ids) - 1, 1)
+    assert [r[1] for r in on_server(pg_database_url)] == [i for i in ids if i != ids[700]]
+    assert [key for _, key, _ in marks(rt)] == [str(ids[700])]
