@@ -302,6 +302,35 @@ def test_a_server_gone_but_not_yet_known_down_leaves_only_the_summary_out(config
     assert not [r for r in caplog.records if r.exc_info and r.name == "hermes_trove.hooks"]
 
 
+def test_a_server_gone_mid_turn_leaves_only_the_kept_exchanges_out(config, pg_database_url, caplog):
+    """The kept rows are read from the server: one that went away since the turn began costs this block
+    (one warning line, no traceback), not the whole hook context, and the record waits for the next turn."""
+    from hermes_trove.keptail import HEADER
+
+    proxy = PgProxy(pg_database_url).start()
+    try:
+        runtime = build_runtime(dataclasses.replace(config, database_url=proxy.url))
+        engine = make_engine(runtime)
+        chat = [m for i in range(8) for m in (user(f"turn {i}: the lantern code is {1000 + i}"), assistant(f"ok {i}"))]
+        engine.ingest(chat)
+        out = engine.compress(chat[:12], current_tokens=2000, force=True)  # /compress here 2: four messages kept
+        assert engine.state.last_status == "compacted" and runtime.compactions.kept_tail("s1") is not None
+        runtime.store.settle()
+        proxy.down()
+        assert runtime.offline_view() is None  # not known down yet
+        reloaded = [dict(out[0]), user("what did we say?")]
+        with caplog.at_level("INFO", logger="hermes_trove"):
+            injected = make_hooks(runtime)["pre_llm_call"](session_id="s1", platform="cli",
+                                                           conversation_history=reloaded, user_message="hi")
+        assert injected and "trove_recall" in injected["context"], injected
+        assert HEADER not in injected["context"]
+        assert not [r for r in caplog.records if r.exc_info and r.name in ("hermes_trove.hooks", "hermes_trove.keptail")]
+        assert [r for r in caplog.records if "no kept exchanges" in r.getMessage()]
+        assert runtime.compactions.kept_tail("s1") is not None
+    finally:
+        proxy.down()
+
+
 def test_what_the_built_in_compressor_drops_while_the_server_is_away_is_in_the_outbox_at_once(config,
                                                                                               pg_database_url):
     """A compaction handed to the host's compressor during an outage (the store known unusable, so trove

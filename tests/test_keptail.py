@@ -1,0 +1,87 @@
+"""The exchanges a ``/compress here N`` kept (keptail.py): bounded work per turn, and a record that goes
+when no turn could ever show it (a server gone mid-turn: test_pg_outbox)."""
+from __future__ import annotations
+
+import random
+
+from conftest import assistant, make_engine, tool_call, user
+
+from hermes_trove import keptail
+from hermes_trove.keptail import HEADER, MAX_CHARS, kept_tail_context
+
+BACKENDS = ("sqlite", "postgresql")
+
+
+def exchanges(n: int, tag: str = "here") -> list[dict]:
+    return [m for i in range(n) for m in (user(f"{tag} turn {i}: the lantern code is {1000 + i}"),
+                                         assistant(f"noted lantern code {1000 + i} " + "detail " * (i % 7) * 40))]
+
+
+def compacted_here(runtime, chat: list[dict], keep: int, engine=None) -> list[dict]:
+    """``chat`` stored, then ``/compress here``: the prefix passed, the newest ``keep`` messages kept."""
+    engine = engine or make_engine(runtime)
+    engine.ingest(chat)
+    out = engine.compress(chat[:-keep], current_tokens=2000, force=True)
+    assert engine.state.last_status == "compacted", engine.state.last_reason
+    assert runtime.compactions.kept_tail("s1") is not None
+    return out
+
+
+def oldest_first(rows, limit: int) -> str:
+    """The rule ``fitted`` keeps, written the plain way: the oldest rows go until the rest fits."""
+    for start in range(len(rows)):
+        text = HEADER + "\n" + keptail.serialize_messages(rows[start:], keptail.PER_ROW_CHARS)
+        if len(text) <= limit:
+            return text
+    return ""
+
+
+def test_a_long_kept_tail_is_fitted_with_a_few_renders_and_the_same_text(runtime, monkeypatch):
+    # a /compress here of many tool-heavy exchanges: one render per row made each turn's hook cost seconds
+    chat = exchanges(260)
+    compacted_here(runtime, chat, 500)
+    first, last = runtime.compactions.kept_tail("s1")
+    rows = [r for r in runtime.store.page("s1", first - 1, 10 ** 6) if r.store_id <= last]
+    assert len(rows) == 500
+    renders = []
+    real = keptail.serialize_messages
+    monkeypatch.setattr(keptail, "serialize_messages", lambda rs, cap: renders.append(len(rs)) or real(rs, cap))
+    rng = random.Random(7)
+    for limit in [MAX_CHARS, 9000, 400, 60, *(rng.randrange(100, 30000) for _ in range(6))]:
+        renders.clear()
+        got = keptail.fitted(rows, limit)
+        assert len(renders) <= 12 and sum(renders) <= 400, (limit, renders)
+        monkeypatch.setattr(keptail, "serialize_messages", real)
+        assert got == oldest_first(rows, limit), limit
+        monkeypatch.setattr(keptail, "serialize_messages", lambda rs, cap: renders.append(len(rs)) or real(rs, cap))
+
+
+def test_each_turn_reads_only_the_kept_rows_not_the_chat_that_follows(runtime):
+    chat, engine = exchanges(8), make_engine(runtime)
+    out = compacted_here(runtime, chat, 4, engine)
+    engine.ingest(chat + exchanges(150, "later"))  # the chat goes on (no turn carried the block)
+    fetched: list[int] = []
+    for name in ("page", "backlog"):
+        real = getattr(runtime.store, name)
+        setattr(runtime.store, name, lambda *a, _real=real, **k: fetched.append(len(rows := _real(*a, **k))) or rows)
+    text = kept_tail_context(runtime, "s1", [dict(out[0]), user("what did we say?")], None)
+    assert all(m["content"] in text for m in chat[-4:]) and "later turn" not in text
+    assert sum(fetched) == 4, fetched
+
+
+def test_a_kept_row_no_room_could_hold_drops_the_record(runtime):
+    # the newest kept message alone is longer than any block (sixty tool calls): no turn will ever show it,
+    # so the record goes instead of being read again on every turn until the next compaction
+    calls = [tool_call(f"c{i}", "terminal", '{"cmd": "' + "x" * 700 + '"}') for i in range(60)]
+    chat = exchanges(6) + [user("run them all"), assistant("running", calls)]
+    out = compacted_here(runtime, chat, 2)
+    assert kept_tail_context(runtime, "s1", [dict(out[0]), user("next")], None) == ""
+    assert runtime.compactions.kept_tail("s1") is None
+
+
+def test_a_room_too_small_this_turn_keeps_the_record_for_a_later_one(runtime):
+    chat = exchanges(8)
+    out = compacted_here(runtime, chat, 4)
+    assert kept_tail_context(runtime, "s1", [dict(out[0]), user("next")], 50) == ""
+    assert runtime.compactions.kept_tail("s1") is not None
+    assert chat[-1]["content"] in kept_tail_context(runtime, "s1", [dict(out[0]), user("next")], None)
