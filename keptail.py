@@ -6,7 +6,7 @@ its transcript store and reloads the chat from there, so the next turn shows the
 of the N exchanges the user asked to keep (they are stored, beneath no summary yet). The per-turn hook
 then brings them along, as ``[ROLE HH:MM]: text`` lines under ``HEADER`` within a bound, until a turn's
 message carries them (the host merges the first turn's message into the summary before it and drops
-what the hooks gave that turn, so the next turn gets them again). A list that shows any of them (the
+what the hooks gave that turn, so the next turn gets them again). A list that shows most of them (the
 interactive CLI keeps them in memory) gets nothing, and the record is dropped.
 """
 from __future__ import annotations
@@ -55,15 +55,21 @@ def kept_tail_context(runtime: Runtime, session_id: str, history: Sequence[Any],
         if shipper is not None:
             shipper.failed(exc)
         return ""
-    shown = {message_identity(m) for m in history if isinstance(m, dict)}
-    if not rows or any(r.identity in shown for r in rows) \
-            or any(isinstance(m, dict) and carries_kept_tail(m) for m in history):
+    if not rows or shows(rows, history) or any(isinstance(m, dict) and carries_kept_tail(m) for m in history):
         runtime.compactions.kept_tail(session_id, drop=True)  # later turns cost nothing
         return ""
     text = fitted(rows, MAX_CHARS if max_chars is None else min(MAX_CHARS, max_chars))
     if not text and not fitted(rows[-1:], MAX_CHARS):  # not even the newest alone fits any room: no turn shows it
         runtime.compactions.kept_tail(session_id, drop=True)
     return text
+
+
+def shows(rows: list[MessageRow], history: Sequence[Any]) -> bool:
+    """Whether ``history`` shows the kept rows: most of them, not one (a "continue" the user types again, the
+    same as a kept one, is no sign the list kept them)."""
+    shown = {message_identity(m) for m in history if isinstance(m, dict)}
+    kept = {r.identity for r in rows}
+    return 2 * len(kept & shown) > len(kept)
 
 
 def fitted(rows: list[MessageRow], limit: int) -> str:

@@ -85,3 +85,16 @@ def test_a_room_too_small_this_turn_keeps_the_record_for_a_later_one(runtime):
     assert kept_tail_context(runtime, "s1", [dict(out[0]), user("next")], 50) == ""
     assert runtime.compactions.kept_tail("s1") is not None
     assert chat[-1]["content"] in kept_tail_context(runtime, "s1", [dict(out[0]), user("next")], None)
+
+
+def test_a_kept_message_the_user_types_again_is_no_sign_the_list_shows_them(runtime):
+    # "continue" again after /compress here: one kept message's twin in the list dropped the record, so
+    # the gateway chat never saw the exchanges it kept; a list that shows most of them (the CLI) still drops it
+    chat = exchanges(6) + [user("continue"), assistant("step 7 done: the kiln is at 900 C"),
+                           user("continue"), assistant("step 8 done: the glaze is celadon")]
+    out = compacted_here(runtime, chat, 4)
+    turn = [dict(out[0]), assistant("working on it"), user("continue")]
+    text = kept_tail_context(runtime, "s1", turn, None)
+    assert "the glaze is celadon" in text and "the kiln is at 900 C" in text
+    assert kept_tail_context(runtime, "s1", out + chat[-4:] + [user("continue")], None) == ""
+    assert runtime.compactions.kept_tail("s1") is None
