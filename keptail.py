@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("hermes_trove.keptail")
 HEADER = ("[trove: the newest exchanges, kept verbatim when this chat was compacted with /compress here; "
           "the transcript no longer shows them]")
-MAX_CHARS = 24000  # about 6,000 tokens: the newest rows first, an older one left out whole
+MAX_CHARS = 24000  # about 6,000 tokens of English: the newest rows first, an older one left out whole
+MAX_TOKENS = 6000  # and no more tokens (a CJK text takes about two thirds of a token a character)
 PER_ROW_CHARS = 6000  # a longer row shows its head and end (trove_expand reads it whole)
 
 
@@ -73,7 +74,7 @@ def shows(rows: list[MessageRow], history: Sequence[Any]) -> bool:
 
 
 def fitted(rows: list[MessageRow], limit: int) -> str:
-    """``rows`` rendered under ``HEADER`` within ``limit`` characters: the oldest rows go first.
+    """``rows`` rendered under ``HEADER`` within ``limit`` characters and ``MAX_TOKENS``: the oldest rows go first.
 
     Each row adds at least its text (cut to ``PER_ROW_CHARS``), so only the newest rows whose texts fit are
     tried, and the first that fits is found by halving (a longer run never renders shorter): a kept tail of
@@ -92,7 +93,8 @@ def fitted(rows: list[MessageRow], limit: int) -> str:
     low, high = lowest, len(rows)  # the first start that fits lies in [low, high); high: none does
     while low < high:
         mid = (low + high) // 2
-        if len(render(mid)) <= limit:
+        text = render(mid)
+        if len(text) <= limit and tokens.count(text) <= MAX_TOKENS:
             high = mid
         else:
             low = mid + 1

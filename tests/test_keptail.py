@@ -6,7 +6,7 @@ import random
 
 from conftest import assistant, make_engine, tool_call, user
 
-from hermes_trove import keptail
+from hermes_trove import keptail, tokens
 from hermes_trove.keptail import HEADER, MAX_CHARS, kept_tail_context
 
 BACKENDS = ("sqlite", "postgresql")
@@ -31,7 +31,7 @@ def oldest_first(rows, limit: int) -> str:
     """The rule ``fitted`` keeps, written the plain way: the oldest rows go until the rest fits."""
     for start in range(len(rows)):
         text = HEADER + "\n" + keptail.serialize_messages(rows[start:], keptail.PER_ROW_CHARS)
-        if len(text) <= limit:
+        if len(text) <= limit and tokens.count(text) <= keptail.MAX_TOKENS:
             return text
     return ""
 
@@ -98,3 +98,14 @@ def test_a_kept_message_the_user_types_again_is_no_sign_the_list_shows_them(runt
     assert "the glaze is celadon" in text and "the kiln is at 900 C" in text
     assert kept_tail_context(runtime, "s1", out + chat[-4:] + [user("continue")], None) == ""
     assert runtime.compactions.kept_tail("s1") is None
+
+
+def test_a_kept_tail_in_chinese_stays_within_the_token_bound_too(runtime):
+    # the 24,000-character bound is about 6,000 tokens of English; the same characters of Chinese were
+    # about 16,000 tokens (with the host's spill cap off, nothing else bounds the block)
+    chat = exchanges(6) + [m for i in range(4) for m in (user(f"第{i}步" + "窑炉温度与釉色记录" * 300),
+                                                         assistant(f"记下了{i}" + "青瓷釉面开片" * 400))]
+    out = compacted_here(runtime, chat, 8)
+    text = kept_tail_context(runtime, "s1", [dict(out[0]), user("接着说")], None)
+    assert text.startswith(HEADER) and chat[-1]["content"][:40] in text
+    assert tokens.count(text) <= keptail.MAX_TOKENS, tokens.count(text)
