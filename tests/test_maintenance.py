@@ -178,8 +178,8 @@ def test_the_pg_dump_line_sends_no_password_so_pgpassword_or_pgpass_gives_it(tmp
     assert "s3cret" not in refused.value.refusal()["reason"] and "--schema=trove_a" in words
 
 
-def test_the_backup_line_the_refusal_gives_runs_as_given_into_a_folder_not_made_yet(tmp_path, backend,
-                                                                                     pg_database_url):
+def server_with_pg_dump(tmp_path, backend, pg_database_url):
+    """A server store holding one exchange, and an environment whose PATH finds the server's pg_dump."""
     server_only(backend)
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_dump")) or [shutil.which("pg_dump") or ""]
     if not found[-1]:
@@ -187,11 +187,16 @@ def test_the_backup_line_the_refusal_gives_runs_as_given_into_a_folder_not_made_
     rt = build_runtime(make_config(tmp_path, database_url=pg_database_url))
     rt.store.ingest(SessionKey("s1"), [user("kept on the server"), assistant("ok")])
     rt.store.settle()
+    return rt, {**os.environ, "PATH": f"{os.path.dirname(found[-1])}:{os.environ.get('PATH', '')}"}
+
+
+def test_the_backup_line_the_refusal_gives_runs_as_given_into_a_folder_not_made_yet(tmp_path, backend,
+                                                                                     pg_database_url):
+    rt, env = server_with_pg_dump(tmp_path, backend, pg_database_url)
     with pytest.raises(backups.FileBackupUnavailable) as refused:
         backups.take_backup(rt)
     reason = refused.value.refusal()["reason"]
     line = reason[reason.index("`") + 1:reason.rindex("`")]
-    env = {**os.environ, "PATH": f"{os.path.dirname(found[-1])}:{os.environ.get('PATH', '')}"}
     done = subprocess.run(["bash", "-c", line], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     dumps = list(backups.backup_dir(rt.config).glob("trove-*.dump"))
@@ -206,16 +211,9 @@ def test_the_pg_dump_field_of_each_refusal_runs_as_given_in_a_home_with_no_backu
     answer with makes the folder its --file names, so it runs as given in a new home."""
     from hermes_trove import command
 
-    server_only(backend)
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_dump")) or [shutil.which("pg_dump") or ""]
-    if not found[-1]:
-        pytest.skip("no pg_dump here")
-    rt = build_runtime(make_config(tmp_path, database_url=pg_database_url))
-    rt.store.ingest(SessionKey("s1"), [user("kept on the server"), assistant("ok")])
-    rt.store.settle()
+    rt, env = server_with_pg_dump(tmp_path, backend, pg_database_url)
     _, answer = command.run(rt, words)
     assert answer["status"] == "refused" and not backups.backup_dir(rt.config).exists(), answer
-    env = {**os.environ, "PATH": f"{os.path.dirname(found[-1])}:{os.environ.get('PATH', '')}"}
     done = subprocess.run(["bash", "-c", answer["pg_dump"]], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     dumps = list(backups.backup_dir(rt.config).glob("trove-*.dump"))

@@ -332,14 +332,17 @@ def test_a_server_gone_mid_turn_leaves_only_the_kept_exchanges_out(config, pg_da
         proxy.down()
 
 
+def long_turns(n: int, tag: str) -> list[dict]:
+    """``n`` exchanges of about 150 words each, tagged so a test can find them."""
+    return [m for i in range(n) for m in (user(f"{tag} question {i} " + "word " * 150),
+                                          assistant(f"{tag} answer {i} " + "text " * 150))]
+
+
 def test_what_the_built_in_compressor_drops_while_the_server_is_away_is_in_the_outbox_at_once(config,
                                                                                               pg_database_url):
     """A compaction handed to the host's compressor during an outage (the store known unusable, so trove
     does not even try) drops the middle of the transcript: what no post-turn hook stored yet goes to the
     outbox then, not only to memory, so the next process ships it even when this one exits before a retry."""
-    def long_turns(n: int, tag: str) -> list[dict]:
-        return [m for i in range(n) for m in (user(f"{tag} question {i} " + "word " * 150),
-                                              assistant(f"{tag} answer {i} " + "text " * 150))]
     proxy = PgProxy(pg_database_url).start()
     runtime = build_runtime(dataclasses.replace(config, database_url=proxy.url))
     engine = make_engine(runtime, context_length=8000)
@@ -364,9 +367,6 @@ def test_what_the_built_in_compressor_drops_while_the_server_is_away_is_in_the_o
 def test_what_the_built_in_compressor_drops_is_held_when_the_outbox_cannot_take_it_either(config, pg_database_url):
     """The server away and the outbox's disk full: the dropped messages stay held in memory (as before an
     outbox took them) and reach the server once both are back, instead of being neither written nor held."""
-    def long_turns(n: int, tag: str) -> list[dict]:
-        return [m for i in range(n) for m in (user(f"{tag} question {i} " + "word " * 150),
-                                              assistant(f"{tag} answer {i} " + "text " * 150))]
     proxy = PgProxy(pg_database_url).start()
     runtime = build_runtime(dataclasses.replace(config, database_url=proxy.url))
     engine = make_engine(runtime, context_length=8000)
