@@ -313,17 +313,19 @@ class Shipper:
         self.state.last_ok_at, self.state.last_error, self.state.failures = time.time(), "", 0
         return len(rows) or len(sessions) or len(aside)
 
-    def _shipped(self, origin: str, rows: Sequence[Any],
-                 sessions: Sequence[Any]) -> tuple[int, list[outboxaside.Aside]]:
+    def _shipped(self, origin: str, rows: Sequence[Any], sessions: Sequence[Any],
+                 proof: bool = True) -> tuple[int, list[outboxaside.Aside]]:
         """Ship a batch in one statement: (messages added, rows set aside). A batch refused for a row's
-        values is shipped a statement at a time, setting aside what is at fault; any other failure raises."""
+        values is shipped a statement at a time, setting aside what is at fault (``proof``: only where a
+        row of the same kind went through); any other failure raises."""
         try:
             return ship_batch(self._connection(), origin, rows, sessions), []
         except Exception as exc:
             if not outboxaside.row_fault(exc):
                 self._lost(exc)
         try:
-            added, bad = outboxaside.isolate(lambda r, s: ship_batch(self._connection(), origin, r, s), rows, sessions)
+            added, bad = outboxaside.isolate(lambda r, s: ship_batch(self._connection(), origin, r, s), rows, sessions,
+                                             proof=proof)
         except Exception as exc:
             self._lost(exc)
         if bad:  # one line a shipment, however many rows a set-aside session held back
@@ -348,7 +350,8 @@ class Shipper:
                 part = rows[i:i + BATCH_ROWS]
                 named = {str(r[1]) for r in part}
                 n, bad = self._shipped(self.outbox.origin(), part,
-                                       [s for s in sessions if str(s[0]) in named] + (alone if i == 0 else []))
+                                       [s for s in sessions if str(s[0]) in named] + (alone if i == 0 else []),
+                                       proof=False)  # set aside already: what still fails stays so
                 added, still = added + n, [*still, *bad]
             self.outbox.retried(marks, still)
             found.update(retried=len(marks), added=added, still_aside=len(still))

@@ -57,14 +57,22 @@ def reason_of(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {' '.join(str(exc).split())[:240]}"  # one line
 
 
+class RefusedEveryRowError(ConnectionError):
+    """Every row of a kind in a batch was refused: a server or build that takes none of them (a column
+    or constraint a newer schema added, a conversion this build gets wrong), not one row's values."""
+
+
 def isolate(ship: Callable[[list[Any], list[Any]], int], rows: Sequence[Any],
-            sessions: Sequence[Any]) -> tuple[int, list[Aside]]:
+            sessions: Sequence[Any], *, proof: bool = True) -> tuple[int, list[Aside]]:
     """Ship a refused batch one statement at a time, in order: each session alone, then each message with
     its session. Returns (messages added, what was set aside); raises whatever is not a row's fault
-    (nothing is marked then: the batch is read again and every statement is idempotent)."""
+    (nothing is marked then: the batch is read again and every statement is idempotent). ``proof``: a
+    message refused is at fault only when another message of the batch went through; else
+    ``RefusedEveryRowError`` (they wait, as in an outage). A session row refused alone is set aside."""
     found: list[Aside] = []
     bad_sessions: dict[str, str] = {}
     by_id = {str(s[0]): s for s in sessions}
+    passed: Counter[str] = Counter()
     for sid, s in by_id.items():
         try:
             ship([], [s])
@@ -81,10 +89,15 @@ def isolate(ship: Callable[[list[Any], list[Any]], int], rows: Sequence[Any],
             continue
         try:
             added += ship([r], [by_id[sid]] if sid in by_id else [])
+            passed["message"] += 1
         except Exception as exc:
             if not row_fault(exc):
                 raise
             found.append(Aside("message", str(r[0]), sid, reason_of(exc)))
+    own = [a for a in found if a.kind == "message" and a.session_id not in bad_sessions]
+    if proof and own and not passed["message"]:
+        raise RefusedEveryRowError(f"the server refused every message of the batch ({own[0].reason}): no"
+                                   " message of it went through to show the fault is a row's own; they wait")
     return added, found
 
 

@@ -117,6 +117,37 @@ def test_an_outage_sets_nothing_aside_even_with_a_damaged_row_waiting(config, pg
         proxy.down()
 
 
+def test_a_server_that_refuses_every_row_is_an_outage_not_a_fault_of_each_row(pg_config, pg_database_url):
+    """A constraint every row breaks (as a newer schema's column or check would be) sets nothing aside: the
+    rows wait, in order, and ship once the server takes them again; a lone damaged row waits for a row that
+    goes through beside it."""
+    rt = build_runtime(pg_config)
+    assert rt.store.shipper.probe() == ""  # the server's tables made
+    with psycopg.connect(pg_database_url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE messages ADD CONSTRAINT newer_schema CHECK (false) NOT VALID")
+    ids = write(rt, "s1", chat("one", 2)) + write(rt, "s2", chat("two", 1))
+    try:
+        for _ in range(2):
+            with pytest.raises(ServerUnreachableError, match="refused every message"):
+                rt.store.shipper.ship_once()
+        assert marks(rt) == [] and rt.store.outbox.pending() == len(ids)
+    finally:
+        with psycopg.connect(pg_database_url, autocommit=True) as conn:
+            conn.execute("ALTER TABLE messages DROP CONSTRAINT IF EXISTS newer_schema")
+    rt.store.shipper.drain()
+    assert [r[1] for r in on_server(pg_database_url)] == ids and marks(rt) == []
+    lone = write(rt, "s3", [user("three question")])
+    damage(rt, "UPDATE messages SET token_count = 'many' WHERE store_id = ?", lone[0])
+    with pytest.raises(ServerUnreachableError):
+        rt.store.shipper.drain()
+    assert marks(rt) == [] and rt.store.outbox.pending() == 1
+    rt.store.shipper.state.last_error = ""  # the next turn ships beside it
+    later = write(rt, "s3", chat("four", 1))
+    rt.store.shipper.drain()
+    assert [key for _, key, _ in marks(rt)] == [str(lone[0])]
+    assert [r[1] for r in on_server(pg_database_url)] == [*ids, *later]
+
+
 def test_only_a_rows_own_values_count_as_its_fault():
     assert row_fault(psycopg.errors.InvalidTextRepresentation("bad")) and row_fault(psycopg.DataError("mixed"))
     assert row_fault(psycopg.errors.NotNullViolation("null")) and row_fault(ValueError("not a number"))
@@ -210,6 +241,7 @@ def test_a_session_with_rows_set_aside_is_compacted_by_the_host_compressor_not_d
     """The server lacks that session's set-aside rows: a trove compaction reading it would drop them from
     the prompt unsummarised; the call goes to the built-in compressor (as during an outage) until they ship."""
     rt = build_runtime(pg_config)
+    write(rt, "s0", chat("another", 1))  # a sound session beside it: a refusal of s1 alone is its own
     eng = make_engine(rt, lambda *a, **k: "a summary of the early turns", context_length=8000)
     history = long_turns(3, "early")
     ids = list(rt.store.outbox.store.ingest(eng.state.key, history).store_ids)
@@ -230,13 +262,14 @@ def test_a_session_with_rows_set_aside_is_compacted_by_the_host_compressor_not_d
 def test_a_retry_of_more_rows_than_a_batch_ships_each_once_in_order_beside_one_still_damaged(pg_config,
                                                                                             pg_database_url):
     rt = build_runtime(pg_config)
+    sound = write(rt, "s0", chat("another", 1))  # a session the server takes: s1's refusal is its own
     ids = write(rt, "s1", chat("one", 650))  # 1,300 messages: three shipping batches
     damage(rt, "UPDATE sessions SET created_at = 'garbage' WHERE session_id = 's1'")
     rt.store.shipper.drain()
-    assert len(marks(rt)) == 1 + len(ids) and on_server(pg_database_url) == []
+    assert len(marks(rt)) == 1 + len(ids) and [r[1] for r in on_server(pg_database_url)] == sound
     damage(rt, "UPDATE sessions SET created_at = 1.0 WHERE session_id = 's1'")
     damage(rt, "UPDATE messages SET token_count = 'many' WHERE store_id = ?", ids[700])  # still refused
     _, done = command.run(rt, ["doctor", "outbox", "retry"])
     assert (done["added"], done["still_aside"]) == (len(ids) - 1, 1)
-    assert [r[1] for r in on_server(pg_database_url)] == [i for i in ids if i != ids[700]]
+    assert [r[1] for r in on_server(pg_database_url)] == sound + [i for i in ids if i != ids[700]]
     assert [key for _, key, _ in marks(rt)] == [str(ids[700])]
