@@ -38,6 +38,12 @@ def sane(column: str) -> str:
     return f"CASE WHEN {column} BETWEEN 0 AND {MAX_COUNT} THEN {column} ELSE 0 END"
 
 
+def an_id(column: str) -> str:
+    """SQL true where ``column`` holds a row id as trove writes them (a whole number from 1); false for
+    the damage a SQLite file can carry instead (text, a fraction, a negative or huge number)."""
+    return f"({column} BETWEEN 1 AND {MAX_COUNT} AND {column} = CAST({column} AS BIGINT))"
+
+
 UNBOUNDED = 2**62  # an id bound (or LIMIT) that bounds nothing, on both backends
 # PostgreSQL: how long ``settled_heads`` waits for the tables' writers to finish, past the server's
 # deadlock_timeout: only then does the server cancel an autovacuum holding the tables for a waiter.

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import idlist, pgtext, pgwords, tokens
-from .backend import on_server, sane
+from .backend import an_id, on_server, sane
 from .db import Database
 from .rows import calendar_time, is_count
 from .scope import EVERYTHING, Visibility
@@ -335,17 +335,19 @@ class SummaryDAG:
         return [node_row(r) for r in self.db.read().execute(sql, {"s": session_id})]
 
     def source_count(self, node: NodeRow) -> int:
-        table = "node_messages" if node.depth == 0 else "node_children"
-        r = self.db.read().execute(f"SELECT COUNT(*) FROM {table} WHERE node_id=?", (node.node_id,)).fetchone()
-        return int(r[0])
+        """The node's sources ``source_ids`` reads, so a page's cursor counts the same sources."""
+        table, col = ("node_messages", "store_id") if node.depth == 0 else ("node_children", "child_id")
+        sql = f"SELECT COUNT(*) FROM {table} WHERE node_id=? AND {an_id(col)}"
+        return int(self.db.read().execute(sql, (node.node_id,)).fetchone()[0])
 
     def source_ids(self, node: NodeRow, offset: int = 0, limit: int | None = None) -> list[int]:
         """Immediate sources in order: store ids (depth 0) or child node ids. A lineage cell that holds no id
-        (damage a SQLite file can carry: text, a fraction) is left out, as a missing row would be."""
+        (damage a SQLite file can carry: text, a fraction) is left out, as a missing row would be, before
+        ``offset`` and ``limit`` count, as ``source_count`` does: a page's cursor always moves on."""
         table, col = ("node_messages", "store_id") if node.depth == 0 else ("node_children", "child_id")
-        sql = f"SELECT {col} FROM {table} WHERE node_id=? ORDER BY ordinal LIMIT ? OFFSET ?"
+        sql = f"SELECT {col} FROM {table} WHERE node_id=? AND {an_id(col)} ORDER BY ordinal LIMIT ? OFFSET ?"
         rows = self.db.read().execute(sql, (node.node_id, 2 ** 62 if limit is None else int(limit), int(offset)))
-        return [r[0] for r in rows if is_count(r[0]) and r[0] > 0]
+        return [int(r[0]) for r in rows]
 
     def parent_of(self, node_id: int, session_id: str) -> int | None:
         r = self.db.read().execute(
@@ -357,8 +359,8 @@ class SummaryDAG:
         """Every raw message beneath a node, in store order (unbounded by design)."""
         sql = ("WITH RECURSIVE sub(id) AS (SELECT CAST(? AS BIGINT) UNION ALL SELECT c.child_id FROM node_children c"
                " JOIN sub ON c.node_id = sub.id)"
-               " SELECT DISTINCT nm.store_id FROM node_messages nm JOIN sub ON nm.node_id = sub.id"
-               " ORDER BY nm.store_id")
+               f" SELECT DISTINCT nm.store_id FROM node_messages nm JOIN sub ON nm.node_id = sub.id"
+               f" WHERE {an_id('nm.store_id')} ORDER BY nm.store_id")
         return [int(r[0]) for r in self.db.read().execute(sql, (int(node_id),))]
 
     def has_descendant_source(self, node_id: int, source: str) -> bool:

@@ -343,3 +343,32 @@ def test_the_doctor_names_stored_text_whose_bytes_are_no_utf8(tmp_path, sql, kin
     damage(path, sql)
     check = by_check(engine)["damaged_rows"]
     assert check["status"] == "warn" and f"{kind} holding text whose bytes are no UTF-8" in check["detail"], check
+
+
+@pytest.mark.parametrize("cell", ["'lost'", "2.5", "-4"])
+def test_expand_pages_past_a_lineage_cell_that_holds_no_id(tmp_path, cell):
+    """Paging a leaf one source at a time over a damaged lineage cell: the cursor moves on every page
+    (it never hands back the offset it was given), each good source is read once, and the source
+    indexes count the same sources as total_sources."""
+    engine, _history, path = compacted(tmp_path)
+    leaf = engine.runtime.dag.visible("s1")[0]
+    good = engine.runtime.dag.source_ids(leaf)
+    assert len(good) >= 3
+    damage(path, f"UPDATE node_messages SET store_id = {cell} WHERE node_id = {leaf.node_id} AND ordinal = 1")
+    seen, offset, pages = [], 0, 0
+    while offset is not None:
+        pages += 1
+        assert pages <= len(good) + 1, f"the cursor stays at {offset}"
+        reply = json.loads(engine.handle_tool_call(
+            "trove_expand", {"node_id": leaf.node_id, "source_offset": offset, "source_limit": 1}))
+        assert "error" not in reply, reply
+        page = reply["pagination"]
+        assert page["next_source_offset"] is None or page["next_source_offset"] > offset, page
+        for item in reply["expanded"]:
+            assert item["source_index"] < page["total_sources"]
+            seen.append(item["store_id"])
+        offset = page["next_source_offset"]
+    assert seen == [good[0], *good[2:]]
+    described = json.loads(engine.handle_tool_call("trove_describe", {"node_id": leaf.node_id}))
+    assert described["num_sources"] == len(good) - 1, described
+    assert described["descendant_message_count"] == len(good) - 1, described
