@@ -205,7 +205,8 @@ def failure_parser(parser: Any) -> None:
     parser.add_argument("--json", dest="trove_json", action="store_true")
     parser.add_argument("--apply", dest="trove_apply", action="store_true")
     parser.add_argument("--reset", dest="trove_reset", action="store_true")
-    for option in ("--db", "--session", "--format", "--limit"):
+    parser.add_argument("--have-backup", dest="trove_have_backup", action="store_true")
+    for option in ("--db", "--session", "--format", "--limit", "--to"):
         parser.add_argument(option, dest="trove_" + option[2:])
 
 

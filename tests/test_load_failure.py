@@ -21,6 +21,7 @@ import pytest
 from conftest import ROOT
 
 import hermes_trove
+from hermes_trove import command
 
 IGNORE = shutil.ignore_patterns(".*", "tests", "docs", "scripts", "__pycache__", "*.egg-info", "*.db*", "build",
                                 "dist")
@@ -107,6 +108,23 @@ def test_an_absolute_self_import_in_a_directory_plugin_is_reported_with_the_fix(
     data = json.loads(capsys.readouterr().out)
     assert code == 1 and data["overall"] == "unhealthy" and data["checks"][0]["check"] == "plugin_load"
     assert data["load_error"]["missing_module"] == "hermes_trove.not_a_module_xyz"
+
+
+def test_every_option_of_the_working_cli_gets_the_report(broken_copy, capsys):
+    """`hermes trove migrate --to T` or `... apply --have-backup` after a failed load: the report and exit 1,
+    not argparse's unrecognized-argument error (exit 2) that hides why trove is not running."""
+    package = broken_copy("engine.py", "import hermes_trove.not_a_module_xyz")
+    ctx = Ctx()
+    package.register(ctx)
+    working = argparse.ArgumentParser()
+    command.setup_parser(working)
+    for argv in (["migrate", "--to", "copy.db"], ["doctor", "repair", "apply", "--have-backup"],
+                 ["assertions", "rebuild", "--apply", "--reset", "--limit", "5"], ["dag", "--format", "mermaid"],
+                 ["status", "--session", "s1", "--db", "x.db"]):
+        working.parse_args(argv)  # a command line the working CLI takes
+        code, _ = run_cli(ctx, *argv)
+        out = capsys.readouterr().out
+        assert code == 1 and "FAILED TO LOAD" in out, (argv, out)
 
 
 def test_a_missing_dependency_names_the_package_to_install(broken_copy):
