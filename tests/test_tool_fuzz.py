@@ -4,9 +4,10 @@ Unlike ``reliability/fuzz.py`` (random shapes at random parameters) and ``reliab
 (one hostile value per parameter, a table), the arguments here are drawn from each tool's JSON schema:
 whole valid calls with several parameters at once, then the same calls with one parameter made wrong
 (the wrong type, an enum miss, a number under its minimum, NaN, a string past the bound, a lone
-surrogate), a required parameter left out, extra keys, or no object at all. Half the calls go as the
-host sends them (the model's JSON text parsed as the host parses it, then ``handle_tool_call`` with the
-live transcript), half as JSON text straight through ``dispatch``.
+surrogate), junk deep inside a list or object, a required parameter left out, extra keys, or no object
+at all; each kind is drawn for every tool. Half the calls go as the host sends them (the model's JSON
+text parsed as the host parses it, then ``handle_tool_call`` with the live transcript), half as JSON
+text straight through ``dispatch``.
 
 Every call must answer a JSON object string under its tool's cap; a refusal of a call whose one wrong
 parameter is known must name that parameter; a read-only tool must leave every table's rows (their
@@ -274,8 +275,9 @@ def base_args(rng: random.Random, w: dict[str, Any], tool: Any) -> dict[str, Any
     return args
 
 
-def example(rng: random.Random, w: dict[str, Any], tool: Any) -> tuple[Any, str | None]:
-    """One call's arguments (a dict, or raw text) and the parameter its refusal must name, if any."""
+def example(rng: random.Random, w: dict[str, Any], tool: Any) -> tuple[Any, str | None, str]:
+    """One call's arguments (a dict, or raw text), the parameter its refusal must name, if any, and
+    which kind of call it is (``KINDS``)."""
     props = tool.schema["parameters"]["properties"]
     required = sorted(tool.schema["parameters"].get("required") or [])
     args = base_args(rng, w, tool)
@@ -283,26 +285,30 @@ def example(rng: random.Random, w: dict[str, Any], tool: Any) -> tuple[Any, str 
     if roll < 0.35 or not props:
         if not props and roll < 0.3:
             args["bogus"] = rng.choice([1, "x", nested(5)])
-        return args, None
-    if roll < 0.75:
+            return args, None, "extra"
+        return args, None, "valid"
+    if roll < 0.6:
         name = rng.choice(sorted(props))
         value, must = wrong_value(rng, props[name])
         args[name] = value
-        return args, name if must else None
-    if roll < 0.6:
+        return args, name if must else None, "wrong"
+    if roll < 0.75:
         name = rng.choice(sorted(props))
         args[name] = deep_junk(rng, w, args.get(name, valid_value(rng, w, tool.name, name, props[name])))
-        return args, None
+        return args, None, "deep"
     if roll < 0.85 and required:
         name = rng.choice(required)
         if tool.name == "trove_retrieve":
             args.pop("retrieval_id", None)
         args.pop(name)
-        return args, name
+        return args, name, "missing"
     if roll < 0.93:
         args[rng.choice(["bogus", "Query", "limit ", "\u202equery", "x" * 200])] = rng.choice([1, None, nested(4), "y"])
-        return args, None
-    return rng.choice(['[1, 2]', '"text"', "null", "7", "{", '{"a": NaN', "", "   ", "[" * 5000, "{}" * 3]), None
+        return args, None, "extra"
+    return rng.choice(['[1, 2]', '"text"', "null", "7", "{", '{"a": NaN', "", "   ", "[" * 5000, "{}" * 3]), None, "raw"
+
+
+KINDS = ("valid", "wrong", "deep", "missing", "extra", "raw")
 
 
 # -- the host's path ----------------------------------------------------------------------------------
@@ -358,8 +364,10 @@ def test_schema_drawn_calls_answer_within_cap_name_the_bad_argument_and_write_no
     spec = TOOLS_BY_NAME[tool]
     problems: list[str] = []
     ran = 0
+    drawn: set[str] = set()
     for i in range(EXAMPLES):
-        args, must_name = example(rng, world, spec)
+        args, must_name, kind = example(rng, world, spec)
+        drawn.add(kind)
         via_host = i % 2 == 0
         background_passes_finish(world["threads"])
         before = fingerprint(world["conn"])
@@ -380,8 +388,11 @@ def test_schema_drawn_calls_answer_within_cap_name_the_bad_argument_and_write_no
         allowed = () if "error" in body else WRITERS.get(tool, ())
         if [t for t in changed if not t.startswith(allowed or ("\0",))]:
             problems.append(f"{label}: {'refused' if 'error' in body else 'read-only'} call changed {changed}")
-    print(f"{tool}: {ran} of {EXAMPLES} examples reached the plugin")
+    print(f"{tool}: {ran} of {EXAMPLES} examples reached the plugin; kinds drawn: {sorted(drawn)}")
     assert ran >= EXAMPLES * 0.85
+    if EXAMPLES >= 100 and spec.schema["parameters"]["properties"]:  # every kind of call is drawn, none dead
+        expected = set(KINDS) - (set() if spec.schema["parameters"].get("required") else {"missing"})
+        assert drawn >= expected, f"{tool}: never drew {sorted(expected - drawn)}"
     assert not problems, "\n".join(problems[:12])
 
 
