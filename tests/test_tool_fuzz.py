@@ -344,9 +344,10 @@ def check_reply(tool: Any, out: Any, must_name: str | None, sent: list[str], lab
         assert f"{tool.name} failed" not in error, f"{label}: {error[:400]}"
     if must_name is not None:
         assert isinstance(error, str), f"{label}: accepted: {out[:300]}"
-        # the wrong parameter, or another the call got wrong too (the base is drawn, not always valid),
+        # the wrong parameter, or another the call sent and got wrong too (the base is drawn, not always valid;
+        # an error naming only parameters the call never sent names none of its own),
         # or the arguments as a whole (raw text past its bound is refused before it is parsed)
-        named = [n for n in (must_name, *sent, *tool.parameters) if n in error] or \
+        named = [n for n in (must_name, *sent) if n in error] or \
             [w for w in WHOLE_REFUSALS if w in error]
         assert named, f"{label}: the error names no argument: {error[:300]}"
     if error is None and isinstance(sent, list):
