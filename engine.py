@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from . import tokens
-from .compaction.compactor import CompactionLimits, Compactor, has_content
+from .compaction.compactor import CompactionLimits, Compactor, handover_reason, has_content
 from .compaction.policy import trim_head_tail
 from .compaction.summarize import Summarizer
 from .compaction.window import measure_overhead, plan_trigger
@@ -446,7 +446,7 @@ class TroveEngine(ContextEngine):
                 try:
                     return self._compress(messages, current_tokens, focus_topic, force, memory_context)
                 except Exception as exc:
-                    why = self._trove_compress_failed(exc)
+                    why = handover_reason(self.runtime, exc)
             return self._compress_delegated(why, messages, current_tokens, focus_topic, force, memory_context)
         except Exception as exc:  # the host must never crash because of us
             log.exception("trove: compress failed; transcript left unchanged")
@@ -459,13 +459,6 @@ class TroveEngine(ContextEngine):
                 report = self.state.last_result
                 self.runtime.compactions.note(self.session_id, self.state.last_status, self.state.last_reason,
                                               None if report is before else report)
-
-    def _trove_compress_failed(self, exc: BaseException) -> str:
-        """Why a failed trove compaction is handed over: the store broke, or trove did."""
-        if self.runtime.store_failed(exc, "compaction"):
-            return "store unusable"
-        log.exception("trove: compaction failed; this one is delegated to the built-in compressor")
-        return f"trove compaction failed: {type(exc).__name__}: {exc}"[:300]
 
     def _compress(self, messages: list[dict[str, Any]], current_tokens: int | None, focus_topic: str | None,
                   force: bool, memory_context: str) -> list[dict[str, Any]]:

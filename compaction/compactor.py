@@ -369,3 +369,15 @@ def has_content(runtime: Runtime, key: SessionKey | None, messages: list[dict[st
     start = policy.select_fresh_tail(raw, cfg.fresh_tail_count, cfg.fresh_tail_max_tokens, count)
     budget = int(MIN_TARGET * TAIL_SHARE)  # the host's prompt overhead is not known here
     return len(raw) > 1 and policy.enforce_budget(raw, start, budget, count) > 0
+
+
+def handover_reason(runtime: Runtime, exc: BaseException) -> str:
+    """Why a failed trove compaction is handed to the host's compressor: the store broke, rows of the session
+    wait set aside (expected until they ship: one warning line a compaction, no traceback), or trove did."""
+    if runtime.store_failed(exc, "compaction"):
+        return "store unusable"
+    if isinstance(exc, HeldBackError):
+        log.warning("trove: %s; this compaction goes to the built-in compressor until they ship", exc)
+        return str(exc)[:300]
+    log.exception("trove: compaction failed; this one is delegated to the built-in compressor")
+    return f"trove compaction failed: {type(exc).__name__}: {exc}"[:300]

@@ -273,3 +273,21 @@ def test_a_retry_of_more_rows_than_a_batch_ships_each_once_in_order_beside_one_s
     assert (done["added"], done["still_aside"]) == (len(ids) - 1, 1)
     assert [r[1] for r in on_server(pg_database_url)] == sound + [i for i in ids if i != ids[700]]
     assert [key for _, key, _ in marks(rt)] == [str(ids[700])]
+
+
+def test_a_compaction_handed_over_for_rows_set_aside_logs_one_warning_and_no_traceback(pg_config, caplog):
+    """Rows set aside are an expected state until they ship: each compaction of that session says so in one
+    line, not as a failure of trove's with a traceback."""
+    rt = build_runtime(pg_config)
+    eng = make_engine(rt, lambda *a, **k: "a summary of the early turns", context_length=8000)
+    history = long_turns(3, "early")
+    ids = list(rt.store.outbox.store.ingest(eng.state.key, history).store_ids)
+    damage(rt, "UPDATE messages SET token_count = 'many' WHERE store_id = ?", ids[1])
+    history += long_turns(6, "late")
+    eng.ingest(history)
+    with caplog.at_level("INFO", logger="hermes_trove"):
+        eng.compress(history, current_tokens=7900, force=True)
+    assert eng.state.last_status == "delegated"
+    assert eng.state.last_reason.startswith("1 row(s) of session s1 are set aside")
+    assert not [r.getMessage() for r in caplog.records if r.exc_info], "a traceback for rows set aside"
+    assert [r for r in caplog.records if r.levelname == "WARNING" and "set aside" in r.getMessage()]
