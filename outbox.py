@@ -63,18 +63,20 @@ def outbox_path(database_dir: Path) -> Path:
     return database_dir / OUTBOX_FILE
 
 
-def unshipped(path: Path) -> tuple[int, float | None]:
-    """Rows of the outbox file at ``path`` its shipping cursor has not passed, and when the oldest was
-    written; read only, (0, None) with no such file. On a SQLite store: what a PostgreSQL setting since
-    removed left waiting beside it, which no process ships or reads any more."""
+def unshipped(path: Path) -> tuple[int, float | None, int]:
+    """Rows of the outbox file at ``path`` not on any server (past its shipping cursor, or set aside behind
+    it), when the oldest was written, and how many of them are set aside; read only, (0, None, 0) with no
+    such file. On a SQLite store: what a PostgreSQL setting since removed left beside it, which no process
+    ships or reads any more."""
     if not path.is_file():
-        return 0, None
+        return 0, None, 0
     with contextlib.closing(open_readonly(path)) as conn:
         cursor = conn.execute("SELECT value FROM meta WHERE key='outbox_cursor'").fetchone()
         count, oldest = conn.execute("SELECT COUNT(*), MIN(ingested_at) FROM messages WHERE store_id > ?",
                                      (int(cursor[0]) if cursor else 0,)).fetchone()
-        count += outboxaside.marked_messages(conn)  # set aside: behind the cursor, still not on any server
-    return int(count), None if oldest is None else float(oldest)
+        aside, aside_oldest = outboxaside.marked_messages(conn)
+    times = [float(t) for t in (oldest, aside_oldest) if t is not None]
+    return int(count) + aside, min(times, default=None), aside
 
 
 @dataclass

@@ -165,11 +165,14 @@ def summary(conn: sqlite3.Connection) -> dict[str, Any]:
             "sessions": sessions[:SESSIONS_SHOWN], "more_sessions": max(0, len(sessions) - SESSIONS_SHOWN)}
 
 
-def marked_messages(conn: sqlite3.Connection) -> int:
-    """How many messages are set aside (a read-only open of the file; 0 when none ever was)."""
+def marked_messages(conn: sqlite3.Connection) -> tuple[int, Any]:
+    """How many messages are set aside, and when the oldest of them was written (a read-only open of the
+    file; (0, None) when none ever was)."""
     if not _exists(conn):
-        return 0
-    return int(conn.execute("SELECT COUNT(*) FROM outbox_aside WHERE kind='message'").fetchone()[0])
+        return 0, None
+    count, oldest = conn.execute("SELECT COUNT(*), MIN(m.ingested_at) FROM outbox_aside a LEFT JOIN messages m"
+                                 " ON m.store_id = CAST(a.key AS INTEGER) WHERE a.kind='message'").fetchone()
+    return int(count), oldest
 
 
 def exported(conn: sqlite3.Connection) -> list[dict[str, Any]]:

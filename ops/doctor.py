@@ -345,16 +345,19 @@ def left_outbox(db_path: str) -> tuple[str, str] | None:
     (or one that would not read); None when there is none. The file need not exist."""
     path = outbox_path(Path(db_path).parent)
     try:
-        count, oldest = unshipped(path)
+        count, oldest, aside = unshipped(path)
     except Exception as exc:  # a damaged file: say so, it may still hold turns
         return (f"outbox {path} beside this store could not be read ({type(exc).__name__}: {exc})",
                 "keep the file: it may hold turns written while TROVE_DATABASE_URL was set")
     if not count:
         return None
+    refused = (f" ({aside} of them set aside: the server refused their values; `hermes trove doctor outbox`"
+               " lists them)") if aside else ""
+    retry = ("; the set-aside ones once repaired with `hermes trove doctor outbox retry`") if aside else ""
     return (f"{count} message(s) written while TROVE_DATABASE_URL was set, the oldest at {iso(oldest)}, were"
-            f" never shipped and wait in {path}; this SQLite store does not hold them",
+            f" never shipped and wait in {path}{refused}; this SQLite store does not hold them",
             f"keep {path}: set TROVE_DATABASE_URL to that server again and the next turn or `hermes trove status`"
-            " ships them (docs/fleet.md)")
+            f" ships them{retry} (docs/fleet.md)")
 
 
 # Checks that read SQLite's own structures (pragmas, the file, FTS5's integrity-check): not run on a

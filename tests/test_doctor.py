@@ -274,6 +274,26 @@ def test_an_outbox_left_beside_a_sqlite_store_with_unshipped_turns_warns_and_nam
     assert by_check(doctor.run_doctor(rt))["outbox"]["status"] == "pass"
 
 
+def test_an_outbox_left_beside_a_sqlite_store_holding_only_set_aside_rows_names_their_time_and_the_retry(
+        tmp_path, backend):
+    """Rows the server refused sit behind the shipping cursor: the next turn does not ship them, a retry does."""
+    from hermes_trove import outboxaside
+    from hermes_trove.outbox import Outbox
+
+    if backend != "sqlite":
+        pytest.skip("a SQLite store's check")
+    rt = build_runtime(make_config(tmp_path))
+    seed(rt)
+    box = Outbox(Path(rt.db.path).parent / "trove-outbox.db")
+    ids = box.store.append(SessionKey("s-pg", platform="cli"), [user("written for the server"), assistant("ok")])
+    box.advance(max(ids), 0.0, [outboxaside.Aside("message", str(ids[0]), "s-pg", "DataError: refused")])
+    report = doctor.run_doctor(rt)
+    check = by_check(report)["outbox"]
+    assert check["status"] == "warn" and "1 message(s)" in check["detail"], check
+    assert "None" not in check["detail"] and "set aside" in check["detail"], check
+    assert any("doctor outbox retry" in g for g in report["guidance"]), report["guidance"]
+
+
 def test_hermes_compression_switched_off_is_a_warning_naming_the_command(tmp_path, backend):
     """compression.enabled: false stops Hermes asking any engine to compact: the doctor must not say healthy."""
     rt = build_runtime(make_config(tmp_path))
