@@ -351,9 +351,9 @@ def left_outbox(db_path: str) -> tuple[str, str] | None:
                 "keep the file: it may hold turns written while TROVE_DATABASE_URL was set")
     if not count:
         return None
-    refused = (f" ({aside} of them set aside: the server refused their values; `hermes trove doctor outbox`"
-               " lists them)") if aside else ""
-    retry = ("; the set-aside ones once repaired with `hermes trove doctor outbox retry`") if aside else ""
+    refused = f" ({aside} of them set aside: the server refused their values)" if aside else ""
+    retry = ("; the set-aside ones only through `hermes trove doctor outbox` (lists them) and `doctor outbox"
+             " retry` once repaired, with the URL set") if aside else ""
     return (f"{count} message(s) written while TROVE_DATABASE_URL was set, the oldest at {iso(oldest)}, were"
             f" never shipped and wait in {path}{refused}; this SQLite store does not hold them",
             f"keep {path}: set TROVE_DATABASE_URL to that server again and the next turn or `hermes trove status`"
