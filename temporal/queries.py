@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import idlist
-from ..backend import UNBOUNDED
+from ..backend import UNBOUNDED, an_id
 from ..dag import NodeRow, node_row
 from ..db import Database
 from ..rows import MessageRow, calendar_time, message_row
@@ -81,12 +81,14 @@ def count_leaves(db: Database, start: float, end: float, session_id: str | None 
 
 
 def first_sources(db: Database, node_ids: Sequence[int]) -> dict[int, tuple[int, int]]:
-    """For each leaf: (first covered store_id, number of covered messages)."""
+    """For each leaf: (first covered store_id, number of covered messages); a lineage cell that holds no id
+    (damage a SQLite file can carry) is left out, as ``SummaryDAG.source_ids`` leaves it out."""
     ids = [int(i) for i in node_ids]
     if not ids:
         return {}
     conn = db.read()
-    sql = "SELECT node_id, MIN(store_id), COUNT(*) FROM node_messages WHERE node_id IN ({}) GROUP BY node_id"
+    sql = ("SELECT node_id, MIN(store_id), COUNT(*) FROM node_messages WHERE node_id IN ({})"
+           f" AND {an_id('store_id')} GROUP BY node_id")
     return {int(r[0]): (int(r[1]), int(r[2])) for run in idlist.chunks(conn, ids)
             for r in conn.execute(sql.format(",".join("?" * len(run))), run)}
 

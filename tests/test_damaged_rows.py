@@ -372,3 +372,16 @@ def test_expand_pages_past_a_lineage_cell_that_holds_no_id(tmp_path, cell):
     described = json.loads(engine.handle_tool_call("trove_describe", {"node_id": leaf.node_id}))
     assert described["num_sources"] == len(good) - 1, described
     assert described["descendant_message_count"] == len(good) - 1, described
+
+
+@pytest.mark.parametrize("cell", ["'lost'", "-4"])
+def test_recent_summaries_list_a_leaf_whose_lineage_cells_hold_no_id(tmp_path, cell):
+    """trove_recent's summaries name each leaf's first source and size from its lineage rows: a cell that holds
+    no id is left out there as in trove_expand (the leaf is listed, covering no readable message)."""
+    engine, _history, path = compacted(tmp_path)
+    leaf = engine.runtime.dag.visible("s1")[0]
+    damage(path, f"UPDATE node_messages SET store_id = {cell} WHERE node_id = {leaf.node_id}")
+    reply = json.loads(engine.handle_tool_call("trove_recent", {"period": "today", "mode": "summaries"}))
+    assert "error" not in reply, reply
+    listed = [i for i in reply["items"] if i.get("node_id") == leaf.node_id]
+    assert listed and listed[0]["messages"] == 0, reply
