@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..backend import on_server, sane
+from ..backend import an_id, on_server, sane
 from ..packed import DAMAGED
 from ..rows import MAX_COUNT, calendar_time
 
@@ -339,7 +339,7 @@ class WrittenNode:
     messages: int
 
 
-_ID = f"CASE WHEN nm.store_id BETWEEN 1 AND {MAX_COUNT} THEN nm.store_id END"
+_ID = f"CASE WHEN {an_id('nm.store_id')} THEN nm.store_id END"  # as SummaryDAG.source_ids reads a lineage cell
 
 
 def newest_nodes(conn: sqlite3.Connection, session_id: str, limit: int) -> list[WrittenNode]:
