@@ -346,28 +346,20 @@ def test_the_stored_compaction_counts_each_raw_message_once_however_the_lineage_
     assert (shown[top]["first_store_id"], shown[top]["last_store_id"]) == (ids[0], ids[4])
 
 
-def test_a_damaged_lineage_row_leaves_the_stored_compaction_and_the_lifecycle_readable(runtime, backend):
-    file_store_only(backend)  # a server's typed columns take no text in a number column
+@pytest.mark.parametrize("cell", ["'lost'", "2.5"])
+def test_a_damaged_lineage_cell_is_left_out_of_the_stored_compaction_as_trove_expand_leaves_it(runtime, backend,
+                                                                                                cell):
+    """A lineage cell holding text or a fraction is no id: status stays readable (no store_error, the
+    lifecycle kept) and counts the node's messages as trove_expand reads them."""
+    file_store_only(backend)  # a server's typed columns take neither in an id column
     ids = runtime.store.append(SessionKey("s1"), [user(f"harbour note {i}") for i in range(4)])
     leaf = runtime.dag.add_leaf("s1", "harbour notes", ids[:3], token_count=9, source_token_count=30,
                                 earliest_at=None, latest_at=None)
     with runtime.db.transaction() as conn:
-        conn.execute("UPDATE node_messages SET store_id = 'lost' WHERE node_id = ? AND ordinal = 2", (leaf,))
+        conn.execute(f"UPDATE node_messages SET store_id = {cell} WHERE node_id = ? AND ordinal = 2", (leaf,))
     report = status.build_status(runtime, None, session_id="s1")
     assert "store_error" not in report and "lifecycle" in report
     (node,) = report["last_compaction"]["newest_nodes"]
-    assert (node["first_store_id"], node["last_store_id"]) == (ids[0], ids[1])
-
-
-def test_the_stored_compaction_counts_the_messages_trove_expand_reads_not_a_fraction_cell(runtime, backend):
-    """A lineage cell holding a fraction is no id (trove_expand leaves it out): the count leaves it out too."""
-    file_store_only(backend)  # a server's typed columns take no fraction in an id column
-    ids = runtime.store.append(SessionKey("s1"), [user(f"harbour note {i}") for i in range(4)])
-    leaf = runtime.dag.add_leaf("s1", "harbour notes", ids[:3], token_count=9, source_token_count=30,
-                                earliest_at=None, latest_at=None)
-    with runtime.db.transaction() as conn:
-        conn.execute("UPDATE node_messages SET store_id = 2.5 WHERE node_id = ? AND ordinal = 2", (leaf,))
-    (node,) = status.build_status(runtime, None, session_id="s1")["last_compaction"]["newest_nodes"]
     readable = runtime.dag.source_ids(runtime.dag.get(leaf))
     assert node["messages"] == len(readable) == 2, node
     assert (node["first_store_id"], node["last_store_id"]) == (ids[0], ids[1])
