@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sqlite3
 import threading
 import time
 import uuid
@@ -63,6 +64,12 @@ def outbox_path(database_dir: Path) -> Path:
     return database_dir / OUTBOX_FILE
 
 
+def read_cursor(conn: sqlite3.Connection) -> tuple[int, float]:
+    """An outbox file's shipping cursor: (the last local id shipped, the newest session change shipped)."""
+    got = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('outbox_cursor', 'outbox_sessions')"))
+    return int(got.get("outbox_cursor", 0)), float(got.get("outbox_sessions", 0.0))
+
+
 def unshipped(path: Path) -> tuple[int, float | None, int]:
     """Rows of the outbox file at ``path`` not on any server (past its shipping cursor, or set aside behind
     it), when the oldest was written, and how many of them are set aside; read only, (0, None, 0) with no
@@ -71,9 +78,8 @@ def unshipped(path: Path) -> tuple[int, float | None, int]:
     if not path.is_file():
         return 0, None, 0
     with contextlib.closing(open_readonly(path)) as conn:
-        cursor = conn.execute("SELECT value FROM meta WHERE key='outbox_cursor'").fetchone()
         count, oldest = conn.execute("SELECT COUNT(*), MIN(ingested_at) FROM messages WHERE store_id > ?",
-                                     (int(cursor[0]) if cursor else 0,)).fetchone()
+                                     (read_cursor(conn)[0],)).fetchone()
         aside, aside_oldest = outboxaside.marked_messages(conn)
     times = [float(t) for t in (oldest, aside_oldest) if t is not None]
     return int(count) + aside, min(times, default=None), aside
@@ -120,9 +126,7 @@ class Outbox:
 
     def cursor(self) -> tuple[int, float]:
         """(the last local id shipped, the newest session change shipped)."""
-        got = dict(self.db.read().execute("SELECT key, value FROM meta"
-                                          " WHERE key IN ('outbox_cursor', 'outbox_sessions')"))
-        return int(got.get("outbox_cursor", 0)), float(got.get("outbox_sessions", 0.0))
+        return read_cursor(self.db.read())
 
     def pending(self) -> int:
         """Rows not shipped yet."""
