@@ -67,9 +67,9 @@ def runtime_section(runtime: Runtime, offline: str = "") -> dict[str, Any]:
     shipper = getattr(runtime.store, "shipper", None)
     if shipper is None:
         section.update(database_bytes=file_size(path), wal_bytes=file_size(path + "-wal"))
-    elif not offline:  # what waits ships first (as before the totals), so the outbox figures are after it
-        queries.settled(runtime)
-    if shipper is not None:
+    else:
+        if not offline:  # what waits ships first (as before the totals), so the outbox figures are after it
+            queries.settled(runtime)
         section["outbox"] = shipper.status()
         if section["outbox"]["set_aside"]["rows"]:  # a warning with its fix: nothing ships them by itself
             section["outbox"]["set_aside"].update(warning=outbox_ops.described(section["outbox"]["set_aside"]),
